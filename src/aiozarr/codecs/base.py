@@ -1,0 +1,102 @@
+"""The three kinds of codec of the v3 spec. Codecs are synchronous and pure:
+they turn bytes into arrays and back, and never see a store, a loop or a thread.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from aiozarr.metadata.model import CodecMetadata
+
+
+@dataclass(frozen=True)
+class ChunkSpec:
+    """What a codec is handed: the decoded chunk's shape, dtype and fill value."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    fill_value: Any
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+
+class Codec(ABC):
+    """Common part of every codec: its metadata name and configuration."""
+
+    #: The name used in metadata documents; set by each subclass.
+    name: ClassVar[str]
+
+    @classmethod
+    def from_config(cls, configuration: Mapping[str, Any]) -> Codec:
+        """Build from the `configuration` object of metadata; raise `MetadataError` if bad."""
+        return cls(**configuration)
+
+    @abstractmethod
+    def configuration(self) -> dict[str, Any]:
+        """The `configuration` object to write into metadata."""
+
+    def to_metadata(self) -> CodecMetadata:
+        return CodecMetadata(self.name, self.configuration())
+
+    def resolve(self, spec: ChunkSpec) -> ChunkSpec:
+        """The spec of this codec's output, given the spec of its input."""
+        return spec
+
+    def validate(self, spec: ChunkSpec) -> None:
+        """Raise `MetadataError` if this codec cannot encode chunks of `spec`."""
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self.configuration() == other.configuration()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), repr(sorted(self.configuration().items()))))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.configuration()!r})"
+
+
+class ArrayToArrayCodec(Codec):
+    """Array in, array out (e.g. transpose)."""
+
+    @abstractmethod
+    def encode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray: ...
+
+    @abstractmethod
+    def decode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
+        """`spec` is this codec's *input* spec (the decoded side)."""
+
+
+class ArrayToBytesCodec(Codec):
+    """Array in, bytes out (e.g. bytes, sharding_indexed, vlen-utf8)."""
+
+    @abstractmethod
+    def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes | memoryview: ...
+
+    @abstractmethod
+    def decode(self, data: Any, spec: ChunkSpec) -> np.ndarray:
+        """`data` is any buffer; the result has `spec.shape` and `spec.dtype`."""
+
+    def encoded_size(self, spec: ChunkSpec) -> int | None:
+        """Exact encoded size when it depends only on `spec`, else None."""
+        return None
+
+
+class BytesToBytesCodec(Codec):
+    """Bytes in, bytes out (e.g. gzip, zstd, blosc, crc32c)."""
+
+    @abstractmethod
+    def encode(self, data: Any, spec: ChunkSpec) -> bytes | memoryview: ...
+
+    @abstractmethod
+    def decode(self, data: Any, spec: ChunkSpec) -> bytes | memoryview: ...
+
+    def encoded_size(self, size: int) -> int | None:
+        """Exact encoded size for `size` input bytes when fixed (crc32c: +4), else None."""
+        return None

@@ -1,0 +1,108 @@
+"""Runtime settings: defaults, `AIOZARR_*` environment variables, and scoped overrides.
+
+    aiozarr.config.get().coalesce_gap_bytes
+    with aiozarr.config.set(max_inflight_bytes=64 << 20):
+        ...
+
+Each default names the benchmark (in `benchmarks/`) or the reasoning that chose it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, fields
+from typing import Any
+
+from aiozarr.errors import AiozarrError
+
+
+@dataclass(frozen=True)
+class Config:
+    """All aiozarr settings. Units are in the names."""
+
+    # Requests in flight per store. Object stores answer many parallel range GETs well;
+    # 64 saturates the emulator at 20 ms latency (benchmarks: slab workload).
+    max_concurrency: int = 64
+    # Two ranges of one key closer than this are fetched as one request. At ~20 ms per
+    # request and ~100 MB/s per stream, a round trip costs about 2 MB of transfer, so any
+    # gap under 1 MiB is cheaper to read than to skip (benchmarks: slab workload).
+    coalesce_gap_bytes: int = 1 << 20
+    # A merged request larger than this is split so its parts run in parallel.
+    max_request_bytes: int = 64 << 20
+    # Compressed bytes a read may hold at once before it waits for decoding to catch up.
+    max_inflight_bytes: int = 512 << 20
+    # Codec thread pool size; 0 means the number of CPUs.
+    codec_threads: int = 0
+    # Shard indexes kept per array (bytes). A 32 MiB shard of 256 KiB chunks has a 2 KiB
+    # index, so 16 MiB holds the indexes of about 256 TB of such shards.
+    shard_index_cache_bytes: int = 16 << 20
+    # Retries for idempotent store operations.
+    retry_attempts: int = 6
+    retry_base_delay_s: float = 0.05
+    retry_max_delay_s: float = 5.0
+    retry_deadline_s: float = 120.0
+    # Per-request timeout: a floor plus time for the bytes at a pessimistic rate.
+    request_timeout_s: float = 30.0
+    request_timeout_min_bytes_per_s: float = 1 << 20
+    # Chunks equal to the fill value are not stored.
+    write_empty_chunks: bool = False
+
+
+_current: contextvars.ContextVar[Config | None] = contextvars.ContextVar(
+    "aiozarr_config", default=None
+)
+_base: Config | None = None
+
+
+def _coerce(name: str, kind: type, text: str) -> Any:
+    try:
+        if kind is bool:
+            lowered = text.strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(text)
+        return kind(text)
+    except ValueError:
+        raise AiozarrError(
+            f"environment variable AIOZARR_{name.upper()}={text!r} is not a valid {kind.__name__}"
+        ) from None
+
+
+def _from_environment() -> Config:
+    values: dict[str, Any] = {}
+    for field in fields(Config):
+        text = os.environ.get(f"AIOZARR_{field.name.upper()}")
+        if text is not None:
+            kind = type(field.default)
+            values[field.name] = _coerce(field.name, kind, text)
+    return Config(**values)
+
+
+def get() -> Config:
+    """The settings in force here: the innermost `set` block, else environment + defaults."""
+    global _base
+    current = _current.get()
+    if current is not None:
+        return current
+    if _base is None:
+        _base = _from_environment()
+    return _base
+
+
+@contextlib.contextmanager
+def set(**changes: Any) -> Iterator[Config]:  # noqa: A001 - mirrors dask.config.set
+    """Override settings for the duration of a `with` block (also in tasks it starts)."""
+    unknown = sorted(k for k in changes if k not in {f.name for f in fields(Config)})
+    if unknown:
+        raise AiozarrError(f"unknown aiozarr setting(s): {', '.join(unknown)}")
+    token = _current.set(dataclasses.replace(get(), **changes))
+    try:
+        yield _current.get()  # type: ignore[misc]
+    finally:
+        _current.reset(token)

@@ -1,0 +1,62 @@
+"""The exceptions aiozarr raises. Every one names the key (or field) and the problem."""
+
+from __future__ import annotations
+
+
+class AiozarrError(Exception):
+    """Base of every error aiozarr raises on bad input or a failing store."""
+
+
+class AiozarrWarning(UserWarning):
+    """Data was read leniently: a writer quirk was tolerated."""
+
+
+class NodeNotFoundError(AiozarrError, KeyError):
+    """No array or group exists at the given path."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class NodeExistsError(AiozarrError, FileExistsError):
+    """An array or group already exists where one was to be created."""
+
+
+class MetadataError(AiozarrError, ValueError):
+    """A metadata document is malformed, contradictory or invalid."""
+
+
+class UnsupportedError(AiozarrError, ValueError):
+    """An unknown codec, data type, chunk grid or extension."""
+
+
+class CodecError(AiozarrError, ValueError):
+    """A chunk could not be encoded or decoded (corrupt or truncated bytes)."""
+
+
+class ChecksumError(CodecError):
+    """A stored checksum does not match the bytes it protects."""
+
+
+class StoreError(AiozarrError, OSError):
+    """A store operation failed; carries the key and the backend's message."""
+
+
+class ReadOnlyError(StoreError, PermissionError):
+    """A write was attempted on a store or array opened read-only."""
+
+
+class InvalidKeyError(StoreError, ValueError):
+    """A store key is malformed or would escape the store's root."""
+
+
+class SelectionError(AiozarrError, IndexError):
+    """A selection is malformed for the array it indexes."""
+
+
+class BoundsCheckError(SelectionError):
+    """A selection lies outside the array's bounds."""
+
+
+class SyncInLoopError(AiozarrError, RuntimeError):
+    """The sync API was called from aiozarr's own event loop thread."""

@@ -1,0 +1,81 @@
+"""The format-independent model of array and group metadata (frozen values).
+
+Readers (`v3.py`, `v2.py`, ...) turn documents into these; writers turn them back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class CodecMetadata:
+    """One codec as named in metadata: `{"name": ..., "configuration": {...}}`."""
+
+    name: str
+    configuration: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        if not self.configuration:
+            return {"name": self.name}
+        return {"name": self.name, "configuration": dict(self.configuration)}
+
+
+@dataclass(frozen=True)
+class ChunkKeyEncoding:
+    """How chunk grid coordinates become store keys (v3 `default` or `v2` style)."""
+
+    name: Literal["default", "v2"] = "default"
+    separator: Literal["/", "."] = "/"
+
+    def encode(self, chunk_coords: tuple[int, ...]) -> str:
+        """The key of a chunk, relative to the array's path."""
+        if self.name == "default":
+            return self.separator.join(("c", *map(str, chunk_coords)))
+        return self.separator.join(map(str, chunk_coords)) if chunk_coords else "0"
+
+
+@dataclass(frozen=True)
+class ArrayMetadata:
+    """Everything needed to read and write one array, whatever its format.
+
+    `codecs` is the v3 codec chain. For v2/v1 arrays it is empty and `order`,
+    `filters` and `compressor` (numcodecs configs) describe the encoding.
+    `fill_value` is a numpy scalar of `dtype`, or None (v2 "no fill value").
+    """
+
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    chunk_shape: tuple[int, ...]
+    fill_value: Any
+    zarr_format: Literal[1, 2, 3] = 3
+    codecs: tuple[CodecMetadata, ...] = ()
+    chunk_key_encoding: ChunkKeyEncoding = ChunkKeyEncoding()
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    dimension_names: tuple[str | None, ...] | None = None
+    # v3: the data_type exactly as the document gave it (a name or an extension object)
+    data_type: Any = None
+    # v2 / v1 encoding
+    order: Literal["C", "F"] = "C"
+    filters: tuple[Mapping[str, Any], ...] | None = None
+    compressor: Mapping[str, Any] | None = None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def chunk_key(self, chunk_coords: tuple[int, ...]) -> str:
+        return self.chunk_key_encoding.encode(chunk_coords)
+
+
+@dataclass(frozen=True)
+class GroupMetadata:
+    """A group: its attributes, and (when consolidated) its members' metadata by path."""
+
+    zarr_format: Literal[1, 2, 3] = 3
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    consolidated: Mapping[str, ArrayMetadata | GroupMetadata] | None = None
