@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -31,6 +31,30 @@ class RangeRequest:
 
     key: str
     byte_range: ByteRange | None = None
+
+
+def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups."""
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return out
+
+
+@contextlib.contextmanager
+def single_failure() -> Iterator[None]:
+    """Raise a task group's only failure as itself, not wrapped in an `ExceptionGroup`.
+
+    Callers of a store expect `ReadOnlyError`, `StoreError`, ... (or their own exception
+    from inside `stream_partial_values`), not a group of one.
+    """
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        leaves = _leaves(group)
+        if len(leaves) != 1:
+            raise
+        raise leaves[0] from leaves[0].__cause__
 
 
 class Store(ABC):
@@ -110,9 +134,10 @@ class Store(ABC):
             async with self.limiter:
                 results[i] = await self._get(key, byte_range)
 
-        async with anyio.create_task_group() as tg:
-            for i, byte_range in enumerate(byte_ranges):
-                tg.start_soon(one, i, byte_range)
+        with single_failure():
+            async with anyio.create_task_group() as tg:
+                for i, byte_range in enumerate(byte_ranges):
+                    tg.start_soon(one, i, byte_range)
         if any(r is None for r in results):
             return None
         return results  # type: ignore[return-value]
@@ -169,10 +194,13 @@ class Store(ABC):
                 for key, indices in by_key.items():
                     tg.start_soon(fetch_key, key, indices)
 
-        async with anyio.create_task_group() as tg, receive:
-            tg.start_soon(fetch_all)
-            yield receive
-            tg.cancel_scope.cancel()
+        # The stream closes only after the task group has stopped every fetch, so a fetch
+        # finishing as the block is left never sends into a closed stream.
+        with single_failure():
+            async with receive, anyio.create_task_group() as tg:
+                tg.start_soon(fetch_all)
+                yield receive
+                tg.cancel_scope.cancel()
 
     def _coalescing(self) -> tuple[int, int]:
         settings = config.get()
@@ -212,9 +240,13 @@ class Store(ABC):
             async with self.limiter:
                 await self.set(key, value)
 
-        async with anyio.create_task_group() as tg:
-            for key, value in items:
-                tg.start_soon(one, key, value)
+        items = list(items)
+        if items:  # one clear error, not one per key
+            self._check_writable(items[0][0])
+        with single_failure():
+            async with anyio.create_task_group() as tg:
+                for key, value in items:
+                    tg.start_soon(one, key, value)
 
     async def delete(self, key: str) -> None:
         """Remove `key`; removing a missing key is not an error."""
@@ -226,9 +258,13 @@ class Store(ABC):
             async with self.limiter:
                 await self.delete(key)
 
-        async with anyio.create_task_group() as tg:
-            for key in keys:
-                tg.start_soon(one, key)
+        keys = list(keys)
+        if keys:  # one clear error, not one per key
+            self._check_writable(keys[0])
+        with single_failure():
+            async with anyio.create_task_group() as tg:
+                for key in keys:
+                    tg.start_soon(one, key)
 
     async def delete_prefix(self, prefix: str) -> None:
         """Remove every key that starts with `prefix`."""

@@ -34,23 +34,37 @@ class RangePlan:
     _pieces: tuple[_Piece, ...]
 
     def slice_back(self, fetched: Sequence[Any]) -> list[memoryview]:
-        """One buffer per wanted range, cut from the answers to `fetch` (same order)."""
+        """One buffer per wanted range, cut from the answers to `fetch` (same order).
+
+        An answer shorter than its request means the value ends there, so the wanted
+        ranges in it are clipped, as `Store.get` clips a range past the end. An answer
+        longer than its request (a server that ignored the range), or a short part
+        followed by more bytes, cannot be placed and raises `CodecError`.
+        """
         if len(fetched) != len(self.fetch):
             raise ValueError(f"expected {len(self.fetch)} answers, got {len(fetched)}")
         views = [memoryview(b).cast("B") for b in fetched]
+        for asked, view in zip(self.fetch, views, strict=True):
+            if asked is not None and asked.length is not None and len(view) > asked.length:
+                raise CodecError(f"long read: asked for {asked}, got {len(view)} bytes")
         out: list[memoryview] = []
         for wanted, piece in zip(self.wanted, self._pieces, strict=True):
             if piece.first == piece.last:
                 view = views[piece.first]
             else:  # a range split into parts: join them (the only copy we make)
-                view = memoryview(b"".join(views[piece.first : piece.last + 1]))
+                parts = views[piece.first : piece.last + 1]
+                for k in range(len(parts) - 1):
+                    asked = self.fetch[piece.first + k]
+                    if asked is not None and len(parts[k]) != asked.length and any(
+                        len(later) for later in parts[k + 1 :]
+                    ):
+                        raise CodecError(
+                            f"short read: asked for {asked}, got {len(parts[k])} bytes "
+                            f"while reading {wanted}"
+                        )
+                view = memoryview(b"".join(parts))
             stop = None if piece.length is None else piece.start + piece.length
-            part = view[piece.start : stop]
-            if piece.length is not None and len(part) != piece.length:
-                raise CodecError(
-                    f"short read: asked for {wanted}, got {len(part)} of {piece.length} bytes"
-                )
-            out.append(part)
+            out.append(view[piece.start : stop])
         return out
 
 

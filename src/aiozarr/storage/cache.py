@@ -1,0 +1,89 @@
+"""`LRUByteCache`: a least-recently-used cache bounded by total bytes.
+
+The engine keeps decoded shard indexes in one (they are small, immutable while
+the shard is unchanged, and read before every inner chunk of a cold shard).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+__all__ = ["LRUByteCache"]
+
+
+class LRUByteCache:
+    """Values keyed by `str`, each with a size in bytes; the total stays <= `max_bytes`.
+
+    Putting a value evicts the least recently used ones until it fits. A value larger
+    than `max_bytes` is not kept (`max_bytes=0` disables the cache). A lock makes each
+    call atomic, so the cache may be shared between the event loop and worker threads.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        if max_bytes < 0:
+            raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self._nbytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def nbytes(self) -> int:
+        """Total size of the values held."""
+        return self._nbytes
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value at `key` (now the most recently used), or `default`."""
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                self.misses += 1
+                return default
+            self._items.move_to_end(key)
+            self.hits += 1
+            return item[0]
+
+    def put(self, key: str, value: Any, nbytes: int) -> None:
+        """Keep `value` (of `nbytes` bytes) at `key`, evicting old values to make room."""
+        if nbytes < 0:
+            raise ValueError(f"nbytes must be >= 0, got {nbytes} for {key!r}")
+        with self._lock:
+            self._drop(key)
+            if nbytes > self.max_bytes:
+                return
+            self._items[key] = (value, nbytes)
+            self._nbytes += nbytes
+            while self._nbytes > self.max_bytes:
+                _, (_, size) = self._items.popitem(last=False)
+                self._nbytes -= size
+
+    def invalidate(self, key: str) -> None:
+        """Forget the value at `key`, if any."""
+        with self._lock:
+            self._drop(key)
+
+    def clear(self) -> None:
+        """Forget every value."""
+        with self._lock:
+            self._items.clear()
+            self._nbytes = 0
+
+    def _drop(self, key: str) -> None:
+        item = self._items.pop(key, None)
+        if item is not None:
+            self._nbytes -= item[1]
+
+    def __repr__(self) -> str:
+        return (
+            f"LRUByteCache({len(self._items)} items, {self._nbytes} of {self.max_bytes} bytes)"
+        )

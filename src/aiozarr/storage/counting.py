@@ -1,0 +1,220 @@
+"""`CountingStore`: wraps a store and records every request it passes on.
+
+Tests assert request counts with it ("one inner chunk of a cold shard costs 2
+requests"); it never changes what the inner store does: it batches with the
+inner store's coalescing settings and waits on the inner store's limiter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import Any
+
+import anyio
+
+from aiozarr.byte_range import ByteRange
+from aiozarr.storage.base import Buffer, RangeRequest, Store
+
+__all__ = ["CountingStore"]
+
+
+def _nbytes(data: Buffer | None) -> int:
+    return 0 if data is None else memoryview(data).nbytes
+
+
+class CountingStore(Store):
+    """Delegates to `inner` and counts what reaches it.
+
+    - `counts`: a `Counter` by operation. `"get"` is one per backend read: one per
+      `_get`, or one per (already coalesced) range handed to the inner `_get_ranges`.
+      Also `"set"`, `"delete"`, `"delete_prefix"`, `"exists"`, `"getsize"`, `"list"`.
+    - `bytes_read` / `bytes_written`: bytes the backend returned / was given.
+    - `requests`: `(operation, key, byte_range)` in the order they were made.
+    - `batches`: the requests of each `get_partial_values` / `stream_partial_values`
+      call, appended when the call starts.
+    - `events`: `("batch_start", n)` / `("batch_end", n)` in order, so a test can check
+      that batch 2 started only after batch 1 ended.
+    - `peak_inflight`: the most reads handed to the inner store and not yet answered
+      (a read waiting for the inner store's limiter counts as in flight).
+    """
+
+    def __init__(self, inner: Store) -> None:
+        super().__init__(read_only=inner.read_only)
+        self.inner = inner
+        self.counts: Counter[str] = Counter()
+        self.bytes_read = 0
+        self.bytes_written = 0
+        self.requests: list[tuple[str, str, ByteRange | None]] = []
+        self.batches: list[list[RangeRequest]] = []
+        self.events: list[tuple[str, int]] = []
+        self.inflight = 0
+        self.peak_inflight = 0
+
+    def reset(self) -> None:
+        """Forget everything counted so far."""
+        self.counts.clear()
+        self.bytes_read = self.bytes_written = 0
+        self.requests.clear()
+        self.batches.clear()
+        self.events.clear()
+        self.peak_inflight = self.inflight
+
+    def stats(self) -> dict[str, Any]:
+        """The counters as a plain dict (for printing or comparing)."""
+        return {
+            "counts": dict(self.counts),
+            "requests": len(self.requests),
+            "bytes_read": self.bytes_read,
+            "bytes_written": self.bytes_written,
+            "batches": len(self.batches),
+            "peak_inflight": self.peak_inflight,
+        }
+
+    def _record(self, operation: str, key: str, byte_range: ByteRange | None = None) -> None:
+        self.counts[operation] += 1
+        self.requests.append((operation, key, byte_range))
+
+    # -- what the inner store decides --------------------------------------------------
+
+    @property  # type: ignore[override]
+    def coalesce_gap_bytes(self) -> int | None:
+        return self.inner.coalesce_gap_bytes
+
+    @property  # type: ignore[override]
+    def max_request_bytes(self) -> int | None:
+        return self.inner.max_request_bytes
+
+    @property
+    def limiter(self) -> anyio.CapacityLimiter:
+        return self.inner.limiter
+
+    @property
+    def readable(self) -> bool:
+        return self.inner.readable
+
+    @property
+    def writable(self) -> bool:
+        return self.inner.writable
+
+    @property
+    def listable(self) -> bool:
+        return self.inner.listable
+
+    @property
+    def supports_partial_reads(self) -> bool:
+        return self.inner.supports_partial_reads
+
+    @property
+    def read_only(self) -> bool:
+        return self.inner.read_only
+
+    def with_read_only(self, read_only: bool = True) -> CountingStore:
+        """A new counting store (fresh counters) over `inner.with_read_only(read_only)`."""
+        return CountingStore(self.inner.with_read_only(read_only))
+
+    # -- reads -------------------------------------------------------------------------
+
+    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
+        self._record("get", key, byte_range)
+        self._started(1)
+        try:
+            data = await self.inner._get(key, byte_range)
+        finally:
+            self.inflight -= 1
+        self.bytes_read += _nbytes(data)
+        return data
+
+    async def _get_ranges(
+        self, key: str, byte_ranges: Sequence[ByteRange]
+    ) -> list[Buffer] | None:
+        if type(self.inner)._get_ranges is Store._get_ranges:
+            # The default issues one `_get` per range: run it here so each is seen.
+            return await super()._get_ranges(key, byte_ranges)
+        for byte_range in byte_ranges:
+            self._record("get", key, byte_range)
+        self._started(len(byte_ranges))
+        try:
+            answers = await self.inner._get_ranges(key, byte_ranges)
+        finally:
+            self.inflight -= len(byte_ranges)
+        self.bytes_read += sum(_nbytes(a) for a in answers or ())
+        return answers
+
+    def _started(self, n: int) -> None:
+        self.inflight += n
+        self.peak_inflight = max(self.peak_inflight, self.inflight)
+
+    @contextlib.asynccontextmanager
+    async def stream_partial_values(
+        self, requests: Sequence[RangeRequest]
+    ) -> AsyncIterator[AsyncIterator[tuple[int, Buffer | None]]]:
+        """The base batching (inner settings), recorded as one batch with start/end events."""
+        n = len(self.batches)
+        self.batches.append(list(requests))
+        self.events.append(("batch_start", n))
+        try:
+            async with super().stream_partial_values(requests) as answers:
+                yield answers
+        finally:
+            self.events.append(("batch_end", n))
+
+    async def exists(self, key: str) -> bool:
+        self._record("exists", key)
+        return await self.inner.exists(key)
+
+    async def getsize(self, key: str) -> int | None:
+        self._record("getsize", key)
+        return await self.inner.getsize(key)
+
+    # -- writes ------------------------------------------------------------------------
+
+    async def set(self, key: str, value: Buffer) -> None:
+        self._record("set", key)
+        await self.inner.set(key, value)
+        self.bytes_written += _nbytes(value)
+
+    async def set_many(self, items: Iterable[tuple[str, Buffer]]) -> None:
+        items = list(items)
+        for key, _ in items:
+            self._record("set", key)
+        await self.inner.set_many(items)
+        self.bytes_written += sum(_nbytes(value) for _, value in items)
+
+    async def delete(self, key: str) -> None:
+        self._record("delete", key)
+        await self.inner.delete(key)
+
+    async def delete_many(self, keys: Iterable[str]) -> None:
+        keys = list(keys)
+        for key in keys:
+            self._record("delete", key)
+        await self.inner.delete_many(keys)
+
+    async def delete_prefix(self, prefix: str) -> None:
+        self._record("delete_prefix", prefix)
+        await self.inner.delete_prefix(prefix)
+
+    # -- listing -----------------------------------------------------------------------
+
+    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
+        self._record("list", prefix)
+        async for key in self.inner.list_prefix(prefix):
+            yield key
+
+    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        self._record("list", prefix)
+        async for name in self.inner.list_dir(prefix):
+            yield name
+
+    # -- identity ----------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return f"CountingStore({self.inner!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)

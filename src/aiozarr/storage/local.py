@@ -1,0 +1,282 @@
+"""`LocalStore`: Zarr keys as files under a directory on local disk.
+
+Key `a/b/c` is the file `root/a/b/c`. Writes go to a temporary file in the
+same directory and are renamed into place (`os.replace`), so a reader sees the
+old value or the new one, never half of one. File I/O runs on worker threads;
+all the ranges of one key are read with one open and one thread hop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+
+from aiozarr.byte_range import ByteRange
+from aiozarr.errors import InvalidKeyError, StoreError
+from aiozarr.storage.base import Buffer, Store
+
+__all__ = ["LocalStore"]
+
+#: Temporary files end with this; listings skip them (a key may not end with it).
+TEMP_SUFFIX = ".aiozarr-tmp"
+
+# A missing file, or a path through something that is not a directory: no value there.
+_MISSING = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
+
+
+def check_key(key: str, *, prefix: bool = False) -> None:
+    """Raise `InvalidKeyError` unless `key` is a relative `/`-separated key inside the root.
+
+    With `prefix=True`, `key` may be empty or end with `/` (a listing prefix).
+    """
+    problem = None
+    if not isinstance(key, str):
+        problem = "keys must be strings"
+    elif "\x00" in key:
+        problem = "keys may not contain NUL bytes"
+    elif "\\" in key:
+        problem = "keys may not contain backslashes"
+    elif key.startswith("/"):
+        problem = "keys may not start with '/'"
+    elif key.endswith(TEMP_SUFFIX):
+        problem = f"keys may not end with {TEMP_SUFFIX!r} (reserved for temporary files)"
+    elif not (prefix and key == ""):
+        segments = key.split("/")
+        if prefix and key.endswith("/"):
+            segments = segments[:-1]
+        if any(segment in ("", ".", "..") for segment in segments):
+            problem = "keys may not have empty, '.' or '..' segments"
+    if problem is not None:
+        raise InvalidKeyError(f"invalid key {key!r}: {problem}")
+
+
+def _read_ranges(path: Path, byte_ranges: Sequence[ByteRange | None]) -> list[bytes] | None:
+    """Read ranges of one file with one open; None if the file is missing."""
+    try:
+        with open(path, "rb") as f:
+            out: list[bytes] = []
+            size: int | None = None
+            for byte_range in byte_ranges:
+                if byte_range is None:
+                    f.seek(0)
+                    out.append(f.read())
+                    continue
+                if size is None:
+                    size = os.fstat(f.fileno()).st_size
+                start, stop = byte_range.resolve(size)
+                f.seek(start)
+                out.append(f.read(stop - start))
+            return out
+    except _MISSING:
+        return None
+
+
+class LocalStore(Store):
+    """A directory on local disk; the store used for plain paths.
+
+    Range reads read only the bytes asked for; ranges are never coalesced (a seek is
+    free). Keys that would leave the root (`..`, absolute keys, backslashes, NUL bytes,
+    empty segments) raise `InvalidKeyError`.
+    """
+
+    # Reading the gap costs more than a seek; on a local disk there is no request cost.
+    coalesce_gap_bytes = 0
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        read_only: bool = False,
+        max_concurrency: int | None = None,
+    ) -> None:
+        super().__init__(read_only=read_only, max_concurrency=max_concurrency)
+        self._root = Path(root).expanduser().resolve()
+
+    @property
+    def root(self) -> Path:
+        """The directory holding the keys (absolute)."""
+        return self._root
+
+    def with_read_only(self, read_only: bool = True) -> LocalStore:
+        """A store over the same directory with another read-only flag."""
+        return type(self)(self._root, read_only=read_only, max_concurrency=self._max_concurrency)
+
+    def _path(self, key: str) -> Path:
+        check_key(key)
+        return self._root / key
+
+    # -- reads -------------------------------------------------------------------------
+
+    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
+        path = self._path(key)
+        answers = await anyio.to_thread.run_sync(
+            self._guarded, "read", key, _read_ranges, path, [byte_range]
+        )
+        return None if answers is None else answers[0]
+
+    async def _get_ranges(self, key: str, byte_ranges: Sequence[ByteRange]) -> list[Buffer] | None:
+        """All ranges of `key` with one open, in one thread hop (one limiter slot)."""
+        path = self._path(key)
+        async with self.limiter:
+            return await anyio.to_thread.run_sync(
+                self._guarded, "read", key, _read_ranges, path, byte_ranges
+            )
+
+    async def exists(self, key: str) -> bool:
+        """Whether a file is stored at `key`."""
+        return await anyio.to_thread.run_sync(self._path(key).is_file)
+
+    async def getsize(self, key: str) -> int | None:
+        """Size of the file at `key` in bytes, or None if missing."""
+        path = self._path(key)
+
+        def size() -> int | None:
+            try:
+                stat = path.stat()
+            except OSError:
+                return None
+            return stat.st_size if path.is_file() else None
+
+        return await anyio.to_thread.run_sync(size)
+
+    # -- writes ------------------------------------------------------------------------
+
+    async def set(self, key: str, value: Buffer) -> None:
+        """Write `value` to `key` atomically: temporary file, then rename over the old one."""
+        self._check_writable(key)
+        path = self._path(key)
+        await anyio.to_thread.run_sync(self._guarded, "write", key, _write_atomic, path, value)
+
+    async def delete(self, key: str) -> None:
+        """Remove `key` and any parent directories left empty; a missing key is fine."""
+        self._check_writable(key)
+        path = self._path(key)
+        await anyio.to_thread.run_sync(self._guarded, "delete", key, self._remove, path)
+
+    async def delete_prefix(self, prefix: str) -> None:
+        """Remove every key starting with `prefix` (a whole directory at once for `dir/`)."""
+        self._check_writable(prefix)
+        check_key(prefix, prefix=True)
+        if prefix.endswith("/"):
+            path = self._root / prefix
+            await anyio.to_thread.run_sync(self._guarded, "delete", prefix, self._rmtree, path)
+            return
+        await super().delete_prefix(prefix)
+
+    def _rmtree(self, path: Path) -> None:
+        with contextlib.suppress(*_MISSING):
+            shutil.rmtree(path)
+        self._remove_empty_parents(path)
+
+    def _remove(self, path: Path) -> None:
+        with contextlib.suppress(*_MISSING):
+            path.unlink()
+        self._remove_empty_parents(path)
+
+    def _remove_empty_parents(self, path: Path) -> None:
+        # Empty directories would show up in `list_dir`; `_write_atomic` retries when a
+        # concurrent delete removes a directory it has just made.
+        parent = path.parent
+        while parent != self._root and self._root in parent.parents:
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+            parent = parent.parent
+
+    def _guarded(self, action: str, key: str, fn: Any, *args: Any) -> Any:
+        """Run `fn(*args)`, turning OS errors other than a missing file into `StoreError`."""
+        try:
+            return fn(*args)
+        except _MISSING as exc:
+            if action == "delete":
+                return None
+            raise StoreError(f"cannot {action} {key!r} in {self!r}: {exc}") from exc
+        except OSError as exc:
+            raise StoreError(f"cannot {action} {key!r} in {self!r}: {exc}") from exc
+
+    # -- listing -----------------------------------------------------------------------
+
+    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
+        """Every key starting with `prefix`, sorted."""
+        check_key(prefix, prefix=True)
+        base = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
+        root = self._root
+
+        def walk() -> list[str]:
+            found: list[str] = []
+            for dirpath, _, filenames in os.walk(root / base):
+                rel = Path(dirpath).relative_to(root).as_posix()
+                head = "" if rel == "." else rel + "/"
+                found.extend(head + name for name in filenames if not name.endswith(TEMP_SUFFIX))
+            return sorted(key for key in found if key.startswith(prefix))
+
+        for key in await anyio.to_thread.run_sync(walk):
+            yield key
+
+    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        """Names of the files and directories directly under `prefix`, sorted."""
+        check_key(prefix, prefix=True)
+        path = self._root / prefix.rstrip("/")
+
+        def scan() -> list[str]:
+            try:
+                with os.scandir(path) as entries:
+                    return sorted(e.name for e in entries if not e.name.endswith(TEMP_SUFFIX))
+            except _MISSING:
+                return []
+
+        for name in await anyio.to_thread.run_sync(scan):
+            yield name
+
+    # -- identity ----------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        flag = ", read_only=True" if self._read_only else ""
+        return f"LocalStore({str(self._root)!r}{flag})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is type(self)
+            and isinstance(other, LocalStore)
+            and (other._root, other._read_only) == (self._root, self._read_only)
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._root, self._read_only))
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_limiter"] = None  # a limiter belongs to one process's event loop
+        return state
+
+
+def _write_atomic(path: Path, value: Buffer) -> None:
+    """Write `value` to a temporary file beside `path`, then rename it into place."""
+    data = memoryview(value).cast("B")
+    # Not `tempfile.mkstemp`: its files are private (0600); these get the umask's mode.
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(8)}{TEMP_SUFFIX}")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    for attempt in range(3):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(temp, flags, 0o666)
+            break
+        except FileNotFoundError:  # a concurrent delete removed the empty directory
+            if attempt == 2:
+                raise
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise

@@ -1,0 +1,1 @@
+"""Helpers for testing aiozarr and stores built on it (they import pytest)."""
