@@ -49,7 +49,7 @@ class Codec(ABC):
         """The spec of this codec's output, given the spec of its input."""
         return spec
 
-    def validate(self, spec: ChunkSpec) -> None:
+    def validate(self, spec: ChunkSpec) -> None:  # noqa: B027 (optional hook)
         """Raise `MetadataError` if this codec cannot encode chunks of `spec`."""
 
     def __eq__(self, other: object) -> bool:
@@ -100,3 +100,11 @@ class BytesToBytesCodec(Codec):
     def encoded_size(self, size: int) -> int | None:
         """Exact encoded size for `size` input bytes when fixed (crc32c: +4), else None."""
         return None
+
+    def decode_sized(self, data: Any, spec: ChunkSpec, size: int | None) -> bytes | memoryview:
+        """`decode` when the decoded size is known to be exactly `size` (None: unknown).
+
+        Decompressors override it to never allocate more than `size` bytes and to
+        reject output of any other size; the default ignores `size`.
+        """
+        return self.decode(data, spec)

@@ -1,0 +1,39 @@
+"""Codecs: turn chunks into bytes and back (pure; no store, loop or thread).
+
+Importing this package registers every built-in codec.
+"""
+
+from aiozarr.codecs import blosc, bytes, crc32c, gzip, transpose, vlen, zstd  # noqa: F401
+from aiozarr.codecs.base import (
+    ArrayToArrayCodec,
+    ArrayToBytesCodec,
+    BytesToBytesCodec,
+    ChunkSpec,
+    Codec,
+)
+from aiozarr.codecs.chain import CodecChain
+from aiozarr.codecs.numcodecs_v2 import NumcodecsV2Codec
+from aiozarr.codecs.registry import (
+    get_codec,
+    get_codec_class,
+    register_codec,
+    registered_codecs,
+)
+from aiozarr.codecs.sharding import ShardIndex, ShardingCodec, ShardLayout
+
+__all__ = [
+    "ArrayToArrayCodec",
+    "ArrayToBytesCodec",
+    "BytesToBytesCodec",
+    "ChunkSpec",
+    "Codec",
+    "CodecChain",
+    "NumcodecsV2Codec",
+    "ShardIndex",
+    "ShardLayout",
+    "ShardingCodec",
+    "get_codec",
+    "get_codec_class",
+    "register_codec",
+    "registered_codecs",
+]

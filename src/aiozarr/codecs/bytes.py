@@ -1,0 +1,63 @@
+"""`bytes`: the array's elements in C order, little or big endian (v3 core spec)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+
+from aiozarr.codecs.base import ArrayToBytesCodec, ChunkSpec
+from aiozarr.codecs.registry import register_codec
+from aiozarr.errors import CodecError, MetadataError
+
+# Kinds whose byte order matters; strings and structs without endian are read as little.
+_ENDIAN_KINDS = "iufcmM"
+
+
+@register_codec
+class BytesCodec(ArrayToBytesCodec):
+    """Serialize a fixed-size array as raw bytes; `endian` is needed for multi-byte numbers."""
+
+    name = "bytes"
+
+    def __init__(self, endian: Literal["little", "big"] | None = None) -> None:
+        if endian not in ("little", "big", None):
+            raise MetadataError(f"field 'endian' must be 'little' or 'big', got {endian!r}")
+        self.endian = endian
+
+    def configuration(self) -> dict[str, Any]:
+        return {} if self.endian is None else {"endian": self.endian}
+
+    def validate(self, spec: ChunkSpec) -> None:
+        if spec.dtype.hasobject or spec.dtype.kind == "T":
+            raise MetadataError(
+                f"codec 'bytes' cannot encode variable-length data type {spec.dtype}: "
+                "use 'vlen-utf8' or 'vlen-bytes'"
+            )
+        if self.endian is None and spec.dtype.itemsize > 1 and spec.dtype.kind in _ENDIAN_KINDS:
+            raise MetadataError(
+                f"codec 'bytes': field 'endian' is required for data type {spec.dtype}"
+            )
+
+    def stored_dtype(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
+        """`dtype` in the byte order this codec stores."""
+        if dtype.itemsize <= 1 and dtype.fields is None:
+            return dtype
+        return dtype.newbyteorder("<" if self.endian in ("little", None) else ">")
+
+    def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes | memoryview:
+        stored = np.ascontiguousarray(array, dtype=self.stored_dtype(spec.dtype))
+        return memoryview(stored.reshape(-1).view(np.uint8))
+
+    def decode(self, data: Any, spec: ChunkSpec) -> np.ndarray:
+        view = memoryview(data).cast("B")
+        if view.nbytes != spec.nbytes:
+            raise CodecError(
+                f"codec 'bytes': chunk is {view.nbytes} bytes, expected {spec.nbytes} "
+                f"for shape {spec.shape} of {spec.dtype}"
+            )
+        flat = np.frombuffer(view, dtype=self.stored_dtype(spec.dtype))
+        return flat.reshape(spec.shape).astype(spec.dtype, copy=False)
+
+    def encoded_size(self, spec: ChunkSpec) -> int | None:
+        return spec.nbytes

@@ -1,0 +1,241 @@
+"""`CodecChain`: an array's codecs, checked and bound once to its chunk spec.
+
+Binding resolves, once, the spec each codec sees (array->array codecs may change
+the shape) and the exact decoded size each bytes->bytes codec must produce when
+it is known, so decoding a chunk does no planning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import numpy as np
+
+from aiozarr.codecs.base import (
+    ArrayToArrayCodec,
+    ArrayToBytesCodec,
+    BytesToBytesCodec,
+    ChunkSpec,
+    Codec,
+)
+from aiozarr.codecs.bytes import BytesCodec
+from aiozarr.codecs.registry import get_codec
+from aiozarr.errors import AiozarrError, CodecError, MetadataError
+from aiozarr.metadata.model import ArrayMetadata, CodecMetadata
+
+if TYPE_CHECKING:
+    from aiozarr.codecs.sharding import ShardingCodec
+
+
+def _where(key: str) -> str:
+    return f"chunk {key!r}" if key else "chunk"
+
+
+def _raise_with_key(error: CodecError, key: str) -> NoReturn:
+    """Raise the same kind of error, its message prefixed with the chunk key."""
+    if not key or key in str(error):
+        raise error
+    raise type(error)(f"{_where(key)}: {error}") from error
+
+
+class CodecChain:
+    """array->array codecs, one array->bytes codec, bytes->bytes codecs, bound to `spec`."""
+
+    def __init__(
+        self,
+        array_to_array: Sequence[ArrayToArrayCodec],
+        array_to_bytes: ArrayToBytesCodec,
+        bytes_to_bytes: Sequence[BytesToBytesCodec],
+        spec: ChunkSpec,
+        key: str = "",
+    ) -> None:
+        self.array_to_array = tuple(array_to_array)
+        self.array_to_bytes = array_to_bytes
+        self.bytes_to_bytes = tuple(bytes_to_bytes)
+        self._spec = spec
+        where = key or "metadata"
+        specs = []
+        for codec in self.array_to_array:
+            _validate(codec, spec, where)
+            specs.append(spec)
+            spec = codec.resolve(spec)
+        _validate(array_to_bytes, spec, where)
+        # The input spec of each array->array codec, and of the array->bytes codec.
+        self._array_specs = tuple(specs)
+        self._bytes_spec = spec
+        sizes: list[int | None] = []
+        size = array_to_bytes.encoded_size(spec)
+        for bb in self.bytes_to_bytes:
+            _validate(bb, spec, where)
+            sizes.append(size)
+            size = None if size is None else bb.encoded_size(size)
+        # The exact decoded size of each bytes->bytes codec (None: not fixed).
+        self._decoded_sizes = tuple(sizes)
+        self._encoded_size = size
+
+    @classmethod
+    def from_codecs(
+        cls, codecs: Sequence[CodecMetadata | Codec], spec: ChunkSpec, key: str = ""
+    ) -> CodecChain:
+        """Build from v3 codecs in metadata order: array->array*, one array->bytes, bytes->bytes*.
+
+        Raises `MetadataError` (naming `key`) when the order is wrong or a codec cannot
+        encode `spec`, `UnsupportedError` for an unknown codec.
+        """
+        where = key or "metadata"
+        built = [c if isinstance(c, Codec) else get_codec(c, key) for c in codecs]
+        to_bytes = [i for i, c in enumerate(built) if isinstance(c, ArrayToBytesCodec)]
+        if len(to_bytes) != 1:
+            names = [c.name for c in built]
+            raise MetadataError(
+                f"{where}: 'codecs' {names} must contain exactly one array->bytes codec "
+                f"(e.g. 'bytes'), found {len(to_bytes)}"
+            )
+        split = to_bytes[0]
+        for i, codec in enumerate(built):
+            expected = ArrayToArrayCodec if i < split else BytesToBytesCodec
+            if i != split and not isinstance(codec, expected):
+                place = "before" if i < split else "after"
+                raise MetadataError(
+                    f"{where}: codec {codec.name!r} (position {i}) cannot come {place} the "
+                    f"array->bytes codec {built[split].name!r}: 'codecs' must be "
+                    "array->array codecs, one array->bytes codec, then bytes->bytes codecs"
+                )
+        return cls(built[:split], built[split], built[split + 1 :], spec, key)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_metadata(cls, meta: ArrayMetadata, key: str = "") -> CodecChain:
+        """The chain that encodes chunks of `meta` (v3 codecs, or the v2/v1 numcodecs bridge)."""
+        spec = ChunkSpec(tuple(meta.chunk_shape), meta.dtype, meta.fill_value)
+        if meta.zarr_format == 3:
+            if not meta.codecs:
+                raise MetadataError(f"{key or 'metadata'}: field 'codecs' must not be empty")
+            return cls.from_codecs(meta.codecs, spec, key)
+        from aiozarr.codecs.numcodecs_v2 import NumcodecsV2Codec
+
+        bridge = NumcodecsV2Codec.from_v2(meta.order, meta.filters, meta.compressor, key)
+        return cls((), bridge, (), spec, key)
+
+    @property
+    def spec(self) -> ChunkSpec:
+        """The decoded chunk: shape, dtype and fill value."""
+        return self._spec
+
+    @property
+    def codecs(self) -> tuple[Codec, ...]:
+        """Every codec, in metadata order."""
+        return (*self.array_to_array, self.array_to_bytes, *self.bytes_to_bytes)
+
+    @property
+    def sharding(self) -> ShardingCodec | None:
+        """The sharding codec when it is this chain's array->bytes codec, else None."""
+        from aiozarr.codecs.sharding import ShardingCodec
+
+        return self.array_to_bytes if isinstance(self.array_to_bytes, ShardingCodec) else None
+
+    def encoded_size(self) -> int | None:
+        """The exact size of every encoded chunk when it is fixed, else None."""
+        return self._encoded_size
+
+    def to_metadata(self) -> list[dict[str, Any]]:
+        """The `codecs` list of v3 metadata."""
+        return [c.to_metadata().to_json() for c in self.codecs]
+
+    def decode(self, data: Any, key: str = "") -> np.ndarray:
+        """Decode one stored chunk to an array of `spec.shape` and `spec.dtype`.
+
+        The result may be read-only (a view of `data`). Errors are `CodecError`s naming `key`.
+        """
+        try:
+            bytes_spec = self._bytes_spec
+            for codec, size in zip(
+                reversed(self.bytes_to_bytes), reversed(self._decoded_sizes), strict=True
+            ):
+                data = codec.decode_sized(data, bytes_spec, size)
+            array = self.array_to_bytes.decode(data, bytes_spec)
+            for codec, spec in zip(
+                reversed(self.array_to_array), reversed(self._array_specs), strict=True
+            ):
+                array = codec.decode(array, spec)
+        except CodecError as error:
+            _raise_with_key(error, key)
+        except AiozarrError:
+            raise
+        except Exception as error:  # a codec library's own error: corrupt data
+            raise CodecError(f"{_where(key)}: cannot decode: {error!r}") from error
+        if array.shape != self._spec.shape:
+            raise CodecError(
+                f"{_where(key)}: decoded shape {array.shape}, expected {self._spec.shape}"
+            )
+        return array
+
+    def decode_into(self, data: Any, out: np.ndarray, key: str = "") -> None:
+        """Decode one stored chunk into `out` (shaped like the chunk; may be a strided view)."""
+        if out.shape != self._spec.shape:
+            raise CodecError(
+                f"{_where(key)}: cannot decode a chunk of shape {self._spec.shape} "
+                f"into an array of shape {out.shape}"
+            )
+        decompress = self._direct_decompressor(out)
+        if decompress is None:
+            out[...] = self.decode(data, key)
+            return
+        # Fast path: the last decompressor writes straight into `out`'s memory.
+        try:
+            bytes_spec = self._bytes_spec
+            pairs = list(zip(self.bytes_to_bytes, self._decoded_sizes, strict=True))[1:]
+            for codec, size in reversed(pairs):
+                data = codec.decode_sized(data, bytes_spec, size)
+            decompress(data, out.reshape(-1).view(np.uint8))
+        except CodecError as error:
+            _raise_with_key(error, key)
+        except AiozarrError:
+            raise
+        except Exception as error:
+            raise CodecError(f"{_where(key)}: cannot decode: {error!r}") from error
+
+    def _direct_decompressor(self, out: np.ndarray) -> Any:
+        """The first decompressor's `decode_into_buffer` when it can fill `out` as is."""
+        ab = self.array_to_bytes
+        if (
+            self.array_to_array
+            or not self.bytes_to_bytes
+            or not isinstance(ab, BytesCodec)
+            or out.dtype != self._spec.dtype
+            or ab.stored_dtype(out.dtype) != out.dtype
+            or not out.flags.c_contiguous
+            or not out.flags.writeable
+            or out.dtype.hasobject
+        ):
+            return None
+        return getattr(self.bytes_to_bytes[0], "decode_into_buffer", None)
+
+    def encode(self, array: np.ndarray) -> bytes | memoryview:
+        """Encode one chunk (shaped like `spec`) to the bytes to store."""
+        spec = self._spec
+        array = np.asarray(array)
+        if array.shape != spec.shape:
+            raise CodecError(
+                f"cannot encode an array of shape {array.shape} as a chunk of {spec.shape}"
+            )
+        if array.dtype != spec.dtype:
+            array = array.astype(spec.dtype)
+        for codec, codec_spec in zip(self.array_to_array, self._array_specs, strict=True):
+            array = codec.encode(array, codec_spec)
+        data = self.array_to_bytes.encode(array, self._bytes_spec)
+        for bb in self.bytes_to_bytes:
+            data = bb.encode(data, self._bytes_spec)
+        return data
+
+    def __repr__(self) -> str:
+        return f"CodecChain({[c.name for c in self.codecs]}, spec={self._spec})"
+
+
+def _validate(codec: Codec, spec: ChunkSpec, where: str) -> None:
+    try:
+        codec.validate(spec)
+    except MetadataError as error:
+        if where in str(error):
+            raise
+        raise MetadataError(f"{where}: {error}") from error

@@ -1,0 +1,44 @@
+"""`crc32c`: a CRC-32C checksum appended as 4 little-endian bytes (v3 core spec)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import crc32c as _crc32c
+
+from aiozarr.codecs.base import BytesToBytesCodec, ChunkSpec
+from aiozarr.codecs.registry import register_codec
+from aiozarr.errors import ChecksumError, CodecError
+
+
+@register_codec
+class Crc32cCodec(BytesToBytesCodec):
+    """Append a checksum on encode; verify and strip it on decode."""
+
+    name = "crc32c"
+
+    def configuration(self) -> dict[str, Any]:
+        return {}
+
+    def encode(self, data: Any, spec: ChunkSpec) -> bytes:
+        view = memoryview(data).cast("B")
+        return b"".join((view, _crc32c.crc32c(view).to_bytes(4, "little")))
+
+    def decode(self, data: Any, spec: ChunkSpec) -> memoryview:
+        view = memoryview(data).cast("B")
+        if view.nbytes < 4:
+            raise CodecError(
+                f"codec 'crc32c': data is {view.nbytes} bytes, too short for a checksum"
+            )
+        payload = view[:-4]
+        stored = int.from_bytes(view[-4:], "little")
+        actual = _crc32c.crc32c(payload)
+        if stored != actual:
+            raise ChecksumError(
+                f"codec 'crc32c': checksum mismatch "
+                f"(stored {stored:#010x}, computed {actual:#010x})"
+            )
+        return payload
+
+    def encoded_size(self, size: int) -> int:
+        return size + 4

@@ -1,0 +1,72 @@
+"""`gzip`: RFC 1952 compression (v3 core spec), decompressed with a bounded output size."""
+
+from __future__ import annotations
+
+import gzip as _gzip
+import zlib
+from typing import Any
+
+from aiozarr.codecs.base import BytesToBytesCodec, ChunkSpec
+from aiozarr.codecs.registry import register_codec
+from aiozarr.errors import CodecError, MetadataError
+
+# Read at most this much at a time when the decoded size is unknown.
+_STEP = 1 << 24
+
+
+def check_level(level: object, low: int, high: int) -> int:
+    """`level` as an int within [low, high], else `MetadataError` naming the field."""
+    if not isinstance(level, int) or isinstance(level, bool) or not low <= level <= high:
+        raise MetadataError(f"field 'level' must be an integer {low}..{high}, got {level!r}")
+    return level
+
+
+@register_codec
+class GzipCodec(BytesToBytesCodec):
+    """gzip at `level` 0..9."""
+
+    name = "gzip"
+
+    def __init__(self, level: int = 5) -> None:
+        self.level = check_level(level, 0, 9)
+
+    def configuration(self) -> dict[str, Any]:
+        return {"level": self.level}
+
+    def encode(self, data: Any, spec: ChunkSpec) -> bytes:
+        # mtime=0 keeps the output reproducible (and equal to numcodecs' GZip).
+        return _gzip.compress(memoryview(data), compresslevel=self.level, mtime=0)
+
+    def decode(self, data: Any, spec: ChunkSpec) -> bytes:
+        return self.decode_sized(data, spec, None)
+
+    def decode_sized(self, data: Any, spec: ChunkSpec, size: int | None) -> bytes:
+        limit = None if size is None else size + 1
+        parts: list[bytes] = []
+        produced = 0
+        pending = memoryview(data).cast("B")
+        try:
+            # A gzip file may hold several members; each needs a fresh decompressor.
+            while pending.nbytes:
+                inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                chunk: Any = pending
+                while not inflater.eof:
+                    step = _STEP if limit is None else max(limit - produced, 1)
+                    out = inflater.decompress(chunk, step)
+                    parts.append(out)
+                    produced += len(out)
+                    if limit is not None and produced >= limit:
+                        raise CodecError(
+                            f"codec 'gzip': data decompresses to more than {size} bytes"
+                        )
+                    chunk = inflater.unconsumed_tail
+                    if not out and not chunk:
+                        raise CodecError("codec 'gzip': data is truncated")
+                pending = memoryview(inflater.unused_data)
+        except zlib.error as error:
+            raise CodecError(f"codec 'gzip': corrupt data: {error}") from error
+        if size is not None and produced != size:
+            raise CodecError(
+                f"codec 'gzip': data decompresses to {produced} bytes, expected {size}"
+            )
+        return b"".join(parts)

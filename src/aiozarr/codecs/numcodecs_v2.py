@@ -1,0 +1,139 @@
+"""The Zarr v2 (and v1) encoding as one array->bytes codec: order, filters, compressor.
+
+Filters and the compressor are built by `numcodecs.get_codec`, so every codec
+numcodecs knows works. A chunk is the array in `order` (C or F) memory layout,
+passed through each filter, then compressed, as zarr-python v2 writes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import numcodecs
+import numpy as np
+from numcodecs.abc import Codec as Numcodec
+from numcodecs.compat import ensure_bytes, ensure_ndarray_like
+
+from aiozarr.codecs.base import ArrayToBytesCodec, ChunkSpec
+from aiozarr.codecs.blosc import check_frame
+from aiozarr.errors import CodecError, MetadataError, UnsupportedError
+
+# Filters that turn an object array into something numcodecs can compress.
+OBJECT_CODECS = frozenset(
+    {"vlen-utf8", "vlen-bytes", "vlen-array", "json2", "msgpack2", "categorize"}
+)
+
+
+def _numcodec(config: Mapping[str, Any], field: str, where: str) -> Numcodec:
+    if not isinstance(config, Mapping) or not isinstance(config.get("id"), str):
+        raise MetadataError(f"{where}: field {field!r}: a codec needs an 'id', got {config!r}")
+    codec_id = config["id"]
+    if codec_id == "pickle":
+        raise UnsupportedError(
+            f"{where}: field {field!r}: codec 'pickle' is refused for safety "
+            "(unpickling stored data can run arbitrary code)"
+        )
+    try:
+        return numcodecs.get_codec(dict(config))
+    except (KeyError, ValueError) as error:
+        if "not available" in str(error) or isinstance(error, KeyError):
+            raise UnsupportedError(
+                f"{where}: field {field!r}: numcodecs has no codec {codec_id!r}"
+            ) from error
+        raise MetadataError(
+            f"{where}: field {field!r}: bad codec {dict(config)!r}: {error}"
+        ) from error
+    except TypeError as error:
+        raise MetadataError(
+            f"{where}: field {field!r}: bad codec {dict(config)!r}: {error}"
+        ) from error
+
+
+class NumcodecsV2Codec(ArrayToBytesCodec):
+    """v2 `order` + `filters` + `compressor`, run through numcodecs."""
+
+    name = "numcodecs_v2"
+
+    def __init__(
+        self,
+        order: Literal["C", "F"] = "C",
+        filters: Sequence[Mapping[str, Any]] | None = None,
+        compressor: Mapping[str, Any] | None = None,
+        key: str = "",
+    ) -> None:
+        where = key or "metadata"
+        if order not in ("C", "F"):
+            raise MetadataError(f"{where}: field 'order' must be 'C' or 'F', got {order!r}")
+        self.order: Literal["C", "F"] = order
+        self.filter_configs = tuple(dict(f) for f in filters or ())
+        self.compressor_config = None if compressor is None else dict(compressor)
+        self.filters = tuple(_numcodec(f, "filters", where) for f in self.filter_configs)
+        self.compressor = None if compressor is None else _numcodec(compressor, "compressor", where)
+
+    @classmethod
+    def from_v2(
+        cls,
+        order: Literal["C", "F"],
+        filters: Sequence[Mapping[str, Any]] | None,
+        compressor: Mapping[str, Any] | None,
+        key: str = "",
+    ) -> NumcodecsV2Codec:
+        """Build from the fields of v2 metadata; errors name `key`."""
+        return cls(order, filters, compressor, key)
+
+    def configuration(self) -> dict[str, Any]:
+        return {
+            "order": self.order,
+            "filters": list(self.filter_configs) or None,
+            "compressor": self.compressor_config,
+        }
+
+    def validate(self, spec: ChunkSpec) -> None:
+        if spec.dtype.hasobject and not any(f["id"] in OBJECT_CODECS for f in self.filter_configs):
+            raise MetadataError(
+                f"an array of data type {spec.dtype} needs an object codec filter "
+                f"(one of {', '.join(sorted(OBJECT_CODECS))}), "
+                f"got filters {list(self.filter_configs)}"
+            )
+
+    def encoded_size(self, spec: ChunkSpec) -> int | None:
+        if self.filters or self.compressor is not None or spec.dtype.hasobject:
+            return None
+        return spec.nbytes
+
+    def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes:
+        chunk: Any = np.asarray(array).astype(spec.dtype, order=self.order, copy=False)
+        for f in self.filters:
+            chunk = f.encode(chunk)
+        if ensure_ndarray_like(chunk).dtype.hasobject:
+            raise CodecError("cannot encode an object array without an object codec filter")
+        if self.compressor is not None:
+            chunk = self.compressor.encode(chunk)
+        return ensure_bytes(chunk)
+
+    def decode(self, data: Any, spec: ChunkSpec) -> np.ndarray:
+        chunk: Any = memoryview(data).cast("B")
+        if self.compressor is not None:
+            if self.compressor.codec_id == "blosc":
+                # Blosc reads past the end of a truncated frame: check its header first.
+                size = None if self.filters or spec.dtype.hasobject else spec.nbytes
+                check_frame(chunk, size)
+            chunk = self.compressor.decode(chunk)
+        for f in reversed(self.filters):
+            chunk = f.decode(chunk)
+        chunk = ensure_ndarray_like(chunk).reshape(-1, order="A")
+        if spec.dtype.hasobject:
+            if not chunk.dtype.hasobject:
+                raise CodecError(f"decoded {chunk.dtype} data, expected objects")
+        elif chunk.dtype != spec.dtype:
+            if chunk.nbytes != spec.nbytes:
+                raise CodecError(
+                    f"chunk decodes to {chunk.nbytes} bytes, expected {spec.nbytes} "
+                    f"for shape {spec.shape} of {spec.dtype}"
+                )
+            chunk = chunk.view(np.uint8).view(spec.dtype)
+        count = int(np.prod(spec.shape, dtype=np.int64))
+        if chunk.size != count:
+            raise CodecError(f"chunk decodes to {chunk.size} items, expected {count}")
+        return chunk.reshape(spec.shape, order=self.order)

@@ -1,0 +1,96 @@
+"""Codec names -> codec classes.
+
+Built-in codecs register themselves when `aiozarr.codecs` is imported. Third parties
+call `register_codec(MyCodec)`, or expose the class under the entry-point group
+`aiozarr.codecs` (entry-point name = codec name): it is looked up the first time
+an unknown name is asked for, so installing a package is enough.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from importlib.metadata import entry_points
+from typing import Any, TypeVar
+
+from aiozarr.codecs.base import Codec
+from aiozarr.errors import AiozarrError, MetadataError, UnsupportedError
+from aiozarr.metadata.model import CodecMetadata
+
+ENTRY_POINT_GROUP = "aiozarr.codecs"
+
+_codecs: dict[str, type[Codec]] = {}
+
+C = TypeVar("C", bound=type[Codec])
+
+
+def register_codec(cls: C) -> C:
+    """Register `cls` under `cls.name` (replacing any codec of that name); usable as decorator."""
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"codec class {cls.__qualname__} needs a non-empty `name` class attribute")
+    _codecs[name] = cls
+    return cls
+
+
+def registered_codecs() -> dict[str, type[Codec]]:
+    """A copy of the name -> class table (entry points not yet loaded are not in it)."""
+    return dict(_codecs)
+
+
+def _at(key: str) -> str:
+    return f"{key}: " if key else ""
+
+
+def _from_entry_point(name: str) -> type[Codec] | None:
+    for ep in entry_points(group=ENTRY_POINT_GROUP, name=name):
+        cls = ep.load()
+        if isinstance(cls, type) and issubclass(cls, Codec):
+            _codecs[name] = cls
+            return cls
+    return None
+
+
+def get_codec_class(name: str, key: str = "") -> type[Codec]:
+    """The class registered for `name`; `UnsupportedError` naming `key` when there is none."""
+    cls = _codecs.get(name) or _from_entry_point(name)
+    if cls is None:
+        known = ", ".join(sorted(_codecs))
+        raise UnsupportedError(
+            f"{_at(key)}unknown codec {name!r} (known codecs: {known}; "
+            f"others can be added with aiozarr.codecs.register_codec)"
+        )
+    return cls
+
+
+def get_codec(meta: CodecMetadata | Mapping[str, Any], key: str = "") -> Codec:
+    """Build the codec `meta` names.
+
+    Raises `UnsupportedError` for an unknown name and `MetadataError` (naming `key`,
+    the codec and the problem) for a bad configuration.
+    """
+    if isinstance(meta, Mapping):
+        meta = _codec_metadata(meta, key)
+    cls = get_codec_class(meta.name, key)
+    configuration = meta.configuration or {}
+    if not isinstance(configuration, Mapping):
+        raise MetadataError(
+            f"{_at(key)}codec {meta.name!r}: configuration must be an object, got {configuration!r}"
+        )
+    try:
+        return cls.from_config(configuration)
+    except AiozarrError as error:
+        if key and key in str(error):
+            raise
+        raise type(error)(f"{_at(key)}codec {meta.name!r}: {error}") from error
+    except (TypeError, ValueError, KeyError) as error:
+        # A missing or unexpected field reaches us as a TypeError from __init__.
+        raise MetadataError(
+            f"{_at(key)}codec {meta.name!r}: invalid configuration {dict(configuration)!r}: {error}"
+        ) from error
+
+
+def _codec_metadata(doc: Mapping[str, Any], key: str) -> CodecMetadata:
+    name = doc.get("name")
+    if not isinstance(name, str):
+        raise MetadataError(f"{_at(key)}a codec needs a string 'name', got {dict(doc)!r}")
+    return CodecMetadata(name, doc.get("configuration") or {})

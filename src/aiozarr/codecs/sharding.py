@@ -1,0 +1,293 @@
+"""`sharding_indexed`: many inner chunks stored in one object, with an index (spec v1.0).
+
+Pure, like every codec: `ShardLayout` *describes* where a shard's index lies
+(`index_range`) and, once the engine has fetched it, where each inner chunk lies
+(`ShardIndex.range_of`). The engine batches those reads across shards; this module
+never reads a store.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from aiozarr.byte_range import ByteRange
+from aiozarr.codecs.base import ArrayToBytesCodec, ChunkSpec, Codec
+from aiozarr.codecs.chain import CodecChain
+from aiozarr.codecs.registry import get_codec, register_codec
+from aiozarr.errors import CodecError, MetadataError
+from aiozarr.metadata.model import CodecMetadata
+
+#: Offset and length of an inner chunk that is not stored.
+EMPTY = 2**64 - 1
+
+DEFAULT_CODECS = ({"name": "bytes", "configuration": {"endian": "little"}},)
+DEFAULT_INDEX_CODECS = (
+    {"name": "bytes", "configuration": {"endian": "little"}},
+    {"name": "crc32c"},
+)
+
+
+@functools.lru_cache(maxsize=64)
+def morton_order(chunks_per_shard: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """Inner chunk coordinates in compressed Morton (Z) order: zarr-python's write order.
+
+    Bit `b` of each dimension is interleaved while the dimension still has bits, so
+    dimensions of different sizes share one code without gaps.
+    """
+    coords = np.indices(chunks_per_shard).reshape(len(chunks_per_shard), -1).T
+    bits = [(n - 1).bit_length() for n in chunks_per_shard]
+    codes = np.zeros(len(coords), dtype=np.uint64)
+    out_bit = 0
+    for bit in range(max(bits, default=0)):
+        for dim, nbits in enumerate(bits):
+            if bit < nbits:
+                codes |= ((coords[:, dim].astype(np.uint64) >> np.uint64(bit)) & np.uint64(1)) << (
+                    np.uint64(out_bit)
+                )
+                out_bit += 1
+    ordered = coords[np.argsort(codes, kind="stable")]
+    return tuple(tuple(int(i) for i in c) for c in ordered)
+
+
+@dataclass(frozen=True, eq=False)
+class ShardIndex:
+    """A decoded shard index: `(offset, nbytes)` per inner chunk, `EMPTY` for absent ones."""
+
+    offsets_and_lengths: np.ndarray  # (*chunks_per_shard, 2) uint64, read-only
+
+    def range_of(self, inner_coords: tuple[int, ...]) -> ByteRange | None:
+        """Where inner chunk `inner_coords` lies in the shard, or None when it is empty."""
+        offset, length = self.offsets_and_lengths[tuple(inner_coords)]
+        if offset == EMPTY and length == EMPTY:
+            return None
+        return ByteRange.of(int(offset), int(length))
+
+    @property
+    def is_empty(self) -> bool:
+        """Whether no inner chunk is stored."""
+        return bool(np.all(self.offsets_and_lengths == EMPTY))
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by this index (for cache accounting)."""
+        return int(self.offsets_and_lengths.nbytes)
+
+    def check_within(self, size: int, key: str) -> None:
+        """Raise `CodecError` if a stored inner chunk lies beyond a shard of `size` bytes."""
+        table = self.offsets_and_lengths.reshape(-1, 2)
+        stored = table[~((table[:, 0] == EMPTY) & (table[:, 1] == EMPTY))]
+        if len(stored) and np.any((stored[:, 0] > size) | (stored[:, 1] > size - stored[:, 0])):
+            raise CodecError(f"shard {key!r}: index points past the end of its {size} bytes")
+
+
+@dataclass(frozen=True, eq=False)
+class ShardLayout:
+    """Where things lie in a shard of one shape, and how to encode and decode them."""
+
+    shard_shape: tuple[int, ...]
+    chunk_shape: tuple[int, ...]
+    chunks_per_shard: tuple[int, ...]
+    inner_chain: CodecChain
+    index_chain: CodecChain
+    index_size: int
+    index_location: Literal["start", "end"]
+    index_range: ByteRange
+
+    def decode_index(self, data: Any, key: str = "") -> ShardIndex:
+        """Decode the index bytes fetched at `index_range` (`ChecksumError` if corrupt)."""
+        view = memoryview(data).cast("B")
+        if view.nbytes != self.index_size:
+            raise CodecError(
+                f"shard {key!r}: index is {view.nbytes} bytes, expected {self.index_size}"
+            )
+        table = np.array(self.index_chain.decode(view, key), dtype=np.uint64)
+        table.flags.writeable = False
+        return ShardIndex(table)
+
+    def index_of_shard(self, shard: Any, key: str = "") -> ShardIndex:
+        """The index of a whole shard's bytes (checked to point inside them)."""
+        view = memoryview(shard).cast("B")
+        if view.nbytes < self.index_size:
+            raise CodecError(
+                f"shard {key!r}: {view.nbytes} bytes is shorter than its "
+                f"{self.index_size}-byte index"
+            )
+        start, stop = self.index_range.resolve(view.nbytes)
+        index = self.decode_index(view[start:stop], key)
+        index.check_within(view.nbytes, key)
+        return index
+
+    def encode_shard(self, chunks: Mapping[tuple[int, ...], Any]) -> bytes | None:
+        """Assemble encoded inner chunks into a shard; None when every one is empty.
+
+        Inner chunks missing from `chunks`, None or of zero length are stored as empty.
+        They are laid out in Morton order, as zarr-python writes them.
+        """
+        table = np.full((*self.chunks_per_shard, 2), EMPTY, dtype=np.uint64)
+        parts: list[Any] = []
+        offset = self.index_size if self.index_location == "start" else 0
+        for coords in morton_order(self.chunks_per_shard):
+            data = chunks.get(coords)
+            if data is None:
+                continue
+            view = memoryview(data).cast("B")
+            if not view.nbytes:
+                continue
+            table[coords] = (offset, view.nbytes)
+            parts.append(view)
+            offset += view.nbytes
+        if not parts:
+            return None
+        return self._assemble(table, parts)
+
+    def empty_shard(self) -> bytes:
+        """A shard that stores no inner chunk (only its index)."""
+        return self._assemble(np.full((*self.chunks_per_shard, 2), EMPTY, dtype=np.uint64), [])
+
+    def _assemble(self, table: np.ndarray, parts: list[Any]) -> bytes:
+        index = self.index_chain.encode(table)
+        return b"".join([index, *parts] if self.index_location == "start" else [*parts, index])
+
+    def inner_selection(self, inner_coords: tuple[int, ...]) -> tuple[slice, ...]:
+        """The region of the shard covered by inner chunk `inner_coords`."""
+        return tuple(
+            slice(i * c, (i + 1) * c) for i, c in zip(inner_coords, self.chunk_shape, strict=True)
+        )
+
+    def decode_shard(self, data: Any, key: str = "") -> np.ndarray:
+        """Decode a whole shard; empty inner chunks hold the fill value."""
+        view = memoryview(data).cast("B")
+        index = self.index_of_shard(view, key)
+        spec = self.inner_chain.spec
+        out = np.full(self.shard_shape, spec.fill_value, dtype=spec.dtype)
+        for coords in np.ndindex(*self.chunks_per_shard):
+            byte_range = index.range_of(coords)
+            if byte_range is not None:
+                start, stop = byte_range.resolve(view.nbytes)
+                target = out[self.inner_selection(coords)]
+                self.inner_chain.decode_into(view[start:stop], target, key)
+        return out
+
+
+def is_fill(chunk: np.ndarray, fill_value: Any) -> bool:
+    """Whether every element equals `fill_value` (NaN equals NaN)."""
+    if fill_value is None:
+        return False
+    if chunk.dtype.hasobject or chunk.dtype.fields is not None:
+        return all(v == fill_value for v in chunk.flat)
+    fill = np.asarray(fill_value, dtype=chunk.dtype)
+    return bool(
+        np.array_equal(
+            chunk, np.broadcast_to(fill, chunk.shape), equal_nan=chunk.dtype.kind in "fc"
+        )
+    )
+
+
+def _codec_list(codecs: Sequence[Any], field: str) -> tuple[Codec, ...]:
+    if isinstance(codecs, str | bytes | Mapping) or not isinstance(codecs, Sequence):
+        raise MetadataError(f"field {field!r} must be a list of codecs, got {codecs!r}")
+    return tuple(
+        c if isinstance(c, Codec) else get_codec(c if isinstance(c, CodecMetadata) else dict(c))
+        for c in codecs
+    )
+
+
+@register_codec
+class ShardingCodec(ArrayToBytesCodec):
+    """Store a shard's inner chunks, each through `codecs`, plus an index."""
+
+    name = "sharding_indexed"
+
+    def __init__(
+        self,
+        chunk_shape: Sequence[int],
+        codecs: Sequence[Any] = DEFAULT_CODECS,
+        index_codecs: Sequence[Any] = DEFAULT_INDEX_CODECS,
+        index_location: Literal["start", "end"] = "end",
+    ) -> None:
+        if isinstance(chunk_shape, str) or not all(
+            isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in chunk_shape
+        ):
+            raise MetadataError(
+                f"field 'chunk_shape' must be a list of positive integers, got {chunk_shape!r}"
+            )
+        if index_location not in ("start", "end"):
+            raise MetadataError(
+                f"field 'index_location' must be 'start' or 'end', got {index_location!r}"
+            )
+        self.chunk_shape = tuple(chunk_shape)
+        self.codecs = _codec_list(codecs, "codecs")
+        self.index_codecs = _codec_list(index_codecs, "index_codecs")
+        self.index_location: Literal["start", "end"] = index_location
+        self._layouts: dict[tuple[Any, ...], ShardLayout] = {}
+
+    def configuration(self) -> dict[str, Any]:
+        return {
+            "chunk_shape": list(self.chunk_shape),
+            "codecs": [c.to_metadata().to_json() for c in self.codecs],
+            "index_codecs": [c.to_metadata().to_json() for c in self.index_codecs],
+            "index_location": self.index_location,
+        }
+
+    def validate(self, spec: ChunkSpec) -> None:
+        self.layout(spec)
+
+    def layout(self, shard_spec: ChunkSpec) -> ShardLayout:
+        """The layout of shards of `shard_spec` (built once per spec, then cached)."""
+        cache_key = (shard_spec.shape, shard_spec.dtype, repr(shard_spec.fill_value))
+        layout = self._layouts.get(cache_key)
+        if layout is None:
+            layout = self._layouts[cache_key] = self._build_layout(shard_spec)
+        return layout
+
+    def _build_layout(self, spec: ChunkSpec) -> ShardLayout:
+        shape, inner = spec.shape, self.chunk_shape
+        if len(inner) != len(shape) or any(s % c for s, c in zip(shape, inner, strict=False)):
+            raise MetadataError(
+                f"codec 'sharding_indexed': field 'chunk_shape' {list(inner)} must divide "
+                f"the shard shape {list(shape)} in every dimension"
+            )
+        per_shard = tuple(s // c for s, c in zip(shape, inner, strict=True))
+        inner_spec = ChunkSpec(inner, spec.dtype, spec.fill_value)
+        inner_chain = CodecChain.from_codecs(self.codecs, inner_spec, "sharding_indexed codecs")
+        index_spec = ChunkSpec((*per_shard, 2), np.dtype(np.uint64), EMPTY)
+        index_chain = CodecChain.from_codecs(
+            self.index_codecs, index_spec, "sharding_indexed index_codecs"
+        )
+        index_size = index_chain.encoded_size()
+        if index_size is None:
+            names = [c.name for c in self.index_codecs]
+            raise MetadataError(
+                f"codec 'sharding_indexed': field 'index_codecs' {names} must have a fixed "
+                "encoded size (no compression)"
+            )
+        at_start = self.index_location == "start"
+        return ShardLayout(
+            shard_shape=shape,
+            chunk_shape=inner,
+            chunks_per_shard=per_shard,
+            inner_chain=inner_chain,
+            index_chain=index_chain,
+            index_size=index_size,
+            index_location=self.index_location,
+            index_range=ByteRange.of(0, index_size) if at_start else ByteRange.last(index_size),
+        )
+
+    def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes:
+        """Encode a whole shard; inner chunks equal to the fill value are left empty."""
+        layout = self.layout(spec)
+        chunks: dict[tuple[int, ...], Any] = {}
+        for coords in np.ndindex(*layout.chunks_per_shard):
+            inner = array[layout.inner_selection(coords)]
+            if not is_fill(inner, spec.fill_value):
+                chunks[coords] = layout.inner_chain.encode(inner)
+        encoded = layout.encode_shard(chunks)
+        return layout.empty_shard() if encoded is None else encoded
+
+    def decode(self, data: Any, spec: ChunkSpec) -> np.ndarray:
+        return self.layout(spec).decode_shard(data)

@@ -1,0 +1,65 @@
+"""`vlen-utf8` and `vlen-bytes`: variable-length strings and bytes (v3 codec extensions).
+
+Both store a little-endian uint32 item count, then each item as a uint32 length
+and its bytes, in C order; numcodecs' VLenUTF8 / VLenBytes implement exactly that.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numcodecs
+import numpy as np
+from numcodecs.abc import Codec as Numcodec
+
+from aiozarr.codecs.base import ArrayToBytesCodec, ChunkSpec
+from aiozarr.codecs.registry import register_codec
+from aiozarr.errors import CodecError, MetadataError
+
+
+class _VlenCodec(ArrayToBytesCodec):
+    _impl: ClassVar[Numcodec]
+
+    def configuration(self) -> dict[str, Any]:
+        return {}
+
+    def validate(self, spec: ChunkSpec) -> None:
+        if spec.dtype.kind not in "OT":
+            raise MetadataError(
+                f"codec {self.name!r} encodes variable-length data types, not {spec.dtype}"
+            )
+
+    def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes:
+        items = np.asarray(array, dtype=object).reshape(-1)
+        try:
+            return bytes(self._impl.encode(items))
+        except (TypeError, ValueError) as error:
+            raise CodecError(f"codec {self.name!r}: cannot encode: {error}") from error
+
+    def decode(self, data: Any, spec: ChunkSpec) -> np.ndarray:
+        try:
+            items = self._impl.decode(memoryview(data).cast("B"))
+        except (TypeError, ValueError, RuntimeError, UnicodeDecodeError) as error:
+            raise CodecError(f"codec {self.name!r}: corrupt data: {error}") from error
+        count = int(np.prod(spec.shape, dtype=np.int64))
+        if items.size != count:
+            raise CodecError(
+                f"codec {self.name!r}: chunk holds {items.size} items, expected {count}"
+            )
+        return items.reshape(spec.shape).astype(spec.dtype, copy=False)
+
+
+@register_codec
+class VlenUtf8Codec(_VlenCodec):
+    """Variable-length UTF-8 strings (object or numpy StringDType arrays)."""
+
+    name = "vlen-utf8"
+    _impl = numcodecs.VLenUTF8()
+
+
+@register_codec
+class VlenBytesCodec(_VlenCodec):
+    """Variable-length byte strings (object arrays of bytes)."""
+
+    name = "vlen-bytes"
+    _impl = numcodecs.VLenBytes()

@@ -1,0 +1,278 @@
+"""`CodecChain`: validation, decode/encode, the v2 numcodecs bridge, zarr-python interop."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numcodecs
+import numpy as np
+import pytest
+import zarr
+
+from aiozarr.codecs import ChunkSpec, CodecChain
+from aiozarr.codecs.bytes import BytesCodec
+from aiozarr.codecs.gzip import GzipCodec
+from aiozarr.codecs.numcodecs_v2 import NumcodecsV2Codec
+from aiozarr.errors import CodecError, MetadataError, UnsupportedError
+from aiozarr.metadata.model import ArrayMetadata, CodecMetadata
+
+SPEC = ChunkSpec((6, 4), np.dtype("<f8"), 0.0)
+DATA = np.linspace(-3, 3, 24).reshape(6, 4)
+LE = CodecMetadata("bytes", {"endian": "little"})
+
+
+def v3_meta(codecs: list[CodecMetadata], shape: tuple[int, ...] = (6, 4)) -> ArrayMetadata:
+    return ArrayMetadata(
+        shape=shape, dtype=np.dtype("<f8"), chunk_shape=shape, fill_value=0.0, codecs=tuple(codecs)
+    )
+
+
+def v2_meta(
+    dtype: str,
+    shape: tuple[int, ...],
+    compressor: dict[str, Any] | None = None,
+    filters: list[dict[str, Any]] | None = None,
+    order: str = "C",
+) -> ArrayMetadata:
+    return ArrayMetadata(
+        shape=shape,
+        dtype=np.dtype(dtype),
+        chunk_shape=shape,
+        fill_value=None,
+        zarr_format=2,
+        order=order,  # type: ignore[arg-type]
+        filters=None if filters is None else tuple(filters),
+        compressor=compressor,
+    )
+
+
+# --- validation ---------------------------------------------------------------------
+
+
+def test_chain_needs_exactly_one_array_to_bytes_codec() -> None:
+    with pytest.raises(MetadataError, match=r"a/zarr\.json.*exactly one array->bytes"):
+        CodecChain.from_codecs([CodecMetadata("gzip", {"level": 1})], SPEC, "a/zarr.json")
+    with pytest.raises(MetadataError, match="exactly one"):
+        CodecChain.from_codecs([LE, CodecMetadata("bytes", {"endian": "big"})], SPEC, "k")
+    with pytest.raises(MetadataError, match="empty"):
+        CodecChain.from_metadata(v3_meta([]), "a/zarr.json")
+
+
+def test_chain_order_is_checked() -> None:
+    with pytest.raises(MetadataError, match=r"k/zarr\.json.*'gzip'.*before"):
+        CodecChain.from_codecs([CodecMetadata("gzip", {"level": 1}), LE], SPEC, "k/zarr.json")
+    with pytest.raises(MetadataError, match=r"'transpose'.*after"):
+        CodecChain.from_codecs([LE, CodecMetadata("transpose", {"order": [1, 0]})], SPEC, "k")
+
+
+def test_chain_validates_codecs_against_the_spec() -> None:
+    with pytest.raises(MetadataError, match=r"k/zarr\.json.*endian"):
+        CodecChain.from_codecs([CodecMetadata("bytes")], SPEC, "k/zarr.json")
+    with pytest.raises(UnsupportedError, match="'nope'"):
+        CodecChain.from_codecs([LE, CodecMetadata("nope")], SPEC, "k/zarr.json")
+
+
+# --- decode / encode ----------------------------------------------------------------
+
+
+def test_decode_runs_codecs_in_reverse_and_spec_resolves_through_transpose() -> None:
+    codecs = [CodecMetadata("transpose", {"order": [1, 0]}), LE, CodecMetadata("crc32c")]
+    chain = CodecChain.from_metadata(v3_meta(codecs))
+    encoded = chain.encode(DATA)
+    assert chain.encoded_size() == len(encoded) == DATA.nbytes + 4
+    assert bytes(encoded)[:-4] == DATA.T.tobytes()
+    assert chain.spec.shape == (6, 4)
+    np.testing.assert_array_equal(chain.decode(encoded), DATA)
+    assert chain.to_metadata() == [c.to_json() for c in codecs]
+    assert chain.sharding is None
+
+
+def test_library_errors_become_codec_errors_naming_the_key() -> None:
+    chain = CodecChain((), BytesCodec(endian="little"), (GzipCodec(),), SPEC)
+    with pytest.raises(CodecError, match="arr/c/0/1"):
+        chain.decode(b"\x1f\x8b" + b"\x00" * 30, "arr/c/0/1")
+    with pytest.raises(CodecError, match="arr/c/0/1"):
+        chain.decode(GzipCodec().encode(b"x" * 10, SPEC), "arr/c/0/1")  # wrong size
+
+
+@pytest.mark.parametrize(
+    "codecs",
+    [
+        [LE],
+        [CodecMetadata("bytes", {"endian": "big"})],
+        [LE, CodecMetadata("zstd", {"level": 1, "checksum": False})],
+        [LE, CodecMetadata("blosc", {"cname": "lz4", "clevel": 5, "shuffle": "shuffle"})],
+        [CodecMetadata("transpose", {"order": [1, 0]}), LE, CodecMetadata("gzip", {"level": 1})],
+    ],
+    ids=lambda c: "+".join(x.name for x in c),
+)
+def test_decode_into_views(codecs: list[CodecMetadata]) -> None:
+    chain = CodecChain.from_metadata(v3_meta(codecs))
+    encoded = chain.encode(DATA)
+    whole = np.full((6, 4), np.nan)
+    chain.decode_into(encoded, whole, "k")
+    np.testing.assert_array_equal(whole, DATA)
+    big = np.full((10, 12), np.nan)
+    chain.decode_into(encoded, big[2:8, 1:12:3], "k")  # strided view
+    np.testing.assert_array_equal(big[2:8, 1:12:3], DATA)
+    assert np.isnan(big[0]).all()
+    with pytest.raises(CodecError, match="shape"):
+        chain.decode_into(encoded, np.empty((4, 6)), "k")
+
+
+# --- v2 numcodecs bridge ---------------------------------------------------------------
+
+V2_CASES = [
+    ("<i4", "C", {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0}, None),
+    ("<f8", "C", {"id": "zlib", "level": 1}, None),
+    ("<i8", "C", None, [{"id": "delta", "dtype": "<i8"}]),
+    (
+        "<f8",
+        "C",
+        {"id": "zlib", "level": 1},
+        [{"id": "fixedscaleoffset", "offset": 0, "scale": 10, "dtype": "<f8", "astype": "<i4"}],
+    ),
+    (">i4", "C", {"id": "gzip", "level": 1}, None),
+    ("<u2", "F", {"id": "zstd", "level": 1}, None),
+    (">f4", "F", None, None),
+]
+
+
+def _v2_values(dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+    values = np.arange(int(np.prod(shape))).reshape(shape)
+    return (values / 10 if dtype.endswith("f8") else values).astype(dtype)
+
+
+@pytest.mark.parametrize(("dtype", "order", "compressor", "filters"), V2_CASES)
+def test_v2_bridge_reads_and_writes_like_zarr_python(
+    tmp_path: Path,
+    dtype: str,
+    order: str,
+    compressor: dict[str, Any] | None,
+    filters: list[dict[str, Any]] | None,
+) -> None:
+    shape = (5, 7)
+    values = _v2_values(dtype, shape)
+    theirs = zarr.create_array(
+        store=str(tmp_path / "a"),
+        shape=shape,
+        chunks=shape,
+        dtype=dtype,
+        zarr_format=2,
+        order=order,  # type: ignore[arg-type]
+        compressors=None if compressor is None else numcodecs.get_codec(dict(compressor)),
+        filters=[numcodecs.get_codec(dict(f)) for f in filters or []],
+        fill_value=0,
+    )
+    theirs[...] = values
+    stored = (tmp_path / "a" / "0.0").read_bytes()
+    doc = json.loads((tmp_path / "a" / ".zarray").read_text())
+    chain = CodecChain.from_metadata(
+        v2_meta(doc["dtype"], shape, doc["compressor"], doc["filters"], doc["order"]), "a/0.0"
+    )
+    decoded = chain.decode(stored, "a/0.0")
+    assert decoded.dtype == np.dtype(doc["dtype"])
+    np.testing.assert_array_equal(decoded, values)
+    # ...and zarr-python reads what we encode.
+    (tmp_path / "a" / "0.0").write_bytes(bytes(chain.encode(values[::-1].copy())))
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "a"))[...], values[::-1])
+
+
+def test_v2_bridge_object_arrays(tmp_path: Path) -> None:
+    values = np.array(["a", "", "héllo", "zarr"], dtype=object)
+    meta = v2_meta("O", (4,), {"id": "zlib", "level": 1}, [{"id": "vlen-utf8"}])
+    chain = CodecChain.from_metadata(meta, "s/0")
+    np.testing.assert_array_equal(chain.decode(chain.encode(values)), values)
+    with pytest.raises(MetadataError, match="object codec"):
+        CodecChain.from_metadata(v2_meta("O", (4,), None, None), "s/.zarray")
+    raw = np.array([b"", b"\x00\x01", b"abc"], dtype=object)
+    chain = CodecChain.from_metadata(v2_meta("O", (3,), {"id": "zstd"}, [{"id": "vlen-bytes"}]))
+    np.testing.assert_array_equal(chain.decode(chain.encode(raw)), raw)
+    mixed = np.array([1, "two", [3, 4], None], dtype=object)
+    chain = CodecChain.from_metadata(v2_meta("O", (4,), None, [{"id": "json2"}]))
+    assert list(chain.decode(chain.encode(mixed))) == [1, "two", [3, 4], None]
+    categorize = [{"id": "categorize", "labels": ["x", "y"], "dtype": "|O", "astype": "|u1"}]
+    chain = CodecChain.from_metadata(v2_meta("O", (3,), None, categorize))
+    cats = np.array(["y", "x", "y"], dtype=object)
+    np.testing.assert_array_equal(chain.decode(chain.encode(cats)), cats)
+
+
+def test_v2_bridge_structured_and_fixed_strings() -> None:
+    dtype = np.dtype([("x", "<i4"), ("y", ">f8")])
+    values = np.array([(1, 0.5), (2, 1.5), (3, -1.0)], dtype=dtype)
+    chain = CodecChain.from_metadata(
+        ArrayMetadata((3,), dtype, (3,), None, zarr_format=2, compressor={"id": "zlib"})
+    )
+    np.testing.assert_array_equal(chain.decode(chain.encode(values)), values)
+    strings = np.array([b"ab", b"cde", b""], dtype="S3")
+    chain = CodecChain.from_metadata(ArrayMetadata((3,), strings.dtype, (3,), b"", zarr_format=2))
+    assert chain.encoded_size() == 9
+    np.testing.assert_array_equal(chain.decode(chain.encode(strings)), strings)
+
+
+def test_v2_bridge_refuses_pickle_and_unknown_codecs() -> None:
+    with pytest.raises(UnsupportedError, match=r"pickle.*safety"):
+        CodecChain.from_metadata(v2_meta("O", (2,), None, [{"id": "pickle"}]), "p/.zarray")
+    with pytest.raises(UnsupportedError, match=r"p/\.zarray.*'no-such-codec'"):
+        CodecChain.from_metadata(v2_meta("<i4", (2,), {"id": "no-such-codec"}), "p/.zarray")
+
+
+def test_v2_bridge_truncated_blosc_is_codec_error() -> None:
+    blosc = {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0}
+    chain = CodecChain.from_metadata(v2_meta("<i4", (100,), blosc), "b/0")
+    encoded = bytes(chain.encode(np.arange(100, dtype="<i4")))
+    with pytest.raises(CodecError, match="b/0"):
+        chain.decode(encoded[:-8], "b/0")
+    assert isinstance(chain.array_to_bytes, NumcodecsV2Codec)
+
+
+# --- v3 interop with zarr-python (unsharded) ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dtype", "compressors", "order"),
+    [
+        ("<i2", zarr.codecs.BloscCodec(cname="lz4", clevel=5, shuffle="shuffle"), "C"),
+        ("<f8", zarr.codecs.ZstdCodec(level=3, checksum=True), "C"),
+        (">u4", zarr.codecs.GzipCodec(level=4), "F"),
+        ("<f4", [zarr.codecs.Crc32cCodec()], "C"),
+        ("bool", zarr.codecs.BloscCodec(cname="zstd", clevel=1, shuffle="bitshuffle"), "C"),
+    ],
+)
+def test_v3_chunks_interoperate_with_zarr_python(
+    tmp_path: Path, dtype: str, compressors: Any, order: str
+) -> None:
+    shape = (6, 5)
+    values = (np.arange(30).reshape(shape) % 7).astype(dtype)
+    with zarr.config.set({"array.order": order}):
+        theirs = zarr.create_array(
+            store=str(tmp_path / "a"), shape=shape, chunks=shape, dtype=dtype,
+            compressors=compressors, fill_value=0,
+        )  # fmt: skip
+    theirs[...] = values
+    doc = json.loads((tmp_path / "a" / "zarr.json").read_text())
+    codecs = tuple(CodecMetadata(c["name"], c.get("configuration", {})) for c in doc["codecs"])
+    meta = ArrayMetadata(shape, np.dtype(dtype), shape, np.zeros((), dtype)[()], codecs=codecs)
+    chain = CodecChain.from_metadata(meta, "a/c/0/0")
+    chunk = tmp_path / "a" / "c" / "0" / "0"
+    stored = chunk.read_bytes()
+    np.testing.assert_array_equal(chain.decode(stored, "a/c/0/0"), values)
+    ours = bytes(chain.encode(values))
+    # Byte-exact, except that zarr-python stamps gzip headers with the time (we write 0).
+    skip = 10 if stored[:2] == b"\x1f\x8b" else 0
+    assert ours[skip:] == stored[skip:]
+    chunk.write_bytes(bytes(chain.encode(values[::-1].copy())))
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "a"))[...], values[::-1])
+
+
+@pytest.mark.parametrize("dtype", [">f8", "<f8"])
+@pytest.mark.parametrize("endian", ["little", "big"])
+def test_decode_into_respects_byte_order(dtype: str, endian: str) -> None:
+    spec = ChunkSpec((6, 4), np.dtype(dtype), 0.0)
+    codecs = [CodecMetadata("bytes", {"endian": endian}), CodecMetadata("zstd", {"level": 1})]
+    chain = CodecChain.from_codecs(codecs, spec, "k")
+    out = np.empty((6, 4), dtype=dtype)
+    chain.decode_into(chain.encode(DATA.astype(dtype)), out, "k")
+    np.testing.assert_array_equal(out, DATA)
