@@ -1,0 +1,324 @@
+"""`ObjectStore`: a `Store` over any obstore store (S3, GCS, Azure, HTTP, local, memory).
+
+Ranges of one key go out as one `obstore.get_ranges_async` call after the base class
+has coalesced them; suffix reads (shard indexes) are one GET with `Range: bytes=-N`,
+never a HEAD first. Answers are obstore `Bytes`, handed on without a copy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from typing import Any
+
+import anyio
+import obstore
+from obstore.exceptions import BaseError as ObstoreError
+from obstore.exceptions import NotFoundError
+from obstore.store import AzureStore, GCSStore, HTTPStore, LocalStore, MemoryStore, S3Store
+
+from aiozarr.byte_range import ByteRange
+from aiozarr.errors import StoreError
+from aiozarr.storage.base import Buffer, Store
+
+__all__ = ["ObjectStore"]
+
+# Words in a backend's "not found" answer that mean the bucket / container, not the key,
+# is missing: that is a configuration error, not a missing chunk.
+_MISSING_BUCKET = ("NoSuchBucket", "ContainerNotFound", "bucket does not exist")
+# Words in an error that mean "the range starts at or after the end of the object".
+_BAD_RANGE = ("416 Range Not Satisfiable", "<Code>InvalidRange</Code>",
+              "Requested range was invalid", "Invalid range: Wanted range")
+# The server ignored the Range header (some HTTP servers; moto on empty objects).
+_NOT_PARTIAL = "non-partial response"
+# obstore's S3 bulk delete takes up to 1000 keys per request.
+_DELETE_BATCH = 1000
+
+
+def _short(exc: BaseException) -> str:
+    """The backend's message on one line, without obstore's multi-line debug dump."""
+    return " ".join(str(exc).split("\n\nDebug source:")[0].split())
+
+
+def _is_not_found(exc: BaseException) -> bool:
+    return isinstance(exc, FileNotFoundError | NotFoundError)
+
+
+def describe(store: Any) -> str:
+    """Where an obstore store points, as a URL-like string without credentials."""
+    try:
+        return _describe(store)
+    except BaseException as exc:  # obstore panics on some configs (client keys in config)
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise
+        return type(store).__name__
+
+
+def _describe(store: Any) -> str:
+    prefix = str(getattr(store, "prefix", None) or "").strip("/")
+    tail = f"/{prefix}" if prefix else ""
+    if isinstance(store, S3Store):
+        config = store.config
+        where = f"s3://{config.get('bucket', '')}{tail}"
+        endpoint = config.get("endpoint")
+        return f"{where} (endpoint {endpoint})" if endpoint else where
+    if isinstance(store, GCSStore):
+        return f"gs://{store.config.get('bucket', '')}{tail}"
+    if isinstance(store, AzureStore):
+        config = store.config
+        return f"az://{config.get('account_name', '')}/{config.get('container_name', '')}{tail}"
+    if isinstance(store, HTTPStore):
+        return store.url
+    if isinstance(store, LocalStore):
+        return f"file://{prefix and '/' + prefix}"
+    if isinstance(store, MemoryStore):
+        return "memory://"
+    return type(store).__name__
+
+
+class ObjectStore(Store):
+    """A `Store` over an obstore store.
+
+        ObjectStore(obstore.store.S3Store("bucket", prefix="data.zarr", region="us-west-2"))
+
+    Missing keys read as None; every other backend failure raises `StoreError` naming
+    the key, the backend (never its credentials) and the backend's message. `HTTPStore`
+    cannot list. The wrapper pickles when the obstore store does (all built-in remote
+    stores do, unless given a credential provider that does not pickle).
+    """
+
+    def __init__(
+        self, store: Any, *, read_only: bool = False, max_concurrency: int | None = None
+    ) -> None:
+        super().__init__(read_only=read_only, max_concurrency=max_concurrency)
+        self._store = store
+
+    @property
+    def obstore(self) -> Any:
+        """The wrapped obstore store."""
+        return self._store
+
+    @property
+    def listable(self) -> bool:
+        return not isinstance(self._store, HTTPStore)
+
+    def with_read_only(self, read_only: bool = True) -> ObjectStore:
+        return ObjectStore(self._store, read_only=read_only, max_concurrency=self._max_concurrency)
+
+    # -- errors ------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _errors(self, action: str, key: str) -> Iterator[None]:
+        """Turn backend failures into `StoreError`; a missing key passes through."""
+        try:
+            yield
+        except StoreError:
+            raise
+        except Exception as exc:
+            message = _short(exc)
+            if _is_not_found(exc) and not any(w in message for w in _MISSING_BUCKET):
+                raise
+            if not isinstance(exc, ObstoreError | OSError | ValueError | RuntimeError):
+                raise
+            raise StoreError(
+                f"cannot {action} {key!r} in {describe(self._store)}: {message}"
+            ) from exc
+
+    # -- reads -------------------------------------------------------------------------
+
+    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
+        try:
+            with self._errors("read", key):
+                return await self._fetch(key, byte_range)
+        except Exception as exc:
+            if _is_not_found(exc):
+                return None
+            cause = _short(exc.__cause__) if isinstance(exc.__cause__, ObstoreError) else ""
+            if any(w in cause for w in _BAD_RANGE):
+                # The range starts past the end: nothing there, like a clipped local read.
+                return memoryview(b"")
+            if _NOT_PARTIAL in cause and byte_range is not None:
+                whole = await self._get(key, None)
+                if whole is None:
+                    return None
+                start, stop = byte_range.resolve(len(memoryview(whole)))
+                return memoryview(whole).cast("B")[start:stop]
+            raise
+
+    async def _fetch(self, key: str, byte_range: ByteRange | None) -> Buffer:
+        store = self._store
+        if byte_range is None:
+            return await (await obstore.get_async(store, key)).bytes_async()
+        if byte_range.suffix is not None:
+            if byte_range.suffix == 0:  # HTTP cannot ask for zero bytes
+                await obstore.head_async(store, key)
+                return memoryview(b"")
+            options: Any = {"range": {"suffix": byte_range.suffix}}
+            return await (await obstore.get_async(store, key, options=options)).bytes_async()
+        if byte_range.length is None:
+            options = {"range": {"offset": byte_range.offset}}
+            return await (await obstore.get_async(store, key, options=options)).bytes_async()
+        if byte_range.length == 0:
+            await obstore.head_async(store, key)
+            return memoryview(b"")
+        return await obstore.get_range_async(
+            store, key, start=byte_range.offset, length=byte_range.length
+        )
+
+    async def _get_ranges(
+        self, key: str, byte_ranges: Sequence[ByteRange]
+    ) -> list[Buffer] | None:
+        """Bounded ranges in one `get_ranges_async` call, the others one request each.
+
+        The base class has already coalesced the ranges, so obstore is told not to
+        coalesce again (`coalesce=0`): one obstore request per range, which keeps request
+        counts what the planner decided. obstore runs up to 10 of them at once within
+        the one limiter slot this call holds.
+        """
+        results: list[Buffer | None] = [None] * len(byte_ranges)
+        bounded = [
+            i for i, r in enumerate(byte_ranges) if r is not None and r.end is not None and r.length
+        ]
+        spans = sorted((byte_ranges[i].offset, byte_ranges[i].end or 0) for i in bounded)
+        # Touching ranges (the parts of one split request) would be merged again by obstore.
+        batch = len(bounded) > 1 and all(a[1] < b[0] for a, b in itertools.pairwise(spans))
+        singles = [i for i in range(len(byte_ranges)) if not (batch and i in bounded)]
+        missing = False
+
+        async def one(i: int) -> None:
+            nonlocal missing
+            async with self.limiter:
+                results[i] = await self._get(key, byte_ranges[i])
+            missing = missing or results[i] is None
+
+        async def many() -> None:
+            nonlocal missing
+            async with self.limiter:
+                try:
+                    with self._errors("read", key):
+                        answers = await obstore.get_ranges_async(
+                            self._store,
+                            key,
+                            starts=[byte_ranges[i].offset for i in bounded],
+                            lengths=[byte_ranges[i].length or 0 for i in bounded],
+                            coalesce=0,
+                        )
+                except StoreError as exc:
+                    cause = _short(exc.__cause__ or exc)
+                    if not any(w in cause for w in (*_BAD_RANGE, _NOT_PARTIAL)):
+                        raise
+                    answers = None  # a range past the end, or ranges ignored: one at a time
+                except Exception as exc:
+                    if not _is_not_found(exc):
+                        raise
+                    missing = True
+                    return
+            if answers is None:
+                for i in bounded:
+                    await one(i)
+            else:
+                for i, data in zip(bounded, answers, strict=True):
+                    results[i] = data
+
+        async with anyio.create_task_group() as tg:
+            if batch:
+                tg.start_soon(many)
+            for i in singles:
+                tg.start_soon(one, i)
+        if missing or any(r is None for r in results):
+            return None
+        return results  # type: ignore[return-value]
+
+    async def exists(self, key: str) -> bool:
+        """Whether `key` is stored (one HEAD request)."""
+        return await self.getsize(key) is not None
+
+    async def getsize(self, key: str) -> int | None:
+        """Size in bytes of `key` from a HEAD request; None if missing."""
+        try:
+            async with self.limiter:
+                with self._errors("stat", key):
+                    meta = await obstore.head_async(self._store, key)
+        except Exception as exc:
+            if _is_not_found(exc):
+                return None
+            raise
+        return int(meta["size"])
+
+    # -- writes ------------------------------------------------------------------------
+
+    async def set(self, key: str, value: Buffer) -> None:
+        """Store `value` at `key` (obstore uploads large values in parts)."""
+        self._check_writable(key)
+        with self._errors("write", key):
+            await obstore.put_async(self._store, key, memoryview(value).cast("B"))
+
+    async def delete(self, key: str) -> None:
+        """Remove `key`; a missing key is not an error."""
+        await self.delete_many([key])
+
+    async def delete_many(self, keys: Iterable[str]) -> None:
+        """Remove keys in batches (S3 and Azure delete many objects per request)."""
+        keys = list(keys)
+        for key in keys:
+            self._check_writable(key)
+        for start in range(0, len(keys), _DELETE_BATCH):
+            batch = keys[start : start + _DELETE_BATCH]
+            try:
+                async with self.limiter:
+                    with self._errors("delete", batch[0]):
+                        await obstore.delete_async(self._store, batch)
+            except Exception as exc:
+                if not _is_not_found(exc):
+                    raise
+                # Local, GCS and Azure refuse to delete what is missing: go one by one.
+                for key in batch:
+                    with contextlib.suppress(FileNotFoundError, NotFoundError):
+                        async with self.limiter:
+                            with self._errors("delete", key):
+                                await obstore.delete_async(self._store, key)
+
+    # -- listing -----------------------------------------------------------------------
+
+    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
+        """Every key starting with `prefix` (a plain string prefix)."""
+        # obstore lists whole path segments, so list the parent "directory" and filter.
+        parent = prefix.rpartition("/")[0]
+        with self._errors("list", prefix):
+            async for chunk in obstore.list(self._store, parent or None, chunk_size=1000):
+                for meta in chunk:
+                    if meta["path"].startswith(prefix):
+                        yield meta["path"]
+
+    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        """Names of the keys and "directories" directly under `prefix`."""
+        parent = prefix.strip("/")
+        with self._errors("list", prefix):
+            result = await obstore.list_with_delimiter_async(self._store, parent or None)
+        cut = len(parent) + 1 if parent else 0
+        for meta in result["objects"]:
+            yield meta["path"][cut:]
+        for common in result["common_prefixes"]:
+            yield common.rstrip("/")[cut:]
+
+    # -- identity ----------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        flag = ", read_only=True" if self.read_only else ""
+        return f"ObjectStore({describe(self._store)!r}{flag})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, ObjectStore)
+            and other.read_only == self.read_only
+            and (other._store is self._store or bool(other._store == self._store))
+        )
+
+    def __hash__(self) -> int:
+        return hash((ObjectStore, describe(self._store), self.read_only))
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_limiter"] = None  # a limiter belongs to one process's event loop
+        return state

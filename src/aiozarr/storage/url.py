@@ -1,0 +1,183 @@
+"""`from_url`: pick and configure the store for a URL or a local path.
+
+    from_url("s3://bucket/data.zarr", storage_options={"region": "us-west-2"})
+    from_url("gs://bucket/data.zarr")            # public bucket: no credentials needed
+    from_url("https://example.org/data.zarr")    # read-only
+    from_url("memory://scratch")                 # one MemoryStore per name, per process
+    from_url("/tmp/data.zarr")                   # LocalStore
+
+The store is rooted at the URL's path: keys are relative to it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from aiozarr import config
+from aiozarr.errors import StoreError
+from aiozarr.storage.base import Store
+
+__all__ = ["from_url"]
+
+_S3 = ("s3", "s3a")
+_GCS = ("gs", "gcs")
+_AZURE = ("az", "azure", "abfs", "abfss", "adl")
+_HTTP = ("http", "https")
+
+# obstore client settings (`ClientConfig`); anything else goes to the store's config.
+_CLIENT_KEYS = frozenset({
+    "allow_http", "allow_invalid_certificates", "connect_timeout", "default_content_type",
+    "default_headers", "pool_idle_timeout", "pool_max_idle_per_host", "proxy_url",
+    "proxy_ca_certificate", "proxy_excludes", "root_certificate", "randomize_addresses",
+    "read_timeout", "timeout", "user_agent",
+})
+# fsspec (s3fs / gcsfs / adlfs) spellings -> obstore's.
+_ALIASES = {
+    "endpoint_url": "endpoint", "region_name": "region", "key": "access_key_id",
+    "secret": "secret_access_key", "token": "session_token",
+    "aws_access_key_id": "access_key_id", "aws_secret_access_key": "secret_access_key",
+    "aws_session_token": "session_token", "requester_pays": "request_payer",
+}
+# Where credentials may come from, by backend: option names and environment variables.
+# With none of them, the store signs nothing (anonymous access to public data).
+_CREDENTIALS = {
+    "s3": (("access_key_id", "session_token", "role_arn", "web_identity_token_file"),
+           ("AWS_ACCESS_KEY_ID", "AWS_SESSION_TOKEN", "AWS_WEB_IDENTITY_TOKEN_FILE",
+            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+            "AWS_ROLE_ARN")),
+    "gcs": (("service_account", "service_account_key", "application_credentials",
+             "service_account_path"),
+            ("GOOGLE_SERVICE_ACCOUNT", "GOOGLE_SERVICE_ACCOUNT_PATH",
+             "GOOGLE_SERVICE_ACCOUNT_KEY", "GOOGLE_APPLICATION_CREDENTIALS")),
+    "azure": (("account_key", "access_key", "sas_key", "sas_token", "bearer_token",
+               "client_id", "client_secret", "use_azure_cli", "token", "use_emulator"),
+              ("AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_ACCESS_KEY", "AZURE_STORAGE_SAS_KEY",
+               "AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_TOKEN", "AZURE_CLIENT_ID",
+               "AZURE_FEDERATED_TOKEN_FILE", "AZURE_USE_AZURE_CLI", "AZURE_STORAGE_USE_EMULATOR")),
+}
+
+_memory_stores: dict[str, Store] = {}
+_memory_lock = threading.Lock()
+
+
+def from_url(
+    url: str | os.PathLike[str],
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    read_only: bool = False,
+) -> Store:
+    """The store for `url`, rooted at its path.
+
+    Schemes: `s3://`, `gs://` / `gcs://`, `az://` / `azure://` / `abfs[s]://`,
+    `http[s]://` (always read-only), `file://` or a plain path (`LocalStore`) and
+    `memory://NAME` (a `MemoryStore` shared by every open of the same name in this
+    process). `storage_options` go to obstore (`region`, `endpoint`, credentials,
+    `client_options`, `retry_config`, ...); fsspec spellings (`anon`, `endpoint_url`,
+    `key`/`secret`/`token`, `client_kwargs`) are understood too.
+
+    Cloud stores sign nothing when no credentials are given in the options or the
+    environment, so public data needs no account; pass `anon=False` to use obstore's
+    other credential sources (an EC2 instance role, a GCE service account).
+    """
+    text = os.fspath(url)
+    parts = urlsplit(text)
+    scheme = parts.scheme.lower()
+    options = dict(storage_options or {})
+    if scheme in ("", "file") or len(scheme) == 1:  # len 1: a Windows drive letter
+        if options:
+            raise StoreError(f"local path {text!r} takes no storage options, got {options}")
+        from aiozarr.storage.local import LocalStore
+
+        path = parts.path if scheme == "file" else text
+        return LocalStore(Path(path), read_only=read_only)
+    if scheme == "memory":
+        return _memory_store(parts.netloc + parts.path, read_only=read_only)
+    if scheme in _S3 + _GCS + _AZURE + _HTTP:
+        from aiozarr.storage.object_store import ObjectStore
+
+        store = _obstore_store(text, scheme, options)
+        return ObjectStore(store, read_only=read_only or scheme in _HTTP)
+    raise StoreError(f"cannot open {text!r}: unknown URL scheme {scheme!r}")
+
+
+def _memory_store(name: str, *, read_only: bool) -> Store:
+    from aiozarr.storage.memory import MemoryStore
+
+    with _memory_lock:
+        store = _memory_stores.get(name)
+        if store is None:
+            store = _memory_stores[name] = MemoryStore()
+    return store.with_read_only(read_only) if read_only else store
+
+
+def _default_retry() -> dict[str, Any]:
+    settings = config.get()
+    return {
+        "max_retries": settings.retry_attempts,
+        "retry_timeout": timedelta(seconds=settings.retry_deadline_s),
+        "backoff": {
+            "init_backoff": timedelta(seconds=settings.retry_base_delay_s),
+            "max_backoff": timedelta(seconds=settings.retry_max_delay_s),
+            "base": 2,
+        },
+    }
+
+
+def _normalize(scheme: str, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split options into (store config, client options), mapping fsspec spellings."""
+    client: dict[str, Any] = dict(options.pop("client_options", None) or {})
+    for name, value in (options.pop("client_kwargs", None) or {}).items():
+        options.setdefault(name, value)  # s3fs passes endpoint_url / region_name here
+    store: dict[str, Any] = {}
+    for name, value in options.items():
+        name = _ALIASES.get(name, name)
+        (client if name in _CLIENT_KEYS else store)[name] = value
+    anon = store.pop("anon", None)
+    if anon is not None:
+        store.setdefault("skip_signature", bool(anon))
+    endpoint = str(store.get("endpoint", ""))
+    if endpoint.startswith("http://") or scheme == "http":
+        client.setdefault("allow_http", True)
+    return store, client
+
+
+def _has_credentials(kind: str, store: dict[str, Any], extra: dict[str, Any]) -> bool:
+    names, env = _CREDENTIALS[kind]
+    if extra.get("credential_provider") is not None:
+        return True
+    return any(n in store for n in names) or any(os.environ.get(e) for e in env)
+
+
+def _obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
+    from obstore.store import HTTPStore
+    from obstore.store import from_url as obstore_from_url
+
+    extra = {k: options.pop(k) for k in ("retry_config", "credential_provider") if k in options}
+    extra.setdefault("retry_config", _default_retry())
+    store_options, client = _normalize(scheme, options)
+    try:
+        if scheme in _HTTP:
+            if store_options:
+                raise StoreError(f"HTTP store {url!r} takes only client options, got "
+                                 f"{sorted(store_options)}")
+            return HTTPStore(url, client_options=client or None,
+                             retry_config=extra["retry_config"])
+        kind = "s3" if scheme in _S3 else "gcs" if scheme in _GCS else "azure"
+        if "skip_signature" not in store_options and not _has_credentials(
+            kind, store_options, extra
+        ):
+            store_options["skip_signature"] = True
+        if scheme == "gcs":
+            url = "gs" + url[len("gcs"):]
+        return obstore_from_url(url, client_options=client or None, **extra, **store_options)
+    except StoreError:
+        raise
+    except Exception as exc:  # obstore: unknown option, malformed URL
+        message = str(exc).split("\n\nDebug source:")[0]
+        raise StoreError(f"cannot open {url!r}: {message}") from exc

@@ -1,0 +1,645 @@
+"""An object-store emulator: a local directory served as an S3 bucket and over plain HTTP.
+
+    async with Emulator(tmp_path, latency_ms=20) as emu:
+        store = obstore.store.S3Store(emu.bucket, **emu.storage_options())
+
+    with Emulator(tmp_path).running_in_thread() as emu:   # sync tests, benchmarks
+        ...
+
+One URL space serves both protocols: `/{bucket}/{key}` is a path-style S3 object and
+also a plain HTTP file (`emu.http_url(key)`), so obstore's `S3Store` and `HTTPStore`,
+browsers and `curl` all read the same files. S3 calls: GET (one `Range`: `a-b`, `a-`,
+`-n`), HEAD, PUT, DELETE, DeleteObjects (`POST ?delete`), ListObjectsV2, multipart
+uploads. Signatures are accepted and ignored. Every response carries CORS headers.
+
+It counts requests (by method and by kind), bytes in and out and requests in flight,
+adds `latency_ms` before each answer, and injects faults on demand: error statuses,
+connection resets, truncated bodies and slow bodies. Control endpoints, never counted:
+`GET /_emulator/stats`, `POST /_emulator/reset`, `POST /_emulator/faults` (JSON with the
+arguments of `inject`, or `{"clear": true}`), `POST /_emulator/latency` (`{"ms": 20}`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import fnmatch
+import os
+import random
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from email.utils import formatdate
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree
+from xml.sax.saxutils import escape
+
+from aiohttp import web
+
+__all__ = ["FAULT_KINDS", "Emulator", "Fault"]
+
+#: What `Emulator.inject` can do to a request.
+FAULT_KINDS = ("status", "reset", "truncate", "slow")
+_TMP_DIR = ".aiozarr-emulator-tmp"  # temp files and multipart parts; never listed
+_S3_NS = "http://s3.amazonaws.com/doc/2006-03-01/"
+_ERROR_CODES = {400: "InvalidRequest", 403: "AccessDenied", 404: "NoSuchKey",
+                405: "MethodNotAllowed", 416: "InvalidRange", 500: "InternalError",
+                503: "SlowDown"}
+_CORS = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Expose-Headers": "Content-Range, Content-Length, ETag, Last-Modified, "
+    "Accept-Ranges",
+}
+
+
+@dataclass
+class Fault:
+    """A fault rule. `count`: the next N matching requests; `rate`: each with this
+    probability; neither: every matching request until `clear_faults`."""
+
+    kind: str
+    count: int | None = None
+    rate: float | None = None
+    key_glob: str | None = None
+    methods: tuple[str, ...] | None = None
+    status: int = 503
+    delay_s: float = 1.0
+
+    def matches(self, method: str, key: str) -> bool:
+        if self.methods is not None and method not in self.methods:
+            return False
+        return self.key_glob is None or fnmatch.fnmatchcase(key, self.key_glob)
+
+
+@dataclass
+class _Stats:
+    requests: int = 0
+    by_method: Counter[str] = field(default_factory=Counter)
+    by_kind: Counter[str] = field(default_factory=Counter)
+    by_status: Counter[int] = field(default_factory=Counter)
+    bytes_out: int = 0
+    bytes_in: int = 0
+    inflight: int = 0
+    peak_inflight: int = 0
+    faults: int = 0
+
+
+class _S3Error(Exception):
+    def __init__(self, status: int, message: str, *, key: str = "", code: str = "") -> None:
+        super().__init__(message)
+        self.status, self.key, self.code = status, key, code or _ERROR_CODES.get(status, "Error")
+
+
+def _error_response(status: int, code: str, message: str, key: str, bucket: str,
+                    method: str) -> web.Response:
+    body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
+            f"<Message>{escape(message)}</Message><Key>{escape(key)}</Key>"
+            f"<BucketName>{escape(bucket)}</BucketName>"
+            f"<RequestId>{uuid.uuid4().hex[:16]}</RequestId></Error>")
+    if method == "HEAD":
+        return web.Response(status=status)
+    return web.Response(status=status, body=body.encode(), content_type="application/xml")
+
+
+def _xml(body: str) -> web.Response:
+    text = f'<?xml version="1.0" encoding="UTF-8"?>\n{body}'
+    return web.Response(body=text.encode(), content_type="application/xml")
+
+
+def _parse_range(header: str, size: int) -> tuple[int, int] | None:
+    """`(start, stop)` for one `bytes=` range; None: serve everything; raises on 416."""
+    unit, _, spec = header.partition("=")
+    if unit.strip() != "bytes" or "," in spec:
+        return None  # like S3: anything but one byte range gets the whole object
+    first, _, last = spec.strip().partition("-")
+    try:
+        if first == "":
+            n = int(last)
+            if n <= 0 or size == 0:
+                raise _S3Error(416, f"suffix range {header!r} of a {size}-byte object")
+            return max(size - n, 0), size
+        start = int(first)
+        stop = size if last == "" else min(int(last) + 1, size)
+    except ValueError:
+        return None
+    if start >= size or stop <= start:
+        raise _S3Error(416, f"range {header!r} not satisfiable for a {size}-byte object")
+    return start, stop
+
+
+def _decode_aws_chunked(body: bytes) -> bytes:
+    """The payload of a `STREAMING-*` upload: `hex-size;chunk-signature=...` framed chunks."""
+    out, pos = bytearray(), 0
+    while pos < len(body):
+        end = body.index(b"\r\n", pos)
+        size = int(body[pos:end].split(b";")[0], 16)
+        if size == 0:
+            break
+        out += body[end + 2 : end + 2 + size]
+        pos = end + 2 + size + 2
+    return bytes(out)
+
+
+def _read_bytes(path: Path, start: int, stop: int) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(start)
+        return f.read(stop - start)
+
+
+def _write_atomic(path: Path, tmp_dir: Path, chunks: list[Path] | bytes) -> None:
+    tmp_dir.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_dir / uuid.uuid4().hex
+    with open(tmp, "wb") as f:
+        if isinstance(chunks, bytes):
+            f.write(chunks)
+        else:
+            for part in chunks:
+                f.write(part.read_bytes())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(tmp, path)
+
+
+class Emulator:
+    """An aiohttp server over `root`: S3 bucket `bucket` at `/{bucket}/` and plain HTTP.
+
+    `async with` runs it in the current event loop; `running_in_thread()` runs it on a
+    background thread with its own loop. `port=0` picks a free port.
+    """
+
+    def __init__(self, root: str | Path, *, latency_ms: float = 0.0, bucket: str = "bucket",
+                 host: str = "127.0.0.1", port: int = 0, read_only: bool = False,
+                 seed: int = 0) -> None:
+        self.root = Path(root).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._bucket = bucket
+        self._host, self._port = host, port
+        self._latency_s = latency_ms / 1000
+        self.read_only = read_only
+        self._lock = threading.Lock()
+        self._stats = _Stats()
+        self._faults: list[Fault] = []
+        self._rng = random.Random(seed)
+        self._uploads: dict[str, tuple[str, dict[int, Path]]] = {}
+        self._runner: web.AppRunner | None = None
+
+    # -- running -----------------------------------------------------------------------
+
+    async def start(self) -> Emulator:
+        """Start serving in the running loop; returns self."""
+        app = web.Application(client_max_size=1 << 34, middlewares=[self._middleware])
+        app.on_response_prepare.append(self._add_cors)
+        app.router.add_get("/_emulator/stats", self._http_stats)
+        app.router.add_post("/_emulator/reset", self._http_reset)
+        app.router.add_post("/_emulator/faults", self._http_faults)
+        app.router.add_post("/_emulator/latency", self._http_latency)
+        app.router.add_route("*", "/{path:.*}", self._dispatch)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
+                                     shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self._host, self._port)
+        await site.start()
+        self._port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def stop(self) -> None:
+        """Stop serving and close open connections."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> Emulator:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    @contextlib.contextmanager
+    def running_in_thread(self) -> Iterator[Emulator]:
+        """Serve from a daemon thread with its own event loop for the `with` block."""
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="aiozarr-emulator", daemon=True)
+        thread.start()
+        try:
+            asyncio.run_coroutine_threadsafe(self.start(), loop).result(timeout=30)
+            yield self
+        finally:
+            with contextlib.suppress(Exception):
+                asyncio.run_coroutine_threadsafe(self.stop(), loop).result(timeout=30)
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=30)
+            loop.close()
+
+    # -- addresses ---------------------------------------------------------------------
+
+    @property
+    def bucket(self) -> str:
+        return self._bucket
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def endpoint(self) -> str:
+        """`http://host:port`, the S3 endpoint."""
+        return f"http://{self._host}:{self._port}"
+
+    def s3_url(self, path: str = "") -> str:
+        """`s3://bucket/path` (use with `storage_options()`)."""
+        return f"s3://{self._bucket}/{path.lstrip('/')}"
+
+    def http_url(self, path: str = "") -> str:
+        """The plain-HTTP URL of `path` in the bucket (of the bucket itself for "")."""
+        path = path.lstrip("/")
+        return f"{self.endpoint}/{self._bucket}" + (f"/{path}" if path else "")
+
+    def storage_options(self) -> dict[str, Any]:
+        """obstore `S3Store` settings that reach this emulator (anonymous, plain HTTP)."""
+        return {"endpoint": self.endpoint, "region": "us-east-1", "skip_signature": True,
+                "virtual_hosted_style_request": False, "client_options": {"allow_http": True}}
+
+    # -- counters, latency, faults -----------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """A snapshot of the counters (plain dicts and ints; JSON-ready)."""
+        with self._lock:
+            s = self._stats
+            data: dict[str, Any] = {
+                "requests": s.requests, "by_method": dict(s.by_method),
+                "by_kind": dict(s.by_kind),
+                "by_status": {str(k): v for k, v in s.by_status.items()},
+                "bytes_out": s.bytes_out, "bytes_in": s.bytes_in, "inflight": s.inflight,
+                "peak_inflight": s.peak_inflight, "faults": s.faults}
+        data["latency_ms"] = self._latency_s * 1000
+        return data
+
+    def reset_stats(self) -> None:
+        """Zero the counters (requests in flight stay counted)."""
+        with self._lock:
+            self._stats = _Stats(inflight=self._stats.inflight)
+
+    def set_latency(self, ms: float) -> None:
+        """Delay every later answer by `ms` milliseconds."""
+        self._latency_s = ms / 1000
+
+    def inject(self, kind: str, *, count: int | None = None, rate: float | None = None,
+               key_glob: str | None = None, methods: list[str] | tuple[str, ...] | None = None,
+               status: int = 503, delay_s: float = 1.0) -> Fault:
+        """Add a fault rule.
+
+        `kind`: "status" (answer `status` with an S3 XML error), "reset" (abort the
+        connection), "truncate" (send half the body, then close), "slow" (send the body
+        in pieces spread over `delay_s`). `count`: the next N matching requests; `rate`:
+        each matching request with this probability (seeded RNG); neither: every one.
+        `key_glob` (fnmatch on the key) and `methods` restrict which requests match.
+        """
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {kind!r}; expected one of {FAULT_KINDS}")
+        fault = Fault(kind, count, rate, key_glob,
+                      None if methods is None else tuple(m.upper() for m in methods),
+                      status, delay_s)
+        with self._lock:
+            self._faults.append(fault)
+        return fault
+
+    def clear_faults(self) -> None:
+        """Remove every fault rule."""
+        with self._lock:
+            self._faults.clear()
+
+    def _pick_fault(self, method: str, key: str) -> Fault | None:
+        with self._lock:
+            for fault in self._faults:
+                if not fault.matches(method, key):
+                    continue
+                if fault.count is not None:
+                    fault.count -= 1
+                    if fault.count <= 0:
+                        self._faults.remove(fault)
+                elif fault.rate is not None and self._rng.random() >= fault.rate:
+                    continue
+                self._stats.faults += 1
+                return fault
+        return None
+
+    # -- HTTP plumbing -----------------------------------------------------------------
+
+    @staticmethod
+    async def _add_cors(request: web.Request, response: web.StreamResponse) -> None:
+        response.headers.update(_CORS)
+
+    @web.middleware
+    async def _middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.path.startswith("/_emulator/"):
+            return await handler(request)  # type: ignore[no-any-return]
+        with self._lock:
+            s = self._stats
+            s.requests += 1
+            s.by_method[request.method] += 1
+            s.by_kind[self._kind(request)] += 1
+            s.inflight += 1
+            s.peak_inflight = max(s.peak_inflight, s.inflight)
+        status = 0
+        try:
+            if self._latency_s > 0:
+                await asyncio.sleep(self._latency_s)
+            response: web.StreamResponse = await handler(request)
+            status = response.status
+            if isinstance(response, web.Response) and request.method != "HEAD":
+                with self._lock:
+                    self._stats.bytes_out += response.content_length or 0
+            return response
+        finally:
+            with self._lock:
+                self._stats.inflight -= 1
+                if status:
+                    self._stats.by_status[status] += 1
+
+    def _kind(self, request: web.Request) -> str:
+        method, query = request.method, request.query
+        key = request.path.lstrip("/").partition("/")[2]
+        if method == "GET":
+            if not key:
+                return "list"
+            return "get_range" if "Range" in request.headers else "get"
+        if method == "POST":
+            return ("delete_objects" if "delete" in query else "create_multipart"
+                    if "uploads" in query else "complete_multipart")
+        if method == "PUT":
+            return "upload_part" if "uploadId" in query else "put"
+        if method == "DELETE":
+            return "abort_multipart" if "uploadId" in query else "delete"
+        return method.lower()
+
+    async def _http_stats(self, request: web.Request) -> web.Response:
+        return web.json_response(self.stats())
+
+    async def _http_reset(self, request: web.Request) -> web.Response:
+        self.reset_stats()
+        return web.json_response(self.stats())
+
+    async def _http_faults(self, request: web.Request) -> web.Response:
+        spec = await request.json()
+        if spec.pop("clear", False):
+            self.clear_faults()
+        if "kind" in spec:
+            try:
+                self.inject(spec.pop("kind"), **spec)
+            except (TypeError, ValueError) as exc:
+                return web.json_response({"error": str(exc)}, status=400)
+        with self._lock:
+            return web.json_response([asdict(f) for f in self._faults])
+
+    async def _http_latency(self, request: web.Request) -> web.Response:
+        self.set_latency(float((await request.json())["ms"]))
+        return web.json_response({"latency_ms": self._latency_s * 1000})
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        bucket, _, key = request.path.lstrip("/").partition("/")
+        method = request.method
+        try:
+            if method == "OPTIONS":
+                return self._preflight(request)
+            if bucket != self._bucket:
+                raise _S3Error(404, f"bucket {bucket!r} does not exist", code="NoSuchBucket")
+            fault = self._pick_fault(method, key)
+            if fault is not None and fault.kind == "status":
+                raise _S3Error(fault.status, f"injected fault on {key!r}", key=key)
+            if fault is not None and fault.kind == "reset":
+                assert request.transport is not None
+                request.transport.abort()
+                raise asyncio.CancelledError  # nothing left to answer on
+            response = await self._handle(request, method, key)
+            if fault is not None and isinstance(response, web.Response) and response.body:
+                return await self._faulty_body(request, response, fault)
+            return response
+        except _S3Error as exc:
+            return _error_response(exc.status, exc.code, str(exc), exc.key or key, bucket,
+                                   method)
+
+    def _preflight(self, request: web.Request) -> web.Response:
+        asked = request.headers.get("Access-Control-Request-Headers", "*")
+        return web.Response(status=204, headers={
+            "Access-Control-Allow-Methods": "GET, HEAD, PUT, POST, DELETE, OPTIONS",
+            "Access-Control-Allow-Headers": asked, "Access-Control-Max-Age": "3600"})
+
+    async def _faulty_body(self, request: web.Request, response: web.Response,
+                           fault: Fault) -> web.StreamResponse:
+        """Send `response` with its body truncated (then close) or trickled slowly."""
+        body = bytes(response.body)  # type: ignore[arg-type]
+        stream = web.StreamResponse(status=response.status, headers=response.headers)
+        stream.content_length = len(body)
+        await stream.prepare(request)
+        if fault.kind == "truncate":
+            await stream.write(body[: len(body) // 2])
+            assert request.transport is not None
+            request.transport.abort()
+            raise asyncio.CancelledError
+        pieces = 8
+        step = -(-len(body) // pieces)
+        for i in range(0, len(body), step):
+            await asyncio.sleep(fault.delay_s / pieces)
+            await stream.write(body[i : i + step])
+        await stream.write_eof()
+        with self._lock:
+            self._stats.bytes_out += len(body)
+        return stream
+
+    # -- S3 operations -----------------------------------------------------------------
+
+    def _path(self, key: str) -> Path:
+        parts = key.split("/")
+        if not key or any(p in ("", ".", "..") for p in parts) or parts[0] == _TMP_DIR:
+            raise _S3Error(400, f"invalid key {key!r}", code="InvalidArgument")
+        return self.root.joinpath(*parts)
+
+    def _check_writable(self, key: str) -> None:
+        if self.read_only:
+            raise _S3Error(403, f"emulator is read-only; cannot write {key!r}", key=key)
+
+    async def _handle(self, request: web.Request, method: str, key: str) -> web.Response:
+        query = request.query
+        if not key:
+            if method == "GET":
+                return await asyncio.to_thread(self._list, query)
+            if method in ("HEAD", "PUT"):  # HeadBucket / CreateBucket of this bucket
+                return web.Response()
+            if method == "POST" and "delete" in query:
+                return await self._delete_objects(await self._body(request))
+        elif method in ("GET", "HEAD"):
+            return await self._get(request, key, head=method == "HEAD")
+        elif method == "PUT":
+            self._check_writable(key)
+            body = await self._body(request)
+            if "uploadId" in query:
+                return self._upload_part(key, query["uploadId"], int(query["partNumber"]), body)
+            path = self._path(key)
+            await asyncio.to_thread(_write_atomic, path, self.root / _TMP_DIR, body)
+            return web.Response(headers={"ETag": self._etag(path.stat())})
+        elif method == "DELETE":
+            self._check_writable(key)
+            if "uploadId" in query:
+                self._uploads.pop(query["uploadId"], None)
+            else:
+                with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                    self._path(key).unlink()
+            return web.Response(status=204)
+        elif method == "POST" and "uploads" in query:
+            self._check_writable(key)
+            upload_id = uuid.uuid4().hex
+            self._uploads[upload_id] = (key, {})
+            return _xml(f"<InitiateMultipartUploadResult><Bucket>{self._bucket}</Bucket>"
+                        f"<Key>{escape(key)}</Key><UploadId>{upload_id}</UploadId>"
+                        "</InitiateMultipartUploadResult>")
+        elif method == "POST" and "uploadId" in query:
+            self._check_writable(key)
+            return await self._complete(key, query["uploadId"], await self._body(request))
+        raise _S3Error(405, f"{method} {request.path_qs} is not supported by the emulator")
+
+    async def _body(self, request: web.Request) -> bytes:
+        body = await request.read()
+        with self._lock:
+            self._stats.bytes_in += len(body)
+        if request.headers.get("x-amz-content-sha256", "").startswith("STREAMING-"):
+            return _decode_aws_chunked(body)
+        return body
+
+    @staticmethod
+    def _etag(st: os.stat_result) -> str:
+        return f'"{st.st_mtime_ns:x}-{st.st_size:x}"'
+
+    async def _get(self, request: web.Request, key: str, *, head: bool) -> web.Response:
+        path = self._path(key)
+        try:
+            st = path.stat()
+            if not path.is_file():
+                raise FileNotFoundError(key)
+        except (FileNotFoundError, NotADirectoryError):
+            raise _S3Error(404, "The specified key does not exist.", key=key) from None
+        headers = {"ETag": self._etag(st), "Accept-Ranges": "bytes",
+                   "Last-Modified": formatdate(st.st_mtime, usegmt=True),
+                   "Content-Type": "application/octet-stream"}
+        size, status = st.st_size, 200
+        start, stop = 0, size
+        header = request.headers.get("Range")
+        if header is not None and not head:
+            try:
+                bounds = _parse_range(header, size)
+            except _S3Error as exc:
+                exc.key = key
+                raise
+            if bounds is not None:
+                (start, stop), status = bounds, 206
+                headers["Content-Range"] = f"bytes {start}-{stop - 1}/{size}"
+        if head:
+            headers["Content-Length"] = str(size)
+            return web.Response(headers=headers)
+        body = await asyncio.to_thread(_read_bytes, path, start, stop)
+        return web.Response(status=status, body=body, headers=headers)
+
+    def _upload_part(self, key: str, upload_id: str, number: int, body: bytes) -> web.Response:
+        if upload_id not in self._uploads:
+            raise _S3Error(404, f"no upload {upload_id}", key=key, code="NoSuchUpload")
+        tmp = self.root / _TMP_DIR
+        tmp.mkdir(parents=True, exist_ok=True)
+        part = tmp / f"{upload_id}.{number}"
+        part.write_bytes(body)
+        self._uploads[upload_id][1][number] = part
+        return web.Response(headers={"ETag": f'"{upload_id}-{number}"'})
+
+    async def _complete(self, key: str, upload_id: str, body: bytes) -> web.Response:
+        upload = self._uploads.pop(upload_id, None)
+        if upload is None:
+            raise _S3Error(404, f"no upload {upload_id}", key=key, code="NoSuchUpload")
+        numbers = [int(e.text or 0) for e in ElementTree.fromstring(body).iter()
+                   if e.tag.rpartition("}")[2] == "PartNumber"]
+        parts = [upload[1][n] for n in sorted(numbers)]
+        path = self._path(key)
+        await asyncio.to_thread(_write_atomic, path, self.root / _TMP_DIR, parts)
+        for part in upload[1].values():
+            part.unlink(missing_ok=True)
+        etag = self._etag(path.stat())
+        return _xml(f"<CompleteMultipartUploadResult><Bucket>{self._bucket}</Bucket>"
+                    f"<Key>{escape(key)}</Key><ETag>{escape(etag)}</ETag>"
+                    "</CompleteMultipartUploadResult>")
+
+    async def _delete_objects(self, body: bytes) -> web.Response:
+        keys = [e.text or "" for e in ElementTree.fromstring(body).iter()
+                if e.tag.rpartition("}")[2] == "Key"]
+        out = []
+        for key in keys:
+            try:
+                self._check_writable(key)
+                with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                    self._path(key).unlink()
+                out.append(f"<Deleted><Key>{escape(key)}</Key></Deleted>")
+            except _S3Error as exc:
+                out.append(f"<Error><Key>{escape(key)}</Key><Code>{exc.code}</Code>"
+                           f"<Message>{escape(str(exc))}</Message></Error>")
+        return _xml(f'<DeleteResult xmlns="{_S3_NS}">{"".join(out)}</DeleteResult>')
+
+    def _keys(self, prefix: str) -> list[tuple[str, os.stat_result]]:
+        """Every stored key starting with `prefix`, sorted, with its stat."""
+        start = self.root.joinpath(*prefix.split("/")[:-1])
+        found = []
+        for dirpath, dirnames, filenames in os.walk(start):
+            if Path(dirpath) == self.root and _TMP_DIR in dirnames:
+                dirnames.remove(_TMP_DIR)
+            rel = Path(dirpath).relative_to(self.root).as_posix()
+            base = "" if rel == "." else rel + "/"
+            for name in filenames:
+                key = base + name
+                if key.startswith(prefix):
+                    with contextlib.suppress(FileNotFoundError):
+                        found.append((key, os.stat(os.path.join(dirpath, name))))
+        return sorted(found, key=lambda item: item[0].encode())
+
+    def _list(self, query: Any) -> web.Response:
+        prefix = query.get("prefix", "")
+        delimiter = query.get("delimiter", "")
+        max_keys = int(query.get("max-keys", 1000))
+        token = query.get("continuation-token")
+        after = base64.urlsafe_b64decode(token).decode() if token else query.get("start-after", "")
+        contents: list[str] = []
+        prefixes: list[str] = []
+        last, truncated = "", False
+        for key, st in self._keys(prefix):
+            if after and key.encode() <= after.encode():
+                continue
+            common = ""
+            if delimiter and delimiter in key[len(prefix) :]:
+                common = key[: key.index(delimiter, len(prefix)) + len(delimiter)]
+                if prefixes and prefixes[-1] == common:
+                    last = key  # every key under one common prefix counts once
+                    continue
+            if len(contents) + len(prefixes) >= max_keys:
+                truncated = True
+                break
+            if common:
+                prefixes.append(common)
+            else:
+                modified = datetime.fromtimestamp(st.st_mtime, UTC).strftime(
+                    "%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+                contents.append(
+                    f"<Contents><Key>{escape(key)}</Key><LastModified>{modified}"
+                    f"</LastModified><ETag>{escape(self._etag(st))}</ETag>"
+                    f"<Size>{st.st_size}</Size><StorageClass>STANDARD</StorageClass>"
+                    "</Contents>")
+            last = key
+        items = "".join(contents) + "".join(
+            f"<CommonPrefixes><Prefix>{escape(p)}</Prefix></CommonPrefixes>" for p in prefixes)
+        next_token = ""
+        if truncated:
+            encoded = base64.urlsafe_b64encode(last.encode()).decode()
+            next_token = f"<NextContinuationToken>{encoded}</NextContinuationToken>"
+        count = len(contents) + len(prefixes)
+        return _xml(f'<ListBucketResult xmlns="{_S3_NS}"><Name>{self._bucket}</Name>'
+                    f"<Prefix>{escape(prefix)}</Prefix><KeyCount>{count}</KeyCount>"
+                    f"<MaxKeys>{max_keys}</MaxKeys><Delimiter>{escape(delimiter)}</Delimiter>"
+                    f"<IsTruncated>{str(truncated).lower()}</IsTruncated>{items}{next_token}"
+                    "</ListBucketResult>")

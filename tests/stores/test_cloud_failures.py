@@ -1,0 +1,139 @@
+"""Object stores that fail: missing buckets, refusals, dead endpoints, flaky servers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from cloud_fixtures import *  # noqa: F403  (until tests/conftest.py imports them)
+from cloud_fixtures import FAST_RETRY
+from obstore.store import HTTPStore, S3Store
+
+from aiozarr.byte_range import ByteRange
+from aiozarr.errors import StoreError
+from aiozarr.storage.base import RangeRequest
+from aiozarr.storage.object_store import ObjectStore
+from aiozarr.testing.emulator import Emulator
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def s3(emulator: Emulator, bucket: str | None = None, **options: Any) -> ObjectStore:
+    opts = {**emulator.storage_options(), **options}
+    return ObjectStore(S3Store(bucket or emulator.bucket, retry_config=FAST_RETRY, **opts))
+
+
+# -- configuration errors ----------------------------------------------------------------
+
+
+async def test_missing_bucket_is_an_error_not_a_missing_key(emulator: Emulator) -> None:
+    store = s3(emulator, bucket="no-such-bucket")
+    with pytest.raises(StoreError, match=r"'zarr\.json'.*no-such-bucket.*NoSuchBucket"):
+        await store.get("zarr.json")
+    with pytest.raises(StoreError, match="no-such-bucket"):
+        await store.get_partial_values([RangeRequest("c/0", ByteRange.last(16))])
+
+
+async def test_missing_bucket_on_moto(moto_s3_options: dict[str, Any]) -> None:
+    store = ObjectStore(S3Store("absent-bucket", retry_config=FAST_RETRY, **moto_s3_options))
+    with pytest.raises(StoreError, match="absent-bucket"):
+        await store.get("zarr.json")
+    with pytest.raises(StoreError, match="absent-bucket"):
+        await store.set("zarr.json", b"{}")
+
+
+async def test_forbidden(emulator: Emulator) -> None:
+    store = s3(emulator)
+    emulator.inject("status", status=403)
+    with pytest.raises(StoreError, match=r"'secret/key'.*s3://bucket.*403") as info:
+        await store.get("secret/key")
+    assert "AccessDenied" in str(info.value)
+    with pytest.raises(StoreError, match="'secret/key'"):
+        await store.set("secret/key", b"x")
+    with pytest.raises(StoreError):
+        [k async for k in store.list_prefix("secret/")]
+    stats = emulator.stats()
+    assert stats["by_status"]["403"] == 3, stats  # a refusal is not retried
+
+
+async def test_unreachable_endpoint(closed_port: int) -> None:
+    endpoint = f"http://127.0.0.1:{closed_port}"
+    store = ObjectStore(S3Store("bucket", endpoint=endpoint, region="us-east-1",
+                                skip_signature=True, client_options={"allow_http": True},
+                                retry_config=FAST_RETRY))
+    with pytest.raises(StoreError, match=rf"'c/0'.*{endpoint}"):
+        await store.get("c/0")
+    http = ObjectStore(HTTPStore(f"{endpoint}/data", client_options={"allow_http": True},
+                                 retry_config=FAST_RETRY))
+    with pytest.raises(StoreError, match=rf"'zarr\.json'.*{endpoint}/data"):
+        await http.get("zarr.json")
+
+
+async def test_credentials_never_in_messages(emulator: Emulator) -> None:
+    options = {k: v for k, v in emulator.storage_options().items() if k != "skip_signature"}
+    store = ObjectStore(S3Store("no-such-bucket", access_key_id="AKIDSECRETID",
+                                secret_access_key="hunter2-secret", retry_config=FAST_RETRY,
+                                **options))
+    with pytest.raises(StoreError) as info:
+        await store.get("k")
+    for text in (str(info.value), repr(store)):
+        assert "hunter2" not in text and "AKIDSECRETID" not in text
+
+
+# -- transient failures: obstore retries them ----------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["status", "reset", "truncate"])
+async def test_transient_fault_is_retried(emulator: Emulator, kind: str) -> None:
+    store = s3(emulator)
+    await store.set("k", bytes(range(200)))
+    emulator.reset_stats()
+    emulator.inject(kind, count=1, methods=["GET"])
+    assert bytes(await store.get("k", ByteRange.of(10, 50))) == bytes(range(10, 60))
+    stats = emulator.stats()
+    assert stats["faults"] == 1
+    assert stats["requests"] == 2  # the failed try and the retry
+
+
+async def test_slow_body_still_arrives(emulator: Emulator) -> None:
+    store = s3(emulator)
+    await store.set("k", bytes(1000))
+    emulator.inject("slow", count=1, delay_s=0.1)
+    assert len(await store.get("k")) == 1000
+    assert emulator.stats()["faults"] == 1
+
+
+async def test_persistent_server_error_gives_up(emulator: Emulator) -> None:
+    store = s3(emulator)
+    emulator.inject("status", status=500, key_glob="broken/*")
+    with pytest.raises(StoreError, match=r"'broken/0'.*500"):
+        await store.get("broken/0")
+    # FAST_RETRY allows 2 retries: 3 tries in all, then a StoreError.
+    stats = emulator.stats()
+    assert stats["by_status"]["500"] == 3, stats
+
+
+async def test_one_failing_key_fails_the_batch(emulator: Emulator) -> None:
+    store = s3(emulator)
+    await store.set_many([("ok", b"1234"), ("bad", b"5678")])
+    emulator.inject("status", status=403, key_glob="*bad")
+    with pytest.raises(StoreError, match="'bad'"):
+        await store.get_partial_values([RangeRequest("ok"), RangeRequest("bad")])
+
+
+async def test_read_timeout_is_a_store_error(emulator: Emulator) -> None:
+    store = s3(emulator, client_options={"allow_http": True, "timeout": "200ms"})
+    await store.set("k", b"x" * 100)
+    emulator.inject("slow", delay_s=5)
+    with pytest.raises(StoreError, match="'k'"):
+        await store.get("k")
+
+
+def test_store_error_is_an_os_error() -> None:
+    assert issubclass(StoreError, OSError)
+
+
+async def test_emulator_fixture_resets(emulator_s3_store: Callable[..., ObjectStore],
+                                       emulator: Emulator) -> None:
+    assert emulator.stats()["requests"] == 0 and emulator.stats()["faults"] == 0

@@ -1,0 +1,412 @@
+"""The object-store emulator, spoken to with a plain HTTP client (and obstore for uploads)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.request
+from collections.abc import AsyncIterator
+from pathlib import Path
+from xml.etree import ElementTree
+
+import aiohttp
+import obstore
+import pytest
+import yarl
+from multidict import CIMultiDict
+from obstore.store import S3Store
+
+from aiozarr.testing.emulator import Emulator
+
+NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+DATA = bytes(range(100))
+
+
+@pytest.fixture
+async def emu(tmp_path: Path) -> AsyncIterator[Emulator]:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "data").write_bytes(DATA)
+    async with Emulator(tmp_path) as emu:
+        yield emu
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+async def fetch(http: aiohttp.ClientSession, method: str, url: str, **kwargs: object
+                ) -> tuple[int, CIMultiDict[str], bytes]:
+    async with http.request(method, url, **kwargs) as resp:  # type: ignore[arg-type]
+        return resp.status, CIMultiDict(resp.headers), await resp.read()
+
+
+def error_code(body: bytes) -> str:
+    return ElementTree.fromstring(body).findtext("Code") or ""
+
+
+# -- reads -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "status", "expected", "content_range"),
+    [
+        (None, 200, DATA, None),
+        ("bytes=10-19", 206, DATA[10:20], "bytes 10-19/100"),
+        ("bytes=90-", 206, DATA[90:], "bytes 90-99/100"),
+        ("bytes=-5", 206, DATA[-5:], "bytes 95-99/100"),
+        ("bytes=-500", 206, DATA, "bytes 0-99/100"),
+        ("bytes=95-200", 206, DATA[95:], "bytes 95-99/100"),
+        ("bytes=0-1,5-6", 200, DATA, None),  # like S3: several ranges get the whole object
+    ],
+)
+async def test_get_ranges(emu: Emulator, http: aiohttp.ClientSession, header: str | None,
+                          status: int, expected: bytes, content_range: str | None) -> None:
+    headers = {"Range": header} if header else {}
+    got_status, got_headers, body = await fetch(http, "GET", emu.http_url("a/data"),
+                                                headers=headers)
+    assert (got_status, body) == (status, expected)
+    assert got_headers.get("Content-Range") == content_range
+    assert got_headers["Content-Length"] == str(len(expected))
+
+
+@pytest.mark.parametrize("header", ["bytes=100-", "bytes=150-160", "bytes=-0"])
+async def test_unsatisfiable_range_is_416(emu: Emulator, http: aiohttp.ClientSession,
+                                          header: str) -> None:
+    status, _, body = await fetch(http, "GET", emu.http_url("a/data"), headers={"Range": header})
+    assert status == 416
+    assert error_code(body) == "InvalidRange"
+
+
+async def test_missing_key_and_bucket(emu: Emulator, http: aiohttp.ClientSession) -> None:
+    status, headers, body = await fetch(http, "GET", emu.http_url("a/nope"))
+    assert status == 404
+    assert headers["Content-Type"].startswith("application/xml")
+    root = ElementTree.fromstring(body)
+    assert (root.findtext("Code"), root.findtext("Key")) == ("NoSuchKey", "a/nope")
+    status, _, body = await fetch(http, "GET", f"{emu.endpoint}/otherbucket/a/data")
+    assert (status, error_code(body)) == (404, "NoSuchBucket")
+    status, _, body = await fetch(http, "HEAD", emu.http_url("a/nope"))
+    assert (status, body) == (404, b"")
+    status, _, _ = await fetch(http, "GET", emu.http_url("a"))  # a directory is no object
+    assert status == 404
+
+
+async def test_head(emu: Emulator, http: aiohttp.ClientSession) -> None:
+    status, headers, body = await fetch(http, "HEAD", emu.http_url("a/data"))
+    assert status == 200 and body == b""
+    assert headers["Content-Length"] == "100"
+    assert headers["ETag"].startswith('"')
+    assert headers["Last-Modified"].endswith("GMT")
+
+
+async def test_key_cannot_escape_root(emu: Emulator, http: aiohttp.ClientSession) -> None:
+    secret = emu.root.parent / f"{emu.root.name}-secret"
+    secret.write_bytes(b"TOP-SECRET-CONTENT")
+    raw = f"{emu.http_url()}/a/%2E%2E/%2E%2E/{secret.name}"
+    async with http.get(yarl.URL(raw, encoded=True)) as resp:
+        assert resp.status == 400
+        assert error_code(await resp.read()) == "InvalidArgument"
+
+
+# -- writes ------------------------------------------------------------------------------
+
+
+async def test_put_get_delete(emu: Emulator, http: aiohttp.ClientSession) -> None:
+    status, headers, _ = await fetch(http, "PUT", emu.http_url("x/y/z"), data=b"hello",
+                                     headers={"Authorization": "AWS4-HMAC-SHA256 ignored"})
+    assert status == 200 and "ETag" in headers
+    assert (emu.root / "x" / "y" / "z").read_bytes() == b"hello"
+    assert (await fetch(http, "GET", emu.http_url("x/y/z")))[2] == b"hello"
+    assert (await fetch(http, "DELETE", emu.http_url("x/y/z")))[0] == 204
+    assert not (emu.root / "x" / "y" / "z").exists()
+    assert (await fetch(http, "DELETE", emu.http_url("x/y/z")))[0] == 204  # missing: fine
+
+
+async def test_put_aws_chunked_payload(emu: Emulator, http: aiohttp.ClientSession) -> None:
+    body = (b"5;chunk-signature=abc\r\nhello\r\n3;chunk-signature=def\r\n!!!\r\n"
+            b"0;chunk-signature=0\r\n\r\n")
+    headers = {"x-amz-content-sha256": "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"}
+    assert (await fetch(http, "PUT", emu.http_url("chunked"), data=body, headers=headers))[0] == 200
+    assert (emu.root / "chunked").read_bytes() == b"hello!!!"
+
+
+async def test_delete_objects(emu: Emulator, http: aiohttp.ClientSession) -> None:
+    for name in ("k1", "k2"):
+        (emu.root / name).write_bytes(b"x")
+    xml = ('<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Object><Key>k1</Key>'
+           "</Object><Object><Key>k2</Key></Object><Object><Key>missing</Key></Object></Delete>")
+    status, _, body = await fetch(http, "POST", f"{emu.endpoint}/{emu.bucket}?delete", data=xml)
+    assert status == 200
+    deleted = [e.text for e in ElementTree.fromstring(body).iter(f"{NS}Key")]
+    assert deleted == ["k1", "k2", "missing"]
+    assert not (emu.root / "k1").exists() and not (emu.root / "k2").exists()
+    assert emu.stats()["by_kind"] == {"delete_objects": 1}
+
+
+async def test_read_only_refuses_writes(tmp_path: Path, http: aiohttp.ClientSession) -> None:
+    async with Emulator(tmp_path, read_only=True) as emu:
+        status, _, body = await fetch(http, "PUT", emu.http_url("k"), data=b"x")
+        assert (status, error_code(body)) == (403, "AccessDenied")
+        assert not (tmp_path / "k").exists()
+
+
+async def test_multipart_upload_through_obstore(emu: Emulator) -> None:
+    store = S3Store(emu.bucket, **emu.storage_options())
+    payload = bytes(range(256)) * (24 * 1024)  # 6 MiB: over obstore's 5 MiB part size
+    await obstore.put_async(store, "big/blob", payload)
+    assert (emu.root / "big" / "blob").read_bytes() == payload
+    kinds = emu.stats()["by_kind"]
+    assert kinds == {"create_multipart": 1, "upload_part": 2, "complete_multipart": 1}
+    assert emu.stats()["bytes_in"] >= len(payload)
+    assert not any(p.name != "blob" for p in (emu.root / "big").iterdir())
+
+
+# -- listing -----------------------------------------------------------------------------
+
+
+async def list_v2(http: aiohttp.ClientSession, emu: Emulator, **params: str
+                  ) -> tuple[list[str], list[str], str | None]:
+    query = {"list-type": "2", **params}
+    status, _, body = await fetch(http, "GET", f"{emu.endpoint}/{emu.bucket}", params=query)
+    assert status == 200
+    root = ElementTree.fromstring(body)
+    keys = [e.findtext(f"{NS}Key") or "" for e in root.iter(f"{NS}Contents")]
+    prefixes = [e.findtext(f"{NS}Prefix") or "" for e in root.iter(f"{NS}CommonPrefixes")]
+    return keys, prefixes, root.findtext(f"{NS}NextContinuationToken")
+
+
+async def test_list_prefix_and_delimiter(emu: Emulator, http: aiohttp.ClientSession) -> None:
+    for key in ("z/c/0", "z/c/1", "z/zarr.json", "z/d/0", "zz"):
+        (emu.root / key).parent.mkdir(parents=True, exist_ok=True)
+        (emu.root / key).write_bytes(b"1")
+    keys, prefixes, token = await list_v2(http, emu, prefix="z/")
+    assert keys == ["z/c/0", "z/c/1", "z/d/0", "z/zarr.json"] and not prefixes and token is None
+    keys, prefixes, _ = await list_v2(http, emu, prefix="z/", delimiter="/")
+    assert keys == ["z/zarr.json"] and prefixes == ["z/c/", "z/d/"]
+    keys, _, _ = await list_v2(http, emu, prefix="z")
+    assert keys == ["z/c/0", "z/c/1", "z/d/0", "z/zarr.json", "zz"]
+    keys, _, _ = await list_v2(http, emu, prefix="z/", **{"start-after": "z/c/1"})
+    assert keys == ["z/d/0", "z/zarr.json"]
+
+
+async def test_list_pagination(emu: Emulator, http: aiohttp.ClientSession) -> None:
+    names = [f"p/{i:02d}" for i in range(7)] + ["p/sub/a", "p/sub/b"]
+    for key in names:
+        (emu.root / key).parent.mkdir(parents=True, exist_ok=True)
+        (emu.root / key).write_bytes(b"1")
+    pages: list[tuple[list[str], list[str]]] = []
+    token: str | None = None
+    while True:
+        extra = {"continuation-token": token} if token else {}
+        keys, prefixes, token = await list_v2(http, emu, prefix="p/", delimiter="/",
+                                              **{"max-keys": "3"}, **extra)
+        pages.append((keys, prefixes))
+        if token is None:
+            break
+    assert [len(k) + len(p) for k, p in pages] == [3, 3, 2]
+    assert [k for page, _ in pages for k in page] == names[:7]
+    assert [p for _, page in pages for p in page] == ["p/sub/"]
+
+
+async def test_temp_files_are_never_listed(emu: Emulator) -> None:
+    store = S3Store(emu.bucket, **emu.storage_options())
+    await obstore.put_async(store, "w/k", b"v")
+    listed = [m["path"] for m in await obstore.list(store).collect_async()]
+    assert listed == ["a/data", "w/k"]
+
+
+# -- CORS --------------------------------------------------------------------------------
+
+
+async def test_cors(emu: Emulator, http: aiohttp.ClientSession) -> None:
+    _, headers, _ = await fetch(http, "GET", emu.http_url("a/data"), headers={"Range": "bytes=0-1"})
+    assert headers["Access-Control-Allow-Origin"] == "*"
+    assert "Content-Range" in headers["Access-Control-Expose-Headers"]
+    status, headers, _ = await fetch(
+        http, "OPTIONS", emu.http_url("a/data"),
+        headers={"Origin": "http://viewer.example", "Access-Control-Request-Method": "GET",
+                 "Access-Control-Request-Headers": "range"})
+    assert status == 204
+    assert headers["Access-Control-Allow-Origin"] == "*"
+    assert "GET" in headers["Access-Control-Allow-Methods"]
+    assert headers["Access-Control-Allow-Headers"] == "range"
+    _, headers, _ = await fetch(http, "GET", emu.http_url("a/missing"))
+    assert headers["Access-Control-Allow-Origin"] == "*"
+
+
+# -- counters, latency, control endpoints --------------------------------------------------
+
+
+async def test_counters(emu: Emulator, http: aiohttp.ClientSession) -> None:
+    await fetch(http, "GET", emu.http_url("a/data"))
+    await fetch(http, "GET", emu.http_url("a/data"), headers={"Range": "bytes=0-9"})
+    await fetch(http, "HEAD", emu.http_url("a/data"))
+    await fetch(http, "PUT", emu.http_url("n"), data=b"12345")
+    await fetch(http, "GET", emu.http_url("missing"))
+    stats = emu.stats()
+    assert stats["requests"] == 5
+    assert stats["by_method"] == {"GET": 3, "HEAD": 1, "PUT": 1}
+    assert stats["by_kind"] == {"get": 2, "get_range": 1, "head": 1, "put": 1}
+    assert stats["by_status"] == {"200": 3, "206": 1, "404": 1}
+    assert stats["bytes_in"] == 5
+    assert stats["bytes_out"] >= 110  # 100 + 10 bytes of data, plus the 404's XML
+    assert stats["inflight"] == 0
+    emu.reset_stats()
+    assert emu.stats()["requests"] == 0
+
+
+async def test_latency_holds_requests_in_flight(emu: Emulator,
+                                                http: aiohttp.ClientSession) -> None:
+    emu.set_latency(200)
+    await asyncio.gather(*(fetch(http, "GET", emu.http_url("a/data")) for _ in range(5)))
+    stats = emu.stats()
+    # Each request waits 200 ms before its answer, so all five overlap.
+    assert stats["peak_inflight"] == 5
+    assert stats["latency_ms"] == 200
+
+
+async def test_control_endpoints(emu: Emulator, http: aiohttp.ClientSession) -> None:
+    await fetch(http, "GET", emu.http_url("a/data"))
+    status, _, body = await fetch(http, "GET", f"{emu.endpoint}/_emulator/stats")
+    assert status == 200 and json.loads(body)["requests"] == 1
+    status, _, body = await fetch(http, "POST", f"{emu.endpoint}/_emulator/faults",
+                                  json={"kind": "status", "status": 500, "count": 1})
+    assert status == 200 and json.loads(body)[0]["status"] == 500
+    assert (await fetch(http, "GET", emu.http_url("a/data")))[0] == 500
+    assert (await fetch(http, "GET", emu.http_url("a/data")))[0] == 200
+    status, _, _ = await fetch(http, "POST", f"{emu.endpoint}/_emulator/faults",
+                               json={"kind": "nonsense"})
+    assert status == 400
+    await fetch(http, "POST", f"{emu.endpoint}/_emulator/latency", json={"ms": 5})
+    assert emu.stats()["latency_ms"] == 5
+    status, _, body = await fetch(http, "POST", f"{emu.endpoint}/_emulator/reset")
+    assert json.loads(body)["requests"] == 0
+    assert emu.stats()["requests"] == 0  # control calls are not counted
+
+
+def test_running_in_thread(tmp_path: Path) -> None:
+    (tmp_path / "k").write_bytes(b"sync")
+    with Emulator(tmp_path).running_in_thread() as emu:
+        with urllib.request.urlopen(emu.http_url("k")) as resp:
+            assert resp.read() == b"sync"
+        assert emu.stats()["requests"] == 1
+        port = emu.port
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/bucket/k", timeout=5)
+
+
+# -- faults ------------------------------------------------------------------------------
+
+
+async def test_status_fault_for_next_n(emu: Emulator, http: aiohttp.ClientSession) -> None:
+    emu.inject("status", count=2)  # 503 SlowDown by default
+    url = emu.http_url("a/data")
+    results = [await fetch(http, "GET", url) for _ in range(3)]
+    assert [r[0] for r in results] == [503, 503, 200]
+    assert error_code(results[0][2]) == "SlowDown"
+    assert emu.stats()["faults"] == 2
+
+
+async def test_fault_filters(emu: Emulator, http: aiohttp.ClientSession) -> None:
+    (emu.root / "a" / "other").write_bytes(b"o")
+    emu.inject("status", status=500, key_glob="a/d*", methods=["get"])
+    assert (await fetch(http, "GET", emu.http_url("a/data")))[0] == 500
+    assert (await fetch(http, "GET", emu.http_url("a/other")))[0] == 200
+    assert (await fetch(http, "HEAD", emu.http_url("a/data")))[0] == 200
+    assert (await fetch(http, "GET", emu.http_url("a/data")))[0] == 500  # no count: stays
+    emu.clear_faults()
+    assert (await fetch(http, "GET", emu.http_url("a/data")))[0] == 200
+
+
+async def test_fault_rate_is_seeded(tmp_path: Path, http: aiohttp.ClientSession) -> None:
+    (tmp_path / "k").write_bytes(b"v")
+    outcomes = []
+    for _ in range(2):
+        async with Emulator(tmp_path, seed=7) as emu:
+            emu.inject("status", rate=0.5)
+            outcomes.append([(await fetch(http, "GET", emu.http_url("k")))[0] for _ in range(20)])
+    assert outcomes[0] == outcomes[1]
+    assert {500, 503} & set(outcomes[0]) and 200 in outcomes[0]
+
+
+async def raw_get(emu: Emulator, key: str) -> bytes:
+    """One GET on a fresh connection, without any client-side retry; b"" if reset."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", emu.port)
+    path = f"/{emu.bucket}/{key}"
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+    try:
+        return await reader.read()
+    except ConnectionResetError:
+        return b""
+    finally:
+        writer.close()
+
+
+async def test_reset_fault(emu: Emulator, http: aiohttp.ClientSession) -> None:
+    emu.inject("reset", count=1)
+    assert await raw_get(emu, "a/data") == b""
+    assert (await raw_get(emu, "a/data")).endswith(DATA)
+    emu.inject("reset", count=1)
+    # aiohttp's client retries a GET whose connection dropped: the second try succeeds.
+    assert (await fetch(http, "GET", emu.http_url("a/data")))[2] == DATA
+    assert emu.stats()["faults"] == 2
+    assert emu.stats()["by_status"] == {"200": 2}
+
+
+async def test_truncate_fault(emu: Emulator, http: aiohttp.ClientSession) -> None:
+    emu.inject("truncate", count=1)
+    with pytest.raises(aiohttp.ClientPayloadError):
+        await fetch(http, "GET", emu.http_url("a/data"))
+    assert (await fetch(http, "GET", emu.http_url("a/data")))[2] == DATA
+
+
+async def test_slow_fault_still_delivers(emu: Emulator, http: aiohttp.ClientSession) -> None:
+    emu.inject("slow", count=1, delay_s=0.05)
+    status, _, body = await fetch(http, "GET", emu.http_url("a/data"),
+                                  headers={"Range": "bytes=1-50"})
+    assert (status, body) == (206, DATA[1:51])
+    assert emu.stats()["faults"] == 1
+
+
+def test_unknown_fault_kind(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown fault kind"):
+        Emulator(tmp_path).inject("explode")
+
+
+def test_addresses_and_options(tmp_path: Path) -> None:
+    emu = Emulator(tmp_path, bucket="b", port=1234)
+    assert emu.endpoint == "http://127.0.0.1:1234"
+    assert emu.s3_url("x/y") == "s3://b/x/y"
+    assert emu.http_url("x/y") == "http://127.0.0.1:1234/b/x/y"
+    assert emu.storage_options()["endpoint"] == emu.endpoint
+
+
+# -- `aiozarr serve` ---------------------------------------------------------------------
+
+
+async def test_serve_command(tmp_path: Path, http: aiohttp.ClientSession,
+                             capsys: pytest.CaptureFixture[str]) -> None:
+    from aiozarr.cli.serve import build_parser, run_serve
+
+    args = build_parser().parse_args([str(tmp_path), "--port", "0", "--latency-ms", "5"])
+    assert (args.port, args.latency_ms, args.host) == (0, 5.0, "127.0.0.1")
+    (tmp_path / "zarr.json").write_bytes(b"{}")
+    started: asyncio.Future[Emulator] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(run_serve(tmp_path, port=0, latency_ms=5,
+                                         on_start=started.set_result))
+    emu = await asyncio.wait_for(started, 30)
+    assert emu.bucket == tmp_path.name
+    assert (await fetch(http, "GET", emu.http_url("zarr.json")))[2] == b"{}"
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert emu.http_url() in capsys.readouterr().out
+
+
+def test_serve_rejects_a_missing_directory(tmp_path: Path) -> None:
+    from aiozarr.cli.serve import main
+
+    with pytest.raises(SystemExit, match="not a directory"):
+        main([str(tmp_path / "nope"), "--port", "0"])

@@ -1,0 +1,154 @@
+"""`ObjectStore` on the emulator (S3 and plain HTTP) and on moto's S3 server.
+
+The shared `StoreContract` runs on all three; the tests below it cover what is
+particular to object stores: multipart uploads, paging, pickling, request counts.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cloud_fixtures import *  # noqa: F403  (until tests/conftest.py imports them)
+
+from aiozarr.byte_range import ByteRange
+from aiozarr.errors import ReadOnlyError
+from aiozarr.storage.base import RangeRequest, Store
+from aiozarr.storage.object_store import ObjectStore
+from aiozarr.testing.emulator import Emulator
+from aiozarr.testing.store_contract import StoreContract
+
+DATA = bytes(range(256)) * 4  # 1 KiB
+
+
+class TestEmulatorS3(StoreContract):
+    @pytest.fixture
+    def store(self, emulator_s3_store: Callable[..., ObjectStore]) -> Store:
+        return emulator_s3_store()
+
+
+class TestMotoS3(StoreContract):
+    @pytest.fixture
+    def store(self, moto_store: Callable[..., ObjectStore]) -> Store:
+        return moto_store()
+
+
+class TestEmulatorHTTP(StoreContract):
+    """Plain HTTP: read-only, no listing; test data is written into the served folder."""
+
+    writable = False
+    listable = False
+    supports_delete_prefix = False
+
+    @pytest.fixture
+    def store(self, emulator_http_store: Callable[[], tuple[ObjectStore, Path]]) -> Store:
+        store, self.directory = emulator_http_store()
+        return store
+
+    async def set_raw(self, store: Store, key: str, value: bytes) -> None:
+        path = self.directory / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(value)
+
+
+async def test_large_value_uses_multipart(emulator: Emulator,
+                                          emulator_s3_store: Callable[..., ObjectStore]) -> None:
+    store = emulator_s3_store()
+    big = np.random.default_rng(0).integers(0, 255, 6 << 20, dtype="u1")
+    await store.set("big", big)
+    assert emulator.stats()["by_kind"]["upload_part"] == 2
+    assert bytes(await store.get("big", ByteRange.of(3 << 20, 64))) == big[3 << 20 :][:64].tobytes()
+
+
+async def test_listing_past_one_page(emulator_s3_store: Callable[..., ObjectStore]) -> None:
+    store = emulator_s3_store()
+    await store.set_many((f"k/{i:04d}", b"") for i in range(1100))  # obstore pages at 1000
+    assert len([k async for k in store.list_prefix("k/")]) == 1100
+
+
+async def test_repr_pickle_and_equality(moto_store: Callable[..., ObjectStore]) -> None:
+    store = moto_store(prefix="pickled")
+    await store.set("k", b"v")
+    text = repr(store)
+    assert "s3://aiozarr-test/pickled" in text and "testing" not in text  # no credentials
+    clone = pickle.loads(pickle.dumps(store))
+    assert clone == store and hash(clone) == hash(store)
+    assert bytes(await clone.get("k")) == b"v"
+    assert clone != store.with_read_only()
+
+
+async def test_answers_are_not_copied(emulator_s3_store: Callable[..., ObjectStore]) -> None:
+    store = emulator_s3_store()
+    await store.set("k", DATA)
+    whole = await store.get("k")
+    assert not isinstance(whole, bytes | bytearray)  # obstore's Bytes, handed on as is
+    assert memoryview(whole).readonly
+
+
+# -- request counts ----------------------------------------------------------------------
+
+
+async def test_one_request_per_coalesced_range(
+    emulator: Emulator, emulator_s3_store: Callable[..., ObjectStore]
+) -> None:
+    store = emulator_s3_store()
+    blob = bytes(3 << 20)
+    await store.set_many([("a", blob), ("b", blob)])
+    emulator.reset_stats()
+    requests = [
+        RangeRequest("a", ByteRange.of(0, 100)),
+        RangeRequest("a", ByteRange.of(200, 100)),  # near the first: merged
+        RangeRequest("a", ByteRange.of(5 << 19, 100)),  # 2.5 MiB away: its own request
+        RangeRequest("a", ByteRange.last(64)),  # suffix: its own request
+        RangeRequest("b", ByteRange.of(10, 10)),
+        RangeRequest("missing", ByteRange.of(0, 10)),
+    ]
+    got = await store.get_partial_values(requests)
+    assert [None if g is None else len(g) for g in got] == [100, 100, 100, 64, 10, None]
+    stats = emulator.stats()
+    assert stats["by_kind"] == {"get_range": 5}
+    assert stats["by_status"] == {"206": 4, "404": 1}
+
+
+async def test_counts_agree_with_counting_store(
+    emulator: Emulator, emulator_s3_store: Callable[..., ObjectStore]
+) -> None:
+    counting = pytest.importorskip("aiozarr.storage.counting")
+    store = emulator_s3_store()
+    await store.set("k", bytes(4 << 20))
+    wrapped = counting.CountingStore(store)
+    emulator.reset_stats()
+    offsets = [0, 1000, 2 << 20, (2 << 20) + 50, (4 << 20) - 100]
+    await wrapped.get_partial_values([RangeRequest("k", ByteRange.of(o, 10)) for o in offsets])
+    assert emulator.stats()["by_kind"] == {"get_range": 3}
+    assert wrapped.counts["get"] == emulator.stats()["requests"] == 3
+
+
+# -- plain HTTP (read-only) --------------------------------------------------------------
+
+
+async def test_http_store_reads(
+    emulator: Emulator, emulator_http_store: Callable[[], tuple[ObjectStore, Path]]
+) -> None:
+    store, directory = emulator_http_store()
+    (directory / "g" / "c").mkdir(parents=True)
+    (directory / "g" / "zarr.json").write_bytes(b"{}")
+    (directory / "g" / "c" / "0").write_bytes(DATA)
+    assert store.read_only and not store.listable
+    assert bytes(await store.get("g/zarr.json")) == b"{}"
+    assert bytes(await store.get("g/c/0", ByteRange.of(3, 5))) == DATA[3:8]
+    assert bytes(await store.get("g/c/0", ByteRange.last(4))) == DATA[-4:]
+    assert bytes(await store.get("g/c/0", ByteRange.from_offset(1000))) == DATA[1000:]
+    assert await store.get("g/c/1") is None
+    assert await store.exists("g/c/0") and not await store.exists("g/c/1")
+    got = await store.get_partial_values(
+        [RangeRequest("g/c/0", ByteRange.of(0, 2)), RangeRequest("g/c/0", ByteRange.last(2)),
+         RangeRequest("g/nope")])
+    assert [None if g is None else bytes(g) for g in got] == [DATA[:2], DATA[-2:], None]
+    with pytest.raises(ReadOnlyError):
+        await store.set("g/c/1", b"x")
+    assert "http://127.0.0.1" in repr(store)
+    assert emulator.stats()["by_method"].get("PUT") is None

@@ -1,0 +1,163 @@
+"""`from_url`: which store a URL opens, and how storage options reach obstore."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+from cloud_fixtures import *  # noqa: F403  (until tests/conftest.py imports them)
+from cloud_fixtures import MOTO_BUCKET
+
+from aiozarr.byte_range import ByteRange
+from aiozarr.errors import ReadOnlyError, StoreError
+from aiozarr.storage.local import LocalStore
+from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.object_store import ObjectStore
+from aiozarr.storage.url import from_url
+from aiozarr.testing.emulator import Emulator
+
+CREDENTIAL_ENV = (
+    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+    "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_ROLE_ARN", "GOOGLE_APPLICATION_CREDENTIALS",
+    "GOOGLE_SERVICE_ACCOUNT", "GOOGLE_SERVICE_ACCOUNT_PATH", "GOOGLE_SERVICE_ACCOUNT_KEY",
+    "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_SAS_KEY", "AZURE_CLIENT_ID",
+)
+
+
+@pytest.fixture
+def no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in CREDENTIAL_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+async def test_s3_on_the_emulator_rooted_at_the_path(emulator: Emulator) -> None:
+    (emulator.root / "url-test" / "data.zarr").mkdir(parents=True, exist_ok=True)
+    (emulator.root / "url-test" / "data.zarr" / "zarr.json").write_bytes(b"{}")
+    store = from_url(emulator.s3_url("url-test/data.zarr"),
+                     storage_options=emulator.storage_options())
+    assert isinstance(store, ObjectStore) and store.writable
+    assert bytes(await store.get("zarr.json")) == b"{}"
+    await store.set("c/0", b"chunk")
+    assert (emulator.root / "url-test" / "data.zarr" / "c" / "0").read_bytes() == b"chunk"
+    assert sorted([k async for k in store.list()]) == ["c/0", "zarr.json"]
+    assert "s3://bucket/url-test/data.zarr" in repr(store)
+    clone = pickle.loads(pickle.dumps(store))
+    assert bytes(await clone.get("c/0")) == b"chunk"
+
+
+async def test_fsspec_spellings(emulator: Emulator, no_credentials: None) -> None:
+    (emulator.root / "fsspec").mkdir(exist_ok=True)
+    (emulator.root / "fsspec" / "k").write_bytes(b"v")
+    for options in (
+        {"anon": True, "endpoint_url": emulator.endpoint, "region_name": "us-east-1"},
+        {"anon": True, "client_kwargs": {"endpoint_url": emulator.endpoint}},
+        {"endpoint_url": emulator.endpoint},  # no credentials anywhere: anonymous
+    ):
+        store = from_url(emulator.s3_url("fsspec"), storage_options=options)
+        assert bytes(await store.get("k")) == b"v", options
+    # http:// endpoints are allowed without asking.
+    assert store.obstore.client_options["allow_http"] in (True, "true")
+
+
+async def test_s3_with_keys_on_moto(moto_server: str) -> None:
+    store = from_url(f"s3://{MOTO_BUCKET}/via-url", storage_options={
+        "key": "testing", "secret": "testing", "endpoint_url": moto_server,
+        "region_name": "us-east-1"})
+    await store.set("k", b"signed")
+    assert bytes(await store.get("k", ByteRange.last(6))) == b"signed"
+    assert "testing" not in repr(store)
+    assert store.obstore.config.get("skip_signature") in (None, False, "false")
+
+
+async def test_http_is_read_only(emulator: Emulator) -> None:
+    (emulator.root / "web").mkdir(exist_ok=True)
+    (emulator.root / "web" / "k").write_bytes(b"0123456789")
+    store = from_url(emulator.http_url("web"))
+    assert isinstance(store, ObjectStore) and store.read_only
+    assert bytes(await store.get("k", ByteRange.of(2, 3))) == b"234"
+    with pytest.raises(ReadOnlyError):
+        await store.set("k", b"x")
+
+
+async def test_memory_urls_share_data() -> None:
+    first = from_url("memory://shared-test")
+    second = from_url("memory://shared-test")
+    other = from_url("memory://other-test")
+    assert isinstance(first, MemoryStore)
+    await first.set("k", b"v")
+    assert bytes(await second.get("k")) == b"v"
+    assert await other.get("k") is None
+    read_only = from_url("memory://shared-test", read_only=True)
+    assert read_only.read_only and bytes(await read_only.get("k")) == b"v"
+
+
+@pytest.mark.parametrize("form", ["plain", "file-url", "pathlike"])
+async def test_local_paths(tmp_path: Path, form: str) -> None:
+    url = {"plain": str(tmp_path), "file-url": tmp_path.as_uri(), "pathlike": tmp_path}[form]
+    store = from_url(url)
+    assert isinstance(store, LocalStore) and store.root == tmp_path.resolve()
+    await store.set("a/b", b"x")
+    assert (tmp_path / "a" / "b").read_bytes() == b"x"
+    assert from_url(url, read_only=True).read_only
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("gs://public-bucket/data.zarr", "gs://public-bucket/data.zarr"),
+        ("gcs://public-bucket/data.zarr", "gs://public-bucket/data.zarr"),
+        ("s3://public-bucket/data.zarr", "s3://public-bucket/data.zarr"),
+    ],
+)
+def test_public_buckets_need_no_credentials(url: str, expected: str,
+                                            no_credentials: None) -> None:
+    store = from_url(url)  # builds without network access or credentials
+    assert isinstance(store, ObjectStore)
+    assert repr(store).startswith(f"ObjectStore('{expected}")
+    assert store.obstore.config["skip_signature"] in (True, "true")
+
+
+def test_azure_url(no_credentials: None) -> None:
+    store = from_url("az://container/data.zarr", storage_options={"account_name": "acct"})
+    assert isinstance(store, ObjectStore)
+    assert "az://acct/container" in repr(store)
+
+
+def test_anon_false_keeps_the_credential_chain(no_credentials: None) -> None:
+    store = from_url("s3://bucket/x", storage_options={"anon": False, "region": "us-east-1"})
+    assert store.obstore.config.get("skip_signature") in (False, "false")
+
+
+def test_explicit_credentials_are_used_not_shown(no_credentials: None) -> None:
+    store = from_url("s3://bucket/x", storage_options={
+        "access_key_id": "AKIDSECRET", "secret_access_key": "hunter2", "region": "us-east-1"})
+    assert "skip_signature" not in store.obstore.config
+    assert "hunter2" not in repr(store) and "AKIDSECRET" not in repr(store)
+
+
+@pytest.mark.parametrize(
+    ("url", "options", "message"),
+    [
+        ("ftp://host/data", None, "unknown URL scheme 'ftp'"),
+        ("s3://bucket/x", {"no_such_option": 1}, "no_such_option"),
+        ("https://example.org/x", {"region": "us-east-1"}, "only client options"),
+        ("/tmp/x", {"anon": True}, "takes no storage options"),
+    ],
+)
+def test_bad_urls_and_options(url: str, options: dict[str, object] | None,
+                              message: str) -> None:
+    with pytest.raises(StoreError, match=message):
+        from_url(url, storage_options=options)
+
+
+async def test_retry_settings_come_from_config(closed_port: int) -> None:
+    from aiozarr import config
+
+    with config.set(retry_attempts=1, retry_base_delay_s=0.01, retry_max_delay_s=0.02):
+        store = from_url("s3://bucket/x", storage_options={
+            "endpoint": f"http://127.0.0.1:{closed_port}", "anon": True})
+    assert store.obstore.retry_config["max_retries"] == 1
+    with pytest.raises(StoreError, match=f"127.0.0.1:{closed_port}"):
+        await store.get("k")
