@@ -40,7 +40,10 @@ class Config:
     # Shard indexes kept per array (bytes). A 32 MiB shard of 256 KiB chunks has a 2 KiB
     # index, so 16 MiB holds the indexes of about 256 TB of such shards.
     shard_index_cache_bytes: int = 16 << 20
-    # Retries for idempotent store operations.
+    # Retries for idempotent store operations (storage/retry.py). `retry_attempts` counts
+    # every try, the first included; each wait is uniform in [0, min(max, base * 2**n)]
+    # ("full jitter": retrying clients spread out instead of returning in lockstep), and
+    # the whole operation gives up once `retry_deadline_s` has passed.
     retry_attempts: int = 6
     retry_base_delay_s: float = 0.05
     retry_max_delay_s: float = 5.0
@@ -48,8 +51,22 @@ class Config:
     # Per-request timeout: a floor plus time for the bytes at a pessimistic rate.
     request_timeout_s: float = 30.0
     request_timeout_min_bytes_per_s: float = 1 << 20
+    # After a 503 / 429 halves a store's request limit, it grows back by one request per
+    # this many successes (additive increase: about one step per round at a limit of 16).
+    throttle_recovery_successes: int = 16
+    # Hedged reads (object stores only): a range read still running after
+    # max(hedge_min_delay_s, hedge_p95_multiple * p95 of recent reads of its size) is sent
+    # again and the first answer wins. 3x p95 hedges about 1 read in 100 on a healthy
+    # store; hedges are capped at `hedge_max_fraction` of reads (plus a burst of 10) so a
+    # store that is slow for everyone does not get twice the load ("The Tail at Scale").
+    hedge_reads: bool = True
+    hedge_p95_multiple: float = 3.0
+    hedge_min_delay_s: float = 0.1
+    hedge_max_fraction: float = 0.05
     # Chunks equal to the fill value are not stored.
     write_empty_chunks: bool = False
+    # How long a sync-facade call may block before it is cancelled (None: no limit).
+    sync_timeout_s: float | None = None
 
 
 _current: contextvars.ContextVar[Config | None] = contextvars.ContextVar(
@@ -79,7 +96,7 @@ def _from_environment() -> Config:
     for field in fields(Config):
         text = os.environ.get(f"AIOZARR_{field.name.upper()}")
         if text is not None:
-            kind = type(field.default)
+            kind = float if field.name == "sync_timeout_s" else type(field.default)
             values[field.name] = _coerce(field.name, kind, text)
     return Config(**values)
 
@@ -96,7 +113,7 @@ def get() -> Config:
 
 
 @contextlib.contextmanager
-def set(**changes: Any) -> Iterator[Config]:  # noqa: A001 - mirrors dask.config.set
+def set(**changes: Any) -> Iterator[Config]:
     """Override settings for the duration of a `with` block (also in tasks it starts)."""
     unknown = sorted(k for k in changes if k not in {f.name for f in fields(Config)})
     if unknown:
@@ -104,5 +121,15 @@ def set(**changes: Any) -> Iterator[Config]:  # noqa: A001 - mirrors dask.config
     token = _current.set(dataclasses.replace(get(), **changes))
     try:
         yield _current.get()  # type: ignore[misc]
+    finally:
+        _current.reset(token)
+
+
+@contextlib.contextmanager
+def use(settings: Config) -> Iterator[Config]:
+    """Put a whole `Config` in force for a block (the sync facade carries the caller's)."""
+    token = _current.set(settings)
+    try:
+        yield settings
     finally:
         _current.reset(token)

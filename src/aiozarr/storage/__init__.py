@@ -1,5 +1,20 @@
 """Stores: where Zarr keys live (local disk, memory, object stores) and wrappers."""
 
 from aiozarr.storage.base import Buffer, ByteRange, RangeRequest, Store
+from aiozarr.storage.counting import CountingStore
+from aiozarr.storage.local import LocalStore
+from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.object_store import ObjectStore
+from aiozarr.storage.url import from_url
 
-__all__ = ["Buffer", "ByteRange", "RangeRequest", "Store"]
+__all__ = [
+    "Buffer",
+    "ByteRange",
+    "CountingStore",
+    "LocalStore",
+    "MemoryStore",
+    "ObjectStore",
+    "RangeRequest",
+    "Store",
+    "from_url",
+]

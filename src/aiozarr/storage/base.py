@@ -1,28 +1,36 @@
 """The `Store` interface: the v3 abstract store operations, all async.
 
 A backend implements a few primitives (`_get`, `set`, `delete`, `list_prefix`,
-...); batching, coalescing and slicing answers back live here, once, for all.
+...); batching, coalescing and slicing answers back live here, once, for all, and
+so does the request policy: every read primitive is called through
+`storage.retry.run_request` (the store's request budget, a timeout scaled to the
+size, retries of transient failures, hedging where the store asks for it).
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 import anyio
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import ReadOnlyError
-from aiozarr.storage import ranges
+from aiozarr.storage import ranges, retry
+from aiozarr.storage.budget import RequestBudget
 
 #: Anything with the buffer protocol: bytes, memoryview, obstore.Bytes, ...
 Buffer: TypeAlias = Any
+T = TypeVar("T")
 
 __all__ = ["Buffer", "ByteRange", "RangeRequest", "Store"]
+
+_budget_lock = threading.Lock()  # two threads asking for a new store's budget get one
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +65,20 @@ def single_failure() -> Iterator[None]:
         raise leaves[0] from leaves[0].__cause__
 
 
+def _requested_bytes(byte_range: ByteRange | None) -> int | None:
+    """How many bytes a range asks for, when that is known without the value's size."""
+    if byte_range is None:
+        return None
+    if byte_range.suffix is not None:
+        return byte_range.suffix
+    return byte_range.length
+
+
+def _total_bytes(byte_ranges: Sequence[ByteRange]) -> int | None:
+    sizes = [_requested_bytes(r) for r in byte_ranges]
+    return None if any(n is None for n in sizes) else sum(sizes)  # type: ignore[misc]
+
+
 class Store(ABC):
     """Abstract key/value store of the Zarr v3 core spec.
 
@@ -69,11 +91,18 @@ class Store(ABC):
     coalesce_gap_bytes: int | None = None
     #: Requests larger than this are split; None: use config.
     max_request_bytes: int | None = None
+    #: Send a second copy of a read that is far slower than its peers (config `hedge_*`).
+    #: Worth it for remote stores, whose tail latency is the network's; not for local ones.
+    hedge_reads: bool = False
+    #: On a bounded range answered with fewer bytes than asked, ask `getsize` whether the
+    #: value really ends there (clipped: fine) or the body was cut short (retried).
+    verify_short_reads: bool = False
 
     def __init__(self, *, read_only: bool = False, max_concurrency: int | None = None) -> None:
         self._read_only = read_only
         self._max_concurrency = max_concurrency
-        self._limiter: anyio.CapacityLimiter | None = None
+        # The store's RequestBudget (named `_limiter` since subclasses drop it to pickle).
+        self._limiter: RequestBudget | None = None
 
     # -- capabilities ------------------------------------------------------------------
 
@@ -102,13 +131,46 @@ class Store(ABC):
         raise NotImplementedError(f"{type(self).__name__} cannot change its read-only flag")
 
     @property
-    def limiter(self) -> anyio.CapacityLimiter:
-        """The budget of requests in flight, shared by every caller of this store."""
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(
-                self._max_concurrency or config.get().max_concurrency
-            )
-        return self._limiter
+    def limiter(self) -> RequestBudget:
+        """The budget of requests in flight, shared by every caller of this store.
+
+        One per store, usable from any thread and event loop (the sync facade and async
+        callers share it). `async with store.limiter:` holds one slot; it nests within
+        a task, so a request made while holding it does not wait for a second slot.
+        """
+        budget = self._limiter
+        if budget is None:
+            with _budget_lock:
+                budget = self._limiter
+                if budget is None:
+                    settings = config.get()
+                    budget = self._limiter = RequestBudget(
+                        self._max_concurrency or settings.max_concurrency,
+                        recovery_successes=settings.throttle_recovery_successes,
+                    )
+        return budget
+
+    @property
+    def budget(self) -> RequestBudget:
+        """The same object as `limiter`, by its name: limit, in flight, peak, stats."""
+        return self.limiter
+
+    async def _request(
+        self,
+        action: str,
+        key: str,
+        operation: Callable[[], Awaitable[T]],
+        *,
+        nbytes: int | None = None,
+        hedge: bool = False,
+    ) -> T:
+        """Run one idempotent backend request under this store's request policy.
+
+        Backends call their own writes, deletes and HEADs through this too; reads get
+        it from the base class. See `storage.retry.run_request`.
+        """
+        return await retry.run_request(self.limiter, action, key, operation, nbytes=nbytes,
+                                       hedge=hedge)
 
     def _check_writable(self, key: str) -> None:
         if not self.writable:
@@ -125,14 +187,16 @@ class Store(ABC):
     ) -> list[Buffer] | None:
         """The answers for ranges of one key, already coalesced; None if the key is missing.
 
-        The default issues one `_get` per range, concurrently. Backends with a native
-        multi-range call override it.
+        Backends with a cheaper way to read many ranges of one value at once (one file
+        open) override it; the base class then runs it as ONE request (one budget slot,
+        retried whole). Without an override each range is its own request, with its own
+        retries and hedging. This default (one raw `_get` per range, concurrently, no
+        budget) is for wrappers that call it directly.
         """
         results: list[Buffer | None] = [None] * len(byte_ranges)
 
         async def one(i: int, byte_range: ByteRange) -> None:
-            async with self.limiter:
-                results[i] = await self._get(key, byte_range)
+            results[i] = await self._get(key, byte_range)
 
         with single_failure():
             async with anyio.create_task_group() as tg:
@@ -146,8 +210,37 @@ class Store(ABC):
 
     async def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
         """The value at `key`, or the bytes of it in `byte_range`; None if missing."""
-        async with self.limiter:
-            return await self._get(key, byte_range)
+        return await self._read(key, byte_range)
+
+    async def _read(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
+        """One `_get` under the request policy (budget, timeout, retries, hedging)."""
+        return await self._request(
+            "read", key, lambda: self._get_checked(key, byte_range),
+            nbytes=_requested_bytes(byte_range), hedge=self.hedge_reads,
+        )
+
+    async def _get_checked(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
+        data = await self._get(key, byte_range)
+        if data is not None and byte_range is not None:
+            await self._check_length(key, byte_range, data)
+        return data
+
+    async def _check_length(self, key: str, byte_range: ByteRange, data: Buffer) -> None:
+        """Raise `ShortReadError` if `data` is shorter than asked and the value is not."""
+        wanted = _requested_bytes(byte_range)
+        got = memoryview(data).nbytes
+        if wanted is None or got >= wanted or not self.verify_short_reads:
+            return
+        size = await self.getsize(key)
+        if size is None:  # deleted meanwhile: the short answer is all there was
+            return
+        start, stop = byte_range.resolve(size)  # a value ending inside the range clips it
+        expected = stop - start
+        if got < expected:
+            raise retry.ShortReadError(
+                f"cannot read {key!r}: {byte_range} answered with {got} bytes, "
+                f"expected {expected} (the value has {size})"
+            )
 
     async def get_partial_values(self, requests: Sequence[RangeRequest]) -> list[Buffer | None]:
         """Answers to many requests at once, in request order (None where missing).
@@ -214,10 +307,55 @@ class Store(ABC):
     async def _fetch_planned(
         self, key: str, plan: ranges.RangePlan
     ) -> list[Buffer | None]:
-        fetched = await self._get_ranges(key, plan.fetch)
+        if self._reads_ranges_at_once():
+            fetched = await self._request(
+                "read", key, lambda: self._get_ranges_checked(key, plan.fetch),
+                nbytes=_total_bytes(plan.fetch),
+            )
+        else:
+            fetched = await self._read_ranges(key, plan.fetch)
         if fetched is None:
             return [None] * len(plan.wanted)
         return plan.slice_back(fetched)
+
+    def _reads_ranges_at_once(self) -> bool:
+        """Whether `_get_ranges` is the backend's own (one request for many ranges).
+
+        A wrapper store that keeps the store it wraps in `inner` (CountingStore) reads
+        the way its inner store does.
+        """
+        inner = getattr(self, "inner", None)
+        if isinstance(inner, Store):
+            return inner._reads_ranges_at_once()
+        return type(self)._get_ranges is not Store._get_ranges
+
+    async def _get_ranges_checked(
+        self, key: str, byte_ranges: Sequence[ByteRange]
+    ) -> list[Buffer] | None:
+        answers = await self._get_ranges(key, byte_ranges)
+        for byte_range, data in zip(byte_ranges, answers or (), strict=False):
+            await self._check_length(key, byte_range, data)
+        return answers
+
+    async def _read_ranges(
+        self, key: str, byte_ranges: Sequence[ByteRange]
+    ) -> list[Buffer] | None:
+        """Each range as its own request under the policy, concurrently."""
+        if len(byte_ranges) == 1:
+            data = await self._read(key, byte_ranges[0])
+            return None if data is None else [data]
+        results: list[Buffer | None] = [None] * len(byte_ranges)
+
+        async def one(i: int, byte_range: ByteRange) -> None:
+            results[i] = await self._read(key, byte_range)
+
+        with single_failure():
+            async with anyio.create_task_group() as tg:
+                for i, byte_range in enumerate(byte_ranges):
+                    tg.start_soon(one, i, byte_range)
+        if any(r is None for r in results):
+            return None
+        return results  # type: ignore[return-value]
 
     async def exists(self, key: str) -> bool:
         """Whether a value is stored at `key`."""

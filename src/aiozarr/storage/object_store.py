@@ -1,18 +1,19 @@
 """`ObjectStore`: a `Store` over any obstore store (S3, GCS, Azure, HTTP, local, memory).
 
-Ranges of one key go out as one `obstore.get_ranges_async` call after the base class
-has coalesced them; suffix reads (shard indexes) are one GET with `Range: bytes=-N`,
-never a HEAD first. Answers are obstore `Bytes`, handed on without a copy.
+After the base class has coalesced the ranges of a key, each range is one GET of its
+own (`obstore.get_range_async`), run by the base class's request policy: a slot of the
+store's budget, a timeout, retries of just that range, hedging. Suffix reads (shard
+indexes) are one GET with `Range: bytes=-N`, never a HEAD first. Answers are obstore
+`Bytes`, handed on without a copy. obstore's own retries are switched off (the store
+is rebuilt with `max_retries: 0`), so aiozarr's policy is the only one.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
-import anyio
 import obstore
 from obstore.exceptions import BaseError as ObstoreError
 from obstore.exceptions import NotFoundError
@@ -34,6 +35,35 @@ _BAD_RANGE = ("416 Range Not Satisfiable", "<Code>InvalidRange</Code>",
 _NOT_PARTIAL = "non-partial response"
 # obstore's S3 bulk delete takes up to 1000 keys per request.
 _DELETE_BATCH = 1000
+# obstore's whole-request timeout (default 30 s) would cut big range reads short; the
+# request policy's timeout, scaled to each request's size, is the one that counts.
+_CLIENT_TIMEOUT = "24h"
+
+
+def without_retries(store: Any) -> Any:
+    """The same obstore store with obstore's retries off (aiozarr retries, once).
+
+    A built-in remote store is rebuilt from its own settings (config, prefix, client
+    options, credential provider) with `max_retries: 0`, and with no whole-request
+    timeout unless one was set. Anything else, or a store that cannot be rebuilt, is
+    returned as it is.
+    """
+    retry_config = dict(getattr(store, "retry_config", None) or {})
+    client = dict(getattr(store, "client_options", None) or {})
+    if retry_config.get("max_retries") == 0 and "timeout" in client:
+        return store
+    retry_config["max_retries"] = 0
+    client.setdefault("timeout", _CLIENT_TIMEOUT)
+    try:
+        if isinstance(store, HTTPStore):
+            return HTTPStore(store.url, client_options=client, retry_config=retry_config)
+        if isinstance(store, S3Store | GCSStore | AzureStore):
+            return type(store)(prefix=store.prefix, config=store.config, client_options=client,
+                               retry_config=retry_config,
+                               credential_provider=store.credential_provider)
+    except Exception:  # an exotic configuration: keep the user's store as given
+        return store
+    return store
 
 
 def _short(exc: BaseException) -> str:
@@ -86,13 +116,20 @@ class ObjectStore(Store):
     the key, the backend (never its credentials) and the backend's message. `HTTPStore`
     cannot list. The wrapper pickles when the obstore store does (all built-in remote
     stores do, unless given a credential provider that does not pickle).
+
+    Reads, writes, deletes and HEADs are retried on transient failures by aiozarr's
+    request policy (`aiozarr.config` `retry_*`), never by obstore: the wrapped store is
+    rebuilt with obstore's retries off (see `without_retries`). Slow reads are hedged.
     """
+
+    hedge_reads = True
+    verify_short_reads = True
 
     def __init__(
         self, store: Any, *, read_only: bool = False, max_concurrency: int | None = None
     ) -> None:
         super().__init__(read_only=read_only, max_concurrency=max_concurrency)
-        self._store = store
+        self._store = without_retries(store)
 
     @property
     def obstore(self) -> Any:
@@ -104,7 +141,11 @@ class ObjectStore(Store):
         return not isinstance(self._store, HTTPStore)
 
     def with_read_only(self, read_only: bool = True) -> ObjectStore:
-        return ObjectStore(self._store, read_only=read_only, max_concurrency=self._max_concurrency)
+        """A store over the same data with another flag, sharing this one's request budget."""
+        other = ObjectStore(self._store, read_only=read_only,
+                            max_concurrency=self._max_concurrency)
+        other._limiter = self.limiter
+        return other
 
     # -- errors ------------------------------------------------------------------------
 
@@ -166,80 +207,18 @@ class ObjectStore(Store):
             store, key, start=byte_range.offset, length=byte_range.length
         )
 
-    async def _get_ranges(
-        self, key: str, byte_ranges: Sequence[ByteRange]
-    ) -> list[Buffer] | None:
-        """Bounded ranges in one `get_ranges_async` call, the others one request each.
-
-        The base class has already coalesced the ranges, so obstore is told not to
-        coalesce again (`coalesce=0`): one obstore request per range, which keeps request
-        counts what the planner decided. obstore runs up to 10 of them at once within
-        the one limiter slot this call holds.
-        """
-        results: list[Buffer | None] = [None] * len(byte_ranges)
-        bounded = [
-            i for i, r in enumerate(byte_ranges) if r is not None and r.end is not None and r.length
-        ]
-        spans = sorted((byte_ranges[i].offset, byte_ranges[i].end or 0) for i in bounded)
-        # Touching ranges (the parts of one split request) would be merged again by obstore.
-        batch = len(bounded) > 1 and all(a[1] < b[0] for a, b in itertools.pairwise(spans))
-        singles = [i for i in range(len(byte_ranges)) if not (batch and i in bounded)]
-        missing = False
-
-        async def one(i: int) -> None:
-            nonlocal missing
-            async with self.limiter:
-                results[i] = await self._get(key, byte_ranges[i])
-            missing = missing or results[i] is None
-
-        async def many() -> None:
-            nonlocal missing
-            async with self.limiter:
-                try:
-                    with self._errors("read", key):
-                        answers = await obstore.get_ranges_async(
-                            self._store,
-                            key,
-                            starts=[byte_ranges[i].offset for i in bounded],
-                            lengths=[byte_ranges[i].length or 0 for i in bounded],
-                            coalesce=0,
-                        )
-                except StoreError as exc:
-                    cause = _short(exc.__cause__ or exc)
-                    if not any(w in cause for w in (*_BAD_RANGE, _NOT_PARTIAL)):
-                        raise
-                    answers = None  # a range past the end, or ranges ignored: one at a time
-                except Exception as exc:
-                    if not _is_not_found(exc):
-                        raise
-                    missing = True
-                    return
-            if answers is None:
-                for i in bounded:
-                    await one(i)
-            else:
-                for i, data in zip(bounded, answers, strict=True):
-                    results[i] = data
-
-        async with anyio.create_task_group() as tg:
-            if batch:
-                tg.start_soon(many)
-            for i in singles:
-                tg.start_soon(one, i)
-        if missing or any(r is None for r in results):
-            return None
-        return results  # type: ignore[return-value]
-
     async def exists(self, key: str) -> bool:
         """Whether `key` is stored (one HEAD request)."""
         return await self.getsize(key) is not None
 
     async def getsize(self, key: str) -> int | None:
         """Size in bytes of `key` from a HEAD request; None if missing."""
+        async def head() -> Any:
+            with self._errors("stat", key):
+                return await obstore.head_async(self._store, key)
+
         try:
-            async with self.limiter:
-                with self._errors("stat", key):
-                    meta = await obstore.head_async(self._store, key)
+            meta = await self._request("stat", key, head)
         except Exception as exc:
             if _is_not_found(exc):
                 return None
@@ -251,8 +230,13 @@ class ObjectStore(Store):
     async def set(self, key: str, value: Buffer) -> None:
         """Store `value` at `key` (obstore uploads large values in parts)."""
         self._check_writable(key)
-        with self._errors("write", key):
-            await obstore.put_async(self._store, key, memoryview(value).cast("B"))
+        data = memoryview(value).cast("B")
+
+        async def put() -> None:  # one PUT of the whole value: safe to repeat
+            with self._errors("write", key):
+                await obstore.put_async(self._store, key, data)
+
+        await self._request("write", key, put, nbytes=data.nbytes)
 
     async def delete(self, key: str) -> None:
         """Remove `key`; a missing key is not an error."""
@@ -263,21 +247,21 @@ class ObjectStore(Store):
         keys = list(keys)
         for key in keys:
             self._check_writable(key)
+        async def delete(name: str, what: str | list[str]) -> None:
+            with self._errors("delete", name):
+                await obstore.delete_async(self._store, what)
+
         for start in range(0, len(keys), _DELETE_BATCH):
             batch = keys[start : start + _DELETE_BATCH]
             try:
-                async with self.limiter:
-                    with self._errors("delete", batch[0]):
-                        await obstore.delete_async(self._store, batch)
+                await self._request("delete", batch[0], lambda b=batch: delete(b[0], b))
             except Exception as exc:
                 if not _is_not_found(exc):
                     raise
                 # Local, GCS and Azure refuse to delete what is missing: go one by one.
                 for key in batch:
                     with contextlib.suppress(FileNotFoundError, NotFoundError):
-                        async with self.limiter:
-                            with self._errors("delete", key):
-                                await obstore.delete_async(self._store, key)
+                        await self._request("delete", key, lambda k=key: delete(k, k))
 
     # -- listing -----------------------------------------------------------------------
 
@@ -294,8 +278,12 @@ class ObjectStore(Store):
     async def list_dir(self, prefix: str) -> AsyncIterator[str]:
         """Names of the keys and "directories" directly under `prefix`."""
         parent = prefix.strip("/")
-        with self._errors("list", prefix):
-            result = await obstore.list_with_delimiter_async(self._store, parent or None)
+
+        async def list_once() -> Any:
+            with self._errors("list", prefix):
+                return await obstore.list_with_delimiter_async(self._store, parent or None)
+
+        result = await self._request("list", prefix, list_once)
         cut = len(parent) + 1 if parent else 0
         for meta in result["objects"]:
             yield meta["path"][cut:]

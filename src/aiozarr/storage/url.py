@@ -78,8 +78,9 @@ def from_url(
     `http[s]://` (always read-only), `file://` or a plain path (`LocalStore`) and
     `memory://NAME` (a `MemoryStore` shared by every open of the same name in this
     process). `storage_options` go to obstore (`region`, `endpoint`, credentials,
-    `client_options`, `retry_config`, ...); fsspec spellings (`anon`, `endpoint_url`,
-    `key`/`secret`/`token`, `client_kwargs`) are understood too.
+    `client_options`, ...); fsspec spellings (`anon`, `endpoint_url`, `key`/`secret`/
+    `token`, `client_kwargs`) are understood too. A `retry_config` is accepted, but
+    obstore's retries are always off: aiozarr retries, as `aiozarr.config` `retry_*` say.
 
     Cloud stores sign nothing when no credentials are given in the options or the
     environment, so public data needs no account; pass `anon=False` to use obstore's
@@ -117,16 +118,9 @@ def _memory_store(name: str, *, read_only: bool) -> Store:
 
 
 def _default_retry() -> dict[str, Any]:
-    settings = config.get()
-    return {
-        "max_retries": settings.retry_attempts,
-        "retry_timeout": timedelta(seconds=settings.retry_deadline_s),
-        "backoff": {
-            "init_backoff": timedelta(seconds=settings.retry_base_delay_s),
-            "max_backoff": timedelta(seconds=settings.retry_max_delay_s),
-            "base": 2,
-        },
-    }
+    # aiozarr retries in one place (storage/retry.py, `aiozarr.config` retry_*); obstore
+    # retrying too would multiply the attempts. ObjectStore enforces this for any store.
+    return {"max_retries": 0, "retry_timeout": timedelta(seconds=config.get().retry_deadline_s)}
 
 
 def _normalize(scheme: str, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -1,0 +1,302 @@
+"""How one store request runs: a budget slot, a timeout, retries and (reads) hedging.
+
+    data = await run_request(budget, "read", key, lambda: store._get(key, byte_range),
+                             nbytes=100, hedge=True)
+
+Every store operation that is safe to repeat goes through `run_request`, the one place
+where aiozarr retries (obstore's own retries are switched off, so they never multiply):
+
+- each attempt holds one slot of the store's `RequestBudget` and runs under a timeout
+  of `request_timeout_s + nbytes / request_timeout_min_bytes_per_s`;
+- a transient failure (`classify`) is retried after a full-jitter exponential backoff,
+  up to `retry_attempts` tries and `retry_deadline_s` in all; a 503 / 429 also halves
+  the budget's limit;
+- a hedged read that runs far longer than recent reads of its size is sent again, and
+  the first answer wins (the other is cancelled);
+- the `StoreError` raised on giving up names the key, the number of attempts and the
+  last error.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import anyio
+
+from aiozarr import config
+from aiozarr.errors import StoreError
+from aiozarr.storage.budget import RequestBudget
+
+__all__ = [
+    "Failure",
+    "RequestTimeoutError",
+    "RetryPolicy",
+    "ShortReadError",
+    "TransientStoreError",
+    "classify",
+    "request_timeout_s",
+    "run_request",
+]
+
+T = TypeVar("T")
+
+# Statuses worth another try: request timeout, throttling, server-side failures.
+_RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+# Statuses that mean "too many requests": they also halve the request budget.
+_THROTTLE_STATUS = frozenset({429, 503})
+_STATUS = re.compile(r"status code: (\d{3})")
+# obstore's words for a failure below HTTP (connect, reset, truncated or timed-out body).
+_TRANSPORT = ("HTTP error", "error sending request", "connection", "body error")
+# Hedges allowed beyond `hedge_max_fraction` of requests, so a short batch can hedge too.
+_HEDGE_BURST = 10
+
+
+class TransientStoreError(StoreError):
+    """A failure that may not happen again: retried by `run_request`."""
+
+
+class ShortReadError(TransientStoreError):
+    """A body shorter than the range asked for, although the value is long enough."""
+
+
+class RequestTimeoutError(TransientStoreError):
+    """No answer within the request's timeout."""
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """What to do about an exception: retry it? does it ask us to slow down?"""
+
+    retryable: bool
+    throttled: bool = False
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__
+
+
+def classify(exc: BaseException) -> Failure:
+    """Whether `exc` (or what caused it) is transient, and whether it is throttling.
+
+    Retryable: HTTP 408/429/500/502/503/504, connection errors and resets, truncated
+    bodies, timeouts, short reads. Not: missing keys (404), refusals (401/403), bad
+    requests (400), invalid keys, read-only stores, anything unknown.
+    """
+    for cause in _chain(exc):
+        if isinstance(cause, TransientStoreError | TimeoutError | ConnectionError):
+            return Failure(True)
+        if type(cause).__module__.startswith("obstore"):
+            # NotFound, PermissionDenied, Unauthenticated, InvalidPath ...: final answers.
+            if type(cause).__name__ != "GenericError":
+                return Failure(False)
+            text = str(cause).split("\n\nDebug source:")[0]
+            status = _STATUS.search(text)
+            if status is not None:
+                code = int(status.group(1))
+                return Failure(code in _RETRY_STATUS, code in _THROTTLE_STATUS)
+            return Failure(any(word in text for word in _TRANSPORT))
+    return Failure(False)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Bounded attempts with exponential backoff, full jitter, and a total deadline."""
+
+    attempts: int
+    base_delay_s: float
+    max_delay_s: float
+    deadline_s: float
+
+    @classmethod
+    def from_config(cls, settings: config.Config | None = None) -> RetryPolicy:
+        """The policy in `aiozarr.config` (`retry_*` settings)."""
+        s = settings or config.get()
+        return cls(max(1, s.retry_attempts), s.retry_base_delay_s, s.retry_max_delay_s,
+                   s.retry_deadline_s)
+
+    def delay_s(self, retry: int) -> float:
+        """How long to wait before retry number `retry` (0 for the first retry)."""
+        cap = min(self.max_delay_s, self.base_delay_s * 2.0 ** min(retry, 62))
+        return random.uniform(0.0, cap)
+
+
+def request_timeout_s(nbytes: int | None, settings: config.Config | None = None) -> float:
+    """The timeout of one request for `nbytes` (unknown: `max_request_bytes`)."""
+    s = settings or config.get()
+    size = s.max_request_bytes if nbytes is None else nbytes
+    return s.request_timeout_s + size / s.request_timeout_min_bytes_per_s
+
+
+async def run_request(
+    budget: RequestBudget,
+    action: str,
+    key: str,
+    operation: Callable[[], Awaitable[T]],
+    *,
+    nbytes: int | None = None,
+    hedge: bool = False,
+) -> T:
+    """Run the idempotent `operation` (one backend request) with the store's policy.
+
+    `action` and `key` name it in errors ("cannot read 'c/0' ..."); `nbytes` sizes its
+    timeout (and groups its latency with similar reads for hedging). A failure that
+    `classify` says is final is raised as itself (a missing key stays
+    `FileNotFoundError`, a refusal stays the backend's `StoreError`).
+    """
+    settings = config.get()
+    policy = RetryPolicy.from_config(settings)
+    started = time.monotonic()
+    attempt = 0
+    while True:
+        attempt += 1
+        remaining = policy.deadline_s - (time.monotonic() - started)
+        try:
+            if hedge and settings.hedge_reads:
+                return await _hedged(budget, action, key, operation, nbytes, remaining, settings)
+            return await _attempt(budget, action, key, operation, nbytes, remaining, settings)
+        except Exception as exc:
+            if not classify(exc).retryable:
+                raise
+            delay = policy.delay_s(attempt - 1)
+            elapsed = time.monotonic() - started
+            if attempt >= policy.attempts or elapsed + delay >= policy.deadline_s:
+                budget.count("gave_up")
+                raise _gave_up(action, key, exc, attempt, elapsed) from exc
+            budget.count("retries")
+        await anyio.sleep(delay)
+
+
+def _gave_up(action: str, key: str, exc: Exception, attempts: int, elapsed: float) -> StoreError:
+    cause = str(exc) if isinstance(exc, StoreError) else (
+        f"cannot {action} {key!r}: {type(exc).__name__}: {exc}")
+    if repr(key) not in cause:
+        cause = f"cannot {action} {key!r}: {cause}"
+    tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
+    return StoreError(f"{cause} (gave up after {tries} in {elapsed:.2f} s)")
+
+
+async def _attempt(
+    budget: RequestBudget,
+    action: str,
+    key: str,
+    operation: Callable[[], Awaitable[T]],
+    nbytes: int | None,
+    remaining_s: float,
+    settings: config.Config,
+    sent: anyio.Event | None = None,
+) -> T:
+    """One try: a budget slot, a timeout, the budget told how it went.
+
+    `sent` is set once the slot is held: time spent queueing for the budget is not
+    the request's latency.
+    """
+    timeout = max(0.0, min(request_timeout_s(nbytes, settings), remaining_s))
+    async with budget as slot:
+        budget.count("requests")
+        if sent is not None:
+            sent.set()
+        began = time.monotonic()
+        try:
+            with anyio.fail_after(timeout):
+                result = await operation()
+        except TimeoutError:
+            budget.count("timeouts")
+            raise RequestTimeoutError(
+                f"cannot {action} {key!r}: no answer within {timeout:.1f} s") from None
+        except Exception as exc:
+            if classify(exc).throttled:
+                budget.throttled(slot)
+            raise
+        budget.succeeded()
+        if action == "read":
+            budget.latencies.add(nbytes, time.monotonic() - began)
+        return result
+
+
+async def _first_of(*events: anyio.Event) -> None:
+    """Wait until any of `events` is set."""
+    async with anyio.create_task_group() as tg:
+
+        async def wait(event: anyio.Event) -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        for event in events:
+            tg.start_soon(wait, event)
+
+
+def _may_hedge(budget: RequestBudget, settings: config.Config) -> bool:
+    stats = budget.stats()
+    allowed = _HEDGE_BURST + settings.hedge_max_fraction * stats.get("requests", 0)
+    return stats.get("hedges_issued", 0) < allowed
+
+
+async def _hedged(
+    budget: RequestBudget,
+    action: str,
+    key: str,
+    operation: Callable[[], Awaitable[T]],
+    nbytes: int | None,
+    remaining_s: float,
+    settings: config.Config,
+) -> T:
+    """One try that sends a second copy if the first is slow; the first answer wins."""
+    answers: list[tuple[bool, Any]] = []
+    errors: list[Exception] = []
+    running = 0
+    finished = anyio.Event()  # every copy sent so far has failed
+    sent = anyio.Event()  # the first copy holds its budget slot: its clock starts
+
+    async with anyio.create_task_group() as tg:
+
+        async def race(is_hedge: bool) -> None:
+            nonlocal running
+            try:
+                value = await _attempt(budget, action, key, operation, nbytes, remaining_s,
+                                       settings, None if is_hedge else sent)
+            except Exception as exc:  # the other copy may still answer
+                errors.append(exc)
+            else:
+                if not answers:
+                    answers.append((is_hedge, value))
+                    tg.cancel_scope.cancel()  # the loser's connection is dropped
+            finally:
+                running -= 1
+                if running == 0:
+                    finished.set()
+
+        running = 1
+        tg.start_soon(race, False)
+        await _first_of(sent, finished)
+        began = anyio.current_time()
+        while not finished.is_set():
+            p95 = budget.latencies.p95(nbytes)
+            if p95 is None:  # no peers to compare with yet: look again later
+                wake = anyio.current_time() + settings.hedge_min_delay_s
+            else:
+                wake = began + max(settings.hedge_min_delay_s, settings.hedge_p95_multiple * p95)
+            with anyio.move_on_after(max(0.0, wake - anyio.current_time())):
+                await finished.wait()
+            if finished.is_set() or p95 is None:
+                continue
+            if _may_hedge(budget, settings):
+                budget.count("hedges_issued")
+                running += 1
+                tg.start_soon(race, True)
+            break
+    if answers:
+        is_hedge, value = answers[0]
+        if is_hedge:
+            budget.count("hedges_won")
+        return value  # type: ignore[no-any-return]
+    raise errors[-1]

@@ -1,0 +1,102 @@
+"""Hedged reads: a read far slower than its peers is sent again; the first answer wins."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from cloud_fixtures import *  # noqa: F403  (until tests/conftest.py imports them)
+from cloud_fixtures import FAST_RETRY
+from obstore.store import S3Store
+
+from aiozarr import config
+from aiozarr.byte_range import ByteRange
+from aiozarr.storage.base import RangeRequest
+from aiozarr.storage.local import LocalStore
+from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.object_store import ObjectStore
+from aiozarr.testing.emulator import Emulator
+
+pytestmark = pytest.mark.timeout(60)
+
+DATA = bytes(range(256)) * 32  # 8 KiB
+SLOW_S = 20.0  # far beyond the test's run time: only a hedge gets this read done in time
+
+
+@pytest.fixture(autouse=True)
+def hedging() -> Iterator[None]:
+    with config.set(hedge_reads=True, hedge_min_delay_s=0.05, hedge_p95_multiple=3.0,
+                    retry_base_delay_s=0.001, retry_max_delay_s=0.01):
+        yield
+
+
+async def warmed_store(emulator: Emulator, keys: list[str]) -> ObjectStore:
+    """A store holding DATA at `keys` that has seen enough 1 KiB reads to know their p95."""
+    store = ObjectStore(S3Store(emulator.bucket, prefix=unique_prefix(),  # noqa: F405
+                                retry_config=FAST_RETRY, **emulator.storage_options()))
+    await store.set_many([(key, DATA) for key in keys])
+    for _ in range(2):
+        await store.get_partial_values([RangeRequest(key, ByteRange.of(0, 1024))
+                                        for key in keys])
+    assert store.budget.latencies.p95(1024) is not None
+    emulator.reset_stats()
+    store.budget.reset_stats()
+    return store
+
+
+async def test_slow_read_is_hedged(emulator: Emulator) -> None:
+    keys = [f"c/{i}" for i in range(20)]
+    store = await warmed_store(emulator, keys)
+    emulator.inject("slow", count=1, key_glob="*c/7", methods=["GET"], delay_s=SLOW_S)
+    answers = await store.get_partial_values(
+        [RangeRequest(key, ByteRange.of(1024, 1024)) for key in keys])
+    assert [bytes(a) for a in answers] == [DATA[1024:2048]] * len(keys)
+    stats = store.budget.stats()
+    assert stats["hedges_issued"] >= 1
+    assert stats["hedges_won"] >= 1  # the copy answered; the slow one was dropped
+    assert stats.get("retries", 0) == 0
+    assert emulator.stats()["faults"] == 1
+
+
+async def test_single_get_is_hedged(emulator: Emulator) -> None:
+    store = await warmed_store(emulator, [f"c/{i}" for i in range(20)])
+    emulator.inject("slow", count=1, key_glob="*c/3", methods=["GET"], delay_s=SLOW_S)
+    assert bytes(await store.get("c/3", ByteRange.of(0, 1024))) == DATA[:1024]
+    assert store.budget.stats()["hedges_won"] == 1
+    assert emulator.stats()["requests"] == 2
+
+
+async def test_hedges_are_capped(emulator: Emulator) -> None:
+    # Every read slow: the store is slow for everyone, so hedging cannot help; at most
+    # the burst allowance (10) plus hedge_max_fraction of reads may be hedged.
+    keys = [f"c/{i}" for i in range(20)]
+    store = await warmed_store(emulator, keys)
+    emulator.inject("slow", methods=["GET"], delay_s=0.3)
+    with config.set(hedge_max_fraction=0.0):
+        answers = await store.get_partial_values(
+            [RangeRequest(key, ByteRange.of(0, 1024)) for key in keys])
+    assert all(bytes(a) == DATA[:1024] for a in answers)
+    assert store.budget.stats()["hedges_issued"] <= 10
+
+
+async def test_writes_are_never_hedged(emulator: Emulator) -> None:
+    store = await warmed_store(emulator, [f"c/{i}" for i in range(20)])
+    emulator.inject("slow", count=1, methods=["PUT"], delay_s=0.5)
+    await store.set("w", DATA[:1024])
+    assert store.budget.stats().get("hedges_issued", 0) == 0
+    assert emulator.stats()["by_method"]["PUT"] == 1
+
+
+async def test_hedging_can_be_switched_off(emulator: Emulator) -> None:
+    store = await warmed_store(emulator, [f"c/{i}" for i in range(20)])
+    emulator.inject("slow", count=1, key_glob="*c/3", methods=["GET"], delay_s=0.5)
+    with config.set(hedge_reads=False):
+        assert bytes(await store.get("c/3", ByteRange.of(0, 1024))) == DATA[:1024]
+    assert store.budget.stats().get("hedges_issued", 0) == 0
+    assert emulator.stats()["requests"] == 1
+
+
+def test_local_stores_do_not_hedge(tmp_path: object) -> None:
+    assert ObjectStore.hedge_reads
+    assert not MemoryStore.hedge_reads
+    assert not LocalStore.hedge_reads

@@ -1,0 +1,279 @@
+"""Retries in the storage layer: what is retried, how often, and how it gives up.
+
+Run against the emulator with injected faults; request counts come from the emulator,
+so each test checks what really went over the wire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from cloud_fixtures import *  # noqa: F403  (until tests/conftest.py imports them)
+from cloud_fixtures import FAST_RETRY
+from obstore.store import S3Store
+
+from aiozarr import config
+from aiozarr.byte_range import ByteRange
+from aiozarr.errors import StoreError
+from aiozarr.storage.base import Buffer, RangeRequest
+from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.object_store import ObjectStore
+from aiozarr.storage.retry import (
+    RetryPolicy,
+    ShortReadError,
+    classify,
+    request_timeout_s,
+)
+from aiozarr.testing.emulator import Emulator
+
+pytestmark = pytest.mark.timeout(60)
+
+DATA = bytes(range(256)) * 16  # 4 KiB
+
+
+@pytest.fixture(autouse=True)
+def fast_retries() -> Iterator[None]:
+    """Retry quickly; no hedging (tested on its own) so request counts are exact."""
+    with config.set(retry_attempts=4, retry_base_delay_s=0.001, retry_max_delay_s=0.01,
+                    retry_deadline_s=10.0, hedge_reads=False):
+        yield
+
+
+def s3(emulator: Emulator, **options: Any) -> ObjectStore:
+    opts = {**emulator.storage_options(), **options}
+    return ObjectStore(S3Store(emulator.bucket, prefix=unique_prefix(),  # noqa: F405
+                               retry_config=FAST_RETRY, **opts))
+
+
+async def stored(emulator: Emulator, key: str = "k", value: bytes = DATA) -> ObjectStore:
+    store = s3(emulator)
+    await store.set(key, value)
+    emulator.reset_stats()
+    store.budget.reset_stats()
+    return store
+
+
+FAULTS = [
+    pytest.param("status", {"status": 503}, id="503"),
+    pytest.param("status", {"status": 500}, id="500"),
+    pytest.param("status", {"status": 429}, id="429"),
+    pytest.param("reset", {}, id="reset"),
+    pytest.param("truncate", {}, id="truncate"),
+]
+
+
+# -- transient failures are retried --------------------------------------------------------
+
+
+@pytest.mark.parametrize(("kind", "options"), FAULTS)
+async def test_fault_is_retried(emulator: Emulator, kind: str, options: dict[str, Any]) -> None:
+    store = await stored(emulator)
+    emulator.inject(kind, count=2, methods=["GET"], **options)
+    assert bytes(await store.get("k", ByteRange.of(100, 1000))) == DATA[100:1100]
+    stats = emulator.stats()
+    assert stats["faults"] == 2
+    assert stats["requests"] == 3  # two failures, then the answer
+    assert store.budget.stats()["retries"] == 2
+
+
+async def test_obstore_retries_are_off(emulator: Emulator) -> None:
+    # The fixture's obstore store asked for 2 retries of its own; aiozarr switched them
+    # off, so the attempts are exactly aiozarr's `retry_attempts`.
+    store = await stored(emulator)
+    assert store.obstore.retry_config["max_retries"] == 0
+    emulator.inject("status", status=503, methods=["GET"])
+    with pytest.raises(StoreError):
+        await store.get("k")
+    assert emulator.stats()["requests"] == 4
+
+
+async def test_only_the_failed_range_is_retried(emulator: Emulator) -> None:
+    store = await stored(emulator)
+    requests = [RangeRequest("k", ByteRange.of(i * 512, 256)) for i in range(8)]
+    emulator.inject("status", count=1, status=503, methods=["GET"])
+    with config.set(coalesce_gap_bytes=0):
+        answers = await store.get_partial_values(requests)
+    assert [bytes(a) for a in answers] == [DATA[i * 512 : i * 512 + 256] for i in range(8)]
+    assert emulator.stats()["requests"] == 9  # 8 ranges + 1 retry, not 8 + 8
+
+
+async def test_whole_batch_survives_a_fault_on_every_key(emulator: Emulator) -> None:
+    store = s3(emulator)
+    await store.set_many([(f"c/{i}", DATA[i:]) for i in range(6)])
+    emulator.reset_stats()
+    emulator.inject("reset", count=6, methods=["GET"])
+    answers = await store.get_partial_values([RangeRequest(f"c/{i}") for i in range(6)])
+    assert [bytes(a) for a in answers] == [DATA[i:] for i in range(6)]
+    assert emulator.stats()["requests"] == 12
+
+
+async def test_writes_and_deletes_are_retried(emulator: Emulator) -> None:
+    store = await stored(emulator)
+    emulator.inject("status", count=1, status=503, methods=["PUT"])
+    await store.set("w", b"new value")
+    assert emulator.stats()["by_method"]["PUT"] == 2
+    assert bytes(await store.get("w")) == b"new value"
+    emulator.reset_stats()
+    emulator.inject("status", count=1, status=500, methods=["POST"])  # S3 DeleteObjects
+    await store.delete("w")
+    assert await store.get("w") is None
+    assert emulator.stats()["by_method"]["POST"] == 2
+
+
+async def test_head_is_retried(emulator: Emulator) -> None:
+    store = await stored(emulator)
+    emulator.inject("status", count=1, status=503, methods=["HEAD"])
+    assert await store.getsize("k") == len(DATA)
+    assert emulator.stats()["requests"] == 2
+
+
+async def test_timeout_is_retried(emulator: Emulator) -> None:
+    store = await stored(emulator)
+    emulator.inject("slow", count=1, delay_s=5.0, methods=["GET"])
+    with config.set(request_timeout_s=0.3):
+        assert bytes(await store.get("k", ByteRange.of(0, 100))) == DATA[:100]
+    assert store.budget.stats()["timeouts"] == 1
+    assert emulator.stats()["requests"] == 2
+
+
+# -- final answers are not retried ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [403, 400, 401])
+async def test_refusals_are_not_retried(emulator: Emulator, status: int) -> None:
+    store = await stored(emulator)
+    emulator.inject("status", status=status, methods=["GET"])
+    with pytest.raises(StoreError, match=rf"'k'.*{status}") as info:
+        await store.get("k")
+    assert "attempts" not in str(info.value)
+    assert emulator.stats()["requests"] == 1
+    assert store.budget.stats().get("retries", 0) == 0
+
+
+async def test_missing_key_is_none_after_one_request(emulator: Emulator) -> None:
+    store = await stored(emulator)
+    assert await store.get("absent") is None
+    assert await store.get("absent", ByteRange.of(0, 10)) is None
+    assert emulator.stats()["requests"] == 2
+
+
+async def test_read_only_refusal_is_not_retried() -> None:
+    store = MemoryStore(read_only=True)
+    with pytest.raises(StoreError, match="'k'"):
+        await store.set("k", b"x")
+    assert store.budget.stats().get("retries", 0) == 0
+
+
+# -- giving up -----------------------------------------------------------------------------
+
+
+async def test_persistent_failure_names_key_attempts_and_cause(emulator: Emulator) -> None:
+    store = await stored(emulator)
+    emulator.inject("status", status=500, key_glob="*broken/0")
+    with pytest.raises(StoreError, match=r"'broken/0'.*500.*gave up after 4 attempts"):
+        await store.get("broken/0")
+    assert emulator.stats()["by_status"]["500"] == 4
+
+
+async def test_persistent_failure_stops_at_the_deadline(emulator: Emulator) -> None:
+    store = await stored(emulator)
+    emulator.inject("status", status=503, methods=["GET"])
+    settings = config.set(retry_attempts=10_000, retry_base_delay_s=0.01,
+                          retry_max_delay_s=0.05, retry_deadline_s=0.5)
+    expected = pytest.raises(StoreError, match=r"'k'.*503.*gave up after \d+ attempts")
+    with settings, expected as info:
+        await store.get("k")
+    attempts = int(str(info.value).split("gave up after ")[1].split()[0])
+    assert 1 < attempts < 10_000  # the deadline, not the attempt count, stopped it
+    assert emulator.stats()["requests"] == attempts
+
+
+async def test_slow_server_stops_at_the_deadline(emulator: Emulator) -> None:
+    store = await stored(emulator)
+    emulator.inject("slow", delay_s=5.0, methods=["GET"])
+    expected = pytest.raises(StoreError, match=r"'k'.*no answer within.*gave up after 1 attempt ")
+    with config.set(retry_attempts=10_000, retry_deadline_s=0.5), expected:
+        await store.get("k")
+
+
+# -- short reads ---------------------------------------------------------------------------
+
+
+class ShortBodies(MemoryStore):
+    """A backend whose first `short` answers lose their second half (a cut body)."""
+
+    verify_short_reads = True
+
+    def __init__(self, short: int) -> None:
+        super().__init__()
+        self.short = short
+        self.reads = 0
+
+    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
+        self.reads += 1
+        data = await super()._get(key, byte_range)
+        if data is not None and self.short > 0:
+            self.short -= 1
+            return memoryview(data)[: len(data) // 2]
+        return data
+
+
+async def test_short_read_is_retried() -> None:
+    store = ShortBodies(short=2)
+    await store.set("k", DATA)
+    assert bytes(await store.get("k", ByteRange.of(10, 1000))) == DATA[10:1010]
+    assert store.reads == 3
+    assert store.budget.stats()["retries"] == 2
+
+
+async def test_short_reads_everywhere_give_up() -> None:
+    store = ShortBodies(short=100)
+    await store.set("k", DATA)
+    with pytest.raises(StoreError, match=r"'k'.*answered with 500 bytes.*4 attempts"):
+        await store.get("k", ByteRange.of(0, 1000))
+
+
+async def test_clipped_range_is_not_a_short_read() -> None:
+    store = ShortBodies(short=0)
+    await store.set("k", DATA)
+    assert bytes(await store.get("k", ByteRange.of(len(DATA) - 10, 100))) == DATA[-10:]
+    assert bytes(await store.get("k", ByteRange.last(10 * len(DATA)))) == DATA
+    assert store.reads == 2
+    assert store.budget.stats().get("retries", 0) == 0
+
+
+async def test_object_store_clipped_range_costs_one_head(emulator: Emulator) -> None:
+    store = await stored(emulator)
+    assert bytes(await store.get("k", ByteRange.of(len(DATA) - 10, 100))) == DATA[-10:]
+    assert emulator.stats()["by_method"] == {"GET": 1, "HEAD": 1}
+
+
+# -- the pieces ----------------------------------------------------------------------------
+
+
+def test_classify() -> None:
+    assert classify(TimeoutError()).retryable
+    assert classify(ConnectionResetError()).retryable
+    assert classify(ShortReadError("k")).retryable
+    assert not classify(FileNotFoundError("k")).retryable
+    assert not classify(StoreError("cannot read 'k'")).retryable
+    assert not classify(ValueError("bad")).retryable
+
+
+def test_backoff_is_bounded_full_jitter() -> None:
+    policy = RetryPolicy(attempts=5, base_delay_s=0.1, max_delay_s=1.0, deadline_s=10)
+    for retry in range(20):
+        cap = min(1.0, 0.1 * 2**retry)
+        delays = [policy.delay_s(retry) for _ in range(50)]
+        assert all(0 <= d <= cap for d in delays)
+    assert len({policy.delay_s(3) for _ in range(20)}) > 1  # jittered, not fixed
+
+
+def test_timeout_scales_with_size() -> None:
+    with config.set(request_timeout_s=30.0, request_timeout_min_bytes_per_s=1 << 20,
+                    max_request_bytes=64 << 20):
+        assert request_timeout_s(0) == 30.0
+        assert request_timeout_s(512 << 20) == 30.0 + 512
+        assert request_timeout_s(None) == 30.0 + 64  # size unknown: the largest request
