@@ -1,0 +1,246 @@
+"""Fill values: JSON <-> numpy scalars of the array's dtype, per format.
+
+v3 floats accept numbers, "NaN", "Infinity", "-Infinity" and "0x..." bit patterns
+(the only way to keep a NaN payload); writing gives "NaN" for the canonical NaN and
+the bit pattern for any other. Fixed-size byte types are base64 (or v3 byte lists).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from aiozarr.errors import MetadataError
+from aiozarr.metadata import dtypes
+from aiozarr.metadata.json import fail
+
+_FLOAT_WORDS = {"NaN": np.nan, "Infinity": np.inf, "-Infinity": -np.inf}
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+_INT64 = np.iinfo(np.int64)
+
+
+def _native(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    return dtype.newbyteorder("=") if dtype.byteorder in "<>" else dtype
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _parse_float(value: Any, dtype: np.dtype[Any], key: str, v3: bool) -> np.floating[Any]:
+    native = _native(dtype)
+    if _is_number(value):
+        with np.errstate(over="ignore"):  # the spec: round to the nearest representable value
+            return native.type(value)
+    if isinstance(value, str) and value in _FLOAT_WORDS:
+        return native.type(_FLOAT_WORDS[value])
+    if (
+        v3
+        and isinstance(value, str)
+        and _HEX.fullmatch(value)
+        and len(value) == 2 + 2 * dtype.itemsize
+    ):
+        bits = np.array(int(value, 16), dtype=f"u{dtype.itemsize}")
+        return bits.view(native)[()]  # type: ignore[no-any-return]
+    hexes = f', "0x" and {2 * dtype.itemsize} hex digits' if v3 else ""
+    fail(key, "fill_value", f'a number, "NaN", "Infinity", "-Infinity"{hexes} for {dtype}', value)
+
+
+def _float_json(value: np.floating[Any]) -> Any:
+    if np.isnan(value):
+        canonical = np.array(np.nan, dtype=value.dtype).view(f"u{value.itemsize}")[()]
+        bits = np.array(value).view(f"u{value.itemsize}")[()]
+        return "NaN" if bits == canonical else f"0x{int(bits):0{2 * value.itemsize}x}"
+    if np.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return float(value)
+
+
+def _parse_int(value: Any, dtype: np.dtype[Any], key: str) -> Any:
+    # an integral float such as 0.0 is accepted: it is exact, and some writers produce it
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    info = np.iinfo(dtype)
+    if not isinstance(value, int) or isinstance(value, bool) or not info.min <= value <= info.max:
+        fail(key, "fill_value", f"an integer in [{info.min}, {info.max}] for {dtype}", value)
+    return _native(dtype).type(value)
+
+
+def _parse_bytes(value: Any, size: int | None, key: str) -> bytes:
+    """Bytes from base64 text or a list of integers in [0, 255]."""
+    data: bytes | None = None
+    if isinstance(value, str):
+        try:
+            data = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            data = None
+    elif isinstance(value, list) and all(
+        isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= 255 for b in value
+    ):
+        data = bytes(value)
+    if data is None or (size is not None and len(data) > size):
+        limit = "" if size is None else f" of at most {size} bytes"
+        fail(key, "fill_value", f"base64 text or a list of byte values{limit}", value)
+    return data
+
+
+def _parse_time(value: Any, dtype: np.dtype[Any], key: str) -> Any:
+    if value == "NaT":
+        value = int(_INT64.min)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if (
+        not isinstance(value, int)
+        or isinstance(value, bool)
+        or not _INT64.min <= value <= _INT64.max
+    ):
+        fail(key, "fill_value", f'an integer in the int64 range or "NaT" for {dtype}', value)
+    return np.array(value, dtype=np.int64).astype(_native(dtype))[()]
+
+
+def _parse_struct(value: Any, dtype: np.dtype[Any], key: str, v3: bool) -> Any:
+    if v3 and isinstance(value, Mapping):
+        if set(value) != set(dtype.names or ()):
+            fail(key, "fill_value", f"an object with the fields {list(dtype.names or ())}", value)
+        out = np.zeros((), dtype=dtype)
+        for name in dtype.names or ():
+            sub = dtype.fields[name][0]  # type: ignore[index]
+            out[name] = parse_v3(value[name], sub, dtypes.v3_name(dtypes.to_v3(sub)), key)
+        return out[()]
+    data = _parse_bytes(value, dtype.itemsize, key)
+    if len(data) != dtype.itemsize:
+        fail(key, "fill_value", f"{dtype.itemsize} bytes of base64 for {dtype}", value)
+    return np.frombuffer(data, dtype=dtype).copy()[0]
+
+
+def parse_v3(value: Any, dtype: np.dtype[Any], name: str, key: str) -> Any:
+    """The fill value of a v3 array of `dtype` (v3 data type `name`) as a numpy scalar."""
+    kind = dtype.kind
+    if kind == "b":
+        if not isinstance(value, bool):
+            fail(key, "fill_value", "true or false", value)
+        return np.bool_(value)
+    if kind in "iu":
+        return _parse_int(value, dtype, key)
+    if kind == "f":
+        return _parse_float(value, dtype, key, v3=True)
+    if kind == "c":
+        return _parse_complex(value, dtype, key, v3=True)
+    if kind in "Mm":
+        return _parse_time(value, dtype, key)
+    if kind in "OT":
+        if name in dtypes.BYTES_NAMES:
+            return _parse_bytes(value, None, key)
+        if not isinstance(value, str):
+            fail(key, "fill_value", "a string", value)
+        return dtype.type(value)
+    if kind == "U":
+        if not isinstance(value, str) or len(value) > dtype.itemsize // 4:
+            fail(key, "fill_value", f"a string of at most {dtype.itemsize // 4} characters", value)
+        return np.str_(value)
+    if kind == "S":
+        return np.bytes_(_parse_bytes(value, dtype.itemsize, key))
+    if dtype.names is not None:
+        return _parse_struct(value, dtype, key, v3=True)
+    data = _parse_bytes(value, dtype.itemsize, key)
+    if len(data) != dtype.itemsize:
+        fail(key, "fill_value", f"exactly {dtype.itemsize} bytes for {name}", value)
+    return np.void(data)
+
+
+def _parse_complex(value: Any, dtype: np.dtype[Any], key: str, v3: bool) -> Any:
+    if not isinstance(value, list) or len(value) != 2:
+        fail(key, "fill_value", f"[real, imaginary] for {dtype}", value)
+    part = np.dtype(f"f{dtype.itemsize // 2}")
+    parts = np.array([_parse_float(v, part, key, v3) for v in value], dtype=part)
+    return parts.view(_native(dtype))[0]  # a view keeps NaN payloads
+
+
+def _scalar(value: Any, dtype: np.dtype[Any]) -> Any:
+    try:
+        return np.array(value, dtype=dtype)[()]
+    except (TypeError, ValueError, OverflowError) as error:
+        raise MetadataError(f"fill_value {value!r} is not a valid {dtype}: {error}") from None
+
+
+def to_v3_json(value: Any, dtype: np.dtype[Any], name: str) -> Any:
+    """The JSON `fill_value` of a v3 array (as zarr-python writes it)."""
+    if value is None:
+        raise MetadataError("fill_value: Zarr v3 arrays need a fill value, got None")
+    kind = dtype.kind
+    if kind in "OT":
+        if name in dtypes.BYTES_NAMES:
+            return base64.b64encode(bytes(value)).decode("ascii")
+        return str(value)
+    scalar = _scalar(value, dtype)
+    if kind == "V" and dtype.names is None and dtypes.is_raw_bits(name):
+        return list(scalar.tobytes())  # the core spec's r<N> form
+    return _common_json(scalar, dtype)
+
+
+def _common_json(scalar: Any, dtype: np.dtype[Any]) -> Any:
+    kind = dtype.kind
+    if kind == "b":
+        return bool(scalar)
+    if kind in "iu":
+        return int(scalar)
+    if kind == "f":
+        return _float_json(scalar)
+    if kind == "c":
+        return [_float_json(scalar.real), _float_json(scalar.imag)]
+    if kind in "Mm":
+        return int(np.array(scalar, dtype=dtype).astype(np.int64)[()])  # NaT: -2**63
+    if kind == "U":
+        return str(scalar)
+    if kind == "S":  # null-terminated: the value without its padding, as zarr-python writes it
+        return base64.b64encode(bytes(scalar)).decode("ascii")
+    return base64.b64encode(np.array(scalar, dtype=dtype).tobytes()).decode("ascii")
+
+
+def parse_v2(value: Any, dtype: np.dtype[Any], key: str) -> Any:
+    """The fill value of a v2 array of `dtype` as a numpy scalar, or None (null)."""
+    if value is None:
+        return None
+    kind = dtype.kind
+    if kind == "b":
+        if not isinstance(value, bool) and value not in (0, 1):
+            fail(key, "fill_value", "true, false or null", value)
+        return np.bool_(value)
+    if kind in "iu":
+        return _parse_int(value, dtype, key)
+    if kind == "f":
+        return _parse_float(value, dtype, key, v3=False)
+    if kind == "c":
+        return _parse_complex(value, dtype, key, v3=False)
+    if kind in "Mm":
+        return _parse_time(value, dtype, key)
+    if kind == "U":
+        if not isinstance(value, str) or len(value) > dtype.itemsize // 4:
+            fail(key, "fill_value", f"a string of at most {dtype.itemsize // 4} characters", value)
+        return np.str_(value)
+    if kind == "O":
+        return value  # object arrays: the codec gives the meaning; keep the JSON value
+    if kind == "S":
+        return np.bytes_(_parse_bytes(value, dtype.itemsize, key))
+    if dtype.names is not None:
+        return _parse_struct(value, dtype, key, v3=False)
+    data = _parse_bytes(value, dtype.itemsize, key)
+    if len(data) != dtype.itemsize:
+        fail(key, "fill_value", f"exactly {dtype.itemsize} bytes of base64 for {dtype}", value)
+    return np.void(data)
+
+
+def to_v2_json(value: Any, dtype: np.dtype[Any]) -> Any:
+    """The JSON `fill_value` of a v2 array (as zarr-python writes it)."""
+    if value is None:
+        return None
+    if dtype.kind in "OT":
+        if isinstance(value, bytes):
+            return base64.b64encode(value).decode("ascii")
+        return value.item() if isinstance(value, np.generic) else value
+    return _common_json(_scalar(value, dtype), dtype)

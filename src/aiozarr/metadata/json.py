@@ -1,0 +1,82 @@
+"""Metadata documents as JSON: loading, dumping, and naming what is wrong in them.
+
+Reading accepts the `NaN` / `Infinity` tokens Python's json module writes into
+attributes; writing is byte-for-byte what zarr-python writes (indent 2, ASCII).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, NoReturn
+
+import numpy as np
+
+from aiozarr.errors import MetadataError
+
+#: zarr-python's `json_indent` default: documents written by both libraries are identical.
+JSON_INDENT = 2
+
+
+def show(value: Any) -> str:
+    """A value as it would appear in the document (JSON where possible)."""
+    try:
+        text = json.dumps(value, allow_nan=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def fail(key: str, field: str, expected: str, got: Any) -> NoReturn:
+    """Raise the `MetadataError` every reader uses: key, field, expectation, value."""
+    raise MetadataError(f'{key}: field "{field}": expected {expected}, got {show(got)}')
+
+
+def load(doc: bytes | bytearray | memoryview | str | Mapping[str, Any], key: str) -> dict[str, Any]:
+    """The JSON object in `doc` (bytes, text or an already decoded mapping)."""
+    if isinstance(doc, Mapping):
+        return dict(doc)
+    try:
+        text = doc if isinstance(doc, str) else bytes(doc).decode("utf-8")
+        value = json.loads(text)
+    except (UnicodeDecodeError, ValueError, TypeError) as error:
+        raise MetadataError(f"{key}: not valid JSON ({error})") from None
+    if not isinstance(value, dict):
+        raise MetadataError(f"{key}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _plain(value: Any) -> Any:
+    # numpy values users put into attributes: write them as the JSON they stand for
+    if isinstance(value, np.generic | np.ndarray):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} {value!r} is not JSON serializable")
+
+
+def dump(obj: Mapping[str, Any], key: str = "metadata") -> bytes:
+    """`obj` as the UTF-8 bytes of an indented JSON document."""
+    try:
+        text = json.dumps(obj, indent=JSON_INDENT, allow_nan=True, default=_plain)
+    except (TypeError, ValueError) as error:
+        raise MetadataError(f"{key}: cannot write as JSON: {error}") from None
+    return text.encode()
+
+
+def is_int(value: Any) -> bool:
+    """A JSON integer (Python's bool is an int, JSON's true is not)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def require(doc: Mapping[str, Any], name: str, key: str) -> Any:
+    """The value of a required field."""
+    if name not in doc:
+        raise MetadataError(f'{key}: missing required field "{name}"')
+    return doc[name]
+
+
+def int_list(value: Any, key: str, field: str, minimum: int) -> tuple[int, ...]:
+    """A list of integers >= `minimum` (a shape or chunk shape) as a tuple."""
+    what = "non-negative" if minimum == 0 else "positive"
+    if not isinstance(value, list) or not all(is_int(v) and v >= minimum for v in value):
+        fail(key, field, f"a list of {what} integers", value)
+    return tuple(value)

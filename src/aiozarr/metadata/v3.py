@@ -1,0 +1,261 @@
+"""Zarr v3 `zarr.json` documents <-> the metadata model.
+
+Reading is strict: every problem raises `MetadataError` naming the document key, the
+field, the value and what was expected; unknown data types and chunk grids, and
+storage transformers, raise `UnsupportedError`. Writing gives what zarr-python 3 writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from aiozarr.errors import AiozarrError, MetadataError, UnsupportedError
+from aiozarr.metadata import dtypes, fill_value
+from aiozarr.metadata.json import dump, fail, int_list, is_int, load, require, show
+from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata, GroupMetadata
+
+Document = bytes | bytearray | memoryview | str | Mapping[str, Any]
+
+_ARRAY_FIELDS = frozenset(
+    {
+        "zarr_format",
+        "node_type",
+        "shape",
+        "data_type",
+        "chunk_grid",
+        "chunk_key_encoding",
+        "fill_value",
+        "codecs",
+        "attributes",
+        "dimension_names",
+        "storage_transformers",
+    }
+)
+# zarr-python 3.0 wrote `"consolidated_metadata": null` into every group document
+_GROUP_FIELDS = frozenset({"zarr_format", "node_type", "attributes", "consolidated_metadata"})
+_SEPARATORS = ("/", ".")
+_DEFAULT_SEPARATOR = {"default": "/", "v2": "."}
+# zarr-python writes these codecs with an explicit empty configuration
+_EMPTY_CONFIGURATION_WRITTEN = frozenset({"vlen-utf8", "vlen-bytes"})
+
+
+def _check_header(doc: Mapping[str, Any], key: str, node_type: str | None) -> str:
+    zarr_format = require(doc, "zarr_format", key)
+    if not is_int(zarr_format) or zarr_format != 3:
+        fail(key, "zarr_format", "3", zarr_format)
+    found = require(doc, "node_type", key)
+    if found not in ("array", "group") or (node_type is not None and found != node_type):
+        fail(key, "node_type", f'"{node_type}"' if node_type else '"array" or "group"', found)
+    return str(found)
+
+
+def _check_unknown(doc: Mapping[str, Any], known: frozenset[str], key: str) -> None:
+    for name, value in doc.items():
+        if name in known:
+            continue
+        if isinstance(value, Mapping) and value.get("must_understand") is False:
+            continue  # the spec: an unknown extension that may be ignored
+        raise MetadataError(
+            f'{key}: unknown field "{name}" (only fields that are objects with '
+            f'"must_understand": false may be ignored), got {show(value)}'
+        )
+
+
+def _named(value: Any, key: str, field: str) -> tuple[str, Mapping[str, Any]]:
+    """`{"name": ..., "configuration": {...}}` as (name, configuration)."""
+    if isinstance(value, str):
+        return value, {}
+    allowed = {"name", "configuration", "must_understand"}
+    if (
+        not isinstance(value, Mapping)
+        or not isinstance(value.get("name"), str)
+        or set(value) - allowed
+    ):
+        fail(key, field, 'an object {"name": ..., "configuration": {...}}', value)
+    config = value.get("configuration", {})
+    if not isinstance(config, Mapping):
+        fail(key, f"{field}.configuration", "an object", config)
+    return value["name"], config
+
+
+def _chunk_shape(value: Any, ndim: int, key: str) -> tuple[int, ...]:
+    name, config = _named(value, key, "chunk_grid")
+    if name != "regular":
+        raise UnsupportedError(
+            f'{key}: field "chunk_grid": unsupported chunk grid {show(name)} (only "regular")'
+        )
+    if set(config) != {"chunk_shape"}:
+        fail(key, "chunk_grid.configuration", 'exactly the member "chunk_shape"', dict(config))
+    chunk_shape = int_list(config["chunk_shape"], key, "chunk_grid.configuration.chunk_shape", 1)
+    if len(chunk_shape) != ndim:
+        fail(
+            key,
+            "chunk_grid.configuration.chunk_shape",
+            f"{ndim} chunk lengths (one per dimension)",
+            list(chunk_shape),
+        )
+    return chunk_shape
+
+
+def _chunk_key_encoding(value: Any, key: str) -> ChunkKeyEncoding:
+    name, config = _named(value, key, "chunk_key_encoding")
+    if name not in _DEFAULT_SEPARATOR:
+        raise UnsupportedError(
+            f'{key}: field "chunk_key_encoding": unsupported encoding {show(name)} '
+            '(expected "default" or "v2")'
+        )
+    if set(config) - {"separator"}:
+        fail(key, "chunk_key_encoding.configuration", 'only the member "separator"', dict(config))
+    separator = config.get("separator", _DEFAULT_SEPARATOR[name])
+    if separator not in _SEPARATORS:
+        fail(key, "chunk_key_encoding.configuration.separator", '"/" or "."', separator)
+    return ChunkKeyEncoding(name, separator)
+
+
+def _codecs(value: Any, key: str) -> tuple[CodecMetadata, ...]:
+    if not isinstance(value, list) or not value:
+        fail(key, "codecs", "a non-empty list of codecs", value)
+    codecs = []
+    for i, item in enumerate(value):
+        name, config = _named(item, key, f"codecs[{i}]")
+        codecs.append(CodecMetadata(name, dict(config)))
+    return tuple(codecs)
+
+
+def _attributes(doc: Mapping[str, Any], key: str) -> dict[str, Any]:
+    attributes = doc.get("attributes", {})
+    if not isinstance(attributes, Mapping):
+        fail(key, "attributes", "an object", attributes)
+    return dict(attributes)
+
+
+def _dimension_names(value: Any, ndim: int, key: str) -> tuple[str | None, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(v is None or isinstance(v, str) for v in value):
+        fail(key, "dimension_names", "a list of strings or nulls", value)
+    if len(value) != ndim:
+        fail(key, "dimension_names", f"{ndim} names (one per dimension)", value)
+    return tuple(value)
+
+
+def _storage_transformers(value: Any, key: str) -> None:
+    if not isinstance(value, list):
+        fail(key, "storage_transformers", "a list", value)
+    if value:
+        raise UnsupportedError(
+            f'{key}: field "storage_transformers": storage transformers are not supported, '
+            f"got {show(value)}"
+        )
+
+
+def parse_array(doc: Document, key: str) -> ArrayMetadata:
+    """The array metadata in the v3 document `doc` stored at `key`."""
+    data = load(doc, key)
+    _check_header(data, key, "array")
+    return _array(data, key)
+
+
+def _array(data: Mapping[str, Any], key: str) -> ArrayMetadata:
+    _check_unknown(data, _ARRAY_FIELDS, key)
+    shape = int_list(require(data, "shape", key), key, "shape", 0)
+    data_type = require(data, "data_type", key)
+    dtype = dtypes.parse_v3(data_type, key)
+    chunk_shape = _chunk_shape(require(data, "chunk_grid", key), len(shape), key)
+    encoding = _chunk_key_encoding(require(data, "chunk_key_encoding", key), key)
+    fill = fill_value.parse_v3(
+        require(data, "fill_value", key), dtype, dtypes.v3_name(data_type), key
+    )
+    codecs = _codecs(require(data, "codecs", key), key)
+    _storage_transformers(data.get("storage_transformers", []), key)
+    return ArrayMetadata(
+        shape=shape,
+        dtype=dtype,
+        chunk_shape=chunk_shape,
+        fill_value=fill,
+        zarr_format=3,
+        codecs=codecs,
+        chunk_key_encoding=encoding,
+        attributes=_attributes(data, key),
+        dimension_names=_dimension_names(data.get("dimension_names"), len(shape), key),
+        data_type=data_type,
+    )
+
+
+def parse_group(doc: Document, key: str) -> GroupMetadata:
+    """The group metadata in the v3 document `doc` stored at `key`."""
+    data = load(doc, key)
+    _check_header(data, key, "group")
+    return _group(data, key)
+
+
+def _group(data: Mapping[str, Any], key: str) -> GroupMetadata:
+    _check_unknown(data, _GROUP_FIELDS, key)
+    consolidated = data.get("consolidated_metadata")
+    if consolidated is not None and not isinstance(consolidated, Mapping):
+        fail(key, "consolidated_metadata", "an object or null", consolidated)
+    return GroupMetadata(zarr_format=3, attributes=_attributes(data, key))
+
+
+def parse_node(doc: Document, key: str) -> ArrayMetadata | GroupMetadata:
+    """The array or group metadata in `doc`, by its `node_type`."""
+    data = load(doc, key)
+    if _check_header(data, key, None) == "array":
+        return _array(data, key)
+    return _group(data, key)
+
+
+def _v3_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    return dtype.newbyteorder("<") if dtype.byteorder == ">" or dtype.names else dtype
+
+
+def data_type_json(meta: ArrayMetadata) -> Any:
+    """The `data_type` to write: the document's own when it still describes `meta.dtype`."""
+    if meta.data_type is not None:
+        try:
+            if dtypes.parse_v3(meta.data_type, "data_type") == _v3_dtype(meta.dtype):
+                return meta.data_type
+        except AiozarrError:
+            pass
+    return dtypes.to_v3(meta.dtype)
+
+
+def _codec_json(codec: CodecMetadata) -> dict[str, Any]:
+    doc = codec.to_json()
+    if codec.name in _EMPTY_CONFIGURATION_WRITTEN and "configuration" not in doc:
+        doc["configuration"] = {}
+    return doc
+
+
+def array_to_json(meta: ArrayMetadata) -> bytes:
+    """The `zarr.json` document of a v3 array, field for field as zarr-python writes it."""
+    data_type = data_type_json(meta)
+    doc: dict[str, Any] = {
+        "shape": list(meta.shape),
+        "data_type": data_type,
+        "chunk_grid": {
+            "name": "regular",
+            "configuration": {"chunk_shape": list(meta.chunk_shape)},
+        },
+        "chunk_key_encoding": {
+            "name": meta.chunk_key_encoding.name,
+            "configuration": {"separator": meta.chunk_key_encoding.separator},
+        },
+        "fill_value": fill_value.to_v3_json(
+            meta.fill_value, _v3_dtype(meta.dtype), dtypes.v3_name(data_type)
+        ),
+        "codecs": [_codec_json(c) for c in meta.codecs],
+        "attributes": dict(meta.attributes),
+    }
+    if meta.dimension_names is not None:
+        doc["dimension_names"] = list(meta.dimension_names)
+    doc.update(zarr_format=3, node_type="array", storage_transformers=[])
+    return dump(doc)
+
+
+def group_to_json(meta: GroupMetadata) -> bytes:
+    """The `zarr.json` document of a v3 group."""
+    return dump({"attributes": dict(meta.attributes), "zarr_format": 3, "node_type": "group"})
