@@ -1,0 +1,374 @@
+"""Selections on a regular chunk grid -> the output shape and one projection per chunk touched.
+
+A selection is resolved axis by axis: each axis yields the chunks it touches and, for
+each, what to take from the chunk (`chunk_selection`) and where it lands in the output
+(`out_selection`). The chunks touched by the whole selection are the cartesian product of
+the per-axis ones, so the work is O(chunks touched), vectorised with numpy along each axis.
+
+Contract: for every `ChunkProjection p` and a decoded chunk of the full `chunk_shape` (even
+at the array's edge), `out[p.out_selection] = chunk[p.chunk_selection]` fills the selected
+values of a read, and `chunk[p.chunk_selection] = value[p.out_selection]` applies a write.
+Both selections index numpy arrays directly.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import operator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from types import EllipsisType
+from typing import Any, TypeAlias
+
+import numpy as np
+
+from aiozarr.errors import BoundsCheckError, SelectionError
+
+# One axis of a projection: an int (axis dropped), a slice, or an integer index array.
+AxisSelection: TypeAlias = "int | slice | np.ndarray"
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkProjection:
+    """What one chunk contributes to a selection.
+
+    `is_complete_chunk` is true only when the selection takes the whole chunk, in order,
+    with step 1, and the chunk lies entirely inside the array; then `out[out_selection]`
+    is a view with exactly the chunk's shape (a chunk may be decoded straight into it, and
+    a write need not read the old chunk first).
+    """
+
+    chunk_coords: tuple[int, ...]
+    chunk_selection: tuple[AxisSelection, ...]
+    out_selection: tuple[slice | np.ndarray | EllipsisType, ...]
+    is_complete_chunk: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Axis:
+    """One axis resolved: the chunks it touches (ascending) and, per chunk, its selections."""
+
+    chunks: np.ndarray  # grid indices along this axis, ascending, int64
+    chunk_sels: list[AxisSelection]
+    out_sels: list[slice | np.ndarray | None]  # None where the axis is dropped (int)
+    complete: list[bool]
+    length: int | None  # output length along this axis; None when dropped
+
+
+class Indexer:
+    """A resolved selection: output `shape` and the chunk projections, in grid (C) order."""
+
+    def __init__(self, axes: Sequence[_Axis]) -> None:
+        self._axes = tuple(axes)
+        self.shape: tuple[int, ...] = tuple(a.length for a in self._axes if a.length is not None)
+        self.nchunks: int = math.prod(len(a.chunks) for a in self._axes)
+
+    def __len__(self) -> int:
+        return self.nchunks
+
+    def __iter__(self) -> Iterator[ChunkProjection]:
+        if self.nchunks == 0:
+            return
+        axes = self._axes
+        kept = [a.length is not None for a in axes]
+        lengths = [len(a.chunks) for a in axes]
+        for combo in itertools.product(*(range(n) for n in lengths)):
+            picked = list(zip(axes, combo, strict=True))
+            chunk_sel = [a.chunk_sels[i] for a, i in picked]
+            out_sel = [a.out_sels[i] for a, i in picked if a.length is not None]
+            yield ChunkProjection(
+                chunk_coords=tuple(int(a.chunks[i]) for a, i in picked),
+                chunk_selection=_outer(chunk_sel, kept),
+                # `...` on a 0-d output: `out[...]` is a view, where `out[()]` is a scalar.
+                out_selection=_outer(out_sel, [True] * len(out_sel)) if out_sel else (...,),
+                is_complete_chunk=all(a.complete[i] for a, i in picked),
+            )
+
+    def chunk_coords_array(self) -> np.ndarray:
+        """Grid coordinates of every chunk touched, shape (nchunks, ndim), in `__iter__` order."""
+        if not self._axes:
+            return np.zeros((1, 0), dtype=np.int64)
+        grids = np.meshgrid(*(a.chunks for a in self._axes), indexing="ij")
+        return np.stack([g.reshape(-1) for g in grids], axis=1).astype(np.int64, copy=False)
+
+    def __repr__(self) -> str:
+        return f"<Indexer shape={self.shape} nchunks={self.nchunks}>"
+
+
+def _outer(parts: list[Any], kept: list[bool]) -> tuple[AxisSelection, ...]:
+    """Make per-axis selections index numpy as an outer product.
+
+    numpy already does so with slices and at most one advanced index (an array or an int).
+    With more, ints and arrays broadcast together, so every kept axis becomes an index
+    array shaped like `np.ix_` would make it; dropped (int) axes stay ints.
+    """
+    n_arrays = sum(isinstance(p, np.ndarray) for p in parts)
+    n_ints = len(parts) - sum(kept)
+    if n_arrays == 0 or n_arrays + n_ints == 1:
+        return tuple(parts)
+    ndim = sum(kept)
+    out: list[AxisSelection] = []
+    k = 0
+    for part, keep in zip(parts, kept, strict=True):
+        if not keep:
+            out.append(part)
+            continue
+        if isinstance(part, slice):
+            part = np.arange(part.start, -1 if part.stop is None else part.stop, part.step)
+        shape = [1] * ndim
+        shape[k] = -1
+        out.append(part.reshape(shape))
+        k += 1
+    return tuple(out)
+
+
+# -- selection normalisation -----------------------------------------------------------------
+
+
+def _is_int(key: Any) -> bool:
+    """An integer index (Python or numpy, 0-d integer arrays too); bools are not integers."""
+    if isinstance(key, bool | np.bool_):
+        return False
+    if isinstance(key, int | np.integer):
+        return True
+    return isinstance(key, np.ndarray) and key.ndim == 0 and key.dtype.kind in "iu"
+
+
+def _is_array_like(key: Any) -> bool:
+    return isinstance(key, np.ndarray | list) and not _is_int(key)
+
+
+def is_basic_selection(selection: Any) -> bool:
+    """True when `selection` holds only ints, slices, `...` (and `None`, refused later).
+
+    The array layer uses the basic indexer then, and the orthogonal indexer otherwise:
+    a selection with lists or arrays selects the outer product of the per-axis
+    selections (zarr-python's `oindex`), never numpy's zipped "fancy" indexing.
+    """
+    keys = selection if isinstance(selection, tuple) else (selection,)
+    return not any(_is_array_like(k) for k in keys)
+
+
+def is_total_selection(selection: Any, shape: Sequence[int]) -> bool:
+    """True when `selection` is basic and takes every element of `shape`, in order."""
+    if not is_basic_selection(selection):
+        return False
+    try:
+        keys = normalize_selection(selection, shape)
+    except SelectionError:
+        return False
+    for key, size in zip(keys, shape, strict=True):
+        if not isinstance(key, slice):
+            return False
+        start, stop, step = key.indices(size)
+        if step != 1 or start != 0 or stop != size:
+            return False
+    return True
+
+
+def normalize_selection(selection: Any, shape: Sequence[int]) -> tuple[Any, ...]:
+    """`selection` as one key per axis: `...` expanded and missing trailing axes `slice(None)`.
+
+    Raises `SelectionError` for `None`/`np.newaxis`, several `...`, too many indices, or
+    keys that are neither ints, slices, arrays nor lists (floats, strings...).
+    """
+    keys = selection if isinstance(selection, tuple) else (selection,)
+    ndim = len(shape)
+    n_ellipsis = 0
+    for key in keys:
+        if key is Ellipsis:
+            n_ellipsis += 1
+        elif key is None:
+            raise SelectionError("np.newaxis (None) is not supported in a selection")
+        elif not (_is_int(key) or isinstance(key, slice) or _is_array_like(key)):
+            raise SelectionError(
+                f"invalid index {key!r} of type {type(key).__name__}: only integers, slices, "
+                "`...`, integer arrays and boolean masks are valid indices"
+            )
+    if n_ellipsis > 1:
+        raise SelectionError("a selection can only have a single ellipsis ('...')")
+    n_indexed = len(keys) - n_ellipsis
+    if n_indexed > ndim:
+        raise SelectionError(
+            f"too many indices for array: array is {ndim}-dimensional, but {n_indexed} were indexed"
+        )
+    fill = (slice(None),) * (ndim - n_indexed)
+    if n_ellipsis:
+        at = next(i for i, k in enumerate(keys) if k is Ellipsis)
+        return (*keys[:at], *fill, *keys[at + 1 :])
+    return (*keys, *fill)
+
+
+# -- per-axis resolution ----------------------------------------------------------------------
+
+
+def _int_axis(key: Any, axis: int, size: int, chunk: int) -> _Axis:
+    index = operator.index(key)
+    if not -size <= index < size:
+        raise BoundsCheckError(f"index {index} is out of bounds for axis {axis} with size {size}")
+    index %= size
+    return _Axis(np.array([index // chunk], dtype=np.int64), [index % chunk], [None], [False], None)
+
+
+def _slice_axis(key: slice, axis: int, size: int, chunk: int) -> _Axis:
+    try:
+        start, stop, step = key.indices(size)
+    except (TypeError, ValueError) as error:
+        # slice.indices raises ValueError for step 0 and TypeError for non-integer members.
+        raise SelectionError(f"invalid slice {key!r} for axis {axis}: {error}") from error
+    n = len(range(start, stop, step))
+    if n == 0:
+        return _Axis(np.zeros(0, dtype=np.int64), [], [], [], 0)
+    reverse = step < 0
+    if reverse:  # the same elements in ascending order; output positions flip below
+        start, step = start + (n - 1) * step, -step
+    last = start + (n - 1) * step
+    # Candidate chunks between the first and last element; with step > chunk some hold none.
+    k = np.arange(start // chunk, last // chunk + 1, dtype=np.int64)
+    lo = np.maximum(k * chunk, start)
+    first = start + (-((start - lo) // step)) * step  # first element >= lo
+    hi = np.minimum((k + 1) * chunk - 1, last)
+    touched = first <= hi
+    k, first, hi = k[touched], first[touched], hi[touched]
+    end = start + ((hi - start) // step) * step  # last element <= hi
+    count = (end - first) // step + 1
+    pos = (first - start) // step  # output position of `first` (ascending order)
+    local_first = (first - k * chunk).tolist()
+    local_end = (end - k * chunk).tolist()
+    counts = count.tolist()
+    if reverse:
+        out_start = (n - pos - count).tolist()
+        chunk_sels: list[AxisSelection] = [
+            slice(e, f - 1 if f > 0 else None, -step)
+            for f, e in zip(local_first, local_end, strict=True)
+        ]
+        complete = [False] * len(counts)
+    else:
+        out_start = pos.tolist()
+        chunk_sels = [slice(f, e + 1, step) for f, e in zip(local_first, local_end, strict=True)]
+        complete = [step == 1 and c == chunk for c in counts]
+    out_sels: list[slice | np.ndarray | None] = [
+        slice(o, o + c) for o, c in zip(out_start, counts, strict=True)
+    ]
+    return _Axis(k, chunk_sels, out_sels, complete, n)
+
+
+def _as_index_array(key: Any, axis: int, size: int) -> np.ndarray:
+    """An integer array, bool mask or list -> sorted-or-not int64 indices in [0, size)."""
+    array = np.asarray(key)
+    if array.ndim != 1:
+        raise SelectionError(
+            f"index arrays must be 1-dimensional, got {array.ndim} dimensions "
+            f"(shape {array.shape}) for axis {axis}"
+        )
+    if array.dtype.kind == "b":
+        if array.shape[0] != size:
+            raise SelectionError(
+                f"boolean mask of length {array.shape[0]} does not match axis {axis} of size {size}"
+            )
+        return np.flatnonzero(array)
+    if array.size == 0:  # np.asarray([]) is float64: an empty list selects nothing
+        return np.zeros(0, dtype=np.int64)
+    if array.dtype.kind not in "iu":
+        raise SelectionError(
+            f"index array for axis {axis} has dtype {array.dtype}: "
+            "only integer arrays and boolean masks are valid"
+        )
+    index = array.astype(np.int64)
+    bad = (index < -size) | (index >= size)
+    if bad.any():
+        raise BoundsCheckError(
+            f"index {int(index[bad.argmax()])} is out of bounds for axis {axis} with size {size}"
+        )
+    return np.where(index < 0, index + size, index)
+
+
+def _array_axis(key: Any, axis: int, size: int, chunk: int) -> _Axis:
+    index = _as_index_array(key, axis, size)
+    n = len(index)
+    if n == 0:
+        return _Axis(np.zeros(0, dtype=np.int64), [], [], [], 0)
+    chunks = index // chunk
+    order = np.argsort(chunks, kind="stable")  # keeps output positions ascending per chunk
+    sorted_chunks = chunks[order]
+    local = index[order] - sorted_chunks * chunk
+    bounds = np.flatnonzero(np.diff(sorted_chunks)) + 1
+    starts = np.concatenate(([0], bounds))
+    ends = np.concatenate((bounds, [n]))
+    # A chunk's group is a run (slices, not arrays) when both the chunk positions and the
+    # output positions step by 1; count the pairs that do not, cumulatively.
+    breaks = (np.diff(local) != 1) | (np.diff(order) != 1)
+    broken = np.concatenate(([0], np.cumsum(breaks)))
+    is_run = (broken[ends - 1] - broken[starts]) == 0
+    chunk_sels: list[AxisSelection] = []
+    out_sels: list[slice | np.ndarray | None] = []
+    complete: list[bool] = []
+    for s, e, run in zip(starts.tolist(), ends.tolist(), is_run.tolist(), strict=True):
+        if run:
+            lo, o = int(local[s]), int(order[s])
+            chunk_sels.append(slice(lo, lo + e - s, 1))
+            out_sels.append(slice(o, o + e - s))
+            complete.append(lo == 0 and e - s == chunk)
+        else:
+            chunk_sels.append(local[s:e])
+            out_sels.append(order[s:e])
+            complete.append(False)
+    return _Axis(sorted_chunks[starts], chunk_sels, out_sels, complete, n)
+
+
+def _check_grid(shape: Sequence[int], chunk_shape: Sequence[int]) -> None:
+    if len(shape) != len(chunk_shape):
+        raise ValueError(
+            f"shape {tuple(shape)} and chunk shape {tuple(chunk_shape)} differ in dimensions"
+        )
+    if any(c < 1 for c in chunk_shape) or any(s < 0 for s in shape):
+        raise ValueError(
+            f"invalid grid: shape {tuple(shape)} must be >= 0 and "
+            f"chunk shape {tuple(chunk_shape)} >= 1 along every axis"
+        )
+
+
+# -- public constructors ----------------------------------------------------------------------
+
+
+def basic_indexer(selection: Any, shape: Sequence[int], chunk_shape: Sequence[int]) -> Indexer:
+    """Resolve a numpy basic selection (ints, slices with any step, `...`) on a chunk grid.
+
+    Integer-indexed axes are dropped from the output, as in numpy. Arrays and lists are
+    refused here (use `orthogonal_indexer`); `None`/`np.newaxis` is refused.
+    """
+    _check_grid(shape, chunk_shape)
+    keys = normalize_selection(selection, shape)
+    axes = []
+    for axis, (key, size, chunk) in enumerate(zip(keys, shape, chunk_shape, strict=True)):
+        if _is_int(key):
+            axes.append(_int_axis(key, axis, size, chunk))
+        elif isinstance(key, slice):
+            axes.append(_slice_axis(key, axis, size, chunk))
+        else:
+            raise SelectionError(
+                f"a basic selection takes only integers, slices and `...`; axis {axis} got "
+                f"{type(key).__name__} (use an orthogonal selection for arrays and masks)"
+            )
+    return Indexer(axes)
+
+
+def orthogonal_indexer(selection: Any, shape: Sequence[int], chunk_shape: Sequence[int]) -> Indexer:
+    """Resolve an orthogonal selection: per axis an int, a slice, a 1-d integer array (any
+    order, repeats and negative values allowed) or a 1-d boolean mask of the axis' length.
+
+    The output is the outer product of the per-axis selections (zarr-python's `oindex`);
+    integer-indexed axes are dropped.
+    """
+    _check_grid(shape, chunk_shape)
+    keys = normalize_selection(selection, shape)
+    axes = []
+    for axis, (key, size, chunk) in enumerate(zip(keys, shape, chunk_shape, strict=True)):
+        if _is_int(key):
+            axes.append(_int_axis(key, axis, size, chunk))
+        elif isinstance(key, slice):
+            axes.append(_slice_axis(key, axis, size, chunk))
+        else:
+            axes.append(_array_axis(key, axis, size, chunk))
+    return Indexer(axes)
