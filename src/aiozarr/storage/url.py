@@ -52,9 +52,10 @@ _CREDENTIALS = {
             "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
             "AWS_ROLE_ARN")),
     "gcs": (("service_account", "service_account_key", "application_credentials",
-             "service_account_path"),
+             "service_account_path", "bearer_token"),
             ("GOOGLE_SERVICE_ACCOUNT", "GOOGLE_SERVICE_ACCOUNT_PATH",
-             "GOOGLE_SERVICE_ACCOUNT_KEY", "GOOGLE_APPLICATION_CREDENTIALS")),
+             "GOOGLE_SERVICE_ACCOUNT_KEY", "GOOGLE_APPLICATION_CREDENTIALS",
+             "GOOGLE_BEARER_TOKEN")),
     "azure": (("account_key", "access_key", "sas_key", "sas_token", "bearer_token",
                "client_id", "client_secret", "use_azure_cli", "token", "use_emulator"),
               ("AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_ACCESS_KEY", "AZURE_STORAGE_SAS_KEY",
@@ -135,7 +136,7 @@ def _normalize(scheme: str, options: dict[str, Any]) -> tuple[dict[str, Any], di
     anon = store.pop("anon", None)
     if anon is not None:
         store.setdefault("skip_signature", bool(anon))
-    endpoint = str(store.get("endpoint", ""))
+    endpoint = str(store.get("endpoint") or store.get("base_url") or "")  # base_url: GCS
     if endpoint.startswith("http://") or scheme == "http":
         client.setdefault("allow_http", True)
     return store, client

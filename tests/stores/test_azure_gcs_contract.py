@@ -1,0 +1,153 @@
+"""`ObjectStore` over obstore's AzureStore (on azurite) and GCSStore (on the emulator).
+
+The shared `StoreContract` runs on both; the tests below it open the same data through
+`from_url` (`az://`, `abfs://`, `gs://`) and check the failures particular to Azure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from aiohttp import web
+from azure_gcs_fixtures import *  # noqa: F403  (until tests/conftest.py imports them)
+from azure_gcs_fixtures import AZURE_CONTAINER, AZURITE_ACCOUNT
+from cloud_fixtures import unique_prefix
+
+from aiozarr.byte_range import ByteRange
+from aiozarr.errors import StoreError
+from aiozarr.storage.base import Store
+from aiozarr.storage.object_store import ObjectStore
+from aiozarr.storage.url import from_url
+from aiozarr.testing.emulator import Emulator
+from aiozarr.testing.store_contract import StoreContract
+
+
+class TestAzurite(StoreContract):
+    @pytest.fixture
+    def store(self, azure_store: Callable[..., ObjectStore]) -> Store:
+        return azure_store()
+
+
+class TestGCSOnEmulator(StoreContract):
+    @pytest.fixture
+    def store(self, gcs_store: Callable[..., ObjectStore]) -> Store:
+        return gcs_store()
+
+
+def _url_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The fixture's obstore settings as a user would pass them to `from_url`."""
+    options = dict(options)
+    options.pop("client_options")  # an http:// endpoint / base_url turns on allow_http
+    return options
+
+
+# -- Azure -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scheme", ["az", "abfs"])
+async def test_azure_url_is_rooted_at_its_path(
+    scheme: str, azure_options: dict[str, Any], azure_store: Callable[..., ObjectStore]
+) -> None:
+    prefix = unique_prefix()
+    store = from_url(f"{scheme}://{AZURE_CONTAINER}/{prefix}/data.zarr",
+                     storage_options=_url_options(azure_options))
+    assert isinstance(store, ObjectStore)
+    await store.set("c/0", b"chunk")
+    assert bytes(await store.get("c/0", ByteRange.last(3))) == b"unk"
+    assert [k async for k in store.list_prefix("")] == ["c/0"]
+    # The same blob, seen from the container's root.
+    plain = azure_store(prefix=prefix)
+    assert bytes(await plain.get("data.zarr/c/0")) == b"chunk"
+
+
+async def test_azure_url_read_only(azure_options: dict[str, Any],
+                                   azure_store: Callable[..., ObjectStore]) -> None:
+    prefix = unique_prefix()
+    await azure_store(prefix=prefix).set("k", b"v")
+    store = from_url(f"az://{AZURE_CONTAINER}/{prefix}",
+                     storage_options=_url_options(azure_options), read_only=True)
+    assert store.read_only
+    assert bytes(await store.get("k")) == b"v"
+
+
+async def test_azure_missing_container_is_an_error(
+    azure_store: Callable[..., ObjectStore]
+) -> None:
+    store = azure_store(container="no-such-container")
+    with pytest.raises(StoreError, match="no-such-container"):
+        await store.get("k")
+    with pytest.raises(StoreError, match="no-such-container"):
+        await store.set("k", b"v")
+
+
+async def test_azure_wrong_key_is_an_error(azure_options: dict[str, Any]) -> None:
+    options = dict(azure_options, account_key="d3Jvbmcga2V5")  # base64 of "wrong key"
+    store = from_url(f"az://{AZURE_CONTAINER}/{unique_prefix()}",
+                     storage_options=_url_options(options))
+    with pytest.raises(StoreError) as caught:
+        await store.get("some/key")
+    assert "some/key" in str(caught.value)
+    assert "d3Jvbmcga2V5" not in str(caught.value)  # no credentials in messages
+    assert "d3Jvbmcga2V5" not in repr(store)
+
+
+async def test_azure_repr_names_account_and_container(
+    azure_store: Callable[..., ObjectStore]
+) -> None:
+    text = repr(azure_store(prefix="p/q"))
+    assert f"{AZURITE_ACCOUNT}/{AZURE_CONTAINER}/p/q" in text
+    assert "Eby8vdM02" not in text
+
+
+# -- GCS ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scheme", ["gs", "gcs"])
+async def test_gcs_url_is_rooted_at_its_path(
+    scheme: str, emulator: Emulator, gcs_options: dict[str, Any]
+) -> None:
+    prefix = unique_prefix()
+    store = from_url(f"{scheme}://{emulator.bucket}/{prefix}/data.zarr",
+                     storage_options=_url_options(gcs_options))
+    await store.set("c/0", b"chunk")
+    assert bytes(await store.get("c/0", ByteRange.of(1, 2))) == b"hu"
+    assert [k async for k in store.list_prefix("")] == ["c/0"]
+    assert (emulator.root / prefix / "data.zarr" / "c" / "0").read_bytes() == b"chunk"
+
+
+async def test_gcs_public_read_needs_no_credentials(emulator: Emulator) -> None:
+    prefix = unique_prefix()
+    (emulator.root / prefix).mkdir()
+    (emulator.root / prefix / "zarr.json").write_bytes(b"{}")
+    store = from_url(f"gs://{emulator.bucket}/{prefix}",
+                     storage_options={"base_url": emulator.endpoint})
+    assert bytes(await store.get("zarr.json")) == b"{}"
+    assert await store.get("missing") is None
+
+
+async def test_gcs_url_with_a_token_signs_reads() -> None:
+    # A bearer token is a credential: reads must carry it, not go out anonymous.
+    seen: list[str | None] = []
+
+    async def record(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization"))
+        return web.Response(status=404)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", record)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        port = runner.addresses[0][1]
+        store = from_url("gs://bucket/data.zarr",
+                         storage_options={"base_url": f"http://127.0.0.1:{port}",
+                                          "bearer_token": "secret-token",
+                                          "client_options": {"allow_http": True}})
+        assert await store.get("zarr.json") is None
+        assert seen == ["Bearer secret-token"]
+    finally:
+        await runner.cleanup()
