@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 
 class AiozarrError(Exception):
     """Base of every error aiozarr raises on bad input or a failing store."""
@@ -38,6 +41,10 @@ class ChecksumError(CodecError):
     """A stored checksum does not match the bytes it protects."""
 
 
+class InvalidValueError(AiozarrError, TypeError):
+    """A value cannot be stored in an array (wrong data type or shape)."""
+
+
 class StoreError(AiozarrError, OSError):
     """A store operation failed; carries the key and the backend's message."""
 
@@ -60,3 +67,31 @@ class BoundsCheckError(SelectionError):
 
 class SyncInLoopError(AiozarrError, RuntimeError):
     """The sync API was called from aiozarr's own event loop thread."""
+
+
+def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return out
+
+
+@contextlib.contextmanager
+def unwrap_group() -> Iterator[None]:
+    """Raise a task group's failure as itself, not wrapped in an `ExceptionGroup`.
+
+    Callers expect `StoreError`, `CodecError`, ... from a read, not a group. When several
+    tasks failed, the first failure is raised and the others are listed in its notes.
+    Cancellation and interrupts (base exceptions) keep the group as it is.
+    """
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        leaves = _leaves(group)
+        if not all(isinstance(leaf, Exception) for leaf in leaves):
+            raise
+        first = leaves[0]
+        if len(leaves) > 1:
+            others = "; ".join(f"{type(e).__name__}: {e}" for e in leaves[1:6])
+            first.add_note(f"{len(leaves) - 1} more failure(s) in the same call: {others}")
+        raise first from first.__cause__

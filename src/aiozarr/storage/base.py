@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
@@ -20,7 +20,7 @@ import anyio
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import ReadOnlyError
+from aiozarr.errors import ReadOnlyError, unwrap_group
 from aiozarr.storage import ranges, retry
 from aiozarr.storage.budget import RequestBudget
 
@@ -39,30 +39,6 @@ class RangeRequest:
 
     key: str
     byte_range: ByteRange | None = None
-
-
-def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
-    """The exceptions inside (nested) exception groups."""
-    out: list[BaseException] = []
-    for exc in group.exceptions:
-        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
-    return out
-
-
-@contextlib.contextmanager
-def single_failure() -> Iterator[None]:
-    """Raise a task group's only failure as itself, not wrapped in an `ExceptionGroup`.
-
-    Callers of a store expect `ReadOnlyError`, `StoreError`, ... (or their own exception
-    from inside `stream_partial_values`), not a group of one.
-    """
-    try:
-        yield
-    except BaseExceptionGroup as group:
-        leaves = _leaves(group)
-        if len(leaves) != 1:
-            raise
-        raise leaves[0] from leaves[0].__cause__
 
 
 def _requested_bytes(byte_range: ByteRange | None) -> int | None:
@@ -198,7 +174,7 @@ class Store(ABC):
         async def one(i: int, byte_range: ByteRange) -> None:
             results[i] = await self._get(key, byte_range)
 
-        with single_failure():
+        with unwrap_group():
             async with anyio.create_task_group() as tg:
                 for i, byte_range in enumerate(byte_ranges):
                     tg.start_soon(one, i, byte_range)
@@ -289,7 +265,7 @@ class Store(ABC):
 
         # The stream closes only after the task group has stopped every fetch, so a fetch
         # finishing as the block is left never sends into a closed stream.
-        with single_failure():
+        with unwrap_group():
             async with receive, anyio.create_task_group() as tg:
                 tg.start_soon(fetch_all)
                 yield receive
@@ -349,7 +325,7 @@ class Store(ABC):
         async def one(i: int, byte_range: ByteRange) -> None:
             results[i] = await self._read(key, byte_range)
 
-        with single_failure():
+        with unwrap_group():
             async with anyio.create_task_group() as tg:
                 for i, byte_range in enumerate(byte_ranges):
                     tg.start_soon(one, i, byte_range)
@@ -381,7 +357,7 @@ class Store(ABC):
         items = list(items)
         if items:  # one clear error, not one per key
             self._check_writable(items[0][0])
-        with single_failure():
+        with unwrap_group():
             async with anyio.create_task_group() as tg:
                 for key, value in items:
                     tg.start_soon(one, key, value)
@@ -399,7 +375,7 @@ class Store(ABC):
         keys = list(keys)
         if keys:  # one clear error, not one per key
             self._check_writable(keys[0])
-        with single_failure():
+        with unwrap_group():
             async with anyio.create_task_group() as tg:
                 for key in keys:
                     tg.start_soon(one, key)
