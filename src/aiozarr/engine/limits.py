@@ -1,0 +1,52 @@
+"""A budget of bytes in flight: a read larger than it streams through it."""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+
+import anyio
+
+from aiozarr import config
+
+
+class ByteBudget:
+    """Weighted semaphore over bytes; records the peak held so tests can check the bound."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = max(int(capacity), 1)
+        self.held = 0
+        self.peak = 0
+        self._changed = anyio.Condition()
+
+    async def acquire(self, nbytes: int) -> int:
+        """Wait until `nbytes` fit, take them, and return what was taken.
+
+        A request larger than the whole budget waits for the budget to be empty and
+        then takes all of it, so it still runs (alone).
+        """
+        want = min(int(nbytes), self.capacity)
+        async with self._changed:
+            while self.held + want > self.capacity:
+                await self._changed.wait()
+            self.held += want
+            self.peak = max(self.peak, self.held)
+        return want
+
+    async def release(self, taken: int) -> None:
+        async with self._changed:
+            self.held -= taken
+            self._changed.notify_all()
+
+
+_budgets: weakref.WeakKeyDictionary[object, dict[int, ByteBudget]] = weakref.WeakKeyDictionary()
+
+
+def budget_for(store: object) -> ByteBudget:
+    """The byte budget shared by every read of `store` on the running event loop."""
+    per_loop = _budgets.setdefault(store, {})
+    loop_id = id(asyncio.get_running_loop())
+    budget = per_loop.get(loop_id)
+    if budget is None:
+        budget = per_loop[loop_id] = ByteBudget(config.get().max_inflight_bytes)
+    return budget

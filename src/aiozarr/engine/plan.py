@@ -1,0 +1,105 @@
+"""Selections -> what to fetch, grouped by stored object (pure; no I/O).
+
+An unsharded array reads one stored chunk per projection. A sharded array is
+indexed on its *inner* chunk grid; projections are grouped by the shard that
+holds them, and a shard whose every inner chunk is needed is read whole.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from aiozarr.codecs import ShardLayout
+from aiozarr.indexing import ChunkProjection
+from aiozarr.metadata.model import ArrayMetadata
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRead:
+    """One stored chunk and where its selected values go."""
+
+    key: str
+    projection: ChunkProjection
+
+
+@dataclass(frozen=True, slots=True)
+class InnerRead:
+    """One inner chunk of a shard and where its selected values go."""
+
+    inner_coords: tuple[int, ...]
+    projection: ChunkProjection
+
+
+@dataclass(slots=True)
+class ShardRead:
+    """The inner chunks needed from one shard."""
+
+    key: str
+    shard_coords: tuple[int, ...]
+    inner: list[InnerRead] = field(default_factory=list)
+    whole: bool = False
+
+
+def inner_grid_shape(meta: ArrayMetadata, layout: ShardLayout) -> tuple[int, ...]:
+    """Shape of the inner-chunk grid over the whole array."""
+    return tuple(math.ceil(s / c) for s, c in zip(meta.shape, layout.chunk_shape, strict=True))
+
+
+def inner_chunks_in_shard(
+    meta: ArrayMetadata, layout: ShardLayout, shard_coords: tuple[int, ...]
+) -> int:
+    """How many inner chunks of a shard lie (at least partly) inside the array."""
+    grid = inner_grid_shape(meta, layout)
+    count = 1
+    for s, per, total in zip(shard_coords, layout.chunks_per_shard, grid, strict=True):
+        count *= max(min(per, total - s * per), 0)
+    return count
+
+
+def plan_chunks(
+    meta: ArrayMetadata, prefix: str, projections: Iterable[ChunkProjection]
+) -> list[ChunkRead]:
+    """One read per stored chunk of an unsharded array; keys start with `prefix`."""
+    return [ChunkRead(prefix + meta.chunk_key(p.chunk_coords), p) for p in projections]
+
+
+def plan_shards(
+    meta: ArrayMetadata,
+    layout: ShardLayout,
+    prefix: str,
+    projections: Iterable[ChunkProjection],
+) -> list[ShardRead]:
+    """Group inner-chunk projections by shard; mark shards needed in full as `whole`."""
+    per = np.asarray(layout.chunks_per_shard)
+    shards: dict[tuple[int, ...], ShardRead] = {}
+    for p in projections:
+        coords = np.asarray(p.chunk_coords)
+        shard_coords = tuple(int(c) for c in coords // per)
+        read = shards.get(shard_coords)
+        if read is None:
+            read = shards[shard_coords] = ShardRead(
+                prefix + meta.chunk_key(shard_coords), shard_coords
+            )
+        read.inner.append(InnerRead(tuple(int(c) for c in coords % per), p))
+    for read in shards.values():
+        distinct = len({r.inner_coords for r in read.inner})
+        read.whole = distinct == inner_chunks_in_shard(meta, layout, read.shard_coords)
+    return list(shards.values())
+
+
+def batches_by_size(sizes: list[int], budget: int) -> Iterator[list[int]]:
+    """Split item indices into consecutive batches of at most ~`budget` bytes each."""
+    batch: list[int] = []
+    total = 0
+    for i, size in enumerate(sizes):
+        if batch and total + size > budget:
+            yield batch
+            batch, total = [], 0
+        batch.append(i)
+        total += size
+    if batch:
+        yield batch

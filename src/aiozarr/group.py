@@ -1,0 +1,236 @@
+"""`AsyncGroup`: a node that holds arrays and other groups."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, Literal
+
+import anyio
+
+from aiozarr import hierarchy
+from aiozarr.array import AsyncArray
+from aiozarr.errors import NodeNotFoundError, ReadOnlyError
+from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
+from aiozarr.storage.base import Store
+
+
+class AsyncGroup:
+    """A Zarr group (v2 or v3) navigated and changed with `await`."""
+
+    def __init__(self, store: Store, path: str, metadata: GroupMetadata) -> None:
+        self._store = store
+        self._path = hierarchy.normalize_path(path)
+        self._metadata = metadata
+
+    @classmethod
+    async def open(
+        cls, store: Store, path: str = "", *, zarr_format: Literal[2, 3] | None = None
+    ) -> AsyncGroup:
+        """Open the group at `path`.
+
+        A v3 path with no `zarr.json` but with nodes below it opens as an implicit group.
+        """
+        path = hierarchy.normalize_path(path)
+        try:
+            meta = await hierarchy.read_node(store, path, zarr_format)
+        except NodeNotFoundError:
+            if zarr_format != 2 and await _has_children(store, path):
+                return cls(store, path, GroupMetadata(zarr_format=3))
+            raise
+        if isinstance(meta, ArrayMetadata):
+            raise NodeNotFoundError(f"{path or '/'!r} in {store!r} is an array, not a group")
+        return cls(store, path, meta)
+
+    @classmethod
+    async def create(
+        cls,
+        store: Store,
+        path: str = "",
+        *,
+        attributes: Mapping[str, Any] | None = None,
+        zarr_format: Literal[2, 3] = 3,
+        overwrite: bool = False,
+    ) -> AsyncGroup:
+        """Create a group at `path` (and any missing parent groups)."""
+        if not store.writable:
+            raise ReadOnlyError(f"cannot create a group in read-only {store!r}")
+        path = hierarchy.normalize_path(path)
+        meta = GroupMetadata(zarr_format=zarr_format, attributes=dict(attributes or {}))
+        await hierarchy.prepare_node(store, path, zarr_format, overwrite=overwrite)
+        await hierarchy.write_node(store, path, meta)
+        return cls(store, path, meta)
+
+    # -- properties ------------------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def name(self) -> str:
+        return "/" + self._path
+
+    @property
+    def metadata(self) -> GroupMetadata:
+        return self._metadata
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        return dict(self._metadata.attributes)
+
+    @property
+    def zarr_format(self) -> int:
+        return self._metadata.zarr_format
+
+    # -- members ---------------------------------------------------------------------------
+
+    def _child(self, name: str) -> str:
+        name = hierarchy.normalize_path(name)
+        if not name:
+            raise NodeNotFoundError(f"empty member name in group {self.name}")
+        return hierarchy.join(self._path, name)
+
+    async def getitem(self, name: str) -> AsyncArray | AsyncGroup:
+        """The array or group `name` (a relative path) in this group."""
+        path = self._child(name)
+        fmt: Literal[2, 3] = 3 if self.zarr_format == 3 else 2
+        try:
+            meta = await hierarchy.read_node(self._store, path, fmt)
+        except NodeNotFoundError:
+            if fmt == 3 and await _has_children(self._store, path):
+                return AsyncGroup(self._store, path, GroupMetadata(zarr_format=3))
+            raise NodeNotFoundError(
+                f"no member {name!r} in group {self.name} of {self._store!r}"
+            ) from None
+        if isinstance(meta, ArrayMetadata):
+            return AsyncArray(self._store, path, meta)
+        return AsyncGroup(self._store, path, meta)
+
+    async def contains(self, name: str) -> bool:
+        """Whether `name` is a member (array or group) of this group."""
+        try:
+            await self.getitem(name)
+        except NodeNotFoundError:
+            return False
+        return True
+
+    async def member_names(self) -> list[str]:
+        """Names of the direct children that are arrays or groups, sorted."""
+        names = [n async for n in self._store.list_dir(self._path)]
+        candidates = [n for n in names if not n.startswith(".") and n != "zarr.json"]
+        found: dict[str, bool] = {}
+
+        async def check(name: str) -> None:
+            found[name] = await hierarchy.node_exists(self._store, hierarchy.join(self._path, name))
+            if not found[name] and self.zarr_format == 3:
+                found[name] = await _has_children(self._store, hierarchy.join(self._path, name))
+
+        async with anyio.create_task_group() as tg:
+            for name in candidates:
+                tg.start_soon(check, name)
+        return sorted(n for n in candidates if found[n])
+
+    async def members(self) -> AsyncIterator[tuple[str, AsyncArray | AsyncGroup]]:
+        """`(name, node)` for each direct child, opened concurrently."""
+        names = await self.member_names()
+        nodes: dict[str, AsyncArray | AsyncGroup] = {}
+
+        async def open_one(name: str) -> None:
+            nodes[name] = await self.getitem(name)
+
+        async with anyio.create_task_group() as tg:
+            for name in names:
+                tg.start_soon(open_one, name)
+        for name in names:
+            yield name, nodes[name]
+
+    async def arrays(self) -> list[tuple[str, AsyncArray]]:
+        return [(n, m) async for n, m in self.members() if isinstance(m, AsyncArray)]
+
+    async def groups(self) -> list[tuple[str, AsyncGroup]]:
+        return [(n, m) async for n, m in self.members() if isinstance(m, AsyncGroup)]
+
+    async def create_group(
+        self, name: str, *, attributes: Mapping[str, Any] | None = None, overwrite: bool = False
+    ) -> AsyncGroup:
+        """Create a child group (and missing intermediate groups)."""
+        return await AsyncGroup.create(
+            self._store,
+            self._child(name),
+            attributes=attributes,
+            zarr_format=3 if self.zarr_format == 3 else 2,
+            overwrite=overwrite,
+        )
+
+    async def require_group(self, name: str) -> AsyncGroup:
+        """The child group `name`, created if it does not exist."""
+        try:
+            node = await self.getitem(name)
+        except NodeNotFoundError:
+            return await self.create_group(name)
+        if not isinstance(node, AsyncGroup):
+            raise NodeNotFoundError(f"member {name!r} of {self.name} is an array, not a group")
+        return node
+
+    async def create_array(
+        self,
+        name: str,
+        *,
+        shape: int | Sequence[int],
+        dtype: Any,
+        overwrite: bool = False,
+        **options: Any,
+    ) -> AsyncArray:
+        """Create a child array; options are those of `aiozarr.create_array`."""
+        options.setdefault("zarr_format", 3 if self.zarr_format == 3 else 2)
+        return await AsyncArray.create(
+            self._store, self._child(name), shape=shape, dtype=dtype, overwrite=overwrite, **options
+        )
+
+    async def update_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge `attributes` into the group's attributes and store them."""
+        return await self.replace_attributes({**self._metadata.attributes, **attributes})
+
+    async def replace_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
+        """Replace all of the group's attributes with `attributes` and store them."""
+        if not self._store.writable:
+            raise ReadOnlyError(f"group {self.name} in {self._store!r} is read-only")
+        meta = dataclasses.replace(self._metadata, attributes=dict(attributes))
+        await hierarchy.write_node(self._store, self._path, meta)
+        self._metadata = meta
+        return dict(attributes)
+
+    async def tree(self, *, max_depth: int | None = None) -> str:
+        """The hierarchy below this group as indented text, with shapes and dtypes."""
+        lines = [self.name]
+
+        async def walk(group: AsyncGroup, depth: int) -> None:
+            if max_depth is not None and depth > max_depth:
+                return
+            async for name, node in group.members():
+                indent = "  " * depth
+                if isinstance(node, AsyncArray):
+                    lines.append(f"{indent}{name} {node.shape} {node.dtype}")
+                else:
+                    lines.append(f"{indent}{name}/")
+                    await walk(node, depth + 1)
+
+        await walk(self, 1)
+        return "\n".join(lines)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (AsyncGroup, (self._store, self._path, self._metadata))
+
+    def __repr__(self) -> str:
+        return f"<AsyncGroup {self._store!r} {self.name}>"
+
+
+async def _has_children(store: Store, path: str) -> bool:
+    async for _ in store.list_prefix(f"{path}/" if path else ""):
+        return True
+    return False

@@ -1,0 +1,157 @@
+"""Arrays and groups through the public API, on LocalStore and MemoryStore."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aiozarr
+from aiozarr import errors
+from aiozarr.storage.local import LocalStore
+from aiozarr.storage.memory import MemoryStore
+
+
+@pytest.fixture(params=["memory", "local"])
+def store(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
+    return MemoryStore() if request.param == "memory" else LocalStore(tmp_path / "data.zarr")
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+async def test_roundtrip_with_edge_chunks(store, zarr_format: int) -> None:
+    data = np.random.default_rng(1).normal(size=(13, 7, 5)).astype("f4")
+    arr = await aiozarr.create_array_async(
+        store, "x", shape=data.shape, dtype="f4", chunks=(4, 3, 5), zarr_format=zarr_format
+    )
+    await arr.setitem(..., data)
+    again = await aiozarr.open_array_async(store, "x")
+    assert again.zarr_format == zarr_format
+    assert np.array_equal(await again.getitem(...), data)
+    for sel in [(slice(None, None, -2), 1, slice(1, 4)), (-1, -1, -1), (slice(3, 11), ...)]:
+        assert np.array_equal(await again.getitem(sel), data[sel])
+
+
+async def test_missing_chunks_read_fill_and_fill_chunks_are_not_stored(store) -> None:
+    arr = await aiozarr.create_array_async(
+        store, "f", shape=(10, 10), dtype="i2", chunks=(5, 5), fill_value=9
+    )
+    assert np.all(await arr.getitem(...) == 9)
+    await arr.setitem((slice(0, 5), slice(0, 5)), 9)
+    keys = [k async for k in store.list_prefix("f/c")]
+    assert keys == []
+    await arr.setitem((0, 0), 1)
+    assert [k async for k in store.list_prefix("f/c")] == ["f/c/0/0"]
+    await arr.setitem((0, 0), 9)  # back to all-fill: the chunk is deleted
+    assert [k async for k in store.list_prefix("f/c")] == []
+
+
+async def test_resize_deletes_chunks_outside(store) -> None:
+    arr = await aiozarr.create_array_async(store, "r", shape=(10,), dtype="i4", chunks=(3,))
+    await arr.setitem(..., np.arange(1, 11))
+    await arr.resize(4)
+    assert arr.shape == (4,)
+    assert sorted([k async for k in store.list_prefix("r/c")]) == ["r/c/0", "r/c/1"]
+    await arr.resize(8)
+    again = await aiozarr.open_array_async(store, "r")
+    # Elements 4 and 5 of chunk 1 were kept on disk: zarr semantics keep stale data in
+    # partially retained chunks, exactly like zarr-python.
+    assert list(await again.getitem(slice(0, 4))) == [1, 2, 3, 4]
+    assert list(await again.getitem(slice(6, 8))) == [0, 0]
+
+
+async def test_attributes_and_info(store) -> None:
+    arr = await aiozarr.create_array_async(
+        store, "a", shape=(2,), dtype="u1", attributes={"x": 1}, dimension_names=["t"]
+    )
+    await arr.update_attributes({"y": [1, 2]})
+    again = await aiozarr.open_array_async(store, "a")
+    assert again.attrs == {"x": 1, "y": [1, 2]}
+    assert again.metadata.dimension_names == ("t",)
+    assert "Shape              : (2,)" in again.info()
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+async def test_groups(store, zarr_format: int) -> None:
+    root = await aiozarr.create_group_async(store, attributes={"r": 1}, zarr_format=zarr_format)
+    await root.create_array("a/b/arr", shape=(3,), dtype="i4")  # parents become groups
+    sub = await root.getitem("a")
+    assert isinstance(sub, aiozarr.AsyncGroup)
+    assert await root.member_names() == ["a"]
+    assert await root.contains("a/b/arr")
+    assert not await root.contains("nope")
+    assert "arr (3,) int32" in await root.tree()
+    opened = await aiozarr.open_async(store, "a/b")
+    assert isinstance(opened, aiozarr.AsyncGroup)
+
+
+async def test_implicit_v3_group(store) -> None:
+    await aiozarr.create_array_async(store, "p/q", shape=(1,), dtype="i4")
+    await store.delete("p/zarr.json")
+    group = await aiozarr.open_group_async(store, "p")
+    assert await group.member_names() == ["q"]
+
+
+async def test_overwrite_and_exists(store) -> None:
+    await aiozarr.create_array_async(store, "o", shape=(2,), dtype="i4")
+    with pytest.raises(errors.NodeExistsError):
+        await aiozarr.create_array_async(store, "o", shape=(2,), dtype="i4")
+    arr = await aiozarr.create_array_async(store, "o", shape=(5,), dtype="f8", overwrite=True)
+    assert arr.shape == (5,)
+
+
+# -- bad input, as a new user would try it ----------------------------------------------------
+
+
+async def test_missing_array_names_the_path(store) -> None:
+    with pytest.raises(errors.NodeNotFoundError, match="nothing"):
+        await aiozarr.open_array_async(store, "nothing")
+
+
+async def test_corrupt_zarr_json(store) -> None:
+    await store.set("bad/zarr.json", b"{not json")
+    with pytest.raises(errors.MetadataError, match=r"bad/zarr\.json"):
+        await aiozarr.open_array_async(store, "bad")
+
+
+async def test_unknown_codec(store) -> None:
+    doc = (
+        b'{"zarr_format":3,"node_type":"array","shape":[2],"data_type":"int32",'
+        b'"chunk_grid":{"name":"regular","configuration":{"chunk_shape":[2]}},'
+        b'"chunk_key_encoding":{"name":"default"},"fill_value":0,'
+        b'"codecs":[{"name":"bytes","configuration":{"endian":"little"}},{"name":"lzfancy"}]}'
+    )
+    await store.set("u/zarr.json", doc)
+    with pytest.raises(errors.UnsupportedError, match="lzfancy"):
+        await aiozarr.open_array_async(store, "u")
+
+
+async def test_wrong_dtype_on_write(store) -> None:
+    arr = await aiozarr.create_array_async(store, "w", shape=(3,), dtype="i4")
+    with pytest.raises(errors.InvalidValueError, match="int32"):
+        await arr.setitem(..., np.array(["a", "b", "c"]))
+    with pytest.raises(errors.InvalidValueError):
+        await arr.setitem(..., np.ones(4))
+
+
+async def test_out_of_bounds(store) -> None:
+    arr = await aiozarr.create_array_async(store, "b", shape=(3, 3), dtype="i4")
+    with pytest.raises(errors.BoundsCheckError) as info:
+        await arr.getitem((3, 0))
+    assert isinstance(info.value, IndexError)
+    with pytest.raises(IndexError):
+        await arr.setitem((0, -4), 1)
+
+
+async def test_escaping_key_is_refused(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "root")
+    with pytest.raises(errors.InvalidKeyError, match=r"\.\./"):
+        await aiozarr.create_array_async(store, "../outside", shape=(1,), dtype="i4")
+    assert not (tmp_path / "outside").exists()
+
+
+async def test_read_only_store_refuses_writes(tmp_path: Path) -> None:
+    await aiozarr.create_array_async(str(tmp_path / "ro.zarr"), shape=(2,), dtype="i4")
+    arr = await aiozarr.open_array_async(str(tmp_path / "ro.zarr"), mode="r")
+    with pytest.raises(errors.ReadOnlyError):
+        await arr.setitem(..., 1)

@@ -1,0 +1,224 @@
+"""Exact request counts of reads and writes, through CountingStore (no timings here)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import aiozarr
+from aiozarr.engine.limits import budget_for
+from aiozarr.storage.counting import CountingStore
+from aiozarr.storage.memory import MemoryStore
+
+SHAPE = (64, 64)
+SHARDS = (16, 16)
+CHUNKS = (4, 4)  # 16 inner chunks per shard, 16 shards
+
+
+class CoalescingMemoryStore(MemoryStore):
+    """A memory store that merges nearby ranges, as object stores do."""
+
+    coalesce_gap_bytes = 1 << 20
+
+
+async def make_sharded(store, **options) -> tuple[aiozarr.AsyncArray, np.ndarray]:
+    data = np.arange(np.prod(SHAPE), dtype="int32").reshape(SHAPE)
+    arr = await aiozarr.create_array_async(
+        store, "a", shape=SHAPE, dtype="int32", chunks=CHUNKS, shards=SHARDS, **options
+    )
+    await arr.setitem(..., data)
+    return arr, data
+
+
+async def reopen(counting: CountingStore) -> aiozarr.AsyncArray:
+    arr = await aiozarr.open_array_async(counting, "a")
+    counting.reset()
+    return arr
+
+
+async def test_one_inner_chunk_of_a_cold_shard_costs_two_requests() -> None:
+    counting = CountingStore(MemoryStore())
+    _, data = await make_sharded(counting)
+    arr = await reopen(counting)
+    assert await arr.getitem((5, 6)) == data[5, 6]
+    assert counting.counts["get"] == 2  # the shard index, then the inner chunk
+    counting.reset()
+    assert await arr.getitem((6, 7)) == data[6, 7]
+    assert counting.counts["get"] == 1  # index cached
+
+
+async def test_selection_across_shards_batches_indexes_then_data() -> None:
+    counting = CountingStore(CoalescingMemoryStore())
+    _, data = await make_sharded(counting)
+    arr = await reopen(counting)
+    # 2 x 2 inner chunks (adjacent) in each of 4 shards, none read whole.
+    sel = (slice(8, 24), slice(8, 24))
+    assert np.array_equal(await arr.getitem(sel), data[sel])
+    assert counting.counts["get"] == 4 + 4  # 4 index reads, then 1 coalesced read per shard
+    index_batch, data_batch = counting.batches
+    assert len(index_batch) == 4 and len({r.key for r in index_batch}) == 4
+    assert all(r.byte_range is not None and r.byte_range.is_suffix for r in index_batch)
+    assert len(data_batch) == 16 and len({r.key for r in data_batch}) == 4
+    # The data batch starts only after the index batch has returned.
+    assert [e for e, _ in counting.events] == ["batch_start", "batch_end"] * 2
+
+
+async def test_whole_shards_cost_one_request_each_and_no_index_read() -> None:
+    counting = CountingStore(MemoryStore())
+    _, data = await make_sharded(counting)
+    arr = await reopen(counting)
+    sel = (slice(0, 32), slice(16, 48))  # exactly 2 x 2 shards
+    assert np.array_equal(await arr.getitem(sel), data[sel])
+    assert counting.counts["get"] == 4
+    assert all(r.byte_range is None for r in counting.batches[0])
+
+
+async def test_missing_shard_costs_one_request_and_reads_fill() -> None:
+    counting = CountingStore(MemoryStore())
+    arr = await aiozarr.create_array_async(
+        counting, "a", shape=SHAPE, dtype="int32", chunks=CHUNKS, shards=SHARDS, fill_value=-7
+    )
+    counting.reset()
+    assert await arr.getitem((3, 3)) == -7
+    assert counting.counts["get"] == 1
+    counting.reset()
+    assert np.all(await arr.getitem((slice(0, 16), slice(0, 16))) == -7)
+    assert counting.counts["get"] == 1
+
+
+async def test_unsharded_chunks_are_one_batch() -> None:
+    counting = CountingStore(MemoryStore())
+    arr = await aiozarr.create_array_async(
+        counting, "u", shape=(40, 40), dtype="f4", chunks=(10, 10)
+    )
+    await arr.setitem(..., 1.5)
+    counting.reset()
+    await arr.getitem((slice(5, 35), slice(5, 35)))
+    assert counting.counts["get"] == 16
+    assert len(counting.batches) == 1 and len(counting.batches[0]) == 16
+
+
+@pytest.mark.parametrize("index_location", ["start", "end"])
+async def test_index_location_and_index_codecs(index_location: str) -> None:
+    for index_codecs in (
+        [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+        [{"name": "bytes", "configuration": {"endian": "little"}}],
+    ):
+        store = MemoryStore()
+        codecs = [
+            {
+                "name": "sharding_indexed",
+                "configuration": {
+                    "chunk_shape": [2, 3],
+                    "codecs": [
+                        {"name": "bytes", "configuration": {"endian": "little"}},
+                        {"name": "gzip", "configuration": {"level": 1}},
+                    ],
+                    "index_codecs": index_codecs,
+                    "index_location": index_location,
+                },
+            }
+        ]
+        arr = await aiozarr.create_array_async(
+            store, shape=(9, 10), dtype="u2", chunks=(4, 6), serializer=codecs[0], compressors=None
+        )
+        data = np.arange(90, dtype="u2").reshape(9, 10)
+        await arr.setitem(..., data)
+        again = await aiozarr.open_array_async(store)
+        assert np.array_equal(await again.getitem(...), data)
+        assert await again.getitem((8, 9)) == 89
+
+
+async def test_nested_sharding_reads_and_writes() -> None:
+    inner = {
+        "name": "sharding_indexed",
+        "configuration": {
+            "chunk_shape": [2, 2],
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_location": "start",
+        },
+    }
+    outer = {
+        "name": "sharding_indexed",
+        "configuration": {
+            "chunk_shape": [4, 4],
+            "codecs": [inner],
+            "index_codecs": [
+                {"name": "bytes", "configuration": {"endian": "little"}},
+                {"name": "crc32c"},
+            ],
+            "index_location": "end",
+        },
+    }
+    store = MemoryStore()
+    arr = await aiozarr.create_array_async(
+        store, shape=(10, 10), dtype="i8", chunks=(8, 8), serializer=outer, compressors=None
+    )
+    data = np.arange(100).reshape(10, 10)
+    await arr.setitem((slice(1, 9), slice(None)), data[1:9])
+    expected = np.zeros_like(data)
+    expected[1:9] = data[1:9]
+    again = await aiozarr.open_array_async(store)
+    assert np.array_equal(await again.getitem(...), expected)
+    assert np.array_equal(await again.getitem((slice(2, 7), 3)), expected[2:7, 3])
+
+
+async def test_concurrent_writes_to_one_shard_lose_nothing() -> None:
+    import anyio
+
+    store = MemoryStore()
+    arr = await aiozarr.create_array_async(
+        store, shape=(50, 4), dtype="i4", chunks=(1, 4), shards=(50, 4), fill_value=0
+    )
+
+    async with anyio.create_task_group() as tg:
+        for i in range(50):
+            tg.start_soon(arr.setitem, (i, slice(None)), i + 1)
+    expected = np.repeat(np.arange(1, 51, dtype="i4")[:, None], 4, axis=1)
+    assert np.array_equal(await arr.getitem(...), expected)
+
+
+async def test_concurrent_partial_writes_to_one_chunk_lose_nothing() -> None:
+    import anyio
+
+    store = MemoryStore()
+    arr = await aiozarr.create_array_async(store, shape=(40,), dtype="i4", chunks=(40,))
+    async with anyio.create_task_group() as tg:
+        for i in range(40):
+            tg.start_soon(arr.setitem, i, i + 1)
+    assert np.array_equal(await arr.getitem(...), np.arange(1, 41))
+
+
+async def test_fill_only_shard_is_deleted() -> None:
+    store = MemoryStore()
+    arr, _ = await make_sharded(store, fill_value=0)
+    key = "a/c/0/0"
+    assert await store.exists(key)
+    await arr.setitem((slice(0, 16), slice(0, 16)), 0)
+    assert not await store.exists(key)
+    await arr.setitem((slice(16, 32), slice(0, 16)), 0)  # partial update to all-fill
+    assert not await store.exists("a/c/1/0")
+
+
+async def test_partial_shard_update_reads_once_writes_once() -> None:
+    counting = CountingStore(MemoryStore())
+    _, data = await make_sharded(counting)
+    arr = await reopen(counting)
+    await arr.setitem((slice(1, 3), slice(1, 3)), -1)
+    assert counting.counts["get"] == 1
+    assert counting.counts["set"] == 1
+    data[1:3, 1:3] = -1
+    assert np.array_equal(await arr.getitem(...), data)
+
+
+async def test_reads_stream_through_a_small_inflight_budget() -> None:
+    store = MemoryStore()
+    with aiozarr.config.set(max_inflight_bytes=4096):
+        arr, data = await make_sharded(store, compressors=None)
+        # 16 shards of 1 KiB each are far larger together than the 4 KiB budget.
+        assert np.array_equal(await arr.getitem((slice(1, 63), slice(1, 63))), data[1:63, 1:63])
+        budget = budget_for(store)
+        assert 0 < budget.peak <= 4096
+        assert np.array_equal(await arr.getitem(...), data)
+        assert budget.peak <= 4096
