@@ -1,3 +1,45 @@
-"""aiozarr: fast async reads and writes of Zarr arrays on cloud object stores."""
+"""aiozarr: fast async reads and writes of Zarr arrays on cloud object stores.
+
+    import aiozarr
+    arr = aiozarr.open_array("s3://bucket/data.zarr", storage_options={"skip_signature": True})
+    arr[0, :10]                      # sync, works in notebooks
+    await arr.async_array.getitem((0, slice(0, 10)))   # async services
+"""
+
+from aiozarr import config, errors
+from aiozarr.api import (
+    create_array,
+    create_array_async,
+    create_group,
+    create_group_async,
+    open,
+    open_array,
+    open_array_async,
+    open_async,
+    open_group,
+    open_group_async,
+)
+from aiozarr.array import AsyncArray
+from aiozarr.group import AsyncGroup
+from aiozarr.sync import Array, Group
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "Array",
+    "AsyncArray",
+    "AsyncGroup",
+    "Group",
+    "config",
+    "create_array",
+    "create_array_async",
+    "create_group",
+    "create_group_async",
+    "errors",
+    "open",
+    "open_array",
+    "open_array_async",
+    "open_async",
+    "open_group",
+    "open_group_async",
+]

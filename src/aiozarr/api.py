@@ -1,0 +1,178 @@
+"""The top-level functions: open and create arrays and groups.
+
+Each function has an `_async` twin that returns the async object; the plain one
+returns the sync facade (`Array` / `Group`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from aiozarr.array import AsyncArray
+from aiozarr.errors import AiozarrError, NodeNotFoundError
+from aiozarr.group import AsyncGroup
+from aiozarr.storage.base import Store
+from aiozarr.sync import Array, Group, _run
+
+Mode = Literal["r", "r+", "a", "w", "w-"]
+StoreLike = Store | str | os.PathLike[str]
+
+_MODES = ("r", "r+", "a", "w", "w-")
+
+
+def resolve_store(
+    store: StoreLike, *, mode: Mode = "r", storage_options: Mapping[str, Any] | None = None
+) -> Store:
+    """A `Store` for `store`: a URL or local path opened in `mode`; a Store as it is
+    (its own read-only flag decides whether it can be written)."""
+    if mode not in _MODES:
+        raise AiozarrError(f"mode must be one of {', '.join(_MODES)}, got {mode!r}")
+    read_only = mode == "r"
+    if isinstance(store, Store):
+        return store
+    if isinstance(store, os.PathLike):
+        store = os.fspath(store)
+    if not isinstance(store, str):
+        raise AiozarrError(f"expected a Store, a URL or a path, got {type(store).__name__}")
+    from aiozarr.storage.url import from_url
+
+    return from_url(store, storage_options=storage_options, read_only=read_only)
+
+
+# -- async ------------------------------------------------------------------------------------
+
+
+async def open_array_async(
+    store: StoreLike,
+    path: str = "",
+    *,
+    mode: Mode = "a",
+    zarr_format: Literal[2, 3] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> AsyncArray:
+    """Open an existing array. Sync twin: `open_array`."""
+    resolved = resolve_store(store, mode=mode, storage_options=storage_options)
+    return await AsyncArray.open(resolved, path, zarr_format=zarr_format)
+
+
+async def open_group_async(
+    store: StoreLike,
+    path: str = "",
+    *,
+    mode: Mode = "a",
+    zarr_format: Literal[2, 3] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    attributes: Mapping[str, Any] | None = None,
+) -> AsyncGroup:
+    """Open a group; modes "a" and "w" create it when missing. Sync twin: `open_group`."""
+    resolved = resolve_store(store, mode=mode, storage_options=storage_options)
+    if mode in ("w", "w-"):
+        return await AsyncGroup.create(
+            resolved,
+            path,
+            attributes=attributes,
+            zarr_format=zarr_format or 3,
+            overwrite=mode == "w",
+        )
+    try:
+        return await AsyncGroup.open(resolved, path, zarr_format=zarr_format)
+    except NodeNotFoundError:
+        if mode != "a":
+            raise
+        return await AsyncGroup.create(
+            resolved, path, attributes=attributes, zarr_format=zarr_format or 3
+        )
+
+
+async def open_async(
+    store: StoreLike,
+    path: str = "",
+    *,
+    mode: Mode = "a",
+    zarr_format: Literal[2, 3] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> AsyncArray | AsyncGroup:
+    """Open whatever node is at `path`: an array or a group. Sync twin: `open`."""
+    resolved = resolve_store(store, mode=mode, storage_options=storage_options)
+    try:
+        return await AsyncArray.open(resolved, path, zarr_format=zarr_format)
+    except NodeNotFoundError:
+        return await AsyncGroup.open(resolved, path, zarr_format=zarr_format)
+
+
+async def create_array_async(
+    store: StoreLike,
+    path: str = "",
+    *,
+    shape: int | Sequence[int],
+    dtype: Any,
+    chunks: int | Sequence[int] | None = None,
+    shards: int | Sequence[int] | None = None,
+    overwrite: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> AsyncArray:
+    """Create an array. Sync twin: `create_array`.
+
+    Options (zarr-python's names): `filters`, `compressors`, `serializer`, `fill_value`,
+    `order`, `zarr_format` (3 default, or 2), `attributes`, `dimension_names`,
+    `chunk_key_encoding`.
+    """
+    resolved = resolve_store(store, mode="a", storage_options=storage_options)
+    return await AsyncArray.create(
+        resolved,
+        path,
+        shape=shape,
+        dtype=dtype,
+        chunks=chunks,
+        shards=shards,
+        overwrite=overwrite,
+        **options,
+    )
+
+
+async def create_group_async(
+    store: StoreLike,
+    path: str = "",
+    *,
+    attributes: Mapping[str, Any] | None = None,
+    zarr_format: Literal[2, 3] = 3,
+    overwrite: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+) -> AsyncGroup:
+    """Create a group. Sync twin: `create_group`."""
+    resolved = resolve_store(store, mode="a", storage_options=storage_options)
+    return await AsyncGroup.create(
+        resolved, path, attributes=attributes, zarr_format=zarr_format, overwrite=overwrite
+    )
+
+
+# -- sync -------------------------------------------------------------------------------------
+
+
+def open_array(store: StoreLike, path: str = "", **options: Any) -> Array:
+    """Open an existing array (`mode`, `zarr_format`, `storage_options` as the async twin)."""
+    return Array(_run(open_array_async, store, path, **options))
+
+
+def open_group(store: StoreLike, path: str = "", **options: Any) -> Group:
+    """Open a group (`mode`, `zarr_format`, `storage_options`, `attributes`)."""
+    return Group(_run(open_group_async, store, path, **options))
+
+
+def open(store: StoreLike, path: str = "", **options: Any) -> Array | Group:
+    """Open the array or group at `path`."""
+    node = _run(open_async, store, path, **options)
+    return Array(node) if isinstance(node, AsyncArray) else Group(node)
+
+
+def create_array(store: StoreLike, path: str = "", **options: Any) -> Array:
+    """Create an array (`shape`, `dtype`, `chunks`, `shards`, ... as `create_array_async`)."""
+    return Array(_run(create_array_async, store, path, **options))
+
+
+def create_group(store: StoreLike, path: str = "", **options: Any) -> Group:
+    """Create a group (`attributes`, `zarr_format`, `overwrite`, `storage_options`)."""
+    return Group(_run(create_group_async, store, path, **options))

@@ -1,0 +1,32 @@
+"""The `aiozarr` command line: one entry point, one module per command.
+
+argparse (standard library) keeps the CLI free of extra dependencies; each command
+module has `main(argv) -> int` and `build_parser(parser)`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from aiozarr.cli import serve
+
+COMMANDS = {"serve": serve}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the `aiozarr` command line; returns the exit code."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in COMMANDS:
+        return COMMANDS[argv[0]].main(argv[1:])
+    parser = argparse.ArgumentParser(prog="aiozarr", description="Zarr arrays on object stores.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module in COMMANDS.items():
+        commands.add_parser(name, help=(module.__doc__ or "").splitlines()[0])
+    parser.parse_args(argv)
+    parser.print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

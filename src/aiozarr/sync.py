@@ -1,0 +1,304 @@
+"""The sync facade: `Array` and `Group` call the async objects through one portal.
+
+One background event loop per process (anyio's blocking portal on a daemon thread),
+started on first use and rebuilt after `fork`. Each I/O method is one `_run` line,
+so sync and async cannot drift. A `KeyboardInterrupt` (or the `sync_timeout_s`
+setting running out) while blocked cancels the task before re-raising.
+"""
+
+from __future__ import annotations
+
+import atexit
+import concurrent.futures
+import contextlib
+import functools
+import os
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
+from typing import Any, TypeVar
+
+import anyio.from_thread
+import numpy as np
+
+from aiozarr import config
+from aiozarr.array import AsyncArray
+from aiozarr.errors import SyncInLoopError
+from aiozarr.group import AsyncGroup
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_portal: anyio.from_thread.BlockingPortal | None = None
+_portal_cm: contextlib.AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
+_portal_pid: int | None = None
+_portal_thread: threading.Thread | None = None
+
+
+def _get_portal() -> anyio.from_thread.BlockingPortal:
+    global _portal, _portal_cm, _portal_pid, _portal_thread
+    if _portal is not None and _portal_pid == os.getpid():
+        return _portal
+    with _lock:
+        if _portal is None or _portal_pid != os.getpid():
+            # After fork the parent's loop thread does not exist here: start a new one.
+            cm = anyio.from_thread.start_blocking_portal("asyncio")
+            portal = cm.__enter__()
+            _portal_thread = portal.call(threading.current_thread)
+            _portal, _portal_cm, _portal_pid = portal, cm, os.getpid()
+    return _portal
+
+
+@atexit.register
+def _close_portal() -> None:
+    global _portal, _portal_cm
+    if _portal_cm is not None and _portal_pid == os.getpid():
+        with contextlib.suppress(Exception):
+            _portal_cm.__exit__(None, None, None)
+    _portal = _portal_cm = None
+
+
+async def _with_config(settings: config.Config, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    with config.use(settings):
+        return await fn(*args)
+
+
+def _run(fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+    """Run the coroutine function `fn` on the portal's loop and wait for its result."""
+    portal = _get_portal()
+    if threading.current_thread() is _portal_thread:
+        name = getattr(fn, "__qualname__", repr(fn))
+        raise SyncInLoopError(
+            f"the sync aiozarr API was called from aiozarr's own event loop; "
+            f"use `await {name}(...)` instead"
+        )
+    call = functools.partial(fn, *args, **kwargs)
+    future = portal.start_task_soon(_with_config, config.get(), call)
+    try:
+        return future.result(timeout=config.get().sync_timeout_s)
+    except concurrent.futures.TimeoutError:
+        future.cancel()
+        raise TimeoutError(
+            f"{getattr(fn, '__qualname__', fn)} did not finish within "
+            f"sync_timeout_s={config.get().sync_timeout_s}; it was cancelled"
+        ) from None
+    except BaseException:
+        future.cancel()  # Ctrl-C: cancel the task (a no-op if it already finished)
+        raise
+
+
+class Attributes(MutableMapping[str, Any]):
+    """A node's attributes; setting or deleting one stores the change."""
+
+    def __init__(self, node: AsyncArray | AsyncGroup) -> None:
+        self._node = node
+
+    def __getitem__(self, key: str) -> Any:
+        return self._node.attrs[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._node.attrs)
+
+    def __len__(self) -> int:
+        return len(self._node.attrs)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        return _run(self._node.update_attributes, {key: value})  # type: ignore[func-returns-value]
+
+    def __delitem__(self, key: str) -> None:
+        return _run(
+            self._node.replace_attributes, {k: v for k, v in self._node.attrs.items() if k != key}
+        )  # type: ignore[func-returns-value]
+
+    def update(self, other: Mapping[str, Any] = (), /, **kwargs: Any) -> None:  # type: ignore[override]
+        return _run(self._node.update_attributes, {**dict(other), **kwargs})  # type: ignore[func-returns-value]
+
+    def asdict(self) -> dict[str, Any]:
+        return self._node.attrs
+
+    def __repr__(self) -> str:
+        return repr(self._node.attrs)
+
+
+class _OrthogonalIndex:
+    """`arr.oindex[...]`: orthogonal (outer) selection."""
+
+    def __init__(self, array: AsyncArray) -> None:
+        self._array = array
+
+    def __getitem__(self, selection: Any) -> Any:
+        return _run(self._array.get_orthogonal_selection, selection)
+
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        return _run(self._array.set_orthogonal_selection, selection, value)
+
+
+class Array:
+    """A Zarr array with numpy-like blocking access: `arr[...]`, `arr[...] = v`.
+
+    Every method forwards to `AsyncArray` (available as `async_array`).
+    """
+
+    def __init__(self, async_array: AsyncArray) -> None:
+        self._async = async_array
+
+    @property
+    def async_array(self) -> AsyncArray:
+        return self._async
+
+    # -- description (no I/O) --------------------------------------------------------------
+
+    shape = property(lambda self: self._async.shape, doc="The array's shape.")
+    dtype = property(lambda self: self._async.dtype, doc="The numpy data type.")
+    chunks = property(lambda self: self._async.chunks, doc="Chunk shape (inner when sharded).")
+    shards = property(lambda self: self._async.shards, doc="Shard shape, or None.")
+    ndim = property(lambda self: self._async.ndim, doc="Number of dimensions.")
+    size = property(lambda self: self._async.size, doc="Number of elements.")
+    nbytes = property(lambda self: self._async.nbytes, doc="Decoded size in bytes.")
+    fill_value = property(lambda self: self._async.fill_value, doc="Value of unwritten elements.")
+    metadata = property(lambda self: self._async.metadata, doc="The array's metadata.")
+    path = property(lambda self: self._async.path, doc="Path within the store.")
+    name = property(lambda self: self._async.name, doc="Absolute name ('/path').")
+    store = property(lambda self: self._async.store, doc="The store holding the array.")
+    zarr_format = property(lambda self: self._async.zarr_format, doc="2 or 3.")
+
+    @property
+    def attrs(self) -> Attributes:
+        return Attributes(self._async)
+
+    @property
+    def oindex(self) -> _OrthogonalIndex:
+        return _OrthogonalIndex(self._async)
+
+    @property
+    def info(self) -> str:
+        return self._async.info()
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"<Array {self.store!r} {self.name} shape={self.shape} dtype={self.dtype}>"
+
+    # -- I/O: one line each ----------------------------------------------------------------
+
+    def __getitem__(self, selection: Any) -> Any:
+        return _run(self._async.getitem, selection)
+
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        return _run(self._async.setitem, selection, value)
+
+    def getitem(self, selection: Any = ...) -> Any:
+        return _run(self._async.getitem, selection)
+
+    def setitem(self, selection: Any, value: Any) -> None:
+        return _run(self._async.setitem, selection, value)
+
+    def get_orthogonal_selection(self, selection: Any) -> Any:
+        return _run(self._async.get_orthogonal_selection, selection)
+
+    def set_orthogonal_selection(self, selection: Any, value: Any) -> None:
+        return _run(self._async.set_orthogonal_selection, selection, value)
+
+    def resize(self, new_shape: Any) -> None:
+        return _run(self._async.resize, new_shape)
+
+    def update_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
+        return _run(self._async.update_attributes, attributes)
+
+    def replace_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
+        return _run(self._async.replace_attributes, attributes)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        values = np.asarray(self[...])
+        return values if dtype is None else values.astype(dtype)
+
+
+class Group:
+    """A Zarr group with blocking access: `group["name"]`, `"name" in group`.
+
+    Every method forwards to `AsyncGroup` (available as `async_group`).
+    """
+
+    def __init__(self, async_group: AsyncGroup) -> None:
+        self._async = async_group
+
+    @property
+    def async_group(self) -> AsyncGroup:
+        return self._async
+
+    path = property(lambda self: self._async.path, doc="Path within the store.")
+    name = property(lambda self: self._async.name, doc="Absolute name ('/path').")
+    store = property(lambda self: self._async.store, doc="The store holding the group.")
+    metadata = property(lambda self: self._async.metadata, doc="The group's metadata.")
+    zarr_format = property(lambda self: self._async.zarr_format, doc="2 or 3.")
+
+    @property
+    def attrs(self) -> Attributes:
+        return Attributes(self._async)
+
+    def __repr__(self) -> str:
+        return f"<Group {self.store!r} {self.name}>"
+
+    def __getitem__(self, name: str) -> Array | Group:
+        return _wrap(_run(self._async.getitem, name))
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and _run(self._async.contains, name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.member_names())
+
+    def member_names(self) -> list[str]:
+        return _run(self._async.member_names)
+
+    def members(self) -> list[tuple[str, Array | Group]]:
+        return [(n, _wrap(m)) for n, m in _run(_collect, self._async.members())]
+
+    def arrays(self) -> list[tuple[str, Array]]:
+        return [(n, Array(a)) for n, a in _run(self._async.arrays)]
+
+    def groups(self) -> list[tuple[str, Group]]:
+        return [(n, Group(g)) for n, g in _run(self._async.groups)]
+
+    def create_group(
+        self, name: str, *, attributes: Mapping[str, Any] | None = None, overwrite: bool = False
+    ) -> Group:
+        return Group(
+            _run(self._async.create_group, name, attributes=attributes, overwrite=overwrite)
+        )
+
+    def require_group(self, name: str) -> Group:
+        return Group(_run(self._async.require_group, name))
+
+    def create_array(
+        self, name: str, *, shape: Any, dtype: Any, overwrite: bool = False, **options: Any
+    ) -> Array:
+        return Array(
+            _run(
+                self._async.create_array,
+                name,
+                shape=shape,
+                dtype=dtype,
+                overwrite=overwrite,
+                **options,
+            )
+        )
+
+    def update_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
+        return _run(self._async.update_attributes, attributes)
+
+    def replace_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
+        return _run(self._async.replace_attributes, attributes)
+
+    def tree(self, *, max_depth: int | None = None) -> str:
+        return _run(self._async.tree, max_depth=max_depth)
+
+
+async def _collect(iterator: Any) -> list[Any]:
+    return [item async for item in iterator]
+
+
+def _wrap(node: AsyncArray | AsyncGroup) -> Array | Group:
+    return Array(node) if isinstance(node, AsyncArray) else Group(node)

@@ -1,0 +1,164 @@
+"""The sync facade: one `_run` line per I/O method, parity with the async objects,
+usable inside a running loop, cancellation on interrupt, and a clear error on its own loop."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import inspect
+import os
+import signal
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aiozarr
+from aiozarr import sync
+from aiozarr.array import AsyncArray
+from aiozarr.errors import SyncInLoopError
+from aiozarr.group import AsyncGroup
+from aiozarr.storage.memory import MemoryStore
+
+SYNC_SOURCE = Path(sync.__file__).read_text()
+
+
+def _public_coroutines(cls: type) -> dict[str, inspect.Signature]:
+    return {
+        name: inspect.signature(member)
+        for name, member in inspect.getmembers(cls, inspect.iscoroutinefunction)
+        if not name.startswith("_") and name not in ("open", "create")
+    }
+
+
+@pytest.mark.parametrize(
+    ("async_cls", "sync_cls"), [(AsyncArray, sync.Array), (AsyncGroup, sync.Group)]
+)
+def test_every_async_method_has_a_sync_twin(async_cls: type, sync_cls: type) -> None:
+    skip = {"getitem", "contains", "members"}  # served by __getitem__ / __contains__ / members()
+    for name, signature in _public_coroutines(async_cls).items():
+        twin = getattr(sync_cls, name, None)
+        if name in skip and twin is None:
+            continue
+        assert twin is not None, f"{sync_cls.__name__} lacks {name}"
+        async_params = [p for p in signature.parameters if p != "self"]
+        sync_params = [p for p in inspect.signature(twin).parameters if p != "self"]
+        assert sync_params == async_params, f"{name}: {sync_params} != {async_params}"
+
+
+def test_io_methods_are_single_run_lines() -> None:
+    tree = ast.parse(SYNC_SOURCE)
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef)):
+            calls = [
+                c
+                for c in ast.walk(fn)
+                if isinstance(c, ast.Call) and getattr(c.func, "id", None) == "_run"
+            ]
+            if not calls:
+                continue
+            body = [s for s in fn.body if not isinstance(s, ast.Expr)]  # docstrings aside
+            assert len(body) == 1 and isinstance(body[0], ast.Return), (
+                f"{cls.name}.{fn.name} must be a single `return ..._run(...)` line"
+            )
+
+
+def test_numpy_like_access() -> None:
+    arr = aiozarr.create_array(MemoryStore(), shape=(10, 12), dtype="int32", chunks=(3, 5))
+    data = np.arange(120, dtype="int32").reshape(10, 12)
+    arr[...] = data
+    assert np.array_equal(arr[:], data)
+    assert np.array_equal(np.asarray(arr), data)
+    assert arr[2, 3] == data[2, 3]
+    assert np.array_equal(arr.oindex[[1, 4], [0, 11]], data[np.ix_([1, 4], [0, 11])])
+    arr.oindex[[0, 9], :] = -1
+    data[[0, 9], :] = -1
+    assert np.array_equal(arr[...], data)
+    assert (arr.shape, arr.dtype, arr.chunks, arr.ndim, arr.size, len(arr)) == (
+        (10, 12),
+        np.dtype("int32"),
+        (3, 5),
+        2,
+        120,
+        10,
+    )
+    assert arr.nbytes == 480
+    arr.attrs["units"] = "m"
+    assert dict(arr.attrs) == {"units": "m"}
+    assert "shape=(10, 12)" in repr(arr)
+
+
+async def test_sync_call_inside_a_running_loop() -> None:
+    # As in a Jupyter cell or an `async def` test: the caller's thread runs a loop.
+    arr = aiozarr.create_array(MemoryStore(), shape=(4,), dtype="f8", chunks=(2,))
+    arr[:] = [1.0, 2.0, 3.0, 4.0]
+    assert list(arr[:]) == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_calling_from_the_portal_loop_names_the_async_method() -> None:
+    store = MemoryStore()
+    arr = aiozarr.create_array(store, shape=(4,), dtype="f8", chunks=(2,))
+
+    async def inside() -> None:
+        arr[:]
+
+    with pytest.raises(SyncInLoopError, match=r"await AsyncArray\.getitem"):
+        sync._run(inside)
+
+
+class _SlowStore(MemoryStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = threading.Event()
+        self.cancelled = threading.Event()
+        self.slow = False
+
+    async def _get_ranges(self, key, byte_ranges):  # type: ignore[no-untyped-def]
+        if key.endswith("c/0") and self.slow:
+            self.started.set()
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                self.cancelled.set()
+                raise
+        return await super()._get_ranges(key, byte_ranges)
+
+
+def test_keyboard_interrupt_cancels_the_task() -> None:
+    store = _SlowStore()
+    arr = aiozarr.create_array(store, shape=(4,), dtype="f8", chunks=(4,), fill_value=1.0)
+    arr[:] = 2.0
+    store.slow = True
+
+    def interrupt() -> None:
+        assert store.started.wait(5)
+        os.kill(os.getpid(), signal.SIGINT)  # a real Ctrl-C: interrupts the blocked wait
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        arr[:]
+    assert store.cancelled.wait(5), "the read task kept running after Ctrl-C"
+
+
+def test_timeout_cancels_the_task() -> None:
+    store = _SlowStore()
+    arr = aiozarr.create_array(store, shape=(4,), dtype="f8", chunks=(4,))
+    arr[:] = 2.0
+    store.slow = True
+    with aiozarr.config.set(sync_timeout_s=0.2), pytest.raises(TimeoutError):
+        arr[:]
+    assert store.cancelled.wait(5)
+
+
+def test_arrays_pickle_into_a_fresh_process() -> None:
+    import multiprocessing
+
+    arr = aiozarr.create_array(MemoryStore(), shape=(3,), dtype="i4", chunks=(3,))
+    arr[:] = [7, 8, 9]
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        assert pool.apply(_sum_in_child, (arr,)) == 24
+
+
+def _sum_in_child(arr: sync.Array) -> int:
+    return int(arr[:].sum())
