@@ -1,0 +1,77 @@
+"""Imports only go downward between layers; `metadata` and `codecs` stay free of I/O."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "aiozarr"
+
+# Each layer may import itself and the layers listed after it.
+LAYERS = [
+    {"__main__", "cli", "xarray", "dask"},
+    {"api", "__init__"},
+    {"sync"},
+    {"array", "group"},
+    {"hierarchy", "creation"},
+    {"engine"},
+    {"codecs", "metadata", "indexing"},
+    {"storage", "testing"},
+    {"byte_range", "config", "errors"},
+]
+# Beyond the order above: these may not import these, whatever their rank.
+FORBIDDEN = {
+    "metadata": {"storage", "engine", "codecs"},
+    "codecs": {"storage", "engine"},
+    "indexing": {"storage", "engine", "codecs", "metadata"},
+}
+
+
+def _layer_of(module: str) -> int:
+    for rank, names in enumerate(LAYERS):
+        if module in names:
+            return rank
+    raise AssertionError(f"module aiozarr.{module} is in no layer: add it to LAYERS")
+
+
+def _top(name: str) -> str | None:
+    parts = name.split(".")
+    if parts[0] != "aiozarr":
+        return None
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _imports(path: Path) -> list[tuple[str, int]]:
+    tree = ast.parse(path.read_text())
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module == "aiozarr":
+            found += [(f"aiozarr.{alias.name}", node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.module, node.lineno))
+    return found
+
+
+def _own_layer(path: Path) -> str:
+    rel = path.relative_to(SRC)
+    return rel.parts[0].removesuffix(".py") if len(rel.parts) > 1 else rel.stem
+
+
+@pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
+def test_imports_only_go_down(path: Path) -> None:
+    own = _own_layer(path)
+    if own == "testing":  # the test helpers may use the whole library
+        return
+    rank = _layer_of(own)
+    for name, line in _imports(path):
+        target = _top(name)
+        if target is None or target == own:
+            continue
+        assert target not in FORBIDDEN.get(own, set()), f"{path.name}:{line} imports {name}"
+        assert _layer_of(target) >= rank, (
+            f"{path.relative_to(SRC)}:{line} imports {name}, a layer above aiozarr.{own}"
+        )
