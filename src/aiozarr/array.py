@@ -17,6 +17,7 @@ from aiozarr.codecs import CodecChain
 from aiozarr.creation import array_metadata
 from aiozarr.engine import read as engine_read
 from aiozarr.engine import write as engine_write
+from aiozarr.engine.progress import ProgressCallback
 from aiozarr.engine.target import StoredArray
 from aiozarr.errors import (
     InvalidValueError,
@@ -153,43 +154,55 @@ class AsyncArray:
 
     # -- reading ---------------------------------------------------------------------------
 
-    async def getitem(self, selection: Selection = ...) -> Any:
-        """The values at `selection` (numpy basic indexing; arrays select orthogonally)."""
+    async def getitem(
+        self, selection: Selection = ..., *, progress: ProgressCallback | None = None
+    ) -> Any:
+        """The values at `selection` (numpy basic indexing; arrays select orthogonally).
+
+        `progress(done, total)` is called as each chunk is finished.
+        """
         if is_basic_selection(selection):
             indexer = basic_indexer(selection, self.shape, self.chunks)
         else:
             indexer = orthogonal_indexer(selection, self.shape, self.chunks)
-        return await self._read(indexer)
+        return await self._read(indexer, progress)
 
-    async def get_orthogonal_selection(self, selection: Selection) -> Any:
+    async def get_orthogonal_selection(
+        self, selection: Selection, *, progress: ProgressCallback | None = None
+    ) -> Any:
         """The outer product of per-axis selections (ints, slices, int arrays, masks)."""
-        return await self._read(orthogonal_indexer(selection, self.shape, self.chunks))
+        return await self._read(orthogonal_indexer(selection, self.shape, self.chunks), progress)
 
-    async def _read(self, indexer: Indexer) -> Any:
+    async def _read(self, indexer: Indexer, progress: ProgressCallback | None) -> Any:
         out = engine_read.empty_output(indexer.shape, self.dtype)
         with unwrap_group():
-            await engine_read.read(self._stored, list(indexer), out)
+            await engine_read.read(self._stored, list(indexer), out, progress)
         return out[()] if out.ndim == 0 else out
 
     # -- writing ---------------------------------------------------------------------------
 
-    async def setitem(self, selection: Selection, value: Any) -> None:
+    async def setitem(
+        self, selection: Selection, value: Any, *, progress: ProgressCallback | None = None
+    ) -> None:
         """Store `value` (broadcast to the selection's shape) at `selection`."""
         if is_basic_selection(selection):
             indexer = basic_indexer(selection, self.shape, self.chunks)
         else:
             indexer = orthogonal_indexer(selection, self.shape, self.chunks)
-        await self._write(indexer, value)
+        await self._write(indexer, value, progress)
 
-    async def set_orthogonal_selection(self, selection: Selection, value: Any) -> None:
+    async def set_orthogonal_selection(
+        self, selection: Selection, value: Any, *, progress: ProgressCallback | None = None
+    ) -> None:
         """Store `value` at the outer product of per-axis selections."""
-        await self._write(orthogonal_indexer(selection, self.shape, self.chunks), value)
+        indexer = orthogonal_indexer(selection, self.shape, self.chunks)
+        await self._write(indexer, value, progress)
 
-    async def _write(self, indexer: Indexer, value: Any) -> None:
+    async def _write(self, indexer: Indexer, value: Any, progress: ProgressCallback | None) -> None:
         self._check_writable()
         value = self._as_value(value, indexer.shape)
         with unwrap_group():
-            await engine_write.write(self._stored, list(indexer), value)
+            await engine_write.write(self._stored, list(indexer), value, progress)
 
     def _as_value(self, value: Any, shape: tuple[int, ...]) -> np.ndarray:
         try:

@@ -13,7 +13,8 @@ Compressed bytes held at once are bounded by the store's byte budget.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -24,39 +25,61 @@ from aiozarr.engine.executor import run_codec
 from aiozarr.engine.limits import budget_for
 from aiozarr.engine.plan import (
     ChunkRead,
-    InnerRead,
     ShardRead,
     batches_by_size,
     plan_chunks,
     plan_shards,
 )
+from aiozarr.engine.progress import Progress, ProgressCallback
 from aiozarr.engine.target import StoredArray
 from aiozarr.indexing import ChunkProjection
 from aiozarr.storage.base import Buffer, RangeRequest
 
 
-async def read(array: StoredArray, projections: Sequence[ChunkProjection], out: np.ndarray) -> None:
-    """Fill `out` with the selected values; `projections` are over `array.read_chunk_shape`."""
+async def read(
+    array: StoredArray,
+    projections: Sequence[ChunkProjection],
+    out: np.ndarray,
+    progress: ProgressCallback | None = None,
+) -> None:
+    """Fill `out` with the selected values; `projections` are over `array.read_chunk_shape`.
+
+    `progress(done, total)` is called as each chunk (inner chunk when sharded) is finished.
+    """
+    reads = _Reads(array, out, Progress(len(projections), progress))
     layout = array.layout
     if layout is None:
-        await _read_chunks(array, plan_chunks(array.meta, array.prefix, projections), out)
+        await _read_chunks(reads, plan_chunks(array.meta, array.prefix, projections))
         return
     shards = plan_shards(array.meta, layout, array.prefix, projections)
     whole = [s for s in shards if s.whole]
     partial = [s for s in shards if not s.whole]
     async with anyio.create_task_group() as tg:
         if whole:
-            tg.start_soon(_read_whole_shards, array, layout, whole, out)
+            tg.start_soon(_read_whole_shards, reads, layout, whole)
         if partial:
-            tg.start_soon(_read_partial_shards, array, layout, partial, out)
+            tg.start_soon(_read_partial_shards, reads, layout, partial)
 
 
-def _scatter(out: np.ndarray, projection: ChunkProjection, chunk: np.ndarray) -> None:
-    out[projection.out_selection] = chunk[projection.chunk_selection]
+@dataclass(frozen=True, slots=True)
+class _Reads:
+    """What every stage of one read shares: the array, the output, the progress."""
 
+    array: StoredArray
+    out: np.ndarray
+    progress: Progress
 
-def _fill(array: StoredArray, out: np.ndarray, projection: ChunkProjection) -> None:
-    out[projection.out_selection] = array.fill_value
+    def fill(self, projection: ChunkProjection) -> None:
+        self.out[projection.out_selection] = self.array.fill_value
+        self.progress.advance()
+
+    async def decode(
+        self, chain: CodecChain, data: Buffer, key: str, projection: ChunkProjection
+    ) -> None:
+        await run_codec(
+            _decode_into, chain, data, key, self.out, projection, nbytes=chain.spec.nbytes
+        )
+        self.progress.advance()
 
 
 def _decode_into(
@@ -65,35 +88,18 @@ def _decode_into(
     if projection.is_complete_chunk:
         chain.decode_into(data, out[projection.out_selection], key)
     else:
-        _scatter(out, projection, chain.decode(data, key))
+        out[projection.out_selection] = chain.decode(data, key)[projection.chunk_selection]
 
 
-async def _fetch_and_decode(
-    array: StoredArray,
-    chain: CodecChain,
+async def _stream_in_batches(
+    reads: _Reads,
     requests: list[RangeRequest],
-    projections: list[ChunkProjection],
     sizes: list[int],
-    out: np.ndarray,
+    on_answer: Callable[[int, Buffer | None], Awaitable[None]],
 ) -> None:
-    """Fetch `requests` in budget-sized batches and decode each answer as it lands."""
-    budget = budget_for(array.store)
+    """Fetch `requests` in budget-sized batches; run `on_answer(i, data)` as each lands."""
+    budget = budget_for(reads.array.store)
     batch_bytes = max(budget.capacity // 2, 1)
-    decoded_nbytes = chain.spec.nbytes
-
-    async def decode_one(i: int, data: Buffer | None) -> None:
-        if data is None:
-            _fill(array, out, projections[i])
-        else:
-            await run_codec(
-                _decode_into,
-                chain,
-                data,
-                requests[i].key,
-                out,
-                projections[i],
-                nbytes=decoded_nbytes,
-            )
 
     async def run_batch(batch: list[int]) -> None:
         # A batch takes its bytes at once, so batches waiting on each other cannot deadlock.
@@ -101,10 +107,10 @@ async def _fetch_and_decode(
         try:
             async with (
                 anyio.create_task_group() as tg,
-                array.store.stream_partial_values([requests[i] for i in batch]) as answers,
+                reads.array.store.stream_partial_values([requests[i] for i in batch]) as answers,
             ):
                 async for j, data in answers:
-                    tg.start_soon(decode_one, batch[j], data)
+                    tg.start_soon(on_answer, batch[j], data)
         finally:
             await budget.release(taken)
 
@@ -113,80 +119,63 @@ async def _fetch_and_decode(
             tg.start_soon(run_batch, batch)
 
 
-async def _read_chunks(array: StoredArray, reads: list[ChunkRead], out: np.ndarray) -> None:
+async def _fetch_and_decode(
+    reads: _Reads,
+    chain: CodecChain,
+    requests: list[RangeRequest],
+    projections: list[ChunkProjection],
+    sizes: list[int],
+) -> None:
+    """Fetch chunk bytes and decode each answer (missing: fill value) as it lands."""
+
+    async def decode_one(i: int, data: Buffer | None) -> None:
+        if data is None:
+            reads.fill(projections[i])
+        else:
+            await reads.decode(chain, data, requests[i].key, projections[i])
+
+    await _stream_in_batches(reads, requests, sizes, decode_one)
+
+
+async def _read_chunks(reads: _Reads, chunks: list[ChunkRead]) -> None:
     # The compressed size is unknown until it arrives; the decoded size bounds it in practice.
-    estimate = array.chain.spec.nbytes
+    chain = reads.array.chain
     await _fetch_and_decode(
-        array,
-        array.chain,
-        [RangeRequest(r.key) for r in reads],
-        [r.projection for r in reads],
-        [estimate] * len(reads),
-        out,
+        reads,
+        chain,
+        [RangeRequest(c.key) for c in chunks],
+        [c.projection for c in chunks],
+        [chain.spec.nbytes] * len(chunks),
     )
 
 
-async def _read_whole_shards(
-    array: StoredArray, layout: ShardLayout, shards: list[ShardRead], out: np.ndarray
-) -> None:
+async def _read_whole_shards(reads: _Reads, layout: ShardLayout, shards: list[ShardRead]) -> None:
     """Shards needed in full: one request each, index taken from the shard's own bytes."""
-    budget = budget_for(array.store)
-    batch_bytes = max(budget.capacity // 2, 1)
-    estimate = array.chain.spec.nbytes + layout.index_size
+    array = reads.array
 
-    async def decode_shard(shard: ShardRead, data: Buffer | None) -> None:
+    async def decode_shard(i: int, data: Buffer | None) -> None:
+        shard = shards[i]
         if data is None:
             for inner in shard.inner:
-                _fill(array, out, inner.projection)
+                reads.fill(inner.projection)
             return
         index = layout.index_of_shard(data, shard.key)
         array.index_cache.put(shard.key, index, index.nbytes)
         view = memoryview(data).cast("B")
         async with anyio.create_task_group() as tg:
             for inner in shard.inner:
-                tg.start_soon(_decode_inner, array, layout, shard.key, index, view, inner, out)
+                byte_range = index.range_of(inner.inner_coords)
+                if byte_range is None:
+                    reads.fill(inner.projection)
+                    continue
+                start, stop = byte_range.resolve(len(view))
+                tg.start_soon(
+                    reads.decode, layout.inner_chain, view[start:stop], shard.key, inner.projection
+                )
 
-    async def run_batch(batch: list[int]) -> None:
-        taken = await budget.acquire(estimate * len(batch))
-        try:
-            async with (
-                anyio.create_task_group() as tg,
-                array.store.stream_partial_values(
-                    [RangeRequest(shards[i].key) for i in batch]
-                ) as answers,
-            ):
-                async for j, data in answers:
-                    tg.start_soon(decode_shard, shards[batch[j]], data)
-        finally:
-            await budget.release(taken)
-
-    async with anyio.create_task_group() as tg:
-        for batch in batches_by_size([estimate] * len(shards), batch_bytes):
-            tg.start_soon(run_batch, batch)
-
-
-async def _decode_inner(
-    array: StoredArray,
-    layout: ShardLayout,
-    key: str,
-    index: ShardIndex,
-    shard: memoryview,
-    inner: InnerRead,
-    out: np.ndarray,
-) -> None:
-    byte_range = index.range_of(inner.inner_coords)
-    if byte_range is None:
-        _fill(array, out, inner.projection)
-        return
-    start, stop = byte_range.resolve(len(shard))
-    await run_codec(
-        _decode_into,
-        layout.inner_chain,
-        shard[start:stop],
-        key,
-        out,
-        inner.projection,
-        nbytes=layout.inner_chain.spec.nbytes,
+    estimate = array.chain.spec.nbytes + layout.index_size
+    await _stream_in_batches(
+        reads, [RangeRequest(s.key) for s in shards], [estimate] * len(shards), decode_shard
     )
 
 
@@ -216,10 +205,8 @@ async def shard_indexes(
     return indexes
 
 
-async def _read_partial_shards(
-    array: StoredArray, layout: ShardLayout, shards: list[ShardRead], out: np.ndarray
-) -> None:
-    indexes = await shard_indexes(array, layout, [s.key for s in shards])
+async def _read_partial_shards(reads: _Reads, layout: ShardLayout, shards: list[ShardRead]) -> None:
+    indexes = await shard_indexes(reads.array, layout, [s.key for s in shards])
     requests: list[RangeRequest] = []
     projections: list[ChunkProjection] = []
     sizes: list[int] = []
@@ -228,13 +215,13 @@ async def _read_partial_shards(
         for inner in shard.inner:
             byte_range = None if index is None else index.range_of(inner.inner_coords)
             if byte_range is None:
-                _fill(array, out, inner.projection)
+                reads.fill(inner.projection)
                 continue
             requests.append(RangeRequest(shard.key, byte_range))
             projections.append(inner.projection)
             sizes.append(byte_range.length or 0)
     if requests:
-        await _fetch_and_decode(array, layout.inner_chain, requests, projections, sizes, out)
+        await _fetch_and_decode(reads, layout.inner_chain, requests, projections, sizes)
 
 
 def empty_output(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:

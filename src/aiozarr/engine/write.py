@@ -21,6 +21,7 @@ from aiozarr.codecs import CodecChain, ShardLayout
 from aiozarr.codecs.sharding import is_fill
 from aiozarr.engine.executor import run_codec
 from aiozarr.engine.plan import InnerRead, ShardRead, plan_chunks, plan_shards
+from aiozarr.engine.progress import Progress, ProgressCallback
 from aiozarr.engine.target import StoredArray
 from aiozarr.errors import StoreError
 from aiozarr.indexing import ChunkProjection
@@ -77,14 +78,21 @@ def _encode_chunk(
 
 
 async def write(
-    array: StoredArray, projections: Sequence[ChunkProjection], value: np.ndarray
+    array: StoredArray,
+    projections: Sequence[ChunkProjection],
+    value: np.ndarray,
+    progress: ProgressCallback | None = None,
 ) -> None:
-    """Store `value` (shaped like the selection) at the projected chunks."""
+    """Store `value` (shaped like the selection) at the projected chunks.
+
+    `progress(done, total)` is called as each chunk (inner chunk when sharded) is encoded.
+    """
+    counter = Progress(len(projections), progress)
     layout = array.layout
     if layout is None:
-        await _write_chunks(array, projections, value)
+        await _write_chunks(array, projections, value, counter)
     else:
-        await _write_shards(array, layout, projections, value)
+        await _write_shards(array, layout, projections, value, counter)
 
 
 async def _store(array: StoredArray, encoded: dict[str, Buffer | None]) -> None:
@@ -117,7 +125,10 @@ async def _store(array: StoredArray, encoded: dict[str, Buffer | None]) -> None:
 
 
 async def _write_chunks(
-    array: StoredArray, projections: Sequence[ChunkProjection], value: np.ndarray
+    array: StoredArray,
+    projections: Sequence[ChunkProjection],
+    value: np.ndarray,
+    progress: Progress,
 ) -> None:
     writes = plan_chunks(array.meta, array.prefix, projections)
     write_empty = config.get().write_empty_chunks
@@ -143,6 +154,7 @@ async def _write_chunks(
                 write_empty,
                 nbytes=array.chain.spec.nbytes,
             )
+            progress.advance()
 
         async with anyio.create_task_group() as tg:
             for w in writes:
@@ -155,6 +167,7 @@ async def _write_shards(
     layout: ShardLayout,
     projections: Sequence[ChunkProjection],
     value: np.ndarray,
+    progress: Progress,
 ) -> None:
     shards = plan_shards(array.meta, layout, array.prefix, projections)
     async with locked(array.store, [s.key for s in shards]):
@@ -171,7 +184,7 @@ async def _write_shards(
 
         async def assemble(shard: ShardRead) -> None:
             encoded[shard.key] = await _encode_shard(
-                array, layout, shard, existing.get(shard.key), value
+                array, layout, shard, existing.get(shard.key), value, progress
             )
 
         async with anyio.create_task_group() as tg:
@@ -190,6 +203,7 @@ async def _encode_shard(
     shard: ShardRead,
     existing: Buffer | None,
     value: np.ndarray,
+    progress: Progress,
 ) -> Buffer | None:
     """The new bytes of one shard: untouched inner chunks kept as stored, touched re-encoded."""
     chunks: dict[tuple[int, ...], Buffer | None] = {}
@@ -220,6 +234,7 @@ async def _encode_shard(
             write_empty,
             nbytes=layout.inner_chain.spec.nbytes,
         )
+        progress.advance(len(reads))
 
     async with anyio.create_task_group() as tg:
         for coords, reads in by_inner.items():

@@ -1,0 +1,46 @@
+"""Progress callbacks count finished chunks: monotonically, ending at the total."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import aiozarr
+from aiozarr.storage.memory import MemoryStore
+
+
+def _recorder() -> tuple[list[tuple[int, int]], object]:
+    steps: list[tuple[int, int]] = []
+    return steps, lambda done, total: steps.append((done, total))
+
+
+def _check(steps: list[tuple[int, int]], total: int) -> None:
+    assert steps, "the callback never fired"
+    assert [d for d, _ in steps] == list(range(1, total + 1))
+    assert {t for _, t in steps} == {total}
+
+
+@pytest.mark.parametrize("shards", [None, (8, 8)])
+async def test_read_and_write_progress(shards) -> None:
+    arr = await aiozarr.create_array_async(
+        MemoryStore(), shape=(16, 16), dtype="u2", chunks=(4, 4), shards=shards
+    )
+    steps, callback = _recorder()
+    await arr.setitem((slice(0, 8), slice(None)), 3, progress=callback)
+    _check(steps, 8)  # 2 x 4 chunks written
+    steps, callback = _recorder()
+    values = await arr.getitem(..., progress=callback)  # half the chunks are missing
+    _check(steps, 16)
+    assert np.all(values[:8] == 3) and np.all(values[8:] == 0)
+    steps, callback = _recorder()
+    await arr.get_orthogonal_selection(([1, 14], slice(None)), progress=callback)
+    _check(steps, 8)
+
+
+def test_sync_progress_bar_and_callback(capsys: pytest.CaptureFixture[str]) -> None:
+    arr = aiozarr.create_array(MemoryStore(), shape=(10,), dtype="i4", chunks=(5,))
+    arr.setitem(..., 1, progress=True)
+    steps, callback = _recorder()
+    assert list(arr.getitem(..., progress=callback)) == [1] * 10
+    _check(steps, 2)
+    assert "2/2" in capsys.readouterr().err  # the tqdm bar reached the total
