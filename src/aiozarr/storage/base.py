@@ -126,6 +126,18 @@ class Store(ABC):
                     )
         return budget
 
+    def stats(self) -> dict[str, float]:
+        """Counters since creation (or `reset_stats`): requests by kind (`reads`, `writes`,
+        `deletes`, `stats`, `lists`), `bytes_in`/`bytes_out`, `retries`, `throttled`,
+        `hedges_issued`/`hedges_won`, `timeouts`, `errors`, `gave_up`, the request limit and
+        in-flight peak, and latency percentiles of recent reads."""
+        return {**self.budget.stats(), **self.budget.latencies.percentiles()}
+
+    def reset_stats(self) -> None:
+        """Zero the counters, the in-flight peak and the latency window."""
+        self.budget.reset_stats()
+        self.budget.latencies.clear()
+
     @property
     def budget(self) -> RequestBudget:
         """The same object as `limiter`, by its name: limit, in flight, peak, stats."""

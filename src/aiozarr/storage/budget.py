@@ -58,6 +58,21 @@ class LatencyWindow:
             window.append(seconds)
             self._p95[size_class] = None  # recomputed on demand
 
+    def percentiles(self) -> dict[str, float]:
+        """p50/p95/p99 in milliseconds over every recent request, whatever its size."""
+        with self._lock:
+            ordered = sorted(x for window in self._samples.values() for x in window)
+        if not ordered:
+            return {}
+        pick = lambda q: round(1000 * ordered[int(q * (len(ordered) - 1))], 3)  # noqa: E731
+        return {"latency_p50_ms": pick(0.50), "latency_p95_ms": pick(0.95),
+                "latency_p99_ms": pick(0.99)}
+
+    def clear(self) -> None:
+        with self._lock:
+            self._samples.clear()
+            self._p95.clear()
+
     def p95(self, nbytes: int | None) -> float | None:
         """The 95th percentile latency of recent requests of about this size, if known."""
         size_class = self._size_class(nbytes)

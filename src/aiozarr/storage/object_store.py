@@ -276,11 +276,16 @@ class ObjectStore(Store):
         """Every key starting with `prefix` (a plain string prefix)."""
         # obstore lists whole path segments, so list the parent "directory" and filter.
         parent = prefix.rpartition("/")[0]
-        with self._errors("list", prefix):
-            async for chunk in obstore.list(self._store, parent or None, chunk_size=1000):
-                for meta in chunk:
-                    if meta["path"].startswith(prefix):
-                        yield meta["path"]
+        pages = 0  # one request per page of 1000 keys (S3's page size)
+        try:
+            with self._errors("list", prefix):
+                async for chunk in obstore.list(self._store, parent or None, chunk_size=1000):
+                    pages += 1
+                    for meta in chunk:
+                        if meta["path"].startswith(prefix):
+                            yield meta["path"]
+        finally:
+            self.budget.count("lists", max(pages, 1))
 
     async def list_dir(self, prefix: str) -> AsyncIterator[str]:
         """Names of the keys and "directories" directly under `prefix`."""

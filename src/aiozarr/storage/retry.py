@@ -19,6 +19,7 @@ where aiozarr retries (obstore's own retries are switched off, so they never mul
 
 from __future__ import annotations
 
+import logging
 import random
 import re
 import time
@@ -31,6 +32,9 @@ import anyio
 from aiozarr import config
 from aiozarr.errors import StoreError
 from aiozarr.storage.budget import RequestBudget
+
+#: Debug lines per request: action, key, size, outcome, time. Never credentials.
+log = logging.getLogger("aiozarr.store")
 
 __all__ = [
     "Failure",
@@ -216,11 +220,34 @@ async def _attempt(
         except Exception as exc:
             if classify(exc).throttled:
                 budget.throttled(slot)
+            budget.count("errors")
+            log.debug("%s %r %s: %s: %s", action, key, _size_text(nbytes), type(exc).__name__, exc)
             raise
         budget.succeeded()
+        seconds = time.monotonic() - began
+        budget.count(f"{action}s")
         if action == "read":
-            budget.latencies.add(nbytes, time.monotonic() - began)
+            received = 0 if result is None else _buffer_size(result)
+            budget.count("bytes_in", received)
+            budget.latencies.add(nbytes, seconds)
+        elif action == "write":
+            budget.count("bytes_out", nbytes or 0)
+        if log.isEnabledFor(logging.DEBUG):
+            outcome = "missing" if result is None else "ok"
+            log.debug("%s %r %s: %s in %.1f ms", action, key, _size_text(nbytes), outcome,
+                      seconds * 1000)
         return result
+
+
+def _size_text(nbytes: int | None) -> str:
+    return "(whole)" if nbytes is None else f"({nbytes} bytes)"
+
+
+def _buffer_size(result: Any) -> int:
+    try:
+        return memoryview(result).nbytes
+    except TypeError:  # several answers (a multi-range read)
+        return sum(memoryview(part).nbytes for part in result)
 
 
 async def _first_of(*events: anyio.Event) -> None:

@@ -1,0 +1,54 @@
+"""`store.stats()` agrees with what the server saw, and requests are logged at debug level."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from cloud_fixtures import *  # noqa: F403
+
+import aiozarr
+from aiozarr.storage.base import RangeRequest
+from aiozarr.testing.emulator import Emulator
+
+
+async def test_stats_match_the_emulator_on_a_mixed_workload(
+    emulator: Emulator, emulator_s3_store
+) -> None:  # noqa: F405,E501
+    store = emulator_s3_store()
+    arr = await aiozarr.create_array_async(
+        store, "a", shape=(64, 64), dtype="f4", chunks=(8, 8), shards=(32, 32)
+    )
+    store.reset_stats()  # creation probes missing keys: 404 bodies are not data
+    emulator.reset_stats()
+    await arr.setitem(..., np.ones((64, 64), dtype="f4"))
+    await arr.getitem((slice(3, 40), slice(10, 20)))
+    ours, theirs = store.stats(), emulator.stats()
+    assert ours["bytes_in"] == theirs["bytes_out"]  # what the server sent, we received
+    assert ours["bytes_out"] == theirs["bytes_in"]
+
+    # Requests of every kind (the bodies of 404s and listings are not data: counts only).
+    await store.get_partial_values([RangeRequest("missing"), RangeRequest("a/zarr.json")])
+    await store.delete("a/c/1/1")
+    [key async for key in store.list_prefix("a/")]
+    ours, theirs = store.stats(), emulator.stats()
+    kinds = ("reads", "writes", "deletes", "lists", "stats")
+    assert sum(ours.get(kind, 0) for kind in kinds) == theirs["requests"]
+    assert ours["reads"] == theirs["by_method"].get("GET", 0) - ours.get("lists", 0)
+    assert ours["latency_p95_ms"] >= ours["latency_p50_ms"] > 0
+    store.reset_stats()
+    assert store.stats().get("reads", 0) == 0
+
+
+async def test_requests_are_logged_at_debug(
+    emulator_s3_store, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = emulator_s3_store()
+    await store.set("k", b"12345")
+    with caplog.at_level(logging.DEBUG, logger="aiozarr.store"):
+        await store.get("k")
+        await store.get("nothing")
+    lines = [r.getMessage() for r in caplog.records if r.name == "aiozarr.store"]
+    assert any("'k'" in line and "ok" in line for line in lines), lines
+    assert any("'nothing'" in line and "missing" in line for line in lines), lines
