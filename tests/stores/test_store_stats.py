@@ -15,7 +15,7 @@ from aiozarr.testing.emulator import Emulator
 
 async def test_stats_match_the_emulator_on_a_mixed_workload(
     emulator: Emulator, emulator_s3_store
-) -> None:  # noqa: F405,E501
+) -> None:
     store = emulator_s3_store()
     arr = await aiozarr.create_array_async(
         store, "a", shape=(64, 64), dtype="f4", chunks=(8, 8), shards=(32, 32)

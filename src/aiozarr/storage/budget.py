@@ -65,8 +65,11 @@ class LatencyWindow:
         if not ordered:
             return {}
         pick = lambda q: round(1000 * ordered[int(q * (len(ordered) - 1))], 3)  # noqa: E731
-        return {"latency_p50_ms": pick(0.50), "latency_p95_ms": pick(0.95),
-                "latency_p99_ms": pick(0.99)}
+        return {
+            "latency_p50_ms": pick(0.50),
+            "latency_p95_ms": pick(0.95),
+            "latency_p99_ms": pick(0.99),
+        }
 
     def clear(self) -> None:
         with self._lock:
@@ -147,9 +150,15 @@ class RequestBudget:
     def stats(self) -> dict[str, int]:
         """Limit, in-flight and peak, and every event counter, as a plain dict."""
         with self._lock:
-            return {"limit": self._limit, "maximum": self.maximum, "lowest_limit": self._lowest,
-                    "inflight": self._inflight, "peak_inflight": self._peak,
-                    "waiting": len(self._waiters), **self._counts}
+            return {
+                "limit": self._limit,
+                "maximum": self.maximum,
+                "lowest_limit": self._lowest,
+                "inflight": self._inflight,
+                "peak_inflight": self._peak,
+                "waiting": len(self._waiters),
+                **self._counts,
+            }
 
     def reset_stats(self) -> None:
         """Zero the counters and the peak (the limit and requests in flight stay)."""
@@ -272,4 +281,3 @@ class RequestBudget:
         with self._lock:
             held = self._holders.get(task)  # type: ignore[arg-type]
         return None if held is None else held[0]
-

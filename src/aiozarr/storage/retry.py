@@ -125,8 +125,9 @@ class RetryPolicy:
     def from_config(cls, settings: config.Config | None = None) -> RetryPolicy:
         """The policy in `aiozarr.config` (`retry_*` settings)."""
         s = settings or config.get()
-        return cls(max(1, s.retry_attempts), s.retry_base_delay_s, s.retry_max_delay_s,
-                   s.retry_deadline_s)
+        return cls(
+            max(1, s.retry_attempts), s.retry_base_delay_s, s.retry_max_delay_s, s.retry_deadline_s
+        )
 
     def delay_s(self, retry: int) -> float:
         """How long to wait before retry number `retry` (0 for the first retry)."""
@@ -181,8 +182,11 @@ async def run_request(
 
 
 def _gave_up(action: str, key: str, exc: Exception, attempts: int, elapsed: float) -> StoreError:
-    cause = str(exc) if isinstance(exc, StoreError) else (
-        f"cannot {action} {key!r}: {type(exc).__name__}: {exc}")
+    cause = (
+        str(exc)
+        if isinstance(exc, StoreError)
+        else (f"cannot {action} {key!r}: {type(exc).__name__}: {exc}")
+    )
     if repr(key) not in cause:
         cause = f"cannot {action} {key!r}: {cause}"
     tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
@@ -216,7 +220,8 @@ async def _attempt(
         except TimeoutError:
             budget.count("timeouts")
             raise RequestTimeoutError(
-                f"cannot {action} {key!r}: no answer within {timeout:.1f} s") from None
+                f"cannot {action} {key!r}: no answer within {timeout:.1f} s"
+            ) from None
         except Exception as exc:
             if classify(exc).throttled:
                 budget.throttled(slot)
@@ -234,8 +239,9 @@ async def _attempt(
             budget.count("bytes_out", nbytes or 0)
         if log.isEnabledFor(logging.DEBUG):
             outcome = "missing" if result is None else "ok"
-            log.debug("%s %r %s: %s in %.1f ms", action, key, _size_text(nbytes), outcome,
-                      seconds * 1000)
+            log.debug(
+                "%s %r %s: %s in %.1f ms", action, key, _size_text(nbytes), outcome, seconds * 1000
+            )
         return result
 
 
@@ -289,8 +295,16 @@ async def _hedged(
         async def race(is_hedge: bool) -> None:
             nonlocal running
             try:
-                value = await _attempt(budget, action, key, operation, nbytes, remaining_s,
-                                       settings, None if is_hedge else sent)
+                value = await _attempt(
+                    budget,
+                    action,
+                    key,
+                    operation,
+                    nbytes,
+                    remaining_s,
+                    settings,
+                    None if is_hedge else sent,
+                )
             except Exception as exc:  # the other copy may still answer
                 errors.append(exc)
             else:
