@@ -13,7 +13,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "aiozarr"
 LAYERS = [
     {"__main__", "cli", "xarray", "dask"},
     {"api", "__init__"},
-    {"sync"},
+    {"sync", "display"},
     {"array", "group"},
     {"hierarchy", "creation"},
     {"engine"},

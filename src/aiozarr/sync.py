@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import anyio.from_thread
 import numpy as np
 
-from aiozarr import config
+from aiozarr import config, display
 from aiozarr.array import AsyncArray
 from aiozarr.engine.progress import ProgressCallback
 from aiozarr.errors import SyncInLoopError
@@ -212,6 +212,9 @@ class Array:
     def __repr__(self) -> str:
         return f"<Array {self.store!r} {self.name} shape={self.shape} dtype={self.dtype}>"
 
+    def _repr_html_(self) -> str:
+        return display.array_html(self._async)
+
     # -- I/O: one line each ----------------------------------------------------------------
 
     def __getitem__(self, selection: Any) -> Any:
@@ -282,6 +285,9 @@ class Group:
 
     def __repr__(self) -> str:
         return f"<Group {self.store!r} {self.name}>"
+
+    def _repr_html_(self) -> str:
+        return display.group_html(self._async, self.tree())
 
     def __getitem__(self, name: str) -> Array | Group:
         return _wrap(_run(self._async.getitem, name))

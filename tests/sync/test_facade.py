@@ -162,3 +162,15 @@ def test_arrays_pickle_into_a_fresh_process() -> None:
 
 def _sum_in_child(arr: sync.Array) -> int:
     return int(arr[:].sum())
+
+
+def test_notebook_display() -> None:
+    store = MemoryStore()
+    root = aiozarr.create_group(store)
+    arr = root.create_array(
+        "temp", shape=(4, 6), dtype="f4", chunks=(2, 3), shards=(4, 6), dimension_names=["y", "x"]
+    )
+    page = arr._repr_html_()
+    for fact in ("(4, 6)", "float32", "(2, 3)", "sharding_indexed", "zstd", "y, x", "96 B"):
+        assert fact in page, fact
+    assert "temp (4, 6) float32" in root._repr_html_()

@@ -1,0 +1,65 @@
+"""How arrays and groups show themselves in a terminal and in a notebook (no I/O)."""
+
+from __future__ import annotations
+
+import html
+
+from aiozarr.array import AsyncArray
+from aiozarr.group import AsyncGroup
+
+
+def _size(nbytes: int) -> str:
+    size = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{nbytes} B"
+
+
+def array_rows(array: AsyncArray) -> list[tuple[str, str]]:
+    """The facts shown for an array, as (label, value) pairs."""
+    meta = array.metadata
+    if meta.zarr_format == 3:
+        codecs = " → ".join(c.name for c in meta.codecs)
+        if array.shards is not None:
+            inner = meta.codecs[0].configuration.get("codecs", [])
+            codecs += " [" + " → ".join(c["name"] for c in inner) + "]"
+    else:
+        parts = [f["id"] for f in meta.filters or ()]
+        parts += [meta.compressor["id"]] if meta.compressor else []
+        codecs = " → ".join(parts) or "none"
+    rows = [
+        ("Name", array.name),
+        ("Format", f"Zarr v{meta.zarr_format}"),
+        ("Shape", str(array.shape)),
+        ("Data type", str(array.dtype)),
+        ("Chunks", str(array.chunks)),
+        ("Shards", str(array.shards) if array.shards else "—"),
+        ("Codecs", codecs),
+        ("Fill value", repr(meta.fill_value)),
+        ("Size (decoded)", _size(array.nbytes)),
+        ("Store", repr(array.store)),
+    ]
+    if meta.dimension_names:
+        rows.insert(3, ("Dimensions", ", ".join(str(n) for n in meta.dimension_names)))
+    return rows
+
+
+def array_html(array: AsyncArray) -> str:
+    """An HTML table for notebooks."""
+    cells = "".join(
+        f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
+        f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+        for k, v in array_rows(array)
+    )
+    return f"<table><caption>aiozarr.Array</caption>{cells}</table>"
+
+
+def group_html(group: AsyncGroup, tree: str) -> str:
+    """The group's hierarchy (`tree` text) as preformatted HTML."""
+    return (
+        f"<div><b>aiozarr.Group</b> {html.escape(group.name)} "
+        f"<small>{html.escape(repr(group.store))}</small>"
+        f"<pre>{html.escape(tree)}</pre></div>"
+    )
