@@ -21,7 +21,7 @@ import anyio
 import numpy as np
 
 from aiozarr.codecs import CodecChain, ShardIndex, ShardLayout
-from aiozarr.engine.executor import run_codec
+from aiozarr.engine.executor import codec_threads, run_codec
 from aiozarr.engine.limits import budget_for
 from aiozarr.engine.plan import (
     ChunkRead,
@@ -62,6 +62,16 @@ async def read(
 
 
 @dataclass(frozen=True, slots=True)
+class _Decode:
+    """One chunk's bytes to decode into the output."""
+
+    chain: CodecChain
+    data: Buffer
+    key: str
+    projection: ChunkProjection
+
+
+@dataclass(frozen=True, slots=True)
 class _Reads:
     """What every stage of one read shares: the array, the output, the progress."""
 
@@ -73,31 +83,49 @@ class _Reads:
         self.out[projection.out_selection] = self.array.fill_value
         self.progress.advance()
 
-    async def decode(
-        self, chain: CodecChain, data: Buffer, key: str, projection: ChunkProjection
-    ) -> None:
-        await run_codec(
-            _decode_into, chain, data, key, self.out, projection, nbytes=chain.spec.nbytes
-        )
-        self.progress.advance()
+    async def decode(self, jobs: list[_Decode]) -> None:
+        """Decode `jobs` on the codec pool: one thread hop per group, a group per thread.
+
+        A hop costs about as much as decoding a small chunk, so answers that land
+        together are decoded together rather than one hop each.
+        """
+        if not jobs:
+            return
+        size = -(-len(jobs) // codec_threads())
+        async with anyio.create_task_group() as tg:
+            for start in range(0, len(jobs), size):
+                tg.start_soon(self._decode_group, jobs[start : start + size])
+
+    async def _decode_group(self, group: list[_Decode]) -> None:
+        nbytes = sum(job.chain.spec.nbytes for job in group)
+        await run_codec(_decode_all, group, self.out, nbytes=nbytes)
+        self.progress.advance(len(group))
 
 
-def _decode_into(
-    chain: CodecChain, data: Buffer, key: str, out: np.ndarray, projection: ChunkProjection
-) -> None:
-    if projection.is_complete_chunk:
-        chain.decode_into(data, out[projection.out_selection], key)
-    else:
-        out[projection.out_selection] = chain.decode(data, key)[projection.chunk_selection]
+def _decode_all(group: list[_Decode], out: np.ndarray) -> None:
+    for job in group:
+        projection = job.projection
+        if projection.is_complete_chunk:
+            job.chain.decode_into(job.data, out[projection.out_selection], job.key)
+        else:
+            chunk = job.chain.decode(job.data, job.key)
+            out[projection.out_selection] = chunk[projection.chunk_selection]
+
+
+Answers = list[tuple[int, Buffer | None]]
 
 
 async def _stream_in_batches(
     reads: _Reads,
     requests: list[RangeRequest],
     sizes: list[int],
-    on_answer: Callable[[int, Buffer | None], Awaitable[None]],
+    on_answers: Callable[[Answers], Awaitable[None]],
 ) -> None:
-    """Fetch `requests` in budget-sized batches; run `on_answer(i, data)` as each lands."""
+    """Fetch `requests` in budget-sized batches; run `on_answers` on each burst that lands.
+
+    A burst is every answer already waiting when one arrives (e.g. all coalesced ranges
+    of one shard), so they can be decoded with one thread hop per codec thread.
+    """
     budget = budget_for(reads.array.store)
     batch_bytes = max(budget.capacity // 2, 1)
 
@@ -110,7 +138,14 @@ async def _stream_in_batches(
                 reads.array.store.stream_partial_values([requests[i] for i in batch]) as answers,
             ):
                 async for j, data in answers:
-                    tg.start_soon(on_answer, batch[j], data)
+                    burst = [(batch[j], data)]
+                    while True:
+                        try:
+                            j, data = answers.receive_nowait()
+                        except (anyio.WouldBlock, anyio.EndOfStream):
+                            break
+                        burst.append((batch[j], data))
+                    tg.start_soon(on_answers, burst)
         finally:
             await budget.release(taken)
 
@@ -128,13 +163,16 @@ async def _fetch_and_decode(
 ) -> None:
     """Fetch chunk bytes and decode each answer (missing: fill value) as it lands."""
 
-    async def decode_one(i: int, data: Buffer | None) -> None:
-        if data is None:
-            reads.fill(projections[i])
-        else:
-            await reads.decode(chain, data, requests[i].key, projections[i])
+    async def decode(burst: Answers) -> None:
+        jobs = []
+        for i, data in burst:
+            if data is None:
+                reads.fill(projections[i])
+            else:
+                jobs.append(_Decode(chain, data, requests[i].key, projections[i]))
+        await reads.decode(jobs)
 
-    await _stream_in_batches(reads, requests, sizes, decode_one)
+    await _stream_in_batches(reads, requests, sizes, decode)
 
 
 async def _read_chunks(reads: _Reads, chunks: list[ChunkRead]) -> None:
@@ -153,29 +191,31 @@ async def _read_whole_shards(reads: _Reads, layout: ShardLayout, shards: list[Sh
     """Shards needed in full: one request each, index taken from the shard's own bytes."""
     array = reads.array
 
-    async def decode_shard(i: int, data: Buffer | None) -> None:
-        shard = shards[i]
-        if data is None:
-            for inner in shard.inner:
-                reads.fill(inner.projection)
-            return
-        index = layout.index_of_shard(data, shard.key)
-        array.index_cache.put(shard.key, index, index.nbytes)
-        view = memoryview(data).cast("B")
-        async with anyio.create_task_group() as tg:
+    async def decode(burst: Answers) -> None:
+        jobs = []
+        for i, data in burst:
+            shard = shards[i]
+            if data is None:
+                for inner in shard.inner:
+                    reads.fill(inner.projection)
+                continue
+            index = layout.index_of_shard(data, shard.key)
+            array.index_cache.put(shard.key, index, index.nbytes)
+            view = memoryview(data).cast("B")
             for inner in shard.inner:
                 byte_range = index.range_of(inner.inner_coords)
                 if byte_range is None:
                     reads.fill(inner.projection)
                     continue
                 start, stop = byte_range.resolve(len(view))
-                tg.start_soon(
-                    reads.decode, layout.inner_chain, view[start:stop], shard.key, inner.projection
+                jobs.append(
+                    _Decode(layout.inner_chain, view[start:stop], shard.key, inner.projection)
                 )
+        await reads.decode(jobs)
 
     estimate = array.chain.spec.nbytes + layout.index_size
     await _stream_in_batches(
-        reads, [RangeRequest(s.key) for s in shards], [estimate] * len(shards), decode_shard
+        reads, [RangeRequest(s.key) for s in shards], [estimate] * len(shards), decode
     )
 
 
