@@ -114,7 +114,7 @@ class _SlowStore(MemoryStore):
         self.cancelled = threading.Event()
         self.slow = False
 
-    async def _get_ranges(self, key, byte_ranges):  # type: ignore[no-untyped-def]
+    async def _stall(self, key: str) -> None:
         if key.endswith("c/0") and self.slow:
             self.started.set()
             try:
@@ -122,6 +122,13 @@ class _SlowStore(MemoryStore):
             except asyncio.CancelledError:
                 self.cancelled.set()
                 raise
+
+    async def _get(self, key, byte_range):  # type: ignore[no-untyped-def]
+        await self._stall(key)
+        return await super()._get(key, byte_range)
+
+    async def _get_ranges(self, key, byte_ranges):  # type: ignore[no-untyped-def]
+        await self._stall(key)
         return await super()._get_ranges(key, byte_ranges)
 
 

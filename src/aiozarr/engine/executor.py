@@ -25,9 +25,12 @@ INLINE_BYTES = 64 << 10
 _limiters: dict[int, anyio.CapacityLimiter] = {}
 
 
+_CPUS = os.cpu_count() or 1
+
+
 def codec_threads() -> int:
     """Threads in the codec pool: the `codec_threads` setting, or one per CPU."""
-    return config.get().codec_threads or os.cpu_count() or 1
+    return config.get().codec_threads or _CPUS
 
 
 def _limiter() -> anyio.CapacityLimiter:

@@ -54,10 +54,13 @@ async def read(
     shards = plan_shards(array.meta, layout, array.prefix, projections)
     whole = [s for s in shards if s.whole]
     partial = [s for s in shards if not s.whole]
-    async with anyio.create_task_group() as tg:
-        if whole:
+    if not partial:
+        await _read_whole_shards(reads, layout, whole)
+    elif not whole:
+        await _read_partial_shards(reads, layout, partial)
+    else:
+        async with anyio.create_task_group() as tg:
             tg.start_soon(_read_whole_shards, reads, layout, whole)
-        if partial:
             tg.start_soon(_read_partial_shards, reads, layout, partial)
 
 
@@ -92,6 +95,9 @@ class _Reads:
         if not jobs:
             return
         size = -(-len(jobs) // codec_threads())
+        if size >= len(jobs):
+            await self._decode_group(jobs)
+            return
         async with anyio.create_task_group() as tg:
             for start in range(0, len(jobs), size):
                 tg.start_soon(self._decode_group, jobs[start : start + size])
@@ -126,7 +132,11 @@ async def _stream_in_batches(
     A burst is every answer already waiting when one arrives (e.g. all coalesced ranges
     of one shard), so they can be decoded with one thread hop per codec thread.
     """
-    budget = budget_for(reads.array.store)
+    store = reads.array.store
+    if len(requests) == 1:  # the common tiny read: no stream, no task group
+        await on_answers([(0, await store.get(requests[0].key, requests[0].byte_range))])
+        return
+    budget = budget_for(store)
     batch_bytes = max(budget.capacity // 2, 1)
 
     async def run_batch(batch: list[int]) -> None:
@@ -135,7 +145,7 @@ async def _stream_in_batches(
         try:
             async with (
                 anyio.create_task_group() as tg,
-                reads.array.store.stream_partial_values([requests[i] for i in batch]) as answers,
+                store.stream_partial_values([requests[i] for i in batch]) as answers,
             ):
                 async for j, data in answers:
                     burst = [(batch[j], data)]
@@ -149,8 +159,12 @@ async def _stream_in_batches(
         finally:
             await budget.release(taken)
 
+    batches = list(batches_by_size(sizes, batch_bytes))
+    if len(batches) == 1:
+        await run_batch(batches[0])
+        return
     async with anyio.create_task_group() as tg:
-        for batch in batches_by_size(sizes, batch_bytes):
+        for batch in batches:
             tg.start_soon(run_batch, batch)
 
 
