@@ -24,6 +24,7 @@ from aiozarr.errors import (
     MetadataError,
     NodeNotFoundError,
     ReadOnlyError,
+    UnsupportedError,
     unwrap_group,
 )
 from aiozarr.indexing import Indexer, basic_indexer, is_basic_selection, orthogonal_indexer
@@ -43,11 +44,19 @@ class AsyncArray:
         self._store = store
         self._path = hierarchy.normalize_path(path)
         key = hierarchy.join(self._path, "zarr.json" if metadata.zarr_format == 3 else ".zarray")
+        chain = CodecChain.from_metadata(metadata, key)
+        if chain.sharding is not None and chain.array_to_array:
+            # The inner-chunk grid would lie in transposed coordinates; the engine plans
+            # inner chunks on the array's own axes. zarr-python never writes this.
+            raise UnsupportedError(
+                f"{key}: array-to-array codecs before sharding_indexed "
+                f"({', '.join(c.name for c in chain.array_to_array)}) are not supported"
+            )
         self._stored = StoredArray(
             store=store,
             prefix=f"{self._path}/" if self._path else "",
             meta=metadata,
-            chain=CodecChain.from_metadata(metadata, key),
+            chain=chain,
         )
 
     # -- opening and creating ------------------------------------------------------------

@@ -222,3 +222,36 @@ async def test_reads_stream_through_a_small_inflight_budget() -> None:
         assert 0 < budget.peak <= 4096
         assert np.array_equal(await arr.getitem(...), data)
         assert budget.peak <= 4096
+
+
+async def test_writes_invalidate_the_cached_shard_index() -> None:
+    counting = CountingStore(MemoryStore())
+    _, data = await make_sharded(counting)
+    arr = await reopen(counting)
+    assert await arr.getitem((1, 1)) == data[1, 1]  # caches the index of shard 0/0
+    await arr.setitem((slice(0, 4), slice(0, 4)), -5)  # rewrites shard 0/0: index changes
+    counting.reset()
+    assert await arr.getitem((1, 1)) == -5
+    assert await arr.getitem((9, 9)) == data[9, 9]
+    assert counting.counts["get"] == 3  # a fresh index read, then the two chunks
+
+
+async def test_transpose_before_sharding_is_refused() -> None:
+    store = MemoryStore()
+    sharding = {
+        "name": "sharding_indexed",
+        "configuration": {
+            "chunk_shape": [2, 2],
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        },
+    }
+    with pytest.raises(aiozarr.errors.UnsupportedError, match="transpose"):
+        await aiozarr.create_array_async(
+            store,
+            shape=(4, 4),
+            dtype="i2",
+            chunks=(4, 4),
+            compressors=None,
+            filters=[{"name": "transpose", "configuration": {"order": [1, 0]}}],
+            serializer=sharding,
+        )
