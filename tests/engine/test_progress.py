@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -17,7 +19,7 @@ def _recorder() -> tuple[list[tuple[int, int]], object]:
 def _check(steps: list[tuple[int, int]], total: int) -> None:
     assert steps, "the callback never fired"
     done = [d for d, _ in steps]
-    assert all(a < b for a, b in zip(done, done[1:], strict=False)), done  # strictly increasing
+    assert all(a < b for a, b in itertools.pairwise(done)), done  # strictly increasing
     assert done[0] >= 1 and done[-1] == total
     assert {t for _, t in steps} == {total}
 
