@@ -178,6 +178,11 @@ def is_fill(chunk: np.ndarray, fill_value: Any) -> bool:
     """Whether every element equals `fill_value` (NaN equals NaN)."""
     if fill_value is None:
         return False
+    if chunk.size and chunk.dtype.kind in "iubfc":
+        # Most written chunks differ at once: skip the full comparison.
+        first = chunk.flat[0]
+        if first != fill_value and not (np.isnan(first) and np.isnan(fill_value)):
+            return False
     if chunk.dtype.hasobject or chunk.dtype.fields is not None:
         return all(v == fill_value for v in chunk.flat)
     fill = np.asarray(fill_value, dtype=chunk.dtype)

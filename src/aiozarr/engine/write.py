@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import weakref
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -19,8 +20,8 @@ import numpy as np
 from aiozarr import config
 from aiozarr.codecs import CodecChain, ShardLayout
 from aiozarr.codecs.sharding import is_fill
-from aiozarr.engine.executor import run_codec
-from aiozarr.engine.plan import InnerRead, ShardRead, plan_chunks, plan_shards
+from aiozarr.engine.executor import codec_threads, run_codec
+from aiozarr.engine.plan import ShardRead, plan_chunks, plan_shards
 from aiozarr.engine.progress import Progress, ProgressCallback
 from aiozarr.engine.target import StoredArray
 from aiozarr.errors import StoreError
@@ -44,37 +45,65 @@ async def locked(store: object, keys: Sequence[str]) -> AsyncIterator[None]:
         yield
 
 
-def _merge(
-    chain: CodecChain,
-    existing: Buffer | None,
-    key: str,
-    fill_value: Any,
-    updates: Sequence[tuple[ChunkProjection, np.ndarray]],
-) -> np.ndarray:
-    """The new chunk: the stored one (or fill) with `updates` applied."""
-    complete = any(p.is_complete_chunk for p, _ in updates)
-    if existing is None or complete:
-        chunk = np.full(chain.spec.shape, fill_value, dtype=chain.spec.dtype)
-    else:
-        chunk = np.array(chain.decode(existing, key), copy=True)
-    for projection, value in updates:
-        chunk[projection.chunk_selection] = value[projection.out_selection]
-    return chunk
+@dataclass(frozen=True, slots=True)
+class _Encode:
+    """One chunk to (re)write: its chain, its stored bytes if any, where the update goes."""
+
+    chain: CodecChain
+    existing: Buffer | None
+    key: str
+    projection: ChunkProjection
 
 
-def _encode_chunk(
-    chain: CodecChain,
-    existing: Buffer | None,
-    key: str,
-    fill_value: Any,
-    updates: Sequence[tuple[ChunkProjection, np.ndarray]],
-    write_empty: bool,
+def _encode_one(
+    job: _Encode, value: np.ndarray, fill_value: Any, write_empty: bool
 ) -> Buffer | None:
     """Encoded bytes of the updated chunk, or None when it should not be stored."""
-    chunk = _merge(chain, existing, key, fill_value, updates)
+    projection = job.projection
+    if projection.is_complete_chunk:  # the update is the whole chunk, in order
+        chunk = np.ascontiguousarray(value[projection.out_selection])
+    else:
+        spec = job.chain.spec
+        if job.existing is None:
+            chunk = np.full(spec.shape, fill_value, dtype=spec.dtype)
+        else:
+            chunk = np.array(job.chain.decode(job.existing, job.key), copy=True)
+        chunk[projection.chunk_selection] = value[projection.out_selection]
     if not write_empty and is_fill(chunk, fill_value):
         return None
-    return chain.encode(chunk)
+    return job.chain.encode(chunk)
+
+
+def _encode_all(
+    jobs: list[_Encode], value: np.ndarray, fill_value: Any, write_empty: bool
+) -> list[Buffer | None]:
+    return [_encode_one(job, value, fill_value, write_empty) for job in jobs]
+
+
+async def _encode(
+    array: StoredArray, jobs: list[_Encode], value: np.ndarray, progress: Progress
+) -> list[Buffer | None]:
+    """Encode `jobs` on the codec pool, one thread hop per group, a group per thread."""
+    write_empty = config.get().write_empty_chunks
+    results: list[Buffer | None] = [None] * len(jobs)
+    size = max(-(-len(jobs) // codec_threads()), 1)
+
+    async def group(start: int) -> None:
+        part = jobs[start : start + size]
+        nbytes = sum(job.chain.spec.nbytes for job in part)
+        results[start : start + size] = await run_codec(
+            _encode_all, part, value, array.fill_value, write_empty, nbytes=nbytes
+        )
+        progress.advance(len(part))
+
+    if size >= len(jobs):
+        if jobs:
+            await group(0)
+        return results
+    async with anyio.create_task_group() as tg:
+        for start in range(0, len(jobs), size):
+            tg.start_soon(group, start)
+    return results
 
 
 async def write(
@@ -131,7 +160,6 @@ async def _write_chunks(
     progress: Progress,
 ) -> None:
     writes = plan_chunks(array.meta, array.prefix, projections)
-    write_empty = config.get().write_empty_chunks
     async with locked(array.store, [w.key for w in writes]):
         partial = [w.key for w in writes if not w.projection.is_complete_chunk]
         existing = dict(
@@ -141,24 +169,10 @@ async def _write_chunks(
                 strict=True,
             )
         )
-        encoded: dict[str, Buffer | None] = {}
-
-        async def encode(key: str, projection: ChunkProjection) -> None:
-            encoded[key] = await run_codec(
-                _encode_chunk,
-                array.chain,
-                existing.get(key),
-                key,
-                array.fill_value,
-                [(projection, value)],
-                write_empty,
-                nbytes=array.chain.spec.nbytes,
-            )
-            progress.advance()
-
-        async with anyio.create_task_group() as tg:
-            for w in writes:
-                tg.start_soon(encode, w.key, w.projection)
+        jobs = [_Encode(array.chain, existing.get(w.key), w.key, w.projection) for w in writes]
+        encoded = dict(
+            zip([w.key for w in writes], await _encode(array, jobs, value, progress), strict=True)
+        )
         await _store(array, encoded)
 
 
@@ -207,8 +221,6 @@ async def _encode_shard(
 ) -> Buffer | None:
     """The new bytes of one shard: untouched inner chunks kept as stored, touched re-encoded."""
     chunks: dict[tuple[int, ...], Buffer | None] = {}
-    index = None
-    view = None
     if existing is not None:
         view = memoryview(existing).cast("B")
         index = layout.index_of_shard(view, shard.key)
@@ -218,25 +230,10 @@ async def _encode_shard(
                 start, stop = byte_range.resolve(len(view))
                 chunks[coords] = view[start:stop]
 
-    by_inner: dict[tuple[int, ...], list[InnerRead]] = {}
-    for inner in shard.inner:
-        by_inner.setdefault(inner.inner_coords, []).append(inner)
-    write_empty = config.get().write_empty_chunks
-
-    async def encode(coords: tuple[int, ...], reads: list[InnerRead]) -> None:
-        chunks[coords] = await run_codec(
-            _encode_chunk,
-            layout.inner_chain,
-            chunks.get(coords),
-            shard.key,
-            array.fill_value,
-            [(r.projection, value) for r in reads],
-            write_empty,
-            nbytes=layout.inner_chain.spec.nbytes,
-        )
-        progress.advance(len(reads))
-
-    async with anyio.create_task_group() as tg:
-        for coords, reads in by_inner.items():
-            tg.start_soon(encode, coords, reads)
+    jobs = [
+        _Encode(layout.inner_chain, chunks.get(inner.inner_coords), shard.key, inner.projection)
+        for inner in shard.inner
+    ]
+    for inner, data in zip(shard.inner, await _encode(array, jobs, value, progress), strict=True):
+        chunks[inner.inner_coords] = data
     return await run_codec(layout.encode_shard, chunks, nbytes=array.chain.spec.nbytes)
