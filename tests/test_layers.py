@@ -12,7 +12,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "aiozarr"
 # Each layer may import itself and the layers listed after it.
 LAYERS = [
     {"__main__", "cli", "xarray", "dask"},
-    {"api", "__init__"},
+    {"api", "__init__", "migrate", "consolidate", "copy"},
     {"sync", "display"},
     {"array", "group"},
     {"hierarchy", "creation"},

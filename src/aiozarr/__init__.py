@@ -20,7 +20,9 @@ from aiozarr.api import (
     open_group_async,
 )
 from aiozarr.array import AsyncArray
+from aiozarr.consolidate import consolidate_metadata, consolidate_metadata_async
 from aiozarr.group import AsyncGroup
+from aiozarr.migrate import migrate, migrate_async
 from aiozarr.sync import Array, Group
 
 __version__ = "0.1.0"
@@ -31,11 +33,15 @@ __all__ = [
     "AsyncGroup",
     "Group",
     "config",
+    "consolidate_metadata",
+    "consolidate_metadata_async",
     "create_array",
     "create_array_async",
     "create_group",
     "create_group_async",
     "errors",
+    "migrate",
+    "migrate_async",
     "open",
     "open_array",
     "open_array_async",

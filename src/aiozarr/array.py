@@ -54,7 +54,7 @@ class AsyncArray:
             )
         self._stored = StoredArray(
             store=store,
-            prefix=f"{self._path}/" if self._path else "",
+            prefix=hierarchy.chunk_prefix(self._path, metadata),
             meta=metadata,
             chain=chain,
         )

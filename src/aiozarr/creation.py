@@ -68,6 +68,16 @@ def _v3_serializer(dtype: np.dtype[Any]) -> CodecMetadata:
     return CodecMetadata("bytes")
 
 
+def _dtype(dtype: Any, zarr_format: int) -> np.dtype[Any]:
+    """The numpy dtype to store; `str` means variable-length strings, as in zarr-python."""
+    if dtype is str or dtype == "str":
+        return np.dtype(object) if zarr_format == 2 else np.dtypes.StringDType()
+    np_dtype = np.dtype(dtype)
+    if zarr_format == 2 and np_dtype.kind == "T":
+        return np.dtype(object)  # v2 stores variable-length strings as object + vlen-utf8
+    return np_dtype
+
+
 def _fill_value(value: Any, dtype: np.dtype[Any], zarr_format: int) -> Any:
     if value is None:
         if zarr_format == 2:
@@ -108,7 +118,7 @@ def array_metadata(
 ) -> ArrayMetadata:
     """Metadata for a new array from `create_array`'s arguments."""
     array_shape = _shape(shape, "shape")
-    np_dtype = np.dtype(dtype)
+    np_dtype = _dtype(dtype, zarr_format)
     if zarr_format == 3 and np_dtype.byteorder == ">":
         np_dtype = np_dtype.newbyteorder("<")  # v3 keeps byte order in the bytes codec
     inner = (
@@ -135,7 +145,7 @@ def array_metadata(
         if len(compressor_list) > 1:
             raise MetadataError("Zarr v2 arrays take at most one compressor")
         v2_filters = [_numcodecs_config(f) for f in _as_list(filters)]
-        if np_dtype.kind == "O" and not v2_filters:
+        if np_dtype.kind in "OT" and not v2_filters:
             v2_filters = [{"id": "vlen-utf8"}]
         return ArrayMetadata(
             shape=array_shape,

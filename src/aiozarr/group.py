@@ -98,6 +98,11 @@ class AsyncGroup:
     async def getitem(self, name: str) -> AsyncArray | AsyncGroup:
         """The array or group `name` (a relative path) in this group."""
         path = self._child(name)
+        member = hierarchy.consolidated_member(self._metadata, hierarchy.normalize_path(name))
+        if isinstance(member, ArrayMetadata):
+            return AsyncArray(self._store, path, member)
+        if member is not None:
+            return AsyncGroup(self._store, path, member)
         fmt: Literal[2, 3] = 3 if self.zarr_format == 3 else 2
         try:
             meta = await hierarchy.read_node(self._store, path, fmt)
@@ -121,6 +126,9 @@ class AsyncGroup:
 
     async def member_names(self) -> list[str]:
         """Names of the direct children that are arrays or groups, sorted."""
+        listed = hierarchy.consolidated_names(self._metadata)
+        if listed is not None:  # consolidated metadata: no listing, no reads
+            return listed
         names = [n async for n in self._store.list_dir(self._path)]
         candidates = [n for n in names if not n.startswith(".") and n != "zarr.json"]
         found: dict[str, bool] = {}

@@ -1,16 +1,21 @@
 """Finding, reading and writing node metadata (arrays and groups) in a store.
 
 Format detection costs one request for v3 (`zarr.json`) and one more batch, with
-every v2 key fetched concurrently, when there is no `zarr.json`.
+every v2 key (and `.zmetadata`) fetched concurrently, when there is no `zarr.json`;
+v1 and the 2020 v3 draft cost one batch more, only when the v2 keys all miss.
+v1 and draft nodes are read only (chunks may be written; metadata may not).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from typing import Literal
+from typing import Any, Literal
 
 from aiozarr.errors import MetadataError, NodeExistsError, NodeNotFoundError
-from aiozarr.metadata import v2, v3
+from aiozarr.metadata import consolidated, v1, v2, v3, v3draft
+from aiozarr.metadata.consolidated import ZMETADATA_KEY
+from aiozarr.metadata.json import load
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.storage.base import RangeRequest, Store
 
@@ -20,6 +25,8 @@ V3_KEY = "zarr.json"
 V2_ARRAY_KEY = ".zarray"
 V2_GROUP_KEY = ".zgroup"
 V2_ATTRS_KEY = ".zattrs"
+V1_META_KEY = "meta"
+V1_ATTRS_KEY = "attrs"
 
 
 def join(path: str, name: str) -> str:
@@ -39,27 +46,162 @@ def _parse_json(data: object, key: str) -> object:
         raise MetadataError(f"{key}: not valid JSON ({error})") from None
 
 
-async def read_node(store: Store, path: str, zarr_format: Literal[2, 3] | None = None) -> Node:
-    """The metadata of the node at `path`; `NodeNotFoundError` when there is none."""
+async def read_node(
+    store: Store,
+    path: str,
+    zarr_format: Literal[1, 2, 3] | None = None,
+    *,
+    use_consolidated: bool = True,
+) -> Node:
+    """The metadata of the node at `path`; `NodeNotFoundError` when there is none.
+
+    Without `zarr_format`: `zarr.json` first (one request for v3), then every v2 key
+    and `.zmetadata` in one concurrent batch, then (only when those all miss) the v1
+    keys and the 2020 draft's documents in one more batch. A group with consolidated
+    metadata comes back with its members' metadata (unless `use_consolidated` is False).
+    """
     if zarr_format in (None, 3):
         key = join(path, V3_KEY)
         data = await store.get(key)
         if data is not None:
-            return v3.parse_node(bytes(memoryview(data)), key)
+            doc = json_load(data, key)
+            if v3draft.is_entry_point(doc):
+                return await _read_draft(store, path, "", v3draft.parse_entry_point(doc, key))
+            node = v3.parse_node(doc, key)
+            if isinstance(node, GroupMetadata) and not use_consolidated:
+                node = dataclasses.replace(node, consolidated=None)
+            return node
         if zarr_format == 3:
             raise NodeNotFoundError(
                 f"no Zarr v3 array or group at {path or '/'!r} ({key} missing) in {store!r}"
             )
-    keys = [join(path, k) for k in (V2_ARRAY_KEY, V2_GROUP_KEY, V2_ATTRS_KEY)]
-    zarray, zgroup, zattrs = await store.get_partial_values([RangeRequest(k) for k in keys])
+    if zarr_format in (None, 2):
+        node = await _read_v2(store, path, use_consolidated)
+        if node is not None:
+            return node
+    if zarr_format in (None, 1):
+        node = await _read_v1_or_draft(store, path, zarr_format == 1)
+        if node is not None:
+            return node
+    raise NodeNotFoundError(f"no Zarr array or group at {path or '/'!r} in {store!r}")
+
+
+def json_load(data: object, key: str) -> dict[str, Any]:
+    """A stored JSON object document."""
+    return load(bytes(memoryview(data)), key)  # type: ignore[arg-type]
+
+
+async def _read_v2(store: Store, path: str, use_consolidated: bool) -> Node | None:
+    names = (V2_ARRAY_KEY, V2_GROUP_KEY, V2_ATTRS_KEY, ZMETADATA_KEY)
+    keys = [join(path, k) for k in names[: 4 if use_consolidated else 3]]
+    found = await store.get_partial_values([RangeRequest(k) for k in keys])
+    zarray, zgroup, zattrs = found[:3]
     attrs = None if zattrs is None else _parse_json(zattrs, keys[2])
     if attrs is not None and not isinstance(attrs, dict):
         raise MetadataError(f"{keys[2]}: expected a JSON object, got {type(attrs).__name__}")
     if zarray is not None:
         return v2.parse_zarray(bytes(memoryview(zarray)), keys[0], attrs)
-    if zgroup is not None:
-        return v2.parse_zgroup(bytes(memoryview(zgroup)), keys[1], attrs)
-    raise NodeNotFoundError(f"no Zarr array or group at {path or '/'!r} in {store!r}")
+    if zgroup is None:
+        return None
+    group = v2.parse_zgroup(bytes(memoryview(zgroup)), keys[1], attrs)
+    if use_consolidated and found[3] is not None:
+        nodes = consolidated.parse_zmetadata(json_load(found[3], keys[3]), keys[3])
+        nodes.pop("", None)
+        group = dataclasses.replace(group, consolidated=nodes)
+    return group
+
+
+async def _read_v1_or_draft(store: Store, path: str, v1_only: bool) -> Node | None:
+    keys = [join(path, V1_META_KEY), join(path, V1_ATTRS_KEY)]
+    draft = bool(path) and not v1_only  # a draft root was seen with the first zarr.json
+    if draft:
+        keys += [*v3draft.node_keys(path), V3_KEY]
+    found = await store.get_partial_values([RangeRequest(k) for k in keys])
+    if found[0] is not None:
+        attrs = None if found[1] is None else json_load(found[1], keys[1])
+        return v1.parse_meta(json_load(found[0], keys[0]), keys[0], attrs)
+    if not draft or found[4] is None:
+        return None
+    root_doc = json_load(found[4], V3_KEY)
+    if not v3draft.is_entry_point(root_doc):
+        return None  # a v3 root: the node is missing (or an implicit v3 group)
+    entry = v3draft.parse_entry_point(root_doc, V3_KEY)
+    if entry.metadata_key_suffix != ".json":
+        return await _read_draft(store, "", path, entry)
+    return await _draft_node(store, "", path, found[2], found[3])
+
+
+async def _read_draft(store: Store, root: str, path: str, entry: v3draft.EntryPoint) -> Node:
+    """The node at `path` of the draft hierarchy whose entry point is at `root`."""
+    keys = [join(root, k) for k in v3draft.node_keys(path, entry.metadata_key_suffix)]
+    array, group = await store.get_partial_values([RangeRequest(k) for k in keys])
+    node = await _draft_node(store, root, path, array, group, entry.metadata_key_suffix)
+    if node is None:
+        raise NodeNotFoundError(f"no array or group at {path or '/'!r} in draft {store!r}")
+    return node
+
+
+async def _draft_node(
+    store: Store,
+    root: str,
+    path: str,
+    array: object | None,
+    group: object | None,
+    suffix: str = ".json",
+) -> Node | None:
+    array_key, group_key = (join(root, k) for k in v3draft.node_keys(path, suffix))
+    if array is not None:
+        return v3draft.parse_array(json_load(array, array_key), array_key)
+    members = await _draft_members(store, root, path, suffix)
+    if group is None and not members and path:
+        return None  # neither an explicit nor an implicit group
+    meta = v3draft.parse_group(None if group is None else json_load(group, group_key), group_key)
+    return dataclasses.replace(meta, consolidated=members)
+
+
+async def _draft_members(store: Store, root: str, path: str, suffix: str) -> dict[str, Node]:
+    """Every node below a draft group by relative path (one listing, one batch of reads)."""
+    base = join(root, f"{v3draft.META_ROOT}/{path}" if path else v3draft.META_ROOT) + "/"
+    kinds = {f".array{suffix}": "array", f".group{suffix}": "group"}
+    keys = [k async for k in store.list_prefix(base) if any(k.endswith(e) for e in kinds)]
+    docs = await store.get_partial_values([RangeRequest(k) for k in keys])
+    members: dict[str, Node] = {}
+    for key, doc in zip(keys, docs, strict=True):
+        if doc is None:
+            continue
+        ending = next(e for e in kinds if key.endswith(e))
+        rel = key[len(base) : -len(ending)]
+        parse = v3draft.parse_array if kinds[ending] == "array" else v3draft.parse_group
+        members[rel] = parse(json_load(doc, key), key)
+        parts = rel.split("/")
+        for i in range(1, len(parts)):  # implicit groups above it
+            members.setdefault("/".join(parts[:i]), v3draft.parse_group(None, key))
+    return members
+
+
+def consolidated_member(group: GroupMetadata, name: str) -> Node | None:
+    """The member `name` (a relative path) as the group's consolidated metadata gives it."""
+    members = group.consolidated
+    if members is None or name not in members:
+        return None
+    node = members[name]
+    if isinstance(node, GroupMetadata):
+        node = dataclasses.replace(node, consolidated=consolidated.subtree(members, name))
+    return node
+
+
+def consolidated_names(group: GroupMetadata) -> list[str] | None:
+    """The direct members' names from consolidated metadata, sorted; None without it."""
+    if group.consolidated is None:
+        return None
+    return sorted(p for p in group.consolidated if "/" not in p)
+
+
+def chunk_prefix(path: str, meta: ArrayMetadata) -> str:
+    """The key prefix of the array's chunks: `path/`, or `data/root/path/` in the draft."""
+    if v3draft.is_draft(meta):
+        return v3draft.data_prefix(path)
+    return f"{path}/" if path else ""
 
 
 def node_documents(path: str, meta: Node) -> dict[str, bytes]:
@@ -68,7 +210,10 @@ def node_documents(path: str, meta: Node) -> dict[str, bytes]:
         doc = v3.array_to_json(meta) if isinstance(meta, ArrayMetadata) else v3.group_to_json(meta)
         return {join(path, V3_KEY): doc}
     if meta.zarr_format != 2:
-        raise MetadataError(f"cannot write Zarr format {meta.zarr_format} metadata (read only)")
+        raise MetadataError(
+            f"cannot write Zarr format {meta.zarr_format} metadata (read only); "
+            "aiozarr.migrate it to Zarr v2 or v3"
+        )
     docs: dict[str, bytes] = {}
     if isinstance(meta, ArrayMetadata):
         docs[join(path, V2_ARRAY_KEY)] = v2.zarray_to_json(meta)
@@ -81,6 +226,11 @@ def node_documents(path: str, meta: Node) -> dict[str, bytes]:
 
 async def write_node(store: Store, path: str, meta: Node) -> None:
     """Store the metadata of one node (all its documents concurrently)."""
+    if v3draft.is_draft(meta):
+        raise MetadataError(
+            f"cannot write metadata into a 2020 v3 draft hierarchy ({path or '/'!r}); "
+            "aiozarr.migrate it to Zarr v3 first"
+        )
     docs = node_documents(path, meta)
     if meta.zarr_format == 2 and not meta.attributes:
         await store.delete(join(path, V2_ATTRS_KEY))

@@ -98,7 +98,8 @@ def parse_zgroup(doc: Document, key: str, attrs: Mapping[str, Any] | None = None
     """The group metadata in the `.zgroup` document `doc` (and its `.zattrs`, decoded)."""
     data = load(doc, key)
     _check_format(data, key)
-    unknown = sorted(set(data) - {"zarr_format"})
+    # zarr-python 3 writes "consolidated_metadata" into the .zgroup documents of .zmetadata
+    unknown = sorted(set(data) - {"zarr_format", "consolidated_metadata"})
     if unknown:
         raise MetadataError(f'{key}: unknown field "{unknown[0]}", got {show(data[unknown[0]])}')
     return GroupMetadata(zarr_format=2, attributes=_attrs(attrs, key))

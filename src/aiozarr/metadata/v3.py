@@ -7,6 +7,7 @@ storage transformers, raise `UnsupportedError`. Writing gives what zarr-python 3
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -197,7 +198,28 @@ def _group(data: Mapping[str, Any], key: str) -> GroupMetadata:
     consolidated = data.get("consolidated_metadata")
     if consolidated is not None and not isinstance(consolidated, Mapping):
         fail(key, "consolidated_metadata", "an object or null", consolidated)
-    return GroupMetadata(zarr_format=3, attributes=_attributes(data, key))
+    members = None if consolidated is None else _consolidated(consolidated, key)
+    return GroupMetadata(zarr_format=3, attributes=_attributes(data, key), consolidated=members)
+
+
+def _consolidated(value: Mapping[str, Any], key: str) -> dict[str, ArrayMetadata | GroupMetadata]:
+    """zarr-python's inline consolidated metadata: every descendant's document by its path."""
+    if value.get("kind") != "inline":
+        fail(key, "consolidated_metadata.kind", '"inline"', value.get("kind"))
+    docs = value.get("metadata")
+    if not isinstance(docs, Mapping):
+        fail(key, "consolidated_metadata.metadata", "an object of node documents", docs)
+    members: dict[str, ArrayMetadata | GroupMetadata] = {}
+    for path, doc in docs.items():
+        where = f"{key} (consolidated_metadata member {path!r})"
+        if not isinstance(doc, Mapping):
+            raise MetadataError(f"{where}: expected a node document, got {show(doc)}")
+        if _check_header(doc, where, None) == "array":
+            members[path] = _array(doc, where)
+        else:  # a nested group's own consolidated block repeats what the root lists
+            inner = {k: v for k, v in doc.items() if k != "consolidated_metadata"}
+            members[path] = _group(inner, where)
+    return members
 
 
 def parse_node(doc: Document, key: str) -> ArrayMetadata | GroupMetadata:
@@ -257,5 +279,21 @@ def array_to_json(meta: ArrayMetadata) -> bytes:
 
 
 def group_to_json(meta: GroupMetadata) -> bytes:
-    """The `zarr.json` document of a v3 group."""
-    return dump({"attributes": dict(meta.attributes), "zarr_format": 3, "node_type": "group"})
+    """The `zarr.json` document of a v3 group (with its consolidated metadata, if any)."""
+    doc: dict[str, Any] = {"attributes": dict(meta.attributes), "zarr_format": 3}
+    if meta.consolidated is not None:
+        doc["consolidated_metadata"] = consolidated_json(meta.consolidated)
+    doc["node_type"] = "group"
+    return dump(doc)
+
+
+def consolidated_json(members: Mapping[str, ArrayMetadata | GroupMetadata]) -> dict[str, Any]:
+    """zarr-python's inline `consolidated_metadata` object for `members` (path -> metadata)."""
+    docs: dict[str, Any] = {}
+    for path in sorted(members):
+        node = members[path]
+        if isinstance(node, ArrayMetadata):
+            docs[path] = json.loads(array_to_json(node))
+        else:
+            docs[path] = json.loads(group_to_json(GroupMetadata(3, node.attributes)))
+    return {"kind": "inline", "must_understand": False, "metadata": docs}
