@@ -4,6 +4,7 @@ they turn bytes into arrays and back, and never see a store, a loop or a thread.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ class ChunkSpec:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        return math.prod(self.shape) * self.dtype.itemsize
 
 
 class Codec(ABC):

@@ -41,32 +41,37 @@ class GzipCodec(BytesToBytesCodec):
         return self.decode_sized(data, spec, None)
 
     def decode_sized(self, data: Any, spec: ChunkSpec, size: int | None) -> bytes:
-        limit = None if size is None else size + 1
-        parts: list[bytes] = []
-        produced = 0
-        pending = memoryview(data).cast("B")
-        try:
-            # A gzip file may hold several members; each needs a fresh decompressor.
-            while pending.nbytes:
-                inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                chunk: Any = pending
-                while not inflater.eof:
-                    step = _STEP if limit is None else max(limit - produced, 1)
-                    out = inflater.decompress(chunk, step)
-                    parts.append(out)
-                    produced += len(out)
-                    if limit is not None and produced >= limit:
-                        raise CodecError(
-                            f"codec 'gzip': data decompresses to more than {size} bytes"
-                        )
-                    chunk = inflater.unconsumed_tail
-                    if not out and not chunk:
-                        raise CodecError("codec 'gzip': data is truncated")
-                pending = memoryview(inflater.unused_data)
-        except zlib.error as error:
-            raise CodecError(f"codec 'gzip': corrupt data: {error}") from error
-        if size is not None and produced != size:
-            raise CodecError(
-                f"codec 'gzip': data decompresses to {produced} bytes, expected {size}"
-            )
-        return b"".join(parts)
+        return inflate(data, size, 16 + zlib.MAX_WBITS, "gzip")
+
+
+def inflate(data: Any, size: int | None, wbits: int, name: str) -> bytes:
+    """Inflate deflate streams (gzip members: `wbits` 16 + 15; zlib: 15) back to back.
+
+    With a known `size`, never produces more than `size` + 1 bytes: a decompression
+    bomb fails after allocating no more than the chunk it claims to be.
+    """
+    limit = None if size is None else size + 1
+    parts: list[bytes] = []
+    produced = 0
+    pending = memoryview(data).cast("B")
+    try:
+        # A gzip file may hold several members; each needs a fresh decompressor.
+        while pending.nbytes:
+            inflater = zlib.decompressobj(wbits)
+            chunk: Any = pending
+            while not inflater.eof:
+                step = _STEP if limit is None else max(limit - produced, 1)
+                out = inflater.decompress(chunk, step)
+                parts.append(out)
+                produced += len(out)
+                if limit is not None and produced >= limit:
+                    raise CodecError(f"codec {name!r}: data decompresses to more than {size} bytes")
+                chunk = inflater.unconsumed_tail
+                if not out and not chunk:
+                    raise CodecError(f"codec {name!r}: data is truncated")
+            pending = memoryview(inflater.unused_data)
+    except zlib.error as error:
+        raise CodecError(f"codec {name!r}: corrupt data: {error}") from error
+    if size is not None and produced != size:
+        raise CodecError(f"codec {name!r}: data decompresses to {produced} bytes, expected {size}")
+    return b"".join(parts)

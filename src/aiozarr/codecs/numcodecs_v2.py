@@ -7,6 +7,10 @@ passed through each filter, then compressed, as zarr-python v2 writes it.
 
 from __future__ import annotations
 
+import bz2
+import lzma
+import math
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -17,6 +21,8 @@ from numcodecs.compat import ensure_bytes, ensure_ndarray_like
 
 from aiozarr.codecs.base import ArrayToBytesCodec, ChunkSpec
 from aiozarr.codecs.blosc import check_frame
+from aiozarr.codecs.gzip import inflate
+from aiozarr.codecs.zstd import check_content_size
 from aiozarr.errors import CodecError, MetadataError, UnsupportedError
 
 # Filters that turn an object array into something numcodecs can compress.
@@ -48,6 +54,40 @@ def _numcodec(config: Mapping[str, Any], field: str, where: str) -> Numcodec:
         raise MetadataError(
             f"{where}: field {field!r}: bad codec {dict(config)!r}: {error}"
         ) from error
+
+
+def decompress(compressor: Numcodec, data: memoryview, size: int | None) -> Any:
+    """Decompress `data`; with a known decoded `size`, allocate no more than that.
+
+    numcodecs' zlib, bz2 and lzma inflate everything before they look at `out`, so a
+    small forged chunk could claim gigabytes: those run through bounded decompressors.
+    """
+    codec_id = compressor.codec_id
+    if codec_id == "blosc":
+        # Blosc reads past the end of a truncated frame: check its header first.
+        check_frame(data, size)
+    if size is None:
+        return compressor.decode(data)
+    if codec_id in ("zlib", "gzip"):
+        return inflate(data, size, zlib.MAX_WBITS + (16 if codec_id == "gzip" else 0), codec_id)
+    if codec_id in ("bz2", "lzma"):
+        streaming: Any = (
+            bz2.BZ2Decompressor()
+            if codec_id == "bz2"
+            else lzma.LZMADecompressor(format=compressor.format, filters=compressor.filters)
+        )
+        try:
+            out = streaming.decompress(data, size + 1)
+        except (OSError, EOFError, ValueError, lzma.LZMAError) as error:
+            raise CodecError(f"codec {codec_id!r}: corrupt data: {error}") from error
+        if len(out) != size or not streaming.eof:
+            raise CodecError(f"codec {codec_id!r}: data does not decompress to {size} bytes")
+        return out
+    if codec_id == "zstd":
+        check_content_size(data, size)
+    if codec_id == "lz4" and data.nbytes >= 4 and int.from_bytes(data[:4], "little") != size:
+        raise CodecError(f"codec 'lz4': data decompresses to more or less than {size} bytes")
+    return compressor.decode(data)
 
 
 class NumcodecsV2Codec(ArrayToBytesCodec):
@@ -115,11 +155,8 @@ class NumcodecsV2Codec(ArrayToBytesCodec):
     def decode(self, data: Any, spec: ChunkSpec) -> np.ndarray:
         chunk: Any = memoryview(data).cast("B")
         if self.compressor is not None:
-            if self.compressor.codec_id == "blosc":
-                # Blosc reads past the end of a truncated frame: check its header first.
-                size = None if self.filters or spec.dtype.hasobject else spec.nbytes
-                check_frame(chunk, size)
-            chunk = self.compressor.decode(chunk)
+            size = None if self.filters or spec.dtype.hasobject else spec.nbytes
+            chunk = decompress(self.compressor, chunk, size)
         for f in reversed(self.filters):
             chunk = f.decode(chunk)
         chunk = ensure_ndarray_like(chunk).reshape(-1, order="A")
@@ -133,7 +170,7 @@ class NumcodecsV2Codec(ArrayToBytesCodec):
                     f"for shape {spec.shape} of {spec.dtype}"
                 )
             chunk = chunk.view(np.uint8).view(spec.dtype)
-        count = int(np.prod(spec.shape, dtype=np.int64))
+        count = math.prod(spec.shape)
         if chunk.size != count:
             raise CodecError(f"chunk decodes to {chunk.size} items, expected {count}")
         return chunk.reshape(spec.shape, order=self.order)

@@ -6,6 +6,7 @@ and its bytes, in C order; numcodecs' VLenUTF8 / VLenBytes implement exactly tha
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import numcodecs
@@ -41,7 +42,7 @@ class _VlenCodec(ArrayToBytesCodec):
             items = self._impl.decode(memoryview(data).cast("B"))
         except (TypeError, ValueError, RuntimeError, UnicodeDecodeError) as error:
             raise CodecError(f"codec {self.name!r}: corrupt data: {error}") from error
-        count = int(np.prod(spec.shape, dtype=np.int64))
+        count = math.prod(spec.shape)
         if items.size != count:
             raise CodecError(
                 f"codec {self.name!r}: chunk holds {items.size} items, expected {count}"

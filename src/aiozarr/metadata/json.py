@@ -22,8 +22,8 @@ def show(value: Any) -> str:
     """A value as it would appear in the document (JSON where possible)."""
     try:
         text = json.dumps(value, allow_nan=True)
-    except (TypeError, ValueError):
-        text = repr(value)
+    except (TypeError, ValueError, RecursionError):
+        text = f"<{type(value).__name__}>"  # repr of a deeply nested value recurses too
     return text if len(text) <= 200 else text[:197] + "..."
 
 
@@ -41,6 +41,8 @@ def load(doc: bytes | bytearray | memoryview | str | Mapping[str, Any], key: str
         value = json.loads(text)
     except (UnicodeDecodeError, ValueError, TypeError) as error:
         raise MetadataError(f"{key}: not valid JSON ({error})") from None
+    except RecursionError:  # json's C scanner recurses once per level of nesting
+        raise MetadataError(f"{key}: JSON nested too deeply to read") from None
     if not isinstance(value, dict):
         raise MetadataError(f"{key}: expected a JSON object, got {type(value).__name__}")
     return value
@@ -57,9 +59,13 @@ def dump(obj: Mapping[str, Any], key: str = "metadata") -> bytes:
     """`obj` as the UTF-8 bytes of an indented JSON document."""
     try:
         text = json.dumps(obj, indent=JSON_INDENT, allow_nan=True, default=_plain)
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, RecursionError) as error:
         raise MetadataError(f"{key}: cannot write as JSON: {error}") from None
     return text.encode()
+
+
+#: The largest array or chunk extent: numpy's index type is int64.
+MAX_EXTENT = 2**63 - 1
 
 
 def is_int(value: Any) -> bool:
@@ -79,4 +85,6 @@ def int_list(value: Any, key: str, field: str, minimum: int) -> tuple[int, ...]:
     what = "non-negative" if minimum == 0 else "positive"
     if not isinstance(value, list) or not all(is_int(v) and v >= minimum for v in value):
         fail(key, field, f"a list of {what} integers", value)
+    if any(v > MAX_EXTENT for v in value):  # numpy indexes with int64
+        fail(key, field, "extents below 2**63", value)
     return tuple(value)

@@ -1,0 +1,113 @@
+"""Hostile keys on every store kind, and credentials kept out of reprs, errors and logs."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from obstore.store import S3Store
+
+import aiozarr
+from aiozarr import config
+from aiozarr.errors import InvalidKeyError, StoreError
+from aiozarr.storage.base import Store
+from aiozarr.storage.counting import CountingStore
+from aiozarr.storage.local import LocalStore
+from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.object_store import ObjectStore
+from aiozarr.storage.url import from_url
+from aiozarr.testing.emulator import Emulator
+
+BAD_KEYS = ["../x", "a/../../x", "a\x00b", "/abs", "a//b", "./a"]
+# Only LocalStore checks keys today; the patch in /tmp/notes/reliability2.md moves the
+# check into Store itself. Until then these are expected failures (strict: they flip).
+_UNCHECKED = pytest.mark.xfail(strict=True, reason="keys are checked only by LocalStore")
+
+
+def _stores(tmp_path: Path, emu: Emulator) -> dict[str, Callable[[], Store]]:
+    return {
+        "local": lambda: LocalStore(tmp_path / "local"),
+        "memory": MemoryStore,
+        "counting": lambda: CountingStore(MemoryStore()),
+        "s3": lambda: ObjectStore(S3Store(emu.bucket, prefix="keys", **emu.storage_options())),
+    }
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "local",
+        pytest.param("memory", marks=_UNCHECKED),
+        pytest.param("counting", marks=_UNCHECKED),
+        pytest.param("s3", marks=_UNCHECKED),
+    ],
+)
+@pytest.mark.parametrize("op", ["get", "set", "delete", "exists"])
+async def test_bad_keys_are_invalid_key_errors(
+    tmp_path: Path, emu: Emulator, kind: str, op: str
+) -> None:
+    store = _stores(tmp_path, emu)[kind]()
+    for key in BAD_KEYS:
+        with pytest.raises(InvalidKeyError):
+            if op == "set":
+                await store.set(key, b"1")
+            else:
+                await getattr(store, op)(key)
+
+
+@pytest.mark.parametrize("path", ["../x", "a/../../x", "a\x00b"])
+async def test_bad_paths_through_open_array(tmp_path: Path, path: str) -> None:
+    with pytest.raises(InvalidKeyError):
+        await aiozarr.open_array_async(LocalStore(tmp_path), path)
+
+
+SECRET = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYSECRET"
+KEY_ID = "AKIDSECRETKEYID12345"
+
+
+async def test_credentials_never_shown(emu: Emulator, caplog: pytest.LogCaptureFixture) -> None:
+    options: dict[str, Any] = dict(
+        emu.storage_options(),
+        access_key_id=KEY_ID,
+        secret_access_key=SECRET,
+        session_token=SECRET + "TOKEN",
+    )
+    del options["skip_signature"]
+    url = emu.s3_url("secret.zarr")
+    caplog.set_level(logging.DEBUG)
+    arr = await aiozarr.create_array_async(
+        url, shape=(8,), dtype="i4", chunks=(4,), storage_options=options
+    )
+    await arr.setitem(..., np.arange(8, dtype="i4"))
+    store = from_url(url, storage_options=options)
+    emu.inject("status", status=403, methods=["GET"])
+    with (
+        config.set(retry_attempts=2, retry_base_delay_s=0.001),
+        pytest.raises(StoreError) as denied,
+    ):
+        await aiozarr.open_array_async(store, mode="r")
+    emu.clear_faults()
+    emu.inject("status", status=503, methods=["GET"], key_glob="*/c/1")
+    with (
+        config.set(retry_attempts=2, retry_base_delay_s=0.001),
+        pytest.raises(StoreError) as failed,
+    ):
+        await arr.getitem(...)
+    shown = [
+        repr(store),
+        str(store),
+        repr(arr),
+        repr(aiozarr.Array(arr)),
+        str(denied.value),
+        repr(denied.value),
+        str(failed.value),
+        *getattr(failed.value, "__notes__", []),
+        caplog.text,
+    ]
+    for text in shown:
+        assert SECRET not in text and KEY_ID not in text, text
+    assert "c/1" in str(failed.value)
