@@ -21,6 +21,7 @@ from aiozarr.api import (
 )
 from aiozarr.array import AsyncArray
 from aiozarr.consolidate import consolidate_metadata, consolidate_metadata_async
+from aiozarr.copy import copy, copy_async
 from aiozarr.group import AsyncGroup
 from aiozarr.migrate import migrate, migrate_async
 from aiozarr.sync import Array, Group
@@ -35,6 +36,8 @@ __all__ = [
     "config",
     "consolidate_metadata",
     "consolidate_metadata_async",
+    "copy",
+    "copy_async",
     "create_array",
     "create_array_async",
     "create_group",

@@ -14,10 +14,13 @@ from aiozarr.array import AsyncArray
 from aiozarr.errors import AiozarrError, NodeNotFoundError
 from aiozarr.group import AsyncGroup
 from aiozarr.storage.base import Store
+from aiozarr.storage.references import ReferenceStore, is_reference_source
+from aiozarr.storage.url import from_url
 from aiozarr.sync import Array, Group, _run
 
 Mode = Literal["r", "r+", "a", "w", "w-"]
-StoreLike = Store | str | os.PathLike[str]
+#: A Store, a URL or local path, or kerchunk references (a dict with "refs", or a .json).
+StoreLike = Store | str | os.PathLike[str] | Mapping[str, Any]
 
 _MODES = ("r", "r+", "a", "w", "w-")
 
@@ -34,10 +37,10 @@ def resolve_store(
         return store
     if isinstance(store, os.PathLike):
         store = os.fspath(store)
+    if is_reference_source(store):  # kerchunk references: a dict with "refs", or a .json
+        return ReferenceStore(store, storage_options=storage_options)
     if not isinstance(store, str):
         raise AiozarrError(f"expected a Store, a URL or a path, got {type(store).__name__}")
-    from aiozarr.storage.url import from_url
-
     return from_url(store, storage_options=storage_options, read_only=read_only)
 
 

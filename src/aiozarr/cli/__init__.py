@@ -6,12 +6,12 @@ module has `main(argv) -> int` and `build_parser(parser)`.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from aiozarr.cli import serve
+from aiozarr.cli import bench, cp, info, serve, tree
+from aiozarr.cli.common import Parser
 
-COMMANDS = {"serve": serve}
+COMMANDS = {"info": info, "tree": tree, "cp": cp, "bench": bench, "serve": serve}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in COMMANDS:
         return COMMANDS[argv[0]].main(argv[1:])
-    parser = argparse.ArgumentParser(prog="aiozarr", description="Zarr arrays on object stores.")
+    parser = Parser(prog="aiozarr", description="Zarr arrays on object stores.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in COMMANDS.items():
         commands.add_parser(name, help=(module.__doc__ or "").splitlines()[0])

@@ -1,0 +1,216 @@
+"""`aiozarr info URL`: what an array or group is, and what it costs to store.
+
+    aiozarr info s3://bucket/data.zarr -o region=us-west-2
+    aiozarr info ./data.zarr --path temperature --json
+
+Stored bytes come from one listing of the node's keys (with sizes), never from reading
+chunks, so `info` stays cheap on a terabyte array.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+
+from aiozarr.cli.common import Parser, add_common, options_for, parse_storage_options, run_command
+from aiozarr.cli.progress import human_bytes
+
+__all__ = ["build_parser", "describe", "listed_sizes", "main"]
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """The `info` arguments, added to `parser` or a new parser."""
+    parser = parser or Parser(
+        prog="aiozarr info",
+        description="Show an array's or group's metadata and stored size (from a listing).",
+    )
+    parser.add_argument("url", help="path or URL of the array or group (s3://, gs://, ...)")
+    parser.add_argument("--path", default="", help="node inside the store (default: its root)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_common(parser)
+    return parser
+
+
+async def listed_sizes(store: Any, prefix: str) -> AsyncIterator[tuple[str, int]]:
+    """(key, size) of every key under `prefix`, from a listing when the store gives sizes.
+
+    ObjectStore: obstore's listing (sizes included); LocalStore: file sizes; MemoryStore:
+    value sizes; other stores: one `getsize` per key.
+    """
+    from aiozarr.storage.local import LocalStore
+    from aiozarr.storage.memory import MemoryStore
+    from aiozarr.storage.object_store import ObjectStore
+
+    if isinstance(store, ObjectStore) and store.listable:
+        import obstore
+
+        parent = prefix.rstrip("/") or None
+        async for page in obstore.list(store.obstore, parent, chunk_size=1000):
+            for meta in page:
+                if meta["path"].startswith(prefix):
+                    yield meta["path"], int(meta["size"])
+        return
+    if isinstance(store, LocalStore):
+        root: Path = store.root
+        keys = [key async for key in store.list_prefix(prefix)]
+        sizes = await anyio.to_thread.run_sync(
+            lambda: [os.stat(root / key).st_size for key in keys]
+        )
+        for key, size in zip(keys, sizes, strict=True):
+            yield key, size
+        return
+    if isinstance(store, MemoryStore):
+        for key, value in list(store.data.items()):
+            if key.startswith(prefix):
+                yield key, memoryview(value).nbytes
+        return
+    async for key in store.list_prefix(prefix):
+        size = await store.getsize(key)
+        if size is not None:
+            yield key, size
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value).replace("inf", "Infinity").replace("nan", "NaN")
+    if isinstance(value, complex):
+        return [value.real, value.imag]
+    if isinstance(value, bytes):
+        return value.decode("latin-1")
+    return value
+
+
+def _codecs(meta: Any) -> list[dict[str, Any]]:
+    if meta.zarr_format == 3:
+        return [c.to_json() for c in meta.codecs]
+    found = [dict(f) for f in meta.filters or ()]
+    if meta.compressor is not None:
+        found.append(dict(meta.compressor))
+    return found
+
+
+def _codec_names(codecs: list[dict[str, Any]]) -> str:
+    parts = []
+    for codec in codecs:
+        name = codec.get("name") or codec.get("id")
+        conf = codec.get("configuration") or {k: v for k, v in codec.items() if k != "id"}
+        if name == "sharding_indexed":
+            inner = _codec_names(list(conf.get("codecs", [])))
+            parts.append(f"sharding_indexed[{inner}]")
+        elif conf:
+            short = ",".join(f"{k}={v}" for k, v in conf.items() if not isinstance(v, dict | list))
+            parts.append(f"{name}({short})")
+        else:
+            parts.append(str(name))
+    return " -> ".join(parts) or "none"
+
+
+async def describe(node: Any) -> dict[str, Any]:
+    """Everything `info` shows about an AsyncArray or AsyncGroup, JSON-ready."""
+    from aiozarr.array import AsyncArray
+
+    prefix = f"{node.path}/" if node.path else ""
+    objects: int | None = None
+    stored: int | None = None
+    if node.store.listable:  # plain HTTP cannot list: sizes unknown
+        objects = stored = 0
+        async for _key, size in listed_sizes(node.store, prefix):
+            objects += 1
+            stored += size
+    info: dict[str, Any] = {
+        "node": "array" if isinstance(node, AsyncArray) else "group",
+        "name": node.name,
+        "store": repr(node.store),
+        "zarr_format": node.zarr_format,
+        "attributes": {k: v for k, v in node.attrs.items()},
+        "stored_objects": objects,
+        "stored_bytes": stored,
+    }
+    if not isinstance(node, AsyncArray):
+        members = [name async for name, _ in node.members()]
+        info["members"] = sorted(members)
+        return info
+    meta = node.metadata
+    grid = meta.chunk_shape
+    info.update(
+        shape=list(node.shape),
+        dtype=str(node.dtype),
+        chunks=list(node.chunks),
+        shards=None if node.shards is None else list(node.shards),
+        grid=[math.ceil(s / c) if c else 0 for s, c in zip(node.shape, grid, strict=True)],
+        codecs=_codecs(meta),
+        fill_value=_json_value(meta.fill_value),
+        dimension_names=None if meta.dimension_names is None else list(meta.dimension_names),
+        decoded_bytes=node.nbytes,
+        compression_ratio=round(node.nbytes / stored, 3) if stored else None,
+    )
+    return info
+
+
+def _stored(info: dict[str, Any]) -> str:
+    if info["stored_bytes"] is None:
+        return "unknown (the store cannot list)"
+    return f"{human_bytes(info['stored_bytes'])} in {info['stored_objects']} objects"
+
+
+def _table(info: dict[str, Any]) -> str:
+    rows: list[tuple[str, str]] = [
+        ("Type", f"{info['node']} (Zarr v{info['zarr_format']})"),
+        ("Name", info["name"]),
+        ("Store", info["store"]),
+    ]
+    if info["node"] == "array":
+        grid = info["grid"]
+        unit = "shards" if info["shards"] else "chunks"
+        rows += [
+            ("Shape", " x ".join(map(str, info["shape"])) or "()"),
+            ("Data type", info["dtype"]),
+            ("Chunk shape", " x ".join(map(str, info["chunks"]))),
+            ("Shard shape", " x ".join(map(str, info["shards"])) if info["shards"] else "-"),
+            ("Grid", f"{' x '.join(map(str, grid))} = {math.prod(grid)} {unit}"),
+            ("Codecs", _codec_names(info["codecs"])),
+            ("Fill value", repr(info["fill_value"])),
+            ("Dimension names", ", ".join(map(str, info["dimension_names"] or [])) or "-"),
+            ("Decoded size", human_bytes(info["decoded_bytes"])),
+        ]
+        ratio = info["compression_ratio"]
+        suffix = f" (ratio {ratio:.2f})" if ratio else ""
+        rows.append(("Stored size", _stored(info) + suffix))
+    else:
+        rows += [
+            ("Members", ", ".join(info["members"]) or "-"),
+            ("Stored size", _stored(info)),
+        ]
+    attrs = json.dumps(info["attributes"], default=str)
+    rows.append(("Attributes", attrs if len(attrs) < 200 else attrs[:197] + "..."))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}} : {v}" for k, v in rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `aiozarr info`; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+
+    async def body() -> int:
+        from aiozarr.api import open_async
+
+        options = parse_storage_options(args.storage_option)
+        node = await open_async(
+            args.url, args.path, mode="r", storage_options=options_for(args.url, options)
+        )
+        info = await describe(node)
+        print(json.dumps(info, indent=2, default=str) if args.json else _table(info))
+        return 0
+
+    return run_command(parser.prog, args, body)

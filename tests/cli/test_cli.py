@@ -1,0 +1,235 @@
+"""The `aiozarr` command line through `subprocess`, on data the emulator serves."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import aiozarr
+from aiozarr.testing.emulator import Emulator
+
+
+def _cli_options(emulator: Emulator) -> list[str]:
+    """The emulator's storage options as `-o KEY=VALUE` arguments."""
+    args: list[str] = []
+    for key, value in emulator.storage_options().items():
+        if isinstance(value, dict):
+            args += [f"-o{key}.{k}={json.dumps(v)}" for k, v in value.items()]
+        else:
+            args.append(f"-o{key}={value if isinstance(value, str) else json.dumps(value)}")
+    return args
+
+
+def aiozarr_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "aiozarr", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"aiozarr {' '.join(args)} failed:\n{result.stderr}")
+    return result
+
+
+@pytest.fixture
+def v2_array(emulator: Emulator, prefix: str) -> tuple[str, np.ndarray]:
+    """A Zarr v2 array of 8 x 6 chunks on the emulator; (its s3 URL, its values)."""
+    url = emulator.s3_url(f"{prefix}/v2.zarr")
+    data = np.random.default_rng(0).normal(size=(80, 60)).astype("f4")
+    data[:10] = np.nan  # the fill value: those chunks are not stored
+    arr = aiozarr.create_array(
+        url,
+        shape=data.shape,
+        dtype=data.dtype,
+        chunks=(10, 10),
+        zarr_format=2,
+        fill_value=np.nan,
+        attributes={"units": "K"},
+        storage_options=emulator.storage_options(),
+    )
+    arr[...] = data
+    return url, data
+
+
+def test_help_reads_well() -> None:
+    out = aiozarr_cli("--help").stdout
+    for command in ("info", "tree", "cp", "bench", "serve"):
+        assert command in out
+    assert "--storage-option" in aiozarr_cli("cp", "--help").stdout
+
+
+def test_info_json(emulator: Emulator, v2_array: tuple[str, np.ndarray]) -> None:
+    url, data = v2_array
+    info = json.loads(aiozarr_cli("info", url, "--json", *_cli_options(emulator)).stdout)
+    assert info["node"] == "array" and info["zarr_format"] == 2
+    assert info["shape"] == [80, 60] and info["dtype"] == "float32"
+    assert info["chunks"] == [10, 10] and info["shards"] is None and info["grid"] == [8, 6]
+    assert info["attributes"] == {"units": "K"} and info["fill_value"] == "NaN"
+    # 42 chunks stored (6 all-NaN chunks are not) + .zarray + .zattrs, from one listing.
+    assert info["stored_objects"] == 44
+    assert info["stored_bytes"] > 0 and info["decoded_bytes"] == data.nbytes
+    gets = emulator.stats()["by_method"].get("GET", 0)
+    assert gets < 10  # metadata and a listing, not the chunks
+    text = aiozarr_cli("info", url, *_cli_options(emulator)).stdout
+    assert "8 x 6 = 48 chunks" in text and "ratio" in text
+
+
+def test_tree_json(tmp_path: Path) -> None:
+    group = aiozarr.create_group(tmp_path / "g.zarr")
+    group.create_array("a", shape=(4, 4), dtype="i2", chunks=(2, 2))
+    group.create_group("sub").create_array("b", shape=(8,), dtype="u1", chunks=(2,), shards=(4,))
+    tree = json.loads(aiozarr_cli("tree", str(tmp_path / "g.zarr"), "--json").stdout)
+    assert [m["name"] for m in tree["members"]] == ["a", "sub"]
+    b = tree["members"][1]["members"][0]
+    assert b == {
+        "name": "b",
+        "node": "array",
+        "shape": [8],
+        "dtype": "uint8",
+        "chunks": [2],
+        "shards": [4],
+        "zarr_format": 3,
+    }
+    text = aiozarr_cli("tree", str(tmp_path / "g.zarr")).stdout
+    assert "b (8,) uint8 chunks (2,) shards (4,)" in text
+
+
+def test_cp_v2_to_sharded_v3_across_stores(
+    emulator: Emulator, v2_array: tuple[str, np.ndarray], tmp_path: Path, prefix: str
+) -> None:
+    url, data = v2_array
+    local = str(tmp_path / "v3.zarr")
+    out = aiozarr_cli(
+        "cp",
+        url,
+        local,
+        "--zarr-format",
+        "3",
+        "--shards",
+        "40,30",
+        "--codec",
+        "zstd:5",
+        "--json",
+        *_cli_options(emulator),
+    ).stdout
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["chunks_written"] == 4  # 2 x 2 shards of (40, 30)
+    v3 = aiozarr.open_array(local, mode="r")
+    assert v3.zarr_format == 3 and v3.shards == (40, 30) and v3.chunks == (10, 10)
+    np.testing.assert_array_equal(v3[...], data)
+    # ... and back to the emulator (local -> S3), values exactly equal again.
+    back = emulator.s3_url(f"{prefix}/back.zarr")
+    aiozarr_cli("cp", local, back, "--progress", "plain", *_cli_options(emulator))
+    copied = aiozarr.open_array(back, mode="r", storage_options=emulator.storage_options())
+    np.testing.assert_array_equal(copied[...], data)
+    assert copied.shards == (40, 30)
+
+
+def _puts(emulator: Emulator) -> int:
+    return int(emulator.stats()["by_method"].get("PUT", 0))
+
+
+def test_resume_after_a_killed_copy(emulator: Emulator, prefix: str) -> None:
+    src = emulator.s3_url(f"{prefix}/src.zarr")
+    dst = emulator.s3_url(f"{prefix}/dst.zarr")
+    data = np.arange(64 * 64, dtype="i4").reshape(64, 64)
+    options = emulator.storage_options()
+    arr = aiozarr.create_array(
+        src, shape=data.shape, dtype=data.dtype, chunks=(8, 8), storage_options=options
+    )
+    arr[...] = data
+    emulator.set_latency(20)
+    emulator.reset_stats()
+    # One unit in flight at a time (16 units of 16 x 16 = 1 KiB each), so the kill lands
+    # between units, with some written and some not.
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "aiozarr",
+            "cp",
+            src,
+            dst,
+            "--shards",
+            "16,16",
+            "--max-inflight-bytes",
+            "1024",
+            "--progress",
+            "off",
+            *_cli_options(emulator),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while _puts(emulator) < 5 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    while emulator.stats()["inflight"] and time.monotonic() < deadline:
+        time.sleep(0.01)  # a PUT whose body arrived before the kill may still land
+    emulator.set_latency(0)
+    written = [p for p in (emulator.root / prefix / "dst.zarr" / "c").rglob("*") if p.is_file()]
+    assert 3 <= len(written) < 16, "the kill should land part way through the copy"
+
+    emulator.reset_stats()
+    out = aiozarr_cli(
+        "cp", src, dst, "--shards", "16,16", "--resume", "--json", *_cli_options(emulator)
+    ).stdout
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["chunks_skipped"] == len(written)
+    assert summary["chunks_written"] == 16 - len(written)
+    assert _puts(emulator) == 16 - len(written)  # nothing verified is written again
+    result = aiozarr.open_array(dst, mode="r", storage_options=options)
+    np.testing.assert_array_equal(result[...], data)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["info", "nosuch://bucket/x"], "unknown URL scheme"),
+        (["info", "{tmp}/missing.zarr"], "no Zarr array or group"),
+        (["cp", "{tmp}/a.zarr", "{tmp}/b.zarr", "--shards", "ten"], "--shards"),
+        (["bench", "{tmp}/a.zarr", "--selection", "1:x"], "bad slice"),
+        (["info", "{tmp}/a.zarr", "-o", "novalue"], "KEY=VALUE"),
+    ],
+)
+def test_errors_are_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    aiozarr.create_array(tmp_path / "a.zarr", shape=(4,), dtype="u1")
+    argv = [a.format(tmp=tmp_path) for a in args]
+    result = aiozarr_cli(*argv, check=False)
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result.stderr
+    assert lines[0].startswith(f"aiozarr {argv[0]}: error: ")
+
+
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    result = aiozarr_cli("info", str(tmp_path / "missing.zarr"), "--debug", check=False)
+    assert result.returncode != 0 and "Traceback" in result.stderr
+
+
+def test_bench_json(tmp_path: Path) -> None:
+    arr = aiozarr.create_array(
+        tmp_path / "b.zarr", shape=(64, 64), dtype="f8", chunks=(8, 8), shards=(32, 32)
+    )
+    arr[...] = 1.0
+    result: dict[str, Any] = json.loads(
+        aiozarr_cli(
+            "bench", str(tmp_path / "b.zarr"), "--selection", "0:32,:", "--repeat", "2", "--json"
+        ).stdout
+    )
+    assert result["decoded_bytes"] == 32 * 64 * 8
+    assert result["requests"] >= 2 and result["bytes_read"] > 0
+    assert result["round_trips"] >= 1
+    assert set(result["suggested"]) >= {"coalesce_gap_bytes", "max_concurrency"}

@@ -1,0 +1,94 @@
+"""The library-level copy: conversions, progress, resume verification, groups."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aiozarr
+from aiozarr.copy import CopyProgress, copy, copy_async, parse_codec
+from aiozarr.errors import InvalidValueError, NodeExistsError
+from aiozarr.storage.counting import CountingStore
+from aiozarr.storage.memory import MemoryStore
+
+
+def _source(path: Path, zarr_format: int = 2) -> tuple[str, np.ndarray]:
+    data = np.arange(60 * 50, dtype="i4").reshape(60, 50)
+    arr = aiozarr.create_array(
+        path,
+        shape=data.shape,
+        dtype=data.dtype,
+        chunks=(10, 10),
+        zarr_format=zarr_format,
+        compressors=[{"id": "gzip", "level": 1}] if zarr_format == 2 else "auto",
+        dimension_names=["y", "x"] if zarr_format == 3 else None,
+    )
+    arr[...] = data
+    return str(path), data
+
+
+def test_progress_is_monotonic_and_ends_at_total(tmp_path: Path) -> None:
+    src, data = _source(tmp_path / "a.zarr")
+    events: list[CopyProgress] = []
+    copy(src, tmp_path / "b.zarr", zarr_format=3, shards=(20, 50), progress=events.append)
+    assert [e.chunks_done for e in events] == [1, 2, 3]  # 3 x 1 shards
+    assert all(b.bytes_done > a.bytes_done for a, b in pairwise(events))
+    assert events[-1].bytes_done == events[-1].bytes_total == data.nbytes
+
+
+def test_v2_gzip_converts_to_v3_gzip_and_back(tmp_path: Path) -> None:
+    src, data = _source(tmp_path / "a.zarr")
+    copy(src, tmp_path / "b.zarr", zarr_format=3)
+    v3 = aiozarr.open_array(tmp_path / "b.zarr", mode="r")
+    assert [c.name for c in v3.metadata.codecs] == ["bytes", "gzip"]
+    copy(tmp_path / "b.zarr", tmp_path / "c.zarr", zarr_format=2, chunks=(30, 25))
+    v2 = aiozarr.open_array(tmp_path / "c.zarr", mode="r")
+    assert v2.zarr_format == 2 and v2.chunks == (30, 25)
+    np.testing.assert_array_equal(v2[...], data)
+
+
+async def test_resume_rewrites_only_what_differs(tmp_path: Path) -> None:
+    src, data = _source(tmp_path / "a.zarr", zarr_format=3)
+    dst = CountingStore(MemoryStore())
+    await copy_async(src, dst, shards=(20, 50))  # 3 shards
+    target = await aiozarr.open_array_async(dst)
+    await target.setitem((slice(20, 21), slice(0, 1)), -1)  # corrupt one shard
+    dst.reset()
+    report = await copy_async(src, dst, shards=(20, 50), resume=True)
+    assert (report.chunks_written, report.chunks_skipped) == (1, 2)
+    assert dst.counts["set"] == 1  # only the corrupted shard is written again
+    np.testing.assert_array_equal(await target.getitem(...), data)
+
+
+def test_group_copy_keeps_attributes_and_consolidation(tmp_path: Path) -> None:
+    group = aiozarr.create_group(tmp_path / "g.zarr", attributes={"title": "t"})
+    group.create_group("sub", attributes={"k": 1}).create_array("x", shape=(5,), dtype="u1")
+    aiozarr.consolidate_metadata(tmp_path / "g.zarr")
+    report = copy(tmp_path / "g.zarr", tmp_path / "h.zarr", zarr_format=2)
+    assert (report.arrays, report.groups) == (1, 2)
+    copied = aiozarr.open_group(tmp_path / "h.zarr", mode="r")
+    assert copied.zarr_format == 2 and copied.attrs == {"title": "t"}
+    assert copied.metadata.consolidated is not None
+    assert copied["sub"].attrs == {"k": 1}
+
+
+def test_existing_destination_needs_overwrite_or_resume(tmp_path: Path) -> None:
+    src, _ = _source(tmp_path / "a.zarr")
+    copy(src, tmp_path / "b.zarr")
+    with pytest.raises(NodeExistsError):
+        copy(src, tmp_path / "b.zarr")
+    copy(src, tmp_path / "b.zarr", overwrite=True)
+
+
+def test_bad_conversions_are_clear(tmp_path: Path) -> None:
+    src, _ = _source(tmp_path / "a.zarr")
+    with pytest.raises(InvalidValueError, match="3 dimensions"):
+        copy(src, tmp_path / "b.zarr", zarr_format=3, shards=(20, 20, 20))
+    with pytest.raises(InvalidValueError, match="zarr_format 3"):
+        copy(src, tmp_path / "b.zarr", shards=(20, 20))
+    with pytest.raises(InvalidValueError, match="expected zstd"):
+        parse_codec("lzma:3", 3)
+    assert parse_codec("zstd:5", 2) == [{"id": "zstd", "level": 5}]
