@@ -1,0 +1,99 @@
+"""The emulator in its own process, and a client for its control endpoints.
+
+    with EmulatorProcess(root) as emu:      # serves root as bucket `bench` on 127.0.0.1
+        emu.set_latency(20); emu.reset(); ...; emu.stats()
+
+`python -m benchmarks.server ROOT` serves and prints the port as its first line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from benchmarks import spec
+
+
+def _control(endpoint: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    method = "GET" if path == "stats" else "POST"
+    request = urllib.request.Request(f"{endpoint}/_emulator/{path}", data=data, method=method)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def stats(endpoint: str) -> dict[str, Any]:
+    """The emulator's counters (requests, bytes_out, peak_inflight, ...)."""
+    return _control(endpoint, "stats")  # type: ignore[no-any-return]
+
+
+def reset(endpoint: str) -> None:
+    """Zero the emulator's counters."""
+    _control(endpoint, "reset", {})
+
+
+class EmulatorProcess:
+    """`aiozarr.testing.emulator.Emulator` over `root`, run by a child process."""
+
+    def __init__(self, root: Path, latency_ms: float = 0.0) -> None:
+        self.root = root
+        self.latency_ms = latency_ms
+        self._proc: subprocess.Popen[str] | None = None
+        self.endpoint = ""
+
+    def __enter__(self) -> EmulatorProcess:
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.server", str(self.root), str(self.latency_ms)],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
+        assert self._proc.stdout is not None
+        port = int(self._proc.stdout.readline())
+        self.endpoint = f"http://127.0.0.1:{port}"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.wait(timeout=30)
+
+    def storage_options(self) -> dict[str, Any]:
+        """obstore `S3Store` options that reach it (anonymous, plain HTTP)."""
+        return {
+            "endpoint": self.endpoint,
+            "region": "us-east-1",
+            "skip_signature": True,
+            "virtual_hosted_style_request": False,
+            "client_options": {"allow_http": True},
+        }
+
+    def set_latency(self, ms: float) -> None:
+        """Delay every later answer by `ms`."""
+        self.latency_ms = ms
+        _control(self.endpoint, "latency", {"ms": ms})
+
+    def stats(self) -> dict[str, Any]:
+        return stats(self.endpoint)
+
+    def reset(self) -> None:
+        reset(self.endpoint)
+
+
+async def _serve(root: str, latency_ms: float) -> None:
+    from aiozarr.testing.emulator import Emulator
+
+    async with Emulator(root, latency_ms=latency_ms, bucket=spec.BUCKET) as emu:
+        print(emu.port, flush=True)
+        await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 else 0.0))
