@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 import numpy as np
 
+from aiozarr import config
 from aiozarr.codecs import CodecChain, ShardIndex, ShardLayout
 from aiozarr.engine.executor import codec_threads, run_codec
 from aiozarr.engine.limits import budget_for
@@ -52,8 +53,8 @@ async def read(
         await _read_chunks(reads, plan_chunks(array.meta, array.prefix, projections))
         return
     shards = plan_shards(array.meta, layout, array.prefix, projections)
-    whole = [s for s in shards if s.whole]
-    partial = [s for s in shards if not s.whole]
+    whole = [s for s in shards if s.whole and _read_in_one_request(array, s)]
+    partial = [s for s in shards if not (s.whole and _read_in_one_request(array, s))]
     if not partial:
         await _read_whole_shards(reads, layout, whole)
     elif not whole:
@@ -62,6 +63,19 @@ async def read(
         async with anyio.create_task_group() as tg:
             tg.start_soon(_read_whole_shards, reads, layout, whole)
             tg.start_soon(_read_partial_shards, reads, layout, partial)
+
+
+def _read_in_one_request(array: StoredArray, shard: ShardRead) -> bool:
+    """Whether a shard needed whole is best fetched as one object.
+
+    One GET saves the index round trip, but one stream carries all the bytes and no
+    chunk can be decoded before the last byte lands. With its index cached, or when
+    it is larger than `max_request_bytes`, the shard is read as coalesced inner-chunk
+    ranges instead: parallel parts, each decoded as it arrives.
+    """
+    if array.index_cache.get(shard.key) is not None:
+        return False
+    return array.chain.spec.nbytes <= config.get().max_request_bytes
 
 
 @dataclass(frozen=True, slots=True)

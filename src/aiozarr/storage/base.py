@@ -262,7 +262,7 @@ class Store(ABC):
         )
         gap, most = self._coalescing()
 
-        async def fetch_key(key: str, indices: list[int]) -> None:
+        async def fetch(key: str, indices: list[int]) -> None:
             plan = ranges.plan(
                 [requests[i].byte_range for i in indices], gap_bytes=gap, max_request_bytes=most
             )
@@ -270,10 +270,18 @@ class Store(ABC):
             for i, data in zip(indices, answers, strict=True):
                 send.send_nowait((i, data))
 
+        at_once = self._reads_ranges_at_once()
+
         async def fetch_all() -> None:
             async with send, anyio.create_task_group() as tg:
                 for key, indices in by_key.items():
-                    tg.start_soon(fetch_key, key, indices)
+                    if at_once:  # one request (one file open) serves every range of the key
+                        tg.start_soon(fetch, key, indices)
+                        continue
+                    # One request per coalesced group, each answered as it lands.
+                    wanted = [requests[i].byte_range for i in indices]
+                    for members in ranges.group(wanted, gap_bytes=gap, max_request_bytes=most):
+                        tg.start_soon(fetch, key, [indices[m] for m in members])
 
         # The stream closes only after the task group has stopped every fetch, so a fetch
         # finishing as the block is left never sends into a closed stream.

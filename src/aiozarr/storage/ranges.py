@@ -55,8 +55,10 @@ class RangePlan:
                 parts = views[piece.first : piece.last + 1]
                 for k in range(len(parts) - 1):
                     asked = self.fetch[piece.first + k]
-                    if asked is not None and len(parts[k]) != asked.length and any(
-                        len(later) for later in parts[k + 1 :]
+                    if (
+                        asked is not None
+                        and len(parts[k]) != asked.length
+                        and any(len(later) for later in parts[k + 1 :])
                     ):
                         raise CodecError(
                             f"short read: asked for {asked}, got {len(parts[k])} bytes "
@@ -68,9 +70,7 @@ class RangePlan:
         return out
 
 
-def coalesce(
-    bounded: Sequence[tuple[int, int]], gap_bytes: int
-) -> list[tuple[int, int]]:
+def coalesce(bounded: Sequence[tuple[int, int]], gap_bytes: int) -> list[tuple[int, int]]:
     """Merge `(start, stop)` ranges whose gap is at most `gap_bytes`; sorted output."""
     merged: list[tuple[int, int]] = []
     for start, stop in sorted(bounded):
@@ -132,3 +132,34 @@ def plan(
             pieces[i] = _Piece(first + lo, first + hi, s - parts[lo][0], e - s)
             j += 1
     return RangePlan(tuple(wanted), tuple(fetch), tuple(p for p in pieces if p is not None))
+
+
+def group(
+    wanted: Sequence[ByteRange | None], *, gap_bytes: int, max_request_bytes: int
+) -> list[list[int]]:
+    """Indices of `wanted` in groups that can each be fetched by one request.
+
+    Bounded ranges closer than `gap_bytes` share a group while the group spans at most
+    `max_request_bytes` (a single larger range is a group of its own, split by `plan`).
+    Suffix, open-ended and whole-value reads are groups of their own. Fetching groups
+    separately lets their answers be used as each one lands.
+    """
+    groups: list[list[int]] = []
+    bounded = sorted(
+        (r.offset, r.end, i) for i, r in enumerate(wanted) if r is not None and r.end is not None
+    )
+    start = stop = -1
+    for s, e, i in bounded:
+        if (
+            groups
+            and start >= 0
+            and s - stop <= gap_bytes
+            and max(stop, e) - start <= max_request_bytes
+        ):
+            groups[-1].append(i)
+            stop = max(stop, e)
+        else:
+            groups.append([i])
+            start, stop = s, e
+    groups += [[i] for i, r in enumerate(wanted) if r is None or r.end is None]
+    return groups
