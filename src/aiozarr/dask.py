@@ -1,0 +1,156 @@
+"""dask on aiozarr: shard-aligned dask arrays, and writes that never share a shard.
+
+    darr = aiozarr.dask.to_dask(aiozarr.open_array(url, storage_options=...))
+    aiozarr.dask.store(darr * 2, aiozarr.open_array(out_url, mode="r+", ...))
+
+An `Array` pickles to its store's configuration, its path and its metadata (a few hundred
+bytes): each worker process reopens it lazily and runs it on its own aiozarr event loop
+and connection pool (one per process, rebuilt after `fork`). Importing this module imports
+dask; `import aiozarr` does not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import dask.array as da
+import numpy as np
+from dask.base import tokenize
+
+from aiozarr.api import StoreLike, create_array
+from aiozarr.array import AsyncArray
+from aiozarr.errors import AiozarrError
+from aiozarr.sync import Array
+
+__all__ = ["OverlappingWriteError", "from_dask", "store", "to_dask", "write_grid"]
+
+
+class OverlappingWriteError(AiozarrError, ValueError):
+    """Two dask blocks would write the same shard or chunk (one write would be lost)."""
+
+
+def _sync(array: Array | AsyncArray) -> Array:
+    return array if isinstance(array, Array) else Array(array)
+
+
+def write_grid(array: Array | AsyncArray) -> tuple[int, ...]:
+    """The shape of the unit one write replaces whole: the shard, or the chunk."""
+    return array.shards or array.chunks
+
+
+def to_dask(
+    array: Array | AsyncArray,
+    chunks: Any = None,
+    *,
+    name: str | None = None,
+) -> da.Array:
+    """A lazy dask array over `array`, one block per shard (per chunk when unsharded).
+
+    Each task then reads its shard with one batched request. `chunks` overrides the
+    block shape (dask's spellings).
+    """
+    sync = _sync(array)
+    blocks = chunks if chunks is not None else (write_grid(sync) or sync.shape)
+    # Deterministic: the same array opened twice gives the same graph keys.
+    token = tokenize(repr(sync.store), sync.path, sync.shape, str(sync.dtype), blocks)
+    return da.from_array(
+        sync,
+        chunks=blocks,
+        name=name or f"aiozarr-{token}",
+        lock=False,
+        asarray=False,
+        fancy=False,
+        meta=np.empty((0,) * sync.ndim, dtype=sync.dtype),
+    )
+
+
+def store(
+    source: da.Array,
+    target: Array | AsyncArray,
+    *,
+    region: tuple[slice, ...] | None = None,
+    lock: Any = None,
+    safe: bool = True,
+    compute: bool = True,
+    **kwargs: Any,
+) -> Any:
+    """`dask.array.store(source, target)`, refusing block layouts that lose data.
+
+    Writing part of a shard (or chunk) reads, merges and rewrites all of it; two tasks
+    doing that at once for the same shard lose one task's values. Unless `lock` is given
+    (a lock every writer shares, such as `distributed.Lock`) or `safe=False`, blocks must
+    start and end on shard boundaries (chunk boundaries when unsharded), or at the array's
+    edge: otherwise `OverlappingWriteError` names the first bad boundary.
+    """
+    sync = _sync(target)
+    if source.shape != (_region_shape(region, sync.shape) if region else sync.shape):
+        raise ValueError(f"cannot store a dask array of shape {source.shape} into {sync!r}")
+    if safe and not lock:
+        _check_aligned(source, sync, region)
+    return da.store(source, sync, regions=region, lock=lock or False, compute=compute, **kwargs)
+
+
+def _region_shape(region: tuple[slice, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(len(range(*s.indices(n))) for s, n in zip(region, shape, strict=False))
+
+
+def _check_aligned(source: da.Array, target: Array, region: tuple[slice, ...] | None) -> None:
+    grid = write_grid(target)
+    starts = [0] * target.ndim
+    if region is not None:
+        starts = [s.indices(n)[0] for s, n in zip(region, target.shape, strict=True)]
+    for axis, (offset, unit, extent) in enumerate(zip(starts, grid, target.shape, strict=True)):
+        if offset % unit and offset != extent:
+            raise OverlappingWriteError(
+                f"the region starts at {offset} on axis {axis}, inside a "
+                f"{'shard' if target.shards else 'chunk'} of {unit}: writes there would "
+                "race with the neighbouring shard's writer; pass lock= or safe=False"
+            )
+    # every block edge inside the target, in the target's coordinates
+    shifted = [
+        [starts[axis] + sum(sizes[: i + 1]) for i in range(len(sizes) - 1)]
+        for axis, sizes in enumerate(source.chunks)
+    ]
+    for axis, edges in enumerate(shifted):
+        for edge in edges:
+            if edge % grid[axis] and edge != target.shape[axis]:
+                what = "shard" if target.shards else "chunk"
+                raise OverlappingWriteError(
+                    f"dask blocks {source.chunks[axis]} on axis {axis} put a block edge at "
+                    f"{edge}, inside a {what} of {grid[axis]} in {target!r}: two tasks would "
+                    f"write the same {what} and one write would be lost. Rechunk to multiples "
+                    f"of {grid} (`darr.rechunk({grid})`), or pass lock= (shared by all "
+                    "workers) or safe=False"
+                )
+
+
+def from_dask(
+    source: da.Array,
+    target: StoreLike,
+    path: str = "",
+    *,
+    lock: Any = None,
+    safe: bool = True,
+    compute: bool = True,
+    storage_options: Mapping[str, Any] | None = None,
+    **create_options: Any,
+) -> Array:
+    """Create an array at `target`/`path` shaped like `source` and store it there.
+
+    `create_options` are `aiozarr.create_array`'s (`chunks`, `shards`, `compressors`,
+    `zarr_format`, `overwrite`, ...); without `chunks` (and `shards`) each dask block
+    becomes one chunk. Block alignment is checked as in `store`.
+    """
+    if "chunks" not in create_options and "shards" not in create_options:
+        create_options["chunks"] = tuple(c[0] if c else 1 for c in source.chunks)
+    array = create_array(
+        target,
+        path,
+        shape=source.shape,
+        dtype=source.dtype,
+        storage_options=storage_options,
+        **create_options,
+    )
+    store(source, array, lock=lock, safe=safe, compute=compute)
+    return array

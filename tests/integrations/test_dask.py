@@ -1,0 +1,87 @@
+"""aiozarr arrays in dask: from_array, to_dask, store/from_dask and pickling."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+
+import aiozarr  # noqa: E402
+from aiozarr.dask import OverlappingWriteError, from_dask, store, to_dask  # noqa: E402
+from aiozarr.testing.emulator import Emulator  # noqa: E402
+
+DATA = np.arange(120 * 80, dtype="f8").reshape(120, 80) / 7
+
+
+def sharded(where: Path | str, **options: object) -> aiozarr.Array:
+    return aiozarr.create_array(
+        where, shape=DATA.shape, dtype="f8", chunks=(10, 20), shards=(40, 40), **options
+    )
+
+
+def test_from_array_and_to_dask_sum(tmp_path: Path) -> None:
+    array = sharded(tmp_path / "a.zarr")
+    array[...] = DATA
+    blocks = to_dask(array)
+    assert blocks.chunks == ((40, 40, 40), (40, 40))  # one block per shard
+    assert blocks.sum().compute() == pytest.approx(DATA.sum())
+    plain = da.from_array(array, chunks=(30, 80))
+    assert plain.sum().compute() == pytest.approx(DATA.sum())
+    np.testing.assert_array_equal(to_dask(array.async_array)[5:50, 7].compute(), DATA[5:50, 7])
+    unsharded = aiozarr.create_array(tmp_path / "u.zarr", shape=(50,), dtype="i4", chunks=(8,))
+    assert to_dask(unsharded).chunks == ((8, 8, 8, 8, 8, 8, 2),)
+    assert to_dask(array).name == to_dask(aiozarr.open_array(tmp_path / "a.zarr")).name
+
+
+def test_misaligned_writes_are_refused(tmp_path: Path) -> None:
+    target = sharded(tmp_path / "b.zarr")
+    with pytest.raises(OverlappingWriteError, match=r"axis 0.*edge at 20.*shard of 40"):
+        store(da.from_array(DATA, chunks=(20, 40)), target)
+    assert not target[...].any()  # refused before any task ran
+
+
+def test_aligned_and_explicitly_unsafe_writes(tmp_path: Path) -> None:
+    target = sharded(tmp_path / "c.zarr")
+    store(da.from_array(DATA, chunks=(80, 40)), target)  # the last block ends at the edge
+    np.testing.assert_array_equal(target[...], DATA)
+    loose = sharded(tmp_path / "d.zarr")
+    # one thread: the unsafe layout cannot race, so the result is exact
+    import dask
+
+    with dask.config.set(scheduler="synchronous"):
+        store(da.from_array(DATA, chunks=(25, 25)), loose, safe=False)
+    np.testing.assert_array_equal(loose[...], DATA)
+    region = sharded(tmp_path / "e.zarr")
+    store(da.from_array(DATA[40:80], chunks=(40, 40)), region, region=(slice(40, 80), slice(None)))
+    np.testing.assert_array_equal(region[40:80], DATA[40:80])
+    with pytest.raises(OverlappingWriteError, match=r"region starts at 30"):
+        store(da.from_array(DATA[30:70]), region, region=(slice(30, 70), slice(None)))
+
+
+def test_from_dask(tmp_path: Path) -> None:
+    out = from_dask(da.from_array(DATA, chunks=(30, 40)), tmp_path / "f.zarr")
+    assert out.chunks == (30, 40)
+    np.testing.assert_array_equal(out[...], DATA)
+    with pytest.raises(OverlappingWriteError):
+        from_dask(da.from_array(DATA, chunks=(30, 40)), tmp_path / "g.zarr", chunks=(20, 40))
+
+
+def test_pickles_small_without_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "ENV-SECRET-never-in-a-pickle"
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "ENV-KEY-ID")
+    with Emulator(tmp_path / "bucket").running_in_thread() as emu:
+        array = sharded(emu.s3_url("p.zarr"), storage_options=emu.storage_options())
+        array[...] = DATA
+        payload = pickle.dumps(array)
+        assert len(payload) < 4096
+        assert secret.encode() not in payload and b"ENV-KEY-ID" not in payload
+        task = pickle.dumps(to_dask(array).sum())
+        assert secret.encode() not in task
+        back = pickle.loads(payload)
+        np.testing.assert_array_equal(back[:3, :3], DATA[:3, :3])
+        assert len(pickle.dumps(array.async_array)) < 4096

@@ -1,0 +1,82 @@
+"""aiozarr on a dask.distributed LocalCluster with worker processes, reading and writing
+the emulator (served from this process on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+import aiozarr  # noqa: E402
+from aiozarr.dask import store, to_dask  # noqa: E402
+from aiozarr.testing.emulator import Emulator  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = np.arange(200 * 60, dtype="i8").reshape(200, 60)
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[distributed.Client]:
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            processes=True,
+            threads_per_worker=1,
+            dashboard_address=None,
+            worker_dashboard_address=None,
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        yield c
+
+
+def test_read_reduce_write_on_worker_processes(
+    client: distributed.Client, emulator: Emulator
+) -> None:
+    options = emulator.storage_options()
+    source = aiozarr.create_array(
+        emulator.s3_url("dist/in.zarr"),
+        shape=DATA.shape,
+        dtype="i8",
+        chunks=(10, 30),
+        shards=(50, 60),
+        storage_options=options,
+    )
+    source[...] = DATA
+    blocks = to_dask(source)
+    assert blocks.numblocks == (4, 1)
+    # a reduction computed by the worker processes
+    assert int(blocks.sum().compute()) == int(DATA.sum())
+    pids = set(client.run(lambda: __import__("os").getpid()).values())
+    assert len(pids) == 2
+    # a derived array written back by the workers, one shard per task
+    target = aiozarr.create_array(
+        emulator.s3_url("dist/out.zarr"),
+        shape=DATA.shape,
+        dtype="i8",
+        chunks=(10, 30),
+        shards=(50, 60),
+        storage_options=options,
+    )
+    emulator.reset_stats()
+    store(blocks * 2 + 1, target)
+    assert emulator.stats()["by_kind"].get("put", 0) == 4  # one PUT per shard
+    np.testing.assert_array_equal(target[...], DATA * 2 + 1)
+
+
+def test_example_runs() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "dask_distributed.py")],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "verified" in result.stdout
