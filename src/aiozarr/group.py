@@ -97,65 +97,59 @@ class AsyncGroup:
 
     async def getitem(self, name: str) -> AsyncArray | AsyncGroup:
         """The array or group `name` (a relative path) in this group."""
+        node = await self._open_member(name)
+        if node is None:
+            raise NodeNotFoundError(f"no member {name!r} in group {self.name} of {self._store!r}")
+        return node
+
+    async def _open_member(self, name: str) -> AsyncArray | AsyncGroup | None:
+        """The member `name`, or None: from consolidated metadata, else one metadata read."""
         path = self._child(name)
-        member = hierarchy.consolidated_member(self._metadata, hierarchy.normalize_path(name))
-        if isinstance(member, ArrayMetadata):
-            return AsyncArray(self._store, path, member)
-        if member is not None:
-            return AsyncGroup(self._store, path, member)
-        fmt: Literal[2, 3] = 3 if self.zarr_format == 3 else 2
-        try:
-            meta = await hierarchy.read_node(self._store, path, fmt)
-        except NodeNotFoundError:
-            if fmt == 3 and await _has_children(self._store, path):
-                return AsyncGroup(self._store, path, GroupMetadata(zarr_format=3))
-            raise NodeNotFoundError(
-                f"no member {name!r} in group {self.name} of {self._store!r}"
-            ) from None
+        meta = hierarchy.consolidated_member(self._metadata, hierarchy.normalize_path(name))
+        if meta is None:
+            fmt: Literal[2, 3] = 3 if self.zarr_format == 3 else 2
+            try:
+                meta = await hierarchy.read_node(self._store, path, fmt)
+            except NodeNotFoundError:
+                if fmt == 3 and await _has_children(self._store, path):
+                    meta = GroupMetadata(zarr_format=3)  # an implicit group
+                else:
+                    return None
         if isinstance(meta, ArrayMetadata):
             return AsyncArray(self._store, path, meta)
         return AsyncGroup(self._store, path, meta)
 
     async def contains(self, name: str) -> bool:
         """Whether `name` is a member (array or group) of this group."""
-        try:
-            await self.getitem(name)
-        except NodeNotFoundError:
-            return False
-        return True
+        return await self._open_member(name) is not None
+
+    async def _children(self) -> dict[str, AsyncArray | AsyncGroup]:
+        """Every direct child, by name: one listing, then every child's metadata at once."""
+        listed = hierarchy.consolidated_names(self._metadata)
+        if listed is None:
+            names = [n async for n in self._store.list_dir(self._path)]
+            listed = [n for n in names if not n.startswith(".") and n != "zarr.json"]
+        nodes: dict[str, AsyncArray | AsyncGroup | None] = {}
+
+        async def open_one(name: str) -> None:
+            nodes[name] = await self._open_member(name)
+
+        async with anyio.create_task_group() as tg:
+            for name in listed:
+                tg.start_soon(open_one, name)
+        return {n: node for n, node in sorted(nodes.items()) if node is not None}
 
     async def member_names(self) -> list[str]:
         """Names of the direct children that are arrays or groups, sorted."""
         listed = hierarchy.consolidated_names(self._metadata)
         if listed is not None:  # consolidated metadata: no listing, no reads
             return listed
-        names = [n async for n in self._store.list_dir(self._path)]
-        candidates = [n for n in names if not n.startswith(".") and n != "zarr.json"]
-        found: dict[str, bool] = {}
-
-        async def check(name: str) -> None:
-            found[name] = await hierarchy.node_exists(self._store, hierarchy.join(self._path, name))
-            if not found[name] and self.zarr_format == 3:
-                found[name] = await _has_children(self._store, hierarchy.join(self._path, name))
-
-        async with anyio.create_task_group() as tg:
-            for name in candidates:
-                tg.start_soon(check, name)
-        return sorted(n for n in candidates if found[n])
+        return list(await self._children())
 
     async def members(self) -> AsyncIterator[tuple[str, AsyncArray | AsyncGroup]]:
         """`(name, node)` for each direct child, opened concurrently."""
-        names = await self.member_names()
-        nodes: dict[str, AsyncArray | AsyncGroup] = {}
-
-        async def open_one(name: str) -> None:
-            nodes[name] = await self.getitem(name)
-
-        async with anyio.create_task_group() as tg:
-            for name in names:
-                tg.start_soon(open_one, name)
-        for name in names:
-            yield name, nodes[name]
+        for item in (await self._children()).items():
+            yield item
 
     async def arrays(self) -> list[tuple[str, AsyncArray]]:
         return [(n, m) async for n, m in self.members() if isinstance(m, AsyncArray)]

@@ -155,3 +155,18 @@ async def test_read_only_store_refuses_writes(tmp_path: Path) -> None:
     arr = await aiozarr.open_array_async(str(tmp_path / "ro.zarr"), mode="r")
     with pytest.raises(errors.ReadOnlyError):
         await arr.setitem(..., 1)
+
+
+async def test_members_read_each_child_metadata_once() -> None:
+    from aiozarr.storage.counting import CountingStore
+
+    counting = CountingStore(MemoryStore())
+    root = await aiozarr.create_group_async(counting)
+    for i in range(20):
+        await root.create_array(f"a{i:02d}", shape=(2,), dtype="i4")
+    group = await aiozarr.open_group_async(counting)
+    counting.reset()
+    members = [name async for name, _ in group.members()]
+    assert members == [f"a{i:02d}" for i in range(20)]
+    assert counting.counts["list"] == 1
+    assert counting.counts["get"] == 20  # one zarr.json per child, all in flight together
