@@ -54,13 +54,21 @@ class TestEmulatorHTTP(StoreContract):
         path.write_bytes(value)
 
 
-async def test_large_value_uses_multipart(emulator: Emulator,
-                                          emulator_s3_store: Callable[..., ObjectStore]) -> None:
+async def test_large_values_go_up_in_one_put_or_in_parts(
+    emulator: Emulator, emulator_s3_store: Callable[..., ObjectStore], monkeypatch
+) -> None:
+    from aiozarr.storage import object_store
+
     store = emulator_s3_store()
     big = np.random.default_rng(0).integers(0, 255, 6 << 20, dtype="u1")
+    await store.set("one", big)  # below MULTIPART_BYTES: a single PUT
+    assert emulator.stats()["by_kind"].get("upload_part", 0) == 0
+    monkeypatch.setattr(object_store, "MULTIPART_BYTES", 1 << 20)
     await store.set("big", big)
     assert emulator.stats()["by_kind"]["upload_part"] == 2
-    assert bytes(await store.get("big", ByteRange.of(3 << 20, 64))) == big[3 << 20 :][:64].tobytes()
+    for key in ("one", "big"):
+        got = await store.get(key, ByteRange.of(3 << 20, 64))
+        assert bytes(got) == big[3 << 20 :][:64].tobytes()
 
 
 async def test_listing_past_one_page(emulator_s3_store: Callable[..., ObjectStore]) -> None:

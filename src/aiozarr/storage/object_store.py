@@ -107,6 +107,12 @@ def _describe(store: Any) -> str:
     return type(store).__name__
 
 
+#: Values up to this size go up in one PUT. A multipart upload costs at least three
+#: requests (create, parts, complete) where one would do; S3 takes single PUTs up to
+#: 5 GiB, and a shard is rarely past a few hundred MiB (benchmarks: write workload).
+MULTIPART_BYTES = 256 << 20
+
+
 class ObjectStore(Store):
     """A `Store` over an obstore store.
 
@@ -235,13 +241,14 @@ class ObjectStore(Store):
     # -- writes ------------------------------------------------------------------------
 
     async def set(self, key: str, value: Buffer) -> None:
-        """Store `value` at `key` (obstore uploads large values in parts)."""
+        """Store `value` at `key`: one PUT, or a multipart upload past `MULTIPART_BYTES`."""
         self._check_writable(key)
         data = memoryview(value).cast("B")
+        multipart = data.nbytes > MULTIPART_BYTES
 
-        async def put() -> None:  # one PUT of the whole value: safe to repeat
+        async def put() -> None:  # the whole value at once: safe to repeat
             with self._errors("write", key):
-                await obstore.put_async(self._store, key, data)
+                await obstore.put_async(self._store, key, data, use_multipart=multipart)
 
         await self._request("write", key, put, nbytes=data.nbytes)
 
