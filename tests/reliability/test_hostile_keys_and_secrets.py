@@ -25,7 +25,6 @@ from aiozarr.testing.emulator import Emulator
 BAD_KEYS = ["../x", "a/../../x", "a\x00b", "/abs", "a//b", "./a"]
 # Only LocalStore checks keys today; the patch in /tmp/notes/reliability2.md moves the
 # check into Store itself. Until then these are expected failures (strict: they flip).
-_UNCHECKED = pytest.mark.xfail(strict=True, reason="keys are checked only by LocalStore")
 
 
 def _stores(tmp_path: Path, emu: Emulator) -> dict[str, Callable[[], Store]]:
@@ -41,9 +40,9 @@ def _stores(tmp_path: Path, emu: Emulator) -> dict[str, Callable[[], Store]]:
     "kind",
     [
         "local",
-        pytest.param("memory", marks=_UNCHECKED),
-        pytest.param("counting", marks=_UNCHECKED),
-        pytest.param("s3", marks=_UNCHECKED),
+        "memory",
+        "counting",
+        "s3",
     ],
 )
 @pytest.mark.parametrize("op", ["get", "set", "delete", "exists"])

@@ -20,7 +20,7 @@ import anyio
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import ReadOnlyError, unwrap_group
+from aiozarr.errors import InvalidKeyError, ReadOnlyError, unwrap_group
 from aiozarr.storage import ranges, retry
 from aiozarr.storage.budget import RequestBudget
 
@@ -39,6 +39,32 @@ class RangeRequest:
 
     key: str
     byte_range: ByteRange | None = None
+
+
+def check_key(key: str, *, prefix: bool = False) -> None:
+    """Raise `InvalidKeyError` unless `key` is a relative `/`-separated key.
+
+    No NUL, no backslash, no leading `/`, no empty, `.` or `..` segment: such a key could
+    escape a store's root or name another object than the one meant. With `prefix=True`,
+    `key` may be empty or end with `/` (a listing prefix).
+    """
+    problem = None
+    if not isinstance(key, str):
+        problem = "keys must be strings"
+    elif "\x00" in key:
+        problem = "keys may not contain NUL bytes"
+    elif "\\" in key:
+        problem = "keys may not contain backslashes"
+    elif key.startswith("/"):
+        problem = "keys may not start with '/'"
+    elif not (prefix and key == ""):
+        segments = key.split("/")
+        if prefix and key.endswith("/"):
+            segments = segments[:-1]
+        if any(segment in ("", ".", "..") for segment in segments):
+            problem = "keys may not have empty, '.' or '..' segments"
+    if problem is not None:
+        raise InvalidKeyError(f"invalid key {key!r}: {problem}")
 
 
 def _requested_bytes(byte_range: ByteRange | None) -> int | None:
@@ -157,10 +183,12 @@ class Store(ABC):
         Backends call their own writes, deletes and HEADs through this too; reads get
         it from the base class. See `storage.retry.run_request`.
         """
-        return await retry.run_request(self.limiter, action, key, operation, nbytes=nbytes,
-                                       hedge=hedge)
+        return await retry.run_request(
+            self.limiter, action, key, operation, nbytes=nbytes, hedge=hedge
+        )
 
     def _check_writable(self, key: str) -> None:
+        check_key(key, prefix=True)
         if not self.writable:
             raise ReadOnlyError(f"cannot write {key!r}: {self!r} is read-only")
 
@@ -170,9 +198,7 @@ class Store(ABC):
     async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
         """One request: the value at `key` (or a range of it); None if missing."""
 
-    async def _get_ranges(
-        self, key: str, byte_ranges: Sequence[ByteRange]
-    ) -> list[Buffer] | None:
+    async def _get_ranges(self, key: str, byte_ranges: Sequence[ByteRange]) -> list[Buffer] | None:
         """The answers for ranges of one key, already coalesced; None if the key is missing.
 
         Backends with a cheaper way to read many ranges of one value at once (one file
@@ -198,13 +224,17 @@ class Store(ABC):
 
     async def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
         """The value at `key`, or the bytes of it in `byte_range`; None if missing."""
+        check_key(key)
         return await self._read(key, byte_range)
 
     async def _read(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
         """One `_get` under the request policy (budget, timeout, retries, hedging)."""
         return await self._request(
-            "read", key, lambda: self._get_checked(key, byte_range),
-            nbytes=_requested_bytes(byte_range), hedge=self.hedge_reads,
+            "read",
+            key,
+            lambda: self._get_checked(key, byte_range),
+            nbytes=_requested_bytes(byte_range),
+            hedge=self.hedge_reads,
         )
 
     async def _get_checked(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
@@ -256,6 +286,8 @@ class Store(ABC):
         """
         by_key: dict[str, list[int]] = {}
         for i, request in enumerate(requests):
+            if request.key not in by_key:
+                check_key(request.key)
             by_key.setdefault(request.key, []).append(i)
         send, receive = anyio.create_memory_object_stream[tuple[int, Buffer | None]](
             max_buffer_size=max(len(requests), 1)
@@ -300,12 +332,12 @@ class Store(ABC):
             settings.max_request_bytes if most is None else most,
         )
 
-    async def _fetch_planned(
-        self, key: str, plan: ranges.RangePlan
-    ) -> list[Buffer | None]:
+    async def _fetch_planned(self, key: str, plan: ranges.RangePlan) -> list[Buffer | None]:
         if self._reads_ranges_at_once():
             fetched = await self._request(
-                "read", key, lambda: self._get_ranges_checked(key, plan.fetch),
+                "read",
+                key,
+                lambda: self._get_ranges_checked(key, plan.fetch),
                 nbytes=_total_bytes(plan.fetch),
             )
         else:
@@ -333,9 +365,7 @@ class Store(ABC):
             await self._check_length(key, byte_range, data)
         return answers
 
-    async def _read_ranges(
-        self, key: str, byte_ranges: Sequence[ByteRange]
-    ) -> list[Buffer] | None:
+    async def _read_ranges(self, key: str, byte_ranges: Sequence[ByteRange]) -> list[Buffer] | None:
         """Each range as its own request under the policy, concurrently."""
         if len(byte_ranges) == 1:
             data = await self._read(key, byte_ranges[0])
@@ -370,6 +400,7 @@ class Store(ABC):
 
     async def set_many(self, items: Iterable[tuple[str, Buffer]]) -> None:
         """Store many values concurrently under the request budget."""
+
         async def one(key: str, value: Buffer) -> None:
             async with self.limiter:
                 await self.set(key, value)
@@ -388,6 +419,7 @@ class Store(ABC):
 
     async def delete_many(self, keys: Iterable[str]) -> None:
         """Remove many keys concurrently."""
+
         async def one(key: str) -> None:
             async with self.limiter:
                 await self.delete(key)

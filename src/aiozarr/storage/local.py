@@ -21,6 +21,7 @@ import anyio.to_thread
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import InvalidKeyError, StoreError
 from aiozarr.storage.base import Buffer, Store
+from aiozarr.storage.base import check_key as base_check_key
 
 __all__ = ["LocalStore"]
 
@@ -32,29 +33,13 @@ _MISSING = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
 
 
 def check_key(key: str, *, prefix: bool = False) -> None:
-    """Raise `InvalidKeyError` unless `key` is a relative `/`-separated key inside the root.
-
-    With `prefix=True`, `key` may be empty or end with `/` (a listing prefix).
-    """
-    problem = None
-    if not isinstance(key, str):
-        problem = "keys must be strings"
-    elif "\x00" in key:
-        problem = "keys may not contain NUL bytes"
-    elif "\\" in key:
-        problem = "keys may not contain backslashes"
-    elif key.startswith("/"):
-        problem = "keys may not start with '/'"
-    elif key.endswith(TEMP_SUFFIX):
-        problem = f"keys may not end with {TEMP_SUFFIX!r} (reserved for temporary files)"
-    elif not (prefix and key == ""):
-        segments = key.split("/")
-        if prefix and key.endswith("/"):
-            segments = segments[:-1]
-        if any(segment in ("", ".", "..") for segment in segments):
-            problem = "keys may not have empty, '.' or '..' segments"
-    if problem is not None:
-        raise InvalidKeyError(f"invalid key {key!r}: {problem}")
+    """`base.check_key`, and no key may end with the temp-file suffix."""
+    base_check_key(key, prefix=prefix)
+    if key.endswith(TEMP_SUFFIX):
+        raise InvalidKeyError(
+            f"invalid key {key!r}: keys may not end with {TEMP_SUFFIX!r} "
+            "(reserved for temporary files)"
+        )
 
 
 def _read_ranges(path: Path, byte_ranges: Sequence[ByteRange | None]) -> list[bytes] | None:

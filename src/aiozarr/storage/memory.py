@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, MutableMapping, Sequence
 from typing import Any
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.storage.base import Buffer, Store
+from aiozarr.storage.base import Buffer, Store, check_key
 
 __all__ = ["MemoryStore"]
 
@@ -50,9 +50,7 @@ class MemoryStore(Store):
         start, stop = byte_range.resolve(len(view))
         return view[start:stop]
 
-    async def _get_ranges(
-        self, key: str, byte_ranges: Sequence[ByteRange]
-    ) -> list[Buffer] | None:
+    async def _get_ranges(self, key: str, byte_ranges: Sequence[ByteRange]) -> list[Buffer] | None:
         """Slices of one value, one after another: no tasks needed for memory."""
         out: list[Buffer] = []
         for byte_range in byte_ranges:
@@ -64,6 +62,7 @@ class MemoryStore(Store):
 
     async def exists(self, key: str) -> bool:
         """Whether `key` is in the dict."""
+        check_key(key)
         return key in self._data
 
     async def getsize(self, key: str) -> int | None:

@@ -21,7 +21,7 @@ from obstore.store import AzureStore, GCSStore, HTTPStore, LocalStore, MemorySto
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import StoreError
-from aiozarr.storage.base import Buffer, Store
+from aiozarr.storage.base import Buffer, Store, check_key
 
 __all__ = ["ObjectStore"]
 
@@ -29,8 +29,12 @@ __all__ = ["ObjectStore"]
 # is missing: that is a configuration error, not a missing chunk.
 _MISSING_BUCKET = ("NoSuchBucket", "ContainerNotFound", "bucket does not exist")
 # Words in an error that mean "the range starts at or after the end of the object".
-_BAD_RANGE = ("416 Range Not Satisfiable", "<Code>InvalidRange</Code>",
-              "Requested range was invalid", "Invalid range: Wanted range")
+_BAD_RANGE = (
+    "416 Range Not Satisfiable",
+    "<Code>InvalidRange</Code>",
+    "Requested range was invalid",
+    "Invalid range: Wanted range",
+)
 # The server ignored the Range header (some HTTP servers; moto on empty objects).
 _NOT_PARTIAL = "non-partial response"
 # obstore's S3 bulk delete takes up to 1000 keys per request.
@@ -58,9 +62,13 @@ def without_retries(store: Any) -> Any:
         if isinstance(store, HTTPStore):
             return HTTPStore(store.url, client_options=client, retry_config=retry_config)
         if isinstance(store, S3Store | GCSStore | AzureStore):
-            return type(store)(prefix=store.prefix, config=store.config, client_options=client,
-                               retry_config=retry_config,
-                               credential_provider=store.credential_provider)
+            return type(store)(
+                prefix=store.prefix,
+                config=store.config,
+                client_options=client,
+                retry_config=retry_config,
+                credential_provider=store.credential_provider,
+            )
     except Exception:  # an exotic configuration: keep the user's store as given
         return store
     return store
@@ -148,8 +156,7 @@ class ObjectStore(Store):
 
     def with_read_only(self, read_only: bool = True) -> ObjectStore:
         """A store over the same data with another flag, sharing this one's request budget."""
-        other = ObjectStore(self._store, read_only=read_only,
-                            max_concurrency=self._max_concurrency)
+        other = ObjectStore(self._store, read_only=read_only, max_concurrency=self._max_concurrency)
         other._limiter = self.limiter
         return other
 
@@ -222,10 +229,12 @@ class ObjectStore(Store):
 
     async def exists(self, key: str) -> bool:
         """Whether `key` is stored (one HEAD request)."""
+        check_key(key)
         return await self.getsize(key) is not None
 
     async def getsize(self, key: str) -> int | None:
         """Size in bytes of `key` from a HEAD request; None if missing."""
+
         async def head() -> Any:
             with self._errors("stat", key):
                 return await obstore.head_async(self._store, key)
@@ -261,6 +270,7 @@ class ObjectStore(Store):
         keys = list(keys)
         for key in keys:
             self._check_writable(key)
+
         async def delete(name: str, what: str | list[str]) -> None:
             with self._errors("delete", name):
                 await obstore.delete_async(self._store, what)
