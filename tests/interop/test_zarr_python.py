@@ -172,3 +172,23 @@ def test_groups_and_attributes_both_ways(tmp_path: Path) -> None:
     assert dict(theirs.attrs) == {"a": 1}
     assert theirs["inner/y"].metadata.dimension_names == ("r", "c")
     assert np.all(theirs["inner/y"][...] == 5)
+
+
+def test_nested_sharding_both_ways(tmp_path: Path) -> None:
+    data = np.arange(16 * 16, dtype="i4").reshape(16, 16)
+    nested = zarr.codecs.ShardingCodec(
+        chunk_shape=(8, 8),
+        codecs=[zarr.codecs.ShardingCodec(chunk_shape=(4, 4), codecs=[zarr.codecs.BytesCodec()])],
+    )
+    z = zarr.create_array(
+        store=str(tmp_path / "zp.zarr"), shape=data.shape, dtype="i4", chunks=(16, 16),
+        serializer=nested, compressors=None,
+    )
+    z[...] = data
+    arr = aiozarr.open_array(str(tmp_path / "zp.zarr"))
+    assert np.array_equal(arr[...], data)
+    assert np.array_equal(arr[3:13, 5], data[3:13, 5])
+    arr[0:4, 0:4] = -1  # written back by aiozarr, read by zarr-python
+    expected = data.copy()
+    expected[0:4, 0:4] = -1
+    assert np.array_equal(zarr.open_array(str(tmp_path / "zp.zarr"))[...], expected)
