@@ -67,6 +67,26 @@ def check_key(key: str, *, prefix: bool = False) -> None:
         raise InvalidKeyError(f"invalid key {key!r}: {problem}")
 
 
+async def _gather(
+    key: str,
+    byte_ranges: Sequence[ByteRange],
+    fetch: Callable[[str, ByteRange], Awaitable[Buffer | None]],
+) -> list[Buffer] | None:
+    """`fetch` every range of `key` concurrently; None if the key is missing."""
+    results: list[Buffer | None] = [None] * len(byte_ranges)
+
+    async def one(i: int, byte_range: ByteRange) -> None:
+        results[i] = await fetch(key, byte_range)
+
+    with unwrap_group():
+        async with anyio.create_task_group() as tg:
+            for i, byte_range in enumerate(byte_ranges):
+                tg.start_soon(one, i, byte_range)
+    if any(r is None for r in results):
+        return None
+    return results  # type: ignore[return-value]
+
+
 def _requested_bytes(byte_range: ByteRange | None) -> int | None:
     """How many bytes a range asks for, when that is known without the value's size."""
     if byte_range is None:
@@ -207,18 +227,7 @@ class Store(ABC):
         retries and hedging. This default (one raw `_get` per range, concurrently, no
         budget) is for wrappers that call it directly.
         """
-        results: list[Buffer | None] = [None] * len(byte_ranges)
-
-        async def one(i: int, byte_range: ByteRange) -> None:
-            results[i] = await self._get(key, byte_range)
-
-        with unwrap_group():
-            async with anyio.create_task_group() as tg:
-                for i, byte_range in enumerate(byte_ranges):
-                    tg.start_soon(one, i, byte_range)
-        if any(r is None for r in results):
-            return None
-        return results  # type: ignore[return-value]
+        return await _gather(key, byte_ranges, self._get)
 
     # -- reads -------------------------------------------------------------------------
 
@@ -370,18 +379,7 @@ class Store(ABC):
         if len(byte_ranges) == 1:
             data = await self._read(key, byte_ranges[0])
             return None if data is None else [data]
-        results: list[Buffer | None] = [None] * len(byte_ranges)
-
-        async def one(i: int, byte_range: ByteRange) -> None:
-            results[i] = await self._read(key, byte_range)
-
-        with unwrap_group():
-            async with anyio.create_task_group() as tg:
-                for i, byte_range in enumerate(byte_ranges):
-                    tg.start_soon(one, i, byte_range)
-        if any(r is None for r in results):
-            return None
-        return results  # type: ignore[return-value]
+        return await _gather(key, byte_ranges, self._read)
 
     async def exists(self, key: str) -> bool:
         """Whether a value is stored at `key`."""
