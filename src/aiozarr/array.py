@@ -34,7 +34,7 @@ from aiozarr.storage.base import Store
 Selection = Any
 
 
-class AsyncArray:
+class AsyncArray(hierarchy.NodeLocation):
     """A Zarr array (v2 or v3, sharded or not) read and written with `await`.
 
     Open one with `aiozarr.open_array_async` or create one with `create_array_async`.
@@ -92,18 +92,6 @@ class AsyncArray:
         return array
 
     # -- properties ------------------------------------------------------------------------
-
-    @property
-    def store(self) -> Store:
-        return self._store
-
-    @property
-    def path(self) -> str:
-        return self._path
-
-    @property
-    def name(self) -> str:
-        return "/" + self._path
 
     @property
     def metadata(self) -> ArrayMetadata:

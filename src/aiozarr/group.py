@@ -15,7 +15,7 @@ from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.storage.base import Store
 
 
-class AsyncGroup:
+class AsyncGroup(hierarchy.NodeLocation):
     """A Zarr group (v2 or v3) navigated and changed with `await`."""
 
     def __init__(self, store: Store, path: str, metadata: GroupMetadata) -> None:
@@ -62,18 +62,6 @@ class AsyncGroup:
         return cls(store, path, meta)
 
     # -- properties ------------------------------------------------------------------------
-
-    @property
-    def store(self) -> Store:
-        return self._store
-
-    @property
-    def path(self) -> str:
-        return self._path
-
-    @property
-    def name(self) -> str:
-        return "/" + self._path
 
     @property
     def metadata(self) -> GroupMetadata:

@@ -29,6 +29,26 @@ V1_META_KEY = "meta"
 V1_ATTRS_KEY = "attrs"
 
 
+class NodeLocation:
+    """Where an array or group lives: its store and its path in it."""
+
+    _store: Store
+    _path: str
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def name(self) -> str:
+        """The absolute name, `/path`."""
+        return "/" + self._path
+
+
 def join(path: str, name: str) -> str:
     """`path/name`, where either may be empty."""
     return f"{path}/{name}" if path else name
