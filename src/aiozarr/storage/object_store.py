@@ -41,7 +41,7 @@ _NOT_PARTIAL = "non-partial response"
 _DELETE_BATCH = 1000
 # obstore's whole-request timeout (default 30 s) would cut big range reads short; the
 # request policy's timeout, scaled to each request's size, is the one that counts.
-_CLIENT_TIMEOUT = "24h"
+CLIENT_TIMEOUT = "24h"
 
 
 def without_retries(store: Any) -> Any:
@@ -57,7 +57,7 @@ def without_retries(store: Any) -> Any:
     if retry_config.get("max_retries") == 0 and "timeout" in client:
         return store
     retry_config["max_retries"] = 0
-    client.setdefault("timeout", _CLIENT_TIMEOUT)
+    client.setdefault("timeout", CLIENT_TIMEOUT)
     try:
         if isinstance(store, HTTPStore):
             return HTTPStore(store.url, client_options=client, retry_config=retry_config)
