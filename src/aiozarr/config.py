@@ -64,7 +64,9 @@ class Config:
     # again and the first answer wins. 3x p95 hedges about 1 read in 100 on a healthy
     # store; hedges are capped at `hedge_max_fraction` of reads (plus a burst of 10) so a
     # store that is slow for everyone does not get twice the load ("The Tail at Scale").
-    hedge_reads: bool = True
+    # Opt-in: the race bookkeeping costs every read, and on the emulator (no long tail)
+    # it slowed the v2 full read at 20 ms from ~95 to ~125 ms (benchmarks: full-v2).
+    hedge_reads: bool = False
     hedge_p95_multiple: float = 3.0
     hedge_min_delay_s: float = 0.1
     hedge_max_fraction: float = 0.05
