@@ -19,7 +19,7 @@ from aiozarr.storage.url import from_url
 from aiozarr.sync import Array, Group, _run
 
 Mode = Literal["r", "r+", "a", "w", "w-"]
-#: A Store, a URL or local path, or kerchunk references (a dict with "refs", or a .json).
+#: A Store, a URL or local path, or kerchunk references (a dict, a .json or a .parq).
 StoreLike = Store | str | os.PathLike[str] | Mapping[str, Any]
 
 _MODES = ("r", "r+", "a", "w", "w-")
@@ -37,7 +37,7 @@ def resolve_store(
         return store
     if isinstance(store, os.PathLike):
         store = os.fspath(store)
-    if is_reference_source(store):  # kerchunk references: a dict with "refs", or a .json
+    if is_reference_source(store):  # kerchunk references: a dict, a .json or a .parq
         return ReferenceStore(store, storage_options=storage_options)
     if not isinstance(store, str):
         raise AiozarrError(f"expected a Store, a URL or a path, got {type(store).__name__}")

@@ -117,3 +117,74 @@ def test_open_group_accepts_references(emulator: Emulator, prefix: str) -> None:
     refs, data = _references(emulator, prefix)
     group = aiozarr.open_group(refs, mode="r", storage_options=emulator.storage_options())
     np.testing.assert_array_equal(group["counts"][...], data["counts"])
+
+
+def _parquet_references(
+    emulator: Emulator, prefix: str, record_size: int
+) -> tuple[str, dict[str, np.ndarray]]:
+    """kerchunk's Parquet references to an h5py file, next to it on the emulator:
+    (the s3 URL of the references directory, the values written)."""
+    pytest.importorskip("pyarrow")
+    from fsspec.implementations.reference import LazyReferenceMapper
+
+    path = emulator.root / prefix / "data.h5"
+    path.parent.mkdir(parents=True)
+    data = _write_h5(path)
+    with h5py.File(path, "a") as f:  # 4 bytes: kerchunk inlines it (a "raw" row)
+        data["flags"] = np.array([1, 0, 1, 1], dtype="u1")
+        f.create_dataset("flags", data=data["flags"])
+    url = emulator.s3_url(f"{prefix}/data.h5")
+    with path.open("rb") as f:
+        refs = kerchunk_hdf.SingleHdf5ToZarr(f, url, inline_threshold=50).translate()
+    assert isinstance(refs["refs"]["flags/0"], str)  # inline indeed
+    out = emulator.root / prefix / "refs.parq"
+    # What kerchunk.df.refs_to_dataframe does, but with the pyarrow engine: it always
+    # takes fsspec's default, fastparquet, which is not installed.
+    mapper = LazyReferenceMapper.create(str(out), record_size=record_size, engine="pyarrow")
+    for key in sorted(refs["refs"]):
+        mapper[key] = refs["refs"][key]
+    mapper.flush()
+    return emulator.s3_url(f"{prefix}/refs.parq"), data
+
+
+def test_parquet_references_values_equal_h5py(emulator: Emulator, prefix: str) -> None:
+    url, data = _parquet_references(emulator, prefix, record_size=30)
+    records = emulator.root / prefix / "refs.parq" / "temperature"
+    assert len(list(records.glob("refs.*.parq"))) == 4  # 100 chunks, 30 a record
+    assert is_reference_source(url)
+    store = ReferenceStore(url, storage_options=emulator.storage_options())
+    group = aiozarr.open_group(store, mode="r")
+    assert sorted(group.member_names()) == ["counts", "flags", "temperature"]
+    for name, expected in data.items():
+        np.testing.assert_array_equal(group[name][...], expected)
+    assert group["temperature"].attrs["units"] == "K"
+    np.testing.assert_array_equal(group["temperature"][35:65, 3], data["temperature"][35:65, 3])
+
+
+async def test_parquet_references_keys_and_sizes(emulator: Emulator, prefix: str) -> None:
+    url, _ = _parquet_references(emulator, prefix, record_size=30)
+    store = ReferenceStore(url, storage_options=emulator.storage_options())
+    assert await store.exists("temperature/99.0")
+    assert not await store.exists("temperature/100.0")  # outside the chunk grid
+    assert await store.get("nothing/0") is None
+    assert await store.getsize("flags/0") == 4
+    assert bytes(await store.get("flags/0")) == bytes([1, 0, 1, 1])
+    chunks = [k async for k in store.list_prefix("temperature/") if ".z" not in k]
+    assert len(chunks) == 100
+    assert "temperature" in [k async for k in store.list_dir("")]
+
+
+def test_local_parquet_directory_is_a_reference_source(
+    emulator: Emulator, prefix: str, tmp_path: Path
+) -> None:
+    _, data = _parquet_references(emulator, prefix, record_size=1000)
+    local = emulator.root / prefix / "refs.parq"
+    renamed = local.rename(tmp_path / "refs")  # no .parq suffix: found by its .zmetadata
+    assert is_reference_source(str(renamed))
+    group = aiozarr.open_group(tmp_path / "refs.zarr", mode="w")  # a consolidated Zarr dir
+    aiozarr.consolidate_metadata(tmp_path / "refs.zarr")
+    assert not is_reference_source(str(tmp_path / "refs.zarr"))
+    del group
+    store = ReferenceStore(renamed, target_options=emulator.storage_options())
+    arr = aiozarr.open_array(store, "counts", mode="r")
+    np.testing.assert_array_equal(arr[...], data["counts"])

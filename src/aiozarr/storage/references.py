@@ -14,7 +14,8 @@ store: one `stream_partial_values` per target store, so ranges into one file coa
 (the target store's `coalesce_gap_bytes`) and different files run concurrently under
 the target store's request budget, with its retries. Relative target URLs resolve
 against the reference file's directory. Version 0 (a plain `{key: value}` mapping) is
-read too; the Parquet form and `gen` ranges are not supported yet.
+read too, and so is the Parquet form kerchunk writes (`kerchunk.df.refs_to_dataframe`;
+see `_ParquetRefs`; needs pyarrow). `gen` ranges are not supported yet.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import math
 import os
 import posixpath
 import re
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,13 +45,25 @@ _TEMPLATE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 
 
 def is_reference_source(source: object) -> bool:
-    """Whether `source` looks like kerchunk references: a dict with "refs", or a
-    path/URL of a `.json` file (or one with a `reference://` prefix)."""
+    """Whether `source` looks like kerchunk references: a dict with "refs", the path/URL
+    of a `.json` file or a `.parq`/`.parquet` directory, a local directory of Parquet
+    references, or anything with a `reference://` prefix."""
     if isinstance(source, Mapping):
         return "refs" in source
     if isinstance(source, str | os.PathLike):
         text = os.fspath(source)
-        return text.startswith("reference://") or text.lower().endswith(".json")
+        if text.startswith("reference://"):
+            return True
+        if text.lower().rstrip("/").endswith((".json", ".parq", ".parquet")):
+            return True
+        root = Path(text)
+        # Parquet references: `.zmetadata` holding "record_size" and no `.zgroup` (a
+        # consolidated Zarr group has one, and a possibly large .zmetadata to skip).
+        if _is_local(text) and (root / ".zmetadata").is_file():
+            if (root / ".zgroup").exists() or (root / "zarr.json").exists():
+                return False
+            with contextlib.suppress(ValueError, OSError):
+                return "record_size" in json.loads((root / ".zmetadata").read_bytes())
     return False
 
 
@@ -58,7 +73,8 @@ def open_references(
     storage_options: Mapping[str, Any] | None = None,
     target_options: Mapping[str, Any] | None = None,
 ) -> ReferenceStore:
-    """A `ReferenceStore` over `source`: a references dict, or the path/URL of its JSON.
+    """A `ReferenceStore` over `source`: a references dict, the path/URL of its JSON, or
+    the path/URL of a directory of Parquet references.
 
     `storage_options` open the reference file and, unless `target_options` are given,
     the objects it points into.
@@ -83,7 +99,8 @@ class ReferenceStore(Store):
     """A read-only `Store` whose keys are kerchunk references into other objects.
 
     `source` is a references dict (`{"version": 1, "refs": ...}` or version 0's plain
-    mapping) or the path/URL of its JSON file, read on first use.
+    mapping), the path/URL of its JSON file, or the path/URL of the directory kerchunk
+    writes Parquet references into; files are read on first use.
     """
 
     def __init__(
@@ -104,6 +121,7 @@ class ReferenceStore(Store):
         self._refs: dict[str, Any] | None = None
         self._base = "" if isinstance(self._source, Mapping) else _split_url(self._source)[0]
         self._targets: dict[str, Store] = {}
+        self._parquet: _ParquetRefs | None = None
         if isinstance(source, Mapping):
             self._refs = self._parse(source)
 
@@ -115,15 +133,31 @@ class ReferenceStore(Store):
         assert isinstance(self._source, str)
         base, name = _split_url(self._source)
         store = self._store_for(base, self._options)
+        if not name.lower().endswith(".json"):  # a directory of Parquet references?
+            meta = await store.get(f"{name}/.zmetadata")
+            if meta is not None:
+                doc = _json_doc(meta, f"{self._source}/.zmetadata")
+                if isinstance(doc, Mapping) and "record_size" in doc:
+                    self._parquet = _ParquetRefs(store, name, doc)
+                    self._refs = {}
+                    return self._refs
         data = await store.get(name)
         if data is None:
             raise StoreError(f"cannot read references: {self._source!r} not found")
-        try:
-            doc = json.loads(bytes(memoryview(data)))
-        except ValueError as error:
-            raise MetadataError(f"{self._source}: not valid JSON ({error})") from None
-        self._refs = self._parse(doc)
+        self._refs = self._parse(_json_doc(data, self._source))
         return self._refs
+
+    async def _lookup(self, keys: Sequence[str]) -> list[Any]:
+        """The reference (inline value or `[url, ...]` list) of each key; None if absent."""
+        refs = await self._load()
+        if self._parquet is not None:
+            return await self._parquet.lookup(keys)
+        return [refs.get(key) for key in keys]
+
+    async def _keys(self) -> list[str]:
+        """Every key, sorted (for Parquet references this reads every record)."""
+        refs = await self._load()
+        return sorted(await self._parquet.keys() if self._parquet is not None else refs)
 
     def _parse(self, doc: Mapping[str, Any]) -> dict[str, Any]:
         where = self._source if isinstance(self._source, str) else "references"
@@ -199,14 +233,13 @@ class ReferenceStore(Store):
         """`(request index, answer)` as answers land; reads of one target store go as
         one batch to it (it coalesces ranges of one object and runs objects concurrently).
         """
-        refs = await self._load()
+        values = await self._lookup([request.key for request in requests])
         send, receive = anyio.create_memory_object_stream[tuple[int, Buffer | None]](
             max_buffer_size=max(len(requests), 1)
         )
         ready: list[tuple[int, Buffer | None]] = []
         by_store: dict[int, tuple[Store, list[int], list[RangeRequest]]] = {}
-        for i, request in enumerate(requests):
-            value = refs.get(request.key)
+        for i, (request, value) in enumerate(zip(requests, values, strict=True)):
             if value is None:
                 ready.append((i, None))
             elif not isinstance(value, list):
@@ -240,11 +273,11 @@ class ReferenceStore(Store):
                 tg.cancel_scope.cancel()
 
     async def exists(self, key: str) -> bool:
-        return key in await self._load()
+        return (await self._lookup([key]))[0] is not None
 
     async def getsize(self, key: str) -> int | None:
         """Size of the value at `key`, from the reference (a HEAD for whole-object refs)."""
-        value = (await self._load()).get(key)
+        value = (await self._lookup([key]))[0]
         if value is None:
             return None
         if not isinstance(value, list):
@@ -255,7 +288,7 @@ class ReferenceStore(Store):
     # -- listing -----------------------------------------------------------------------
 
     async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
-        for key in sorted(await self._load()):
+        for key in await self._keys():
             if key.startswith(prefix):
                 yield key
 
@@ -264,7 +297,7 @@ class ReferenceStore(Store):
         head = f"{head}/" if head else ""
         names = {
             key[len(head) :].split("/", 1)[0]
-            for key in await self._load()
+            for key in await self._keys()
             if key.startswith(head) and len(key) > len(head)
         }
         for name in sorted(names):
@@ -273,6 +306,145 @@ class ReferenceStore(Store):
     def __repr__(self) -> str:
         source = self._source if isinstance(self._source, str) else "<dict>"
         return f"ReferenceStore({source!r})"
+
+
+def _json_doc(data: Buffer, where: str) -> Any:
+    try:
+        return json.loads(bytes(memoryview(data)))
+    except ValueError as error:
+        raise MetadataError(f"{where}: not valid JSON ({error})") from None
+
+
+class _ParquetRefs:
+    """References in the Parquet form kerchunk writes (`kerchunk.df.refs_to_dataframe`).
+
+    The directory holds `.zmetadata`, `{"metadata": {key: JSON document}, "record_size":
+    N}` with every metadata key, and per array FIELD the files `FIELD/refs.R.parq` with
+    columns path, offset, size, raw. Row i of record R is the chunk numbered
+    `R * N + i` in C order over the chunk grid. A row with raw bytes is inline; one
+    without a path is a missing chunk; offset = size = 0 means the whole object.
+    Records are read when a key needs them and kept in a small LRU.
+    """
+
+    _CACHED_RECORDS = 64
+
+    def __init__(self, store: Store, root: str, doc: Mapping[str, Any]) -> None:
+        self._store = store
+        self._root = root
+        self._record_size = int(doc["record_size"])
+        meta = dict(doc.get("metadata") or {})
+        self._meta = {
+            key: (value if isinstance(value, str) else json.dumps(value)).encode()
+            for key, value in meta.items()
+        }
+        # Everything is in memory already: offer it as v2 consolidated metadata too.
+        consolidated = {"zarr_consolidated_format": 1, "metadata": meta}
+        self._meta.setdefault(".zmetadata", json.dumps(consolidated).encode())
+        self._records: OrderedDict[tuple[str, int], list[Any]] = OrderedDict()
+
+    def _grid(self, field: str) -> list[int] | None:
+        """Chunks per dimension of array `field` ([1] for a 0-d one); None if no array."""
+        zarray = self._meta.get(f"{field}/.zarray")
+        if zarray is None:
+            return None
+        meta = json.loads(zarray)
+        return [math.ceil(s / c) for s, c in zip(meta["shape"], meta["chunks"], strict=True)] or [1]
+
+    def _locate(self, key: str) -> tuple[str, int, int] | None:
+        """(field, record, row) holding chunk `key`, or None for no such chunk."""
+        field, _, chunk = key.rpartition("/")
+        grid = self._grid(field)
+        try:
+            index = [int(part) for part in chunk.split(".")]
+        except ValueError:
+            return None
+        if grid is None or len(index) != len(grid):
+            return None
+        number = 0
+        for i, n in zip(index, grid, strict=True):
+            if not 0 <= i < n:
+                return None
+            number = number * n + i
+        return field, number // self._record_size, number % self._record_size
+
+    async def _read_records(self, wanted: Sequence[tuple[str, int]]) -> None:
+        """Have every record in `wanted` cached, reading the missing ones concurrently."""
+        missing = sorted({w for w in wanted if w not in self._records})
+        if missing:
+            await self._fetch_records(missing)
+        for where in wanted:  # most recent last; the LRU keeps at least all of `wanted`
+            self._records.move_to_end(where)
+        while len(self._records) > max(self._CACHED_RECORDS, len(set(wanted))):
+            self._records.popitem(last=False)
+
+    async def _fetch_records(self, missing: Sequence[tuple[str, int]]) -> None:
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise UnsupportedError(
+                "reading Parquet references needs pyarrow (pip install pyarrow)"
+            ) from None
+        keys = [f"{self._root}/{field}/refs.{record}.parq" for field, record in missing]
+        datas = await self._store.get_partial_values([RangeRequest(k, None) for k in keys])
+
+        def parse(data: Buffer) -> list[Any]:
+            table = pq.read_table(pa.BufferReader(bytes(memoryview(data))))
+            columns = [
+                table.column(name).to_pylist() if name in table.column_names else None
+                for name in ("path", "offset", "size", "raw")
+            ]
+            return [_row(columns, i) for i in range(table.num_rows)]
+
+        for where, data in zip(missing, datas, strict=True):
+            # No file: no chunk of that record is stored. Parsing is CPU work: a thread.
+            rows = [] if data is None else await anyio.to_thread.run_sync(parse, data)
+            self._records[where] = rows
+
+    async def lookup(self, keys: Sequence[str]) -> list[Any]:
+        """The reference of each key (bytes or a `[url, ...]` list), None if absent."""
+        places = [None if key in self._meta else self._locate(key) for key in keys]
+        await self._read_records([(p[0], p[1]) for p in places if p is not None])
+        out: list[Any] = []
+        for key, place in zip(keys, places, strict=True):
+            if place is None:
+                out.append(self._meta.get(key))
+                continue
+            rows = self._records.get((place[0], place[1]), [])
+            out.append(rows[place[2]] if place[2] < len(rows) else None)
+        return out
+
+    async def keys(self) -> list[str]:
+        """Every metadata key and every stored chunk key (reads all records)."""
+        fields = [k.removesuffix("/.zarray") for k in self._meta if k.endswith("/.zarray")]
+        chunk_keys: list[str] = []
+        for field in fields:
+            grid = self._grid(field) or [1]
+            keys = [f"{field}/" + ".".join(map(str, i)) for i in _c_order(grid)]
+            for key, value in zip(keys, await self.lookup(keys), strict=True):
+                if value is not None:
+                    chunk_keys.append(key)
+        return [*self._meta, *chunk_keys]
+
+
+def _row(columns: list[list[Any] | None], i: int) -> Any:
+    """One Parquet row as a reference: inline bytes, `[url]`, `[url, offset, size]`, None."""
+    path, offset, size, raw = (None if c is None else c[i] for c in columns)
+    if raw is not None:
+        return bytes(raw)
+    if path is None:
+        return None
+    if not offset and not size:
+        return [path]
+    return [path, int(offset), int(size)]
+
+
+def _c_order(grid: Sequence[int]) -> list[tuple[int, ...]]:
+    """Every chunk index of `grid`, in C order."""
+    out: list[tuple[int, ...]] = [()]
+    for n in grid:
+        out = [(*index, i) for index in out for i in range(n)]
+    return out
 
 
 def _compose(offset: int, length: int | None, byte_range: ByteRange | None) -> ByteRange | None:
