@@ -326,3 +326,39 @@ def test_example_runs() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "identical: True" in result.stdout
+
+
+# -- strings ----------------------------------------------------------------------------------
+
+
+def string_sample() -> xr.Dataset:
+    """String data variables, fixed-length (numpy `U`) and variable-length (object), with
+    non-ASCII, empty and varying lengths, and a string index."""
+    notes = np.array(["a long free-text note, ünïcode", "", "x", "多字节"], dtype=object)
+    return xr.Dataset(
+        {
+            "station_name": ("station", np.array(["Zürich", "", "São Paulo", "北京"])),
+            "note": ("station", notes),
+            "elevation": ("station", np.array([408.0, 3.0, 760.0, 44.0])),
+        },
+        coords={"station": np.array(["ZRH", "X", "GRU", "PEK"])},
+    )
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_string_variables_round_trip(tmp_path: Path, zarr_format: int) -> None:
+    ds = string_sample()
+    # aiozarr writes, xarray + zarr-python and aiozarr read
+    to_zarr(ds, tmp_path / "ours.zarr", zarr_format=zarr_format)
+    xr.testing.assert_identical(xr.open_zarr(tmp_path / "ours.zarr").load(), ds)
+    ours = xr.open_dataset(tmp_path / "ours.zarr", engine=ENGINE)
+    xr.testing.assert_identical(ours, ds)
+    assert ours.station_name.values.tolist() == ["Zürich", "", "São Paulo", "北京"]
+    assert ours.note.values.tolist() == ds.note.values.tolist()
+    assert (ours.station_name.dtype, ours.note.dtype) == (np.dtype("U9"), np.dtype(object))
+    # xarray + zarr-python writes, aiozarr reads what xarray's engine reads
+    write_with_zarr_python(ds, tmp_path / "theirs.zarr", zarr_format=zarr_format)
+    xr.testing.assert_identical(
+        xr.open_dataset(tmp_path / "theirs.zarr", engine=ENGINE),
+        xr.open_zarr(tmp_path / "theirs.zarr").load(),
+    )
