@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numcodecs
@@ -12,6 +13,7 @@ from aiozarr.codecs.registry import register_codec
 from aiozarr.errors import CodecError, MetadataError
 
 SHUFFLES = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
+_NAMES = {number: name for name, number in SHUFFLES.items()}
 CNAMES = ("lz4", "lz4hc", "blosclz", "zstd", "snappy", "zlib")
 _HEADER = 16
 
@@ -65,6 +67,17 @@ class BloscCodec(BytesToBytesCodec):
                 )
         self.cname, self.clevel, self.shuffle = cname, clevel, shuffle
         self.typesize, self.blocksize = typesize, blocksize
+
+    @classmethod
+    def lenient_config(cls, config: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[str]]:
+        """Undo a writer quirk: `shuffle` as numcodecs' integer (0, 1, 2) instead of its name."""
+        shuffle = config.get("shuffle")
+        if isinstance(shuffle, int) and not isinstance(shuffle, bool) and shuffle in _NAMES:
+            name = _NAMES[shuffle]
+            return {**config, "shuffle": name}, [
+                f"field 'shuffle' is the integer {shuffle}, read as {name!r}"
+            ]
+        return config, []
 
     def configuration(self) -> dict[str, Any]:
         config: dict[str, Any] = {

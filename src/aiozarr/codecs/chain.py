@@ -20,6 +20,7 @@ from aiozarr.codecs.base import (
     Codec,
 )
 from aiozarr.codecs.bytes import BytesCodec
+from aiozarr.codecs.gzip import decoding_key
 from aiozarr.codecs.registry import get_codec
 from aiozarr.errors import AiozarrError, CodecError, MetadataError
 from aiozarr.metadata.model import ArrayMetadata, CodecMetadata
@@ -147,6 +148,7 @@ class CodecChain:
 
         The result may be read-only (a view of `data`). Errors are `CodecError`s naming `key`.
         """
+        token = decoding_key.set(key)
         try:
             bytes_spec = self._bytes_spec
             for codec, size in zip(
@@ -164,6 +166,8 @@ class CodecChain:
             raise
         except Exception as error:  # a codec library's own error: corrupt data
             raise CodecError(f"{_where(key)}: cannot decode: {error!r}") from error
+        finally:
+            decoding_key.reset(token)
         if array.shape != self._spec.shape:
             raise CodecError(
                 f"{_where(key)}: decoded shape {array.shape}, expected {self._spec.shape}"
@@ -182,6 +186,7 @@ class CodecChain:
             out[...] = self.decode(data, key)
             return
         # Fast path: the last decompressor writes straight into `out`'s memory.
+        token = decoding_key.set(key)
         try:
             bytes_spec = self._bytes_spec
             pairs = list(zip(self.bytes_to_bytes, self._decoded_sizes, strict=True))[1:]
@@ -194,6 +199,8 @@ class CodecChain:
             raise
         except Exception as error:
             raise CodecError(f"{_where(key)}: cannot decode: {error!r}") from error
+        finally:
+            decoding_key.reset(token)
 
     def _direct_decompressor(self, out: np.ndarray) -> Any:
         """The first decompressor's `decode_into_buffer` when it can fill `out` as is."""

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import gzip as _gzip
+import warnings
 import zlib
+from contextvars import ContextVar
 from typing import Any
 
 from aiozarr.codecs.base import BytesToBytesCodec, ChunkSpec
 from aiozarr.codecs.registry import register_codec
-from aiozarr.errors import CodecError, MetadataError
+from aiozarr.errors import AiozarrWarning, CodecError, MetadataError
 
 # Read at most this much at a time when the decoded size is unknown.
 _STEP = 1 << 24
+_GZIP_WBITS = 16 + zlib.MAX_WBITS
+
+#: The key of the chunk being decoded (set by `CodecChain`), for warnings to name.
+decoding_key: ContextVar[str] = ContextVar("decoding_key", default="")
 
 
 def check_level(level: object, low: int, high: int) -> int:
@@ -29,6 +35,7 @@ class GzipCodec(BytesToBytesCodec):
 
     def __init__(self, level: int = 5) -> None:
         self.level = check_level(level, 0, 9)
+        self._warned = False
 
     def configuration(self) -> dict[str, Any]:
         return {"level": self.level}
@@ -41,7 +48,43 @@ class GzipCodec(BytesToBytesCodec):
         return self.decode_sized(data, spec, None)
 
     def decode_sized(self, data: Any, spec: ChunkSpec, size: int | None) -> bytes:
-        return inflate(data, size, 16 + zlib.MAX_WBITS, "gzip")
+        out, was_zlib = gunzip(data, size)
+        if was_zlib and not self._warned:
+            self._warned = True  # once per array: every chunk of it was likely written alike
+            warn_zlib_in_gzip()
+        return out
+
+
+def is_zlib(data: Any) -> bool:
+    """Whether `data` starts with a zlib header (RFC 1950) rather than gzip's magic bytes."""
+    view = memoryview(data).cast("B")
+    if view.nbytes < 2:
+        return False
+    cmf, flg = view[0], view[1]
+    return cmf & 0x0F == 8 and cmf >> 4 <= 7 and (cmf << 8 | flg) % 31 == 0
+
+
+def gunzip(data: Any, size: int | None) -> tuple[bytes, bool]:
+    """Inflate gzip `data`, and whether it was a zlib stream instead (a writer quirk).
+
+    A gzip stream must start with the bytes 1f 8b, which no zlib header has, so the
+    two cannot be confused; zlib's own checksum then guards the data.
+    """
+    if is_zlib(data):
+        return inflate(data, size, zlib.MAX_WBITS, "gzip"), True
+    return inflate(data, size, _GZIP_WBITS, "gzip"), False
+
+
+def warn_zlib_in_gzip() -> None:
+    """Warn that a chunk declared gzip held a zlib stream, naming the chunk being decoded."""
+    key = decoding_key.get()
+    where = f"chunk {key!r}" if key else "a chunk"
+    warnings.warn(
+        f"{where}: declared 'gzip' but holds a zlib stream (a writer quirk); read as zlib "
+        "(other chunks of this array may be the same: warned once per array)",
+        AiozarrWarning,
+        stacklevel=3,
+    )
 
 
 def inflate(data: Any, size: int | None, wbits: int, name: str) -> bytes:

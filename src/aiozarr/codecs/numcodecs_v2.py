@@ -8,8 +8,10 @@ passed through each filter, then compressed, as zarr-python v2 writes it.
 from __future__ import annotations
 
 import bz2
+import inspect
 import lzma
 import math
+import warnings
 import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -18,12 +20,13 @@ import numcodecs
 import numpy as np
 from numcodecs.abc import Codec as Numcodec
 from numcodecs.compat import ensure_bytes, ensure_ndarray_like
+from numcodecs.registry import codec_registry
 
 from aiozarr.codecs.base import ArrayToBytesCodec, ChunkSpec
-from aiozarr.codecs.blosc import check_frame
-from aiozarr.codecs.gzip import inflate
+from aiozarr.codecs.blosc import SHUFFLES, check_frame
+from aiozarr.codecs.gzip import gunzip, inflate, warn_zlib_in_gzip
 from aiozarr.codecs.zstd import check_content_size
-from aiozarr.errors import CodecError, MetadataError, UnsupportedError
+from aiozarr.errors import AiozarrWarning, CodecError, MetadataError, UnsupportedError
 
 # Filters that turn an object array into something numcodecs can compress.
 OBJECT_CODECS = frozenset(
@@ -56,20 +59,73 @@ def _numcodec(config: Mapping[str, Any], field: str, where: str) -> Numcodec:
         ) from error
 
 
-def decompress(compressor: Numcodec, data: memoryview, size: int | None) -> Any:
+def _tolerate(config: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """`config` with the writer quirks numcodecs refuses undone, each with a warning.
+
+    A compressor's output describes itself (its frame or stream header says how to
+    decode it), so a field numcodecs does not know cannot change what is decoded.
+    """
+    if not isinstance(config, Mapping) or not isinstance(config.get("id"), str):
+        return config  # type: ignore[return-value]  # _numcodec reports it
+    config = dict(config)
+    name = config["id"]
+    cls = codec_registry.get(name)
+    if cls is None:
+        return config
+    if name == "blosc" and isinstance(config.get("shuffle"), str):
+        quirk = config["shuffle"]
+        if quirk not in SHUFFLES:
+            raise MetadataError(
+                f"{where}: field 'compressor': codec 'blosc': field 'shuffle' must be one of "
+                f"-1, 0, 1, 2 (or {', '.join(SHUFFLES)}), got {quirk!r}"
+            )
+        config["shuffle"] = SHUFFLES[quirk]
+        _warn(
+            where,
+            f"codec 'blosc': field 'shuffle' is the string {quirk!r}, read as {config['shuffle']}",
+        )
+    try:
+        params = inspect.signature(cls.__init__).parameters
+    except (TypeError, ValueError):
+        return config
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return config
+    unknown = sorted(set(config) - set(params) - {"id"})
+    if unknown:
+        for field in unknown:
+            del config[field]
+        _warn(where, f"codec {name!r}: unknown field(s) {', '.join(map(repr, unknown))} ignored")
+    return config
+
+
+def _warn(where: str, problem: str) -> None:
+    warnings.warn(
+        f"{where}: field 'compressor': {problem} (a writer quirk)", AiozarrWarning, stacklevel=4
+    )
+
+
+def decompress(
+    compressor: Numcodec, data: memoryview, size: int | None, on_zlib: Any = None
+) -> Any:
     """Decompress `data`; with a known decoded `size`, allocate no more than that.
 
     numcodecs' zlib, bz2 and lzma inflate everything before they look at `out`, so a
     small forged chunk could claim gigabytes: those run through bounded decompressors.
+    `on_zlib()` is called when a gzip chunk turns out to be a zlib stream.
     """
     codec_id = compressor.codec_id
     if codec_id == "blosc":
         # Blosc reads past the end of a truncated frame: check its header first.
         check_frame(data, size)
+    if codec_id == "gzip":
+        out, was_zlib = gunzip(data, size)
+        if was_zlib and on_zlib is not None:
+            on_zlib()
+        return out
     if size is None:
         return compressor.decode(data)
-    if codec_id in ("zlib", "gzip"):
-        return inflate(data, size, zlib.MAX_WBITS + (16 if codec_id == "gzip" else 0), codec_id)
+    if codec_id == "zlib":
+        return inflate(data, size, zlib.MAX_WBITS, codec_id)
     if codec_id in ("bz2", "lzma"):
         streaming: Any = (
             bz2.BZ2Decompressor()
@@ -107,9 +163,17 @@ class NumcodecsV2Codec(ArrayToBytesCodec):
             raise MetadataError(f"{where}: field 'order' must be 'C' or 'F', got {order!r}")
         self.order: Literal["C", "F"] = order
         self.filter_configs = tuple(dict(f) for f in filters or ())
-        self.compressor_config = None if compressor is None else dict(compressor)
+        self.compressor_config = None if compressor is None else _tolerate(compressor, where)
         self.filters = tuple(_numcodec(f, "filters", where) for f in self.filter_configs)
-        self.compressor = None if compressor is None else _numcodec(compressor, "compressor", where)
+        self.compressor = (
+            None if compressor is None else _numcodec(self.compressor_config, "compressor", where)
+        )
+        self._warned = False
+
+    def _zlib_in_gzip(self) -> None:
+        if not self._warned:
+            self._warned = True  # once per array: every chunk of it was likely written alike
+            warn_zlib_in_gzip()
 
     @classmethod
     def from_v2(
@@ -156,7 +220,7 @@ class NumcodecsV2Codec(ArrayToBytesCodec):
         chunk: Any = memoryview(data).cast("B")
         if self.compressor is not None:
             size = None if self.filters or spec.dtype.hasobject else spec.nbytes
-            chunk = decompress(self.compressor, chunk, size)
+            chunk = decompress(self.compressor, chunk, size, self._zlib_in_gzip)
         for f in reversed(self.filters):
             chunk = f.decode(chunk)
         chunk = ensure_ndarray_like(chunk).reshape(-1, order="A")

@@ -8,12 +8,14 @@ an unknown name is asked for, so installing a package is enough.
 
 from __future__ import annotations
 
+import inspect
+import warnings
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
-from aiozarr.codecs.base import Codec
-from aiozarr.errors import AiozarrError, MetadataError, UnsupportedError
+from aiozarr.codecs.base import BytesToBytesCodec, Codec
+from aiozarr.errors import AiozarrError, AiozarrWarning, MetadataError, UnsupportedError
 from aiozarr.metadata.model import CodecMetadata
 
 ENTRY_POINT_GROUP = "aiozarr.codecs"
@@ -76,6 +78,7 @@ def get_codec(meta: CodecMetadata | Mapping[str, Any], key: str = "") -> Codec:
         raise MetadataError(
             f"{_at(key)}codec {meta.name!r}: configuration must be an object, got {configuration!r}"
         )
+    configuration = _tolerate(cls, meta.name, configuration, key)
     try:
         return cls.from_config(configuration)
     except AiozarrError as error:
@@ -94,3 +97,44 @@ def _codec_metadata(doc: Mapping[str, Any], key: str) -> CodecMetadata:
     if not isinstance(name, str):
         raise MetadataError(f"{_at(key)}a codec needs a string 'name', got {dict(doc)!r}")
     return CodecMetadata(name, doc.get("configuration") or {})
+
+
+def _tolerate(
+    cls: type[Codec], name: str, configuration: Mapping[str, Any], key: str
+) -> Mapping[str, Any]:
+    """`configuration` with known writer quirks undone, each with an `AiozarrWarning`.
+
+    A codec may offer `lenient_config(configuration) -> (configuration, [problem, ...])`.
+    Unknown fields are dropped only for bytes->bytes codecs built the default way: their
+    encoded data describes itself, so a field they do not know cannot change what is
+    decoded. For other codecs an unknown field could change the layout: it stays an error.
+    """
+    lenient = getattr(cls, "lenient_config", None)
+    problems: list[str] = []
+    if lenient is not None:
+        configuration, problems = lenient(configuration)
+    unknown = _unknown_fields(cls, configuration)
+    if unknown:
+        configuration = {k: v for k, v in configuration.items() if k not in unknown}
+        problems.append(f"unknown field(s) {', '.join(map(repr, unknown))} ignored")
+    for problem in problems:
+        warnings.warn(
+            f"{_at(key)}codec {name!r}: {problem} (a writer quirk)", AiozarrWarning, stacklevel=4
+        )
+    return configuration
+
+
+def _unknown_fields(cls: type[Codec], configuration: Mapping[str, Any]) -> list[str]:
+    """The fields a bytes->bytes codec built by `cls(**configuration)` cannot take."""
+    if not issubclass(cls, BytesToBytesCodec) or cls.from_config.__func__ is not _FROM_CONFIG:  # type: ignore[attr-defined]
+        return []
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return []
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return []
+    return sorted(set(configuration) - set(params))
+
+
+_FROM_CONFIG = Codec.from_config.__func__  # type: ignore[attr-defined]

@@ -8,12 +8,13 @@ storage transformers, raise `UnsupportedError`. Writing gives what zarr-python 3
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from aiozarr.errors import AiozarrError, MetadataError, UnsupportedError
+from aiozarr.errors import AiozarrError, AiozarrWarning, MetadataError, UnsupportedError
 from aiozarr.metadata import dtypes, fill_value
 from aiozarr.metadata.json import dump, fail, int_list, is_int, load, require, show
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata, GroupMetadata
@@ -116,14 +117,38 @@ def _chunk_key_encoding(value: Any, key: str) -> ChunkKeyEncoding:
     return ChunkKeyEncoding(name, separator)
 
 
-def _codecs(value: Any, key: str) -> tuple[CodecMetadata, ...]:
-    if not isinstance(value, list) or not value:
+def _codecs(value: Any, key: str, dtype: np.dtype[Any]) -> tuple[CodecMetadata, ...]:
+    if not isinstance(value, list):
         fail(key, "codecs", "a non-empty list of codecs", value)
+    if not value:
+        return _no_codecs(key, dtype)
     codecs = []
     for i, item in enumerate(value):
         name, config = _named(item, key, f"codecs[{i}]")
         codecs.append(CodecMetadata(name, dict(config)))
     return tuple(codecs)
+
+
+def _no_codecs(key: str, dtype: np.dtype[Any]) -> tuple[CodecMetadata, ...]:
+    """A writer quirk: `"codecs": []`. Read as the `bytes` codec where that is unambiguous.
+
+    Fixed-size data with no compressor can only be raw bytes; multi-byte elements are
+    taken as little endian (the byte order every v3 writer defaults to). The `bytes`
+    codec then checks each chunk's size. Variable-length data has no such default.
+    """
+    if dtype.hasobject or dtype.kind == "T":
+        raise MetadataError(
+            f'{key}: field "codecs" is empty, and data type {dtype} has no default '
+            'codec (expected e.g. [{"name": "vlen-utf8"}])'
+        )
+    codec = CodecMetadata("bytes", {"endian": "little"} if dtype.itemsize > 1 else {})
+    warnings.warn(
+        f'{key}: field "codecs" is an empty list (a writer quirk); '
+        f"read as [{show(codec.to_json())}]",
+        AiozarrWarning,
+        stacklevel=2,
+    )
+    return (codec,)
 
 
 def _attributes(doc: Mapping[str, Any], key: str) -> dict[str, Any]:
@@ -170,7 +195,7 @@ def _array(data: Mapping[str, Any], key: str) -> ArrayMetadata:
     fill = fill_value.parse_v3(
         require(data, "fill_value", key), dtype, dtypes.v3_name(data_type), key
     )
-    codecs = _codecs(require(data, "codecs", key), key)
+    codecs = _codecs(require(data, "codecs", key), key, dtype)
     _storage_transformers(data.get("storage_transformers", []), key)
     return ArrayMetadata(
         shape=shape,
