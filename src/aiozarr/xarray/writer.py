@@ -1,0 +1,281 @@
+"""Writing xarray datasets with aiozarr: `to_zarr`, `region=`, `append_dim=`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import anyio
+import numpy as np
+import xarray as xr
+from xarray.backends.zarr import FillValueCoder
+
+from aiozarr import hierarchy
+from aiozarr.api import StoreLike, resolve_store
+from aiozarr.array import AsyncArray
+from aiozarr.errors import NodeNotFoundError, unwrap_group
+from aiozarr.metadata import consolidated as v2_consolidated
+from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
+from aiozarr.storage.base import Store
+from aiozarr.sync import _run
+from aiozarr.xarray.backend import DIMENSION_KEY, Node, dimensions, read_tree
+
+__all__ = ["consolidate_async", "to_zarr", "to_zarr_async"]
+
+
+# -- writing ----------------------------------------------------------------------------------
+
+_ENCODINGS = frozenset(
+    {"chunks", "shards", "compressors", "filters", "serializer", "fill_value", "chunk_key_encoding"}
+)
+# CF encodings xarray's coders consume, plus what opening leaves behind
+_CF_ENCODINGS = frozenset(
+    {"dtype", "units", "calendar", "scale_factor", "add_offset", "_FillValue", "missing_value"}
+)
+_DROPPED = frozenset({"preferred_chunks", "source", "original_shape", "coordinates"})
+
+
+def _user_encoding(ds: xr.Dataset, encoding: Mapping[str, Mapping[str, Any]] | None) -> None:
+    for name, enc in (encoding or {}).items():
+        if name not in ds.variables:
+            raise ValueError(f"encoding given for {name!r}, which is not a variable of the dataset")
+        unknown = set(enc) - _ENCODINGS - _CF_ENCODINGS - _DROPPED
+        if unknown:
+            raise ValueError(
+                f"variable {name!r}: unknown encoding key(s) {sorted(unknown)}; "
+                f"aiozarr takes {sorted(_ENCODINGS | _CF_ENCODINGS)}"
+            )
+
+
+def _existing_cf_encoding(meta: ArrayMetadata) -> dict[str, Any]:
+    """The CF encoding of a stored variable, so appended values are encoded the same way."""
+    enc: dict[str, Any] = {"dtype": meta.dtype}
+    for key in ("units", "calendar", "scale_factor", "add_offset"):
+        if key in meta.attributes:
+            enc[key] = meta.attributes[key]
+    if meta.zarr_format == 2 and meta.fill_value is not None:
+        enc["_FillValue"] = meta.fill_value
+    elif "_FillValue" in meta.attributes:
+        enc["_FillValue"] = FillValueCoder.decode(meta.attributes["_FillValue"], meta.dtype)
+    return enc
+
+
+def _chunks_of(var: xr.Variable, enc: Mapping[str, Any]) -> Any:
+    if enc.get("chunks") is not None:
+        return enc["chunks"]
+    if var.chunks is not None:  # dask: one chunk per block (the first block's size)
+        return tuple(c[0] if c else 1 for c in var.chunks)
+    return None
+
+
+def _encode(
+    ds: xr.Dataset,
+    encoding: Mapping[str, Mapping[str, Any]] | None,
+    existing: Mapping[str, ArrayMetadata],
+    zarr_format: int,
+) -> tuple[dict[str, tuple[xr.Variable, dict[str, Any]]], dict[str, Any]]:
+    """CF-encode every variable with xarray's own coders; values become numpy arrays.
+
+    Returns `{name: (encoded variable, create_array options)}` and the group's attributes.
+    """
+    from xarray import conventions
+    from xarray.backends.zarr import encode_zarr_attr_value, encode_zarr_variable
+
+    _user_encoding(ds, encoding)
+    variables, attrs = conventions.encode_dataset_coordinates(ds)
+    out: dict[str, tuple[xr.Variable, dict[str, Any]]] = {}
+    for key, var in variables.items():
+        name = str(key)
+        var = var.copy(deep=False)
+        var.encoding = {**var.encoding, **dict((encoding or {}).get(name, {}))}
+        if name in existing:
+            var.encoding.update(_existing_cf_encoding(existing[name]))
+        enc = var.encoding
+        options: dict[str, Any] = {
+            k: enc[k] for k in ("shards", "compressors", "filters", "serializer") if k in enc
+        }
+        options["chunks"] = _chunks_of(var, enc)
+        options = {k: v for k, v in options.items() if v is not None}
+        fill_value = enc.pop("fill_value", None)
+        encoded = encode_zarr_variable(var, name=name, zarr_format=zarr_format)  # type: ignore[arg-type]
+        var_attrs = {k: encode_zarr_attr_value(v) for k, v in encoded.attrs.items()}
+        if zarr_format == 2:
+            fill_value = var_attrs.pop("_FillValue", None)
+            var_attrs[DIMENSION_KEY] = [str(d) for d in encoded.dims]
+        else:
+            if fill_value is None and encoded.dtype.kind == "f":
+                fill_value = np.nan  # xarray's default for floats (zarr's is 0)
+            if var_attrs.get("_FillValue") is not None:
+                var_attrs["_FillValue"] = FillValueCoder.encode(
+                    var_attrs["_FillValue"], encoded.dtype
+                )
+            options["dimension_names"] = [str(d) for d in encoded.dims]
+        options.update(fill_value=fill_value, attributes=var_attrs)
+        values = np.asarray(encoded.values)
+        out[name] = (xr.Variable(encoded.dims, values), options)
+    return out, {k: encode_zarr_attr_value(v) for k, v in attrs.items()}
+
+
+def _default_mode(mode: str | None, region: Any, append_dim: Any) -> str:
+    if mode is not None:
+        return mode
+    return "r+" if region is not None else "a" if append_dim is not None else "w-"
+
+
+async def to_zarr_async(
+    ds: xr.Dataset,
+    store: StoreLike,
+    *,
+    group: str | None = None,
+    mode: Literal["w", "w-", "a", "r+"] | None = None,
+    zarr_format: Literal[2, 3] = 3,
+    encoding: Mapping[str, Mapping[str, Any]] | None = None,
+    region: Mapping[str, slice] | None = None,
+    append_dim: str | None = None,
+    consolidated: bool = True,
+    storage_options: Mapping[str, Any] | None = None,
+) -> None:
+    """Write `ds` as a Zarr group with aiozarr. Sync twin: `to_zarr` (the options are there)."""
+    mode = _default_mode(mode, region, append_dim)
+    if mode not in ("w", "w-", "a", "r+"):
+        raise ValueError(f"mode must be 'w', 'w-', 'a' or 'r+', got {mode!r}")
+    resolved = resolve_store(store, mode="a", storage_options=storage_options)
+    path = hierarchy.normalize_path(group or "")
+    meta: GroupMetadata | None = None
+    existing: dict[str, ArrayMetadata] = {}
+    if mode in ("a", "r+"):
+        try:
+            meta, existing = (await read_tree(resolved, path, consolidated=False))[""]
+        except NodeNotFoundError:
+            if mode == "r+" or append_dim is not None:
+                raise
+    if region is not None and append_dim is not None:
+        raise ValueError("pass region= or append_dim=, not both")
+    prepared, attrs = await anyio.to_thread.run_sync(_encode, ds, encoding, existing, zarr_format)
+    _check_targets(prepared, existing, mode, region)
+    if meta is None:
+        from aiozarr.group import AsyncGroup
+
+        created = await AsyncGroup.create(
+            resolved, path, attributes=attrs, zarr_format=zarr_format, overwrite=mode == "w"
+        )
+        meta = created.metadata
+        fmt = zarr_format
+    else:
+        fmt = meta.zarr_format
+        if mode == "a" and attrs and region is None:
+            meta = GroupMetadata(
+                zarr_format=meta.zarr_format, attributes={**meta.attributes, **attrs}
+            )
+            await hierarchy.write_node(resolved, path, meta)
+
+    async def write(name: str) -> None:
+        var, options = prepared[name]
+        if name in existing:
+            array = AsyncArray(resolved, hierarchy.join(path, name), existing[name])
+            await _write_existing(name, array, var, region, append_dim)
+        else:
+            array = await AsyncArray.create(
+                resolved,
+                hierarchy.join(path, name),
+                shape=var.shape,
+                dtype=var.dtype,
+                zarr_format=fmt,
+                overwrite=True,
+                **options,
+            )
+            await array.setitem(..., var.values)
+
+    with unwrap_group():
+        async with anyio.create_task_group() as tg:
+            for name in prepared:
+                tg.start_soon(write, name)
+    if consolidated:
+        await consolidate_async(resolved, path)
+
+
+def _check_targets(
+    prepared: Mapping[str, tuple[xr.Variable, dict[str, Any]]],
+    existing: Mapping[str, ArrayMetadata],
+    mode: str,
+    region: Mapping[str, slice] | None,
+) -> None:
+    """Refuse, before writing anything, variables a region or `r+` write cannot place."""
+    if mode == "r+":
+        missing = sorted(n for n in prepared if n not in existing)
+        if missing:
+            raise ValueError(
+                f"variables {missing} are not in the store: mode 'r+' only writes into "
+                "existing arrays"
+            )
+    if region is not None:
+        outside = sorted(n for n, (v, _) in prepared.items() if not set(region) & set(v.dims))
+        if outside:
+            raise ValueError(
+                f"variables {outside} have none of the region's dimensions {sorted(region)}: "
+                "drop them from the dataset before a region write"
+            )
+
+
+async def _write_existing(
+    name: str,
+    array: AsyncArray,
+    var: xr.Variable,
+    region: Mapping[str, slice] | None,
+    append_dim: str | None,
+) -> None:
+    dims = dimensions(name, array.metadata)
+    if dims != var.dims:
+        raise ValueError(f"variable {name!r} has dimensions {var.dims}, the stored one {dims}")
+    if region is not None:
+        await array.setitem(tuple(region.get(d, slice(None)) for d in dims), var.values)
+        return
+    if append_dim is not None and append_dim in dims:
+        axis = dims.index(append_dim)
+        old = array.shape
+        for d, (have, new) in enumerate(zip(old, var.shape, strict=True)):
+            if d != axis and have != new:
+                raise ValueError(
+                    f"variable {name!r}: dimension {dims[d]!r} has size {new}, "
+                    f"the stored array {have}; only {append_dim!r} can grow"
+                )
+        await array.resize(tuple(s + (var.shape[d] if d == axis else 0) for d, s in enumerate(old)))
+        sel = tuple(slice(old[axis], None) if d == axis else slice(None) for d in range(len(old)))
+        await array.setitem(sel, var.values)
+        return
+    if array.shape != var.shape:
+        raise ValueError(f"variable {name!r} has shape {var.shape}, the stored array {array.shape}")
+    await array.setitem(..., var.values)
+
+
+async def consolidate_async(store: Store, path: str = "") -> None:
+    """Store every node's metadata below the group `path` in the group (v3 inline, v2
+    `.zmetadata`), so that opening it takes one request."""
+    tree = await read_tree(store, path, consolidated=False, recursive=True)
+    members: dict[str, Node] = {}
+    for rel, (meta, arrays) in tree.items():
+        if rel:
+            members[rel] = meta
+        members.update({hierarchy.join(rel, n): m for n, m in arrays.items()})
+    root = tree[""][0]
+    if root.zarr_format == 3:
+        meta = GroupMetadata(zarr_format=3, attributes=root.attributes, consolidated=members)
+        await hierarchy.write_node(store, path, meta)
+    else:
+        doc = v2_consolidated.zmetadata_json({"": root, **members})
+        await store.set(hierarchy.join(path, v2_consolidated.ZMETADATA_KEY), doc)
+
+
+def to_zarr(ds: xr.Dataset, store: StoreLike, **options: Any) -> None:
+    """Write `ds` as a Zarr group with aiozarr: `xarray.Dataset.to_zarr`'s layout and CF
+    encoding (xarray's coders), so xarray with zarr-python reads it back identical.
+
+    Options: `group`, `mode` ("w-" default: fail if the group exists; "w" overwrite; "a"
+    add or append; "r+" write into existing arrays), `zarr_format` (3, with
+    `dimension_names`; or 2, with `_ARRAY_DIMENSIONS`), `encoding` (per variable:
+    `chunks`, `shards`, `compressors`, `filters`, `serializer`, `fill_value` and xarray's CF
+    keys `dtype`, `units`, `calendar`, `scale_factor`, `add_offset`, `_FillValue`),
+    `region` (`{dim: slice}`), `append_dim`, `consolidated` (True), `storage_options`.
+    Dask-backed variables are computed first.
+    """
+    _run(to_zarr_async, ds, store, **options)
