@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -10,22 +9,10 @@ import pytest
 from aiozarr.testing.emulator import Emulator
 
 
-@pytest.fixture(scope="session")
-def _emulator_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    with Emulator(tmp_path_factory.mktemp("reliability-emulator")).running_in_thread() as emu:
-        yield emu
-
-
 @pytest.fixture
-def emu(_emulator_server: Emulator) -> Iterator[Emulator]:
-    """The session's emulator with zeroed counters, no latency and no faults."""
-    emu = _emulator_server
-    emu.clear_faults()
-    emu.set_latency(0)
-    emu.reset_stats()
-    yield emu
-    emu.clear_faults()
-    emu.set_latency(0)
+def emu(emulator: Emulator) -> Emulator:
+    """The session's emulator (tests/conftest.py), reset for this test."""
+    return emulator
 
 
 @pytest.fixture

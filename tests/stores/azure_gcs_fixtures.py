@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cloud_fixtures import FAST_RETRY, emulator, emulator_server, unique_prefix
+from cloud_fixtures import FAST_RETRY, unique_prefix
 from obstore.store import AzureStore, GCSStore
 
 from aiozarr.storage.object_store import ObjectStore
@@ -41,8 +41,6 @@ __all__ = [
     "azure_options",
     "azure_store",
     "azurite_server",
-    "emulator",
-    "emulator_server",
     "find_azurite",
     "gcs_options",
     "gcs_store",

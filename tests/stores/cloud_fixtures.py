@@ -22,10 +22,8 @@ from aiozarr.testing.emulator import Emulator
 __all__ = [
     "FAST_RETRY",
     "closed_port",
-    "emulator",
     "emulator_http_store",
     "emulator_s3_store",
-    "emulator_server",
     "moto_s3_options",
     "moto_server",
     "moto_store",
@@ -45,26 +43,6 @@ MOTO_BUCKET = "aiozarr-test"
 def unique_prefix() -> str:
     """A fresh key prefix, so tests sharing one server do not see each other's keys."""
     return f"t-{uuid.uuid4().hex[:12]}"
-
-
-@pytest.fixture(scope="session")
-def emulator_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    """The emulator for the whole session (prefer `emulator`, which resets it)."""
-    root = tmp_path_factory.mktemp("emulator")
-    with Emulator(root).running_in_thread() as emu:
-        yield emu
-
-
-@pytest.fixture
-def emulator(emulator_server: Emulator) -> Iterator[Emulator]:
-    """The session's emulator with zeroed counters, no latency and no faults."""
-    emu = emulator_server
-    emu.clear_faults()
-    emu.set_latency(0)
-    emu.reset_stats()
-    yield emu
-    emu.clear_faults()
-    emu.set_latency(0)
 
 
 @pytest.fixture
