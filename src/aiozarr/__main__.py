@@ -1,7 +1,5 @@
 """`python -m aiozarr`: the command line."""
 
-import sys
+from aiozarr.cli import run
 
-from aiozarr.cli import main
-
-sys.exit(main())
+run()

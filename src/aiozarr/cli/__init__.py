@@ -6,6 +6,7 @@ module has `main(argv) -> int` and `build_parser(parser)`.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from aiozarr.cli import bench, cp, info, serve, tree
@@ -28,5 +29,19 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
+def run() -> None:
+    """The console entry point: `main()`, then leave without interpreter finalization.
+
+    obstore's Rust runtime can abort the process (SIGABRT, nothing printed) when its
+    threads are torn down during finalization, about once in 25 runs of `aiozarr info`
+    here, turning a finished command into a failure. Output is flushed and the process
+    exits with the command's own code instead.
+    """
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
