@@ -130,6 +130,22 @@ def test_anon_false_keeps_the_credential_chain(no_credentials: None) -> None:
     assert store.obstore.config.get("skip_signature") in (False, "false")
 
 
+def test_obstore_clients_are_built_once_per_url_options_and_credentials(
+    no_credentials: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    options = {"region": "us-east-1", "endpoint": "http://127.0.0.1:9"}
+    first = from_url("s3://bucket/a.zarr", storage_options=options)
+    assert from_url("s3://bucket/a.zarr", storage_options=dict(options)).obstore is first.obstore
+    assert from_url("s3://bucket/b.zarr", storage_options=options).obstore is not first.obstore
+    other = {**options, "region": "eu-west-1"}
+    assert from_url("s3://bucket/a.zarr", storage_options=other).obstore is not first.obstore
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDNEW")  # new credentials: a new client
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    signed = from_url("s3://bucket/a.zarr", storage_options=options)
+    assert signed.obstore is not first.obstore
+    assert "skip_signature" not in signed.obstore.config
+
+
 def test_explicit_credentials_are_used_not_shown(no_credentials: None) -> None:
     store = from_url("s3://bucket/x", storage_options={
         "access_key_id": "AKIDSECRET", "secret_access_key": "hunter2", "region": "us-east-1"})

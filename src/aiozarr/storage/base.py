@@ -18,6 +18,11 @@ from typing import Any, TypeAlias, TypeVar
 
 import anyio
 
+# anyio imports its asyncio backend on first use, ~14 ms that would land on a process's
+# first request (a cold open); take it with `import aiozarr` instead.
+with contextlib.suppress(ImportError):
+    import anyio._backends._asyncio
+
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import InvalidKeyError, ReadOnlyError, unwrap_group

@@ -65,6 +65,9 @@ _CREDENTIALS = {
 
 _memory_stores: dict[str, Store] = {}
 _memory_lock = threading.Lock()
+_OBSTORE_CACHE_SIZE = 64
+_obstore_stores: dict[str, Any] = {}
+_obstore_lock = threading.Lock()
 
 
 def from_url(
@@ -150,6 +153,26 @@ def _has_credentials(kind: str, store: dict[str, Any], extra: dict[str, Any]) ->
 
 
 def _obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
+    """The obstore store for `url`, shared by every open with the same URL, options and
+    credential environment: building one costs ~7 ms (its HTTP client and TLS roots),
+    which a dask task or a reopened dataset would otherwise pay each time."""
+    if "credential_provider" in options:  # a callable: identity is not configuration
+        return _build_obstore_store(url, scheme, options)
+    env = tuple(os.environ.get(name) for _, names in _CREDENTIALS.values() for name in names)
+    # The pid: a forked child builds its own (a client's connections are not fork-safe).
+    key = repr((os.getpid(), url, sorted(options.items(), key=lambda item: item[0]), env))
+    with _obstore_lock:
+        store = _obstore_stores.get(key)
+    if store is None:
+        store = _build_obstore_store(url, scheme, dict(options))
+        with _obstore_lock:
+            _obstore_stores[key] = store
+            while len(_obstore_stores) > _OBSTORE_CACHE_SIZE:
+                del _obstore_stores[next(iter(_obstore_stores))]
+    return store
+
+
+def _build_obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
     from obstore.store import HTTPStore
     from obstore.store import from_url as obstore_from_url
 
