@@ -28,15 +28,14 @@ class Config:
     # 64 saturates the emulator at 20 ms latency (benchmarks: slab workload).
     max_concurrency: int = 64
     # Two ranges of one key closer than this are fetched as one request. Requests run in
-    # parallel, so merging saves request count more than time; a gap larger than a typical
-    # compressed inner chunk reads mostly unneeded bytes: at 1 MiB the drill workload read
-    # 4x the bytes it needed (benchmarks: drill and slab workloads).
-    coalesce_gap_bytes: int = 256 << 10
-    # A merged request larger than this is split so its parts run in parallel, and a shard
-    # larger than this is read as ranges rather than one GET. At 20 ms and ~100 MB/s per
-    # stream, 8 MiB is ~4 round trips of transfer: long enough to amortise the request,
-    # short enough that a 32 MiB shard arrives over several connections
-    # (benchmarks: full read of the sharded dataset).
+    # parallel, so merging saves request count more than time, and a gap as large as a
+    # compressed inner chunk reads mostly unneeded bytes: at 256 KiB the drill workload
+    # read 29 MB for 8 MB of chunks (benchmarks: drill and slab workloads).
+    coalesce_gap_bytes: int = 64 << 10
+    # A merged range larger than this is split so its parts run in parallel and each is
+    # decoded as it lands. At 20 ms and ~100 MB/s per stream, 8 MiB is ~4 round trips of
+    # transfer: long enough to amortise the request (benchmarks: full read of the sharded
+    # dataset with its index cached). A shard needed whole is one GET whatever its size.
     max_request_bytes: int = 8 << 20
     # Compressed bytes a read may hold at once before it waits for decoding to catch up.
     max_inflight_bytes: int = 512 << 20

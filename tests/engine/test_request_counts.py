@@ -73,6 +73,19 @@ async def test_whole_shards_cost_one_request_each_and_no_index_read() -> None:
     assert all(r.byte_range is None for r in counting.batches[0])
 
 
+async def test_whole_shards_larger_than_max_request_bytes_are_still_one_get() -> None:
+    counting = CountingStore(CoalescingMemoryStore())
+    _, data = await make_sharded(counting, compressors=None)  # 64-byte chunks, 1 KiB shards
+    arr = await reopen(counting)
+    with aiozarr.config.set(max_request_bytes=64):  # far below a shard's 1 KiB
+        assert np.array_equal(await arr.getitem(...), data)
+        assert counting.counts["get"] == 16  # one per shard, as TensorStore reads them
+        counting.reset()
+        # Indexes now cached: the exact chunk ranges, coalesced and cut into parts.
+        assert np.array_equal(await arr.getitem((slice(0, 16), slice(0, 16))), data[:16, :16])
+        assert counting.counts["get"] == 1024 // 64
+
+
 async def test_missing_shard_costs_one_request_and_reads_fill() -> None:
     counting = CountingStore(MemoryStore())
     arr = await aiozarr.create_array_async(

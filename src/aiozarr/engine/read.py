@@ -20,7 +20,6 @@ from typing import Any
 import anyio
 import numpy as np
 
-from aiozarr import config
 from aiozarr.codecs import CodecChain, ShardIndex, ShardLayout
 from aiozarr.engine.executor import codec_threads, run_codec
 from aiozarr.engine.limits import budget_for
@@ -66,16 +65,13 @@ async def read(
 
 
 def _read_in_one_request(array: StoredArray, shard: ShardRead) -> bool:
-    """Whether a shard needed whole is best fetched as one object.
+    """Whether a shard needed whole is fetched as one object (its index included).
 
-    One GET saves the index round trip, but one stream carries all the bytes and no
-    chunk can be decoded before the last byte lands. With its index cached, or when
-    it is larger than `max_request_bytes`, the shard is read as coalesced inner-chunk
-    ranges instead: parallel parts, each decoded as it arrives.
+    One GET per shard is the fewest requests that can serve it and saves the index
+    round trip. With the index already cached the exact chunk ranges are known, so the
+    shard is read as coalesced ranges instead: parts that are decoded as each lands.
     """
-    if array.index_cache.get(shard.key) is not None:
-        return False
-    return array.chain.spec.nbytes <= config.get().max_request_bytes
+    return array.index_cache.get(shard.key) is None
 
 
 @dataclass(frozen=True, slots=True)
