@@ -158,11 +158,25 @@ class AsyncArray(hierarchy.NodeLocation):
 
         `progress(done, total)` is called as each chunk is finished.
         """
+        return await self._read(self._indexer(selection), progress)
+
+    def getitem_inline(self, selection: Selection = ...) -> tuple[bool, Any]:
+        """`(True, values)` read on the calling thread when the values are in memory
+        (`MemoryStore`) and few chunks are needed; otherwise `(False, None)`: await
+        `getitem` instead. The sync facade uses it to skip its thread hop."""
+        if not self._store.reads_inline:
+            return False, None
+        indexer = self._indexer(selection)
+        if not engine_read.reads_inline(self._stored, len(indexer)):
+            return False, None
+        out = engine_read.empty_output(indexer.shape, self.dtype)
+        engine_read.read_inline(self._stored, list(indexer), out)
+        return True, out[()] if out.ndim == 0 else out
+
+    def _indexer(self, selection: Selection) -> Indexer:
         if is_basic_selection(selection):
-            indexer = basic_indexer(selection, self.shape, self.chunks)
-        else:
-            indexer = orthogonal_indexer(selection, self.shape, self.chunks)
-        return await self._read(indexer, progress)
+            return basic_indexer(selection, self.shape, self.chunks)
+        return orthogonal_indexer(selection, self.shape, self.chunks)
 
     async def get_orthogonal_selection(
         self, selection: Selection, *, progress: ProgressCallback | None = None
@@ -182,11 +196,7 @@ class AsyncArray(hierarchy.NodeLocation):
         self, selection: Selection, value: Any, *, progress: ProgressCallback | None = None
     ) -> None:
         """Store `value` (broadcast to the selection's shape) at `selection`."""
-        if is_basic_selection(selection):
-            indexer = basic_indexer(selection, self.shape, self.chunks)
-        else:
-            indexer = orthogonal_indexer(selection, self.shape, self.chunks)
-        await self._write(indexer, value, progress)
+        await self._write(self._indexer(selection), value, progress)
 
     async def set_orthogonal_selection(
         self, selection: Selection, value: Any, *, progress: ProgressCallback | None = None

@@ -63,15 +63,28 @@ async def _with_config(settings: config.Config, fn: Callable[..., Awaitable[T]],
         return await fn(*args)
 
 
-def _run(fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
-    """Run the coroutine function `fn` on the portal's loop and wait for its result."""
-    portal = _get_portal()
+def _run(
+    fn: Callable[..., Awaitable[T]],
+    *args: Any,
+    inline: Callable[..., tuple[bool, T]] | None = None,
+    **kwargs: Any,
+) -> T:
+    """Run the coroutine function `fn` on the portal's loop and wait for its result.
+
+    `inline(*args, **kwargs)` is tried first: `(True, result)` when it could do the work
+    on this thread (values in memory), which saves the hop to the portal's thread.
+    """
     if threading.current_thread() is _portal_thread:
         name = getattr(fn, "__qualname__", repr(fn))
         raise SyncInLoopError(
             f"the sync aiozarr API was called from aiozarr's own event loop; "
             f"use `await {name}(...)` instead"
         )
+    if inline is not None:
+        done, result = inline(*args, **kwargs)
+        if done:
+            return result
+    portal = _get_portal()
     call = functools.partial(fn, *args, **kwargs)
     future = portal.start_task_soon(_with_config, config.get(), call)
     try:
@@ -218,7 +231,7 @@ class Array:
     # -- I/O: one line each ----------------------------------------------------------------
 
     def __getitem__(self, selection: Any) -> Any:
-        return _run(self._async.getitem, selection)
+        return _run(self._async.getitem, selection, inline=self._async.getitem_inline)
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         return _run(self._async.setitem, selection, value)

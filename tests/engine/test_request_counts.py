@@ -226,7 +226,7 @@ async def test_partial_shard_update_reads_once_writes_once() -> None:
 
 
 async def test_reads_stream_through_a_small_inflight_budget() -> None:
-    store = MemoryStore()
+    store = CountingStore(MemoryStore())  # a store with requests (memory is read inline)
     with aiozarr.config.set(max_inflight_bytes=4096):
         arr, data = await make_sharded(store, compressors=None)
         # 16 shards of 1 KiB each are far larger together than the 4 KiB budget.

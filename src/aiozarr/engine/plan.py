@@ -11,8 +11,6 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from aiozarr.codecs import ShardLayout
 from aiozarr.indexing import ChunkProjection
 from aiozarr.metadata.model import ArrayMetadata
@@ -74,17 +72,17 @@ def plan_shards(
     projections: Iterable[ChunkProjection],
 ) -> list[ShardRead]:
     """Group inner-chunk projections by shard; mark shards needed in full as `whole`."""
-    per = np.asarray(layout.chunks_per_shard)
+    per = layout.chunks_per_shard
     shards: dict[tuple[int, ...], ShardRead] = {}
     for p in projections:
-        coords = np.asarray(p.chunk_coords)
-        shard_coords = tuple(int(c) for c in coords // per)
+        split = [divmod(c, n) for c, n in zip(p.chunk_coords, per, strict=True)]
+        shard_coords = tuple(int(s) for s, _ in split)
         read = shards.get(shard_coords)
         if read is None:
             read = shards[shard_coords] = ShardRead(
                 prefix + meta.chunk_key(shard_coords), shard_coords
             )
-        read.inner.append(InnerRead(tuple(int(c) for c in coords % per), p))
+        read.inner.append(InnerRead(tuple(int(i) for _, i in split), p))
     for read in shards.values():
         distinct = len({r.inner_coords for r in read.inner})
         read.whole = distinct == inner_chunks_in_shard(meta, layout, read.shard_coords)

@@ -46,6 +46,9 @@ async def read(
 
     `progress(done, total)` is called as each chunk (inner chunk when sharded) is finished.
     """
+    if progress is None and reads_inline(array, len(projections)):
+        read_inline(array, projections, out)
+        return
     reads = _Reads(array, out, Progress(len(projections), progress))
     layout = array.layout
     if layout is None:
@@ -62,6 +65,59 @@ async def read(
         async with anyio.create_task_group() as tg:
             tg.start_soon(_read_whole_shards, reads, layout, whole)
             tg.start_soon(_read_partial_shards, reads, layout, partial)
+
+
+# Decoded bytes a read of in-process values may decode on the calling thread: below this a
+# thread hop costs about as much as the decoding (benchmarks: memory-point workload).
+INLINE_READ_BYTES = 1 << 20
+
+
+def reads_inline(array: StoredArray, nchunks: int) -> bool:
+    """Whether a read of `nchunks` chunks is done by `read_inline`: the store holds its
+    values in this process and there is little to decode."""
+    return array.store.reads_inline and nchunks * array.read_chunk_nbytes <= INLINE_READ_BYTES
+
+
+def read_inline(
+    array: StoredArray, projections: Sequence[ChunkProjection], out: np.ndarray
+) -> None:
+    """`read` on the calling thread, chunk after chunk: no task, no thread hop.
+
+    Only for stores that `reads_inline` (values in memory), where each step of `read`
+    would cost more in scheduling than in work.
+    """
+    store = array.store
+    layout = array.layout
+    if layout is None:
+        for chunk in plan_chunks(array.meta, array.prefix, projections):
+            data = store.get_inline(chunk.key)
+            _decode_or_fill(array, array.chain, data, chunk.key, chunk.projection, out)
+        return
+    for shard in plan_shards(array.meta, layout, array.prefix, projections):
+        index = array.index_cache.get(shard.key)
+        if index is None:
+            data = store.get_inline(shard.key, layout.index_range)
+            if data is not None:
+                index = layout.decode_index(data, shard.key)
+                array.index_cache.put(shard.key, index, index.nbytes)
+        for inner in shard.inner:
+            byte_range = None if index is None else index.range_of(inner.inner_coords)
+            data = None if byte_range is None else store.get_inline(shard.key, byte_range)
+            _decode_or_fill(array, layout.inner_chain, data, shard.key, inner.projection, out)
+
+
+def _decode_or_fill(
+    array: StoredArray,
+    chain: CodecChain,
+    data: Buffer | None,
+    key: str,
+    projection: ChunkProjection,
+    out: np.ndarray,
+) -> None:
+    if data is None:
+        out[projection.out_selection] = array.fill_value
+    else:
+        _decode_one(chain, data, key, projection, out)
 
 
 def _read_in_one_request(array: StoredArray, shard: ShardRead) -> bool:
@@ -120,12 +176,17 @@ class _Reads:
 
 def _decode_all(group: list[_Decode], out: np.ndarray) -> None:
     for job in group:
-        projection = job.projection
-        if projection.is_complete_chunk:
-            job.chain.decode_into(job.data, out[projection.out_selection], job.key)
-        else:
-            chunk = job.chain.decode(job.data, job.key)
-            out[projection.out_selection] = chunk[projection.chunk_selection]
+        _decode_one(job.chain, job.data, job.key, job.projection, out)
+
+
+def _decode_one(
+    chain: CodecChain, data: Buffer, key: str, projection: ChunkProjection, out: np.ndarray
+) -> None:
+    """Decode one chunk into its place in `out` (straight into it when it covers a block)."""
+    if projection.is_complete_chunk:
+        chain.decode_into(data, out[projection.out_selection], key)
+    else:
+        out[projection.out_selection] = chain.decode(data, key)[projection.chunk_selection]
 
 
 Answers = list[tuple[int, Buffer | None]]

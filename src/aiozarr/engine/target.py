@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +30,7 @@ class StoredArray:
     chain: CodecChain
     index_cache: LRUByteCache = field(default_factory=_index_cache)
 
-    @property
+    @functools.cached_property
     def layout(self) -> ShardLayout | None:
         """The shard layout when the array is sharded, else None."""
         sharding = self.chain.sharding
@@ -39,6 +41,11 @@ class StoredArray:
         """The grid selections are projected onto: inner chunks when sharded."""
         layout = self.layout
         return self.meta.chunk_shape if layout is None else layout.chunk_shape
+
+    @property
+    def read_chunk_nbytes(self) -> int:
+        """Decoded bytes of one chunk of the read grid."""
+        return math.prod(self.read_chunk_shape) * self.meta.dtype.itemsize
 
     @property
     def fill_value(self) -> Any:

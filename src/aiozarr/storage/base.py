@@ -153,6 +153,16 @@ class Store(ABC):
     def read_only(self) -> bool:
         return self._read_only
 
+    @property
+    def reads_inline(self) -> bool:
+        """Whether `get_inline` serves reads: the values are in this process, so a read
+        never waits and needs no task, thread hop or request policy."""
+        return False
+
+    def get_inline(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
+        """`get`, answered on the calling thread (only where `reads_inline` is true)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot read inline")
+
     def with_read_only(self, read_only: bool = True) -> Store:
         """A store over the same data with another read-only flag."""
         raise NotImplementedError(f"{type(self).__name__} cannot change its read-only flag")

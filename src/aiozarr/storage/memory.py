@@ -42,7 +42,20 @@ class MemoryStore(Store):
 
     # -- reads -------------------------------------------------------------------------
 
+    @property
+    def reads_inline(self) -> bool:
+        # A subclass that changes how values are read (delays, faults) is read through it.
+        return type(self)._get is MemoryStore._get
+
+    def get_inline(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
+        """The value at `key` (or a zero-copy slice of it), on the calling thread."""
+        check_key(key)
+        return self._slice(key, byte_range)
+
     async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
+        return self._slice(key, byte_range)
+
+    def _slice(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
         value = self._data.get(key)
         if value is None or byte_range is None:
             return value
