@@ -269,21 +269,22 @@ async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: 
 
     Without `overwrite` an existing node is an error; with it, the node and everything
     under it is deleted. Missing parents get group metadata, as the specs require.
+    Whether the node exists and which parents are missing is asked in one batch.
     """
-    if await node_exists(store, path):
+    parts = path.split("/") if path else []
+    parents = ["/".join(parts[:i]) for i in range(len(parts))]
+    node_keys = [join(path, k) for k in (V3_KEY, V2_ARRAY_KEY, V2_GROUP_KEY)]
+    parent_key = V3_KEY if zarr_format == 3 else V2_GROUP_KEY
+    found = await store.get_partial_values(
+        [RangeRequest(k) for k in node_keys] + [RangeRequest(join(p, parent_key)) for p in parents]
+    )
+    if any(data is not None for data in found[: len(node_keys)]):
         if not overwrite:
             raise NodeExistsError(
                 f"an array or group already exists at {path or '/'!r} in {store!r}"
             )
-        await store.delete_prefix(f"{path}/" if path else "")
-        for key in (V3_KEY, V2_ARRAY_KEY, V2_GROUP_KEY, V2_ATTRS_KEY):
-            await store.delete(join(path, key))
-    parts = path.split("/") if path else []
-    parents = ["/".join(parts[:i]) for i in range(len(parts))]
-    present = await store.get_partial_values(
-        [RangeRequest(join(p, V3_KEY if zarr_format == 3 else V2_GROUP_KEY)) for p in parents]
-    )
-    missing = [p for p, data in zip(parents, present, strict=True) if data is None]
+        await store.delete_prefix(f"{path}/" if path else "")  # the metadata keys too
+    missing = [p for p, data in zip(parents, found[len(node_keys) :], strict=True) if data is None]
     for parent in missing:
         parent_meta = await _existing_node(store, parent)
         if isinstance(parent_meta, ArrayMetadata):

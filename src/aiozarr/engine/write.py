@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import weakref
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,21 +80,39 @@ def _encode_all(
     return [_encode_one(job, value, fill_value, write_empty) for job in jobs]
 
 
+# Decoded bytes encoded per thread hop when each group is stored as it is encoded:
+# small enough that the first chunks go out while the rest are still being encoded.
+_STREAM_GROUP_BYTES = 4 << 20
+
+
 async def _encode(
-    array: StoredArray, jobs: list[_Encode], value: np.ndarray, progress: Progress
+    array: StoredArray,
+    jobs: list[_Encode],
+    value: np.ndarray,
+    progress: Progress,
+    on_group: Callable[[dict[str, Buffer | None]], Awaitable[None]] | None = None,
 ) -> list[Buffer | None]:
-    """Encode `jobs` on the codec pool, one thread hop per group, a group per thread."""
+    """Encode `jobs` on the codec pool, one thread hop per group, a group per thread.
+
+    With `on_group`, groups are smaller and each group's `{key: bytes}` is handed to
+    it as soon as the group is encoded.
+    """
     write_empty = config.get().write_empty_chunks
     results: list[Buffer | None] = [None] * len(jobs)
     size = max(-(-len(jobs) // codec_threads()), 1)
+    if on_group is not None and jobs:
+        size = min(size, max(_STREAM_GROUP_BYTES // jobs[0].chain.spec.nbytes, 1))
 
     async def group(start: int) -> None:
         part = jobs[start : start + size]
         nbytes = sum(job.chain.spec.nbytes for job in part)
-        results[start : start + size] = await run_codec(
+        encoded = await run_codec(
             _encode_all, part, value, array.fill_value, write_empty, nbytes=nbytes
         )
+        results[start : start + size] = encoded
         progress.advance(len(part))
+        if on_group is not None:
+            await on_group({job.key: data for job, data in zip(part, encoded, strict=True)})
 
     if size >= len(jobs):
         if jobs:
@@ -124,33 +142,42 @@ async def write(
         await _write_shards(array, layout, projections, value, counter)
 
 
-async def _store(array: StoredArray, encoded: dict[str, Buffer | None]) -> None:
-    """Write and delete concurrently; on failure name every key not written."""
-    failed: dict[str, BaseException] = {}
+class _Stores:
+    """Writes (or deletes) each key as soon as its bytes are ready, so storing one chunk
+    or shard overlaps encoding the next; remembers every key that failed."""
 
-    async def one(key: str, data: Buffer | None) -> None:
+    def __init__(self, array: StoredArray) -> None:
+        self.array = array
+        self.total = 0
+        self.failed: dict[str, BaseException] = {}
+
+    async def put(self, key: str, data: Buffer | None) -> None:
+        self.total += 1
+        store = self.array.store
         try:
-            async with array.store.limiter:
+            async with store.limiter:
                 if data is None:
-                    await array.store.delete(key)
+                    await store.delete(key)
                 else:
-                    await array.store.set(key, data)
-        except Exception as error:  # collected and raised together below
-            failed[key] = error
+                    await store.set(key, data)
+        except Exception as error:  # collected and raised together by `check`
+            self.failed[key] = error
+        finally:
+            self.array.index_cache.invalidate(key)
 
-    try:
+    async def put_all(self, encoded: dict[str, Buffer | None]) -> None:
         async with anyio.create_task_group() as tg:
             for key, data in encoded.items():
-                tg.start_soon(one, key, data)
-    finally:
-        for key in encoded:
-            array.index_cache.invalidate(key)
-    if failed:
-        first = next(iter(failed.values()))
-        keys = ", ".join(sorted(failed))
-        raise StoreError(
-            f"write failed for {len(failed)} of {len(encoded)} chunks ({keys}): {first}"
-        ) from first
+                tg.start_soon(self.put, key, data)
+
+    def check(self) -> None:
+        """Raise a `StoreError` naming every key that was not written."""
+        if self.failed:
+            first = next(iter(self.failed.values()))
+            keys = ", ".join(sorted(self.failed))
+            raise StoreError(
+                f"write failed for {len(self.failed)} of {self.total} chunks ({keys}): {first}"
+            ) from first
 
 
 async def _write_chunks(
@@ -170,10 +197,9 @@ async def _write_chunks(
             )
         )
         jobs = [_Encode(array.chain, existing.get(w.key), w.key, w.projection) for w in writes]
-        encoded = dict(
-            zip([w.key for w in writes], await _encode(array, jobs, value, progress), strict=True)
-        )
-        await _store(array, encoded)
+        stores = _Stores(array)
+        await _encode(array, jobs, value, progress, stores.put_all)
+        stores.check()
 
 
 async def _write_shards(
@@ -194,17 +220,18 @@ async def _write_shards(
                 strict=True,
             )
         )
-        encoded: dict[str, Buffer | None] = {}
+        stores = _Stores(array)
 
         async def assemble(shard: ShardRead) -> None:
-            encoded[shard.key] = await _encode_shard(
+            data = await _encode_shard(
                 array, layout, shard, existing.get(shard.key), value, progress
             )
+            await stores.put(shard.key, data)
 
         async with anyio.create_task_group() as tg:
             for shard in shards:
                 tg.start_soon(assemble, shard)
-        await _store(array, encoded)
+        stores.check()
 
 
 def _replaces_whole_shard(shard: ShardRead) -> bool:
