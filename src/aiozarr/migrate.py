@@ -149,6 +149,17 @@ def _dimension_names(
     return attributes, None
 
 
+def _final_codec(doc: Mapping[str, Any], itemsize: int) -> CodecMetadata:
+    """A built codec's metadata with blosc's `typesize` spelled out (it was optional once)."""
+    name, config = doc["name"], dict(doc.get("configuration", {}))
+    if name == "blosc" and config.get("typesize") is None:
+        config["typesize"] = itemsize
+    elif name == "sharding_indexed":
+        for field in ("codecs", "index_codecs"):
+            config[field] = [_final_codec(c, itemsize).to_json() for c in config[field]]
+    return CodecMetadata(name, config)
+
+
 def target_metadata(
     src: ArrayMetadata, zarr_format: Literal[2, 3], where: str = ""
 ) -> tuple[ArrayMetadata, bool]:
@@ -165,8 +176,8 @@ def target_metadata(
         )
         return meta, True
     if src.zarr_format == 3:  # rewritten as the v3.0 spec spells it (older writers' quirks)
-        chain = CodecChain.from_metadata(src, where)
-        codecs = tuple(CodecMetadata(c.name, c.configuration()) for c in chain.codecs)
+        docs = CodecChain.from_metadata(src, where).to_metadata()
+        codecs = tuple(_final_codec(doc, src.dtype.itemsize) for doc in docs)
         return dataclasses.replace(src, codecs=codecs, chunk_key_encoding=ChunkKeyEncoding()), True
     serializer, data_type, copyable = _serializer(src, where)
     codecs: list[CodecMetadata] = []
