@@ -129,13 +129,14 @@ def _v3_dtype(src: ArrayMetadata) -> np.dtype[Any]:
 
 
 def _v3_fill(src: ArrayMetadata, dtype: np.dtype[Any], data_type: Any) -> Any:
-    if src.fill_value is None:  # v2 "no fill value": v3 needs one, zero as zarr-python reads it
-        if data_type == "bytes":
-            return b""
-        return "" if dtype.kind in "OT" else np.zeros((), dtype=dtype)[()]
+    fill = src.fill_value
+    if data_type == "bytes":  # zarr-python 2 wrote 0 for object arrays: no string fill
+        return fill if isinstance(fill, bytes) else b""
     if dtype.kind in "OT":
-        return src.fill_value
-    return np.asarray(src.fill_value, dtype=src.dtype).astype(dtype)[()]
+        return fill if isinstance(fill, str) else ""
+    if fill is None:  # v2 "no fill value": v3 needs one; zero, as every reader gave
+        return np.zeros((), dtype=dtype)[()]
+    return np.asarray(fill, dtype=src.dtype).astype(dtype)[()]
 
 
 def _dimension_names(

@@ -358,3 +358,25 @@ def test_object_codec_without_a_v3_twin_is_refused_before_writing(tmp_path: Path
     assert not (tmp_path / "out" / "zarr.json").exists()
     out = migrate(tmp_path / "src", tmp_path / "v2", zarr_format=2)
     assert list(out["objs"][:]) == [{"a": 1}, [2]]
+
+
+def test_variable_length_bytes_and_a_numeric_string_fill(tmp_path: Path) -> None:
+    from zarr.core.dtype import VariableLengthBytes
+
+    root = zarr.create_group(tmp_path / "src", zarr_format=2)
+    blobs = root.create_array("b", shape=(3,), chunks=(2,), dtype=VariableLengthBytes())
+    blobs[:] = np.array([b"x", b"", b"zz"], dtype=object)
+    names = root.create_array("s", shape=(3,), chunks=(2,), dtype=str)
+    names[:] = np.array(["a", "b", "c"])
+    zarray = tmp_path / "src" / "s" / ".zarray"  # zarr-python 2 wrote 0 for object arrays
+    zarray.write_text(json.dumps({**json.loads(zarray.read_text()), "fill_value": 0}))
+    migrate(tmp_path / "src", tmp_path / "v3")
+    doc = json.loads((tmp_path / "v3" / "b" / "zarr.json").read_text())
+    assert doc["data_type"] == "bytes" and doc["codecs"][0]["name"] == "vlen-bytes"
+    assert (tmp_path / "v3" / "b" / "c" / "1").read_bytes() == (
+        tmp_path / "src" / "b" / "1"
+    ).read_bytes()
+    assert json.loads((tmp_path / "v3" / "s" / "zarr.json").read_text())["fill_value"] == ""
+    zroot = zarr.open_group(tmp_path / "v3", mode="r", zarr_format=3)
+    assert list(zroot["b"][...]) == [b"x", b"", b"zz"]
+    assert list(zroot["s"][...]) == ["a", "b", "c"]
