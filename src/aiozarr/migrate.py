@@ -1,31 +1,81 @@
-"""`migrate`: rewrite a v1, 2020-draft or v2 array as a Zarr v2 or v3 array.
+"""`migrate`: rewrite a Zarr v1 array, or a 2020-draft, v2 or v3 array or hierarchy, as
+Zarr v2 or v3.
 
-Chunks are copied as stored bytes whenever the target can describe the same encoding:
-always for v2 targets (v1, draft and v2 chunks are all "compressor(ordered array)"),
-and for v3 targets when there are no filters and the compressor is gzip, blosc, zstd
-or none (F order becomes a `transpose` codec, byte order the `bytes` codec's endian).
-Anything else is decoded and re-encoded, chunk by chunk.
+    await migrate_async("old.zarr", "new.zarr", zarr_format=3, consolidate=True)
+
+A group is migrated whole: its attributes, then every member, arrays and subgroups,
+recursively (v1 has no groups: a v1 source is one array). Chunks keep their grid and are
+copied as stored bytes whenever the target can describe the same encoding: always for v2
+targets (v1, draft and v2 chunks are all "compressor(ordered array)"), and for v3 targets
+when the compressor is gzip, blosc, zstd or none and the only filter is the variable-length
+string codec (F order becomes a `transpose` codec, byte order the `bytes` codec's endian).
+Anything else is decoded and re-encoded on the codec pool. Either way the chunks move in
+batches: one `get_partial_values` for up to `_BATCH` chunks (of any arrays), one
+concurrent `set_many` for their new keys, a few batches in flight, under
+`max_inflight_bytes`. Chunks the source does not store are not asked for when the store
+can list. Metadata is written last, the root's document after every other, so a migration
+killed part way never looks complete.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
-from aiozarr import hierarchy
+import anyio
+import numpy as np
+
+from aiozarr import config, hierarchy
 from aiozarr.api import StoreLike, resolve_store
 from aiozarr.array import AsyncArray
-from aiozarr.errors import NodeNotFoundError
+from aiozarr.codecs import CodecChain
+from aiozarr.engine.executor import run_codec
+from aiozarr.errors import InvalidValueError, UnsupportedError, unwrap_group
+from aiozarr.group import AsyncGroup
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata, GroupMetadata
-from aiozarr.storage.base import RangeRequest
-from aiozarr.sync import Array, _run
+from aiozarr.metadata.v3draft import is_draft
+from aiozarr.storage.base import RangeRequest, Store
+from aiozarr.sync import Array, Group, _run
+
+__all__ = ["MigrateProgress", "migrate", "migrate_async", "target_metadata"]
 
 # numcodecs compressors whose stored frames the v3 codec of the same name reads as is
 _SAME_BYTES_V3 = frozenset({"gzip", "blosc", "zstd"})
+# v2 object codecs (the first filter of an object array) and their v3 twins (same bytes)
+_VLEN_V3 = {"vlen-utf8": "string", "vlen-bytes": "bytes"}
 _BLOSC_SHUFFLE = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
-_BATCH = 256  # chunks copied per batch of requests
+_BATCH = 256  # chunks fetched with one get_partial_values
+_WORKERS = 4  # batches in flight at once
+_DIMENSIONS_KEY = "_ARRAY_DIMENSIONS"  # xarray's dimension names in v2 attributes
+
+
+@dataclasses.dataclass(frozen=True)
+class MigrateProgress:
+    """Where a migration stands; the last snapshot is its summary.
+
+    Chunks and decoded bytes count stored chunks only (missing chunks are not moved).
+    `chunks_copied` moved as stored bytes, `chunks_reencoded` were decoded and encoded.
+    """
+
+    path: str
+    chunks_done: int
+    chunks_total: int
+    bytes_done: int
+    bytes_total: int
+    arrays: int
+    groups: int
+    chunks_copied: int = 0
+    chunks_reencoded: int = 0
+
+
+#: Called with a `MigrateProgress` snapshot after each batch of chunks (and once at the end).
+MigrateProgressCallback = Callable[[MigrateProgress], None]
+
+
+# -- metadata ---------------------------------------------------------------------------------
 
 
 def _v3_compressor(config: Mapping[str, Any], itemsize: int) -> CodecMetadata:
@@ -49,47 +99,272 @@ def _v3_compressor(config: Mapping[str, Any], itemsize: int) -> CodecMetadata:
     return CodecMetadata(name, params)
 
 
-def target_metadata(src: ArrayMetadata, zarr_format: Literal[2, 3]) -> tuple[ArrayMetadata, bool]:
+def _serializer(src: ArrayMetadata, where: str) -> tuple[CodecMetadata, Any, bool]:
+    """The v3 array -> bytes codec for `src`, its v3 data type, and whether the bytes carry."""
+    dtype = src.dtype
+    filters = list(src.filters or ())
+    if dtype.hasobject:
+        first = filters[0].get("id") if filters else None
+        if first not in _VLEN_V3:
+            raise UnsupportedError(
+                f"{where}: object array encoded with {filters or 'no object codec'} "
+                "has no Zarr v3 equivalent (v3 knows vlen-utf8 and vlen-bytes); "
+                "migrate it with zarr_format=2"
+            )
+        return CodecMetadata(first), _VLEN_V3[first], len(filters) == 1
+    little = dtype.newbyteorder("<")
+    if dtype.kind in "SV" or dtype.itemsize == 1:
+        return CodecMetadata("bytes"), None, not filters and little == dtype
+    if dtype.kind == "U":  # no endian, as zarr-python writes it: only little copies as is
+        return CodecMetadata("bytes"), None, not filters and little == dtype
+    endian = "big" if dtype.byteorder == ">" else "little"
+    return CodecMetadata("bytes", {"endian": endian}), None, not filters
+
+
+def _v3_dtype(src: ArrayMetadata) -> np.dtype[Any]:
+    dtype = src.dtype
+    if dtype.hasobject and (src.filters or [{}])[0].get("id") == "vlen-utf8":
+        return np.dtype(np.dtypes.StringDType())
+    return dtype if dtype.hasobject else dtype.newbyteorder("<")  # v3 types have no order
+
+
+def _v3_fill(src: ArrayMetadata, dtype: np.dtype[Any], data_type: Any) -> Any:
+    fill = src.fill_value
+    if data_type == "bytes":  # zarr-python 2 wrote 0 for object arrays: no string fill
+        return fill if isinstance(fill, bytes) else b""
+    if dtype.kind in "OT":
+        return fill if isinstance(fill, str) else ""
+    if fill is None:  # v2 "no fill value": v3 needs one; zero, as every reader gave
+        return np.zeros((), dtype=dtype)[()]
+    return np.asarray(fill, dtype=src.dtype).astype(dtype)[()]
+
+
+def _dimension_names(
+    attributes: dict[str, Any], ndim: int
+) -> tuple[dict[str, Any], tuple[str | None, ...] | None]:
+    """xarray's v2 `_ARRAY_DIMENSIONS` attribute becomes v3 `dimension_names`."""
+    names = attributes.get(_DIMENSIONS_KEY)
+    if isinstance(names, list) and len(names) == ndim and all(isinstance(n, str) for n in names):
+        rest = {k: v for k, v in attributes.items() if k != _DIMENSIONS_KEY}
+        return rest, tuple(names)
+    return attributes, None
+
+
+def _final_codec(doc: Mapping[str, Any], itemsize: int) -> CodecMetadata:
+    """A built codec's metadata with blosc's `typesize` spelled out (it was optional once)."""
+    name, config = doc["name"], dict(doc.get("configuration", {}))
+    if name == "blosc" and config.get("typesize") is None:
+        config["typesize"] = itemsize
+    elif name == "sharding_indexed":
+        for field in ("codecs", "index_codecs"):
+            config[field] = [_final_codec(c, itemsize).to_json() for c in config[field]]
+    return CodecMetadata(name, config)
+
+
+def target_metadata(
+    src: ArrayMetadata, zarr_format: Literal[2, 3], where: str = ""
+) -> tuple[ArrayMetadata, bool]:
     """The metadata of the migrated array, and whether stored chunk bytes carry over."""
+    where = where or "array"
     if zarr_format == 2:
+        if src.zarr_format == 3:
+            raise UnsupportedError(
+                f"{where} is a Zarr v3 array: convert it with aiozarr.copy(..., zarr_format=2) "
+                "(aiozarr cp --zarr-format 2)"
+            )
         meta = dataclasses.replace(
             src, zarr_format=2, codecs=(), chunk_key_encoding=ChunkKeyEncoding("v2", ".")
         )
         return meta, True
-    dtype = src.dtype
+    if src.zarr_format == 3:  # rewritten as the v3.0 spec spells it (older writers' quirks)
+        docs = CodecChain.from_metadata(src, where).to_metadata()
+        codecs = tuple(_final_codec(doc, src.dtype.itemsize) for doc in docs)
+        return dataclasses.replace(src, codecs=codecs, chunk_key_encoding=ChunkKeyEncoding()), True
+    serializer, data_type, copyable = _serializer(src, where)
+    codecs: list[CodecMetadata] = []
+    if src.order == "F" and src.ndim > 1:
+        codecs.append(CodecMetadata("transpose", {"order": list(range(src.ndim))[::-1]}))
+    codecs.append(serializer)
     compressor = src.compressor
-    copyable = src.zarr_format == 3 or (
-        not src.filters
-        and not dtype.hasobject
-        and (compressor is None or compressor["id"] in _SAME_BYTES_V3)
-    )
-    if src.zarr_format == 3:
-        codecs = src.codecs
-    else:
-        codecs_list: list[CodecMetadata] = []
-        if src.order == "F" and src.ndim > 1:
-            codecs_list.append(CodecMetadata("transpose", {"order": list(range(src.ndim))[::-1]}))
-        endian = "big" if dtype.byteorder == ">" else "little"
-        codecs_list.append(CodecMetadata("bytes", {"endian": endian} if dtype.itemsize > 1 else {}))
-        if compressor is not None:
-            if copyable:
-                codecs_list.append(_v3_compressor(compressor, dtype.itemsize))
-            else:
-                codecs_list.append(CodecMetadata("zstd", {"level": 0, "checksum": False}))
-        codecs = tuple(codecs_list)
-    if dtype.byteorder == ">":
-        dtype = dtype.newbyteorder("<")  # v3 data types carry no byte order
+    copyable = copyable and (compressor is None or compressor["id"] in _SAME_BYTES_V3)
+    if compressor is not None:
+        if copyable:
+            codecs.append(_v3_compressor(compressor, src.dtype.itemsize))
+        else:
+            codecs.append(CodecMetadata("zstd", {"level": 0, "checksum": False}))
+    dtype = _v3_dtype(src)
+    attributes, dimension_names = _dimension_names(dict(src.attributes), src.ndim)
     meta = ArrayMetadata(
         shape=src.shape,
         dtype=dtype,
         chunk_shape=src.chunk_shape,
-        fill_value=None if src.fill_value is None else dtype.type(src.fill_value),
+        fill_value=_v3_fill(src, dtype, data_type),
         zarr_format=3,
-        codecs=codecs,
-        attributes=dict(src.attributes),
-        dimension_names=src.dimension_names,
+        codecs=tuple(codecs),
+        attributes=attributes,
+        dimension_names=src.dimension_names or dimension_names,
+        data_type=data_type,
     )
     return meta, copyable
+
+
+# -- planning ---------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Job:
+    """One array: source, target, how its chunks move, and which chunks the source stores."""
+
+    src: AsyncArray
+    dst: AsyncArray
+    copyable: bool
+    coords: list[tuple[int, ...]] = dataclasses.field(default_factory=list)
+
+    @property
+    def chunk_nbytes(self) -> int:
+        return max(1, math.prod(self.src.metadata.chunk_shape) * self.src.dtype.itemsize)
+
+    def region_nbytes(self, coords: tuple[int, ...]) -> int:
+        meta = self.src.metadata
+        sizes = (
+            min(c, s - i * c) for i, c, s in zip(coords, meta.chunk_shape, meta.shape, strict=True)
+        )
+        return math.prod(sizes) * self.src.dtype.itemsize
+
+
+async def _walk(group: AsyncGroup, path: str) -> list[tuple[str, AsyncArray | AsyncGroup]]:
+    """Every node below `group` by relative path, parents before children."""
+    found: list[tuple[str, AsyncArray | AsyncGroup]] = []
+    async for name, node in group.members():
+        child = hierarchy.join(path, name)
+        found.append((child, node))
+        if isinstance(node, AsyncGroup):
+            found += await _walk(node, child)
+    return found
+
+
+async def _stored_coords(array: AsyncArray) -> list[tuple[int, ...]]:
+    """The grid coordinates of the chunks `array` stores (all of them, unlistable stores)."""
+    meta = array.metadata
+    grid = [math.ceil(s / c) for s, c in zip(meta.shape, meta.chunk_shape, strict=True)]
+    every = list(itertools.product(*(range(n) for n in grid)))
+    if not array.store.listable or not every:
+        return every
+    prefix = hierarchy.chunk_prefix(array.path, meta)
+    keys = {key async for key in array.store.list_prefix(prefix)}
+    return [c for c in every if prefix + meta.chunk_key(c) in keys]
+
+
+def _same_place(a: Store, a_path: str, b: Store, b_path: str) -> bool:
+    try:
+        same = a.with_read_only(False) == b.with_read_only(False)
+    except NotImplementedError:
+        same = a is b
+    if not same:
+        return False
+    a_parts, b_parts = a_path.split("/") if a_path else [], b_path.split("/") if b_path else []
+    n = min(len(a_parts), len(b_parts))
+    return a_parts[:n] == b_parts[:n]
+
+
+# -- moving chunks ----------------------------------------------------------------------------
+
+
+def _reencode_all(todo: Sequence[tuple[_Job, str, Any]]) -> list[bytes]:
+    """Decode stored chunks with their source's codecs and encode them with the target's."""
+    return [
+        bytes(memoryview(job.dst.stored.chain.encode(job.src.stored.chain.decode(data, key))))  # type: ignore[arg-type]
+        for job, key, data in todo
+    ]
+
+
+class _Mover:
+    """Moves the chunks of every job in batches; counts for progress."""
+
+    def __init__(
+        self,
+        jobs: Sequence[_Job],
+        source: Store,
+        target: Store,
+        progress: MigrateProgressCallback | None,
+        max_inflight_bytes: int,
+        groups: int,
+    ) -> None:
+        self.jobs = jobs
+        self.source = source
+        self.target = target
+        self.progress = progress
+        self.budget = max(1, max_inflight_bytes // _WORKERS)
+        self.state = MigrateProgress(
+            path="",
+            chunks_done=0,
+            chunks_total=sum(len(j.coords) for j in jobs),
+            bytes_done=0,
+            bytes_total=sum(j.region_nbytes(c) for j in jobs for c in j.coords),
+            arrays=len(jobs),
+            groups=groups,
+        )
+
+    def _batches(self) -> Iterator[list[tuple[_Job, tuple[int, ...]]]]:
+        batch: list[tuple[_Job, tuple[int, ...]]] = []
+        held = 0
+        for job in self.jobs:
+            for coords in job.coords:
+                if batch and (len(batch) >= _BATCH or held + job.chunk_nbytes > self.budget):
+                    yield batch
+                    batch, held = [], 0
+                batch.append((job, coords))
+                held += job.chunk_nbytes
+        if batch:
+            yield batch
+
+    async def run(self) -> MigrateProgress:
+        batches = self._batches()  # shared by the workers: each takes the next batch
+
+        async def worker() -> None:
+            for batch in batches:
+                await self._move(batch)
+
+        with unwrap_group():
+            async with anyio.create_task_group() as tg:
+                for _ in range(_WORKERS):
+                    tg.start_soon(worker)
+        return self.state
+
+    async def _move(self, batch: list[tuple[_Job, tuple[int, ...]]]) -> None:
+        keys = [job.src.stored.key(c) for job, c in batch]
+        found = await self.source.get_partial_values([RangeRequest(k) for k in keys])
+        out: list[tuple[str, Any]] = []
+        todo: list[tuple[_Job, str, Any]] = []  # re-encoded together: one codec-pool hop
+        targets: list[str] = []
+        for (job, coords), key, data in zip(batch, keys, found, strict=True):
+            if data is None:  # deleted since the listing: nothing to move
+                continue
+            if job.copyable:
+                out.append((job.dst.stored.key(coords), data))
+            else:
+                todo.append((job, key, data))
+                targets.append(job.dst.stored.key(coords))
+        copied = len(out)
+        if todo:
+            nbytes = sum(job.chunk_nbytes for job, _, _ in todo)
+            encoded = await run_codec(_reencode_all, todo, nbytes=nbytes)
+            out += zip(targets, encoded, strict=True)
+        await self.target.set_many(out)
+        state = self.state
+        self.state = dataclasses.replace(
+            state,
+            path=batch[-1][0].dst.name,
+            chunks_done=state.chunks_done + len(batch),
+            bytes_done=state.bytes_done + sum(job.region_nbytes(c) for job, c in batch),
+            chunks_copied=state.chunks_copied + copied,
+            chunks_reencoded=state.chunks_reencoded + len(todo),
+        )
+        if self.progress is not None:
+            self.progress(self.state)
+
+
+# -- the entry points -------------------------------------------------------------------------
 
 
 async def migrate_async(
@@ -100,48 +375,92 @@ async def migrate_async(
     dst_path: str = "",
     zarr_format: Literal[2, 3] = 3,
     overwrite: bool = False,
+    consolidate: bool | None = None,
     storage_options: Mapping[str, Any] | None = None,
-) -> AsyncArray:
-    """Rewrite the array at `src_path` of `src` as a Zarr `zarr_format` array in `dst`.
+    dst_storage_options: Mapping[str, Any] | None = None,
+    progress: MigrateProgressCallback | None = None,
+    max_inflight_bytes: int | None = None,
+) -> AsyncArray | AsyncGroup:
+    """Rewrite the array or group at `src`/`src_path` as Zarr `zarr_format` at `dst`/`dst_path`.
 
-    Sync twin: `migrate`. Returns the new array.
+    Sync twin: `migrate`. Returns the new array or group. A group brings its attributes and
+    every member, recursively. `overwrite` replaces a node already at the destination.
+    `consolidate`: write consolidated metadata for a migrated group (None: when the source
+    group has it). `progress(MigrateProgress)` is called after each batch of chunks.
     """
-    source_store = resolve_store(src, mode="r", storage_options=storage_options)
-    target_store = resolve_store(dst, mode="a", storage_options=storage_options)
-    src_meta = await hierarchy.read_node(source_store, hierarchy.normalize_path(src_path))
-    if isinstance(src_meta, GroupMetadata):
-        raise NodeNotFoundError(
-            f"{src_path or '/'!r} in {source_store!r} is a group: migrate arrays"
+    if zarr_format not in (2, 3):
+        raise InvalidValueError(f"zarr_format must be 2 or 3, got {zarr_format!r}")
+    source = resolve_store(src, mode="r", storage_options=storage_options)
+    dst_options = storage_options if dst_storage_options is None else dst_storage_options
+    target = resolve_store(dst, mode="a", storage_options=dst_options)
+    src_path, dst_path = hierarchy.normalize_path(src_path), hierarchy.normalize_path(dst_path)
+    if _same_place(source, src_path, target, dst_path):
+        raise InvalidValueError(
+            f"cannot migrate {src_path or '/'!r} of {source!r} onto itself or a node inside "
+            f"it ({dst_path or '/'!r}): migrate to another path or store"
         )
-    source = AsyncArray(source_store, src_path, src_meta)
-    meta, copyable = target_metadata(src_meta, zarr_format)
-    dst_path = hierarchy.normalize_path(dst_path)
-    target = AsyncArray(target_store, dst_path, meta)  # checks the codecs before writing
-    await hierarchy.prepare_node(target_store, dst_path, zarr_format, overwrite=overwrite)
-    await hierarchy.write_node(target_store, dst_path, meta)
-    grid = [range(-(-s // c)) for s, c in zip(meta.shape, meta.chunk_shape, strict=True)]
-    coords = itertools.product(*grid)
-    src_prefix = hierarchy.chunk_prefix(source.path, src_meta)
-    dst_prefix = hierarchy.chunk_prefix(dst_path, meta)
-    while batch := list(itertools.islice(coords, _BATCH)):
-        if copyable:
-            keys = [src_prefix + src_meta.chunk_key(c) for c in batch]
-            found = await source_store.get_partial_values([RangeRequest(k) for k in keys])
-            await target_store.set_many(
-                (dst_prefix + meta.chunk_key(c), bytes(memoryview(data)))  # type: ignore[arg-type]
-                for c, data in zip(batch, found, strict=True)
-                if data is not None
-            )
+    root_meta = await hierarchy.read_node(source, src_path)
+    if isinstance(root_meta, ArrayMetadata):
+        nodes: list[tuple[str, AsyncArray | AsyncGroup]] = [
+            ("", AsyncArray(source, src_path, root_meta))
+        ]
+        was_consolidated = False
+    else:
+        was_consolidated = root_meta.consolidated is not None and not is_draft(root_meta)
+        if not is_draft(root_meta):  # list members: a consolidated snapshot may be stale
+            root_meta = dataclasses.replace(root_meta, consolidated=None)
+        root = AsyncGroup(source, src_path, root_meta)
+        nodes = [("", root), *await _walk(root, "")]
+
+    # Every target's metadata is built (and its codecs checked) before anything is written.
+    jobs: list[_Job] = []
+    docs: dict[str, bytes] = {}
+    for rel, node in nodes:
+        path = hierarchy.join(dst_path, rel)
+        if isinstance(node, AsyncArray):
+            meta, copyable = target_metadata(node.metadata, zarr_format, node.name)
+            jobs.append(_Job(node, AsyncArray(target, path, meta), copyable))
         else:
-            for c in batch:
-                sel = tuple(
-                    slice(i * n, min((i + 1) * n, s))
-                    for i, n, s in zip(c, meta.chunk_shape, meta.shape, strict=True)
-                )
-                await target.setitem(sel, await source.getitem(sel))
-    return target
+            meta = GroupMetadata(zarr_format=zarr_format, attributes=dict(node.attrs))
+        if rel:
+            docs.update(hierarchy.node_documents(path, meta))
+    await hierarchy.prepare_node(target, dst_path, zarr_format, overwrite=overwrite)
+
+    async def list_chunks(job: _Job) -> None:
+        job.coords = await _stored_coords(job.src)
+
+    with unwrap_group():
+        async with anyio.create_task_group() as tg:
+            for job in jobs:
+                tg.start_soon(list_chunks, job)
+    groups = len(nodes) - len(jobs)
+    mover = _Mover(
+        jobs,
+        source,
+        target,
+        progress,
+        max_inflight_bytes or config.get().max_inflight_bytes,
+        groups,
+    )
+    state = await mover.run()
+    await target.set_many(docs.items())
+    if isinstance(root_meta, ArrayMetadata):
+        await hierarchy.write_node(target, dst_path, jobs[0].dst.metadata)
+        result: AsyncArray | AsyncGroup = jobs[0].dst
+    else:
+        group_meta = GroupMetadata(zarr_format=zarr_format, attributes=dict(root_meta.attributes))
+        await hierarchy.write_node(target, dst_path, group_meta)
+        result = AsyncGroup(target, dst_path, group_meta)
+        if consolidate or (consolidate is None and was_consolidated):
+            from aiozarr.consolidate import consolidate_metadata_async
+
+            result = await consolidate_metadata_async(target, dst_path)
+    if progress is not None:
+        progress(dataclasses.replace(state, path="/" + dst_path))
+    return result
 
 
-def migrate(src: StoreLike, dst: StoreLike, **options: Any) -> Array:
-    """Rewrite an array as Zarr v2 or v3 (`src_path`, `dst_path`, `zarr_format`, ...)."""
-    return Array(_run(migrate_async, src, dst, **options))
+def migrate(src: StoreLike, dst: StoreLike, **options: Any) -> Array | Group:
+    """Rewrite an array or hierarchy as Zarr v2 or v3; options as `migrate_async`."""
+    node = _run(migrate_async, src, dst, **options)
+    return Array(node) if isinstance(node, AsyncArray) else Group(node)

@@ -63,7 +63,7 @@ def v2_array(emulator: Emulator, prefix: str) -> tuple[str, np.ndarray]:
 
 def test_help_reads_well() -> None:
     out = aiozarr_cli("--help").stdout
-    for command in ("info", "tree", "cp", "bench", "serve"):
+    for command in ("info", "tree", "cp", "migrate", "bench", "serve"):
         assert command in out
     assert "--storage-option" in aiozarr_cli("cp", "--help").stdout
 

@@ -9,10 +9,17 @@ from __future__ import annotations
 import os
 import sys
 
-from aiozarr.cli import bench, cp, info, serve, tree
+from aiozarr.cli import bench, cp, info, migrate, serve, tree
 from aiozarr.cli.common import Parser
 
-COMMANDS = {"info": info, "tree": tree, "cp": cp, "bench": bench, "serve": serve}
+COMMANDS = {
+    "info": info,
+    "tree": tree,
+    "cp": cp,
+    "migrate": migrate,
+    "bench": bench,
+    "serve": serve,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,6 +23,10 @@ ENTRY_POINT_GROUP = "aiozarr.codecs"
 
 _codecs: dict[str, type[Codec]] = {}
 
+#: Names from drafts of the v3 spec, read under their final name (with a warning):
+#: zarrita up to 0.1.0a18 wrote `endian` for what v3.0 calls `bytes`.
+RENAMED = {"endian": "bytes"}
+
 C = TypeVar("C", bound=type[Codec])
 
 
@@ -73,6 +77,15 @@ def get_codec(meta: CodecMetadata | Mapping[str, Any], key: str = "") -> Codec:
     """
     if isinstance(meta, Mapping):
         meta = _codec_metadata(meta, key)
+    if meta.name in RENAMED and meta.name not in _codecs:
+        new = RENAMED[meta.name]
+        warnings.warn(
+            f"{_at(key)}codec {meta.name!r} is the pre-1.0 name of {new!r}, read as {new!r} "
+            "(a writer quirk)",
+            AiozarrWarning,
+            stacklevel=2,
+        )
+        meta = CodecMetadata(new, meta.configuration)
     cls = get_codec_class(meta.name, key)
     configuration = meta.configuration or {}
     if not isinstance(configuration, Mapping):

@@ -231,6 +231,20 @@ class ShardingCodec(ArrayToBytesCodec):
         self.index_location: Literal["start", "end"] = index_location
         self._layouts: dict[tuple[Any, ...], ShardLayout] = {}
 
+    @classmethod
+    def lenient_config(cls, config: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[str]]:
+        """Accept a configuration without `index_codecs` (zarrita up to 0.1.0a14).
+
+        Those writers always stored the index as little-endian uint64 pairs followed by
+        its crc32c: the spec's default chain, so a checksum mismatch still fails loudly.
+        """
+        if "index_codecs" in config:
+            return config, []
+        return {**config, "index_codecs": list(DEFAULT_INDEX_CODECS)}, [
+            "field 'index_codecs' is missing (a sharding draft before 1.0), "
+            "read as [bytes(endian=little), crc32c]"
+        ]
+
     def configuration(self) -> dict[str, Any]:
         return {
             "chunk_shape": list(self.chunk_shape),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,7 +18,12 @@ class TransposeCodec(ArrayToArrayCodec):
 
     name = "transpose"
 
-    def __init__(self, order: Sequence[int]) -> None:
+    def __init__(self, order: Sequence[int] | str) -> None:
+        self._named = order if order in ("C", "F") else None  # a pre-1.0 spelling
+        if self._named is not None:
+            self.order: tuple[int, ...] = ()  # known once `validate` sees the chunk's rank
+            self._inverse: tuple[int, ...] = ()
+            return
         if isinstance(order, str) or not all(
             isinstance(i, int) and not isinstance(i, bool) for i in order
         ):
@@ -30,10 +35,25 @@ class TransposeCodec(ArrayToArrayCodec):
         self.order = tuple(order)
         self._inverse = tuple(int(i) for i in np.argsort(self.order))
 
+    @classmethod
+    def lenient_config(cls, config: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[str]]:
+        """Accept `order` "C" / "F" (v3 drafts before 1.0; zarrita): identity / reversed axes."""
+        order = config.get("order")
+        if order in ("C", "F"):
+            what = "the axes in order" if order == "C" else "the axes reversed"
+            return config, [f"field 'order' is {order!r}, read as {what}"]
+        return config, []
+
     def configuration(self) -> dict[str, Any]:
+        if self._named is not None and not self.order:
+            return {"order": self._named}
         return {"order": list(self.order)}
 
     def validate(self, spec: ChunkSpec) -> None:
+        if self._named is not None:  # the permutation "C" / "F" stands for, at this rank
+            ndim = len(spec.shape)
+            self.order = tuple(range(ndim)) if self._named == "C" else tuple(range(ndim))[::-1]
+            self._inverse = tuple(int(i) for i in np.argsort(self.order))
         if len(self.order) != len(spec.shape):
             raise MetadataError(
                 f"codec 'transpose': field 'order' {list(self.order)} has {len(self.order)} "
