@@ -58,3 +58,17 @@ def test_aiozarr_writes_zarr_python_reads(tmp_path: Path, zarr_format, name, dat
         warnings.simplefilter("ignore")
         got = zarr.open_array(tmp_path, mode="r")[:]
     _equal(got, data)
+
+
+def test_v2_object_arrays_with_vlen_bytes_written_for_zarr_python(tmp_path: Path) -> None:
+    import numcodecs
+
+    values = np.array([b"a", b"\x00bb", b"", b"ccc", b"d"], dtype=object)
+    arr = aiozarr.create_array(
+        tmp_path / "b.zarr", shape=(5,), dtype=object, chunks=(2,),
+        filters=[numcodecs.VLenBytes()], zarr_format=2,
+    )
+    arr[:] = values  # the broadcast input is read-only: numcodecs must get a copy
+    got = zarr.open_array(tmp_path / "b.zarr", mode="r")[:]
+    assert list(got) == list(values)
+    assert list(arr[:]) == list(values)

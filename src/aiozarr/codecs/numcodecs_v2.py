@@ -208,6 +208,8 @@ class NumcodecsV2Codec(ArrayToBytesCodec):
 
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes:
         chunk: Any = np.asarray(array).astype(spec.dtype, order=self.order, copy=False)
+        if chunk.dtype.hasobject and not chunk.flags.writeable:
+            chunk = chunk.copy()  # numcodecs' object codecs (VLenBytes) need a writable buffer
         for f in self.filters:
             chunk = f.encode(chunk)
         if ensure_ndarray_like(chunk).dtype.hasobject:
