@@ -58,9 +58,34 @@ def _close_portal() -> None:
     _portal = _portal_cm = None
 
 
-async def _with_config(settings: config.Config, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-    with config.use(settings):
-        return await fn(*args)
+class _Call:
+    """One sync call's task on the portal, cancellable from the calling thread at any
+    moment: a Ctrl-C can land while `start_task_soon` is still handing the task over,
+    before there is a future to cancel."""
+
+    def __init__(self, call: Callable[[], Awaitable[Any]], settings: config.Config) -> None:
+        self._call = call
+        self._settings = settings
+        self._lock = threading.Lock()
+        self._scope: anyio.CancelScope | None = None
+        self._cancelled = False
+
+    async def run(self) -> Any:
+        with config.use(self._settings), anyio.CancelScope() as scope:
+            with self._lock:
+                self._scope = scope
+                if self._cancelled:
+                    scope.cancel()
+            return await self._call()
+
+    def cancel(self, portal: anyio.from_thread.BlockingPortal) -> None:
+        """Cancel the task, now if it runs, else as soon as it starts."""
+        with self._lock:
+            self._cancelled = True
+            scope = self._scope
+        if scope is not None:
+            with contextlib.suppress(Exception):  # the loop may be gone at exit
+                portal.call(scope.cancel)
 
 
 def _run(
@@ -85,18 +110,21 @@ def _run(
         if done:
             return result
     portal = _get_portal()
-    call = functools.partial(fn, *args, **kwargs)
-    future = portal.start_task_soon(_with_config, config.get(), call)
+    settings = config.get()
+    call = _Call(functools.partial(fn, *args, **kwargs), settings)
+    future: concurrent.futures.Future[T] | None = None
     try:
-        return future.result(timeout=config.get().sync_timeout_s)
-    except concurrent.futures.TimeoutError:
-        future.cancel()
-        raise TimeoutError(
-            f"{getattr(fn, '__qualname__', fn)} did not finish within "
-            f"sync_timeout_s={config.get().sync_timeout_s}; it was cancelled"
-        ) from None
-    except BaseException:
-        future.cancel()  # Ctrl-C: cancel the task (a no-op if it already finished)
+        future = portal.start_task_soon(call.run)
+        return future.result(timeout=settings.sync_timeout_s)
+    except BaseException as error:
+        if future is not None and future.done():
+            raise  # the call's own outcome
+        call.cancel(portal)  # Ctrl-C or the timeout: the task must not run on
+        if isinstance(error, TimeoutError) and future is not None:
+            raise TimeoutError(
+                f"{getattr(fn, '__qualname__', fn)} did not finish within "
+                f"sync_timeout_s={settings.sync_timeout_s}; it was cancelled"
+            ) from None
         raise
 
 

@@ -148,6 +148,25 @@ def test_keyboard_interrupt_cancels_the_task() -> None:
     assert store.cancelled.wait(5), "the read task kept running after Ctrl-C"
 
 
+def test_ctrl_c_while_the_task_is_handed_over_still_cancels_it(monkeypatch) -> None:
+    store = _SlowStore()
+    arr = aiozarr.create_array(store, shape=(4,), dtype="f8", chunks=(4,), fill_value=1.0)
+    arr[:] = 2.0
+    store.slow = True
+    portal = sync._get_portal()
+    hand_over = portal.start_task_soon
+
+    def interrupted(*args, **kwargs):  # the task runs, but no future comes back
+        hand_over(*args, **kwargs)
+        assert store.started.wait(5)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(portal, "start_task_soon", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        arr[:]
+    assert store.cancelled.wait(5), "the read task kept running after Ctrl-C"
+
+
 def test_timeout_cancels_the_task() -> None:
     store = _SlowStore()
     arr = aiozarr.create_array(store, shape=(4,), dtype="f8", chunks=(4,))
