@@ -67,7 +67,8 @@ class AsyncArray(hierarchy.NodeLocation):
     ) -> AsyncArray:
         """Open the array at `path`; `NodeNotFoundError` if there is none."""
         path = hierarchy.normalize_path(path)
-        meta = await hierarchy.read_node(store, path, zarr_format)
+        # An array has no consolidated metadata: a v2 open need not ask for `.zmetadata`.
+        meta = await hierarchy.read_node(store, path, zarr_format, use_consolidated=False)
         if isinstance(meta, GroupMetadata):
             raise NodeNotFoundError(f"{path or '/'!r} in {store!r} is a group, not an array")
         return cls(store, path, meta)

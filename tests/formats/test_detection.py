@@ -33,19 +33,15 @@ async def test_v2_open_is_one_request_then_one_concurrent_batch() -> None:
     assert arr.attrs == {"k": 1}
     assert counting.requests[0][1] == "a/zarr.json"
     assert len(counting.batches) == 1  # every v2 key in one batch, not one after another
-    assert sorted(r.key for r in counting.batches[0]) == [
-        "a/.zarray",
-        "a/.zattrs",
-        "a/.zgroup",
-        "a/.zmetadata",
-    ]
-    assert counting.counts["get"] == 5
+    # An array has no consolidated metadata to ask for.
+    assert sorted(r.key for r in counting.batches[0]) == ["a/.zarray", "a/.zattrs", "a/.zgroup"]
+    assert counting.counts["get"] == 4
 
 
 async def test_v2_with_zarr_format_given_skips_zarr_json() -> None:
     counting = await _counting(2)
     await aiozarr.open_array_async(counting, "a", mode="r", zarr_format=2)
-    assert counting.counts["get"] == 4 and len(counting.batches) == 1
+    assert counting.counts["get"] == 3 and len(counting.batches) == 1
 
 
 async def test_missing_node_costs_three_round_trips_at_most() -> None:
