@@ -96,20 +96,24 @@ class AiozarrAsync(Engine):
     def _url(self, path: str) -> str:
         return f"s3://{spec.BUCKET}/{path}"
 
-    async def _open(self, path: str) -> Any:
+    async def _open(self, path: str, zarr_format: int) -> Any:
+        # The format is named, as zarr-python and TensorStore (its driver) are told it.
         return await self.aiozarr.open_array_async(
-            self._url(path), mode="r", storage_options=self.obstore_options()
+            self._url(path),
+            mode="r",
+            zarr_format=zarr_format,
+            storage_options=self.obstore_options(),
         )
 
     def open(self, path: str, zarr_format: int) -> Any:
-        return self._run(self._open(path))
+        return self._run(self._open(path, zarr_format))
 
     def read(self, handle: Any, sel: Any) -> np.ndarray:
         return self._run(handle.getitem(sel))  # type: ignore[no-any-return]
 
     def cold_read(self, path: str, zarr_format: int, sel: Any) -> np.ndarray:
         async def go() -> Any:
-            return await (await self._open(path)).getitem(sel)
+            return await (await self._open(path, zarr_format)).getitem(sel)
 
         return self._run(go())  # type: ignore[no-any-return]
 
@@ -168,7 +172,10 @@ class AiozarrSync(Engine):
 
     def open(self, path: str, zarr_format: int) -> Any:
         return self.aiozarr.open_array(
-            f"s3://{spec.BUCKET}/{path}", mode="r", storage_options=self.obstore_options()
+            f"s3://{spec.BUCKET}/{path}",
+            mode="r",
+            zarr_format=zarr_format,
+            storage_options=self.obstore_options(),
         )
 
     def read(self, handle: Any, sel: Any) -> np.ndarray:
