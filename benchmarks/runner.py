@@ -33,6 +33,7 @@ def _repeat(job: dict[str, Any], fn: Any) -> tuple[list[float], list[dict[str, A
         profiler.start()
     for _ in range(job["repeats"]):
         server.reset(job["endpoint"])
+        value = None  # the last repeat's result must not count in this one's peak memory
         t0 = time.perf_counter()
         value = fn()
         times.append(time.perf_counter() - t0)
