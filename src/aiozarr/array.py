@@ -44,6 +44,8 @@ class AsyncArray(hierarchy.NodeLocation):
         self._store = store
         self._path = hierarchy.normalize_path(path)
         key = hierarchy.join(self._path, "zarr.json" if metadata.zarr_format == 3 else ".zarray")
+        if metadata.chunk_grid is not None:
+            raise UnsupportedError(f"{key}: rectilinear chunk grids cannot be read or written yet")
         chain = CodecChain.from_metadata(metadata, key)
         if chain.sharding is not None and chain.array_to_array:
             # The inner-chunk grid would lie in transposed coordinates; the engine plans
