@@ -228,5 +228,16 @@ class RectilinearGrid:
             )
         )
 
+    def describe(self, limit: int = 120) -> str:
+        """The edges per axis for people (`rectilinear ((4, 4), (1, 2, 3))`), shortened."""
+        text = "rectilinear (" + ", ".join(_axis_text(a, limit) for a in self.axes) + ")"
+        return text if len(text) <= limit else text[: limit - 3] + "..."
+
     def __repr__(self) -> str:
         return f"RectilinearGrid({[list(a.runs) for a in self.axes]})"
+
+
+def _axis_text(axis: AxisEdges, limit: int) -> str:
+    if axis.nchunks > limit:  # do not expand a long axis only to cut it short
+        return "(" + ", ".join(f"{length} x {count}" for length, count in axis.runs) + ")"
+    return str(axis.edges)
