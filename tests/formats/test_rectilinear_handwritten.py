@@ -14,8 +14,10 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import aiozarr
+from aiozarr.errors import CodecError
 
 SHAPE = (6, 6, 5)
 # axis 0: step 4 -> (4, 4); axis 1: runs + explicit -> (1, 1, 1, 3); axis 2: overflow.
@@ -95,3 +97,15 @@ def test_writing_back_keeps_the_hand_written_layout(tmp_path: Path) -> None:
     chunk = np.frombuffer(raw, dtype=">u2").reshape(4, 1, 4)
     np.testing.assert_array_equal(chunk[:2, :, :3], data[4:6, 2:3, 2:5])
     np.testing.assert_array_equal(aiozarr.open_array(tmp_path / "hand.zarr")[...], data)
+
+
+def test_a_chunk_stored_with_the_wrong_shape_fails_loudly(tmp_path: Path) -> None:
+    """An edge chunk cut at the array's end (not its full edges) is refused, not misread."""
+    data = np.arange(np.prod(SHAPE), dtype="u2").reshape(SHAPE)
+    write_by_hand(tmp_path / "hand.zarr", data, set())
+    clipped = data[4:6, 3:6, 2:5].astype(">u2")  # chunk (1, 3, 1) is 4 x 3 x 4
+    (tmp_path / "hand.zarr" / "c" / "1" / "3" / "1").write_bytes(gzip.compress(clipped.tobytes()))
+    arr = aiozarr.open_array(tmp_path / "hand.zarr")
+    np.testing.assert_array_equal(arr[:4], data[:4])
+    with pytest.raises(CodecError, match="c/1/3/1"):
+        arr[5, 4, 3]

@@ -7,6 +7,7 @@ import pytest
 
 from aiozarr.chunk_grid import AxisEdges, RectilinearGrid
 from aiozarr.errors import MetadataError
+from aiozarr.indexing import basic_indexer, orthogonal_indexer
 
 
 def test_edges_are_held_as_runs_and_expand_back() -> None:
@@ -87,3 +88,20 @@ def test_invalid_runs_and_overflowing_sums_are_refused() -> None:
         AxisEdges(((3, 0),))
     with pytest.raises(MetadataError, match="2\\*\\*63"):
         AxisEdges(((2**62, 2), (1, 1)))
+
+
+def test_indexers_resolve_the_spec_example() -> None:
+    grid = RectilinearGrid.from_edges([[16, 10], [24, 14]])
+    (p,) = basic_indexer((20, 15), (26, 38), grid)
+    assert p.chunk_coords == (1, 0) and p.chunk_selection == (4, 15)
+    (q,) = orthogonal_indexer(([20], [15]), (26, 38), [[16, 10], [24, 14]])  # edge lists
+    assert q.chunk_coords == (1, 0)
+    whole = list(basic_indexer((slice(16, 26), slice(24, 38)), (26, 38), grid))
+    assert [(w.chunk_coords, w.is_complete_chunk) for w in whole] == [((1, 1), True)]
+
+
+def test_indexers_refuse_grids_that_do_not_fit() -> None:
+    with pytest.raises(ValueError, match="cover 6 elements, less than the axis length 7"):
+        basic_indexer(..., (7,), [[1, 2, 3]])
+    with pytest.raises(ValueError, match="differ in dimensions"):
+        basic_indexer(..., (6, 6), RectilinearGrid.from_edges([[6]]))
