@@ -179,10 +179,10 @@ def array_metadata(
     shard_grid = _rectilinear(shards, "shards", array_shape)
     if chunk_grid is not None and shards is not None:
         raise MetadataError(
-            "a rectilinear grid of sharded arrays is given by shards= (the rectilinear "
-            "shard edges), with chunks= the regular inner chunk shape"
+            "chunks: edge lists cannot be combined with shards=; a sharded array takes the "
+            "rectilinear edges as shards= and the regular inner chunk shape as chunks="
         )
-    if (chunk_grid or shard_grid) is not None and zarr_format != 3:
+    if (chunk_grid is not None or shard_grid is not None) and zarr_format != 3:
         raise MetadataError("a rectilinear chunk grid needs zarr_format=3 (Zarr v2 has none)")
     if chunk_grid is not None:
         inner = chunk_grid.max_shape

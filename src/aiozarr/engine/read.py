@@ -201,7 +201,7 @@ async def _fetch_and_decode(
             if data is None:
                 reads.fill(projections[i])
             else:
-                chain = single or chains[i]  # type: ignore[index]
+                chain = single if single is not None else chains[i]  # type: ignore[index]
                 jobs.append(_Decode(chain, data, requests[i].key, projections[i]))
         await reads.decode(jobs)
 
