@@ -19,7 +19,7 @@ LAYERS = [
     {"engine"},
     {"codecs", "metadata", "indexing"},
     {"storage", "testing"},
-    {"byte_range", "config", "errors"},
+    {"byte_range", "chunk_grid", "config", "errors"},
 ]
 # Beyond the order above: these may not import these, whatever their rank.
 FORBIDDEN = {

@@ -21,6 +21,7 @@ from aiozarr.engine.progress import ProgressCallback
 from aiozarr.engine.target import StoredArray
 from aiozarr.errors import (
     InvalidValueError,
+    IrregularGridError,
     MetadataError,
     NodeNotFoundError,
     ReadOnlyError,
@@ -44,6 +45,8 @@ class AsyncArray(hierarchy.NodeLocation):
         self._store = store
         self._path = hierarchy.normalize_path(path)
         key = hierarchy.join(self._path, "zarr.json" if metadata.zarr_format == 3 else ".zarray")
+        if metadata.chunk_grid is not None:
+            _check_rectilinear(metadata, key)
         chain = CodecChain.from_metadata(metadata, key)
         if chain.sharding is not None and chain.array_to_array:
             # The inner-chunk grid would lie in transposed coordinates; the engine plans
@@ -120,13 +123,47 @@ class AsyncArray(hierarchy.NodeLocation):
 
     @property
     def chunks(self) -> tuple[int, ...]:
-        """The shape of a chunk (the inner chunk when the array is sharded)."""
-        return self._stored.read_chunk_shape
+        """The shape of a chunk (the inner chunk when the array is sharded).
+
+        An unsharded array on a rectilinear grid has no one chunk shape: this raises
+        `IrregularGridError` then (use `read_chunk_sizes`), as zarr-python does.
+        """
+        stored = self._stored
+        if stored.rectilinear is not None and stored.layout is None:
+            raise IrregularGridError(
+                f"array {self.name} has a rectilinear chunk grid: its chunks have no one "
+                "shape (see read_chunk_sizes, or metadata.chunk_grid for every edge)"
+            )
+        return stored.read_chunk_shape
 
     @property
     def shards(self) -> tuple[int, ...] | None:
-        """The shape of a shard, or None when the array is not sharded."""
-        return None if self._stored.layout is None else self.metadata.chunk_shape
+        """The shape of a shard, or None when the array is not sharded.
+
+        Sharded on a rectilinear grid, shards have no one shape: this raises
+        `IrregularGridError` then (use `write_chunk_sizes`).
+        """
+        stored = self._stored
+        if stored.layout is None:
+            return None
+        if stored.rectilinear is not None:
+            raise IrregularGridError(
+                f"array {self.name} has a rectilinear shard grid: its shards have no one "
+                "shape (see write_chunk_sizes, or metadata.chunk_grid for every edge)"
+            )
+        return self.metadata.chunk_shape
+
+    @property
+    def read_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
+        """Per axis, the length of each chunk (inner chunk when sharded), the last one cut
+        at the array's end: dask's `chunks`. Defined for every grid."""
+        return self._stored.read_chunk_sizes()
+
+    @property
+    def write_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
+        """Per axis, the length of each stored object (shard, or chunk when unsharded)
+        inside the array: the units a write replaces whole."""
+        return self._stored.write_chunk_sizes()
 
     @property
     def fill_value(self) -> Any:
@@ -176,14 +213,15 @@ class AsyncArray(hierarchy.NodeLocation):
 
     def _indexer(self, selection: Selection) -> Indexer:
         if is_basic_selection(selection):
-            return basic_indexer(selection, self.shape, self.chunks)
-        return orthogonal_indexer(selection, self.shape, self.chunks)
+            return basic_indexer(selection, self.shape, self._stored.read_grid)
+        return orthogonal_indexer(selection, self.shape, self._stored.read_grid)
 
     async def get_orthogonal_selection(
         self, selection: Selection, *, progress: ProgressCallback | None = None
     ) -> Any:
         """The outer product of per-axis selections (ints, slices, int arrays, masks)."""
-        return await self._read(orthogonal_indexer(selection, self.shape, self.chunks), progress)
+        indexer = orthogonal_indexer(selection, self.shape, self._stored.read_grid)
+        return await self._read(indexer, progress)
 
     async def _read(self, indexer: Indexer, progress: ProgressCallback | None) -> Any:
         out = engine_read.empty_output(indexer.shape, self.dtype)
@@ -203,7 +241,7 @@ class AsyncArray(hierarchy.NodeLocation):
         self, selection: Selection, value: Any, *, progress: ProgressCallback | None = None
     ) -> None:
         """Store `value` at the outer product of per-axis selections."""
-        indexer = orthogonal_indexer(selection, self.shape, self.chunks)
+        indexer = orthogonal_indexer(selection, self.shape, self._stored.read_grid)
         await self._write(indexer, value, progress)
 
     async def _write(self, indexer: Indexer, value: Any, progress: ProgressCallback | None) -> None:
@@ -234,7 +272,12 @@ class AsyncArray(hierarchy.NodeLocation):
             raise ReadOnlyError(f"array {self.name} in {self._store!r} is read-only")
 
     async def resize(self, new_shape: int | Sequence[int]) -> None:
-        """Change the shape; chunks wholly outside the new shape are deleted."""
+        """Change the shape; chunks wholly outside the new shape are deleted.
+
+        On a rectilinear grid the edges stay as they are when shrinking (edges past the
+        end are allowed); growing past the last edge repeats the last edge of that axis
+        as often as needed.
+        """
         self._check_writable()
         shape = (new_shape,) if isinstance(new_shape, int) else tuple(int(s) for s in new_shape)
         if len(shape) != self.ndim or any(s < 0 for s in shape):
@@ -243,15 +286,25 @@ class AsyncArray(hierarchy.NodeLocation):
                 f"expected {self.ndim} non-negative sizes"
             )
         old = self.metadata
-        grid = old.chunk_shape
-        old_grid = [range(math.ceil(s / c)) for s, c in zip(old.shape, grid, strict=True)]
-        new_counts = [math.ceil(s / c) for s, c in zip(shape, grid, strict=True)]
+        new = dataclasses.replace(old, shape=shape)
+        if old.chunk_grid is None:
+            grid = old.chunk_shape
+            old_counts = [math.ceil(s / c) for s, c in zip(old.shape, grid, strict=True)]
+            new_counts = [math.ceil(s / c) for s, c in zip(shape, grid, strict=True)]
+        else:
+            try:
+                grown = old.chunk_grid.grown(shape)
+            except MetadataError as error:
+                raise MetadataError(f"cannot resize {self.name} to {shape}: {error}") from None
+            new = dataclasses.replace(new, chunk_grid=grown, chunk_shape=grown.max_shape)
+            old_counts = list(old.chunk_grid.counts_within(old.shape))
+            new_counts = list(grown.counts_within(shape))
         stale = [
             self._stored.key(coords)
-            for coords in np.ndindex(*[len(r) for r in old_grid])
+            for coords in np.ndindex(*old_counts)
             if any(c >= n for c, n in zip(coords, new_counts, strict=True))
         ]
-        await self._replace_metadata(dataclasses.replace(old, shape=shape))
+        await self._replace_metadata(new)
         if stale:
             await self._store.delete_many(stale)
             for key in stale:
@@ -285,13 +338,14 @@ class AsyncArray(hierarchy.NodeLocation):
             if meta.zarr_format == 3
             else f"filters={meta.filters}, compressor={meta.compressor}"
         )
+        chunks, shards = self.describe_grid()
         lines = [
             f"Type               : Array (Zarr v{meta.zarr_format})",
             f"Name               : {self.name}",
             f"Shape              : {self.shape}",
             f"Data type          : {self.dtype}",
-            f"Chunk shape        : {self.chunks}",
-            f"Shard shape        : {self.shards}",
+            f"Chunk shape        : {chunks}",
+            f"Shard shape        : {shards}",
             f"Fill value         : {meta.fill_value!r}",
             f"Codecs             : {codecs}",
             f"Dimension names    : {meta.dimension_names}",
@@ -300,9 +354,38 @@ class AsyncArray(hierarchy.NodeLocation):
         ]
         return "\n".join(lines)
 
+    def describe_grid(self) -> tuple[str, str]:
+        """The chunk shape and the shard shape for people ("None": not sharded); on a
+        rectilinear grid, its edges (`rectilinear ((4, 4), (1, 2, 3))`, shortened)."""
+        grid = self._stored.rectilinear
+        if grid is None:
+            return str(self.chunks), str(self.shards)
+        if self._stored.layout is None:
+            return grid.describe(), "None"
+        return str(self.chunks), grid.describe()
+
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickles as store description + path + metadata: no connection, loop or thread.
         return (AsyncArray, (self._store, self._path, self.metadata))
 
     def __repr__(self) -> str:
         return f"<AsyncArray {self._store!r} {self.name} shape={self.shape} dtype={self.dtype}>"
+
+
+def _check_rectilinear(meta: ArrayMetadata, key: str) -> None:
+    """A rectilinear grid is v3 only; sharded, every shard edge must hold whole inner chunks."""
+    grid = meta.chunk_grid
+    assert grid is not None
+    if meta.zarr_format != 3:
+        raise MetadataError(f"{key}: only Zarr v3 arrays can have a rectilinear chunk grid")
+    codecs = [c for c in meta.codecs if c.name == "sharding_indexed"]
+    inner = codecs[0].configuration.get("chunk_shape") if codecs else None
+    if not isinstance(inner, list) or len(inner) != grid.ndim:
+        return  # unsharded, or a malformed configuration the codec itself reports
+    for axis, c in enumerate(inner):
+        bad = [e for e in grid.distinct_edges(axis) if not isinstance(c, int) or c < 1 or e % c]
+        if bad:
+            raise UnsupportedError(
+                f"{key}: sharding_indexed inner chunk shape {inner} must divide every shard "
+                f"edge of the rectilinear chunk grid, but axis {axis} has an edge of {bad[0]}"
+            )

@@ -208,12 +208,13 @@ def target_options(
         raise InvalidValueError(f"zarr_format must be 2 or 3, got {fmt}")
     if fmt == 2 and new_shards is not None:
         raise InvalidValueError("shards need zarr_format 3 (Zarr v2 has no sharding)")
+    src_chunks, src_shards = _source_grid(src)
     if new_shards is None and fmt == 3 and new_chunks is None:
-        new_shards = src.shards
+        new_shards = src_shards
     options: dict[str, Any] = {
         "shape": src.shape,
         "dtype": src.dtype,
-        "chunks": new_chunks or src.chunks,
+        "chunks": new_chunks or src_chunks,
         "shards": new_shards,
         "zarr_format": fmt,
         "fill_value": meta.fill_value,
@@ -244,8 +245,24 @@ def target_options(
     return options
 
 
+def _source_grid(src: AsyncArray) -> tuple[Any, Any]:
+    """`create_array`'s `chunks` and `shards` that repeat the grid of `src`."""
+    grid = src.stored.rectilinear
+    if grid is None:
+        return src.chunks, src.shards
+    if src.stored.layout is None:
+        return grid, None
+    return src.chunks, grid
+
+
 def _regions(dst: AsyncArray) -> list[_Region]:
     """Grid coordinates and array region of every stored object of `dst`."""
+    rectilinear = dst.metadata.chunk_grid
+    if rectilinear is not None:
+        return [
+            (coords, rectilinear.chunk_region(coords, dst.shape))
+            for coords in np.ndindex(*rectilinear.counts_within(dst.shape))
+        ]
     grid = dst.metadata.chunk_shape
     counts = [math.ceil(s / c) for s, c in zip(dst.shape, grid, strict=True)]
     return [
@@ -277,7 +294,10 @@ async def _make_target(
         else:
             planned = src.metadata if options is None else None
             shape_ok = existing.shape == src.shape and existing.dtype == src.dtype
-            grid_ok = planned is None or existing.metadata.chunk_shape == planned.chunk_shape
+            grid_ok = planned is None or (
+                existing.metadata.chunk_shape == planned.chunk_shape
+                and existing.metadata.chunk_grid == planned.chunk_grid
+            )
             if not (shape_ok and grid_ok):
                 raise MetadataError(
                     f"cannot resume into {existing.name}: it has shape {existing.shape}, "

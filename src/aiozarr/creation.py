@@ -2,6 +2,12 @@
 
 The argument names follow zarr-python 3's `create_array`: `chunks` (inner chunks when
 sharded), `shards`, `filters`, `serializer`, `compressors`, `fill_value`, `order`.
+
+As in zarr-python 3.4, a rectilinear chunk grid is asked for with edge lengths in place
+of a chunk length: `chunks=[[2, 3, 5], 4]` gives axis 0 chunks of 2, 3 and 5 elements and
+axis 1 chunks of 4 (an int is a regular step). Sharded, the shards are rectilinear
+(`shards=[[8, 4], [6]]`) and `chunks` is the regular inner chunk shape, which must divide
+every shard edge. A `RectilinearGrid` is taken as well.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from aiozarr.chunk_grid import AxisEdges, RectilinearGrid
 from aiozarr.codecs.base import Codec
 from aiozarr.errors import MetadataError
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata
@@ -100,12 +107,59 @@ def _shape(value: Any, name: str, ndim: int | None = None) -> tuple[int, ...]:
     return tuple(int(s) for s in shape)
 
 
+def _is_edges(value: Any) -> bool:
+    return isinstance(value, Sequence | np.ndarray) and not isinstance(value, str | bytes)
+
+
+def _axis_edges(entry: Any, size: int, name: str, axis: int) -> AxisEdges:
+    """One axis of a `chunks=`/`shards=` grid: a regular step, or the edge lengths."""
+    try:
+        if isinstance(entry, int | np.integer) and not isinstance(entry, bool) and entry > 0:
+            return AxisEdges.regular(int(entry), size)
+        if _is_edges(entry):
+            return AxisEdges.of(entry)
+    except MetadataError as error:
+        raise MetadataError(f"{name}: axis {axis}: {error}") from None
+    raise MetadataError(
+        f"{name}: axis {axis}: expected a positive chunk length or a list of edge lengths, "
+        f"got {entry!r}"
+    )
+
+
+def _rectilinear(value: Any, name: str, shape: tuple[int, ...]) -> RectilinearGrid | None:
+    """The rectilinear grid `value` asks for (edge lists among its entries), else None."""
+    if isinstance(value, RectilinearGrid):
+        grid = value
+    elif _is_edges(value) and any(_is_edges(v) for v in value):
+        if len(value) != len(shape):
+            raise MetadataError(
+                f"{name} {value!r} has {len(value)} entries, the array has {len(shape)} dimensions"
+            )
+        grid = RectilinearGrid(
+            tuple(
+                _axis_edges(entry, size, name, axis)
+                for axis, (entry, size) in enumerate(zip(value, shape, strict=True))
+            )
+        )
+    else:
+        return None
+    if grid.ndim != len(shape):
+        raise MetadataError(f"{name} {grid!r} has {grid.ndim} dimensions, the array {len(shape)}")
+    for axis, (edges, size) in enumerate(zip(grid.axes, shape, strict=True)):
+        if edges.extent < size:
+            raise MetadataError(
+                f"{name}: the edges of axis {axis} sum to {edges.extent}, less than the "
+                f"array's length {size} along it"
+            )
+    return grid
+
+
 def array_metadata(
     *,
     shape: int | Sequence[int],
     dtype: Any,
-    chunks: int | Sequence[int] | None = None,
-    shards: int | Sequence[int] | None = None,
+    chunks: int | Sequence[int | Sequence[int]] | RectilinearGrid | None = None,
+    shards: int | Sequence[int | Sequence[int]] | RectilinearGrid | None = None,
     filters: Any = None,
     compressors: Any = "auto",
     serializer: CodecLike | Literal["auto"] = "auto",
@@ -121,11 +175,21 @@ def array_metadata(
     np_dtype = _dtype(dtype, zarr_format)
     if zarr_format == 3 and np_dtype.byteorder == ">":
         np_dtype = np_dtype.newbyteorder("<")  # v3 keeps byte order in the bytes codec
-    inner = (
-        _shape(chunks, "chunks", len(array_shape))
-        if chunks is not None
-        else auto_chunks(array_shape, np_dtype.itemsize)
-    )
+    chunk_grid = _rectilinear(chunks, "chunks", array_shape)
+    shard_grid = _rectilinear(shards, "shards", array_shape)
+    if chunk_grid is not None and shards is not None:
+        raise MetadataError(
+            "chunks: edge lists cannot be combined with shards=; a sharded array takes the "
+            "rectilinear edges as shards= and the regular inner chunk shape as chunks="
+        )
+    if (chunk_grid is not None or shard_grid is not None) and zarr_format != 3:
+        raise MetadataError("a rectilinear chunk grid needs zarr_format=3 (Zarr v2 has none)")
+    if chunk_grid is not None:
+        inner = chunk_grid.max_shape
+    elif chunks is not None:
+        inner = _shape(chunks, "chunks", len(array_shape))
+    else:
+        inner = auto_chunks(array_shape, np_dtype.itemsize)
     inner = tuple(max(c, 1) for c in inner)
     if dimension_names is not None and len(dimension_names) != len(array_shape):
         raise MetadataError(
@@ -180,11 +244,22 @@ def array_metadata(
     )
     codecs = (*array_to_array, to_bytes, *bytes_to_bytes)
     grid = inner
-    if shards is not None:
+    if shard_grid is not None:
+        grid = shard_grid.max_shape
+        for axis, c in enumerate(inner):
+            bad = [e for e in shard_grid.distinct_edges(axis) if e % c]
+            if bad:
+                raise MetadataError(
+                    f"shards: every shard edge must be a multiple of chunks {inner}, but "
+                    f"axis {axis} has an edge of {bad[0]}"
+                )
+        chunk_grid = shard_grid
+    elif shards is not None:
         grid = _shape(shards, "shards", len(array_shape))
         for s, c in zip(grid, inner, strict=True):
             if c == 0 or s % c:
                 raise MetadataError(f"shards {grid} must be a multiple of chunks {inner}")
+    if shards is not None:
         codecs = (
             CodecMetadata(
                 "sharding_indexed",
@@ -209,6 +284,7 @@ def array_metadata(
         chunk_key_encoding=chunk_key_encoding or ChunkKeyEncoding("default", "/"),
         attributes=attrs,
         dimension_names=names,
+        chunk_grid=chunk_grid,
     )
 
 

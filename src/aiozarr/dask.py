@@ -34,9 +34,26 @@ def _sync(array: Array | AsyncArray) -> Array:
     return array if isinstance(array, Array) else Array(array)
 
 
-def write_grid(array: Array | AsyncArray) -> tuple[int, ...]:
-    """The shape of the unit one write replaces whole: the shard, or the chunk."""
+def write_grid(array: Array | AsyncArray) -> tuple[int, ...] | tuple[tuple[int, ...], ...]:
+    """The shape of the unit one write replaces whole: the shard, or the chunk.
+
+    On a rectilinear grid units differ in shape: per axis, the length of each unit
+    inside the array (dask's `chunks`).
+    """
+    if _sync(array).async_array.stored.rectilinear is not None:
+        return tuple(sizes or (0,) for sizes in array.write_chunk_sizes)
     return array.shards or array.chunks
+
+
+def _is_boundary(array: Array, axis: int, position: int) -> bool:
+    """Whether a unit (shard or chunk) of `array` starts at `position` along `axis`."""
+    if position == array.shape[axis]:
+        return True
+    grid = array.async_array.stored.rectilinear
+    if grid is None:
+        return position % write_grid(array)[axis] == 0  # type: ignore[operator]
+    edges = grid.axes[axis]
+    return int(edges.start_of(edges.chunk_of(position))) == position
 
 
 def to_dask(
@@ -47,7 +64,8 @@ def to_dask(
 ) -> da.Array:
     """A lazy dask array over `array`, one block per shard (per chunk when unsharded).
 
-    Each task then reads its shard with one batched request. `chunks` overrides the
+    Each task then reads its shard with one batched request; on a rectilinear grid the
+    blocks are its chunks (or shards), each of its own size. `chunks` overrides the
     block shape (dask's spellings).
     """
     sync = _sync(array)
@@ -97,15 +115,16 @@ def _region_shape(region: tuple[slice, ...], shape: tuple[int, ...]) -> tuple[in
 
 def _check_aligned(source: da.Array, target: Array, region: tuple[slice, ...] | None) -> None:
     grid = write_grid(target)
+    what = "shard" if target.async_array.stored.layout is not None else "chunk"
     starts = [0] * target.ndim
     if region is not None:
         starts = [s.indices(n)[0] for s, n in zip(region, target.shape, strict=True)]
-    for axis, (offset, unit, extent) in enumerate(zip(starts, grid, target.shape, strict=True)):
-        if offset % unit and offset != extent:
+    for axis, offset in enumerate(starts):
+        if not _is_boundary(target, axis, offset):
             raise OverlappingWriteError(
-                f"the region starts at {offset} on axis {axis}, inside a "
-                f"{'shard' if target.shards else 'chunk'} of {unit}: writes there would "
-                "race with the neighbouring shard's writer; pass lock= or safe=False"
+                f"the region starts at {offset} on axis {axis}, inside a {what} of "
+                f"{grid[axis]}: writes there would race with the neighbouring {what}'s "
+                "writer; pass lock= or safe=False"
             )
     # every block edge inside the target, in the target's coordinates
     shifted = [
@@ -114,8 +133,7 @@ def _check_aligned(source: da.Array, target: Array, region: tuple[slice, ...] | 
     ]
     for axis, edges in enumerate(shifted):
         for edge in edges:
-            if edge % grid[axis] and edge != target.shape[axis]:
-                what = "shard" if target.shards else "chunk"
+            if not _is_boundary(target, axis, edge):
                 raise OverlappingWriteError(
                     f"dask blocks {source.chunks[axis]} on axis {axis} put a block edge at "
                     f"{edge}, inside a {what} of {grid[axis]} in {target!r}: two tasks would "

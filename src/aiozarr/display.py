@@ -20,9 +20,10 @@ def _size(nbytes: int) -> str:
 def array_rows(array: AsyncArray) -> list[tuple[str, str]]:
     """The facts shown for an array, as (label, value) pairs."""
     meta = array.metadata
+    chunks, shards = array.describe_grid()
     if meta.zarr_format == 3:
         codecs = " → ".join(c.name for c in meta.codecs)
-        if array.shards is not None:
+        if array.stored.layout is not None:
             inner = meta.codecs[0].configuration.get("codecs", [])
             codecs += " [" + " → ".join(c["name"] for c in inner) + "]"
     else:
@@ -34,8 +35,8 @@ def array_rows(array: AsyncArray) -> list[tuple[str, str]]:
         ("Format", f"Zarr v{meta.zarr_format}"),
         ("Shape", str(array.shape)),
         ("Data type", str(array.dtype)),
-        ("Chunks", str(array.chunks)),
-        ("Shards", str(array.shards) if array.shards else "—"),
+        ("Chunks", chunks),
+        ("Shards", shards if shards != "None" else "—"),
         ("Codecs", codecs),
         ("Fill value", repr(meta.fill_value)),
         ("Size (decoded)", _size(array.nbytes)),

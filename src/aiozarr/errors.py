@@ -33,6 +33,15 @@ class UnsupportedError(AiozarrError, ValueError):
     """An unknown codec, data type, chunk grid or extension."""
 
 
+class IrregularGridError(UnsupportedError, AttributeError, NotImplementedError):
+    """An array on a rectilinear grid has no one chunk (or shard) shape.
+
+    Also an `AttributeError`, so tools that probe `chunks` with `getattr(x, "chunks",
+    None)` (dask's `from_array`) see none, and a `NotImplementedError`, which is what
+    zarr-python raises there.
+    """
+
+
 class CodecError(AiozarrError, ValueError):
     """A chunk could not be encoded or decoded (corrupt or truncated bytes)."""
 

@@ -1,14 +1,18 @@
-"""Selections on a regular chunk grid -> the output shape and one projection per chunk touched.
+"""Selections on a chunk grid -> the output shape and one projection per chunk touched.
 
+The grid is regular (a chunk shape) or rectilinear (per axis, the length of every chunk
+edge: `aiozarr.chunk_grid.RectilinearGrid`, or a list of edge lengths in place of an int).
 A selection is resolved axis by axis: each axis yields the chunks it touches and, for
 each, what to take from the chunk (`chunk_selection`) and where it lands in the output
 (`out_selection`). The chunks touched by the whole selection are the cartesian product of
-the per-axis ones, so the work is O(chunks touched), vectorised with numpy along each axis.
+the per-axis ones, so the work is O(chunks touched), vectorised with numpy along each axis;
+on a rectilinear axis, `np.searchsorted` over the cumulative edge offsets finds the chunks.
 
-Contract: for every `ChunkProjection p` and a decoded chunk of the full `chunk_shape` (even
-at the array's edge), `out[p.out_selection] = chunk[p.chunk_selection]` fills the selected
-values of a read, and `chunk[p.chunk_selection] = value[p.out_selection]` applies a write.
-Both selections index numpy arrays directly.
+Contract: for every `ChunkProjection p` and a decoded chunk of its full shape (the chunk
+shape, or that chunk's edge lengths on a rectilinear grid; even at the array's edge),
+`out[p.out_selection] = chunk[p.chunk_selection]` fills the selected values of a read, and
+`chunk[p.chunk_selection] = value[p.out_selection]` applies a write. Both selections index
+numpy arrays directly.
 """
 
 from __future__ import annotations
@@ -23,10 +27,15 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
+from aiozarr.chunk_grid import AxisEdges, RectilinearGrid
 from aiozarr.errors import BoundsCheckError, SelectionError
 
 # One axis of a projection: an int (axis dropped), a slice, or an integer index array.
 AxisSelection: TypeAlias = "int | slice | np.ndarray"
+# A chunk grid: a chunk shape, a rectilinear grid, or per axis a chunk length or edges.
+ChunkGrid: TypeAlias = "Sequence[int | Sequence[int] | AxisEdges] | RectilinearGrid"
+# One axis of a grid as the resolvers take it: a chunk length, or irregular edges.
+_AxisGrid: TypeAlias = "int | AxisEdges"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +44,8 @@ class ChunkProjection:
 
     `is_complete_chunk` is true only when the selection takes the whole chunk, in order,
     with step 1, and the chunk lies entirely inside the array; then `out[out_selection]`
-    is a view with exactly the chunk's shape (a chunk may be decoded straight into it, and
-    a write need not read the old chunk first).
+    is a view with exactly the chunk's shape (its own shape on a rectilinear grid): a chunk
+    may be decoded straight into it, and a write need not read the old chunk first.
     """
 
     chunk_coords: tuple[int, ...]
@@ -203,15 +212,20 @@ def normalize_selection(selection: Any, shape: Sequence[int]) -> tuple[Any, ...]
 # -- per-axis resolution ----------------------------------------------------------------------
 
 
-def _int_axis(key: Any, axis: int, size: int, chunk: int) -> _Axis:
+def _int_axis(key: Any, axis: int, size: int, chunk: _AxisGrid) -> _Axis:
     index = operator.index(key)
     if not -size <= index < size:
         raise BoundsCheckError(f"index {index} is out of bounds for axis {axis} with size {size}")
     index %= size
-    return _Axis(np.array([index // chunk], dtype=np.int64), [index % chunk], [None], [False], None)
+    if isinstance(chunk, int):
+        k, local = index // chunk, index % chunk
+    else:
+        k = int(chunk.chunk_of(index))
+        local = index - int(chunk.start_of(k))
+    return _Axis(np.array([k], dtype=np.int64), [local], [None], [False], None)
 
 
-def _slice_axis(key: slice, axis: int, size: int, chunk: int) -> _Axis:
+def _slice_axis(key: slice, axis: int, size: int, chunk: _AxisGrid) -> _Axis:
     try:
         start, stop, step = key.indices(size)
     except (TypeError, ValueError) as error:
@@ -225,17 +239,24 @@ def _slice_axis(key: slice, axis: int, size: int, chunk: int) -> _Axis:
         start, step = start + (n - 1) * step, -step
     last = start + (n - 1) * step
     # Candidate chunks between the first and last element; with step > chunk some hold none.
-    k = np.arange(start // chunk, last // chunk + 1, dtype=np.int64)
-    lo = np.maximum(k * chunk, start)
+    # `origin` is each chunk's first element, `length` its edge length.
+    length: Any
+    if isinstance(chunk, int):
+        k = np.arange(start // chunk, last // chunk + 1, dtype=np.int64)
+        origin, length = k * chunk, chunk
+    else:
+        k = np.arange(chunk.chunk_of(start), chunk.chunk_of(last) + 1, dtype=np.int64)
+        origin, length = chunk.start_of(k), chunk.size_of(k)
+    lo = np.maximum(origin, start)
     first = start + (-((start - lo) // step)) * step  # first element >= lo
-    hi = np.minimum((k + 1) * chunk - 1, last)
+    hi = np.minimum(origin + length - 1, last)
     touched = first <= hi
-    k, first, hi = k[touched], first[touched], hi[touched]
+    k, first, hi, origin = k[touched], first[touched], hi[touched], origin[touched]
     end = start + ((hi - start) // step) * step  # last element <= hi
     count = (end - first) // step + 1
     pos = (first - start) // step  # output position of `first` (ascending order)
-    local_first = (first - k * chunk).tolist()
-    local_end = (end - k * chunk).tolist()
+    local_first = (first - origin).tolist()
+    local_end = (end - origin).tolist()
     counts = count.tolist()
     if reverse:
         out_start = (n - pos - count).tolist()
@@ -247,7 +268,10 @@ def _slice_axis(key: slice, axis: int, size: int, chunk: int) -> _Axis:
     else:
         out_start = pos.tolist()
         chunk_sels = [slice(f, e + 1, step) for f, e in zip(local_first, local_end, strict=True)]
-        complete = [step == 1 and c == chunk for c in counts]
+        if isinstance(length, int):
+            complete = [step == 1 and c == length for c in counts]
+        else:
+            complete = ((count == length[touched]) & (step == 1)).tolist()
     out_sels: list[slice | np.ndarray | None] = [
         slice(o, o + c) for o, c in zip(out_start, counts, strict=True)
     ]
@@ -284,15 +308,18 @@ def _as_index_array(key: Any, axis: int, size: int) -> np.ndarray:
     return np.where(index < 0, index + size, index)
 
 
-def _array_axis(key: Any, axis: int, size: int, chunk: int) -> _Axis:
+def _array_axis(key: Any, axis: int, size: int, chunk: _AxisGrid) -> _Axis:
     index = _as_index_array(key, axis, size)
     n = len(index)
     if n == 0:
         return _Axis(np.zeros(0, dtype=np.int64), [], [], [], 0)
-    chunks = index // chunk
+    chunks = index // chunk if isinstance(chunk, int) else chunk.chunk_of(index)
     order = np.argsort(chunks, kind="stable")  # keeps output positions ascending per chunk
     sorted_chunks = chunks[order]
-    local = index[order] - sorted_chunks * chunk
+    if isinstance(chunk, int):
+        local = index[order] - sorted_chunks * chunk
+    else:
+        local = index[order] - chunk.start_of(sorted_chunks)
     bounds = np.flatnonzero(np.diff(sorted_chunks)) + 1
     starts = np.concatenate(([0], bounds))
     ends = np.concatenate((bounds, [n]))
@@ -304,12 +331,19 @@ def _array_axis(key: Any, axis: int, size: int, chunk: int) -> _Axis:
     chunk_sels: list[AxisSelection] = []
     out_sels: list[slice | np.ndarray | None] = []
     complete: list[bool] = []
-    for s, e, run in zip(starts.tolist(), ends.tolist(), is_run.tolist(), strict=True):
+    lengths = (
+        [chunk] * len(starts)
+        if isinstance(chunk, int)
+        else chunk.size_of(sorted_chunks[starts]).tolist()
+    )
+    for s, e, run, length in zip(
+        starts.tolist(), ends.tolist(), is_run.tolist(), lengths, strict=True
+    ):
         if run:
             lo, o = int(local[s]), int(order[s])
             chunk_sels.append(slice(lo, lo + e - s, 1))
             out_sels.append(slice(o, o + e - s))
-            complete.append(lo == 0 and e - s == chunk)
+            complete.append(lo == 0 and e - s == length)
         else:
             chunk_sels.append(local[s:e])
             out_sels.append(order[s:e])
@@ -317,31 +351,45 @@ def _array_axis(key: Any, axis: int, size: int, chunk: int) -> _Axis:
     return _Axis(sorted_chunks[starts], chunk_sels, out_sels, complete, n)
 
 
-def _check_grid(shape: Sequence[int], chunk_shape: Sequence[int]) -> None:
-    if len(shape) != len(chunk_shape):
-        raise ValueError(
-            f"shape {tuple(shape)} and chunk shape {tuple(chunk_shape)} differ in dimensions"
-        )
-    if any(c < 1 for c in chunk_shape) or any(s < 0 for s in shape):
-        raise ValueError(
-            f"invalid grid: shape {tuple(shape)} must be >= 0 and "
-            f"chunk shape {tuple(chunk_shape)} >= 1 along every axis"
-        )
+def _axis_grids(shape: Sequence[int], grid: ChunkGrid) -> list[_AxisGrid]:
+    """Each axis of `grid` as a chunk length (regular axes) or `AxisEdges` (irregular)."""
+    parts: Sequence[Any] = grid.axes if isinstance(grid, RectilinearGrid) else grid
+    if len(shape) != len(parts):
+        raise ValueError(f"shape {tuple(shape)} and chunk grid {grid!r} differ in dimensions")
+    axes: list[_AxisGrid] = []
+    for size, part in zip(shape, parts, strict=True):
+        if size < 0:
+            raise ValueError(f"invalid grid: shape {tuple(shape)} must be >= 0 along every axis")
+        if isinstance(part, int | np.integer):
+            if part < 1:
+                raise ValueError(f"invalid grid: chunk shape {grid!r} must be >= 1 on every axis")
+            axes.append(int(part))
+            continue
+        edges = part if isinstance(part, AxisEdges) else AxisEdges.of(part)
+        if edges.extent < size:
+            raise ValueError(
+                f"chunk edges {list(edges.edges)} cover {edges.extent} elements, "
+                f"less than the axis length {size}"
+            )
+        # Equal edges (that cover the axis) index exactly like a regular axis: take the fast path.
+        axes.append(edges if edges.step is None else edges.step)
+    return axes
 
 
 # -- public constructors ----------------------------------------------------------------------
 
 
-def basic_indexer(selection: Any, shape: Sequence[int], chunk_shape: Sequence[int]) -> Indexer:
+def basic_indexer(selection: Any, shape: Sequence[int], chunk_shape: ChunkGrid) -> Indexer:
     """Resolve a numpy basic selection (ints, slices with any step, `...`) on a chunk grid.
 
+    `chunk_shape` is a chunk shape or a rectilinear grid (see the module docstring).
     Integer-indexed axes are dropped from the output, as in numpy. Arrays and lists are
     refused here (use `orthogonal_indexer`); `None`/`np.newaxis` is refused.
     """
-    _check_grid(shape, chunk_shape)
+    grid = _axis_grids(shape, chunk_shape)
     keys = normalize_selection(selection, shape)
     axes = []
-    for axis, (key, size, chunk) in enumerate(zip(keys, shape, chunk_shape, strict=True)):
+    for axis, (key, size, chunk) in enumerate(zip(keys, shape, grid, strict=True)):
         if _is_int(key):
             axes.append(_int_axis(key, axis, size, chunk))
         elif isinstance(key, slice):
@@ -354,17 +402,17 @@ def basic_indexer(selection: Any, shape: Sequence[int], chunk_shape: Sequence[in
     return Indexer(axes)
 
 
-def orthogonal_indexer(selection: Any, shape: Sequence[int], chunk_shape: Sequence[int]) -> Indexer:
+def orthogonal_indexer(selection: Any, shape: Sequence[int], chunk_shape: ChunkGrid) -> Indexer:
     """Resolve an orthogonal selection: per axis an int, a slice, a 1-d integer array (any
     order, repeats and negative values allowed) or a 1-d boolean mask of the axis' length.
 
     The output is the outer product of the per-axis selections (zarr-python's `oindex`);
     integer-indexed axes are dropped.
     """
-    _check_grid(shape, chunk_shape)
+    grid = _axis_grids(shape, chunk_shape)
     keys = normalize_selection(selection, shape)
     axes = []
-    for axis, (key, size, chunk) in enumerate(zip(keys, shape, chunk_shape, strict=True)):
+    for axis, (key, size, chunk) in enumerate(zip(keys, shape, grid, strict=True)):
         if _is_int(key):
             axes.append(_int_axis(key, axis, size, chunk))
         elif isinstance(key, slice):

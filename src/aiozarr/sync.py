@@ -223,6 +223,12 @@ class Array:
     dtype = property(lambda self: self._async.dtype, doc="The numpy data type.")
     chunks = property(lambda self: self._async.chunks, doc="Chunk shape (inner when sharded).")
     shards = property(lambda self: self._async.shards, doc="Shard shape, or None.")
+    read_chunk_sizes = property(
+        lambda self: self._async.read_chunk_sizes, doc="Per axis, each chunk's length."
+    )
+    write_chunk_sizes = property(
+        lambda self: self._async.write_chunk_sizes, doc="Per axis, each shard's length."
+    )
     ndim = property(lambda self: self._async.ndim, doc="Number of dimensions.")
     size = property(lambda self: self._async.size, doc="Number of elements.")
     nbytes = property(lambda self: self._async.nbytes, doc="Decoded size in bytes.")

@@ -276,3 +276,33 @@ def test_decode_into_respects_byte_order(dtype: str, endian: str) -> None:
     out = np.empty((6, 4), dtype=dtype)
     chain.decode_into(chain.encode(DATA.astype(dtype)), out, "k")
     np.testing.assert_array_equal(out, DATA)
+
+
+# --- one chain per chunk shape (rectilinear grids) ---------------------------------------
+
+
+def test_for_shape_binds_the_same_codecs_to_another_shape_once() -> None:
+    transpose = CodecMetadata("transpose", {"order": [1, 0]})
+    chain = CodecChain.from_codecs([transpose, LE, CodecMetadata("gzip", {"level": 1})], SPEC, "k")
+    assert chain.for_shape((6, 4)) is chain
+    small = chain.for_shape((2, 3))
+    assert small.spec == ChunkSpec((2, 3), SPEC.dtype, SPEC.fill_value)
+    assert chain.for_shape((2, 3)) is small  # kept
+    values = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(small.decode(small.encode(values)), values)
+    with pytest.raises(CodecError, match=r"shape \(6, 4\)"):
+        small.encode(DATA)
+    with pytest.raises(CodecError, match="k/c/0/0"):  # a chunk of another shape
+        small.decode(chain.encode(DATA), "k/c/0/0")
+
+
+def test_for_shape_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import aiozarr.codecs.chain as chain_module
+
+    monkeypatch.setattr(chain_module, "_MAX_SHAPES", 3)
+    chain = CodecChain.from_codecs([LE], SPEC)
+    first = chain.for_shape((1, 1))
+    for n in range(2, 5):
+        chain.for_shape((n, 1))
+    assert chain.for_shape((1, 1)) is not first  # the cache started afresh
+    assert chain.for_shape((1, 1)).spec.shape == (1, 1)

@@ -186,7 +186,7 @@ def test_errors(changes: dict[str, Any], message: str) -> None:
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"chunk_grid": {"name": "rectilinear", "configuration": {}}}, 'chunk grid "rectilinear"'),
+        ({"chunk_grid": {"name": "hexagonal", "configuration": {}}}, 'chunk grid "hexagonal"'),
         ({"chunk_key_encoding": {"name": "fancy"}}, 'encoding "fancy"'),
         ({"storage_transformers": [{"name": "t"}]}, "storage transformers are not supported"),
         ({"data_type": "float8_e4m3"}, 'unsupported data type "float8_e4m3"'),

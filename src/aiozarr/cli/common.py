@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 __all__ = [
     "Parser",
     "add_common",
+    "grid_json",
     "is_local",
     "options_for",
     "parse_shape",
@@ -46,6 +47,20 @@ def add_common(parser: argparse.ArgumentParser) -> None:
         "anon=true, client_options.allow_http=true (values parse as JSON when they can)",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+
+def grid_json(array: Any) -> tuple[list[Any], list[Any] | None]:
+    """An array's chunk and shard shapes as JSON (shards None when unsharded).
+
+    On a rectilinear grid the chunks (or shards) are per axis the list of their lengths
+    inside the array, as dask writes `chunks`.
+    """
+    if array.stored.rectilinear is None:
+        return list(array.chunks), None if array.shards is None else list(array.shards)
+    edges = [list(sizes) for sizes in array.write_chunk_sizes]
+    if array.stored.layout is None:
+        return edges, None
+    return list(array.chunks), edges
 
 
 def parse_storage_options(pairs: Sequence[str]) -> dict[str, Any]:

@@ -20,7 +20,14 @@ from typing import Any
 import anyio
 import numpy as np
 
-from aiozarr.cli.common import Parser, add_common, options_for, parse_storage_options, run_command
+from aiozarr.cli.common import (
+    Parser,
+    add_common,
+    grid_json,
+    options_for,
+    parse_storage_options,
+    run_command,
+)
 from aiozarr.cli.progress import human_bytes
 
 __all__ = ["build_parser", "describe", "listed_sizes", "main"]
@@ -141,13 +148,18 @@ async def describe(node: Any) -> dict[str, Any]:
         info["members"] = sorted(members)
         return info
     meta = node.metadata
-    grid = meta.chunk_shape
+    chunks, shards = grid_json(node)
+    if meta.chunk_grid is None:
+        grid = [math.ceil(s / c) for s, c in zip(node.shape, meta.chunk_shape, strict=True)]
+    else:
+        grid = list(meta.chunk_grid.counts_within(node.shape))
     info.update(
         shape=list(node.shape),
         dtype=str(node.dtype),
-        chunks=list(node.chunks),
-        shards=None if node.shards is None else list(node.shards),
-        grid=[math.ceil(s / c) if c else 0 for s, c in zip(node.shape, grid, strict=True)],
+        chunks=chunks,
+        shards=shards,
+        chunk_grid="regular" if meta.chunk_grid is None else "rectilinear",
+        grid=grid,
         codecs=_codecs(meta),
         fill_value=_json_value(meta.fill_value),
         dimension_names=None if meta.dimension_names is None else list(meta.dimension_names),

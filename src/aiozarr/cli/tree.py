@@ -12,7 +12,14 @@ import argparse
 import json
 from typing import Any
 
-from aiozarr.cli.common import Parser, add_common, options_for, parse_storage_options, run_command
+from aiozarr.cli.common import (
+    Parser,
+    add_common,
+    grid_json,
+    options_for,
+    parse_storage_options,
+    run_command,
+)
 
 __all__ = ["build_parser", "main", "walk"]
 
@@ -36,13 +43,14 @@ async def walk(node: Any, depth: int | None = None) -> dict[str, Any]:
 
     name = node.path.rpartition("/")[2] or "/"
     if isinstance(node, AsyncArray):
+        chunks, shards = grid_json(node)
         return {
             "name": name,
             "node": "array",
             "shape": list(node.shape),
             "dtype": str(node.dtype),
-            "chunks": list(node.chunks),
-            "shards": None if node.shards is None else list(node.shards),
+            "chunks": chunks,
+            "shards": shards,
             "zarr_format": node.zarr_format,
         }
     out: dict[str, Any] = {

@@ -2,7 +2,9 @@
 
 Binding resolves, once, the spec each codec sees (array->array codecs may change
 the shape) and the exact decoded size each bytes->bytes codec must produce when
-it is known, so decoding a chunk does no planning.
+it is known, so decoding a chunk does no planning. On a rectilinear chunk grid each
+chunk has its own shape: `for_shape` binds the same codecs to another shape, once
+per distinct shape (a grid has few).
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ from aiozarr.metadata.model import ArrayMetadata, CodecMetadata
 
 if TYPE_CHECKING:
     from aiozarr.codecs.sharding import ShardingCodec
+
+
+#: Chains bound to other chunk shapes kept by `CodecChain.for_shape`.
+_MAX_SHAPES = 1024
 
 
 def _where(key: str) -> str:
@@ -55,6 +61,8 @@ class CodecChain:
         self.array_to_bytes = array_to_bytes
         self.bytes_to_bytes = tuple(bytes_to_bytes)
         self._spec = spec
+        self._key = key
+        self._by_shape: dict[tuple[int, ...], CodecChain] = {}
         where = key or "metadata"
         specs = []
         for codec in self.array_to_array:
@@ -122,6 +130,25 @@ class CodecChain:
     def spec(self) -> ChunkSpec:
         """The decoded chunk: shape, dtype and fill value."""
         return self._spec
+
+    def for_shape(self, shape: tuple[int, ...]) -> CodecChain:
+        """The same codecs bound to chunks of `shape` (this chain when it has that shape).
+
+        Chains are kept per shape; a grid with more distinct shapes than `_MAX_SHAPES`
+        starts the cache afresh rather than growing it without bound.
+        """
+        if shape == self._spec.shape:
+            return self
+        chain = self._by_shape.get(shape)
+        if chain is None:
+            if len(self._by_shape) >= _MAX_SHAPES:
+                self._by_shape.clear()
+            spec = ChunkSpec(shape, self._spec.dtype, self._spec.fill_value)
+            chain = CodecChain(
+                self.array_to_array, self.array_to_bytes, self.bytes_to_bytes, spec, self._key
+            )
+            self._by_shape[shape] = chain
+        return chain
 
     @property
     def codecs(self) -> tuple[Codec, ...]:

@@ -9,6 +9,7 @@ never reads a store.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -97,6 +98,11 @@ class ShardLayout:
     index_size: int
     index_location: Literal["start", "end"]
     index_range: ByteRange
+
+    @property
+    def nbytes(self) -> int:
+        """The decoded size of a whole shard."""
+        return math.prod(self.shard_shape) * self.inner_chain.spec.dtype.itemsize
 
     def decode_index(self, data: Any, key: str = "") -> ShardIndex:
         """Decode the index bytes fetched at `index_range` (`ChecksumError` if corrupt)."""

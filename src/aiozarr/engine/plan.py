@@ -2,16 +2,21 @@
 
 An unsharded array reads one stored chunk per projection. A sharded array is
 indexed on its *inner* chunk grid; projections are grouped by the shard that
-holds them, and a shard whose every inner chunk is needed is read whole.
+holds them, and a shard whose every inner chunk is needed is read whole. On a
+rectilinear shard grid the inner grid is still regular (the inner chunk shape
+divides every shard edge); each shard has its own layout.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from aiozarr.codecs import ShardLayout
+from aiozarr.engine.target import StoredArray
 from aiozarr.indexing import ChunkProjection
 from aiozarr.metadata.model import ArrayMetadata
 
@@ -38,6 +43,7 @@ class ShardRead:
 
     key: str
     shard_coords: tuple[int, ...]
+    layout: ShardLayout
     inner: list[InnerRead] = field(default_factory=list)
     whole: bool = False
 
@@ -65,13 +71,13 @@ def plan_chunks(
     return [ChunkRead(prefix + meta.chunk_key(p.chunk_coords), p) for p in projections]
 
 
-def plan_shards(
-    meta: ArrayMetadata,
-    layout: ShardLayout,
-    prefix: str,
-    projections: Iterable[ChunkProjection],
-) -> list[ShardRead]:
+def plan_shards(array: StoredArray, projections: Sequence[ChunkProjection]) -> list[ShardRead]:
     """Group inner-chunk projections by shard; mark shards needed in full as `whole`."""
+    layout = array.layout
+    assert layout is not None
+    if array.rectilinear is not None:
+        return _plan_rectilinear_shards(array, layout, projections)
+    meta, prefix = array.meta, array.prefix
     per = layout.chunks_per_shard
     shards: dict[tuple[int, ...], ShardRead] = {}
     for p in projections:
@@ -80,12 +86,44 @@ def plan_shards(
         read = shards.get(shard_coords)
         if read is None:
             read = shards[shard_coords] = ShardRead(
-                prefix + meta.chunk_key(shard_coords), shard_coords
+                prefix + meta.chunk_key(shard_coords), shard_coords, layout
             )
         read.inner.append(InnerRead(tuple(int(i) for _, i in split), p))
     for read in shards.values():
         distinct = len({r.inner_coords for r in read.inner})
         read.whole = distinct == inner_chunks_in_shard(meta, layout, read.shard_coords)
+    return list(shards.values())
+
+
+def _plan_rectilinear_shards(
+    array: StoredArray, layout: ShardLayout, projections: Sequence[ChunkProjection]
+) -> list[ShardRead]:
+    """`plan_shards` on a rectilinear shard grid: shards found by searching edge offsets."""
+    if not projections:
+        return []
+    grid = array.inner_grid  # shard edges counted in inner chunks
+    coords = np.array([p.chunk_coords for p in projections], dtype=np.int64)
+    shard = np.stack([a.chunk_of(coords[:, d]) for d, a in enumerate(grid.axes)], axis=1)
+    origin = np.stack([a.start_of(shard[:, d]) for d, a in enumerate(grid.axes)], axis=1)
+    inner = coords - origin
+    shards: dict[tuple[int, ...], ShardRead] = {}
+    for p, s, i in zip(projections, shard.tolist(), inner.tolist(), strict=True):
+        shard_coords = tuple(s)
+        read = shards.get(shard_coords)
+        if read is None:
+            read = shards[shard_coords] = ShardRead(
+                array.key(shard_coords), shard_coords, array.layout_for(shard_coords)
+            )
+        read.inner.append(InnerRead(tuple(i), p))
+    total = inner_grid_shape(array.meta, layout)
+    for read in shards.values():
+        # inner chunks of this shard that lie (at least partly) inside the array
+        count = 1
+        for c, per, n, axis in zip(
+            read.shard_coords, read.layout.chunks_per_shard, total, grid.axes, strict=True
+        ):
+            count *= max(min(per, n - int(axis.start_of(c))), 0)
+        read.whole = len({r.inner_coords for r in read.inner}) == count
     return list(shards.values())
 
 

@@ -42,7 +42,7 @@ async def read(
     out: np.ndarray,
     progress: ProgressCallback | None = None,
 ) -> None:
-    """Fill `out` with the selected values; `projections` are over `array.read_chunk_shape`.
+    """Fill `out` with the selected values; `projections` are over `array.read_grid`.
 
     `progress(done, total)` is called as each chunk (inner chunk when sharded) is finished.
     """
@@ -54,16 +54,16 @@ async def read(
     if layout is None:
         await _read_chunks(reads, plan_chunks(array.meta, array.prefix, projections))
         return
-    shards = plan_shards(array.meta, layout, array.prefix, projections)
+    shards = plan_shards(array, projections)
     whole = [s for s in shards if s.whole and _read_in_one_request(array, s)]
     partial = [s for s in shards if not (s.whole and _read_in_one_request(array, s))]
     if not partial:
-        await _read_whole_shards(reads, layout, whole)
+        await _read_whole_shards(reads, whole)
     elif not whole:
         await _read_partial_shards(reads, layout, partial)
     else:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_read_whole_shards, reads, layout, whole)
+            tg.start_soon(_read_whole_shards, reads, whole)
             tg.start_soon(_read_partial_shards, reads, layout, partial)
 
 
@@ -87,13 +87,14 @@ def read_inline(
     would cost more in scheduling than in work.
     """
     store = array.store
-    layout = array.layout
-    if layout is None:
+    if array.layout is None:
         for chunk in plan_chunks(array.meta, array.prefix, projections):
+            chain = array.chain_for(chunk.projection.chunk_coords)
             data = store.get_inline(chunk.key)
-            _decode_or_fill(array, array.chain, data, chunk.key, chunk.projection, out)
+            _decode_or_fill(array, chain, data, chunk.key, chunk.projection, out)
         return
-    for shard in plan_shards(array.meta, layout, array.prefix, projections):
+    for shard in plan_shards(array, projections):
+        layout = shard.layout
         index = array.index_cache.get(shard.key)
         if index is None:
             data = store.get_inline(shard.key, layout.index_range)
@@ -241,12 +242,16 @@ async def _stream_in_batches(
 
 async def _fetch_and_decode(
     reads: _Reads,
-    chain: CodecChain,
+    chains: CodecChain | list[CodecChain],
     requests: list[RangeRequest],
     projections: list[ChunkProjection],
     sizes: list[int],
 ) -> None:
-    """Fetch chunk bytes and decode each answer (missing: fill value) as it lands."""
+    """Fetch chunk bytes and decode each answer (missing: fill value) as it lands.
+
+    `chains` is the chain of every chunk, or one per chunk (rectilinear grids).
+    """
+    single = chains if isinstance(chains, CodecChain) else None
 
     async def decode(burst: Answers) -> None:
         jobs = []
@@ -254,6 +259,7 @@ async def _fetch_and_decode(
             if data is None:
                 reads.fill(projections[i])
             else:
+                chain = single if single is not None else chains[i]  # type: ignore[index]
                 jobs.append(_Decode(chain, data, requests[i].key, projections[i]))
         await reads.decode(jobs)
 
@@ -262,17 +268,24 @@ async def _fetch_and_decode(
 
 async def _read_chunks(reads: _Reads, chunks: list[ChunkRead]) -> None:
     # The compressed size is unknown until it arrives; the decoded size bounds it in practice.
-    chain = reads.array.chain
+    array = reads.array
+    chains: CodecChain | list[CodecChain]
+    if array.rectilinear is None:
+        chains = array.chain
+        sizes = [array.chain.spec.nbytes] * len(chunks)
+    else:
+        chains = [array.chain_for(c.projection.chunk_coords) for c in chunks]
+        sizes = [chain.spec.nbytes for chain in chains]
     await _fetch_and_decode(
         reads,
-        chain,
+        chains,
         [RangeRequest(c.key) for c in chunks],
         [c.projection for c in chunks],
-        [chain.spec.nbytes] * len(chunks),
+        sizes,
     )
 
 
-async def _read_whole_shards(reads: _Reads, layout: ShardLayout, shards: list[ShardRead]) -> None:
+async def _read_whole_shards(reads: _Reads, shards: list[ShardRead]) -> None:
     """Shards needed in full: one request each, index taken from the shard's own bytes."""
     array = reads.array
 
@@ -280,6 +293,7 @@ async def _read_whole_shards(reads: _Reads, layout: ShardLayout, shards: list[Sh
         jobs = []
         for i, data in burst:
             shard = shards[i]
+            layout = shard.layout
             if data is None:
                 for inner in shard.inner:
                     reads.fill(inner.projection)
@@ -298,29 +312,27 @@ async def _read_whole_shards(reads: _Reads, layout: ShardLayout, shards: list[Sh
                 )
         await reads.decode(jobs)
 
-    estimate = array.chain.spec.nbytes + layout.index_size
-    await _stream_in_batches(
-        reads, [RangeRequest(s.key) for s in shards], [estimate] * len(shards), decode
-    )
+    estimates = [s.layout.nbytes + s.layout.index_size for s in shards]
+    await _stream_in_batches(reads, [RangeRequest(s.key) for s in shards], estimates, decode)
 
 
 async def shard_indexes(
-    array: StoredArray, layout: ShardLayout, keys: Sequence[str]
+    array: StoredArray, shards: Sequence[tuple[str, ShardLayout]]
 ) -> dict[str, ShardIndex | None]:
-    """The index of each shard (None: the shard is missing): cache first, then one batch."""
+    """The index of each shard `(key, layout)` (None: missing): cache first, then one batch."""
     indexes: dict[str, ShardIndex | None] = {}
-    missing: list[str] = []
-    for key in keys:
+    missing: list[tuple[str, ShardLayout]] = []
+    for key, layout in shards:
         cached = array.index_cache.get(key)
         if cached is None:
-            missing.append(key)
+            missing.append((key, layout))
         else:
             indexes[key] = cached
     if missing:
         answers = await array.store.get_partial_values(
-            [RangeRequest(key, layout.index_range) for key in missing]
+            [RangeRequest(key, layout.index_range) for key, layout in missing]
         )
-        for key, data in zip(missing, answers, strict=True):
+        for (key, layout), data in zip(missing, answers, strict=True):
             if data is None:
                 indexes[key] = None
                 continue
@@ -331,7 +343,8 @@ async def shard_indexes(
 
 
 async def _read_partial_shards(reads: _Reads, layout: ShardLayout, shards: list[ShardRead]) -> None:
-    indexes = await shard_indexes(reads.array, layout, [s.key for s in shards])
+    # Every shard's inner chunks have `layout`'s inner chunk shape, so its inner chain.
+    indexes = await shard_indexes(reads.array, [(s.key, s.layout) for s in shards])
     requests: list[RangeRequest] = []
     projections: list[ChunkProjection] = []
     sizes: list[int] = []

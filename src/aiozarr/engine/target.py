@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from aiozarr import config
-from aiozarr.codecs import CodecChain, ShardLayout
+from aiozarr.chunk_grid import RectilinearGrid
+from aiozarr.codecs import ChunkSpec, CodecChain, ShardLayout
 from aiozarr.metadata.model import ArrayMetadata
 from aiozarr.storage.base import Store
 from aiozarr.storage.cache import LRUByteCache
@@ -22,7 +23,12 @@ def _index_cache() -> LRUByteCache:
 
 @dataclass
 class StoredArray:
-    """An array's store, key prefix, metadata and bound codec chain, plus its caches."""
+    """An array's store, key prefix, metadata and bound codec chain, plus its caches.
+
+    On a rectilinear grid (`rectilinear` is not None) each chunk, or each shard, has its
+    own shape: `chain_for` and `layout_for` give the chain and shard layout of one.
+    A rectilinear grid whose chunks all have one shape is read as a regular grid.
+    """
 
     store: Store
     prefix: str  # "" or "path/to/array/"
@@ -30,15 +36,24 @@ class StoredArray:
     chain: CodecChain
     index_cache: LRUByteCache = field(default_factory=_index_cache)
 
-    @functools.cached_property
+    @cached_property
+    def rectilinear(self) -> RectilinearGrid | None:
+        """The grid of stored objects when their shapes differ, else None (regular)."""
+        grid = self.meta.chunk_grid
+        return None if grid is None or grid.uniform_shape is not None else grid
+
+    @cached_property
     def layout(self) -> ShardLayout | None:
-        """The shard layout when the array is sharded, else None."""
+        """The shard layout when the array is sharded (of the largest shard), else None."""
         sharding = self.chain.sharding
         return None if sharding is None else sharding.layout(self.chain.spec)
 
     @property
     def read_chunk_shape(self) -> tuple[int, ...]:
-        """The grid selections are projected onto: inner chunks when sharded."""
+        """The chunk shape selections are projected onto: inner chunks when sharded.
+
+        On a rectilinear grid without sharding this is the largest chunk (see `read_grid`).
+        """
         layout = self.layout
         return self.meta.chunk_shape if layout is None else layout.chunk_shape
 
@@ -46,6 +61,52 @@ class StoredArray:
     def read_chunk_nbytes(self) -> int:
         """Decoded bytes of one chunk of the read grid."""
         return math.prod(self.read_chunk_shape) * self.meta.dtype.itemsize
+
+    @property
+    def read_grid(self) -> tuple[int, ...] | RectilinearGrid:
+        """The grid selections are projected onto: inner chunks when sharded (always
+        regular: the inner chunk shape divides every shard), else the chunk grid."""
+        if self.rectilinear is None or self.layout is not None:
+            return self.read_chunk_shape
+        return self.rectilinear
+
+    def chain_for(self, chunk_coords: tuple[int, ...]) -> CodecChain:
+        """The chain that encodes chunk (or shard) `chunk_coords`."""
+        grid = self.rectilinear
+        if grid is None:
+            return self.chain
+        return self.chain.for_shape(grid.chunk_shape(chunk_coords))
+
+    def layout_for(self, shard_coords: tuple[int, ...]) -> ShardLayout:
+        """The layout of shard `shard_coords` of a sharded array."""
+        sharding = self.chain.sharding
+        assert sharding is not None
+        grid = self.rectilinear
+        if grid is None:
+            return sharding.layout(self.chain.spec)
+        spec = self.chain.spec
+        return sharding.layout(
+            ChunkSpec(grid.chunk_shape(shard_coords), spec.dtype, spec.fill_value)
+        )
+
+    @cached_property
+    def inner_grid(self) -> RectilinearGrid:
+        """A rectilinear shard grid in units of inner chunks (shard -> its inner chunks)."""
+        assert self.rectilinear is not None and self.layout is not None
+        return self.rectilinear.scaled_down(self.layout.chunk_shape)
+
+    def write_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
+        """Per axis, the length of each stored object (shard or chunk) inside the array."""
+        grid = self.meta.chunk_grid
+        if grid is not None:
+            return grid.sizes_within(self.meta.shape)
+        return _regular_sizes(self.meta.shape, self.meta.chunk_shape)
+
+    def read_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
+        """Per axis, the length of each chunk (inner chunk when sharded) inside the array."""
+        if self.layout is None:
+            return self.write_chunk_sizes()
+        return _regular_sizes(self.meta.shape, self.layout.chunk_shape)
 
     @property
     def fill_value(self) -> Any:
@@ -56,3 +117,10 @@ class StoredArray:
 
     def key(self, chunk_coords: tuple[int, ...]) -> str:
         return self.prefix + self.meta.chunk_key(chunk_coords)
+
+
+def _regular_sizes(shape: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    return tuple(
+        tuple(min(c, s - i * c) for i in range(math.ceil(s / c)))
+        for s, c in zip(shape, chunks, strict=True)
+    )

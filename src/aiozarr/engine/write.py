@@ -135,11 +135,10 @@ async def write(
     `progress(done, total)` is called as each chunk (inner chunk when sharded) is encoded.
     """
     counter = Progress(len(projections), progress)
-    layout = array.layout
-    if layout is None:
+    if array.layout is None:
         await _write_chunks(array, projections, value, counter)
     else:
-        await _write_shards(array, layout, projections, value, counter)
+        await _write_shards(array, projections, value, counter)
 
 
 class _Stores:
@@ -196,7 +195,12 @@ async def _write_chunks(
                 strict=True,
             )
         )
-        jobs = [_Encode(array.chain, existing.get(w.key), w.key, w.projection) for w in writes]
+        jobs = [
+            _Encode(
+                array.chain_for(w.projection.chunk_coords), existing.get(w.key), w.key, w.projection
+            )
+            for w in writes
+        ]
         stores = _Stores(array)
         await _encode(array, jobs, value, progress, stores.put_all)
         stores.check()
@@ -204,12 +208,11 @@ async def _write_chunks(
 
 async def _write_shards(
     array: StoredArray,
-    layout: ShardLayout,
     projections: Sequence[ChunkProjection],
     value: np.ndarray,
     progress: Progress,
 ) -> None:
-    shards = plan_shards(array.meta, layout, array.prefix, projections)
+    shards = plan_shards(array, projections)
     async with locked(array.store, [s.key for s in shards]):
         # A shard rewritten in full needs nothing from the store; others are read once.
         needed = [s.key for s in shards if not _replaces_whole_shard(s)]
@@ -224,7 +227,7 @@ async def _write_shards(
 
         async def assemble(shard: ShardRead) -> None:
             data = await _encode_shard(
-                array, layout, shard, existing.get(shard.key), value, progress
+                array, shard.layout, shard, existing.get(shard.key), value, progress
             )
             await stores.put(shard.key, data)
 
@@ -263,4 +266,4 @@ async def _encode_shard(
     ]
     for inner, data in zip(shard.inner, await _encode(array, jobs, value, progress), strict=True):
         chunks[inner.inner_coords] = data
-    return await run_codec(layout.encode_shard, chunks, nbytes=array.chain.spec.nbytes)
+    return await run_codec(layout.encode_shard, chunks, nbytes=layout.nbytes)

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from aiozarr.chunk_grid import RectilinearGrid
+
 
 @dataclass(frozen=True)
 class CodecMetadata:
@@ -46,6 +48,10 @@ class ArrayMetadata:
     `codecs` is the v3 codec chain. For v2/v1 arrays it is empty and `order`,
     `filters` and `compressor` (numcodecs configs) describe the encoding.
     `fill_value` is a numpy scalar of `dtype`, or None (v2 "no fill value").
+
+    `chunk_grid` is None for a regular grid of `chunk_shape`. For a rectilinear grid (v3
+    only) it holds every chunk's edge lengths, and `chunk_shape` is the largest edge along
+    each axis: a bound on every chunk, never the shape of all of them.
     """
 
     shape: tuple[int, ...]
@@ -63,10 +69,16 @@ class ArrayMetadata:
     order: Literal["C", "F"] = "C"
     filters: tuple[Mapping[str, Any], ...] | None = None
     compressor: Mapping[str, Any] | None = None
+    chunk_grid: RectilinearGrid | None = None
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
+
+    @property
+    def grid(self) -> tuple[int, ...] | RectilinearGrid:
+        """The chunk grid as indexing takes it: the chunk shape, or the rectilinear grid."""
+        return self.chunk_shape if self.chunk_grid is None else self.chunk_grid
 
     def chunk_key(self, chunk_coords: tuple[int, ...]) -> str:
         return self.chunk_key_encoding.encode(chunk_coords)

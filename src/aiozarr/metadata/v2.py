@@ -107,6 +107,11 @@ def parse_zgroup(doc: Document, key: str, attrs: Mapping[str, Any] | None = None
 
 def zarray_to_json(meta: ArrayMetadata) -> bytes:
     """The `.zarray` document of a v2 array, field for field as zarr-python writes it."""
+    if meta.chunk_grid is not None:
+        raise MetadataError(
+            "Zarr v2 has no rectilinear chunk grid: write this array as v3, "
+            "or give it a regular chunk shape"
+        )
     doc = {
         "shape": list(meta.shape),
         "chunks": list(meta.chunk_shape),

@@ -2,7 +2,8 @@
 
 Reading is strict: every problem raises `MetadataError` naming the document key, the
 field, the value and what was expected; unknown data types and chunk grids, and
-storage transformers, raise `UnsupportedError`. Writing gives what zarr-python 3 writes.
+storage transformers, raise `UnsupportedError`. Chunk grids (`regular`, `rectilinear`)
+are read and written by `grids.py`. Writing gives what zarr-python 3 writes.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 
 from aiozarr.errors import AiozarrError, AiozarrWarning, MetadataError, UnsupportedError
 from aiozarr.metadata import dtypes, fill_value
+from aiozarr.metadata.grids import chunk_grid_json, parse_chunk_grid
 from aiozarr.metadata.json import dump, fail, int_list, is_int, load, require, show
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata, GroupMetadata
 
@@ -81,25 +83,6 @@ def _named(value: Any, key: str, field: str) -> tuple[str, Mapping[str, Any]]:
     if not isinstance(config, Mapping):
         fail(key, f"{field}.configuration", "an object", config)
     return value["name"], config
-
-
-def _chunk_shape(value: Any, ndim: int, key: str) -> tuple[int, ...]:
-    name, config = _named(value, key, "chunk_grid")
-    if name != "regular":
-        raise UnsupportedError(
-            f'{key}: field "chunk_grid": unsupported chunk grid {show(name)} (only "regular")'
-        )
-    if set(config) != {"chunk_shape"}:
-        fail(key, "chunk_grid.configuration", 'exactly the member "chunk_shape"', dict(config))
-    chunk_shape = int_list(config["chunk_shape"], key, "chunk_grid.configuration.chunk_shape", 1)
-    if len(chunk_shape) != ndim:
-        fail(
-            key,
-            "chunk_grid.configuration.chunk_shape",
-            f"{ndim} chunk lengths (one per dimension)",
-            list(chunk_shape),
-        )
-    return chunk_shape
 
 
 def _chunk_key_encoding(value: Any, key: str) -> ChunkKeyEncoding:
@@ -190,7 +173,8 @@ def _array(data: Mapping[str, Any], key: str) -> ArrayMetadata:
     shape = int_list(require(data, "shape", key), key, "shape", 0)
     data_type = require(data, "data_type", key)
     dtype = dtypes.parse_v3(data_type, key)
-    chunk_shape = _chunk_shape(require(data, "chunk_grid", key), len(shape), key)
+    grid_name, grid_config = _named(require(data, "chunk_grid", key), key, "chunk_grid")
+    chunk_shape, chunk_grid = parse_chunk_grid(grid_name, grid_config, shape, key)
     encoding = _chunk_key_encoding(require(data, "chunk_key_encoding", key), key)
     fill = fill_value.parse_v3(
         require(data, "fill_value", key), dtype, dtypes.v3_name(data_type), key
@@ -208,6 +192,7 @@ def _array(data: Mapping[str, Any], key: str) -> ArrayMetadata:
         attributes=_attributes(data, key),
         dimension_names=_dimension_names(data.get("dimension_names"), len(shape), key),
         data_type=data_type,
+        chunk_grid=chunk_grid,
     )
 
 
@@ -283,10 +268,7 @@ def array_to_json(meta: ArrayMetadata) -> bytes:
     doc: dict[str, Any] = {
         "shape": list(meta.shape),
         "data_type": data_type,
-        "chunk_grid": {
-            "name": "regular",
-            "configuration": {"chunk_shape": list(meta.chunk_shape)},
-        },
+        "chunk_grid": chunk_grid_json(meta),
         "chunk_key_encoding": {
             "name": meta.chunk_key_encoding.name,
             "configuration": {"separator": meta.chunk_key_encoding.separator},

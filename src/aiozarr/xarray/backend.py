@@ -238,11 +238,19 @@ def _variable(
     """A raw (undecoded) variable, as xarray's zarr backend builds it."""
     meta = array.metadata
     attrs = {k: v for k, v in meta.attributes.items() if k != DIMENSION_KEY}
-    chunks = array.chunks
+    rectilinear = array.stored.rectilinear
+    if rectilinear is None:
+        chunks, shards = array.chunks, array.shards
+        preferred: Any = shards or chunks
+    else:  # edge lists: `create_array` reads them back as the same rectilinear grid
+        sharded = array.stored.layout is not None
+        chunks = array.chunks if sharded else rectilinear.edges
+        shards = rectilinear.edges if sharded else None
+        preferred = array.write_chunk_sizes
     encoding: dict[str, Any] = {
         "chunks": chunks,
-        "preferred_chunks": dict(zip(dims, array.shards or chunks, strict=True)),
-        "shards": array.shards,
+        "preferred_chunks": dict(zip(dims, preferred, strict=True)),
+        "shards": shards,
     }
     if mask_with_fill_value:
         if meta.fill_value is not None:
