@@ -122,6 +122,18 @@ def test_decode_into_views(codecs: list[CodecMetadata]) -> None:
         chain.decode_into(encoded, np.empty((4, 6)), "k")
 
 
+def test_transient_decodes_reuse_one_buffer_per_thread() -> None:
+    codecs = [CodecMetadata("bytes", {"endian": "little"}), CodecMetadata("zstd", {"level": 1})]
+    chain = CodecChain.from_metadata(v3_meta(codecs))
+    first = chain.decode_transient(chain.encode(DATA), "k")
+    np.testing.assert_array_equal(first, DATA)
+    second = chain.decode_transient(chain.encode(DATA + 1), "k")
+    np.testing.assert_array_equal(second, DATA + 1)
+    assert np.shares_memory(first, second)  # the same memory: no allocation per chunk
+    with pytest.raises(CodecError, match="'k'"):
+        chain.decode_transient(b"not zstd", "k")
+
+
 # --- v2 numcodecs bridge ---------------------------------------------------------------
 
 V2_CASES = [

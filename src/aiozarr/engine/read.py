@@ -187,7 +187,9 @@ def _decode_one(
     if projection.is_complete_chunk:
         chain.decode_into(data, out[projection.out_selection], key)
     else:
-        out[projection.out_selection] = chain.decode(data, key)[projection.chunk_selection]
+        out[projection.out_selection] = chain.decode_transient(data, key)[
+            projection.chunk_selection
+        ]
 
 
 Answers = list[tuple[int, Buffer | None]]
