@@ -23,6 +23,17 @@ from benchmarks import server, spec
 
 
 def _rss_mb() -> float:
+    """Peak resident memory of this process, in MiB.
+
+    Linux's `ru_maxrss` survives `exec`: a job started by a parent that had grown large
+    would report the parent's peak. `VmHWM` belongs to this process's own memory map.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
