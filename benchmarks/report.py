@@ -206,11 +206,13 @@ def targets(document: dict[str, Any]) -> list[tuple[str, str]]:
         r = ix.get((lat, "full", BASE))
         if r and r.get("ok"):
             limit_mb = document["nbytes"] / 2**20 + 128
+            first = r.get("first_rss_mb", r["rss_mb"])
             checks.append(
                 (
-                    f"full at {lat:g} ms: peak RSS <= output + 128 MiB ({limit_mb:.0f} MiB)",
-                    f"{r['rss_mb']:.0f} MiB: "
-                    + ("met" if r["rss_mb"] <= limit_mb else "**not met**"),
+                    f"full at {lat:g} ms: peak RSS of one full read in a fresh process "
+                    f"<= output + 128 MiB ({limit_mb:.0f} MiB)",
+                    f"{first:.0f} MiB (all {len(r.get('times', []))} repeats: "
+                    f"{r['rss_mb']:.0f} MiB): " + ("met" if first <= limit_mb else "**not met**"),
                 )
             )
     r = ix.get((0.0, "memory-point", "aiozarr-sync"))
