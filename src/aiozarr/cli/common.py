@@ -49,6 +49,33 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
 
+def add_transfer_options(parser: argparse.ArgumentParser) -> None:
+    """The options of commands that move data from SRC to DST (`cp`, `migrate`)."""
+    parser.add_argument(
+        "--dst-storage-option",
+        action="append",
+        default=None,
+        metavar="KEY=VALUE",
+        help="store settings for DST only (default: the --storage-option ones)",
+    )
+    parser.add_argument(
+        "--progress",
+        choices=("auto", "bar", "plain", "off"),
+        default="auto",
+        help="a bar on a terminal, log lines otherwise (auto)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_common(parser)
+
+
+def transfer_storage_options(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The store settings of SRC and of DST (DST's default to SRC's)."""
+    options = parse_storage_options(args.storage_option)
+    if args.dst_storage_option is None:
+        return options, options
+    return options, parse_storage_options(args.dst_storage_option)
+
+
 def grid_json(array: Any) -> tuple[list[Any], list[Any] | None]:
     """An array's chunk and shard shapes as JSON (shards None when unsharded).
 

@@ -16,11 +16,11 @@ import sys
 
 from aiozarr.cli.common import (
     Parser,
-    add_common,
+    add_transfer_options,
     options_for,
     parse_shape,
-    parse_storage_options,
     run_command,
+    transfer_storage_options,
 )
 from aiozarr.cli.progress import ProgressDisplay, human_bytes
 
@@ -77,21 +77,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         metavar="BYTES",
         help="about this many decoded bytes in memory (default: config)",
     )
-    parser.add_argument(
-        "--dst-storage-option",
-        action="append",
-        default=None,
-        metavar="KEY=VALUE",
-        help="store settings for DST only (default: the --storage-option ones)",
-    )
-    parser.add_argument(
-        "--progress",
-        choices=("auto", "bar", "plain", "off"),
-        default="auto",
-        help="a bar on a terminal, log lines otherwise (auto)",
-    )
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-    add_common(parser)
+    add_transfer_options(parser)
     return parser
 
 
@@ -103,12 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     async def body() -> int:
         from aiozarr.copy import copy_async
 
-        options = parse_storage_options(args.storage_option)
-        dst_options = (
-            options
-            if args.dst_storage_option is None
-            else parse_storage_options(args.dst_storage_option)
-        )
+        options, dst_options = transfer_storage_options(args)
         with ProgressDisplay("copy", mode=args.progress) as display:
             report = await copy_async(
                 args.src,

@@ -15,7 +15,13 @@ import json
 import sys
 import time
 
-from aiozarr.cli.common import Parser, add_common, options_for, parse_storage_options, run_command
+from aiozarr.cli.common import (
+    Parser,
+    add_transfer_options,
+    options_for,
+    run_command,
+    transfer_storage_options,
+)
 from aiozarr.cli.progress import ProgressDisplay, human_bytes
 
 __all__ = ["build_parser", "main"]
@@ -42,21 +48,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         default=None,
         help="write consolidated metadata for a group (default: when the source has it)",
     )
-    parser.add_argument(
-        "--dst-storage-option",
-        action="append",
-        default=None,
-        metavar="KEY=VALUE",
-        help="store settings for DST only (default: the --storage-option ones)",
-    )
-    parser.add_argument(
-        "--progress",
-        choices=("auto", "bar", "plain", "off"),
-        default="auto",
-        help="a bar on a terminal, log lines otherwise (auto)",
-    )
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-    add_common(parser)
+    add_transfer_options(parser)
     return parser
 
 
@@ -68,12 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     async def body() -> int:
         from aiozarr.migrate import MigrateProgress, migrate_async
 
-        options = parse_storage_options(args.storage_option)
-        dst_options = (
-            options
-            if args.dst_storage_option is None
-            else parse_storage_options(args.dst_storage_option)
-        )
+        options, dst_options = transfer_storage_options(args)
         last: list[MigrateProgress] = []
         started = time.perf_counter()
         with ProgressDisplay("migrate", mode=args.progress) as display:
