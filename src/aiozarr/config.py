@@ -40,8 +40,12 @@ class Config:
     # dataset with its index cached). A shard needed whole is one GET whatever its size.
     max_request_bytes: int = 8 << 20
     # Compressed bytes a read may hold at once before it waits for decoding to catch up.
+    # A bound on memory, not a speed setting: the full read with 1/16 of the array as
+    # its budget runs as fast as without (benchmarks: big-read vs full, 105 vs 132 ms).
     max_inflight_bytes: int = 512 << 20
-    # Codec thread pool size; 0 means the number of CPUs.
+    # Codec thread pool size; 0 means the number of CPUs: decoding is the bound of a full
+    # read, and numcodecs releases the GIL (benchmarks: probe-decode, a pool of one thread
+    # per core).
     codec_threads: int = 0
     # Shard indexes kept per array (bytes). A 32 MiB shard of 256 KiB chunks has a 2 KiB
     # index, so 16 MiB holds the indexes of about 256 TB of such shards.
