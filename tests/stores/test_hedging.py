@@ -72,11 +72,13 @@ async def test_hedges_are_capped(emulator: Emulator) -> None:
     keys = [f"c/{i}" for i in range(20)]
     store = await warmed_store(emulator, keys)
     emulator.inject("slow", methods=["GET"], delay_s=0.3)
-    with config.set(hedge_max_fraction=0.0):
+    # A multiple of 1: a busy machine's slow warm-up reads must not lift the hedge
+    # delay above the injected 0.3 s, or nothing is hedged and the cap goes untested.
+    with config.set(hedge_max_fraction=0.0, hedge_p95_multiple=1.0):
         answers = await store.get_partial_values(
             [RangeRequest(key, ByteRange.of(0, 1024)) for key in keys])
     assert all(bytes(a) == DATA[:1024] for a in answers)
-    assert store.budget.stats()["hedges_issued"] <= 10
+    assert 1 <= store.budget.stats().get("hedges_issued", 0) <= 10
 
 
 async def test_writes_are_never_hedged(emulator: Emulator) -> None:
