@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import pytest
 from cloud_fixtures import *  # noqa: F403  (until tests/conftest.py imports them)
 from cloud_fixtures import FAST_RETRY
@@ -196,6 +197,33 @@ async def test_slow_server_stops_at_the_deadline(emulator: Emulator) -> None:
     expected = pytest.raises(StoreError, match=r"'k'.*no answer within.*gave up after 1 attempt ")
     with config.set(retry_attempts=10_000, retry_deadline_s=0.5), expected:
         await store.get("k")
+
+
+class ResetThenHang(MemoryStore):
+    """A backend whose first answer is a reset connection and whose later ones never come."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
+        self.calls += 1
+        if self.calls == 1:
+            raise ConnectionResetError("connection reset by peer")
+        await anyio.sleep(30)
+        return None
+
+
+async def test_giving_up_at_the_deadline_names_the_last_real_failure() -> None:
+    store = ResetThenHang()
+    settings = config.set(retry_attempts=100, retry_base_delay_s=0.01,
+                          retry_max_delay_s=0.01, retry_deadline_s=0.3)
+    with settings, pytest.raises(StoreError) as info:
+        await store.get("k")
+    message = str(info.value)
+    # The second try was cut by the deadline: the reset, not "no answer", is the reason.
+    assert "'k'" in message and "connection reset" in message, message
+    assert "gave up after 2 attempts" in message and store.calls == 2
 
 
 # -- short reads ---------------------------------------------------------------------------

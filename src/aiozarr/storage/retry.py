@@ -162,6 +162,7 @@ async def run_request(
     policy = RetryPolicy.from_config(settings)
     started = time.monotonic()
     attempt = 0
+    cause: Exception | None = None  # what the error reports: the last real failure
     while True:
         attempt += 1
         remaining = policy.deadline_s - (time.monotonic() - started)
@@ -172,11 +173,18 @@ async def run_request(
         except Exception as exc:
             if not classify(exc).retryable:
                 raise
+            # A try cut short by the overall deadline says nothing about the store: keep
+            # the failure before it (a 503, a reset) as the reason for giving up.
+            clipped = isinstance(exc, RequestTimeoutError) and remaining < request_timeout_s(
+                nbytes, settings
+            )
+            if cause is None or not clipped:
+                cause = exc
             delay = policy.delay_s(attempt - 1)
             elapsed = time.monotonic() - started
             if attempt >= policy.attempts or elapsed + delay >= policy.deadline_s:
                 budget.count("gave_up")
-                raise _gave_up(action, key, exc, attempt, elapsed) from exc
+                raise _gave_up(action, key, cause, attempt, elapsed) from cause
             budget.count("retries")
         await anyio.sleep(delay)
 
