@@ -6,6 +6,7 @@ import os
 import pickle
 from pathlib import Path
 
+import anyio
 import pytest
 
 from aiozarr.byte_range import ByteRange
@@ -194,3 +195,22 @@ async def test_pickled_store_works_after_use(store: LocalStore) -> None:
     await store.set("k", b"v")
     copy = pickle.loads(pickle.dumps(store))
     assert bytes(await copy.get("k")) == b"v"
+
+
+async def test_writes_survive_concurrent_deletes_pruning_their_directory(tmp_path: Path) -> None:
+    # Deleting the last key of a directory removes the directory (and empty parents)
+    # while a write into it may be making it: every write must still land.
+    store = LocalStore(tmp_path)
+    rounds = 300
+    await store.set_many([(f"c/{r}/0/old", b"x") for r in range(rounds)])
+
+    async def churn(r: int) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(store.delete, f"c/{r}/0/old")
+            tg.start_soon(store.set, f"c/{r}/0/new", b"y")
+
+    async with anyio.create_task_group() as tg:
+        for r in range(rounds):
+            tg.start_soon(churn, r)
+    found = await store.get_partial_values([RangeRequest(f"c/{r}/0/new") for r in range(rounds)])
+    assert all(data is not None and bytes(data) == b"y" for data in found)

@@ -249,13 +249,16 @@ def _write_atomic(path: Path, value: Buffer) -> None:
     # Not `tempfile.mkstemp`: its files are private (0600); these get the umask's mode.
     temp = path.with_name(f".{path.name}.{secrets.token_hex(8)}{TEMP_SUFFIX}")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    for attempt in range(3):
-        path.parent.mkdir(parents=True, exist_ok=True)
+    for attempt in range(10):
         try:
+            # Both can fail when a concurrent delete removes a directory left empty
+            # between (or during) making it and creating the file in it: pathlib then
+            # says the directory is missing, or that it exists but is not a directory.
+            path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(temp, flags, 0o666)
             break
-        except FileNotFoundError:  # a concurrent delete removed the empty directory
-            if attempt == 2:
+        except (FileNotFoundError, FileExistsError):
+            if attempt == 9:
                 raise
     try:
         with os.fdopen(fd, "wb") as f:
