@@ -244,16 +244,13 @@ async def _stream_in_batches(
 
 async def _fetch_and_decode(
     reads: _Reads,
-    chains: CodecChain | list[CodecChain],
+    chains: Sequence[CodecChain],
     requests: list[RangeRequest],
     projections: list[ChunkProjection],
     sizes: list[int],
 ) -> None:
-    """Fetch chunk bytes and decode each answer (missing: fill value) as it lands.
-
-    `chains` is the chain of every chunk, or one per chunk (rectilinear grids).
-    """
-    single = chains if isinstance(chains, CodecChain) else None
+    """Fetch chunk bytes and decode each answer (missing: fill value) as it lands;
+    `chains[i]` decodes the answer to `requests[i]`."""
 
     async def decode(burst: Answers) -> None:
         jobs = []
@@ -261,8 +258,7 @@ async def _fetch_and_decode(
             if data is None:
                 reads.fill(projections[i])
             else:
-                chain = single if single is not None else chains[i]  # type: ignore[index]
-                jobs.append(_Decode(chain, data, requests[i].key, projections[i]))
+                jobs.append(_Decode(chains[i], data, requests[i].key, projections[i]))
         await reads.decode(jobs)
 
     await _stream_in_batches(reads, requests, sizes, decode)
@@ -270,20 +266,13 @@ async def _fetch_and_decode(
 
 async def _read_chunks(reads: _Reads, chunks: list[ChunkRead]) -> None:
     # The compressed size is unknown until it arrives; the decoded size bounds it in practice.
-    array = reads.array
-    chains: CodecChain | list[CodecChain]
-    if array.rectilinear is None:
-        chains = array.chain
-        sizes = [array.chain.spec.nbytes] * len(chunks)
-    else:
-        chains = [array.chain_for(c.projection.chunk_coords) for c in chunks]
-        sizes = [chain.spec.nbytes for chain in chains]
+    chains = [reads.array.chain_for(c.projection.chunk_coords) for c in chunks]
     await _fetch_and_decode(
         reads,
         chains,
         [RangeRequest(c.key) for c in chunks],
         [c.projection for c in chunks],
-        sizes,
+        [chain.spec.nbytes for chain in chains],
     )
 
 
@@ -361,7 +350,8 @@ async def _read_partial_shards(reads: _Reads, layout: ShardLayout, shards: list[
             projections.append(inner.projection)
             sizes.append(byte_range.length or 0)
     if requests:
-        await _fetch_and_decode(reads, layout.inner_chain, requests, projections, sizes)
+        chains = [layout.inner_chain] * len(requests)
+        await _fetch_and_decode(reads, chains, requests, projections, sizes)
 
 
 def empty_output(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
