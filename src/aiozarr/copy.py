@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -27,7 +27,7 @@ from aiozarr import config, hierarchy
 from aiozarr.api import StoreLike, resolve_store
 from aiozarr.array import AsyncArray
 from aiozarr.errors import InvalidValueError, MetadataError, NodeNotFoundError, unwrap_group
-from aiozarr.group import AsyncGroup
+from aiozarr.group import AsyncGroup, walk
 from aiozarr.storage.base import Store
 from aiozarr.sync import _run
 
@@ -313,15 +313,6 @@ async def _make_target(
     return await AsyncArray.create(store, path, overwrite=overwrite, **options)
 
 
-async def _walk(group: AsyncGroup, path: str) -> AsyncIterator[tuple[str, Any]]:
-    async for name, node in group.members():
-        child = f"{path}/{name}" if path else name
-        yield child, node
-        if isinstance(node, AsyncGroup):
-            async for item in _walk(node, child):
-                yield item
-
-
 def _equal(a: np.ndarray, b: np.ndarray) -> bool:
     if a.shape != b.shape:
         return False
@@ -395,7 +386,7 @@ async def copy_async(
         fmt = zarr_format or root.zarr_format
         await _make_group(root, dst_store, dst_path, fmt, resume=resume, overwrite=overwrite)
         report.groups += 1
-        async for child, node in _walk(root, ""):
+        async for child, node in walk(root):
             path = f"{dst_path.strip('/')}/{child}" if dst_path.strip("/") else child
             if isinstance(node, AsyncArray):
                 await add_array(node, path)

@@ -224,3 +224,15 @@ async def _has_children(store: Store, path: str) -> bool:
     async for _ in store.list_prefix(f"{path}/" if path else ""):
         return True
     return False
+
+
+async def walk(
+    group: AsyncGroup, path: str = ""
+) -> AsyncIterator[tuple[str, AsyncArray | AsyncGroup]]:
+    """Every node below `group` as `(path relative to it, node)`, parents before children."""
+    async for name, node in group.members():
+        child = hierarchy.join(path, name)
+        yield child, node
+        if isinstance(node, AsyncGroup):
+            async for item in walk(node, child):
+                yield item

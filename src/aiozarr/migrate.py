@@ -34,7 +34,7 @@ from aiozarr.array import AsyncArray
 from aiozarr.codecs import CodecChain
 from aiozarr.engine.executor import run_codec
 from aiozarr.errors import InvalidValueError, UnsupportedError, unwrap_group
-from aiozarr.group import AsyncGroup
+from aiozarr.group import AsyncGroup, walk
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata, GroupMetadata
 from aiozarr.metadata.v3draft import is_draft
 from aiozarr.storage.base import RangeRequest, Store
@@ -232,17 +232,6 @@ class _Job:
         return math.prod(sizes) * self.src.dtype.itemsize
 
 
-async def _walk(group: AsyncGroup, path: str) -> list[tuple[str, AsyncArray | AsyncGroup]]:
-    """Every node below `group` by relative path, parents before children."""
-    found: list[tuple[str, AsyncArray | AsyncGroup]] = []
-    async for name, node in group.members():
-        child = hierarchy.join(path, name)
-        found.append((child, node))
-        if isinstance(node, AsyncGroup):
-            found += await _walk(node, child)
-    return found
-
-
 async def _stored_coords(array: AsyncArray) -> list[tuple[int, ...]]:
     """The grid coordinates of the chunks `array` stores (all of them, unlistable stores)."""
     meta = array.metadata
@@ -410,7 +399,7 @@ async def migrate_async(
         if not is_draft(root_meta):  # list members: a consolidated snapshot may be stale
             root_meta = dataclasses.replace(root_meta, consolidated=None)
         root = AsyncGroup(source, src_path, root_meta)
-        nodes = [("", root), *await _walk(root, "")]
+        nodes = [("", root), *[item async for item in walk(root)]]
 
     # Every target's metadata is built (and its codecs checked) before anything is written.
     jobs: list[_Job] = []
