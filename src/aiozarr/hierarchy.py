@@ -257,13 +257,6 @@ async def write_node(store: Store, path: str, meta: Node) -> None:
     await store.set_many(docs.items())
 
 
-async def node_exists(store: Store, path: str) -> bool:
-    """Whether any array or group (of any format) is stored at `path`."""
-    keys = [join(path, k) for k in (V3_KEY, V2_ARRAY_KEY, V2_GROUP_KEY)]
-    answers = await store.get_partial_values([RangeRequest(k) for k in keys])
-    return any(a is not None for a in answers)
-
-
 async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: bool) -> None:
     """Make room for a new node at `path` and make sure its parents are groups.
 
@@ -273,7 +266,7 @@ async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: 
     """
     parts = path.split("/") if path else []
     parents = ["/".join(parts[:i]) for i in range(len(parts))]
-    node_keys = [join(path, k) for k in (V3_KEY, V2_ARRAY_KEY, V2_GROUP_KEY)]
+    node_keys = [join(path, k) for k in (V3_KEY, V2_ARRAY_KEY, V2_GROUP_KEY)]  # any format
     parent_key = V3_KEY if zarr_format == 3 else V2_GROUP_KEY
     found = await store.get_partial_values(
         [RangeRequest(k) for k in node_keys] + [RangeRequest(join(p, parent_key)) for p in parents]
