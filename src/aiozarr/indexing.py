@@ -105,6 +105,51 @@ class Indexer:
         return f"<Indexer shape={self.shape} nchunks={self.nchunks}>"
 
 
+class _PointIndexer(Indexer):
+    """One element: its chunk and its place in the chunk, known without resolving axes."""
+
+    def __init__(self, chunk_coords: tuple[int, ...], local: tuple[int, ...]) -> None:
+        self.shape = ()
+        self.nchunks = 1
+        self._projection = ChunkProjection(chunk_coords, local, (...,), False)
+
+    def __iter__(self) -> Iterator[ChunkProjection]:
+        yield self._projection
+
+    def chunk_coords_array(self) -> np.ndarray:
+        return np.array([self._projection.chunk_coords], dtype=np.int64).reshape(1, -1)
+
+    def __repr__(self) -> str:
+        return f"<Indexer point in chunk {self._projection.chunk_coords}>"
+
+
+def _point(selection: Any, shape: Sequence[int], chunk_shape: ChunkGrid) -> Indexer | None:
+    """The indexer of `selection` when it is one Python int per axis of a regular grid.
+
+    Reading one element is the hot loop of point-query services; this skips the per-axis
+    machinery (arrays, products, outer selections) that a general selection needs.
+    """
+    if (
+        type(selection) is not tuple
+        or not shape
+        or len(selection) != len(shape)
+        or isinstance(chunk_shape, RectilinearGrid)
+    ):
+        return None
+    coords, local = [], []
+    for axis, (index, size, chunk) in enumerate(zip(selection, shape, chunk_shape, strict=True)):
+        if type(index) is not int or type(chunk) is not int or chunk < 1:
+            return None
+        if not -size <= index < size:
+            raise BoundsCheckError(
+                f"index {index} is out of bounds for axis {axis} with size {size}"
+            )
+        k, i = divmod(index % size, chunk)
+        coords.append(k)
+        local.append(i)
+    return _PointIndexer(tuple(coords), tuple(local))
+
+
 def _outer(parts: list[Any], kept: list[bool]) -> tuple[AxisSelection, ...]:
     """Make per-axis selections index numpy as an outer product.
 
@@ -386,6 +431,9 @@ def basic_indexer(selection: Any, shape: Sequence[int], chunk_shape: ChunkGrid) 
     Integer-indexed axes are dropped from the output, as in numpy. Arrays and lists are
     refused here (use `orthogonal_indexer`); `None`/`np.newaxis` is refused.
     """
+    point = _point(selection, shape, chunk_shape)
+    if point is not None:
+        return point
     grid = _axis_grids(shape, chunk_shape)
     keys = normalize_selection(selection, shape)
     axes = []

@@ -326,3 +326,21 @@ def test_projection_count_is_product_of_axis_counts() -> None:
     # 0, 7, ..., 35 fall in chunks 0..5 of the last axis; chunk 6 (36..39) holds none.
     assert len(indexer) == 10 * 1 * 6
     assert indexer.shape == (40, 1, 6)
+
+
+def test_one_int_per_axis_is_one_element_of_one_chunk() -> None:
+    a = np.arange(7 * 5 * 6).reshape(7, 5, 6)
+    chunks = (3, 2, 4)
+    for point in [(0, 0, 0), (6, 4, 5), (-1, -5, 3), (3, 2, -2)]:
+        indexer = basic_indexer(point, a.shape, chunks)
+        assert indexer.shape == () and len(indexer) == 1
+        assert read(indexer, a, chunks)[()] == a[point]
+        # the same projection as the general path takes for mixed int kinds
+        general = basic_indexer(tuple(np.int64(i) for i in point), a.shape, chunks)
+        assert list(indexer) == list(general)
+        np.testing.assert_array_equal(
+            indexer.chunk_coords_array(), general.chunk_coords_array()
+        )
+    for point in [(7, 0, 0), (0, -6, 0), (0, 0, 6)]:
+        with pytest.raises(BoundsCheckError, match="out of bounds"):
+            basic_indexer(point, a.shape, chunks)

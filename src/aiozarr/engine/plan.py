@@ -53,15 +53,9 @@ def inner_grid_shape(meta: ArrayMetadata, layout: ShardLayout) -> tuple[int, ...
     return tuple(math.ceil(s / c) for s, c in zip(meta.shape, layout.chunk_shape, strict=True))
 
 
-def inner_chunks_in_shard(
-    meta: ArrayMetadata, layout: ShardLayout, shard_coords: tuple[int, ...]
-) -> int:
-    """How many inner chunks of a shard lie (at least partly) inside the array."""
-    grid = inner_grid_shape(meta, layout)
-    count = 1
-    for s, per, total in zip(shard_coords, layout.chunks_per_shard, grid, strict=True):
-        count *= max(min(per, total - s * per), 0)
-    return count
+def _is_whole(read: ShardRead, inside: int) -> bool:
+    """Whether `read` needs every one of the `inside` inner chunks its shard holds."""
+    return len(read.inner) >= inside and len({r.inner_coords for r in read.inner}) == inside
 
 
 def plan_chunks(
@@ -89,9 +83,14 @@ def plan_shards(array: StoredArray, projections: Sequence[ChunkProjection]) -> l
                 prefix + meta.chunk_key(shard_coords), shard_coords, layout
             )
         read.inner.append(InnerRead(tuple(int(i) for _, i in split), p))
+    grid = inner_grid_shape(meta, layout)
     for read in shards.values():
-        distinct = len({r.inner_coords for r in read.inner})
-        read.whole = distinct == inner_chunks_in_shard(meta, layout, read.shard_coords)
+        # inner chunks of this shard that lie (at least partly) inside the array
+        inside = math.prod(
+            max(min(n, total - s * n), 0)
+            for s, n, total in zip(read.shard_coords, per, grid, strict=True)
+        )
+        read.whole = _is_whole(read, inside)
     return list(shards.values())
 
 
@@ -123,7 +122,7 @@ def _plan_rectilinear_shards(
             read.shard_coords, read.layout.chunks_per_shard, total, grid.axes, strict=True
         ):
             count *= max(min(per, n - int(axis.start_of(c))), 0)
-        read.whole = len({r.inner_coords for r in read.inner}) == count
+        read.whole = _is_whole(read, count)
     return list(shards.values())
 
 
