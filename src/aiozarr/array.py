@@ -70,8 +70,7 @@ class AsyncArray(hierarchy.NodeLocation):
     ) -> AsyncArray:
         """Open the array at `path`; `NodeNotFoundError` if there is none."""
         path = hierarchy.normalize_path(path)
-        # An array has no consolidated metadata: a v2 open need not ask for `.zmetadata`.
-        meta = await hierarchy.read_node(store, path, zarr_format, use_consolidated=False)
+        meta = await hierarchy.read_node(store, path, zarr_format, array_only=True)
         if isinstance(meta, GroupMetadata):
             raise NodeNotFoundError(f"{path or '/'!r} in {store!r} is a group, not an array")
         return cls(store, path, meta)

@@ -72,6 +72,7 @@ async def read_node(
     zarr_format: Literal[1, 2, 3] | None = None,
     *,
     use_consolidated: bool = True,
+    array_only: bool = False,
 ) -> Node:
     """The metadata of the node at `path`; `NodeNotFoundError` when there is none.
 
@@ -79,7 +80,10 @@ async def read_node(
     and `.zmetadata` in one concurrent batch, then (only when those all miss) the v1
     keys and the 2020 draft's documents in one more batch. A group with consolidated
     metadata comes back with its members' metadata (unless `use_consolidated` is False).
+    With `array_only` (the caller opens an array) a v2 read asks for `.zarray` and
+    `.zattrs` alone, and for `.zgroup` only when there is no `.zarray`.
     """
+    use_consolidated = use_consolidated and not array_only
     if zarr_format in (None, 3):
         key = join(path, V3_KEY)
         data = await store.get(key)
@@ -96,7 +100,7 @@ async def read_node(
                 f"no Zarr v3 array or group at {path or '/'!r} ({key} missing) in {store!r}"
             )
     if zarr_format in (None, 2):
-        node = await _read_v2(store, path, use_consolidated)
+        node = await _read_v2(store, path, use_consolidated, array_only)
         if node is not None:
             return node
     if zarr_format in (None, 1):
@@ -111,21 +115,34 @@ def json_load(data: object, key: str) -> dict[str, Any]:
     return load(bytes(memoryview(data)), key)  # type: ignore[arg-type]
 
 
-async def _read_v2(store: Store, path: str, use_consolidated: bool) -> Node | None:
-    names = (V2_ARRAY_KEY, V2_GROUP_KEY, V2_ATTRS_KEY, ZMETADATA_KEY)
-    keys = [join(path, k) for k in names[: 4 if use_consolidated else 3]]
-    found = await store.get_partial_values([RangeRequest(k) for k in keys])
-    zarray, zgroup, zattrs = found[:3]
-    attrs = None if zattrs is None else _parse_json(zattrs, keys[2])
+async def _read_v2(
+    store: Store, path: str, use_consolidated: bool, array_only: bool
+) -> Node | None:
+    names = [V2_ARRAY_KEY, V2_ATTRS_KEY]
+    if not array_only:
+        names += [V2_GROUP_KEY, ZMETADATA_KEY] if use_consolidated else [V2_GROUP_KEY]
+    keys = {name: join(path, name) for name in [*names, V2_GROUP_KEY, ZMETADATA_KEY]}
+    answers = await store.get_partial_values([RangeRequest(keys[n]) for n in names])
+    found = dict(zip(names, answers, strict=True))
+    zattrs = found[V2_ATTRS_KEY]
+    attrs = None if zattrs is None else _parse_json(zattrs, keys[V2_ATTRS_KEY])
     if attrs is not None and not isinstance(attrs, dict):
-        raise MetadataError(f"{keys[2]}: expected a JSON object, got {type(attrs).__name__}")
+        raise MetadataError(
+            f"{keys[V2_ATTRS_KEY]}: expected a JSON object, got {type(attrs).__name__}"
+        )
+    zarray = found[V2_ARRAY_KEY]
     if zarray is not None:
-        return v2.parse_zarray(bytes(memoryview(zarray)), keys[0], attrs)
+        return v2.parse_zarray(bytes(memoryview(zarray)), keys[V2_ARRAY_KEY], attrs)
+    # An array open that missed asks once more, to say when the node is a group.
+    zgroup = found[V2_GROUP_KEY] if not array_only else await store.get(keys[V2_GROUP_KEY])
     if zgroup is None:
         return None
-    group = v2.parse_zgroup(bytes(memoryview(zgroup)), keys[1], attrs)
-    if use_consolidated and found[3] is not None:
-        nodes = consolidated.parse_zmetadata(json_load(found[3], keys[3]), keys[3])
+    group = v2.parse_zgroup(bytes(memoryview(zgroup)), keys[V2_GROUP_KEY], attrs)
+    zmetadata = found.get(ZMETADATA_KEY)
+    if zmetadata is not None:
+        nodes = consolidated.parse_zmetadata(
+            json_load(zmetadata, keys[ZMETADATA_KEY]), keys[ZMETADATA_KEY]
+        )
         nodes.pop("", None)
         group = dataclasses.replace(group, consolidated=nodes)
     return group

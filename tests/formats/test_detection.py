@@ -33,15 +33,25 @@ async def test_v2_open_is_one_request_then_one_concurrent_batch() -> None:
     assert arr.attrs == {"k": 1}
     assert counting.requests[0][1] == "a/zarr.json"
     assert len(counting.batches) == 1  # every v2 key in one batch, not one after another
-    # An array has no consolidated metadata to ask for.
-    assert sorted(r.key for r in counting.batches[0]) == ["a/.zarray", "a/.zattrs", "a/.zgroup"]
-    assert counting.counts["get"] == 4
+    # An array open asks for neither `.zgroup` nor consolidated metadata.
+    assert sorted(r.key for r in counting.batches[0]) == ["a/.zarray", "a/.zattrs"]
+    assert counting.counts["get"] == 3
 
 
 async def test_v2_with_zarr_format_given_skips_zarr_json() -> None:
     counting = await _counting(2)
     await aiozarr.open_array_async(counting, "a", mode="r", zarr_format=2)
-    assert counting.counts["get"] == 3 and len(counting.batches) == 1
+    assert counting.counts["get"] == 2 and len(counting.batches) == 1
+
+
+async def test_v2_array_open_of_a_group_asks_for_zgroup_to_say_so() -> None:
+    store = MemoryStore()
+    await aiozarr.create_group_async(store, "g", zarr_format=2)
+    counting = CountingStore(store)
+    with pytest.raises(NodeNotFoundError, match="is a group, not an array"):
+        await aiozarr.open_array_async(counting, "g", mode="r", zarr_format=2)
+    assert [r[1] for r in counting.requests][-1] == "g/.zgroup"
+    assert counting.counts["get"] == 3  # .zarray and .zattrs, then .zgroup
 
 
 async def test_missing_node_costs_three_round_trips_at_most() -> None:
