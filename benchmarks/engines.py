@@ -8,6 +8,7 @@ some of them (the Python 3.12 venv has zarr-python and obstore only).
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -319,9 +320,13 @@ class TensorStore(Engine):
         return handle[sel].read().result()  # type: ignore[no-any-return]
 
     def group_listing(self, path: str) -> list[tuple[str, tuple[int, ...], str]]:
-        # TensorStore has no groups: list the keys, then open every array concurrently.
+        # TensorStore has no groups: read the group's own document (opening a group is
+        # the workload) while listing the keys, then open every array concurrently.
         kv = self.ts.KvStore.open(self._kvstore(path)).result()
+        group_doc = kv.read("zarr.json")
         keys = [k.decode() for k in kv.list().result()]
+        if json.loads(group_doc.result().value).get("node_type") != "group":
+            raise ValueError(f"{path} is not a group")
         names = sorted(
             k[: -len("/zarr.json")] for k in keys if k.endswith("/zarr.json") and k.count("/") == 1
         )
