@@ -28,6 +28,7 @@ from aiozarr.api import StoreLike, resolve_store
 from aiozarr.array import AsyncArray
 from aiozarr.errors import InvalidValueError, MetadataError, NodeNotFoundError, unwrap_group
 from aiozarr.group import AsyncGroup, walk
+from aiozarr.metadata import v2
 from aiozarr.storage.base import Store
 from aiozarr.sync import _run
 
@@ -35,7 +36,6 @@ __all__ = ["CopyProgress", "CopyReport", "copy", "copy_async", "parse_codec"]
 
 # Serializers of v3 (array -> bytes); the codecs after one are its compressors.
 _SERIALIZERS = frozenset({"bytes", "vlen-utf8", "vlen-bytes", "sharding_indexed"})
-_BLOSC_SHUFFLE = ("noshuffle", "shuffle", "bitshuffle")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,25 +143,8 @@ def _v2_to_v3(compressor: Mapping[str, Any] | None, itemsize: int) -> list[Any] 
     """A v2 compressor as v3 codecs when there is a v3 twin; "auto" (zstd) otherwise."""
     if compressor is None:
         return []
-    cid = compressor.get("id")
-    if cid == "zstd":
-        return parse_codec(f"zstd:{compressor.get('level', 0)}", 3)
-    if cid == "gzip":
-        return parse_codec(f"gzip:{compressor.get('level', 5)}", 3)
-    if cid == "blosc" and compressor.get("shuffle", 1) in (0, 1, 2):
-        return [
-            {
-                "name": "blosc",
-                "configuration": {
-                    "cname": compressor.get("cname", "lz4"),
-                    "clevel": compressor.get("clevel", 5),
-                    "shuffle": _BLOSC_SHUFFLE[compressor.get("shuffle", 1)],
-                    "typesize": itemsize,
-                    "blocksize": compressor.get("blocksize", 0),
-                },
-            }
-        ]
-    return "auto"
+    twin = v2.v3_compressor(compressor, itemsize)
+    return "auto" if twin is None else [twin.to_json()]
 
 
 def _v3_to_v2(compressors: Sequence[Mapping[str, Any]]) -> list[Any] | str:

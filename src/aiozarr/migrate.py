@@ -35,6 +35,7 @@ from aiozarr.codecs import CodecChain
 from aiozarr.engine.executor import run_codec
 from aiozarr.errors import InvalidValueError, UnsupportedError, unwrap_group
 from aiozarr.group import AsyncGroup, walk
+from aiozarr.metadata import v2
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata, GroupMetadata
 from aiozarr.metadata.v3draft import is_draft
 from aiozarr.storage.base import RangeRequest, Store
@@ -42,11 +43,8 @@ from aiozarr.sync import Array, Group, _run
 
 __all__ = ["MigrateProgress", "migrate", "migrate_async", "target_metadata"]
 
-# numcodecs compressors whose stored frames the v3 codec of the same name reads as is
-_SAME_BYTES_V3 = frozenset({"gzip", "blosc", "zstd"})
 # v2 object codecs (the first filter of an object array) and their v3 twins (same bytes)
 _VLEN_V3 = {"vlen-utf8": "string", "vlen-bytes": "bytes"}
-_BLOSC_SHUFFLE = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
 _BATCH = 256  # chunks fetched with one get_partial_values
 _WORKERS = 4  # batches in flight at once
 _DIMENSIONS_KEY = "_ARRAY_DIMENSIONS"  # xarray's dimension names in v2 attributes
@@ -76,27 +74,6 @@ MigrateProgressCallback = Callable[[MigrateProgress], None]
 
 
 # -- metadata ---------------------------------------------------------------------------------
-
-
-def _v3_compressor(config: Mapping[str, Any], itemsize: int) -> CodecMetadata:
-    name = config["id"]
-    params = {k: v for k, v in config.items() if k != "id"}
-    if name == "blosc":
-        shuffle = params.get("shuffle", 1)
-        if shuffle == -1:  # numcodecs AUTOSHUFFLE
-            shuffle = 2 if itemsize == 1 else 1
-        params = {
-            "cname": params.get("cname", "lz4"),
-            "clevel": params.get("clevel", 5),
-            "shuffle": _BLOSC_SHUFFLE.get(shuffle, "shuffle"),
-            "typesize": itemsize,
-            "blocksize": params.get("blocksize", 0),
-        }
-    elif name == "zstd":
-        params = {"level": params.get("level", 0), "checksum": bool(params.get("checksum"))}
-    elif name == "gzip":
-        params = {"level": params.get("level", 1)}
-    return CodecMetadata(name, params)
 
 
 def _serializer(src: ArrayMetadata, where: str) -> tuple[CodecMetadata, Any, bool]:
@@ -185,13 +162,10 @@ def target_metadata(
     if src.order == "F" and src.ndim > 1:
         codecs.append(CodecMetadata("transpose", {"order": list(range(src.ndim))[::-1]}))
     codecs.append(serializer)
-    compressor = src.compressor
-    copyable = copyable and (compressor is None or compressor["id"] in _SAME_BYTES_V3)
-    if compressor is not None:
-        if copyable:
-            codecs.append(_v3_compressor(compressor, src.dtype.itemsize))
-        else:
-            codecs.append(CodecMetadata("zstd", {"level": 0, "checksum": False}))
+    if src.compressor is not None:
+        twin = v2.v3_compressor(src.compressor, src.dtype.itemsize)
+        copyable = copyable and twin is not None
+        codecs.append(twin if copyable else CodecMetadata("zstd", {"level": 0, "checksum": False}))
     dtype = _v3_dtype(src)
     attributes, dimension_names = _dimension_names(dict(src.attributes), src.ndim)
     meta = ArrayMetadata(

@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 import zarr
 
+from aiozarr.codecs.chain import CodecChain
 from aiozarr.errors import MetadataError
 from aiozarr.metadata import (
+    ArrayMetadata,
     ChunkKeyEncoding,
     GroupMetadata,
     attrs_to_json,
@@ -24,6 +26,8 @@ from aiozarr.metadata import (
     zarray_to_json,
     zgroup_to_json,
 )
+from aiozarr.metadata.model import CodecMetadata
+from aiozarr.metadata.v2 import v3_compressor
 
 KEY = "foo/.zarray"
 BASE: dict[str, Any] = {
@@ -211,3 +215,32 @@ def test_zarr_python_reads_what_we_write() -> None:
     array = zarr.open_array(store=store, mode="r", zarr_format=2)
     assert array.shape == (10, 20) and array.dtype == np.dtype(">f8")
     assert np.isnan(array.fill_value) and array.order == "F"
+
+
+def test_v3_compressor_is_the_codec_that_reads_the_same_bytes() -> None:
+    assert v3_compressor({"id": "zstd", "level": 3, "checksum": True}, 4) == CodecMetadata(
+        "zstd", {"level": 3, "checksum": True}
+    )
+    assert v3_compressor({"id": "gzip"}, 4) == CodecMetadata("gzip", {"level": 1})
+    autoshuffle = {"id": "blosc", "cname": "zstd", "clevel": 3, "shuffle": -1, "blocksize": 0}
+    for itemsize, shuffle in [(1, "bitshuffle"), (8, "shuffle")]:
+        twin = v3_compressor(autoshuffle, itemsize)
+        assert twin is not None and twin.configuration["shuffle"] == shuffle
+        assert twin.configuration["typesize"] == itemsize
+    assert v3_compressor({"id": "blosc", "shuffle": 7}, 4) is None
+    assert v3_compressor({"id": "lz4"}, 4) is None
+    # The twin decodes what numcodecs encoded.
+    values = np.arange(1000, dtype="<f8")
+    for config in [{"id": "zstd", "level": 1, "checksum": True}, {"id": "gzip", "level": 2}]:
+        stored = numcodecs.get_codec(config).encode(values)
+        twin = v3_compressor(config, 8)
+        meta = ArrayMetadata(
+            shape=(1000,),
+            dtype=np.dtype("<f8"),
+            chunk_shape=(1000,),
+            fill_value=np.float64(0),
+            zarr_format=3,
+            codecs=(CodecMetadata("bytes", {"endian": "little"}), twin),
+        )
+        decoded = CodecChain.from_metadata(meta, "a").decode(stored)
+        np.testing.assert_array_equal(decoded, values)

@@ -13,7 +13,7 @@ from typing import Any
 from aiozarr.errors import MetadataError
 from aiozarr.metadata import dtypes, fill_value
 from aiozarr.metadata.json import dump, fail, int_list, is_int, load, require, show
-from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, GroupMetadata
+from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata, GroupMetadata
 
 Document = bytes | bytearray | memoryview | str | Mapping[str, Any]
 
@@ -134,3 +134,36 @@ def zgroup_to_json(meta: GroupMetadata) -> bytes:
 def attrs_to_json(attrs: Mapping[str, Any]) -> bytes:
     """The `.zattrs` document holding `attrs`."""
     return dump(dict(attrs), ".zattrs")
+
+
+_BLOSC_SHUFFLE = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
+
+
+def v3_compressor(compressor: Mapping[str, Any], itemsize: int) -> CodecMetadata | None:
+    """The v3 codec that reads and writes the same bytes as the v2 `compressor` (a
+    numcodecs config) for items of `itemsize` bytes; None when v3 has no such codec.
+
+    Missing parameters take numcodecs' defaults; blosc's AUTOSHUFFLE (-1) becomes the
+    shuffle numcodecs picks for the item size.
+    """
+    name = compressor.get("id")
+    if name == "zstd":
+        level, checksum = compressor.get("level", 0), bool(compressor.get("checksum", False))
+        return CodecMetadata("zstd", {"level": level, "checksum": checksum})
+    if name == "gzip":
+        return CodecMetadata("gzip", {"level": compressor.get("level", 1)})
+    if name != "blosc":
+        return None
+    shuffle = compressor.get("shuffle", 1)
+    if shuffle == -1:
+        shuffle = 2 if itemsize == 1 else 1
+    if shuffle not in _BLOSC_SHUFFLE:
+        return None
+    configuration = {
+        "cname": compressor.get("cname", "lz4"),
+        "clevel": compressor.get("clevel", 5),
+        "shuffle": _BLOSC_SHUFFLE[shuffle],
+        "typesize": itemsize,
+        "blocksize": compressor.get("blocksize", 0),
+    }
+    return CodecMetadata("blosc", configuration)
