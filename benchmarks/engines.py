@@ -83,16 +83,28 @@ class AiozarrAsync(Engine):
         self.aiozarr = aiozarr
         self.loop = asyncio.new_event_loop()
         self.settings = {k: v for k, v in options.items() if k == "max_inflight_bytes"}
+        # A service's loop has one long-lived task; `run_until_complete` per call would
+        # make each call the loop's root task, and anyio stops its worker threads (the
+        # codec pool) when the root task ends, so every repeat would start them anew.
+        self._jobs: asyncio.Queue[tuple[Any, asyncio.Future[Any]]] = asyncio.Queue()
+        self._server = self.loop.create_task(self._serve())
+
+    async def _serve(self) -> None:
+        while True:
+            coro, done = await self._jobs.get()
+            try:
+                with self.aiozarr.config.set(**self.settings):
+                    done.set_result(await coro)
+            except Exception as error:
+                done.set_exception(error)
 
     def versions(self) -> dict[str, str]:
         return {"aiozarr": self.aiozarr.__version__}
 
     def _run(self, coro: Any) -> Any:
-        async def with_settings() -> Any:
-            with self.aiozarr.config.set(**self.settings):
-                return await coro
-
-        return self.loop.run_until_complete(with_settings())
+        done = self.loop.create_future()
+        self._jobs.put_nowait((coro, done))
+        return self.loop.run_until_complete(done)
 
     def _url(self, path: str) -> str:
         return f"s3://{spec.BUCKET}/{path}"
