@@ -99,6 +99,7 @@ def _job(
         "path": path,
         "zarr_format": 2 if dataset == "v2" else 3,
         "endpoint": emu.endpoint,
+        "server_pid": emu.pid,
         "root": str(root),
         "repeats": repeats,
         "storage_options": emu.storage_options(),

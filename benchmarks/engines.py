@@ -8,6 +8,7 @@ some of them (the Python 3.12 venv has zarr-python and obstore only).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from typing import Any
@@ -58,6 +59,9 @@ class Engine:
         """Create a sharded array like the sharded dataset at `path` and write `data`."""
         raise NotImplementedError
 
+    def close(self) -> None:
+        """Stop what the engine runs in the background."""
+
     def obstore_options(self) -> dict[str, Any]:
         return {
             "endpoint": self.endpoint,
@@ -100,6 +104,12 @@ class AiozarrAsync(Engine):
 
     def versions(self) -> dict[str, str]:
         return {"aiozarr": self.aiozarr.__version__}
+
+    def close(self) -> None:
+        self._server.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            self.loop.run_until_complete(self._server)
+        self.loop.close()
 
     def _run(self, coro: Any) -> Any:
         done = self.loop.create_future()

@@ -45,6 +45,15 @@ def _time_cell(r: dict[str, Any]) -> str:
     return f"{r['median_s'] * 1e3:.0f} ms" if r["median_s"] < 10 else f"{r['median_s']:.1f} s"
 
 
+def _cpu_cell(r: dict[str, Any]) -> str:
+    """Median CPU time per repeat of the engine's process and of the emulator's."""
+    if "median_cpu_s" not in r:
+        return ""
+    engine = f"{r['median_cpu_s'] * 1e3:.0f}"
+    server = r.get("median_server_cpu_s")
+    return engine if server is None else f"{engine} / {server * 1e3:.0f}"
+
+
 def _row_cells(r: dict[str, Any], base: dict[str, Any] | None, nbytes: int) -> list[str]:
     s = _last_stats(r)
     mb = _decoded_mb(r["row"], nbytes)
@@ -62,6 +71,7 @@ def _row_cells(r: dict[str, Any], base: dict[str, Any] | None, nbytes: int) -> l
         f"{moved:.1f}",
         str(s.get("peak_inflight", "")),
         f"{r.get('rss_mb', 0):.0f}",
+        _cpu_cell(r),
         speedup,
         check.replace("|", "/"),
     ]
@@ -72,8 +82,8 @@ def tables(document: dict[str, Any]) -> str:
     results, nbytes = document["results"], document["nbytes"]
     head = (
         "| workload | engine | median time | decoded MB/s | requests | MB moved | "
-        "peak in-flight | peak RSS MiB | aiozarr speedup | check |\n"
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|---|\n"
+        "peak in-flight | peak RSS MiB | CPU ms: engine / emulator | aiozarr speedup | check |\n"
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|\n"
     )
     out = []
     for latency in document["latencies"]:

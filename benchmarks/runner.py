@@ -37,17 +37,33 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
+def _server_cpu_s(pid: int | None) -> float | None:
+    """CPU seconds the emulator's threads have run (ns resolution); None off Linux."""
+    try:
+        tasks = Path(f"/proc/{pid}/task")
+        return sum(int((t / "schedstat").read_text().split()[0]) for t in tasks.iterdir()) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _repeat(job: dict[str, Any], fn: Any) -> tuple[list[float], list[dict[str, Any]], Any]:
     times, stats, value = [], [], None
+    cpu, server_cpu = job.setdefault("_cpu_s", []), job.setdefault("_server_cpu_s", [])
     profiler = job.get("_profiler")
     if profiler is not None:
         profiler.start()
     for _ in range(job["repeats"]):
         server.reset(job["endpoint"])
         value = None  # the last repeat's result must not count in this one's peak memory
+        s0 = _server_cpu_s(job.get("server_pid"))
+        c0 = time.process_time()  # every thread of this process: loop, pools, runtimes
         t0 = time.perf_counter()
         value = fn()
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+        s1 = _server_cpu_s(job.get("server_pid"))
+        if s0 is not None and s1 is not None:
+            server_cpu.append(s1 - s0)
         # One job's peak in a fresh process: later repeats add what the allocator keeps
         # of freed buffers (glibc holds freed 16 MiB bodies in its arenas).
         job.setdefault("_first_rss_mb", _rss_mb())
@@ -60,8 +76,15 @@ def _repeat(job: dict[str, Any], fn: Any) -> tuple[list[float], list[dict[str, A
 def _engine_job(job: dict[str, Any], result: dict[str, Any]) -> None:
     from benchmarks.engines import ENGINES
 
-    mode = spec.MODES[job["mode"]]
     engine = ENGINES[job["engine"]](job["endpoint"], job.get("options", {}))
+    try:
+        _workload(engine, job, result)
+    finally:
+        engine.close()
+
+
+def _workload(engine: Any, job: dict[str, Any], result: dict[str, Any]) -> None:
+    mode = spec.MODES[job["mode"]]
     result["versions"] = engine.versions()
     workload, path, fmt = job["workload"], job["path"], job.get("zarr_format", 3)
     if workload in ("full", "slab", "drill", "big_read"):
@@ -166,6 +189,9 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     result["first_rss_mb"] = job.get("_first_rss_mb", result["rss_mb"])
     if result.get("times"):
         result["median_s"] = statistics.median(result["times"])
+    for name in ("cpu_s", "server_cpu_s"):
+        if job.get(f"_{name}"):
+            result[f"median_{name}"] = statistics.median(job[f"_{name}"])
     return result
 
 

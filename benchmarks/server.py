@@ -64,6 +64,12 @@ class EmulatorProcess:
             self._proc.terminate()
             self._proc.wait(timeout=30)
 
+    @property
+    def pid(self) -> int:
+        """The server process's id (its CPU time is read from `/proc`)."""
+        assert self._proc is not None
+        return self._proc.pid
+
     def storage_options(self) -> dict[str, Any]:
         """obstore `S3Store` options that reach it (anonymous, plain HTTP)."""
         return {

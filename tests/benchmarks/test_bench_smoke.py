@@ -47,6 +47,9 @@ def test_quick_path_on_a_tiny_dataset(tmp_path: Path) -> None:
     for r in document["results"]:
         assert r["ok"], r
         assert r["median_s"] > 0
+        assert r["median_cpu_s"] > 0  # the job's own CPU time per repeat
+    full = next(r for r in document["results"] if r["row"] == "full")
+    assert full["median_server_cpu_s"] > 0  # the emulator's, read from /proc
     expected = document["manifest"]["expected"]
     by_row = {r["row"]: r for r in document["results"] if r["engine"] == "aiozarr-async"}
     assert by_row["full"]["checksum"] == expected["full"]
