@@ -149,6 +149,23 @@ def test_v2_blosc_shuffle_as_string(tmp_path: Path, name: str, number: int) -> N
     assert ".zarray" in messages[0] and "'shuffle'" in messages[0] and repr(name) in messages[0]
 
 
+@pytest.mark.parametrize(("name", "number"), [("NONE", 0), ("BYTE", 1), ("BIT", 2)])
+def test_gdal_blosc_shuffle_names(tmp_path: Path, name: str, number: int) -> None:
+    # GDAL's BLOSC_SHUFFLE spelling, in a v2 compressor and in a v3 blosc codec.
+    compressor = {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": name, "blocksize": 0}
+    write_v2(tmp_path / "v2", compressor, blosc_chunks(number))
+    config = {"cname": "lz4", "clevel": 5, "shuffle": name, "typesize": 8, "blocksize": 0}
+    codecs = [{"name": "bytes", "configuration": {"endian": "little"}}]
+    write_v3(
+        tmp_path / "v3", [*codecs, {"name": "blosc", "configuration": config}], blosc_chunks(number)
+    )
+    for root, key in ((tmp_path / "v2", ".zarray"), (tmp_path / "v3", "zarr.json")):
+        values, messages = read(root)
+        np.testing.assert_array_equal(values, DATA)
+        assert len(messages) == 1
+        assert key in messages[0] and "'shuffle'" in messages[0] and repr(name) in messages[0]
+
+
 def test_v2_blosc_shuffle_unknown_string_is_an_error(tmp_path: Path) -> None:
     compressor = {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": "bytes", "blocksize": 0}
     write_v2(tmp_path, compressor, blosc_chunks(1))

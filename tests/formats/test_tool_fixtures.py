@@ -2,6 +2,10 @@
 
 - `gdal_v3draft.zarr`: GDAL 3.6.2's Zarr driver with FORMAT=ZARR_V3, which writes the
   2020 v3 draft layout (make_gdal_fixture.py).
+- `gdal_blosc_v2.zarr`, `gdal_blosc_v3draft.zarr`: GDAL 3.6.2 again, blosc with its
+  BLOSC_SHUFFLE names "NONE" / "BIT" left in the metadata (make_gdal_blosc_fixture.py).
+- `z5py_v2.zarr`: z5py, blosc chunks with the 16 zero bytes z5py up to 2.0 left after
+  each frame (make_z5py_fixture.py).
 - `zarrita_v3early.zarr`: zarrita 0.1.0a6, the v3 layout as it stood before 1.0
   (`endian` codec, `transpose` order "F", no `index_codecs`; make_zarrita_fixture.py).
 
@@ -28,9 +32,16 @@ from aiozarr.migrate import MigrateProgress, migrate
 DATA = Path(__file__).parent / "data"
 GDAL = DATA / "gdal_v3draft.zarr"
 ZARRITA = DATA / "zarrita_v3early.zarr"
+GDAL_BLOSC_V2 = DATA / "gdal_blosc_v2.zarr"
+GDAL_BLOSC_V3DRAFT = DATA / "gdal_blosc_v3draft.zarr"
+GDALS = (GDAL, GDAL_BLOSC_V2, GDAL_BLOSC_V3DRAFT)
+Z5PY = DATA / "z5py_v2.zarr"
 
 GROUP_ATTRS = {
     GDAL: {"": {"title": "gdal fixture", "version": 3}, "sub": {"units": "m"}},
+    GDAL_BLOSC_V2: {"": {}},
+    GDAL_BLOSC_V3DRAFT: {"": {}},
+    Z5PY: {"": {}},
     ZARRITA: {"": {"title": "zarrita fixture"}, "sub": {"level": 1}},
 }
 
@@ -41,7 +52,7 @@ def _expected(fixture: Path) -> dict[str, dict[str, Any]]:
 
 
 def _fill(fixture: Path, item: dict[str, Any]) -> Any:
-    return item["nodata"] if fixture == GDAL else item["fill_value"]
+    return item["nodata"] if fixture in GDALS else item["fill_value"]
 
 
 @pytest.fixture(autouse=True)
@@ -51,7 +62,11 @@ def _quiet() -> Iterator[None]:
         yield
 
 
-@pytest.mark.parametrize("fixture", [GDAL, ZARRITA], ids=["gdal", "zarrita"])
+@pytest.mark.parametrize(
+    "fixture",
+    [GDAL, ZARRITA, GDAL_BLOSC_V2, GDAL_BLOSC_V3DRAFT, Z5PY],
+    ids=["gdal", "zarrita", "gdal-blosc-v2", "gdal-blosc-v3draft", "z5py"],
+)
 def test_tool_output_reads_as_the_tool_reads_it(fixture: Path) -> None:
     root = aiozarr.open_group(fixture, mode="r")
     for path, attrs in GROUP_ATTRS[fixture].items():
@@ -72,6 +87,22 @@ def test_tool_output_reads_as_the_tool_reads_it(fixture: Path) -> None:
         fill = _fill(fixture, item)
         if fill is not None:
             assert arr.fill_value == fill, path
+
+
+@pytest.mark.parametrize("fixture", [GDAL_BLOSC_V2, GDAL_BLOSC_V3DRAFT], ids=["v2", "v3draft"])
+def test_gdal_blosc_shuffle_names_are_read_with_warnings(fixture: Path) -> None:
+    for name, spelling in (("none", "'NONE'"), ("bit", "'BIT'")):
+        with pytest.warns(AiozarrWarning, match=f"{name}.*'shuffle'.*{spelling}"):
+            aiozarr.open_array(fixture, name, mode="r")[...]
+
+
+def test_z5py_blosc_frames_with_trailing_bytes_read_as_numcodecs_reads_them() -> None:
+    chunk = (Z5PY / "floats" / "1.1").read_bytes()
+    assert chunk.endswith(bytes(16)) and int.from_bytes(chunk[12:16], "little") == len(chunk) - 16
+    for name, item in _expected(Z5PY).items():
+        expected = np.array(item["values"], dtype=item["dtype"])
+        np.testing.assert_array_equal(zarr.open_array(Z5PY / name, mode="r")[...], expected)
+        np.testing.assert_array_equal(aiozarr.open_array(Z5PY, name, mode="r")[...], expected)
 
 
 def test_gdal_raster_attributes_survive() -> None:

@@ -14,28 +14,33 @@ from aiozarr.errors import CodecError, MetadataError
 
 SHUFFLES = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
 _NAMES = {number: name for name, number in SHUFFLES.items()}
+#: GDAL's spelling of the shuffle names (its BLOSC_SHUFFLE creation option's values).
+GDAL_SHUFFLES = {"NONE": "noshuffle", "BYTE": "shuffle", "BIT": "bitshuffle"}
 CNAMES = ("lz4", "lz4hc", "blosclz", "zstd", "snappy", "zlib")
 _HEADER = 16
 
 
 def check_frame(data: Any, size: int | None) -> memoryview:
-    """Validate a Blosc frame's header against its length (and the expected decoded size).
+    """The Blosc frame in `data`, its header checked against its length (and the
+    expected decoded size).
 
     Blosc trusts its header: a truncated frame would be read past its end, and a
     forged one would make it allocate what the header claims. Both are refused here.
+    Bytes after the frame's end are left out, as numcodecs ignores them (z5py up to
+    2.0 stored 16 zero bytes after every frame).
     """
     view = memoryview(data).cast("B")
     if view.nbytes < _HEADER:
         raise CodecError(f"codec 'blosc': data is {view.nbytes} bytes, shorter than its header")
     nbytes = int.from_bytes(view[4:8], "little")
     cbytes = int.from_bytes(view[12:16], "little")
-    if cbytes != view.nbytes:
+    if not _HEADER <= cbytes <= view.nbytes:
         raise CodecError(
             f"codec 'blosc': corrupt or truncated data ({view.nbytes} bytes, header says {cbytes})"
         )
     if size is not None and nbytes != size:
         raise CodecError(f"codec 'blosc': data decompresses to {nbytes} bytes, expected {size}")
-    return view
+    return view[:cbytes]
 
 
 @register_codec
@@ -70,12 +75,18 @@ class BloscCodec(BytesToBytesCodec):
 
     @classmethod
     def lenient_config(cls, config: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[str]]:
-        """Undo a writer quirk: `shuffle` as numcodecs' integer (0, 1, 2) instead of its name."""
+        """Undo a writer quirk: `shuffle` as numcodecs' integer (0, 1, 2) or GDAL's
+        upper-case name ("NONE", "BYTE", "BIT") instead of its name."""
         shuffle = config.get("shuffle")
         if isinstance(shuffle, int) and not isinstance(shuffle, bool) and shuffle in _NAMES:
             name = _NAMES[shuffle]
             return {**config, "shuffle": name}, [
                 f"field 'shuffle' is the integer {shuffle}, read as {name!r}"
+            ]
+        if isinstance(shuffle, str) and shuffle in GDAL_SHUFFLES:
+            name = GDAL_SHUFFLES[shuffle]
+            return {**config, "shuffle": name}, [
+                f"field 'shuffle' is GDAL's {shuffle!r}, read as {name!r}"
             ]
         return config, []
 

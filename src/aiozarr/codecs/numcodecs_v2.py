@@ -23,7 +23,7 @@ from numcodecs.compat import ensure_bytes, ensure_ndarray_like
 from numcodecs.registry import codec_registry
 
 from aiozarr.codecs.base import ArrayToBytesCodec, ChunkSpec
-from aiozarr.codecs.blosc import SHUFFLES, check_frame
+from aiozarr.codecs.blosc import GDAL_SHUFFLES, SHUFFLES, check_frame
 from aiozarr.codecs.gzip import gunzip, inflate, warn_zlib_in_gzip
 from aiozarr.codecs.zstd import check_content_size
 from aiozarr.errors import AiozarrWarning, CodecError, MetadataError, UnsupportedError
@@ -74,12 +74,13 @@ def _tolerate(config: Mapping[str, Any], where: str) -> dict[str, Any]:
         return config
     if name == "blosc" and isinstance(config.get("shuffle"), str):
         quirk = config["shuffle"]
-        if quirk not in SHUFFLES:
+        name = GDAL_SHUFFLES.get(quirk, quirk)
+        if name not in SHUFFLES:
             raise MetadataError(
                 f"{where}: field 'compressor': codec 'blosc': field 'shuffle' must be one of "
                 f"-1, 0, 1, 2 (or {', '.join(SHUFFLES)}), got {quirk!r}"
             )
-        config["shuffle"] = SHUFFLES[quirk]
+        config["shuffle"] = SHUFFLES[name]
         _warn(
             where,
             f"codec 'blosc': field 'shuffle' is the string {quirk!r}, read as {config['shuffle']}",
@@ -116,7 +117,7 @@ def decompress(
     codec_id = compressor.codec_id
     if codec_id == "blosc":
         # Blosc reads past the end of a truncated frame: check its header first.
-        check_frame(data, size)
+        data = check_frame(data, size)
     if codec_id == "gzip":
         out, was_zlib = gunzip(data, size)
         if was_zlib and on_zlib is not None:

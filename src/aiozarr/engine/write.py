@@ -61,7 +61,8 @@ def _encode_one(
     """Encoded bytes of the updated chunk, or None when it should not be stored."""
     projection = job.projection
     if projection.is_complete_chunk:  # the update is the whole chunk, in order
-        chunk = np.ascontiguousarray(value[projection.out_selection])
+        # np.asarray keeps a 0-d chunk 0-d (np.ascontiguousarray makes it 1-d).
+        chunk = np.asarray(value[projection.out_selection], order="C")
     else:
         spec = job.chain.spec
         if job.existing is None:
