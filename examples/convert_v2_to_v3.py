@@ -1,5 +1,7 @@
 """Convert a Zarr v2 dataset to sharded Zarr v3 with `aiozarr cp`.
 
+Needs the base install only: `pip install aiozarr` (from a checkout: `pip install -e .`).
+
     python examples/convert_v2_to_v3.py
 
 Writes a v2 group (two arrays of 100 x 100-element chunks) to the bundled emulator, then
@@ -32,8 +34,10 @@ def cli(*args: str, options: list[str]) -> None:
 
 
 def main() -> None:
-    root = tempfile.mkdtemp(prefix="aiozarr-convert-")
-    with Emulator(root).running_in_thread() as emulator:
+    with (
+        tempfile.TemporaryDirectory(prefix="aiozarr-") as root,
+        Emulator(root).running_in_thread() as emulator,
+    ):
         options = emulator.storage_options()
         cli_options = [f"-o{k}={v}" for k, v in options.items() if not isinstance(v, dict)]
         cli_options += ["-oclient_options.allow_http=true"]

@@ -4,6 +4,9 @@ Starts the object-store emulator on 127.0.0.1 (20 ms per request) and a 2-proces
 `LocalCluster`, writes a sharded array, sums it on the workers (one task per shard),
 writes a derived array back from the workers, and verifies it.
 
+Needs the `dask` extra: `pip install "aiozarr[dask]"`
+(from a checkout: `pip install -e ".[dask]"`).
+
     python examples/dask_distributed.py [--latency-ms 20]
 """
 
@@ -13,6 +16,7 @@ import argparse
 import tempfile
 import time
 
+import dask
 import numpy as np
 from distributed import Client, LocalCluster
 
@@ -24,8 +28,10 @@ from aiozarr.testing.emulator import Emulator
 def main(latency_ms: float) -> None:
     data = np.random.default_rng(0).random((2000, 1000)).astype("f4")
     with (
-        tempfile.TemporaryDirectory() as root,
-        Emulator(root, latency_ms=latency_ms).running_in_thread() as emu,
+        tempfile.TemporaryDirectory(prefix="aiozarr-") as root,
+        Emulator(f"{root}/data", latency_ms=latency_ms).running_in_thread() as emu,
+        # dask's scratch space goes away with the data
+        dask.config.set({"temporary-directory": f"{root}/dask"}),
         LocalCluster(
             n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
         ) as cluster,

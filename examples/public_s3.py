@@ -1,5 +1,7 @@
 """Read a public dataset on S3 anonymously: no account, no credentials.
 
+Needs the base install only: `pip install aiozarr` (from a checkout: `pip install -e .`).
+
     python examples/public_s3.py            # the real MUR SST dataset (AWS Open Data)
     python examples/public_s3.py --local    # the same code on a small local copy
 
@@ -78,9 +80,10 @@ async def main() -> None:
     if not args.local:
         await read(PUBLIC_URL, PUBLIC_OPTIONS)
         return
-    async with Emulator(tempfile.mkdtemp(prefix="aiozarr-public-")) as emulator:
-        url = await local_copy(emulator)
-        await read(url, emulator.storage_options())
+    with tempfile.TemporaryDirectory(prefix="aiozarr-") as root:
+        async with Emulator(root) as emulator:
+            url = await local_copy(emulator)
+            await read(url, emulator.storage_options())
 
 
 if __name__ == "__main__":

@@ -5,13 +5,18 @@ request (like a cloud region), writes a sharded array to it through an `s3://` U
 reads a slab back with `await arr.getitem(...)` and with the sync facade, and
 prints what it cost: requests, bytes and time.
 
+Needs the base install only: `pip install aiozarr` (from a checkout: `pip install -e .`).
+
     python examples/quickstart.py [--latency-ms 20] [--dir DIR]
+
+The data lives in a temporary directory removed at exit; `--dir DIR` keeps it there.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import tempfile
 import time
 
@@ -40,11 +45,16 @@ def main() -> None:
     parser.add_argument("--dir", default=None, help="directory the emulator serves")
     args = parser.parse_args()
 
-    root = args.dir or tempfile.mkdtemp(prefix="aiozarr-quickstart-")
-    with Emulator(root, latency_ms=args.latency_ms).running_in_thread() as emulator:
+    with contextlib.ExitStack() as stack:
+        root = args.dir or stack.enter_context(tempfile.TemporaryDirectory(prefix="aiozarr-"))
+        run(root, args.latency_ms)
+
+
+def run(root: str, latency_ms: float) -> None:
+    with Emulator(root, latency_ms=latency_ms).running_in_thread() as emulator:
         url = emulator.s3_url("quickstart.zarr")
         options = emulator.storage_options()
-        print(f"emulator: {emulator.endpoint} (latency {args.latency_ms:g} ms), data in {root}")
+        print(f"emulator: {emulator.endpoint} (latency {latency_ms:g} ms), data in {root}")
 
         rng = np.random.default_rng(0)
         data = np.cumsum(rng.normal(size=(64, 1024, 256)), axis=2).astype("float32")

@@ -1,5 +1,7 @@
 """An async web service that answers slice requests with `await arr.getitem`.
 
+Needs the base install only: `pip install aiozarr` (from a checkout: `pip install -e .`).
+
     python examples/web_service.py              # serve on http://127.0.0.1:8080
     python examples/web_service.py --self-test  # 50 concurrent clients, then exit
 
@@ -110,7 +112,11 @@ async def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     args = parser.parse_args()
 
-    root = tempfile.mkdtemp(prefix="aiozarr-web-")
+    with tempfile.TemporaryDirectory(prefix="aiozarr-") as root:
+        await serve(root, args)
+
+
+async def serve(root: str, args: argparse.Namespace) -> None:
     async with Emulator(root) as emulator:
         options = emulator.storage_options()
         url = emulator.s3_url("service.zarr")

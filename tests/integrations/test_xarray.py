@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import uuid
 import warnings
 from collections.abc import Callable
@@ -23,7 +21,6 @@ from aiozarr.testing.emulator import Emulator  # noqa: E402
 from aiozarr.xarray import AiozarrBackendEntrypoint, to_zarr  # noqa: E402
 
 ENGINE = AiozarrBackendEntrypoint
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.filterwarnings("ignore::zarr.errors.ZarrUserWarning")
 
@@ -316,16 +313,6 @@ def test_dask_chunks_follow_shards(tmp_path: Path) -> None:
     assert ds.temp.chunks == ((3, 3), (4,), (5,))
     xr.testing.assert_identical(ds.load(), sample())
 
-
-def test_example_runs() -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "xarray_demo.py")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "identical: True" in result.stdout
 
 
 # -- strings ----------------------------------------------------------------------------------
