@@ -17,7 +17,7 @@ from aiozarr.codecs import CodecChain
 from aiozarr.creation import array_metadata
 from aiozarr.engine import read as engine_read
 from aiozarr.engine import write as engine_write
-from aiozarr.engine.progress import ProgressCallback
+from aiozarr.engine.progress import ShowProgress, as_callback
 from aiozarr.engine.target import StoredArray
 from aiozarr.errors import (
     InvalidValueError,
@@ -188,12 +188,11 @@ class AsyncArray(hierarchy.NodeLocation):
 
     # -- reading ---------------------------------------------------------------------------
 
-    async def getitem(
-        self, selection: Selection = ..., *, progress: ProgressCallback | None = None
-    ) -> Any:
+    async def getitem(self, selection: Selection = ..., *, progress: ShowProgress = None) -> Any:
         """The values at `selection` (numpy basic indexing; arrays select orthogonally).
 
-        `progress(done, total)` is called as each chunk is finished.
+        `progress=True` shows a progress bar; a callback `progress(done, total)` is
+        called as each chunk is finished.
         """
         return await self._read(self._indexer(selection), progress)
 
@@ -216,38 +215,38 @@ class AsyncArray(hierarchy.NodeLocation):
         return orthogonal_indexer(selection, self.shape, self._stored.read_grid)
 
     async def get_orthogonal_selection(
-        self, selection: Selection, *, progress: ProgressCallback | None = None
+        self, selection: Selection, *, progress: ShowProgress = None
     ) -> Any:
         """The outer product of per-axis selections (ints, slices, int arrays, masks)."""
         indexer = orthogonal_indexer(selection, self.shape, self._stored.read_grid)
         return await self._read(indexer, progress)
 
-    async def _read(self, indexer: Indexer, progress: ProgressCallback | None) -> Any:
+    async def _read(self, indexer: Indexer, progress: ShowProgress) -> Any:
         out = engine_read.empty_output(indexer.shape, self.dtype)
         with unwrap_group():
-            await engine_read.read(self._stored, list(indexer), out, progress)
+            await engine_read.read(self._stored, list(indexer), out, as_callback(progress))
         return out[()] if out.ndim == 0 else out
 
     # -- writing ---------------------------------------------------------------------------
 
     async def setitem(
-        self, selection: Selection, value: Any, *, progress: ProgressCallback | None = None
+        self, selection: Selection, value: Any, *, progress: ShowProgress = None
     ) -> None:
         """Store `value` (broadcast to the selection's shape) at `selection`."""
         await self._write(self._indexer(selection), value, progress)
 
     async def set_orthogonal_selection(
-        self, selection: Selection, value: Any, *, progress: ProgressCallback | None = None
+        self, selection: Selection, value: Any, *, progress: ShowProgress = None
     ) -> None:
         """Store `value` at the outer product of per-axis selections."""
         indexer = orthogonal_indexer(selection, self.shape, self._stored.read_grid)
         await self._write(indexer, value, progress)
 
-    async def _write(self, indexer: Indexer, value: Any, progress: ProgressCallback | None) -> None:
+    async def _write(self, indexer: Indexer, value: Any, progress: ShowProgress) -> None:
         self._check_writable()
         value = self._as_value(value, indexer.shape)
         with unwrap_group():
-            await engine_write.write(self._stored, list(indexer), value, progress)
+            await engine_write.write(self._stored, list(indexer), value, as_callback(progress))
 
     def _as_value(self, value: Any, shape: tuple[int, ...]) -> np.ndarray:
         try:

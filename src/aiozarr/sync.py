@@ -22,7 +22,7 @@ import numpy as np
 
 from aiozarr import config, display
 from aiozarr.array import AsyncArray
-from aiozarr.engine.progress import ProgressCallback
+from aiozarr.engine.progress import ShowProgress
 from aiozarr.errors import SyncInLoopError
 from aiozarr.group import AsyncGroup
 
@@ -126,36 +126,6 @@ def _run(
                 f"sync_timeout_s={settings.sync_timeout_s}; it was cancelled"
             ) from None
         raise
-
-
-#: `True` for a progress bar, a callback `(done, total)`, or None/False for nothing.
-Progress = bool | ProgressCallback | None
-
-
-def progress_callback(progress: Progress) -> ProgressCallback | None:
-    """The callback for a sync call's `progress=` argument (`True`: a tqdm bar)."""
-    if progress is None or progress is False:
-        return None
-    if progress is True:
-        return _bar()
-    return progress
-
-
-def _bar() -> ProgressCallback:
-    """A tqdm bar (terminal or Jupyter) that closes itself when the last chunk is done."""
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        raise ImportError("progress=True needs tqdm: pip install 'aiozarr[progress]'") from None
-    bar = tqdm(unit="chunk")
-
-    def update(done: int, total: int) -> None:
-        bar.total = total
-        bar.update(done - bar.n)
-        if done >= total:
-            bar.close()
-
-    return update
 
 
 class Attributes(MutableMapping[str, Any]):
@@ -270,27 +240,25 @@ class Array:
     def __setitem__(self, selection: Any, value: Any) -> None:
         return _run(self._async.setitem, selection, value)
 
-    def getitem(self, selection: Any = ..., *, progress: Progress = None) -> Any:
+    def getitem(self, selection: Any = ..., *, progress: ShowProgress = None) -> Any:
         """`arr[selection]`, with `progress=True` for a progress bar (or a callback)."""
-        return _run(self._async.getitem, selection, progress=progress_callback(progress))
+        return _run(self._async.getitem, selection, progress=progress)
 
-    def setitem(self, selection: Any, value: Any, *, progress: Progress = None) -> None:
+    def setitem(self, selection: Any, value: Any, *, progress: ShowProgress = None) -> None:
         """`arr[selection] = value`, with `progress=True` for a progress bar (or a callback)."""
-        return _run(self._async.setitem, selection, value, progress=progress_callback(progress))
+        return _run(self._async.setitem, selection, value, progress=progress)
 
-    def get_orthogonal_selection(self, selection: Any, *, progress: Progress = None) -> Any:
-        return _run(
-            self._async.get_orthogonal_selection, selection, progress=progress_callback(progress)
-        )
+    def get_orthogonal_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
+        return _run(self._async.get_orthogonal_selection, selection, progress=progress)
 
     def set_orthogonal_selection(
-        self, selection: Any, value: Any, *, progress: Progress = None
+        self, selection: Any, value: Any, *, progress: ShowProgress = None
     ) -> None:
         return _run(
             self._async.set_orthogonal_selection,
             selection,
             value,
-            progress=progress_callback(progress),
+            progress=progress,
         )
 
     def resize(self, new_shape: Any) -> None:

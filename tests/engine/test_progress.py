@@ -48,3 +48,15 @@ def test_sync_progress_bar_and_callback(capsys: pytest.CaptureFixture[str]) -> N
     assert list(arr.getitem(..., progress=callback)) == [1] * 10
     _check(steps, 2)
     assert "2/2" in capsys.readouterr().err  # the tqdm bar reached the total
+
+
+async def test_progress_true_shows_a_bar_in_async_calls_too(capsys) -> None:
+    pytest.importorskip("tqdm")
+    arr = await aiozarr.create_array_async(MemoryStore(), shape=(16, 16), dtype="u2", chunks=(4, 4))
+    await arr.setitem(..., 1, progress=True)
+    values = await arr.getitem(..., progress=True)
+    assert np.all(values == 1)
+    frames = capsys.readouterr().err
+    assert "16/16" in frames
+    # the bar appears with its total: no frame without one (`0chunk [00:00, ?chunk/s]`)
+    assert "0chunk [" not in frames and "0/16 [" in frames

@@ -6,6 +6,7 @@ so each test checks what really went over the wire.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -176,6 +177,19 @@ async def test_persistent_failure_names_key_attempts_and_cause(emulator: Emulato
     with pytest.raises(StoreError, match=r"'broken/0'.*500.*gave up after 4 attempts"):
         await store.get("broken/0")
     assert emulator.stats()["by_status"]["500"] == 4
+
+
+async def test_retries_are_logged_and_giving_up_is_a_warning(
+    emulator: Emulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = await stored(emulator)
+    emulator.inject("status", status=500, key_glob="*broken/0")
+    with caplog.at_level(logging.INFO, logger="aiozarr"), pytest.raises(StoreError):
+        await store.get("broken/0")
+    retries = [r for r in caplog.records if r.levelno == logging.INFO and "retry" in r.message]
+    assert len(retries) == 3 and all("'broken/0'" in r.message for r in retries)
+    [gave_up] = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert "'broken/0'" in gave_up.message and "gave up after 4 attempts" in gave_up.message
 
 
 async def test_persistent_failure_stops_at_the_deadline(emulator: Emulator) -> None:

@@ -22,7 +22,7 @@ from aiozarr.cli.common import (
     run_command,
     transfer_storage_options,
 )
-from aiozarr.cli.progress import ProgressDisplay, human_bytes
+from aiozarr.cli.progress import ProgressDisplay, human_bytes, plural
 
 __all__ = ["build_parser", "main"]
 
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         from aiozarr.copy import copy_async
 
         options, dst_options = transfer_storage_options(args)
-        with ProgressDisplay("copy", mode=args.progress) as display:
+        with ProgressDisplay("copy", mode=args.progress, pieces="objects") as display:
             report = await copy_async(
                 args.src,
                 args.dst,
@@ -120,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             rate = report.bytes_copied / max(report.seconds, 1e-9)
             print(
-                f"copied {report.arrays} arrays, {report.groups} groups: "
-                f"{report.chunks_written} shards/chunks written, "
+                f"copied {plural(report.arrays, 'array')}, {plural(report.groups, 'group')}: "
+                f"{plural(report.chunks_written, 'object')} written (shards or chunks), "
                 f"{report.chunks_skipped} skipped (already there, verified), "
                 f"{human_bytes(report.bytes_copied)} in {report.seconds:.2f} s "
                 f"({human_bytes(rate)}/s)",

@@ -222,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
             args.url, args.path, mode="r", storage_options=options_for(args.url, options)
         )
         info = await describe(node)
+        if not node.path:  # the URL names the node: show its last segment, not "/"
+            info["name"] = args.url.rstrip("/").rpartition("/")[2] or "/"
         print(json.dumps(info, indent=2, default=str) if args.json else _table(info))
         return 0
 

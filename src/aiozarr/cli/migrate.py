@@ -22,7 +22,7 @@ from aiozarr.cli.common import (
     run_command,
     transfer_storage_options,
 )
-from aiozarr.cli.progress import ProgressDisplay, human_bytes
+from aiozarr.cli.progress import ProgressDisplay, human_bytes, plural
 
 __all__ = ["build_parser", "main"]
 
@@ -97,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(summary))
         else:
             print(
-                f"migrated {state.arrays} arrays, {state.groups} groups to Zarr "
-                f"v{args.zarr_format}: {state.chunks_copied} chunks copied as stored, "
+                f"migrated {plural(state.arrays, 'array')}, {plural(state.groups, 'group')} "
+                f"to Zarr v{args.zarr_format}: {state.chunks_copied} chunks copied as stored, "
                 f"{state.chunks_reencoded} re-encoded, {human_bytes(state.bytes_done)} "
                 f"in {seconds:.2f} s",
                 file=sys.stdout,

@@ -12,7 +12,7 @@ import time
 from types import TracebackType
 from typing import IO, Any
 
-__all__ = ["ProgressDisplay", "human_bytes"]
+__all__ = ["ProgressDisplay", "human_bytes", "plural"]
 
 
 def human_bytes(n: float) -> str:
@@ -22,6 +22,11 @@ def human_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} TiB"
+
+
+def plural(n: int, noun: str) -> str:
+    """`1, "array"` -> `"1 array"`; `2, "array"` -> `"2 arrays"`."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _in_notebook() -> bool:
@@ -51,7 +56,8 @@ class ProgressDisplay:
 
     `mode`: "auto" (a bar when tqdm is installed and the output is a terminal or a
     notebook, lines otherwise), "bar", "plain", or "off". Plain lines come at most every
-    `interval_s` seconds, and once at the end.
+    `interval_s` seconds, and once at the end. `pieces` names what is counted beside the
+    bytes ("chunks", or "objects" where each is a shard or a chunk).
     """
 
     def __init__(
@@ -61,8 +67,10 @@ class ProgressDisplay:
         mode: str = "auto",
         stream: IO[str] | None = None,
         interval_s: float = 2.0,
+        pieces: str = "chunks",
     ) -> None:
         self.label = label
+        self.pieces = pieces
         self.mode = mode
         self.stream = stream or sys.stderr
         self.interval_s = interval_s
@@ -106,7 +114,7 @@ class ProgressDisplay:
                     dynamic_ncols=True,
                 )
             self._bar.update(bytes_done - self._bar.n)
-            self._bar.set_postfix_str(f"{chunks_done}/{chunks_total} chunks", refresh=False)
+            self._bar.set_postfix_str(f"{chunks_done}/{chunks_total} {self.pieces}", refresh=False)
             return
         now = time.perf_counter()
         if now - self._last_line >= self.interval_s and chunks_done < chunks_total:
@@ -127,7 +135,7 @@ class ProgressDisplay:
         pct = 100 * bytes_done / bytes_total if bytes_total else 100.0
         print(
             f"{self.label}: {pct:5.1f}% {human_bytes(bytes_done)} of "
-            f"{human_bytes(bytes_total)}, {chunks_done}/{chunks_total} chunks, "
+            f"{human_bytes(bytes_total)}, {chunks_done}/{chunks_total} {self.pieces}, "
             f"{human_bytes(rate)}/s, {eta if chunks_done < chunks_total else 'done'}",
             file=self.stream,
             flush=True,

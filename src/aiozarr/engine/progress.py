@@ -3,9 +3,41 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 #: Called with (chunks done, chunks in all) each time a chunk is finished.
 ProgressCallback = Callable[[int, int], None]
+
+#: What a `progress=` argument takes: True for a progress bar (tqdm, in a terminal or
+#: Jupyter), a callback `(done, total)`, or None/False for nothing.
+ShowProgress = bool | ProgressCallback | None
+
+
+def as_callback(progress: ShowProgress) -> ProgressCallback | None:
+    """The callback a `progress=` argument stands for (`True`: a new tqdm bar)."""
+    if progress is None or progress is False:
+        return None
+    if progress is True:
+        return _bar()
+    return progress
+
+
+def _bar() -> ProgressCallback:
+    """A tqdm bar that appears with its total on the first step and closes on the last."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        raise ImportError("progress=True needs tqdm: pip install 'aiozarr[progress]'") from None
+    bar: list[Any] = []
+
+    def update(done: int, total: int) -> None:
+        if not bar:
+            bar.append(tqdm(total=total, unit="chunk"))
+        bar[0].update(done - bar[0].n)
+        if done >= total:
+            bar[0].close()
+
+    return update
 
 
 class Progress:

@@ -184,8 +184,19 @@ async def run_request(
             elapsed = time.monotonic() - started
             if attempt >= policy.attempts or elapsed + delay >= policy.deadline_s:
                 budget.count("gave_up")
-                raise _gave_up(action, key, cause, attempt, elapsed) from cause
+                error = _gave_up(action, key, cause, attempt, elapsed)
+                log.warning("%s", error)
+                raise error from cause
             budget.count("retries")
+            log.info(
+                "%s %r: retry %d in %.2f s after %s: %s",
+                action,
+                key,
+                attempt,
+                delay,
+                type(exc).__name__,
+                exc,
+            )
         await anyio.sleep(delay)
 
 
