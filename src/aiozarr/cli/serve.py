@@ -60,6 +60,8 @@ async def run_serve(
         print(f"  HTTP: {emu.http_url()}/", flush=True)
         print(f"  S3:   {emu.s3_url()}  endpoint={emu.endpoint} (anonymous, path-style)",
               flush=True)
+        print(f"  env:  AWS_ENDPOINT_URL={emu.endpoint} (s3://{name}/... then needs no options)",
+              flush=True)
         print(f"  stats: {emu.endpoint}/_emulator/stats", flush=True)
         if on_start is not None:
             on_start(emu)

@@ -44,6 +44,8 @@ _ALIASES = {
     "aws_access_key_id": "access_key_id", "aws_secret_access_key": "secret_access_key",
     "aws_session_token": "session_token", "requester_pays": "request_payer",
 }
+# S3-compatible servers are often named by the environment, as the AWS tools read it.
+_ENDPOINT_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT")
 # Where credentials may come from, by backend: option names and environment variables.
 # With none of them, the store signs nothing (anonymous access to public data).
 _CREDENTIALS = {
@@ -139,10 +141,17 @@ def _normalize(scheme: str, options: dict[str, Any]) -> tuple[dict[str, Any], di
     anon = store.pop("anon", None)
     if anon is not None:
         store.setdefault("skip_signature", bool(anon))
+    if scheme in _S3 and "endpoint" not in store and _env_endpoint():
+        store["endpoint"] = _env_endpoint()
     endpoint = str(store.get("endpoint") or store.get("base_url") or "")  # base_url: GCS
     if endpoint.startswith("http://") or scheme == "http":
         client.setdefault("allow_http", True)
     return store, client
+
+
+def _env_endpoint() -> str:
+    """The S3 endpoint the environment names (MinIO, `aiozarr serve`), or ""."""
+    return next((os.environ[e] for e in _ENDPOINT_ENV if os.environ.get(e)), "")
 
 
 def _has_credentials(kind: str, store: dict[str, Any], extra: dict[str, Any]) -> bool:
@@ -158,7 +167,8 @@ def _obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
     which a dask task or a reopened dataset would otherwise pay each time."""
     if "credential_provider" in options:  # a callable: identity is not configuration
         return _build_obstore_store(url, scheme, options)
-    env = tuple(os.environ.get(name) for _, names in _CREDENTIALS.values() for name in names)
+    names = [*_ENDPOINT_ENV, *(name for _, env in _CREDENTIALS.values() for name in env)]
+    env = tuple(os.environ.get(name) for name in names)
     # The pid: a forked child builds its own (a client's connections are not fork-safe).
     key = repr((os.getpid(), url, sorted(options.items(), key=lambda item: item[0]), env))
     with _obstore_lock:

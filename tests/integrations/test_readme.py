@@ -1,0 +1,151 @@
+"""Every code block of README.md runs as written.
+
+The Python blocks run in order as the cells of one notebook (top-level `await`, a running
+event loop, one namespace) in a directory that `aiozarr serve` serves as the bucket
+`bucket`, with `AWS_ENDPOINT_URL` pointing at it, as the README tells users to. Then each
+`$ aiozarr ...` line of the console block runs there too, and prints what the README shows
+(figures that change from run to run, times and rates, are compared as numbers only).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+# Runs the cells the way Jupyter does: each one compiled with top-level await allowed and
+# run as a task of the one event loop, which stays running for the sync calls too.
+RUNNER = """
+import ast, asyncio, inspect, sys
+cells = eval(sys.stdin.read())
+namespace = {"__name__": "__main__"}
+
+async def run(cell):
+    result = eval(compile(cell, "README.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT),
+                  namespace)
+    if inspect.iscoroutine(result):
+        await result
+
+loop = asyncio.new_event_loop()
+for cell in cells:
+    loop.run_until_complete(run(cell))
+print("all cells ran")
+"""
+
+
+def blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README.read_text(), flags=re.DOTALL)
+
+
+def console_examples() -> list[tuple[str, str]]:
+    """`(command, output shown)` for each `$ ` line of the console blocks."""
+    examples = []
+    for block in blocks("console"):
+        for chunk in re.split(r"\n(?=\$ )", block.strip()):
+            command, _, output = chunk.partition("\n")
+            examples.append((command.removeprefix("$ "), output.strip()))
+    return examples
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def bucket(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A directory served as `s3://bucket/`, and the environment that reaches it."""
+    root = tmp_path_factory.mktemp("bucket")
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "aiozarr",
+            "serve",
+            str(root),
+            "--bucket",
+            "bucket",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        assert server.stdout.readline().startswith("Serving"), "aiozarr serve did not start"
+        env = {**os.environ, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}"}
+        yield root, env
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def notebook(bucket: tuple[Path, dict[str, str]]) -> tuple[Path, dict[str, str]]:
+    """The bucket after every Python block of the README ran in it."""
+    root, env = bucket
+    result = subprocess.run(
+        [sys.executable, "-c", RUNNER],
+        input=repr(blocks("python")),
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env=env,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.stdout.rstrip().endswith("all cells ran")
+    return root, env
+
+
+def test_the_readme_has_blocks_to_run() -> None:
+    assert len(blocks("python")) >= 4 and len(console_examples()) >= 4
+
+
+def test_python_blocks_run_as_notebook_cells(notebook) -> None:
+    root, _ = notebook
+    assert (root / "data.zarr" / "zarr.json").exists()
+    assert (root / "era.zarr" / "zarr.json").exists()
+
+
+def _numbers_masked(text: str) -> str:
+    return re.sub(r"\d+(\.\d+)?", "N", text)
+
+
+@pytest.mark.parametrize("index", range(len(console_examples())))
+def test_console_examples_print_what_the_readme_shows(notebook, index: int) -> None:
+    root, env = notebook
+    command, shown = console_examples()[index]
+    words = shlex.split(command)
+    assert words[0] == "aiozarr"
+    started = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-m", "aiozarr", *words[1:]],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env=env,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    printed = result.stdout.strip().replace(str(root), "/home/me")  # as the README shows it
+    if re.search(r"\d+(\.\d+)? (s|MiB/s)\b", shown):  # timed: compare the shape only
+        assert _numbers_masked(printed) == _numbers_masked(shown), (
+            command,
+            time.perf_counter() - started,
+        )
+    else:
+        assert printed == shown, command
