@@ -6,9 +6,11 @@ returns the sync facade (`Array` / `Group`).
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, TypeVar
 
 from aiozarr.array import AsyncArray
 from aiozarr.errors import AiozarrError, NodeNotFoundError
@@ -18,6 +20,7 @@ from aiozarr.storage.references import ReferenceStore, is_reference_source
 from aiozarr.storage.url import from_url
 from aiozarr.sync import Array, Group, _run
 
+F = TypeVar("F", bound=Callable[..., Any])
 Mode = Literal["r", "r+", "a", "w", "w-"]
 #: A Store, a URL or local path, or kerchunk references (a dict, a .json or a .parq).
 StoreLike = Store | str | os.PathLike[str] | Mapping[str, Any]
@@ -155,27 +158,55 @@ async def create_group_async(
 # -- sync -------------------------------------------------------------------------------------
 
 
+def _twin_of(async_fn: Callable[..., Any]) -> Callable[[F], F]:
+    """Give a sync function its async twin's signature: `help()` shows every argument, and
+    a wrong one is refused before any work, naming the function the caller called."""
+    signature = inspect.signature(async_fn)
+
+    def decorate(sync_fn: F) -> F:
+        @functools.wraps(sync_fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                signature.bind(*args, **kwargs)
+            except TypeError as error:
+                raise TypeError(f"{sync_fn.__name__}(): {error}") from None
+            return sync_fn(*args, **kwargs)
+
+        call.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            return_annotation=inspect.signature(sync_fn).return_annotation
+        )
+        return call  # type: ignore[return-value]
+
+    return decorate
+
+
+
+@_twin_of(open_array_async)
 def open_array(store: StoreLike, path: str = "", **options: Any) -> Array:
     """Open an existing array (`mode`, `zarr_format`, `storage_options` as the async twin)."""
     return Array(_run(open_array_async, store, path, **options))
 
 
+@_twin_of(open_group_async)
 def open_group(store: StoreLike, path: str = "", **options: Any) -> Group:
     """Open a group (`mode`, `zarr_format`, `storage_options`, `attributes`)."""
     return Group(_run(open_group_async, store, path, **options))
 
 
+@_twin_of(open_async)
 def open(store: StoreLike, path: str = "", **options: Any) -> Array | Group:
     """Open the array or group at `path`."""
     node = _run(open_async, store, path, **options)
     return Array(node) if isinstance(node, AsyncArray) else Group(node)
 
 
+@_twin_of(create_array_async)
 def create_array(store: StoreLike, path: str = "", **options: Any) -> Array:
     """Create an array (`shape`, `dtype`, `chunks`, `shards`, ... as `create_array_async`)."""
     return Array(_run(create_array_async, store, path, **options))
 
 
+@_twin_of(create_group_async)
 def create_group(store: StoreLike, path: str = "", **options: Any) -> Group:
     """Create a group (`attributes`, `zarr_format`, `overwrite`, `storage_options`)."""
     return Group(_run(create_group_async, store, path, **options))

@@ -1,0 +1,29 @@
+"""The sync top-level functions take exactly their async twins' arguments."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import aiozarr
+
+NAMES = ["open_array", "open_group", "open", "create_array", "create_group"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sync_function_shows_its_twins_arguments(name: str) -> None:
+    sync, twin = getattr(aiozarr, name), getattr(aiozarr, f"{name}_async")
+    assert inspect.signature(sync).parameters == inspect.signature(twin).parameters
+
+
+def _takes_any_keyword(name: str) -> bool:
+    parameters = inspect.signature(getattr(aiozarr, f"{name}_async")).parameters.values()
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if not _takes_any_keyword(n)])
+def test_a_misspelled_argument_names_the_function_called(name: str, tmp_path) -> None:
+    with pytest.raises(TypeError, match=rf"^{name}\(\): .*'storage_option'"):
+        getattr(aiozarr, name)(str(tmp_path / "x.zarr"), storage_option={})
+    assert not (tmp_path / "x.zarr").exists()  # refused before any work
