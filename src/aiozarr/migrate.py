@@ -32,6 +32,7 @@ from aiozarr import config, hierarchy
 from aiozarr.api import StoreLike, resolve_store
 from aiozarr.array import AsyncArray
 from aiozarr.codecs import CodecChain
+from aiozarr.codecs.blosc import is_legacy_zstd
 from aiozarr.engine.executor import run_codec
 from aiozarr.errors import InvalidValueError, UnsupportedError, unwrap_group
 from aiozarr.group import AsyncGroup, walk
@@ -241,6 +242,12 @@ def _reencode_all(todo: Sequence[tuple[_Job, str, Any]]) -> list[bytes]:
     ]
 
 
+def _stale_frame(job: _Job, data: Any) -> bool:
+    """Whether a chunk that could move as stored bytes is a blosc frame of zstd 0.7 (zarr
+    1.x wrote them), which other readers cannot decompress: it is re-encoded instead."""
+    return (job.src.metadata.compressor or {}).get("id") == "blosc" and is_legacy_zstd(data)
+
+
 class _Mover:
     """Moves the chunks of every job in batches; counts for progress."""
 
@@ -303,7 +310,7 @@ class _Mover:
         for (job, coords), key, data in zip(batch, keys, found, strict=True):
             if data is None:  # deleted since the listing: nothing to move
                 continue
-            if job.copyable:
+            if job.copyable and not _stale_frame(job, data):
                 out.append((job.dst.stored.key(coords), data))
             else:
                 todo.append((job, key, data))

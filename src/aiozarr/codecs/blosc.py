@@ -121,12 +121,59 @@ class BloscCodec(BytesToBytesCodec):
 
     def decode_into_buffer(self, data: Any, out: Any) -> bytes | memoryview:
         """Decompress into `out` (a writable buffer of the decoded size) or a new buffer."""
-        view = check_frame(data, None if out is None else memoryview(out).nbytes)
-        try:
-            return _DECODER.decode(view, out=out)
-        except (RuntimeError, ValueError) as error:
-            raise CodecError(f"codec 'blosc': corrupt data: {error}") from error
+        return decode_frame(check_frame(data, None if out is None else memoryview(out).nbytes), out)
 
 
 # Decoding needs no settings: everything is in the frame's header.
 _DECODER = numcodecs.Blosc()
+_ZSTD = 4  # the compressor code (flags >> 5) of zstd
+_MEMCPYED = 0x2
+# zstd frame magic numbers before zstd 1.0 (v0.1 ... v0.7), little-endian.
+_LEGACY_ZSTD_MAGIC = range(0xFD2FB51E, 0xFD2FB528)
+
+
+def decode_frame(frame: memoryview, out: Any = None) -> bytes | memoryview:
+    """Decompress a frame that `check_frame` returned, into `out` or a new buffer.
+
+    c-blosc before 1.11 (zarr 1.x, bcolz and PyTables of 2016) compressed with zstd
+    0.7, whose frames today's zstd inside numcodecs no longer reads; imagecodecs' blosc
+    does (its zstd keeps legacy support), so those frames go through it.
+    """
+    try:
+        return _DECODER.decode(frame, out=out)
+    except (RuntimeError, ValueError) as error:
+        if not is_legacy_zstd(frame):
+            raise CodecError(f"codec 'blosc': corrupt data: {error}") from error
+    return _decode_legacy(frame, out)
+
+
+def is_legacy_zstd(data: Any) -> bool:
+    """Whether `data` is a blosc frame compressed with zstd 0.7 or older (c-blosc < 1.11)."""
+    frame = memoryview(data).cast("B")
+    if frame.nbytes < 24 or frame[2] >> 5 != _ZSTD or frame[2] & _MEMCPYED:
+        return False
+    start = int.from_bytes(frame[16:20], "little")  # the first block; its first stream
+    magic = frame[start + 4 : start + 8]
+    return len(magic) == 4 and int.from_bytes(magic, "little") in _LEGACY_ZSTD_MAGIC
+
+
+def _decode_legacy(frame: memoryview, out: Any) -> bytes | memoryview:
+    try:
+        import imagecodecs
+    except ImportError:
+        raise CodecError(
+            "codec 'blosc': the frame is compressed with zstd 0.7 or older (c-blosc before "
+            "1.11, e.g. zarr 1.x), which numcodecs cannot decompress: install imagecodecs "
+            "(pip install 'aiozarr[legacy]') to read it"
+        ) from None
+    try:
+        decoded = imagecodecs.blosc_decode(bytes(frame))
+    except Exception as error:  # imagecodecs' own error type: corrupt data
+        raise CodecError(f"codec 'blosc': corrupt data: {error}") from error
+    if len(decoded) != int.from_bytes(frame[4:8], "little"):
+        raise CodecError("codec 'blosc': data does not decompress to the size its header says")
+    if out is None:
+        return decoded
+    target = memoryview(out).cast("B")
+    target[:] = decoded
+    return target

@@ -23,7 +23,7 @@ from numcodecs.compat import ensure_bytes, ensure_ndarray_like
 from numcodecs.registry import codec_registry
 
 from aiozarr.codecs.base import ArrayToBytesCodec, ChunkSpec
-from aiozarr.codecs.blosc import GDAL_SHUFFLES, SHUFFLES, check_frame
+from aiozarr.codecs.blosc import GDAL_SHUFFLES, SHUFFLES, check_frame, decode_frame
 from aiozarr.codecs.gzip import gunzip, inflate, warn_zlib_in_gzip
 from aiozarr.codecs.zstd import check_content_size
 from aiozarr.errors import AiozarrWarning, CodecError, MetadataError, UnsupportedError
@@ -117,7 +117,7 @@ def decompress(
     codec_id = compressor.codec_id
     if codec_id == "blosc":
         # Blosc reads past the end of a truncated frame: check its header first.
-        data = check_frame(data, size)
+        return decode_frame(check_frame(data, size))
     if codec_id == "gzip":
         out, was_zlib = gunzip(data, size)
         if was_zlib and on_zlib is not None:

@@ -3,13 +3,22 @@
 A v1 array keeps its metadata in the key `meta` and its attributes in `attrs`; chunks
 are `0.0`-style keys beside them. The `compression` name and `compression_opts` become
 the numcodecs configuration of the model's `compressor`, so the v2 codec bridge decodes
-v1 chunks (the chunk bytes are the same: the compressed C or F ordered array).
+v1 chunks.
+
+zarr 1.x, the v1 writer, is the reference where the spec leaves room:
+- only its blosc compressor stored a chunk in the array's `order`; zlib, bz2, lzma and
+  "none" stored `array.tobytes()`, which is C order whatever `order` says, so the model's
+  (chunk layout) order is "F" only for blosc;
+- `fill_value` is any scalar numpy fills a chunk with: 0 on a fixed-length bytes array
+  fills it with b"0", on a complex one with 0j.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from aiozarr.errors import MetadataError, UnsupportedError
 from aiozarr.metadata import dtypes, fill_value
@@ -61,6 +70,23 @@ def compressor_config(name: Any, opts: Any, key: str) -> dict[str, Any] | None:
     )
 
 
+def parse_fill_value(value: Any, dtype: np.dtype[Any], key: str) -> Any:
+    """The fill value of a v1 array: the scalar zarr 1.x filled chunks with.
+
+    zarr 1.x called `chunk.fill(value)` with the JSON value, so a number or text on
+    fixed-length bytes, text or complex arrays is numpy's conversion of it (0 -> b"0").
+    Every other case reads as in v2.
+    """
+    if dtype.kind in "SUc" and isinstance(value, int | float | str) and not isinstance(value, bool):
+        if dtype.kind == "c" and isinstance(value, str):
+            fail(key, "fill_value", f"a number for {dtype}", value)
+        try:
+            return np.full((), value, dtype=dtype)[()]
+        except (TypeError, ValueError, UnicodeError) as error:
+            fail(key, "fill_value", f"a scalar that converts to {dtype} ({error})", value)
+    return fill_value.parse_v2(value, dtype, key)
+
+
 def parse_meta(doc: Document, key: str, attrs: Mapping[str, Any] | None = None) -> ArrayMetadata:
     """The array metadata in the v1 `meta` document `doc` (and its `attrs`, decoded)."""
     data = load(doc, key)
@@ -77,16 +103,17 @@ def parse_meta(doc: Document, key: str, attrs: Mapping[str, Any] | None = None) 
     order = require(data, "order", key)
     if order not in ("C", "F"):
         fail(key, "order", '"C" or "F"', order)
-    compressor = compressor_config(
-        require(data, "compression", key), data.get("compression_opts"), key
-    )
+    compression = require(data, "compression", key)
+    compressor = compressor_config(compression, data.get("compression_opts"), key)
+    if compression != "blosc":
+        order = "C"  # zarr 1.x's other compressors stored array.tobytes(): C order
     if attrs is not None and not isinstance(attrs, Mapping):
         raise MetadataError(f"{key}: attributes must be a JSON object, got {show(attrs)}")
     return ArrayMetadata(
         shape=shape,
         dtype=dtype,
         chunk_shape=chunks,
-        fill_value=fill_value.parse_v2(data.get("fill_value"), dtype, key),
+        fill_value=parse_fill_value(data.get("fill_value"), dtype, key),
         zarr_format=1,
         chunk_key_encoding=ChunkKeyEncoding("v2", "."),
         attributes=dict(attrs or {}),
