@@ -48,13 +48,7 @@ class AsyncArray(hierarchy.NodeLocation):
         if metadata.chunk_grid is not None:
             _check_rectilinear(metadata, key)
         chain = CodecChain.from_metadata(metadata, key)
-        if chain.sharding is not None and chain.array_to_array:
-            # The inner-chunk grid would lie in transposed coordinates; the engine plans
-            # inner chunks on the array's own axes. zarr-python never writes this.
-            raise UnsupportedError(
-                f"{key}: array-to-array codecs before sharding_indexed "
-                f"({', '.join(c.name for c in chain.array_to_array)}) are not supported"
-            )
+        chain.shard_layout()  # a sharding codec the engine cannot lay out fails here
         self._stored = StoredArray(
             store=store,
             prefix=hierarchy.chunk_prefix(self._path, metadata),

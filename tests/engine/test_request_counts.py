@@ -249,22 +249,31 @@ async def test_writes_invalidate_the_cached_shard_index() -> None:
     assert counting.counts["get"] == 3  # a fresh index read, then the two chunks
 
 
-async def test_transpose_before_sharding_is_refused() -> None:
-    store = MemoryStore()
+async def test_transpose_before_sharding_reads_inner_chunks_like_any_shard() -> None:
+    # The stored shard is transposed; inner chunks are still found through one index read.
+    counting = CountingStore(MemoryStore())
     sharding = {
         "name": "sharding_indexed",
         "configuration": {
-            "chunk_shape": [2, 2],
+            "chunk_shape": [2, 4],
             "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
         },
     }
-    with pytest.raises(aiozarr.errors.UnsupportedError, match="transpose"):
-        await aiozarr.create_array_async(
-            store,
-            shape=(4, 4),
-            dtype="i2",
-            chunks=(4, 4),
-            compressors=None,
-            filters=[{"name": "transpose", "configuration": {"order": [1, 0]}}],
-            serializer=sharding,
-        )
+    arr = await aiozarr.create_array_async(
+        counting,
+        shape=(8, 8),
+        dtype="i2",
+        chunks=(8, 4),
+        compressors=None,
+        filters=[{"name": "transpose", "configuration": {"order": [1, 0]}}],
+        serializer=sharding,
+    )
+    data = np.arange(64, dtype="i2").reshape(8, 8)
+    await arr.setitem(slice(None), data)
+    assert arr.chunks == (4, 2)  # the stored (2, 4) on the array's axes
+    counting.reset()
+    assert await arr.getitem((5, 1)) == data[5, 1]
+    assert counting.counts["get"] == 2  # the shard index, then the inner chunk
+    counting.reset()
+    np.testing.assert_array_equal(await arr.getitem((slice(4, 8), slice(0, 2))), data[4:, :2])
+    assert counting.counts["get"] == 1  # index cached: the same inner chunk

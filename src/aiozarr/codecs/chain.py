@@ -25,11 +25,11 @@ from aiozarr.codecs.base import (
 from aiozarr.codecs.bytes import BytesCodec
 from aiozarr.codecs.gzip import decoding_key
 from aiozarr.codecs.registry import get_codec
-from aiozarr.errors import AiozarrError, CodecError, MetadataError
+from aiozarr.errors import AiozarrError, CodecError, MetadataError, UnsupportedError
 from aiozarr.metadata.model import ArrayMetadata, CodecMetadata
 
 if TYPE_CHECKING:
-    from aiozarr.codecs.sharding import ShardingCodec
+    from aiozarr.codecs.sharding import ShardingCodec, ShardLayout
 
 
 #: Chains bound to other chunk shapes kept by `CodecChain.for_shape`.
@@ -162,6 +162,39 @@ class CodecChain:
         from aiozarr.codecs.sharding import ShardingCodec
 
         return self.array_to_bytes if isinstance(self.array_to_bytes, ShardingCodec) else None
+
+    def shard_layout(self, shape: tuple[int, ...] | None = None) -> ShardLayout | None:
+        """The layout, on the array's axes, of a shard of `shape` (this chain's chunk shape
+        by default) when the array is sharded, else None.
+
+        `transpose` codecs before `sharding_indexed` (zarr-python 3.4 and zarrs write them)
+        make the stored shard a transposed one; the layout maps inner chunks back.
+        """
+        sharding = self.sharding
+        if sharding is None:
+            return None
+        spec = (
+            self._spec
+            if shape is None
+            else ChunkSpec(shape, self._spec.dtype, self._spec.fill_value)
+        )
+        return sharding.layout(spec, self._sharding_axes())
+
+    def _sharding_axes(self) -> tuple[int, ...] | None:
+        """The one permutation the array->array codecs before sharding amount to."""
+        from aiozarr.codecs.transpose import TransposeCodec
+
+        if not self.array_to_array:
+            return None
+        axes = tuple(range(len(self._spec.shape)))
+        for codec in self.array_to_array:
+            if not isinstance(codec, TransposeCodec):
+                raise UnsupportedError(
+                    f"{self._key or 'metadata'}: array->array codec {codec.name!r} before "
+                    "sharding_indexed is not supported (only transpose is)"
+                )
+            axes = tuple(axes[i] for i in codec.order)
+        return axes
 
     def encoded_size(self) -> int | None:
         """The exact size of every encoded chunk when it is fixed, else None."""

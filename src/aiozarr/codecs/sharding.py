@@ -20,6 +20,7 @@ from aiozarr.byte_range import ByteRange
 from aiozarr.codecs.base import ArrayToBytesCodec, ChunkSpec, Codec
 from aiozarr.codecs.chain import CodecChain
 from aiozarr.codecs.registry import get_codec, register_codec
+from aiozarr.codecs.transpose import TransposeCodec
 from aiozarr.errors import CodecError, MetadataError
 from aiozarr.metadata.model import CodecMetadata
 
@@ -88,7 +89,14 @@ class ShardIndex:
 
 @dataclass(frozen=True, eq=False)
 class ShardLayout:
-    """Where things lie in a shard of one shape, and how to encode and decode them."""
+    """Where things lie in a shard of one shape, and how to encode and decode them.
+
+    Shapes and inner-chunk coordinates are on the array's axes. When `transpose` comes
+    before `sharding_indexed`, the stored shard is the array's shard transposed by
+    `axes` (stored axis i is array axis `axes[i]`): the index is stored on those axes
+    and `inner_chain` starts with the transpose, so everything here still speaks of
+    the array's axes.
+    """
 
     shard_shape: tuple[int, ...]
     chunk_shape: tuple[int, ...]
@@ -98,6 +106,26 @@ class ShardLayout:
     index_size: int
     index_location: Literal["start", "end"]
     index_range: ByteRange
+    axes: tuple[int, ...] | None = None
+
+    def _to_array_axes(self, table: np.ndarray) -> np.ndarray:
+        if self.axes is None:
+            return table
+        inverse = tuple(int(i) for i in np.argsort(self.axes))
+        return np.ascontiguousarray(table.transpose(*inverse, len(inverse)))
+
+    def _to_stored_axes(self, table: np.ndarray) -> np.ndarray:
+        if self.axes is None:
+            return table
+        return np.ascontiguousarray(table.transpose(*self.axes, len(self.axes)))
+
+    def _write_order(self) -> tuple[tuple[int, ...], ...]:
+        """Inner chunks (array axes) in Morton order of the stored index, as zarr-python."""
+        if self.axes is None:
+            return morton_order(self.chunks_per_shard)
+        stored = tuple(self.chunks_per_shard[a] for a in self.axes)
+        inverse = tuple(int(i) for i in np.argsort(self.axes))
+        return tuple(tuple(c[i] for i in inverse) for c in morton_order(stored))
 
     @property
     def nbytes(self) -> int:
@@ -111,7 +139,7 @@ class ShardLayout:
             raise CodecError(
                 f"shard {key!r}: index is {view.nbytes} bytes, expected {self.index_size}"
             )
-        table = np.array(self.index_chain.decode(view, key), dtype=np.uint64)
+        table = self._to_array_axes(np.array(self.index_chain.decode(view, key), dtype=np.uint64))
         table.flags.writeable = False
         return ShardIndex(table)
 
@@ -137,7 +165,7 @@ class ShardLayout:
         table = np.full((*self.chunks_per_shard, 2), EMPTY, dtype=np.uint64)
         parts: list[Any] = []
         offset = self.index_size if self.index_location == "start" else 0
-        for coords in morton_order(self.chunks_per_shard):
+        for coords in self._write_order():
             data = chunks.get(coords)
             if data is None:
                 continue
@@ -156,7 +184,7 @@ class ShardLayout:
         return self._assemble(np.full((*self.chunks_per_shard, 2), EMPTY, dtype=np.uint64), [])
 
     def _assemble(self, table: np.ndarray, parts: list[Any]) -> bytes:
-        index = self.index_chain.encode(table)
+        index = self.index_chain.encode(self._to_stored_axes(table))
         return b"".join([index, *parts] if self.index_location == "start" else [*parts, index])
 
     def inner_selection(self, inner_coords: tuple[int, ...]) -> tuple[slice, ...]:
@@ -269,25 +297,36 @@ class ShardingCodec(ArrayToBytesCodec):
     def validate(self, spec: ChunkSpec) -> None:
         self.layout(spec)
 
-    def layout(self, shard_spec: ChunkSpec) -> ShardLayout:
-        """The layout of shards of `shard_spec` (built once per spec, then cached)."""
-        cache_key = (shard_spec.shape, shard_spec.dtype, repr(shard_spec.fill_value))
+    def layout(self, shard_spec: ChunkSpec, axes: tuple[int, ...] | None = None) -> ShardLayout:
+        """The layout of shards of `shard_spec` (built once per spec, then cached).
+
+        `axes`: the shard is stored transposed by it (a `transpose` codec before this
+        one); `shard_spec` and the layout are then on the array's axes.
+        """
+        cache_key = (shard_spec.shape, shard_spec.dtype, repr(shard_spec.fill_value), axes)
         layout = self._layouts.get(cache_key)
         if layout is None:
-            layout = self._layouts[cache_key] = self._build_layout(shard_spec)
+            layout = self._layouts[cache_key] = self._build_layout(shard_spec, axes)
         return layout
 
-    def _build_layout(self, spec: ChunkSpec) -> ShardLayout:
-        shape, inner = spec.shape, self.chunk_shape
+    def _build_layout(self, spec: ChunkSpec, axes: tuple[int, ...] | None) -> ShardLayout:
+        inner = self.chunk_shape
+        shape = spec.shape if axes is None else tuple(spec.shape[a] for a in axes)
         if len(inner) != len(shape) or any(s % c for s, c in zip(shape, inner, strict=False)):
             raise MetadataError(
                 f"codec 'sharding_indexed': field 'chunk_shape' {list(inner)} must divide "
                 f"the shard shape {list(shape)} in every dimension"
             )
         per_shard = tuple(s // c for s, c in zip(shape, inner, strict=True))
-        inner_spec = ChunkSpec(inner, spec.dtype, spec.fill_value)
-        inner_chain = CodecChain.from_codecs(self.codecs, inner_spec, "sharding_indexed codecs")
         index_spec = ChunkSpec((*per_shard, 2), np.dtype(np.uint64), EMPTY)
+        codecs: tuple[Any, ...] = self.codecs
+        if axes is not None:  # on the array's axes: inner chunks start with the transpose
+            inverse = tuple(int(i) for i in np.argsort(axes))
+            inner = tuple(inner[i] for i in inverse)
+            per_shard = tuple(per_shard[i] for i in inverse)
+            codecs = (TransposeCodec(axes), *codecs)
+        inner_spec = ChunkSpec(inner, spec.dtype, spec.fill_value)
+        inner_chain = CodecChain.from_codecs(codecs, inner_spec, "sharding_indexed codecs")
         index_chain = CodecChain.from_codecs(
             self.index_codecs, index_spec, "sharding_indexed index_codecs"
         )
@@ -300,7 +339,7 @@ class ShardingCodec(ArrayToBytesCodec):
             )
         at_start = self.index_location == "start"
         return ShardLayout(
-            shard_shape=shape,
+            shard_shape=spec.shape,
             chunk_shape=inner,
             chunks_per_shard=per_shard,
             inner_chain=inner_chain,
@@ -308,6 +347,7 @@ class ShardingCodec(ArrayToBytesCodec):
             index_size=index_size,
             index_location=self.index_location,
             index_range=ByteRange.of(0, index_size) if at_start else ByteRange.last(index_size),
+            axes=axes,
         )
 
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes:

@@ -11,7 +11,7 @@ import numpy as np
 
 from aiozarr import config
 from aiozarr.chunk_grid import RectilinearGrid
-from aiozarr.codecs import ChunkSpec, CodecChain, ShardLayout
+from aiozarr.codecs import CodecChain, ShardLayout
 from aiozarr.metadata.model import ArrayMetadata
 from aiozarr.storage.base import Store
 from aiozarr.storage.cache import LRUByteCache
@@ -45,8 +45,7 @@ class StoredArray:
     @cached_property
     def layout(self) -> ShardLayout | None:
         """The shard layout when the array is sharded (of the largest shard), else None."""
-        sharding = self.chain.sharding
-        return None if sharding is None else sharding.layout(self.chain.spec)
+        return self.chain.shard_layout()
 
     @property
     def read_chunk_shape(self) -> tuple[int, ...]:
@@ -79,15 +78,10 @@ class StoredArray:
 
     def layout_for(self, shard_coords: tuple[int, ...]) -> ShardLayout:
         """The layout of shard `shard_coords` of a sharded array."""
-        sharding = self.chain.sharding
-        assert sharding is not None
         grid = self.rectilinear
-        if grid is None:
-            return sharding.layout(self.chain.spec)
-        spec = self.chain.spec
-        return sharding.layout(
-            ChunkSpec(grid.chunk_shape(shard_coords), spec.dtype, spec.fill_value)
-        )
+        layout = self.chain.shard_layout(None if grid is None else grid.chunk_shape(shard_coords))
+        assert layout is not None
+        return layout
 
     @cached_property
     def inner_grid(self) -> RectilinearGrid:
