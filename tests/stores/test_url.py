@@ -81,6 +81,24 @@ async def test_http_is_read_only(emulator: Emulator) -> None:
         await store.set("k", b"x")
 
 
+async def test_http_root_with_a_trailing_slash(emulator: Emulator) -> None:
+    (emulator.root / "web").mkdir(exist_ok=True)
+    (emulator.root / "web" / "k").write_bytes(b"0123456789")
+    store = from_url(emulator.http_url("web") + "/")
+    assert bytes(await store.get("k")) == b"0123456789"
+
+
+def test_s3_endpoint_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    store = from_url("s3://bucket/data.zarr")
+    assert store.obstore.config["endpoint"] == "http://127.0.0.1:9"
+    assert store.obstore.client_options["allow_http"] in (True, "true")
+    options = {"endpoint": "http://127.0.0.1:10"}  # an option still wins
+    assert from_url("s3://b/x", storage_options=options).obstore.config["endpoint"] == (
+        "http://127.0.0.1:10"
+    )
+
+
 async def test_memory_urls_share_data() -> None:
     first = from_url("memory://shared-test")
     second = from_url("memory://shared-test")

@@ -108,6 +108,8 @@ def from_url(
     if scheme in _S3 + _GCS + _AZURE + _HTTP:
         from aiozarr.storage.object_store import ObjectStore
 
+        if scheme in _HTTP:  # obstore joins keys with "/": a root ending in one asks "//key"
+            text = text.rstrip("/")
         store = _obstore_store(text, scheme, options)
         return ObjectStore(store, read_only=read_only or scheme in _HTTP)
     raise StoreError(f"cannot open {text!r}: unknown URL scheme {scheme!r}")
