@@ -15,6 +15,7 @@ from aiozarr.byte_range import ByteRange
 from aiozarr.errors import StoreError
 from aiozarr.storage.base import RangeRequest
 from aiozarr.storage.object_store import ObjectStore
+from aiozarr.storage.url import from_url
 from aiozarr.testing.emulator import Emulator
 
 pytestmark = pytest.mark.timeout(60)
@@ -30,18 +31,32 @@ def s3(emulator: Emulator, bucket: str | None = None, **options: Any) -> ObjectS
 
 async def test_missing_bucket_is_an_error_not_a_missing_key(emulator: Emulator) -> None:
     store = s3(emulator, bucket="no-such-bucket")
-    with pytest.raises(StoreError, match=r"'zarr\.json'.*no-such-bucket.*NoSuchBucket"):
+    with pytest.raises(StoreError) as info:
         await store.get("zarr.json")
+    # the cause in words first; the server's answer stays in the chained exception
+    assert str(info.value) == (
+        f"cannot read 'zarr.json': bucket 'no-such-bucket' does not exist at {emulator.endpoint}"
+    )
+    assert "NoSuchBucket" in str(info.value.__cause__)
     with pytest.raises(StoreError, match="no-such-bucket"):
         await store.get_partial_values([RangeRequest("c/0", ByteRange.last(16))])
 
 
 async def test_missing_bucket_on_moto(moto_s3_options: dict[str, Any]) -> None:
     store = ObjectStore(S3Store("absent-bucket", retry_config=FAST_RETRY, **moto_s3_options))
-    with pytest.raises(StoreError, match="absent-bucket"):
+    with pytest.raises(StoreError, match="bucket 'absent-bucket' does not exist"):
         await store.get("zarr.json")
     with pytest.raises(StoreError, match="absent-bucket"):
         await store.set("zarr.json", b"{}")
+
+
+async def test_http_store_says_it_cannot_list(emulator: Emulator) -> None:
+    store = from_url(emulator.http_url("data.zarr"))
+    with pytest.raises(StoreError, match=r"http\(s\):// store cannot list .*consolidated"):
+        [name async for name in store.list_dir("")]
+    with pytest.raises(StoreError, match=r"cannot list"):
+        [key async for key in store.list_prefix("")]
+    assert emulator.stats()["requests"] == 0  # refused here, not by the server
 
 
 async def test_forbidden(emulator: Emulator) -> None:

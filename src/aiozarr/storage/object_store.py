@@ -115,6 +115,15 @@ def _describe(store: Any) -> str:
     return type(store).__name__
 
 
+def _missing_bucket(store: Any) -> str:
+    """What to tell a user whose bucket (or Azure container) is not there."""
+    config = store.config
+    if isinstance(store, AzureStore):
+        return f"container {config.get('container_name', '')!r} does not exist ({describe(store)})"
+    where = f" at {config['endpoint']}" if config.get("endpoint") else ""
+    return f"bucket {config.get('bucket', '')!r} does not exist{where}"
+
+
 #: Values up to this size go up in one PUT. A multipart upload costs at least three
 #: requests (create, parts, complete) where one would do; S3 takes single PUTs up to
 #: 5 GiB, and a shard is rarely past a few hundred MiB (benchmarks: write workload).
@@ -171,10 +180,15 @@ class ObjectStore(Store):
             raise
         except Exception as exc:
             message = _short(exc)
-            if _is_not_found(exc) and not any(w in message for w in _MISSING_BUCKET):
+            missing_bucket = any(w in message for w in _MISSING_BUCKET)
+            if _is_not_found(exc) and not missing_bucket:
                 raise
             if not isinstance(exc, ObstoreError | OSError | ValueError | RuntimeError):
                 raise
+            if missing_bucket:  # the cause in words; the server's text stays in __cause__
+                raise StoreError(
+                    f"cannot {action} {key!r}: {_missing_bucket(self._store)}"
+                ) from exc
             raise StoreError(
                 f"cannot {action} {key!r} in {describe(self._store)}: {message}"
             ) from exc
@@ -289,8 +303,16 @@ class ObjectStore(Store):
 
     # -- listing -----------------------------------------------------------------------
 
+    def _check_listable(self) -> None:
+        if not self.listable:  # obstore would try WebDAV's PROPFIND, which servers refuse
+            raise StoreError(
+                f"an http(s):// store cannot list ({describe(self._store)}): open the array "
+                "by its path, or write consolidated metadata"
+            )
+
     async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
         """Every key starting with `prefix` (a plain string prefix)."""
+        self._check_listable()
         # obstore lists whole path segments, so list the parent "directory" and filter.
         parent = prefix.rpartition("/")[0]
         pages = 0  # one request per page of 1000 keys (S3's page size)
@@ -306,6 +328,7 @@ class ObjectStore(Store):
 
     async def list_dir(self, prefix: str) -> AsyncIterator[str]:
         """Names of the keys and "directories" directly under `prefix`."""
+        self._check_listable()
         parent = prefix.strip("/")
 
         async def list_once() -> Any:
