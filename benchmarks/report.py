@@ -61,7 +61,7 @@ def _row_cells(r: dict[str, Any], base: dict[str, Any] | None, nbytes: int) -> l
     speedup = ""
     if base and base is not r and base.get("median_s") and r.get("median_s"):
         speedup = f"{r['median_s'] / base['median_s']:.2f}x"
-    moved = (s.get("bytes_out", 0) + s.get("bytes_in", 0)) / 1e6
+    moved = (s.get("bytes_read", 0) + s.get("bytes_written", 0)) / 1e6
     check = "ok" if r.get("ok") else f"**FAILED**: {r.get('error', '')}"[:120]
     return [
         r["engine"],

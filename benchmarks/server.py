@@ -29,7 +29,7 @@ def _control(endpoint: str, path: str, body: dict[str, Any] | None = None) -> An
 
 
 def stats(endpoint: str) -> dict[str, Any]:
-    """The emulator's counters (requests, bytes_out, peak_inflight, ...)."""
+    """The emulator's counters (requests, bytes_read, peak_inflight, ...)."""
     return _control(endpoint, "stats")  # type: ignore[no-any-return]
 
 

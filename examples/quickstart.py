@@ -29,7 +29,7 @@ from aiozarr.testing.emulator import Emulator
 def describe(label: str, stats: dict, seconds: float) -> None:
     print(
         f"{label:<28} {stats['requests']:>5} requests  "
-        f"{stats['bytes_out'] / 1e6:>8.2f} MB down  {stats['bytes_in'] / 1e6:>8.2f} MB up  "
+        f"{stats['bytes_read'] / 1e6:>8.2f} MB down  {stats['bytes_written'] / 1e6:>8.2f} MB up  "
         f"{seconds * 1e3:>8.1f} ms"
     )
 

@@ -159,7 +159,7 @@ async def test_multipart_upload_through_obstore(emu: Emulator) -> None:
     assert (emu.root / "big" / "blob").read_bytes() == payload
     kinds = emu.stats()["by_kind"]
     assert kinds == {"create_multipart": 1, "upload_part": 2, "complete_multipart": 1}
-    assert emu.stats()["bytes_in"] >= len(payload)
+    assert emu.stats()["bytes_written"] >= len(payload)
     assert not any(p.name != "blob" for p in (emu.root / "big").iterdir())
 
 
@@ -250,8 +250,8 @@ async def test_counters(emu: Emulator, http: aiohttp.ClientSession) -> None:
     assert stats["by_method"] == {"GET": 3, "HEAD": 1, "PUT": 1}
     assert stats["by_kind"] == {"get": 2, "get_range": 1, "head": 1, "put": 1}
     assert stats["by_status"] == {"200": 3, "206": 1, "404": 1}
-    assert stats["bytes_in"] == 5
-    assert stats["bytes_out"] >= 110  # 100 + 10 bytes of data, plus the 404's XML
+    assert stats["bytes_written"] == 5
+    assert stats["bytes_read"] >= 110  # 100 + 10 bytes of data, plus the 404's XML
     assert stats["inflight"] == 0
     emu.reset_stats()
     assert emu.stats()["requests"] == 0

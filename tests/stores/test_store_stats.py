@@ -25,8 +25,8 @@ async def test_stats_match_the_emulator_on_a_mixed_workload(
     await arr.setitem(..., np.ones((64, 64), dtype="f4"))
     await arr.getitem((slice(3, 40), slice(10, 20)))
     ours, theirs = store.stats(), emulator.stats()
-    assert ours["bytes_in"] == theirs["bytes_out"]  # what the server sent, we received
-    assert ours["bytes_out"] == theirs["bytes_in"]
+    assert ours["bytes_read"] == theirs["bytes_read"]  # one meaning per name on both sides
+    assert ours["bytes_written"] == theirs["bytes_written"]
 
     # Requests of every kind (the bodies of 404s and listings are not data: counts only).
     await store.get_partial_values([RangeRequest("missing"), RangeRequest("a/zarr.json")])
@@ -38,7 +38,55 @@ async def test_stats_match_the_emulator_on_a_mixed_workload(
     assert ours["reads"] == theirs["by_method"].get("GET", 0) - ours.get("lists", 0)
     assert ours["latency_p95_ms"] >= ours["latency_p50_ms"] > 0
     store.reset_stats()
-    assert store.stats().get("reads", 0) == 0
+    assert store.stats()["reads"] == 0
+
+
+DOCUMENTED = [
+    "requests",
+    "reads",
+    "writes",
+    "deletes",
+    "stats",
+    "lists",
+    "bytes_read",
+    "bytes_written",
+    "retries",
+    "errors",
+    "timeouts",
+    "throttled",
+    "hedges_issued",
+    "hedges_won",
+    "gave_up",
+    "limit",
+    "maximum",
+    "lowest_limit",
+    "inflight",
+    "peak_inflight",
+    "waiting",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+]
+
+
+async def test_every_documented_key_is_always_present(emulator_s3_store) -> None:
+    store = emulator_s3_store()
+    fresh = store.stats()
+    assert sorted(fresh) == sorted(DOCUMENTED)
+    assert fresh["requests"] == 0 and fresh["latency_p50_ms"] is None
+    await store.set("k", b"12345")
+    await store.get("k")
+    assert store.stats()["requests"] == 2 and store.stats()["bytes_written"] == 5
+    store.reset_stats()
+    assert sorted(store.stats()) == sorted(DOCUMENTED)
+    assert store.stats()["requests"] == 0
+
+
+def test_the_emulator_reports_every_key_before_any_request(emulator: Emulator) -> None:
+    emulator.reset_stats()
+    stats = emulator.stats()
+    for key in ("requests", "bytes_read", "bytes_written", "inflight", "peak_inflight"):
+        assert stats[key] == 0
 
 
 async def test_requests_are_logged_at_debug(

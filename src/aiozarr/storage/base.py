@@ -187,11 +187,14 @@ class Store(ABC):
                     )
         return budget
 
-    def stats(self) -> dict[str, float]:
-        """Counters since creation (or `reset_stats`): requests by kind (`reads`, `writes`,
-        `deletes`, `stats`, `lists`), `bytes_in`/`bytes_out`, `retries`, `throttled`,
-        `hedges_issued`/`hedges_won`, `timeouts`, `errors`, `gave_up`, the request limit and
-        in-flight peak, and latency percentiles of recent reads."""
+    def stats(self) -> dict[str, float | None]:
+        """Counters since creation (or `reset_stats`), every key always present: `requests`
+        sent and finished by kind (`reads`, `writes`, `deletes`, `stats`, `lists`),
+        `bytes_read` / `bytes_written` (downloaded from / uploaded to the store),
+        `retries`, `errors`, `timeouts`, `throttled`, `hedges_issued` / `hedges_won`,
+        `gave_up`; the request `limit`, `maximum`, `lowest_limit`, `inflight`,
+        `peak_inflight` and `waiting`; and `latency_p50_ms` / `_p95_ms` / `_p99_ms` of
+        recent reads (None before the first)."""
         return {**self.budget.stats(), **self.budget.latencies.percentiles()}
 
     def reset_stats(self) -> None:

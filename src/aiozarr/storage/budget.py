@@ -23,7 +23,27 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LatencyWindow", "RequestBudget", "Slot"]
+__all__ = ["EVENTS", "LatencyWindow", "RequestBudget", "Slot"]
+
+#: The counters `RequestBudget.stats()` always reports (zero until they happen): requests
+#: sent, requests finished by kind, bytes moved, and what the request policy did.
+EVENTS = (
+    "requests",
+    "reads",
+    "writes",
+    "deletes",
+    "stats",
+    "lists",
+    "bytes_read",
+    "bytes_written",
+    "retries",
+    "errors",
+    "timeouts",
+    "throttled",
+    "hedges_issued",
+    "hedges_won",
+    "gave_up",
+)
 
 # Latencies kept per size class; p95 over the last 128 is stable yet follows change.
 _WINDOW = 128
@@ -58,13 +78,15 @@ class LatencyWindow:
             window.append(seconds)
             self._p95[size_class] = None  # recomputed on demand
 
-    def percentiles(self) -> dict[str, float]:
-        """p50/p95/p99 in milliseconds over every recent request, whatever its size."""
+    def percentiles(self) -> dict[str, float | None]:
+        """p50/p95/p99 in milliseconds over every recent request, whatever its size
+        (None before the first)."""
         with self._lock:
             ordered = sorted(x for window in self._samples.values() for x in window)
-        if not ordered:
-            return {}
-        pick = lambda q: round(1000 * ordered[int(q * (len(ordered) - 1))], 3)  # noqa: E731
+
+        def pick(q: float) -> float | None:
+            return round(1000 * ordered[int(q * (len(ordered) - 1))], 3) if ordered else None
+
         return {
             "latency_p50_ms": pick(0.50),
             "latency_p95_ms": pick(0.95),
@@ -157,6 +179,7 @@ class RequestBudget:
                 "inflight": self._inflight,
                 "peak_inflight": self._peak,
                 "waiting": len(self._waiters),
+                **dict.fromkeys(EVENTS, 0),
                 **self._counts,
             }
 

@@ -252,10 +252,10 @@ async def _attempt(
         budget.count(f"{action}s")
         if action == "read":
             received = 0 if result is None else _buffer_size(result)
-            budget.count("bytes_in", received)
+            budget.count("bytes_read", received)
             budget.latencies.add(nbytes, seconds)
         elif action == "write":
-            budget.count("bytes_out", nbytes or 0)
+            budget.count("bytes_written", nbytes or 0)
         if log.isEnabledFor(logging.DEBUG):
             outcome = "missing" if result is None else "ok"
             log.debug(

@@ -82,8 +82,8 @@ class _Stats:
     by_method: Counter[str] = field(default_factory=Counter)
     by_kind: Counter[str] = field(default_factory=Counter)
     by_status: Counter[int] = field(default_factory=Counter)
-    bytes_out: int = 0
-    bytes_in: int = 0
+    bytes_read: int = 0  # response bodies: what clients downloaded
+    bytes_written: int = 0  # request bodies stored: what clients uploaded
     inflight: int = 0
     peak_inflight: int = 0
     faults: int = 0
@@ -273,7 +273,8 @@ class Emulator:
                 "requests": s.requests, "by_method": dict(s.by_method),
                 "by_kind": dict(s.by_kind),
                 "by_status": {str(k): v for k, v in s.by_status.items()},
-                "bytes_out": s.bytes_out, "bytes_in": s.bytes_in, "inflight": s.inflight,
+                "bytes_read": s.bytes_read, "bytes_written": s.bytes_written,
+                "inflight": s.inflight,
                 "peak_inflight": s.peak_inflight, "faults": s.faults}
         data["latency_ms"] = self._latency_s * 1000
         return data
@@ -352,7 +353,7 @@ class Emulator:
             status = response.status
             if isinstance(response, web.Response) and request.method != "HEAD":
                 with self._lock:
-                    self._stats.bytes_out += response.content_length or 0
+                    self._stats.bytes_read += response.content_length or 0
             return response
         finally:
             with self._lock:
@@ -447,7 +448,7 @@ class Emulator:
             await stream.write(body[i : i + step])
         await stream.write_eof()
         with self._lock:
-            self._stats.bytes_out += len(body)
+            self._stats.bytes_read += len(body)
         return stream
 
     # -- S3 operations -----------------------------------------------------------------
@@ -504,7 +505,7 @@ class Emulator:
     async def _body(self, request: web.Request) -> bytes:
         body = await request.read()
         with self._lock:
-            self._stats.bytes_in += len(body)
+            self._stats.bytes_written += len(body)
         if request.headers.get("x-amz-content-sha256", "").startswith("STREAMING-"):
             return _decode_aws_chunked(body)
         return body
