@@ -21,6 +21,11 @@ class NodeNotFoundError(AiozarrError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class GroupNotFoundError(NodeNotFoundError, FileNotFoundError):
+    """No group exists where one was to be opened (also a `FileNotFoundError`, as
+    xarray's own engines raise for a missing store)."""
+
+
 class NodeExistsError(AiozarrError, FileExistsError):
     """An array or group already exists where one was to be created."""
 

@@ -26,14 +26,20 @@ from xarray.core import indexing
 from aiozarr import hierarchy
 from aiozarr.api import resolve_store
 from aiozarr.array import AsyncArray
-from aiozarr.errors import AiozarrError, MetadataError, NodeNotFoundError
+from aiozarr.errors import (
+    AiozarrError,
+    GroupNotFoundError,
+    MetadataError,
+    NodeNotFoundError,
+    unwrap_group,
+)
 from aiozarr.metadata import consolidated as v2_consolidated
 from aiozarr.metadata import v2, v3
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.storage.base import RangeRequest, Store
 from aiozarr.sync import _run
 
-__all__ = ["AiozarrBackendArray", "AiozarrBackendEntrypoint", "read_tree"]
+__all__ = ["AiozarrBackendArray", "AiozarrBackendEntrypoint", "read_tree", "store_of"]
 
 DIMENSION_KEY = "_ARRAY_DIMENSIONS"  # where xarray keeps a v2 array's dimension names
 
@@ -70,58 +76,115 @@ class AiozarrBackendArray(BackendArray):
         return _run(self._read, key)
 
     async def _read(self, key: tuple[Any, ...]) -> Any:
+        with unwrap_group():
+            return await self._read_unwrapped(key)
+
+    async def _read_unwrapped(self, key: tuple[Any, ...]) -> Any:
         if all(isinstance(k, int | np.integer | slice) for k in key):
-            return await self.array.getitem(key)
-        return await self.array.get_orthogonal_selection(key)
+            value = await self.array.getitem(key)
+        else:
+            value = await self.array.get_orthogonal_selection(key)
+        if isinstance(value, str) and self.dtype.kind == "T":  # one element of a string array
+            return np.asarray(value, dtype=self.dtype)
+        return value
 
 
 # -- reading the hierarchy --------------------------------------------------------------------
 
 
-async def _read_group(
-    store: Store, path: str, consolidated: bool | None
-) -> tuple[GroupMetadata, list[str] | None]:
-    """The group at `path` and the names listed under it, fetched concurrently.
+# Groups this process found without consolidated metadata, by store and path: opening one
+# again lists it while its documents are read (one round trip fewer). A stale entry costs
+# one listing, never a wrong answer: consolidated metadata is still used when it answers.
+_UNCONSOLIDATED: dict[tuple[str, str], None] = {}
+_UNCONSOLIDATED_MAX = 1024
 
-    Returns no names when the group has consolidated metadata (none are needed then).
-    """
-    keys = [hierarchy.join(path, k) for k in (hierarchy.V3_KEY, ".zgroup", ".zattrs")]
-    if consolidated is not False:
-        keys.append(hierarchy.join(path, v2_consolidated.ZMETADATA_KEY))
-    docs: list[Any] = []
-    names: list[str] = []
 
-    async def fetch() -> None:
-        docs.extend(await store.get_partial_values([RangeRequest(k) for k in keys]))
+def _group_keys(path: str, consolidated: bool | None, zarr_format: int | None) -> list[str]:
+    names = [] if zarr_format == 2 else [hierarchy.V3_KEY]
+    if zarr_format != 3:
+        names += [".zgroup", ".zattrs"]
+        if consolidated is not False:
+            names.append(v2_consolidated.ZMETADATA_KEY)
+    return [hierarchy.join(path, k) for k in names]
 
-    async def listing() -> None:
-        names.extend([n async for n in store.list_dir(path)])
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(fetch)
-        if consolidated is not True:
-            tg.start_soon(listing)
-    zjson, zgroup, zattrs = docs[:3]
-    zmeta = docs[3] if len(docs) > 3 else None
+def _parse_group(
+    store: Store, path: str, docs: Mapping[str, Any], consolidated: bool | None
+) -> GroupMetadata:
+    zjson, zgroup, zattrs, zmeta = (
+        docs.get(hierarchy.join(path, k))
+        for k in (hierarchy.V3_KEY, ".zgroup", ".zattrs", v2_consolidated.ZMETADATA_KEY)
+    )
     if zjson is not None:
-        meta = v3.parse_node(bytes(memoryview(zjson)), keys[0])
+        key = hierarchy.join(path, hierarchy.V3_KEY)
+        meta = v3.parse_node(bytes(memoryview(zjson)), key)
         if isinstance(meta, ArrayMetadata):
-            raise NodeNotFoundError(f"{path or '/'!r} in {store!r} is an array, not a group")
+            raise GroupNotFoundError(f"{path or '/'!r} in {store!r} is an array, not a group")
     elif zgroup is not None:
-        attrs = None if zattrs is None else hierarchy._parse_json(zattrs, keys[2])
-        meta = v2.parse_zgroup(bytes(memoryview(zgroup)), keys[1], attrs)  # type: ignore[arg-type]
+        attrs_key = hierarchy.join(path, ".zattrs")
+        attrs = None if zattrs is None else hierarchy._parse_json(zattrs, attrs_key)
+        meta = v2.parse_zgroup(bytes(memoryview(zgroup)), hierarchy.join(path, ".zgroup"), attrs)  # type: ignore[arg-type]
         if zmeta is not None:
-            members = v2_consolidated.parse_zmetadata(bytes(memoryview(zmeta)), keys[3])
+            key = hierarchy.join(path, v2_consolidated.ZMETADATA_KEY)
+            members = v2_consolidated.parse_zmetadata(bytes(memoryview(zmeta)), key)
             members.pop("", None)
             meta = GroupMetadata(zarr_format=2, attributes=meta.attributes, consolidated=members)
     else:
-        raise NodeNotFoundError(f"no Zarr group at {path or '/'!r} in {store!r}")
+        raise GroupNotFoundError(f"no Zarr group at {path or '/'!r} in {store!r}")
     if consolidated is False:
-        meta = GroupMetadata(zarr_format=meta.zarr_format, attributes=meta.attributes)
+        return GroupMetadata(zarr_format=meta.zarr_format, attributes=meta.attributes)
+    if consolidated is True and meta.consolidated is None:
+        raise GroupNotFoundError(f"the group {path or '/'!r} in {store!r} is not consolidated")
+    return meta
+
+
+async def _read_group(
+    store: Store, path: str, consolidated: bool | None, zarr_format: int | None = None
+) -> tuple[GroupMetadata, list[str] | None]:
+    """The group at `path` and, unless consolidated metadata lists them, its child names.
+
+    The group is never listed when its consolidated metadata answers (HTTP cannot list,
+    and on S3 a listing is one more request). The listing goes out with the group's
+    documents when `consolidated=False`, or when this process already found the group
+    unconsolidated; otherwise after them.
+    """
+    keys = _group_keys(path, consolidated, zarr_format)
+    hint = (repr(store), path)
+    eager = (
+        store.listable
+        and consolidated is not True
+        and (consolidated is False or hint in _UNCONSOLIDATED)
+    )
+    docs: dict[str, Any] = {}
+    names: list[str] | None = None
+
+    async def fetch() -> None:
+        found = await store.get_partial_values([RangeRequest(k) for k in keys])
+        docs.update(zip(keys, found, strict=True))
+
+    async def listing() -> None:
+        nonlocal names
+        names = [n async for n in store.list_dir(path)]
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(fetch)
+        if eager:
+            tg.start_soon(listing)
+    meta = _parse_group(store, path, docs, consolidated)
     if meta.consolidated is not None:
+        _UNCONSOLIDATED.pop(hint, None)
         return meta, None
-    if consolidated is True:
-        raise NodeNotFoundError(f"the group {path or '/'!r} in {store!r} is not consolidated")
+    if consolidated is None:
+        _UNCONSOLIDATED[hint] = None
+        while len(_UNCONSOLIDATED) > _UNCONSOLIDATED_MAX:
+            del _UNCONSOLIDATED[next(iter(_UNCONSOLIDATED))]
+    if not store.listable:
+        raise GroupNotFoundError(
+            f"the group {path or '/'!r} in {store!r} has no consolidated metadata and the "
+            "store cannot list its members: consolidate it (aiozarr.consolidate_metadata)"
+        )
+    if names is None:
+        await listing()
     return meta, names
 
 
@@ -145,14 +208,19 @@ async def _read_members(
 
 
 async def read_tree(
-    store: Store, path: str = "", *, consolidated: bool | None = None, recursive: bool = False
+    store: Store,
+    path: str = "",
+    *,
+    consolidated: bool | None = None,
+    recursive: bool = False,
+    zarr_format: int | None = None,
 ) -> dict[str, tuple[GroupMetadata, dict[str, ArrayMetadata]]]:
     """Each group at or (when `recursive`) below `path`: its metadata and its arrays'.
 
     Keys are group paths relative to `path` ("" for the group itself).
     """
     path = hierarchy.normalize_path(path)
-    meta, names = await _read_group(store, path, consolidated)
+    meta, names = await _read_group(store, path, consolidated, zarr_format)
     if meta.consolidated is not None:
         return _tree_from_consolidated(meta, recursive)
     members = await _read_members(store, path, names or [], meta.zarr_format)
@@ -163,9 +231,13 @@ async def read_tree(
 
     async def walk(name: str) -> None:
         below = await read_tree(
-            store, hierarchy.join(path, name), consolidated=False, recursive=True
+            store,
+            hierarchy.join(path, name),
+            consolidated=False,
+            recursive=True,
+            zarr_format=meta.zarr_format,
         )
-        tree.update({hierarchy.join(name, k): v for k, v in below.items()})
+        tree.update({hierarchy.join(name, k) if k else name: v for k, v in below.items()})
 
     async with anyio.create_task_group() as tg:
         for name in children:
@@ -252,6 +324,8 @@ def _variable(
         "preferred_chunks": dict(zip(dims, preferred, strict=True)),
         "shards": shards,
     }
+    if array.dtype.kind == "T":  # keeps xarray's string coder from converting it eagerly
+        encoding["dtype"] = array.dtype
     if mask_with_fill_value:
         if meta.fill_value is not None:
             attrs["_FillValue"] = meta.fill_value
@@ -300,7 +374,10 @@ async def _group_variables(
 class _DataStore(AbstractDataStore):
     """The variables and attributes of one group, already read, for xarray's decoder."""
 
-    def __init__(self, variables: dict[str, xr.Variable], attrs: dict[str, Any]) -> None:
+    def __init__(
+        self, store: Store, variables: dict[str, xr.Variable], attrs: dict[str, Any]
+    ) -> None:
+        self.store = store
         self._variables = variables
         self._attrs = attrs
 
@@ -317,6 +394,31 @@ class _DataStore(AbstractDataStore):
         pass  # nothing held open: the store's connections belong to the process
 
 
+def store_of(obj: xr.Dataset | xr.DataArray | xr.DataTree) -> Store:
+    """The store a dataset (or data tree) opened with `engine="aiozarr"` reads from:
+    `store_of(ds).stats()` gives its request statistics. A data array is found through
+    its lazy values (while some are not loaded)."""
+    objects: list[Any] = (
+        [node.dataset for node in obj.subtree] if isinstance(obj, xr.DataTree) else [obj]
+    )
+    for one in objects:
+        variables = (
+            [one.variable, *one.coords.variables.values()]
+            if isinstance(one, xr.DataArray)
+            else list(one.variables.values())
+        )
+        for var in variables:
+            data = var._data
+            while data is not None:
+                if isinstance(data, AiozarrBackendArray):
+                    return data.array.store
+                data = getattr(data, "array", None)
+        opened = getattr(getattr(one, "_close", None), "__self__", None)
+        if isinstance(opened, _DataStore):
+            return opened.store
+    raise ValueError(f"this {type(obj).__name__} was not opened with engine='aiozarr'")
+
+
 # -- the backend ------------------------------------------------------------------------------
 
 _DECODERS = (
@@ -327,15 +429,51 @@ _DECODERS = (
     "use_cftime",
     "decode_timedelta",
 )
-_OPTIONS = ("group", "storage_options", "consolidated", "use_zarr_fill_value_as_mask")
+_OPTIONS = (
+    "group",
+    "storage_options",
+    "consolidated",
+    "zarr_format",
+    "use_zarr_fill_value_as_mask",
+)
 
 
-def _resolve(filename_or_obj: Any, storage_options: Mapping[str, Any] | None) -> Store:
-    if hasattr(filename_or_obj, "async_group"):  # an aiozarr Group
-        filename_or_obj = filename_or_obj.async_group
-    if hasattr(filename_or_obj, "store") and hasattr(filename_or_obj, "path"):
-        raise AiozarrError("pass a URL, a path or a Store to the aiozarr engine, with group=")
-    return resolve_store(filename_or_obj, mode="r", storage_options=storage_options)
+class _Target:
+    """What to open: a store, the group's path in it, and (for an array) its name."""
+
+    def __init__(
+        self,
+        filename_or_obj: Any,
+        group: str | None,
+        storage_options: Mapping[str, Any] | None,
+    ) -> None:
+        from aiozarr.group import AsyncGroup
+        from aiozarr.sync import Array, Group
+
+        obj = filename_or_obj
+        obj = obj.async_group if isinstance(obj, Group) else obj
+        obj = obj.async_array if isinstance(obj, Array) else obj
+        self.array: AsyncArray | None = None
+        if isinstance(obj, AsyncGroup):
+            self.store = obj.store
+            self.path = hierarchy.normalize_path(hierarchy.join(obj.path, group or ""))
+        elif isinstance(obj, AsyncArray):
+            if group or not obj.path:
+                raise AiozarrError(
+                    "an array opens as a dataset of itself and its dimension coordinates, "
+                    "which live in its parent group: pass an array below the store's root, "
+                    "without group="
+                )
+            self.store, self.array = obj.store, obj
+            self.path = obj.path.rpartition("/")[0]
+        elif hasattr(obj, "store") and hasattr(obj, "path"):
+            raise AiozarrError(
+                f"the aiozarr engine opens a URL, a path, a Store, or an aiozarr Group or "
+                f"Array, not a {type(obj).__name__}"
+            )
+        else:
+            self.store = resolve_store(obj, mode="r", storage_options=storage_options)
+            self.path = hierarchy.normalize_path(group or "")
 
 
 def _check_options(options: Mapping[str, Any]) -> None:
@@ -346,12 +484,25 @@ def _check_options(options: Mapping[str, Any]) -> None:
         )
 
 
+def _check_format(zarr_format: int | None) -> None:
+    if zarr_format not in (None, 2, 3):
+        raise ValueError(f"zarr_format must be 2, 3 or None, got {zarr_format!r}")
+
+
+def _drop_list(drop_variables: str | Iterable[str] | None) -> list[str]:
+    return [drop_variables] if isinstance(drop_variables, str) else list(drop_variables or [])
+
+
 class AiozarrBackendEntrypoint(BackendEntrypoint):
     """`xr.open_dataset(..., engine="aiozarr")`: Zarr v2/v3 (sharded or not) via aiozarr.
 
-    Options: `group` (a path in the store), `storage_options` (for URLs, as
-    `aiozarr.open_group`), `consolidated` (None: use it when present; True: require it;
-    False: ignore it), `use_zarr_fill_value_as_mask` (xarray's meaning and default).
+    Opens a URL, a local path, a `Store`, an `aiozarr.Group`, or an `aiozarr.Array` (a
+    dataset of that array and its dimension coordinates). Options: `group` (a path in the
+    store), `storage_options` (for URLs, as `aiozarr.open_group`), `consolidated` (None:
+    use it when present; True: require it; False: ignore it), `zarr_format` (2 or 3: skip
+    the format probe), `use_zarr_fill_value_as_mask` (xarray's meaning and default).
+    Errors are `aiozarr.errors` exceptions; a missing group is `GroupNotFoundError`, also
+    a `FileNotFoundError`.
     """
 
     description = "Open Zarr v2/v3 stores with aiozarr (async, batched object-store reads)"
@@ -370,20 +521,27 @@ class AiozarrBackendEntrypoint(BackendEntrypoint):
         group: str | None = None,
         storage_options: Mapping[str, Any] | None = None,
         consolidated: bool | None = None,
+        zarr_format: int | None = None,
         use_zarr_fill_value_as_mask: bool | None = None,
         **kwargs: Any,
     ) -> xr.Dataset:
         """Open the group `group` as a Dataset (lazy; dimension coordinates are read)."""
         decoders = {k: kwargs.pop(k) for k in _DECODERS if k in kwargs}
         _check_options(kwargs)
-        store = _resolve(filename_or_obj, storage_options)
-        drop = [drop_variables] if isinstance(drop_variables, str) else list(drop_variables or [])
-        path = hierarchy.normalize_path(group or "")
-        variables, attrs = _run(
-            _open_group_variables, store, path, consolidated, drop, use_zarr_fill_value_as_mask
-        )
+        _check_format(zarr_format)
+        target = _Target(filename_or_obj, group, storage_options)
+        drop = _drop_list(drop_variables)
+        with unwrap_group():
+            variables, attrs = _run(
+                _open_group_variables,
+                target,
+                consolidated,
+                zarr_format,
+                drop,
+                use_zarr_fill_value_as_mask,
+            )
         return StoreBackendEntrypoint().open_dataset(
-            _DataStore(variables, attrs), drop_variables=drop, **decoders
+            _DataStore(target.store, variables, attrs), drop_variables=drop, **decoders
         )
 
     def open_groups_as_dict(  # type: ignore[override]
@@ -394,21 +552,32 @@ class AiozarrBackendEntrypoint(BackendEntrypoint):
         group: str | None = None,
         storage_options: Mapping[str, Any] | None = None,
         consolidated: bool | None = None,
+        zarr_format: int | None = None,
         use_zarr_fill_value_as_mask: bool | None = None,
         **kwargs: Any,
     ) -> dict[str, xr.Dataset]:
-        """Every group at or below `group` as a Dataset, keyed by its path ("/" first)."""
+        """Every group at or below `group` as a Dataset, keyed as xarray's zarr engine
+        keys them: "/", "/a", "/a/b"; relative to `group` when one is given (".", "b")."""
         decoders = {k: kwargs.pop(k) for k in _DECODERS if k in kwargs}
         _check_options(kwargs)
-        store = _resolve(filename_or_obj, storage_options)
-        drop = [drop_variables] if isinstance(drop_variables, str) else list(drop_variables or [])
-        path = hierarchy.normalize_path(group or "")
-        groups = _run(
-            _open_tree_variables, store, path, consolidated, drop, use_zarr_fill_value_as_mask
-        )
+        _check_format(zarr_format)
+        target = _Target(filename_or_obj, group, storage_options)
+        if target.array is not None:
+            raise AiozarrError("a data tree opens from a group, not an array")
+        drop = _drop_list(drop_variables)
+        with unwrap_group():
+            groups = _run(
+                _open_tree_variables,
+                target.store,
+                target.path,
+                consolidated,
+                zarr_format,
+                drop,
+                use_zarr_fill_value_as_mask,
+            )
         return {
-            "/" + rel: StoreBackendEntrypoint().open_dataset(
-                _DataStore(variables, attrs), drop_variables=drop, **decoders
+            _tree_key(rel, relative=bool(group)): StoreBackendEntrypoint().open_dataset(
+                _DataStore(target.store, variables, attrs), drop_variables=drop, **decoders
             )
             for rel, (variables, attrs) in sorted(groups.items())
         }
@@ -420,26 +589,62 @@ class AiozarrBackendEntrypoint(BackendEntrypoint):
         return xr.DataTree.from_dict(self.open_groups_as_dict(filename_or_obj, **kwargs))
 
 
+def _tree_key(rel: str, *, relative: bool) -> str:
+    rel = rel.strip("/")
+    if relative:
+        return rel or "."
+    return "/" + rel
+
+
 async def _open_group_variables(
-    store: Store,
-    path: str,
+    target: _Target,
     consolidated: bool | None,
+    zarr_format: int | None,
     drop: list[str],
     mask: bool | None,
 ) -> tuple[dict[str, xr.Variable], dict[str, Any]]:
-    tree = await read_tree(store, path, consolidated=consolidated)
+    store, path = target.store, target.path
+    if target.array is not None:
+        return await _array_variables(target.array, path, drop, mask)
+    tree = await read_tree(store, path, consolidated=consolidated, zarr_format=zarr_format)
     meta, arrays = tree[""]
     return await _group_variables(store, path, meta, arrays, drop, mask)
+
+
+async def _array_variables(
+    array: AsyncArray, parent: str, drop: list[str], mask: bool | None
+) -> tuple[dict[str, xr.Variable], dict[str, Any]]:
+    """One array and the dimension coordinates beside it, without reading its group."""
+    name = array.path.rpartition("/")[2]
+    meta = array.metadata
+    fmt: Literal[2, 3] = 3 if meta.zarr_format == 3 else 2
+    arrays: dict[str, ArrayMetadata] = {name: meta}
+
+    async def coordinate(dim: str) -> None:
+        with contextlib.suppress(NodeNotFoundError):
+            found = await hierarchy.read_node(array.store, hierarchy.join(parent, dim), fmt)
+            if isinstance(found, ArrayMetadata):
+                arrays[dim] = found
+
+    async with anyio.create_task_group() as tg:
+        for dim in set(dimensions(name, meta)) - {name}:
+            tg.start_soon(coordinate, dim)
+    group = GroupMetadata(zarr_format=fmt, attributes={})
+    variables, _ = await _group_variables(array.store, parent, group, arrays, drop, mask)
+    return variables, {}
 
 
 async def _open_tree_variables(
     store: Store,
     path: str,
     consolidated: bool | None,
+    zarr_format: int | None,
     drop: list[str],
     mask: bool | None,
 ) -> dict[str, tuple[dict[str, xr.Variable], dict[str, Any]]]:
-    tree = await read_tree(store, path, consolidated=consolidated, recursive=True)
+    tree = await read_tree(
+        store, path, consolidated=consolidated, recursive=True, zarr_format=zarr_format
+    )
     out: dict[str, tuple[dict[str, xr.Variable], dict[str, Any]]] = {}
 
     async def one(rel: str) -> None:
