@@ -11,8 +11,9 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "aiozarr"
 
 # Each layer may import itself and the layers listed after it.
 LAYERS = [
-    {"__main__", "cli", "xarray", "dask"},
-    {"api", "__init__", "migrate", "consolidate", "copy"},
+    # the package's namespace re-exports every layer (dask's functions on first use)
+    {"__main__", "__init__", "cli", "xarray", "dask"},
+    {"api", "migrate", "consolidate", "copy"},
     {"sync", "display"},
     {"array", "group"},
     {"hierarchy", "creation"},

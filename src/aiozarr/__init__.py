@@ -4,7 +4,10 @@
     arr = aiozarr.open_array("s3://bucket/data.zarr", storage_options={"skip_signature": True})
     arr[0, :10]                      # sync, works in notebooks
     await arr.async_array.getitem((0, slice(0, 10)))   # async services
+    darr = aiozarr.to_dask(arr)      # dask (imported on first use)
 """
+
+from typing import Any
 
 from aiozarr import config, errors
 from aiozarr.api import (
@@ -28,6 +31,22 @@ from aiozarr.sync import Array, Group
 
 __version__ = "0.1.0"
 
+# dask is optional and heavy: these load `aiozarr.dask` (and dask) on first use
+_FROM_DASK_MODULE = frozenset({"to_dask", "from_dask"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_DASK_MODULE:
+        import aiozarr.dask
+
+        return getattr(aiozarr.dask, name)
+    raise AttributeError(f"module 'aiozarr' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_FROM_DASK_MODULE])
+
+
 __all__ = [
     "Array",
     "AsyncArray",
@@ -43,6 +62,7 @@ __all__ = [
     "create_group",
     "create_group_async",
     "errors",
+    "from_dask",
     "migrate",
     "migrate_async",
     "open",
@@ -51,4 +71,5 @@ __all__ = [
     "open_async",
     "open_group",
     "open_group_async",
+    "to_dask",
 ]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -85,3 +87,19 @@ def test_pickles_small_without_secrets(tmp_path: Path, monkeypatch: pytest.Monke
         back = pickle.loads(payload)
         np.testing.assert_array_equal(back[:3, :3], DATA[:3, :3])
         assert len(pickle.dumps(array.async_array)) < 4096
+
+
+def test_top_level_dask_functions_load_dask_lazily() -> None:
+    code = (
+        "import sys, aiozarr\n"
+        "assert 'dask' not in sys.modules, 'import aiozarr imported dask'\n"
+        "import aiozarr.dask\n"
+        "assert aiozarr.to_dask is aiozarr.dask.to_dask\n"
+        "assert aiozarr.from_dask is aiozarr.dask.from_dask\n"
+        "assert 'to_dask' in dir(aiozarr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lazy = "import sys, aiozarr\naiozarr.to_dask\nassert 'dask' in sys.modules\n"
+    done = subprocess.run([sys.executable, "-c", lazy], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
