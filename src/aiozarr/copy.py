@@ -28,7 +28,7 @@ from aiozarr.api import StoreLike, resolve_store
 from aiozarr.array import AsyncArray
 from aiozarr.errors import InvalidValueError, MetadataError, NodeNotFoundError, unwrap_group
 from aiozarr.group import AsyncGroup, walk
-from aiozarr.metadata import v2
+from aiozarr.metadata import v2, xarray_attrs
 from aiozarr.storage.base import Store
 from aiozarr.sync import _run
 
@@ -221,6 +221,17 @@ def target_options(
         options["compressors"] = _v2_to_v3(meta.compressor, itemsize)
         if meta.order == "F" and new_shards is None:
             options["order"] = "F"
+    # xarray's dimension names and missing-value marker cross formats (xarray_attrs).
+    if fmt == 2 and meta.zarr_format == 3:
+        attributes, fill = xarray_attrs.to_v2(
+            meta.attributes, meta.dimension_names, meta.fill_value, meta.dtype
+        )
+        options.update(attributes=attributes, dimension_names=None, fill_value=fill)
+    elif fmt == 3 and meta.zarr_format != 3:
+        attributes, names = xarray_attrs.to_v3(
+            meta.attributes, meta.fill_value, meta.dtype, src.ndim
+        )
+        options.update(attributes=attributes, dimension_names=meta.dimension_names or names)
     if fmt == 3 and meta.fill_value is None:
         options["fill_value"] = None  # v2 "no fill value": v3 needs one; creation picks 0
     if codec is not None:

@@ -36,7 +36,7 @@ from aiozarr.codecs.blosc import is_legacy_zstd
 from aiozarr.engine.executor import run_codec
 from aiozarr.errors import InvalidValueError, UnsupportedError, unwrap_group
 from aiozarr.group import AsyncGroup, walk
-from aiozarr.metadata import v2
+from aiozarr.metadata import v2, xarray_attrs
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata, GroupMetadata
 from aiozarr.metadata.v3draft import is_draft
 from aiozarr.storage.base import RangeRequest, Store
@@ -48,7 +48,6 @@ __all__ = ["MigrateProgress", "migrate", "migrate_async", "target_metadata"]
 _VLEN_V3 = {"vlen-utf8": "string", "vlen-bytes": "bytes"}
 _BATCH = 256  # chunks fetched with one get_partial_values
 _WORKERS = 4  # batches in flight at once
-_DIMENSIONS_KEY = "_ARRAY_DIMENSIONS"  # xarray's dimension names in v2 attributes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,17 +116,6 @@ def _v3_fill(src: ArrayMetadata, dtype: np.dtype[Any], data_type: Any) -> Any:
     return np.asarray(fill, dtype=src.dtype).astype(dtype)[()]
 
 
-def _dimension_names(
-    attributes: dict[str, Any], ndim: int
-) -> tuple[dict[str, Any], tuple[str | None, ...] | None]:
-    """xarray's v2 `_ARRAY_DIMENSIONS` attribute becomes v3 `dimension_names`."""
-    names = attributes.get(_DIMENSIONS_KEY)
-    if isinstance(names, list) and len(names) == ndim and all(isinstance(n, str) for n in names):
-        rest = {k: v for k, v in attributes.items() if k != _DIMENSIONS_KEY}
-        return rest, tuple(names)
-    return attributes, None
-
-
 def _final_codec(doc: Mapping[str, Any], itemsize: int) -> CodecMetadata:
     """A built codec's metadata with blosc's `typesize` spelled out (it was optional once)."""
     name, config = doc["name"], dict(doc.get("configuration", {}))
@@ -168,7 +156,9 @@ def target_metadata(
         copyable = copyable and twin is not None
         codecs.append(twin if copyable else CodecMetadata("zstd", {"level": 0, "checksum": False}))
     dtype = _v3_dtype(src)
-    attributes, dimension_names = _dimension_names(dict(src.attributes), src.ndim)
+    attributes, dimension_names = xarray_attrs.to_v3(
+        src.attributes, src.fill_value, src.dtype, src.ndim
+    )
     meta = ArrayMetadata(
         shape=src.shape,
         dtype=dtype,

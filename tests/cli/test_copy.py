@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.cli.test_cli import aiozarr_cli
 
 import aiozarr
 from aiozarr.copy import CopyProgress, copy, copy_async, parse_codec
@@ -92,3 +93,43 @@ def test_bad_conversions_are_clear(tmp_path: Path) -> None:
     with pytest.raises(InvalidValueError, match="expected zstd"):
         parse_codec("lzma:3", 3)
     assert parse_codec("zstd:5", 2) == [{"id": "zstd", "level": 5}]
+
+
+@pytest.mark.parametrize("source_format", [3, 2])
+def test_copy_between_formats_keeps_dimension_names_for_xarray(
+    tmp_path: Path, source_format: int
+) -> None:
+    import xarray as xr
+
+    ds = xr.Dataset(
+        {
+            "t": (("time", "lat", "lon"), np.arange(24.0).reshape(2, 3, 4), {"units": "K"}),
+            "mask": ("lat", np.array([1, -1, 3], dtype="i2")),  # -1: xarray's missing marker
+        },
+        coords={"lat": [10.0, 20.0, 30.0], "time": [0, 1]},
+    )
+    encoding = {"mask": {"_FillValue": -1}}
+    ds.to_zarr(
+        tmp_path / "src.zarr", zarr_format=source_format, consolidated=False, encoding=encoding
+    )
+    original = xr.open_zarr(tmp_path / "src.zarr", consolidated=False).load()
+    assert np.isnan(original["mask"].values[1])
+    target = 5 - source_format
+    # The library call and the command line (a subprocess) do the same conversion.
+    copy(tmp_path / "src.zarr", tmp_path / "lib.zarr", zarr_format=target)
+    aiozarr_cli(
+        "cp", str(tmp_path / "src.zarr"), str(tmp_path / "cli.zarr"), "--zarr-format", str(target)
+    )
+    for name in ("lib.zarr", "cli.zarr"):
+        arr = aiozarr.open_array(tmp_path / name, "t", mode="r")
+        assert arr.zarr_format == target
+        if target == 2:
+            assert arr.attrs["_ARRAY_DIMENSIONS"] == ["time", "lat", "lon"]
+        else:
+            assert arr.metadata.dimension_names == ("time", "lat", "lon")
+            assert "_ARRAY_DIMENSIONS" not in arr.attrs
+        opened = xr.open_zarr(tmp_path / name, zarr_format=target, consolidated=False)
+        assert opened["t"].dims == ("time", "lat", "lon")
+        assert opened["t"].attrs == {"units": "K"}
+        # Same values, missing markers and coordinates (time 0 is not taken for missing).
+        xr.testing.assert_identical(opened.load(), original)
