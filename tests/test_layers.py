@@ -20,7 +20,7 @@ LAYERS = [
     {"engine"},
     {"codecs", "metadata", "indexing"},
     {"storage", "testing"},
-    {"byte_range", "chunk_grid", "config", "errors"},
+    {"byte_range", "chunk_grid", "config", "errors", "sizes"},
 ]
 # Beyond the order above: these may not import these, whatever their rank.
 FORBIDDEN = {

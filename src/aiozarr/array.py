@@ -28,7 +28,13 @@ from aiozarr.errors import (
     UnsupportedError,
     unwrap_group,
 )
-from aiozarr.indexing import Indexer, basic_indexer, is_basic_selection, orthogonal_indexer
+from aiozarr.indexing import (
+    Indexer,
+    basic_indexer,
+    is_basic_selection,
+    normalize_selection,
+    orthogonal_indexer,
+)
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.storage.base import Store
 
@@ -199,14 +205,24 @@ class AsyncArray(hierarchy.NodeLocation):
         indexer = self._indexer(selection)
         if not engine_read.reads_inline(self._stored, len(indexer)):
             return False, None
-        out = engine_read.empty_output(indexer.shape, self.dtype)
+        out = engine_read.empty_output(indexer.shape, self.dtype, self._description)
         engine_read.read_inline(self._stored, list(indexer), out)
         return True, out[()] if out.ndim == 0 else out
 
     def _indexer(self, selection: Selection) -> Indexer:
-        if is_basic_selection(selection):
-            return basic_indexer(selection, self.shape, self._stored.read_grid)
-        return orthogonal_indexer(selection, self.shape, self._stored.read_grid)
+        try:
+            if is_basic_selection(selection):
+                return basic_indexer(selection, self.shape, self._stored.read_grid)
+            return orthogonal_indexer(selection, self.shape, self._stored.read_grid)
+        except MemoryError:
+            # Planning a selection of more chunks than memory holds: say how big it is.
+            shape = _selection_shape(normalize_selection(selection, self.shape), self.shape)
+            engine_read.check_output_size(shape, self.dtype, self._description)
+            raise
+
+    @property
+    def _description(self) -> str:
+        return f"array {self.name} in {self._store!r}"
 
     async def get_orthogonal_selection(
         self, selection: Selection, *, progress: ShowProgress = None
@@ -216,7 +232,7 @@ class AsyncArray(hierarchy.NodeLocation):
         return await self._read(indexer, progress)
 
     async def _read(self, indexer: Indexer, progress: ShowProgress) -> Any:
-        out = engine_read.empty_output(indexer.shape, self.dtype)
+        out = engine_read.empty_output(indexer.shape, self.dtype, self._description)
         with unwrap_group():
             await engine_read.read(self._stored, list(indexer), out, as_callback(progress))
         return out[()] if out.ndim == 0 else out
@@ -381,3 +397,15 @@ def _check_rectilinear(meta: ArrayMetadata, key: str) -> None:
                 f"{key}: sharding_indexed inner chunk shape {inner} must divide every shard "
                 f"edge of the rectilinear chunk grid, but axis {axis} has an edge of {bad[0]}"
             )
+
+
+def _selection_shape(keys: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The output shape of normalized selection `keys`, computed without planning it."""
+    out = []
+    for key, size in zip(keys, shape, strict=True):
+        if isinstance(key, slice):
+            out.append(len(range(*key.indices(size))))
+        elif not isinstance(key, int | np.integer):
+            index = np.asarray(key)
+            out.append(int(np.count_nonzero(index)) if index.dtype == bool else index.size)
+    return tuple(out)

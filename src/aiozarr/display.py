@@ -6,15 +6,7 @@ import html
 
 from aiozarr.array import AsyncArray
 from aiozarr.group import AsyncGroup
-
-
-def _size(nbytes: int) -> str:
-    size = float(nbytes)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{nbytes} B"
+from aiozarr.sizes import human_bytes
 
 
 def array_rows(array: AsyncArray) -> list[tuple[str, str]]:
@@ -39,7 +31,7 @@ def array_rows(array: AsyncArray) -> list[tuple[str, str]]:
         ("Shards", shards if shards != "None" else "—"),
         ("Codecs", codecs),
         ("Fill value", repr(meta.fill_value)),
-        ("Size (decoded)", _size(array.nbytes)),
+        ("Size (decoded)", human_bytes(array.nbytes)),
         ("Store", repr(array.store)),
     ]
     if meta.dimension_names:

@@ -79,6 +79,11 @@ class BoundsCheckError(SelectionError):
     """A selection lies outside the array's bounds."""
 
 
+class SelectionTooLargeError(AiozarrError, MemoryError):
+    """A read asks for more memory than the machine has (the message names the array and
+    the bytes asked for): read it in parts."""
+
+
 class SyncInLoopError(AiozarrError, RuntimeError):
     """The sync API was called from aiozarr's own event loop thread."""
 

@@ -12,16 +12,9 @@ import time
 from types import TracebackType
 from typing import IO, Any
 
+from aiozarr.sizes import human_bytes
+
 __all__ = ["ProgressDisplay", "human_bytes", "plural"]
-
-
-def human_bytes(n: float) -> str:
-    """`1536` -> `"1.5 KiB"`."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
 
 
 def plural(n: int, noun: str) -> str:

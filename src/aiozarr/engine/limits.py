@@ -1,8 +1,11 @@
-"""A budget of bytes in flight: a read larger than it streams through it."""
+"""A budget of bytes in flight: a read larger than it streams through it; and the
+memory a read's result may take."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import os
 import weakref
 
 import anyio
@@ -50,3 +53,15 @@ def budget_for(store: object) -> ByteBudget:
     if budget is None:
         budget = per_loop[loop_id] = ByteBudget(config.get().max_inflight_bytes)
     return budget
+
+
+@functools.cache
+def memory_bytes() -> int:
+    """The memory this process may use: the machine's, or its container's when smaller."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:  # cgroup v2: "max" or a number of bytes
+        with open("/sys/fs/cgroup/memory.max") as f:
+            limit = f.read().strip()
+    except OSError:
+        return total
+    return min(total, int(limit)) if limit.isdigit() else total

@@ -13,16 +13,17 @@ Compressed bytes held at once are bounded by the store's byte budget.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import numpy as np
 
 from aiozarr.codecs import CodecChain, ShardIndex, ShardLayout
 from aiozarr.engine.executor import codec_threads, run_codec
-from aiozarr.engine.limits import budget_for
+from aiozarr.engine.limits import budget_for, memory_bytes
 from aiozarr.engine.plan import (
     ChunkRead,
     ShardRead,
@@ -32,7 +33,9 @@ from aiozarr.engine.plan import (
 )
 from aiozarr.engine.progress import Progress, ProgressCallback
 from aiozarr.engine.target import StoredArray
+from aiozarr.errors import SelectionTooLargeError
 from aiozarr.indexing import ChunkProjection
+from aiozarr.sizes import human_bytes
 from aiozarr.storage.base import Buffer, RangeRequest
 
 
@@ -354,6 +357,27 @@ async def _read_partial_shards(reads: _Reads, layout: ShardLayout, shards: list[
         await _fetch_and_decode(reads, chains, requests, projections, sizes)
 
 
-def empty_output(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
-    """An uninitialised output array (every element is written by the read)."""
-    return np.empty(shape, dtype=dtype)
+def check_output_size(shape: tuple[int, ...], dtype: np.dtype[Any], what: str) -> None:
+    """Raise `SelectionTooLargeError` (naming `what`, the array) when a result of `shape`
+    would not fit in the memory this process may use."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > memory_bytes():
+        _too_large(shape, dtype, what, nbytes)
+
+
+def empty_output(shape: tuple[int, ...], dtype: np.dtype[Any], what: str) -> np.ndarray:
+    """An uninitialised output array (every element is written by the read); too large
+    for memory: `SelectionTooLargeError` naming `what`, before anything is read."""
+    check_output_size(shape, dtype, what)
+    try:
+        return np.empty(shape, dtype=dtype)
+    except (MemoryError, ValueError):  # numpy: more than this machine or numpy can hold
+        _too_large(shape, dtype, what, math.prod(shape) * dtype.itemsize)
+
+
+def _too_large(shape: tuple[int, ...], dtype: np.dtype[Any], what: str, nbytes: int) -> NoReturn:
+    raise SelectionTooLargeError(
+        f"{what}: a selection of shape {tuple(shape)} ({dtype}) is {human_bytes(nbytes)} "
+        f"({nbytes} bytes), more than the {human_bytes(memory_bytes())} of memory this "
+        "process may use; read or write it in parts (e.g. aiozarr.to_dask)"
+    )

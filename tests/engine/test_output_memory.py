@@ -1,0 +1,63 @@
+"""A selection too large for memory is refused with aiozarr's error, before any request."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import aiozarr
+from aiozarr.engine.limits import memory_bytes
+from aiozarr.errors import SelectionTooLargeError
+from aiozarr.storage.counting import CountingStore
+from aiozarr.storage.memory import MemoryStore
+
+
+def _array(shape: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[aiozarr.Array, CountingStore]:
+    store = CountingStore(MemoryStore())
+    arr = aiozarr.create_array(store, "big/temps", shape=shape, chunks=chunks, dtype="f8")
+    if np.prod(chunks) < 10**7:
+        arr[(0,) * len(shape)] = 1.0
+    store.reset()
+    return arr, store
+
+
+@pytest.mark.parametrize(
+    ("shape", "chunks", "selection", "nbytes"),
+    [
+        # numpy said "Unable to allocate 728. TiB"
+        ((10**7, 10**7), (1000, 1000), (slice(None),), 8 * 10**14),
+        # numpy said "array is too big" (the size overflows)
+        ((2**40, 2**40), (2**30, 2**30), (...,), 8 * 2**80),
+        # planning alone failed: 4.6e15 chunks along the axis
+        ((2**62,), (1000,), (slice(None, None, 2),), 8 * 2**61),
+        # one byte-element more than memory
+        ((memory_bytes() // 8 + 1,), (2**20,), (slice(None),), 8 * (memory_bytes() // 8 + 1)),
+    ],
+)
+def test_read_too_large_for_memory_names_array_and_bytes(
+    shape: tuple[int, ...], chunks: tuple[int, ...], selection: tuple, nbytes: int
+) -> None:
+    arr, store = _array(shape, chunks)
+    with pytest.raises(SelectionTooLargeError) as caught:
+        arr[selection]
+    message = str(caught.value)
+    assert "array /big/temps" in message and f"({nbytes} bytes)" in message
+    assert isinstance(caught.value, MemoryError)  # what numpy users catch
+    assert store.counts["get"] == 0  # refused before any request
+    corner = arr[tuple(slice(0, 2) for _ in shape)]  # smaller reads still work
+    assert corner.shape == (2,) * len(shape)
+
+
+async def test_async_and_orthogonal_reads_are_refused_alike() -> None:
+    arr = await aiozarr.create_array_async(
+        MemoryStore(), shape=(10**7, 10**7), chunks=(10**4, 10**4), dtype="i4"
+    )
+    with pytest.raises(SelectionTooLargeError, match=r"\(400000000000000 bytes\)"):
+        await arr.getitem(...)
+    with pytest.raises(SelectionTooLargeError, match=r"\(400000000000000 bytes\)"):
+        await arr.get_orthogonal_selection((np.arange(10**7), slice(None)))
+
+
+def test_fitting_reads_are_unaffected() -> None:
+    arr, _ = _array((100, 100), (10, 10))
+    assert arr[...].sum() == 1.0
