@@ -18,6 +18,7 @@ import dask.array as da
 import numpy as np
 from dask.base import tokenize
 
+from aiozarr import config
 from aiozarr.api import StoreLike, create_array
 from aiozarr.array import AsyncArray
 from aiozarr.errors import AiozarrError
@@ -83,6 +84,32 @@ def to_dask(
     )
 
 
+class _Settings:
+    """A write target that puts aiozarr settings in force around each block's write
+    (settings do not travel to dask's workers by themselves). Pickles as its array."""
+
+    __slots__ = ("array", "settings")
+
+    def __init__(self, array: Array, settings: Mapping[str, Any]) -> None:
+        self.array, self.settings = array, dict(settings)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.array.shape
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return self.array.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.array.ndim
+
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        with config.set(**self.settings):
+            self.array[selection] = value
+
+
 def store(
     source: da.Array,
     target: Array | AsyncArray,
@@ -91,6 +118,7 @@ def store(
     lock: Any = None,
     safe: bool = True,
     compute: bool = True,
+    write_empty_chunks: bool | None = None,
     **kwargs: Any,
 ) -> Any:
     """`dask.array.store(source, target)`, refusing block layouts that lose data.
@@ -100,13 +128,18 @@ def store(
     (a lock every writer shares, such as `distributed.Lock`) or `safe=False`, blocks must
     start and end on shard boundaries (chunk boundaries when unsharded), or at the array's
     edge: otherwise `OverlappingWriteError` names the first bad boundary.
+    `write_empty_chunks` is the aiozarr setting of that name, in force on every worker.
+    With `compute=False`, a `dask.delayed.Delayed` that writes when computed.
     """
     sync = _sync(target)
     if source.shape != (_region_shape(region, sync.shape) if region else sync.shape):
         raise ValueError(f"cannot store a dask array of shape {source.shape} into {sync!r}")
     if safe and not lock:
         _check_aligned(source, sync, region)
-    return da.store(source, sync, regions=region, lock=lock or False, compute=compute, **kwargs)
+    writer: Any = sync
+    if write_empty_chunks is not None:
+        writer = _Settings(sync, {"write_empty_chunks": write_empty_chunks})
+    return da.store(source, writer, regions=region, lock=lock or False, compute=compute, **kwargs)
 
 
 def _region_shape(region: tuple[slice, ...], shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -1,4 +1,5 @@
-"""Writing xarray datasets with aiozarr: `to_zarr`, `region=`, `append_dim=`."""
+"""Writing xarray datasets with aiozarr: `to_zarr`, `region=`, `append_dim=`; dask-backed
+variables block by block."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ from typing import Any, Literal
 
 import anyio
 import numpy as np
+import pandas as pd
 import xarray as xr
 from xarray.backends.zarr import FillValueCoder
+from xarray.namedarray.utils import is_duck_dask_array
 
-from aiozarr import hierarchy
+from aiozarr import config, hierarchy
 from aiozarr.api import StoreLike, resolve_store
 from aiozarr.array import AsyncArray
 from aiozarr.errors import NodeNotFoundError, unwrap_group
@@ -18,9 +21,9 @@ from aiozarr.metadata import consolidated as v2_consolidated
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.storage.base import Store
 from aiozarr.sync import _run
-from aiozarr.xarray.backend import DIMENSION_KEY, Node, dimensions, read_tree
+from aiozarr.xarray.backend import DIMENSION_KEY, Node, _variable, dimensions, read_tree
 
-__all__ = ["consolidate_async", "to_zarr", "to_zarr_async"]
+__all__ = ["consolidate_async", "to_zarr", "to_zarr_async", "write_metadata_async"]
 
 
 # -- writing ----------------------------------------------------------------------------------
@@ -74,7 +77,8 @@ def _encode(
     existing: Mapping[str, ArrayMetadata],
     zarr_format: int,
 ) -> tuple[dict[str, tuple[xr.Variable, dict[str, Any]]], dict[str, Any]]:
-    """CF-encode every variable with xarray's own coders; values become numpy arrays.
+    """CF-encode every variable with xarray's own coders; values become numpy arrays,
+    dask-backed ones stay dask arrays (encoded block by block when written).
 
     Returns `{name: (encoded variable, create_array options)}` and the group's attributes.
     """
@@ -111,8 +115,8 @@ def _encode(
                 )
             options["dimension_names"] = [str(d) for d in encoded.dims]
         options.update(fill_value=fill_value, attributes=var_attrs)
-        values = np.asarray(encoded.values)
-        out[name] = (xr.Variable(encoded.dims, values), options)
+        data = encoded.data if is_duck_dask_array(encoded.data) else np.asarray(encoded.values)
+        out[name] = (xr.Variable(encoded.dims, data), options)
     return out, {k: encode_zarr_attr_value(v) for k, v in attrs.items()}
 
 
@@ -120,6 +124,18 @@ def _default_mode(mode: str | None, region: Any, append_dim: Any) -> str:
     if mode is not None:
         return mode
     return "r+" if region is not None else "a" if append_dim is not None else "w-"
+
+
+Region = Mapping[str, "slice | Literal['auto']"] | Literal["auto"]
+
+
+class DaskWrite:
+    """One dask-backed variable still to be written: its blocks, the array, the region."""
+
+    __slots__ = ("array", "region", "source")
+
+    def __init__(self, source: Any, array: AsyncArray, region: tuple[slice, ...] | None) -> None:
+        self.source, self.array, self.region = source, array, region
 
 
 async def to_zarr_async(
@@ -130,15 +146,62 @@ async def to_zarr_async(
     mode: Literal["w", "w-", "a", "r+"] | None = None,
     zarr_format: Literal[2, 3] = 3,
     encoding: Mapping[str, Mapping[str, Any]] | None = None,
-    region: Mapping[str, slice] | None = None,
+    region: Region | None = None,
     append_dim: str | None = None,
     consolidated: bool = True,
+    write_empty_chunks: bool | None = None,
+    compute: bool = True,
     storage_options: Mapping[str, Any] | None = None,
-) -> None:
-    """Write `ds` as a Zarr group with aiozarr. Sync twin: `to_zarr` (the options are there)."""
-    mode = _default_mode(mode, region, append_dim)
+) -> Any:
+    """Write `ds` as a Zarr group with aiozarr. Sync twin: `to_zarr` (the options are there).
+
+    Dask-backed variables are written block by block on a worker thread (dask's scheduler
+    runs the blocks); with `compute=False` they are returned as a `dask.delayed.Delayed`
+    that writes them when computed.
+    """
+    with unwrap_group():
+        writes = await write_metadata_async(
+            ds,
+            store,
+            group=group,
+            mode=mode,
+            zarr_format=zarr_format,
+            encoding=encoding,
+            region=region,
+            append_dim=append_dim,
+            consolidated=consolidated,
+            write_empty_chunks=write_empty_chunks,
+            storage_options=storage_options,
+        )
+    delayed = _delayed(writes, write_empty_chunks)
+    if delayed is None or not compute:
+        return delayed
+    await anyio.to_thread.run_sync(delayed.compute)
+    return None
+
+
+async def write_metadata_async(
+    ds: xr.Dataset,
+    store: StoreLike,
+    *,
+    group: str | None = None,
+    mode: Literal["w", "w-", "a", "r+"] | None = None,
+    zarr_format: Literal[2, 3] = 3,
+    encoding: Mapping[str, Mapping[str, Any]] | None = None,
+    region: Region | None = None,
+    append_dim: str | None = None,
+    consolidated: bool = True,
+    write_empty_chunks: bool | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> list[DaskWrite]:
+    """Everything `to_zarr` writes but dask-backed values: the group, every array's
+    metadata (resized for appends), in-memory values, consolidated metadata. Returns the
+    dask-backed variables still to write."""
+    mode = _default_mode(mode, region, append_dim)  # type: ignore[assignment]
     if mode not in ("w", "w-", "a", "r+"):
         raise ValueError(f"mode must be 'w', 'w-', 'a' or 'r+', got {mode!r}")
+    if region is not None and append_dim is not None:
+        raise ValueError("pass region= or append_dim=, not both")
     resolved = resolve_store(store, mode="a", storage_options=storage_options)
     path = hierarchy.normalize_path(group or "")
     meta: GroupMetadata | None = None
@@ -149,10 +212,12 @@ async def to_zarr_async(
         except NodeNotFoundError:
             if mode == "r+" or append_dim is not None:
                 raise
-    if region is not None and append_dim is not None:
-        raise ValueError("pass region= or append_dim=, not both")
+    slices: dict[str, slice] | None = None
+    if region is not None:
+        slices = await _resolve_region(ds, region, resolved, path, existing, mode)
+        ds = ds.drop_vars(list(ds.indexes))  # a region write never changes an index
     prepared, attrs = await anyio.to_thread.run_sync(_encode, ds, encoding, existing, zarr_format)
-    _check_targets(prepared, existing, mode, region)
+    _check_targets(prepared, existing, mode, slices)
     if meta is None:
         from aiozarr.group import AsyncGroup
 
@@ -163,17 +228,18 @@ async def to_zarr_async(
         fmt = zarr_format
     else:
         fmt = meta.zarr_format
-        if mode == "a" and attrs and region is None:
+        if mode == "a" and attrs and slices is None:
             meta = GroupMetadata(
                 zarr_format=meta.zarr_format, attributes={**meta.attributes, **attrs}
             )
             await hierarchy.write_node(resolved, path, meta)
+    writes: list[DaskWrite] = []
 
     async def write(name: str) -> None:
         var, options = prepared[name]
         if name in existing:
             array = AsyncArray(resolved, hierarchy.join(path, name), existing[name])
-            await _write_existing(name, array, var, region, append_dim)
+            where = await _place_existing(name, array, var, slices, append_dim)
         else:
             array = await AsyncArray.create(
                 resolved,
@@ -184,14 +250,107 @@ async def to_zarr_async(
                 overwrite=True,
                 **options,
             )
-            await array.setitem(..., var.values)
+            where = None
+        if is_duck_dask_array(var.data):
+            writes.append(DaskWrite(var.data, array, where))
+        else:
+            await array.setitem(... if where is None else where, var.values)
 
-    with unwrap_group():
+    settings = {} if write_empty_chunks is None else {"write_empty_chunks": write_empty_chunks}
+    with config.set(**settings), unwrap_group():
         async with anyio.create_task_group() as tg:
             for name in prepared:
                 tg.start_soon(write, name)
     if consolidated:
         await consolidate_async(resolved, path)
+    return writes
+
+
+def _written(*_: Any) -> None:
+    """The last task of a dask write: every block is stored."""
+
+
+def _delayed(writes: list[DaskWrite], write_empty_chunks: bool | None) -> Any:
+    """One `Delayed` that writes every dask-backed variable, block by block."""
+    if not writes:
+        return None
+    import dask
+
+    from aiozarr.dask import store as store_blocks
+    from aiozarr.sync import Array
+
+    parts = [
+        store_blocks(
+            w.source,
+            Array(w.array),
+            region=w.region,
+            compute=False,
+            write_empty_chunks=write_empty_chunks,
+        )
+        for w in writes
+    ]
+    return dask.delayed(_written)(*parts)
+
+
+async def _resolve_region(
+    ds: xr.Dataset,
+    region: Region,
+    store: Store,
+    path: str,
+    existing: Mapping[str, ArrayMetadata],
+    mode: str,
+) -> dict[str, slice]:
+    """`region` as `{dim: slice}`: "auto" entries found from the stored index coordinates,
+    as xarray's `to_zarr` finds them."""
+    if region == "auto":
+        region = dict.fromkeys(map(str, ds.dims), "auto")
+    if not isinstance(region, Mapping):
+        raise TypeError(f"region must be a dict of slices or 'auto', got {region!r}")
+    slices: dict[str, slice] = {}
+    for dim, where in region.items():
+        if dim not in ds.dims:
+            raise ValueError(f"region dimension {dim!r} is not a dimension of the dataset")
+        if isinstance(where, slice):
+            if where.step not in (None, 1):
+                raise ValueError(f"region slice for {dim!r} has a step: {where}")
+            slices[dim] = where
+        elif where != "auto":
+            raise TypeError(f"region[{dim!r}] must be a slice or 'auto', got {where!r}")
+        elif mode not in ("a", "r+"):
+            raise ValueError(f"region='auto' needs mode 'a' or 'r+', got {mode!r}")
+        elif dim not in ds.indexes:
+            slices[dim] = slice(0, ds.sizes[dim])
+        else:
+            slices[dim] = await _auto_slice(ds, dim, store, path, existing)
+    return slices
+
+
+async def _auto_slice(
+    ds: xr.Dataset, dim: str, store: Store, path: str, existing: Mapping[str, ArrayMetadata]
+) -> slice:
+    from xarray import conventions
+
+    if dim not in existing:
+        raise KeyError(f"region='auto': the store has no coordinate {dim!r} to find it in")
+    array = AsyncArray(store, hierarchy.join(path, dim), existing[dim])
+    values = await array.getitem(...)
+    mask = array.metadata.zarr_format != 3  # xarray's default, as when opening
+    raw = _variable(dim, array, dimensions(dim, array.metadata), values, mask)
+    stored = pd.Index(conventions.decode_cf_variable(dim, raw).values)
+    positions = stored.get_indexer(ds.indexes[dim])
+    if (positions == -1).any():
+        raise KeyError(
+            f"region='auto': not every value of coordinate {dim!r} is in the stored "
+            "coordinate; a region write cannot add values (use append_dim=)"
+        )
+    if positions.size and (np.diff(positions) != 1).any():
+        raise ValueError(
+            f"region='auto': the values of coordinate {dim!r} are not one contiguous, "
+            "increasing run of the stored coordinate"
+        )
+    if not positions.size:
+        return slice(0, 0)
+    return slice(int(positions[0]), int(positions[-1]) + 1)
 
 
 def _check_targets(
@@ -213,23 +372,23 @@ def _check_targets(
         if outside:
             raise ValueError(
                 f"variables {outside} have none of the region's dimensions {sorted(region)}: "
-                "drop them from the dataset before a region write"
+                f"drop them from the dataset before a region write (.drop_vars({outside!r}))"
             )
 
 
-async def _write_existing(
+async def _place_existing(
     name: str,
     array: AsyncArray,
     var: xr.Variable,
     region: Mapping[str, slice] | None,
     append_dim: str | None,
-) -> None:
+) -> tuple[slice, ...] | None:
+    """Where `var` goes in the stored `array` (None: all of it); grows it for an append."""
     dims = dimensions(name, array.metadata)
     if dims != var.dims:
         raise ValueError(f"variable {name!r} has dimensions {var.dims}, the stored one {dims}")
     if region is not None:
-        await array.setitem(tuple(region.get(d, slice(None)) for d in dims), var.values)
-        return
+        return tuple(region.get(d, slice(None)) for d in dims)
     if append_dim is not None and append_dim in dims:
         axis = dims.index(append_dim)
         old = array.shape
@@ -240,12 +399,10 @@ async def _write_existing(
                     f"the stored array {have}; only {append_dim!r} can grow"
                 )
         await array.resize(tuple(s + (var.shape[d] if d == axis else 0) for d, s in enumerate(old)))
-        sel = tuple(slice(old[axis], None) if d == axis else slice(None) for d in range(len(old)))
-        await array.setitem(sel, var.values)
-        return
+        return tuple(slice(old[axis], None) if d == axis else slice(None) for d in range(len(old)))
     if array.shape != var.shape:
         raise ValueError(f"variable {name!r} has shape {var.shape}, the stored array {array.shape}")
-    await array.setitem(..., var.values)
+    return None
 
 
 async def consolidate_async(store: Store, path: str = "") -> None:
@@ -266,7 +423,7 @@ async def consolidate_async(store: Store, path: str = "") -> None:
         await store.set(hierarchy.join(path, v2_consolidated.ZMETADATA_KEY), doc)
 
 
-def to_zarr(ds: xr.Dataset, store: StoreLike, **options: Any) -> None:
+def to_zarr(ds: xr.Dataset, store: StoreLike, **options: Any) -> Any:
     """Write `ds` as a Zarr group with aiozarr: `xarray.Dataset.to_zarr`'s layout and CF
     encoding (xarray's coders), so xarray with zarr-python reads it back identical.
 
@@ -275,7 +432,22 @@ def to_zarr(ds: xr.Dataset, store: StoreLike, **options: Any) -> None:
     `dimension_names`; or 2, with `_ARRAY_DIMENSIONS`), `encoding` (per variable:
     `chunks`, `shards`, `compressors`, `filters`, `serializer`, `fill_value` and xarray's CF
     keys `dtype`, `units`, `calendar`, `scale_factor`, `add_offset`, `_FillValue`),
-    `region` (`{dim: slice}`), `append_dim`, `consolidated` (True), `storage_options`.
-    Dask-backed variables are computed first.
+    `region` (`{dim: slice or "auto"}`, or "auto": found from the stored coordinates),
+    `append_dim`, `consolidated` (True), `write_empty_chunks` (store chunks equal to the
+    fill value too), `compute` (True), `storage_options`.
+
+    Dask-backed variables are written block by block by dask's scheduler (a distributed
+    cluster's workers each write their blocks), never gathered in this process; each
+    block becomes whole chunks (or shards), so blocks must not share one (the arrays'
+    chunks follow the blocks unless `encoding` says otherwise). Metadata and in-memory
+    variables are written at once; with `compute=False` the dask-backed values are
+    returned as a `dask.delayed.Delayed` that writes them when computed.
     """
-    _run(to_zarr_async, ds, store, **options)
+    compute = options.pop("compute", True)
+    with unwrap_group():
+        writes = _run(write_metadata_async, ds, store, **options)
+    delayed = _delayed(writes, options.get("write_empty_chunks"))
+    if delayed is None or not compute:
+        return delayed
+    delayed.compute()
+    return None
