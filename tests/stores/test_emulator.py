@@ -392,12 +392,23 @@ async def test_serve_command(tmp_path: Path, http: aiohttp.ClientSession,
 
     args = build_parser().parse_args([str(tmp_path), "--port", "0", "--latency-ms", "5"])
     assert (args.port, args.latency_ms, args.host) == (0, 5.0, "127.0.0.1")
+    assert (args.bandwidth_mbps, args.tail_rate, args.tail_ms) == (0.0, 0.0, 200.0)
+    args = build_parser().parse_args([str(tmp_path), "--bandwidth-mbps", "90",
+                                      "--tail-rate", "0.02", "--tail-ms", "150"])
+    assert (args.bandwidth_mbps, args.tail_rate, args.tail_ms) == (90.0, 0.02, 150.0)
+    help_text = build_parser().format_help()
+    for option in ("--bandwidth-mbps", "--tail-rate", "--tail-ms", "--latency-ms"):
+        assert option in help_text
+    assert help_text.count("(default:") >= 7
     (tmp_path / "zarr.json").write_bytes(b"{}")
     started: asyncio.Future[Emulator] = asyncio.get_running_loop().create_future()
-    task = asyncio.create_task(run_serve(tmp_path, port=0, latency_ms=5,
+    task = asyncio.create_task(run_serve(tmp_path, port=0, latency_ms=5, bandwidth_mbps=90,
+                                         tail_rate=0.02, tail_ms=150,
                                          on_start=started.set_result))
     emu = await asyncio.wait_for(started, 30)
     assert emu.bucket == tmp_path.name
+    assert emu.network() == {"latency_ms": 5, "bandwidth_mbps": 90, "tail_rate": 0.02,
+                             "tail_ms": 150}
     assert (await fetch(http, "GET", emu.http_url("zarr.json")))[2] == b"{}"
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -410,3 +421,111 @@ def test_serve_rejects_a_missing_directory(tmp_path: Path) -> None:
 
     with pytest.raises(SystemExit, match="not a directory"):
         main([str(tmp_path / "nope"), "--port", "0"])
+    with pytest.raises(SystemExit, match="tail_rate"):
+        main([str(tmp_path), "--port", "0", "--tail-rate", "1.5"])
+
+
+# -- cloud-like network shaping ----------------------------------------------------------
+
+
+async def timed_get(http: aiohttp.ClientSession, url: str) -> tuple[float, bytes]:
+    started = asyncio.get_running_loop().time()
+    _, _, body = await fetch(http, "GET", url)
+    return asyncio.get_running_loop().time() - started, body
+
+
+async def test_bandwidth_caps_each_response(tmp_path: Path, http: aiohttp.ClientSession) -> None:
+    body = bytes(range(256)) * (4_000_000 // 256)  # ~4 MB
+    (tmp_path / "big").write_bytes(body)
+    async with Emulator(tmp_path, bandwidth_mbps=40) as emu:
+        seconds, got = await timed_get(http, emu.http_url("big"))
+        assert got == body
+        assert seconds >= 0.99 * len(body) / 40e6  # 4 MB at 40 MB/s: >= 0.1 s
+        assert emu.stats()["bytes_read"] == len(body)
+        # Two responses at once each get the full rate: together they move twice the
+        # bytes of one in less time than one connection would need for both.
+        emu.reset_stats()
+        (a, got_a), (b, got_b) = await asyncio.gather(timed_get(http, emu.http_url("big")),
+                                                      timed_get(http, emu.http_url("big")))
+        assert got_a == got_b == body
+        assert emu.stats()["peak_inflight"] == 2
+        assert min(a, b) >= 0.99 * len(body) / 40e6
+        assert max(a, b) < 2 * len(body) / 40e6
+
+
+async def test_bandwidth_applies_to_ranges_and_can_change(
+        tmp_path: Path, http: aiohttp.ClientSession) -> None:
+    (tmp_path / "big").write_bytes(b"x" * 2_000_000)
+    async with Emulator(tmp_path) as emu:
+        emu.set_network(bandwidth_mbps=20)
+        started = asyncio.get_running_loop().time()
+        status, _, got = await fetch(http, "GET", emu.http_url("big"),
+                                     headers={"Range": "bytes=0-999999"})
+        assert (status, len(got)) == (206, 1_000_000)
+        assert asyncio.get_running_loop().time() - started >= 0.99 * 1_000_000 / 20e6
+        assert emu.network()["bandwidth_mbps"] == 20
+        status, _, got = await fetch(http, "POST", f"{emu.endpoint}/_emulator/network",
+                                     json={"bandwidth_mbps": 0, "tail_rate": 0.5})
+        assert status == 200 and json.loads(got)["tail_rate"] == 0.5
+        assert emu.network()["bandwidth_mbps"] == 0
+        status, _, _ = await fetch(http, "POST", f"{emu.endpoint}/_emulator/network",
+                                   json={"tail_rate": 2})
+        assert status == 400
+    with pytest.raises(ValueError, match="bandwidth_mbps"):
+        Emulator(tmp_path, bandwidth_mbps=-1)
+
+
+async def test_slow_tail_fraction_is_binomial(tmp_path: Path,
+                                              http: aiohttp.ClientSession) -> None:
+    (tmp_path / "k").write_bytes(b"k")
+    n, rate, tail_ms = 400, 0.1, 100
+    async with Emulator(tmp_path, tail_rate=rate, tail_ms=tail_ms, seed=7) as emu:
+        times: list[float] = []
+        for _ in range(n // 20):
+            batch = await asyncio.gather(*(timed_get(http, emu.http_url("k"))
+                                           for _ in range(20)))
+            times += [t for t, _ in batch]
+        tails = emu.stats()["tails"]
+    # Binomial(400, 0.1): mean 40, sd 6; +-4 sd.
+    sd = (n * rate * (1 - rate)) ** 0.5
+    assert abs(tails - n * rate) <= 4 * sd
+    # Every held-back answer did wait (a lower bound; the machine can only add to it).
+    assert sum(t >= tail_ms / 1000 for t in times) >= tails
+    # Seeded: the same seed draws the same tail.
+    async with Emulator(tmp_path, tail_rate=rate, tail_ms=1, seed=7) as emu:
+        for _ in range(n):
+            await fetch(http, "GET", emu.http_url("k"))
+        assert emu.stats()["tails"] == tails
+
+
+async def test_get_serves_one_version_under_concurrent_puts(
+        tmp_path: Path, http: aiohttp.ClientSession) -> None:
+    sizes = [100_000, 300_000, 50_000, 200_000]
+    versions = {size: bytes([i + 1]) * size for i, size in enumerate(sizes)}
+    async with Emulator(tmp_path) as emu:
+        url = emu.http_url("shared")
+        await fetch(http, "PUT", url, data=versions[sizes[0]])
+        stop = asyncio.Event()
+
+        async def put_forever() -> int:
+            puts = 0
+            while not stop.is_set():
+                await fetch(http, "PUT", url, data=versions[sizes[puts % len(sizes)]])
+                puts += 1
+            return puts
+
+        async def get_many(count: int) -> list[tuple[int, int, bytes]]:
+            out = []
+            for _ in range(count):
+                status, headers, body = await fetch(http, "GET", url)
+                out.append((status, int(headers["Content-Length"]), body))
+            return out
+
+        putters = [asyncio.create_task(put_forever()) for _ in range(2)]
+        batches = await asyncio.gather(*(get_many(50) for _ in range(4)))
+        results = [result for batch in batches for result in batch]
+        stop.set()
+        assert sum(await asyncio.gather(*putters)) > 10
+    torn = [(n, len(body)) for status, n, body in results
+            if status != 200 or n not in versions or body != versions[n]]
+    assert torn == []

@@ -1,6 +1,7 @@
 """`aiozarr serve DIR`: serve a directory as an S3 bucket and over plain HTTP (the emulator).
 
     aiozarr serve ./data --port 8000 --latency-ms 20
+    aiozarr serve ./data --latency-ms 20 --bandwidth-mbps 90 --tail-rate 0.02   # cloud-like
 
 Then `s3://data/...` with `endpoint=http://127.0.0.1:8000`, or `http://127.0.0.1:8000/data/...`
 in a browser-based viewer (CORS is open). Ctrl-C stops it.
@@ -27,12 +28,48 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         prog="aiozarr serve", description="Serve a directory as an S3 bucket and over HTTP."
     )
     parser.add_argument("directory", type=Path, help="directory to serve")
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    parser.add_argument("--port", type=int, default=8000, help="port (0: any free port)")
-    parser.add_argument("--latency-ms", type=float, default=0.0,
-                        help="delay added to every answer, in milliseconds")
-    parser.add_argument("--bucket", default=None,
-                        help="bucket name (default: the directory's name)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=8000, help="port, 0 for any free port (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="wait before every answer's first byte, in milliseconds (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--bandwidth-mbps",
+        type=float,
+        default=0.0,
+        help="stream each response body at most this many MB/s; concurrent "
+        "responses each get the full rate, like separate connections to S3 "
+        "(default: %(default)s, unlimited)",
+    )
+    parser.add_argument(
+        "--tail-rate",
+        type=float,
+        default=0.0,
+        help="fraction of answers that wait --tail-ms longer before their "
+        "first byte (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--tail-ms",
+        type=float,
+        default=200.0,
+        help="extra wait of the slow tail, in milliseconds (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the slow-tail and fault draws (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--bucket", default=None, help="bucket name (default: the directory's name)"
+    )
     parser.add_argument("--read-only", action="store_true", help="refuse writes")
     return parser
 
@@ -45,6 +82,10 @@ async def run_serve(
     *,
     bucket: str | None = None,
     read_only: bool = False,
+    bandwidth_mbps: float = 0.0,
+    tail_rate: float = 0.0,
+    tail_ms: float = 200.0,
+    seed: int = 0,
     on_start: Callable[[Emulator], object] | None = None,
 ) -> None:
     """Serve `directory` until cancelled, printing where; `on_start(emulator)` once up."""
@@ -54,14 +95,31 @@ async def run_serve(
     if not directory.is_dir():
         raise SystemExit(f"aiozarr serve: {directory} is not a directory")
     name = bucket or directory.resolve().name or "bucket"
-    async with Emulator(directory, latency_ms=latency_ms, bucket=name, host=host, port=port,
-                        read_only=read_only) as emu:
+    try:
+        emulator = Emulator(
+            directory,
+            latency_ms=latency_ms,
+            bucket=name,
+            host=host,
+            port=port,
+            read_only=read_only,
+            bandwidth_mbps=bandwidth_mbps,
+            tail_rate=tail_rate,
+            tail_ms=tail_ms,
+            seed=seed,
+        )
+    except ValueError as exc:
+        raise SystemExit(f"aiozarr serve: {exc}") from None
+    async with emulator as emu:
         print(f"Serving {directory.resolve()} (Ctrl-C to stop)", flush=True)
         print(f"  HTTP: {emu.http_url()}/", flush=True)
-        print(f"  S3:   {emu.s3_url()}  endpoint={emu.endpoint} (anonymous, path-style)",
-              flush=True)
-        print(f"  env:  AWS_ENDPOINT_URL={emu.endpoint} (s3://{name}/... then needs no options)",
-              flush=True)
+        print(
+            f"  S3:   {emu.s3_url()}  endpoint={emu.endpoint} (anonymous, path-style)", flush=True
+        )
+        print(
+            f"  env:  AWS_ENDPOINT_URL={emu.endpoint} (s3://{name}/... then needs no options)",
+            flush=True,
+        )
         print(f"  stats: {emu.endpoint}/_emulator/stats", flush=True)
         if on_start is not None:
             on_start(emu)
@@ -72,6 +130,18 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of `aiozarr serve`; returns the exit status."""
     args = build_parser().parse_args(argv)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run_serve(args.directory, args.host, args.port, args.latency_ms,
-                              bucket=args.bucket, read_only=args.read_only))
+        asyncio.run(
+            run_serve(
+                args.directory,
+                args.host,
+                args.port,
+                args.latency_ms,
+                bucket=args.bucket,
+                read_only=args.read_only,
+                bandwidth_mbps=args.bandwidth_mbps,
+                tail_rate=args.tail_rate,
+                tail_ms=args.tail_ms,
+                seed=args.seed,
+            )
+        )
     return 0

@@ -13,10 +13,15 @@ browsers and `curl` all read the same files. S3 calls: GET (one `Range`: `a-b`, 
 uploads. Signatures are accepted and ignored. Every response carries CORS headers.
 
 It counts requests (by method and by kind), bytes in and out and requests in flight,
-adds `latency_ms` before each answer, and injects faults on demand: error statuses,
-connection resets, truncated bodies and slow bodies. Control endpoints, never counted:
+and behaves like a cloud store on request: `latency_ms` before each answer's first byte,
+`bandwidth_mbps` as the most each response body streams at (every response on its own
+connection gets the full rate, as with S3), and a seeded slow tail (`tail_rate` of the
+answers wait `tail_ms` longer before their first byte). It injects faults on demand:
+error statuses, connection resets, truncated bodies and slow bodies. Each GET serves one
+version of its object even while PUTs replace it. Control endpoints, never counted:
 `GET /_emulator/stats`, `POST /_emulator/reset`, `POST /_emulator/faults` (JSON with the
-arguments of `inject`, or `{"clear": true}`), `POST /_emulator/latency` (`{"ms": 20}`).
+arguments of `inject`, or `{"clear": true}`), `POST /_emulator/latency` (`{"ms": 20}`),
+`POST /_emulator/network` (JSON with the arguments of `set_network`).
 """
 
 from __future__ import annotations
@@ -27,7 +32,9 @@ import contextlib
 import fnmatch
 import os
 import random
+import stat
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -50,6 +57,7 @@ _S3_NS = "http://s3.amazonaws.com/doc/2006-03-01/"
 _ERROR_CODES = {400: "InvalidRequest", 403: "AccessDenied", 404: "NoSuchKey",
                 405: "MethodNotAllowed", 416: "InvalidRange", 500: "InternalError",
                 503: "SlowDown"}
+_PACE_BYTES = 256 << 10  # a bandwidth-capped body goes out in pieces of at most this
 _CORS = {
     "Access-Control-Allow-Origin": "*",
     "Access-Control-Expose-Headers": "Content-Range, Content-Length, ETag, Last-Modified, "
@@ -87,6 +95,7 @@ class _Stats:
     inflight: int = 0
     peak_inflight: int = 0
     faults: int = 0
+    tails: int = 0  # answers held back by the slow tail
 
 
 class _S3Error(Exception):
@@ -145,10 +154,29 @@ def _decode_aws_chunked(body: bytes) -> bytes:
     return bytes(out)
 
 
-def _read_bytes(path: Path, start: int, stop: int) -> bytes:
-    with open(path, "rb") as f:
+def _read_version(path: Path, range_header: str | None, *, body: bool = True
+                  ) -> tuple[os.stat_result, tuple[int, int] | None, bytes] | None:
+    """One version of the object at `path`: its stat, the range served and those bytes.
+
+    The file is opened once and both the stat and the bytes come from the open file, so
+    they belong to one version even while a PUT renames a new file over `path`. None: no
+    such object. `range_header`: the request's `Range` (None: everything); `body=False`
+    reads no bytes (HEAD).
+    """
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below, after the stat and the read
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    with f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        bounds = None if range_header is None else _parse_range(range_header, st.st_size)
+        if not body:
+            return st, bounds, b""
+        start, stop = bounds or (0, st.st_size)
         f.seek(start)
-        return f.read(stop - start)
+        return st, bounds, f.read(stop - start)
 
 
 def _write_atomic(path: Path, tmp_dir: Path, chunks: list[Path] | bytes) -> None:
@@ -173,7 +201,8 @@ class Emulator:
 
     def __init__(self, root: str | Path, *, latency_ms: float = 0.0, bucket: str = "bucket",
                  host: str = "127.0.0.1", port: int = 0, read_only: bool = False,
-                 seed: int = 0) -> None:
+                 seed: int = 0, bandwidth_mbps: float = 0.0, tail_rate: float = 0.0,
+                 tail_ms: float = 200.0) -> None:
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self._bucket = bucket
@@ -184,6 +213,10 @@ class Emulator:
         self._stats = _Stats()
         self._faults: list[Fault] = []
         self._rng = random.Random(seed)
+        self._bandwidth_bps = 0.0  # bytes per second per response; 0: unlimited
+        self._tail_rate, self._tail_s = 0.0, 0.0
+        self._tail_rng = random.Random(seed)  # its own, so tails do not shift fault draws
+        self.set_network(bandwidth_mbps=bandwidth_mbps, tail_rate=tail_rate, tail_ms=tail_ms)
         self._uploads: dict[str, tuple[str, dict[int, Path]]] = {}
         self._runner: web.AppRunner | None = None
 
@@ -197,6 +230,7 @@ class Emulator:
         app.router.add_post("/_emulator/reset", self._http_reset)
         app.router.add_post("/_emulator/faults", self._http_faults)
         app.router.add_post("/_emulator/latency", self._http_latency)
+        app.router.add_post("/_emulator/network", self._http_network)
         app.router.add_route("*", "/{path:.*}", self._dispatch)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
                                      shutdown_timeout=0.5)
@@ -275,8 +309,8 @@ class Emulator:
                 "by_status": {str(k): v for k, v in s.by_status.items()},
                 "bytes_read": s.bytes_read, "bytes_written": s.bytes_written,
                 "inflight": s.inflight,
-                "peak_inflight": s.peak_inflight, "faults": s.faults}
-        data["latency_ms"] = self._latency_s * 1000
+                "peak_inflight": s.peak_inflight, "faults": s.faults, "tails": s.tails}
+        data.update(self.network())
         return data
 
     def reset_stats(self) -> None:
@@ -287,6 +321,37 @@ class Emulator:
     def set_latency(self, ms: float) -> None:
         """Delay every later answer by `ms` milliseconds."""
         self._latency_s = ms / 1000
+
+    def set_network(self, *, latency_ms: float | None = None,
+                    bandwidth_mbps: float | None = None, tail_rate: float | None = None,
+                    tail_ms: float | None = None) -> None:
+        """Shape later answers like a cloud store's; an argument left out keeps its value.
+
+        `latency_ms`: wait before every answer's first byte. `bandwidth_mbps`: stream each
+        response body at most this many MB/s (10^6 bytes; 0: unlimited); concurrent
+        responses each get the full rate. `tail_rate`: this fraction of answers (seeded
+        draws) waits `tail_ms` more before its first byte.
+        """
+        for name, value in (("latency_ms", latency_ms), ("bandwidth_mbps", bandwidth_mbps),
+                            ("tail_ms", tail_ms)):
+            if value is not None and not value >= 0:
+                raise ValueError(f"{name} must be >= 0, not {value!r}")
+        if tail_rate is not None and not 0 <= tail_rate <= 1:
+            raise ValueError(f"tail_rate must be within [0, 1], not {tail_rate!r}")
+        if latency_ms is not None:
+            self._latency_s = latency_ms / 1000
+        if bandwidth_mbps is not None:
+            self._bandwidth_bps = bandwidth_mbps * 1e6
+        if tail_rate is not None:
+            self._tail_rate = tail_rate
+        if tail_ms is not None:
+            self._tail_s = tail_ms / 1000
+
+    def network(self) -> dict[str, float]:
+        """The shaping in force: `latency_ms`, `bandwidth_mbps`, `tail_rate`, `tail_ms`."""
+        return {"latency_ms": self._latency_s * 1000,
+                "bandwidth_mbps": self._bandwidth_bps / 1e6,
+                "tail_rate": self._tail_rate, "tail_ms": self._tail_s * 1000}
 
     def inject(self, kind: str, *, count: int | None = None, rate: float | None = None,
                key_glob: str | None = None, methods: list[str] | tuple[str, ...] | None = None,
@@ -347,8 +412,14 @@ class Emulator:
             s.peak_inflight = max(s.peak_inflight, s.inflight)
         status = 0
         try:
-            if self._latency_s > 0:
-                await asyncio.sleep(self._latency_s)
+            delay = self._latency_s
+            if self._tail_rate > 0:
+                with self._lock:
+                    slow = self._tail_rng.random() < self._tail_rate
+                    self._stats.tails += slow
+                delay += self._tail_s if slow else 0.0
+            if delay > 0:
+                await asyncio.sleep(delay)
             response: web.StreamResponse = await handler(request)
             status = response.status
             if isinstance(response, web.Response) and request.method != "HEAD":
@@ -400,6 +471,13 @@ class Emulator:
         self.set_latency(float((await request.json())["ms"]))
         return web.json_response({"latency_ms": self._latency_s * 1000})
 
+    async def _http_network(self, request: web.Request) -> web.Response:
+        try:
+            self.set_network(**await request.json())
+        except (TypeError, ValueError) as exc:
+            return web.json_response({"error": str(exc)}, status=400)
+        return web.json_response(self.network())
+
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         bucket, _, key = request.path.lstrip("/").partition("/")
         method = request.method
@@ -418,6 +496,8 @@ class Emulator:
             response = await self._handle(request, method, key)
             if fault is not None and isinstance(response, web.Response) and response.body:
                 return await self._faulty_body(request, response, fault)
+            if self._bandwidth_bps > 0 and isinstance(response, web.Response) and response.body:
+                return await self._paced_body(request, response)
             return response
         except _S3Error as exc:
             return _error_response(exc.status, exc.code, str(exc), exc.key or key, bucket,
@@ -449,6 +529,28 @@ class Emulator:
         await stream.write_eof()
         with self._lock:
             self._stats.bytes_read += len(body)
+        return stream
+
+    async def _paced_body(self, request: web.Request, response: web.Response
+                          ) -> web.StreamResponse:
+        """Send `response`'s body no faster than the bandwidth cap allows."""
+        body = memoryview(bytes(response.body))  # type: ignore[arg-type]
+        stream = web.StreamResponse(status=response.status, headers=response.headers)
+        stream.content_length = len(body)
+        await stream.prepare(request)
+        started, sent = time.monotonic(), 0
+        while sent < len(body):
+            piece = body[sent : sent + _PACE_BYTES]
+            # Each piece leaves when its last byte would have arrived at the cap; waiting
+            # for the cumulative deadline keeps the rate exact whatever the timer's grain.
+            ahead = started + (sent + len(piece)) / self._bandwidth_bps - time.monotonic()
+            if ahead > 0:
+                await asyncio.sleep(ahead)
+            await stream.write(piece)
+            sent += len(piece)
+            with self._lock:
+                self._stats.bytes_read += len(piece)
+        await stream.write_eof()
         return stream
 
     # -- S3 operations -----------------------------------------------------------------
@@ -515,33 +617,27 @@ class Emulator:
         return f'"{st.st_mtime_ns:x}-{st.st_size:x}"'
 
     async def _get(self, request: web.Request, key: str, *, head: bool) -> web.Response:
-        path = self._path(key)
+        range_header = None if head else request.headers.get("Range")
         try:
-            st = path.stat()
-            if not path.is_file():
-                raise FileNotFoundError(key)
-        except (FileNotFoundError, NotADirectoryError):
-            raise _S3Error(404, "The specified key does not exist.", key=key) from None
+            found = await asyncio.to_thread(_read_version, self._path(key), range_header,
+                                            body=not head)
+        except _S3Error as exc:
+            exc.key = key
+            raise
+        if found is None:
+            raise _S3Error(404, "The specified key does not exist.", key=key)
+        st, bounds, body = found
         headers = {"ETag": self._etag(st), "Accept-Ranges": "bytes",
                    "Last-Modified": formatdate(st.st_mtime, usegmt=True),
                    "Content-Type": "application/octet-stream"}
-        size, status = st.st_size, 200
-        start, stop = 0, size
-        header = request.headers.get("Range")
-        if header is not None and not head:
-            try:
-                bounds = _parse_range(header, size)
-            except _S3Error as exc:
-                exc.key = key
-                raise
-            if bounds is not None:
-                (start, stop), status = bounds, 206
-                headers["Content-Range"] = f"bytes {start}-{stop - 1}/{size}"
         if head:
-            headers["Content-Length"] = str(size)
+            headers["Content-Length"] = str(st.st_size)
             return web.Response(headers=headers)
-        body = await asyncio.to_thread(_read_bytes, path, start, stop)
-        return web.Response(status=status, body=body, headers=headers)
+        if bounds is None:
+            return web.Response(body=body, headers=headers)
+        start, stop = bounds
+        headers["Content-Range"] = f"bytes {start}-{stop - 1}/{st.st_size}"
+        return web.Response(status=206, body=body, headers=headers)
 
     def _upload_part(self, key: str, upload_id: str, number: int, body: bytes) -> web.Response:
         if upload_id not in self._uploads:
