@@ -1,8 +1,9 @@
 """Runtime settings: defaults, `AIOZARR_*` environment variables, and scoped overrides.
 
     aiozarr.config.get().coalesce_gap_bytes
-    with aiozarr.config.set(max_inflight_bytes=64 << 20):
+    with aiozarr.config.set(max_inflight_bytes=64 << 20):   # for a block
         ...
+    aiozarr.config.set(max_concurrency=64)                   # from now on, everywhere
 
 Each default names the benchmark (in `benchmarks/`) or the reasoning that chose it.
 """
@@ -126,17 +127,48 @@ def get() -> Config:
     return _base
 
 
-@contextlib.contextmanager
-def set(**changes: Any) -> Iterator[Config]:
-    """Override settings for the duration of a `with` block (also in tasks it starts)."""
-    unknown = sorted(k for k in changes if k not in {f.name for f in fields(Config)})
-    if unknown:
-        raise AiozarrError(f"unknown aiozarr setting(s): {', '.join(unknown)}")
-    token = _current.set(dataclasses.replace(get(), **changes))
-    try:
-        yield _current.get()  # type: ignore[misc]
-    finally:
-        _current.reset(token)
+class Change(contextlib.AbstractContextManager[Config]):
+    """What `set` returns: the change is in force from the call on; as a `with` block it
+    is scoped to the block instead (and to tasks started in it)."""
+
+    def __init__(self, changes: dict[str, Any]) -> None:
+        unknown = sorted(k for k in changes if k not in {f.name for f in fields(Config)})
+        if unknown:
+            raise AiozarrError(f"unknown aiozarr setting(s): {', '.join(unknown)}")
+        self._previous = get()
+        self.config = dataclasses.replace(self._previous, **changes)
+        self._token: contextvars.Token[Config | None] | None = None
+        _put(self.config)  # a plain call: in force at once, as zarr.config.set
+
+    def __enter__(self) -> Config:
+        global _base
+        # Entered: the change belongs to the block, so take back the plain call's effect.
+        if _current.get() is None and _base is self.config:
+            _base = self._previous
+        self._token = _current.set(self.config)
+        return self.config
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._token is not None:
+            _current.reset(self._token)
+            self._token = None
+
+
+def _put(settings: Config) -> None:
+    """Make `settings` current: for the enclosing `set` block if there is one, else for
+    the whole process."""
+    global _base
+    if _current.get() is not None:
+        _current.set(settings)
+    else:
+        _base = settings
+
+
+def set(**changes: Any) -> Change:
+    """Change settings: `config.set(max_concurrency=64)` changes them for the process (or
+    for the rest of the enclosing `with config.set(...)` block); `with config.set(...):`
+    changes them only inside the block, and in tasks it starts."""
+    return Change(changes)
 
 
 @contextlib.contextmanager

@@ -14,8 +14,12 @@ class AiozarrWarning(UserWarning):
     """Data was read leniently: a writer quirk was tolerated."""
 
 
-class NodeNotFoundError(AiozarrError, KeyError):
-    """No array or group exists at the given path."""
+class NodeNotFoundError(AiozarrError, KeyError, FileNotFoundError):
+    """No array or group exists at the given path.
+
+    A `KeyError` (a missing member of a group) and a `FileNotFoundError` (a missing node
+    in a store), which is what zarr-python raises there.
+    """
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
