@@ -18,7 +18,7 @@ LAYERS = [
     {"array", "group"},
     {"hierarchy", "creation"},
     {"engine"},
-    {"codecs", "metadata", "indexing"},
+    {"codecs", "metadata", "indexing", "vectorized"},
     {"storage", "testing"},
     {"byte_range", "chunk_grid", "config", "errors", "sizes"},
 ]
@@ -27,6 +27,7 @@ FORBIDDEN = {
     "metadata": {"storage", "engine", "codecs"},
     "codecs": {"storage", "engine"},
     "indexing": {"storage", "engine", "codecs", "metadata"},
+    "vectorized": {"storage", "engine", "codecs", "metadata"},
 }
 
 

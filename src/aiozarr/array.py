@@ -31,12 +31,13 @@ from aiozarr.errors import (
 from aiozarr.indexing import (
     Indexer,
     basic_indexer,
-    is_basic_selection,
+    block_selection,
     normalize_selection,
     orthogonal_indexer,
 )
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.storage.base import Store
+from aiozarr.vectorized import coordinate_indexer, kind_of, mask_indexer, vindex_kind
 
 Selection = Any
 
@@ -189,7 +190,10 @@ class AsyncArray(hierarchy.NodeLocation):
     # -- reading ---------------------------------------------------------------------------
 
     async def getitem(self, selection: Selection = ..., *, progress: ShowProgress = None) -> Any:
-        """The values at `selection` (numpy basic indexing; arrays select orthogonally).
+        """The values at `selection`, as numpy and zarr-python read them: ints and slices
+        select a block, integer arrays on every axis select points (`vindex`), a boolean
+        array of the array's shape selects its true elements, one array among ints and
+        slices selects orthogonally (`oindex`).
 
         `progress=True` shows a progress bar; a callback `progress(done, total)` is
         called as each chunk is finished.
@@ -207,13 +211,19 @@ class AsyncArray(hierarchy.NodeLocation):
             return False, None
         out = engine_read.empty_output(indexer.shape, self.dtype, self._description)
         engine_read.read_inline(self._stored, list(indexer), out)
-        return True, out[()] if out.ndim == 0 else out
+        return True, _result(out, indexer)
 
     def _indexer(self, selection: Selection) -> Indexer:
+        grid = self._stored.read_grid
         try:
-            if is_basic_selection(selection):
-                return basic_indexer(selection, self.shape, self._stored.read_grid)
-            return orthogonal_indexer(selection, self.shape, self._stored.read_grid)
+            kind = kind_of(selection, self.ndim)
+            if kind == "basic":
+                return basic_indexer(selection, self.shape, grid)
+            if kind == "coordinate":
+                return coordinate_indexer(selection, self.shape, grid)
+            if kind == "mask":
+                return mask_indexer(selection, self.shape, grid)
+            return orthogonal_indexer(selection, self.shape, grid)
         except MemoryError:
             # Planning a selection of more chunks than memory holds: say how big it is.
             shape = _selection_shape(normalize_selection(selection, self.shape), self.shape)
@@ -224,6 +234,23 @@ class AsyncArray(hierarchy.NodeLocation):
     def _description(self) -> str:
         return f"array {self.name} in {self._store!r}"
 
+    def _vindexer(self, selection: Selection) -> Indexer:
+        grid = self._stored.read_grid
+        if vindex_kind(selection, self.ndim) == "mask":
+            return mask_indexer(selection, self.shape, grid)
+        return coordinate_indexer(selection, self.shape, grid)
+
+    def _block_indexer(self, selection: Selection) -> Indexer:
+        region = block_selection(selection, self._stored.write_chunk_sizes())
+        return basic_indexer(region, self.shape, self._stored.read_grid)
+
+    async def get_basic_selection(
+        self, selection: Selection = ..., *, progress: ShowProgress = None
+    ) -> Any:
+        """The values at a numpy basic selection (ints, slices with any step, `...`)."""
+        indexer = basic_indexer(selection, self.shape, self._stored.read_grid)
+        return await self._read(indexer, progress)
+
     async def get_orthogonal_selection(
         self, selection: Selection, *, progress: ShowProgress = None
     ) -> Any:
@@ -231,19 +258,53 @@ class AsyncArray(hierarchy.NodeLocation):
         indexer = orthogonal_indexer(selection, self.shape, self._stored.read_grid)
         return await self._read(indexer, progress)
 
+    async def get_coordinate_selection(
+        self, selection: Selection, *, progress: ShowProgress = None
+    ) -> Any:
+        """The points picked by one integer array per axis, broadcast together."""
+        indexer = coordinate_indexer(selection, self.shape, self._stored.read_grid)
+        return await self._read(indexer, progress)
+
+    async def get_mask_selection(self, mask: Any, *, progress: ShowProgress = None) -> Any:
+        """The elements where `mask` (a boolean array of the array's shape) is true, in
+        C order, as a 1-d array."""
+        indexer = mask_indexer(mask, self.shape, self._stored.read_grid)
+        return await self._read(indexer, progress)
+
+    async def get_vectorized_selection(
+        self, selection: Selection, *, progress: ShowProgress = None
+    ) -> Any:
+        """`arr.vindex[selection]`: a coordinate or a mask selection."""
+        return await self._read(self._vindexer(selection), progress)
+
+    async def get_block_selection(
+        self, selection: Selection, *, progress: ShowProgress = None
+    ) -> Any:
+        """The elements of whole blocks (shards when sharded, else chunks): per axis a
+        block index or a step-1 slice of them (`arr.blocks[...]`)."""
+        return await self._read(self._block_indexer(selection), progress)
+
     async def _read(self, indexer: Indexer, progress: ShowProgress) -> Any:
         out = engine_read.empty_output(indexer.shape, self.dtype, self._description)
         with unwrap_group():
             await engine_read.read(self._stored, list(indexer), out, as_callback(progress))
-        return out[()] if out.ndim == 0 else out
+        return _result(out, indexer)
 
     # -- writing ---------------------------------------------------------------------------
 
     async def setitem(
         self, selection: Selection, value: Any, *, progress: ShowProgress = None
     ) -> None:
-        """Store `value` (broadcast to the selection's shape) at `selection`."""
+        """Store `value` (broadcast to the selection's shape) at `selection` (what
+        `selection` means: see `getitem`)."""
         await self._write(self._indexer(selection), value, progress)
+
+    async def set_basic_selection(
+        self, selection: Selection, value: Any, *, progress: ShowProgress = None
+    ) -> None:
+        """Store `value` at a numpy basic selection."""
+        indexer = basic_indexer(selection, self.shape, self._stored.read_grid)
+        await self._write(indexer, value, progress)
 
     async def set_orthogonal_selection(
         self, selection: Selection, value: Any, *, progress: ShowProgress = None
@@ -252,9 +313,36 @@ class AsyncArray(hierarchy.NodeLocation):
         indexer = orthogonal_indexer(selection, self.shape, self._stored.read_grid)
         await self._write(indexer, value, progress)
 
+    async def set_coordinate_selection(
+        self, selection: Selection, value: Any, *, progress: ShowProgress = None
+    ) -> None:
+        """Store `value` (broadcast to the points' shape) at the points picked by one
+        integer array per axis; where a point repeats, the last value wins."""
+        indexer = coordinate_indexer(selection, self.shape, self._stored.read_grid)
+        await self._write(indexer, value, progress)
+
+    async def set_mask_selection(
+        self, mask: Any, value: Any, *, progress: ShowProgress = None
+    ) -> None:
+        """Store `value` (a scalar, or one value per true element) where `mask` is true."""
+        indexer = mask_indexer(mask, self.shape, self._stored.read_grid)
+        await self._write(indexer, value, progress)
+
+    async def set_vectorized_selection(
+        self, selection: Selection, value: Any, *, progress: ShowProgress = None
+    ) -> None:
+        """`arr.vindex[selection] = value`: a coordinate or a mask selection."""
+        await self._write(self._vindexer(selection), value, progress)
+
+    async def set_block_selection(
+        self, selection: Selection, value: Any, *, progress: ShowProgress = None
+    ) -> None:
+        """Store `value` in whole blocks (`arr.blocks[...] = value`)."""
+        await self._write(self._block_indexer(selection), value, progress)
+
     async def _write(self, indexer: Indexer, value: Any, progress: ShowProgress) -> None:
         self._check_writable()
-        value = self._as_value(value, indexer.shape)
+        value = self._as_value(value, indexer.result_shape).reshape(indexer.shape)
         with unwrap_group():
             await engine_write.write(self._stored, list(indexer), value, as_callback(progress))
 
@@ -378,6 +466,13 @@ class AsyncArray(hierarchy.NodeLocation):
 
     def __repr__(self) -> str:
         return f"<AsyncArray {self._store!r} {self.name} shape={self.shape} dtype={self.dtype}>"
+
+
+def _result(out: np.ndarray, indexer: Indexer) -> Any:
+    """The values read, in the shape the caller asked for (a scalar for one element)."""
+    if indexer.result_shape != indexer.shape:
+        out = out.reshape(indexer.result_shape)
+    return out[()] if out.ndim == 0 else out
 
 
 def _check_rectilinear(meta: ArrayMetadata, key: str) -> None:

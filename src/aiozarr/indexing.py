@@ -73,6 +73,11 @@ class Indexer:
         self.shape: tuple[int, ...] = tuple(a.length for a in self._axes if a.length is not None)
         self.nchunks: int = math.prod(len(a.chunks) for a in self._axes)
 
+    @property
+    def result_shape(self) -> tuple[int, ...]:
+        """The shape of the values the caller gets (the engine reads into `shape`)."""
+        return self.shape
+
     def __len__(self) -> int:
         return self.nchunks
 
@@ -468,3 +473,30 @@ def orthogonal_indexer(selection: Any, shape: Sequence[int], chunk_shape: ChunkG
         else:
             axes.append(_array_axis(key, axis, size, chunk))
     return Indexer(axes)
+
+
+def block_selection(selection: Any, sizes: Sequence[Sequence[int]]) -> tuple[Any, ...]:
+    """A block selection (per axis an int or a step-1 slice of blocks, zarr-python's
+    `blocks`) as the basic selection of the elements it covers; `sizes` holds, per axis,
+    every block's length. An int keeps its axis (block `i` is a slice of elements)."""
+    keys = normalize_selection(selection, [len(s) for s in sizes])
+    out: list[slice] = []
+    for axis, (key, lengths) in enumerate(zip(keys, sizes, strict=True)):
+        n = len(lengths)
+        starts = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))
+        if _is_int(key):
+            index = operator.index(key)
+            if not -n <= index < n:
+                raise BoundsCheckError(
+                    f"block index {index} is out of bounds for axis {axis} with {n} blocks"
+                )
+            first, last = index % n, index % n + 1
+        elif isinstance(key, slice) and key.step in (None, 1):
+            first, last, _ = key.indices(n)
+            last = max(first, last)
+        else:
+            raise SelectionError(
+                f"a block selection takes integers and slices with step 1; axis {axis} got {key!r}"
+            )
+        out.append(slice(int(starts[first]), int(starts[last])))
+    return tuple(out)

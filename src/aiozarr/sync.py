@@ -161,17 +161,21 @@ class Attributes(MutableMapping[str, Any]):
         return repr(self._node.attrs)
 
 
-class _OrthogonalIndex:
-    """`arr.oindex[...]`: orthogonal (outer) selection."""
+class _Selector:
+    """`arr.oindex[...]`, `arr.vindex[...]`, `arr.blocks[...]`: one kind of selection,
+    read with `[]` and written with `[] =`."""
 
-    def __init__(self, array: AsyncArray) -> None:
-        self._array = array
+    def __init__(
+        self, get: Callable[..., Awaitable[Any]], set: Callable[..., Awaitable[None]]
+    ) -> None:
+        self._get = get
+        self._set = set
 
     def __getitem__(self, selection: Any) -> Any:
-        return _run(self._array.get_orthogonal_selection, selection)
+        return _run(self._get, selection)
 
     def __setitem__(self, selection: Any, value: Any) -> None:
-        return _run(self._array.set_orthogonal_selection, selection, value)
+        return _run(self._set, selection, value)
 
 
 class Array:
@@ -214,8 +218,19 @@ class Array:
         return Attributes(self._async)
 
     @property
-    def oindex(self) -> _OrthogonalIndex:
-        return _OrthogonalIndex(self._async)
+    def oindex(self) -> _Selector:
+        """Orthogonal selection: the outer product of per-axis ints, slices, arrays, masks."""
+        return _Selector(self._async.get_orthogonal_selection, self._async.set_orthogonal_selection)
+
+    @property
+    def vindex(self) -> _Selector:
+        """Vectorized selection: points (one integer array per axis) or a boolean mask."""
+        return _Selector(self._async.get_vectorized_selection, self._async.set_vectorized_selection)
+
+    @property
+    def blocks(self) -> _Selector:
+        """Block selection: whole shards (or chunks) by their grid indices."""
+        return _Selector(self._async.get_block_selection, self._async.set_block_selection)
 
     @property
     def info(self) -> str:
@@ -248,18 +263,43 @@ class Array:
         """`arr[selection] = value`, with `progress=True` for a progress bar (or a callback)."""
         return _run(self._async.setitem, selection, value, progress=progress)
 
+    def get_basic_selection(self, selection: Any = ..., *, progress: ShowProgress = None) -> Any:
+        return _run(self._async.get_basic_selection, selection, progress=progress)
+
+    def set_basic_selection(
+        self, selection: Any, value: Any, *, progress: ShowProgress = None
+    ) -> None:
+        return _run(self._async.set_basic_selection, selection, value, progress=progress)
+
     def get_orthogonal_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
         return _run(self._async.get_orthogonal_selection, selection, progress=progress)
 
     def set_orthogonal_selection(
         self, selection: Any, value: Any, *, progress: ShowProgress = None
     ) -> None:
-        return _run(
-            self._async.set_orthogonal_selection,
-            selection,
-            value,
-            progress=progress,
-        )
+        return _run(self._async.set_orthogonal_selection, selection, value, progress=progress)
+
+    def get_coordinate_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
+        return _run(self._async.get_coordinate_selection, selection, progress=progress)
+
+    def set_coordinate_selection(
+        self, selection: Any, value: Any, *, progress: ShowProgress = None
+    ) -> None:
+        return _run(self._async.set_coordinate_selection, selection, value, progress=progress)
+
+    def get_mask_selection(self, mask: Any, *, progress: ShowProgress = None) -> Any:
+        return _run(self._async.get_mask_selection, mask, progress=progress)
+
+    def set_mask_selection(self, mask: Any, value: Any, *, progress: ShowProgress = None) -> None:
+        return _run(self._async.set_mask_selection, mask, value, progress=progress)
+
+    def get_block_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
+        return _run(self._async.get_block_selection, selection, progress=progress)
+
+    def set_block_selection(
+        self, selection: Any, value: Any, *, progress: ShowProgress = None
+    ) -> None:
+        return _run(self._async.set_block_selection, selection, value, progress=progress)
 
     def resize(self, new_shape: Any) -> None:
         return _run(self._async.resize, new_shape)
