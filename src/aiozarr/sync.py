@@ -293,6 +293,14 @@ class Array:
     def set_mask_selection(self, mask: Any, value: Any, *, progress: ShowProgress = None) -> None:
         return _run(self._async.set_mask_selection, mask, value, progress=progress)
 
+    def get_vectorized_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
+        return _run(self._async.get_vectorized_selection, selection, progress=progress)
+
+    def set_vectorized_selection(
+        self, selection: Any, value: Any, *, progress: ShowProgress = None
+    ) -> None:
+        return _run(self._async.set_vectorized_selection, selection, value, progress=progress)
+
     def get_block_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
         return _run(self._async.get_block_selection, selection, progress=progress)
 
