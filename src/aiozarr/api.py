@@ -18,6 +18,7 @@ from aiozarr.group import AsyncGroup
 from aiozarr.storage.base import Store
 from aiozarr.storage.references import ReferenceStore, is_reference_source
 from aiozarr.storage.url import from_url
+from aiozarr.storage.zip import ZipMode, is_zip, open_zip
 from aiozarr.sync import Array, Group, _run
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -26,6 +27,7 @@ Mode = Literal["r", "r+", "a", "w", "w-"]
 StoreLike = Store | str | os.PathLike[str] | Mapping[str, Any]
 
 _MODES = ("r", "r+", "a", "w", "w-")
+_ZIP_MODES: dict[str, ZipMode] = {"r": "r", "r+": "a", "a": "a", "w": "w", "w-": "x"}
 
 
 def resolve_store(
@@ -44,6 +46,8 @@ def resolve_store(
         return ReferenceStore(store, storage_options=storage_options)
     if not isinstance(store, str):
         raise AiozarrError(f"expected a Store, a URL or a path, got {type(store).__name__}")
+    if is_zip(store):  # "w" starts a new archive, "w-" one that must not exist yet
+        return open_zip(store, mode=_ZIP_MODES[mode], storage_options=storage_options)
     return from_url(store, storage_options=storage_options, read_only=read_only)
 
 
@@ -178,7 +182,6 @@ def _twin_of(async_fn: Callable[..., Any]) -> Callable[[F], F]:
         return call  # type: ignore[return-value]
 
     return decorate
-
 
 
 @_twin_of(open_array_async)

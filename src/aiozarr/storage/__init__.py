@@ -1,4 +1,4 @@
-"""Stores: where Zarr keys live (local disk, memory, object stores) and wrappers."""
+"""Stores: where Zarr keys live (local disk, memory, object stores, zip) and wrappers."""
 
 from aiozarr.storage.base import Buffer, ByteRange, RangeRequest, Store
 from aiozarr.storage.counting import CountingStore
@@ -6,6 +6,7 @@ from aiozarr.storage.local import LocalStore
 from aiozarr.storage.memory import MemoryStore
 from aiozarr.storage.object_store import ObjectStore
 from aiozarr.storage.url import from_url
+from aiozarr.storage.zip import ZipStore
 
 __all__ = [
     "Buffer",
@@ -16,5 +17,6 @@ __all__ = [
     "ObjectStore",
     "RangeRequest",
     "Store",
+    "ZipStore",
     "from_url",
 ]

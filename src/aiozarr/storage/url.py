@@ -5,6 +5,7 @@
     from_url("https://example.org/data.zarr")    # read-only
     from_url("memory://scratch")                 # one MemoryStore per name, per process
     from_url("/tmp/data.zarr")                   # LocalStore
+    from_url("/tmp/data.zarr.zip")               # ZipStore (a local one can be written)
 
 The store is rooted at the URL's path: keys are relative to it.
 """
@@ -31,38 +32,94 @@ _AZURE = ("az", "azure", "abfs", "abfss", "adl")
 _HTTP = ("http", "https")
 
 # obstore client settings (`ClientConfig`); anything else goes to the store's config.
-_CLIENT_KEYS = frozenset({
-    "allow_http", "allow_invalid_certificates", "connect_timeout", "default_content_type",
-    "default_headers", "pool_idle_timeout", "pool_max_idle_per_host", "proxy_url",
-    "proxy_ca_certificate", "proxy_excludes", "root_certificate", "randomize_addresses",
-    "read_timeout", "timeout", "user_agent",
-})
+_CLIENT_KEYS = frozenset(
+    {
+        "allow_http",
+        "allow_invalid_certificates",
+        "connect_timeout",
+        "default_content_type",
+        "default_headers",
+        "pool_idle_timeout",
+        "pool_max_idle_per_host",
+        "proxy_url",
+        "proxy_ca_certificate",
+        "proxy_excludes",
+        "root_certificate",
+        "randomize_addresses",
+        "read_timeout",
+        "timeout",
+        "user_agent",
+    }
+)
 # fsspec (s3fs / gcsfs / adlfs) spellings -> obstore's.
 _ALIASES = {
-    "endpoint_url": "endpoint", "region_name": "region", "key": "access_key_id",
-    "secret": "secret_access_key", "token": "session_token",
-    "aws_access_key_id": "access_key_id", "aws_secret_access_key": "secret_access_key",
-    "aws_session_token": "session_token", "requester_pays": "request_payer",
+    "endpoint_url": "endpoint",
+    "region_name": "region",
+    "key": "access_key_id",
+    "secret": "secret_access_key",
+    "token": "session_token",
+    "aws_access_key_id": "access_key_id",
+    "aws_secret_access_key": "secret_access_key",
+    "aws_session_token": "session_token",
+    "requester_pays": "request_payer",
 }
 # S3-compatible servers are often named by the environment, as the AWS tools read it.
 _ENDPOINT_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT")
 # Where credentials may come from, by backend: option names and environment variables.
 # With none of them, the store signs nothing (anonymous access to public data).
 _CREDENTIALS = {
-    "s3": (("access_key_id", "session_token", "role_arn", "web_identity_token_file"),
-           ("AWS_ACCESS_KEY_ID", "AWS_SESSION_TOKEN", "AWS_WEB_IDENTITY_TOKEN_FILE",
-            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-            "AWS_ROLE_ARN")),
-    "gcs": (("service_account", "service_account_key", "application_credentials",
-             "service_account_path", "bearer_token"),
-            ("GOOGLE_SERVICE_ACCOUNT", "GOOGLE_SERVICE_ACCOUNT_PATH",
-             "GOOGLE_SERVICE_ACCOUNT_KEY", "GOOGLE_APPLICATION_CREDENTIALS",
-             "GOOGLE_BEARER_TOKEN")),
-    "azure": (("account_key", "access_key", "sas_key", "sas_token", "bearer_token",
-               "client_id", "client_secret", "use_azure_cli", "token", "use_emulator"),
-              ("AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_ACCESS_KEY", "AZURE_STORAGE_SAS_KEY",
-               "AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_TOKEN", "AZURE_CLIENT_ID",
-               "AZURE_FEDERATED_TOKEN_FILE", "AZURE_USE_AZURE_CLI", "AZURE_STORAGE_USE_EMULATOR")),
+    "s3": (
+        ("access_key_id", "session_token", "role_arn", "web_identity_token_file"),
+        (
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SESSION_TOKEN",
+            "AWS_WEB_IDENTITY_TOKEN_FILE",
+            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+            "AWS_ROLE_ARN",
+        ),
+    ),
+    "gcs": (
+        (
+            "service_account",
+            "service_account_key",
+            "application_credentials",
+            "service_account_path",
+            "bearer_token",
+        ),
+        (
+            "GOOGLE_SERVICE_ACCOUNT",
+            "GOOGLE_SERVICE_ACCOUNT_PATH",
+            "GOOGLE_SERVICE_ACCOUNT_KEY",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "GOOGLE_BEARER_TOKEN",
+        ),
+    ),
+    "azure": (
+        (
+            "account_key",
+            "access_key",
+            "sas_key",
+            "sas_token",
+            "bearer_token",
+            "client_id",
+            "client_secret",
+            "use_azure_cli",
+            "token",
+            "use_emulator",
+        ),
+        (
+            "AZURE_STORAGE_ACCOUNT_KEY",
+            "AZURE_STORAGE_ACCESS_KEY",
+            "AZURE_STORAGE_SAS_KEY",
+            "AZURE_STORAGE_SAS_TOKEN",
+            "AZURE_STORAGE_TOKEN",
+            "AZURE_CLIENT_ID",
+            "AZURE_FEDERATED_TOKEN_FILE",
+            "AZURE_USE_AZURE_CLI",
+            "AZURE_STORAGE_USE_EMULATOR",
+        ),
+    ),
 }
 
 _memory_stores: dict[str, Store] = {}
@@ -96,7 +153,11 @@ def from_url(
     parts = urlsplit(text)
     scheme = parts.scheme.lower()
     options = dict(storage_options or {})
-    if scheme in ("", "file") or len(scheme) == 1:  # len 1: a Windows drive letter
+    if parts.path.rstrip("/").endswith(".zip"):  # storage.zip.is_zip
+        from aiozarr.storage.zip import open_zip
+
+        return open_zip(text, mode="r" if read_only else "a", storage_options=options)
+    if is_local(text):
         if options:
             raise StoreError(f"local path {text!r} takes no storage options, got {options}")
         from aiozarr.storage.local import LocalStore
@@ -113,6 +174,12 @@ def from_url(
         store = _obstore_store(text, scheme, options)
         return ObjectStore(store, read_only=read_only or scheme in _HTTP)
     raise StoreError(f"cannot open {text!r}: unknown URL scheme {scheme!r}")
+
+
+def is_local(url: str) -> bool:
+    """Whether `url` is a local path (or a `file://` URL)."""
+    scheme = urlsplit(url).scheme.lower()
+    return scheme in ("", "file") or len(scheme) == 1  # len 1: a Windows drive letter
 
 
 def _memory_store(name: str, *, read_only: bool) -> Store:
@@ -198,17 +265,17 @@ def _build_obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
     try:
         if scheme in _HTTP:
             if store_options:
-                raise StoreError(f"HTTP store {url!r} takes only client options, got "
-                                 f"{sorted(store_options)}")
-            return HTTPStore(url, client_options=client,
-                             retry_config=extra["retry_config"])
+                raise StoreError(
+                    f"HTTP store {url!r} takes only client options, got {sorted(store_options)}"
+                )
+            return HTTPStore(url, client_options=client, retry_config=extra["retry_config"])
         kind = "s3" if scheme in _S3 else "gcs" if scheme in _GCS else "azure"
         if "skip_signature" not in store_options and not _has_credentials(
             kind, store_options, extra
         ):
             store_options["skip_signature"] = True
         if scheme == "gcs":
-            url = "gs" + url[len("gcs"):]
+            url = "gs" + url[len("gcs") :]
         return obstore_from_url(url, client_options=client, **extra, **store_options)
     except StoreError:
         raise

@@ -72,6 +72,8 @@ class StoreContract:
     writable: bool = True
     #: The store can list keys.
     listable: bool = True
+    #: `delete` removes values (False: a zip archive, which only appends).
+    supports_delete: bool = True
     #: `delete_prefix` is supported (needs writable and listable, or a native call).
     supports_delete_prefix: bool = True
     #: `store.with_read_only()` gives a read-only view of the same data.
@@ -277,7 +279,7 @@ class StoreContract:
     # -- delete ------------------------------------------------------------------------
 
     async def test_delete(self, store: Store) -> None:
-        self._require("writable")
+        self._require("writable", "supports_delete")
         await store.set("a/b", b"1")
         await store.set("a/c", b"2")
         await store.delete("a/b")
@@ -288,7 +290,7 @@ class StoreContract:
         await store.delete("never/there")
 
     async def test_set_many_and_delete_many(self, store: Store) -> None:
-        self._require("writable")
+        self._require("writable", "supports_delete")
         await store.set_many((f"m/{i}", bytes([i])) for i in range(10))
         for i in range(10):
             assert await self.get_raw(store, f"m/{i}") == bytes([i])
@@ -297,7 +299,7 @@ class StoreContract:
             assert await store.exists(f"m/{i}") == (i % 2 == 1)
 
     async def test_delete_prefix(self, store: Store) -> None:
-        self._require("writable", "supports_delete_prefix")
+        self._require("writable", "supports_delete", "supports_delete_prefix")
         for key in ["a/b/1", "a/b/2", "a/b/c/3", "a/bc", "a/c", "ab"]:
             await store.set(key, b"x")
         await store.delete_prefix("a/b/")
@@ -363,7 +365,7 @@ class StoreContract:
         assert await listed("nothing") == []
 
     async def test_listing_follows_writes_and_deletes(self, store: Store) -> None:
-        self._require("listable", "writable")
+        self._require("listable", "writable", "supports_delete")
         await store.set("d/1", b"1")
         await store.set("d/2", b"2")
         await store.delete("d/1")

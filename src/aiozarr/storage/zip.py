@@ -1,0 +1,576 @@
+"""`ZipStore`: a Zarr hierarchy in one zip archive (`.zarr.zip`), as zarr-python's ZipStore.
+
+Reading needs only byte ranges of the archive. The archive is one value of another store
+(`LocalStore` for a file, an object store for `s3://bucket/data.zarr.zip`): its central
+directory comes from the end record (one suffix read, one more when the directory is
+larger), each member's data offset from its local header (read once, in one batch for
+all members a read needs), and then every member range a read asks for is a range of
+that one value, sent in one `stream_partial_values` of the inner store, which coalesces,
+budgets and retries it as any other read. Members stored without compression (what
+zarr-python's ZipStore and `zip -0` write) are read by range; a compressed member is
+read whole and inflated.
+
+Writing (a local file opened "w", "a" or "x") appends entries with `zipfile`, as
+zarr-python's ZipStore does: zip has no in-place update, so a key written twice is
+stored twice and reads give the last one; entries cannot be deleted; the archive is a
+valid zip only once `close()` has written its central directory (a store left open is
+closed when it is garbage collected or when the interpreter exits).
+"""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import os
+import struct
+import threading
+import time
+import weakref
+import zipfile
+import zlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.to_thread
+
+from aiozarr.byte_range import ByteRange
+from aiozarr.errors import StoreError, UnsupportedError, unwrap_group
+from aiozarr.storage.base import Buffer, RangeRequest, Store, check_key
+
+__all__ = ["ZipStore"]
+
+ZipMode = Literal["r", "w", "a", "x"]
+
+_END = b"PK\x05\x06"
+_END64 = b"PK\x06\x06"
+_LOCATOR64 = b"PK\x06\x07"
+_CENTRAL = b"PK\x01\x02"
+_LOCAL = b"PK\x03\x04"
+_END_SIZE = 22
+_LOCATOR64_SIZE = 20
+_END64_SIZE = 56
+_CENTRAL_SIZE = 46
+_LOCAL_SIZE = 30
+# The end record, the longest comment, the zip64 locator and end record.
+_TAIL = _END_SIZE + 0xFFFF + _LOCATOR64_SIZE + _END64_SIZE
+_STORED, _DEFLATED, _BZIP2 = 0, 8, 12
+
+
+@dataclass(frozen=True, slots=True)
+class _Member:
+    """One entry of the archive, as its central directory describes it."""
+
+    header_offset: int
+    size: int  # uncompressed
+    compressed_size: int
+    method: int
+    flags: int
+
+
+@dataclass
+class _Archive:
+    """The zipfile a writable store appends to, shared with its finalizer."""
+
+    zf: zipfile.ZipFile | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _close_archive(archive: _Archive) -> None:
+    with archive.lock:
+        if archive.zf is not None:
+            zf, archive.zf = archive.zf, None
+            zf.close()
+
+
+class ZipStore(Store):
+    """A zip archive of Zarr keys: a local file (read and written) or an archive in
+    another store (read only: `ZipStore.over(store, key)`).
+
+    `mode` is zarr-python's: "r" reads, "w" creates or truncates, "a" appends (creating
+    the file if needed), "x" creates and fails if the file exists. `compression` is a
+    `zipfile` method for new entries (`ZIP_STORED` by default, as zarr-python: stored
+    members are read by range). Call `close()` (or use `with`) to finish the archive.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        mode: ZipMode = "r",
+        read_only: bool | None = None,
+        compression: int = zipfile.ZIP_STORED,
+        allowZip64: bool = True,  # zarr-python's name
+        max_concurrency: int | None = None,
+    ) -> None:
+        if mode not in ("r", "w", "a", "x"):
+            raise StoreError(f"ZipStore mode must be 'r', 'w', 'a' or 'x', got {mode!r}")
+        if read_only is None:
+            read_only = mode == "r"
+        if mode == "r" and not read_only:
+            raise StoreError("ZipStore opened with mode 'r' cannot be written")
+        super().__init__(read_only=read_only, max_concurrency=max_concurrency)
+        from aiozarr.storage.local import LocalStore
+
+        self._path: Path | None = Path(path).expanduser().resolve()
+        self._archive_store: Store = LocalStore(self._path.parent, read_only=True)
+        self._key = self._path.name
+        self._mode: ZipMode = mode
+        self._compression = compression
+        self._allow_zip64 = allowZip64
+        self._init_state()
+
+    @classmethod
+    def over(cls, store: Store, key: str) -> ZipStore:
+        """The archive stored at `key` of `store`, read only (e.g. on S3 or HTTP)."""
+        check_key(key)
+        self = cls.__new__(cls)
+        Store.__init__(self, read_only=True)
+        self._path = None
+        self._archive_store = store
+        self._key = key
+        self._mode = "r"
+        self._compression = zipfile.ZIP_STORED
+        self._allow_zip64 = True
+        self._init_state()
+        return self
+
+    def _init_state(self) -> None:
+        self._members: dict[str, _Member] | None = None
+        self._data_offsets: dict[int, int] = {}  # header offset -> data offset
+        self._loading: anyio.Lock | None = None
+        self._archive = _Archive()
+        self._finalizer = weakref.finalize(self, _close_archive, self._archive)
+
+    @property
+    def path(self) -> Path | None:
+        """The archive's file (None for an archive inside another store)."""
+        return self._path
+
+    def reload(self) -> None:
+        """Read the central directory again on next use (a read-only store keeps the one
+        it read first; call this after another writer has finished the archive)."""
+        if not self.writable:
+            self._members = None
+            self._data_offsets = {}
+
+    @property
+    def supports_deletes(self) -> bool:
+        """False: entries of a zip archive cannot be deleted (as in zarr-python)."""
+        return False
+
+    # -- the archive -----------------------------------------------------------------------
+
+    def _zipfile(self) -> zipfile.ZipFile:
+        """The zipfile to append to, opened on first use (call with the lock held).
+
+        "w" and "x" apply to the first open only: reopening after `close()` appends, so
+        the entries already written stay (as zarr-python's ZipStore does).
+        """
+        archive = self._archive
+        if archive.zf is None:
+            assert self._path is not None
+            try:
+                archive.zf = zipfile.ZipFile(
+                    self._path,
+                    self._mode,
+                    compression=self._compression,
+                    allowZip64=self._allow_zip64,
+                )
+            except (OSError, zipfile.BadZipFile) as error:
+                raise StoreError(f"cannot open {self!r}: {error}") from error
+            if self._mode in ("w", "x"):
+                self._mode = "a"
+            self._members = _table(archive.zf.infolist())
+        return archive.zf
+
+    def close(self) -> None:
+        """Write the central directory and close the file: the archive is then complete."""
+        _close_archive(self._archive)
+
+    def __enter__(self) -> ZipStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> ZipStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    async def _table(self) -> dict[str, _Member]:
+        """Every member by name (the last entry of a name wins, as in `zipfile`)."""
+        members = self._members
+        if members is not None:
+            return members
+        if self._loading is None:
+            self._loading = anyio.Lock()
+        async with self._loading:
+            if self._members is None:
+                if self.writable:
+                    await anyio.to_thread.run_sync(self._open_for_writing)
+                else:
+                    self._members = await self._read_central_directory()
+        assert self._members is not None
+        return self._members
+
+    def _open_for_writing(self) -> None:
+        with self._archive.lock:
+            self._zipfile()
+
+    async def _read_central_directory(self) -> dict[str, _Member]:
+        store, key = self._archive_store, self._key
+        size = await store.getsize(key)
+        if size is None:
+            raise StoreError(f"cannot open {self!r}: there is no archive at {key!r} in {store!r}")
+        tail = await store.get(key, ByteRange.last(min(size, _TAIL)))
+        tail_bytes = bytes(memoryview(tail).cast("B")) if tail is not None else b""
+        tail_start = size - len(tail_bytes)
+        cd_offset, cd_size = await self._locate_directory(tail_bytes, tail_start)
+        if cd_offset >= tail_start:
+            directory = tail_bytes[cd_offset - tail_start : cd_offset - tail_start + cd_size]
+        else:
+            data = await store.get(key, ByteRange.of(cd_offset, cd_size))
+            directory = b"" if data is None else bytes(memoryview(data).cast("B"))
+        if len(directory) != cd_size:
+            raise StoreError(f"{self!r}: the central directory is cut short: not a zip archive")
+        return _parse_directory(directory, repr(self))
+
+    async def _locate_directory(self, tail: bytes, tail_start: int) -> tuple[int, int]:
+        """(offset, size) of the central directory, from the end record in `tail`."""
+        at = _find_end_record(tail)
+        if at is None:
+            raise StoreError(f"{self!r} is not a zip archive (no end of central directory)")
+        _, _, _, _, entries, cd_size, cd_offset, _ = struct.unpack_from("<4s4H2LH", tail, at)
+        if 0xFFFF not in (entries,) and 0xFFFFFFFF not in (cd_size, cd_offset):
+            return cd_offset, cd_size
+        locator = at - _LOCATOR64_SIZE
+        if locator < 0 or tail[locator : locator + 4] != _LOCATOR64:
+            raise StoreError(f"{self!r}: zip64 end record expected but not found")
+        (end64_offset,) = struct.unpack_from("<Q", tail, locator + 8)
+        if end64_offset >= tail_start:
+            record = tail[end64_offset - tail_start : end64_offset - tail_start + _END64_SIZE]
+        else:
+            data = await self._archive_store.get(self._key, ByteRange.of(end64_offset, _END64_SIZE))
+            record = b"" if data is None else bytes(memoryview(data).cast("B"))
+        if len(record) != _END64_SIZE or record[:4] != _END64:
+            raise StoreError(f"{self!r}: corrupt zip64 end of central directory")
+        cd_size, cd_offset = struct.unpack_from("<QQ", record, 40)
+        return cd_offset, cd_size
+
+    # -- reads -----------------------------------------------------------------------------
+
+    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
+        return (await self.get_partial_values([RangeRequest(key, byte_range)]))[0]
+
+    async def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
+        """The member `key`, or the bytes of it in `byte_range`; None if missing."""
+        check_key(key)
+        return await self._get(key, byte_range)
+
+    @contextlib.asynccontextmanager
+    async def stream_partial_values(
+        self, requests: Sequence[RangeRequest]
+    ) -> AsyncIterator[AsyncIterator[tuple[int, Buffer | None]]]:
+        """Answers as they land: one batch of ranges of the archive for all `requests`
+        (after one batch of local headers for members not read before)."""
+        for request in requests:
+            check_key(request.key)
+        members = await self._table()
+        found = {r.key: members[r.key] for r in requests if r.key in members}
+        await self._resolve_data_offsets(found.values())
+        inner: list[RangeRequest] = []
+        targets: list[list[int]] = []  # per inner request, the requests it answers
+        whole: dict[str, int] = {}  # compressed members: index of their one inner request
+        missing = [i for i, r in enumerate(requests) if r.key not in found]
+        for i, request in enumerate(requests):
+            member = found.get(request.key)
+            if member is None:
+                continue
+            start = self._data_offsets[member.header_offset]
+            if member.method == _STORED:
+                first, stop = (
+                    (0, member.size)
+                    if request.byte_range is None
+                    else (request.byte_range.resolve(member.size))
+                )
+                inner.append(RangeRequest(self._key, ByteRange.of(start + first, stop - first)))
+                targets.append([i])
+            elif request.key in whole:
+                targets[whole[request.key]].append(i)
+            else:
+                whole[request.key] = len(inner)
+                inner.append(RangeRequest(self._key, ByteRange.of(start, member.compressed_size)))
+                targets.append([i])
+
+        send, receive = anyio.create_memory_object_stream[tuple[int, Buffer | None]](
+            max_buffer_size=max(len(requests), 1)
+        )
+
+        async def fetch() -> None:
+            async with send:
+                for i in missing:
+                    send.send_nowait((i, None))
+                if not inner:
+                    return
+                async with self._archive_store.stream_partial_values(inner) as landed:
+                    async for n, data in landed:
+                        for answer in self._answers(requests, targets[n], found, data):
+                            send.send_nowait(answer)
+
+        with unwrap_group():
+            async with receive, anyio.create_task_group() as tg:
+                tg.start_soon(fetch)
+                yield receive
+                tg.cancel_scope.cancel()
+
+    def _answers(
+        self,
+        requests: Sequence[RangeRequest],
+        indices: list[int],
+        found: dict[str, _Member],
+        data: Buffer | None,
+    ) -> list[tuple[int, Buffer | None]]:
+        """One archive range that landed -> the answers to `requests[indices]`."""
+        key = requests[indices[0]].key
+        member = found[key]
+        if data is None:
+            raise StoreError(f"{self!r}: the archive vanished while it was read")
+        if member.method == _STORED:
+            return [(indices[0], data)]
+        value = _inflate(member, data, key, self)
+        out: list[tuple[int, Buffer | None]] = []
+        for i in indices:
+            byte_range = requests[i].byte_range
+            lo, hi = (0, len(value)) if byte_range is None else byte_range.resolve(len(value))
+            out.append((i, value if byte_range is None else memoryview(value)[lo:hi]))
+        return out
+
+    async def _resolve_data_offsets(self, members: Any) -> None:
+        """Read the local headers of `members` not read before, in one batch."""
+        todo = sorted({m.header_offset for m in members} - self._data_offsets.keys())
+        if not todo:
+            return
+        requests = [RangeRequest(self._key, ByteRange.of(o, _LOCAL_SIZE)) for o in todo]
+        headers = await self._archive_store.get_partial_values(requests)
+        for offset, header in zip(todo, headers, strict=True):
+            data = b"" if header is None else bytes(memoryview(header).cast("B"))
+            if len(data) != _LOCAL_SIZE or data[:4] != _LOCAL:
+                raise StoreError(f"{self!r}: no local file header at offset {offset}")
+            name_length, extra_length = struct.unpack_from("<HH", data, 26)
+            self._data_offsets[offset] = offset + _LOCAL_SIZE + name_length + extra_length
+
+    async def exists(self, key: str) -> bool:
+        """Whether the archive holds a member `key`."""
+        check_key(key)
+        return key in await self._table()
+
+    async def getsize(self, key: str) -> int | None:
+        """The uncompressed size of member `key`, or None if missing."""
+        check_key(key)
+        member = (await self._table()).get(key)
+        return None if member is None else member.size
+
+    # -- writes ----------------------------------------------------------------------------
+
+    async def set(self, key: str, value: Buffer) -> None:
+        """Append an entry for `key` (the last entry of a name is the one read)."""
+        self._check_writable(key)
+        check_key(key)
+        data = bytes(memoryview(value).cast("B"))
+        await self._table()
+        await anyio.to_thread.run_sync(self._append, key, data)
+
+    def _append(self, key: str, data: bytes) -> None:
+        info = zipfile.ZipInfo(key, date_time=time.localtime(time.time())[:6])
+        info.compress_type = self._compression
+        info.external_attr = 0o644 << 16  # -rw-r--r--
+        with self._archive.lock:
+            zf = self._zipfile()
+            try:
+                zf.writestr(info, data)
+                assert zf.fp is not None
+                zf.fp.flush()  # readers go through the file: they see the entry from now on
+            except OSError as error:
+                raise StoreError(f"cannot write {key!r} in {self!r}: {error}") from error
+            assert self._members is not None
+            self._members[key] = _member(zf.getinfo(key))
+
+    async def delete(self, key: str) -> None:
+        """Entries cannot be deleted from a zip archive: a missing `key` is fine, an
+        existing one raises `UnsupportedError` (zarr-python raises NotImplementedError)."""
+        self._check_writable(key)
+        if key in await self._table():
+            raise UnsupportedError(
+                f"cannot delete {key!r} in {self!r}: entries of a zip archive cannot be "
+                "deleted; write the hierarchy to a directory (or a new archive) instead"
+            )
+
+    # -- listing ---------------------------------------------------------------------------
+
+    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
+        """Every member name starting with `prefix`, sorted."""
+        check_key(prefix, prefix=True)
+        for name in sorted(await self._table()):
+            if name.startswith(prefix):
+                yield name
+
+    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        """The names directly under `prefix`, sorted."""
+        check_key(prefix, prefix=True)
+        base = prefix.rstrip("/")
+        base = base + "/" if base else ""
+        children = {
+            name[len(base) :].split("/", 1)[0]
+            for name in await self._table()
+            if name.startswith(base) and len(name) > len(base)
+        }
+        for child in sorted(children):
+            yield child
+
+    # -- identity --------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        if self._path is None:
+            return f"ZipStore.over({self._archive_store!r}, {self._key!r})"
+        return f"ZipStore({str(self._path)!r}, mode={self._mode!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ZipStore) and (other._path, other._archive_store, other._key) == (
+            self._path,
+            self._archive_store,
+            self._key,
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._path, self._key))
+
+    def __getstate__(self) -> dict[str, Any]:
+        with self._archive.lock:
+            state = self.__dict__.copy()
+        for name in ("_archive", "_finalizer", "_loading", "_members", "_limiter"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._limiter = None
+        if self._mode in ("w", "x"):  # a copy must not truncate what the original wrote
+            self._mode = "a"
+        self._init_state()
+
+
+def _find_end_record(tail: bytes) -> int | None:
+    """Where the end-of-central-directory record starts in `tail` (the archive's end):
+    the last signature whose comment length reaches exactly to the end."""
+    at = len(tail)
+    while (at := tail.rfind(_END, 0, at)) >= 0:
+        if len(tail) - at >= _END_SIZE:
+            (comment_length,) = struct.unpack_from("<H", tail, at + 20)
+            if at + _END_SIZE + comment_length == len(tail):
+                return at
+    return None
+
+
+def _parse_directory(directory: bytes, where: str) -> dict[str, _Member]:
+    members: dict[str, _Member] = {}
+    pos = 0
+    while pos < len(directory):
+        if directory[pos : pos + 4] != _CENTRAL or pos + _CENTRAL_SIZE > len(directory):
+            raise StoreError(f"{where}: corrupt central directory at byte {pos}")
+        fields = struct.unpack_from("<4s6H3L5HLL", directory, pos)
+        flags, method = fields[3], fields[4]
+        compressed, size = fields[8], fields[9]
+        name_length, extra_length, comment_length = fields[10], fields[11], fields[12]
+        offset = fields[16]
+        start = pos + _CENTRAL_SIZE
+        raw_name = directory[start : start + name_length]
+        extra = directory[start + name_length : start + name_length + extra_length]
+        name = raw_name.decode("utf-8" if flags & 0x800 else "cp437")
+        size, compressed, offset = _zip64_sizes(extra, size, compressed, offset)
+        if not name.endswith("/"):  # directory entries (zip -r) hold no value
+            members[name] = _Member(offset, size, compressed, method, flags)
+        pos = start + name_length + extra_length + comment_length
+    return members
+
+
+def _zip64_sizes(extra: bytes, size: int, compressed: int, offset: int) -> tuple[int, int, int]:
+    """Sizes and offset from the zip64 extra field, for those the fixed fields cannot hold."""
+    pos = 0
+    while pos + 4 <= len(extra):
+        tag, length = struct.unpack_from("<HH", extra, pos)
+        if tag == 1:
+            values = iter(struct.unpack_from(f"<{length // 8}Q", extra, pos + 4))
+            if size == 0xFFFFFFFF:
+                size = next(values)
+            if compressed == 0xFFFFFFFF:
+                compressed = next(values)
+            if offset == 0xFFFFFFFF:
+                offset = next(values)
+            break
+        pos += 4 + length
+    return size, compressed, offset
+
+
+def _member(info: zipfile.ZipInfo) -> _Member:
+    return _Member(
+        info.header_offset, info.file_size, info.compress_size, info.compress_type, info.flag_bits
+    )
+
+
+def _table(infos: list[zipfile.ZipInfo]) -> dict[str, _Member]:
+    return {info.filename: _member(info) for info in infos if not info.filename.endswith("/")}
+
+
+def _inflate(member: _Member, data: Buffer, key: str, store: ZipStore) -> bytes:
+    """The uncompressed value of a compressed member (checked against its size)."""
+    raw = memoryview(data).cast("B")
+    if member.flags & 0x1:
+        raise UnsupportedError(f"{key!r} in {store!r} is encrypted")
+    try:
+        if member.method == _DEFLATED:
+            inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+            value = inflater.decompress(raw, member.size + 1)
+        elif member.method == _BZIP2:
+            value = bz2.BZ2Decompressor().decompress(raw, member.size + 1)
+        else:
+            raise UnsupportedError(
+                f"{key!r} in {store!r} uses zip compression method {member.method}; "
+                "stored, deflate and bzip2 members are read"
+            )
+    except (zlib.error, OSError, EOFError) as error:
+        raise StoreError(f"cannot inflate {key!r} in {store!r}: {error}") from error
+    if len(value) != member.size:
+        raise StoreError(f"{key!r} in {store!r} inflates to {len(value)} bytes, not {member.size}")
+    return value
+
+
+def is_zip(url: str) -> bool:
+    """Whether `url` (a path or URL) names a zip archive: its path ends with `.zip`."""
+    return urlsplit(url).path.rstrip("/").endswith(".zip")
+
+
+def open_zip(
+    url: str, *, mode: ZipMode, storage_options: Mapping[str, Any] | None = None
+) -> ZipStore:
+    """The `ZipStore` for a `.zip` path or URL: a local file in `mode`, or a remote archive
+    (read only) through the store of its parent URL."""
+    from aiozarr.storage.url import from_url, is_local
+
+    if is_local(url):
+        if storage_options:
+            raise StoreError(f"local path {url!r} takes no storage options")
+        path = url[len("file://") :] if url.startswith("file://") else url
+        return ZipStore(path, mode=mode)
+    if mode != "r":
+        raise StoreError(
+            f"cannot write {url!r}: zip archives are written locally (ZipStore(path, mode="
+            "'w')), then uploaded; remote ones are read only"
+        )
+    parent, _, name = url.rstrip("/").rpartition("/")
+    return ZipStore.over(from_url(parent, storage_options=storage_options, read_only=True), name)
