@@ -30,6 +30,7 @@ from aiozarr.errors import InvalidValueError, MetadataError, NodeNotFoundError, 
 from aiozarr.group import AsyncGroup, walk
 from aiozarr.metadata import v2, xarray_attrs
 from aiozarr.storage.base import Store
+from aiozarr.storage.zip import ZipStore
 from aiozarr.sync import _run
 
 __all__ = ["CopyProgress", "CopyReport", "copy", "copy_async", "parse_codec"]
@@ -399,6 +400,8 @@ async def copy_async(
         from aiozarr.consolidate import consolidate_metadata_async
 
         await consolidate_metadata_async(dst_store, dst_path)
+    if isinstance(dst_store, ZipStore) and dst_store is not dst:
+        dst_store.close()  # an archive opened here is finished here (its central directory)
     report.seconds = time.perf_counter() - started
     return report
 

@@ -40,6 +40,7 @@ from aiozarr.metadata import v2, xarray_attrs
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata, GroupMetadata
 from aiozarr.metadata.v3draft import is_draft
 from aiozarr.storage.base import RangeRequest, Store
+from aiozarr.storage.zip import ZipStore
 from aiozarr.sync import Array, Group, _run
 
 __all__ = ["MigrateProgress", "migrate", "migrate_async", "target_metadata"]
@@ -415,6 +416,8 @@ async def migrate_async(
             from aiozarr.consolidate import consolidate_metadata_async
 
             result = await consolidate_metadata_async(target, dst_path)
+    if isinstance(target, ZipStore) and target is not dst:
+        target.close()  # an archive opened here is finished here (its central directory)
     if progress is not None:
         progress(dataclasses.replace(state, path="/" + dst_path))
     return result
