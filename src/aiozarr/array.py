@@ -51,7 +51,7 @@ class AsyncArray(hierarchy.NodeLocation):
     def __init__(self, store: Store, path: str, metadata: ArrayMetadata) -> None:
         self._store = store
         self._path = hierarchy.normalize_path(path)
-        key = hierarchy.join(self._path, "zarr.json" if metadata.zarr_format == 3 else ".zarray")
+        key = hierarchy.metadata_key(self._path, metadata)
         if metadata.chunk_grid is not None:
             _check_rectilinear(metadata, key)
         chain = CodecChain.from_metadata(metadata, key)

@@ -234,6 +234,15 @@ def consolidated_names(group: GroupMetadata) -> list[str] | None:
     return sorted(p for p in group.consolidated if "/" not in p)
 
 
+def metadata_key(path: str, meta: ArrayMetadata) -> str:
+    """The key of the document `meta` was read from (named in errors and warnings)."""
+    if v3draft.is_draft(meta):
+        return v3draft.node_keys(path)[0]
+    if meta.zarr_format == 1:
+        return join(path, V1_META_KEY)
+    return join(path, V3_KEY if meta.zarr_format == 3 else ".zarray")
+
+
 def chunk_prefix(path: str, meta: ArrayMetadata) -> str:
     """The key prefix of the array's chunks: `path/`, or `data/root/path/` in the draft."""
     if v3draft.is_draft(meta):
