@@ -217,3 +217,18 @@ def test_cp_and_migrate_into_an_archive_finish_it(tmp_path: Path) -> None:
         zroot = zarr.open_group(zarr.storage.ZipStore(path), mode="r", zarr_format=fmt)
         for key, expected in values.items():
             np.testing.assert_array_equal(zroot[key][...], expected)
+
+
+def test_arrays_in_an_archive_pickle_for_dask(tmp_path: Path) -> None:
+    import pickle
+
+    path = tmp_path / "p.zarr.zip"
+    with ZipStore(path, mode="w") as store:
+        values = _hierarchy(store)
+    arr = aiozarr.open_array(str(path), "temps", mode="r")
+    again = pickle.loads(pickle.dumps(arr))
+    np.testing.assert_array_equal(again[5:9], values["temps"][5:9])
+    writer = ZipStore(path, mode="w")  # a copy of a "w" store appends: it must not truncate
+    copy = pickle.loads(pickle.dumps(writer))
+    writer.close()
+    assert copy == writer and "mode='a'" in repr(copy)

@@ -141,7 +141,6 @@ class ZipStore(Store):
     def _init_state(self) -> None:
         self._members: dict[str, _Member] | None = None
         self._data_offsets: dict[int, int] = {}  # header offset -> data offset
-        self._loading: anyio.Lock | None = None
         self._archive = _Archive()
         self._finalizer = weakref.finalize(self, _close_archive, self._archive)
 
@@ -208,14 +207,12 @@ class ZipStore(Store):
         members = self._members
         if members is not None:
             return members
-        if self._loading is None:
-            self._loading = anyio.Lock()
-        async with self._loading:
-            if self._members is None:
-                if self.writable:
-                    await anyio.to_thread.run_sync(self._open_for_writing)
-                else:
-                    self._members = await self._read_central_directory()
+        # Two first reads may both parse the directory: the same table, no lock needed
+        # (an anyio lock would tie the store to one event loop).
+        if self.writable:
+            await anyio.to_thread.run_sync(self._open_for_writing)
+        else:
+            self._members = await self._read_central_directory()
         assert self._members is not None
         return self._members
 
@@ -453,7 +450,7 @@ class ZipStore(Store):
     def __getstate__(self) -> dict[str, Any]:
         with self._archive.lock:
             state = self.__dict__.copy()
-        for name in ("_archive", "_finalizer", "_loading", "_members", "_limiter"):
+        for name in ("_archive", "_finalizer", "_members", "_limiter"):
             state.pop(name, None)
         return state
 
