@@ -1,19 +1,24 @@
 """`python -m benchmarks [--quick | --full] [--long]`: run the suite, write the tables.
 
-    python -m benchmarks                 # quick mode (64 MiB datasets), 0 and 20 ms
-    python -m benchmarks --full --long   # 512 MiB datasets, 0, 20 and 50 ms
+    python -m benchmarks                 # quick mode (64 MiB datasets): 0 ms, 20 ms, cloud
+    python -m benchmarks --full --long   # 512 MiB datasets, also at 50 ms
+    python -m benchmarks --profiles cloud --workloads full,large-shard   # one profile
     python -m benchmarks --mode tiny --engines aiozarr-async --no-readme   # smoke test
     python -m benchmarks --profile       # pyinstrument profiles of aiozarr's full read and slab
 
-Each (engine, workload, latency) runs in a fresh process (`benchmarks/runner.py`) against
-one emulator process; results go to `benchmarks/data/results-<mode>.json` and, unless
-`--no-readme`, into the tables of `benchmarks/README.md`.
+Each (engine, workload, profile) runs in a fresh process (`benchmarks/runner.py`) against
+one emulator process, which answers as the profile says (`spec.PROFILES`: first-byte
+latency, bandwidth per response, slow tail); results go to
+`benchmarks/data/results-<mode>.json` and, unless `--no-readme`, into the tables of
+`benchmarks/README.md`.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -64,18 +69,19 @@ WORKLOADS = [
     ("group", "group", "group"),
     ("group-consolidated", "group", "group_consolidated"),
     ("write", "write", "sharded"),
+    ("large-shard", "large_shard", "big_shard"),
     ("big-read", "big_read", "sharded"),
     ("memory-point", "memory_point", "sharded"),
 ]
 
 
-def _applies(variant: Variant, workload: str, latency: float) -> bool:
+def _applies(variant: Variant, workload: str, profile: spec.Profile) -> bool:
     if workload == "memory_point":
-        return variant.name == "aiozarr-sync" and latency == 0
+        return variant.name == "aiozarr-sync" and profile.name == "0ms"
     if workload == "big_read":
         return variant.name == "aiozarr-async"
     if variant.engine.startswith("probe-"):
-        return workload in ("full", "slab", "drill")
+        return workload in ("full", "slab", "drill", "large_shard")
     return True
 
 
@@ -87,6 +93,7 @@ def _job(
     manifest: dict[str, Any],
     emu: EmulatorProcess,
     repeats: int,
+    profile: spec.Profile,
 ) -> dict[str, Any]:
     _, workload, dataset = row
     is_group = dataset in spec.GROUPS
@@ -98,6 +105,7 @@ def _job(
         "mode": mode.name,
         "path": path,
         "zarr_format": 2 if dataset == "v2" else 3,
+        "dataset": dataset,
         "endpoint": emu.endpoint,
         "server_pid": emu.pid,
         "root": str(root),
@@ -112,7 +120,65 @@ def _job(
         job["options"]["max_inflight_bytes"] = mode.nbytes // 16
     if variant.engine.startswith("probe-"):
         job["chunks"] = datasets.needed_chunks(mode, root, dataset, workload)
+        if profile.bandwidth_mbps:
+            # Parts small enough that one connection's bandwidth is never what limits
+            # the probe: it shows the machine's limit.
+            job["part_bytes"] = 1 << 20
     return job
+
+
+def _python312() -> str | None:
+    """A working Python 3.12 interpreter (PATH first, then pyenv's), or None."""
+    candidates = [shutil.which("python3.12") or ""]
+    candidates += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.12*/bin/python3.12")))
+    for python in filter(None, candidates):
+        probe = subprocess.run([python, "-c", "pass"], capture_output=True)
+        if probe.returncode == 0:
+            return python
+    return None
+
+
+def ensure_venv312() -> bool:
+    """Create `benchmarks/.venv312` with the newest zarr-python when it is missing."""
+    if VENV312.exists():
+        return True
+    python = _python312()
+    if python is None:
+        print("skipping the newest zarr-python: no working python3.12", flush=True)
+        return False
+    venv = VENV312.parent.parent
+    print(f"creating {venv} with {python} (newest zarr-python, obstore)", flush=True)
+    made = subprocess.run([python, "-m", "venv", str(venv)], capture_output=True, text=True)
+    if made.returncode == 0:
+        made = subprocess.run(
+            [str(VENV312), "-m", "pip", "install", "-q", "zarr>=3.2", "obstore"],
+            capture_output=True,
+            text=True,
+        )
+    if made.returncode != 0:
+        print(f"skipping the newest zarr-python: {made.stderr.strip()[-300:]}", flush=True)
+        shutil.rmtree(venv, ignore_errors=True)
+        return False
+    return True
+
+
+def profiles_of(args: argparse.Namespace, mode: spec.Mode) -> list[spec.Profile]:
+    """The profiles to run: `--profiles`, else `--latencies`, else the mode's default."""
+    known = dict(spec.PROFILES)
+    if args.profiles:
+        names = list(args.profiles)
+    elif args.latencies:
+        names = [f"{ms:g}ms" for ms in args.latencies]
+        for name, ms in zip(names, args.latencies, strict=True):
+            known.setdefault(name, spec.Profile(name, ms))
+    else:
+        names = ["0ms"] if mode.name == "tiny" else ["0ms", "20ms", "cloud"]
+    if args.long and "50ms" not in names:
+        names.append("50ms")
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"unknown profile(s) {unknown}; known: {sorted(known)}")
+    return [known[n] for n in names]
 
 
 def _run_job(variant: Variant, job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
@@ -161,28 +227,25 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
     manifest = datasets.ensure(mode, root)
     print(f"datasets ready in {root} ({time.perf_counter() - t0:.1f} s)", flush=True)
     variants = [v for v in VARIANTS if args.engines is None or v.name in args.engines]
-    if any(v.newest for v in variants) and not VENV312.exists():
-        print(f"skipping the newest zarr-python: {VENV312} missing (see README)", flush=True)
+    if any(v.newest for v in variants) and not ensure_venv312():
         variants = [v for v in variants if not v.newest]
     rows = [r for r in WORKLOADS if args.workloads is None or r[0] in args.workloads]
-    latencies = args.latencies or ([0.0] if mode.name == "tiny" else [0.0, 20.0])
-    if args.long and 50.0 not in latencies:
-        latencies.append(50.0)
+    profiles = profiles_of(args, mode)
     repeats = args.repeats or mode.repeats
     results: list[dict[str, Any]] = []
     with EmulatorProcess(root) as emu:
-        for latency in latencies:
-            emu.set_latency(latency)
+        for profile in profiles:
             for row in rows:
                 for variant in variants:
-                    if not _applies(variant, row[1], latency):
+                    if not _applies(variant, row[1], profile):
                         continue
-                    job = _job(variant, row, mode, root, manifest, emu, repeats)
+                    emu.set_profile(profile)
+                    job = _job(variant, row, mode, root, manifest, emu, repeats, profile)
                     if args.profile:
                         profile_dir = HERE / "data" / "profiles"
                         profile_dir.mkdir(parents=True, exist_ok=True)
                         job["profile"] = str(
-                            profile_dir / f"{variant.name}-{row[0]}-{latency:g}ms.txt"
+                            profile_dir / f"{variant.name}-{row[0]}-{profile.name}.txt"
                         )
                     result = _run_job(variant, job, args.timeout)
                     if result.get("error", "").startswith("exit status -"):
@@ -191,19 +254,25 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
                         result = _run_job(variant, job, args.timeout) | {"retried": True}
                     if row[1] == "write":
                         _check_write(root, job, manifest, result)
-                    result.update(engine=variant.name, row=row[0], latency_ms=latency)
+                    result.update(
+                        engine=variant.name,
+                        row=row[0],
+                        profile=profile.name,
+                        latency_ms=profile.latency_ms,
+                    )
                     results.append(result)
                     shown = f"{result['median_s']:.3f} s" if "median_s" in result else "-"
                     flag = "ok" if result.get("ok") else f"FAILED {result.get('error')}"
                     print(
-                        f"{latency:>4g} ms  {row[0]:<19} {variant.name:<24} {shown:>9}  {flag}",
+                        f"{profile.name:>5}  {row[0]:<19} {variant.name:<24} {shown:>9}  {flag}",
                         flush=True,
                     )
     return {
         "mode": mode.name,
         "nbytes": mode.nbytes,
+        "large_shard_nbytes": mode.big_shard_nbytes,
         "manifest": manifest,
-        "latencies": latencies,
+        "profiles": [vars(p) for p in profiles],
         "results": results,
         "repeats": repeats,
     }
@@ -218,9 +287,19 @@ def main(argv: list[str] | None = None) -> int:
     size.add_argument("--full", dest="mode", action="store_const", const="full")
     size.add_argument("--mode", choices=sorted(spec.MODES))
     parser.add_argument("--long", action="store_true", help="also at 50 ms latency")
+    parser.add_argument(
+        "--profiles",
+        type=lambda s: s.split(","),
+        help=f"comma-separated, of {', '.join(spec.PROFILES)} "
+        "(default: 0ms,20ms,cloud; tiny mode: 0ms)",
+    )
     parser.add_argument("--engines", type=lambda s: s.split(","), help="comma-separated")
     parser.add_argument("--workloads", type=lambda s: s.split(","), help="comma-separated")
-    parser.add_argument("--latencies", type=lambda s: [float(x) for x in s.split(",")])
+    parser.add_argument(
+        "--latencies",
+        type=lambda s: [float(x) for x in s.split(",")],
+        help="latency-only profiles, in ms (instead of --profiles)",
+    )
     parser.add_argument("--repeats", type=int)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per job")
     parser.add_argument("--data-dir", default=str(HERE / "data"))

@@ -1,8 +1,8 @@
 """Write the benchmark datasets with zarr-python (so the bytes are not aiozarr's) and the
 manifest of expected checksums; list the stored chunks a selection needs (for the probes).
 
-    benchmarks/data/<mode>/sharded.zarr  unsharded.zarr  v2.zarr  group.zarr
-                           group_consolidated.zarr  source.npy  manifest.json
+    benchmarks/data/<mode>/sharded.zarr  unsharded.zarr  v2.zarr  big_shard.zarr
+                           group.zarr  group_consolidated.zarr  source.npy  manifest.json
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from benchmarks import spec
 
 MANIFEST = "manifest.json"
 SOURCE = "source.npy"
-_VERSION = 1  # bump when the datasets change, so cached copies are rewritten
+_VERSION = 2  # bump when the datasets change, so cached copies are rewritten
 
 
 def ensure(mode: spec.Mode, root: Path) -> dict[str, Any]:
@@ -37,6 +37,10 @@ def ensure(mode: spec.Mode, root: Path) -> dict[str, Any]:
     versions = _write_arrays(mode, root, data)
     _write_groups(mode, root)
     expected = {w: spec.checksum(data[spec.selection(w, mode)]) for w in ("full", "slab", "drill")}
+    big = spec.generate(mode, mode.big_shape)
+    _write_big_shard(mode, root, big)
+    expected["large_shard"] = spec.checksum(big[spec.selection("large_shard", mode)])
+    del big
     expected["random"] = spec.checksum([data[p] for p in spec.random_points(mode)])
     entries = [
         (f"a{i:03d}", spec.group_member_shape(i), spec.DTYPE) for i in range(mode.group_arrays)
@@ -85,6 +89,23 @@ def _write_arrays(mode: spec.Mode, root: Path, data: np.ndarray) -> dict[str, st
     return {"zarr": zarr.__version__, "numcodecs": numcodecs.__version__}
 
 
+def _write_big_shard(mode: spec.Mode, root: Path, data: np.ndarray) -> None:
+    """Two time steps, each one shard of `mode.big_shard`: reading a step reads a shard whole."""
+    import zarr
+    from zarr.codecs import ZstdCodec
+
+    arr = zarr.create_array(
+        str(root / spec.ARRAYS["big_shard"]),
+        shape=mode.big_shape,
+        dtype=spec.DTYPE,
+        fill_value=0.0,
+        chunks=mode.inner_chunks,
+        shards=mode.big_shard,
+        compressors=ZstdCodec(level=0),
+    )
+    arr[...] = data
+
+
 def _write_groups(mode: spec.Mode, root: Path) -> None:
     import zarr
 
@@ -108,21 +129,19 @@ def needed_chunks(mode: spec.Mode, root: Path, dataset: str, workload: str) -> l
     key/start/stop locate its compressed bytes in the bucket, `out` is the slice of the
     array it fills (as [start, stop] pairs) and `chunk` its shape."""
     sel = spec.selection(workload, mode)
+    shape, chunk, shards = mode.layout(dataset)
     box = [
         (0, n) if s == slice(None) else ((s.start, s.stop) if isinstance(s, slice) else (s, s + 1))
-        for s, n in zip(sel, mode.shape, strict=False)
+        for s, n in zip(sel, shape, strict=False)
     ]
-    chunk = mode.inner_chunks if dataset == "sharded" else mode.chunks
     ranges = [range(lo // c, -(-hi // c)) for (lo, hi), c in zip(box, chunk, strict=False)]
     path = spec.ARRAYS[dataset]
     found = []
     for coords in np.ndindex(*(len(r) for r in ranges)):
         idx = tuple(r[i] for r, i in zip(ranges, coords, strict=False))
-        out = [
-            [i * c, min((i + 1) * c, n)] for i, c, n in zip(idx, chunk, mode.shape, strict=False)
-        ]
-        if dataset == "sharded":
-            key, start, stop = _inner_chunk_location(mode, root / path, idx)
+        out = [[i * c, min((i + 1) * c, n)] for i, c, n in zip(idx, chunk, shape, strict=False)]
+        if shards != chunk:
+            key, start, stop = _inner_chunk_location(chunk, shards, root / path, idx)
         else:
             sep = "/" if dataset == "unsharded" else "."
             name = ("c/" if dataset == "unsharded" else "") + sep.join(map(str, idx))
@@ -136,9 +155,9 @@ _index_cache: dict[Path, bytes] = {}
 
 
 def _inner_chunk_location(
-    mode: spec.Mode, array_dir: Path, idx: tuple[int, ...]
+    chunks: tuple[int, ...], shards: tuple[int, ...], array_dir: Path, idx: tuple[int, ...]
 ) -> tuple[str, int, int]:
-    per = [s // c for s, c in zip(mode.shards, mode.inner_chunks, strict=False)]
+    per = [s // c for s, c in zip(shards, chunks, strict=False)]
     shard = [i // p for i, p in zip(idx, per, strict=False)]
     inner = [i % p for i, p in zip(idx, per, strict=False)]
     file = array_dir / "c" / "/".join(map(str, shard))

@@ -1,8 +1,9 @@
 """The two limit probes: how fast could any engine be on this machine?
 
 - network: fetch exactly the compressed bytes a read needs with obstore, all at once
-  (contiguous ranges merged, then cut into parts of at most 4 MiB so big objects
-  stream in parallel), and nothing else: no metadata, no index, no decoding.
+  (contiguous ranges merged, then cut into parts of at most 4 MiB, 1 MiB where each
+  response's bandwidth is capped, so big objects stream in parallel and the limit is the
+  machine's, not one connection's), and nothing else: no metadata, no index, no decoding.
 - decode: decompress the same chunks (read from local disk beforehand) on a 2-thread
   pool into the output array, and nothing else: no I/O at all.
 
@@ -18,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-_PART = 4 << 20
+PART_BYTES = 4 << 20
 _LOOP = asyncio.new_event_loop()
 
 
-def _merged(chunks: list[dict[str, Any]]) -> list[tuple[str, int, int]]:
+def _merged(chunks: list[dict[str, Any]], part: int) -> list[tuple[str, int, int]]:
     by_key: dict[str, list[tuple[int, int]]] = {}
     for c in chunks:
         by_key.setdefault(c["key"], []).append((c["start"], c["stop"]))
@@ -36,17 +37,19 @@ def _merged(chunks: list[dict[str, Any]]) -> list[tuple[str, int, int]]:
             else:
                 merged.append([start, stop])
         for start, stop in merged:
-            parts += [(key, s, min(s + _PART, stop)) for s in range(start, stop, _PART)]
+            parts += [(key, s, min(s + part, stop)) for s in range(start, stop, part)]
     return parts
 
 
-def network(options: dict[str, Any], bucket: str, chunks: list[dict[str, Any]]) -> int:
-    """Fetch the needed bytes; returns how many arrived."""
+def network(
+    options: dict[str, Any], bucket: str, chunks: list[dict[str, Any]], part: int = PART_BYTES
+) -> int:
+    """Fetch the needed bytes in parts of at most `part` bytes; returns how many arrived."""
     import obstore
     from obstore.store import S3Store
 
     store = S3Store(bucket, **options)
-    parts = _merged(chunks)
+    parts = _merged(chunks, part)
 
     async def go() -> int:
         answers = await asyncio.gather(

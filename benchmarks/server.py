@@ -1,7 +1,7 @@
 """The emulator in its own process, and a client for its control endpoints.
 
     with EmulatorProcess(root) as emu:      # serves root as bucket `bench` on 127.0.0.1
-        emu.set_latency(20); emu.reset(); ...; emu.stats()
+        emu.set_profile(spec.PROFILES["cloud"]); emu.reset(); ...; emu.stats()
 
 `python -m benchmarks.server ROOT` serves and prints the port as its first line.
 """
@@ -84,6 +84,22 @@ class EmulatorProcess:
         """Delay every later answer by `ms`."""
         self.latency_ms = ms
         _control(self.endpoint, "latency", {"ms": ms})
+
+    def set_profile(self, profile: spec.Profile, seed: int = 0) -> None:
+        """Answer as `profile` says from now on; the slow tail's draws restart at `seed`,
+        so every engine's job meets the same sequence of slow answers."""
+        self.latency_ms = profile.latency_ms
+        _control(
+            self.endpoint,
+            "network",
+            {
+                "latency_ms": profile.latency_ms,
+                "bandwidth_mbps": profile.bandwidth_mbps,
+                "tail_rate": profile.tail_rate,
+                "tail_ms": profile.tail_ms,
+                "seed": seed,
+            },
+        )
 
     def stats(self) -> dict[str, Any]:
         return stats(self.endpoint)

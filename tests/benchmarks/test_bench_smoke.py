@@ -78,3 +78,70 @@ def test_wrong_values_are_reported_not_timed(tmp_path: Path) -> None:
         result = runner.run(job)
     assert not result["ok"]
     assert "wrong values" in result["error"]
+
+
+def test_cloud_profile_and_the_large_shard(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    suite.main(
+        [
+            "--mode",
+            "tiny",
+            "--profiles",
+            "0ms,cloud",
+            "--engines",
+            "aiozarr-async,probe-network",
+            "--workloads",
+            "large-shard,random",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--out",
+            str(out),
+            "--no-readme",
+        ]
+    )
+    document = json.loads(out.read_text())
+    assert [p["name"] for p in document["profiles"]] == ["0ms", "cloud"]
+    cloud = spec.PROFILES["cloud"]
+    assert (cloud.latency_ms, cloud.bandwidth_mbps, cloud.tail_rate, cloud.tail_ms) == (
+        20.0,
+        90.0,
+        0.02,
+        200.0,
+    )
+    by = {(r["profile"], r["row"], r["engine"]): r for r in document["results"]}
+    assert set(by) == {
+        (p, row, "aiozarr-async") for p in ("0ms", "cloud") for row in ("large-shard", "random")
+    } | {(p, "large-shard", "probe-network") for p in ("0ms", "cloud")}
+    for r in document["results"]:
+        assert r["ok"], r
+    # One time step of the large-shard dataset is one shard: the probe fetches exactly
+    # that shard's chunks, and aiozarr reads nothing of the other shard.
+    mode = spec.MODES["tiny"]
+    shard_file = tmp_path / "data" / "tiny" / spec.ARRAYS["big_shard"] / "c" / "1" / "0" / "0"
+    shard_size = shard_file.stat().st_size
+    probe = by[("cloud", "large-shard", "probe-network")]["stats"][-1]
+    assert 0 < probe["bytes_read"] <= shard_size
+    mine = by[("cloud", "large-shard", "aiozarr-async")]["stats"][-1]
+    assert mine["bytes_read"] < shard_size + 4096  # the shard, metadata and index
+    assert document["large_shard_nbytes"] == mode.big_shard_nbytes
+    random = by[("cloud", "random", "aiozarr-async")]
+    assert len(random["per_read_s"]) == random["reads_per_repeat"] * document["repeats"]
+    section = report.results_section(document)
+    assert "### cloud: 20 ms first byte, 90 MB/s per response, 2% of responses +200 ms" in section
+    assert "### Targets on the cloud profile" in section
+    assert "| random | aiozarr-async | p50 " in section and ", p99 " in section
+    assert "| large-shard on cloud: >= 3.0x tensorstore | not measured |" in section
+
+
+def test_probe_parts_are_small_where_bandwidth_is_capped(tmp_path: Path) -> None:
+    mode = spec.MODES["tiny"]
+    root = tmp_path / "tiny"
+    manifest = datasets.ensure(mode, root)
+    variant = next(v for v in suite.VARIANTS if v.name == "probe-network")
+    row = next(r for r in suite.WORKLOADS if r[0] == "large-shard")
+    with EmulatorProcess(root) as emu:
+        capped = suite._job(variant, row, mode, root, manifest, emu, 1, spec.PROFILES["cloud"])
+        plain = suite._job(variant, row, mode, root, manifest, emu, 1, spec.PROFILES["20ms"])
+    assert capped["part_bytes"] == 1 << 20
+    assert "part_bytes" not in plain
+    assert manifest["expected"]["large_shard"]

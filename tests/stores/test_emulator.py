@@ -491,8 +491,13 @@ async def test_slow_tail_fraction_is_binomial(tmp_path: Path,
     assert abs(tails - n * rate) <= 4 * sd
     # Every held-back answer did wait (a lower bound; the machine can only add to it).
     assert sum(t >= tail_ms / 1000 for t in times) >= tails
-    # Seeded: the same seed draws the same tail.
+    # Seeded: the same seed draws the same tail, from the start or reseeded.
     async with Emulator(tmp_path, tail_rate=rate, tail_ms=1, seed=7) as emu:
+        for _ in range(n):
+            await fetch(http, "GET", emu.http_url("k"))
+        assert emu.stats()["tails"] == tails
+        emu.reset_stats()
+        emu.set_network(seed=7)
         for _ in range(n):
             await fetch(http, "GET", emu.http_url("k"))
         assert emu.stats()["tails"] == tails

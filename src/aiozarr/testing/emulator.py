@@ -324,13 +324,14 @@ class Emulator:
 
     def set_network(self, *, latency_ms: float | None = None,
                     bandwidth_mbps: float | None = None, tail_rate: float | None = None,
-                    tail_ms: float | None = None) -> None:
+                    tail_ms: float | None = None, seed: int | None = None) -> None:
         """Shape later answers like a cloud store's; an argument left out keeps its value.
 
         `latency_ms`: wait before every answer's first byte. `bandwidth_mbps`: stream each
         response body at most this many MB/s (10^6 bytes; 0: unlimited); concurrent
         responses each get the full rate. `tail_rate`: this fraction of answers (seeded
-        draws) waits `tail_ms` more before its first byte.
+        draws) waits `tail_ms` more before its first byte. `seed`: restart the tail's
+        draws from this seed (so runs compared side by side see the same sequence).
         """
         for name, value in (("latency_ms", latency_ms), ("bandwidth_mbps", bandwidth_mbps),
                             ("tail_ms", tail_ms)):
@@ -346,6 +347,9 @@ class Emulator:
             self._tail_rate = tail_rate
         if tail_ms is not None:
             self._tail_s = tail_ms / 1000
+        if seed is not None:
+            with self._lock:
+                self._tail_rng.seed(seed)
 
     def network(self) -> dict[str, float]:
         """The shaping in force: `latency_ms`, `bandwidth_mbps`, `tail_rate`, `tail_ms`."""
