@@ -35,13 +35,18 @@ class Config:
     # compressed inner chunk reads mostly unneeded bytes: at 256 KiB the drill workload
     # read 29 MB for 8 MB of chunks (benchmarks: drill and slab workloads).
     coalesce_gap_bytes: int = 64 << 10
-    # A merged range larger than this is split so its parts run in parallel and each is
-    # decoded as it lands. At 20 ms and ~100 MB/s per stream, 16 MiB is ~8 round trips of
-    # transfer: the request is amortised, and parts stay in the 8-16 MB S3 recommends.
+    # The part size: a request larger than this (a coalesced run, a shard needed whole) is
+    # read as concurrent ranged parts, each decoded as it lands. One object stream gets
+    # ~90 MB/s from S3 (AWS recommends 8-16 MB ranged parts); at 20 ms and ~100 MB/s per
+    # stream, 16 MiB is ~8 round trips of transfer: the request is amortised.
     # At 8 MiB the slab workload cut one coalesced 11 MB run in two (12 requests to
     # TensorStore's 11); a full read with the index cached took the same time at either
-    # size (benchmarks: slab; full, warm index). A shard needed whole is one GET.
+    # size (benchmarks: slab; full, warm index).
     max_request_bytes: int = 16 << 20
+    # Parts of one object in flight at once (one read of a large shard or run). Each
+    # part is its own connection's worth of bandwidth on a cloud store; the bound keeps
+    # a 1 GiB object from opening 64 connections at once.
+    parts_per_object: int = 8
     # Compressed bytes a read may hold at once before it waits for decoding to catch up.
     # A bound on memory, not a speed setting: the full read with 1/16 of the array as
     # its budget runs as fast as without (benchmarks: big-read vs full, 105 vs 132 ms).

@@ -73,17 +73,30 @@ async def test_whole_shards_cost_one_request_each_and_no_index_read() -> None:
     assert all(r.byte_range is None for r in counting.batches[0])
 
 
-async def test_whole_shards_larger_than_max_request_bytes_are_still_one_get() -> None:
+async def test_whole_shards_larger_than_the_part_size_are_read_in_parts() -> None:
     counting = CountingStore(CoalescingMemoryStore())
     _, data = await make_sharded(counting, compressors=None)  # 64-byte chunks, 1 KiB shards
     arr = await reopen(counting)
     with aiozarr.config.set(max_request_bytes=64):  # far below a shard's 1 KiB
         assert np.array_equal(await arr.getitem(...), data)
-        assert counting.counts["get"] == 16  # one per shard, as TensorStore reads them
+        # Per shard: its index, alongside the first part; then the other 15 parts.
+        assert counting.counts["get"] == 16 * (1 + 1024 // 64)
+        index_size = 16 * 16 + 4
+        assert counting.bytes_read == 16 * (1024 + index_size)  # no byte read twice
         counting.reset()
         # Indexes now cached: the exact chunk ranges, coalesced and cut into parts.
         assert np.array_equal(await arr.getitem((slice(0, 16), slice(0, 16))), data[:16, :16])
         assert counting.counts["get"] == 1024 // 64
+
+
+async def test_whole_shards_within_the_part_size_are_one_get() -> None:
+    counting = CountingStore(CoalescingMemoryStore())
+    _, data = await make_sharded(counting, compressors=None)  # 1 KiB shards
+    arr = await reopen(counting)
+    with aiozarr.config.set(max_request_bytes=2048):
+        assert np.array_equal(await arr.getitem(...), data)
+    assert counting.counts["get"] == 16  # one per shard, as TensorStore reads them
+    assert all(r is None for _, _, r in counting.requests)
 
 
 async def test_missing_shard_costs_one_request_and_reads_fill() -> None:

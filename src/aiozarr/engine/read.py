@@ -21,11 +21,14 @@ from typing import Any, NoReturn
 import anyio
 import numpy as np
 
+from aiozarr import config
+from aiozarr.byte_range import ByteRange
 from aiozarr.codecs import CodecChain, ShardIndex, ShardLayout
 from aiozarr.engine.executor import codec_threads, run_codec
 from aiozarr.engine.limits import budget_for, memory_bytes
 from aiozarr.engine.plan import (
     ChunkRead,
+    InnerRead,
     ShardRead,
     batches_by_size,
     plan_chunks,
@@ -33,7 +36,7 @@ from aiozarr.engine.plan import (
 )
 from aiozarr.engine.progress import Progress, ProgressCallback
 from aiozarr.engine.target import StoredArray
-from aiozarr.errors import SelectionTooLargeError
+from aiozarr.errors import CodecError, SelectionTooLargeError
 from aiozarr.indexing import ChunkProjection
 from aiozarr.sizes import human_bytes
 from aiozarr.storage.base import Buffer, RangeRequest
@@ -210,7 +213,8 @@ async def _stream_in_batches(
     of one shard), so they can be decoded with one thread hop per codec thread.
     """
     store = reads.array.store
-    if len(requests) == 1:  # the common tiny read: no stream, no task group
+    if len(requests) == 1 and sizes[0] <= _part_bytes(store):
+        # the common tiny read: no stream, no task group
         await on_answers([(0, await store.get(requests[0].key, requests[0].byte_range))])
         return
     budget = budget_for(store)
@@ -279,7 +283,110 @@ async def _read_chunks(reads: _Reads, chunks: list[ChunkRead]) -> None:
     )
 
 
+def _part_bytes(store: Any) -> int:
+    """The part size: requests larger than this are read as concurrent parts."""
+    most = store.max_request_bytes
+    return config.get().max_request_bytes if most is None else most
+
+
+def _bound(layout: ShardLayout) -> int:
+    """The most bytes a shard of `layout` holds in practice (its chunks uncompressed)."""
+    return layout.nbytes + layout.index_size
+
+
 async def _read_whole_shards(reads: _Reads, shards: list[ShardRead]) -> None:
+    """Shards needed in full: one request each when small, else in parts."""
+    part = _part_bytes(reads.array.store)
+    large = [s for s in shards if _bound(s.layout) > part]
+    if not large:
+        await _read_small_shards(reads, shards)
+        return
+    small = [s for s in shards if _bound(s.layout) <= part]
+    async with anyio.create_task_group() as tg:
+        if small:
+            tg.start_soon(_read_small_shards, reads, small)
+        for shard in large:
+            tg.start_soon(_read_shard_in_parts, reads, shard, part)
+
+
+async def _read_shard_in_parts(reads: _Reads, shard: ShardRead, part: int) -> None:
+    """A shard needed whole that may be larger than a part, its index not cached.
+
+    Its index and its first part are asked for at once; as soon as the index lands,
+    the inner chunks past the first part go out as coalesced ranges cut into parts
+    (so the shard's real size, not its layout's bound, decides the number of parts),
+    each decoded as it lands. The chunks inside the first part are decoded from it.
+    """
+    array = reads.array
+    store = array.store
+    layout = shard.layout
+    head_range = ByteRange.of(0, part)
+    head: list[Buffer | None] = []
+    head_landed = anyio.Event()
+    head_scope = anyio.CancelScope()
+    budget = budget_for(store)
+
+    async def fetch_head() -> None:
+        with head_scope:
+            taken = await budget.acquire(part)
+            try:
+                head.append(await store.get(shard.key, head_range))
+            finally:
+                await budget.release(taken)
+            head_landed.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(fetch_head)
+        data = await store.get(shard.key, layout.index_range)
+        if data is None:  # no shard: every chunk reads as the fill value
+            head_scope.cancel()
+            for inner in shard.inner:
+                reads.fill(inner.projection)
+            return
+        index = layout.decode_index(data, shard.key)
+        array.index_cache.put(shard.key, index, index.nbytes)
+        in_head: list[tuple[InnerRead, ByteRange]] = []
+        rest: list[tuple[InnerRead, ByteRange]] = []
+        for inner in shard.inner:
+            byte_range = index.range_of(inner.inner_coords)
+            if byte_range is None:
+                reads.fill(inner.projection)
+            elif byte_range.end is not None and byte_range.end <= part:
+                in_head.append((inner, byte_range))
+            else:
+                rest.append((inner, byte_range))
+
+        async def decode_head() -> None:
+            await head_landed.wait()
+            view = memoryview(head[0] or b"").cast("B")
+            jobs = []
+            for inner, byte_range in in_head:
+                start, stop = byte_range.resolve(len(view))
+                if stop - start != byte_range.length:
+                    raise CodecError(
+                        f"shard {shard.key!r}: inner chunk {inner.inner_coords} lies past "
+                        f"the end of the shard"
+                    )
+                jobs.append(
+                    _Decode(layout.inner_chain, view[start:stop], shard.key, inner.projection)
+                )
+            await reads.decode(jobs)
+
+        if in_head:
+            tg.start_soon(decode_head)
+        else:
+            head_scope.cancel()  # the first part holds no whole chunk: drop it
+        if rest:
+            await _fetch_and_decode(
+                reads,
+                [layout.inner_chain] * len(rest),
+                [RangeRequest(shard.key, r) for _, r in rest],
+                [inner.projection for inner, _ in rest],
+                [r.length or 0 for _, r in rest],
+            )
+
+
+async def _read_small_shards(reads: _Reads, shards: list[ShardRead]) -> None:
     """Shards needed in full: one request each, index taken from the shard's own bytes."""
     array = reads.array
 

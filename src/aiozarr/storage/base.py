@@ -320,12 +320,18 @@ class Store(ABC):
             max_buffer_size=max(len(requests), 1)
         )
         gap, most = self._coalescing()
+        # Parts of one object in flight at once, across every group of its ranges.
+        per_object = max(1, config.get().parts_per_object)
+        parts: dict[str, anyio.CapacityLimiter] = {}
 
         async def fetch(key: str, indices: list[int]) -> None:
             plan = ranges.plan(
                 [requests[i].byte_range for i in indices], gap_bytes=gap, max_request_bytes=most
             )
-            answers = await self._fetch_planned(key, plan)
+            limiter = parts.get(key)
+            if limiter is None:
+                limiter = parts[key] = anyio.CapacityLimiter(per_object)
+            answers = await self._fetch_planned(key, plan, limiter)
             for i, data in zip(indices, answers, strict=True):
                 send.send_nowait((i, data))
 
@@ -359,7 +365,9 @@ class Store(ABC):
             settings.max_request_bytes if most is None else most,
         )
 
-    async def _fetch_planned(self, key: str, plan: ranges.RangePlan) -> list[Buffer | None]:
+    async def _fetch_planned(
+        self, key: str, plan: ranges.RangePlan, parts: anyio.CapacityLimiter
+    ) -> list[Buffer | None]:
         if self._reads_ranges_at_once():
             fetched = await self._request(
                 "read",
@@ -368,7 +376,7 @@ class Store(ABC):
                 nbytes=_total_bytes(plan.fetch),
             )
         else:
-            fetched = await self._read_ranges(key, plan.fetch)
+            fetched = await self._read_ranges(key, plan.fetch, parts)
         if fetched is None:
             return [None] * len(plan.wanted)
         return plan.slice_back(fetched)
@@ -392,12 +400,20 @@ class Store(ABC):
             await self._check_length(key, byte_range, data)
         return answers
 
-    async def _read_ranges(self, key: str, byte_ranges: Sequence[ByteRange]) -> list[Buffer] | None:
-        """Each range as its own request under the policy, concurrently."""
+    async def _read_ranges(
+        self, key: str, byte_ranges: Sequence[ByteRange], parts: anyio.CapacityLimiter
+    ) -> list[Buffer] | None:
+        """Each range as its own request under the policy, concurrently: at most
+        `parts`' many of this key at once."""
+
+        async def read_part(key: str, byte_range: ByteRange) -> Buffer | None:
+            async with parts:
+                return await self._read(key, byte_range)
+
         if len(byte_ranges) == 1:
-            data = await self._read(key, byte_ranges[0])
+            data = await read_part(key, byte_ranges[0])
             return None if data is None else [data]
-        return await _gather(key, byte_ranges, self._read)
+        return await _gather(key, byte_ranges, read_part)
 
     async def exists(self, key: str) -> bool:
         """Whether a value is stored at `key`."""
