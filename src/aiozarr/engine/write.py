@@ -1,16 +1,17 @@
 """Run a write: read what a partial update needs (one batch), merge, encode, store.
 
 Every key a write touches is locked for the duration of its read-modify-write, so
-concurrent writes from this process to one chunk or shard never lose an update.
+concurrent writes from this process to one chunk or shard never lose an update,
+whatever thread or event loop each runs on.
 Locks are taken in sorted key order, so two writes can never wait on each other.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import threading
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,22 +28,24 @@ from aiozarr.engine.target import StoredArray
 from aiozarr.errors import StoreError
 from aiozarr.indexing import ChunkProjection
 from aiozarr.storage.base import Buffer, RangeRequest
+from aiozarr.storage.locks import KeyLocks
 
-_locks: weakref.WeakKeyDictionary[object, dict[tuple[int, str], anyio.Lock]] = (
-    weakref.WeakKeyDictionary()
-)
+_tables_lock = threading.Lock()
+_tables: weakref.WeakKeyDictionary[object, KeyLocks] = weakref.WeakKeyDictionary()
 
 
-@contextlib.asynccontextmanager
-async def locked(store: object, keys: Sequence[str]) -> AsyncIterator[None]:
+def write_locks(store: object) -> KeyLocks:
+    """The write locks of `store`, shared by every thread and event loop of this process."""
+    with _tables_lock:
+        table = _tables.get(store)
+        if table is None:
+            table = _tables[store] = KeyLocks()
+        return table
+
+
+def locked(store: object, keys: Sequence[str]) -> contextlib.AbstractAsyncContextManager[None]:
     """Hold this process's write locks on `keys` of `store` (sorted order: no deadlock)."""
-    table = _locks.setdefault(store, {})
-    loop_id = id(asyncio.get_running_loop())
-    async with contextlib.AsyncExitStack() as stack:
-        for key in sorted(set(keys)):
-            lock = table.setdefault((loop_id, key), anyio.Lock())
-            await stack.enter_async_context(lock)
-        yield
+    return write_locks(store).hold(keys)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,96 @@
+"""`KeyLocks`: one mutual-exclusion lock per key, for every thread and event loop.
+
+A write's read-modify-write of a chunk or shard holds the key's lock, so two writers
+in this process never lose each other's update, whatever thread or event loop each
+runs on. anyio and asyncio locks belong to one loop, so the table is guarded by a
+`threading.Lock`; a waiter parks on a future of its own loop and is woken with
+`call_soon_threadsafe` (the pattern of `storage.budget.RequestBudget`).
+
+An entry exists only while its key is held or waited for, so the table stays as
+small as the writes in flight however many keys are ever written.
+
+    async with locks.hold(["c/0/0", "c/0/1"]):   # sorted order: no deadlock
+        ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections import deque
+from collections.abc import AsyncIterator, Iterable
+
+__all__ = ["KeyLocks"]
+
+_Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
+
+
+class KeyLocks:
+    """A table of per-key locks usable from any thread and event loop (FIFO per key)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # key -> waiters queued behind the holder; present exactly while the key is held.
+        self._held: dict[str, deque[_Waiter]] = {}
+
+    def __len__(self) -> int:
+        """Keys held or waited for now."""
+        with self._lock:
+            return len(self._held)
+
+    async def acquire(self, key: str) -> None:
+        """Wait until `key` is free and take it; pair with `release`. Not reentrant."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            queue = self._held.get(key)
+            if queue is None:
+                self._held[key] = deque()
+                return
+            waiter: asyncio.Future[None] = loop.create_future()
+            entry = (loop, waiter)
+            queue.append(entry)
+        try:
+            await waiter
+        except BaseException:
+            with self._lock:
+                if entry in queue:  # never granted: just leave the queue
+                    queue.remove(entry)
+                    raise
+            # Granted as we were cancelled: if the grant landed we hold the key and give
+            # it back; if the future was cancelled first, `_grant` passes it on.
+            if waiter.done() and not waiter.cancelled():
+                self.release(key)
+            raise
+
+    def release(self, key: str) -> None:
+        """Give `key` back: hand it to the next waiter, whatever its loop or thread."""
+        with self._lock:
+            queue = self._held[key]
+            while queue:
+                loop, waiter = queue.popleft()
+                try:
+                    loop.call_soon_threadsafe(self._grant, key, waiter)
+                    return  # the key stays held, now on the waiter's behalf
+                except RuntimeError:  # that loop is closed: nobody there will take it
+                    continue
+            del self._held[key]
+
+    def _grant(self, key: str, waiter: asyncio.Future[None]) -> None:
+        if waiter.done():  # cancelled while the grant was on its way: pass it on
+            self.release(key)
+        else:
+            waiter.set_result(None)
+
+    @contextlib.asynccontextmanager
+    async def hold(self, keys: Iterable[str]) -> AsyncIterator[None]:
+        """Hold every key of `keys` for the block, taken in sorted order (no deadlock)."""
+        taken: list[str] = []
+        try:
+            for key in sorted(set(keys)):
+                await self.acquire(key)
+                taken.append(key)
+            yield
+        finally:
+            for key in reversed(taken):
+                self.release(key)

@@ -1,0 +1,176 @@
+"""Concurrent writers in one process never lose each other's updates, whatever thread or
+event loop each runs on; the write-lock table holds only the keys being written.
+
+Each update writes one column of a (16, 240) array stored as ONE shard of 48 inner
+chunks, so every update is a read-modify-write of the same shard. A lost update is
+a column that does not hold the value written to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aiozarr
+from aiozarr.engine.write import write_locks
+from aiozarr.storage.base import Store
+from aiozarr.storage.local import LocalStore
+from aiozarr.storage.locks import KeyLocks
+from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.url import from_url
+from aiozarr.testing.emulator import Emulator
+
+pytestmark = pytest.mark.timeout(180)
+
+COLUMNS = 240
+SHAPE = (16, COLUMNS)
+
+
+def _column(i: int) -> np.ndarray:
+    return np.full((SHAPE[0], 1), i + 1, dtype="i4")
+
+
+def _lost(store: Store) -> int:
+    got = aiozarr.open_array(store, mode="r")[...]
+    expected = np.arange(1, COLUMNS + 1, dtype="i4")
+    return int(np.sum(np.any(got != expected, axis=0)))
+
+
+@pytest.fixture(params=["local", "s3"])
+def make_store(
+    request: pytest.FixtureRequest, tmp_path: Path, emulator: Emulator
+) -> Callable[[], Store]:
+    """A factory of the store under test; every call returns the same store."""
+    if request.param == "local":
+        store: Store = LocalStore(tmp_path / "a.zarr")
+    else:
+        name = request.node.name.replace("[", "-").replace("]", "")
+        store = from_url(
+            emulator.s3_url(f"{name}.zarr"), storage_options=emulator.storage_options()
+        )
+    aiozarr.create_array(store, shape=SHAPE, dtype="i4", chunks=(4, 20), shards=SHAPE)
+    return lambda: store
+
+
+def _run_threads(workers: list[Callable[[], None]]) -> None:
+    errors: list[BaseException] = []
+
+    def guarded(fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except BaseException as e:  # reported below, in the test's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=guarded, args=(fn,)) for fn in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def test_eight_event_loops_lose_no_update(make_store: Callable[[], Store]) -> None:
+    store = make_store()
+
+    def worker(t: int) -> Callable[[], None]:
+        async def main() -> None:
+            arr = await aiozarr.open_array_async(store)
+            for i in range(t, COLUMNS, 8):
+                await arr.setitem((slice(None), slice(i, i + 1)), _column(i))
+
+        return lambda: asyncio.run(main())
+
+    _run_threads([worker(t) for t in range(8)])
+    assert _lost(store) == 0
+    assert len(write_locks(store)) == 0
+
+
+def test_sync_facade_and_an_application_loop_lose_no_update(
+    make_store: Callable[[], Store],
+) -> None:
+    """Four threads through the sync facade, four tasks on the application's own loop,
+    all on one `Array`."""
+    arr = aiozarr.open_array(make_store())
+
+    def sync_worker(t: int) -> Callable[[], None]:
+        def run() -> None:
+            for i in range(t, COLUMNS, 8):
+                arr[:, i : i + 1] = _column(i)
+
+        return run
+
+    async def app() -> None:
+        async def task(t: int) -> None:
+            for i in range(t, COLUMNS, 8):
+                await arr.async_array.setitem((slice(None), slice(i, i + 1)), _column(i))
+
+        await asyncio.gather(*(task(t) for t in range(4, 8)))
+
+    _run_threads([sync_worker(t) for t in range(4)] + [lambda: asyncio.run(app())])
+    assert _lost(arr.store) == 0
+    assert len(write_locks(arr.store)) == 0
+
+
+def test_lock_table_is_empty_after_writing_ten_thousand_chunks() -> None:
+    store = MemoryStore()
+    arr = aiozarr.create_array(store, shape=(100, 100), dtype="u1", chunks=(1, 1))
+    arr[...] = np.arange(10_000).reshape(100, 100).astype("u1")
+    arr[3:97, 5:95] = 7  # and a partial update of most of them
+    assert len(write_locks(store)) == 0
+    assert int(arr[50, 50]) == 7
+
+
+async def test_a_key_waits_across_loops_and_cancellation_passes_it_on() -> None:
+    locks = KeyLocks()
+    await locks.acquire("k")
+    other_loop_got_it = threading.Event()
+    release_it = threading.Event()
+
+    def other_loop() -> None:
+        async def main() -> None:
+            await locks.acquire("k")
+            other_loop_got_it.set()
+            await asyncio.get_running_loop().run_in_executor(None, release_it.wait)
+            locks.release("k")
+
+        asyncio.run(main())
+
+    thread = threading.Thread(target=other_loop)
+    thread.start()
+    await asyncio.sleep(0.05)
+    cancelled = asyncio.create_task(locks.acquire("k"))  # queued behind the other loop?
+    await asyncio.sleep(0.05)
+    assert not other_loop_got_it.is_set()  # held here: the other loop waits
+    cancelled.cancel()
+    locks.release("k")
+    await asyncio.to_thread(other_loop_got_it.wait, 10)
+    assert other_loop_got_it.is_set()
+    release_it.set()
+    await asyncio.to_thread(thread.join)
+    with pytest.raises(asyncio.CancelledError):
+        await cancelled
+    assert len(locks) == 0
+    async with locks.hold(["b", "a", "b"]):
+        assert len(locks) == 2
+    assert len(locks) == 0
+
+
+async def test_a_waiter_cancelled_as_it_is_granted_passes_the_key_on() -> None:
+    locks = KeyLocks()
+    await locks.acquire("k")
+    waiters = [asyncio.create_task(locks.acquire("k")) for _ in range(3)]
+    await asyncio.sleep(0)
+    locks.release("k")  # the grant to waiters[0] is on its way...
+    waiters[0].cancel()  # ...and it is cancelled before it runs
+    await asyncio.sleep(0.01)
+    assert waiters[1].done() and not waiters[1].cancelled()
+    locks.release("k")
+    await asyncio.wait_for(waiters[2], 5)
+    locks.release("k")
+    assert len(locks) == 0
