@@ -26,6 +26,7 @@ import numpy as np
 from aiozarr import config, hierarchy
 from aiozarr.api import StoreLike, resolve_store
 from aiozarr.array import AsyncArray
+from aiozarr.codecs.sharding import is_fill
 from aiozarr.errors import InvalidValueError, MetadataError, NodeNotFoundError, unwrap_group
 from aiozarr.group import AsyncGroup, walk
 from aiozarr.metadata import v2, xarray_attrs
@@ -309,17 +310,18 @@ async def _make_target(
 
 
 def _equal(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether `b` holds `a`'s bytes (in `a`'s dtype; objects: the same values), so a
+    skipped write loses nothing, not even a -0.0 or a NaN payload."""
     if a.shape != b.shape:
         return False
-    if a.dtype.kind in "fc":
-        return bool(np.array_equal(a, b, equal_nan=True))
-    return bool(np.array_equal(a, b))
+    if a.dtype.hasobject or b.dtype.hasobject:
+        return bool(np.array_equal(a, b))
+    return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b, dtype=a.dtype).tobytes()
 
 
-def _all_fill(data: np.ndarray, fill: Any) -> bool:
-    if fill is None:
-        return False
-    return _equal(data, np.broadcast_to(np.asarray(fill, dtype=data.dtype), data.shape))
+def _all_fill(data: np.ndarray, dst: AsyncArray) -> bool:
+    """Whether a unit would be stored as nothing at `dst`: its bytes are the fill's."""
+    return is_fill(np.asarray(data, dtype=dst.dtype), dst.metadata.fill_value)
 
 
 async def _existing_keys(dst: AsyncArray) -> set[str]:
@@ -455,7 +457,7 @@ async def _copy_units(
                     if job.dst.stored.key(coords) in existing:
                         skip = _equal(np.asarray(await job.dst.getitem(region)), data)
                     else:
-                        skip = _all_fill(data, job.dst.fill_value)
+                        skip = _all_fill(data, job.dst)
                 if skip:
                     report.chunks_skipped += 1
                 else:

@@ -133,3 +133,23 @@ def test_copy_between_formats_keeps_dimension_names_for_xarray(
         assert opened["t"].attrs == {"units": "K"}
         # Same values, missing markers and coordinates (time 0 is not taken for missing).
         xr.testing.assert_identical(opened.load(), original)
+
+
+def test_resumed_copy_keeps_minus_zero_and_nan_payloads(tmp_path: Path) -> None:
+    # Units equal to the fill (or to what is stored) only by value are still written.
+    odd_nan = np.array(0x7FF8_0000_0000_0001, dtype="<u8").view("<f8")[()]
+    data = np.array([-0.0, -0.0, odd_nan, odd_nan, 0.0, 0.0, 1.0, 1.0])
+    src = aiozarr.create_array(tmp_path / "src.zarr", shape=(8,), chunks=(2,), dtype="f8")
+    src[...] = data
+    dst = aiozarr.create_array(
+        tmp_path / "dst.zarr", shape=(8,), chunks=(2,), dtype="f8", fill_value=np.nan
+    )
+    dst[...] = [0.0, 0.0, np.nan, np.nan, 0.0, 0.0, 1.0, 1.0]  # equal values, other bits
+    report = copy(tmp_path / "src.zarr", tmp_path / "dst.zarr", resume=True)
+    assert report.chunks_written == 2 and report.chunks_skipped == 2
+    copied = aiozarr.open_array(tmp_path / "dst.zarr", mode="r")[...]
+    assert copied.view("<u8").tolist() == data.view("<u8").tolist()
+    fresh = copy(tmp_path / "src.zarr", tmp_path / "new.zarr", resume=True)
+    assert fresh.chunks_written == 3 and fresh.chunks_skipped == 1  # the +0.0 chunk: the fill
+    again = aiozarr.open_array(tmp_path / "new.zarr", mode="r")[...]
+    assert again.view("<u8").tolist() == data.view("<u8").tolist()
