@@ -49,13 +49,14 @@ def test_read_too_large_for_memory_names_array_and_bytes(
 
 
 async def test_async_and_orthogonal_reads_are_refused_alike() -> None:
+    # Small index arrays: this process's peak memory is what later tests' children inherit.
     arr = await aiozarr.create_array_async(
         MemoryStore(), shape=(10**7, 10**7), chunks=(10**4, 10**4), dtype="i4"
     )
     with pytest.raises(SelectionTooLargeError, match=r"\(400000000000000 bytes\)"):
         await arr.getitem(...)
-    with pytest.raises(SelectionTooLargeError, match=r"\(400000000000000 bytes\)"):
-        await arr.get_orthogonal_selection((np.arange(10**7), slice(None)))
+    with pytest.raises(SelectionTooLargeError, match=r"\(40000000000000 bytes\)"):
+        await arr.get_orthogonal_selection((np.arange(0, 10**7, 10), slice(None)))
 
 
 def test_fitting_reads_are_unaffected() -> None:
