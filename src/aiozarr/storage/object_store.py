@@ -1,10 +1,11 @@
 """`ObjectStore`: a `Store` over any obstore store (S3, GCS, Azure, HTTP, local, memory).
 
 After the base class has coalesced the ranges of a key, each range is one GET of its
-own (`obstore.get_range_async`), run by the base class's request policy: a slot of the
+own (`obstore.get_async` with a range), run by the base class's request policy: a slot of the
 store's budget, a timeout, retries of just that range, hedging. Suffix reads (shard
 indexes) are one GET with `Range: bytes=-N`, never a HEAD first. Answers are obstore
-`Bytes`, handed on without a copy. obstore's own retries are switched off (the store
+`Bytes`, handed on without a copy; a short answer is told clipped or cut from the
+value size the answer carries. obstore's own retries are switched off (the store
 is rebuilt with `max_retries: 0`), so aiozarr's policy is the only one.
 """
 
@@ -22,6 +23,7 @@ from obstore.store import AzureStore, GCSStore, HTTPStore, LocalStore, MemorySto
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import StoreError
 from aiozarr.storage.base import Buffer, Store, check_key
+from aiozarr.storage.retry import ShortReadError
 
 __all__ = ["ObjectStore"]
 
@@ -146,7 +148,6 @@ class ObjectStore(Store):
     """
 
     hedge_reads = True
-    verify_short_reads = True
 
     def __init__(
         self, store: Any, *, read_only: bool = False, max_concurrency: int | None = None
@@ -237,9 +238,19 @@ class ObjectStore(Store):
         if byte_range.length == 0:
             await obstore.head_async(store, key)
             return memoryview(b"")
-        return await obstore.get_range_async(
-            store, key, start=byte_range.offset, length=byte_range.length
-        )
+        stop = byte_range.offset + byte_range.length
+        result = await obstore.get_async(store, key, options={"range": (byte_range.offset, stop)})
+        data = await result.bytes_async()
+        # The answer says where the value ends: a short answer is a clipped range (fine)
+        # or a cut body (retried), told apart without asking for the size again.
+        got_stop = byte_range.offset + len(data)
+        if got_stop < stop and got_stop < result.meta["size"]:
+            raise ShortReadError(
+                f"cannot read {key!r}: {byte_range} answered with {len(data)} bytes, "
+                f"expected {min(stop, result.meta['size']) - byte_range.offset} "
+                f"(the value has {result.meta['size']})"
+            )
+        return data
 
     async def exists(self, key: str) -> bool:
         """Whether `key` is stored (one HEAD request)."""
