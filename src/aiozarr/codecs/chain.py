@@ -42,7 +42,7 @@ def _where(key: str) -> str:
 
 def _raise_with_key(error: CodecError, key: str) -> NoReturn:
     """Raise the same kind of error, its message prefixed with the chunk key."""
-    if not key or key in str(error):
+    if not key or repr(key) in str(error):  # named already (a key is quoted where named)
         raise error
     raise type(error)(f"{_where(key)}: {error}") from error
 
