@@ -202,7 +202,8 @@ async def test_persistent_failure_stops_at_the_deadline(emulator: Emulator) -> N
         await store.get("k")
     attempts = int(str(info.value).split("gave up after ")[1].split()[0])
     assert 1 < attempts < 10_000  # the deadline, not the attempt count, stopped it
-    assert emulator.stats()["requests"] == attempts
+    # The last attempt may be cut by the deadline before its request reaches the server.
+    assert emulator.stats()["requests"] in (attempts - 1, attempts)
 
 
 async def test_slow_server_stops_at_the_deadline(emulator: Emulator) -> None:
