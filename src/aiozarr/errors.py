@@ -67,6 +67,11 @@ class StoreError(AiozarrError, OSError):
     """A store operation failed; carries the key and the backend's message."""
 
 
+class VersionConflictError(StoreError):
+    """A conditional write found another version of the value than the one it was based
+    on (another writer changed it first): re-read, merge again and retry."""
+
+
 class ReadOnlyError(StoreError, PermissionError):
     """A write was attempted on a store or array opened read-only."""
 

@@ -42,10 +42,10 @@ class RoundTripStore(CountingStore):
     def _end(self, level: int) -> None:
         self._finished = max(self._finished, level)
 
-    async def _get(self, key: str, byte_range: ByteRange | None):  # type: ignore[no-untyped-def]
+    async def _get_versioned(self, key: str, byte_range: ByteRange | None):  # type: ignore[no-untyped-def]
         level = self._begin()
         try:
-            return await super()._get(key, byte_range)
+            return await super()._get_versioned(key, byte_range)
         finally:
             self._end(level)
 

@@ -27,6 +27,7 @@ from aiozarr.testing.store_contract import StoreContract
 
 
 class TestZipStoreWriting(StoreContract):
+    has_versions = False  # members carry no version: the directory is read once
     """A local archive being written (mode "w"): entries are appended, never deleted."""
 
     supports_delete = False
@@ -45,6 +46,7 @@ class TestZipStoreWriting(StoreContract):
 
 
 class TestZipStoreReading(StoreContract):
+    has_versions = False
     """A finished archive, read through the ranges of the file that holds it."""
 
     writable = False

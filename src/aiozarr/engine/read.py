@@ -9,6 +9,11 @@ Each stage is one batch across every chunk of the selection:
 4. each answer is decoded on the codec pool as it lands and scattered into `out`.
 
 Compressed bytes held at once are bounded by the store's byte budget.
+
+A shard index is only good for the version of the shard it was read from. Indexes
+are cached with that version, and every range read with an index must come from the
+same version: an answer from another one (the shard was rewritten, by this process
+or any other) is never decoded; the index is read again and the read starts over.
 """
 
 from __future__ import annotations
@@ -36,10 +41,50 @@ from aiozarr.engine.plan import (
 )
 from aiozarr.engine.progress import Progress, ProgressCallback
 from aiozarr.engine.target import StoredArray
-from aiozarr.errors import CodecError, SelectionTooLargeError
+from aiozarr.errors import CodecError, SelectionTooLargeError, StoreError, unwrap_group
 from aiozarr.indexing import ChunkProjection
 from aiozarr.sizes import human_bytes
-from aiozarr.storage.base import Buffer, RangeRequest
+from aiozarr.storage.base import Buffer, RangeRequest, Version
+
+# Times a read starts over because a shard was rewritten under it before it fails.
+_STALE_RETRIES = 5
+
+
+class StaleIndexError(Exception):
+    """A range came from another version of a shard than its index: read again."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"shard {key!r} was rewritten while it was read")
+        self.key = key
+
+
+@dataclass(frozen=True, slots=True)
+class LocatedIndex:
+    """A shard's index and the version of the shard it was read from (None: unknown)."""
+
+    index: ShardIndex
+    version: Version | None
+
+
+def cached_index(array: StoredArray, key: str) -> LocatedIndex | None:
+    """The index of shard `key` in the array's cache, with its version."""
+    found: LocatedIndex | None = array.index_cache.get(key)
+    return found
+
+
+def remember_index(
+    array: StoredArray, key: str, index: ShardIndex, version: Version | None
+) -> LocatedIndex:
+    """Cache the index of shard `key`, read from `version` of it."""
+    located = LocatedIndex(index, version)
+    array.index_cache.put(key, located, index.nbytes)
+    return located
+
+
+def check_version(located: LocatedIndex, key: str, version: Version | None) -> None:
+    """Raise `StaleIndexError` unless bytes of `version` may be read with `located`."""
+    if version != located.version and None not in (version, located.version):
+        raise StaleIndexError(key)
 
 
 async def read(
@@ -55,7 +100,29 @@ async def read(
     if progress is None and reads_inline(array, len(projections)):
         read_inline(array, projections, out)
         return
-    reads = _Reads(array, out, Progress(len(projections), progress))
+    counter = Progress(len(projections), progress)
+    for tries in range(1, _STALE_RETRIES + 1):
+        try:
+            with unwrap_group():
+                await _read_once(_Reads(array, out, counter), projections)
+            return
+        except StaleIndexError as exc:
+            _forget_stale(array, exc, tries)
+
+
+def _forget_stale(array: StoredArray, stale: StaleIndexError, tries: int) -> None:
+    """Forget the index that was stale, so the next try reads it again; after the last
+    try, raise a `StoreError` instead. (Every try writes every element of the output.)"""
+    array.index_cache.invalidate(stale.key)
+    if tries == _STALE_RETRIES:
+        raise StoreError(
+            f"cannot read shard {stale.key!r}: it was rewritten while it was read, "
+            f"{_STALE_RETRIES} times in a row"
+        ) from stale
+
+
+async def _read_once(reads: _Reads, projections: Sequence[ChunkProjection]) -> None:
+    array = reads.array
     layout = array.layout
     if layout is None:
         await _read_chunks(reads, plan_chunks(array.meta, array.prefix, projections))
@@ -92,24 +159,39 @@ def read_inline(
     Only for stores that `reads_inline` (values in memory), where each step of `read`
     would cost more in scheduling than in work.
     """
+    for tries in range(1, _STALE_RETRIES + 1):
+        try:
+            _read_inline_once(array, projections, out)
+            return
+        except StaleIndexError as exc:
+            _forget_stale(array, exc, tries)
+
+
+def _read_inline_once(
+    array: StoredArray, projections: Sequence[ChunkProjection], out: np.ndarray
+) -> None:
     store = array.store
     if array.layout is None:
         for chunk in plan_chunks(array.meta, array.prefix, projections):
             chain = array.chain_for(chunk.projection.chunk_coords)
-            data = store.get_inline(chunk.key)
+            answer = store.get_inline(chunk.key)
+            data = None if answer is None else answer[0]
             _decode_or_fill(array, chain, data, chunk.key, chunk.projection, out)
         return
     for shard in plan_shards(array, projections):
         layout = shard.layout
-        index = array.index_cache.get(shard.key)
-        if index is None:
-            data = store.get_inline(shard.key, layout.index_range)
-            if data is not None:
-                index = layout.decode_index(data, shard.key)
-                array.index_cache.put(shard.key, index, index.nbytes)
+        located = cached_index(array, shard.key)
+        if located is None:
+            answer = store.get_inline(shard.key, layout.index_range)
+            if answer is not None:
+                index = layout.decode_index(answer[0], shard.key)
+                located = remember_index(array, shard.key, index, answer[1])
         for inner in shard.inner:
-            byte_range = None if index is None else index.range_of(inner.inner_coords)
-            data = None if byte_range is None else store.get_inline(shard.key, byte_range)
+            byte_range = None if located is None else located.index.range_of(inner.inner_coords)
+            answer = None if byte_range is None else store.get_inline(shard.key, byte_range)
+            if answer is not None:
+                check_version(located, shard.key, answer[1])  # type: ignore[arg-type]
+            data = None if answer is None else answer[0]
             _decode_or_fill(array, layout.inner_chain, data, shard.key, inner.projection, out)
 
 
@@ -134,7 +216,7 @@ def _read_in_one_request(array: StoredArray, shard: ShardRead) -> bool:
     round trip. With the index already cached the exact chunk ranges are known, so the
     shard is read as coalesced ranges instead: parts that are decoded as each lands.
     """
-    return array.index_cache.get(shard.key) is None
+    return cached_index(array, shard.key) is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +280,8 @@ def _decode_one(
         ]
 
 
-Answers = list[tuple[int, Buffer | None]]
+#: Answers that landed together: (request number, bytes or None if missing, version).
+Answers = list[tuple[int, Buffer | None, Version | None]]
 
 
 async def _stream_in_batches(
@@ -215,7 +298,8 @@ async def _stream_in_batches(
     store = reads.array.store
     if len(requests) == 1 and sizes[0] <= _part_bytes(store):
         # the common tiny read: no stream, no task group
-        await on_answers([(0, await store.get(requests[0].key, requests[0].byte_range))])
+        answer = await store.get_versioned(requests[0].key, requests[0].byte_range)
+        await on_answers([(0, None, None) if answer is None else (0, *answer)])
         return
     budget = budget_for(store)
     batch_bytes = max(budget.capacity // 2, 1)
@@ -226,16 +310,16 @@ async def _stream_in_batches(
         try:
             async with (
                 anyio.create_task_group() as tg,
-                store.stream_partial_values([requests[i] for i in batch]) as answers,
+                store.stream_versioned_values([requests[i] for i in batch]) as answers,
             ):
-                async for j, data in answers:
-                    burst = [(batch[j], data)]
+                async for j, data, version in answers:
+                    burst = [(batch[j], data, version)]
                     while True:
                         try:
-                            j, data = answers.receive_nowait()
+                            j, data, version = answers.receive_nowait()
                         except (anyio.WouldBlock, anyio.EndOfStream):
                             break
-                        burst.append((batch[j], data))
+                        burst.append((batch[j], data, version))
                     tg.start_soon(on_answers, burst)
         finally:
             await budget.release(taken)
@@ -255,13 +339,17 @@ async def _fetch_and_decode(
     requests: list[RangeRequest],
     projections: list[ChunkProjection],
     sizes: list[int],
+    indexes: Sequence[LocatedIndex] | None = None,
 ) -> None:
     """Fetch chunk bytes and decode each answer (missing: fill value) as it lands;
-    `chains[i]` decodes the answer to `requests[i]`."""
+    `chains[i]` decodes the answer to `requests[i]`, whose range `indexes[i]` gave
+    (so the answer must come from that index's version of the shard)."""
 
     async def decode(burst: Answers) -> None:
         jobs = []
-        for i, data in burst:
+        for i, data, version in burst:
+            if indexes is not None:
+                check_version(indexes[i], requests[i].key, version)
             if data is None:
                 reads.fill(projections[i])
             else:
@@ -321,7 +409,7 @@ async def _read_shard_in_parts(reads: _Reads, shard: ShardRead, part: int) -> No
     store = array.store
     layout = shard.layout
     head_range = ByteRange.of(0, part)
-    head: list[Buffer | None] = []
+    head: list[tuple[Buffer, Version | None] | None] = []
     head_landed = anyio.Event()
     head_scope = anyio.CancelScope()
     budget = budget_for(store)
@@ -330,21 +418,21 @@ async def _read_shard_in_parts(reads: _Reads, shard: ShardRead, part: int) -> No
         with head_scope:
             taken = await budget.acquire(part)
             try:
-                head.append(await store.get(shard.key, head_range))
+                head.append(await store.get_versioned(shard.key, head_range))
             finally:
                 await budget.release(taken)
             head_landed.set()
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(fetch_head)
-        data = await store.get(shard.key, layout.index_range)
-        if data is None:  # no shard: every chunk reads as the fill value
+        answer = await store.get_versioned(shard.key, layout.index_range)
+        if answer is None:  # no shard: every chunk reads as the fill value
             head_scope.cancel()
             for inner in shard.inner:
                 reads.fill(inner.projection)
             return
-        index = layout.decode_index(data, shard.key)
-        array.index_cache.put(shard.key, index, index.nbytes)
+        index = layout.decode_index(answer[0], shard.key)
+        located = remember_index(array, shard.key, index, answer[1])
         in_head: list[tuple[InnerRead, ByteRange]] = []
         rest: list[tuple[InnerRead, ByteRange]] = []
         for inner in shard.inner:
@@ -358,7 +446,10 @@ async def _read_shard_in_parts(reads: _Reads, shard: ShardRead, part: int) -> No
 
         async def decode_head() -> None:
             await head_landed.wait()
-            view = memoryview(head[0] or b"").cast("B")
+            landed = head[0]
+            if landed is not None:
+                check_version(located, shard.key, landed[1])
+            view = memoryview(b"" if landed is None else landed[0]).cast("B")
             jobs = []
             for inner, byte_range in in_head:
                 start, stop = byte_range.resolve(len(view))
@@ -383,6 +474,7 @@ async def _read_shard_in_parts(reads: _Reads, shard: ShardRead, part: int) -> No
                 [RangeRequest(shard.key, r) for _, r in rest],
                 [inner.projection for inner, _ in rest],
                 [r.length or 0 for _, r in rest],
+                [located] * len(rest),
             )
 
 
@@ -392,7 +484,7 @@ async def _read_small_shards(reads: _Reads, shards: list[ShardRead]) -> None:
 
     async def decode(burst: Answers) -> None:
         jobs = []
-        for i, data in burst:
+        for i, data, version in burst:
             shard = shards[i]
             layout = shard.layout
             if data is None:
@@ -400,7 +492,7 @@ async def _read_small_shards(reads: _Reads, shards: list[ShardRead]) -> None:
                     reads.fill(inner.projection)
                 continue
             index = layout.index_of_shard(data, shard.key)
-            array.index_cache.put(shard.key, index, index.nbytes)
+            remember_index(array, shard.key, index, version)
             view = memoryview(data).cast("B")
             for inner in shard.inner:
                 byte_range = index.range_of(inner.inner_coords)
@@ -419,27 +511,26 @@ async def _read_small_shards(reads: _Reads, shards: list[ShardRead]) -> None:
 
 async def shard_indexes(
     array: StoredArray, shards: Sequence[tuple[str, ShardLayout]]
-) -> dict[str, ShardIndex | None]:
+) -> dict[str, LocatedIndex | None]:
     """The index of each shard `(key, layout)` (None: missing): cache first, then one batch."""
-    indexes: dict[str, ShardIndex | None] = {}
+    indexes: dict[str, LocatedIndex | None] = {}
     missing: list[tuple[str, ShardLayout]] = []
     for key, layout in shards:
-        cached = array.index_cache.get(key)
+        cached = cached_index(array, key)
         if cached is None:
             missing.append((key, layout))
         else:
             indexes[key] = cached
     if missing:
-        answers = await array.store.get_partial_values(
+        answers = await array.store.get_versioned_values(
             [RangeRequest(key, layout.index_range) for key, layout in missing]
         )
-        for (key, layout), data in zip(missing, answers, strict=True):
-            if data is None:
+        for (key, layout), answer in zip(missing, answers, strict=True):
+            if answer is None:
                 indexes[key] = None
                 continue
-            index = layout.decode_index(data, key)
-            array.index_cache.put(key, index, index.nbytes)
-            indexes[key] = index
+            index = layout.decode_index(answer[0], key)
+            indexes[key] = remember_index(array, key, index, answer[1])
     return indexes
 
 
@@ -449,19 +540,21 @@ async def _read_partial_shards(reads: _Reads, layout: ShardLayout, shards: list[
     requests: list[RangeRequest] = []
     projections: list[ChunkProjection] = []
     sizes: list[int] = []
+    located: list[LocatedIndex] = []
     for shard in shards:
-        index = indexes[shard.key]
+        found = indexes[shard.key]
         for inner in shard.inner:
-            byte_range = None if index is None else index.range_of(inner.inner_coords)
+            byte_range = None if found is None else found.index.range_of(inner.inner_coords)
             if byte_range is None:
                 reads.fill(inner.projection)
                 continue
             requests.append(RangeRequest(shard.key, byte_range))
             projections.append(inner.projection)
             sizes.append(byte_range.length or 0)
+            located.append(found)  # type: ignore[arg-type]
     if requests:
         chains = [layout.inner_chain] * len(requests)
-        await _fetch_and_decode(reads, chains, requests, projections, sizes)
+        await _fetch_and_decode(reads, chains, requests, projections, sizes, located)
 
 
 def check_output_size(shape: tuple[int, ...], dtype: np.dtype[Any], what: str) -> None:

@@ -4,16 +4,26 @@ Every key a write touches is locked for the duration of its read-modify-write, s
 concurrent writes from this process to one chunk or shard never lose an update,
 whatever thread or event loop each runs on.
 Locks are taken in sorted key order, so two writes can never wait on each other.
+
+Writers in other processes or on other machines cannot see those locks. So where the
+store can write on a condition, a value that was read to be merged into is written
+only if it is still the version read (If-Match; If-None-Match when it was missing):
+a conflict means another writer came first, and those keys are read, merged and
+written again, until none conflicts or `retry_deadline_s` has passed. Values
+replaced whole (nothing read) are written unconditionally: the last writer wins.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
+import random
 import threading
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import numpy as np
@@ -22,13 +32,15 @@ from aiozarr import config
 from aiozarr.codecs import CodecChain, ShardLayout
 from aiozarr.codecs.sharding import is_fill
 from aiozarr.engine.executor import codec_threads, run_codec
-from aiozarr.engine.plan import ShardRead, plan_chunks, plan_shards
+from aiozarr.engine.plan import ChunkRead, ShardRead, plan_chunks, plan_shards
 from aiozarr.engine.progress import Progress, ProgressCallback
 from aiozarr.engine.target import StoredArray
-from aiozarr.errors import StoreError
+from aiozarr.errors import StoreError, VersionConflictError
 from aiozarr.indexing import ChunkProjection
-from aiozarr.storage.base import Buffer, RangeRequest
+from aiozarr.storage.base import Buffer, RangeRequest, Store, Versioned
 from aiozarr.storage.locks import KeyLocks
+
+W = TypeVar("W", ChunkRead, ShardRead)
 
 _tables_lock = threading.Lock()
 _tables: weakref.WeakKeyDictionary[object, KeyLocks] = weakref.WeakKeyDictionary()
@@ -50,12 +62,14 @@ def locked(store: object, keys: Sequence[str]) -> contextlib.AbstractAsyncContex
 
 @dataclass(frozen=True, slots=True)
 class _Encode:
-    """One chunk to (re)write: its chain, its stored bytes if any, where the update goes."""
+    """One chunk to (re)write: its chain, its stored bytes if any, where the update goes;
+    `keep_fill`: store it even when it is all fill (see `_Stores.keeps_fill`)."""
 
     chain: CodecChain
     existing: Buffer | None
     key: str
     projection: ChunkProjection
+    keep_fill: bool = False
 
 
 def _encode_one(
@@ -73,7 +87,7 @@ def _encode_one(
         else:
             chunk = np.array(job.chain.decode(job.existing, job.key), copy=True)
         chunk[projection.chunk_selection] = value[projection.out_selection]
-    if not write_empty and is_fill(chunk, fill_value):
+    if not (write_empty or job.keep_fill) and is_fill(chunk, fill_value):
         return None
     return job.chain.encode(chunk)
 
@@ -147,26 +161,54 @@ async def write(
 
 class _Stores:
     """Writes (or deletes) each key as soon as its bytes are ready, so storing one chunk
-    or shard overlaps encoding the next; remembers every key that failed."""
+    or shard overlaps encoding the next; remembers every key that failed, and every key
+    whose conditional write found another writer's version (`conflicts`).
 
-    def __init__(self, array: StoredArray) -> None:
+    `read` holds, for keys whose update was merged into what was read, the value read
+    (None: it was missing): they are written on the condition that it is still there.
+    """
+
+    def __init__(self, array: StoredArray, read: dict[str, Versioned | None]) -> None:
         self.array = array
+        store = array.store
+        self.based_on = (
+            {k: v for k, v in read.items() if v is None or v[1] is not None}
+            if store.supports_conditional_writes
+            else {}
+        )
         self.total = 0
         self.failed: dict[str, BaseException] = {}
+        self.conflicts: set[str] = set()
+
+    def keeps_fill(self, key: str) -> bool:
+        """Whether `key` is written even when all fill: it was read and must change on
+        a condition, and the store cannot delete on one."""
+        store = self.array.store
+        return self.based_on.get(key) is not None and not store.supports_conditional_deletes
 
     async def put(self, key: str, data: Buffer | None) -> None:
         self.total += 1
         store = self.array.store
         try:
             async with store.limiter:
-                if data is None:
-                    await store.delete(key)
-                else:
-                    await store.set(key, data)
+                await self._put(store, key, data)
+        except VersionConflictError:
+            self.conflicts.add(key)
         except Exception as error:  # collected and raised together by `check`
             self.failed[key] = error
         finally:
             self.array.index_cache.invalidate(key)
+
+    async def _put(self, store: Store, key: str, data: Buffer | None) -> None:
+        if key not in self.based_on:
+            await (store.delete(key) if data is None else store.set(key, data))
+            return
+        before = self.based_on[key]
+        if data is not None:
+            await store.set_if(key, data, None if before is None else before[1])
+        elif before is not None:
+            await store.delete_if(key, before[1])
+        # else: it was missing and stays missing (a delete could drop another's write)
 
     async def put_all(self, encoded: dict[str, Buffer | None]) -> None:
         async with anyio.create_task_group() as tg:
@@ -183,6 +225,36 @@ class _Stores:
             ) from first
 
 
+async def _read_versioned(store: Store, keys: list[str]) -> dict[str, Versioned | None]:
+    """The values at `keys` (None: missing) with their versions, in one batch."""
+    answers = await store.get_versioned_values([RangeRequest(k) for k in keys])
+    return dict(zip(keys, answers, strict=True))
+
+
+async def _until_no_conflict(
+    items: Sequence[W], write_once: Callable[[list[W]], Awaitable[set[str]]]
+) -> None:
+    """Run `write_once` on `items`, then again on those whose key conflicted, until none
+    does; past `retry_deadline_s`, raise a `StoreError` naming the keys."""
+    settings = config.get()
+    started = time.monotonic()
+    pending = list(items)
+    for attempt in itertools.count():
+        conflicts = await write_once(pending)
+        if not conflicts:
+            return
+        if time.monotonic() - started > settings.retry_deadline_s:
+            raise StoreError(
+                f"write of {', '.join(sorted(conflicts))} gave up after {attempt + 1} tries "
+                f"in {time.monotonic() - started:.1f} s: other writers kept changing them"
+            )
+        pending = [item for item in pending if item.key in conflicts]
+        # Writers that collided would collide again in step: spread them out.
+        grown = settings.retry_base_delay_s * 2 ** min(attempt, 30)
+        backoff = min(settings.retry_max_delay_s, grown)
+        await anyio.sleep(random.uniform(0, backoff))
+
+
 async def _write_chunks(
     array: StoredArray,
     projections: Sequence[ChunkProjection],
@@ -190,24 +262,27 @@ async def _write_chunks(
     progress: Progress,
 ) -> None:
     writes = plan_chunks(array.meta, array.prefix, projections)
-    async with locked(array.store, [w.key for w in writes]):
-        partial = [w.key for w in writes if not w.projection.is_complete_chunk]
-        existing = dict(
-            zip(
-                partial,
-                await array.store.get_partial_values([RangeRequest(k) for k in partial]),
-                strict=True,
-            )
-        )
+
+    async def write_once(pending: list[ChunkRead]) -> set[str]:
+        partial = [w.key for w in pending if not w.projection.is_complete_chunk]
+        read = await _read_versioned(array.store, partial)
+        stores = _Stores(array, read)
         jobs = [
             _Encode(
-                array.chain_for(w.projection.chunk_coords), existing.get(w.key), w.key, w.projection
+                array.chain_for(w.projection.chunk_coords),
+                None if read.get(w.key) is None else read[w.key][0],  # type: ignore[index]
+                w.key,
+                w.projection,
+                stores.keeps_fill(w.key),
             )
-            for w in writes
+            for w in pending
         ]
-        stores = _Stores(array)
         await _encode(array, jobs, value, progress, stores.put_all)
         stores.check()
+        return stores.conflicts
+
+    async with locked(array.store, [w.key for w in writes]):
+        await _until_no_conflict(writes, write_once)
 
 
 async def _write_shards(
@@ -217,28 +292,31 @@ async def _write_shards(
     progress: Progress,
 ) -> None:
     shards = plan_shards(array, projections)
-    async with locked(array.store, [s.key for s in shards]):
+
+    async def write_once(pending: list[ShardRead]) -> set[str]:
         # A shard rewritten in full needs nothing from the store; others are read once.
-        needed = [s.key for s in shards if not _replaces_whole_shard(s)]
-        existing = dict(
-            zip(
-                needed,
-                await array.store.get_partial_values([RangeRequest(k) for k in needed]),
-                strict=True,
-            )
+        read = await _read_versioned(
+            array.store, [s.key for s in pending if not _replaces_whole_shard(s)]
         )
-        stores = _Stores(array)
+        stores = _Stores(array, read)
 
         async def assemble(shard: ShardRead) -> None:
+            before = read.get(shard.key)
             data = await _encode_shard(
-                array, shard.layout, shard, existing.get(shard.key), value, progress
+                array, shard.layout, shard, None if before is None else before[0], value, progress
             )
+            if data is None and stores.keeps_fill(shard.key):
+                data = shard.layout.empty_shard()
             await stores.put(shard.key, data)
 
         async with anyio.create_task_group() as tg:
-            for shard in shards:
+            for shard in pending:
                 tg.start_soon(assemble, shard)
         stores.check()
+        return stores.conflicts
+
+    async with locked(array.store, [s.key for s in shards]):
+        await _until_no_conflict(shards, write_once)
 
 
 def _replaces_whole_shard(shard: ShardRead) -> bool:

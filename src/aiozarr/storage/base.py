@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
@@ -25,15 +25,31 @@ with contextlib.suppress(ImportError):
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import InvalidKeyError, ReadOnlyError, unwrap_group
+from aiozarr.errors import (
+    InvalidKeyError,
+    ReadOnlyError,
+    StoreError,
+    UnsupportedError,
+    unwrap_group,
+)
 from aiozarr.storage import ranges, retry
 from aiozarr.storage.budget import RequestBudget
 
 #: Anything with the buffer protocol: bytes, memoryview, obstore.Bytes, ...
 Buffer: TypeAlias = Any
+#: Which stored version of a value some bytes came from: an object store's ETag, a
+#: file's inode, mtime and size, a memory value's write number. Opaque, compared with
+#: `==`; None where a store cannot tell versions apart.
+Version: TypeAlias = Hashable
+#: A value read with the version it came from.
+Versioned: TypeAlias = tuple[Buffer, Version | None]
 T = TypeVar("T")
 
-__all__ = ["Buffer", "ByteRange", "RangeRequest", "Store"]
+__all__ = ["Buffer", "ByteRange", "RangeRequest", "Store", "Version", "Versioned"]
+
+# Times the ranges of one value are read again when its parts came from different
+# versions (a writer replaced it between them) before the read fails.
+_TORN_RETRIES = 5
 
 _budget_lock = threading.Lock()  # two threads asking for a new store's budget get one
 
@@ -72,24 +88,36 @@ def check_key(key: str, *, prefix: bool = False) -> None:
         raise InvalidKeyError(f"invalid key {key!r}: {problem}")
 
 
+class TornReadError(Exception):
+    """Ranges of one value came from different versions of it (it was replaced between
+    them); the store reads them again."""
+
+
 async def _gather(
     key: str,
     byte_ranges: Sequence[ByteRange],
-    fetch: Callable[[str, ByteRange], Awaitable[Buffer | None]],
-) -> list[Buffer] | None:
-    """`fetch` every range of `key` concurrently; None if the key is missing."""
-    results: list[Buffer | None] = [None] * len(byte_ranges)
+    fetch: Callable[[str, ByteRange], Awaitable[Versioned | None]],
+) -> tuple[list[Buffer], Version | None] | None:
+    """`fetch` every range of `key` concurrently: the answers and the version they all
+    come from; None if the key is missing. `TornReadError` if the versions differ."""
+    results: list[Versioned | None] = [None] * len(byte_ranges)
 
     async def one(i: int, byte_range: ByteRange) -> None:
         results[i] = await fetch(key, byte_range)
 
-    with unwrap_group():
-        async with anyio.create_task_group() as tg:
-            for i, byte_range in enumerate(byte_ranges):
-                tg.start_soon(one, i, byte_range)
+    if len(byte_ranges) == 1:
+        results[0] = await fetch(key, byte_ranges[0])
+    else:
+        with unwrap_group():
+            async with anyio.create_task_group() as tg:
+                for i, byte_range in enumerate(byte_ranges):
+                    tg.start_soon(one, i, byte_range)
     if any(r is None for r in results):
         return None
-    return results  # type: ignore[return-value]
+    versions = {version for _, version in results}  # type: ignore[misc]
+    if len(versions) > 1:
+        raise TornReadError(f"{key!r} changed while its ranges were read")
+    return [data for data, _ in results], versions.pop()  # type: ignore[misc]
 
 
 def _requested_bytes(byte_range: ByteRange | None) -> int | None:
@@ -111,7 +139,9 @@ class Store(ABC):
 
     Keys are `/`-separated strings without a leading `/`. A missing key reads as `None`.
     Subclasses must implement `_get`; writable ones `set`, `delete`; listable ones
-    `list_prefix` and `list_dir`.
+    `list_prefix` and `list_dir`. Stores that can tell versions of a value apart
+    implement `_get_versioned` (and `_get` through it), and `set_if` / `delete_if`
+    where they can write on a condition.
     """
 
     #: Ranges of one key closer than this are fetched as one request; None: use config.
@@ -154,13 +184,24 @@ class Store(ABC):
         return self._read_only
 
     @property
+    def supports_conditional_writes(self) -> bool:
+        """Whether `set_if` works: a write that happens only if the value is still the
+        version it was read as (what makes a read-modify-write safe between processes)."""
+        return False
+
+    @property
+    def supports_conditional_deletes(self) -> bool:
+        """Whether `delete_if` works."""
+        return False
+
+    @property
     def reads_inline(self) -> bool:
         """Whether `get_inline` serves reads: the values are in this process, so a read
         never waits and needs no task, thread hop or request policy."""
         return False
 
-    def get_inline(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
-        """`get`, answered on the calling thread (only where `reads_inline` is true)."""
+    def get_inline(self, key: str, byte_range: ByteRange | None = None) -> Versioned | None:
+        """`get_versioned`, answered on the calling thread (only where `reads_inline`)."""
         raise NotImplementedError(f"{type(self).__name__} cannot read inline")
 
     def with_read_only(self, read_only: bool = True) -> Store:
@@ -236,26 +277,45 @@ class Store(ABC):
     async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
         """One request: the value at `key` (or a range of it); None if missing."""
 
-    async def _get_ranges(self, key: str, byte_ranges: Sequence[ByteRange]) -> list[Buffer] | None:
-        """The answers for ranges of one key, already coalesced; None if the key is missing.
+    async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
+        """`_get` with the version the bytes came from (one request; None if missing).
+
+        This default cannot tell versions apart (version None); stores that can
+        override it, taking the version from the same answer as the bytes.
+        """
+        data = await self._get(key, byte_range)
+        return None if data is None else (data, None)
+
+    async def _get_ranges(
+        self, key: str, byte_ranges: Sequence[ByteRange]
+    ) -> tuple[list[Buffer], Version | None] | None:
+        """The answers for ranges of one key, already coalesced, and the version they
+        come from; None if the key is missing.
 
         Backends with a cheaper way to read many ranges of one value at once (one file
         open) override it; the base class then runs it as ONE request (one budget slot,
         retried whole). Without an override each range is its own request, with its own
-        retries and hedging. This default (one raw `_get` per range, concurrently, no
-        budget) is for wrappers that call it directly.
+        retries and hedging. This default (one raw `_get_versioned` per range,
+        concurrently, no budget) is for wrappers that call it directly.
         """
-        return await _gather(key, byte_ranges, self._get)
+        return await _gather(key, byte_ranges, self._get_versioned)
 
     # -- reads -------------------------------------------------------------------------
 
     async def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
         """The value at `key`, or the bytes of it in `byte_range`; None if missing."""
+        answer = await self.get_versioned(key, byte_range)
+        return None if answer is None else answer[0]
+
+    async def get_versioned(
+        self, key: str, byte_range: ByteRange | None = None
+    ) -> Versioned | None:
+        """`get`, with the version the bytes came from (None where the store cannot tell)."""
         check_key(key)
         return await self._read(key, byte_range)
 
-    async def _read(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
-        """One `_get` under the request policy (budget, timeout, retries, hedging)."""
+    async def _read(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
+        """One `_get_versioned` under the request policy (budget, timeout, retries, hedging)."""
         return await self._request(
             "read",
             key,
@@ -264,11 +324,11 @@ class Store(ABC):
             hedge=self.hedge_reads,
         )
 
-    async def _get_checked(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
-        data = await self._get(key, byte_range)
-        if data is not None and byte_range is not None:
-            await self._check_length(key, byte_range, data)
-        return data
+    async def _get_checked(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
+        answer = await self._get_versioned(key, byte_range)
+        if answer is not None and byte_range is not None:
+            await self._check_length(key, byte_range, answer[0])
+        return answer
 
     async def _check_length(self, key: str, byte_range: ByteRange, data: Buffer) -> None:
         """Raise `ShortReadError` if `data` is shorter than asked and the value is not."""
@@ -294,9 +354,19 @@ class Store(ABC):
         under the store's request budget.
         """
         out: list[Buffer | None] = [None] * len(requests)
-        async with self.stream_partial_values(requests) as answers:
-            async for index, data in answers:
+        async with self.stream_versioned_values(requests) as answers:
+            async for index, data, _ in answers:
                 out[index] = data
+        return out
+
+    async def get_versioned_values(
+        self, requests: Sequence[RangeRequest]
+    ) -> list[Versioned | None]:
+        """`get_partial_values`, each answer with the version it came from."""
+        out: list[Versioned | None] = [None] * len(requests)
+        async with self.stream_versioned_values(requests) as answers:
+            async for index, data, version in answers:
+                out[index] = None if data is None else (data, version)
         return out
 
     @contextlib.asynccontextmanager
@@ -311,14 +381,23 @@ class Store(ABC):
 
         Leaving the block early cancels the requests still in flight.
         """
+        async with self.stream_versioned_values(requests) as answers:
+            yield ((index, data) async for index, data, _ in answers)
+
+    @contextlib.asynccontextmanager
+    async def stream_versioned_values(
+        self, requests: Sequence[RangeRequest]
+    ) -> AsyncIterator[anyio.abc.ObjectReceiveStream[tuple[int, Buffer | None, Version | None]]]:
+        """`stream_partial_values` yielding `(request index, answer, version)`: every
+        answer of one key in one call comes from one version of its value."""
         by_key: dict[str, list[int]] = {}
         for i, request in enumerate(requests):
             if request.key not in by_key:
                 check_key(request.key)
             by_key.setdefault(request.key, []).append(i)
-        send, receive = anyio.create_memory_object_stream[tuple[int, Buffer | None]](
-            max_buffer_size=max(len(requests), 1)
-        )
+        send, receive = anyio.create_memory_object_stream[
+            tuple[int, Buffer | None, Version | None]
+        ](max_buffer_size=max(len(requests), 1))
         gap, most = self._coalescing()
         # Parts of one object in flight at once, across every group of its ranges.
         per_object = max(1, config.get().parts_per_object)
@@ -331,9 +410,9 @@ class Store(ABC):
             limiter = parts.get(key)
             if limiter is None:
                 limiter = parts[key] = anyio.CapacityLimiter(per_object)
-            answers = await self._fetch_planned(key, plan, limiter)
+            answers, version = await self._fetch_planned(key, plan, limiter)
             for i, data in zip(indices, answers, strict=True):
-                send.send_nowait((i, data))
+                send.send_nowait((i, data, version))
 
         at_once = self._reads_ranges_at_once()
 
@@ -367,19 +446,29 @@ class Store(ABC):
 
     async def _fetch_planned(
         self, key: str, plan: ranges.RangePlan, parts: anyio.CapacityLimiter
-    ) -> list[Buffer | None]:
-        if self._reads_ranges_at_once():
-            fetched = await self._request(
-                "read",
-                key,
-                lambda: self._get_ranges_checked(key, plan.fetch),
-                nbytes=_total_bytes(plan.fetch),
-            )
-        else:
-            fetched = await self._read_ranges(key, plan.fetch, parts)
+    ) -> tuple[list[Buffer | None], Version | None]:
+        for attempt in range(_TORN_RETRIES):
+            try:
+                if self._reads_ranges_at_once():
+                    fetched = await self._request(
+                        "read",
+                        key,
+                        lambda: self._get_ranges_checked(key, plan.fetch),
+                        nbytes=_total_bytes(plan.fetch),
+                    )
+                else:
+                    fetched = await self._read_ranges(key, plan.fetch, parts)
+                break
+            except TornReadError as exc:
+                if attempt == _TORN_RETRIES - 1:
+                    raise StoreError(
+                        f"cannot read {key!r} in {self!r}: it was replaced while its "
+                        f"ranges were read, {_TORN_RETRIES} times in a row"
+                    ) from exc
         if fetched is None:
-            return [None] * len(plan.wanted)
-        return plan.slice_back(fetched)
+            return [None] * len(plan.wanted), None
+        answers, version = fetched
+        return plan.slice_back(answers), version
 
     def _reads_ranges_at_once(self) -> bool:
         """Whether `_get_ranges` is the backend's own (one request for many ranges).
@@ -394,25 +483,22 @@ class Store(ABC):
 
     async def _get_ranges_checked(
         self, key: str, byte_ranges: Sequence[ByteRange]
-    ) -> list[Buffer] | None:
-        answers = await self._get_ranges(key, byte_ranges)
-        for byte_range, data in zip(byte_ranges, answers or (), strict=False):
+    ) -> tuple[list[Buffer], Version | None] | None:
+        answer = await self._get_ranges(key, byte_ranges)
+        for byte_range, data in zip(byte_ranges, answer[0] if answer else (), strict=False):
             await self._check_length(key, byte_range, data)
-        return answers
+        return answer
 
     async def _read_ranges(
         self, key: str, byte_ranges: Sequence[ByteRange], parts: anyio.CapacityLimiter
-    ) -> list[Buffer] | None:
+    ) -> tuple[list[Buffer], Version | None] | None:
         """Each range as its own request under the policy, concurrently: at most
         `parts`' many of this key at once."""
 
-        async def read_part(key: str, byte_range: ByteRange) -> Buffer | None:
+        async def read_part(key: str, byte_range: ByteRange) -> Versioned | None:
             async with parts:
                 return await self._read(key, byte_range)
 
-        if len(byte_ranges) == 1:
-            data = await read_part(key, byte_ranges[0])
-            return None if data is None else [data]
         return await _gather(key, byte_ranges, read_part)
 
     async def exists(self, key: str) -> bool:
@@ -429,6 +515,19 @@ class Store(ABC):
     async def set(self, key: str, value: Buffer) -> None:
         """Store `value` at `key`, replacing any value there (atomically where possible)."""
         raise ReadOnlyError(f"cannot write {key!r}: {type(self).__name__} is read-only")
+
+    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
+        """Store `value` at `key` only if the value there is still version `expected`
+        (None: only if there is none); else raise `VersionConflictError`.
+
+        Only where `supports_conditional_writes`.
+        """
+        raise UnsupportedError(f"cannot write {key!r} conditionally: {self!r} cannot")
+
+    async def delete_if(self, key: str, expected: Version) -> None:
+        """Remove `key` only if its value is still version `expected`; else raise
+        `VersionConflictError`. Only where `supports_conditional_deletes`."""
+        raise UnsupportedError(f"cannot delete {key!r} conditionally: {self!r} cannot")
 
     async def set_many(self, items: Iterable[tuple[str, Buffer]]) -> None:
         """Store many values concurrently under the request budget."""

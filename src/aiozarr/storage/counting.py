@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.storage.base import Buffer, RangeRequest, Store
+from aiozarr.storage.base import Buffer, RangeRequest, Store, Version, Versioned
 
 __all__ = ["CountingStore"]
 
@@ -29,11 +29,12 @@ class CountingStore(Store):
 
     - `counts`: a `Counter` by operation. `"get"` is one per backend read: one per
       `_get`, or one per (already coalesced) range handed to the inner `_get_ranges`.
-      Also `"set"`, `"delete"`, `"delete_prefix"`, `"exists"`, `"getsize"`, `"list"`.
+      Also `"set"` (conditional ones too), `"delete"`, `"delete_prefix"`, `"exists"`,
+      `"getsize"`, `"list"`.
     - `bytes_read` / `bytes_written`: bytes the backend returned / was given.
     - `requests`: `(operation, key, byte_range)` in the order they were made.
-    - `batches`: the requests of each `get_partial_values` / `stream_partial_values`
-      call, appended when the call starts.
+    - `batches`: the requests of each batch call (`get_partial_values`,
+      `stream_partial_values` and their versioned twins), appended when it starts.
     - `events`: `("batch_start", n)` / `("batch_end", n)` in order, so a test can check
       that batch 2 started only after batch 1 ended.
     - `peak_inflight`: the most reads handed to the inner store and not yet answered
@@ -117,18 +118,30 @@ class CountingStore(Store):
     # -- reads -------------------------------------------------------------------------
 
     async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
+        answer = await self._get_versioned(key, byte_range)
+        return None if answer is None else answer[0]
+
+    async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
         self._record("get", key, byte_range)
         self._started(1)
         try:
-            data = await self.inner._get(key, byte_range)
+            answer = await self.inner._get_versioned(key, byte_range)
         finally:
             self.inflight -= 1
-        self.bytes_read += _nbytes(data)
-        return data
+        self.bytes_read += 0 if answer is None else _nbytes(answer[0])
+        return answer
+
+    @property
+    def supports_conditional_writes(self) -> bool:
+        return self.inner.supports_conditional_writes
+
+    @property
+    def supports_conditional_deletes(self) -> bool:
+        return self.inner.supports_conditional_deletes
 
     async def _get_ranges(
         self, key: str, byte_ranges: Sequence[ByteRange]
-    ) -> list[Buffer] | None:
+    ) -> tuple[list[Buffer], Version | None] | None:
         if type(self.inner)._get_ranges is Store._get_ranges:
             # The default issues one `_get` per range: run it here so each is seen.
             return await super()._get_ranges(key, byte_ranges)
@@ -136,26 +149,26 @@ class CountingStore(Store):
             self._record("get", key, byte_range)
         self._started(len(byte_ranges))
         try:
-            answers = await self.inner._get_ranges(key, byte_ranges)
+            answer = await self.inner._get_ranges(key, byte_ranges)
         finally:
             self.inflight -= len(byte_ranges)
-        self.bytes_read += sum(_nbytes(a) for a in answers or ())
-        return answers
+        self.bytes_read += sum(_nbytes(a) for a in answer[0]) if answer else 0
+        return answer
 
     def _started(self, n: int) -> None:
         self.inflight += n
         self.peak_inflight = max(self.peak_inflight, self.inflight)
 
     @contextlib.asynccontextmanager
-    async def stream_partial_values(
+    async def stream_versioned_values(
         self, requests: Sequence[RangeRequest]
-    ) -> AsyncIterator[AsyncIterator[tuple[int, Buffer | None]]]:
+    ) -> AsyncIterator[Any]:
         """The base batching (inner settings), recorded as one batch with start/end events."""
         n = len(self.batches)
         self.batches.append(list(requests))
         self.events.append(("batch_start", n))
         try:
-            async with super().stream_partial_values(requests) as answers:
+            async with super().stream_versioned_values(requests) as answers:
                 yield answers
         finally:
             self.events.append(("batch_end", n))
@@ -174,6 +187,15 @@ class CountingStore(Store):
         self._record("set", key)
         await self.inner.set(key, value)
         self.bytes_written += _nbytes(value)
+
+    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
+        self._record("set", key)
+        await self.inner.set_if(key, value, expected)
+        self.bytes_written += _nbytes(value)
+
+    async def delete_if(self, key: str, expected: Version) -> None:
+        self._record("delete", key)
+        await self.inner.delete_if(key, expected)
 
     async def set_many(self, items: Iterable[tuple[str, Buffer]]) -> None:
         items = list(items)

@@ -4,6 +4,11 @@ Key `a/b/c` is the file `root/a/b/c`. Writes go to a temporary file in the
 same directory and are renamed into place (`os.replace`), so a reader sees the
 old value or the new one, never half of one. File I/O runs on worker threads;
 all the ranges of one key are read with one open and one thread hop.
+
+A value's version is its file's inode, mtime and size, taken from the open file the
+bytes are read from (a rename-into-place makes a new inode). A conditional write
+(`set_if`) checks the version and renames under an exclusive `flock` of the
+directory, so writers in any process on the machine take turns there.
 """
 
 from __future__ import annotations
@@ -12,16 +17,21 @@ import contextlib
 import os
 import secrets
 import shutil
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import InvalidKeyError, StoreError
-from aiozarr.storage.base import Buffer, Store
+from aiozarr.errors import InvalidKeyError, StoreError, VersionConflictError
+from aiozarr.storage.base import Buffer, Store, Version, Versioned
 from aiozarr.storage.base import check_key as base_check_key
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock, so no conditional writes
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["LocalStore"]
 
@@ -42,25 +52,67 @@ def check_key(key: str, *, prefix: bool = False) -> None:
         )
 
 
-def _read_ranges(path: Path, byte_ranges: Sequence[ByteRange | None]) -> list[bytes] | None:
-    """Read ranges of one file with one open; None if the file is missing."""
+def _version(st: os.stat_result) -> Version:
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _read_ranges(
+    path: Path, byte_ranges: Sequence[ByteRange | None]
+) -> tuple[list[bytes], Version] | None:
+    """Read ranges of one file with one open, and its version; None if it is missing."""
     try:
         with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
             out: list[bytes] = []
-            size: int | None = None
             for byte_range in byte_ranges:
                 if byte_range is None:
                     f.seek(0)
                     out.append(f.read())
                     continue
-                if size is None:
-                    size = os.fstat(f.fileno()).st_size
-                start, stop = byte_range.resolve(size)
+                start, stop = byte_range.resolve(st.st_size)
                 f.seek(start)
                 out.append(f.read(stop - start))
-            return out
+            return out, _version(st)
     except _MISSING:
         return None
+
+
+def _current_version(path: Path) -> Version | None:
+    try:
+        st = os.stat(path)
+    except _MISSING:
+        return None
+    return _version(st)
+
+
+@contextlib.contextmanager
+def _directory_locked(directory: Path) -> Iterator[None]:
+    """Hold an exclusive `flock` on `directory` (every process on this machine)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing drops the lock
+
+
+def _replace_if(path: Path, value: Buffer | None, expected: Version | None) -> None:
+    """Put `value` at `path` (None: remove it) only if its version is still `expected`
+    (None: only if there is no file), as one step for every process on the machine."""
+    temp = None if value is None else _write_temp(path, value)
+    try:
+        with _directory_locked(path.parent):
+            if _current_version(path) != expected:
+                raise VersionConflictError(f"{path.name!r} is no longer the version read")
+            if temp is None:
+                path.unlink()
+            else:
+                os.replace(temp, path)
+                temp = None
+    finally:
+        if temp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
 
 
 class LocalStore(Store):
@@ -100,13 +152,19 @@ class LocalStore(Store):
     # -- reads -------------------------------------------------------------------------
 
     async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
+        answer = await self._get_versioned(key, byte_range)
+        return None if answer is None else answer[0]
+
+    async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
         path = self._path(key)
-        answers = await anyio.to_thread.run_sync(
+        answer = await anyio.to_thread.run_sync(
             self._guarded, "read", key, _read_ranges, path, [byte_range]
         )
-        return None if answers is None else answers[0]
+        return None if answer is None else (answer[0][0], answer[1])
 
-    async def _get_ranges(self, key: str, byte_ranges: Sequence[ByteRange]) -> list[Buffer] | None:
+    async def _get_ranges(
+        self, key: str, byte_ranges: Sequence[ByteRange]
+    ) -> tuple[list[Buffer], Version | None] | None:
         """All ranges of `key` with one open, in one thread hop (one limiter slot)."""
         path = self._path(key)
         async with self.limiter:
@@ -138,6 +196,36 @@ class LocalStore(Store):
         self._check_writable(key)
         path = self._path(key)
         await anyio.to_thread.run_sync(self._guarded, "write", key, _write_atomic, path, value)
+
+    @property
+    def supports_conditional_writes(self) -> bool:
+        return fcntl is not None
+
+    @property
+    def supports_conditional_deletes(self) -> bool:
+        return fcntl is not None
+
+    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
+        """`set`, only if the file at `key` is still version `expected` (None: absent)."""
+        self._check_writable(key)
+        path = self._path(key)
+        await anyio.to_thread.run_sync(
+            self._guarded, "write", key, _replace_if, path, value, expected
+        )
+
+    async def delete_if(self, key: str, expected: Version) -> None:
+        """`delete`, only if the file at `key` is still version `expected`."""
+        self._check_writable(key)
+        path = self._path(key)
+
+        def remove() -> None:
+            try:
+                _replace_if(path, None, expected)
+            except _MISSING as exc:  # the directory went with the file: not ours any more
+                raise VersionConflictError(f"{key!r} is no longer the version read") from exc
+            self._remove_empty_parents(path)
+
+        await anyio.to_thread.run_sync(self._guarded, "delete", key, remove)
 
     async def delete(self, key: str) -> None:
         """Remove `key` and any parent directories left empty; a missing key is fine."""
@@ -180,6 +268,8 @@ class LocalStore(Store):
         """Run `fn(*args)`, turning OS errors other than a missing file into `StoreError`."""
         try:
             return fn(*args)
+        except VersionConflictError as exc:
+            raise VersionConflictError(f"cannot {action} {key!r} in {self!r}: {exc}") from None
         except _MISSING as exc:
             if action == "delete":
                 return None
@@ -245,6 +335,18 @@ class LocalStore(Store):
 
 def _write_atomic(path: Path, value: Buffer) -> None:
     """Write `value` to a temporary file beside `path`, then rename it into place."""
+    temp = _write_temp(path, value)
+    try:
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def _write_temp(path: Path, value: Buffer) -> Path:
+    """Write `value` to a new temporary file beside `path` (its directory made if
+    needed) and return its path."""
     data = memoryview(value).cast("B")
     # Not `tempfile.mkstemp`: its files are private (0600); these get the umask's mode.
     temp = path.with_name(f".{path.name}.{secrets.token_hex(8)}{TEMP_SUFFIX}")
@@ -263,8 +365,8 @@ def _write_atomic(path: Path, value: Buffer) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+    return temp

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
+import threading
 from collections.abc import AsyncIterator, MutableMapping, Sequence
 from typing import Any
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.storage.base import Buffer, Store, check_key
+from aiozarr.errors import VersionConflictError
+from aiozarr.storage.base import Buffer, Store, TornReadError, Version, Versioned, check_key
 
 __all__ = ["MemoryStore"]
+
+# Write numbers: every value stored by any MemoryStore gets a new one (its version).
+_writes = itertools.count(1)
 
 
 class MemoryStore(Store):
@@ -16,6 +22,10 @@ class MemoryStore(Store):
 
     Pass `data` to share a dict between stores (`with_read_only` shares it too). Values
     are copied to `bytes` on `set`, so a caller may reuse its buffer afterwards.
+
+    Each value written through a store has a version (its write number), kept beside
+    the dict; a value put into `data` directly has none, so conditional writes and
+    stale-index checks cannot see it change.
     """
 
     # Slicing memory costs nothing; merging ranges would only add work.
@@ -30,6 +40,8 @@ class MemoryStore(Store):
     ) -> None:
         super().__init__(read_only=read_only, max_concurrency=max_concurrency)
         self._data: MutableMapping[str, Buffer] = {} if data is None else data
+        self._versions: dict[str, int] = {}
+        self._lock = threading.Lock()  # a conditional write's check and write are one step
 
     @property
     def data(self) -> MutableMapping[str, Buffer]:
@@ -38,7 +50,9 @@ class MemoryStore(Store):
 
     def with_read_only(self, read_only: bool = True) -> MemoryStore:
         """A store over the same dict with another read-only flag."""
-        return type(self)(self._data, read_only=read_only, max_concurrency=self._max_concurrency)
+        other = type(self)(self._data, read_only=read_only, max_concurrency=self._max_concurrency)
+        other._versions, other._lock = self._versions, self._lock
+        return other
 
     # -- reads -------------------------------------------------------------------------
 
@@ -47,13 +61,21 @@ class MemoryStore(Store):
         # A subclass that changes how values are read (delays, faults) is read through it.
         return type(self)._get is MemoryStore._get
 
-    def get_inline(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
-        """The value at `key` (or a zero-copy slice of it), on the calling thread."""
+    def get_inline(self, key: str, byte_range: ByteRange | None = None) -> Versioned | None:
+        """The value at `key` (or a zero-copy slice of it) and its version, on the
+        calling thread."""
         check_key(key)
-        return self._slice(key, byte_range)
+        data = self._slice(key, byte_range)
+        # Read after the bytes: a writer sets the version first, so this one is at
+        # least as new as the bytes (a stale pair can only look newer, never older).
+        return None if data is None else (data, self._versions.get(key))
 
     async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
         return self._slice(key, byte_range)
+
+    async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
+        data = await self._get(key, byte_range)
+        return None if data is None else (data, self._versions.get(key))
 
     def _slice(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
         value = self._data.get(key)
@@ -63,15 +85,21 @@ class MemoryStore(Store):
         start, stop = byte_range.resolve(len(view))
         return view[start:stop]
 
-    async def _get_ranges(self, key: str, byte_ranges: Sequence[ByteRange]) -> list[Buffer] | None:
+    async def _get_ranges(
+        self, key: str, byte_ranges: Sequence[ByteRange]
+    ) -> tuple[list[Buffer], Version | None] | None:
         """Slices of one value, one after another: no tasks needed for memory."""
+        before = self._versions.get(key)
         out: list[Buffer] = []
         for byte_range in byte_ranges:
             data = await self._get(key, byte_range)
             if data is None:
                 return None
             out.append(data)
-        return out
+        version = self._versions.get(key)
+        if version != before:  # rewritten between two slices
+            raise TornReadError(f"{key!r} changed while its ranges were read")
+        return out, version
 
     async def exists(self, key: str) -> bool:
         """Whether `key` is in the dict."""
@@ -85,21 +113,65 @@ class MemoryStore(Store):
 
     # -- writes ------------------------------------------------------------------------
 
+    @property
+    def supports_conditional_writes(self) -> bool:
+        return True
+
+    @property
+    def supports_conditional_deletes(self) -> bool:
+        return True
+
     async def set(self, key: str, value: Buffer) -> None:
         """Store a copy of `value` at `key` (no copy when it is already `bytes`)."""
         self._check_writable(key)
-        self._data[key] = bytes(memoryview(value).cast("B"))
+        data = bytes(memoryview(value).cast("B"))
+        with self._lock:
+            self._store(key, data)
+
+    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
+        """`set`, only if the value at `key` is still version `expected` (None: absent)."""
+        self._check_writable(key)
+        data = bytes(memoryview(value).cast("B"))
+        with self._lock:
+            self._check_version(key, expected)
+            self._store(key, data)
+
+    def _store(self, key: str, data: bytes) -> None:
+        # Version first: a reader that sees the new bytes then sees the new version.
+        self._versions[key] = next(_writes)
+        self._data[key] = data
+
+    def _check_version(self, key: str, expected: Version | None) -> None:
+        if key in self._data:
+            same = expected is not None and self._versions.get(key) == expected
+        else:
+            same = expected is None
+        if not same:
+            raise VersionConflictError(f"{key!r} in {self!r} is no longer the version read")
 
     async def delete(self, key: str) -> None:
         """Remove `key`; a missing key is fine."""
         self._check_writable(key)
+        with self._lock:
+            self._remove(key)
+
+    async def delete_if(self, key: str, expected: Version) -> None:
+        """`delete`, only if the value at `key` is still version `expected`."""
+        self._check_writable(key)
+        with self._lock:
+            self._check_version(key, expected)
+            self._remove(key)
+
+    def _remove(self, key: str) -> None:
         self._data.pop(key, None)
+        self._versions.pop(key, None)
 
     async def delete_prefix(self, prefix: str) -> None:
         """Remove every key starting with `prefix`."""
         self._check_writable(prefix)
-        for key in [k for k in self._data if k.startswith(prefix)]:
-            del self._data[key]
+        with self._lock:
+            for key in [k for k in self._data if k.startswith(prefix)]:
+                self._remove(key)
 
     # -- listing -----------------------------------------------------------------------
 
@@ -135,4 +207,8 @@ class MemoryStore(Store):
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_limiter"] = None  # a limiter belongs to one process's event loop
+        del state["_lock"]  # a lock is this process's
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _lock=threading.Lock())

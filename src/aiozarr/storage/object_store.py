@@ -5,8 +5,10 @@ own (`obstore.get_async` with a range), run by the base class's request policy: 
 store's budget, a timeout, retries of just that range, hedging. Suffix reads (shard
 indexes) are one GET with `Range: bytes=-N`, never a HEAD first. Answers are obstore
 `Bytes`, handed on without a copy; a short answer is told clipped or cut from the
-value size the answer carries. obstore's own retries are switched off (the store
-is rebuilt with `max_retries: 0`), so aiozarr's policy is the only one.
+value size the answer carries, and its version is the ETag (and version id) it
+carries. obstore's own retries are switched off (the store is rebuilt with
+`max_retries: 0`), so aiozarr's policy is the only one. Conditional writes are PUTs
+with `If-Match` / `If-None-Match: *` (obstore's put modes).
 """
 
 from __future__ import annotations
@@ -16,13 +18,13 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 import obstore
+from obstore.exceptions import AlreadyExistsError, NotFoundError, PreconditionError
 from obstore.exceptions import BaseError as ObstoreError
-from obstore.exceptions import NotFoundError
 from obstore.store import AzureStore, GCSStore, HTTPStore, LocalStore, MemoryStore, S3Store
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import StoreError
-from aiozarr.storage.base import Buffer, Store, check_key
+from aiozarr.errors import StoreError, VersionConflictError
+from aiozarr.storage.base import Buffer, Store, Version, Versioned, check_key
 from aiozarr.storage.retry import ShortReadError
 
 __all__ = ["ObjectStore"]
@@ -83,6 +85,12 @@ def _short(exc: BaseException) -> str:
 
 def _is_not_found(exc: BaseException) -> bool:
     return isinstance(exc, FileNotFoundError | NotFoundError)
+
+
+def _version(meta: Any) -> Version | None:
+    """An answer's version: its ETag and version id (None when it carries neither)."""
+    e_tag, version = meta.get("e_tag"), meta.get("version")
+    return None if e_tag is None and version is None else (e_tag, version)
 
 
 def describe(store: Any) -> str:
@@ -197,6 +205,10 @@ class ObjectStore(Store):
     # -- reads -------------------------------------------------------------------------
 
     async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
+        answer = await self._get_versioned(key, byte_range)
+        return None if answer is None else answer[0]
+
+    async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
         try:
             with self._errors("read", key):
                 return await self._fetch(key, byte_range)
@@ -206,38 +218,39 @@ class ObjectStore(Store):
             cause = _short(exc.__cause__) if isinstance(exc.__cause__, ObstoreError) else ""
             if any(w in cause for w in _BAD_RANGE):
                 # The range starts past the end: nothing there, like a clipped local read.
-                return memoryview(b"")
+                # (No version: the answer is the same for every version that short.)
+                return memoryview(b""), None
             if _NOT_PARTIAL in cause and byte_range is not None:
-                whole = await self._get(key, None)
+                whole = await self._get_versioned(key, None)
                 if whole is None:
                     return None
-                start, stop = byte_range.resolve(len(memoryview(whole)))
-                return memoryview(whole).cast("B")[start:stop]
+                data, version = whole
+                start, stop = byte_range.resolve(len(memoryview(data)))
+                return memoryview(data).cast("B")[start:stop], version
             raise
 
-    async def _fetch(self, key: str, byte_range: ByteRange | None) -> Buffer:
+    async def _fetch(self, key: str, byte_range: ByteRange | None) -> Versioned:
         store = self._store
         if byte_range is None:
-            return await (await obstore.get_async(store, key)).bytes_async()
+            result = await obstore.get_async(store, key)
+            return await result.bytes_async(), _version(result.meta)
+        if byte_range.length == 0 or byte_range.suffix == 0:  # HTTP cannot ask for 0 bytes
+            return memoryview(b""), _version(await obstore.head_async(store, key))
         if byte_range.suffix is not None:
-            if byte_range.suffix == 0:  # HTTP cannot ask for zero bytes
-                await obstore.head_async(store, key)
-                return memoryview(b"")
             if isinstance(store, AzureStore):
                 # Azure Blob takes no suffix ranges (obstore refuses them): size first.
-                size = (await obstore.head_async(store, key))["size"]
-                start = max(0, size - byte_range.suffix)
-                if start == size:
-                    return memoryview(b"")
-                return await obstore.get_range_async(store, key, start=start, end=size)
+                meta = await obstore.head_async(store, key)
+                start = max(0, meta["size"] - byte_range.suffix)
+                if start == meta["size"]:
+                    return memoryview(b""), _version(meta)
+                return await self._fetch(key, ByteRange.of(start, meta["size"] - start))
             options: Any = {"range": {"suffix": byte_range.suffix}}
-            return await (await obstore.get_async(store, key, options=options)).bytes_async()
+            result = await obstore.get_async(store, key, options=options)
+            return await result.bytes_async(), _version(result.meta)
         if byte_range.length is None:
             options = {"range": {"offset": byte_range.offset}}
-            return await (await obstore.get_async(store, key, options=options)).bytes_async()
-        if byte_range.length == 0:
-            await obstore.head_async(store, key)
-            return memoryview(b"")
+            result = await obstore.get_async(store, key, options=options)
+            return await result.bytes_async(), _version(result.meta)
         stop = byte_range.offset + byte_range.length
         result = await obstore.get_async(store, key, options={"range": (byte_range.offset, stop)})
         data = await result.bytes_async()
@@ -250,7 +263,7 @@ class ObjectStore(Store):
                 f"expected {min(stop, result.meta['size']) - byte_range.offset} "
                 f"(the value has {result.meta['size']})"
             )
-        return data
+        return data, _version(result.meta)
 
     async def exists(self, key: str) -> bool:
         """Whether `key` is stored (one HEAD request)."""
@@ -283,6 +296,39 @@ class ObjectStore(Store):
         async def put() -> None:  # the whole value at once: safe to repeat
             with self._errors("write", key):
                 await obstore.put_async(self._store, key, data, use_multipart=multipart)
+
+        await self._request("write", key, put, nbytes=data.nbytes)
+
+    @property
+    def supports_conditional_writes(self) -> bool:
+        # S3 (and S3-compatible stores: obstore's default `conditional_put: etag`), GCS
+        # and Azure take If-Match / If-None-Match on PUT; an HTTP server is read-only.
+        return isinstance(self._store, S3Store | GCSStore | AzureStore)
+
+    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
+        """One PUT that succeeds only if `key` is still version `expected` (None: absent);
+        else `VersionConflictError`. Never multipart: a multipart upload takes no
+        condition."""
+        self._check_writable(key)
+        data = memoryview(value).cast("B")
+        mode: Any = "create"
+        if expected is not None:
+            e_tag, version = expected  # type: ignore[misc]
+            mode = {name: v for name, v in (("e_tag", e_tag), ("version", version)) if v}
+
+        async def put() -> None:
+            try:
+                with self._errors("write", key):
+                    await obstore.put_async(self._store, key, data, mode=mode)
+            except Exception as exc:
+                cause = exc.__cause__ if isinstance(exc, StoreError) else exc
+                # Gone (If-Match on a deleted value) or another version: not ours.
+                if isinstance(cause, PreconditionError | AlreadyExistsError | NotFoundError):
+                    raise VersionConflictError(
+                        f"cannot write {key!r} in {describe(self._store)}: another writer "
+                        "changed it since it was read"
+                    ) from None
+                raise
 
         await self._request("write", key, put, nbytes=data.nbytes)
 

@@ -227,27 +227,28 @@ class ReferenceStore(Store):
         return await self._get(key, byte_range)
 
     @contextlib.asynccontextmanager
-    async def stream_partial_values(
+    async def stream_versioned_values(
         self, requests: Sequence[RangeRequest]
-    ) -> AsyncIterator[AsyncIterator[tuple[int, Buffer | None]]]:
-        """`(request index, answer)` as answers land; reads of one target store go as
-        one batch to it (it coalesces ranges of one object and runs objects concurrently).
+    ) -> AsyncIterator[Any]:
+        """`(request index, answer, version)` as answers land; reads of one target store
+        go as one batch to it (it coalesces ranges of one object and runs objects
+        concurrently). Inline values have no version; others carry their target's.
         """
         values = await self._lookup([request.key for request in requests])
-        send, receive = anyio.create_memory_object_stream[tuple[int, Buffer | None]](
+        send, receive = anyio.create_memory_object_stream[tuple[int, Buffer | None, Any]](
             max_buffer_size=max(len(requests), 1)
         )
-        ready: list[tuple[int, Buffer | None]] = []
+        ready: list[tuple[int, Buffer | None, Any]] = []
         by_store: dict[int, tuple[Store, list[int], list[RangeRequest]]] = {}
         for i, (request, value) in enumerate(zip(requests, values, strict=True)):
             if value is None:
-                ready.append((i, None))
+                ready.append((i, None, None))
             elif not isinstance(value, list):
                 data = self._inline(value)
                 if request.byte_range is not None:
                     start, stop = request.byte_range.resolve(len(data))
                     data = data[start:stop]
-                ready.append((i, data))
+                ready.append((i, data, None))
             else:
                 store, name, offset, length = self._target(value)
                 _, indices, reads = by_store.setdefault(id(store), (store, [], []))
@@ -255,9 +256,9 @@ class ReferenceStore(Store):
                 reads.append(RangeRequest(name, _compose(offset, length, request.byte_range)))
 
         async def fetch(store: Store, indices: list[int], reads: list[RangeRequest]) -> None:
-            async with store.stream_partial_values(reads) as answers:
-                async for j, data in answers:
-                    send.send_nowait((indices[j], data))
+            async with store.stream_versioned_values(reads) as answers:
+                async for j, data, version in answers:
+                    send.send_nowait((indices[j], data, version))
 
         async def fetch_all() -> None:
             async with send, anyio.create_task_group() as tg:

@@ -269,6 +269,8 @@ def _size_text(nbytes: int | None) -> str:
 
 
 def _buffer_size(result: Any) -> int:
+    if isinstance(result, tuple):  # a read's (answer, version)
+        result = result[0]
     try:
         return memoryview(result).nbytes
     except TypeError:  # several answers (a multi-range read)

@@ -271,11 +271,12 @@ class ZipStore(Store):
         return await self._get(key, byte_range)
 
     @contextlib.asynccontextmanager
-    async def stream_partial_values(
+    async def stream_versioned_values(
         self, requests: Sequence[RangeRequest]
-    ) -> AsyncIterator[AsyncIterator[tuple[int, Buffer | None]]]:
+    ) -> AsyncIterator[Any]:
         """Answers as they land: one batch of ranges of the archive for all `requests`
-        (after one batch of local headers for members not read before)."""
+        (after one batch of local headers for members not read before). Members carry
+        no version: the directory is read once per store."""
         for request in requests:
             check_key(request.key)
         members = await self._table()
@@ -305,20 +306,20 @@ class ZipStore(Store):
                 inner.append(RangeRequest(self._key, ByteRange.of(start, member.compressed_size)))
                 targets.append([i])
 
-        send, receive = anyio.create_memory_object_stream[tuple[int, Buffer | None]](
+        send, receive = anyio.create_memory_object_stream[tuple[int, Buffer | None, None]](
             max_buffer_size=max(len(requests), 1)
         )
 
         async def fetch() -> None:
             async with send:
                 for i in missing:
-                    send.send_nowait((i, None))
+                    send.send_nowait((i, None, None))
                 if not inner:
                     return
                 async with self._archive_store.stream_partial_values(inner) as landed:
                     async for n, data in landed:
-                        for answer in self._answers(requests, targets[n], found, data):
-                            send.send_nowait(answer)
+                        for i, answer in self._answers(requests, targets[n], found, data):
+                            send.send_nowait((i, answer, None))
 
         with unwrap_group():
             async with receive, anyio.create_task_group() as tg:

@@ -37,7 +37,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from email.utils import formatdate
@@ -55,8 +55,8 @@ FAULT_KINDS = ("status", "reset", "truncate", "slow")
 _TMP_DIR = ".aiozarr-emulator-tmp"  # temp files and multipart parts; never listed
 _S3_NS = "http://s3.amazonaws.com/doc/2006-03-01/"
 _ERROR_CODES = {400: "InvalidRequest", 403: "AccessDenied", 404: "NoSuchKey",
-                405: "MethodNotAllowed", 416: "InvalidRange", 500: "InternalError",
-                503: "SlowDown"}
+                405: "MethodNotAllowed", 412: "PreconditionFailed", 416: "InvalidRange",
+                500: "InternalError", 503: "SlowDown"}
 _PACE_BYTES = 256 << 10  # a bandwidth-capped body goes out in pieces of at most this
 _CORS = {
     "Access-Control-Allow-Origin": "*",
@@ -179,7 +179,48 @@ def _read_version(path: Path, range_header: str | None, *, body: bool = True
         return st, bounds, f.read(stop - start)
 
 
-def _write_atomic(path: Path, tmp_dir: Path, chunks: list[Path] | bytes) -> None:
+def _etag(st: os.stat_result) -> str:
+    """A version's ETag: a rename-into-place makes a new inode, so a new tag."""
+    return f'"{st.st_ino:x}-{st.st_mtime_ns:x}-{st.st_size:x}"'
+
+
+
+def _generation(st: os.stat_result) -> int:
+    """A version's GCS generation number (GCS's counterpart of the ETag)."""
+    return st.st_mtime_ns
+
+
+def _check_put_condition(path: Path, headers: Mapping[str, str]) -> None:
+    """Raise a 412 unless the object at `path` is what the PUT's condition asks for:
+    S3's `If-Match: <etag>` / `If-None-Match: *`, or GCS's
+    `x-goog-if-generation-match: <generation>` (0: no object)."""
+    try:
+        st: os.stat_result | None = path.stat()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        st = None
+    if_match, if_none_match = headers.get("If-Match"), headers.get("If-None-Match")
+    generation = headers.get("x-goog-if-generation-match")
+    held = (
+        (if_none_match is None or if_none_match.strip() != "*" or st is None)
+        and (if_match is None or (st is not None and if_match.strip('" ') == _etag(st).strip('"')))
+        and (generation is None or int(generation) == (0 if st is None else _generation(st)))
+    )
+    if not held:
+        raise _S3Error(412, "At least one of the pre-conditions you specified did not hold")
+
+
+def _version_headers(st: os.stat_result) -> dict[str, str]:
+    return {"ETag": _etag(st), "x-goog-generation": str(_generation(st))}
+
+
+#: Request headers that make a PUT conditional.
+_CONDITIONS = ("If-Match", "If-None-Match", "x-goog-if-generation-match")
+
+
+def _write_atomic(path: Path, tmp_dir: Path, chunks: list[Path] | bytes,
+                  condition: tuple[threading.Lock, Mapping[str, str]] | None = None) -> None:
+    """Write `chunks` to a temp file and rename it to `path`; with `condition` (a lock
+    and the request's headers), check it and rename as one step under the lock."""
     tmp_dir.mkdir(parents=True, exist_ok=True)
     tmp = tmp_dir / uuid.uuid4().hex
     with open(tmp, "wb") as f:
@@ -189,7 +230,16 @@ def _write_atomic(path: Path, tmp_dir: Path, chunks: list[Path] | bytes) -> None
             for part in chunks:
                 f.write(part.read_bytes())
     path.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(tmp, path)
+    if condition is None:
+        os.replace(tmp, path)
+        return
+    lock, headers = condition
+    try:
+        with lock:
+            _check_put_condition(path, headers)
+            os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 class Emulator:
@@ -210,6 +260,7 @@ class Emulator:
         self._latency_s = latency_ms / 1000
         self.read_only = read_only
         self._lock = threading.Lock()
+        self._put_lock = threading.Lock()  # a conditional PUT's check and rename: one step
         self._stats = _Stats()
         self._faults: list[Fault] = []
         self._rng = random.Random(seed)
@@ -586,8 +637,16 @@ class Emulator:
             if "uploadId" in query:
                 return self._upload_part(key, query["uploadId"], int(query["partNumber"]), body)
             path = self._path(key)
-            await asyncio.to_thread(_write_atomic, path, self.root / _TMP_DIR, body)
-            return web.Response(headers={"ETag": self._etag(path.stat())})
+            condition = None
+            if any(name in request.headers for name in _CONDITIONS):
+                condition = (self._put_lock, dict(request.headers))
+            try:
+                await asyncio.to_thread(_write_atomic, path, self.root / _TMP_DIR, body,
+                                        condition)
+            except _S3Error as exc:
+                exc.key = key
+                raise
+            return web.Response(headers=_version_headers(path.stat()))
         elif method == "DELETE":
             self._check_writable(key)
             if "uploadId" in query:
@@ -618,7 +677,7 @@ class Emulator:
 
     @staticmethod
     def _etag(st: os.stat_result) -> str:
-        return f'"{st.st_mtime_ns:x}-{st.st_size:x}"'
+        return _etag(st)
 
     async def _get(self, request: web.Request, key: str, *, head: bool) -> web.Response:
         range_header = None if head else request.headers.get("Range")
@@ -631,7 +690,7 @@ class Emulator:
         if found is None:
             raise _S3Error(404, "The specified key does not exist.", key=key)
         st, bounds, body = found
-        headers = {"ETag": self._etag(st), "Accept-Ranges": "bytes",
+        headers = {**_version_headers(st), "Accept-Ranges": "bytes",
                    "Last-Modified": formatdate(st.st_mtime, usegmt=True),
                    "Content-Type": "application/octet-stream"}
         if head:

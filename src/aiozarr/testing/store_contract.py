@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import ReadOnlyError
+from aiozarr.errors import ReadOnlyError, VersionConflictError
 from aiozarr.storage.base import RangeRequest, Store
 
 __all__ = ["StoreContract", "expected_slice"]
@@ -80,6 +80,8 @@ class StoreContract:
     supports_read_only: bool = True
     #: Size of the "large value" used by the large-value tests.
     large_value_bytes: int = 3 << 20
+    #: Answers carry the version of the value they came from (ETag, inode+mtime+size).
+    has_versions: bool = True
 
     @pytest.fixture
     def store(self) -> Store:
@@ -170,6 +172,66 @@ class StoreContract:
             assert _bytes(await store.get(key, ByteRange.of(1, 1))) == bytes([i])
         if self.listable:
             assert sorted(await _collect(store.list())) == sorted(keys)
+
+    # -- versions and conditional writes -----------------------------------------------
+
+    async def test_versions_name_one_value(self, store: Store) -> None:
+        self._require("has_versions")
+        await self.set_raw(store, "v", b"first")
+        data, first = await store.get_versioned("v")  # type: ignore[misc]
+        _, again = await store.get_versioned("v", ByteRange.last(2))  # type: ignore[misc]
+        assert first is not None and again == first
+        await self.set_raw(store, "v", b"other")  # same size: the version must still change
+        data, second = await store.get_versioned("v")  # type: ignore[misc]
+        assert _bytes(data) == b"other" and second != first
+        answers = await store.get_versioned_values(
+            [RangeRequest("v", ByteRange.of(0, 2)), RangeRequest("v", ByteRange.last(2)),
+             RangeRequest("nothing")]
+        )
+        assert [None if a is None else a[1] for a in answers] == [second, second, None]
+
+    async def test_set_if_writes_only_over_the_version_read(self, store: Store) -> None:
+        self._require("writable")
+        if not store.supports_conditional_writes:
+            pytest.skip(f"{type(self).__name__} cannot write on a condition")
+        await store.set_if("c/k", b"created", None)  # absent: created
+        with pytest.raises(VersionConflictError, match="c/k"):
+            await store.set_if("c/k", b"again", None)  # not absent any more
+        _, version = await store.get_versioned("c/k")  # type: ignore[misc]
+        await store.set_if("c/k", b"updated", version)
+        with pytest.raises(VersionConflictError, match="c/k"):
+            await store.set_if("c/k", b"stale", version)  # the version read is gone
+        assert _bytes(await store.get("c/k")) == b"updated"
+        if store.supports_conditional_deletes:
+            with pytest.raises(VersionConflictError, match="c/k"):
+                await store.delete_if("c/k", version)
+            _, current = await store.get_versioned("c/k")  # type: ignore[misc]
+            await store.delete_if("c/k", current)
+            assert await store.get("c/k") is None
+            with pytest.raises(VersionConflictError, match="c/k"):
+                await store.set_if("c/k", b"gone", current)  # nothing there any more
+
+    async def test_concurrent_set_if_lets_exactly_one_win(self, store: Store) -> None:
+        self._require("writable")
+        if not store.supports_conditional_writes:
+            pytest.skip(f"{type(self).__name__} cannot write on a condition")
+        await store.set("race", b"start")
+        _, version = await store.get_versioned("race")  # type: ignore[misc]
+        outcomes: list[str] = []
+
+        async def write(n: int) -> None:
+            try:
+                await store.set_if("race", f"writer {n}".encode(), version)
+                outcomes.append(f"writer {n}")
+            except VersionConflictError:
+                outcomes.append("conflict")
+
+        async with anyio.create_task_group() as tg:
+            for n in range(8):
+                tg.start_soon(write, n)
+        winners = [o for o in outcomes if o != "conflict"]
+        assert len(winners) == 1
+        assert _bytes(await store.get("race")) == winners[0].encode()
 
     # -- get_partial_values ------------------------------------------------------------
 

@@ -1,0 +1,130 @@
+"""A cached shard index never serves bytes of another version of its shard.
+
+Handle A reads (its index is cached); handle B (another array object, or another
+process) rewrites the shard so that every inner chunk moves; A's next read must return
+the new values, never another chunk's bytes nor a "corrupt data" error.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aiozarr
+from aiozarr.storage.base import Store
+from aiozarr.storage.counting import CountingStore
+from aiozarr.storage.local import LocalStore
+from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.url import from_url
+from aiozarr.testing.emulator import Emulator
+
+SHAPE = (64, 64)  # one shard of 8 x 8 inner chunks of 8 x 8
+
+
+def _values(seed: int) -> np.ndarray:
+    """Random values: zstd-compressed chunks of different sizes, so a rewrite moves them."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 1 << (8 + seed), size=SHAPE, dtype="i8")
+
+
+@pytest.fixture(params=["memory", "local", "s3"])
+def make_store(
+    request: pytest.FixtureRequest, tmp_path: Path, emulator: Emulator
+) -> Callable[[], Store]:
+    """Stores over one location; each call gives a new store object for s3 and local."""
+    if request.param == "memory":
+        memory = MemoryStore()
+        return lambda: memory
+    if request.param == "local":
+        return lambda: LocalStore(tmp_path / "a.zarr")
+    url = emulator.s3_url(f"stale-{request.node.name[-8:].strip('[]-')}.zarr")
+    return lambda: from_url(url, storage_options=emulator.storage_options())
+
+
+def test_a_rewritten_shard_is_read_with_its_new_index(make_store: Callable[[], Store]) -> None:
+    writer = aiozarr.create_array(
+        make_store(), shape=SHAPE, dtype="i8", chunks=(8, 8), shards=SHAPE
+    )
+    writer[...] = _values(1)
+    reader = aiozarr.open_array(make_store(), mode="r")
+    assert np.array_equal(reader[3:5, 40:50], _values(1)[3:5, 40:50])  # index cached
+
+    writer[...] = _values(2)  # every inner chunk changes size: the layout moves
+    assert np.array_equal(reader[3:5, 40:50], _values(2)[3:5, 40:50])
+    assert np.array_equal(reader[...], _values(2))
+
+    writer[8:16, 8:16] = 7  # a partial write (read-modify-write) moves the rest too
+    expected = _values(2)
+    expected[8:16, 8:16] = 7
+    assert np.array_equal(reader[50:, :20], expected[50:, :20])
+
+
+def test_a_stale_index_costs_one_more_index_and_range_request(tmp_path: Path) -> None:
+    writer = aiozarr.create_array(
+        LocalStore(tmp_path), shape=SHAPE, dtype="i8", chunks=(8, 8), shards=SHAPE
+    )
+    writer[...] = _values(1)
+    counting = CountingStore(LocalStore(tmp_path))
+    reader = aiozarr.open_array(counting, mode="r")
+    reader[0, 0]
+    counting.reset()
+    assert reader[60, 60] == _values(1)[60, 60]
+    assert counting.counts["get"] == 1  # warm index: the range alone
+
+    writer[...] = _values(2)
+    counting.reset()
+    assert reader[60, 60] == _values(2)[60, 60]
+    # The stale range (never decoded), then the index and the range again.
+    assert counting.counts["get"] == 3
+
+
+def test_a_shard_rewritten_by_another_process(tmp_path: Path) -> None:
+    path = tmp_path / "a.zarr"
+    writer = aiozarr.create_array(
+        LocalStore(path), shape=SHAPE, dtype="i8", chunks=(8, 8), shards=SHAPE
+    )
+    writer[...] = _values(1)
+    reader = aiozarr.open_array(LocalStore(path), mode="r")
+    assert reader[33, 17] == _values(1)[33, 17]
+    script = textwrap.dedent(f"""
+        import numpy as np, aiozarr
+        arr = aiozarr.open_array({str(path)!r}, mode="r+")
+        arr[...] = np.random.default_rng(2).integers(0, 1 << 10, size={SHAPE}, dtype="i8")
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    assert reader[33, 17] == _values(2)[33, 17]
+    assert np.array_equal(reader[...], _values(2))
+
+
+def test_a_shard_that_keeps_changing_fails_with_a_named_error(tmp_path: Path) -> None:
+    """A shard replaced between every index and range read: a StoreError, not bad data."""
+
+    class Rewriting(MemoryStore):
+        """Replaces shard `c/0/0` after every read of its index (a suffix read)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.rewrites = 0
+
+        reads_inline = False  # type: ignore[assignment]  # every read through _get_ranges
+
+        async def _get_ranges(self, key, byte_ranges):  # type: ignore[no-untyped-def]
+            answer = await super()._get_ranges(key, byte_ranges)
+            if key == "c/0/0" and byte_ranges[0].suffix is not None:
+                self.rewrites += 1
+                self._store(key, bytes(self._data[key]))  # same bytes, a new version
+            return answer
+
+    store = Rewriting()
+    arr = aiozarr.create_array(store, shape=SHAPE, dtype="i8", chunks=(8, 8), shards=SHAPE)
+    arr[...] = _values(1)
+    arr = aiozarr.open_array(store, mode="r")
+    with pytest.raises(aiozarr.errors.StoreError, match=r"'c/0/0'.*rewritten"):
+        arr[5:9, 5:9]
+    assert store.rewrites == 5
