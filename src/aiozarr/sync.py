@@ -1,7 +1,7 @@
 """The sync facade: `Array` and `Group` call the async objects through one portal.
 
 One background event loop per process (anyio's blocking portal on a daemon thread),
-started on first use and rebuilt after `fork`. Each I/O method is one `_run` line,
+started on first use, after `fork`, and again if it ever dies. Each I/O method is one `_run` line,
 so sync and async cannot drift. A `KeyboardInterrupt` (or the `sync_timeout_s`
 setting running out) while blocked cancels the task before re-raising.
 """
@@ -12,6 +12,7 @@ import atexit
 import concurrent.futures
 import contextlib
 import functools
+import logging
 import os
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
@@ -28,34 +29,103 @@ from aiozarr.group import AsyncGroup
 
 T = TypeVar("T")
 
+_log = logging.getLogger("aiozarr")
+
 _lock = threading.Lock()
-_portal: anyio.from_thread.BlockingPortal | None = None
-_portal_cm: contextlib.AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
-_portal_pid: int | None = None
-_portal_thread: threading.Thread | None = None
 
 
-def _get_portal() -> anyio.from_thread.BlockingPortal:
-    global _portal, _portal_cm, _portal_pid, _portal_thread
-    if _portal is not None and _portal_pid == os.getpid():
-        return _portal
+class _Loop:
+    """aiozarr's background event loop: a daemon thread that serves one blocking portal.
+
+    Not anyio's `start_blocking_portal`: that is a generator-based context manager whose
+    cleanup (which runs when the manager is garbage collected) joins the loop's thread. A
+    forked child inherits the manager but not the thread, so dropping it there hung.
+    """
+
+    def __init__(self) -> None:
+        ready: concurrent.futures.Future[anyio.from_thread.BlockingPortal] = (
+            concurrent.futures.Future()
+        )
+        self.pid = os.getpid()
+        self.thread = threading.Thread(
+            target=self._serve, args=(ready,), name="aiozarr-loop", daemon=True
+        )
+        self.thread.start()
+        self.portal = ready.result()
+
+    @staticmethod
+    def _serve(ready: concurrent.futures.Future[anyio.from_thread.BlockingPortal]) -> None:
+        async def main() -> None:
+            async with anyio.from_thread.BlockingPortal() as portal:
+                ready.set_result(portal)
+                await portal.sleep_until_stopped()
+
+        try:
+            anyio.run(main)
+        except BaseException as error:  # the loop died: `_get_loop` starts a new one
+            if not ready.done():
+                ready.set_exception(error)
+            else:
+                _log.warning("aiozarr's event loop stopped: %r; the next call starts anew", error)
+
+    @property
+    def running(self) -> bool:
+        """Whether this process's loop thread still serves calls."""
+        return self.pid == os.getpid() and self.thread.is_alive()
+
+    def stop(self) -> None:
+        """Let the calls in progress finish, then end the loop (at interpreter exit)."""
+        if self.running:
+            with contextlib.suppress(Exception):  # the portal may already be stopping
+                self.portal.call(self.portal.stop, False)
+            self.thread.join()
+
+
+_loop: _Loop | None = None
+
+
+def _get_loop(stale: _Loop | None = None) -> _Loop:
+    """This process's running loop: started on first use, after `fork` (the parent's
+    thread does not exist in the child) and when the loop died or is `stale`."""
+    loop = _loop
+    if loop is not None and loop is not stale and loop.running:
+        return loop
+    return _start_loop(stale)
+
+
+def _start_loop(stale: _Loop | None) -> _Loop:
+    global _loop
     with _lock:
-        if _portal is None or _portal_pid != os.getpid():
-            # After fork the parent's loop thread does not exist here: start a new one.
-            cm = anyio.from_thread.start_blocking_portal("asyncio")
-            portal = cm.__enter__()
-            _portal_thread = portal.call(threading.current_thread)
-            _portal, _portal_cm, _portal_pid = portal, cm, os.getpid()
-    return _portal
+        if _loop is None or _loop is stale or not _loop.running:
+            # The old loop (a parent's, or a dead one) is dropped, never joined.
+            _loop = _Loop()
+        return _loop
+
+
+def _in_loop_thread() -> bool:
+    loop = _loop
+    return loop is not None and threading.current_thread() is loop.thread
+
+
+def _start(call: _Call) -> concurrent.futures.Future[Any]:
+    """Hand `call` to the loop; a portal that stopped since the last call (its loop died)
+    is replaced by a new one rather than failing every later call."""
+    loop = _get_loop()
+    try:
+        call.portal = loop.portal
+        return loop.portal.start_task_soon(call.run)
+    except RuntimeError:  # "This portal is not running" / "Event loop is closed"
+        loop = _get_loop(stale=loop)
+        call.portal = loop.portal
+        return loop.portal.start_task_soon(call.run)
 
 
 @atexit.register
-def _close_portal() -> None:
-    global _portal, _portal_cm
-    if _portal_cm is not None and _portal_pid == os.getpid():
-        with contextlib.suppress(Exception):
-            _portal_cm.__exit__(None, None, None)
-    _portal = _portal_cm = None
+def _close_loop() -> None:
+    global _loop
+    loop, _loop = _loop, None
+    if loop is not None:
+        loop.stop()
 
 
 class _Call:
@@ -69,6 +139,7 @@ class _Call:
         self._lock = threading.Lock()
         self._scope: anyio.CancelScope | None = None
         self._cancelled = False
+        self.portal: anyio.from_thread.BlockingPortal | None = None  # where it was sent
 
     async def run(self) -> Any:
         with config.use(self._settings), anyio.CancelScope() as scope:
@@ -78,14 +149,14 @@ class _Call:
                     scope.cancel()
             return await self._call()
 
-    def cancel(self, portal: anyio.from_thread.BlockingPortal) -> None:
+    def cancel(self) -> None:
         """Cancel the task, now if it runs, else as soon as it starts."""
         with self._lock:
             self._cancelled = True
             scope = self._scope
-        if scope is not None:
+        if scope is not None and self.portal is not None:
             with contextlib.suppress(Exception):  # the loop may be gone at exit
-                portal.call(scope.cancel)
+                self.portal.call(scope.cancel)
 
 
 def _run(
@@ -99,7 +170,7 @@ def _run(
     `inline(*args, **kwargs)` is tried first: `(True, result)` when it could do the work
     on this thread (values in memory), which saves the hop to the portal's thread.
     """
-    if threading.current_thread() is _portal_thread:
+    if _in_loop_thread():
         name = getattr(fn, "__qualname__", repr(fn))
         raise SyncInLoopError(
             f"the sync aiozarr API was called from aiozarr's own event loop; "
@@ -109,17 +180,16 @@ def _run(
         done, result = inline(*args, **kwargs)
         if done:
             return result
-    portal = _get_portal()
     settings = config.get()
     call = _Call(functools.partial(fn, *args, **kwargs), settings)
     future: concurrent.futures.Future[T] | None = None
     try:
-        future = portal.start_task_soon(call.run)
+        future = _start(call)
         return future.result(timeout=settings.sync_timeout_s)
     except BaseException as error:
         if future is not None and future.done():
             raise  # the call's own outcome
-        call.cancel(portal)  # Ctrl-C or the timeout: the task must not run on
+        call.cancel()  # Ctrl-C or the timeout: the task must not run on
         if isinstance(error, TimeoutError) and future is not None:
             raise TimeoutError(
                 f"{getattr(fn, '__qualname__', fn)} did not finish within "

@@ -153,7 +153,7 @@ def test_ctrl_c_while_the_task_is_handed_over_still_cancels_it(monkeypatch) -> N
     arr = aiozarr.create_array(store, shape=(4,), dtype="f8", chunks=(4,), fill_value=1.0)
     arr[:] = 2.0
     store.slow = True
-    portal = sync._get_portal()
+    portal = sync._get_loop().portal
     hand_over = portal.start_task_soon
 
     def interrupted(*args, **kwargs):  # the task runs, but no future comes back
