@@ -1,13 +1,15 @@
-"""The sync facade: `Array` and `Group` call the async objects through one portal.
+"""The sync facade: `Array` and `Group` call the async objects on one background loop.
 
-One background event loop per process (anyio's blocking portal on a daemon thread),
-started on first use, after `fork`, and again if it ever dies. Each I/O method is one `_run` line,
-so sync and async cannot drift. A `KeyboardInterrupt` (or the `sync_timeout_s`
-setting running out) while blocked cancels the task before re-raising.
+One background event loop per process (an asyncio loop on a daemon thread), started
+on first use, after `fork`, and again if it ever dies; each call is a task of its own.
+Each I/O method is one `_run` line, so sync and async cannot drift. A
+`KeyboardInterrupt` (or the `sync_timeout_s` setting running out) while blocked cancels
+the task before re-raising.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import concurrent.futures
 import contextlib
@@ -18,7 +20,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
 from typing import Any, TypeVar
 
-import anyio.from_thread
+import anyio
 import numpy as np
 
 from aiozarr import config, display
@@ -35,50 +37,51 @@ _lock = threading.Lock()
 
 
 class _Loop:
-    """aiozarr's background event loop: a daemon thread that serves one blocking portal.
+    """aiozarr's background event loop: an asyncio loop run forever by a daemon thread.
 
-    Not anyio's `start_blocking_portal`: that is a generator-based context manager whose
-    cleanup (which runs when the manager is garbage collected) joins the loop's thread. A
-    forked child inherits the manager but not the thread, so dropping it there hung.
+    Each sync call runs as a task of its own, a root task in anyio's eyes: a call that
+    breaks anyio's bookkeeping (a cancel scope left unbalanced by a RecursionError, say)
+    fails alone instead of tearing down a portal's task group that every call shares. Not
+    anyio's `start_blocking_portal` either: its generator's cleanup, run when it is
+    garbage collected, joins the loop's thread, which a forked child does not have.
     """
 
     def __init__(self) -> None:
-        ready: concurrent.futures.Future[anyio.from_thread.BlockingPortal] = (
-            concurrent.futures.Future()
-        )
         self.pid = os.getpid()
-        self.thread = threading.Thread(
-            target=self._serve, args=(ready,), name="aiozarr-loop", daemon=True
-        )
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._serve, name="aiozarr-loop", daemon=True)
         self.thread.start()
-        self.portal = ready.result()
 
-    @staticmethod
-    def _serve(ready: concurrent.futures.Future[anyio.from_thread.BlockingPortal]) -> None:
-        async def main() -> None:
-            async with anyio.from_thread.BlockingPortal() as portal:
-                ready.set_result(portal)
-                await portal.sleep_until_stopped()
-
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
         try:
-            anyio.run(main)
+            self.loop.run_forever()
         except BaseException as error:  # the loop died: `_get_loop` starts a new one
-            if not ready.done():
-                ready.set_exception(error)
-            else:
-                _log.warning("aiozarr's event loop stopped: %r; the next call starts anew", error)
+            _log.warning("aiozarr's event loop stopped: %r; the next call starts anew", error)
 
     @property
     def running(self) -> bool:
         """Whether this process's loop thread still serves calls."""
-        return self.pid == os.getpid() and self.thread.is_alive()
+        return self.pid == os.getpid() and self.thread.is_alive() and not self.loop.is_closed()
+
+    def submit(self, call: _Call) -> concurrent.futures.Future[Any]:
+        """Start `call` as a task of its own on the loop."""
+        call.loop = self.loop
+        return asyncio.run_coroutine_threadsafe(call.run(), self.loop)
 
     def stop(self) -> None:
         """Let the calls in progress finish, then end the loop (at interpreter exit)."""
         if self.running:
-            with contextlib.suppress(Exception):  # the portal may already be stopping
-                self.portal.call(self.portal.stop, False)
+            with contextlib.suppress(Exception):  # the loop may already be stopping
+                asyncio.run_coroutine_threadsafe(_drain(), self.loop).result()
+                self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join()
+
+
+async def _drain() -> None:
+    """Wait for every other task of the loop to finish."""
+    others = asyncio.all_tasks() - {asyncio.current_task()}
+    await asyncio.gather(*others, return_exceptions=True)
 
 
 _loop: _Loop | None = None
@@ -108,16 +111,13 @@ def _in_loop_thread() -> bool:
 
 
 def _start(call: _Call) -> concurrent.futures.Future[Any]:
-    """Hand `call` to the loop; a portal that stopped since the last call (its loop died)
-    is replaced by a new one rather than failing every later call."""
+    """Hand `call` to the loop; a loop that stopped since the last call is replaced by a
+    new one rather than failing every later call."""
     loop = _get_loop()
     try:
-        call.portal = loop.portal
-        return loop.portal.start_task_soon(call.run)
-    except RuntimeError:  # "This portal is not running" / "Event loop is closed"
-        loop = _get_loop(stale=loop)
-        call.portal = loop.portal
-        return loop.portal.start_task_soon(call.run)
+        return loop.submit(call)
+    except RuntimeError:  # "Event loop is closed": it died since `_get_loop` looked
+        return _get_loop(stale=loop).submit(call)
 
 
 @atexit.register
@@ -129,7 +129,7 @@ def _close_loop() -> None:
 
 
 class _Call:
-    """One sync call's task on the portal, cancellable from the calling thread at any
+    """One sync call's task on the loop, cancellable from the calling thread at any
     moment: a Ctrl-C can land while `start_task_soon` is still handing the task over,
     before there is a future to cancel."""
 
@@ -139,7 +139,7 @@ class _Call:
         self._lock = threading.Lock()
         self._scope: anyio.CancelScope | None = None
         self._cancelled = False
-        self.portal: anyio.from_thread.BlockingPortal | None = None  # where it was sent
+        self.loop: asyncio.AbstractEventLoop | None = None  # where it was sent
 
     async def run(self) -> Any:
         with config.use(self._settings), anyio.CancelScope() as scope:
@@ -154,9 +154,9 @@ class _Call:
         with self._lock:
             self._cancelled = True
             scope = self._scope
-        if scope is not None and self.portal is not None:
+        if scope is not None and self.loop is not None:
             with contextlib.suppress(Exception):  # the loop may be gone at exit
-                self.portal.call(scope.cancel)
+                self.loop.call_soon_threadsafe(scope.cancel)
 
 
 def _run(
@@ -165,10 +165,10 @@ def _run(
     inline: Callable[..., tuple[bool, T]] | None = None,
     **kwargs: Any,
 ) -> T:
-    """Run the coroutine function `fn` on the portal's loop and wait for its result.
+    """Run the coroutine function `fn` on the background loop and wait for its result.
 
     `inline(*args, **kwargs)` is tried first: `(True, result)` when it could do the work
-    on this thread (values in memory), which saves the hop to the portal's thread.
+    on this thread (values in memory), which saves the hop to the loop's thread.
     """
     if _in_loop_thread():
         name = getattr(fn, "__qualname__", repr(fn))
