@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import anyio
 
 from aiozarr import hierarchy
 from aiozarr.array import AsyncArray
-from aiozarr.errors import NodeNotFoundError, ReadOnlyError
+from aiozarr.errors import NodeNotFoundError, ReadOnlyError, unwrap_group
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.storage.base import Store
 
@@ -122,9 +122,10 @@ class AsyncGroup(hierarchy.NodeLocation):
         async def open_one(name: str) -> None:
             nodes[name] = await self._open_member(name)
 
-        async with anyio.create_task_group() as tg:
-            for name in listed:
-                tg.start_soon(open_one, name)
+        with unwrap_group():  # a member that cannot be read raises its own StoreError
+            async with anyio.create_task_group() as tg:
+                for name in listed:
+                    tg.start_soon(open_one, name)
         return {n: node for n, node in sorted(nodes.items()) if node is not None}
 
     async def member_names(self) -> list[str]:
@@ -198,19 +199,13 @@ class AsyncGroup(hierarchy.NodeLocation):
     async def tree(self, *, max_depth: int | None = None) -> str:
         """The hierarchy below this group as indented text, with shapes and dtypes."""
         lines = [self.name]
-
-        async def walk(group: AsyncGroup, depth: int) -> None:
-            if max_depth is not None and depth > max_depth:
-                return
-            async for name, node in group.members():
-                indent = "  " * depth
-                if isinstance(node, AsyncArray):
-                    lines.append(f"{indent}{name} {node.shape} {node.dtype}")
-                else:
-                    lines.append(f"{indent}{name}/")
-                    await walk(node, depth + 1)
-
-        await walk(self, 1)
+        for path, node in preorder(await subtree(self, max_depth)):
+            indent = "  " * path.count("/")
+            name = path.rpartition("/")[2]
+            if isinstance(node, AsyncArray):
+                lines.append(f"  {indent}{name} {node.shape} {node.dtype}")
+            else:
+                lines.append(f"  {indent}{name}/")
         return "\n".join(lines)
 
     def __reduce__(self) -> tuple[object, ...]:
@@ -226,13 +221,71 @@ async def _has_children(store: Store, path: str) -> bool:
     return False
 
 
+Members = list[tuple[str, "AsyncArray | AsyncGroup"]]
+
+# Groups whose members are read at once while walking a level: bounds the tasks (and
+# the listings in flight) of a wide level; requests are bounded by the store's budget.
+_WALK_BATCH = 256
+
+
+async def subtree(group: AsyncGroup, max_depth: int | None = None) -> dict[str, Members]:
+    """The members of `group` and of every group below it, by the group's path relative
+    to `group` ("" for itself), down to `max_depth` levels of members.
+
+    Read level by level, each level's groups at once: no recursion, so a hierarchy of
+    any depth costs one loop turn per level, not a stack frame.
+    """
+    members: dict[str, Members] = {}
+    level: list[tuple[str, AsyncGroup]] = [("", group)]
+    depth = 1
+    while level and (max_depth is None or depth <= max_depth):
+        below: list[tuple[str, AsyncGroup]] = []
+        for start in range(0, len(level), _WALK_BATCH):
+            batch = level[start : start + _WALK_BATCH]
+            for (path, _), children in zip(batch, await _children_of(batch), strict=True):
+                members[path] = list(children.items())
+                below += [
+                    (hierarchy.join(path, name), node)
+                    for name, node in children.items()
+                    if isinstance(node, AsyncGroup)
+                ]
+        level, depth = below, depth + 1
+    return members
+
+
+async def _children_of(
+    groups: Sequence[tuple[str, AsyncGroup]],
+) -> list[dict[str, AsyncArray | AsyncGroup]]:
+    """Every group's direct children, all groups read concurrently."""
+    found: list[dict[str, AsyncArray | AsyncGroup]] = [{} for _ in groups]
+
+    async def read(i: int, group: AsyncGroup) -> None:
+        found[i] = await group._children()
+
+    with unwrap_group():
+        async with anyio.create_task_group() as tg:
+            for i, (_, group) in enumerate(groups):
+                tg.start_soon(read, i, group)
+    return found
+
+
+def preorder(members: Mapping[str, Members]) -> Iterator[tuple[str, AsyncArray | AsyncGroup]]:
+    """`(path, node)` of every node in `members` (as `subtree` gives them), parents before
+    children, each group's members in name order; an explicit stack, not recursion."""
+    stack = [(name, node) for name, node in reversed(members.get("", []))]
+    while stack:
+        path, node = stack.pop()
+        yield path, node
+        children = members.get(path, []) if isinstance(node, AsyncGroup) else []
+        stack += [(hierarchy.join(path, name), child) for name, child in reversed(children)]
+
+
 async def walk(
     group: AsyncGroup, path: str = ""
 ) -> AsyncIterator[tuple[str, AsyncArray | AsyncGroup]]:
-    """Every node below `group` as `(path relative to it, node)`, parents before children."""
-    async for name, node in group.members():
-        child = hierarchy.join(path, name)
-        yield child, node
-        if isinstance(node, AsyncGroup):
-            async for item in walk(node, child):
-                yield item
+    """Every node below `group` as `(path relative to it, node)`, parents before children.
+
+    The hierarchy's metadata is read first, level by level (`subtree`), so any depth works.
+    """
+    for child, node in preorder(await subtree(group)):
+        yield hierarchy.join(path, child), node

@@ -153,15 +153,15 @@ def test_ctrl_c_while_the_task_is_handed_over_still_cancels_it(monkeypatch) -> N
     arr = aiozarr.create_array(store, shape=(4,), dtype="f8", chunks=(4,), fill_value=1.0)
     arr[:] = 2.0
     store.slow = True
-    portal = sync._get_portal()
-    hand_over = portal.start_task_soon
+    loop = sync._get_loop()
+    hand_over = loop.submit
 
     def interrupted(*args, **kwargs):  # the task runs, but no future comes back
         hand_over(*args, **kwargs)
         assert store.started.wait(5)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(portal, "start_task_soon", interrupted)
+    monkeypatch.setattr(loop, "submit", interrupted)
     with pytest.raises(KeyboardInterrupt):
         arr[:]
     assert store.cancelled.wait(5), "the read task kept running after Ctrl-C"

@@ -29,6 +29,7 @@ from aiozarr.cli.common import (
     run_command,
 )
 from aiozarr.cli.progress import human_bytes
+from aiozarr.errors import StoreError
 
 __all__ = ["build_parser", "describe", "listed_sizes", "main"]
 
@@ -66,13 +67,11 @@ async def listed_sizes(store: Any, prefix: str) -> AsyncIterator[tuple[str, int]
                     yield meta["path"], int(meta["size"])
         return
     if isinstance(store, LocalStore):
-        root: Path = store.root
         keys = [key async for key in store.list_prefix(prefix)]
-        sizes = await anyio.to_thread.run_sync(
-            lambda: [os.stat(root / key).st_size for key in keys]
-        )
+        sizes = await anyio.to_thread.run_sync(_file_sizes, store, keys)
         for key, size in zip(keys, sizes, strict=True):
-            yield key, size
+            if size is not None:
+                yield key, size
         return
     if isinstance(store, MemoryStore):
         for key, value in list(store.data.items()):
@@ -83,6 +82,22 @@ async def listed_sizes(store: Any, prefix: str) -> AsyncIterator[tuple[str, int]
         size = await store.getsize(key)
         if size is not None:
             yield key, size
+
+
+def _file_sizes(store: Any, keys: list[str]) -> list[int | None]:
+    """Each key's file size in a LocalStore: None when it is gone (deleted since the
+    listing, a dangling symlink); `StoreError` naming the key when it cannot be read
+    (a symlink loop, no permission)."""
+    root: Path = store.root
+    sizes: list[int | None] = []
+    for key in keys:
+        try:
+            sizes.append(os.stat(root / key).st_size)
+        except FileNotFoundError:
+            sizes.append(None)
+        except OSError as error:
+            raise StoreError(f"cannot stat {key!r} in {store!r}: {error}") from error
+    return sizes
 
 
 def _json_value(value: Any) -> Any:

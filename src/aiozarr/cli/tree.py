@@ -20,6 +20,7 @@ from aiozarr.cli.common import (
     parse_storage_options,
     run_command,
 )
+from aiozarr.errors import UnsupportedError
 
 __all__ = ["build_parser", "main", "walk"]
 
@@ -38,7 +39,29 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 
 
 async def walk(node: Any, depth: int | None = None) -> dict[str, Any]:
-    """A node and its members as nested dicts (name, kind, shape, dtype, chunks, shards)."""
+    """A node and its members as nested dicts (name, kind, shape, dtype, chunks, shards).
+
+    The hierarchy is read level by level and assembled with a loop: any depth works.
+    """
+    from aiozarr.group import AsyncGroup, subtree
+
+    top = _describe(node)
+    if not isinstance(node, AsyncGroup) or (depth is not None and depth <= 0):
+        return top
+    members = await subtree(node, depth)
+    pending = [("", top)]  # groups whose members are still to be attached
+    while pending:
+        path, out = pending.pop()
+        for name, member in members.get(path, []):
+            child = _describe(member)
+            out["members"].append(child)
+            if "members" in child:
+                pending.append((f"{path}/{name}" if path else name, child))
+    return top
+
+
+def _describe(node: Any) -> dict[str, Any]:
+    """One node's entry, without its members."""
     from aiozarr.array import AsyncArray
 
     name = node.path.rpartition("/")[2] or "/"
@@ -53,37 +76,43 @@ async def walk(node: Any, depth: int | None = None) -> dict[str, Any]:
             "shards": shards,
             "zarr_format": node.zarr_format,
         }
-    out: dict[str, Any] = {
-        "name": name,
-        "node": "group",
-        "zarr_format": node.zarr_format,
-        "members": [],
-    }
-    if depth is not None and depth <= 0:
-        return out
-    members = [member async for _, member in node.members()]
-    for member in sorted(members, key=lambda m: m.path):
-        out["members"].append(await walk(member, None if depth is None else depth - 1))
-    return out
+    return {"name": name, "node": "group", "zarr_format": node.zarr_format, "members": []}
 
 
-def _lines(
-    tree: dict[str, Any], prefix: str = "", last: bool = True, top: bool = True
-) -> list[str]:
+def _label(tree: dict[str, Any], top: bool) -> str:
     if tree["node"] == "array":
         shards = f" shards {tuple(tree['shards'])}" if tree["shards"] else ""
-        label = (
+        return (
             f"{tree['name']} {tuple(tree['shape'])} {tree['dtype']} "
             f"chunks {tuple(tree['chunks'])}{shards}"
         )
-    else:
-        label = f"{tree['name']}/" if not top else f"{tree['name']} (Zarr v{tree['zarr_format']})"
-    lines = [label if top else f"{prefix}{'└── ' if last else '├── '}{label}"]
-    members = tree.get("members", [])
-    child_prefix = "" if top else prefix + ("    " if last else "│   ")
-    for i, member in enumerate(members):
-        lines += _lines(member, child_prefix, i == len(members) - 1, top=False)
+    return f"{tree['name']} (Zarr v{tree['zarr_format']})" if top else f"{tree['name']}/"
+
+
+def _lines(tree: dict[str, Any]) -> list[str]:
+    """The tree drawn with box characters; an explicit stack, so any depth works."""
+    lines = [_label(tree, top=True)]
+    # (node, the prefix of its line, whether it is its parent's last member)
+    stack = [(member, "", False) for member in reversed(tree.get("members", []))]
+    if stack:
+        stack[0] = (stack[0][0], "", True)
+    while stack:
+        node, prefix, last = stack.pop()
+        lines.append(f"{prefix}{'└── ' if last else '├── '}{_label(node, top=False)}")
+        members = node.get("members", [])
+        inner = prefix + ("    " if last else "│   ")
+        stack += [(member, inner, i == 0) for i, member in enumerate(reversed(members))]
     return lines
+
+
+def _json(tree: dict[str, Any]) -> str:
+    try:
+        return json.dumps(tree, indent=2)
+    except RecursionError:  # json nests one level per group, and encodes recursively
+        raise UnsupportedError(
+            "the hierarchy is nested too deeply for --json (whose members nest); "
+            "leave out --json, or pass --depth"
+        ) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             args.url, args.path, mode="r", storage_options=options_for(args.url, options)
         )
         tree = await walk(node, args.depth)
-        print(json.dumps(tree, indent=2) if args.json else "\n".join(_lines(tree)))
+        print(_json(tree) if args.json else "\n".join(_lines(tree)))
         return 0
 
     return run_command(parser.prog, args, body)

@@ -18,7 +18,9 @@ up to the configured maximum.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
+import weakref
 from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any
@@ -98,6 +100,11 @@ class LatencyWindow:
             self._samples.clear()
             self._p95.clear()
 
+    def _after_fork(self) -> None:
+        # A parent thread may have held the lock at fork time: the child's copy would
+        # stay locked forever.
+        self._lock = threading.Lock()
+
     def p95(self, nbytes: int | None) -> float | None:
         """The 95th percentile latency of recent requests of about this size, if known."""
         size_class = self._size_class(nbytes)
@@ -136,6 +143,7 @@ class RequestBudget:
         self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = deque()
         self._holders: dict[asyncio.Task[Any], tuple[Slot, int]] = {}
         self._counts: Counter[str] = Counter()
+        _live.add(self)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Requests in flight belong to this process: a copy starts afresh.
@@ -298,9 +306,32 @@ class RequestBudget:
             del self._holders[task]
         self.release()
 
+    def _after_fork(self) -> None:
+        """Forget what belonged to the parent: its requests in flight, its waiters (futures
+        of loops whose threads the child does not have) and the lock, which a parent thread
+        may have held at fork time. The limit and the counters stay."""
+        self._lock = threading.Lock()
+        self._inflight = 0
+        self._waiters = deque()
+        self._holders = {}
+        self.latencies._after_fork()
+
     def held_slot(self) -> Slot | None:
         """The slot the current task holds, if any."""
         task = asyncio.current_task()
         with self._lock:
             held = self._holders.get(task)  # type: ignore[arg-type]
         return None if held is None else held[0]
+
+
+# Every budget of this process, so a forked child can reset them (see `_after_fork`).
+_live: weakref.WeakSet[RequestBudget] = weakref.WeakSet()
+
+
+def _reset_after_fork() -> None:
+    for budget in list(_live):
+        budget._after_fork()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_reset_after_fork)

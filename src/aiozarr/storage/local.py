@@ -287,13 +287,13 @@ class LocalStore(Store):
 
         def walk() -> list[str]:
             found: list[str] = []
-            for dirpath, _, filenames in os.walk(root / base):
+            for dirpath, _, filenames in os.walk(root / base, onerror=_raise_unless_missing):
                 rel = Path(dirpath).relative_to(root).as_posix()
                 head = "" if rel == "." else rel + "/"
                 found.extend(head + name for name in filenames if not name.endswith(TEMP_SUFFIX))
             return sorted(key for key in found if key.startswith(prefix))
 
-        for key in await anyio.to_thread.run_sync(walk):
+        for key in await anyio.to_thread.run_sync(self._guarded, "list", prefix, walk):
             yield key
 
     async def list_dir(self, prefix: str) -> AsyncIterator[str]:
@@ -308,7 +308,7 @@ class LocalStore(Store):
             except _MISSING:
                 return []
 
-        for name in await anyio.to_thread.run_sync(scan):
+        for name in await anyio.to_thread.run_sync(self._guarded, "list", prefix, scan):
             yield name
 
     # -- identity ----------------------------------------------------------------------
@@ -331,6 +331,13 @@ class LocalStore(Store):
         state = self.__dict__.copy()
         state["_limiter"] = None  # a limiter belongs to one process's event loop
         return state
+
+
+def _raise_unless_missing(error: OSError) -> None:
+    """`os.walk`'s error handler: a directory that is gone lists as empty; any other
+    failure (a symlink loop, no permission) must not silently hide its keys."""
+    if not isinstance(error, _MISSING):
+        raise error
 
 
 def _write_atomic(path: Path, value: Buffer) -> None:

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Iterable
 
@@ -33,6 +35,13 @@ class KeyLocks:
         self._lock = threading.Lock()
         # key -> waiters queued behind the holder; present exactly while the key is held.
         self._held: dict[str, deque[_Waiter]] = {}
+        _live.add(self)
+
+    def _after_fork(self) -> None:
+        # In a forked child no parent thread runs to release its keys, and the table's
+        # lock may have been held at fork time: start with every key free.
+        self._lock = threading.Lock()
+        self._held = {}
 
     def __len__(self) -> int:
         """Keys held or waited for now."""
@@ -94,3 +103,16 @@ class KeyLocks:
         finally:
             for key in reversed(taken):
                 self.release(key)
+
+
+# Every lock table of this process, so a forked child can free them all.
+_live: weakref.WeakSet[KeyLocks] = weakref.WeakSet()
+
+
+def _reset_after_fork() -> None:
+    for table in list(_live):
+        table._after_fork()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_reset_after_fork)

@@ -129,6 +129,19 @@ _obstore_stores: dict[str, Any] = {}
 _obstore_lock = threading.Lock()
 
 
+def _after_fork_in_child() -> None:
+    """A forked child builds its own obstore clients (a client's connections and the
+    runtime behind them belong to the parent) and gets new locks (a parent thread may
+    have held one at fork time)."""
+    global _memory_lock, _obstore_lock
+    _memory_lock, _obstore_lock = threading.Lock(), threading.Lock()
+    _obstore_stores.clear()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def from_url(
     url: str | os.PathLike[str],
     *,

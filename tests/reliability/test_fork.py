@@ -1,0 +1,197 @@
+"""A forked child (os.fork, multiprocessing's 'fork' start method) can use aiozarr at once,
+whatever the parent did before: sync calls (the child needs its own event loop thread),
+a thread holding every request slot of a store, or a write lock, or the budget's own lock.
+
+Each child runs with a deadline: a hang kills it and fails the test instead of hanging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+import numpy as np
+import pytest
+
+import aiozarr
+from aiozarr.engine.write import write_locks
+from aiozarr.storage.base import Store
+from aiozarr.storage.local import LocalStore
+from aiozarr.storage.url import from_url
+from aiozarr.testing.emulator import Emulator
+
+pytestmark = [
+    pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform"),
+    pytest.mark.timeout(120),
+]
+
+CHILD_DEADLINE_S = 20.0
+VALUES = np.arange(12, dtype="i4")
+WRITTEN = np.where(VALUES < 4, -1, VALUES)  # after the child's write of arr[:4] = -1
+
+
+def _run_in_fork(work: Callable[[], None], deadline: float = CHILD_DEADLINE_S) -> None:
+    """Run `work()` in an `os.fork()` child; fail with its error, or when it hangs."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never return into pytest
+        status = 1
+        try:
+            os.close(read_end)
+            work()
+            status = 0
+        except BaseException as error:
+            os.write(write_end, f"{type(error).__name__}: {error}".encode()[:4000])
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    try:
+        status = _wait(pid, deadline)
+        message = os.read(read_end, 4096).decode(errors="replace")
+    finally:
+        os.close(read_end)
+    assert status == 0, f"the forked child failed: {message}"
+
+
+def _wait(pid: int, deadline: float) -> int:
+    """The child's exit code; kill it and fail if it runs past `deadline` seconds."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.02)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    pytest.fail(f"the forked child hung: no exit within {deadline} s")
+
+
+def _reads_and_writes(url: str, options: dict[str, Any] | None, inherited: Any) -> None:
+    """The child's work: read through the parent's Array, open anew, write and read back."""
+    np.testing.assert_array_equal(inherited[...], VALUES)
+    arr = aiozarr.open_array(url, mode="r+", storage_options=options)
+    np.testing.assert_array_equal(arr[...], VALUES)
+    arr[:4] = -1  # a write takes the chunk's write lock and budget slots
+    np.testing.assert_array_equal(arr[:6], [-1, -1, -1, -1, 4, 5])
+
+
+@pytest.fixture
+def local_array(tmp_path: Path) -> Iterator[tuple[str, aiozarr.Array]]:
+    """A LocalStore array the parent wrote and read with the sync API before forking."""
+    url = str(tmp_path / "a.zarr")
+    arr = aiozarr.create_array(url, shape=(12,), dtype="i4", chunks=(4,))
+    arr[...] = VALUES
+    np.testing.assert_array_equal(arr[...], VALUES)
+    yield url, arr
+
+
+def test_os_fork_child_reads_after_parent_sync_calls(local_array) -> None:
+    url, arr = local_array
+    _run_in_fork(lambda: _reads_and_writes(url, None, arr))
+    np.testing.assert_array_equal(arr[...], WRITTEN)  # and the parent's loop still serves
+
+
+def _mp_child(url: str, arr: aiozarr.Array) -> None:
+    _reads_and_writes(url, None, arr)
+
+
+def test_multiprocessing_fork_child_reads_after_parent_sync_calls(local_array) -> None:
+    url, arr = local_array
+    process = multiprocessing.get_context("fork").Process(target=_mp_child, args=(url, arr))
+    process.start()
+    process.join(CHILD_DEADLINE_S)
+    if process.is_alive():
+        process.kill()
+        process.join()
+        pytest.fail(f"the 'fork' child hung: no exit within {CHILD_DEADLINE_S} s")
+    assert process.exitcode == 0
+    np.testing.assert_array_equal(arr[...], WRITTEN)
+
+
+class _Holder:
+    """A parent thread, on its own event loop, holding every request slot of `store` and
+    the write lock of every chunk of the array at the store's root."""
+
+    def __init__(self, store: Store, keys: list[str]) -> None:
+        self._store, self._keys = store, keys
+        self.ready, self.release = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=asyncio.run, args=(self._hold(),), daemon=True)
+
+    async def _hold(self) -> None:
+        budget = self._store.budget
+        taken = [await budget.acquire() for _ in range(budget.limit)]
+        async with write_locks(self._store).hold(self._keys):
+            self.ready.set()
+            await anyio.to_thread.run_sync(self.release.wait)
+        for _ in taken:
+            budget.release()
+
+    def __enter__(self) -> _Holder:
+        self.thread.start()
+        assert self.ready.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release.set()
+        self.thread.join(10)
+
+
+def test_child_is_not_blocked_by_slots_and_write_locks_a_parent_thread_holds(
+    tmp_path: Path,
+) -> None:
+    store = LocalStore(tmp_path / "a.zarr", max_concurrency=4)
+    arr = aiozarr.create_array(store, shape=(12,), dtype="i4", chunks=(4,))
+    arr[...] = VALUES
+
+    def child() -> None:
+        np.testing.assert_array_equal(arr[...], VALUES)
+        arr[:4] = -1  # needs c/0's write lock, which the parent's thread holds
+        assert arr[:4].tolist() == [-1] * 4
+        assert store.budget.inflight == 0  # the parent's requests are not the child's
+
+    with _Holder(store, ["c/0", "c/1", "c/2"]):
+        assert store.budget.inflight == 4
+        _run_in_fork(child)
+    assert store.budget.inflight == 0
+    np.testing.assert_array_equal(arr[...], WRITTEN)
+
+
+def test_child_is_not_blocked_by_a_budget_lock_held_at_fork_time(tmp_path: Path) -> None:
+    # A fork lands at any moment of a threaded program: here while the budget's and the
+    # write-lock table's own (threading) locks are held, as during a request's start.
+    store = LocalStore(tmp_path / "a.zarr")
+    arr = aiozarr.create_array(store, shape=(12,), dtype="i4", chunks=(4,))
+    arr[...] = VALUES
+    with store.budget._lock, write_locks(store)._lock:
+        _run_in_fork(lambda: _reads_and_writes(str(tmp_path / "a.zarr"), None, arr))
+    np.testing.assert_array_equal(arr[...], WRITTEN)
+
+
+def test_child_builds_its_own_obstore_client(emulator: Emulator) -> None:
+    url, options = emulator.s3_url("fork-client.zarr"), emulator.storage_options()
+    parent_client = from_url(url, storage_options=options).obstore
+
+    def child() -> None:
+        assert from_url(url, storage_options=options).obstore is not parent_client
+
+    _run_in_fork(child)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="obstore 0.12's tokio runtime does not survive fork: once the parent made a "
+    "request, every obstore request of a forked child hangs, with a fresh client too",
+)
+def test_os_fork_child_reads_s3_after_parent_sync_calls(emulator: Emulator) -> None:
+    url, options = emulator.s3_url("fork.zarr"), emulator.storage_options()
+    arr = aiozarr.create_array(url, shape=(12,), dtype="i4", chunks=(4,), storage_options=options)
+    arr[...] = VALUES
+    _run_in_fork(lambda: _reads_and_writes(url, options, arr), deadline=5)
