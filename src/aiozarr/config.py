@@ -132,6 +132,15 @@ def get() -> Config:
     return _base
 
 
+def process_settings() -> Config:
+    """The process-wide settings (environment, defaults and plain `set` calls), whatever
+    `set` block the caller is in."""
+    global _base
+    if _base is None:
+        _base = _from_environment()
+    return _base
+
+
 class Change(contextlib.AbstractContextManager[Config]):
     """What `set` returns: the change is in force from the call on; as a `with` block it
     is scoped to the block instead (and to tasks started in it)."""

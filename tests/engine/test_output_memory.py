@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import aiozarr
-from aiozarr.engine.limits import memory_bytes
+from aiozarr.engine.memory import memory_bytes
 from aiozarr.errors import SelectionTooLargeError
 from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.memory import MemoryStore

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 import aiozarr
-from aiozarr.engine.limits import budget_for
 from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.memory import MemoryStore
 
@@ -244,7 +243,7 @@ async def test_reads_stream_through_a_small_inflight_budget() -> None:
         arr, data = await make_sharded(store, compressors=None)
         # 16 shards of 1 KiB each are far larger together than the 4 KiB budget.
         assert np.array_equal(await arr.getitem((slice(1, 63), slice(1, 63))), data[1:63, 1:63])
-        budget = budget_for(store)
+        budget = store.runtime.bytes
         assert 0 < budget.peak <= 4096
         assert np.array_equal(await arr.getitem(...), data)
         assert budget.peak <= 4096

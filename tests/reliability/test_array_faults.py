@@ -116,12 +116,14 @@ async def test_budget_shared_by_sync_threads_and_async_reads(
 ) -> None:
     url, options = s3
     data = np.arange(32 * 32, dtype="i4").reshape(32, 32)
-    arr = await aiozarr.create_array_async(
-        url, shape=data.shape, dtype="i4", chunks=(8, 8), storage_options=options
-    )
-    await arr.setitem(..., data)
     limit = 4
+    # The block covers the store's first use: a store's budget takes the settings in
+    # force there (and is shared with every store over the same location).
     with config.set(max_concurrency=limit, throttle_recovery_successes=2, **FAST_RETRY):
+        arr = await aiozarr.create_array_async(
+            url, shape=data.shape, dtype="i4", chunks=(8, 8), storage_options=options
+        )
+        await arr.setitem(..., data)
         store = from_url(url, storage_options=options)
         async_arr = await aiozarr.open_array_async(store, mode="r")
         sync_arr = aiozarr.Array(async_arr)

@@ -65,19 +65,20 @@ async def test_cancelled_read_leaves_nothing_running(
 ) -> None:
     url, options = s3
     data = np.random.default_rng(1).random((512, 512))  # 2 MiB, 64 chunks of 32 KiB
-    arr = await aiozarr.create_array_async(
-        url,
-        shape=data.shape,
-        dtype="f8",
-        chunks=(64, 64),
-        storage_options=options,
-        compressors=None,
-    )
-    await arr.setitem(..., data)
-    before = asyncio.all_tasks()
     done: list[int] = []
 
+    # From the store's first use: its request budget takes the settings in force there.
     with config.set(max_concurrency=8, hedge_reads=False):
+        arr = await aiozarr.create_array_async(
+            url,
+            shape=data.shape,
+            dtype="f8",
+            chunks=(64, 64),
+            storage_options=options,
+            compressors=None,
+        )
+        await arr.setitem(..., data)
+        before = asyncio.all_tasks()
         store = from_url(url, storage_options=options)
         reader = await aiozarr.open_array_async(store, mode="r")
         emu.set_latency(200)  # 8 rounds of 200 ms: the read takes > 1.5 s

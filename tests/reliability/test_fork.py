@@ -22,7 +22,6 @@ import numpy as np
 import pytest
 
 import aiozarr
-from aiozarr.engine.write import write_locks
 from aiozarr.storage.base import Store
 from aiozarr.storage.local import LocalStore
 from aiozarr.storage.url import from_url
@@ -128,7 +127,7 @@ class _Holder:
     async def _hold(self) -> None:
         budget = self._store.budget
         taken = [await budget.acquire() for _ in range(budget.limit)]
-        async with write_locks(self._store).hold(self._keys):
+        async with self._store.runtime.locks.hold(self._keys):
             self.ready.set()
             await anyio.to_thread.run_sync(self.release.wait)
         for _ in taken:
@@ -170,7 +169,7 @@ def test_child_is_not_blocked_by_a_budget_lock_held_at_fork_time(tmp_path: Path)
     store = LocalStore(tmp_path / "a.zarr")
     arr = aiozarr.create_array(store, shape=(12,), dtype="i4", chunks=(4,))
     arr[...] = VALUES
-    with store.budget._lock, write_locks(store)._lock:
+    with store.budget._lock, store.runtime.locks._lock:
         _run_in_fork(lambda: _reads_and_writes(str(tmp_path / "a.zarr"), None, arr))
     np.testing.assert_array_equal(arr[...], WRITTEN)
 

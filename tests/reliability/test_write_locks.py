@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import aiozarr
-from aiozarr.engine.write import write_locks
 from aiozarr.storage.base import Store
+from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.local import LocalStore
 from aiozarr.storage.locks import KeyLocks
 from aiozarr.storage.memory import MemoryStore
@@ -88,7 +88,7 @@ def test_eight_event_loops_lose_no_update(make_store: Callable[[], Store]) -> No
 
     _run_threads([worker(t) for t in range(8)])
     assert _lost(store) == 0
-    assert len(write_locks(store)) == 0
+    assert len(store.runtime.locks) == 0
 
 
 def test_sync_facade_and_an_application_loop_lose_no_update(
@@ -114,7 +114,7 @@ def test_sync_facade_and_an_application_loop_lose_no_update(
 
     _run_threads([sync_worker(t) for t in range(4)] + [lambda: asyncio.run(app())])
     assert _lost(arr.store) == 0
-    assert len(write_locks(arr.store)) == 0
+    assert len(arr.store.runtime.locks) == 0
 
 
 def test_lock_table_is_empty_after_writing_ten_thousand_chunks() -> None:
@@ -122,7 +122,7 @@ def test_lock_table_is_empty_after_writing_ten_thousand_chunks() -> None:
     arr = aiozarr.create_array(store, shape=(100, 100), dtype="u1", chunks=(1, 1))
     arr[...] = np.arange(10_000).reshape(100, 100).astype("u1")
     arr[3:97, 5:95] = 7  # and a partial update of most of them
-    assert len(write_locks(store)) == 0
+    assert len(store.runtime.locks) == 0
     assert int(arr[50, 50]) == 7
 
 
@@ -174,3 +174,34 @@ async def test_a_waiter_cancelled_as_it_is_granted_passes_the_key_on() -> None:
     await asyncio.wait_for(waiters[2], 5)
     locks.release("k")
     assert len(locks) == 0
+
+
+async def test_settings_changed_after_a_first_read_take_effect_on_the_open_store() -> None:
+    store = CountingStore(MemoryStore())  # reads through the engine, not inline
+    arr = await aiozarr.create_array_async(
+        store, shape=(64, 64), dtype="i4", chunks=(8, 8), shards=(32, 32), compressors=None
+    )
+    await arr.setitem(..., 1)
+    await arr.getitem(...)
+    before = aiozarr.config.process_settings()
+    assert store.budget.stats()["maximum"] == before.max_concurrency
+    aiozarr.config.set(max_inflight_bytes=4096, max_concurrency=2)  # the whole process
+    try:
+        store.budget.reset_stats()
+        assert (await arr.getitem(...) == 1).all()
+        assert store.budget.stats()["maximum"] == 2
+        assert store.budget.stats()["peak_inflight"] <= 2
+        assert store.runtime.bytes.capacity == 4096
+    finally:
+        aiozarr.config.set(
+            max_inflight_bytes=before.max_inflight_bytes, max_concurrency=before.max_concurrency
+        )
+    await arr.getitem(...)
+    assert store.budget.stats()["maximum"] == before.max_concurrency
+
+
+def test_equal_stores_share_one_runtime(tmp_path: Path) -> None:
+    """One directory, one request budget, byte budget and lock table, however opened."""
+    one, same, other = LocalStore(tmp_path), LocalStore(tmp_path), LocalStore(tmp_path / "b")
+    assert one.runtime is same.runtime
+    assert one.runtime is not other.runtime

@@ -7,7 +7,9 @@ so chunks under `INLINE_BYTES` are decoded on the event loop itself.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -22,7 +24,11 @@ T = TypeVar("T")
 # decoding 64 KiB with zstd is ~20 us (benchmarks: random single-element reads).
 INLINE_BYTES = 64 << 10
 
-_limiters: dict[int, anyio.CapacityLimiter] = {}
+# anyio's worker threads, and the limiters that bound them, belong to one event loop.
+# Weak keys: a loop that is gone takes its limiter with it.
+_limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 _CPUS = os.cpu_count() or 1
@@ -34,13 +40,14 @@ def codec_threads() -> int:
 
 
 def _limiter() -> anyio.CapacityLimiter:
-    # anyio limiters belong to one event loop; key them by the running loop.
-    import asyncio
-
-    loop_id = id(asyncio.get_running_loop())
-    limiter = _limiters.get(loop_id)
+    """The running loop's codec limiter, sized by the current `codec_threads` setting."""
+    loop = asyncio.get_running_loop()
+    threads = codec_threads()
+    limiter = _limiters.get(loop)
     if limiter is None:
-        limiter = _limiters[loop_id] = anyio.CapacityLimiter(codec_threads())
+        limiter = _limiters[loop] = anyio.CapacityLimiter(threads)
+    elif limiter.total_tokens != threads:
+        limiter.total_tokens = threads
     return limiter
 
 

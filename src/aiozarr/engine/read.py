@@ -30,7 +30,7 @@ from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.codecs import CodecChain, ShardIndex, ShardLayout
 from aiozarr.engine.executor import codec_threads, run_codec
-from aiozarr.engine.limits import budget_for, memory_bytes
+from aiozarr.engine.memory import memory_bytes
 from aiozarr.engine.plan import (
     ChunkRead,
     InnerRead,
@@ -301,7 +301,7 @@ async def _stream_in_batches(
         answer = await store.get_versioned(requests[0].key, requests[0].byte_range)
         await on_answers([(0, None, None) if answer is None else (0, *answer)])
         return
-    budget = budget_for(store)
+    budget = store.runtime.bytes
     batch_bytes = max(budget.capacity // 2, 1)
 
     async def run_batch(batch: list[int]) -> None:
@@ -322,7 +322,7 @@ async def _stream_in_batches(
                         burst.append((batch[j], data, version))
                     tg.start_soon(on_answers, burst)
         finally:
-            await budget.release(taken)
+            budget.release(taken)
 
     batches = list(batches_by_size(sizes, batch_bytes))
     if len(batches) == 1:
@@ -412,7 +412,7 @@ async def _read_shard_in_parts(reads: _Reads, shard: ShardRead, part: int) -> No
     head: list[tuple[Buffer, Version | None] | None] = []
     head_landed = anyio.Event()
     head_scope = anyio.CancelScope()
-    budget = budget_for(store)
+    budget = store.runtime.bytes
 
     async def fetch_head() -> None:
         with head_scope:
@@ -420,7 +420,7 @@ async def _read_shard_in_parts(reads: _Reads, shard: ShardRead, part: int) -> No
             try:
                 head.append(await store.get_versioned(shard.key, head_range))
             finally:
-                await budget.release(taken)
+                budget.release(taken)
             head_landed.set()
 
     async with anyio.create_task_group() as tg:

@@ -15,12 +15,9 @@ replaced whole (nothing read) are written unconditionally: the last writer wins.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import random
-import threading
 import time
-import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -38,27 +35,8 @@ from aiozarr.engine.target import StoredArray
 from aiozarr.errors import StoreError, VersionConflictError
 from aiozarr.indexing import ChunkProjection
 from aiozarr.storage.base import Buffer, RangeRequest, Store, Versioned
-from aiozarr.storage.locks import KeyLocks
 
 W = TypeVar("W", ChunkRead, ShardRead)
-
-_tables_lock = threading.Lock()
-_tables: weakref.WeakKeyDictionary[object, KeyLocks] = weakref.WeakKeyDictionary()
-
-
-def write_locks(store: object) -> KeyLocks:
-    """The write locks of `store`, shared by every thread and event loop of this process."""
-    with _tables_lock:
-        table = _tables.get(store)
-        if table is None:
-            table = _tables[store] = KeyLocks()
-        return table
-
-
-def locked(store: object, keys: Sequence[str]) -> contextlib.AbstractAsyncContextManager[None]:
-    """Hold this process's write locks on `keys` of `store` (sorted order: no deadlock)."""
-    return write_locks(store).hold(keys)
-
 
 @dataclass(frozen=True, slots=True)
 class _Encode:
@@ -281,7 +259,7 @@ async def _write_chunks(
         stores.check()
         return stores.conflicts
 
-    async with locked(array.store, [w.key for w in writes]):
+    async with array.store.runtime.locks.hold([w.key for w in writes]):
         await _until_no_conflict(writes, write_once)
 
 
@@ -315,7 +293,7 @@ async def _write_shards(
         stores.check()
         return stores.conflicts
 
-    async with locked(array.store, [s.key for s in shards]):
+    async with array.store.runtime.locks.hold([s.key for s in shards]):
         await _until_no_conflict(shards, write_once)
 
 

@@ -10,7 +10,6 @@ size, retries of transient failures, hedging where the store asks for it).
 from __future__ import annotations
 
 import contextlib
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from aiozarr.errors import (
 )
 from aiozarr.storage import ranges, retry
 from aiozarr.storage.budget import RequestBudget
+from aiozarr.storage.runtime import StoreRuntime, runtime_for
 
 #: Anything with the buffer protocol: bytes, memoryview, obstore.Bytes, ...
 Buffer: TypeAlias = Any
@@ -50,8 +50,6 @@ __all__ = ["Buffer", "ByteRange", "RangeRequest", "Store", "Version", "Versioned
 # Times the ranges of one value are read again when its parts came from different
 # versions (a writer replaced it between them) before the read fails.
 _TORN_RETRIES = 5
-
-_budget_lock = threading.Lock()  # two threads asking for a new store's budget get one
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,8 +156,7 @@ class Store(ABC):
     def __init__(self, *, read_only: bool = False, max_concurrency: int | None = None) -> None:
         self._read_only = read_only
         self._max_concurrency = max_concurrency
-        # The store's RequestBudget (named `_limiter` since subclasses drop it to pickle).
-        self._limiter: RequestBudget | None = None
+        self._runtime: StoreRuntime | None = None  # this process's: not pickled
 
     # -- capabilities ------------------------------------------------------------------
 
@@ -209,24 +206,23 @@ class Store(ABC):
         raise NotImplementedError(f"{type(self).__name__} cannot change its read-only flag")
 
     @property
+    def runtime(self) -> StoreRuntime:
+        """What every caller of this store (and of stores equal to it) shares, whatever
+        its thread or event loop: the request budget, the byte budget of reads, the write
+        locks; their maxima follow the process-wide settings as they change."""
+        runtime = self._runtime
+        if runtime is None:
+            runtime = self._runtime = runtime_for(self, self._max_concurrency)
+        return runtime.follow()
+
+    @property
     def limiter(self) -> RequestBudget:
         """The budget of requests in flight, shared by every caller of this store.
 
-        One per store, usable from any thread and event loop (the sync facade and async
-        callers share it). `async with store.limiter:` holds one slot; it nests within
-        a task, so a request made while holding it does not wait for a second slot.
+        `async with store.limiter:` holds one slot; it nests within a task, so a request
+        made while holding it does not wait for a second slot.
         """
-        budget = self._limiter
-        if budget is None:
-            with _budget_lock:
-                budget = self._limiter
-                if budget is None:
-                    settings = config.get()
-                    budget = self._limiter = RequestBudget(
-                        self._max_concurrency or settings.max_concurrency,
-                        recovery_successes=settings.throttle_recovery_successes,
-                    )
-        return budget
+        return self.runtime.requests
 
     def stats(self) -> dict[str, float | None]:
         """Counters since creation (or `reset_stats`), every key always present: `requests`
@@ -595,3 +591,8 @@ class Store(ABC):
 
     def __hash__(self) -> int:
         return id(self)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_runtime"] = None  # budgets and locks belong to this process
+        return state

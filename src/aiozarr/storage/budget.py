@@ -198,6 +198,19 @@ class RequestBudget:
             self._peak = self._inflight
             self._lowest = self._limit
 
+    def set_maximum(self, maximum: int) -> None:
+        """Change the configured maximum (a setting changed). A limit at the old maximum
+        moves with it; a throttled one stays below the new maximum and regrows to it."""
+        maximum = max(1, maximum)
+        if maximum == self.maximum:
+            return
+        with self._lock:
+            at_maximum = self._limit >= self.maximum
+            self.maximum = maximum
+            self._limit = maximum if at_maximum else min(self._limit, maximum)
+            self._lowest = min(self._lowest, self._limit)
+            self._hand_over()
+
     # -- AIMD --------------------------------------------------------------------------
 
     def throttled(self, slot: Slot) -> None:

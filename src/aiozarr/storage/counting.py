@@ -12,10 +12,9 @@ from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
 
-import anyio
-
 from aiozarr.byte_range import ByteRange
 from aiozarr.storage.base import Buffer, RangeRequest, Store, Version, Versioned
+from aiozarr.storage.runtime import StoreRuntime
 
 __all__ = ["CountingStore"]
 
@@ -88,8 +87,8 @@ class CountingStore(Store):
         return self.inner.max_request_bytes
 
     @property
-    def limiter(self) -> anyio.CapacityLimiter:
-        return self.inner.limiter
+    def runtime(self) -> StoreRuntime:
+        return self.inner.runtime
 
     @property
     def readable(self) -> bool:

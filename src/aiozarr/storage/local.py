@@ -327,11 +327,6 @@ class LocalStore(Store):
     def __hash__(self) -> int:
         return hash((type(self), self._root, self._read_only))
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_limiter"] = None  # a limiter belongs to one process's event loop
-        return state
-
 
 def _raise_unless_missing(error: OSError) -> None:
     """`os.walk`'s error handler: a directory that is gone lists as empty; any other

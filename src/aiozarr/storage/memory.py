@@ -205,8 +205,7 @@ class MemoryStore(Store):
         return hash((type(self), id(self._data), self._read_only))
 
     def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_limiter"] = None  # a limiter belongs to one process's event loop
+        state = super().__getstate__()
         del state["_lock"]  # a lock is this process's
         return state
 

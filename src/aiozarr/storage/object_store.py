@@ -175,7 +175,7 @@ class ObjectStore(Store):
     def with_read_only(self, read_only: bool = True) -> ObjectStore:
         """A store over the same data with another flag, sharing this one's request budget."""
         other = ObjectStore(self._store, read_only=read_only, max_concurrency=self._max_concurrency)
-        other._limiter = self.limiter
+        other._runtime = self._runtime
         return other
 
     # -- errors ------------------------------------------------------------------------
@@ -414,8 +414,3 @@ class ObjectStore(Store):
 
     def __hash__(self) -> int:
         return hash((ObjectStore, describe(self._store), self.read_only))
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_limiter"] = None  # a limiter belongs to one process's event loop
-        return state

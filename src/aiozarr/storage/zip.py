@@ -451,13 +451,13 @@ class ZipStore(Store):
     def __getstate__(self) -> dict[str, Any]:
         with self._archive.lock:
             state = self.__dict__.copy()
-        for name in ("_archive", "_finalizer", "_members", "_limiter"):
+        for name in ("_archive", "_finalizer", "_members", "_runtime"):
             state.pop(name, None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._limiter = None
+        self._runtime = None
         if self._mode in ("w", "x"):  # a copy must not truncate what the original wrote
             self._mode = "a"
         self._init_state()
