@@ -13,7 +13,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "aiozarr"
 LAYERS = [
     # the package's namespace re-exports every layer (dask's functions on first use)
     {"__main__", "__init__", "cli", "xarray", "dask"},
-    {"api", "migrate", "consolidate", "copy"},
+    {"api", "migration", "consolidate", "copying"},
     {"sync", "display"},
     {"array", "group"},
     {"hierarchy", "creation"},
@@ -77,3 +77,26 @@ def test_imports_only_go_down(path: Path) -> None:
         assert _layer_of(target) >= rank, (
             f"{path.relative_to(SRC)}:{line} imports {name}, a layer above aiozarr.{own}"
         )
+
+
+MODULES = sorted(
+    ".".join(("aiozarr", *p.relative_to(SRC).with_suffix("").parts)).removesuffix(".__init__")
+    for p in SRC.rglob("*.py")
+    if p.name != "__main__.py"
+)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_module_imports_by_its_name(name: str) -> None:
+    """`import aiozarr.x` gives the module x: no function or class of a package has the
+    name of one of its modules (the function `copy` hid the module `copy`)."""
+    import importlib
+    import sys
+    import types
+
+    module = importlib.import_module(name)
+    assert isinstance(module, types.ModuleType) and sys.modules[name] is module
+    parent, _, child = name.rpartition(".")
+    if parent:
+        shadow = getattr(importlib.import_module(parent), child)
+        assert shadow is module, f"{parent}.{child} is {shadow!r}, not the module {name}"

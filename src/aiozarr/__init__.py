@@ -24,9 +24,9 @@ from aiozarr.api import (
 )
 from aiozarr.array import AsyncArray
 from aiozarr.consolidate import consolidate_metadata, consolidate_metadata_async
-from aiozarr.copy import copy, copy_async
+from aiozarr.copying import copy, copy_async
 from aiozarr.group import AsyncGroup
-from aiozarr.migrate import migrate, migrate_async
+from aiozarr.migration import migrate, migrate_async
 from aiozarr.sync import Array, Group
 
 __version__ = "0.1.0"

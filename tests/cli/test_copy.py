@@ -10,7 +10,7 @@ import pytest
 from tests.cli.test_cli import aiozarr_cli
 
 import aiozarr
-from aiozarr.copy import CopyProgress, copy, copy_async, parse_codec
+from aiozarr.copying import CopyProgress, copy, copy_async, parse_codec
 from aiozarr.errors import InvalidValueError, NodeExistsError
 from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.memory import MemoryStore

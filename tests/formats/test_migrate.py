@@ -12,7 +12,7 @@ import pytest
 import zarr
 from test_v1 import write_v1
 
-from aiozarr.migrate import migrate
+from aiozarr.migration import migrate
 
 DRAFT = Path(__file__).parent / "data" / "v3draft.zarr"
 

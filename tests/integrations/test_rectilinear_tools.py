@@ -11,7 +11,7 @@ import pytest
 import aiozarr
 from aiozarr.cli import info as info_cli
 from aiozarr.cli import tree as tree_cli
-from aiozarr.copy import copy
+from aiozarr.copying import copy
 from aiozarr.errors import MetadataError
 
 SHAPE = (10, 7)
