@@ -19,11 +19,11 @@ def emulator_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulat
 
 @pytest.fixture
 def emulator(emulator_server: Emulator) -> Iterator[Emulator]:
-    """The session's emulator with zeroed counters, no latency and no faults."""
+    """The session's emulator with zeroed counters, no faults and no network shaping."""
     emu = emulator_server
     emu.clear_faults()
-    emu.set_latency(0)
+    emu.set_network(latency_ms=0, bandwidth_mbps=0, tail_rate=0, tail_ms=0)
     emu.reset_stats()
     yield emu
     emu.clear_faults()
-    emu.set_latency(0)
+    emu.set_network(latency_ms=0, bandwidth_mbps=0, tail_rate=0, tail_ms=0)
