@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -451,6 +452,17 @@ async def test_bandwidth_caps_each_response(tmp_path: Path, http: aiohttp.Client
         assert emu.stats()["peak_inflight"] == 2
         assert min(a, b) >= 0.99 * len(body) / 40e6
         assert max(a, b) < 2 * len(body) / 40e6
+
+
+async def test_bandwidth_caps_each_upload(tmp_path: Path, http: aiohttp.ClientSession) -> None:
+    body = bytes(range(256)) * (4_000_000 // 256)  # ~4 MB
+    async with Emulator(tmp_path, bandwidth_mbps=40) as emu:
+        started = time.monotonic()
+        async with http.put(emu.http_url("up"), data=body) as response:
+            assert response.status == 200
+        assert time.monotonic() - started >= 0.99 * len(body) / 40e6  # 4 MB: >= 0.1 s
+        assert (tmp_path / "up").read_bytes() == body
+        assert emu.stats()["bytes_written"] == len(body)
 
 
 async def test_bandwidth_applies_to_ranges_and_can_change(

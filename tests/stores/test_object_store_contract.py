@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from cloud_fixtures import *  # noqa: F403  (until tests/conftest.py imports them)
 
+from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import ReadOnlyError
 from aiozarr.storage.base import RangeRequest, Store
@@ -54,18 +55,19 @@ class TestEmulatorHTTP(StoreContract):
         path.write_bytes(value)
 
 
-async def test_large_values_go_up_in_one_put_or_in_parts(
-    emulator: Emulator, emulator_s3_store: Callable[..., ObjectStore], monkeypatch
+async def test_large_values_go_up_in_parallel_parts(
+    emulator: Emulator, emulator_s3_store: Callable[..., ObjectStore]
 ) -> None:
-    from aiozarr.storage import object_store
-
     store = emulator_s3_store()
-    big = np.random.default_rng(0).integers(0, 255, 6 << 20, dtype="u1")
-    await store.set("one", big)  # below MULTIPART_BYTES: a single PUT
+    big = np.random.default_rng(0).integers(0, 255, 12 << 20, dtype="u1")
+    with config.set(max_request_bytes=16 << 20):
+        await store.set("one", big)  # within the part size: a single PUT
     assert emulator.stats()["by_kind"].get("upload_part", 0) == 0
-    monkeypatch.setattr(object_store, "MULTIPART_BYTES", 1 << 20)
-    await store.set("big", big)
-    assert emulator.stats()["by_kind"]["upload_part"] == 2
+    emulator.set_network(bandwidth_mbps=40)  # each upload connection: 40 MB/s
+    with config.set(max_request_bytes=5 << 20, parts_per_object=3):
+        await store.set("big", big)  # 3 parts of 5 MiB (S3's least), all at once
+    assert emulator.stats()["by_kind"]["upload_part"] == 3
+    assert emulator.stats()["peak_inflight"] == 3
     for key in ("one", "big"):
         got = await store.get(key, ByteRange.of(3 << 20, 64))
         assert bytes(got) == big[3 << 20 :][:64].tobytes()

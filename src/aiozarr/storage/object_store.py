@@ -22,6 +22,7 @@ from obstore.exceptions import AlreadyExistsError, NotFoundError, PreconditionEr
 from obstore.exceptions import BaseError as ObstoreError
 from obstore.store import AzureStore, GCSStore, HTTPStore, LocalStore, MemoryStore, S3Store
 
+from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import StoreError, VersionConflictError
 from aiozarr.storage.base import Buffer, Store, Version, Versioned, check_key
@@ -134,10 +135,6 @@ def _missing_bucket(store: Any) -> str:
     return f"bucket {config.get('bucket', '')!r} does not exist{where}"
 
 
-#: Values up to this size go up in one PUT. A multipart upload costs at least three
-#: requests (create, parts, complete) where one would do; S3 takes single PUTs up to
-#: 5 GiB, and a shard is rarely past a few hundred MiB (benchmarks: write workload).
-MULTIPART_BYTES = 256 << 20
 
 
 class ObjectStore(Store):
@@ -288,14 +285,27 @@ class ObjectStore(Store):
     # -- writes ------------------------------------------------------------------------
 
     async def set(self, key: str, value: Buffer) -> None:
-        """Store `value` at `key`: one PUT, or a multipart upload past `MULTIPART_BYTES`."""
+        """Store `value` at `key`: one PUT, or past the part size (`max_request_bytes`) a
+        multipart upload of parts of that size, `parts_per_object` at once.
+
+        One connection uploads at ~90 MB/s to S3: a 64 MiB shard takes 0.7 s in one
+        PUT, ~0.1 s in 8 parallel parts, for 2 more requests (create, complete)."""
         self._check_writable(key)
         data = memoryview(value).cast("B")
-        multipart = data.nbytes > MULTIPART_BYTES
+        settings = config.get()
+        part = self.max_request_bytes or settings.max_request_bytes
+        multipart = data.nbytes > part
 
         async def put() -> None:  # the whole value at once: safe to repeat
             with self._errors("write", key):
-                await obstore.put_async(self._store, key, data, use_multipart=multipart)
+                await obstore.put_async(
+                    self._store,
+                    key,
+                    data,
+                    use_multipart=multipart,
+                    chunk_size=max(part, 5 << 20),  # S3's smallest part but the last
+                    max_concurrency=max(1, settings.parts_per_object),
+                )
 
         await self._request("write", key, put, nbytes=data.nbytes)
 

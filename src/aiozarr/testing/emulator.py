@@ -14,8 +14,9 @@ uploads. Signatures are accepted and ignored. Every response carries CORS header
 
 It counts requests (by method and by kind), bytes in and out and requests in flight,
 and behaves like a cloud store on request: `latency_ms` before each answer's first byte,
-`bandwidth_mbps` as the most each response body streams at (every response on its own
-connection gets the full rate, as with S3), and a seeded slow tail (`tail_rate` of the
+`bandwidth_mbps` as the most each response body streams at, and each request body
+(an upload) is received at (every request on its own connection gets the full rate,
+as with S3), and a seeded slow tail (`tail_rate` of the
 answers wait `tail_ms` longer before their first byte). It injects faults on demand:
 error statuses, connection resets, truncated bodies and slow bodies. Each GET serves one
 version of its object even while PUTs replace it. Control endpoints, never counted:
@@ -668,12 +669,29 @@ class Emulator:
         raise _S3Error(405, f"{method} {request.path_qs} is not supported by the emulator")
 
     async def _body(self, request: web.Request) -> bytes:
-        body = await request.read()
-        with self._lock:
-            self._stats.bytes_written += len(body)
+        if self._bandwidth_bps:
+            body = await self._paced_read(request)
+        else:
+            body = await request.read()
+            with self._lock:
+                self._stats.bytes_written += len(body)
         if request.headers.get("x-amz-content-sha256", "").startswith("STREAMING-"):
             return _decode_aws_chunked(body)
         return body
+
+    async def _paced_read(self, request: web.Request) -> bytes:
+        """Receive an upload no faster than the bandwidth cap allows."""
+        pieces: list[bytes] = []
+        started, received = time.monotonic(), 0
+        async for piece in request.content.iter_chunked(_PACE_BYTES):
+            pieces.append(piece)
+            received += len(piece)
+            with self._lock:
+                self._stats.bytes_written += len(piece)
+            ahead = started + received / self._bandwidth_bps - time.monotonic()
+            if ahead > 0:
+                await asyncio.sleep(ahead)
+        return b"".join(pieces)
 
     @staticmethod
     def _etag(st: os.stat_result) -> str:
