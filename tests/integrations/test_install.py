@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -33,8 +34,9 @@ RUNS: dict[str, tuple[list[str], str]] = {
 
 
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
-    """`venv(extra)`: the python of a fresh environment with aiozarr[extra] ("" = base)."""
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], Path]]:
+    """`venv(extra)`: the python of a fresh environment with aiozarr[extra] ("" = base).
+    The environments are removed when the module ends, whatever the outcome."""
     made: dict[str, Path] = {}
 
     def make(extra: str) -> Path:
@@ -51,7 +53,11 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
             made[extra] = python
         return made[extra]
 
-    return make
+    yield make
+    # ~250 MB each, and of no use to debug a failure: pytest would keep them with the
+    # directories of a failed run.
+    for python in made.values():
+        shutil.rmtree(python.parents[1], ignore_errors=True)
 
 
 def declared_extra(example: str) -> str:
