@@ -1,12 +1,32 @@
-"""Fixtures every test folder shares: one emulator for the whole session."""
+"""Fixtures every test folder shares: one emulator for the whole session, and dask's
+scratch space kept inside pytest's temporary directory."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import pytest
 
 from aiozarr.testing.emulator import Emulator
+
+
+@pytest.fixture(scope="session", autouse=True)
+def dask_scratch_space(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every dask `LocalCluster` of the session (here and in child processes) keeps its
+    scratch space under pytest's temporary directory."""
+    # Left to itself dask makes `$TMPDIR/dask-scratch-space` and never removes its lock
+    # files; pytest removes its own directory after a passing run.
+    path = str(tmp_path_factory.mktemp("dask-scratch"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DASK_TEMPORARY_DIRECTORY", path)  # read when dask is first imported
+        if "dask" in sys.modules:  # imported while collecting: its config is already read
+            import dask
+
+            with dask.config.set({"temporary-directory": path}):
+                yield
+                return
+        yield
 
 
 @pytest.fixture(scope="session")

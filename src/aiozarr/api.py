@@ -9,10 +9,11 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 from aiozarr.array import AsyncArray
+from aiozarr.creation import check_options
 from aiozarr.errors import AiozarrError, NodeNotFoundError
 from aiozarr.group import AsyncGroup
 from aiozarr.storage.base import Store
@@ -130,6 +131,7 @@ async def create_array_async(
     `order`, `zarr_format` (3 default, or 2), `attributes`, `dimension_names`,
     `chunk_key_encoding`.
     """
+    check_options("create_array_async", options)
     resolved = resolve_store(store, mode="a", storage_options=storage_options)
     return await AsyncArray.create(
         resolved,
@@ -162,18 +164,27 @@ async def create_group_async(
 # -- sync -------------------------------------------------------------------------------------
 
 
-def _twin_of(async_fn: Callable[..., Any]) -> Callable[[F], F]:
+def _twin_of(
+    async_fn: Callable[..., Any],
+    check_options: Callable[[str, Iterable[str]], None] | None = None,
+) -> Callable[[F], F]:
     """Give a sync function its async twin's signature: `help()` shows every argument, and
-    a wrong one is refused before any work, naming the function the caller called."""
+    a wrong one is refused before any work, naming the function the caller called.
+    `check_options(name, keywords)` vets what the twin's `**options` would take."""
     signature = inspect.signature(async_fn)
+    var_keyword = next(
+        (p.name for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD), None
+    )
 
     def decorate(sync_fn: F) -> F:
         @functools.wraps(sync_fn)
         def call(*args: Any, **kwargs: Any) -> Any:
             try:
-                signature.bind(*args, **kwargs)
+                bound = signature.bind(*args, **kwargs)
             except TypeError as error:
                 raise TypeError(f"{sync_fn.__name__}(): {error}") from None
+            if check_options is not None and var_keyword is not None:
+                check_options(sync_fn.__name__, bound.arguments.get(var_keyword, {}))
             return sync_fn(*args, **kwargs)
 
         call.__signature__ = signature.replace(  # type: ignore[attr-defined]
@@ -203,7 +214,7 @@ def open(store: StoreLike, path: str = "", **options: Any) -> Array | Group:
     return Array(node) if isinstance(node, AsyncArray) else Group(node)
 
 
-@_twin_of(create_array_async)
+@_twin_of(create_array_async, check_options)
 def create_array(store: StoreLike, path: str = "", **options: Any) -> Array:
     """Create an array (`shape`, `dtype`, `chunks`, `shards`, ... as `create_array_async`)."""
     return Array(_run(create_array_async, store, path, **options))

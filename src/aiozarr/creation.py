@@ -12,8 +12,9 @@ every shard edge. A `RectilinearGrid` is taken as well.
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -286,6 +287,19 @@ def array_metadata(
         dimension_names=names,
         chunk_grid=chunk_grid,
     )
+
+
+#: The keywords `array_metadata` takes: what `create_array` accepts beyond its named ones.
+_METADATA_OPTIONS = frozenset(inspect.signature(array_metadata).parameters)
+
+
+def check_options(function: str, options: Iterable[str]) -> None:
+    """Refuse a keyword `array_metadata` does not take, naming `function` (the one the
+    caller called: `create_array`'s `**options` end here, in a function the caller never
+    named), before any work."""
+    for name in options:
+        if name not in _METADATA_OPTIONS:
+            raise TypeError(f"{function}(): got an unexpected keyword argument {name!r}")
 
 
 def _numcodecs_config(codec: Any) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import anyio
 
 from aiozarr import hierarchy
 from aiozarr.array import AsyncArray
+from aiozarr.creation import check_options
 from aiozarr.errors import NodeNotFoundError, ReadOnlyError, unwrap_group
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.storage.base import Store
@@ -178,6 +179,7 @@ class AsyncGroup(hierarchy.NodeLocation):
         **options: Any,
     ) -> AsyncArray:
         """Create a child array; options are those of `aiozarr.create_array`."""
+        check_options("create_array", options)
         options.setdefault("zarr_format", 3 if self.zarr_format == 3 else 2)
         return await AsyncArray.create(
             self._store, self._child(name), shape=shape, dtype=dtype, overwrite=overwrite, **options

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 
 import pytest
@@ -27,3 +28,16 @@ def test_a_misspelled_argument_names_the_function_called(name: str, tmp_path) ->
     with pytest.raises(TypeError, match=rf"^{name}\(\): .*'storage_option'"):
         getattr(aiozarr, name)(str(tmp_path / "x.zarr"), storage_option={})
     assert not (tmp_path / "x.zarr").exists()  # refused before any work
+
+
+def test_a_misspelled_create_option_names_the_function_called(tmp_path) -> None:
+    # create_array's **options go on to array_metadata, which the caller never called
+    kwargs = {"shape": (4,), "dtype": "f4", "fill_valu": 1}
+    with pytest.raises(TypeError, match=r"^create_array\(\): .*'fill_valu'"):
+        aiozarr.create_array(str(tmp_path / "x.zarr"), **kwargs)
+    with pytest.raises(TypeError, match=r"^create_array_async\(\): .*'fill_valu'"):
+        asyncio.run(aiozarr.create_array_async(str(tmp_path / "x.zarr"), **kwargs))
+    group = aiozarr.open_group(str(tmp_path / "g.zarr"), mode="w")
+    with pytest.raises(TypeError, match=r"^create_array\(\): .*'fill_valu'"):
+        group.create_array("a", **kwargs)
+    assert not (tmp_path / "x.zarr").exists() and list(group.member_names()) == []

@@ -10,6 +10,7 @@ import numpy as np
 import aiozarr
 from aiozarr.cli import main
 from aiozarr.cli.progress import ProgressDisplay, plural
+from aiozarr.testing.emulator import Emulator
 
 
 def test_plural() -> None:
@@ -46,3 +47,45 @@ def test_progress_lines_name_what_they_count() -> None:
         show.update(50, 100, 1, 2)
         show.update(100, 100, 2, 2)
     assert "2/2 objects" in stream.getvalue()
+
+
+def test_cp_progress_lines_count_objects_not_chunks(tmp_path: Path, capsys) -> None:
+    # cp writes whole objects (here 1 shard of 4 chunks): its progress must not say "chunks"
+    src = aiozarr.create_array(tmp_path / "a.zarr", shape=(8, 8), dtype="i2", chunks=(4, 4))
+    src[...] = np.arange(64).reshape(8, 8)
+    argv = ["cp", str(tmp_path / "a.zarr"), str(tmp_path / "b.zarr"), "--shards", "8,8"]
+    assert main([*argv, "--progress", "plain"]) == 0
+    progress = capsys.readouterr().err
+    assert "1/1 objects" in progress and "chunks," not in progress
+
+
+def _s3_options(emulator: Emulator) -> list[str]:
+    options = {**emulator.storage_options(), "client_options.allow_http": "true"}
+    del options["client_options"]
+    return [f"-o{key}={value}" for key, value in options.items()]
+
+
+def test_a_missing_bucket_is_named_first_and_the_server_text_only_with_debug(
+    emulator: Emulator, capsys
+) -> None:
+    argv = ["info", "s3://no-such-bucket/data.zarr", *_s3_options(emulator)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        "aiozarr info: error: cannot read 'zarr.json': "
+        f"bucket 'no-such-bucket' does not exist at {emulator.endpoint}\n"
+    )
+    assert main([*argv, "--debug"]) == 1
+    err = capsys.readouterr().err
+    assert "<Code>NoSuchBucket</Code>" in err  # the server's answer, as the cause
+    assert err.rstrip().endswith(f"does not exist at {emulator.endpoint}")
+
+
+def test_tree_of_an_http_store_says_why_it_cannot_list(emulator: Emulator, capsys) -> None:
+    group = aiozarr.open_group(emulator.root / "tree-http.zarr", mode="w")
+    group.create_array("temperature", shape=(4,), dtype="f4", chunks=(2,))
+    assert main(["tree", emulator.http_url("tree-http.zarr")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("aiozarr tree: error: an http(s):// store cannot list")
+    assert "open the array by its path, or write consolidated metadata" in err
+    assert "PROPFIND" not in err and "405" not in err

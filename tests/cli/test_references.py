@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +13,7 @@ import pytest
 
 import aiozarr
 from aiozarr.byte_range import ByteRange
+from aiozarr.errors import UnsupportedError
 from aiozarr.storage.references import ReferenceStore, is_reference_source, open_references
 from aiozarr.testing.emulator import Emulator
 
@@ -188,3 +191,14 @@ def test_local_parquet_directory_is_a_reference_source(
     store = ReferenceStore(renamed, target_options=emulator.storage_options())
     arr = aiozarr.open_array(store, "counts", mode="r")
     np.testing.assert_array_equal(arr[...], data["counts"])
+
+
+def test_parquet_references_without_pyarrow_name_the_extra(
+    emulator: Emulator, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, _ = _parquet_references(emulator, prefix, record_size=30)
+    store = ReferenceStore(url, storage_options=emulator.storage_options())
+    for name in ("pyarrow", "pyarrow.parquet"):
+        monkeypatch.setitem(sys.modules, name, None)  # import fails as if not installed
+    with pytest.raises(UnsupportedError, match=re.escape("pip install 'aiozarr[references]'")):
+        aiozarr.open_group(store, mode="r")["temperature"][...]

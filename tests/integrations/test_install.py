@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+import tomllib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -32,8 +34,9 @@ RUNS: dict[str, tuple[list[str], str]] = {
 
 
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
-    """`venv(extra)`: the python of a fresh environment with aiozarr[extra] ("" = base)."""
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], Path]]:
+    """`venv(extra)`: the python of a fresh environment with aiozarr[extra] ("" = base).
+    The environments are removed when the module ends, whatever the outcome."""
     made: dict[str, Path] = {}
 
     def make(extra: str) -> Path:
@@ -50,7 +53,11 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
             made[extra] = python
         return made[extra]
 
-    return make
+    yield make
+    # ~250 MB each, and of no use to debug a failure: pytest would keep them with the
+    # directories of a failed run.
+    for python in made.values():
+        shutil.rmtree(python.parents[1], ignore_errors=True)
 
 
 def declared_extra(example: str) -> str:
@@ -100,3 +107,26 @@ def test_example_runs_with_only_its_extra(example: str, venv, tmp_path: Path) ->
 def test_public_s3_names_the_real_public_url() -> None:
     text = (EXAMPLES / "public_s3.py").read_text()
     assert 'PUBLIC_URL = "s3://mur-sst/zarr-v1"' in text
+
+
+def test_packaging_declares_what_users_need() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = {
+        name: {re.split(r"[<>=\[;]", spec)[0] for spec in specs}
+        for name, specs in project["optional-dependencies"].items()
+    }
+    # the license pyproject names is shipped beside it
+    assert project["license"] == "MIT"
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+    # Parquet references need pyarrow: an extra users install, not only the test one
+    assert "pyarrow" in extras["references"]
+    assert extras["dask"] >= {"dask", "distributed"}
+    assert "xarray" in extras["xarray"]
+    assert project["optional-dependencies"]["all"] == [
+        "aiozarr[xarray,dask,progress,references,legacy]"
+    ]
+    # a linter is a developer's tool, not a test dependency
+    assert "ruff" not in extras["test"] and "ruff" in extras["dev"]
+    # numcodecs warns on import when it finds the deprecated `crc32c` binding
+    base = {re.split(r"[<>=\[;]", spec)[0] for spec in project["dependencies"]}
+    assert "google-crc32c" in base and "crc32c" not in base

@@ -111,6 +111,25 @@ def notebook(bucket: tuple[Path, dict[str, str]]) -> tuple[Path, dict[str, str]]
     return root, env
 
 
+# The two commands a new user runs first (issue #19: they stay as they are). The first is
+# the quickstart example, run by test_install.py in a fresh base environment; the second is
+# this suite.
+COMMANDS = [
+    "python3.11 -m venv .venv && .venv/bin/pip install -q -e . "
+    "&& .venv/bin/python examples/quickstart.py",
+    'python3.11 -m venv .venv && .venv/bin/pip install -q -e ".[test]" '
+    "&& bash .ci/install-emulators.sh && .venv/bin/python -m pytest -q",
+]
+
+
+def test_the_first_two_commands_and_how_long_they_take() -> None:
+    [block] = blocks("bash")
+    assert [line for line in block.splitlines() if line and not line.startswith("#")] == COMMANDS
+    text = " ".join(README.read_text().split())
+    assert re.search(r"Command 1 takes about \d+ s", text)
+    assert re.search(r"command 2 about \d+ minutes", text)
+
+
 def test_the_readme_has_blocks_to_run() -> None:
     assert len(blocks("python")) >= 4 and len(console_examples()) >= 4
 

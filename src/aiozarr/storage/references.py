@@ -384,7 +384,7 @@ class _ParquetRefs:
             import pyarrow.parquet as pq
         except ImportError:
             raise UnsupportedError(
-                "reading Parquet references needs pyarrow (pip install pyarrow)"
+                "reading Parquet references needs pyarrow: pip install 'aiozarr[references]'"
             ) from None
         keys = [f"{self._root}/{field}/refs.{record}.parq" for field, record in missing]
         datas = await self._store.get_partial_values([RangeRequest(k, None) for k in keys])
