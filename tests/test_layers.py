@@ -100,3 +100,18 @@ def test_every_module_imports_by_its_name(name: str) -> None:
     if parent:
         shadow = getattr(importlib.import_module(parent), child)
         assert shadow is module, f"{parent}.{child} is {shadow!r}, not the module {name}"
+
+
+def test_the_codec_chain_does_not_import_the_sharding_codec() -> None:
+    """Sharding is a capability the chain asks its array->bytes codec for (`shards`,
+    `shard_layout`); the chain knows no codec by class, so no import cycle hides in it."""
+    tree = ast.parse((SRC / "codecs" / "chain.py").read_text())
+    typing_only = {
+        id(node)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+        for node in ast.walk(block)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and id(node) not in typing_only:
+            assert node.module != "aiozarr.codecs.sharding", f"chain.py:{node.lineno}"

@@ -26,10 +26,10 @@ import numpy as np
 from aiozarr import config, hierarchy
 from aiozarr.api import StoreLike, resolve_store
 from aiozarr.array import AsyncArray
-from aiozarr.codecs.sharding import is_fill
 from aiozarr.errors import InvalidValueError, MetadataError, NodeNotFoundError, unwrap_group
 from aiozarr.group import AsyncGroup, walk
 from aiozarr.metadata import v2, xarray_attrs
+from aiozarr.metadata.fill_value import is_fill
 from aiozarr.storage.base import Store
 from aiozarr.storage.zip import ZipStore
 from aiozarr.sync import _run

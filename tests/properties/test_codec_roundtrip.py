@@ -81,7 +81,7 @@ def test_shard_round_trip(case: tuple[np.ndarray, list[CodecMetadata], int]) -> 
     chain = CodecChain.from_codecs(codecs, spec, "s")
     encoded = chain.encode(values)
     np.testing.assert_array_equal(chain.decode(encoded, "s"), values)
-    layout = chain.sharding.layout(spec)  # type: ignore[union-attr]
+    layout = chain.shard_layout()
     index = layout.index_of_shard(encoded, "s")
     for coords in np.ndindex(*layout.chunks_per_shard):
         block = values[layout.inner_selection(coords)]

@@ -84,6 +84,15 @@ class ArrayToBytesCodec(Codec):
     def decode(self, data: Any, spec: ChunkSpec) -> np.ndarray:
         """`data` is any buffer; the result has `spec.shape` and `spec.dtype`."""
 
+    #: Whether this codec stores a chunk as a shard of inner chunks (`shard_layout`).
+    shards: bool = False
+
+    def shard_layout(self, spec: ChunkSpec, axes: tuple[int, ...] | None) -> Any:
+        """How a chunk of `spec` is laid out as a shard of inner chunks (a `ShardLayout`);
+        only for codecs that `shards`. `axes`: the chunk is stored transposed by it
+        (transpose codecs before this one)."""
+        raise NotImplementedError(f"codec {self.name!r} does not shard")
+
     def encoded_size(self, spec: ChunkSpec) -> int | None:
         """Exact encoded size when it depends only on `spec`, else None."""
         return None

@@ -25,11 +25,12 @@ from aiozarr.codecs.base import (
 from aiozarr.codecs.bytes import BytesCodec
 from aiozarr.codecs.gzip import decoding_key
 from aiozarr.codecs.registry import get_codec
+from aiozarr.codecs.transpose import TransposeCodec
 from aiozarr.errors import AiozarrError, CodecError, MetadataError, UnsupportedError
 from aiozarr.metadata.model import ArrayMetadata, CodecMetadata
 
 if TYPE_CHECKING:
-    from aiozarr.codecs.sharding import ShardingCodec, ShardLayout
+    from aiozarr.codecs.sharding import ShardLayout
 
 
 #: Chains bound to other chunk shapes kept by `CodecChain.for_shape`.
@@ -156,13 +157,6 @@ class CodecChain:
         """Every codec, in metadata order."""
         return (*self.array_to_array, self.array_to_bytes, *self.bytes_to_bytes)
 
-    @property
-    def sharding(self) -> ShardingCodec | None:
-        """The sharding codec when it is this chain's array->bytes codec, else None."""
-        from aiozarr.codecs.sharding import ShardingCodec
-
-        return self.array_to_bytes if isinstance(self.array_to_bytes, ShardingCodec) else None
-
     def shard_layout(self, shape: tuple[int, ...] | None = None) -> ShardLayout | None:
         """The layout, on the array's axes, of a shard of `shape` (this chain's chunk shape
         by default) when the array is sharded, else None.
@@ -170,20 +164,18 @@ class CodecChain:
         `transpose` codecs before `sharding_indexed` (zarr-python 3.4 and zarrs write them)
         make the stored shard a transposed one; the layout maps inner chunks back.
         """
-        sharding = self.sharding
-        if sharding is None:
+        if not self.array_to_bytes.shards:
             return None
         spec = (
             self._spec
             if shape is None
             else ChunkSpec(shape, self._spec.dtype, self._spec.fill_value)
         )
-        return sharding.layout(spec, self._sharding_axes())
+        layout: ShardLayout = self.array_to_bytes.shard_layout(spec, self._sharding_axes())
+        return layout
 
     def _sharding_axes(self) -> tuple[int, ...] | None:
         """The one permutation the array->array codecs before sharding amount to."""
-        from aiozarr.codecs.transpose import TransposeCodec
-
         if not self.array_to_array:
             return None
         axes = tuple(range(len(self._spec.shape)))

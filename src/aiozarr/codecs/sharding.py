@@ -22,6 +22,7 @@ from aiozarr.codecs.chain import CodecChain
 from aiozarr.codecs.registry import get_codec, register_codec
 from aiozarr.codecs.transpose import TransposeCodec
 from aiozarr.errors import CodecError, MetadataError
+from aiozarr.metadata.fill_value import is_fill
 from aiozarr.metadata.model import CodecMetadata
 
 #: Offset and length of an inner chunk that is not stored.
@@ -208,32 +209,6 @@ class ShardLayout:
         return out
 
 
-def is_fill(chunk: np.ndarray, fill_value: Any) -> bool:
-    """Whether every element's bytes equal the fill value's bytes.
-
-    Bytes, not values: -0.0 is not a fill of 0.0, and a NaN is a fill only of a NaN
-    with the same payload, so a chunk left unwritten always reads back bit for bit.
-    Object arrays (no fixed bytes) compare values.
-    """
-    if fill_value is None:
-        return False
-    if chunk.dtype.hasobject:
-        return all(v == fill_value for v in chunk.flat)
-    itemsize = chunk.dtype.itemsize
-    if not chunk.size or not itemsize:
-        return True
-    fill = np.asarray(fill_value, dtype=chunk.dtype).reshape(1)
-    if itemsize in (1, 2, 4, 8):
-        bits = np.dtype(f"u{itemsize}")
-        items = np.ascontiguousarray(chunk).reshape(-1).view(bits)
-        target = fill.view(bits)[0]
-        # Most written chunks differ at once: skip the full comparison.
-        return bool(items[0] == target and np.all(items == target))
-    rows = np.ascontiguousarray(chunk).reshape(-1).view(np.uint8).reshape(-1, itemsize)
-    target_bytes = fill.view(np.uint8)
-    return bool(np.array_equal(rows[0], target_bytes) and np.all(rows == target_bytes))
-
-
 def _codec_list(codecs: Sequence[Any], field: str) -> tuple[Codec, ...]:
     if isinstance(codecs, str | bytes | Mapping) or not isinstance(codecs, Sequence):
         raise MetadataError(f"field {field!r} must be a list of codecs, got {codecs!r}")
@@ -296,6 +271,12 @@ class ShardingCodec(ArrayToBytesCodec):
 
     def validate(self, spec: ChunkSpec) -> None:
         self.layout(spec)
+
+    shards = True
+
+    def shard_layout(self, spec: ChunkSpec, axes: tuple[int, ...] | None) -> ShardLayout:
+        """The layout of a shard of `spec` (see `layout`)."""
+        return self.layout(spec, axes)
 
     def layout(self, shard_spec: ChunkSpec, axes: tuple[int, ...] | None = None) -> ShardLayout:
         """The layout of shards of `shard_spec` (built once per spec, then cached).

@@ -27,13 +27,13 @@ import numpy as np
 
 from aiozarr import config
 from aiozarr.codecs import CodecChain, ShardLayout
-from aiozarr.codecs.sharding import is_fill
 from aiozarr.engine.executor import codec_threads, run_codec
 from aiozarr.engine.plan import ChunkRead, ShardRead, plan_chunks, plan_shards
 from aiozarr.engine.progress import Progress, ProgressCallback
 from aiozarr.engine.target import StoredArray
 from aiozarr.errors import StoreError, VersionConflictError
 from aiozarr.indexing import ChunkProjection
+from aiozarr.metadata.fill_value import is_fill
 from aiozarr.storage.base import Buffer, RangeRequest, Store, Versioned
 
 W = TypeVar("W", ChunkRead, ShardRead)

@@ -244,3 +244,29 @@ def to_v2_json(value: Any, dtype: np.dtype[Any]) -> Any:
             return base64.b64encode(value).decode("ascii")
         return value.item() if isinstance(value, np.generic) else value
     return _common_json(_scalar(value, dtype), dtype)
+
+
+def is_fill(chunk: np.ndarray, fill_value: Any) -> bool:
+    """Whether every element's bytes equal the fill value's bytes.
+
+    Bytes, not values: -0.0 is not a fill of 0.0, and a NaN is a fill only of a NaN
+    with the same payload, so a chunk left unwritten always reads back bit for bit.
+    Object arrays (no fixed bytes) compare values.
+    """
+    if fill_value is None:
+        return False
+    if chunk.dtype.hasobject:
+        return all(v == fill_value for v in chunk.flat)
+    itemsize = chunk.dtype.itemsize
+    if not chunk.size or not itemsize:
+        return True
+    fill = np.asarray(fill_value, dtype=chunk.dtype).reshape(1)
+    if itemsize in (1, 2, 4, 8):
+        bits = np.dtype(f"u{itemsize}")
+        items = np.ascontiguousarray(chunk).reshape(-1).view(bits)
+        target = fill.view(bits)[0]
+        # Most written chunks differ at once: skip the full comparison.
+        return bool(items[0] == target and np.all(items == target))
+    rows = np.ascontiguousarray(chunk).reshape(-1).view(np.uint8).reshape(-1, itemsize)
+    target_bytes = fill.view(np.uint8)
+    return bool(np.array_equal(rows[0], target_bytes) and np.all(rows == target_bytes))
