@@ -32,7 +32,7 @@ from aiozarr.group import AsyncGroup, walk
 from aiozarr.metadata import v2, xarray_attrs
 from aiozarr.storage.base import Store
 from aiozarr.storage.zip import ZipStore
-from aiozarr.sync import _run
+from aiozarr.sync import run
 
 __all__ = ["CopyProgress", "CopyReport", "copy", "copy_async", "parse_codec"]
 
@@ -485,4 +485,4 @@ async def _copy_units(
 
 def copy(src: StoreLike, dst: StoreLike, **options: Any) -> CopyReport:
     """Copy an array or group between stores; options as `copy_async`."""
-    return _run(copy_async, src, dst, **options)
+    return run(copy_async, src, dst, **options)

@@ -41,7 +41,7 @@ from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadat
 from aiozarr.metadata.v3draft import is_draft
 from aiozarr.storage.base import RangeRequest, Store
 from aiozarr.storage.zip import ZipStore
-from aiozarr.sync import Array, Group, _run
+from aiozarr.sync import Array, Group, run
 
 __all__ = ["MigrateProgress", "migrate", "migrate_async", "target_metadata"]
 
@@ -425,5 +425,5 @@ async def migrate_async(
 
 def migrate(src: StoreLike, dst: StoreLike, **options: Any) -> Array | Group:
     """Rewrite an array or hierarchy as Zarr v2 or v3; options as `migrate_async`."""
-    node = _run(migrate_async, src, dst, **options)
+    node = run(migrate_async, src, dst, **options)
     return Array(node) if isinstance(node, AsyncArray) else Group(node)
