@@ -13,6 +13,7 @@ from typing import Any, Literal
 import numpy as np
 
 from aiozarr import hierarchy
+from aiozarr.chunk_grid import RectilinearGrid
 from aiozarr.codecs import CodecChain
 from aiozarr.creation import array_metadata
 from aiozarr.engine import read as engine_read
@@ -154,6 +155,18 @@ class AsyncArray(hierarchy.NodeLocation):
         return self.metadata.chunk_shape
 
     @property
+    def is_sharded(self) -> bool:
+        """Whether each stored object is a shard of inner chunks (`sharding_indexed`)."""
+        return self._stored.layout is not None
+
+    @property
+    def rectilinear_grid(self) -> RectilinearGrid | None:
+        """The grid of stored objects (shards when sharded, else chunks) when their shapes
+        differ, else None. A rectilinear grid whose objects all have one shape is None
+        here: `chunks` and `shards` describe it as a regular grid."""
+        return self._stored.rectilinear
+
+    @property
     def read_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
         """Per axis, the length of each chunk (inner chunk when sharded), the last one cut
         at the array's end: dask's `chunks`. Defined for every grid."""
@@ -184,8 +197,15 @@ class AsyncArray(hierarchy.NodeLocation):
 
     @property
     def stored(self) -> StoredArray:
-        """The engine's view of this array (store, key prefix, chain, caches)."""
+        """The engine's view of this array (store, key prefix, chain, caches): for the
+        engine and its tests only; layers above use the properties of this class
+        (tests/test_layers.py keeps them so)."""
         return self._stored
+
+    def chunk_key(self, chunk_coords: tuple[int, ...]) -> str:
+        """The store key of the stored object (shard when sharded, else chunk) at grid
+        coordinates `chunk_coords`, with the array's path in front."""
+        return self._stored.key(chunk_coords)
 
     # -- reading ---------------------------------------------------------------------------
 

@@ -243,10 +243,10 @@ def target_options(
 
 def _source_grid(src: AsyncArray) -> tuple[Any, Any]:
     """`create_array`'s `chunks` and `shards` that repeat the grid of `src`."""
-    grid = src.stored.rectilinear
+    grid = src.rectilinear_grid
     if grid is None:
         return src.chunks, src.shards
-    if src.stored.layout is None:
+    if not src.is_sharded:
         return grid, None
     return src.chunks, grid
 
@@ -454,7 +454,7 @@ async def _copy_units(
                 data = np.asarray(await job.src.getitem(region))
                 skip = False
                 if resume:
-                    if job.dst.stored.key(coords) in existing:
+                    if job.dst.chunk_key(coords) in existing:
                         skip = _equal(np.asarray(await job.dst.getitem(region)), data)
                     else:
                         skip = _all_fill(data, job.dst)

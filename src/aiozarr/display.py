@@ -15,7 +15,7 @@ def array_rows(array: AsyncArray) -> list[tuple[str, str]]:
     chunks, shards = array.describe_grid()
     if meta.zarr_format == 3:
         codecs = " → ".join(c.name for c in meta.codecs)
-        if array.stored.layout is not None:
+        if array.is_sharded:
             inner = meta.codecs[0].configuration.get("codecs", [])
             codecs += " [" + " → ".join(c["name"] for c in inner) + "]"
     else:

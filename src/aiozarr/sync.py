@@ -269,6 +269,10 @@ class Array:
     dtype = property(lambda self: self._async.dtype, doc="The numpy data type.")
     chunks = property(lambda self: self._async.chunks, doc="Chunk shape (inner when sharded).")
     shards = property(lambda self: self._async.shards, doc="Shard shape, or None.")
+    is_sharded = property(lambda self: self._async.is_sharded, doc="Whether it is sharded.")
+    rectilinear_grid = property(
+        lambda self: self._async.rectilinear_grid, doc="The grid when objects differ in shape."
+    )
     read_chunk_sizes = property(
         lambda self: self._async.read_chunk_sizes, doc="Per axis, each chunk's length."
     )
@@ -284,6 +288,10 @@ class Array:
     name = property(lambda self: self._async.name, doc="Absolute name ('/path').")
     store = property(lambda self: self._async.store, doc="The store holding the array.")
     zarr_format = property(lambda self: self._async.zarr_format, doc="2 or 3.")
+
+    def chunk_key(self, chunk_coords: tuple[int, ...]) -> str:
+        """The store key of the shard (or chunk) at grid coordinates `chunk_coords`."""
+        return self._async.chunk_key(chunk_coords)
 
     @property
     def attrs(self) -> Attributes:

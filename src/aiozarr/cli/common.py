@@ -82,10 +82,10 @@ def grid_json(array: Any) -> tuple[list[Any], list[Any] | None]:
     On a rectilinear grid the chunks (or shards) are per axis the list of their lengths
     inside the array, as dask writes `chunks`.
     """
-    if array.stored.rectilinear is None:
+    if array.rectilinear_grid is None:
         return list(array.chunks), None if array.shards is None else list(array.shards)
     edges = [list(sizes) for sizes in array.write_chunk_sizes]
-    if array.stored.layout is None:
+    if not array.is_sharded:
         return edges, None
     return list(array.chunks), edges
 

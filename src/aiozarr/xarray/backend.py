@@ -310,12 +310,12 @@ def _variable(
     """A raw (undecoded) variable, as xarray's zarr backend builds it."""
     meta = array.metadata
     attrs = {k: v for k, v in meta.attributes.items() if k != DIMENSION_KEY}
-    rectilinear = array.stored.rectilinear
+    rectilinear = array.rectilinear_grid
     if rectilinear is None:
         chunks, shards = array.chunks, array.shards
         preferred: Any = shards or chunks
     else:  # edge lists: `create_array` reads them back as the same rectilinear grid
-        sharded = array.stored.layout is not None
+        sharded = array.is_sharded
         chunks = array.chunks if sharded else rectilinear.edges
         shards = rectilinear.edges if sharded else None
         preferred = array.write_chunk_sizes
