@@ -15,7 +15,7 @@ LAYERS = [
     {"__main__", "__init__", "cli", "xarray", "dask"},
     {"api", "migration", "consolidate", "copying"},
     {"sync", "display"},
-    {"array", "group"},
+    {"array", "group", "description"},
     {"hierarchy", "creation"},
     {"engine"},
     {"codecs", "metadata", "indexing", "vectorized"},

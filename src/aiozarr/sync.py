@@ -312,6 +312,10 @@ class Array:
         """Block selection: whole shards (or chunks) by their grid indices."""
         return _Selector(self._async.get_block_selection, self._async.set_block_selection)
 
+    description = property(
+        lambda self: self._async.description, doc="What the array is, as one value."
+    )
+
     @property
     def info(self) -> str:
         return self._async.info()
