@@ -15,7 +15,7 @@ LAYERS = [
     {"__main__", "__init__", "cli", "xarray", "dask"},
     {"api", "migration", "consolidate", "copying"},
     {"sync", "display"},
-    {"array", "group"},
+    {"array", "group", "description"},
     {"hierarchy", "creation"},
     {"engine"},
     {"codecs", "metadata", "indexing", "vectorized"},
@@ -115,3 +115,57 @@ def test_the_codec_chain_does_not_import_the_sharding_codec() -> None:
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and id(node) not in typing_only:
             assert node.module != "aiozarr.codecs.sharding", f"chain.py:{node.lineno}"
+
+
+# The engine's view of an array (`AsyncArray.stored`, a `StoredArray`) belongs to array.py
+# and the engine: the layers above ask AsyncArray's documented properties (`is_sharded`,
+# `rectilinear_grid`, `chunk_key`, ...), so a change inside the engine cannot break them.
+ENGINE_SIDE = ("array.py", "engine")
+ENGINE_ATTRIBUTES = {"stored", "_stored"}
+# Private or engine-internal calls that upper layers reach through a public door instead:
+# `aiozarr.sync.run` (the portal) and `aiozarr.engine.transfer.move_chunks` (stored chunks).
+PRIVATE_IMPORTS = {("aiozarr.sync", "_run"), ("aiozarr.engine.executor", "run_codec")}
+PRIVATE_ATTRIBUTES = {"_run", "run_codec"}
+
+
+def _reach_ins(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute) and node.attr in ENGINE_ATTRIBUTES | PRIVATE_ATTRIBUTES:
+            found.append(f"{node.lineno}: .{node.attr}")
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                if (node.module, alias.name) in PRIVATE_IMPORTS:
+                    found.append(f"{node.lineno}: from {node.module} import {alias.name}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if tuple(alias.name.rsplit(".", 1)) in PRIVATE_IMPORTS:
+                    found.append(f"{node.lineno}: import {alias.name}")
+    return found
+
+
+ABOVE_THE_ARRAY = [
+    p for p in sorted(SRC.rglob("*.py")) if p.relative_to(SRC).parts[0] not in ENGINE_SIDE
+]
+
+
+@pytest.mark.parametrize("path", ABOVE_THE_ARRAY, ids=lambda p: str(p.relative_to(SRC)))
+def test_no_reach_past_the_array(path: Path) -> None:
+    """Modules outside array.py and engine/ use neither the engine's `StoredArray` nor
+    private calls of the portal and the codec pool."""
+    assert not _reach_ins(path), f"{path.relative_to(SRC)} reaches past the array: " + ", ".join(
+        _reach_ins(path)
+    )
+
+
+def test_the_reach_in_check_catches_each_kind(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        "from aiozarr.sync import _run\n"
+        "from aiozarr.engine.executor import run_codec\n"
+        "import aiozarr.sync\n"
+        "a.stored.layout\n"
+        "b._stored\n"
+        "aiozarr.sync._run(f)\n"
+    )
+    assert len(_reach_ins(source)) == 5

@@ -20,7 +20,7 @@ from aiozarr.storage.base import Store
 from aiozarr.storage.references import ReferenceStore, is_reference_source
 from aiozarr.storage.url import from_url
 from aiozarr.storage.zip import ZipMode, is_zip, open_zip
-from aiozarr.sync import Array, Group, _run
+from aiozarr.sync import Array, Group, run
 
 F = TypeVar("F", bound=Callable[..., Any])
 Mode = Literal["r", "r+", "a", "w", "w-"]
@@ -198,29 +198,29 @@ def _twin_of(
 @_twin_of(open_array_async)
 def open_array(store: StoreLike, path: str = "", **options: Any) -> Array:
     """Open an existing array (`mode`, `zarr_format`, `storage_options` as the async twin)."""
-    return Array(_run(open_array_async, store, path, **options))
+    return Array(run(open_array_async, store, path, **options))
 
 
 @_twin_of(open_group_async)
 def open_group(store: StoreLike, path: str = "", **options: Any) -> Group:
     """Open a group (`mode`, `zarr_format`, `storage_options`, `attributes`)."""
-    return Group(_run(open_group_async, store, path, **options))
+    return Group(run(open_group_async, store, path, **options))
 
 
 @_twin_of(open_async)
 def open(store: StoreLike, path: str = "", **options: Any) -> Array | Group:
     """Open the array or group at `path`."""
-    node = _run(open_async, store, path, **options)
+    node = run(open_async, store, path, **options)
     return Array(node) if isinstance(node, AsyncArray) else Group(node)
 
 
 @_twin_of(create_array_async, check_options)
 def create_array(store: StoreLike, path: str = "", **options: Any) -> Array:
     """Create an array (`shape`, `dtype`, `chunks`, `shards`, ... as `create_array_async`)."""
-    return Array(_run(create_array_async, store, path, **options))
+    return Array(run(create_array_async, store, path, **options))
 
 
 @_twin_of(create_group_async)
 def create_group(store: StoreLike, path: str = "", **options: Any) -> Group:
     """Create a group (`attributes`, `zarr_format`, `overwrite`, `storage_options`)."""
-    return Group(_run(create_group_async, store, path, **options))
+    return Group(run(create_group_async, store, path, **options))

@@ -13,8 +13,10 @@ from typing import Any, Literal
 import numpy as np
 
 from aiozarr import hierarchy
+from aiozarr.chunk_grid import RectilinearGrid
 from aiozarr.codecs import CodecChain
 from aiozarr.creation import array_metadata
+from aiozarr.description import ArrayDescription, describe_array
 from aiozarr.engine import read as engine_read
 from aiozarr.engine import write as engine_write
 from aiozarr.engine.progress import ShowProgress, as_callback
@@ -154,6 +156,18 @@ class AsyncArray(hierarchy.NodeLocation):
         return self.metadata.chunk_shape
 
     @property
+    def is_sharded(self) -> bool:
+        """Whether each stored object is a shard of inner chunks (`sharding_indexed`)."""
+        return self._stored.layout is not None
+
+    @property
+    def rectilinear_grid(self) -> RectilinearGrid | None:
+        """The grid of stored objects (shards when sharded, else chunks) when their shapes
+        differ, else None. A rectilinear grid whose objects all have one shape is None
+        here: `chunks` and `shards` describe it as a regular grid."""
+        return self._stored.rectilinear
+
+    @property
     def read_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
         """Per axis, the length of each chunk (inner chunk when sharded), the last one cut
         at the array's end: dask's `chunks`. Defined for every grid."""
@@ -184,8 +198,15 @@ class AsyncArray(hierarchy.NodeLocation):
 
     @property
     def stored(self) -> StoredArray:
-        """The engine's view of this array (store, key prefix, chain, caches)."""
+        """The engine's view of this array (store, key prefix, chain, caches): for the
+        engine and its tests only; layers above use the properties of this class
+        (tests/test_layers.py keeps them so)."""
         return self._stored
+
+    def chunk_key(self, chunk_coords: tuple[int, ...]) -> str:
+        """The store key of the stored object (shard when sharded, else chunk) at grid
+        coordinates `chunk_coords`, with the array's path in front."""
+        return self._stored.key(chunk_coords)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -424,41 +445,17 @@ class AsyncArray(hierarchy.NodeLocation):
         await hierarchy.write_node(self._store, self._path, meta)
         self._stored = dataclasses.replace(self._stored, meta=meta)
 
-    # -- description -----------------------------------------------------------------------
+    # -- description ---------------------------------------------------------------------
+
+    @property
+    def description(self) -> ArrayDescription:
+        """What the array is (shape, grid, codecs, ...) as one value: the facts `info`,
+        the notebook view and `aiozarr info` show. No I/O."""
+        return describe_array(self)
 
     def info(self) -> str:
-        """A short, human-readable description."""
-        meta = self.metadata
-        codecs = (
-            ", ".join(c.name for c in meta.codecs)
-            if meta.zarr_format == 3
-            else f"filters={meta.filters}, compressor={meta.compressor}"
-        )
-        chunks, shards = self.describe_grid()
-        lines = [
-            f"Type               : Array (Zarr v{meta.zarr_format})",
-            f"Name               : {self.name}",
-            f"Shape              : {self.shape}",
-            f"Data type          : {self.dtype}",
-            f"Chunk shape        : {chunks}",
-            f"Shard shape        : {shards}",
-            f"Fill value         : {meta.fill_value!r}",
-            f"Codecs             : {codecs}",
-            f"Dimension names    : {meta.dimension_names}",
-            f"Store              : {self._store!r}",
-            f"Bytes (decoded)    : {self.nbytes}",
-        ]
-        return "\n".join(lines)
-
-    def describe_grid(self) -> tuple[str, str]:
-        """The chunk shape and the shard shape for people ("None": not sharded); on a
-        rectilinear grid, its edges (`rectilinear ((4, 4), (1, 2, 3))`, shortened)."""
-        grid = self._stored.rectilinear
-        if grid is None:
-            return str(self.chunks), str(self.shards)
-        if self._stored.layout is None:
-            return grid.describe(), "None"
-        return str(self.chunks), grid.describe()
+        """A short, human-readable description (`description` as text)."""
+        return self.description.text()
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickles as store description + path + metadata: no connection, loop or thread.

@@ -19,7 +19,7 @@ from aiozarr.group import AsyncGroup
 from aiozarr.metadata import consolidated, v2, v3
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.storage.base import RangeRequest, Store
-from aiozarr.sync import Group, _run
+from aiozarr.sync import Group, run
 
 Node = ArrayMetadata | GroupMetadata
 _V2_NAMES = (hierarchy.V2_ARRAY_KEY, hierarchy.V2_GROUP_KEY, hierarchy.V2_ATTRS_KEY)
@@ -97,4 +97,4 @@ async def consolidate_metadata_async(
 
 def consolidate_metadata(store: StoreLike, path: str = "", **options: Any) -> Group:
     """Consolidate the metadata below the group at `path` (`storage_options` as the twin)."""
-    return Group(_run(consolidate_metadata_async, store, path, **options))
+    return Group(run(consolidate_metadata_async, store, path, **options))

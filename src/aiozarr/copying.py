@@ -32,7 +32,7 @@ from aiozarr.metadata import v2, xarray_attrs
 from aiozarr.metadata.fill_value import is_fill
 from aiozarr.storage.base import Store
 from aiozarr.storage.zip import ZipStore
-from aiozarr.sync import _run
+from aiozarr.sync import run
 
 __all__ = ["CopyProgress", "CopyReport", "copy", "copy_async", "parse_codec"]
 
@@ -243,10 +243,10 @@ def target_options(
 
 def _source_grid(src: AsyncArray) -> tuple[Any, Any]:
     """`create_array`'s `chunks` and `shards` that repeat the grid of `src`."""
-    grid = src.stored.rectilinear
+    grid = src.rectilinear_grid
     if grid is None:
         return src.chunks, src.shards
-    if src.stored.layout is None:
+    if not src.is_sharded:
         return grid, None
     return src.chunks, grid
 
@@ -454,7 +454,7 @@ async def _copy_units(
                 data = np.asarray(await job.src.getitem(region))
                 skip = False
                 if resume:
-                    if job.dst.stored.key(coords) in existing:
+                    if job.dst.chunk_key(coords) in existing:
                         skip = _equal(np.asarray(await job.dst.getitem(region)), data)
                     else:
                         skip = _all_fill(data, job.dst)
@@ -485,4 +485,4 @@ async def _copy_units(
 
 def copy(src: StoreLike, dst: StoreLike, **options: Any) -> CopyReport:
     """Copy an array or group between stores; options as `copy_async`."""
-    return _run(copy_async, src, dst, **options)
+    return run(copy_async, src, dst, **options)

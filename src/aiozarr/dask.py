@@ -41,7 +41,7 @@ def write_grid(array: Array | AsyncArray) -> tuple[int, ...] | tuple[tuple[int, 
     On a rectilinear grid units differ in shape: per axis, the length of each unit
     inside the array (dask's `chunks`).
     """
-    if _sync(array).async_array.stored.rectilinear is not None:
+    if array.rectilinear_grid is not None:
         return tuple(sizes or (0,) for sizes in array.write_chunk_sizes)
     return array.shards or array.chunks
 
@@ -50,7 +50,7 @@ def _is_boundary(array: Array, axis: int, position: int) -> bool:
     """Whether a unit (shard or chunk) of `array` starts at `position` along `axis`."""
     if position == array.shape[axis]:
         return True
-    grid = array.async_array.stored.rectilinear
+    grid = array.rectilinear_grid
     if grid is None:
         return position % write_grid(array)[axis] == 0  # type: ignore[operator]
     edges = grid.axes[axis]
@@ -148,7 +148,7 @@ def _region_shape(region: tuple[slice, ...], shape: tuple[int, ...]) -> tuple[in
 
 def _check_aligned(source: da.Array, target: Array, region: tuple[slice, ...] | None) -> None:
     grid = write_grid(target)
-    what = "shard" if target.async_array.stored.layout is not None else "chunk"
+    what = "shard" if target.is_sharded else "chunk"
     starts = [0] * target.ndim
     if region is not None:
         starts = [s.indices(n)[0] for s, n in zip(region, target.shape, strict=True)]

@@ -5,37 +5,29 @@ from __future__ import annotations
 import html
 
 from aiozarr.array import AsyncArray
+from aiozarr.description import codecs_text
 from aiozarr.group import AsyncGroup
 from aiozarr.sizes import human_bytes
 
 
 def array_rows(array: AsyncArray) -> list[tuple[str, str]]:
-    """The facts shown for an array, as (label, value) pairs."""
-    meta = array.metadata
-    chunks, shards = array.describe_grid()
-    if meta.zarr_format == 3:
-        codecs = " → ".join(c.name for c in meta.codecs)
-        if array.stored.layout is not None:
-            inner = meta.codecs[0].configuration.get("codecs", [])
-            codecs += " [" + " → ".join(c["name"] for c in inner) + "]"
-    else:
-        parts = [f["id"] for f in meta.filters or ()]
-        parts += [meta.compressor["id"]] if meta.compressor else []
-        codecs = " → ".join(parts) or "none"
+    """The facts shown for an array, as (label, value) pairs, from its description."""
+    described = array.description
+    chunks, shards = described.grid_text()
     rows = [
-        ("Name", array.name),
-        ("Format", f"Zarr v{meta.zarr_format}"),
-        ("Shape", str(array.shape)),
-        ("Data type", str(array.dtype)),
+        ("Name", described.name),
+        ("Format", f"Zarr v{described.zarr_format}"),
+        ("Shape", str(described.shape)),
+        ("Data type", described.dtype),
         ("Chunks", chunks),
-        ("Shards", shards if shards != "None" else "—"),
-        ("Codecs", codecs),
-        ("Fill value", repr(meta.fill_value)),
-        ("Size (decoded)", human_bytes(array.nbytes)),
-        ("Store", repr(array.store)),
+        ("Shards", shards if described.shards is not None else "—"),
+        ("Codecs", codecs_text(described.codecs)),
+        ("Fill value", repr(described.fill_value)),
+        ("Size (decoded)", human_bytes(described.decoded_bytes)),
+        ("Store", described.store),
     ]
-    if meta.dimension_names:
-        rows.insert(3, ("Dimensions", ", ".join(str(n) for n in meta.dimension_names)))
+    if described.dimension_names:
+        rows.insert(3, ("Dimensions", ", ".join(str(n) for n in described.dimension_names)))
     return rows
 
 

@@ -33,15 +33,15 @@ from aiozarr.api import StoreLike, resolve_store
 from aiozarr.array import AsyncArray
 from aiozarr.codecs import CodecChain
 from aiozarr.codecs.blosc import is_legacy_zstd
-from aiozarr.engine.executor import run_codec
+from aiozarr.engine.transfer import ChunkMove, move_chunks
 from aiozarr.errors import InvalidValueError, UnsupportedError, unwrap_group
 from aiozarr.group import AsyncGroup, walk
 from aiozarr.metadata import v2, xarray_attrs
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata, GroupMetadata
 from aiozarr.metadata.v3draft import is_draft
-from aiozarr.storage.base import RangeRequest, Store
+from aiozarr.storage.base import Store
 from aiozarr.storage.zip import ZipStore
-from aiozarr.sync import Array, Group, _run
+from aiozarr.sync import Array, Group, run
 
 __all__ = ["MigrateProgress", "migrate", "migrate_async", "target_metadata"]
 
@@ -197,6 +197,13 @@ class _Job:
         )
         return math.prod(sizes) * self.src.dtype.itemsize
 
+    def keeps_bytes(self, data: Any) -> bool:
+        """Whether a stored chunk moves as it is: the target reads the same encoding, and
+        it is not a blosc frame of zstd 0.7 (zarr 1.x wrote them), which other readers
+        cannot decompress, so it is re-encoded instead."""
+        legacy = (self.src.metadata.compressor or {}).get("id") == "blosc"
+        return self.copyable and not (legacy and is_legacy_zstd(data))
+
 
 async def _stored_coords(array: AsyncArray) -> list[tuple[int, ...]]:
     """The grid coordinates of the chunks `array` stores (all of them, unlistable stores)."""
@@ -207,7 +214,7 @@ async def _stored_coords(array: AsyncArray) -> list[tuple[int, ...]]:
         return every
     prefix = hierarchy.chunk_prefix(array.path, meta)
     keys = {key async for key in array.store.list_prefix(prefix)}
-    return [c for c in every if prefix + meta.chunk_key(c) in keys]
+    return [c for c in every if array.chunk_key(c) in keys]
 
 
 def _same_place(a: Store, a_path: str, b: Store, b_path: str) -> bool:
@@ -223,20 +230,6 @@ def _same_place(a: Store, a_path: str, b: Store, b_path: str) -> bool:
 
 
 # -- moving chunks ----------------------------------------------------------------------------
-
-
-def _reencode_all(todo: Sequence[tuple[_Job, str, Any]]) -> list[bytes]:
-    """Decode stored chunks with their source's codecs and encode them with the target's."""
-    return [
-        bytes(memoryview(job.dst.stored.chain.encode(job.src.stored.chain.decode(data, key))))  # type: ignore[arg-type]
-        for job, key, data in todo
-    ]
-
-
-def _stale_frame(job: _Job, data: Any) -> bool:
-    """Whether a chunk that could move as stored bytes is a blosc frame of zstd 0.7 (zarr
-    1.x wrote them), which other readers cannot decompress: it is re-encoded instead."""
-    return (job.src.metadata.compressor or {}).get("id") == "blosc" and is_legacy_zstd(data)
 
 
 class _Mover:
@@ -293,33 +286,26 @@ class _Mover:
         return self.state
 
     async def _move(self, batch: list[tuple[_Job, tuple[int, ...]]]) -> None:
-        keys = [job.src.stored.key(c) for job, c in batch]
-        found = await self.source.get_partial_values([RangeRequest(k) for k in keys])
-        out: list[tuple[str, Any]] = []
-        todo: list[tuple[_Job, str, Any]] = []  # re-encoded together: one codec-pool hop
-        targets: list[str] = []
-        for (job, coords), key, data in zip(batch, keys, found, strict=True):
-            if data is None:  # deleted since the listing: nothing to move
-                continue
-            if job.copyable and not _stale_frame(job, data):
-                out.append((job.dst.stored.key(coords), data))
-            else:
-                todo.append((job, key, data))
-                targets.append(job.dst.stored.key(coords))
-        copied = len(out)
-        if todo:
-            nbytes = sum(job.chunk_nbytes for job, _, _ in todo)
-            encoded = await run_codec(_reencode_all, todo, nbytes=nbytes)
-            out += zip(targets, encoded, strict=True)
-        await self.target.set_many(out)
+        moves = [
+            ChunkMove(
+                source_key=job.src.chunk_key(coords),
+                target_key=job.dst.chunk_key(coords),
+                source_chain=job.src.codec_chain,
+                target_chain=job.dst.codec_chain,
+                keeps_bytes=job.keeps_bytes,
+                nbytes=job.chunk_nbytes,
+            )
+            for job, coords in batch
+        ]
+        moved = await move_chunks(self.source, self.target, moves)
         state = self.state
         self.state = dataclasses.replace(
             state,
             path=batch[-1][0].dst.name,
             chunks_done=state.chunks_done + len(batch),
             bytes_done=state.bytes_done + sum(job.region_nbytes(c) for job, c in batch),
-            chunks_copied=state.chunks_copied + copied,
-            chunks_reencoded=state.chunks_reencoded + len(todo),
+            chunks_copied=state.chunks_copied + moved.copied,
+            chunks_reencoded=state.chunks_reencoded + moved.reencoded,
         )
         if self.progress is not None:
             self.progress(self.state)
@@ -425,5 +411,5 @@ async def migrate_async(
 
 def migrate(src: StoreLike, dst: StoreLike, **options: Any) -> Array | Group:
     """Rewrite an array or hierarchy as Zarr v2 or v3; options as `migrate_async`."""
-    node = _run(migrate_async, src, dst, **options)
+    node = run(migrate_async, src, dst, **options)
     return Array(node) if isinstance(node, AsyncArray) else Group(node)

@@ -2,7 +2,8 @@
 
 One background event loop per process (an asyncio loop on a daemon thread), started
 on first use, after `fork`, and again if it ever dies; each call is a task of its own.
-Each I/O method is one `_run` line, so sync and async cannot drift. A
+Each I/O method is one `run` line, so sync and async cannot drift; `run` is public
+because every sync twin above this layer (api, copy, migrate, xarray) goes through it. A
 `KeyboardInterrupt` (or the `sync_timeout_s` setting running out) while blocked cancels
 the task before re-raising.
 """
@@ -159,13 +160,14 @@ class _Call:
                 self.loop.call_soon_threadsafe(scope.cancel)
 
 
-def _run(
+def run(
     fn: Callable[..., Awaitable[T]],
     *args: Any,
     inline: Callable[..., tuple[bool, T]] | None = None,
     **kwargs: Any,
 ) -> T:
-    """Run the coroutine function `fn` on the background loop and wait for its result.
+    """Run the coroutine function `fn` on aiozarr's background loop and wait for its
+    result: the one way a sync function of aiozarr runs async code.
 
     `inline(*args, **kwargs)` is tried first: `(True, result)` when it could do the work
     on this thread (values in memory), which saves the hop to the loop's thread.
@@ -214,15 +216,15 @@ class Attributes(MutableMapping[str, Any]):
         return len(self._node.attrs)
 
     def __setitem__(self, key: str, value: Any) -> None:
-        return _run(self._node.update_attributes, {key: value})  # type: ignore[func-returns-value]
+        return run(self._node.update_attributes, {key: value})  # type: ignore[func-returns-value]
 
     def __delitem__(self, key: str) -> None:
-        return _run(
+        return run(
             self._node.replace_attributes, {k: v for k, v in self._node.attrs.items() if k != key}
         )  # type: ignore[func-returns-value]
 
     def update(self, other: Mapping[str, Any] = (), /, **kwargs: Any) -> None:  # type: ignore[override]
-        return _run(self._node.update_attributes, {**dict(other), **kwargs})  # type: ignore[func-returns-value]
+        return run(self._node.update_attributes, {**dict(other), **kwargs})  # type: ignore[func-returns-value]
 
     def asdict(self) -> dict[str, Any]:
         return self._node.attrs
@@ -242,10 +244,10 @@ class _Selector:
         self._set = set
 
     def __getitem__(self, selection: Any) -> Any:
-        return _run(self._get, selection)
+        return run(self._get, selection)
 
     def __setitem__(self, selection: Any, value: Any) -> None:
-        return _run(self._set, selection, value)
+        return run(self._set, selection, value)
 
 
 class Array:
@@ -267,6 +269,10 @@ class Array:
     dtype = property(lambda self: self._async.dtype, doc="The numpy data type.")
     chunks = property(lambda self: self._async.chunks, doc="Chunk shape (inner when sharded).")
     shards = property(lambda self: self._async.shards, doc="Shard shape, or None.")
+    is_sharded = property(lambda self: self._async.is_sharded, doc="Whether it is sharded.")
+    rectilinear_grid = property(
+        lambda self: self._async.rectilinear_grid, doc="The grid when objects differ in shape."
+    )
     read_chunk_sizes = property(
         lambda self: self._async.read_chunk_sizes, doc="Per axis, each chunk's length."
     )
@@ -282,6 +288,10 @@ class Array:
     name = property(lambda self: self._async.name, doc="Absolute name ('/path').")
     store = property(lambda self: self._async.store, doc="The store holding the array.")
     zarr_format = property(lambda self: self._async.zarr_format, doc="2 or 3.")
+
+    def chunk_key(self, chunk_coords: tuple[int, ...]) -> str:
+        """The store key of the shard (or chunk) at grid coordinates `chunk_coords`."""
+        return self._async.chunk_key(chunk_coords)
 
     @property
     def attrs(self) -> Attributes:
@@ -302,6 +312,10 @@ class Array:
         """Block selection: whole shards (or chunks) by their grid indices."""
         return _Selector(self._async.get_block_selection, self._async.set_block_selection)
 
+    description = property(
+        lambda self: self._async.description, doc="What the array is, as one value."
+    )
+
     @property
     def info(self) -> str:
         return self._async.info()
@@ -320,73 +334,73 @@ class Array:
     # -- I/O: one line each ----------------------------------------------------------------
 
     def __getitem__(self, selection: Any) -> Any:
-        return _run(self._async.getitem, selection, inline=self._async.getitem_inline)
+        return run(self._async.getitem, selection, inline=self._async.getitem_inline)
 
     def __setitem__(self, selection: Any, value: Any) -> None:
-        return _run(self._async.setitem, selection, value)
+        return run(self._async.setitem, selection, value)
 
     def getitem(self, selection: Any = ..., *, progress: ShowProgress = None) -> Any:
         """`arr[selection]`, with `progress=True` for a progress bar (or a callback)."""
-        return _run(self._async.getitem, selection, progress=progress)
+        return run(self._async.getitem, selection, progress=progress)
 
     def setitem(self, selection: Any, value: Any, *, progress: ShowProgress = None) -> None:
         """`arr[selection] = value`, with `progress=True` for a progress bar (or a callback)."""
-        return _run(self._async.setitem, selection, value, progress=progress)
+        return run(self._async.setitem, selection, value, progress=progress)
 
     def get_basic_selection(self, selection: Any = ..., *, progress: ShowProgress = None) -> Any:
-        return _run(self._async.get_basic_selection, selection, progress=progress)
+        return run(self._async.get_basic_selection, selection, progress=progress)
 
     def set_basic_selection(
         self, selection: Any, value: Any, *, progress: ShowProgress = None
     ) -> None:
-        return _run(self._async.set_basic_selection, selection, value, progress=progress)
+        return run(self._async.set_basic_selection, selection, value, progress=progress)
 
     def get_orthogonal_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
-        return _run(self._async.get_orthogonal_selection, selection, progress=progress)
+        return run(self._async.get_orthogonal_selection, selection, progress=progress)
 
     def set_orthogonal_selection(
         self, selection: Any, value: Any, *, progress: ShowProgress = None
     ) -> None:
-        return _run(self._async.set_orthogonal_selection, selection, value, progress=progress)
+        return run(self._async.set_orthogonal_selection, selection, value, progress=progress)
 
     def get_coordinate_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
-        return _run(self._async.get_coordinate_selection, selection, progress=progress)
+        return run(self._async.get_coordinate_selection, selection, progress=progress)
 
     def set_coordinate_selection(
         self, selection: Any, value: Any, *, progress: ShowProgress = None
     ) -> None:
-        return _run(self._async.set_coordinate_selection, selection, value, progress=progress)
+        return run(self._async.set_coordinate_selection, selection, value, progress=progress)
 
     def get_mask_selection(self, mask: Any, *, progress: ShowProgress = None) -> Any:
-        return _run(self._async.get_mask_selection, mask, progress=progress)
+        return run(self._async.get_mask_selection, mask, progress=progress)
 
     def set_mask_selection(self, mask: Any, value: Any, *, progress: ShowProgress = None) -> None:
-        return _run(self._async.set_mask_selection, mask, value, progress=progress)
+        return run(self._async.set_mask_selection, mask, value, progress=progress)
 
     def get_vectorized_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
-        return _run(self._async.get_vectorized_selection, selection, progress=progress)
+        return run(self._async.get_vectorized_selection, selection, progress=progress)
 
     def set_vectorized_selection(
         self, selection: Any, value: Any, *, progress: ShowProgress = None
     ) -> None:
-        return _run(self._async.set_vectorized_selection, selection, value, progress=progress)
+        return run(self._async.set_vectorized_selection, selection, value, progress=progress)
 
     def get_block_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
-        return _run(self._async.get_block_selection, selection, progress=progress)
+        return run(self._async.get_block_selection, selection, progress=progress)
 
     def set_block_selection(
         self, selection: Any, value: Any, *, progress: ShowProgress = None
     ) -> None:
-        return _run(self._async.set_block_selection, selection, value, progress=progress)
+        return run(self._async.set_block_selection, selection, value, progress=progress)
 
     def resize(self, new_shape: Any) -> None:
-        return _run(self._async.resize, new_shape)
+        return run(self._async.resize, new_shape)
 
     def update_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
-        return _run(self._async.update_attributes, attributes)
+        return run(self._async.update_attributes, attributes)
 
     def replace_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
-        return _run(self._async.replace_attributes, attributes)
+        return run(self._async.replace_attributes, attributes)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         values = np.asarray(self[...])
@@ -423,41 +437,41 @@ class Group:
         return display.group_html(self._async, self.tree())
 
     def __getitem__(self, name: str) -> Array | Group:
-        return _wrap(_run(self._async.getitem, name))
+        return _wrap(run(self._async.getitem, name))
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and _run(self._async.contains, name)
+        return isinstance(name, str) and run(self._async.contains, name)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.member_names())
 
     def member_names(self) -> list[str]:
-        return _run(self._async.member_names)
+        return run(self._async.member_names)
 
     def members(self) -> list[tuple[str, Array | Group]]:
-        return [(n, _wrap(m)) for n, m in _run(_collect, self._async.members())]
+        return [(n, _wrap(m)) for n, m in run(_collect, self._async.members())]
 
     def arrays(self) -> list[tuple[str, Array]]:
-        return [(n, Array(a)) for n, a in _run(self._async.arrays)]
+        return [(n, Array(a)) for n, a in run(self._async.arrays)]
 
     def groups(self) -> list[tuple[str, Group]]:
-        return [(n, Group(g)) for n, g in _run(self._async.groups)]
+        return [(n, Group(g)) for n, g in run(self._async.groups)]
 
     def create_group(
         self, name: str, *, attributes: Mapping[str, Any] | None = None, overwrite: bool = False
     ) -> Group:
         return Group(
-            _run(self._async.create_group, name, attributes=attributes, overwrite=overwrite)
+            run(self._async.create_group, name, attributes=attributes, overwrite=overwrite)
         )
 
     def require_group(self, name: str) -> Group:
-        return Group(_run(self._async.require_group, name))
+        return Group(run(self._async.require_group, name))
 
     def create_array(
         self, name: str, *, shape: Any, dtype: Any, overwrite: bool = False, **options: Any
     ) -> Array:
         return Array(
-            _run(
+            run(
                 self._async.create_array,
                 name,
                 shape=shape,
@@ -468,13 +482,13 @@ class Group:
         )
 
     def update_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
-        return _run(self._async.update_attributes, attributes)
+        return run(self._async.update_attributes, attributes)
 
     def replace_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
-        return _run(self._async.replace_attributes, attributes)
+        return run(self._async.replace_attributes, attributes)
 
     def tree(self, *, max_depth: int | None = None) -> str:
-        return _run(self._async.tree, max_depth=max_depth)
+        return run(self._async.tree, max_depth=max_depth)
 
 
 async def _collect(iterator: Any) -> list[Any]:

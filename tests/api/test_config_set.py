@@ -62,7 +62,7 @@ def test_the_sync_facade_carries_a_plain_change_into_its_loop() -> None:
         seen.append(config.get().codec_threads)
 
     config.set(codec_threads=5)
-    aiozarr.sync._run(read_setting)
+    aiozarr.sync.run(read_setting)
     assert seen == [5]
 
 

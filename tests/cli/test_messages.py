@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import html
 import io
+import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import aiozarr
 from aiozarr.cli import main
 from aiozarr.cli.progress import ProgressDisplay, plural
+from aiozarr.description import codecs_text
 from aiozarr.testing.emulator import Emulator
 
 
@@ -19,6 +23,33 @@ def test_plural() -> None:
 
 def _rows(table: str) -> dict[str, str]:
     return {k.strip(): v.strip() for k, v in (line.split(" : ", 1) for line in table.splitlines())}
+
+
+@pytest.mark.parametrize(
+    ("options", "codecs"),
+    [
+        (
+            {"chunks": (2,), "shards": (4,)},
+            "sharding_indexed[bytes(endian=little) -> zstd(level=0,checksum=False)]",
+        ),
+        ({"chunks": (2,), "zarr_format": 2}, "zstd(level=0)"),
+        ({"chunks": (2,), "compressors": None}, "bytes(endian=little)"),
+    ],
+)
+def test_info_html_and_the_cli_show_one_description(
+    tmp_path: Path, capsys, options: dict, codecs: str
+) -> None:
+    """`arr.info`, the notebook's table and `aiozarr info` render one description: the
+    codecs read the same in all three, from the JSON form `--json` prints."""
+    arr = aiozarr.create_array(tmp_path / "a.zarr", shape=(8,), dtype="f4", **options)
+    assert _rows(arr.info)["Codecs"] == codecs
+    assert f"<td style='text-align:left'>{html.escape(codecs)}</td>" in arr._repr_html_()
+    assert main(["info", str(tmp_path / "a.zarr")]) == 0
+    assert _rows(capsys.readouterr().out)["Codecs"] == codecs
+    assert main(["info", str(tmp_path / "a.zarr"), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["codecs"] == arr.description.to_json()["codecs"]
+    assert codecs_text(shown["codecs"]) == codecs
 
 
 def test_info_names_the_node_the_url_points_at(tmp_path: Path, capsys) -> None:

@@ -94,7 +94,7 @@ async def _unbalanced_cancel_scopes(depth: int = 0) -> None:
 def test_a_call_that_breaks_anyio_does_not_stop_the_sync_api() -> None:
     for _ in range(3):
         with pytest.raises((RuntimeError, RecursionError)):
-            sync._run(_unbalanced_cancel_scopes)
+            sync.run(_unbalanced_cancel_scopes)
         _next_call_works()
 
 

@@ -145,8 +145,8 @@ def test_writing_appends_and_reads_the_last_entry_as_zarr_python(tmp_path: Path)
     with pytest.raises(StoreError, match="cannot be deleted"):
         arr[...] = 0  # a chunk of the fill value would be deleted (zarr-python: the same)
     with pytest.raises(UnsupportedError, match="cannot be deleted"):
-        aiozarr.sync._run(store.delete, "c/0")
-    aiozarr.sync._run(store.delete, "c/1")  # a missing key: nothing to do
+        aiozarr.sync.run(store.delete, "c/0")
+    aiozarr.sync.run(store.delete, "c/1")  # a missing key: nothing to do
     store.close()
     assert zipfile.ZipFile(path).namelist().count("c/0") == 2
     np.testing.assert_array_equal(

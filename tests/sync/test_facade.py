@@ -1,4 +1,4 @@
-"""The sync facade: one `_run` line per I/O method, parity with the async objects,
+"""The sync facade: one `run` line per I/O method, parity with the async objects,
 usable inside a running loop, cancellation on interrupt, and a clear error on its own loop."""
 
 from __future__ import annotations
@@ -54,13 +54,13 @@ def test_io_methods_are_single_run_lines() -> None:
             calls = [
                 c
                 for c in ast.walk(fn)
-                if isinstance(c, ast.Call) and getattr(c.func, "id", None) == "_run"
+                if isinstance(c, ast.Call) and getattr(c.func, "id", None) == "run"
             ]
             if not calls:
                 continue
             body = [s for s in fn.body if not isinstance(s, ast.Expr)]  # docstrings aside
             assert len(body) == 1 and isinstance(body[0], ast.Return), (
-                f"{cls.name}.{fn.name} must be a single `return ..._run(...)` line"
+                f"{cls.name}.{fn.name} must be a single `return ...run(...)` line"
             )
 
 
@@ -104,7 +104,7 @@ def test_calling_from_the_portal_loop_names_the_async_method() -> None:
         arr[:]
 
     with pytest.raises(SyncInLoopError, match=r"await AsyncArray\.getitem"):
-        sync._run(inside)
+        sync.run(inside)
 
 
 class _SlowStore(MemoryStore):

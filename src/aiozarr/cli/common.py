@@ -19,7 +19,6 @@ from urllib.parse import urlsplit
 __all__ = [
     "Parser",
     "add_common",
-    "grid_json",
     "is_local",
     "options_for",
     "parse_shape",
@@ -74,20 +73,6 @@ def transfer_storage_options(args: argparse.Namespace) -> tuple[dict[str, Any], 
     if args.dst_storage_option is None:
         return options, options
     return options, parse_storage_options(args.dst_storage_option)
-
-
-def grid_json(array: Any) -> tuple[list[Any], list[Any] | None]:
-    """An array's chunk and shard shapes as JSON (shards None when unsharded).
-
-    On a rectilinear grid the chunks (or shards) are per axis the list of their lengths
-    inside the array, as dask writes `chunks`.
-    """
-    if array.stored.rectilinear is None:
-        return list(array.chunks), None if array.shards is None else list(array.shards)
-    edges = [list(sizes) for sizes in array.write_chunk_sizes]
-    if array.stored.layout is None:
-        return edges, None
-    return list(array.chunks), edges
 
 
 def parse_storage_options(pairs: Sequence[str]) -> dict[str, Any]:

@@ -18,17 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import numpy as np
 
 from aiozarr.cli.common import (
     Parser,
     add_common,
-    grid_json,
     options_for,
     parse_storage_options,
     run_command,
 )
 from aiozarr.cli.progress import human_bytes
+from aiozarr.description import codecs_text
 from aiozarr.errors import StoreError
 
 __all__ = ["build_parser", "describe", "listed_sizes", "main"]
@@ -100,43 +99,6 @@ def _file_sizes(store: Any, keys: list[str]) -> list[int | None]:
     return sizes
 
 
-def _json_value(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value).replace("inf", "Infinity").replace("nan", "NaN")
-    if isinstance(value, complex):
-        return [value.real, value.imag]
-    if isinstance(value, bytes):
-        return value.decode("latin-1")
-    return value
-
-
-def _codecs(meta: Any) -> list[dict[str, Any]]:
-    if meta.zarr_format == 3:
-        return [c.to_json() for c in meta.codecs]
-    found = [dict(f) for f in meta.filters or ()]
-    if meta.compressor is not None:
-        found.append(dict(meta.compressor))
-    return found
-
-
-def _codec_names(codecs: list[dict[str, Any]]) -> str:
-    parts = []
-    for codec in codecs:
-        name = codec.get("name") or codec.get("id")
-        conf = codec.get("configuration") or {k: v for k, v in codec.items() if k != "id"}
-        if name == "sharding_indexed":
-            inner = _codec_names(list(conf.get("codecs", [])))
-            parts.append(f"sharding_indexed[{inner}]")
-        elif conf:
-            short = ",".join(f"{k}={v}" for k, v in conf.items() if not isinstance(v, dict | list))
-            parts.append(f"{name}({short})")
-        else:
-            parts.append(str(name))
-    return " -> ".join(parts) or "none"
-
-
 async def describe(node: Any) -> dict[str, Any]:
     """Everything `info` shows about an AsyncArray or AsyncGroup, JSON-ready."""
     from aiozarr.array import AsyncArray
@@ -162,25 +124,9 @@ async def describe(node: Any) -> dict[str, Any]:
         members = [name async for name, _ in node.members()]
         info["members"] = sorted(members)
         return info
-    meta = node.metadata
-    chunks, shards = grid_json(node)
-    if meta.chunk_grid is None:
-        grid = [math.ceil(s / c) for s, c in zip(node.shape, meta.chunk_shape, strict=True)]
-    else:
-        grid = list(meta.chunk_grid.counts_within(node.shape))
-    info.update(
-        shape=list(node.shape),
-        dtype=str(node.dtype),
-        chunks=chunks,
-        shards=shards,
-        chunk_grid="regular" if meta.chunk_grid is None else "rectilinear",
-        grid=grid,
-        codecs=_codecs(meta),
-        fill_value=_json_value(meta.fill_value),
-        dimension_names=None if meta.dimension_names is None else list(meta.dimension_names),
-        decoded_bytes=node.nbytes,
-        compression_ratio=round(node.nbytes / stored, 3) if stored else None,
-    )
+    # The array's own facts; the keys above keep their places, the others follow.
+    info.update(node.description.to_json())
+    info["compression_ratio"] = round(node.nbytes / stored, 3) if stored else None
     return info
 
 
@@ -205,7 +151,7 @@ def _table(info: dict[str, Any]) -> str:
             ("Chunk shape", " x ".join(map(str, info["chunks"]))),
             ("Shard shape", " x ".join(map(str, info["shards"])) if info["shards"] else "-"),
             ("Grid", f"{' x '.join(map(str, grid))} = {math.prod(grid)} {unit}"),
-            ("Codecs", _codec_names(info["codecs"])),
+            ("Codecs", codecs_text(info["codecs"])),
             ("Fill value", repr(info["fill_value"])),
             ("Dimension names", ", ".join(map(str, info["dimension_names"] or [])) or "-"),
             ("Decoded size", human_bytes(info["decoded_bytes"])),

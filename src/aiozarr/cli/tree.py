@@ -15,7 +15,6 @@ from typing import Any
 from aiozarr.cli.common import (
     Parser,
     add_common,
-    grid_json,
     options_for,
     parse_storage_options,
     run_command,
@@ -66,15 +65,15 @@ def _describe(node: Any) -> dict[str, Any]:
 
     name = node.path.rpartition("/")[2] or "/"
     if isinstance(node, AsyncArray):
-        chunks, shards = grid_json(node)
+        described = node.description.to_json()
         return {
             "name": name,
             "node": "array",
-            "shape": list(node.shape),
-            "dtype": str(node.dtype),
-            "chunks": chunks,
-            "shards": shards,
-            "zarr_format": node.zarr_format,
+            "shape": described["shape"],
+            "dtype": described["dtype"],
+            "chunks": described["chunks"],
+            "shards": described["shards"],
+            "zarr_format": described["zarr_format"],
         }
     return {"name": name, "node": "group", "zarr_format": node.zarr_format, "members": []}
 

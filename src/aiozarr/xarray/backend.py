@@ -37,7 +37,7 @@ from aiozarr.metadata import consolidated as v2_consolidated
 from aiozarr.metadata import v2, v3
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.storage.base import RangeRequest, Store
-from aiozarr.sync import _run
+from aiozarr.sync import run
 
 __all__ = ["AiozarrBackendArray", "AiozarrBackendEntrypoint", "read_tree", "store_of"]
 
@@ -73,7 +73,7 @@ class AiozarrBackendArray(BackendArray):
         )
 
     def _read_sync(self, key: tuple[Any, ...]) -> Any:
-        return _run(self._read, key)
+        return run(self._read, key)
 
     async def _read(self, key: tuple[Any, ...]) -> Any:
         with unwrap_group():
@@ -310,12 +310,12 @@ def _variable(
     """A raw (undecoded) variable, as xarray's zarr backend builds it."""
     meta = array.metadata
     attrs = {k: v for k, v in meta.attributes.items() if k != DIMENSION_KEY}
-    rectilinear = array.stored.rectilinear
+    rectilinear = array.rectilinear_grid
     if rectilinear is None:
         chunks, shards = array.chunks, array.shards
         preferred: Any = shards or chunks
     else:  # edge lists: `create_array` reads them back as the same rectilinear grid
-        sharded = array.stored.layout is not None
+        sharded = array.is_sharded
         chunks = array.chunks if sharded else rectilinear.edges
         shards = rectilinear.edges if sharded else None
         preferred = array.write_chunk_sizes
@@ -532,7 +532,7 @@ class AiozarrBackendEntrypoint(BackendEntrypoint):
         target = _Target(filename_or_obj, group, storage_options)
         drop = _drop_list(drop_variables)
         with unwrap_group():
-            variables, attrs = _run(
+            variables, attrs = run(
                 _open_group_variables,
                 target,
                 consolidated,
@@ -566,7 +566,7 @@ class AiozarrBackendEntrypoint(BackendEntrypoint):
             raise AiozarrError("a data tree opens from a group, not an array")
         drop = _drop_list(drop_variables)
         with unwrap_group():
-            groups = _run(
+            groups = run(
                 _open_tree_variables,
                 target.store,
                 target.path,

@@ -20,7 +20,7 @@ from aiozarr.errors import NodeNotFoundError, unwrap_group
 from aiozarr.metadata import consolidated as v2_consolidated
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.storage.base import Store
-from aiozarr.sync import _run
+from aiozarr.sync import run
 from aiozarr.xarray.backend import DIMENSION_KEY, Node, _variable, dimensions, read_tree
 
 __all__ = ["consolidate_async", "to_zarr", "to_zarr_async", "write_metadata_async"]
@@ -445,7 +445,7 @@ def to_zarr(ds: xr.Dataset, store: StoreLike, **options: Any) -> Any:
     """
     compute = options.pop("compute", True)
     with unwrap_group():
-        writes = _run(write_metadata_async, ds, store, **options)
+        writes = run(write_metadata_async, ds, store, **options)
     delayed = _delayed(writes, options.get("write_empty_chunks"))
     if delayed is None or not compute:
         return delayed
