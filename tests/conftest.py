@@ -23,7 +23,9 @@ def emulator(emulator_server: Emulator) -> Iterator[Emulator]:
     emu = emulator_server
     emu.clear_faults()
     emu.set_latency(0)
+    emu.set_list_latency(0)
     emu.reset_stats()
     yield emu
     emu.clear_faults()
     emu.set_latency(0)
+    emu.set_list_latency(0)
