@@ -1,20 +1,28 @@
-"""Large directories list page by page.
+"""Large directories list page by page, and a group's members are told apart in one batch.
 
 - 25,000 keys in slow pages (each page 0.1 s, one page a 503, one page slower than the
   request timeout) list completely and in order, however long the listing takes in all:
   each page has its own timeout and retries and resumes after the last key received.
+- `member_names()` of a group with 10,000 stray entries costs one listing and one batch
+  of metadata reads, not a request (or two) per listed name.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import anyio
+import numpy as np
 import obstore.store
 import pytest
 
+import aiozarr
 from aiozarr import config
+from aiozarr.storage.counting import CountingStore
+from aiozarr.storage.local import LocalStore
+from aiozarr.storage.memory import MemoryStore
 from aiozarr.storage.object_store import ObjectStore
 from aiozarr.testing.emulator import Emulator
 
@@ -94,3 +102,64 @@ def test_a_large_directory_lists_in_slow_pages_with_faults(
     assert stats["by_status"].get("503") == 1
     assert store.budget.stats()["retries"] == 2
     assert store.budget.stats()["timeouts"] == 1
+
+
+def _junk_group(store: object, zarr_format: int) -> None:
+    root = aiozarr.open_group(store, mode="w", zarr_format=zarr_format)
+    root.create_array("a", shape=(2,), dtype="i4")[...] = np.arange(2)
+    root.create_group("g")
+
+
+@pytest.mark.parametrize("kind", ["memory", "local"])
+def test_member_names_among_10000_stray_keys_is_one_listing_and_one_batch(
+    tmp_path: Path, kind: str
+) -> None:
+    """v3: 10,000 keys beside the members (files are never nodes: not read at all)."""
+    inner = MemoryStore() if kind == "memory" else LocalStore(tmp_path / "g.zarr")
+    _junk_group(inner, 3)
+
+    async def junk() -> None:
+        await inner.set_many([(f"junk{i:05d}", b"") for i in range(10_000)])
+
+    anyio.run(junk)
+    store = CountingStore(inner)
+    group = aiozarr.open_group(store, mode="r")
+    store.reset()
+    assert group.member_names() == ["a", "g"]
+    assert store.counts["list"] == 1
+    assert len(store.batches) == 1
+    assert sorted(r.key for r in store.batches[0]) == ["a/zarr.json", "g/zarr.json"]
+    assert sum(store.counts.values()) == 1 + 2  # the listing and two reads
+
+
+def test_v2_member_names_among_10000_stray_directories_is_one_batch() -> None:
+    """v2: 10,000 directories that are not nodes (no .zarray / .zgroup) are all asked
+    about in the one batch that finds the members."""
+    inner = MemoryStore()
+    _junk_group(inner, 2)
+
+    async def junk() -> None:
+        await inner.set_many([(f"junk{i:05d}/x", b"") for i in range(10_000)])
+
+    anyio.run(junk)
+    store = CountingStore(inner)
+    group = aiozarr.open_group(store, mode="r")
+    store.reset()
+    assert group.member_names() == ["a", "g"]
+    assert store.counts["list"] == 1
+    assert len(store.batches) == 1
+    assert len(store.batches[0]) == 4 * 10_002  # .zarray .zattrs .zgroup .zmetadata each
+
+
+def test_implicit_groups_still_found_without_zarr_json() -> None:
+    """A v3 directory without `zarr.json` but with keys below is an implicit group: the
+    listing says it is a directory, so no listing per name is needed to find it."""
+    inner = MemoryStore()
+    _junk_group(inner, 3)
+    anyio.run(inner.set, "implicit/deeper/zarr.json", b'{"zarr_format": 3, "node_type": "group"}')
+    store = CountingStore(inner)
+    group = aiozarr.open_group(store, mode="r")
+    store.reset()
+    assert group.member_names() == ["a", "g", "implicit"]
+    assert store.counts["list"] == 1
+    assert len(store.batches) == 1
