@@ -9,8 +9,10 @@
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -33,15 +35,17 @@ PAGES = KEYS // 1000
 
 
 @pytest.fixture(scope="module")
-def big_prefix(emulator_server: Emulator) -> str:
+def big_prefix(emulator_server: Emulator) -> Iterator[str]:
     """A prefix holding `big/k00000` ... `big/k24999`: empty files written straight into
-    the emulator's folder (25,000 PUTs would take minutes)."""
+    the emulator's folder (25,000 PUTs would take minutes); removed afterwards, so the
+    session's other tests never list them."""
     prefix = "large-listing"
     directory = emulator_server.root / prefix / "big"
     directory.mkdir(parents=True)
     for i in range(KEYS):
         (directory / f"k{i:05d}").touch()
-    return prefix
+    yield prefix
+    shutil.rmtree(emulator_server.root / prefix)
 
 
 def _store(emulator: Emulator, prefix: str) -> ObjectStore:
