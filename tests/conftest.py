@@ -43,7 +43,9 @@ def emulator(emulator_server: Emulator) -> Iterator[Emulator]:
     emu = emulator_server
     emu.clear_faults()
     emu.set_network(latency_ms=0, bandwidth_mbps=0, tail_rate=0, tail_ms=0)
+    emu.set_list_latency(0)
     emu.reset_stats()
     yield emu
     emu.clear_faults()
     emu.set_network(latency_ms=0, bandwidth_mbps=0, tail_rate=0, tail_ms=0)
+    emu.set_list_latency(0)

@@ -113,11 +113,11 @@ class AsyncGroup(hierarchy.NodeLocation):
         return await self._open_member(name) is not None
 
     async def _children(self) -> dict[str, AsyncArray | AsyncGroup]:
-        """Every direct child, by name: one listing, then every child's metadata at once."""
+        """Every direct child, by name: one listing, then every child's metadata in one
+        batch (`hierarchy.read_members`), never a request per listed name in turn."""
         listed = hierarchy.consolidated_names(self._metadata)
         if listed is None:
-            names = [n async for n in self._store.list_dir(self._path)]
-            listed = [n for n in names if not n.startswith(".") and n != "zarr.json"]
+            return await self._listed_children()
         nodes: dict[str, AsyncArray | AsyncGroup | None] = {}
 
         async def open_one(name: str) -> None:
@@ -128,6 +128,33 @@ class AsyncGroup(hierarchy.NodeLocation):
                 for name in listed:
                     tg.start_soon(open_one, name)
         return {n: node for n, node in sorted(nodes.items()) if node is not None}
+
+    async def _listed_children(self) -> dict[str, AsyncArray | AsyncGroup]:
+        # A listed key (not a directory) is never a node: only directories, and names
+        # the store cannot tell, are read.
+        kinds: dict[str, bool | None] = {}
+        async for name, is_dir in self._store.list_dir_entries(self._path):
+            if name.startswith(".") or name == "zarr.json":
+                continue
+            both = (kinds.get(name, False), is_dir)  # a key and a directory: a directory
+            kinds[name] = True if True in both else None if None in both else False
+        names = [name for name, is_dir in kinds.items() if is_dir is not False]
+        fmt: Literal[2, 3] = 3 if self.zarr_format == 3 else 2
+        metas = await hierarchy.read_members(self._store, self._path, names, fmt)
+        if fmt == 3:  # a directory without zarr.json is an implicit group
+            unknown = [n for n, meta in metas.items() if meta is None and kinds[n] is None]
+            below = await _have_children(self._store, [self._child(n) for n in unknown])
+            kinds.update(zip(unknown, below, strict=True))
+            for name, meta in metas.items():
+                if meta is None and kinds[name]:
+                    metas[name] = GroupMetadata(zarr_format=3)
+        nodes: dict[str, AsyncArray | AsyncGroup] = {}
+        for name, meta in sorted(metas.items()):
+            if isinstance(meta, ArrayMetadata):
+                nodes[name] = AsyncArray(self._store, self._child(name), meta)
+            elif meta is not None:
+                nodes[name] = AsyncGroup(self._store, self._child(name), meta)
+        return nodes
 
     async def member_names(self) -> list[str]:
         """Names of the direct children that are arrays or groups, sorted."""
@@ -221,6 +248,20 @@ async def _has_children(store: Store, path: str) -> bool:
     async for _ in store.list_prefix(f"{path}/" if path else ""):
         return True
     return False
+
+
+async def _have_children(store: Store, paths: Sequence[str]) -> list[bool]:
+    """`_has_children` of each path, all listed concurrently."""
+    found = [False] * len(paths)
+
+    async def one(i: int, path: str) -> None:
+        found[i] = await _has_children(store, path)
+
+    with unwrap_group():
+        async with anyio.create_task_group() as tg:
+            for i, path in enumerate(paths):
+                tg.start_soon(one, i, path)
+    return found
 
 
 Members = list[tuple[str, "AsyncArray | AsyncGroup"]]

@@ -88,13 +88,7 @@ async def read_node(
         key = join(path, V3_KEY)
         data = await store.get(key)
         if data is not None:
-            doc = json_load(data, key)
-            if v3draft.is_entry_point(doc):
-                return await _read_draft(store, path, "", v3draft.parse_entry_point(doc, key))
-            node = v3.parse_node(doc, key)
-            if isinstance(node, GroupMetadata) and not use_consolidated:
-                node = dataclasses.replace(node, consolidated=None)
-            return node
+            return await _v3_node(store, path, data, key, use_consolidated)
         if zarr_format == 3:
             raise NodeNotFoundError(
                 f"no Zarr v3 array or group at {path or '/'!r} ({key} missing) in {store!r}"
@@ -110,6 +104,46 @@ async def read_node(
     raise NodeNotFoundError(f"no Zarr array or group at {path or '/'!r} in {store!r}")
 
 
+async def _v3_node(
+    store: Store, path: str, data: object, key: str, use_consolidated: bool = True
+) -> Node:
+    """The node whose `zarr.json` (at `key`) holds `data`."""
+    doc = json_load(data, key)
+    if v3draft.is_entry_point(doc):
+        return await _read_draft(store, path, "", v3draft.parse_entry_point(doc, key))
+    node = v3.parse_node(doc, key)
+    if isinstance(node, GroupMetadata) and not use_consolidated:
+        node = dataclasses.replace(node, consolidated=None)
+    return node
+
+
+#: A v2 node's documents, as a group's listed children are read (`read_members`).
+_V2_MEMBER_KEYS = (V2_ARRAY_KEY, V2_ATTRS_KEY, V2_GROUP_KEY, ZMETADATA_KEY)
+
+
+async def read_members(
+    store: Store, path: str, names: list[str], zarr_format: Literal[2, 3]
+) -> dict[str, Node | None]:
+    """The metadata of each child `names` of the group at `path` (None: no node there),
+    read in one batch however many names there are: each child's `zarr.json` (v3), or
+    its `.zarray`, `.zattrs`, `.zgroup` and `.zmetadata` (v2), as `read_node` with that
+    format would read them one child at a time."""
+    per = (V3_KEY,) if zarr_format == 3 else _V2_MEMBER_KEYS
+    children = [join(path, name) for name in names]
+    requests = [RangeRequest(join(child, key)) for child in children for key in per]
+    answers = await store.get_partial_values(requests) if requests else []
+    found: dict[str, Node | None] = {}
+    for i, (name, child) in enumerate(zip(names, children, strict=True)):
+        docs = dict(zip(per, answers[i * len(per) : (i + 1) * len(per)], strict=True))
+        if zarr_format == 3:
+            data = docs[V3_KEY]
+            key = join(child, V3_KEY)
+            found[name] = None if data is None else await _v3_node(store, child, data, key)
+        else:
+            found[name] = _parse_v2(child, docs)
+    return found
+
+
 def json_load(data: object, key: str) -> dict[str, Any]:
     """A stored JSON object document."""
     return load(bytes(memoryview(data)), key)  # type: ignore[arg-type]
@@ -121,23 +155,32 @@ async def _read_v2(
     names = [V2_ARRAY_KEY, V2_ATTRS_KEY]
     if not array_only:
         names += [V2_GROUP_KEY, ZMETADATA_KEY] if use_consolidated else [V2_GROUP_KEY]
-    keys = {name: join(path, name) for name in [*names, V2_GROUP_KEY, ZMETADATA_KEY]}
-    answers = await store.get_partial_values([RangeRequest(keys[n]) for n in names])
+    answers = await store.get_partial_values([RangeRequest(join(path, n)) for n in names])
     found = dict(zip(names, answers, strict=True))
-    zattrs = found[V2_ATTRS_KEY]
+    node = _parse_v2(path, found)
+    if node is None and array_only:
+        # An array open that missed asks once more, to say when the node is a group.
+        found[V2_GROUP_KEY] = await store.get(join(path, V2_GROUP_KEY))
+        node = _parse_v2(path, found)
+    return node
+
+
+def _parse_v2(path: str, found: dict[str, object | None]) -> Node | None:
+    """The v2 node at `path` from its documents read (missing or not asked: None)."""
+    keys = {name: join(path, name) for name in _V2_MEMBER_KEYS}
+    zattrs = found.get(V2_ATTRS_KEY)
     attrs = None if zattrs is None else _parse_json(zattrs, keys[V2_ATTRS_KEY])
     if attrs is not None and not isinstance(attrs, dict):
         raise MetadataError(
             f"{keys[V2_ATTRS_KEY]}: expected a JSON object, got {type(attrs).__name__}"
         )
-    zarray = found[V2_ARRAY_KEY]
+    zarray = found.get(V2_ARRAY_KEY)
     if zarray is not None:
-        return v2.parse_zarray(bytes(memoryview(zarray)), keys[V2_ARRAY_KEY], attrs)
-    # An array open that missed asks once more, to say when the node is a group.
-    zgroup = found[V2_GROUP_KEY] if not array_only else await store.get(keys[V2_GROUP_KEY])
+        return v2.parse_zarray(bytes(memoryview(zarray)), keys[V2_ARRAY_KEY], attrs)  # type: ignore[arg-type]
+    zgroup = found.get(V2_GROUP_KEY)
     if zgroup is None:
         return None
-    group = v2.parse_zgroup(bytes(memoryview(zgroup)), keys[V2_GROUP_KEY], attrs)
+    group = v2.parse_zgroup(bytes(memoryview(zgroup)), keys[V2_GROUP_KEY], attrs)  # type: ignore[arg-type]
     zmetadata = found.get(ZMETADATA_KEY)
     if zmetadata is not None:
         nodes = consolidated.parse_zmetadata(

@@ -581,6 +581,17 @@ class Store(ABC):
         Yields child key names and child "directory" names (without trailing `/`).
         """
 
+    async def list_dir_entries(self, prefix: str) -> AsyncIterator[tuple[str, bool | None]]:
+        """`(name, is_directory)` for each name directly under `prefix`, in one listing.
+
+        `is_directory` is True for a name with keys below it (`prefix/name/...`), False
+        for a key, None where the store cannot tell (this default: `list_dir`'s names).
+        A name that is both a key and a directory comes twice. Lets a group tell its
+        child nodes from stray keys without a request per name.
+        """
+        async for name in self.list_dir(prefix):
+            yield name, None
+
     # -- identity ----------------------------------------------------------------------
 
     def __repr__(self) -> str:
@@ -596,3 +607,16 @@ class Store(ABC):
         state = self.__dict__.copy()
         state["_runtime"] = None  # budgets and locks belong to this process
         return state
+
+
+def dir_entries(keys: Iterable[str], prefix: str) -> list[tuple[str, bool | None]]:
+    """`(name, is_directory)` directly under directory `prefix` among `keys`, sorted."""
+    head = prefix.strip("/")
+    head = f"{head}/" if head else ""
+    found = set()
+    for key in keys:
+        if key.startswith(head):
+            name, slash, _ = key[len(head) :].partition("/")
+            if name:
+                found.add((name, bool(slash)))
+    return sorted(found)

@@ -229,6 +229,11 @@ class CountingStore(Store):
         async for name in self.inner.list_dir(prefix):
             yield name
 
+    async def list_dir_entries(self, prefix: str) -> AsyncIterator[tuple[str, bool | None]]:
+        self._record("list", prefix)
+        async for entry in self.inner.list_dir_entries(prefix):
+            yield entry
+
     # -- identity ----------------------------------------------------------------------
 
     def __repr__(self) -> str:

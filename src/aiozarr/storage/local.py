@@ -311,6 +311,23 @@ class LocalStore(Store):
         for name in await anyio.to_thread.run_sync(self._guarded, "list", prefix, scan):
             yield name
 
+    async def list_dir_entries(self, prefix: str) -> AsyncIterator[tuple[str, bool | None]]:
+        """`(name, is_directory)` directly under `prefix`, sorted. A directory counts when
+        a file lies somewhere below it; one the OS cannot tell (a symlink loop) is None."""
+        check_key(prefix, prefix=True)
+        path = self._root / prefix.rstrip("/")
+
+        def scan() -> list[tuple[str, bool | None]]:
+            try:
+                with os.scandir(path) as listed:
+                    entries = [e for e in listed if not e.name.endswith(TEMP_SUFFIX)]
+            except _MISSING:
+                return []
+            return sorted((e.name, _kind(e)) for e in entries)
+
+        for entry in await anyio.to_thread.run_sync(self._guarded, "list", prefix, scan):
+            yield entry
+
     # -- identity ----------------------------------------------------------------------
 
     def __repr__(self) -> str:
@@ -372,3 +389,25 @@ def _write_temp(path: Path, value: Buffer) -> Path:
             os.unlink(temp)
         raise
     return temp
+
+
+def _kind(entry: os.DirEntry[str]) -> bool | None:
+    """True: a directory with a file below it; False: a file (or a directory holding no
+    file, hence no key); None: the OS cannot say (a symlink loop, no permission). Stops
+    at the first file found, without reading the rest of a large directory."""
+    try:
+        if not entry.is_dir():
+            return False
+        below = [entry.path]
+        while below:
+            with os.scandir(below.pop()) as listed:
+                for child in listed:
+                    if child.is_dir(follow_symlinks=False):
+                        below.append(child.path)
+                    elif not child.name.endswith(TEMP_SUFFIX):
+                        return True
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    return False

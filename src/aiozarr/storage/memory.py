@@ -9,7 +9,15 @@ from typing import Any
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import VersionConflictError
-from aiozarr.storage.base import Buffer, Store, TornReadError, Version, Versioned, check_key
+from aiozarr.storage.base import (
+    Buffer,
+    Store,
+    TornReadError,
+    Version,
+    Versioned,
+    check_key,
+    dir_entries,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -186,6 +194,11 @@ class MemoryStore(Store):
         names = {k[len(head) :].split("/", 1)[0] for k in self._data if k.startswith(head)}
         for name in sorted(names - {""}):
             yield name
+
+    async def list_dir_entries(self, prefix: str) -> AsyncIterator[tuple[str, bool | None]]:
+        """`(name, is_directory)` directly under `prefix`, sorted."""
+        for entry in dir_entries(list(self._data), prefix):
+            yield entry
 
     # -- identity ----------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from obstore.store import AzureStore, GCSStore, HTTPStore, LocalStore, MemorySto
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import StoreError, VersionConflictError
+from aiozarr.storage import object_listing
 from aiozarr.storage.base import Buffer, Store, Version, Versioned, check_key
 from aiozarr.storage.retry import ShortReadError
 
@@ -377,12 +378,35 @@ class ObjectStore(Store):
                 "by its path, or write consolidated metadata"
             )
 
+    @property
+    def _pages_resume(self) -> bool:
+        """Whether listings go page by page, each page resumable after its last key.
+
+        S3 and GCS list in key order and take a start-after key (obstore's `offset`).
+        Azure takes none through obstore (an offset is filtered client-side, after
+        listing from the start), and obstore's local store lists unsorted: those list
+        in one call.
+        """
+        return isinstance(self._store, S3Store | GCSStore)
+
     async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
-        """Every key starting with `prefix` (a plain string prefix)."""
+        """Every key starting with `prefix` (a plain string prefix), page by page: each
+        page of 1000 keys is one request with its own timeout and retries."""
         self._check_listable()
         # obstore lists whole path segments, so list the parent "directory" and filter.
         parent = prefix.rpartition("/")[0]
-        pages = 0  # one request per page of 1000 keys (S3's page size)
+        if not self._pages_resume:
+            async for key in self._list_at_once(parent, prefix):
+                yield key
+            return
+        guard = lambda: self._errors("list", prefix)  # noqa: E731
+        async for page in object_listing.pages(self._store, parent, self._request, guard):
+            for meta in page:
+                if meta["path"].startswith(prefix):
+                    yield meta["path"]
+
+    async def _list_at_once(self, parent: str, prefix: str) -> AsyncIterator[str]:
+        pages = 0
         try:
             with self._errors("list", prefix):
                 async for chunk in obstore.list(self._store, parent or None, chunk_size=1000):
@@ -395,8 +419,19 @@ class ObjectStore(Store):
 
     async def list_dir(self, prefix: str) -> AsyncIterator[str]:
         """Names of the keys and "directories" directly under `prefix`."""
+        async for name, _ in self.list_dir_entries(prefix):
+            yield name
+
+    async def list_dir_entries(self, prefix: str) -> AsyncIterator[tuple[str, bool | None]]:
+        """`(name, is_directory)` directly under `prefix`: S3 and GCS page by page (each
+        page its own request, resumed after its last key), others in one request."""
         self._check_listable()
         parent = prefix.strip("/")
+        if self._pages_resume:
+            guard = lambda: self._errors("list", prefix)  # noqa: E731
+            async for entry in object_listing.children(self._store, parent, self._request, guard):
+                yield entry
+            return
 
         async def list_once() -> Any:
             with self._errors("list", prefix):
@@ -405,9 +440,9 @@ class ObjectStore(Store):
         result = await self._request("list", prefix, list_once)
         cut = len(parent) + 1 if parent else 0
         for meta in result["objects"]:
-            yield meta["path"][cut:]
+            yield meta["path"][cut:], False
         for common in result["common_prefixes"]:
-            yield common.rstrip("/")[cut:]
+            yield common.rstrip("/")[cut:], True
 
     # -- identity ----------------------------------------------------------------------
 

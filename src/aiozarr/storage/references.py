@@ -37,7 +37,7 @@ import anyio
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import MetadataError, StoreError, UnsupportedError, unwrap_group
-from aiozarr.storage.base import Buffer, RangeRequest, Store
+from aiozarr.storage.base import Buffer, RangeRequest, Store, dir_entries
 
 __all__ = ["ReferenceStore", "is_reference_source", "open_references"]
 
@@ -303,6 +303,10 @@ class ReferenceStore(Store):
         }
         for name in sorted(names):
             yield name
+
+    async def list_dir_entries(self, prefix: str) -> AsyncIterator[tuple[str, bool | None]]:
+        for entry in dir_entries(await self._keys(), prefix):
+            yield entry
 
     def __repr__(self) -> str:
         source = self._source if isinstance(self._source, str) else "<dict>"

@@ -39,7 +39,7 @@ import anyio.to_thread
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import StoreError, UnsupportedError, unwrap_group
-from aiozarr.storage.base import Buffer, RangeRequest, Store, check_key
+from aiozarr.storage.base import Buffer, RangeRequest, Store, check_key, dir_entries
 
 __all__ = ["ZipStore"]
 
@@ -430,6 +430,12 @@ class ZipStore(Store):
         }
         for child in sorted(children):
             yield child
+
+    async def list_dir_entries(self, prefix: str) -> AsyncIterator[tuple[str, bool | None]]:
+        """`(name, is_directory)` directly under `prefix`, sorted."""
+        check_key(prefix, prefix=True)
+        for entry in dir_entries(await self._table(), prefix):
+            yield entry
 
     # -- identity --------------------------------------------------------------------------
 

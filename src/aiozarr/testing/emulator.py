@@ -259,6 +259,7 @@ class Emulator:
         self._bucket = bucket
         self._host, self._port = host, port
         self._latency_s = latency_ms / 1000
+        self._list_latency_s = 0.0
         self.read_only = read_only
         self._lock = threading.Lock()
         self._put_lock = threading.Lock()  # a conditional PUT's check and rename: one step
@@ -374,6 +375,13 @@ class Emulator:
         """Delay every later answer by `ms` milliseconds."""
         self._latency_s = ms / 1000
 
+    def set_list_latency(self, ms: float) -> None:
+        """Delay every later listing page (one ListObjectsV2 answer) by `ms` more
+        milliseconds: a large listing of many slow pages."""
+        if not ms >= 0:
+            raise ValueError(f"ms must be >= 0, not {ms!r}")
+        self._list_latency_s = ms / 1000
+
     def set_network(self, *, latency_ms: float | None = None,
                     bandwidth_mbps: float | None = None, tail_rate: float | None = None,
                     tail_ms: float | None = None, seed: int | None = None) -> None:
@@ -469,6 +477,8 @@ class Emulator:
         status = 0
         try:
             delay = self._latency_s
+            if self._list_latency_s and self._kind(request) == "list":
+                delay += self._list_latency_s
             if self._tail_rate > 0:
                 with self._lock:
                     slow = self._tail_rng.random() < self._tail_rate

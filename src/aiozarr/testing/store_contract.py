@@ -426,6 +426,21 @@ class StoreContract:
         assert await listed("a/c/0/") == ["0", "1"]
         assert await listed("nothing") == []
 
+    async def test_list_dir_entries(self, store: Store) -> None:
+        """Keys and directories told apart in one listing (None: the store cannot tell)."""
+        self._require("listable")
+        await self._make_layout(store)
+
+        async def entries(prefix: str) -> list[tuple[str, bool | None]]:
+            return sorted(await _collect(store.list_dir_entries(prefix)))
+
+        root = await entries("")
+        assert [name for name, _ in root] == ["a", "b", "bb", "zarr.json"]
+        assert all(kind in (expected, None) for (_, kind), expected in
+                   zip(root, [True, True, False, False], strict=True))
+        assert [name for name, _ in await entries("a/c/0/")] == ["0", "1"]
+        assert await entries("nothing") == []
+
     async def test_listing_follows_writes_and_deletes(self, store: Store) -> None:
         self._require("listable", "writable", "supports_delete")
         await store.set("d/1", b"1")
