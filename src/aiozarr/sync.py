@@ -24,7 +24,7 @@ import anyio
 import numpy as np
 
 from aiozarr import config, display
-from aiozarr.array import AsyncArray
+from aiozarr.array import ArrayInfo, AsyncArray
 from aiozarr.engine.progress import ShowProgress
 from aiozarr.errors import SyncInLoopError
 from aiozarr.group import AsyncGroup
@@ -282,10 +282,21 @@ class Array:
     name = property(lambda self: self._async.name, doc="Absolute name ('/path').")
     store = property(lambda self: self._async.store, doc="The store holding the array.")
     zarr_format = property(lambda self: self._async.zarr_format, doc="2 or 3.")
+    read_only = property(lambda self: self._async.read_only, doc="Whether it cannot be written.")
+    nchunks = property(lambda self: self._async.nchunks, doc="Chunks in the grid (inner).")
+    order = property(lambda self: self._async.order, doc="v2's order; 'C' for v3.")
+    filters = property(lambda self: self._async.filters, doc="Array-to-array codecs.")
+    serializer = property(lambda self: self._async.serializer, doc="The array-to-bytes codec.")
+    compressors = property(lambda self: self._async.compressors, doc="Bytes-to-bytes codecs.")
 
     @property
     def attrs(self) -> Attributes:
         return Attributes(self._async)
+
+    @property
+    def nchunks_initialized(self) -> int:
+        """Chunks stored (a property, as zarr-python's; one listing)."""
+        return _run(self._async.nchunks_initialized)
 
     @property
     def oindex(self) -> _Selector:
@@ -303,8 +314,13 @@ class Array:
         return _Selector(self._async.get_block_selection, self._async.set_block_selection)
 
     @property
-    def info(self) -> str:
+    def info(self) -> ArrayInfo:
+        """The description (a `str` with its fields as attributes); no I/O."""
         return self._async.info()
+
+    def info_complete(self) -> ArrayInfo:
+        """`info` with the bytes stored and the chunks initialized (one listing)."""
+        return _run(self._async.info_complete)
 
     def __len__(self) -> int:
         if not self.shape:
@@ -382,6 +398,14 @@ class Array:
     def resize(self, new_shape: Any) -> None:
         return _run(self._async.resize, new_shape)
 
+    def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
+        """Grow the array along `axis` by `data` and write it there; the new shape."""
+        return _run(self._async.append, data, axis)
+
+    def nbytes_stored(self) -> int:
+        """Bytes the array takes in its store, metadata included."""
+        return _run(self._async.nbytes_stored)
+
     def update_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
         return _run(self._async.update_attributes, attributes)
 
@@ -434,6 +458,25 @@ class Group:
     def member_names(self) -> list[str]:
         return _run(self._async.member_names)
 
+    def keys(self) -> list[str]:
+        """Names of the members, sorted (zarr-python's `keys()`)."""
+        return _run(self._async.keys)
+
+    def array_keys(self) -> list[str]:
+        """Names of the members that are arrays."""
+        return _run(self._async.array_keys)
+
+    def group_keys(self) -> list[str]:
+        """Names of the members that are groups."""
+        return _run(self._async.group_keys)
+
+    def __delitem__(self, name: str) -> None:
+        return _run(self._async.delitem, name)
+
+    def delitem(self, name: str) -> None:
+        """`del group[name]`: delete the member and everything below it."""
+        return _run(self._async.delitem, name)
+
     def members(self) -> list[tuple[str, Array | Group]]:
         return [(n, _wrap(m)) for n, m in _run(_collect, self._async.members())]
 
@@ -454,7 +497,13 @@ class Group:
         return Group(_run(self._async.require_group, name))
 
     def create_array(
-        self, name: str, *, shape: Any, dtype: Any, overwrite: bool = False, **options: Any
+        self,
+        name: str,
+        *,
+        shape: Any = None,
+        dtype: Any = None,
+        overwrite: bool = False,
+        **options: Any,
     ) -> Array:
         return Array(
             _run(
@@ -465,6 +514,14 @@ class Group:
                 overwrite=overwrite,
                 **options,
             )
+        )
+
+    def require_array(
+        self, name: str, *, shape: Any, dtype: Any = None, exact: bool = False, **options: Any
+    ) -> Array:
+        """The member array `name` if its shape and dtype fit, else a new one."""
+        return Array(
+            _run(self._async.require_array, name, shape=shape, dtype=dtype, exact=exact, **options)
         )
 
     def update_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
