@@ -453,4 +453,8 @@ def _numcodecs_config(codec: Any) -> dict[str, Any]:
     get_config = getattr(codec, "get_config", None)
     if get_config is None:
         raise MetadataError(f"expected a numcodecs codec or config dict, got {codec!r}")
-    return dict(get_config())
+    config = dict(get_config())
+    if config.get("id") == "zstd" and config.get("checksum") is False:
+        # as zarr-python writes it (and TensorStore refuses the key): false is the default
+        del config["checksum"]
+    return config

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import PurePath
 from typing import Any
 
 import numpy as np
@@ -173,9 +174,24 @@ class ZarrStore(Store):
                     yield key
 
     async def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        directory = prefix.rstrip("/")
+        # zarr's LocalStore leaves empty directories behind when it deletes: a name
+        # with no key below it is no child (as aiozarr's LocalStore lists it). Only for
+        # stores of local directories, where asking costs no request.
+        on_disk = isinstance(getattr(self._zarr, "root", None), PurePath)
         with self._errors("list", prefix):
-            async for name in self._zarr.list_dir(prefix.rstrip("/")):
+            async for name in self._zarr.list_dir(directory):
+                if on_disk and not await self._holds_keys(f"{directory}/{name}".lstrip("/")):
+                    continue
                 yield name
+
+    async def _holds_keys(self, name: str) -> bool:
+        """Whether `name` is a key or has a key below it."""
+        if await self._zarr.exists(name):
+            return True
+        async for _ in self._zarr.list_prefix(f"{name}/"):
+            return True
+        return False
 
     # -- identity ----------------------------------------------------------------------
 
