@@ -12,22 +12,38 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
+from obstore.store import AzureStore, GCSStore, HTTPStore, S3Store
+from obstore.store import LocalStore as ObstoreLocal
+from obstore.store import MemoryStore as ObstoreMemory
+
 from aiozarr.array import AsyncArray
 from aiozarr.creation import check_options
 from aiozarr.errors import AiozarrError, NodeNotFoundError
 from aiozarr.group import AsyncGroup
 from aiozarr.storage.base import Store
+from aiozarr.storage.object_store import ObjectStore
 from aiozarr.storage.references import ReferenceStore, is_reference_source
 from aiozarr.storage.url import from_url
+from aiozarr.storage.zarr_store import ZarrStore, is_zarr_store
 from aiozarr.storage.zip import ZipMode, is_zip, open_zip
 from aiozarr.sync import Array, Group, run
 
 F = TypeVar("F", bound=Callable[..., Any])
 Mode = Literal["r", "r+", "a", "w", "w-"]
-#: A Store, a URL or local path, or kerchunk references (a dict, a .json or a .parq).
-StoreLike = Store | str | os.PathLike[str] | Mapping[str, Any]
+#: A Store, a URL or local path, kerchunk references (a dict, a .json or a .parq), an
+#: obstore store or a zarr-python 3 store.
+StoreLike = Store | str | os.PathLike[str] | Mapping[str, Any] | Any
 
 _MODES = ("r", "r+", "a", "w", "w-")
+#: obstore's store classes: one passed where a store is taken is wrapped in `ObjectStore`.
+_OBSTORES = (S3Store, GCSStore, AzureStore, HTTPStore, ObstoreLocal, ObstoreMemory)
+
+
+def is_obstore(obj: Any) -> bool:
+    """Whether `obj` is an obstore store (`obstore.store.S3Store(...)`, ...)."""
+    return isinstance(obj, _OBSTORES)
+
+
 _ZIP_MODES: dict[str, ZipMode] = {"r": "r", "r+": "a", "a": "a", "w": "w", "w-": "x"}
 
 
@@ -35,12 +51,18 @@ def resolve_store(
     store: StoreLike, *, mode: Mode = "r", storage_options: Mapping[str, Any] | None = None
 ) -> Store:
     """A `Store` for `store`: a URL or local path opened in `mode`; a Store as it is
-    (its own read-only flag decides whether it can be written)."""
+    (its own read-only flag decides whether it can be written); an obstore store
+    (`obstore.store.S3Store(...)`) or a zarr-python 3 store (`zarr.storage.LocalStore`,
+    icechunk's, ...) wrapped: `ObjectStore`, `ZarrStore` (read-only in mode "r")."""
     if mode not in _MODES:
         raise AiozarrError(f"mode must be one of {', '.join(_MODES)}, got {mode!r}")
     read_only = mode == "r"
     if isinstance(store, Store):
         return store
+    if is_obstore(store):
+        return ObjectStore(store, read_only=read_only)
+    if is_zarr_store(store):
+        return ZarrStore(store, read_only=True if read_only else None)
     if isinstance(store, os.PathLike):
         store = os.fspath(store)
     if is_reference_source(store):  # kerchunk references: a dict, a .json or a .parq
@@ -117,32 +139,50 @@ async def create_array_async(
     store: StoreLike,
     path: str = "",
     *,
-    shape: int | Sequence[int],
-    dtype: Any,
-    chunks: int | Sequence[int] | None = None,
+    name: str | None = None,
+    shape: int | Sequence[int] | None = None,
+    dtype: Any = None,
+    data: Any = None,
+    chunks: int | Sequence[int] | Literal["auto"] | None = None,
     shards: int | Sequence[int] | None = None,
     overwrite: bool = False,
+    config: Mapping[str, Any] | None = None,
     storage_options: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> AsyncArray:
     """Create an array. Sync twin: `create_array`.
 
-    Options (zarr-python's names): `filters`, `compressors`, `serializer`, `fill_value`,
-    `order`, `zarr_format` (3 default, or 2), `attributes`, `dimension_names`,
-    `chunk_key_encoding`.
+    zarr-python's arguments: `name` (the path in the store, as `path`), `data` (values to
+    write: they give the shape and dtype), `chunks` ("auto" or None: zarr-python's
+    choice), `config` (`{"write_empty_chunks": ...}`), and as options `filters`,
+    `compressors`, `serializer` (dicts, or zarr-python's or numcodecs' codec objects),
+    `fill_value`, `order`, `zarr_format` (3 default, or 2), `attributes`,
+    `dimension_names`, `chunk_key_encoding`.
     """
     check_options("create_array_async", options)
+    path = _path_or_name(path, name)
     resolved = resolve_store(store, mode="a", storage_options=storage_options)
     return await AsyncArray.create(
         resolved,
         path,
         shape=shape,
         dtype=dtype,
+        data=data,
         chunks=chunks,
         shards=shards,
         overwrite=overwrite,
+        config=config,
         **options,
     )
+
+
+def _path_or_name(path: str, name: str | None) -> str:
+    """`path`, or zarr-python's `name=` for it."""
+    if name is None:
+        return path
+    if path and path.strip("/") != name.strip("/"):
+        raise TypeError(f"create_array(): got path={path!r} and name={name!r}; give one")
+    return name
 
 
 async def create_group_async(

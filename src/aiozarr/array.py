@@ -5,18 +5,24 @@ Every I/O method here is the one implementation; the sync `Array` forwards to it
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+import anyio
+import numcodecs
 import numpy as np
 
+from aiozarr import config as settings
 from aiozarr import hierarchy
 from aiozarr.chunk_grid import RectilinearGrid
 from aiozarr.codecs import CodecChain
-from aiozarr.creation import array_metadata
-from aiozarr.description import ArrayDescription, describe_array
+from aiozarr.codecs.base import ArrayToArrayCodec, ArrayToBytesCodec, BytesToBytesCodec, Codec
+from aiozarr.codecs.registry import get_codec_class
+from aiozarr.creation import array_config, array_metadata
+from aiozarr.description import ArrayDescription, codecs_text, describe_array
 from aiozarr.engine import read as engine_read
 from aiozarr.engine import write as engine_write
 from aiozarr.engine.progress import ShowProgress, as_callback
@@ -27,6 +33,7 @@ from aiozarr.errors import (
     MetadataError,
     NodeNotFoundError,
     ReadOnlyError,
+    SelectionError,
     UnsupportedError,
     unwrap_group,
 )
@@ -37,7 +44,7 @@ from aiozarr.indexing import (
     normalize_selection,
     orthogonal_indexer,
 )
-from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
+from aiozarr.metadata.model import ArrayMetadata, CodecMetadata, GroupMetadata
 from aiozarr.storage.base import Store
 from aiozarr.vectorized import coordinate_indexer, kind_of, mask_indexer, vindex_kind
 
@@ -50,7 +57,16 @@ class AsyncArray(hierarchy.NodeLocation):
     Open one with `aiozarr.open_array_async` or create one with `create_array_async`.
     """
 
-    def __init__(self, store: Store, path: str, metadata: ArrayMetadata) -> None:
+    def __init__(
+        self,
+        store: Store,
+        path: str,
+        metadata: ArrayMetadata,
+        *,
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
+        #: Settings this array applies to its own calls (`create_array(config=...)`).
+        self._config = array_config(config)
         self._store = store
         self._path = hierarchy.normalize_path(path)
         key = hierarchy.metadata_key(self._path, metadata)
@@ -84,17 +100,35 @@ class AsyncArray(hierarchy.NodeLocation):
         store: Store,
         path: str = "",
         *,
-        shape: int | Sequence[int],
-        dtype: Any,
+        shape: int | Sequence[int] | None = None,
+        dtype: Any = None,
         overwrite: bool = False,
+        data: Any = None,
+        config: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> AsyncArray:
-        """Create an array at `path`; options are those of `aiozarr.create_array`."""
+        """Create an array at `path`; options are those of `aiozarr.create_array`.
+
+        `data=` (an array-like) gives the shape and, unless `dtype=` is given, the data
+        type, and is written into the new array, as zarr-python's `data=`.
+        """
         path = hierarchy.normalize_path(path)
+        if data is not None:
+            if shape is not None:
+                raise MetadataError(
+                    "create_array: give data= or shape=, not both (the data gives the shape)"
+                )
+            data = np.asarray(data)
+            shape, dtype = data.shape, data.dtype if dtype is None else dtype
+        if shape is None or dtype is None:
+            raise TypeError("create_array() needs shape= and dtype=, or data=")
         meta = array_metadata(shape=shape, dtype=dtype, **options)
-        array = cls(store, path, meta)  # builds the codec chain: bad codecs fail before writing
+        # builds the codec chain: bad codecs fail before writing
+        array = cls(store, path, meta, config=config)
         await hierarchy.prepare_node(store, path, meta.zarr_format, overwrite=overwrite)
         await hierarchy.write_node(store, path, meta)
+        if data is not None:
+            await array.setitem(..., data)
         return array
 
     # -- properties ------------------------------------------------------------------------
@@ -207,6 +241,127 @@ class AsyncArray(hierarchy.NodeLocation):
         """The store key of the stored object (shard when sharded, else chunk) at grid
         coordinates `chunk_coords`, with the array's path in front."""
         return self._stored.key(chunk_coords)
+
+    # -- zarr-python's descriptions ------------------------------------------------------
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the array cannot be written (its store is read-only)."""
+        return not self._store.writable
+
+    @property
+    def nchunks(self) -> int:
+        """Number of chunks in the grid (inner chunks when sharded), as zarr-python's."""
+        return math.prod(len(sizes) for sizes in self.read_chunk_sizes)
+
+    @property
+    def order(self) -> Literal["C", "F"]:
+        """v2's `order`; "C" for v3, where an F layout is a `transpose` codec (in `filters`)."""
+        return self.metadata.order if self.zarr_format != 3 else "C"
+
+    def _v3_codecs(self) -> list[CodecMetadata]:
+        """The v3 codecs that encode one chunk: the inner codecs when sharded, as
+        zarr-python reports them."""
+        codecs = list(self.metadata.codecs)
+        if len(codecs) == 1 and codecs[0].name == "sharding_indexed":
+            inner = codecs[0].configuration.get("codecs", [])
+            return [CodecMetadata(c["name"], dict(c.get("configuration", {}))) for c in inner]
+        return codecs
+
+    def _v3_kind(self, codec: CodecMetadata) -> type[Codec]:
+        cls = get_codec_class(codec.name)
+        for kind in (ArrayToArrayCodec, ArrayToBytesCodec, BytesToBytesCodec):
+            if issubclass(cls, kind):
+                return kind
+        return Codec
+
+    @property
+    def filters(self) -> tuple[Any, ...]:
+        """Array-to-array codecs (v3: `CodecMetadata`), or v2's filters (numcodecs codecs)."""
+        if self.zarr_format != 3:
+            return tuple(numcodecs.get_codec(dict(f)) for f in self.metadata.filters or ())
+        return tuple(c for c in self._v3_codecs() if self._v3_kind(c) is ArrayToArrayCodec)
+
+    @property
+    def serializer(self) -> CodecMetadata | None:
+        """The array-to-bytes codec (v3), None for v2, as zarr-python's."""
+        if self.zarr_format != 3:
+            return None
+        found = [c for c in self._v3_codecs() if self._v3_kind(c) is ArrayToBytesCodec]
+        return found[0] if found else None
+
+    @property
+    def compressors(self) -> tuple[Any, ...]:
+        """Bytes-to-bytes codecs (v3: `CodecMetadata`), or v2's compressor (a numcodecs
+        codec) in a tuple, as zarr-python's."""
+        if self.zarr_format != 3:
+            compressor = self.metadata.compressor
+            return () if compressor is None else (numcodecs.get_codec(dict(compressor)),)
+        return tuple(c for c in self._v3_codecs() if self._v3_kind(c) is BytesToBytesCodec)
+
+    async def _stored_keys(self) -> list[str]:
+        """Every key of the array (metadata and chunks): one listing."""
+        prefix = f"{self._path}/" if self._path else ""
+        keys = [k async for k in self._store.list_prefix(prefix)]
+        chunks = self._stored.prefix
+        if chunks != prefix:  # the 2020 draft keeps chunks apart from metadata
+            keys += [k async for k in self._store.list_prefix(chunks)]
+        return keys
+
+    async def nchunks_initialized(self) -> int:
+        """Chunks stored: stored objects times the chunks of a shard, as zarr-python
+        counts them (one listing)."""
+        stored = [k for k in await self._stored_keys() if _is_chunk_key(k)]
+        per_object = 1
+        if self._stored.layout is not None and self._stored.rectilinear is None:
+            per_object = math.prod(
+                s // c for s, c in zip(self.metadata.chunk_shape, self.chunks, strict=True)
+            )
+        return len(stored) * per_object
+
+    async def nbytes_stored(self) -> int:
+        """Bytes the array takes in its store: metadata and chunks (one listing, then
+        every key's size)."""
+        keys = await self._stored_keys()
+        sizes: list[int | None] = [None] * len(keys)
+
+        async def size(i: int, key: str) -> None:
+            sizes[i] = await self._store.getsize(key)
+
+        with unwrap_group():
+            async with anyio.create_task_group() as tg:
+                for i, key in enumerate(keys):
+                    tg.start_soon(size, i, key)
+        return sum(s or 0 for s in sizes)
+
+    async def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
+        """Grow the array along `axis` by `data` and write it there; the new shape."""
+        values = np.asarray(data)
+        if not -self.ndim <= axis < self.ndim:
+            raise SelectionError(f"axis {axis} is out of bounds for {self.ndim}-d {self.name}")
+        axis %= self.ndim
+        if values.ndim != self.ndim or any(
+            v != s
+            for i, (v, s) in enumerate(zip(values.shape, self.shape, strict=True))
+            if i != axis
+        ):
+            raise InvalidValueError(
+                f"cannot append data of shape {values.shape} to {self.name} of shape "
+                f"{self.shape} along axis {axis}: every other dimension must match"
+            )
+        old = self.shape
+        new = tuple(s + values.shape[axis] if i == axis else s for i, s in enumerate(old))
+        await self.resize(new)
+        region = tuple(
+            slice(old[i], new[i]) if i == axis else slice(None) for i in range(self.ndim)
+        )
+        await self.setitem(region, values)
+        return new
+
+    async def info_complete(self) -> ArrayInfo:
+        """`info()` with what needs the store: bytes stored and chunks initialized."""
+        stored, initialized = await self.nbytes_stored(), await self.nchunks_initialized()
+        return self.info(nbytes_stored=stored, nchunks_initialized=initialized)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -364,7 +519,7 @@ class AsyncArray(hierarchy.NodeLocation):
     async def _write(self, indexer: Indexer, value: Any, progress: ShowProgress) -> None:
         self._check_writable()
         value = self._as_value(value, indexer.result_shape).reshape(indexer.shape)
-        with unwrap_group():
+        with self._settings(), unwrap_group():
             await engine_write.write(self._stored, list(indexer), value, as_callback(progress))
 
     def _as_value(self, value: Any, shape: tuple[int, ...]) -> np.ndarray:
@@ -383,6 +538,12 @@ class AsyncArray(hierarchy.NodeLocation):
                 f"{np.shape(value)} in {self.name} (dtype {self.dtype}, selection shape "
                 f"{shape}): {error}"
             ) from None
+
+    def _settings(self) -> contextlib.AbstractContextManager[Any]:
+        """The array's own settings (`create_array(config=...)`) over the caller's."""
+        if not self._config:
+            return contextlib.nullcontext()
+        return settings.use(dataclasses.replace(settings.get(), **self._config))
 
     def _check_writable(self) -> None:
         if not self._store.writable:
@@ -453,16 +614,71 @@ class AsyncArray(hierarchy.NodeLocation):
         the notebook view and `aiozarr info` show. No I/O."""
         return describe_array(self)
 
-    def info(self) -> str:
-        """A short, human-readable description (`description` as text)."""
-        return self.description.text()
+    def info(
+        self, *, nbytes_stored: int | None = None, nchunks_initialized: int | None = None
+    ) -> ArrayInfo:
+        """A short, human-readable description (`description` as text: a `str`, with its
+        fields as attributes, as zarr-python's `ArrayInfo`)."""
+        described = self.description
+        chunks, shards = described.grid_text()
+        fields = {
+            "type": "Array",
+            "zarr_format": described.zarr_format,
+            "name": described.name,
+            "shape": described.shape,
+            "dtype": self.dtype,
+            "chunk_shape": chunks,
+            "shard_shape": shards,
+            "fill_value": described.fill_value,
+            "codecs": codecs_text(described.codecs),
+            "dimension_names": described.dimension_names,
+            "store": self._store,
+            "read_only": self.read_only,
+            "nbytes": described.decoded_bytes,
+            "nbytes_stored": nbytes_stored,
+            "nchunks_initialized": nchunks_initialized,
+        }
+        lines = [described.text()]
+        if nbytes_stored is not None:
+            lines.append(f"{'Bytes (stored)':<19}: {nbytes_stored}")
+        if nchunks_initialized is not None:
+            lines.append(f"{'Chunks initialized':<19}: {nchunks_initialized} of {self.nchunks}")
+        return ArrayInfo("\n".join(lines), fields)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickles as store description + path + metadata: no connection, loop or thread.
-        return (AsyncArray, (self._store, self._path, self.metadata))
+        return (AsyncArray, (self._store, self._path, self.metadata), {"_config": self._config})
 
     def __repr__(self) -> str:
         return f"<AsyncArray {self._store!r} {self.name} shape={self.shape} dtype={self.dtype}>"
+
+
+class ArrayInfo(str):
+    """`Array.info`: the description text (a `str`, as before), with each field as an
+    attribute (`info.shape`, `info.nbytes_stored`, ...), as zarr-python's `ArrayInfo`."""
+
+    fields: dict[str, Any]
+
+    def __new__(cls, text: str, fields: Mapping[str, Any]) -> ArrayInfo:
+        info = super().__new__(cls, text)
+        info.fields = dict(fields)
+        return info
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.__dict__["fields"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+_METADATA_NAMES = frozenset({"zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"})
+
+
+def _is_chunk_key(key: str) -> bool:
+    return key.rpartition("/")[2] not in _METADATA_NAMES
 
 
 def _result(out: np.ndarray, indexer: Indexer) -> Any:

@@ -12,6 +12,7 @@ every shard edge. A `RectilinearGrid` is taken as well.
 
 from __future__ import annotations
 
+import enum
 import inspect
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,14 +22,15 @@ import numpy as np
 
 from aiozarr.chunk_grid import AxisEdges, RectilinearGrid
 from aiozarr.codecs.base import Codec
-from aiozarr.errors import MetadataError
+from aiozarr.errors import MetadataError, UnsupportedError
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata
 
 CodecLike = Codec | CodecMetadata | Mapping[str, Any]
 
-# Default chunk size when none is given: ~1 MiB decoded, a good request size on object
-# stores (benchmarks: v3 unsharded dataset uses 1 MiB chunks).
-AUTO_CHUNK_BYTES = 1 << 20
+# `chunks="auto"` (and no `chunks`): zarr-python's rule, so both libraries chunk alike.
+_AUTO_INCREMENT_BYTES = 256 * 1024
+_AUTO_MIN_BYTES = 128 * 1024
+_AUTO_MAX_BYTES = 64 * 1024 * 1024
 
 #: zarr-python's default compressor for v3 arrays, so both libraries write alike.
 DEFAULT_V3_COMPRESSOR = CodecMetadata("zstd", {"level": 0, "checksum": False})
@@ -36,27 +38,128 @@ DEFAULT_V3_COMPRESSOR = CodecMetadata("zstd", {"level": 0, "checksum": False})
 DEFAULT_V2_COMPRESSOR: Mapping[str, Any] = {"id": "zstd", "level": 0}
 
 
-def auto_chunks(
-    shape: Sequence[int], itemsize: int, target: int = AUTO_CHUNK_BYTES
-) -> tuple[int, ...]:
-    """A chunk shape of about `target` bytes: halve the longest axis until it fits."""
+def auto_chunks(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
+    """The chunk shape zarr-python picks for `chunks="auto"` (its `_guess_chunks`), so
+    the same call makes the same array: a target that grows with the array's size (from
+    128 KiB up to 64 MiB), reached by halving the axes in turn, first axis first."""
     chunks = [max(int(s), 1) for s in shape]
-    while math.prod(chunks) * max(itemsize, 1) > target and max(chunks) > 1:
-        axis = chunks.index(max(chunks))
-        chunks[axis] = math.ceil(chunks[axis] / 2)
+    if not chunks:
+        return ()
+    itemsize = max(itemsize, 1)
+    total = math.prod(chunks) * itemsize
+    target = _AUTO_INCREMENT_BYTES * 2 ** math.log10(total / (1024.0 * 1024))
+    target = min(max(target, _AUTO_MIN_BYTES), _AUTO_MAX_BYTES)
+    axis = 0
+    while True:
+        chunk_bytes = math.prod(chunks) * itemsize
+        close = abs(chunk_bytes - target) / target < 0.5
+        if (chunk_bytes < target or close) and chunk_bytes < _AUTO_MAX_BYTES:
+            break
+        if math.prod(chunks) == 1:
+            break
+        chunks[axis % len(chunks)] = math.ceil(chunks[axis % len(chunks)] / 2)
+        axis += 1
     return tuple(chunks)
 
 
-def _codec_metadata(codec: CodecLike, what: str) -> CodecMetadata:
+def _codec_metadata(
+    codec: CodecLike, what: str, dtype: np.dtype[Any] | None = None
+) -> CodecMetadata:
     if isinstance(codec, CodecMetadata):
         return codec
     if isinstance(codec, Codec):
         return codec.to_metadata()
     if isinstance(codec, Mapping) and isinstance(codec.get("name"), str):
         return CodecMetadata(codec["name"], dict(codec.get("configuration", {})))
+    if not isinstance(codec, Mapping):
+        converted = _zarr_codec(codec, dtype) or _numcodecs_as_v3(codec, what, dtype)
+        if converted is not None:
+            return converted
     raise MetadataError(
-        f"{what}: expected a codec, CodecMetadata or {{'name': ..., 'configuration': ...}}, "
-        f"got {codec!r}"
+        f"{what}: expected a codec (aiozarr's, zarr-python's or numcodecs'), CodecMetadata "
+        f"or {{'name': ..., 'configuration': ...}}, got {codec!r}"
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    """`value` with tuples as lists and enums as their values: what a JSON document holds."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return _jsonable(value.value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _blosc_shuffle(itemsize: int) -> str:
+    """The shuffle zarr-python (and numcodecs' AUTOSHUFFLE) picks for an item size."""
+    return "bitshuffle" if itemsize == 1 else "shuffle"
+
+
+def _zarr_codec(codec: Any, dtype: np.dtype[Any] | None) -> CodecMetadata | None:
+    """A zarr-python 3 codec object (`zarr.codecs.BloscCodec(...)`, ...) as metadata, by
+    duck typing on its `to_dict()` (zarr is never imported here). Blosc's `typesize` and
+    `shuffle`, when left to zarr-python to choose, are chosen as it does: from the item size."""
+    to_dict = getattr(codec, "to_dict", None)
+    if not callable(to_dict) or isinstance(codec, type):
+        return None
+    try:
+        doc = to_dict()
+    except Exception:
+        return None
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("name"), str):
+        return None
+    configuration = _jsonable(dict(doc.get("configuration") or {}))
+    if doc["name"] == "blosc" and dtype is not None:
+        tunable = set(getattr(codec, "_tunable_attrs", ()) or ())
+        if "typesize" in tunable or configuration.get("typesize") is None:
+            configuration["typesize"] = dtype.itemsize
+        if "shuffle" in tunable or configuration.get("shuffle") is None:
+            configuration["shuffle"] = _blosc_shuffle(dtype.itemsize)
+    return CodecMetadata(doc["name"], configuration)
+
+
+#: numcodecs' blosc shuffle numbers (-1: AUTOSHUFFLE, chosen from the item size).
+_NUMCODECS_SHUFFLES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
+
+
+def _numcodecs_as_v3(codec: Any, what: str, dtype: np.dtype[Any] | None) -> CodecMetadata | None:
+    """A numcodecs codec (`numcodecs.Zstd(level=3)`) given for a v3 array, as the v3 core
+    codec that writes the same bytes; numcodecs codecs without one are refused by name
+    (zarr-python refuses every numcodecs object on v3 arrays)."""
+    get_config = getattr(codec, "get_config", None)
+    if not callable(get_config) or isinstance(codec, type):
+        return None
+    config = dict(get_config())
+    codec_id = config.pop("id", None)
+    itemsize = 1 if dtype is None else dtype.itemsize
+    if codec_id == "zstd":
+        return CodecMetadata(
+            "zstd",
+            {"level": int(config.get("level", 0)), "checksum": bool(config.get("checksum", False))},
+        )
+    if codec_id == "gzip":
+        return CodecMetadata("gzip", {"level": int(config.get("level", 1))})
+    if codec_id == "crc32c":
+        return CodecMetadata("crc32c")
+    if codec_id == "blosc":
+        shuffle = int(config.get("shuffle", 1))
+        return CodecMetadata(
+            "blosc",
+            {
+                "typesize": itemsize,
+                "cname": config.get("cname", "lz4"),
+                "clevel": int(config.get("clevel", 5)),
+                "shuffle": _NUMCODECS_SHUFFLES.get(shuffle) or _blosc_shuffle(itemsize),
+                "blocksize": int(config.get("blocksize", 0)),
+            },
+        )
+    raise MetadataError(
+        f"{what}: numcodecs codec {codec_id!r} has no Zarr v3 codec that writes the same "
+        f"bytes (v3 has zstd, gzip, blosc, crc32c); use zarr_format=2, or a v3 codec"
     )
 
 
@@ -159,7 +262,7 @@ def array_metadata(
     *,
     shape: int | Sequence[int],
     dtype: Any,
-    chunks: int | Sequence[int | Sequence[int]] | RectilinearGrid | None = None,
+    chunks: int | Sequence[int | Sequence[int]] | RectilinearGrid | Literal["auto"] | None = None,
     shards: int | Sequence[int | Sequence[int]] | RectilinearGrid | None = None,
     filters: Any = None,
     compressors: Any = "auto",
@@ -171,7 +274,14 @@ def array_metadata(
     dimension_names: Sequence[str | None] | None = None,
     chunk_key_encoding: ChunkKeyEncoding | None = None,
 ) -> ArrayMetadata:
-    """Metadata for a new array from `create_array`'s arguments."""
+    """Metadata for a new array from `create_array`'s arguments.
+
+    Codecs may be given as aiozarr codecs, `CodecMetadata`, metadata dicts, zarr-python
+    codec objects (`zarr.codecs.BloscCodec()`) or numcodecs codecs (`numcodecs.Zstd()`):
+    each becomes the metadata dict it stands for here, at the API's edge.
+    """
+    if isinstance(chunks, str) and chunks == "auto":
+        chunks = None  # zarr-python's spelling of "choose for me"
     array_shape = _shape(shape, "shape")
     np_dtype = _dtype(dtype, zarr_format)
     if zarr_format == 3 and np_dtype.byteorder == ">":
@@ -228,7 +338,7 @@ def array_metadata(
 
     if order not in ("C", "F"):
         raise MetadataError(f"order must be 'C' or 'F', got {order!r}")
-    array_to_array = [_codec_metadata(f, "filters") for f in _as_list(filters)]
+    array_to_array = [_codec_metadata(f, "filters", np_dtype) for f in _as_list(filters)]
     if order == "F" and len(array_shape) > 1:
         array_to_array.append(
             CodecMetadata("transpose", {"order": list(range(len(array_shape)))[::-1]})
@@ -236,12 +346,12 @@ def array_metadata(
     to_bytes = (
         _v3_serializer(np_dtype)
         if serializer == "auto"
-        else _codec_metadata(serializer, "serializer")
+        else _codec_metadata(serializer, "serializer", np_dtype)
     )
     bytes_to_bytes = (
         [DEFAULT_V3_COMPRESSOR]
         if compressors == "auto"
-        else [_codec_metadata(c, "compressors") for c in _as_list(compressors)]
+        else [_codec_metadata(c, "compressors", np_dtype) for c in _as_list(compressors)]
     )
     codecs = (*array_to_array, to_bytes, *bytes_to_bytes)
     grid = inner
@@ -289,8 +399,37 @@ def array_metadata(
     )
 
 
-#: The keywords `array_metadata` takes: what `create_array` accepts beyond its named ones.
-_METADATA_OPTIONS = frozenset(inspect.signature(array_metadata).parameters)
+#: The keywords `array_metadata` takes, and `data=` / `config=` (zarr-python's: the values
+#: to write, the array's runtime settings): what `create_array` accepts beyond its named ones.
+_METADATA_OPTIONS = frozenset(inspect.signature(array_metadata).parameters) | {"data", "config"}
+
+#: zarr-python's `ArrayConfig` keys `create_array(config=...)` takes.
+_CONFIG_KEYS = ("write_empty_chunks", "order")
+
+
+def array_config(config: Any) -> dict[str, Any]:
+    """`create_array`'s `config=` (a dict, or zarr-python's `ArrayConfig`) as the settings
+    the array applies to its own calls: `write_empty_chunks`. `order` is the order of the
+    arrays reads return, which is always "C" here."""
+    if config is None:
+        return {}
+    if not isinstance(config, Mapping):
+        config = {k: getattr(config, k) for k in _CONFIG_KEYS if hasattr(config, k)}
+    unknown = sorted(set(config) - set(_CONFIG_KEYS))
+    if unknown:
+        raise MetadataError(
+            f"config: unknown key(s) {unknown}; an array's config takes {', '.join(_CONFIG_KEYS)}"
+        )
+    order = config.get("order", "C")
+    if order != "C":
+        raise UnsupportedError(
+            f"config: order {order!r}: reads return C-ordered arrays (store in F order with "
+            "create_array(order='F'), which is how the chunks are laid out)"
+        )
+    out: dict[str, Any] = {}
+    if config.get("write_empty_chunks") is not None:
+        out["write_empty_chunks"] = bool(config["write_empty_chunks"])
+    return out
 
 
 def check_options(function: str, options: Iterable[str]) -> None:
@@ -308,7 +447,14 @@ def _numcodecs_config(codec: Any) -> dict[str, Any]:
         if not isinstance(codec.get("id"), str):
             raise MetadataError(f"a Zarr v2 codec config needs an 'id', got {dict(codec)!r}")
         return dict(codec)
+    wrapped = getattr(codec, "codec_config", None)  # zarr-python's numcodecs.* wrappers
+    if isinstance(wrapped, Mapping) and isinstance(wrapped.get("id"), str):
+        return dict(wrapped)
     get_config = getattr(codec, "get_config", None)
     if get_config is None:
         raise MetadataError(f"expected a numcodecs codec or config dict, got {codec!r}")
-    return dict(get_config())
+    config = dict(get_config())
+    if config.get("id") == "zstd" and config.get("checksum") is False:
+        # as zarr-python writes it (and TensorStore refuses the key): false is the default
+        del config["checksum"]
+    return config

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import anyio
+import numpy as np
 
 from aiozarr import hierarchy
 from aiozarr.array import AsyncArray
@@ -174,6 +175,66 @@ class AsyncGroup(hierarchy.NodeLocation):
     async def groups(self) -> list[tuple[str, AsyncGroup]]:
         return [(n, m) async for n, m in self.members() if isinstance(m, AsyncGroup)]
 
+    async def keys(self) -> list[str]:
+        """Names of the members, sorted (zarr-python's `keys()`)."""
+        return await self.member_names()
+
+    async def array_keys(self) -> list[str]:
+        """Names of the members that are arrays, sorted."""
+        return [name for name, _ in await self.arrays()]
+
+    async def group_keys(self) -> list[str]:
+        """Names of the members that are groups, sorted."""
+        return [name for name, _ in await self.groups()]
+
+    async def delitem(self, name: str) -> None:
+        """Delete the member `name` and everything below it (`del group[name]`); a
+        missing member is a `NodeNotFoundError` (a `KeyError`), as for a dict. A
+        consolidated group drops it from its consolidated metadata too."""
+        if not self._store.writable:
+            raise ReadOnlyError(f"group {self.name} in {self._store!r} is read-only")
+        if await self._open_member(name) is None:
+            raise NodeNotFoundError(f"no member {name!r} in group {self.name} of {self._store!r}")
+        await self._store.delete_prefix(self._child(name) + "/")
+        consolidated = self._metadata.consolidated
+        if consolidated is not None:
+            member = hierarchy.normalize_path(name)
+            kept = {
+                k: v
+                for k, v in consolidated.items()
+                if k != member and not k.startswith(member + "/")
+            }
+            meta = dataclasses.replace(self._metadata, consolidated=kept)
+            await hierarchy.write_node(self._store, self._path, meta)
+            self._metadata = meta
+
+    async def require_array(
+        self,
+        name: str,
+        *,
+        shape: int | Sequence[int],
+        dtype: Any = None,
+        exact: bool = False,
+        **options: Any,
+    ) -> AsyncArray:
+        """The member array `name` when its shape is `shape` and its dtype casts to
+        `dtype` (is `dtype`, with `exact`), else a `TypeError`, as zarr-python's; created
+        with `options` when missing."""
+        node = await self._open_member(name)
+        if node is None:
+            return await self.create_array(name, shape=shape, dtype=dtype, **options)
+        if not isinstance(node, AsyncArray):
+            raise TypeError(f"member {name!r} of {self.name} is a group, not an array")
+        wanted = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
+        if wanted != node.shape:
+            raise TypeError(f"incompatible shape: {name!r} has {node.shape}, not {wanted}")
+        if dtype is not None:
+            np_dtype = np.dtype(dtype)
+            fits = node.dtype == np_dtype if exact else np.can_cast(node.dtype, np_dtype)
+            if not fits:
+                raise TypeError(f"incompatible dtype: {name!r} is {node.dtype}, not {np_dtype}")
+        return node
+
     async def create_group(
         self, name: str, *, attributes: Mapping[str, Any] | None = None, overwrite: bool = False
     ) -> AsyncGroup:
@@ -200,12 +261,13 @@ class AsyncGroup(hierarchy.NodeLocation):
         self,
         name: str,
         *,
-        shape: int | Sequence[int],
-        dtype: Any,
+        shape: int | Sequence[int] | None = None,
+        dtype: Any = None,
         overwrite: bool = False,
         **options: Any,
     ) -> AsyncArray:
-        """Create a child array; options are those of `aiozarr.create_array`."""
+        """Create a child array; options are those of `aiozarr.create_array` (`data=`
+        in place of `shape` and `dtype` too)."""
         check_options("create_array", options)
         options.setdefault("zarr_format", 3 if self.zarr_format == 3 else 2)
         return await AsyncArray.create(

@@ -25,7 +25,7 @@ import anyio
 import numpy as np
 
 from aiozarr import config, display
-from aiozarr.array import AsyncArray
+from aiozarr.array import ArrayInfo, AsyncArray
 from aiozarr.engine.progress import ShowProgress
 from aiozarr.errors import SyncInLoopError
 from aiozarr.group import AsyncGroup
@@ -288,6 +288,12 @@ class Array:
     name = property(lambda self: self._async.name, doc="Absolute name ('/path').")
     store = property(lambda self: self._async.store, doc="The store holding the array.")
     zarr_format = property(lambda self: self._async.zarr_format, doc="2 or 3.")
+    read_only = property(lambda self: self._async.read_only, doc="Whether it cannot be written.")
+    nchunks = property(lambda self: self._async.nchunks, doc="Chunks in the grid (inner).")
+    order = property(lambda self: self._async.order, doc="v2's order; 'C' for v3.")
+    filters = property(lambda self: self._async.filters, doc="Array-to-array codecs.")
+    serializer = property(lambda self: self._async.serializer, doc="The array-to-bytes codec.")
+    compressors = property(lambda self: self._async.compressors, doc="Bytes-to-bytes codecs.")
 
     def chunk_key(self, chunk_coords: tuple[int, ...]) -> str:
         """The store key of the shard (or chunk) at grid coordinates `chunk_coords`."""
@@ -296,6 +302,11 @@ class Array:
     @property
     def attrs(self) -> Attributes:
         return Attributes(self._async)
+
+    @property
+    def nchunks_initialized(self) -> int:
+        """Chunks stored (a property, as zarr-python's; one listing)."""
+        return run(self._async.nchunks_initialized)
 
     @property
     def oindex(self) -> _Selector:
@@ -317,8 +328,13 @@ class Array:
     )
 
     @property
-    def info(self) -> str:
+    def info(self) -> ArrayInfo:
+        """The description (a `str` with its fields as attributes); no I/O."""
         return self._async.info()
+
+    def info_complete(self) -> ArrayInfo:
+        """`info` with the bytes stored and the chunks initialized (one listing)."""
+        return run(self._async.info_complete)
 
     def __len__(self) -> int:
         if not self.shape:
@@ -396,6 +412,14 @@ class Array:
     def resize(self, new_shape: Any) -> None:
         return run(self._async.resize, new_shape)
 
+    def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
+        """Grow the array along `axis` by `data` and write it there; the new shape."""
+        return run(self._async.append, data, axis)
+
+    def nbytes_stored(self) -> int:
+        """Bytes the array takes in its store, metadata included."""
+        return run(self._async.nbytes_stored)
+
     def update_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
         return run(self._async.update_attributes, attributes)
 
@@ -448,6 +472,25 @@ class Group:
     def member_names(self) -> list[str]:
         return run(self._async.member_names)
 
+    def keys(self) -> list[str]:
+        """Names of the members, sorted (zarr-python's `keys()`)."""
+        return run(self._async.keys)
+
+    def array_keys(self) -> list[str]:
+        """Names of the members that are arrays."""
+        return run(self._async.array_keys)
+
+    def group_keys(self) -> list[str]:
+        """Names of the members that are groups."""
+        return run(self._async.group_keys)
+
+    def __delitem__(self, name: str) -> None:
+        return run(self._async.delitem, name)
+
+    def delitem(self, name: str) -> None:
+        """`del group[name]`: delete the member and everything below it."""
+        return run(self._async.delitem, name)
+
     def members(self) -> list[tuple[str, Array | Group]]:
         return [(n, _wrap(m)) for n, m in run(_collect, self._async.members())]
 
@@ -468,7 +511,13 @@ class Group:
         return Group(run(self._async.require_group, name))
 
     def create_array(
-        self, name: str, *, shape: Any, dtype: Any, overwrite: bool = False, **options: Any
+        self,
+        name: str,
+        *,
+        shape: Any = None,
+        dtype: Any = None,
+        overwrite: bool = False,
+        **options: Any,
     ) -> Array:
         return Array(
             run(
@@ -479,6 +528,14 @@ class Group:
                 overwrite=overwrite,
                 **options,
             )
+        )
+
+    def require_array(
+        self, name: str, *, shape: Any, dtype: Any = None, exact: bool = False, **options: Any
+    ) -> Array:
+        """The member array `name` if its shape and dtype fit, else a new one."""
+        return Array(
+            run(self._async.require_array, name, shape=shape, dtype=dtype, exact=exact, **options)
         )
 
     def update_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:

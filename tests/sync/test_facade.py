@@ -42,6 +42,9 @@ def test_every_async_method_has_a_sync_twin(async_cls: type, sync_cls: type) -> 
         if name in skip and twin is None:
             continue
         assert twin is not None, f"{sync_cls.__name__} lacks {name}"
+        if isinstance(twin, property):  # zarr-python's shape: Array.nchunks_initialized
+            assert list(signature.parameters) == ["self"], f"{name} takes arguments"
+            continue
         async_params = [p for p in signature.parameters if p != "self"]
         sync_params = [p for p in inspect.signature(twin).parameters if p != "self"]
         assert sync_params == async_params, f"{name}: {sync_params} != {async_params}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from dataclasses import replace as _replace
 from typing import Any, Literal
 
 import numpy as np
@@ -83,6 +84,11 @@ class ArrayMetadata:
     def chunk_key(self, chunk_coords: tuple[int, ...]) -> str:
         return self.chunk_key_encoding.encode(chunk_coords)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The metadata as its JSON document holds it, as zarr-python's `to_dict()`: v3,
+        `zarr.json`; v2 (and v1, as v2), `.zarray` with `attributes` and `zarr_format`."""
+        return _document(self)
+
 
 @dataclass(frozen=True)
 class GroupMetadata:
@@ -91,3 +97,25 @@ class GroupMetadata:
     zarr_format: Literal[1, 2, 3] = 3
     attributes: Mapping[str, Any] = field(default_factory=dict)
     consolidated: Mapping[str, ArrayMetadata | GroupMetadata] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The metadata as its JSON document holds it (`zarr.json`; v2: `.zgroup` with
+        `attributes`), as zarr-python's `to_dict()`."""
+        return _document(self)
+
+
+def _document(meta: ArrayMetadata | GroupMetadata) -> dict[str, Any]:
+    import json
+
+    from aiozarr.metadata import v2, v3  # they import this module
+
+    if meta.zarr_format == 3:
+        text = v3.array_to_json(meta) if isinstance(meta, ArrayMetadata) else v3.group_to_json(meta)
+        return dict(json.loads(text))
+    if isinstance(meta, ArrayMetadata):
+        v2_meta = meta if meta.zarr_format == 2 else _replace(meta, zarr_format=2)
+        doc = dict(json.loads(v2.zarray_to_json(v2_meta)))
+    else:
+        doc = dict(json.loads(v2.zgroup_to_json(meta)))
+    doc["attributes"] = dict(meta.attributes)
+    return doc

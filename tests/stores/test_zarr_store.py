@@ -1,0 +1,130 @@
+"""Stores users already hold: zarr-python 3 stores through `ZarrStore`, obstore stores as
+they are. The store contract on the adapter; arrays written by one library into the
+store object and read by the other; ranges batched through `get_partial_values`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import aiozarr
+from aiozarr.storage.object_store import ObjectStore
+from aiozarr.storage.zarr_store import ZarrStore
+from aiozarr.testing.store_contract import StoreContract
+
+zarr = pytest.importorskip("zarr")
+obstore_store = pytest.importorskip("obstore.store")
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+class TestZarrMemoryStore(StoreContract):
+    has_versions = False
+
+    @pytest.fixture
+    def store(self) -> ZarrStore:
+        return ZarrStore(zarr.storage.MemoryStore())
+
+
+class TestZarrLocalStore(StoreContract):
+    has_versions = False
+
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> ZarrStore:
+        return ZarrStore(zarr.storage.LocalStore(tmp_path / "store"))
+
+
+def _zarr_stores(tmp_path: Path) -> list[Any]:
+    return [zarr.storage.MemoryStore(), zarr.storage.LocalStore(tmp_path / "local")]
+
+
+@pytest.mark.parametrize("kind", ["memory", "local"])
+def test_aiozarr_reads_what_zarr_python_wrote_into_the_store_object(
+    tmp_path: Path, kind: str
+) -> None:
+    store = _zarr_stores(tmp_path)[kind == "local"]
+    data = np.arange(600, dtype="f4").reshape(20, 30)
+    z = zarr.create_array(
+        store, name="g/x", shape=data.shape, dtype="f4", chunks=(4, 5), shards=(8, 10)
+    )
+    z[...] = data
+    a = aiozarr.open_array(store, "g/x")
+    assert isinstance(a.store, ZarrStore)
+    assert np.array_equal(a[...], data)
+    assert np.array_equal(a.vindex[[0, 19], [29, 0]], data[[0, 19], [29, 0]])
+    assert aiozarr.open_group(store, "g").keys() == ["x"]
+
+
+@pytest.mark.parametrize("kind", ["memory", "local"])
+def test_zarr_python_reads_what_aiozarr_wrote_into_the_store_object(
+    tmp_path: Path, kind: str
+) -> None:
+    store = _zarr_stores(tmp_path)[kind == "local"]
+    data = np.arange(600, dtype="i8").reshape(30, 20)
+    a = aiozarr.create_array(
+        store, "y", shape=data.shape, dtype="i8", chunks=(5, 5), shards=(10, 10)
+    )
+    a[...] = data
+    a[0:5, 0:5] = 0  # a chunk of fill values is deleted through the adapter
+    data[0:5, 0:5] = 0
+    assert np.array_equal(zarr.open_array(store, path="y")[...], data)
+
+
+def test_a_read_only_zarr_store_stays_read_only() -> None:
+    store = zarr.storage.MemoryStore()
+    zarr.create_array(store, name="r", shape=(4,), dtype="u1")
+    a = aiozarr.open_array(store.with_read_only(True), "r")
+    assert a.read_only
+    with pytest.raises(PermissionError):
+        a[:] = 1
+    assert aiozarr.open_array(store, "r", mode="r").read_only
+
+
+class _Counting(zarr.storage.MemoryStore):  # type: ignore[misc,name-defined]
+    calls: list[tuple[str, int]]
+
+    async def get_partial_values(self, prototype: Any, key_ranges: Any) -> Any:
+        key_ranges = list(key_ranges)
+        self.calls.append(("get_partial_values", len(key_ranges)))
+        return await super().get_partial_values(prototype, key_ranges)
+
+    async def get(self, key: str, prototype: Any, byte_range: Any = None) -> Any:
+        self.calls.append(("get", 1))
+        return await super().get(key, prototype, byte_range)
+
+
+async def test_ranges_of_a_shard_are_one_get_partial_values() -> None:
+    store = _Counting()
+    store.calls = []
+    z = zarr.create_array(store, name="s", shape=(64,), dtype="u1", chunks=(4,), shards=(64,))
+    z[...] = np.arange(64, dtype="u1")
+    a = await aiozarr.open_array_async(store, "s")
+    with aiozarr.config.set(coalesce_gap_bytes=0):
+        store.calls = []
+        values = await a.get_coordinate_selection(([0, 20, 40, 60],))
+    assert list(values) == [0, 20, 40, 60]
+    # one index read, then the four inner chunks' ranges in ONE get_partial_values
+    partial = [n for kind, n in store.calls if kind == "get_partial_values"]
+    assert 4 in partial, store.calls
+
+
+def test_an_obstore_store_is_taken_as_it_is() -> None:
+    store = obstore_store.MemoryStore()
+    a = aiozarr.create_array(store, "o", shape=(6,), dtype="i2", chunks=(2,))
+    a[:] = np.arange(6)
+    assert isinstance(a.store, ObjectStore)
+    assert list(aiozarr.open_array(store, "o")[:]) == list(range(6))
+    assert aiozarr.open_array(store, "o", mode="r").read_only
+    assert aiozarr.open_group(store).keys() == ["o"]
+
+
+def test_zarr_store_errors_are_store_errors() -> None:
+    class Broken(zarr.storage.MemoryStore):  # type: ignore[misc,name-defined]
+        async def get(self, key: str, prototype: Any, byte_range: Any = None) -> Any:
+            raise RuntimeError("disk on fire")
+
+    with pytest.raises(aiozarr.errors.StoreError, match="disk on fire"):
+        aiozarr.open_array(Broken(), "x")
