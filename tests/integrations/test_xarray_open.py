@@ -290,3 +290,17 @@ async def test_concurrent_loads_read_a_shared_coordinate_once(
     theirs = xr.open_dataset(local_path(path), engine="zarr")
     for name, got in zip(names, loaded, strict=True):
         xr.testing.assert_identical(got, theirs[name].load())
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_scalar_variables(tmp_path: Path, zarr_format: int) -> None:
+    # zarr-python writes no dimension_names for a v3 scalar: it needs none
+    ds = xr.Dataset(
+        {"total": ((), 42.5), "v": ("x", np.arange(3.0))},
+        coords={"reference": ((), np.datetime64("2020-01-02T03:00", "ns"))},
+    )
+    write(ds, tmp_path / "s.zarr", zarr_format=zarr_format)
+    xr.testing.assert_identical(
+        xr.open_dataset(tmp_path / "s.zarr", engine="aiozarr"),
+        xr.open_dataset(tmp_path / "s.zarr", engine="zarr").load(),
+    )

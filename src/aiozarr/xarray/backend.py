@@ -370,7 +370,9 @@ def dimensions(name: str, meta: ArrayMetadata) -> tuple[str, ...]:
     else:
         dims = meta.attributes.get(DIMENSION_KEY)
         where = f"has no {DIMENSION_KEY} attribute"
-    if dims is None or (meta.ndim and any(d is None for d in dims)):
+    if dims is None and meta.ndim == 0:
+        return ()  # a scalar needs no names (zarr-python writes none for it)
+    if dims is None or any(d is None for d in dims):
         raise MetadataError(
             f"variable {name!r} {where}: xarray needs a name for each of its "
             f"{meta.ndim} dimensions (write them with aiozarr.xarray.to_zarr or xarray)"
