@@ -47,17 +47,41 @@ def auto_chunks(
     return tuple(chunks)
 
 
-def _codec_metadata(codec: CodecLike, what: str) -> CodecMetadata:
+def _codec_metadata(codec: CodecLike, what: str, itemsize: int = 1) -> CodecMetadata:
     if isinstance(codec, CodecMetadata):
         return codec
     if isinstance(codec, Codec):
         return codec.to_metadata()
     if isinstance(codec, Mapping) and isinstance(codec.get("name"), str):
         return CodecMetadata(codec["name"], dict(codec.get("configuration", {})))
+    found = _zarr_python_codec(codec, itemsize)
+    if found is not None:
+        return found
     raise MetadataError(
-        f"{what}: expected a codec, CodecMetadata or {{'name': ..., 'configuration': ...}}, "
-        f"got {codec!r}"
+        f"{what}: expected a codec, CodecMetadata, a zarr-python codec or "
+        f"{{'name': ..., 'configuration': ...}}, got {codec!r}"
     )
+
+
+def _zarr_python_codec(codec: Any, itemsize: int) -> CodecMetadata | None:
+    """A zarr-python codec object (`zarr.codecs.BloscCodec(...)`, what xarray's
+    `engine="zarr"` puts in `encoding`) as metadata, from its `to_dict()`.
+
+    Parameters it left to the array (`_tunable_attrs`: blosc's `typesize` and `shuffle`
+    when not given) are set from the element size, as zarr-python sets them.
+    """
+    to_dict = getattr(codec, "to_dict", None)
+    document = to_dict() if callable(to_dict) else None
+    if not (isinstance(document, Mapping) and isinstance(document.get("name"), str)):
+        return None
+    config = dict(document.get("configuration") or {})
+    tunable = getattr(codec, "_tunable_attrs", ())
+    if document["name"] == "blosc":
+        if "typesize" in tunable:
+            config["typesize"] = itemsize
+        if "shuffle" in tunable:
+            config["shuffle"] = "bitshuffle" if itemsize == 1 else "shuffle"
+    return CodecMetadata(document["name"], config)
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -228,7 +252,8 @@ def array_metadata(
 
     if order not in ("C", "F"):
         raise MetadataError(f"order must be 'C' or 'F', got {order!r}")
-    array_to_array = [_codec_metadata(f, "filters") for f in _as_list(filters)]
+    itemsize = 1 if np_dtype.kind in "OT" else max(np_dtype.itemsize, 1)
+    array_to_array = [_codec_metadata(f, "filters", itemsize) for f in _as_list(filters)]
     if order == "F" and len(array_shape) > 1:
         array_to_array.append(
             CodecMetadata("transpose", {"order": list(range(len(array_shape)))[::-1]})
@@ -236,12 +261,12 @@ def array_metadata(
     to_bytes = (
         _v3_serializer(np_dtype)
         if serializer == "auto"
-        else _codec_metadata(serializer, "serializer")
+        else _codec_metadata(serializer, "serializer", itemsize)
     )
     bytes_to_bytes = (
         [DEFAULT_V3_COMPRESSOR]
         if compressors == "auto"
-        else [_codec_metadata(c, "compressors") for c in _as_list(compressors)]
+        else [_codec_metadata(c, "compressors", itemsize) for c in _as_list(compressors)]
     )
     codecs = (*array_to_array, to_bytes, *bytes_to_bytes)
     grid = inner

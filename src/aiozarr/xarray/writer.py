@@ -107,6 +107,8 @@ def _encode(
         }
         options["chunks"] = _chunks_of(var, enc)
         options = {k: v for k, v in options.items() if v is not None}
+        if "compressors" in enc and enc["compressors"] is None:
+            options["compressors"] = ()  # as for zarr-python: None is no compression
         fill_value = enc.pop("fill_value", None)
         encoded = encode_zarr_variable(var, name=name, zarr_format=zarr_format)  # type: ignore[arg-type]
         var_attrs = {k: encode_zarr_attr_value(v) for k, v in encoded.attrs.items()}
