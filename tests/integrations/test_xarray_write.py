@@ -193,3 +193,17 @@ def test_zarr_python_codec_objects_in_encoding(tmp_path: Path, zarr_format: int)
         again = codec_metadata(tmp_path / "again.zarr", name)
         assert again == codec_metadata(tmp_path / "theirs.zarr", name), name
     xr.testing.assert_identical(xr.open_zarr(tmp_path / "again.zarr").load(), ref.load())
+
+
+def test_encoding_argument_replaces_a_variables_encoding(tmp_path: Path) -> None:
+    ds = dataset().compute()  # temp packed as int16 by its own encoding
+    encoding = {"temp": {"chunks": (4, 6, 8)}}
+    to_zarr(ds, tmp_path / "ours.zarr", encoding=encoding)
+    theirs(ds, tmp_path / "theirs.zarr", encoding=encoding)
+    ours, ref = open_both(tmp_path / "ours.zarr", tmp_path / "theirs.zarr")
+    assert ours.temp.encoding["dtype"] == ref.temp.encoding["dtype"] == np.dtype("f8")
+    assert ours.temp.encoding["chunks"] == ref.temp.encoding["chunks"] == (4, 6, 8)
+    xr.testing.assert_identical(ours.load(), ref.load())
+    # without the argument the variable's own encoding is used, by both
+    to_zarr(ds, tmp_path / "own.zarr")
+    assert xr.open_zarr(tmp_path / "own.zarr").temp.encoding["dtype"] == np.dtype("i2")

@@ -98,7 +98,8 @@ def _encode(
     for key, var in variables.items():
         name = str(key)
         var = var.copy(deep=False)
-        var.encoding = {**var.encoding, **dict((encoding or {}).get(name, {}))}
+        if name in (encoding or {}):  # it replaces the variable's own, as in xarray
+            var.encoding = dict(encoding[name])  # type: ignore[index]
         if name in existing:
             var.encoding.update(_existing_cf_encoding(existing[name]))
         enc = var.encoding
@@ -438,9 +439,10 @@ def to_zarr(ds: xr.Dataset, store: StoreLike, **options: Any) -> Any:
 
     Options: `group`, `mode` ("w-" default: fail if the group exists; "w" overwrite; "a"
     add or append; "r+" write into existing arrays), `zarr_format` (3, with
-    `dimension_names`; or 2, with `_ARRAY_DIMENSIONS`), `encoding` (per variable:
-    `chunks`, `shards`, `compressors`, `filters`, `serializer`, `fill_value` and xarray's CF
-    keys `dtype`, `units`, `calendar`, `scale_factor`, `add_offset`, `_FillValue`),
+    `dimension_names`; or 2, with `_ARRAY_DIMENSIONS`), `encoding` (per variable, in place
+    of its own `.encoding` as in xarray: `chunks`, `shards`, `compressors`, `filters`,
+    `serializer` (dicts, aiozarr or zarr-python codecs), `fill_value` and xarray's CF keys
+    `dtype`, `units`, `calendar`, `scale_factor`, `add_offset`, `_FillValue`),
     `region` (`{dim: slice or "auto"}`, or "auto": found from the stored coordinates),
     `append_dim`, `consolidated` (True), `write_empty_chunks` (store chunks equal to the
     fill value too), `compute` (True), `storage_options`.
