@@ -129,10 +129,14 @@ def test_zarr_format_skips_the_probe(
     xr.testing.assert_identical(ours.load(), theirs.load())
     other = ".zgroup" if zarr_format == 3 else "zarr.json"
     assert not [k for _, k, _ in store.requests if k == other]
+    # the other format: no group there, a FileNotFoundError from both engines
+    for engine in ("zarr", "aiozarr"):
+        with pytest.raises(FileNotFoundError):
+            xr.open_dataset(local_path(path), engine=engine, zarr_format=5 - zarr_format)
+        with pytest.raises(ValueError, match="zarr_format"):
+            xr.open_dataset(local_path(path), engine=engine, zarr_format=4)
     with pytest.raises(GroupNotFoundError):
         xr.open_dataset(local_path(path), engine="aiozarr", zarr_format=5 - zarr_format)
-    with pytest.raises(ValueError, match="zarr_format"):
-        xr.open_dataset(local_path(path), engine="aiozarr", zarr_format=4)
 
 
 def test_group_and_array_as_the_thing_to_open(tmp_path: Path) -> None:
@@ -153,10 +157,18 @@ def test_group_and_array_as_the_thing_to_open(tmp_path: Path) -> None:
         xr.open_datatree(group["word"], engine="aiozarr")
 
 
-def test_errors_are_aiozarr_errors(tmp_path: Path) -> None:
+def test_errors_are_aiozarr_errors(tmp_path: Path, emulator: Emulator) -> None:
     for engine in ("zarr", "aiozarr"):
         with pytest.raises(FileNotFoundError):
             xr.open_dataset(tmp_path / "missing.zarr", engine=engine)
+        with pytest.raises(FileNotFoundError):  # HTTP: as missing as a path
+            xr.open_dataset(emulator.http_url("missing.zarr"), engine=engine)
+    with pytest.raises(GroupNotFoundError):
+        xr.open_dataset(
+            emulator.s3_url("missing.zarr"),
+            engine="aiozarr",
+            storage_options=emulator.storage_options(),
+        )
     with pytest.raises(GroupNotFoundError, match="no Zarr group"):
         xr.open_dataset(tmp_path / "missing.zarr", engine="aiozarr")
     # corrupt chunks of two variables: one CodecError, not an ExceptionGroup
