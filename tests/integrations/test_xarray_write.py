@@ -207,3 +207,28 @@ def test_encoding_argument_replaces_a_variables_encoding(tmp_path: Path) -> None
     # without the argument the variable's own encoding is used, by both
     to_zarr(ds, tmp_path / "own.zarr")
     assert xr.open_zarr(tmp_path / "own.zarr").temp.encoding["dtype"] == np.dtype("i2")
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_write_empty_chunks_in_encoding_as_xarray(tmp_path: Path, lazy: bool) -> None:
+    values = np.full((12, 4), np.nan)
+    values[4:8] = 1.5  # one chunk of values, two of the fill value
+    ds = xr.Dataset({"v": (("t", "x"), values), "w": (("t", "x"), values.copy())})
+    ds = ds.chunk({"t": 4}) if lazy else ds
+    encoding = {
+        "v": {"chunks": (4, 4), "write_empty_chunks": True},
+        "w": {"chunks": (4, 4), "write_empty_chunks": False},
+    }
+    to_zarr(ds, tmp_path / "ours.zarr", encoding=encoding)
+    theirs(ds, tmp_path / "theirs.zarr", encoding=encoding)
+    for name, stored in (("v", 3), ("w", 1)):
+        files = chunk_files(tmp_path / "ours.zarr", name)
+        assert files == chunk_files(tmp_path / "theirs.zarr", name)
+        assert len(files) == stored
+    ours, ref = open_both(tmp_path / "ours.zarr", tmp_path / "theirs.zarr")
+    xr.testing.assert_identical(ours.load(), ref.load())
+    # the argument and an encoding that differ: refused by both
+    with pytest.raises(ValueError, match="write_empty_chunks"):
+        to_zarr(ds, tmp_path / "ours2.zarr", encoding=encoding, write_empty_chunks=False)
+    with pytest.raises(ValueError, match="write_empty_chunks"):
+        theirs(ds, tmp_path / "theirs2.zarr", encoding=encoding, write_empty_chunks=False)

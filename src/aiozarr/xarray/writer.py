@@ -36,7 +36,16 @@ __all__ = ["consolidate_async", "to_zarr", "to_zarr_async", "write_metadata_asyn
 # -- writing ----------------------------------------------------------------------------------
 
 _ENCODINGS = frozenset(
-    {"chunks", "shards", "compressors", "filters", "serializer", "fill_value", "chunk_key_encoding"}
+    {
+        "chunks",
+        "shards",
+        "compressors",
+        "filters",
+        "serializer",
+        "fill_value",
+        "chunk_key_encoding",
+        "write_empty_chunks",
+    }
 )
 # CF encodings xarray's coders consume, plus what opening leaves behind
 _CF_ENCODINGS = frozenset(
@@ -107,6 +116,8 @@ def _encode(
             k: enc[k] for k in ("shards", "compressors", "filters", "serializer") if k in enc
         }
         options["chunks"] = _chunks_of(var, enc)
+        if enc.get("write_empty_chunks") is not None:  # not a create_array option: see write()
+            options["write_empty_chunks"] = bool(enc["write_empty_chunks"])
         options = {k: v for k, v in options.items() if v is not None}
         if "compressors" in enc and enc["compressors"] is None:
             options["compressors"] = ()  # as for zarr-python: None is no compression
@@ -140,12 +151,20 @@ Region = Mapping[str, "slice | Literal['auto']"] | Literal["auto"]
 
 
 class DaskWrite:
-    """One dask-backed variable still to be written: its blocks, the array, the region."""
+    """One dask-backed variable still to be written: its blocks, the array, the region,
+    and whether chunks equal to the fill value are stored (None: the settings')."""
 
-    __slots__ = ("array", "region", "source")
+    __slots__ = ("array", "region", "source", "write_empty_chunks")
 
-    def __init__(self, source: Any, array: AsyncArray, region: tuple[slice, ...] | None) -> None:
+    def __init__(
+        self,
+        source: Any,
+        array: AsyncArray,
+        region: tuple[slice, ...] | None,
+        write_empty_chunks: bool | None = None,
+    ) -> None:
         self.source, self.array, self.region = source, array, region
+        self.write_empty_chunks = write_empty_chunks
 
 
 async def to_zarr_async(
@@ -183,7 +202,7 @@ async def to_zarr_async(
             write_empty_chunks=write_empty_chunks,
             storage_options=storage_options,
         )
-    delayed = _delayed(writes, write_empty_chunks)
+    delayed = _delayed(writes)
     if delayed is None or not compute:
         return delayed
     await anyio.to_thread.run_sync(delayed.compute)
@@ -228,6 +247,7 @@ async def write_metadata_async(
         ds = ds.drop_vars(list(ds.indexes))  # a region write never changes an index
     prepared, attrs = await anyio.to_thread.run_sync(_encode, ds, encoding, existing, zarr_format)
     _check_targets(prepared, existing, mode, slices)
+    empties = _write_empty_chunks(prepared, write_empty_chunks)
     if meta is None:
         from aiozarr.group import AsyncGroup
 
@@ -247,6 +267,8 @@ async def write_metadata_async(
 
     async def write(name: str) -> None:
         var, options = prepared[name]
+        options = {k: v for k, v in options.items() if k != "write_empty_chunks"}
+        empty = empties[name]
         if name in existing:
             array = AsyncArray(resolved, hierarchy.join(path, name), existing[name])
             where = await _place_existing(name, array, var, slices, append_dim)
@@ -262,12 +284,12 @@ async def write_metadata_async(
             )
             where = None
         if is_duck_dask_array(var.data):
-            writes.append(DaskWrite(var.data, array, where))
-        else:
+            writes.append(DaskWrite(var.data, array, where, empty))
+            return
+        with config.set(**({} if empty is None else {"write_empty_chunks": empty})):
             await array.setitem(... if where is None else where, var.values)
 
-    settings = {} if write_empty_chunks is None else {"write_empty_chunks": write_empty_chunks}
-    with config.set(**settings), unwrap_group():
+    with unwrap_group():
         async with anyio.create_task_group() as tg:
             for name in prepared:
                 tg.start_soon(write, name)
@@ -280,7 +302,24 @@ def _written(*_: Any) -> None:
     """The last task of a dask write: every block is stored."""
 
 
-def _delayed(writes: list[DaskWrite], write_empty_chunks: bool | None) -> Any:
+def _write_empty_chunks(
+    prepared: Mapping[str, tuple[xr.Variable, dict[str, Any]]], write_empty_chunks: bool | None
+) -> dict[str, bool | None]:
+    """Each variable's `write_empty_chunks`: the argument's, else its encoding's. Both,
+    differing, are refused, as xarray refuses them."""
+    out: dict[str, bool | None] = {}
+    for name, (_, options) in prepared.items():
+        own = options.get("write_empty_chunks")
+        if own is not None and write_empty_chunks is not None and own != write_empty_chunks:
+            raise ValueError(
+                f"variable {name!r}: encoding has write_empty_chunks={own}, the argument "
+                f"write_empty_chunks={write_empty_chunks}"
+            )
+        out[name] = write_empty_chunks if write_empty_chunks is not None else own
+    return out
+
+
+def _delayed(writes: list[DaskWrite]) -> Any:
     """One `Delayed` that writes every dask-backed variable, block by block."""
     if not writes:
         return None
@@ -295,7 +334,7 @@ def _delayed(writes: list[DaskWrite], write_empty_chunks: bool | None) -> Any:
             Array(w.array),
             region=w.region,
             compute=False,
-            write_empty_chunks=write_empty_chunks,
+            write_empty_chunks=w.write_empty_chunks,
         )
         for w in writes
     ]
@@ -457,7 +496,7 @@ def to_zarr(ds: xr.Dataset, store: StoreLike, **options: Any) -> Any:
     compute = options.pop("compute", True)
     with unwrap_group():
         writes = _run(write_metadata_async, ds, store, **options)
-    delayed = _delayed(writes, options.get("write_empty_chunks"))
+    delayed = _delayed(writes)
     if delayed is None or not compute:
         return delayed
     delayed.compute()
