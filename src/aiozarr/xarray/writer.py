@@ -480,8 +480,9 @@ def to_zarr(ds: xr.Dataset, store: StoreLike, **options: Any) -> Any:
     add or append; "r+" write into existing arrays), `zarr_format` (3, with
     `dimension_names`; or 2, with `_ARRAY_DIMENSIONS`), `encoding` (per variable, in place
     of its own `.encoding` as in xarray: `chunks`, `shards`, `compressors`, `filters`,
-    `serializer` (dicts, aiozarr or zarr-python codecs), `fill_value` and xarray's CF keys
-    `dtype`, `units`, `calendar`, `scale_factor`, `add_offset`, `_FillValue`),
+    `serializer` (dicts, aiozarr or zarr-python codecs), `fill_value`, `write_empty_chunks`
+    and xarray's CF keys `dtype`, `units`, `calendar`, `scale_factor`, `add_offset`,
+    `_FillValue`),
     `region` (`{dim: slice or "auto"}`, or "auto": found from the stored coordinates),
     `append_dim`, `consolidated` (True), `write_empty_chunks` (store chunks equal to the
     fill value too), `compute` (True), `storage_options`.
