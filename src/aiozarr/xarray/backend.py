@@ -1,9 +1,11 @@
 """The `engine="aiozarr"` backend: open datasets and data trees lazily.
 
-Opening reads the group's metadata and its listing concurrently, then every member's
-metadata in one batch, then every dimension coordinate in one batch: 3 round trips for v3
-(4 for v2, whose group is found after a missing `zarr.json`), 2 with consolidated
-metadata. Data variables stay lazy. xarray does the CF decoding, from the raw attributes,
+Opening reads the group's documents (v3 and v2 at once), then, unless consolidated
+metadata answers, its listing, then every member's metadata in one batch, then every
+dimension coordinate (and the two elements xarray's datetime decoder asks for) in one
+batch: 2 round trips consolidated; 4 unconsolidated, 3 once this process has seen the
+group unconsolidated (the listing then goes out with the documents). Data variables and
+other coordinates stay lazy. xarray does the CF decoding, from the raw attributes,
 exactly as for its own zarr backend. Importing this module imports xarray; `import aiozarr`
 does not.
 """
