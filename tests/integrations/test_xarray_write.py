@@ -151,3 +151,84 @@ def test_write_empty_chunks_as_xarray(tmp_path: Path, write_empty_chunks: bool, 
     assert len(stored) == (3 if write_empty_chunks else 1)
     ours, ref = open_both(tmp_path / "ours.zarr", tmp_path / "theirs.zarr")
     xr.testing.assert_identical(ours.load(), ref.load())
+
+
+def codec_metadata(where: Path, name: str) -> dict[str, Any]:
+    """The codec part of a stored array's metadata, as zarr-python reads it."""
+    import zarr
+
+    doc = zarr.open_array(where, path=name, mode="r").metadata.to_dict()
+    return {k: doc.get(k) for k in ("codecs", "compressor", "filters")}
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_zarr_python_codec_objects_in_encoding(tmp_path: Path, zarr_format: int) -> None:
+    import numcodecs
+    from zarr.codecs import BloscCodec, BytesCodec, GzipCodec
+
+    ds = dataset().compute().drop_vars("mask").drop_encoding()
+    if zarr_format == 3:
+        encoding = {
+            "temp": {"compressors": [BloscCodec(cname="zstd", clevel=3)]},  # typesize left
+            "count": {"serializer": BytesCodec(endian="big"), "compressors": GzipCodec(level=1)},
+            "x": {"compressors": None},  # no compression
+        }
+    else:
+        encoding = {
+            "temp": {"compressors": numcodecs.Blosc(cname="lz4")},
+            "count": {"filters": [numcodecs.Delta(dtype="i4")], "compressors": None},
+            "x": {"compressors": None},
+        }
+    to_zarr(ds, tmp_path / "ours.zarr", zarr_format=zarr_format, encoding=encoding)
+    theirs(ds, tmp_path / "theirs.zarr", zarr_format=zarr_format, encoding=encoding)
+    for name in ("temp", "count", "x"):
+        ours_codecs = codec_metadata(tmp_path / "ours.zarr", name)
+        assert ours_codecs == codec_metadata(tmp_path / "theirs.zarr", name), name
+    ours, ref = open_both(tmp_path / "ours.zarr", tmp_path / "theirs.zarr")
+    xr.testing.assert_identical(ours.load(), ref.load())
+    # a dataset opened by engine="zarr" carries zarr-python codec objects in its
+    # encoding: written again, the codecs are kept
+    to_zarr(ref, tmp_path / "again.zarr", zarr_format=zarr_format)
+    for name in ("temp", "count", "x"):
+        again = codec_metadata(tmp_path / "again.zarr", name)
+        assert again == codec_metadata(tmp_path / "theirs.zarr", name), name
+    xr.testing.assert_identical(xr.open_zarr(tmp_path / "again.zarr").load(), ref.load())
+
+
+def test_encoding_argument_replaces_a_variables_encoding(tmp_path: Path) -> None:
+    ds = dataset().compute()  # temp packed as int16 by its own encoding
+    encoding = {"temp": {"chunks": (4, 6, 8)}}
+    to_zarr(ds, tmp_path / "ours.zarr", encoding=encoding)
+    theirs(ds, tmp_path / "theirs.zarr", encoding=encoding)
+    ours, ref = open_both(tmp_path / "ours.zarr", tmp_path / "theirs.zarr")
+    assert ours.temp.encoding["dtype"] == ref.temp.encoding["dtype"] == np.dtype("f8")
+    assert ours.temp.encoding["chunks"] == ref.temp.encoding["chunks"] == (4, 6, 8)
+    xr.testing.assert_identical(ours.load(), ref.load())
+    # without the argument the variable's own encoding is used, by both
+    to_zarr(ds, tmp_path / "own.zarr")
+    assert xr.open_zarr(tmp_path / "own.zarr").temp.encoding["dtype"] == np.dtype("i2")
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_write_empty_chunks_in_encoding_as_xarray(tmp_path: Path, lazy: bool) -> None:
+    values = np.full((12, 4), np.nan)
+    values[4:8] = 1.5  # one chunk of values, two of the fill value
+    ds = xr.Dataset({"v": (("t", "x"), values), "w": (("t", "x"), values.copy())})
+    ds = ds.chunk({"t": 4}) if lazy else ds
+    encoding = {
+        "v": {"chunks": (4, 4), "write_empty_chunks": True},
+        "w": {"chunks": (4, 4), "write_empty_chunks": False},
+    }
+    to_zarr(ds, tmp_path / "ours.zarr", encoding=encoding)
+    theirs(ds, tmp_path / "theirs.zarr", encoding=encoding)
+    for name, stored in (("v", 3), ("w", 1)):
+        files = chunk_files(tmp_path / "ours.zarr", name)
+        assert files == chunk_files(tmp_path / "theirs.zarr", name)
+        assert len(files) == stored
+    ours, ref = open_both(tmp_path / "ours.zarr", tmp_path / "theirs.zarr")
+    xr.testing.assert_identical(ours.load(), ref.load())
+    # the argument and an encoding that differ: refused by both
+    with pytest.raises(ValueError, match="write_empty_chunks"):
+        to_zarr(ds, tmp_path / "ours2.zarr", encoding=encoding, write_empty_chunks=False)
+    with pytest.raises(ValueError, match="write_empty_chunks"):
+        theirs(ds, tmp_path / "theirs2.zarr", encoding=encoding, write_empty_chunks=False)

@@ -1,9 +1,11 @@
 """The `engine="aiozarr"` backend: open datasets and data trees lazily.
 
-Opening reads the group's metadata and its listing concurrently, then every member's
-metadata in one batch, then every dimension coordinate in one batch: 3 round trips for v3
-(4 for v2, whose group is found after a missing `zarr.json`), 2 with consolidated
-metadata. Data variables stay lazy. xarray does the CF decoding, from the raw attributes,
+Opening reads the group's documents (v3 and v2 at once), then, unless consolidated
+metadata answers, its listing, then every member's metadata in one batch, then every
+dimension coordinate (and the two elements xarray's datetime decoder asks for) in one
+batch: 2 round trips consolidated; 4 unconsolidated, 3 once this process has seen the
+group unconsolidated (the listing then goes out with the documents). Data variables and
+other coordinates stay lazy. xarray does the CF decoding, from the raw attributes,
 exactly as for its own zarr backend. Importing this module imports xarray; `import aiozarr`
 does not.
 """
@@ -11,10 +13,12 @@ does not.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, Literal
 
 import anyio
+import anyio.lowlevel
 import numpy as np
 import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
@@ -52,14 +56,29 @@ class AiozarrBackendArray(BackendArray):
     Basic and outer (orthogonal) keys go straight to aiozarr's engine; a vectorized key
     is read as its outer bounding selection, then picked out with numpy (xarray's
     `OUTER` indexing support does that split).
+
+    Reads of the same basic selection that overlap in time on one event loop are made
+    once (a coordinate shared by several variables loaded together); the others get a
+    copy of its values. The first and last element of a CF datetime variable, which
+    xarray's decoder asks for one after the other, are read while the dataset opens and
+    served without a request.
     """
 
-    __slots__ = ("array", "dtype", "shape")
+    __slots__ = ("_inflight", "_known", "array", "dtype", "shape")
 
     def __init__(self, array: AsyncArray) -> None:
         self.array = array
         self.shape = array.shape
         self.dtype = array.dtype
+        self._known: dict[tuple[Any, ...], Any] = {}
+        self._inflight: dict[tuple[Any, ...], _SharedRead] = {}
+
+    def __getstate__(self) -> tuple[AsyncArray, dict[tuple[Any, ...], Any]]:
+        return self.array, self._known  # reads in flight stay with this process
+
+    def __setstate__(self, state: tuple[AsyncArray, dict[tuple[Any, ...], Any]]) -> None:
+        self.__init__(state[0])  # type: ignore[misc]
+        self._known = state[1]
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> Any:
         return indexing.explicit_indexing_adapter(
@@ -77,7 +96,34 @@ class AiozarrBackendArray(BackendArray):
 
     async def _read(self, key: tuple[Any, ...]) -> Any:
         with unwrap_group():
-            return await self._read_unwrapped(key)
+            basic = _basic_key(key, self.shape)
+            if basic is None:
+                return await self._read_unwrapped(key)
+            if basic in self._known:
+                return _copy(self._known[basic])
+            return await self._read_shared(basic, key)
+
+    async def _read_shared(self, basic: tuple[Any, ...], key: tuple[Any, ...]) -> Any:
+        slot = (anyio.lowlevel.current_token(), basic)
+        shared = self._inflight.get(slot)
+        if shared is not None:  # the same read is under way on this loop: wait for it
+            await shared.done.wait()
+            if shared.error is not None:
+                raise shared.error
+            if shared.finished:
+                return _copy(shared.value)
+            return await self._read_unwrapped(key)  # its reader was cancelled
+        shared = self._inflight[slot] = _SharedRead()
+        try:
+            shared.value = await self._read_unwrapped(key)
+            shared.finished = True
+            return shared.value
+        except Exception as error:
+            shared.error = error
+            raise
+        finally:
+            del self._inflight[slot]
+            shared.done.set()
 
     async def _read_unwrapped(self, key: tuple[Any, ...]) -> Any:
         if all(isinstance(k, int | np.integer | slice) for k in key):
@@ -87,6 +133,57 @@ class AiozarrBackendArray(BackendArray):
         if isinstance(value, str) and self.dtype.kind == "T":  # one element of a string array
             return np.asarray(value, dtype=self.dtype)
         return value
+
+    async def read_ends(self) -> None:
+        """Read the selections xarray's CF datetime decoder asks for when a dataset opens,
+        `first_n_items(data, 1)` and `last_item(data)`, as one coordinate selection of
+        the first and the last element, to serve them later without a request."""
+        if 0 in self.shape:
+            return
+        ndim = len(self.shape)
+        last = (slice(-1, None),) * ndim
+        if math.prod(self.shape) == 1:  # a single element: both read the whole array
+            self._known[_basic_key(last, self.shape)] = await self._read_unwrapped(last)  # type: ignore[index]
+            return
+        first = (0,) * (ndim - 1) + (slice(None, 1),)
+        points = tuple(np.array([0, n - 1]) for n in self.shape)
+        ends = np.asarray(await self.array.get_coordinate_selection(points))
+        for key, value in zip((first, last), ends, strict=True):
+            basic = _basic_key(key, self.shape)
+            shape = tuple(len(range(*k)) for k in basic if isinstance(k, tuple))  # type: ignore[union-attr]
+            self._known[basic] = np.full(shape, value, dtype=ends.dtype)  # type: ignore[index]
+
+
+class _SharedRead:
+    """One read that concurrent readers of the same selection wait for."""
+
+    __slots__ = ("done", "error", "finished", "value")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.finished = False
+        self.error: Exception | None = None
+        self.value: Any = None
+
+
+def _basic_key(key: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[Any, ...] | None:
+    """`key` with every entry made absolute (`None` unless it is integers and slices), so
+    that equal selections compare equal however they were written."""
+    if len(key) != len(shape):
+        return None
+    out: list[Any] = []
+    for k, n in zip(key, shape, strict=True):
+        if isinstance(k, slice):
+            out.append(k.indices(n))
+        elif isinstance(k, int | np.integer):
+            out.append(int(k) + n if k < 0 else int(k))
+        else:
+            return None
+    return tuple(out)
+
+
+def _copy(value: Any) -> Any:
+    return value.copy() if isinstance(value, np.ndarray) else value
 
 
 # -- reading the hierarchy --------------------------------------------------------------------
@@ -275,7 +372,9 @@ def dimensions(name: str, meta: ArrayMetadata) -> tuple[str, ...]:
     else:
         dims = meta.attributes.get(DIMENSION_KEY)
         where = f"has no {DIMENSION_KEY} attribute"
-    if dims is None or (meta.ndim and any(d is None for d in dims)):
+    if dims is None and meta.ndim == 0:
+        return ()  # a scalar needs no names (zarr-python writes none for it)
+    if dims is None or any(d is None for d in dims):
         raise MetadataError(
             f"variable {name!r} {where}: xarray needs a name for each of its "
             f"{meta.ndim} dimensions (write them with aiozarr.xarray.to_zarr or xarray)"
@@ -302,12 +401,13 @@ def _check_sizes(arrays: Mapping[str, ArrayMetadata], dims: Mapping[str, tuple[s
 
 def _variable(
     name: str,
-    array: AsyncArray,
+    lazy: AiozarrBackendArray,
     dims: tuple[str, ...],
     values: np.ndarray | None,
     mask_with_fill_value: bool,
 ) -> xr.Variable:
     """A raw (undecoded) variable, as xarray's zarr backend builds it."""
+    array = lazy.array
     meta = array.metadata
     attrs = {k: v for k, v in meta.attributes.items() if k != DIMENSION_KEY}
     rectilinear = array.rectilinear_grid
@@ -334,9 +434,7 @@ def _variable(
             encoding["fill_value"] = meta.fill_value
         if "_FillValue" in attrs:
             attrs["_FillValue"] = FillValueCoder.decode(attrs["_FillValue"], meta.dtype)
-    data: Any = (
-        values if values is not None else indexing.LazilyIndexedArray(AiozarrBackendArray(array))
-    )
+    data: Any = values if values is not None else indexing.LazilyIndexedArray(lazy)
     return xr.Variable(dims, data, attrs, encoding)
 
 
@@ -347,28 +445,49 @@ async def _group_variables(
     arrays: Mapping[str, ArrayMetadata],
     drop_variables: Iterable[Hashable],
     mask_with_fill_value: bool | None,
+    decode_times: bool,
 ) -> tuple[dict[str, xr.Variable], dict[str, Any]]:
-    """The group's variables, with every dimension coordinate read in one batch."""
+    """The group's variables, with every dimension coordinate read in one batch.
+
+    With `decode_times`, the first and last element of every other CF datetime variable
+    (units "... since ...") are read in the same batch: xarray's decoder reads them when
+    the dataset opens, one after the other, which would be two more round trips.
+    """
     dropped = set(drop_variables)
     arrays = {n: m for n, m in arrays.items() if n not in dropped}
     dims = {name: dimensions(name, m) for name, m in arrays.items()}
     _check_sizes(arrays, dims)
-    opened = {name: AsyncArray(store, hierarchy.join(path, name), m) for name, m in arrays.items()}
+    opened = {
+        name: AiozarrBackendArray(AsyncArray(store, hierarchy.join(path, name), m))
+        for name, m in arrays.items()
+    }
     index_names = [n for n, d in dims.items() if d == (n,)]
+    probed = [
+        n
+        for n, m in arrays.items()
+        if decode_times and n not in index_names and _is_cf_datetime(m.attributes)
+    ]
     values: dict[str, np.ndarray] = {}
 
     async def load(name: str) -> None:
-        values[name] = await opened[name].getitem(...)
+        values[name] = await opened[name].array.getitem(...)
 
     async with anyio.create_task_group() as tg:
         for name in index_names:
             tg.start_soon(load, name)
+        for name in probed:
+            tg.start_soon(opened[name].read_ends)
     mask = meta.zarr_format != 3 if mask_with_fill_value is None else mask_with_fill_value
     variables = {
         name: _variable(name, opened[name], dims[name], values.get(name), mask) for name in opened
     }
     attrs = {k: v for k, v in meta.attributes.items() if not k.lower().startswith("_nc")}
     return variables, attrs
+
+
+def _is_cf_datetime(attrs: Mapping[str, Any]) -> bool:
+    units = attrs.get("units")
+    return isinstance(units, str) and "since" in units  # xarray's CFDatetimeCoder test
 
 
 class _DataStore(AbstractDataStore):
@@ -539,6 +658,7 @@ class AiozarrBackendEntrypoint(BackendEntrypoint):
                 zarr_format,
                 drop,
                 use_zarr_fill_value_as_mask,
+                _decodes_times(decoders),
             )
         return StoreBackendEntrypoint().open_dataset(
             _DataStore(target.store, variables, attrs), drop_variables=drop, **decoders
@@ -574,6 +694,7 @@ class AiozarrBackendEntrypoint(BackendEntrypoint):
                 zarr_format,
                 drop,
                 use_zarr_fill_value_as_mask,
+                _decodes_times(decoders),
             )
         return {
             _tree_key(rel, relative=bool(group)): StoreBackendEntrypoint().open_dataset(
@@ -589,6 +710,12 @@ class AiozarrBackendEntrypoint(BackendEntrypoint):
         return xr.DataTree.from_dict(self.open_groups_as_dict(filename_or_obj, **kwargs))
 
 
+def _decodes_times(decoders: Mapping[str, Any]) -> bool:
+    """Whether xarray will decode CF datetimes (None, its default, means it will)."""
+    decode_times = decoders.get("decode_times")
+    return decode_times is None or bool(decode_times)
+
+
 def _tree_key(rel: str, *, relative: bool) -> str:
     rel = rel.strip("/")
     if relative:
@@ -602,17 +729,18 @@ async def _open_group_variables(
     zarr_format: int | None,
     drop: list[str],
     mask: bool | None,
+    times: bool,
 ) -> tuple[dict[str, xr.Variable], dict[str, Any]]:
     store, path = target.store, target.path
     if target.array is not None:
-        return await _array_variables(target.array, path, drop, mask)
+        return await _array_variables(target.array, path, drop, mask, times)
     tree = await read_tree(store, path, consolidated=consolidated, zarr_format=zarr_format)
     meta, arrays = tree[""]
-    return await _group_variables(store, path, meta, arrays, drop, mask)
+    return await _group_variables(store, path, meta, arrays, drop, mask, times)
 
 
 async def _array_variables(
-    array: AsyncArray, parent: str, drop: list[str], mask: bool | None
+    array: AsyncArray, parent: str, drop: list[str], mask: bool | None, times: bool
 ) -> tuple[dict[str, xr.Variable], dict[str, Any]]:
     """One array and the dimension coordinates beside it, without reading its group."""
     name = array.path.rpartition("/")[2]
@@ -630,7 +758,7 @@ async def _array_variables(
         for dim in set(dimensions(name, meta)) - {name}:
             tg.start_soon(coordinate, dim)
     group = GroupMetadata(zarr_format=fmt, attributes={})
-    variables, _ = await _group_variables(array.store, parent, group, arrays, drop, mask)
+    variables, _ = await _group_variables(array.store, parent, group, arrays, drop, mask, times)
     return variables, {}
 
 
@@ -641,6 +769,7 @@ async def _open_tree_variables(
     zarr_format: int | None,
     drop: list[str],
     mask: bool | None,
+    times: bool,
 ) -> dict[str, tuple[dict[str, xr.Variable], dict[str, Any]]]:
     tree = await read_tree(
         store, path, consolidated=consolidated, recursive=True, zarr_format=zarr_format
@@ -650,7 +779,7 @@ async def _open_tree_variables(
     async def one(rel: str) -> None:
         meta, arrays = tree[rel]
         out[rel] = await _group_variables(
-            store, hierarchy.join(path, rel), meta, arrays, drop, mask
+            store, hierarchy.join(path, rel), meta, arrays, drop, mask, times
         )
 
     async with anyio.create_task_group() as tg:

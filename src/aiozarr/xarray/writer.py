@@ -21,7 +21,14 @@ from aiozarr.metadata import consolidated as v2_consolidated
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.storage.base import Store
 from aiozarr.sync import run
-from aiozarr.xarray.backend import DIMENSION_KEY, Node, _variable, dimensions, read_tree
+from aiozarr.xarray.backend import (
+    DIMENSION_KEY,
+    AiozarrBackendArray,
+    Node,
+    _variable,
+    dimensions,
+    read_tree,
+)
 
 __all__ = ["consolidate_async", "to_zarr", "to_zarr_async", "write_metadata_async"]
 
@@ -29,7 +36,16 @@ __all__ = ["consolidate_async", "to_zarr", "to_zarr_async", "write_metadata_asyn
 # -- writing ----------------------------------------------------------------------------------
 
 _ENCODINGS = frozenset(
-    {"chunks", "shards", "compressors", "filters", "serializer", "fill_value", "chunk_key_encoding"}
+    {
+        "chunks",
+        "shards",
+        "compressors",
+        "filters",
+        "serializer",
+        "fill_value",
+        "chunk_key_encoding",
+        "write_empty_chunks",
+    }
 )
 # CF encodings xarray's coders consume, plus what opening leaves behind
 _CF_ENCODINGS = frozenset(
@@ -91,7 +107,8 @@ def _encode(
     for key, var in variables.items():
         name = str(key)
         var = var.copy(deep=False)
-        var.encoding = {**var.encoding, **dict((encoding or {}).get(name, {}))}
+        if name in (encoding or {}):  # it replaces the variable's own, as in xarray
+            var.encoding = dict(encoding[name])  # type: ignore[index]
         if name in existing:
             var.encoding.update(_existing_cf_encoding(existing[name]))
         enc = var.encoding
@@ -99,7 +116,11 @@ def _encode(
             k: enc[k] for k in ("shards", "compressors", "filters", "serializer") if k in enc
         }
         options["chunks"] = _chunks_of(var, enc)
+        if enc.get("write_empty_chunks") is not None:  # not a create_array option: see write()
+            options["write_empty_chunks"] = bool(enc["write_empty_chunks"])
         options = {k: v for k, v in options.items() if v is not None}
+        if "compressors" in enc and enc["compressors"] is None:
+            options["compressors"] = ()  # as for zarr-python: None is no compression
         fill_value = enc.pop("fill_value", None)
         encoded = encode_zarr_variable(var, name=name, zarr_format=zarr_format)  # type: ignore[arg-type]
         var_attrs = {k: encode_zarr_attr_value(v) for k, v in encoded.attrs.items()}
@@ -130,12 +151,20 @@ Region = Mapping[str, "slice | Literal['auto']"] | Literal["auto"]
 
 
 class DaskWrite:
-    """One dask-backed variable still to be written: its blocks, the array, the region."""
+    """One dask-backed variable still to be written: its blocks, the array, the region,
+    and whether chunks equal to the fill value are stored (None: the settings')."""
 
-    __slots__ = ("array", "region", "source")
+    __slots__ = ("array", "region", "source", "write_empty_chunks")
 
-    def __init__(self, source: Any, array: AsyncArray, region: tuple[slice, ...] | None) -> None:
+    def __init__(
+        self,
+        source: Any,
+        array: AsyncArray,
+        region: tuple[slice, ...] | None,
+        write_empty_chunks: bool | None = None,
+    ) -> None:
         self.source, self.array, self.region = source, array, region
+        self.write_empty_chunks = write_empty_chunks
 
 
 async def to_zarr_async(
@@ -173,7 +202,7 @@ async def to_zarr_async(
             write_empty_chunks=write_empty_chunks,
             storage_options=storage_options,
         )
-    delayed = _delayed(writes, write_empty_chunks)
+    delayed = _delayed(writes)
     if delayed is None or not compute:
         return delayed
     await anyio.to_thread.run_sync(delayed.compute)
@@ -218,6 +247,7 @@ async def write_metadata_async(
         ds = ds.drop_vars(list(ds.indexes))  # a region write never changes an index
     prepared, attrs = await anyio.to_thread.run_sync(_encode, ds, encoding, existing, zarr_format)
     _check_targets(prepared, existing, mode, slices)
+    empties = _write_empty_chunks(prepared, write_empty_chunks)
     if meta is None:
         from aiozarr.group import AsyncGroup
 
@@ -237,6 +267,8 @@ async def write_metadata_async(
 
     async def write(name: str) -> None:
         var, options = prepared[name]
+        options = {k: v for k, v in options.items() if k != "write_empty_chunks"}
+        empty = empties[name]
         if name in existing:
             array = AsyncArray(resolved, hierarchy.join(path, name), existing[name])
             where = await _place_existing(name, array, var, slices, append_dim)
@@ -252,12 +284,12 @@ async def write_metadata_async(
             )
             where = None
         if is_duck_dask_array(var.data):
-            writes.append(DaskWrite(var.data, array, where))
-        else:
+            writes.append(DaskWrite(var.data, array, where, empty))
+            return
+        with config.set(**({} if empty is None else {"write_empty_chunks": empty})):
             await array.setitem(... if where is None else where, var.values)
 
-    settings = {} if write_empty_chunks is None else {"write_empty_chunks": write_empty_chunks}
-    with config.set(**settings), unwrap_group():
+    with unwrap_group():
         async with anyio.create_task_group() as tg:
             for name in prepared:
                 tg.start_soon(write, name)
@@ -270,7 +302,24 @@ def _written(*_: Any) -> None:
     """The last task of a dask write: every block is stored."""
 
 
-def _delayed(writes: list[DaskWrite], write_empty_chunks: bool | None) -> Any:
+def _write_empty_chunks(
+    prepared: Mapping[str, tuple[xr.Variable, dict[str, Any]]], write_empty_chunks: bool | None
+) -> dict[str, bool | None]:
+    """Each variable's `write_empty_chunks`: the argument's, else its encoding's. Both,
+    differing, are refused, as xarray refuses them."""
+    out: dict[str, bool | None] = {}
+    for name, (_, options) in prepared.items():
+        own = options.get("write_empty_chunks")
+        if own is not None and write_empty_chunks is not None and own != write_empty_chunks:
+            raise ValueError(
+                f"variable {name!r}: encoding has write_empty_chunks={own}, the argument "
+                f"write_empty_chunks={write_empty_chunks}"
+            )
+        out[name] = write_empty_chunks if write_empty_chunks is not None else own
+    return out
+
+
+def _delayed(writes: list[DaskWrite]) -> Any:
     """One `Delayed` that writes every dask-backed variable, block by block."""
     if not writes:
         return None
@@ -285,7 +334,7 @@ def _delayed(writes: list[DaskWrite], write_empty_chunks: bool | None) -> Any:
             Array(w.array),
             region=w.region,
             compute=False,
-            write_empty_chunks=write_empty_chunks,
+            write_empty_chunks=w.write_empty_chunks,
         )
         for w in writes
     ]
@@ -335,7 +384,7 @@ async def _auto_slice(
     array = AsyncArray(store, hierarchy.join(path, dim), existing[dim])
     values = await array.getitem(...)
     mask = array.metadata.zarr_format != 3  # xarray's default, as when opening
-    raw = _variable(dim, array, dimensions(dim, array.metadata), values, mask)
+    raw = _variable(dim, AiozarrBackendArray(array), dimensions(dim, array.metadata), values, mask)
     stored = pd.Index(conventions.decode_cf_variable(dim, raw).values)
     positions = stored.get_indexer(ds.indexes[dim])
     if (positions == -1).any():
@@ -429,9 +478,11 @@ def to_zarr(ds: xr.Dataset, store: StoreLike, **options: Any) -> Any:
 
     Options: `group`, `mode` ("w-" default: fail if the group exists; "w" overwrite; "a"
     add or append; "r+" write into existing arrays), `zarr_format` (3, with
-    `dimension_names`; or 2, with `_ARRAY_DIMENSIONS`), `encoding` (per variable:
-    `chunks`, `shards`, `compressors`, `filters`, `serializer`, `fill_value` and xarray's CF
-    keys `dtype`, `units`, `calendar`, `scale_factor`, `add_offset`, `_FillValue`),
+    `dimension_names`; or 2, with `_ARRAY_DIMENSIONS`), `encoding` (per variable, in place
+    of its own `.encoding` as in xarray: `chunks`, `shards`, `compressors`, `filters`,
+    `serializer` (dicts, aiozarr or zarr-python codecs), `fill_value`, `write_empty_chunks`
+    and xarray's CF keys `dtype`, `units`, `calendar`, `scale_factor`, `add_offset`,
+    `_FillValue`),
     `region` (`{dim: slice or "auto"}`, or "auto": found from the stored coordinates),
     `append_dim`, `consolidated` (True), `write_empty_chunks` (store chunks equal to the
     fill value too), `compute` (True), `storage_options`.
@@ -446,7 +497,7 @@ def to_zarr(ds: xr.Dataset, store: StoreLike, **options: Any) -> Any:
     compute = options.pop("compute", True)
     with unwrap_group():
         writes = run(write_metadata_async, ds, store, **options)
-    delayed = _delayed(writes, options.get("write_empty_chunks"))
+    delayed = _delayed(writes)
     if delayed is None or not compute:
         return delayed
     delayed.compute()
