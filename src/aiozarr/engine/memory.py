@@ -1,18 +1,7 @@
-"""The memory a read's result may take."""
+"""The memory a read's result may take (`aiozarr.sizes.memory_bytes`: stores use it too)."""
 
 from __future__ import annotations
 
-import functools
-import os
+from aiozarr.sizes import memory_bytes
 
-
-@functools.cache
-def memory_bytes() -> int:
-    """The memory this process may use: the machine's, or its container's when smaller."""
-    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    try:  # cgroup v2: "max" or a number of bytes
-        with open("/sys/fs/cgroup/memory.max") as f:
-            limit = f.read().strip()
-    except OSError:
-        return total
-    return min(total, int(limit)) if limit.isdigit() else total
+__all__ = ["memory_bytes"]

@@ -9,7 +9,15 @@ from typing import Any
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import VersionConflictError
-from aiozarr.storage.base import Buffer, Store, TornReadError, Version, Versioned, check_key
+from aiozarr.storage.base import (
+    Buffer,
+    Store,
+    TornReadError,
+    Version,
+    Versioned,
+    check_key,
+    check_size,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -86,7 +94,7 @@ class MemoryStore(Store):
         return view[start:stop]
 
     async def _get_ranges(
-        self, key: str, byte_ranges: Sequence[ByteRange]
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None = None
     ) -> tuple[list[Buffer], Version | None] | None:
         """Slices of one value, one after another: no tasks needed for memory."""
         before = self._versions.get(key)
@@ -95,6 +103,8 @@ class MemoryStore(Store):
             data = await self._get(key, byte_range)
             if data is None:
                 return None
+            if byte_range is None:  # in memory already: the bound is the caller's contract
+                check_size(key, memoryview(data).nbytes, max_bytes, self)
             out.append(data)
         version = self._versions.get(key)
         if version != before:  # rewritten between two slices
