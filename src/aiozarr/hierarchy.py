@@ -8,11 +8,14 @@ v1 and draft nodes are read only (chunks may be written; metadata may not).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+from collections.abc import Iterator
 from typing import Any, Literal
 
-from aiozarr.errors import MetadataError, NodeExistsError, NodeNotFoundError
+from aiozarr import config
+from aiozarr.errors import MetadataError, NodeExistsError, NodeNotFoundError, ValueTooLargeError
 from aiozarr.metadata import consolidated, v1, v2, v3, v3draft
 from aiozarr.metadata.consolidated import ZMETADATA_KEY
 from aiozarr.metadata.json import load
@@ -59,6 +62,35 @@ def normalize_path(path: str) -> str:
     return "/".join(part for part in path.split("/") if part)
 
 
+def metadata_request(key: str) -> RangeRequest:
+    """The read of one metadata document: whole, at most `max_metadata_bytes`."""
+    return RangeRequest(key, None, config.get().max_metadata_bytes)
+
+
+@contextlib.contextmanager
+def metadata_bound() -> Iterator[None]:
+    """Say which setting bounds a metadata document that was refused as too large."""
+    try:
+        yield
+    except ValueTooLargeError as exc:
+        raise ValueTooLargeError(
+            f"{exc} (metadata documents are limited by the max_metadata_bytes setting, "
+            "AIOZARR_MAX_METADATA_BYTES)"
+        ) from None
+
+
+async def get_document(store: Store, key: str) -> object | None:
+    """One metadata document's bytes (None if missing), refused past `max_metadata_bytes`."""
+    with metadata_bound():
+        return await store.get(key, max_bytes=config.get().max_metadata_bytes)
+
+
+async def get_documents(store: Store, keys: list[str]) -> list[Any]:
+    """`get_document` of each key, in one batch."""
+    with metadata_bound():
+        return await store.get_partial_values([metadata_request(k) for k in keys])
+
+
 def _parse_json(data: object, key: str) -> object:
     try:
         return json.loads(bytes(memoryview(data)))  # type: ignore[arg-type]
@@ -86,7 +118,7 @@ async def read_node(
     use_consolidated = use_consolidated and not array_only
     if zarr_format in (None, 3):
         key = join(path, V3_KEY)
-        data = await store.get(key)
+        data = await get_document(store, key)
         if data is not None:
             doc = json_load(data, key)
             if v3draft.is_entry_point(doc):
@@ -122,7 +154,7 @@ async def _read_v2(
     if not array_only:
         names += [V2_GROUP_KEY, ZMETADATA_KEY] if use_consolidated else [V2_GROUP_KEY]
     keys = {name: join(path, name) for name in [*names, V2_GROUP_KEY, ZMETADATA_KEY]}
-    answers = await store.get_partial_values([RangeRequest(keys[n]) for n in names])
+    answers = await get_documents(store, [keys[n] for n in names])
     found = dict(zip(names, answers, strict=True))
     zattrs = found[V2_ATTRS_KEY]
     attrs = None if zattrs is None else _parse_json(zattrs, keys[V2_ATTRS_KEY])
@@ -134,7 +166,9 @@ async def _read_v2(
     if zarray is not None:
         return v2.parse_zarray(bytes(memoryview(zarray)), keys[V2_ARRAY_KEY], attrs)
     # An array open that missed asks once more, to say when the node is a group.
-    zgroup = found[V2_GROUP_KEY] if not array_only else await store.get(keys[V2_GROUP_KEY])
+    zgroup = (
+        found[V2_GROUP_KEY] if not array_only else await get_document(store, keys[V2_GROUP_KEY])
+    )
     if zgroup is None:
         return None
     group = v2.parse_zgroup(bytes(memoryview(zgroup)), keys[V2_GROUP_KEY], attrs)
@@ -153,7 +187,7 @@ async def _read_v1_or_draft(store: Store, path: str, v1_only: bool) -> Node | No
     draft = bool(path) and not v1_only  # a draft root was seen with the first zarr.json
     if draft:
         keys += [*v3draft.node_keys(path), V3_KEY]
-    found = await store.get_partial_values([RangeRequest(k) for k in keys])
+    found = await get_documents(store, keys)
     if found[0] is not None:
         attrs = None if found[1] is None else json_load(found[1], keys[1])
         return v1.parse_meta(json_load(found[0], keys[0]), keys[0], attrs)
@@ -171,7 +205,7 @@ async def _read_v1_or_draft(store: Store, path: str, v1_only: bool) -> Node | No
 async def _read_draft(store: Store, root: str, path: str, entry: v3draft.EntryPoint) -> Node:
     """The node at `path` of the draft hierarchy whose entry point is at `root`."""
     keys = [join(root, k) for k in v3draft.node_keys(path, entry.metadata_key_suffix)]
-    array, group = await store.get_partial_values([RangeRequest(k) for k in keys])
+    array, group = await get_documents(store, keys)
     node = await _draft_node(store, root, path, array, group, entry.metadata_key_suffix)
     if node is None:
         raise NodeNotFoundError(f"no array or group at {path or '/'!r} in draft {store!r}")
@@ -201,7 +235,7 @@ async def _draft_members(store: Store, root: str, path: str, suffix: str) -> dic
     base = join(root, f"{v3draft.META_ROOT}/{path}" if path else v3draft.META_ROOT) + "/"
     kinds = {f".array{suffix}": "array", f".group{suffix}": "group"}
     keys = [k async for k in store.list_prefix(base) if any(k.endswith(e) for e in kinds)]
-    docs = await store.get_partial_values([RangeRequest(k) for k in keys])
+    docs = await get_documents(store, keys)
     members: dict[str, Node] = {}
     for key, doc in zip(keys, docs, strict=True):
         if doc is None:
