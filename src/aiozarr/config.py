@@ -51,6 +51,12 @@ class Config:
     # A bound on memory, not a speed setting: the full read with 1/16 of the array as
     # its budget runs as fast as without (benchmarks: big-read vs full, 105 vs 132 ms).
     max_inflight_bytes: int = 512 << 20
+    # The largest metadata document read (zarr.json, .zarray, .zmetadata, ...): a larger
+    # one raises `ValueTooLargeError` before it is read, instead of taking ~3x its size in
+    # memory to parse it. Real documents are kilobytes; consolidated metadata of a
+    # 50,000-array hierarchy is ~50 MiB at ~1 KiB per array, so 64 MiB refuses only what
+    # cannot be metadata (a 2 GiB `zarr.json` peaked at 6.2 GB RSS before failing).
+    max_metadata_bytes: int = 64 << 20
     # Codec thread pool size; 0 means the number of CPUs: decoding is the bound of a full
     # read, and numcodecs releases the GIL (benchmarks: probe-decode, a pool of one thread
     # per core).

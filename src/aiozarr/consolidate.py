@@ -18,7 +18,7 @@ from aiozarr.errors import MetadataError, NodeNotFoundError
 from aiozarr.group import AsyncGroup
 from aiozarr.metadata import consolidated, v2, v3
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
-from aiozarr.storage.base import RangeRequest, Store
+from aiozarr.storage.base import Store
 from aiozarr.sync import Group, run
 
 Node = ArrayMetadata | GroupMetadata
@@ -36,7 +36,7 @@ async def _members(store: Store, path: str, zarr_format: int) -> dict[str, Node]
             if key.rpartition("/")[2] in names and "/" in key[len(prefix) :]
         ]
     )
-    docs = await store.get_partial_values([RangeRequest(k) for k in keys])
+    docs = await hierarchy.get_documents(store, keys)
     if zarr_format == 3:
         nodes: dict[str, Node] = {}
         for key, doc in zip(keys, docs, strict=True):

@@ -67,6 +67,14 @@ class StoreError(AiozarrError, OSError):
     """A store operation failed; carries the key and the backend's message."""
 
 
+class ValueTooLargeError(StoreError):
+    """A stored value is larger than its reader allows: the bound its metadata implies
+    (a chunk's codecs, a shard's inner chunks and index), a setting
+    (`max_metadata_bytes`), or the memory of the process. The size is learnt from the
+    answer's headers or the file's size and the value is refused *before* its bytes are
+    read. The message names the key, the size and the bound. Not retried."""
+
+
 class VersionConflictError(StoreError):
     """A conditional write found another version of the value than the one it was based
     on (another writer changed it first): re-read, merge again and retry."""

@@ -8,11 +8,14 @@ v1 and draft nodes are read only (chunks may be written; metadata may not).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+from collections.abc import Iterator
 from typing import Any, Literal
 
-from aiozarr.errors import MetadataError, NodeExistsError, NodeNotFoundError
+from aiozarr import config
+from aiozarr.errors import MetadataError, NodeExistsError, NodeNotFoundError, ValueTooLargeError
 from aiozarr.metadata import consolidated, v1, v2, v3, v3draft
 from aiozarr.metadata.consolidated import ZMETADATA_KEY
 from aiozarr.metadata.json import load
@@ -59,6 +62,35 @@ def normalize_path(path: str) -> str:
     return "/".join(part for part in path.split("/") if part)
 
 
+def metadata_request(key: str) -> RangeRequest:
+    """The read of one metadata document: whole, at most `max_metadata_bytes`."""
+    return RangeRequest(key, None, config.get().max_metadata_bytes)
+
+
+@contextlib.contextmanager
+def metadata_bound() -> Iterator[None]:
+    """Say which setting bounds a metadata document that was refused as too large."""
+    try:
+        yield
+    except ValueTooLargeError as exc:
+        raise ValueTooLargeError(
+            f"{exc} (metadata documents are limited by the max_metadata_bytes setting, "
+            "AIOZARR_MAX_METADATA_BYTES)"
+        ) from None
+
+
+async def get_document(store: Store, key: str) -> object | None:
+    """One metadata document's bytes (None if missing), refused past `max_metadata_bytes`."""
+    with metadata_bound():
+        return await store.get(key, max_bytes=config.get().max_metadata_bytes)
+
+
+async def get_documents(store: Store, keys: list[str]) -> list[Any]:
+    """`get_document` of each key, in one batch."""
+    with metadata_bound():
+        return await store.get_partial_values([metadata_request(k) for k in keys])
+
+
 def _parse_json(data: object, key: str) -> object:
     try:
         return json.loads(bytes(memoryview(data)))  # type: ignore[arg-type]
@@ -86,7 +118,7 @@ async def read_node(
     use_consolidated = use_consolidated and not array_only
     if zarr_format in (None, 3):
         key = join(path, V3_KEY)
-        data = await store.get(key)
+        data = await get_document(store, key)
         if data is not None:
             return await _v3_node(store, path, data, key, use_consolidated)
         if zarr_format == 3:
@@ -130,8 +162,8 @@ async def read_members(
     format would read them one child at a time."""
     per = (V3_KEY,) if zarr_format == 3 else _V2_MEMBER_KEYS
     children = [join(path, name) for name in names]
-    requests = [RangeRequest(join(child, key)) for child in children for key in per]
-    answers = await store.get_partial_values(requests) if requests else []
+    keys = [join(child, key) for child in children for key in per]
+    answers = await get_documents(store, keys) if keys else []
     found: dict[str, Node | None] = {}
     for i, (name, child) in enumerate(zip(names, children, strict=True)):
         docs = dict(zip(per, answers[i * len(per) : (i + 1) * len(per)], strict=True))
@@ -155,12 +187,12 @@ async def _read_v2(
     names = [V2_ARRAY_KEY, V2_ATTRS_KEY]
     if not array_only:
         names += [V2_GROUP_KEY, ZMETADATA_KEY] if use_consolidated else [V2_GROUP_KEY]
-    answers = await store.get_partial_values([RangeRequest(join(path, n)) for n in names])
+    answers = await get_documents(store, [join(path, n) for n in names])
     found = dict(zip(names, answers, strict=True))
     node = _parse_v2(path, found)
     if node is None and array_only:
         # An array open that missed asks once more, to say when the node is a group.
-        found[V2_GROUP_KEY] = await store.get(join(path, V2_GROUP_KEY))
+        found[V2_GROUP_KEY] = await get_document(store, join(path, V2_GROUP_KEY))
         node = _parse_v2(path, found)
     return node
 
@@ -196,7 +228,7 @@ async def _read_v1_or_draft(store: Store, path: str, v1_only: bool) -> Node | No
     draft = bool(path) and not v1_only  # a draft root was seen with the first zarr.json
     if draft:
         keys += [*v3draft.node_keys(path), V3_KEY]
-    found = await store.get_partial_values([RangeRequest(k) for k in keys])
+    found = await get_documents(store, keys)
     if found[0] is not None:
         attrs = None if found[1] is None else json_load(found[1], keys[1])
         return v1.parse_meta(json_load(found[0], keys[0]), keys[0], attrs)
@@ -214,7 +246,7 @@ async def _read_v1_or_draft(store: Store, path: str, v1_only: bool) -> Node | No
 async def _read_draft(store: Store, root: str, path: str, entry: v3draft.EntryPoint) -> Node:
     """The node at `path` of the draft hierarchy whose entry point is at `root`."""
     keys = [join(root, k) for k in v3draft.node_keys(path, entry.metadata_key_suffix)]
-    array, group = await store.get_partial_values([RangeRequest(k) for k in keys])
+    array, group = await get_documents(store, keys)
     node = await _draft_node(store, root, path, array, group, entry.metadata_key_suffix)
     if node is None:
         raise NodeNotFoundError(f"no array or group at {path or '/'!r} in draft {store!r}")
@@ -244,7 +276,7 @@ async def _draft_members(store: Store, root: str, path: str, suffix: str) -> dic
     base = join(root, f"{v3draft.META_ROOT}/{path}" if path else v3draft.META_ROOT) + "/"
     kinds = {f".array{suffix}": "array", f".group{suffix}": "group"}
     keys = [k async for k in store.list_prefix(base) if any(k.endswith(e) for e in kinds)]
-    docs = await store.get_partial_values([RangeRequest(k) for k in keys])
+    docs = await get_documents(store, keys)
     members: dict[str, Node] = {}
     for key, doc in zip(keys, docs, strict=True):
         if doc is None:
@@ -337,9 +369,7 @@ async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: 
     parents = ["/".join(parts[:i]) for i in range(len(parts))]
     node_keys = [join(path, k) for k in (V3_KEY, V2_ARRAY_KEY, V2_GROUP_KEY)]  # any format
     parent_key = V3_KEY if zarr_format == 3 else V2_GROUP_KEY
-    found = await store.get_partial_values(
-        [RangeRequest(k) for k in node_keys] + [RangeRequest(join(p, parent_key)) for p in parents]
-    )
+    found = await get_documents(store, node_keys + [join(p, parent_key) for p in parents])
     if any(data is not None for data in found[: len(node_keys)]):
         if not overwrite:
             raise NodeExistsError(

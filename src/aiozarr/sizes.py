@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import os
+
 
 def human_bytes(n: float) -> str:
     """`1536` -> `"1.5 KiB"` (binary units up to PiB)."""
@@ -10,3 +13,15 @@ def human_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} PiB"
+
+
+@functools.cache
+def memory_bytes() -> int:
+    """The memory this process may use: the machine's, or its container's when smaller."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:  # cgroup v2: "max" or a number of bytes
+        with open("/sys/fs/cgroup/memory.max") as f:
+            limit = f.read().strip()
+    except OSError:
+        return total
+    return min(total, int(limit)) if limit.isdigit() else total

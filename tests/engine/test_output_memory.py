@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import aiozarr
-from aiozarr.engine.memory import memory_bytes
 from aiozarr.errors import SelectionTooLargeError
+from aiozarr.sizes import memory_bytes
 from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.memory import MemoryStore
 

@@ -49,10 +49,21 @@ class RoundTripStore(CountingStore):
         finally:
             self._end(level)
 
-    async def _get_ranges(self, key: str, byte_ranges: Sequence[ByteRange]):  # type: ignore[no-untyped-def]
+    async def _get_bounded(  # type: ignore[no-untyped-def]
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+    ):
         level = self._begin()
         try:
-            return await super()._get_ranges(key, byte_ranges)
+            return await super()._get_bounded(key, byte_range, max_bytes)
+        finally:
+            self._end(level)
+
+    async def _get_ranges(  # type: ignore[no-untyped-def]
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None = None
+    ):
+        level = self._begin()
+        try:
+            return await super()._get_ranges(key, byte_ranges, max_bytes)
         finally:
             self._end(level)
 

@@ -164,9 +164,11 @@ async def test_ranges_of_one_key_are_one_open_and_one_thread_hop(
     opened: list[object] = []
     real_read_ranges = local._read_ranges
 
-    def spy(path: Path, byte_ranges: list[ByteRange | None]) -> list[bytes] | None:
+    def spy(
+        path: Path, byte_ranges: list[ByteRange | None], max_bytes: int | None = None
+    ) -> list[bytes] | None:
         opened.append(list(byte_ranges))
-        return real_read_ranges(path, byte_ranges)
+        return real_read_ranges(path, byte_ranges, max_bytes)
 
     monkeypatch.setattr(local, "_read_ranges", spy)
     ranges = [ByteRange.of(0, 4), ByteRange.of(100, 4), ByteRange.last(4), None]

@@ -130,9 +130,9 @@ class _SlowStore(MemoryStore):
         await self._stall(key)
         return await super()._get(key, byte_range)
 
-    async def _get_ranges(self, key, byte_ranges):  # type: ignore[no-untyped-def]
+    async def _get_ranges(self, key, byte_ranges, max_bytes=None):  # type: ignore[no-untyped-def]
         await self._stall(key)
-        return await super()._get_ranges(key, byte_ranges)
+        return await super()._get_ranges(key, byte_ranges, max_bytes)
 
 
 def test_keyboard_interrupt_cancels_the_task() -> None:

@@ -14,6 +14,18 @@ import numpy as np
 
 from aiozarr.metadata.model import CodecMetadata
 
+#: What a compressor may add to its input, on top of doubling it: gzip adds 18 bytes and
+#: 5 per 16 KiB stored block, zstd 3 per 128 KiB block plus a header, blosc 16 plus 16
+#: per block, bz2 and lzma about 1 %. Twice the input plus this holds for each of them
+#: with room to spare: a bound for refusing a stored value that cannot be a chunk, not a
+#: size estimate.
+ENCODED_SLACK_BYTES = 4096
+
+
+def expanded(size: int) -> int:
+    """The most a compressor can turn `size` bytes into (see `ENCODED_SLACK_BYTES`)."""
+    return 2 * size + ENCODED_SLACK_BYTES
+
 
 @dataclass(frozen=True)
 class ChunkSpec:
@@ -97,6 +109,11 @@ class ArrayToBytesCodec(Codec):
         """Exact encoded size when it depends only on `spec`, else None."""
         return None
 
+    def max_encoded_size(self, spec: ChunkSpec) -> int | None:
+        """The most bytes a chunk of `spec` can encode to; None where the data decides
+        (variable-length strings). Readers refuse larger stored chunks unread."""
+        return self.encoded_size(spec)
+
 
 class BytesToBytesCodec(Codec):
     """Bytes in, bytes out (e.g. gzip, zstd, blosc, crc32c)."""
@@ -110,6 +127,12 @@ class BytesToBytesCodec(Codec):
     def encoded_size(self, size: int) -> int | None:
         """Exact encoded size for `size` input bytes when fixed (crc32c: +4), else None."""
         return None
+
+    def max_encoded_size(self, size: int) -> int:
+        """The most bytes `size` input bytes can encode to: the exact size when fixed,
+        else a compressor's worst case (`expanded`)."""
+        exact = self.encoded_size(size)
+        return expanded(size) if exact is None else exact
 
     def decode_sized(self, data: Any, spec: ChunkSpec, size: int | None) -> bytes | memoryview:
         """`decode` when the decoded size is known to be exactly `size` (None: unknown).

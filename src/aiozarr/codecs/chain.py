@@ -84,6 +84,10 @@ class CodecChain:
         # The exact decoded size of each bytes->bytes codec (None: not fixed).
         self._decoded_sizes = tuple(sizes)
         self._encoded_size = size
+        most = array_to_bytes.max_encoded_size(spec)
+        for bb in self.bytes_to_bytes:
+            most = None if most is None else bb.max_encoded_size(most)
+        self._max_encoded_size = most
 
     @classmethod
     def from_codecs(
@@ -191,6 +195,12 @@ class CodecChain:
     def encoded_size(self) -> int | None:
         """The exact size of every encoded chunk when it is fixed, else None."""
         return self._encoded_size
+
+    def max_encoded_size(self) -> int | None:
+        """The most bytes a chunk can be stored as (exact sizes where fixed, a
+        compressor's worst case where not); None when the data decides (variable-length
+        data types). A larger stored value cannot be a chunk of this chain."""
+        return self._max_encoded_size
 
     def to_metadata(self) -> list[dict[str, Any]]:
         """The `codecs` list of v3 metadata."""

@@ -22,7 +22,7 @@ from numcodecs.abc import Codec as Numcodec
 from numcodecs.compat import ensure_bytes, ensure_ndarray_like
 from numcodecs.registry import codec_registry
 
-from aiozarr.codecs.base import ArrayToBytesCodec, ChunkSpec
+from aiozarr.codecs.base import ENCODED_SLACK_BYTES, ArrayToBytesCodec, ChunkSpec, expanded
 from aiozarr.codecs.blosc import GDAL_SHUFFLES, SHUFFLES, check_frame, decode_frame
 from aiozarr.codecs.gzip import gunzip, inflate, warn_zlib_in_gzip
 from aiozarr.codecs.zstd import check_content_size
@@ -206,6 +206,14 @@ class NumcodecsV2Codec(ArrayToBytesCodec):
         if self.filters or self.compressor is not None or spec.dtype.hasobject:
             return None
         return spec.nbytes
+
+    def max_encoded_size(self, spec: ChunkSpec) -> int | None:
+        if spec.dtype.hasobject:
+            return None  # strings and objects: the data decides
+        most = spec.nbytes
+        for _ in self.filters:  # a filter may widen the data type (bool -> complex128: 16x)
+            most = 16 * most + ENCODED_SLACK_BYTES
+        return most if self.compressor is None else expanded(most)
 
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes:
         chunk: Any = np.asarray(array).astype(spec.dtype, order=self.order, copy=False)

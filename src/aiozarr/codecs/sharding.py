@@ -133,6 +133,15 @@ class ShardLayout:
         """The decoded size of a whole shard."""
         return math.prod(self.shard_shape) * self.inner_chain.spec.dtype.itemsize
 
+    @property
+    def max_stored_bytes(self) -> int | None:
+        """The most bytes a shard can be stored as: every inner chunk at its chain's
+        bound, plus the index; None when the inner chunks have no bound."""
+        inner = self.inner_chain.max_encoded_size()
+        if inner is None:
+            return None
+        return inner * math.prod(self.chunks_per_shard) + self.index_size
+
     def decode_index(self, data: Any, key: str = "") -> ShardIndex:
         """Decode the index bytes fetched at `index_range` (`ChecksumError` if corrupt)."""
         view = memoryview(data).cast("B")
@@ -277,6 +286,9 @@ class ShardingCodec(ArrayToBytesCodec):
     def shard_layout(self, spec: ChunkSpec, axes: tuple[int, ...] | None) -> ShardLayout:
         """The layout of a shard of `spec` (see `layout`)."""
         return self.layout(spec, axes)
+
+    def max_encoded_size(self, spec: ChunkSpec) -> int | None:
+        return self.layout(spec).max_stored_bytes
 
     def layout(self, shard_spec: ChunkSpec, axes: tuple[int, ...] | None = None) -> ShardLayout:
         """The layout of shards of `shard_spec` (built once per spec, then cached).

@@ -30,7 +30,6 @@ from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.codecs import CodecChain, ShardIndex, ShardLayout
 from aiozarr.engine.executor import codec_threads, run_codec
-from aiozarr.engine.memory import memory_bytes
 from aiozarr.engine.plan import (
     ChunkRead,
     InnerRead,
@@ -41,10 +40,16 @@ from aiozarr.engine.plan import (
 )
 from aiozarr.engine.progress import Progress, ProgressCallback
 from aiozarr.engine.target import StoredArray
-from aiozarr.errors import CodecError, SelectionTooLargeError, StoreError, unwrap_group
+from aiozarr.errors import (
+    CodecError,
+    SelectionTooLargeError,
+    StoreError,
+    ValueTooLargeError,
+    unwrap_group,
+)
 from aiozarr.indexing import ChunkProjection
-from aiozarr.sizes import human_bytes
-from aiozarr.storage.base import Buffer, RangeRequest, Version
+from aiozarr.sizes import human_bytes, memory_bytes
+from aiozarr.storage.base import Buffer, RangeRequest, Version, check_size
 
 # Times a read starts over because a shard was rewritten under it before it fails.
 _STALE_RETRIES = 5
@@ -79,6 +84,36 @@ def remember_index(
     located = LocatedIndex(index, version)
     array.index_cache.put(key, located, index.nbytes)
     return located
+
+
+def chunk_bound(chain: CodecChain) -> int:
+    """The largest value a chunk of `chain` can be stored as: its codecs' bound; where
+    the data decides (variable-length types), the read's byte budget
+    (`max_inflight_bytes`): a chunk that cannot fit in it cannot be read within it."""
+    most = chain.max_encoded_size()
+    return config.get().max_inflight_bytes if most is None else most
+
+
+def shard_bound(layout: ShardLayout) -> int:
+    """The largest value a shard of `layout` can be stored as (see `chunk_bound`)."""
+    most = layout.max_stored_bytes
+    return config.get().max_inflight_bytes if most is None else most
+
+
+def inner_range(index: ShardIndex, layout: ShardLayout, key: str, coords: Any) -> ByteRange | None:
+    """Where inner chunk `coords` lies in shard `key` (None: not stored); a length its
+    codecs cannot produce (a corrupt or forged index) raises `ValueTooLargeError`
+    before anything is read."""
+    byte_range = index.range_of(coords)
+    if byte_range is not None and byte_range.length is not None:
+        most = chunk_bound(layout.inner_chain)
+        if byte_range.length > most:
+            raise ValueTooLargeError(
+                f"cannot read shard {key!r}: its index says inner chunk {tuple(coords)} is "
+                f"{byte_range.length} bytes, more than the {most} its codecs can produce; "
+                "it was not read"
+            )
+    return byte_range
 
 
 def check_version(located: LocatedIndex, key: str, version: Version | None) -> None:
@@ -176,6 +211,8 @@ def _read_inline_once(
             chain = array.chain_for(chunk.projection.chunk_coords)
             answer = store.get_inline(chunk.key)
             data = None if answer is None else answer[0]
+            if data is not None:  # in memory already: refused as a file or object would be
+                check_size(chunk.key, memoryview(data).nbytes, chunk_bound(chain), store)
             _decode_or_fill(array, chain, data, chunk.key, chunk.projection, out)
         return
     for shard in plan_shards(array, projections):
@@ -187,7 +224,11 @@ def _read_inline_once(
                 index = layout.decode_index(answer[0], shard.key)
                 located = remember_index(array, shard.key, index, answer[1])
         for inner in shard.inner:
-            byte_range = None if located is None else located.index.range_of(inner.inner_coords)
+            byte_range = (
+                None
+                if located is None
+                else inner_range(located.index, layout, shard.key, inner.inner_coords)
+            )
             answer = None if byte_range is None else store.get_inline(shard.key, byte_range)
             if answer is not None:
                 check_version(located, shard.key, answer[1])  # type: ignore[arg-type]
@@ -298,7 +339,10 @@ async def _stream_in_batches(
     store = reads.array.store
     if len(requests) == 1 and sizes[0] <= _part_bytes(store):
         # the common tiny read: no stream, no task group
-        answer = await store.get_versioned(requests[0].key, requests[0].byte_range)
+        request = requests[0]
+        answer = await store.get_versioned(
+            request.key, request.byte_range, max_bytes=request.max_bytes
+        )
         await on_answers([(0, None, None) if answer is None else (0, *answer)])
         return
     budget = store.runtime.bytes
@@ -365,7 +409,10 @@ async def _read_chunks(reads: _Reads, chunks: list[ChunkRead]) -> None:
     await _fetch_and_decode(
         reads,
         chains,
-        [RangeRequest(c.key) for c in chunks],
+        [
+            RangeRequest(c.key, None, chunk_bound(chain))
+            for c, chain in zip(chunks, chains, strict=True)
+        ],
         [c.projection for c in chunks],
         [chain.spec.nbytes for chain in chains],
     )
@@ -436,7 +483,7 @@ async def _read_shard_in_parts(reads: _Reads, shard: ShardRead, part: int) -> No
         in_head: list[tuple[InnerRead, ByteRange]] = []
         rest: list[tuple[InnerRead, ByteRange]] = []
         for inner in shard.inner:
-            byte_range = index.range_of(inner.inner_coords)
+            byte_range = inner_range(index, layout, shard.key, inner.inner_coords)
             if byte_range is None:
                 reads.fill(inner.projection)
             elif byte_range.end is not None and byte_range.end <= part:
@@ -506,7 +553,8 @@ async def _read_small_shards(reads: _Reads, shards: list[ShardRead]) -> None:
         await reads.decode(jobs)
 
     estimates = [s.layout.nbytes + s.layout.index_size for s in shards]
-    await _stream_in_batches(reads, [RangeRequest(s.key) for s in shards], estimates, decode)
+    requests = [RangeRequest(s.key, None, shard_bound(s.layout)) for s in shards]
+    await _stream_in_batches(reads, requests, estimates, decode)
 
 
 async def shard_indexes(
@@ -544,7 +592,11 @@ async def _read_partial_shards(reads: _Reads, layout: ShardLayout, shards: list[
     for shard in shards:
         found = indexes[shard.key]
         for inner in shard.inner:
-            byte_range = None if found is None else found.index.range_of(inner.inner_coords)
+            byte_range = (
+                None
+                if found is None
+                else inner_range(found.index, shard.layout, shard.key, inner.inner_coords)
+            )
             if byte_range is None:
                 reads.fill(inner.projection)
                 continue

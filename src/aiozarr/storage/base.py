@@ -29,6 +29,7 @@ from aiozarr.errors import (
     ReadOnlyError,
     StoreError,
     UnsupportedError,
+    ValueTooLargeError,
     unwrap_group,
 )
 from aiozarr.storage import ranges, retry
@@ -54,10 +55,37 @@ _TORN_RETRIES = 5
 
 @dataclass(frozen=True, slots=True)
 class RangeRequest:
-    """One value to read: a key and, optionally, a byte range of it (None: all of it)."""
+    """One value to read: a key and, optionally, a byte range of it (None: all of it).
+
+    `max_bytes`: for a whole-value read, the largest value the caller accepts (a chunk's
+    bound from its codecs, a metadata document's from `max_metadata_bytes`); a larger
+    one raises `ValueTooLargeError` before its bytes are read. None: no bound but the
+    memory of the process (object stores) or none (values already in memory, files).
+    """
 
     key: str
     byte_range: ByteRange | None = None
+    max_bytes: int | None = None
+
+
+def check_size(key: str, size: int, max_bytes: int | None, where: object = None) -> None:
+    """Raise `ValueTooLargeError` when a value of `size` bytes at `key` is over `max_bytes`."""
+    if max_bytes is not None and size > max_bytes:
+        place = "" if where is None else f" in {where!r}"
+        raise ValueTooLargeError(
+            f"cannot read {key!r}{place}: the value is {size} bytes, more than the "
+            f"{max_bytes} allowed for it; it was not read"
+        )
+
+
+def _loosest(bounds: Iterable[int | None]) -> int | None:
+    """The bound that admits every request of a fetch (None: any is unbounded)."""
+    most = 0
+    for bound in bounds:
+        if bound is None:
+            return None
+        most = max(most, bound)
+    return most
 
 
 def check_key(key: str, *, prefix: bool = False) -> None:
@@ -282,11 +310,27 @@ class Store(ABC):
         data = await self._get(key, byte_range)
         return None if data is None else (data, None)
 
+    async def _get_bounded(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int
+    ) -> Versioned | None:
+        """`_get_versioned`; a whole-value read (`byte_range` None) of a value longer
+        than `max_bytes` raises `ValueTooLargeError` instead.
+
+        This default can only tell once the bytes are in (fine for values already in
+        memory); backends that learn the size first (a file's size, a response's
+        headers) override it to refuse before reading the body.
+        """
+        answer = await self._get_versioned(key, byte_range)
+        if answer is not None and byte_range is None:
+            check_size(key, memoryview(answer[0]).nbytes, max_bytes, self)
+        return answer
+
     async def _get_ranges(
-        self, key: str, byte_ranges: Sequence[ByteRange]
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None = None
     ) -> tuple[list[Buffer], Version | None] | None:
         """The answers for ranges of one key, already coalesced, and the version they
-        come from; None if the key is missing.
+        come from; None if the key is missing. `max_bytes`: the largest value accepted
+        at `key` (see `RangeRequest`); backends check it before reading.
 
         Backends with a cheaper way to read many ranges of one value at once (one file
         open) override it; the base class then runs it as ONE request (one budget slot,
@@ -294,34 +338,53 @@ class Store(ABC):
         retries and hedging. This default (one raw `_get_versioned` per range,
         concurrently, no budget) is for wrappers that call it directly.
         """
-        return await _gather(key, byte_ranges, self._get_versioned)
+        if max_bytes is None:
+            return await _gather(key, byte_ranges, self._get_versioned)
+
+        async def bounded(key: str, byte_range: ByteRange) -> Versioned | None:
+            return await self._get_bounded(key, byte_range, max_bytes)
+
+        return await _gather(key, byte_ranges, bounded)
 
     # -- reads -------------------------------------------------------------------------
 
-    async def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
-        """The value at `key`, or the bytes of it in `byte_range`; None if missing."""
-        answer = await self.get_versioned(key, byte_range)
+    async def get(
+        self, key: str, byte_range: ByteRange | None = None, *, max_bytes: int | None = None
+    ) -> Buffer | None:
+        """The value at `key`, or the bytes of it in `byte_range`; None if missing.
+
+        `max_bytes`: the largest value accepted at `key`; a larger one raises
+        `ValueTooLargeError` before its bytes are read (see `RangeRequest`).
+        """
+        answer = await self.get_versioned(key, byte_range, max_bytes=max_bytes)
         return None if answer is None else answer[0]
 
     async def get_versioned(
-        self, key: str, byte_range: ByteRange | None = None
+        self, key: str, byte_range: ByteRange | None = None, *, max_bytes: int | None = None
     ) -> Versioned | None:
         """`get`, with the version the bytes came from (None where the store cannot tell)."""
         check_key(key)
-        return await self._read(key, byte_range)
+        return await self._read(key, byte_range, max_bytes)
 
-    async def _read(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
+    async def _read(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None = None
+    ) -> Versioned | None:
         """One `_get_versioned` under the request policy (budget, timeout, retries, hedging)."""
         return await self._request(
             "read",
             key,
-            lambda: self._get_checked(key, byte_range),
+            lambda: self._get_checked(key, byte_range, max_bytes),
             nbytes=_requested_bytes(byte_range),
             hedge=self.hedge_reads,
         )
 
-    async def _get_checked(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
-        answer = await self._get_versioned(key, byte_range)
+    async def _get_checked(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None = None
+    ) -> Versioned | None:
+        if max_bytes is None:
+            answer = await self._get_versioned(key, byte_range)
+        else:
+            answer = await self._get_bounded(key, byte_range, max_bytes)
         if answer is not None and byte_range is not None:
             await self._check_length(key, byte_range, answer[0])
         return answer
@@ -406,8 +469,11 @@ class Store(ABC):
             limiter = parts.get(key)
             if limiter is None:
                 limiter = parts[key] = anyio.CapacityLimiter(per_object)
-            answers, version = await self._fetch_planned(key, plan, limiter)
+            bound = _loosest(requests[i].max_bytes for i in indices)
+            answers, version = await self._fetch_planned(key, plan, limiter, bound)
             for i, data in zip(indices, answers, strict=True):
+                if data is not None and requests[i].byte_range is None:  # each its own bound
+                    check_size(key, memoryview(data).nbytes, requests[i].max_bytes, self)
                 send.send_nowait((i, data, version))
 
         at_once = self._reads_ranges_at_once()
@@ -441,7 +507,11 @@ class Store(ABC):
         )
 
     async def _fetch_planned(
-        self, key: str, plan: ranges.RangePlan, parts: anyio.CapacityLimiter
+        self,
+        key: str,
+        plan: ranges.RangePlan,
+        parts: anyio.CapacityLimiter,
+        max_bytes: int | None = None,
     ) -> tuple[list[Buffer | None], Version | None]:
         for attempt in range(_TORN_RETRIES):
             try:
@@ -449,11 +519,11 @@ class Store(ABC):
                     fetched = await self._request(
                         "read",
                         key,
-                        lambda: self._get_ranges_checked(key, plan.fetch),
+                        lambda: self._get_ranges_checked(key, plan.fetch, max_bytes),
                         nbytes=_total_bytes(plan.fetch),
                     )
                 else:
-                    fetched = await self._read_ranges(key, plan.fetch, parts)
+                    fetched = await self._read_ranges(key, plan.fetch, parts, max_bytes)
                 break
             except TornReadError as exc:
                 if attempt == _TORN_RETRIES - 1:
@@ -478,22 +548,29 @@ class Store(ABC):
         return type(self)._get_ranges is not Store._get_ranges
 
     async def _get_ranges_checked(
-        self, key: str, byte_ranges: Sequence[ByteRange]
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None = None
     ) -> tuple[list[Buffer], Version | None] | None:
-        answer = await self._get_ranges(key, byte_ranges)
+        if max_bytes is None:  # stores that predate the bound keep working
+            answer = await self._get_ranges(key, byte_ranges)
+        else:
+            answer = await self._get_ranges(key, byte_ranges, max_bytes=max_bytes)
         for byte_range, data in zip(byte_ranges, answer[0] if answer else (), strict=False):
             await self._check_length(key, byte_range, data)
         return answer
 
     async def _read_ranges(
-        self, key: str, byte_ranges: Sequence[ByteRange], parts: anyio.CapacityLimiter
+        self,
+        key: str,
+        byte_ranges: Sequence[ByteRange],
+        parts: anyio.CapacityLimiter,
+        max_bytes: int | None = None,
     ) -> tuple[list[Buffer], Version | None] | None:
         """Each range as its own request under the policy, concurrently: at most
         `parts`' many of this key at once."""
 
         async def read_part(key: str, byte_range: ByteRange) -> Versioned | None:
             async with parts:
-                return await self._read(key, byte_range)
+                return await self._read(key, byte_range, max_bytes)
 
         return await _gather(key, byte_ranges, read_part)
 

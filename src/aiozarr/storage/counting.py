@@ -121,10 +121,18 @@ class CountingStore(Store):
         return None if answer is None else answer[0]
 
     async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
+        return await self._get_bounded(key, byte_range, None)
+
+    async def _get_bounded(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+    ) -> Versioned | None:
         self._record("get", key, byte_range)
         self._started(1)
         try:
-            answer = await self.inner._get_versioned(key, byte_range)
+            if max_bytes is None:
+                answer = await self.inner._get_versioned(key, byte_range)
+            else:
+                answer = await self.inner._get_bounded(key, byte_range, max_bytes)
         finally:
             self.inflight -= 1
         self.bytes_read += 0 if answer is None else _nbytes(answer[0])
@@ -139,16 +147,19 @@ class CountingStore(Store):
         return self.inner.supports_conditional_deletes
 
     async def _get_ranges(
-        self, key: str, byte_ranges: Sequence[ByteRange]
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None = None
     ) -> tuple[list[Buffer], Version | None] | None:
         if type(self.inner)._get_ranges is Store._get_ranges:
             # The default issues one `_get` per range: run it here so each is seen.
-            return await super()._get_ranges(key, byte_ranges)
+            return await super()._get_ranges(key, byte_ranges, max_bytes)
         for byte_range in byte_ranges:
             self._record("get", key, byte_range)
         self._started(len(byte_ranges))
         try:
-            answer = await self.inner._get_ranges(key, byte_ranges)
+            if max_bytes is None:
+                answer = await self.inner._get_ranges(key, byte_ranges)
+            else:
+                answer = await self.inner._get_ranges(key, byte_ranges, max_bytes=max_bytes)
         finally:
             self.inflight -= len(byte_ranges)
         self.bytes_read += sum(_nbytes(a) for a in answer[0]) if answer else 0

@@ -24,7 +24,7 @@ from typing import Any
 import anyio.to_thread
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import InvalidKeyError, StoreError, VersionConflictError
+from aiozarr.errors import InvalidKeyError, StoreError, ValueTooLargeError, VersionConflictError
 from aiozarr.storage.base import Buffer, Store, Version, Versioned
 from aiozarr.storage.base import check_key as base_check_key
 
@@ -57,15 +57,23 @@ def _version(st: os.stat_result) -> Version:
 
 
 def _read_ranges(
-    path: Path, byte_ranges: Sequence[ByteRange | None]
+    path: Path, byte_ranges: Sequence[ByteRange | None], max_bytes: int | None = None
 ) -> tuple[list[bytes], Version] | None:
-    """Read ranges of one file with one open, and its version; None if it is missing."""
+    """Read ranges of one file with one open, and its version; None if it is missing.
+
+    A whole-file read (range None) of a file over `max_bytes` raises
+    `ValueTooLargeError` before reading it (the size is the open file's)."""
     try:
         with open(path, "rb") as f:
             st = os.fstat(f.fileno())
             out: list[bytes] = []
             for byte_range in byte_ranges:
                 if byte_range is None:
+                    if max_bytes is not None and st.st_size > max_bytes:
+                        raise ValueTooLargeError(
+                            f"the file is {st.st_size} bytes, more than the {max_bytes} "
+                            "allowed for it; it was not read"
+                        )
                     f.seek(0)
                     out.append(f.read())
                     continue
@@ -156,20 +164,25 @@ class LocalStore(Store):
         return None if answer is None else answer[0]
 
     async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
+        return await self._get_bounded(key, byte_range, None)
+
+    async def _get_bounded(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+    ) -> Versioned | None:
         path = self._path(key)
         answer = await anyio.to_thread.run_sync(
-            self._guarded, "read", key, _read_ranges, path, [byte_range]
+            self._guarded, "read", key, _read_ranges, path, [byte_range], max_bytes
         )
         return None if answer is None else (answer[0][0], answer[1])
 
     async def _get_ranges(
-        self, key: str, byte_ranges: Sequence[ByteRange]
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None = None
     ) -> tuple[list[Buffer], Version | None] | None:
         """All ranges of `key` with one open, in one thread hop (one limiter slot)."""
         path = self._path(key)
         async with self.limiter:
             return await anyio.to_thread.run_sync(
-                self._guarded, "read", key, _read_ranges, path, byte_ranges
+                self._guarded, "read", key, _read_ranges, path, byte_ranges, max_bytes
             )
 
     async def exists(self, key: str) -> bool:
@@ -270,6 +283,8 @@ class LocalStore(Store):
             return fn(*args)
         except VersionConflictError as exc:
             raise VersionConflictError(f"cannot {action} {key!r} in {self!r}: {exc}") from None
+        except ValueTooLargeError as exc:
+            raise ValueTooLargeError(f"cannot {action} {key!r} in {self!r}: {exc}") from None
         except _MISSING as exc:
             if action == "delete":
                 return None

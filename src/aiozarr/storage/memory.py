@@ -16,6 +16,7 @@ from aiozarr.storage.base import (
     Version,
     Versioned,
     check_key,
+    check_size,
     dir_entries,
 )
 
@@ -94,7 +95,7 @@ class MemoryStore(Store):
         return view[start:stop]
 
     async def _get_ranges(
-        self, key: str, byte_ranges: Sequence[ByteRange]
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None = None
     ) -> tuple[list[Buffer], Version | None] | None:
         """Slices of one value, one after another: no tasks needed for memory."""
         before = self._versions.get(key)
@@ -103,6 +104,8 @@ class MemoryStore(Store):
             data = await self._get(key, byte_range)
             if data is None:
                 return None
+            if byte_range is None:  # in memory already: the bound is the caller's contract
+                check_size(key, memoryview(data).nbytes, max_bytes, self)
             out.append(data)
         version = self._versions.get(key)
         if version != before:  # rewritten between two slices

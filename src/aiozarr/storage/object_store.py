@@ -24,9 +24,10 @@ from obstore.store import AzureStore, GCSStore, HTTPStore, LocalStore, MemorySto
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import StoreError, VersionConflictError
+from aiozarr.errors import StoreError, ValueTooLargeError, VersionConflictError
+from aiozarr.sizes import memory_bytes
 from aiozarr.storage import object_listing
-from aiozarr.storage.base import Buffer, Store, Version, Versioned, check_key
+from aiozarr.storage.base import Buffer, Store, Version, Versioned, check_key, check_size
 from aiozarr.storage.retry import ShortReadError
 
 __all__ = ["ObjectStore"]
@@ -207,9 +208,14 @@ class ObjectStore(Store):
         return None if answer is None else answer[0]
 
     async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
+        return await self._get_bounded(key, byte_range, None)
+
+    async def _get_bounded(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+    ) -> Versioned | None:
         try:
             with self._errors("read", key):
-                return await self._fetch(key, byte_range)
+                return await self._fetch(key, byte_range, max_bytes)
         except Exception as exc:
             if _is_not_found(exc):
                 return None
@@ -219,7 +225,7 @@ class ObjectStore(Store):
                 # (No version: the answer is the same for every version that short.)
                 return memoryview(b""), None
             if _NOT_PARTIAL in cause and byte_range is not None:
-                whole = await self._get_versioned(key, None)
+                whole = await self._get_bounded(key, None, None)
                 if whole is None:
                     return None
                 data, version = whole
@@ -227,11 +233,34 @@ class ObjectStore(Store):
                 return memoryview(data).cast("B")[start:stop], version
             raise
 
-    async def _fetch(self, key: str, byte_range: ByteRange | None) -> Versioned:
+    async def _body(self, key: str, result: Any, skip: int, max_bytes: int | None) -> Buffer:
+        """The body of a whole-value (or offset-to-end, from `skip`) GET whose headers have
+        come, read only if the size they announce is one the caller takes: at most
+        `max_bytes` (None: the memory this process may use).
+
+        obstore's `bytes_async` allocates the announced size at once, so a server that
+        announces `Content-Length: 10**12` aborted the process instead of raising.
+        Bounded ranges need no check here: obstore refuses an answer whose range is not
+        the one asked for ("Requested 0..10, got 0..1000000000000").
+        """
+        announced = int(result.meta["size"]) - skip
+        if max_bytes is not None:
+            check_size(key, announced, max_bytes, self)
+        elif announced > memory_bytes():
+            raise ValueTooLargeError(
+                f"cannot read {key!r} in {self!r}: the answer announces {announced} bytes, "
+                f"more than the {memory_bytes()} of memory this process may use; it was "
+                "not read"
+            )
+        return await result.bytes_async()
+
+    async def _fetch(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None = None
+    ) -> Versioned:
         store = self._store
         if byte_range is None:
             result = await obstore.get_async(store, key)
-            return await result.bytes_async(), _version(result.meta)
+            return await self._body(key, result, 0, max_bytes), _version(result.meta)
         if byte_range.length == 0 or byte_range.suffix == 0:  # HTTP cannot ask for 0 bytes
             return memoryview(b""), _version(await obstore.head_async(store, key))
         if byte_range.suffix is not None:
@@ -248,7 +277,8 @@ class ObjectStore(Store):
         if byte_range.length is None:
             options = {"range": {"offset": byte_range.offset}}
             result = await obstore.get_async(store, key, options=options)
-            return await result.bytes_async(), _version(result.meta)
+            data = await self._body(key, result, byte_range.offset, None)
+            return data, _version(result.meta)
         stop = byte_range.offset + byte_range.length
         result = await obstore.get_async(store, key, options={"range": (byte_range.offset, stop)})
         data = await result.bytes_async()

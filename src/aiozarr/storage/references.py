@@ -37,7 +37,7 @@ import anyio
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import MetadataError, StoreError, UnsupportedError, unwrap_group
-from aiozarr.storage.base import Buffer, RangeRequest, Store, dir_entries
+from aiozarr.storage.base import Buffer, RangeRequest, Store, check_size, dir_entries
 
 __all__ = ["ReferenceStore", "is_reference_source", "open_references"]
 
@@ -222,9 +222,11 @@ class ReferenceStore(Store):
     async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
         return (await self.get_partial_values([RangeRequest(key, byte_range)]))[0]
 
-    async def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
+    async def get(
+        self, key: str, byte_range: ByteRange | None = None, *, max_bytes: int | None = None
+    ) -> Buffer | None:
         """The value at `key` (or a range of it): inline bytes or the target's bytes."""
-        return await self._get(key, byte_range)
+        return (await self.get_partial_values([RangeRequest(key, byte_range, max_bytes)]))[0]
 
     @contextlib.asynccontextmanager
     async def stream_versioned_values(
@@ -245,15 +247,25 @@ class ReferenceStore(Store):
                 ready.append((i, None, None))
             elif not isinstance(value, list):
                 data = self._inline(value)
-                if request.byte_range is not None:
+                if request.byte_range is None:
+                    check_size(request.key, len(data), request.max_bytes, self)
+                else:
                     start, stop = request.byte_range.resolve(len(data))
                     data = data[start:stop]
                 ready.append((i, data, None))
             else:
                 store, name, offset, length = self._target(value)
+                bound = None
+                if request.byte_range is None:
+                    if length is not None:  # the reference says how long the value is
+                        check_size(request.key, length, request.max_bytes, self)
+                    else:  # a whole target object: its store checks it before reading
+                        bound = request.max_bytes
                 _, indices, reads = by_store.setdefault(id(store), (store, [], []))
                 indices.append(i)
-                reads.append(RangeRequest(name, _compose(offset, length, request.byte_range)))
+                reads.append(
+                    RangeRequest(name, _compose(offset, length, request.byte_range), bound)
+                )
 
         async def fetch(store: Store, indices: list[int], reads: list[RangeRequest]) -> None:
             async with store.stream_versioned_values(reads) as answers:

@@ -23,7 +23,7 @@ import numpy as np
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import AiozarrError, StoreError
-from aiozarr.storage.base import Buffer, Store, Version
+from aiozarr.storage.base import Buffer, Store, Version, check_size
 
 __all__ = ["ZarrStore", "is_zarr_store"]
 
@@ -118,9 +118,10 @@ class ZarrStore(Store):
         return _bytes_of(found)
 
     async def _get_ranges(
-        self, key: str, byte_ranges: Sequence[ByteRange]
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None = None
     ) -> tuple[list[Buffer], Version | None] | None:
-        """Every range of `key` in one `get_partial_values` of the zarr store."""
+        """Every range of `key` in one `get_partial_values` of the zarr store (a value
+        over `max_bytes` is refused once read: zarr's stores tell no size first)."""
         requests = [(key, _byte_request(r)) for r in byte_ranges]
         with self._errors("read", key):
             try:
@@ -129,7 +130,11 @@ class ZarrStore(Store):
                 return None
         if not found or any(f is None for f in found):
             return None
-        return [_bytes_of(f) for f in found], None
+        answers = [_bytes_of(f) for f in found]
+        for byte_range, data in zip(byte_ranges, answers, strict=True):
+            if byte_range is None:
+                check_size(key, memoryview(data).nbytes, max_bytes, self)
+        return answers, None
 
     async def exists(self, key: str) -> bool:
         with self._errors("check", key):

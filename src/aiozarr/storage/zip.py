@@ -39,7 +39,14 @@ import anyio.to_thread
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import StoreError, UnsupportedError, unwrap_group
-from aiozarr.storage.base import Buffer, RangeRequest, Store, check_key, dir_entries
+from aiozarr.storage.base import (
+    Buffer,
+    RangeRequest,
+    Store,
+    check_key,
+    check_size,
+    dir_entries,
+)
 
 __all__ = ["ZipStore"]
 
@@ -265,10 +272,12 @@ class ZipStore(Store):
     async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
         return (await self.get_partial_values([RangeRequest(key, byte_range)]))[0]
 
-    async def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
+    async def get(
+        self, key: str, byte_range: ByteRange | None = None, *, max_bytes: int | None = None
+    ) -> Buffer | None:
         """The member `key`, or the bytes of it in `byte_range`; None if missing."""
         check_key(key)
-        return await self._get(key, byte_range)
+        return (await self.get_partial_values([RangeRequest(key, byte_range, max_bytes)]))[0]
 
     @contextlib.asynccontextmanager
     async def stream_versioned_values(
@@ -281,6 +290,9 @@ class ZipStore(Store):
             check_key(request.key)
         members = await self._table()
         found = {r.key: members[r.key] for r in requests if r.key in members}
+        for request in requests:  # the directory gives each member's size: check first
+            if request.byte_range is None and request.key in found:
+                check_size(request.key, found[request.key].size, request.max_bytes, self)
         await self._resolve_data_offsets(found.values())
         inner: list[RangeRequest] = []
         targets: list[list[int]] = []  # per inner request, the requests it answers

@@ -59,6 +59,20 @@ _ERROR_CODES = {400: "InvalidRequest", 403: "AccessDenied", 404: "NoSuchKey",
                 405: "MethodNotAllowed", 412: "PreconditionFailed", 416: "InvalidRange",
                 500: "InternalError", 503: "SlowDown"}
 _PACE_BYTES = 256 << 10  # a bandwidth-capped body goes out in pieces of at most this
+# Bodies larger than this are streamed from the open file in pieces of `_PACE_BYTES`,
+# not read into memory first: a (sparse) 2 GiB object costs the emulator no 2 GiB, and
+# a client that refuses it after the headers stops the transfer.
+_STREAM_BYTES = 16 << 20
+
+
+@dataclass
+class _FileSlice:
+    """A body too large to hold: bytes `start..stop` of an open file (a duplicated fd of
+    the same version the stat came from), streamed by the handler, which closes it."""
+
+    fd: int
+    start: int
+    stop: int
 _CORS = {
     "Access-Control-Allow-Origin": "*",
     "Access-Control-Expose-Headers": "Content-Range, Content-Length, ETag, Last-Modified, "
@@ -156,7 +170,7 @@ def _decode_aws_chunked(body: bytes) -> bytes:
 
 
 def _read_version(path: Path, range_header: str | None, *, body: bool = True
-                  ) -> tuple[os.stat_result, tuple[int, int] | None, bytes] | None:
+                  ) -> tuple[os.stat_result, tuple[int, int] | None, bytes | _FileSlice] | None:
     """One version of the object at `path`: its stat, the range served and those bytes.
 
     The file is opened once and both the stat and the bytes come from the open file, so
@@ -176,6 +190,8 @@ def _read_version(path: Path, range_header: str | None, *, body: bool = True
         if not body:
             return st, bounds, b""
         start, stop = bounds or (0, st.st_size)
+        if stop - start > _STREAM_BYTES:
+            return st, bounds, _FileSlice(os.dup(f.fileno()), start, stop)
         f.seek(start)
         return st, bounds, f.read(stop - start)
 
@@ -724,11 +740,36 @@ class Emulator:
         if head:
             headers["Content-Length"] = str(st.st_size)
             return web.Response(headers=headers)
-        if bounds is None:
-            return web.Response(body=body, headers=headers)
-        start, stop = bounds
-        headers["Content-Range"] = f"bytes {start}-{stop - 1}/{st.st_size}"
-        return web.Response(status=206, body=body, headers=headers)
+        status = 200
+        if bounds is not None:
+            start, stop = bounds
+            headers["Content-Range"] = f"bytes {start}-{stop - 1}/{st.st_size}"
+            status = 206
+        if isinstance(body, _FileSlice):
+            return await self._stream_file(request, body, status, headers)
+        return web.Response(status=status, body=body, headers=headers)
+
+    async def _stream_file(self, request: web.Request, body: _FileSlice, status: int,
+                           headers: dict[str, str]) -> web.StreamResponse:
+        """Send a large body from its open file piece by piece (then close the file)."""
+        try:
+            stream = web.StreamResponse(status=status, headers=headers)
+            stream.content_length = body.stop - body.start
+            await stream.prepare(request)
+            at = body.start
+            while at < body.stop:
+                piece = await asyncio.to_thread(
+                    os.pread, body.fd, min(_PACE_BYTES, body.stop - at), at)
+                if not piece:
+                    break
+                await stream.write(piece)
+                at += len(piece)
+                with self._lock:
+                    self._stats.bytes_read += len(piece)
+            await stream.write_eof()
+            return stream
+        finally:
+            os.close(body.fd)
 
     def _upload_part(self, key: str, upload_id: str, number: int, body: bytes) -> web.Response:
         if upload_id not in self._uploads:

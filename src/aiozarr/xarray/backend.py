@@ -40,7 +40,7 @@ from aiozarr.errors import (
 from aiozarr.metadata import consolidated as v2_consolidated
 from aiozarr.metadata import v2, v3
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
-from aiozarr.storage.base import RangeRequest, Store
+from aiozarr.storage.base import Store
 from aiozarr.sync import run
 
 __all__ = ["AiozarrBackendArray", "AiozarrBackendEntrypoint", "read_tree", "store_of"]
@@ -256,7 +256,7 @@ async def _read_group(
     names: list[str] | None = None
 
     async def fetch() -> None:
-        found = await store.get_partial_values([RangeRequest(k) for k in keys])
+        found = await hierarchy.get_documents(store, keys)
         docs.update(zip(keys, found, strict=True))
 
     async def listing() -> None:
