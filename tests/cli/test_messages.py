@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -119,4 +120,5 @@ def test_tree_of_an_http_store_says_why_it_cannot_list(emulator: Emulator, capsy
     err = capsys.readouterr().err
     assert err.startswith("aiozarr tree: error: an http(s):// store cannot list")
     assert "open the array by its path, or write consolidated metadata" in err
-    assert "PROPFIND" not in err and "405" not in err
+    # The status, not a port that happens to hold the digits (":40511").
+    assert "PROPFIND" not in err and not re.search(r"(?<![:\d])405(?!\d)", err)
