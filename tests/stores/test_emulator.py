@@ -454,6 +454,16 @@ async def test_bandwidth_caps_each_response(tmp_path: Path, http: aiohttp.Client
         assert max(a, b) < 2 * len(body) / 40e6
 
 
+async def test_bandwidth_caps_a_body_streamed_from_its_file(
+        tmp_path: Path, http: aiohttp.ClientSession) -> None:
+    """Bodies over 16 MiB are sent from the open file piece by piece: paced all the same."""
+    (tmp_path / "huge").write_bytes(b"z" * 20_000_000)
+    async with Emulator(tmp_path, bandwidth_mbps=200) as emu:
+        seconds, got = await timed_get(http, emu.http_url("huge"))
+        assert len(got) == 20_000_000
+        assert seconds >= 0.99 * 20_000_000 / 200e6  # 20 MB at 200 MB/s: >= 0.1 s
+
+
 async def test_bandwidth_caps_each_upload(tmp_path: Path, http: aiohttp.ClientSession) -> None:
     body = bytes(range(256)) * (4_000_000 // 256)  # ~4 MB
     async with Emulator(tmp_path, bandwidth_mbps=40) as emu:

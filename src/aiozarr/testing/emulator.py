@@ -259,6 +259,25 @@ def _write_atomic(path: Path, tmp_dir: Path, chunks: list[Path] | bytes,
         tmp.unlink(missing_ok=True)
 
 
+class _Pacer:
+    """When each piece of a body may go (or be taken) so that the body moves at most at
+    `bps` bytes per second (0: no cap); the deadline is cumulative, so the rate is exact
+    whatever the timer's grain."""
+
+    def __init__(self, bps: float) -> None:
+        self.bps = bps
+        self.started = time.monotonic()
+        self.moved = 0
+
+    async def wait(self, nbytes: int) -> None:
+        """Wait until `nbytes` more may have moved at the cap."""
+        self.moved += nbytes
+        if self.bps > 0:
+            ahead = self.started + self.moved / self.bps - time.monotonic()
+            if ahead > 0:
+                await asyncio.sleep(ahead)
+
+
 class Emulator:
     """An aiohttp server over `root`: S3 bucket `bucket` at `/{bucket}/` and plain HTTP.
 
@@ -620,16 +639,11 @@ class Emulator:
         stream = web.StreamResponse(status=response.status, headers=response.headers)
         stream.content_length = len(body)
         await stream.prepare(request)
-        started, sent = time.monotonic(), 0
-        while sent < len(body):
-            piece = body[sent : sent + _PACE_BYTES]
-            # Each piece leaves when its last byte would have arrived at the cap; waiting
-            # for the cumulative deadline keeps the rate exact whatever the timer's grain.
-            ahead = started + (sent + len(piece)) / self._bandwidth_bps - time.monotonic()
-            if ahead > 0:
-                await asyncio.sleep(ahead)
+        pacer = _Pacer(self._bandwidth_bps)
+        for at in range(0, len(body), _PACE_BYTES):
+            piece = body[at : at + _PACE_BYTES]
+            await pacer.wait(len(piece))
             await stream.write(piece)
-            sent += len(piece)
             with self._lock:
                 self._stats.bytes_read += len(piece)
         await stream.write_eof()
@@ -708,15 +722,12 @@ class Emulator:
     async def _paced_read(self, request: web.Request) -> bytes:
         """Receive an upload no faster than the bandwidth cap allows."""
         pieces: list[bytes] = []
-        started, received = time.monotonic(), 0
+        pacer = _Pacer(self._bandwidth_bps)
         async for piece in request.content.iter_chunked(_PACE_BYTES):
             pieces.append(piece)
-            received += len(piece)
             with self._lock:
                 self._stats.bytes_written += len(piece)
-            ahead = started + received / self._bandwidth_bps - time.monotonic()
-            if ahead > 0:
-                await asyncio.sleep(ahead)
+            await pacer.wait(len(piece))
         return b"".join(pieces)
 
     @staticmethod
@@ -751,17 +762,20 @@ class Emulator:
 
     async def _stream_file(self, request: web.Request, body: _FileSlice, status: int,
                            headers: dict[str, str]) -> web.StreamResponse:
-        """Send a large body from its open file piece by piece (then close the file)."""
+        """Send a large body from its open file piece by piece (then close the file), no
+        faster than the bandwidth cap allows."""
         try:
             stream = web.StreamResponse(status=status, headers=headers)
             stream.content_length = body.stop - body.start
             await stream.prepare(request)
+            pacer = _Pacer(self._bandwidth_bps)
             at = body.start
             while at < body.stop:
                 piece = await asyncio.to_thread(
                     os.pread, body.fd, min(_PACE_BYTES, body.stop - at), at)
                 if not piece:
                     break
+                await pacer.wait(len(piece))
                 await stream.write(piece)
                 at += len(piece)
                 with self._lock:
