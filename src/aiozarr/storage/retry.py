@@ -277,18 +277,6 @@ def _buffer_size(result: Any) -> int:
         return sum(memoryview(part).nbytes for part in result)
 
 
-async def _first_of(*events: anyio.Event) -> None:
-    """Wait until any of `events` is set."""
-    async with anyio.create_task_group() as tg:
-
-        async def wait(event: anyio.Event) -> None:
-            await event.wait()
-            tg.cancel_scope.cancel()
-
-        for event in events:
-            tg.start_soon(wait, event)
-
-
 def _may_hedge(budget: RequestBudget, settings: config.Config) -> bool:
     stats = budget.stats()
     allowed = _HEDGE_BURST + settings.hedge_max_fraction * stats.get("requests", 0)
@@ -304,58 +292,51 @@ async def _hedged(
     remaining_s: float,
     settings: config.Config,
 ) -> T:
-    """One try that sends a second copy if the first is slow; the first answer wins."""
+    """One try that sends a second copy if the first is slow; the first answer wins.
+
+    "Slow" is `hedge_p95_multiple` times the p95 of recent requests of this size (at
+    least `hedge_min_delay_s`), counted from when the first copy holds its budget slot.
+    Before there are peers to compare with, the try is a plain one: no race to set up.
+    """
+    p95 = budget.latencies.p95(nbytes)
+    if p95 is None:
+        return await _attempt(budget, action, key, operation, nbytes, remaining_s, settings)
+    delay = max(settings.hedge_min_delay_s, settings.hedge_p95_multiple * p95)
     answers: list[tuple[bool, Any]] = []
     errors: list[Exception] = []
     running = 0
-    finished = anyio.Event()  # every copy sent so far has failed
-    sent = anyio.Event()  # the first copy holds its budget slot: its clock starts
+    finished = anyio.Event()  # every copy sent so far has failed, or one answered
+    sent = anyio.Event()  # the first copy holds its slot (or is done): its clock starts
+
+    async def race(is_hedge: bool) -> None:
+        nonlocal running
+        try:
+            value = await _attempt(
+                budget, action, key, operation, nbytes, remaining_s, settings,
+                None if is_hedge else sent,
+            )
+        except Exception as exc:  # the other copy may still answer
+            errors.append(exc)
+        else:
+            if not answers:
+                answers.append((is_hedge, value))
+                tg.cancel_scope.cancel()  # the loser's connection is dropped
+        finally:
+            sent.set()
+            running -= 1
+            if running == 0 or answers:
+                finished.set()
 
     async with anyio.create_task_group() as tg:
-
-        async def race(is_hedge: bool) -> None:
-            nonlocal running
-            try:
-                value = await _attempt(
-                    budget,
-                    action,
-                    key,
-                    operation,
-                    nbytes,
-                    remaining_s,
-                    settings,
-                    None if is_hedge else sent,
-                )
-            except Exception as exc:  # the other copy may still answer
-                errors.append(exc)
-            else:
-                if not answers:
-                    answers.append((is_hedge, value))
-                    tg.cancel_scope.cancel()  # the loser's connection is dropped
-            finally:
-                running -= 1
-                if running == 0:
-                    finished.set()
-
         running = 1
         tg.start_soon(race, False)
-        await _first_of(sent, finished)
-        began = anyio.current_time()
-        while not finished.is_set():
-            p95 = budget.latencies.p95(nbytes)
-            if p95 is None:  # no peers to compare with yet: look again later
-                wake = anyio.current_time() + settings.hedge_min_delay_s
-            else:
-                wake = began + max(settings.hedge_min_delay_s, settings.hedge_p95_multiple * p95)
-            with anyio.move_on_after(max(0.0, wake - anyio.current_time())):
-                await finished.wait()
-            if finished.is_set() or p95 is None:
-                continue
-            if _may_hedge(budget, settings):
-                budget.count("hedges_issued")
-                running += 1
-                tg.start_soon(race, True)
-            break
+        await sent.wait()
+        with anyio.move_on_after(delay):
+            await finished.wait()
+        if not finished.is_set() and _may_hedge(budget, settings):
+            budget.count("hedges_issued")
+            running += 1
+            tg.start_soon(race, True)
     if answers:
         is_hedge, value = answers[0]
         if is_hedge:
