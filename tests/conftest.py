@@ -1,12 +1,21 @@
 """Fixtures every test folder shares: one emulator for the whole session, and dask's
-scratch space kept inside pytest's temporary directory."""
+scratch space kept inside pytest's temporary directory.
+
+Hedged reads are off in the test suite (child processes inherit it through the
+environment): a hedge is a second request sent when a read is slower than its peers,
+so request counts would depend on the machine's load. tests/stores/test_hedging.py
+turns it on.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 
 import pytest
+
+os.environ.setdefault("AIOZARR_HEDGE_READS", "0")
 
 from aiozarr.testing.emulator import Emulator
 

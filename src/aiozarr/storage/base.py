@@ -1,10 +1,12 @@
 """The `Store` interface: the v3 abstract store operations, all async.
 
-A backend implements a few primitives (`_get`, `set`, `delete`, `list_prefix`,
-...); batching, coalescing and slicing answers back live here, once, for all, and
-so does the request policy: every read primitive is called through
-`storage.retry.run_request` (the store's request budget, a timeout scaled to the
-size, retries of transient failures, hedging where the store asks for it).
+A backend implements a few primitives (`_get` or `_get_versioned`, `set`, `delete`,
+`list_prefix`, ...). What every store does alike lives elsewhere, once:
+`storage/batching.py` turns a batch of requests into backend requests (coalescing,
+parts, slicing back), `storage/retry.py` is the request policy every request runs
+under (budget, timeout, retries, hedging), `storage/runtime.py` holds what a store's
+callers share (budgets, write locks, statistics), and `storage/wrapper.py` is the base
+of stores that wrap stores.
 """
 
 from __future__ import annotations
@@ -22,18 +24,12 @@ import anyio
 with contextlib.suppress(ImportError):
     import anyio._backends._asyncio
 
-from aiozarr import config
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import (
-    InvalidKeyError,
-    ReadOnlyError,
-    StoreError,
-    UnsupportedError,
-    ValueTooLargeError,
-    unwrap_group,
-)
-from aiozarr.storage import ranges, retry
+from aiozarr.errors import ReadOnlyError, UnsupportedError, unwrap_group
+from aiozarr.storage import batching, retry
+from aiozarr.storage.batching import TornReadError, check_size
 from aiozarr.storage.budget import RequestBudget
+from aiozarr.storage.keys import check_key
 from aiozarr.storage.runtime import StoreRuntime, runtime_for
 
 #: Anything with the buffer protocol: bytes, memoryview, obstore.Bytes, ...
@@ -46,12 +42,17 @@ Version: TypeAlias = Hashable
 Versioned: TypeAlias = tuple[Buffer, Version | None]
 T = TypeVar("T")
 
-__all__ = ["Buffer", "ByteRange", "RangeRequest", "Store", "Version", "Versioned"]
-
-# Times the ranges of one value are read again when its parts came from different
-# versions (a writer replaced it between them) before the read fails.
-_TORN_RETRIES = 5
-
+__all__ = [
+    "Buffer",
+    "ByteRange",
+    "RangeRequest",
+    "Store",
+    "TornReadError",
+    "Version",
+    "Versioned",
+    "check_key",
+    "check_size",
+]
 
 @dataclass(frozen=True, slots=True)
 class RangeRequest:
@@ -66,98 +67,6 @@ class RangeRequest:
     key: str
     byte_range: ByteRange | None = None
     max_bytes: int | None = None
-
-
-def check_size(key: str, size: int, max_bytes: int | None, where: object = None) -> None:
-    """Raise `ValueTooLargeError` when a value of `size` bytes at `key` is over `max_bytes`."""
-    if max_bytes is not None and size > max_bytes:
-        place = "" if where is None else f" in {where!r}"
-        raise ValueTooLargeError(
-            f"cannot read {key!r}{place}: the value is {size} bytes, more than the "
-            f"{max_bytes} allowed for it; it was not read"
-        )
-
-
-def _loosest(bounds: Iterable[int | None]) -> int | None:
-    """The bound that admits every request of a fetch (None: any is unbounded)."""
-    most = 0
-    for bound in bounds:
-        if bound is None:
-            return None
-        most = max(most, bound)
-    return most
-
-
-def check_key(key: str, *, prefix: bool = False) -> None:
-    """Raise `InvalidKeyError` unless `key` is a relative `/`-separated key.
-
-    No NUL, no backslash, no leading `/`, no empty, `.` or `..` segment: such a key could
-    escape a store's root or name another object than the one meant. With `prefix=True`,
-    `key` may be empty or end with `/` (a listing prefix).
-    """
-    problem = None
-    if not isinstance(key, str):
-        problem = "keys must be strings"
-    elif "\x00" in key:
-        problem = "keys may not contain NUL bytes"
-    elif "\\" in key:
-        problem = "keys may not contain backslashes"
-    elif key.startswith("/"):
-        problem = "keys may not start with '/'"
-    elif not (prefix and key == ""):
-        segments = key.split("/")
-        if prefix and key.endswith("/"):
-            segments = segments[:-1]
-        if any(segment in ("", ".", "..") for segment in segments):
-            problem = "keys may not have empty, '.' or '..' segments"
-    if problem is not None:
-        raise InvalidKeyError(f"invalid key {key!r}: {problem}")
-
-
-class TornReadError(Exception):
-    """Ranges of one value came from different versions of it (it was replaced between
-    them); the store reads them again."""
-
-
-async def _gather(
-    key: str,
-    byte_ranges: Sequence[ByteRange],
-    fetch: Callable[[str, ByteRange], Awaitable[Versioned | None]],
-) -> tuple[list[Buffer], Version | None] | None:
-    """`fetch` every range of `key` concurrently: the answers and the version they all
-    come from; None if the key is missing. `TornReadError` if the versions differ."""
-    results: list[Versioned | None] = [None] * len(byte_ranges)
-
-    async def one(i: int, byte_range: ByteRange) -> None:
-        results[i] = await fetch(key, byte_range)
-
-    if len(byte_ranges) == 1:
-        results[0] = await fetch(key, byte_ranges[0])
-    else:
-        with unwrap_group():
-            async with anyio.create_task_group() as tg:
-                for i, byte_range in enumerate(byte_ranges):
-                    tg.start_soon(one, i, byte_range)
-    if any(r is None for r in results):
-        return None
-    versions = {version for _, version in results}  # type: ignore[misc]
-    if len(versions) > 1:
-        raise TornReadError(f"{key!r} changed while its ranges were read")
-    return [data for data, _ in results], versions.pop()  # type: ignore[misc]
-
-
-def _requested_bytes(byte_range: ByteRange | None) -> int | None:
-    """How many bytes a range asks for, when that is known without the value's size."""
-    if byte_range is None:
-        return None
-    if byte_range.suffix is not None:
-        return byte_range.suffix
-    return byte_range.length
-
-
-def _total_bytes(byte_ranges: Sequence[ByteRange]) -> int | None:
-    sizes = [_requested_bytes(r) for r in byte_ranges]
-    return None if any(n is None for n in sizes) else sum(sizes)  # type: ignore[misc]
 
 
 class Store(ABC):
@@ -218,6 +127,11 @@ class Store(ABC):
     def supports_conditional_deletes(self) -> bool:
         """Whether `delete_if` works."""
         return False
+
+    #: Whether `_get_ranges` is the backend's own: one call (one file open, one lookup)
+    #: serves many ranges of a value, run as ONE request under the policy. Otherwise
+    #: each coalesced range is a request of its own, with its own retries and hedging.
+    reads_ranges_at_once: bool = False
 
     @property
     def reads_inline(self) -> bool:
@@ -333,18 +247,17 @@ class Store(ABC):
         at `key` (see `RangeRequest`); backends check it before reading.
 
         Backends with a cheaper way to read many ranges of one value at once (one file
-        open) override it; the base class then runs it as ONE request (one budget slot,
-        retried whole). Without an override each range is its own request, with its own
-        retries and hedging. This default (one raw `_get_versioned` per range,
-        concurrently, no budget) is for wrappers that call it directly.
+        open) override it and set `reads_ranges_at_once`. This default (one raw
+        `_get_versioned` per range, concurrently, no budget) is for wrappers that call
+        it directly.
         """
         if max_bytes is None:
-            return await _gather(key, byte_ranges, self._get_versioned)
+            return await batching.gather_ranges(key, byte_ranges, self._get_versioned)
 
         async def bounded(key: str, byte_range: ByteRange) -> Versioned | None:
             return await self._get_bounded(key, byte_range, max_bytes)
 
-        return await _gather(key, byte_ranges, bounded)
+        return await batching.gather_ranges(key, byte_ranges, bounded)
 
     # -- reads -------------------------------------------------------------------------
 
@@ -364,47 +277,7 @@ class Store(ABC):
     ) -> Versioned | None:
         """`get`, with the version the bytes came from (None where the store cannot tell)."""
         check_key(key)
-        return await self._read(key, byte_range, max_bytes)
-
-    async def _read(
-        self, key: str, byte_range: ByteRange | None, max_bytes: int | None = None
-    ) -> Versioned | None:
-        """One `_get_versioned` under the request policy (budget, timeout, retries, hedging)."""
-        return await self._request(
-            "read",
-            key,
-            lambda: self._get_checked(key, byte_range, max_bytes),
-            nbytes=_requested_bytes(byte_range),
-            hedge=self.hedge_reads,
-        )
-
-    async def _get_checked(
-        self, key: str, byte_range: ByteRange | None, max_bytes: int | None = None
-    ) -> Versioned | None:
-        if max_bytes is None:
-            answer = await self._get_versioned(key, byte_range)
-        else:
-            answer = await self._get_bounded(key, byte_range, max_bytes)
-        if answer is not None and byte_range is not None:
-            await self._check_length(key, byte_range, answer[0])
-        return answer
-
-    async def _check_length(self, key: str, byte_range: ByteRange, data: Buffer) -> None:
-        """Raise `ShortReadError` if `data` is shorter than asked and the value is not."""
-        wanted = _requested_bytes(byte_range)
-        got = memoryview(data).nbytes
-        if wanted is None or got >= wanted or not self.verify_short_reads:
-            return
-        size = await self.getsize(key)
-        if size is None:  # deleted meanwhile: the short answer is all there was
-            return
-        start, stop = byte_range.resolve(size)  # a value ending inside the range clips it
-        expected = stop - start
-        if got < expected:
-            raise retry.ShortReadError(
-                f"cannot read {key!r}: {byte_range} answered with {got} bytes, "
-                f"expected {expected} (the value has {size})"
-            )
+        return await batching.read_one(self, key, byte_range, max_bytes)
 
     async def get_partial_values(self, requests: Sequence[RangeRequest]) -> list[Buffer | None]:
         """Answers to many requests at once, in request order (None where missing).
@@ -448,131 +321,10 @@ class Store(ABC):
         self, requests: Sequence[RangeRequest]
     ) -> AsyncIterator[anyio.abc.ObjectReceiveStream[tuple[int, Buffer | None, Version | None]]]:
         """`stream_partial_values` yielding `(request index, answer, version)`: every
-        answer of one key in one call comes from one version of its value."""
-        by_key: dict[str, list[int]] = {}
-        for i, request in enumerate(requests):
-            if request.key not in by_key:
-                check_key(request.key)
-            by_key.setdefault(request.key, []).append(i)
-        send, receive = anyio.create_memory_object_stream[
-            tuple[int, Buffer | None, Version | None]
-        ](max_buffer_size=max(len(requests), 1))
-        gap, most = self._coalescing()
-        # Parts of one object in flight at once, across every group of its ranges.
-        per_object = max(1, config.get().parts_per_object)
-        parts: dict[str, anyio.CapacityLimiter] = {}
-
-        async def fetch(key: str, indices: list[int]) -> None:
-            plan = ranges.plan(
-                [requests[i].byte_range for i in indices], gap_bytes=gap, max_request_bytes=most
-            )
-            limiter = parts.get(key)
-            if limiter is None:
-                limiter = parts[key] = anyio.CapacityLimiter(per_object)
-            bound = _loosest(requests[i].max_bytes for i in indices)
-            answers, version = await self._fetch_planned(key, plan, limiter, bound)
-            for i, data in zip(indices, answers, strict=True):
-                if data is not None and requests[i].byte_range is None:  # each its own bound
-                    check_size(key, memoryview(data).nbytes, requests[i].max_bytes, self)
-                send.send_nowait((i, data, version))
-
-        at_once = self._reads_ranges_at_once()
-
-        async def fetch_all() -> None:
-            async with send, anyio.create_task_group() as tg:
-                for key, indices in by_key.items():
-                    if at_once:  # one request (one file open) serves every range of the key
-                        tg.start_soon(fetch, key, indices)
-                        continue
-                    # One request per coalesced group, each answered as it lands.
-                    wanted = [requests[i].byte_range for i in indices]
-                    for members in ranges.group(wanted, gap_bytes=gap, max_request_bytes=most):
-                        tg.start_soon(fetch, key, [indices[m] for m in members])
-
-        # The stream closes only after the task group has stopped every fetch, so a fetch
-        # finishing as the block is left never sends into a closed stream.
-        with unwrap_group():
-            async with receive, anyio.create_task_group() as tg:
-                tg.start_soon(fetch_all)
-                yield receive
-                tg.cancel_scope.cancel()
-
-    def _coalescing(self) -> tuple[int, int]:
-        settings = config.get()
-        gap = self.coalesce_gap_bytes
-        most = self.max_request_bytes
-        return (
-            settings.coalesce_gap_bytes if gap is None else gap,
-            settings.max_request_bytes if most is None else most,
-        )
-
-    async def _fetch_planned(
-        self,
-        key: str,
-        plan: ranges.RangePlan,
-        parts: anyio.CapacityLimiter,
-        max_bytes: int | None = None,
-    ) -> tuple[list[Buffer | None], Version | None]:
-        for attempt in range(_TORN_RETRIES):
-            try:
-                if self._reads_ranges_at_once():
-                    fetched = await self._request(
-                        "read",
-                        key,
-                        lambda: self._get_ranges_checked(key, plan.fetch, max_bytes),
-                        nbytes=_total_bytes(plan.fetch),
-                    )
-                else:
-                    fetched = await self._read_ranges(key, plan.fetch, parts, max_bytes)
-                break
-            except TornReadError as exc:
-                if attempt == _TORN_RETRIES - 1:
-                    raise StoreError(
-                        f"cannot read {key!r} in {self!r}: it was replaced while its "
-                        f"ranges were read, {_TORN_RETRIES} times in a row"
-                    ) from exc
-        if fetched is None:
-            return [None] * len(plan.wanted), None
-        answers, version = fetched
-        return plan.slice_back(answers), version
-
-    def _reads_ranges_at_once(self) -> bool:
-        """Whether `_get_ranges` is the backend's own (one request for many ranges).
-
-        A wrapper store that keeps the store it wraps in `inner` (CountingStore) reads
-        the way its inner store does.
-        """
-        inner = getattr(self, "inner", None)
-        if isinstance(inner, Store):
-            return inner._reads_ranges_at_once()
-        return type(self)._get_ranges is not Store._get_ranges
-
-    async def _get_ranges_checked(
-        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None = None
-    ) -> tuple[list[Buffer], Version | None] | None:
-        if max_bytes is None:  # stores that predate the bound keep working
-            answer = await self._get_ranges(key, byte_ranges)
-        else:
-            answer = await self._get_ranges(key, byte_ranges, max_bytes=max_bytes)
-        for byte_range, data in zip(byte_ranges, answer[0] if answer else (), strict=False):
-            await self._check_length(key, byte_range, data)
-        return answer
-
-    async def _read_ranges(
-        self,
-        key: str,
-        byte_ranges: Sequence[ByteRange],
-        parts: anyio.CapacityLimiter,
-        max_bytes: int | None = None,
-    ) -> tuple[list[Buffer], Version | None] | None:
-        """Each range as its own request under the policy, concurrently: at most
-        `parts`' many of this key at once."""
-
-        async def read_part(key: str, byte_range: ByteRange) -> Versioned | None:
-            async with parts:
-                return await self._read(key, byte_range, max_bytes)
-
-        return await _gather(key, byte_ranges, read_part)
+        answer of one key in one call comes from one version of its value. The one batch
+        method wrappers and special stores override (`storage/batching.py`)."""
+        async with batching.stream(self, requests) as answers:
+            yield answers
 
     async def exists(self, key: str) -> bool:
         """Whether a value is stored at `key`."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.storage.base import Buffer, RangeRequest, Store, Version, Versioned
-from aiozarr.storage.runtime import StoreRuntime
+from aiozarr.storage.wrapper import WrapperStore
 
 __all__ = ["CountingStore"]
 
@@ -23,7 +23,7 @@ def _nbytes(data: Buffer | None) -> int:
     return 0 if data is None else memoryview(data).nbytes
 
 
-class CountingStore(Store):
+class CountingStore(WrapperStore):
     """Delegates to `inner` and counts what reaches it.
 
     - `counts`: a `Counter` by operation. `"get"` is one per backend read: one per
@@ -41,8 +41,7 @@ class CountingStore(Store):
     """
 
     def __init__(self, inner: Store) -> None:
-        super().__init__(read_only=inner.read_only)
-        self.inner = inner
+        super().__init__(inner)
         self.counts: Counter[str] = Counter()
         self.bytes_read = 0
         self.bytes_written = 0
@@ -76,40 +75,6 @@ class CountingStore(Store):
         self.counts[operation] += 1
         self.requests.append((operation, key, byte_range))
 
-    # -- what the inner store decides --------------------------------------------------
-
-    @property  # type: ignore[override]
-    def coalesce_gap_bytes(self) -> int | None:
-        return self.inner.coalesce_gap_bytes
-
-    @property  # type: ignore[override]
-    def max_request_bytes(self) -> int | None:
-        return self.inner.max_request_bytes
-
-    @property
-    def runtime(self) -> StoreRuntime:
-        return self.inner.runtime
-
-    @property
-    def readable(self) -> bool:
-        return self.inner.readable
-
-    @property
-    def writable(self) -> bool:
-        return self.inner.writable
-
-    @property
-    def listable(self) -> bool:
-        return self.inner.listable
-
-    @property
-    def supports_partial_reads(self) -> bool:
-        return self.inner.supports_partial_reads
-
-    @property
-    def read_only(self) -> bool:
-        return self.inner.read_only
-
     def with_read_only(self, read_only: bool = True) -> CountingStore:
         """A new counting store (fresh counters) over `inner.with_read_only(read_only)`."""
         return CountingStore(self.inner.with_read_only(read_only))
@@ -138,18 +103,10 @@ class CountingStore(Store):
         self.bytes_read += 0 if answer is None else _nbytes(answer[0])
         return answer
 
-    @property
-    def supports_conditional_writes(self) -> bool:
-        return self.inner.supports_conditional_writes
-
-    @property
-    def supports_conditional_deletes(self) -> bool:
-        return self.inner.supports_conditional_deletes
-
     async def _get_ranges(
         self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None = None
     ) -> tuple[list[Buffer], Version | None] | None:
-        if type(self.inner)._get_ranges is Store._get_ranges:
+        if not self.inner.reads_ranges_at_once:
             # The default issues one `_get` per range: run it here so each is seen.
             return await super()._get_ranges(key, byte_ranges, max_bytes)
         for byte_range in byte_ranges:

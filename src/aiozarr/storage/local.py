@@ -131,6 +131,9 @@ class LocalStore(Store):
     empty segments) raise `InvalidKeyError`.
     """
 
+    # One open (or lookup) serves every range of a value: `_get_ranges` below.
+    reads_ranges_at_once = True
+
     # Reading the gap costs more than a seek; on a local disk there is no request cost.
     coalesce_gap_bytes = 0
 

@@ -37,6 +37,9 @@ class MemoryStore(Store):
     stale-index checks cannot see it change.
     """
 
+    # One open (or lookup) serves every range of a value: `_get_ranges` below.
+    reads_ranges_at_once = True
+
     # Slicing memory costs nothing; merging ranges would only add work.
     coalesce_gap_bytes = 0
 

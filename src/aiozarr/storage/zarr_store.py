@@ -56,6 +56,9 @@ class ZarrStore(Store):
     """A zarr-python 3 store (`zarr.storage.LocalStore(...)`, an icechunk session's
     `store`, ...) seen as an aiozarr store. Its read-only flag is the zarr store's."""
 
+    # One open (or lookup) serves every range of a value: `_get_ranges` below.
+    reads_ranges_at_once = True
+
     def __init__(
         self, store: Any, *, read_only: bool | None = None, max_concurrency: int | None = None
     ) -> None:

@@ -1,0 +1,270 @@
+"""How one batch of read requests becomes backend requests, and the answers come back.
+
+    async with batching.stream(store, requests) as answers:
+        async for index, data, version in answers: ...
+
+Requests are grouped by key; the ranges of one key are coalesced when closer than
+`coalesce_gap_bytes` and cut into parts of at most `max_request_bytes`
+(`storage/ranges.py`, pure); each resulting request runs under the store's request
+policy (`storage/retry.py`), concurrently, at most `parts_per_object` of one key at once;
+answers are sliced back into the ranges asked for and yielded as each key lands. Every
+answer of one key in one batch comes from one version of its value: parts that came
+from different versions (the value was replaced between them) are read again.
+
+Backends never see a batch: they implement `Store._get_versioned` (one range) and,
+where one open serves many ranges of a value (a file, a dict), `_get_ranges`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+
+from aiozarr import config
+from aiozarr.byte_range import ByteRange
+from aiozarr.errors import StoreError, ValueTooLargeError, unwrap_group
+from aiozarr.storage import ranges, retry
+from aiozarr.storage.keys import check_key
+
+if TYPE_CHECKING:
+    from aiozarr.storage.base import Buffer, RangeRequest, Store, Version, Versioned
+
+__all__ = ["TornReadError", "check_size", "gather_ranges", "read_one", "stream"]
+
+# Times the ranges of one value are read again when its parts came from different
+# versions (a writer replaced it between them) before the read fails.
+_TORN_RETRIES = 5
+
+
+class TornReadError(Exception):
+    """Ranges of one value came from different versions of it (it was replaced between
+    them); they are read again."""
+
+
+def check_size(key: str, size: int, max_bytes: int | None, where: object = None) -> None:
+    """Raise `ValueTooLargeError` when a value of `size` bytes at `key` is over `max_bytes`."""
+    if max_bytes is not None and size > max_bytes:
+        place = "" if where is None else f" in {where!r}"
+        raise ValueTooLargeError(
+            f"cannot read {key!r}{place}: the value is {size} bytes, more than the "
+            f"{max_bytes} allowed for it; it was not read"
+        )
+
+
+def requested_bytes(byte_range: ByteRange | None) -> int | None:
+    """How many bytes a range asks for, when that is known without the value's size."""
+    if byte_range is None:
+        return None
+    if byte_range.suffix is not None:
+        return byte_range.suffix
+    return byte_range.length
+
+
+def _total_bytes(byte_ranges: Sequence[ByteRange]) -> int | None:
+    sizes = [requested_bytes(r) for r in byte_ranges]
+    return None if any(n is None for n in sizes) else sum(sizes)  # type: ignore[misc]
+
+
+def _loosest(bounds: Iterable[int | None]) -> int | None:
+    """The bound that admits every request of a fetch (None: any is unbounded)."""
+    most = 0
+    for bound in bounds:
+        if bound is None:
+            return None
+        most = max(most, bound)
+    return most
+
+
+async def gather_ranges(
+    key: str,
+    byte_ranges: Sequence[ByteRange],
+    fetch: Callable[[str, ByteRange], Awaitable[Versioned | None]],
+) -> tuple[list[Buffer], Version | None] | None:
+    """`fetch` every range of `key` concurrently: the answers and the version they all
+    come from; None if the key is missing. `TornReadError` if the versions differ."""
+    results: list[Versioned | None] = [None] * len(byte_ranges)
+
+    async def one(i: int, byte_range: ByteRange) -> None:
+        results[i] = await fetch(key, byte_range)
+
+    if len(byte_ranges) == 1:
+        results[0] = await fetch(key, byte_ranges[0])
+    else:
+        with unwrap_group():
+            async with anyio.create_task_group() as tg:
+                for i, byte_range in enumerate(byte_ranges):
+                    tg.start_soon(one, i, byte_range)
+    if any(r is None for r in results):
+        return None
+    versions = {version for _, version in results}  # type: ignore[misc]
+    if len(versions) > 1:
+        raise TornReadError(f"{key!r} changed while its ranges were read")
+    return [data for data, _ in results], versions.pop()  # type: ignore[misc]
+
+
+async def read_one(
+    store: Store, key: str, byte_range: ByteRange | None, max_bytes: int | None = None
+) -> Versioned | None:
+    """One read of `store` under its request policy (budget, timeout, retries, hedging),
+    a short answer told apart from a clipped one."""
+
+    async def attempt() -> Versioned | None:
+        if max_bytes is None:
+            answer = await store._get_versioned(key, byte_range)
+        else:
+            answer = await store._get_bounded(key, byte_range, max_bytes)
+        if answer is not None and byte_range is not None:
+            await _check_length(store, key, byte_range, answer[0])
+        return answer
+
+    return await store._request(
+        "read", key, attempt, nbytes=requested_bytes(byte_range), hedge=store.hedge_reads
+    )
+
+
+async def _check_length(store: Store, key: str, byte_range: ByteRange, data: Buffer) -> None:
+    """Raise `ShortReadError` if `data` is shorter than asked and the value is not."""
+    wanted = requested_bytes(byte_range)
+    got = memoryview(data).nbytes
+    if wanted is None or got >= wanted or not store.verify_short_reads:
+        return
+    size = await store.getsize(key)
+    if size is None:  # deleted meanwhile: the short answer is all there was
+        return
+    start, stop = byte_range.resolve(size)  # a value ending inside the range clips it
+    expected = stop - start
+    if got < expected:
+        raise retry.ShortReadError(
+            f"cannot read {key!r}: {byte_range} answered with {got} bytes, "
+            f"expected {expected} (the value has {size})"
+        )
+
+
+def _coalescing(store: Store) -> tuple[int, int]:
+    settings = config.get()
+    gap, most = store.coalesce_gap_bytes, store.max_request_bytes
+    return (
+        settings.coalesce_gap_bytes if gap is None else gap,
+        settings.max_request_bytes if most is None else most,
+    )
+
+
+@contextlib.asynccontextmanager
+async def stream(
+    store: Store, requests: Sequence[RangeRequest]
+) -> AsyncIterator[anyio.abc.ObjectReceiveStream[tuple[int, Buffer | None, Version | None]]]:
+    """`(request index, answer, version)` for each of `requests` as its key lands.
+
+    Leaving the block early cancels the requests still in flight.
+    """
+    by_key: dict[str, list[int]] = {}
+    for i, request in enumerate(requests):
+        if request.key not in by_key:
+            check_key(request.key)
+        by_key.setdefault(request.key, []).append(i)
+    send, receive = anyio.create_memory_object_stream[tuple[int, Any, Any]](
+        max_buffer_size=max(len(requests), 1)
+    )
+    gap, most = _coalescing(store)
+    # Parts of one object in flight at once, across every group of its ranges.
+    per_object = max(1, config.get().parts_per_object)
+    parts: dict[str, anyio.CapacityLimiter] = {}
+    at_once = store.reads_ranges_at_once
+
+    async def fetch(key: str, indices: list[int]) -> None:
+        plan = ranges.plan(
+            [requests[i].byte_range for i in indices], gap_bytes=gap, max_request_bytes=most
+        )
+        limiter = parts.get(key)
+        if limiter is None:
+            limiter = parts[key] = anyio.CapacityLimiter(per_object)
+        bound = _loosest(requests[i].max_bytes for i in indices)
+        answers, version = await _fetch_planned(store, key, plan, limiter, bound)
+        for i, data in zip(indices, answers, strict=True):
+            if data is not None and requests[i].byte_range is None:  # each its own bound
+                check_size(key, memoryview(data).nbytes, requests[i].max_bytes, store)
+            send.send_nowait((i, data, version))
+
+    async def fetch_all() -> None:
+        async with send, anyio.create_task_group() as tg:
+            for key, indices in by_key.items():
+                if at_once:  # one request (one file open) serves every range of the key
+                    tg.start_soon(fetch, key, indices)
+                    continue
+                # One request per coalesced group, each answered as it lands.
+                wanted = [requests[i].byte_range for i in indices]
+                for members in ranges.group(wanted, gap_bytes=gap, max_request_bytes=most):
+                    tg.start_soon(fetch, key, [indices[m] for m in members])
+
+    # The stream closes only after the task group has stopped every fetch, so a fetch
+    # finishing as the block is left never sends into a closed stream.
+    with unwrap_group():
+        async with receive, anyio.create_task_group() as tg:
+            tg.start_soon(fetch_all)
+            yield receive
+            tg.cancel_scope.cancel()
+
+
+async def _fetch_planned(
+    store: Store,
+    key: str,
+    plan: ranges.RangePlan,
+    parts: anyio.CapacityLimiter,
+    max_bytes: int | None,
+) -> tuple[list[Buffer | None], Version | None]:
+    """The ranges `plan` fetches of `key`, from one version of it, sliced back."""
+    for attempt in range(_TORN_RETRIES):
+        try:
+            if store.reads_ranges_at_once:
+                fetched = await store._request(
+                    "read",
+                    key,
+                    lambda: _get_ranges_checked(store, key, plan.fetch, max_bytes),
+                    nbytes=_total_bytes(plan.fetch),
+                )
+            else:
+                fetched = await _read_ranges(store, key, plan.fetch, parts, max_bytes)
+            break
+        except TornReadError as exc:
+            if attempt == _TORN_RETRIES - 1:
+                raise StoreError(
+                    f"cannot read {key!r} in {store!r}: it was replaced while its "
+                    f"ranges were read, {_TORN_RETRIES} times in a row"
+                ) from exc
+    if fetched is None:
+        return [None] * len(plan.wanted), None
+    answers, version = fetched
+    return plan.slice_back(answers), version
+
+
+async def _get_ranges_checked(
+    store: Store, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None
+) -> tuple[list[Buffer], Version | None] | None:
+    if max_bytes is None:  # stores whose `_get_ranges` predates the bound keep working
+        answer = await store._get_ranges(key, byte_ranges)
+    else:
+        answer = await store._get_ranges(key, byte_ranges, max_bytes=max_bytes)
+    for byte_range, data in zip(byte_ranges, answer[0] if answer else (), strict=False):
+        await _check_length(store, key, byte_range, data)
+    return answer
+
+
+async def _read_ranges(
+    store: Store,
+    key: str,
+    byte_ranges: Sequence[ByteRange],
+    parts: anyio.CapacityLimiter,
+    max_bytes: int | None,
+) -> tuple[list[Buffer], Version | None] | None:
+    """Each range as its own request under the policy, concurrently: at most `parts`'
+    many of this key at once."""
+
+    async def read_part(key: str, byte_range: ByteRange) -> Versioned | None:
+        async with parts:
+            return await read_one(store, key, byte_range, max_bytes)
+
+    return await gather_ranges(key, byte_ranges, read_part)
