@@ -2,6 +2,7 @@
 
 from aiozarr.storage.base import Buffer, ByteRange, RangeRequest, Store
 from aiozarr.storage.counting import CountingStore
+from aiozarr.storage.credentials import EnvironmentCredentials
 from aiozarr.storage.local import LocalStore
 from aiozarr.storage.memory import MemoryStore
 from aiozarr.storage.object_store import ObjectStore
@@ -12,6 +13,7 @@ __all__ = [
     "Buffer",
     "ByteRange",
     "CountingStore",
+    "EnvironmentCredentials",
     "LocalStore",
     "MemoryStore",
     "ObjectStore",

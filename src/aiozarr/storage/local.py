@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import shutil
+import socket
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,6 +40,13 @@ __all__ = ["LocalStore"]
 
 #: Temporary files end with this; listings skip them (a key may not end with it).
 TEMP_SUFFIX = ".aiozarr-tmp"
+# A temporary file is named `.<key name>.<host>-<pid>-<random>.aiozarr-tmp`: a writer
+# killed mid-write leaves it behind, and the name says whose it was. One left by a dead
+# process of this host is removed when this process first writes into its directory;
+# one of another host (a shared file system), or unnamed, once it is this old.
+_HOST = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:32] or "host"
+_STALE_S = 3600
+_TEMP_OWNER = re.compile(r"\.([A-Za-z0-9]+)-(\d+)-[0-9a-f]+" + re.escape(TEMP_SUFFIX) + "$")
 
 # A missing file, or a path through something that is not a directory: no value there.
 _MISSING = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
@@ -146,6 +156,7 @@ class LocalStore(Store):
     ) -> None:
         super().__init__(read_only=read_only, max_concurrency=max_concurrency)
         self._root = Path(root).expanduser().resolve()
+        self._swept: set[Path] = set()  # directories whose stale temporary files are gone
 
     @property
     def root(self) -> Path:
@@ -211,7 +222,18 @@ class LocalStore(Store):
         """Write `value` to `key` atomically: temporary file, then rename over the old one."""
         self._check_writable(key)
         path = self._path(key)
-        await anyio.to_thread.run_sync(self._guarded, "write", key, _write_atomic, path, value)
+        await anyio.to_thread.run_sync(self._guarded, "write", key, self._write, path, value)
+
+    def _write(self, path: Path, value: Buffer) -> None:
+        self._sweep_once(path.parent)
+        _write_atomic(path, value)
+
+    def _sweep_once(self, directory: Path) -> None:
+        """Remove what killed writers left in `directory`, the first time this store
+        writes into it (one `scandir` per directory)."""
+        if directory not in self._swept:
+            self._swept.add(directory)
+            sweep_temporary_files(directory)
 
     @property
     def supports_conditional_writes(self) -> bool:
@@ -225,9 +247,12 @@ class LocalStore(Store):
         """`set`, only if the file at `key` is still version `expected` (None: absent)."""
         self._check_writable(key)
         path = self._path(key)
-        await anyio.to_thread.run_sync(
-            self._guarded, "write", key, _replace_if, path, value, expected
-        )
+
+        def replace() -> None:
+            self._sweep_once(path.parent)
+            _replace_if(path, value, expected)
+
+        await anyio.to_thread.run_sync(self._guarded, "write", key, replace)
 
     async def delete_if(self, key: str, expected: Version) -> None:
         """`delete`, only if the file at `key` is still version `expected`."""
@@ -381,12 +406,45 @@ def _write_atomic(path: Path, value: Buffer) -> None:
         raise
 
 
+def _is_stale(entry: os.DirEntry[str]) -> bool:
+    """Whether the temporary file `entry` belongs to no running writer."""
+    match = _TEMP_OWNER.search(entry.name)
+    if match is not None and match.group(1) == _HOST:
+        try:
+            os.kill(int(match.group(2)), 0)
+        except ProcessLookupError:
+            return True
+        except (PermissionError, OverflowError):  # another user's process: it lives
+            return False
+        return False
+    try:
+        return time.time() - entry.stat().st_mtime > _STALE_S
+    except FileNotFoundError:
+        return False
+
+
+def sweep_temporary_files(directory: Path) -> int:
+    """Remove the temporary files in `directory` that no running writer owns (left by
+    writers killed mid-write); return how many."""
+    removed = 0
+    try:
+        with os.scandir(directory) as entries:
+            stale = [e.path for e in entries if e.name.endswith(TEMP_SUFFIX) and _is_stale(e)]
+    except _MISSING:
+        return 0
+    for path in stale:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+            removed += 1
+    return removed
+
+
 def _write_temp(path: Path, value: Buffer) -> Path:
     """Write `value` to a new temporary file beside `path` (its directory made if
     needed) and return its path."""
     data = memoryview(value).cast("B")
     # Not `tempfile.mkstemp`: its files are private (0600); these get the umask's mode.
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(8)}{TEMP_SUFFIX}")
+    temp = path.with_name(f".{path.name}.{_HOST}-{os.getpid()}-{secrets.token_hex(6)}{TEMP_SUFFIX}")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     for attempt in range(10):
         try:
