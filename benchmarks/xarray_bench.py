@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -53,9 +54,10 @@ START, END = "<!-- xarray-bench: start -->", "<!-- xarray-bench: end -->"
 RESULTS_MARKER = "<!-- results:"
 
 ENGINES = {
-    "open": ["aiozarr", "xarray-zarr", "xarray-tensorstore"],
-    "load": ["aiozarr", "xarray-zarr", "xarray-tensorstore"],
+    "open": ["aiozarr", "xarray-zarr", "xarray-zarr-obstore", "xarray-tensorstore"],
+    "load": ["aiozarr", "xarray-zarr", "xarray-zarr-obstore", "xarray-tensorstore"],
     "dask-sum": ["aiozarr", "xarray-zarr"],
+    "to_zarr": ["aiozarr", "xarray-zarr", "xarray-zarr-obstore"],
 }
 
 
@@ -194,6 +196,8 @@ def _open(engine: str, job: dict[str, Any], path: str, consolidated: bool) -> An
         return xr.open_zarr(
             url, storage_options=_fsspec_options(job["endpoint"]), consolidated=consolidated
         )
+    if engine == "xarray-zarr-obstore":
+        return xr.open_zarr(_zarr_obstore(job, path), consolidated=consolidated)
     if engine == "xarray-tensorstore":
         import xarray_tensorstore
 
@@ -206,6 +210,30 @@ def _open(engine: str, job: dict[str, Any], path: str, consolidated: bool) -> An
         }
         return xarray_tensorstore.open_zarr(url, consolidated=consolidated)
     raise ValueError(f"unknown engine {engine!r}")
+
+
+def _zarr_obstore(job: dict[str, Any], path: str, read_only: bool = True) -> Any:
+    """zarr-python's own obstore store (`zarr.storage.ObjectStore`) over the emulator."""
+    from obstore.store import S3Store
+    from zarr.storage import ObjectStore
+
+    options = {k: v for k, v in job["storage_options"].items() if k != "client_options"}
+    store = S3Store(spec.BUCKET, prefix=path, client_options={"allow_http": True}, **options)
+    return ObjectStore(store, read_only=read_only)
+
+
+def _to_zarr(engine: str, job: dict[str, Any], ds: Any, path: str) -> None:
+    """Write the dask-backed `ds` to `path`: aiozarr's `to_zarr` or xarray's own."""
+    if engine == "aiozarr":
+        from aiozarr.xarray import to_zarr
+
+        url = f"s3://{spec.BUCKET}/{path}"
+        to_zarr(ds, url, mode="w", storage_options=job["storage_options"])
+    elif engine == "xarray-zarr":
+        url = f"s3://{spec.BUCKET}/{path}"
+        ds.to_zarr(url, mode="w", zarr_format=3, storage_options=_fsspec_options(job["endpoint"]))
+    else:
+        ds.to_zarr(_zarr_obstore(job, path, read_only=False), mode="w", zarr_format=3)
 
 
 def _load(engine: str, ds: Any, names: list[str]) -> Any:
@@ -267,6 +295,16 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             ds = _open(engine, job, DATASETS["consolidated"], True)
             elapsed, stats, loaded = _timed(job, lambda: _load(engine, ds, names))
             ok = _values_checksum(loaded, names) == manifest["load"]
+        elif workload == "to_zarr":
+            import xarray as xr
+
+            source = _dataset().chunk(dict(zip(("time", "level", "y", "x"), CHUNKS, strict=True)))
+            target = f"written-{engine}-{os.getpid()}.zarr"
+            elapsed, stats, _ = _timed(job, lambda: _to_zarr(engine, job, source, target))
+            back = xr.open_zarr(DATA_DIR / target, consolidated=None)
+            names = _variable_names()[:LOAD_VARS]
+            ok = _values_checksum(back.load(), names) == manifest["load"]
+            shutil.rmtree(DATA_DIR / target)
         elif workload == "dask-sum":
             from distributed import Client, LocalCluster
 
@@ -346,6 +384,7 @@ ROWS = [
     ("open", "unconsolidated"),
     ("load", "consolidated"),
     ("dask-sum", "sharded"),
+    ("to_zarr", "dask"),
 ]
 
 
@@ -442,7 +481,10 @@ def render(document: dict[str, Any]) -> str:
         "and the suite's 64 MiB `sharded` layout (32 MiB shards of 256 KiB chunks, zstd) as",
         "variable `v`. `open`: open the dataset (consolidated or not); `load`: 4 variables of",
         "an opened dataset (`load_async` for aiozarr, `.load()` for xarray's engine, `read()`",
-        "for xarray-tensorstore); `dask-sum`: open and sum `v` on a 2-worker",
+        "for xarray-tensorstore); `to_zarr`: write the 20 variables, dask-backed in the",
+        "chunks above, as a new v3 store (aiozarr's `to_zarr` / `Dataset.to_zarr`);",
+        "`xarray-zarr-obstore` is xarray's zarr engine over zarr's own obstore store",
+        "(`zarr.storage.ObjectStore`); `dask-sum`: open and sum `v` on a 2-worker",
         "`LocalCluster(processes=True)` (cluster start not timed; aiozarr: `to_dask`, one task",
         "per shard; xarray: `xr.open_zarr(...)['v'].sum().compute()`, its default chunks).",
         f"Median of {document['repeats']} repeats, each in a fresh process; every result is",
