@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import random
-import re
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ import anyio
 
 from aiozarr import config
 from aiozarr.errors import StoreError
+from aiozarr.storage import obstore_errors
 from aiozarr.storage.budget import RequestBudget
 
 #: Debug lines per request: action, key, size, outcome, time. Never credentials.
@@ -51,11 +51,6 @@ T = TypeVar("T")
 
 # Statuses worth another try: request timeout, throttling, server-side failures.
 _RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-# Statuses that mean "too many requests": they also halve the request budget.
-_THROTTLE_STATUS = frozenset({429, 503})
-_STATUS = re.compile(r"status code: (\d{3})")
-# obstore's words for a failure below HTTP (connect, reset, truncated or timed-out body).
-_TRANSPORT = ("HTTP error", "error sending request", "connection", "body error")
 # Hedges allowed beyond `hedge_max_fraction` of requests, so a short batch can hedge too.
 _HEDGE_BURST = 10
 
@@ -99,16 +94,13 @@ def classify(exc: BaseException) -> Failure:
     for cause in _chain(exc):
         if isinstance(cause, TransientStoreError | TimeoutError | ConnectionError):
             return Failure(True)
-        if type(cause).__module__.startswith("obstore"):
-            # NotFound, PermissionDenied, Unauthenticated, InvalidPath ...: final answers.
-            if type(cause).__name__ != "GenericError":
-                return Failure(False)
-            text = str(cause).split("\n\nDebug source:")[0]
-            status = _STATUS.search(text)
-            if status is not None:
-                code = int(status.group(1))
-                return Failure(code in _RETRY_STATUS, code in _THROTTLE_STATUS)
-            return Failure(any(word in text for word in _TRANSPORT))
+        if obstore_errors.is_obstore(cause):
+            # NotFound, PermissionDenied, Unauthenticated, InvalidPath ... carry no status
+            # and no transport failure: final answers.
+            failure = obstore_errors.classify(cause)
+            if failure.status is not None:
+                return Failure(failure.status in _RETRY_STATUS, failure.throttled)
+            return Failure(failure.transport)
     return Failure(False)
 
 
