@@ -23,6 +23,7 @@ from aiozarr.storage.base import Buffer, RangeRequest
 from aiozarr.storage.memory import MemoryStore
 from aiozarr.storage.object_store import ObjectStore
 from aiozarr.storage.retry import (
+    Failure,
     RetryPolicy,
     ShortReadError,
     classify,
@@ -304,6 +305,28 @@ def test_classify() -> None:
     assert not classify(FileNotFoundError("k")).retryable
     assert not classify(StoreError("cannot read 'k'")).retryable
     assert not classify(ValueError("bad")).retryable
+
+
+def test_classify_obstore_errors() -> None:
+    from obstore.exceptions import GenericError, NotFoundError, PermissionDeniedError
+
+    from aiozarr.storage import obstore_errors
+
+    slow_down = GenericError("S3 error: status code: 503 SlowDown\n\nDebug source:\nx")
+    seen = obstore_errors.classify(slow_down)
+    assert (seen.status, seen.throttled) == (503, True)
+    assert seen.text == "S3 error: status code: 503 SlowDown"
+    assert classify(slow_down) == Failure(True, True)
+    wrapped = StoreError("cannot read 'k'")
+    wrapped.__cause__ = GenericError("error sending request for url")
+    assert classify(wrapped) == Failure(True)
+    assert classify(GenericError("status code: 403 Forbidden")) == Failure(False)
+    assert classify(PermissionDeniedError("status code: 503")) == Failure(False)
+    missing = obstore_errors.classify(NotFoundError("NoSuchBucket:\n the bucket"))
+    assert missing.not_found and missing.missing_bucket
+    assert missing.message == "NoSuchBucket: the bucket"
+    assert obstore_errors.classify(GenericError("416 Range Not Satisfiable")).bad_range
+    assert obstore_errors.classify(GenericError("got a non-partial response")).not_partial
 
 
 def test_backoff_is_bounded_full_jitter() -> None:

@@ -200,9 +200,8 @@ class Store(ABC):
         Backends call their own writes, deletes and HEADs through this too; reads get
         it from the base class. See `storage.retry.run_request`.
         """
-        return await retry.run_request(
-            self.limiter, action, key, operation, nbytes=nbytes, hedge=hedge
-        )
+        request = retry.Request(action, key, operation, nbytes, hedge)
+        return await retry.run_request(self.limiter, request)
 
     def _check_writable(self, key: str) -> None:
         check_key(key, prefix=True)

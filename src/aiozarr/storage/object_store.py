@@ -26,24 +26,12 @@ from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import StoreError, ValueTooLargeError, VersionConflictError
 from aiozarr.sizes import memory_bytes
-from aiozarr.storage import object_listing
+from aiozarr.storage import object_listing, obstore_errors
 from aiozarr.storage.base import Buffer, Store, Version, Versioned, check_key, check_size
 from aiozarr.storage.retry import ShortReadError
 
 __all__ = ["ObjectStore"]
 
-# Words in a backend's "not found" answer that mean the bucket / container, not the key,
-# is missing: that is a configuration error, not a missing chunk.
-_MISSING_BUCKET = ("NoSuchBucket", "ContainerNotFound", "bucket does not exist")
-# Words in an error that mean "the range starts at or after the end of the object".
-_BAD_RANGE = (
-    "416 Range Not Satisfiable",
-    "<Code>InvalidRange</Code>",
-    "Requested range was invalid",
-    "Invalid range: Wanted range",
-)
-# The server ignored the Range header (some HTTP servers; moto on empty objects).
-_NOT_PARTIAL = "non-partial response"
 # obstore's S3 bulk delete takes up to 1000 keys per request.
 _DELETE_BATCH = 1000
 # obstore's whole-request timeout (default 30 s) would cut big range reads short; the
@@ -79,15 +67,6 @@ def without_retries(store: Any) -> Any:
     except Exception:  # an exotic configuration: keep the user's store as given
         return store
     return store
-
-
-def _short(exc: BaseException) -> str:
-    """The backend's message on one line, without obstore's multi-line debug dump."""
-    return " ".join(str(exc).split("\n\nDebug source:")[0].split())
-
-
-def _is_not_found(exc: BaseException) -> bool:
-    return isinstance(exc, FileNotFoundError | NotFoundError)
 
 
 def _version(meta: Any) -> Version | None:
@@ -187,18 +166,17 @@ class ObjectStore(Store):
         except StoreError:
             raise
         except Exception as exc:
-            message = _short(exc)
-            missing_bucket = any(w in message for w in _MISSING_BUCKET)
-            if _is_not_found(exc) and not missing_bucket:
+            failure = obstore_errors.classify(exc)
+            if failure.not_found and not failure.missing_bucket:
                 raise
             if not isinstance(exc, ObstoreError | OSError | ValueError | RuntimeError):
                 raise
-            if missing_bucket:  # the cause in words; the server's text stays in __cause__
+            if failure.missing_bucket:  # the cause in words; the server's text stays in __cause__
                 raise StoreError(
                     f"cannot {action} {key!r}: {_missing_bucket(self._store)}"
                 ) from exc
             raise StoreError(
-                f"cannot {action} {key!r} in {describe(self._store)}: {message}"
+                f"cannot {action} {key!r} in {describe(self._store)}: {failure.message}"
             ) from exc
 
     # -- reads -------------------------------------------------------------------------
@@ -217,14 +195,18 @@ class ObjectStore(Store):
             with self._errors("read", key):
                 return await self._fetch(key, byte_range, max_bytes)
         except Exception as exc:
-            if _is_not_found(exc):
+            if obstore_errors.is_not_found(exc):
                 return None
-            cause = _short(exc.__cause__) if isinstance(exc.__cause__, ObstoreError) else ""
-            if any(w in cause for w in _BAD_RANGE):
+            cause = (
+                obstore_errors.classify(exc.__cause__)
+                if isinstance(exc.__cause__, ObstoreError)
+                else None
+            )
+            if cause is not None and cause.bad_range:
                 # The range starts past the end: nothing there, like a clipped local read.
                 # (No version: the answer is the same for every version that short.)
                 return memoryview(b""), None
-            if _NOT_PARTIAL in cause and byte_range is not None:
+            if cause is not None and cause.not_partial and byte_range is not None:
                 whole = await self._get_bounded(key, None, None)
                 if whole is None:
                     return None
@@ -308,7 +290,7 @@ class ObjectStore(Store):
         try:
             meta = await self._request("stat", key, head)
         except Exception as exc:
-            if _is_not_found(exc):
+            if obstore_errors.is_not_found(exc):
                 return None
             raise
         return int(meta["size"])
@@ -392,7 +374,7 @@ class ObjectStore(Store):
             try:
                 await self._request("delete", batch[0], lambda b=batch: delete(b[0], b))
             except Exception as exc:
-                if not _is_not_found(exc):
+                if not obstore_errors.is_not_found(exc):
                     raise
                 # Local, GCS and Azure refuse to delete what is missing: go one by one.
                 for key in batch:

@@ -1,7 +1,7 @@
 """How one store request runs: a budget slot, a timeout, retries and (reads) hedging.
 
-    data = await run_request(budget, "read", key, lambda: store._get(key, byte_range),
-                             nbytes=100, hedge=True)
+    request = Request("read", key, lambda: store._get(key, byte_range), nbytes=100, hedge=True)
+    data = await run_request(budget, request)
 
 Every store operation that is safe to repeat goes through `run_request`, the one place
 where aiozarr retries (obstore's own retries are switched off, so they never multiply):
@@ -21,16 +21,16 @@ from __future__ import annotations
 
 import logging
 import random
-import re
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import anyio
 
 from aiozarr import config
 from aiozarr.errors import StoreError
+from aiozarr.storage import obstore_errors
 from aiozarr.storage.budget import RequestBudget
 
 #: Debug lines per request: action, key, size, outcome, time. Never credentials.
@@ -38,6 +38,7 @@ log = logging.getLogger("aiozarr.store")
 
 __all__ = [
     "Failure",
+    "Request",
     "RequestTimeoutError",
     "RetryPolicy",
     "ShortReadError",
@@ -51,11 +52,6 @@ T = TypeVar("T")
 
 # Statuses worth another try: request timeout, throttling, server-side failures.
 _RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-# Statuses that mean "too many requests": they also halve the request budget.
-_THROTTLE_STATUS = frozenset({429, 503})
-_STATUS = re.compile(r"status code: (\d{3})")
-# obstore's words for a failure below HTTP (connect, reset, truncated or timed-out body).
-_TRANSPORT = ("HTTP error", "error sending request", "connection", "body error")
 # Hedges allowed beyond `hedge_max_fraction` of requests, so a short batch can hedge too.
 _HEDGE_BURST = 10
 
@@ -99,17 +95,30 @@ def classify(exc: BaseException) -> Failure:
     for cause in _chain(exc):
         if isinstance(cause, TransientStoreError | TimeoutError | ConnectionError):
             return Failure(True)
-        if type(cause).__module__.startswith("obstore"):
-            # NotFound, PermissionDenied, Unauthenticated, InvalidPath ...: final answers.
-            if type(cause).__name__ != "GenericError":
-                return Failure(False)
-            text = str(cause).split("\n\nDebug source:")[0]
-            status = _STATUS.search(text)
-            if status is not None:
-                code = int(status.group(1))
-                return Failure(code in _RETRY_STATUS, code in _THROTTLE_STATUS)
-            return Failure(any(word in text for word in _TRANSPORT))
+        if obstore_errors.is_obstore(cause):
+            # NotFound, PermissionDenied, Unauthenticated, InvalidPath ... carry no status
+            # and no transport failure: final answers.
+            failure = obstore_errors.classify(cause)
+            if failure.status is not None:
+                return Failure(failure.status in _RETRY_STATUS, failure.throttled)
+            return Failure(failure.transport)
     return Failure(False)
+
+
+@dataclass(frozen=True, slots=True)
+class Request(Generic[T]):
+    """One backend request that is safe to repeat, as the request policy runs it.
+
+    `action` and `key` name it in errors and logs ("cannot read 'c/0' ..."); `operation`
+    sends it once; `nbytes` sizes its timeout (and groups its latency with similar reads
+    for hedging); `hedge` lets a slow try be sent again (reads only).
+    """
+
+    action: str
+    key: str
+    operation: Callable[[], Awaitable[T]]
+    nbytes: int | None = None
+    hedge: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,20 +151,10 @@ def request_timeout_s(nbytes: int | None, settings: config.Config | None = None)
     return s.request_timeout_s + size / s.request_timeout_min_bytes_per_s
 
 
-async def run_request(
-    budget: RequestBudget,
-    action: str,
-    key: str,
-    operation: Callable[[], Awaitable[T]],
-    *,
-    nbytes: int | None = None,
-    hedge: bool = False,
-) -> T:
-    """Run the idempotent `operation` (one backend request) with the store's policy.
+async def run_request(budget: RequestBudget, request: Request[T]) -> T:
+    """Run the idempotent `request` (one backend request) with the store's policy.
 
-    `action` and `key` name it in errors ("cannot read 'c/0' ..."); `nbytes` sizes its
-    timeout (and groups its latency with similar reads for hedging). A failure that
-    `classify` says is final is raised as itself (a missing key stays
+    A failure that `classify` says is final is raised as itself (a missing key stays
     `FileNotFoundError`, a refusal stays the backend's `StoreError`).
     """
     settings = config.get()
@@ -167,16 +166,16 @@ async def run_request(
         attempt += 1
         remaining = policy.deadline_s - (time.monotonic() - started)
         try:
-            if hedge and settings.hedge_reads:
-                return await _hedged(budget, action, key, operation, nbytes, remaining, settings)
-            return await _attempt(budget, action, key, operation, nbytes, remaining, settings)
+            if request.hedge and settings.hedge_reads:
+                return await _hedged(budget, request, remaining, settings)
+            return await _attempt(budget, request, remaining, settings)
         except Exception as exc:
             if not classify(exc).retryable:
                 raise
             # A try cut short by the overall deadline says nothing about the store: keep
             # the failure before it (a 503, a reset) as the reason for giving up.
             clipped = isinstance(exc, RequestTimeoutError) and remaining < request_timeout_s(
-                nbytes, settings
+                request.nbytes, settings
             )
             if cause is None or not clipped:
                 cause = exc
@@ -184,14 +183,14 @@ async def run_request(
             elapsed = time.monotonic() - started
             if attempt >= policy.attempts or elapsed + delay >= policy.deadline_s:
                 budget.count("gave_up")
-                error = _gave_up(action, key, cause, attempt, elapsed)
+                error = _gave_up(request, cause, attempt, elapsed)
                 log.warning("%s", error)
                 raise error from cause
             budget.count("retries")
             log.info(
                 "%s %r: retry %d in %.2f s after %s: %s",
-                action,
-                key,
+                request.action,
+                request.key,
                 attempt,
                 delay,
                 type(exc).__name__,
@@ -200,7 +199,8 @@ async def run_request(
         await anyio.sleep(delay)
 
 
-def _gave_up(action: str, key: str, exc: Exception, attempts: int, elapsed: float) -> StoreError:
+def _gave_up(request: Request[Any], exc: Exception, attempts: int, elapsed: float) -> StoreError:
+    action, key = request.action, request.key
     cause = (
         str(exc)
         if isinstance(exc, StoreError)
@@ -214,10 +214,7 @@ def _gave_up(action: str, key: str, exc: Exception, attempts: int, elapsed: floa
 
 async def _attempt(
     budget: RequestBudget,
-    action: str,
-    key: str,
-    operation: Callable[[], Awaitable[T]],
-    nbytes: int | None,
+    request: Request[T],
     remaining_s: float,
     settings: config.Config,
     sent: anyio.Event | None = None,
@@ -227,6 +224,7 @@ async def _attempt(
     `sent` is set once the slot is held: time spent queueing for the budget is not
     the request's latency.
     """
+    action, key, nbytes = request.action, request.key, request.nbytes
     timeout = max(0.0, min(request_timeout_s(nbytes, settings), remaining_s))
     async with budget as slot:
         budget.count("requests")
@@ -235,7 +233,7 @@ async def _attempt(
         began = time.monotonic()
         try:
             with anyio.fail_after(timeout):
-                result = await operation()
+                result = await request.operation()
         except TimeoutError:
             budget.count("timeouts")
             raise RequestTimeoutError(
@@ -284,13 +282,7 @@ def _may_hedge(budget: RequestBudget, settings: config.Config) -> bool:
 
 
 async def _hedged(
-    budget: RequestBudget,
-    action: str,
-    key: str,
-    operation: Callable[[], Awaitable[T]],
-    nbytes: int | None,
-    remaining_s: float,
-    settings: config.Config,
+    budget: RequestBudget, request: Request[T], remaining_s: float, settings: config.Config
 ) -> T:
     """One try that sends a second copy if the first is slow; the first answer wins.
 
@@ -298,9 +290,9 @@ async def _hedged(
     least `hedge_min_delay_s`), counted from when the first copy holds its budget slot.
     Before there are peers to compare with, the try is a plain one: no race to set up.
     """
-    p95 = budget.latencies.p95(nbytes)
+    p95 = budget.latencies.p95(request.nbytes)
     if p95 is None:
-        return await _attempt(budget, action, key, operation, nbytes, remaining_s, settings)
+        return await _attempt(budget, request, remaining_s, settings)
     delay = max(settings.hedge_min_delay_s, settings.hedge_p95_multiple * p95)
     answers: list[tuple[bool, Any]] = []
     errors: list[Exception] = []
@@ -312,8 +304,7 @@ async def _hedged(
         nonlocal running
         try:
             value = await _attempt(
-                budget, action, key, operation, nbytes, remaining_s, settings,
-                None if is_hedge else sent,
+                budget, request, remaining_s, settings, None if is_hedge else sent
             )
         except Exception as exc:  # the other copy may still answer
             errors.append(exc)

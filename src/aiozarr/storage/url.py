@@ -268,6 +268,7 @@ def _build_obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
     from obstore.store import HTTPStore
     from obstore.store import from_url as obstore_from_url
 
+    from aiozarr.storage import obstore_errors
     from aiozarr.storage.object_store import CLIENT_TIMEOUT
 
     extra = {k: options.pop(k) for k in ("retry_config", "credential_provider") if k in options}
@@ -293,5 +294,5 @@ def _build_obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
     except StoreError:
         raise
     except Exception as exc:  # obstore: unknown option, malformed URL
-        message = str(exc).split("\n\nDebug source:")[0]
+        message = obstore_errors.classify(exc).text
         raise StoreError(f"cannot open {url!r}: {message}") from exc

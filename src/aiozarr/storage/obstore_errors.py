@@ -1,0 +1,118 @@
+"""What an obstore exception means: the one place that reads obstore's error text.
+
+    failure = obstore_errors.classify(exc)
+    if failure.missing_bucket: ...   # a configuration error, not a missing chunk
+    if failure.status in (429, 503): ...
+
+obstore raises a few typed errors (`NotFoundError`, `PermissionDeniedError`, ...) and
+one `GenericError` for everything else, whose text carries the HTTP status ("status
+code: 503") or the transport failure ("error sending request", "connection reset"),
+followed by a multi-line "Debug source:" dump. Which words mean what lives here;
+`retry.classify` (the retry policy), `ObjectStore` (missing keys and buckets, ranges
+past the end, servers that ignore ranges) and `url.from_url` ask `classify`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from obstore.exceptions import GenericError, NotFoundError
+
+__all__ = ["ObstoreFailure", "classify", "is_not_found", "is_obstore", "message_of"]
+
+_STATUS = re.compile(r"status code: (\d{3})")
+# obstore's words for a failure below HTTP (connect, reset, truncated or timed-out body).
+_TRANSPORT = ("HTTP error", "error sending request", "connection", "body error")
+# Statuses that mean "too many requests" (S3's SlowDown is a 503).
+_THROTTLE_STATUS = frozenset({429, 503})
+# Words in a backend's "not found" answer that mean the bucket / container, not the key,
+# is missing: that is a configuration error, not a missing chunk.
+_MISSING_BUCKET = ("NoSuchBucket", "ContainerNotFound", "bucket does not exist")
+# Words in an error that mean "the range starts at or after the end of the object".
+_BAD_RANGE = (
+    "416 Range Not Satisfiable",
+    "<Code>InvalidRange</Code>",
+    "Requested range was invalid",
+    "Invalid range: Wanted range",
+)
+# The server ignored the Range header (some HTTP servers; moto on empty objects).
+_NOT_PARTIAL = "non-partial response"
+_DEBUG = "\n\nDebug source:"
+
+
+@dataclass(frozen=True, slots=True)
+class ObstoreFailure:
+    """What an exception (from obstore, or raised where obstore's would be) says.
+
+    `status` and `transport` are read only from obstore's `GenericError`: its typed
+    errors (not found, permission denied, invalid path ...) are final answers.
+    """
+
+    #: The backend's message without obstore's debug dump (line breaks kept).
+    text: str
+    #: Raised by obstore (its module), not by Python or aiozarr.
+    from_obstore: bool = False
+    #: The HTTP status a `GenericError` reports, if any.
+    status: int | None = None
+    #: A `GenericError` below HTTP: connect, reset, truncated or timed-out body.
+    transport: bool = False
+    #: A missing key (`FileNotFoundError` or obstore's `NotFoundError`).
+    not_found: bool = False
+    #: The bucket (or Azure container) itself is missing.
+    missing_bucket: bool = False
+    #: The range asked for starts at or after the end of the value.
+    bad_range: bool = False
+    #: The server answered a range request with the whole value.
+    not_partial: bool = False
+
+    @property
+    def throttled(self) -> bool:
+        """The server asks us to slow down (429, 503)."""
+        return self.status in _THROTTLE_STATUS
+
+    @property
+    def message(self) -> str:
+        """The backend's message on one line, without obstore's debug dump."""
+        return " ".join(self.text.split())
+
+
+def is_obstore(exc: BaseException) -> bool:
+    """Whether obstore raised `exc`."""
+    return type(exc).__module__.startswith("obstore")
+
+
+def is_not_found(exc: BaseException) -> bool:
+    """Whether `exc` is a missing key (`classify(exc).not_found`, without reading text:
+    missing chunks are common)."""
+    return isinstance(exc, FileNotFoundError | NotFoundError)
+
+
+def message_of(exc: BaseException) -> str:
+    """`exc`'s text without obstore's multi-line debug dump."""
+    return str(exc).split(_DEBUG)[0]
+
+
+def classify(exc: BaseException) -> ObstoreFailure:
+    """What `exc` (not its causes) says: status, missing key or bucket, range answers."""
+    text = message_of(exc)
+    from_obstore = is_obstore(exc)
+    status: int | None = None
+    transport = False
+    if from_obstore and isinstance(exc, GenericError):
+        found = _STATUS.search(text)
+        if found is not None:
+            status = int(found.group(1))
+        else:
+            transport = any(word in text for word in _TRANSPORT)
+    line = " ".join(text.split())
+    return ObstoreFailure(
+        text=text,
+        from_obstore=from_obstore,
+        status=status,
+        transport=transport,
+        not_found=is_not_found(exc),
+        missing_bucket=any(word in line for word in _MISSING_BUCKET),
+        bad_range=any(word in line for word in _BAD_RANGE),
+        not_partial=_NOT_PARTIAL in line,
+    )
