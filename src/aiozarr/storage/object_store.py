@@ -14,6 +14,7 @@ with `If-Match` / `If-None-Match: *` (obstore's put modes).
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
@@ -118,6 +119,33 @@ def _missing_bucket(store: Any) -> str:
 
 
 
+# obstore's runtime does not survive fork: once a process has made an obstore request,
+# every obstore request of a child forked from it hangs (obstore 0.12.1, a fresh client
+# too). Such a child fails at once, with a named error, instead of timing out.
+_used = False
+_forked_after_use = False
+
+
+def _mark_forked() -> None:
+    global _forked_after_use
+    _forked_after_use = _forked_after_use or _used
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_mark_forked)
+
+
+def _check_not_forked(action: str, key: str) -> None:
+    global _used
+    if _forked_after_use:
+        raise StoreError(
+            f"cannot {action} {key!r}: this process was forked from one that had used an "
+            "object store, and obstore's runtime does not survive fork; start workers with "
+            "multiprocessing's 'spawn' or 'forkserver' method"
+        )
+    _used = True
+
+
 class ObjectStore(Store):
     """A `Store` over an obstore store.
 
@@ -161,6 +189,7 @@ class ObjectStore(Store):
     @contextlib.contextmanager
     def _errors(self, action: str, key: str) -> Iterator[None]:
         """Turn backend failures into `StoreError`; a missing key passes through."""
+        _check_not_forked(action, key)
         try:
             yield
         except StoreError:
