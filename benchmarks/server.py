@@ -39,7 +39,7 @@ def reset(endpoint: str) -> None:
 
 
 class EmulatorProcess:
-    """`aiozarr.testing.emulator.Emulator` over `root`, run by a child process."""
+    """`aiozarr.emulator.Emulator` over `root`, run by a child process."""
 
     def __init__(self, root: Path, latency_ms: float = 0.0) -> None:
         self.root = root
@@ -109,7 +109,7 @@ class EmulatorProcess:
 
 
 async def _serve(root: str, latency_ms: float) -> None:
-    from aiozarr.testing.emulator import Emulator
+    from aiozarr.emulator import Emulator
 
     async with Emulator(root, latency_ms=latency_ms, bucket=spec.BUCKET) as emu:
         print(emu.port, flush=True)

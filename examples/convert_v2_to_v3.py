@@ -24,7 +24,7 @@ import tempfile
 import numpy as np
 
 import aiozarr
-from aiozarr.testing.emulator import Emulator
+from aiozarr.emulator import Emulator
 
 
 def cli(*args: str, options: list[str]) -> None:

@@ -22,7 +22,7 @@ from distributed import Client, LocalCluster
 
 import aiozarr
 from aiozarr.dask import store, to_dask
-from aiozarr.testing.emulator import Emulator
+from aiozarr.emulator import Emulator
 
 
 def main(latency_ms: float) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 import aiozarr
-from aiozarr.testing.emulator import Emulator
+from aiozarr.emulator import Emulator
 
 PUBLIC_URL = "s3://mur-sst/zarr-v1"
 PUBLIC_OPTIONS = {"region": "us-west-2"}  # anonymous: no credentials given

@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 import aiozarr
-from aiozarr.testing.emulator import Emulator
+from aiozarr.emulator import Emulator
 
 
 def describe(label: str, stats: dict, seconds: float) -> None:

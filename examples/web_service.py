@@ -29,7 +29,7 @@ import numpy as np
 from aiohttp import web
 
 import aiozarr
-from aiozarr.testing.emulator import Emulator
+from aiozarr.emulator import Emulator
 
 SHAPE = (512, 512)
 

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from aiozarr.testing.emulator import Emulator
+from aiozarr.emulator import Emulator
 from aiozarr.xarray import AiozarrBackendEntrypoint, to_zarr
 
 

@@ -17,7 +17,7 @@ import pytest
 
 os.environ.setdefault("AIOZARR_HEDGE_READS", "0")
 
-from aiozarr.testing.emulator import Emulator
+from aiozarr.emulator import Emulator
 
 
 @pytest.fixture(scope="session", autouse=True)

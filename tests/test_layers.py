@@ -19,7 +19,7 @@ LAYERS = [
     {"hierarchy", "creation"},
     {"engine"},
     {"codecs", "metadata", "indexing", "vectorized"},
-    {"storage", "testing"},
+    {"storage", "testing", "emulator"},
     {"byte_range", "chunk_grid", "config", "errors", "sizes"},
 ]
 # Beyond the order above: these may not import these, whatever their rank.

@@ -26,7 +26,7 @@ from aiozarr.description import ArrayDescription, codecs_text, describe_array
 from aiozarr.engine import read as engine_read
 from aiozarr.engine import write as engine_write
 from aiozarr.engine.progress import ShowProgress, as_callback
-from aiozarr.engine.target import StoredArray
+from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import (
     InvalidValueError,
     IrregularGridError,

@@ -361,36 +361,17 @@ async def copy_async(
     dst_store = resolve_store(dst, mode="a", storage_options=dst_options)
     report = CopyReport()
     root = await _open(src_store, src_path)
-    kwargs = {"zarr_format": zarr_format, "chunks": chunks, "shards": shards, "codec": codec}
-    jobs: list[_Job] = []
-
-    async def add_array(node: AsyncArray, path: str) -> None:
-        target = await _make_target(
-            node,
-            dst_store,
-            path,
-            target_options(node, **kwargs),
-            resume=resume,
-            overwrite=overwrite,
-        )
-        regions = _regions(target)
-        jobs.append(_Job(node, target, regions, node.nbytes))
-        report.arrays += 1
-
-    if isinstance(root, AsyncArray):
-        await add_array(root, dst_path)
-    else:
-        fmt = zarr_format or root.zarr_format
-        await _make_group(root, dst_store, dst_path, fmt, resume=resume, overwrite=overwrite)
-        report.groups += 1
-        async for child, node in walk(root):
-            path = f"{dst_path.strip('/')}/{child}" if dst_path.strip("/") else child
-            if isinstance(node, AsyncArray):
-                await add_array(node, path)
-            else:
-                await _make_group(node, dst_store, path, fmt, resume=resume, overwrite=False)
-                report.groups += 1
-
+    conversion = {"zarr_format": zarr_format, "chunks": chunks, "shards": shards, "codec": codec}
+    jobs = await _create_targets(
+        root,
+        dst_store,
+        dst_path,
+        report,
+        conversion,
+        zarr_format=zarr_format,
+        resume=resume,
+        overwrite=overwrite,
+    )
     await _copy_units(
         jobs,
         report,
@@ -406,6 +387,50 @@ async def copy_async(
         dst_store.close()  # an archive opened here is finished here (its central directory)
     report.seconds = time.perf_counter() - started
     return report
+
+
+async def _create_targets(
+    root: AsyncArray | AsyncGroup,
+    dst_store: Store,
+    dst_path: str,
+    report: CopyReport,
+    conversion: Mapping[str, Any],
+    *,
+    zarr_format: int | None,
+    resume: bool,
+    overwrite: bool,
+) -> list[_Job]:
+    """Create every destination group and array, in the source's order, counting them in
+    `report`; one job (the units to copy) per array. `conversion` holds `target_options`'
+    keywords."""
+    jobs: list[_Job] = []
+
+    async def add_array(node: AsyncArray, path: str) -> None:
+        target = await _make_target(
+            node,
+            dst_store,
+            path,
+            target_options(node, **conversion),
+            resume=resume,
+            overwrite=overwrite,
+        )
+        jobs.append(_Job(node, target, _regions(target), node.nbytes))
+        report.arrays += 1
+
+    if isinstance(root, AsyncArray):
+        await add_array(root, dst_path)
+        return jobs
+    fmt = zarr_format or root.zarr_format
+    await _make_group(root, dst_store, dst_path, fmt, resume=resume, overwrite=overwrite)
+    report.groups += 1
+    async for child, node in walk(root):
+        path = f"{dst_path.strip('/')}/{child}" if dst_path.strip("/") else child
+        if isinstance(node, AsyncArray):
+            await add_array(node, path)
+        else:
+            await _make_group(node, dst_store, path, fmt, resume=resume, overwrite=False)
+            report.groups += 1
+    return jobs
 
 
 async def _open(store: Store, path: str) -> AsyncArray | AsyncGroup:
@@ -437,6 +462,8 @@ async def _copy_units(
     progress: CopyProgressCallback | None,
     max_inflight_bytes: int,
 ) -> None:
+    """Copy every job's units, one array after another, each by as many workers as
+    `max_inflight_bytes` allows (1 to 16), counting in `report` and calling `progress`."""
     chunks_total = sum(len(job.regions) for job in jobs)
     bytes_total = sum(job.nbytes for job in jobs)
     done = 0
@@ -451,17 +478,10 @@ async def _copy_units(
         async def worker(job: _Job, units: Iterator[_Region], existing: set[str]) -> None:
             nonlocal done
             for coords, region in units:
-                data = np.asarray(await job.src.getitem(region))
-                skip = False
-                if resume:
-                    if job.dst.chunk_key(coords) in existing:
-                        skip = _equal(np.asarray(await job.dst.getitem(region)), data)
-                    else:
-                        skip = _all_fill(data, job.dst)
+                data, skip = await _copy_unit(job, coords, region, existing, resume=resume)
                 if skip:
                     report.chunks_skipped += 1
                 else:
-                    await job.dst.setitem(region, data)
                     report.chunks_written += 1
                 report.bytes_copied += data.nbytes
                 done += 1
@@ -481,6 +501,29 @@ async def _copy_units(
             async with anyio.create_task_group() as tg:
                 for _ in range(min(workers, len(job.regions))):
                     tg.start_soon(worker, job, units, existing)
+
+
+async def _copy_unit(
+    job: _Job,
+    coords: tuple[int, ...],
+    region: tuple[slice, ...],
+    existing: set[str],
+    *,
+    resume: bool,
+) -> tuple[np.ndarray, bool]:
+    """Copy one unit: its source values, and whether it was skipped. Resuming, a unit is
+    skipped when the destination holds equal values, or (not stored yet) when it is all
+    fill value."""
+    data = np.asarray(await job.src.getitem(region))
+    skip = False
+    if resume:
+        if job.dst.chunk_key(coords) in existing:
+            skip = _equal(np.asarray(await job.dst.getitem(region)), data)
+        else:
+            skip = _all_fill(data, job.dst)
+    if not skip:
+        await job.dst.setitem(region, data)
+    return data, skip
 
 
 def copy(src: StoreLike, dst: StoreLike, **options: Any) -> CopyReport:

@@ -16,6 +16,7 @@ import enum
 import inspect
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -258,6 +259,21 @@ def _rectilinear(value: Any, name: str, shape: tuple[int, ...]) -> RectilinearGr
     return grid
 
 
+@dataclass(frozen=True, slots=True)
+class _Arguments:
+    """What every format makes of `create_array`'s shared arguments, checked."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    #: The chunk shape (the inner chunks when sharded); the largest chunk when rectilinear.
+    chunks: tuple[int, ...]
+    chunk_grid: RectilinearGrid | None
+    shard_grid: RectilinearGrid | None
+    fill_value: Any
+    attributes: dict[str, Any]
+    dimension_names: tuple[str | None, ...] | None
+
+
 def array_metadata(
     *,
     shape: int | Sequence[int],
@@ -282,6 +298,49 @@ def array_metadata(
     """
     if isinstance(chunks, str) and chunks == "auto":
         chunks = None  # zarr-python's spelling of "choose for me"
+    args = _check_arguments(
+        shape=shape,
+        dtype=dtype,
+        chunks=chunks,
+        shards=shards,
+        fill_value=fill_value,
+        zarr_format=zarr_format,
+        attributes=attributes,
+        dimension_names=dimension_names,
+    )
+    if zarr_format == 2:
+        return _v2_metadata(
+            args,
+            shards=shards,
+            filters=filters,
+            compressors=compressors,
+            order=order,
+            chunk_key_encoding=chunk_key_encoding,
+        )
+    return _v3_metadata(
+        args,
+        shards=shards,
+        filters=filters,
+        compressors=compressors,
+        serializer=serializer,
+        order=order,
+        chunk_key_encoding=chunk_key_encoding,
+    )
+
+
+def _check_arguments(
+    *,
+    shape: Any,
+    dtype: Any,
+    chunks: Any,
+    shards: Any,
+    fill_value: Any,
+    zarr_format: int,
+    attributes: Mapping[str, Any] | None,
+    dimension_names: Sequence[str | None] | None,
+) -> _Arguments:
+    """The arguments every format shares, checked: shape, dtype, the chunk (and shard)
+    grid, dimension names, fill value."""
     array_shape = _shape(shape, "shape")
     np_dtype = _dtype(dtype, zarr_format)
     if zarr_format == 3 and np_dtype.byteorder == ">":
@@ -307,95 +366,140 @@ def array_metadata(
             f"dimension_names {list(dimension_names)} has {len(dimension_names)} names, "
             f"the array has {len(array_shape)} dimensions"
         )
-    fill = _fill_value(fill_value, np_dtype, zarr_format)
-    attrs = dict(attributes or {})
-    names = None if dimension_names is None else tuple(dimension_names)
+    return _Arguments(
+        shape=array_shape,
+        dtype=np_dtype,
+        chunks=inner,
+        chunk_grid=chunk_grid,
+        shard_grid=shard_grid,
+        fill_value=_fill_value(fill_value, np_dtype, zarr_format),
+        attributes=dict(attributes or {}),
+        dimension_names=None if dimension_names is None else tuple(dimension_names),
+    )
 
-    if zarr_format == 2:
-        if shards is not None:
-            raise MetadataError("shards need zarr_format=3 (Zarr v2 has no sharding)")
-        compressor_list = (
-            [DEFAULT_V2_COMPRESSOR] if compressors == "auto" else _as_list(compressors)
-        )
-        if len(compressor_list) > 1:
-            raise MetadataError("Zarr v2 arrays take at most one compressor")
-        v2_filters = [_numcodecs_config(f) for f in _as_list(filters)]
-        if np_dtype.kind in "OT" and not v2_filters:
-            v2_filters = [{"id": "vlen-utf8"}]
-        return ArrayMetadata(
-            shape=array_shape,
-            dtype=np_dtype,
-            chunk_shape=inner,
-            fill_value=fill,
-            zarr_format=2,
-            chunk_key_encoding=chunk_key_encoding or ChunkKeyEncoding("v2", "."),
-            attributes=attrs,
-            dimension_names=names,
-            order=order,
-            filters=tuple(v2_filters) or None,
-            compressor=_numcodecs_config(compressor_list[0]) if compressor_list else None,
-        )
 
+def _v2_metadata(
+    args: _Arguments,
+    *,
+    shards: Any,
+    filters: Any,
+    compressors: Any,
+    order: Literal["C", "F"],
+    chunk_key_encoding: ChunkKeyEncoding | None,
+) -> ArrayMetadata:
+    """Zarr v2 metadata: numcodecs filters and at most one compressor, no sharding."""
+    if shards is not None:
+        raise MetadataError("shards need zarr_format=3 (Zarr v2 has no sharding)")
+    compressor_list = [DEFAULT_V2_COMPRESSOR] if compressors == "auto" else _as_list(compressors)
+    if len(compressor_list) > 1:
+        raise MetadataError("Zarr v2 arrays take at most one compressor")
+    v2_filters = [_numcodecs_config(f) for f in _as_list(filters)]
+    if args.dtype.kind in "OT" and not v2_filters:
+        v2_filters = [{"id": "vlen-utf8"}]
+    return ArrayMetadata(
+        shape=args.shape,
+        dtype=args.dtype,
+        chunk_shape=args.chunks,
+        fill_value=args.fill_value,
+        zarr_format=2,
+        chunk_key_encoding=chunk_key_encoding or ChunkKeyEncoding("v2", "."),
+        attributes=args.attributes,
+        dimension_names=args.dimension_names,
+        order=order,
+        filters=tuple(v2_filters) or None,
+        compressor=_numcodecs_config(compressor_list[0]) if compressor_list else None,
+    )
+
+
+def _v3_metadata(
+    args: _Arguments,
+    *,
+    shards: Any,
+    filters: Any,
+    compressors: Any,
+    serializer: Any,
+    order: Literal["C", "F"],
+    chunk_key_encoding: ChunkKeyEncoding | None,
+) -> ArrayMetadata:
+    """Zarr v3 metadata: the codec chain, inside a sharding codec when `shards` is given."""
+    codecs = _v3_codecs(
+        args, filters=filters, compressors=compressors, serializer=serializer, order=order
+    )
+    chunk_shape, chunk_grid = args.chunks, args.chunk_grid
+    if shards is not None:
+        chunk_shape, chunk_grid = _shard_shape(args, shards)
+        codecs = (_sharding_codec(args.chunks, codecs),)
+    return ArrayMetadata(
+        shape=args.shape,
+        dtype=args.dtype,
+        chunk_shape=chunk_shape,
+        fill_value=args.fill_value,
+        zarr_format=3,
+        codecs=codecs,
+        chunk_key_encoding=chunk_key_encoding or ChunkKeyEncoding("default", "/"),
+        attributes=args.attributes,
+        dimension_names=args.dimension_names,
+        chunk_grid=chunk_grid,
+    )
+
+
+def _v3_codecs(
+    args: _Arguments, *, filters: Any, compressors: Any, serializer: Any, order: str
+) -> tuple[CodecMetadata, ...]:
+    """filters (and a transpose for order="F"), the serializer, the compressors."""
     if order not in ("C", "F"):
         raise MetadataError(f"order must be 'C' or 'F', got {order!r}")
-    array_to_array = [_codec_metadata(f, "filters", np_dtype) for f in _as_list(filters)]
-    if order == "F" and len(array_shape) > 1:
+    array_to_array = [_codec_metadata(f, "filters", args.dtype) for f in _as_list(filters)]
+    if order == "F" and len(args.shape) > 1:
         array_to_array.append(
-            CodecMetadata("transpose", {"order": list(range(len(array_shape)))[::-1]})
+            CodecMetadata("transpose", {"order": list(range(len(args.shape)))[::-1]})
         )
     to_bytes = (
-        _v3_serializer(np_dtype)
+        _v3_serializer(args.dtype)
         if serializer == "auto"
-        else _codec_metadata(serializer, "serializer", np_dtype)
+        else _codec_metadata(serializer, "serializer", args.dtype)
     )
     bytes_to_bytes = (
         [DEFAULT_V3_COMPRESSOR]
         if compressors == "auto"
-        else [_codec_metadata(c, "compressors", np_dtype) for c in _as_list(compressors)]
+        else [_codec_metadata(c, "compressors", args.dtype) for c in _as_list(compressors)]
     )
-    codecs = (*array_to_array, to_bytes, *bytes_to_bytes)
-    grid = inner
-    if shard_grid is not None:
-        grid = shard_grid.max_shape
+    return (*array_to_array, to_bytes, *bytes_to_bytes)
+
+
+def _shard_shape(args: _Arguments, shards: Any) -> tuple[tuple[int, ...], RectilinearGrid | None]:
+    """The shard shape (the largest shard when rectilinear) and the rectilinear grid, if
+    any; every shard edge must be a multiple of the inner chunks."""
+    inner = args.chunks
+    if args.shard_grid is not None:
         for axis, c in enumerate(inner):
-            bad = [e for e in shard_grid.distinct_edges(axis) if e % c]
+            bad = [e for e in args.shard_grid.distinct_edges(axis) if e % c]
             if bad:
                 raise MetadataError(
                     f"shards: every shard edge must be a multiple of chunks {inner}, but "
                     f"axis {axis} has an edge of {bad[0]}"
                 )
-        chunk_grid = shard_grid
-    elif shards is not None:
-        grid = _shape(shards, "shards", len(array_shape))
-        for s, c in zip(grid, inner, strict=True):
-            if c == 0 or s % c:
-                raise MetadataError(f"shards {grid} must be a multiple of chunks {inner}")
-    if shards is not None:
-        codecs = (
-            CodecMetadata(
-                "sharding_indexed",
-                {
-                    "chunk_shape": list(inner),
-                    "codecs": [c.to_json() for c in codecs],
-                    "index_codecs": [
-                        {"name": "bytes", "configuration": {"endian": "little"}},
-                        {"name": "crc32c"},
-                    ],
-                    "index_location": "end",
-                },
-            ),
-        )
-    return ArrayMetadata(
-        shape=array_shape,
-        dtype=np_dtype,
-        chunk_shape=grid,
-        fill_value=fill,
-        zarr_format=3,
-        codecs=codecs,
-        chunk_key_encoding=chunk_key_encoding or ChunkKeyEncoding("default", "/"),
-        attributes=attrs,
-        dimension_names=names,
-        chunk_grid=chunk_grid,
+        return args.shard_grid.max_shape, args.shard_grid
+    grid = _shape(shards, "shards", len(args.shape))
+    for s, c in zip(grid, inner, strict=True):
+        if c == 0 or s % c:
+            raise MetadataError(f"shards {grid} must be a multiple of chunks {inner}")
+    return grid, args.chunk_grid
+
+
+def _sharding_codec(inner: tuple[int, ...], codecs: Sequence[CodecMetadata]) -> CodecMetadata:
+    """The sharding codec around `codecs`: inner chunks of `inner`, the index at the end."""
+    return CodecMetadata(
+        "sharding_indexed",
+        {
+            "chunk_shape": list(inner),
+            "codecs": [c.to_json() for c in codecs],
+            "index_codecs": [
+                {"name": "bytes", "configuration": {"endian": "little"}},
+                {"name": "crc32c"},
+            ],
+            "index_location": "end",
+        },
     )
 
 

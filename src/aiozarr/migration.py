@@ -346,20 +346,59 @@ async def migrate_async(
             f"cannot migrate {src_path or '/'!r} of {source!r} onto itself or a node inside "
             f"it ({dst_path or '/'!r}): migrate to another path or store"
         )
+    root_meta, nodes, was_consolidated = await _source_nodes(source, src_path)
+    jobs, docs = _plan_targets(nodes, target, dst_path, zarr_format)
+    await hierarchy.prepare_node(target, dst_path, zarr_format, overwrite=overwrite)
+    await _list_stored_chunks(jobs)
+    mover = _Mover(
+        jobs,
+        source,
+        target,
+        progress,
+        max_inflight_bytes or config.get().max_inflight_bytes,
+        len(nodes) - len(jobs),
+    )
+    state = await mover.run()
+    await target.set_many(docs.items())
+    if isinstance(root_meta, ArrayMetadata):
+        await hierarchy.write_node(target, dst_path, jobs[0].dst.metadata)
+        result: AsyncArray | AsyncGroup = jobs[0].dst
+    else:
+        consolidated = bool(consolidate or (consolidate is None and was_consolidated))
+        result = await _write_root_group(target, dst_path, zarr_format, root_meta, consolidated)
+    if isinstance(target, ZipStore) and target is not dst:
+        target.close()  # an archive opened here is finished here (its central directory)
+    if progress is not None:
+        progress(dataclasses.replace(state, path="/" + dst_path))
+    return result
+
+
+async def _source_nodes(
+    source: Store, src_path: str
+) -> tuple[ArrayMetadata | GroupMetadata, list[tuple[str, AsyncArray | AsyncGroup]], bool]:
+    """The source's root metadata, its nodes (relative path, node; the root first) and
+    whether it was a consolidated group. A group's members are listed, not taken from its
+    consolidated metadata, which may be stale."""
     root_meta = await hierarchy.read_node(source, src_path)
     if isinstance(root_meta, ArrayMetadata):
-        nodes: list[tuple[str, AsyncArray | AsyncGroup]] = [
-            ("", AsyncArray(source, src_path, root_meta))
-        ]
-        was_consolidated = False
-    else:
-        was_consolidated = root_meta.consolidated is not None and not is_draft(root_meta)
-        if not is_draft(root_meta):  # list members: a consolidated snapshot may be stale
-            root_meta = dataclasses.replace(root_meta, consolidated=None)
-        root = AsyncGroup(source, src_path, root_meta)
-        nodes = [("", root), *[item async for item in walk(root)]]
+        return root_meta, [("", AsyncArray(source, src_path, root_meta))], False
+    was_consolidated = root_meta.consolidated is not None and not is_draft(root_meta)
+    if not is_draft(root_meta):  # list members: a consolidated snapshot may be stale
+        root_meta = dataclasses.replace(root_meta, consolidated=None)
+    root = AsyncGroup(source, src_path, root_meta)
+    return root_meta, [("", root), *[item async for item in walk(root)]], was_consolidated
 
-    # Every target's metadata is built (and its codecs checked) before anything is written.
+
+def _plan_targets(
+    nodes: list[tuple[str, AsyncArray | AsyncGroup]],
+    target: Store,
+    dst_path: str,
+    zarr_format: Literal[2, 3],
+) -> tuple[list[_Job], dict[str, bytes]]:
+    """One job per array and the metadata documents of every node below the root.
+
+    Every target's metadata is built (and its codecs checked) before anything is written.
+    """
     jobs: list[_Job] = []
     docs: dict[str, bytes] = {}
     for rel, node in nodes:
@@ -371,7 +410,11 @@ async def migrate_async(
             meta = GroupMetadata(zarr_format=zarr_format, attributes=dict(node.attrs))
         if rel:
             docs.update(hierarchy.node_documents(path, meta))
-    await hierarchy.prepare_node(target, dst_path, zarr_format, overwrite=overwrite)
+    return jobs, docs
+
+
+async def _list_stored_chunks(jobs: list[_Job]) -> None:
+    """Each job's stored chunk coordinates, listed concurrently."""
 
     async def list_chunks(job: _Job) -> None:
         job.coords = await _stored_coords(job.src)
@@ -380,32 +423,23 @@ async def migrate_async(
         async with anyio.create_task_group() as tg:
             for job in jobs:
                 tg.start_soon(list_chunks, job)
-    groups = len(nodes) - len(jobs)
-    mover = _Mover(
-        jobs,
-        source,
-        target,
-        progress,
-        max_inflight_bytes or config.get().max_inflight_bytes,
-        groups,
-    )
-    state = await mover.run()
-    await target.set_many(docs.items())
-    if isinstance(root_meta, ArrayMetadata):
-        await hierarchy.write_node(target, dst_path, jobs[0].dst.metadata)
-        result: AsyncArray | AsyncGroup = jobs[0].dst
-    else:
-        group_meta = GroupMetadata(zarr_format=zarr_format, attributes=dict(root_meta.attributes))
-        await hierarchy.write_node(target, dst_path, group_meta)
-        result = AsyncGroup(target, dst_path, group_meta)
-        if consolidate or (consolidate is None and was_consolidated):
-            from aiozarr.consolidate import consolidate_metadata_async
 
-            result = await consolidate_metadata_async(target, dst_path)
-    if isinstance(target, ZipStore) and target is not dst:
-        target.close()  # an archive opened here is finished here (its central directory)
-    if progress is not None:
-        progress(dataclasses.replace(state, path="/" + dst_path))
+
+async def _write_root_group(
+    target: Store,
+    dst_path: str,
+    zarr_format: Literal[2, 3],
+    root_meta: GroupMetadata,
+    consolidate: bool,
+) -> AsyncGroup:
+    """The root group's metadata, written last, then consolidated if asked."""
+    group_meta = GroupMetadata(zarr_format=zarr_format, attributes=dict(root_meta.attributes))
+    await hierarchy.write_node(target, dst_path, group_meta)
+    result = AsyncGroup(target, dst_path, group_meta)
+    if consolidate:
+        from aiozarr.consolidate import consolidate_metadata_async
+
+        result = await consolidate_metadata_async(target, dst_path)
     return result
 
 

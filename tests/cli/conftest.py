@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aiozarr.testing.emulator import Emulator
+from aiozarr.emulator import Emulator
 
 
 @pytest.fixture(scope="session")

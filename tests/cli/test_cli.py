@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import aiozarr
-from aiozarr.testing.emulator import Emulator
+from aiozarr.emulator import Emulator
 
 
 def _cli_options(emulator: Emulator) -> list[str]:

@@ -15,7 +15,7 @@ import aiozarr
 from aiozarr.cli import main
 from aiozarr.cli.progress import ProgressDisplay, plural
 from aiozarr.description import codecs_text
-from aiozarr.testing.emulator import Emulator
+from aiozarr.emulator import Emulator
 
 
 def test_plural() -> None:

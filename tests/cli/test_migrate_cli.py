@@ -12,7 +12,7 @@ import zarr
 from test_cli import _cli_options, aiozarr_cli
 
 import aiozarr
-from aiozarr.testing.emulator import Emulator
+from aiozarr.emulator import Emulator
 
 DRAFT = Path(__file__).parents[1] / "formats" / "data" / "v3draft.zarr"
 INTS = np.arange(35).reshape(5, 7)

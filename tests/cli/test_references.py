@@ -13,9 +13,9 @@ import pytest
 
 import aiozarr
 from aiozarr.byte_range import ByteRange
+from aiozarr.emulator import Emulator
 from aiozarr.errors import UnsupportedError
 from aiozarr.storage.references import ReferenceStore, is_reference_source, open_references
-from aiozarr.testing.emulator import Emulator
 
 h5py = pytest.importorskip("h5py")
 kerchunk_hdf = pytest.importorskip("kerchunk.hdf")

@@ -13,8 +13,8 @@ import pytest
 
 import aiozarr
 from aiozarr import config
+from aiozarr.emulator import Emulator
 from aiozarr.storage.url import from_url
-from aiozarr.testing.emulator import Emulator
 
 pytestmark = pytest.mark.timeout(60)
 

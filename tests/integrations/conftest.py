@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from aiozarr.byte_range import ByteRange
+from aiozarr.emulator import Emulator
 from aiozarr.storage.base import Store
 from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.url import from_url
-from aiozarr.testing.emulator import Emulator
 
 LATENCY_MS = 20
 

@@ -14,7 +14,7 @@ da = pytest.importorskip("dask.array")
 
 import aiozarr  # noqa: E402
 from aiozarr.dask import OverlappingWriteError, from_dask, store, to_dask  # noqa: E402
-from aiozarr.testing.emulator import Emulator  # noqa: E402
+from aiozarr.emulator import Emulator  # noqa: E402
 
 DATA = np.arange(120 * 80, dtype="f8").reshape(120, 80) / 7
 

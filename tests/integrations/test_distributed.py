@@ -13,7 +13,7 @@ distributed = pytest.importorskip("distributed")
 
 import aiozarr  # noqa: E402
 from aiozarr.dask import store, to_dask  # noqa: E402
-from aiozarr.testing.emulator import Emulator  # noqa: E402
+from aiozarr.emulator import Emulator  # noqa: E402
 
 DATA = np.arange(200 * 60, dtype="i8").reshape(200, 60)
 WORKERS = 4  # the aligned multi-worker write; the whole module takes ~5 s on 2 cores

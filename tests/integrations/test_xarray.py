@@ -16,8 +16,8 @@ xr = pytest.importorskip("xarray")
 pytest.importorskip("zarr")
 
 import aiozarr  # noqa: E402
+from aiozarr.emulator import Emulator  # noqa: E402
 from aiozarr.errors import MetadataError, NodeExistsError  # noqa: E402
-from aiozarr.testing.emulator import Emulator  # noqa: E402
 from aiozarr.xarray import AiozarrBackendEntrypoint, to_zarr  # noqa: E402
 
 ENGINE = AiozarrBackendEntrypoint

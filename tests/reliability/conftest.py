@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from aiozarr.testing.emulator import Emulator
+from aiozarr.emulator import Emulator
 
 
 @pytest.fixture

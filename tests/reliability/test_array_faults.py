@@ -15,9 +15,9 @@ import pytest
 
 import aiozarr
 from aiozarr import config
+from aiozarr.emulator import Emulator
 from aiozarr.errors import StoreError
 from aiozarr.storage.url import from_url
-from aiozarr.testing.emulator import Emulator
 
 pytestmark = pytest.mark.timeout(120)
 

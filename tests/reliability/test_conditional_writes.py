@@ -22,13 +22,13 @@ from obstore.store import S3Store
 from tests.stores.cloud_fixtures import MOTO_BUCKET, moto_s3_options, moto_server  # noqa: F401
 
 import aiozarr
+from aiozarr.emulator import Emulator
 from aiozarr.storage.base import Store
 from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.local import LocalStore
 from aiozarr.storage.memory import MemoryStore
 from aiozarr.storage.object_store import ObjectStore
 from aiozarr.storage.url import from_url
-from aiozarr.testing.emulator import Emulator
 
 pytestmark = pytest.mark.timeout(180)
 

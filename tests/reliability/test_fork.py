@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 
 import aiozarr
+from aiozarr.emulator import Emulator
 from aiozarr.storage.base import Store
 from aiozarr.storage.local import LocalStore
 from aiozarr.storage.url import from_url
-from aiozarr.testing.emulator import Emulator
 
 pytestmark = [
     pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform"),

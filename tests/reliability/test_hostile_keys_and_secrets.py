@@ -13,6 +13,7 @@ from obstore.store import S3Store
 
 import aiozarr
 from aiozarr import config
+from aiozarr.emulator import Emulator
 from aiozarr.errors import InvalidKeyError, StoreError
 from aiozarr.storage.base import Store
 from aiozarr.storage.counting import CountingStore
@@ -20,7 +21,6 @@ from aiozarr.storage.local import LocalStore
 from aiozarr.storage.memory import MemoryStore
 from aiozarr.storage.object_store import ObjectStore
 from aiozarr.storage.url import from_url
-from aiozarr.testing.emulator import Emulator
 
 BAD_KEYS = ["../x", "a/../../x", "a\x00b", "/abs", "a//b", "./a"]
 # Only LocalStore checks keys today; the patch in /tmp/notes/reliability2.md moves the

@@ -22,11 +22,11 @@ import pytest
 
 import aiozarr
 from aiozarr import config
+from aiozarr.emulator import Emulator
 from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.local import LocalStore
 from aiozarr.storage.memory import MemoryStore
 from aiozarr.storage.object_store import ObjectStore
-from aiozarr.testing.emulator import Emulator
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -26,9 +26,9 @@ import pytest
 
 import aiozarr
 from aiozarr.byte_range import ByteRange
+from aiozarr.emulator import Emulator
 from aiozarr.errors import ValueTooLargeError
 from aiozarr.storage import LocalStore, MemoryStore, RangeRequest
-from aiozarr.testing.emulator import Emulator
 
 HUGE = 10**12
 TWO_GIB = 2 << 30

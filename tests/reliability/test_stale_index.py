@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 
 import aiozarr
+from aiozarr.emulator import Emulator
 from aiozarr.storage.base import Store
 from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.local import LocalStore
 from aiozarr.storage.memory import MemoryStore
 from aiozarr.storage.url import from_url
-from aiozarr.testing.emulator import Emulator
 
 SHAPE = (64, 64)  # one shard of 8 x 8 inner chunks of 8 x 8
 

@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 
 import aiozarr
+from aiozarr.emulator import Emulator
 from aiozarr.storage.base import Store
 from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.local import LocalStore
 from aiozarr.storage.locks import KeyLocks
 from aiozarr.storage.memory import MemoryStore
 from aiozarr.storage.url import from_url
-from aiozarr.testing.emulator import Emulator
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -31,8 +31,8 @@ import pytest
 from cloud_fixtures import FAST_RETRY, unique_prefix
 from obstore.store import AzureStore, GCSStore
 
+from aiozarr.emulator import Emulator
 from aiozarr.storage.object_store import ObjectStore
-from aiozarr.testing.emulator import Emulator
 
 __all__ = [
     "AZURE_CONTAINER",

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from obstore.store import HTTPStore, S3Store
 
+from aiozarr.emulator import Emulator
 from aiozarr.storage.object_store import ObjectStore
-from aiozarr.testing.emulator import Emulator
 
 __all__ = [
     "FAST_RETRY",

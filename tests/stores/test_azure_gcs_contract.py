@@ -16,11 +16,11 @@ from azure_gcs_fixtures import AZURE_CONTAINER, AZURITE_ACCOUNT
 from cloud_fixtures import unique_prefix
 
 from aiozarr.byte_range import ByteRange
+from aiozarr.emulator import Emulator
 from aiozarr.errors import StoreError
 from aiozarr.storage.base import Store
 from aiozarr.storage.object_store import ObjectStore
 from aiozarr.storage.url import from_url
-from aiozarr.testing.emulator import Emulator
 from aiozarr.testing.store_contract import StoreContract
 
 

@@ -12,11 +12,11 @@ from obstore.store import HTTPStore, S3Store
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
+from aiozarr.emulator import Emulator
 from aiozarr.errors import StoreError
 from aiozarr.storage.base import RangeRequest
 from aiozarr.storage.object_store import ObjectStore
 from aiozarr.storage.url import from_url
-from aiozarr.testing.emulator import Emulator
 
 pytestmark = pytest.mark.timeout(60)
 

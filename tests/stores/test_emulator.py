@@ -17,7 +17,7 @@ import yarl
 from multidict import CIMultiDict
 from obstore.store import S3Store
 
-from aiozarr.testing.emulator import Emulator
+from aiozarr.emulator import Emulator
 
 NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 DATA = bytes(range(100))
@@ -556,3 +556,13 @@ async def test_get_serves_one_version_under_concurrent_puts(
     torn = [(n, len(body)) for status, n, body in results
             if status != 200 or n not in versions or body != versions[n]]
     assert torn == []
+
+
+def test_the_old_import_path_still_gives_the_emulator() -> None:
+    """The emulator moved from aiozarr.testing to its own package; old imports still work."""
+    import aiozarr.emulator
+    import aiozarr.testing.emulator
+
+    assert aiozarr.testing.emulator.Emulator is aiozarr.emulator.Emulator
+    assert aiozarr.testing.emulator.Fault is aiozarr.emulator.Fault
+    assert aiozarr.testing.emulator.FAULT_KINDS == aiozarr.emulator.FAULT_KINDS

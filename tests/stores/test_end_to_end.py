@@ -11,7 +11,7 @@ from cloud_fixtures import *  # noqa: F403
 from cloud_fixtures import MOTO_BUCKET
 
 import aiozarr
-from aiozarr.testing.emulator import Emulator
+from aiozarr.emulator import Emulator
 
 
 async def test_sharded_array_on_moto_s3(moto_server: str) -> None:

@@ -11,11 +11,11 @@ from obstore.store import S3Store
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
+from aiozarr.emulator import Emulator
 from aiozarr.storage.base import RangeRequest
 from aiozarr.storage.local import LocalStore
 from aiozarr.storage.memory import MemoryStore
 from aiozarr.storage.object_store import ObjectStore
-from aiozarr.testing.emulator import Emulator
 
 pytestmark = pytest.mark.timeout(60)
 

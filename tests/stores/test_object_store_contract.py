@@ -16,10 +16,10 @@ from cloud_fixtures import *  # noqa: F403  (until tests/conftest.py imports the
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
+from aiozarr.emulator import Emulator
 from aiozarr.errors import ReadOnlyError
 from aiozarr.storage.base import RangeRequest, Store
 from aiozarr.storage.object_store import ObjectStore
-from aiozarr.testing.emulator import Emulator
 from aiozarr.testing.store_contract import StoreContract
 
 DATA = bytes(range(256)) * 4  # 1 KiB

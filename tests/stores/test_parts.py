@@ -17,10 +17,10 @@ from obstore.store import S3Store
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
+from aiozarr.emulator import Emulator
 from aiozarr.storage.base import RangeRequest
 from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.object_store import ObjectStore
-from aiozarr.testing.emulator import Emulator
 
 pytestmark = pytest.mark.timeout(60)
 

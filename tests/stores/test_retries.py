@@ -18,6 +18,7 @@ from obstore.store import S3Store
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
+from aiozarr.emulator import Emulator
 from aiozarr.errors import StoreError
 from aiozarr.storage.base import Buffer, RangeRequest
 from aiozarr.storage.memory import MemoryStore
@@ -29,7 +30,6 @@ from aiozarr.storage.retry import (
     classify,
     request_timeout_s,
 )
-from aiozarr.testing.emulator import Emulator
 
 pytestmark = pytest.mark.timeout(60)
 

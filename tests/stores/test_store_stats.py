@@ -9,8 +9,8 @@ import pytest
 from cloud_fixtures import *  # noqa: F403
 
 import aiozarr
+from aiozarr.emulator import Emulator
 from aiozarr.storage.base import RangeRequest
-from aiozarr.testing.emulator import Emulator
 
 
 async def test_stats_match_the_emulator_on_a_mixed_workload(

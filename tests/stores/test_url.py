@@ -10,12 +10,12 @@ from cloud_fixtures import *  # noqa: F403  (until tests/conftest.py imports the
 from cloud_fixtures import MOTO_BUCKET
 
 from aiozarr.byte_range import ByteRange
+from aiozarr.emulator import Emulator
 from aiozarr.errors import ReadOnlyError, StoreError
 from aiozarr.storage.local import LocalStore
 from aiozarr.storage.memory import MemoryStore
 from aiozarr.storage.object_store import ObjectStore
 from aiozarr.storage.url import from_url
-from aiozarr.testing.emulator import Emulator
 
 CREDENTIAL_ENV = (
     "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",

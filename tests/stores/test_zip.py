@@ -16,13 +16,13 @@ import zarr
 from cloud_fixtures import *  # noqa: F403
 
 import aiozarr
+from aiozarr.emulator import Emulator
 from aiozarr.errors import StoreError, UnsupportedError
 from aiozarr.storage import LocalStore
 from aiozarr.storage.base import Store
 from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.url import from_url
 from aiozarr.storage.zip import ZipStore
-from aiozarr.testing.emulator import Emulator
 from aiozarr.testing.store_contract import StoreContract
 
 

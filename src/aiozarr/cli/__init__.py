@@ -10,7 +10,7 @@ import os
 import sys
 
 from aiozarr.cli import bench, cp, info, migrate, serve, tree
-from aiozarr.cli.common import Parser
+from aiozarr.cli.options import Parser
 
 COMMANDS = {
     "info": info,

@@ -18,8 +18,10 @@ import math
 import time
 from typing import Any
 
-from aiozarr.cli.common import Parser, add_common, options_for, parse_storage_options, run_command
+from aiozarr.cli.errors import run_command
+from aiozarr.cli.options import Parser, add_common
 from aiozarr.cli.progress import human_bytes
+from aiozarr.cli.storage_options import options_for, parse_storage_options
 
 __all__ = ["build_parser", "main", "parse_selection", "run_bench", "suggest"]
 

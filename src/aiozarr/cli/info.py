@@ -19,14 +19,10 @@ from typing import Any
 
 import anyio
 
-from aiozarr.cli.common import (
-    Parser,
-    add_common,
-    options_for,
-    parse_storage_options,
-    run_command,
-)
+from aiozarr.cli.errors import run_command
+from aiozarr.cli.options import Parser, add_common
 from aiozarr.cli.progress import human_bytes
+from aiozarr.cli.storage_options import options_for, parse_storage_options
 from aiozarr.description import codecs_text
 from aiozarr.errors import StoreError
 

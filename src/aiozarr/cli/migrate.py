@@ -15,14 +15,10 @@ import json
 import sys
 import time
 
-from aiozarr.cli.common import (
-    Parser,
-    add_transfer_options,
-    options_for,
-    run_command,
-    transfer_storage_options,
-)
+from aiozarr.cli.errors import run_command
+from aiozarr.cli.options import Parser, add_transfer_options
 from aiozarr.cli.progress import ProgressDisplay, human_bytes, plural
+from aiozarr.cli.storage_options import options_for, transfer_storage_options
 
 __all__ = ["build_parser", "main"]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from aiozarr.testing.emulator import Emulator
+    from aiozarr.emulator import Emulator
 
 __all__ = ["build_parser", "main", "run_serve"]
 
@@ -89,7 +89,7 @@ async def run_serve(
     on_start: Callable[[Emulator], object] | None = None,
 ) -> None:
     """Serve `directory` until cancelled, printing where; `on_start(emulator)` once up."""
-    from aiozarr.testing.emulator import Emulator
+    from aiozarr.emulator import Emulator
 
     directory = Path(directory)
     if not directory.is_dir():

@@ -12,13 +12,9 @@ import argparse
 import json
 from typing import Any
 
-from aiozarr.cli.common import (
-    Parser,
-    add_common,
-    options_for,
-    parse_storage_options,
-    run_command,
-)
+from aiozarr.cli.errors import run_command
+from aiozarr.cli.options import Parser, add_common
+from aiozarr.cli.storage_options import options_for, parse_storage_options
 from aiozarr.errors import UnsupportedError
 
 __all__ = ["build_parser", "main", "walk"]

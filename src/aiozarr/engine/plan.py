@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from aiozarr.codecs import ShardLayout
-from aiozarr.engine.target import StoredArray
+from aiozarr.engine.stored_array import StoredArray
 from aiozarr.indexing import ChunkProjection
 from aiozarr.metadata.model import ArrayMetadata
 

@@ -40,7 +40,7 @@ def _bar() -> ProgressCallback:
     return update
 
 
-class Progress:
+class ChunkProgress:
     """Counts the finished chunks of one call and reports each step to a callback.
 
     Steps are reported from the event loop (never from a codec thread), in order, and the

@@ -38,8 +38,8 @@ from aiozarr.engine.plan import (
     plan_chunks,
     plan_shards,
 )
-from aiozarr.engine.progress import Progress, ProgressCallback
-from aiozarr.engine.target import StoredArray
+from aiozarr.engine.progress import ChunkProgress, ProgressCallback
+from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import (
     CodecError,
     SelectionTooLargeError,
@@ -135,7 +135,7 @@ async def read(
     if progress is None and reads_inline(array, len(projections)):
         read_inline(array, projections, out)
         return
-    counter = Progress(len(projections), progress)
+    counter = ChunkProgress(len(projections), progress)
     for tries in range(1, _STALE_RETRIES + 1):
         try:
             with unwrap_group():
@@ -276,7 +276,7 @@ class _Reads:
 
     array: StoredArray
     out: np.ndarray
-    progress: Progress
+    progress: ChunkProgress
 
     def fill(self, projection: ChunkProjection) -> None:
         self.out[projection.out_selection] = self.array.fill_value

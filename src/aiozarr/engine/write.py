@@ -29,8 +29,8 @@ from aiozarr import config
 from aiozarr.codecs import CodecChain, ShardLayout
 from aiozarr.engine.executor import codec_threads, run_codec
 from aiozarr.engine.plan import ChunkRead, ShardRead, plan_chunks, plan_shards
-from aiozarr.engine.progress import Progress, ProgressCallback
-from aiozarr.engine.target import StoredArray
+from aiozarr.engine.progress import ChunkProgress, ProgressCallback
+from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import StoreError, VersionConflictError
 from aiozarr.indexing import ChunkProjection
 from aiozarr.metadata.fill_value import is_fill
@@ -85,7 +85,7 @@ async def _encode(
     array: StoredArray,
     jobs: list[_Encode],
     value: np.ndarray,
-    progress: Progress,
+    progress: ChunkProgress,
     on_group: Callable[[dict[str, Buffer | None]], Awaitable[None]] | None = None,
 ) -> list[Buffer | None]:
     """Encode `jobs` on the codec pool, one thread hop per group, a group per thread.
@@ -130,7 +130,7 @@ async def write(
 
     `progress(done, total)` is called as each chunk (inner chunk when sharded) is encoded.
     """
-    counter = Progress(len(projections), progress)
+    counter = ChunkProgress(len(projections), progress)
     if array.layout is None:
         await _write_chunks(array, projections, value, counter)
     else:
@@ -237,7 +237,7 @@ async def _write_chunks(
     array: StoredArray,
     projections: Sequence[ChunkProjection],
     value: np.ndarray,
-    progress: Progress,
+    progress: ChunkProgress,
 ) -> None:
     writes = plan_chunks(array.meta, array.prefix, projections)
 
@@ -267,7 +267,7 @@ async def _write_shards(
     array: StoredArray,
     projections: Sequence[ChunkProjection],
     value: np.ndarray,
-    progress: Progress,
+    progress: ChunkProgress,
 ) -> None:
     shards = plan_shards(array, projections)
 
@@ -307,7 +307,7 @@ async def _encode_shard(
     shard: ShardRead,
     existing: Buffer | None,
     value: np.ndarray,
-    progress: Progress,
+    progress: ChunkProgress,
 ) -> Buffer | None:
     """The new bytes of one shard: untouched inner chunks kept as stored, touched re-encoded."""
     chunks: dict[tuple[int, ...], Buffer | None] = {}

@@ -1,0 +1,62 @@
+"""The command line every command shares: the parser, `--storage-option`, `--debug`,
+the options of commands that move data, and argument types (`parse_shape`)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+__all__ = ["Parser", "add_common", "add_transfer_options", "parse_shape"]
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error: the problem and where to find help."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    """`--storage-option KEY=VALUE` (repeatable) and `--debug`."""
+    parser.add_argument(
+        "-o",
+        "--storage-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="store setting, e.g. endpoint=http://127.0.0.1:8000, region=us-west-2, "
+        "anon=true, client_options.allow_http=true (values parse as JSON when they can)",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+
+def add_transfer_options(parser: argparse.ArgumentParser) -> None:
+    """The options of commands that move data from SRC to DST (`cp`, `migrate`)."""
+    parser.add_argument(
+        "--dst-storage-option",
+        action="append",
+        default=None,
+        metavar="KEY=VALUE",
+        help="store settings for DST only (default: the --storage-option ones)",
+    )
+    parser.add_argument(
+        "--progress",
+        choices=("auto", "bar", "plain", "off"),
+        default="auto",
+        help="a bar on a terminal, log lines otherwise (auto)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_common(parser)
+
+
+def parse_shape(text: str | None) -> tuple[int, ...] | None:
+    """`"64,64"` -> `(64, 64)`."""
+    if text is None:
+        return None
+    try:
+        shape = tuple(int(part) for part in text.replace("x", ",").split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers like 64,64, got {text!r}") from None
+    if not shape or any(s <= 0 for s in shape):
+        raise argparse.ArgumentTypeError(f"expected positive integers like 64,64, got {text!r}")
+    return shape

@@ -1,0 +1,161 @@
+"""The emulator's bucket on disk: one file per object, read as one version (stat and
+bytes from one open file), written by renaming a temp file into place, conditional PUTs
+checked and renamed under one lock, and the stored keys listed."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import threading
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiozarr.emulator.s3 import S3Error, parse_range
+
+__all__ = [
+    "PUT_CONDITIONS",
+    "STREAM_BYTES",
+    "TMP_DIR",
+    "FileSlice",
+    "check_put_condition",
+    "etag_of",
+    "generation_of",
+    "read_version",
+    "stored_keys",
+    "version_headers",
+    "write_atomic",
+]
+
+TMP_DIR = ".aiozarr-emulator-tmp"  # temp files and multipart parts; never listed
+
+# Bodies larger than this are streamed from the open file in pieces (the server paces),
+# not read into memory first: a (sparse) 2 GiB object costs the emulator no 2 GiB, and
+# a client that refuses it after the headers stops the transfer.
+STREAM_BYTES = 16 << 20
+
+
+@dataclass
+class FileSlice:
+    """A body too large to hold: bytes `start..stop` of an open file (a duplicated fd of
+    the same version the stat came from), streamed by the handler, which closes it."""
+
+    fd: int
+    start: int
+    stop: int
+
+
+def read_version(
+    path: Path, range_header: str | None, *, body: bool = True
+) -> tuple[os.stat_result, tuple[int, int] | None, bytes | FileSlice] | None:
+    """One version of the object at `path`: its stat, the range served and those bytes.
+
+    The file is opened once and both the stat and the bytes come from the open file, so
+    they belong to one version even while a PUT renames a new file over `path`. None: no
+    such object. `range_header`: the request's `Range` (None: everything); `body=False`
+    reads no bytes (HEAD).
+    """
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below, after the stat and the read
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    with f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        bounds = None if range_header is None else parse_range(range_header, st.st_size)
+        if not body:
+            return st, bounds, b""
+        start, stop = bounds or (0, st.st_size)
+        if stop - start > STREAM_BYTES:
+            return st, bounds, FileSlice(os.dup(f.fileno()), start, stop)
+        f.seek(start)
+        return st, bounds, f.read(stop - start)
+
+
+def etag_of(st: os.stat_result) -> str:
+    """A version's ETag: a rename-into-place makes a new inode, so a new tag."""
+    return f'"{st.st_ino:x}-{st.st_mtime_ns:x}-{st.st_size:x}"'
+
+
+def generation_of(st: os.stat_result) -> int:
+    """A version's GCS generation number (GCS's counterpart of the ETag)."""
+    return st.st_mtime_ns
+
+
+def check_put_condition(path: Path, headers: Mapping[str, str]) -> None:
+    """Raise a 412 unless the object at `path` is what the PUT's condition asks for:
+    S3's `If-Match: <etag>` / `If-None-Match: *`, or GCS's
+    `x-goog-if-generation-match: <generation>` (0: no object)."""
+    try:
+        st: os.stat_result | None = path.stat()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        st = None
+    if_match, if_none_match = headers.get("If-Match"), headers.get("If-None-Match")
+    generation = headers.get("x-goog-if-generation-match")
+    held = (
+        (if_none_match is None or if_none_match.strip() != "*" or st is None)
+        and (
+            if_match is None or (st is not None and if_match.strip('" ') == etag_of(st).strip('"'))
+        )
+        and (generation is None or int(generation) == (0 if st is None else generation_of(st)))
+    )
+    if not held:
+        raise S3Error(412, "At least one of the pre-conditions you specified did not hold")
+
+
+def version_headers(st: os.stat_result) -> dict[str, str]:
+    return {"ETag": etag_of(st), "x-goog-generation": str(generation_of(st))}
+
+
+#: Request headers that make a PUT conditional.
+PUT_CONDITIONS = ("If-Match", "If-None-Match", "x-goog-if-generation-match")
+
+
+def write_atomic(
+    path: Path,
+    tmp_dir: Path,
+    chunks: list[Path] | bytes,
+    condition: tuple[threading.Lock, Mapping[str, str]] | None = None,
+) -> None:
+    """Write `chunks` to a temp file and rename it to `path`; with `condition` (a lock
+    and the request's headers), check it and rename as one step under the lock."""
+    tmp_dir.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_dir / uuid.uuid4().hex
+    with open(tmp, "wb") as f:
+        if isinstance(chunks, bytes):
+            f.write(chunks)
+        else:
+            for part in chunks:
+                f.write(part.read_bytes())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if condition is None:
+        os.replace(tmp, path)
+        return
+    lock, headers = condition
+    try:
+        with lock:
+            check_put_condition(path, headers)
+            os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def stored_keys(root: Path, prefix: str) -> list[tuple[str, os.stat_result]]:
+    """Every stored key under `root` starting with `prefix`, sorted (by bytes), with its
+    stat; the temp directory is never listed."""
+    start = root.joinpath(*prefix.split("/")[:-1])
+    found = []
+    for dirpath, dirnames, filenames in os.walk(start):
+        if Path(dirpath) == root and TMP_DIR in dirnames:
+            dirnames.remove(TMP_DIR)
+        rel = Path(dirpath).relative_to(root).as_posix()
+        base = "" if rel == "." else rel + "/"
+        for name in filenames:
+            key = base + name
+            if key.startswith(prefix):
+                with contextlib.suppress(FileNotFoundError):
+                    found.append((key, os.stat(os.path.join(dirpath, name))))
+    return sorted(found, key=lambda item: item[0].encode())
