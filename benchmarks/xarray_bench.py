@@ -169,7 +169,7 @@ def _tensorstore_kvstore(endpoint: str, url: str) -> dict[str, Any]:
 
 def _import(engine: str) -> None:
     """Import the engine's libraries before the clock starts (their import is not I/O)."""
-    import xarray  # noqa: F401
+    import xarray
 
     if engine == "aiozarr":
         import aiozarr.dask
@@ -179,6 +179,10 @@ def _import(engine: str) -> None:
         import zarr  # noqa: F401
     if engine == "xarray-tensorstore":
         import xarray_tensorstore  # noqa: F401
+    # xarray loads every installed backend's entry point on the first open (kerchunk's
+    # imports zarr: ~100 ms in a process that has not imported it): a per-process cost of
+    # the environment, not of the engine being measured, so it is paid before the clock.
+    xarray.backends.list_engines()
 
 
 def _open(engine: str, job: dict[str, Any], path: str, consolidated: bool) -> Any:
@@ -487,6 +491,8 @@ def render(document: dict[str, Any]) -> str:
         "(`zarr.storage.ObjectStore`); `dask-sum`: open and sum `v` on a 2-worker",
         "`LocalCluster(processes=True)` (cluster start not timed; aiozarr: `to_dask`, one task",
         "per shard; xarray: `xr.open_zarr(...)['v'].sum().compute()`, its default chunks).",
+        "Each engine's libraries and xarray's backend discovery (which imports every installed",
+        "backend: kerchunk's imports zarr) are loaded before the clock starts.",
         f"Median of {document['repeats']} repeats, each in a fresh process; every result is",
         "checked (variables, shapes, coordinate values; loaded values; the sum). The last",
         "column times a second open of the same dataset in the same process (connections,",
@@ -496,7 +502,7 @@ def render(document: dict[str, Any]) -> str:
         f"- machine: {os.cpu_count()} cores, shared by the emulator, the client and the workers",
         f"- versions: {_versions()}",
         "- aiozarr speedup = other engine's time / aiozarr's (above 1: aiozarr is faster);"
-        " targets (issue 9): open >= 3x and load >= 2x xarray-zarr",
+        " targets (issue 17): open >= 3x, load >= 2x and to_zarr >= 2x xarray-zarr-obstore",
         "",
         "| workload | dataset | engine | median time | round trips (time / latency) "
         "| requests | peak in-flight | dask blocks | aiozarr speedup | 2nd open in the process "
