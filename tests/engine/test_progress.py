@@ -60,3 +60,15 @@ async def test_progress_true_shows_a_bar_in_async_calls_too(capsys) -> None:
     assert "16/16" in frames
     # the bar appears with its total: no frame without one (`0chunk [00:00, ?chunk/s]`)
     assert "0chunk [" not in frames and "0/16 [" in frames
+
+
+def test_chunks_finished_twice_never_count_past_the_total() -> None:
+    """A read that starts over or a write that merges again finishes chunks twice."""
+    from aiozarr.engine.progress import ChunkProgress
+
+    seen: list[tuple[int, int]] = []
+    progress = ChunkProgress(4, lambda done, total: seen.append((done, total)))
+    progress.advance(3)
+    progress.advance(3)  # three finished again after a retry
+    progress.advance(1)
+    assert seen == [(3, 4), (4, 4)]

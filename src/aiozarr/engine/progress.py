@@ -55,6 +55,11 @@ class ChunkProgress:
         self.callback = callback
 
     def advance(self, chunks: int = 1) -> None:
-        self.done += chunks
+        # A read that starts over (a shard rewritten under it) or a write that merges
+        # again (another writer came first) finishes some chunks twice: never past total.
+        done = min(self.done + chunks, self.total)
+        if done == self.done:
+            return
+        self.done = done
         if self.callback is not None:
             self.callback(self.done, self.total)
