@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -89,13 +88,6 @@ async def get_documents(store: Store, keys: list[str]) -> list[Any]:
     """`get_document` of each key, in one batch."""
     with metadata_bound():
         return await store.get_partial_values([metadata_request(k) for k in keys])
-
-
-def _parse_json(data: object, key: str) -> object:
-    try:
-        return json.loads(bytes(memoryview(data)))  # type: ignore[arg-type]
-    except (UnicodeDecodeError, ValueError) as error:
-        raise MetadataError(f"{key}: not valid JSON ({error})") from None
 
 
 async def read_node(
@@ -201,11 +193,7 @@ def _parse_v2(path: str, found: dict[str, object | None]) -> Node | None:
     """The v2 node at `path` from its documents read (missing or not asked: None)."""
     keys = {name: join(path, name) for name in _V2_MEMBER_KEYS}
     zattrs = found.get(V2_ATTRS_KEY)
-    attrs = None if zattrs is None else _parse_json(zattrs, keys[V2_ATTRS_KEY])
-    if attrs is not None and not isinstance(attrs, dict):
-        raise MetadataError(
-            f"{keys[V2_ATTRS_KEY]}: expected a JSON object, got {type(attrs).__name__}"
-        )
+    attrs = None if zattrs is None else json_load(zattrs, keys[V2_ATTRS_KEY])
     zarray = found.get(V2_ARRAY_KEY)
     if zarray is not None:
         return v2.parse_zarray(bytes(memoryview(zarray)), keys[V2_ARRAY_KEY], attrs)  # type: ignore[arg-type]

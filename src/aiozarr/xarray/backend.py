@@ -219,7 +219,7 @@ def _parse_group(
             raise GroupNotFoundError(f"{path or '/'!r} in {store!r} is an array, not a group")
     elif zgroup is not None:
         attrs_key = hierarchy.join(path, ".zattrs")
-        attrs = None if zattrs is None else hierarchy._parse_json(zattrs, attrs_key)
+        attrs = None if zattrs is None else hierarchy.json_load(zattrs, attrs_key)
         meta = v2.parse_zgroup(bytes(memoryview(zgroup)), hierarchy.join(path, ".zgroup"), attrs)  # type: ignore[arg-type]
         if zmeta is not None:
             key = hierarchy.join(path, v2_consolidated.ZMETADATA_KEY)
