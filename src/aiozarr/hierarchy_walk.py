@@ -9,6 +9,7 @@ costs one loop turn per level, not a stack frame.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from typing import Literal
 
@@ -23,6 +24,11 @@ from aiozarr.storage.base import Store
 #: Groups whose members are read at once while walking a level: bounds the tasks (and
 #: the listings in flight) of a wide level; requests are bounded by the store's budget.
 WALK_BATCH = 256
+
+#: The metadata of every implicit v3 group (a directory without `zarr.json` with keys
+#: below it) the reader finds: callers that must tell it from an explicit group with
+#: no attributes compare by identity (`node is IMPLICIT_GROUP`).
+IMPLICIT_GROUP = GroupMetadata(zarr_format=3)
 
 #: One group's direct children by name (sorted), as `children` reads them.
 Children = dict[str, Node]
@@ -49,14 +55,17 @@ async def have_children(store: Store, paths: Sequence[str]) -> list[bool]:
     return found
 
 
-async def children(store: Store, path: str, meta: GroupMetadata) -> Children:
+async def children(
+    store: Store, path: str, meta: GroupMetadata, *, use_consolidated: bool = True
+) -> Children:
     """The direct children of the group at `path` whose metadata is `meta`, by name.
 
     From consolidated metadata when `meta` has it (no request); else one listing and
     one batch of the children's documents, never a request per listed name in turn.
     A v3 directory without `zarr.json` but with keys below it is an implicit group.
+    Without `use_consolidated` consolidated metadata is neither used nor returned.
     """
-    listed = hierarchy.consolidated_names(meta)
+    listed = hierarchy.consolidated_names(meta) if use_consolidated else None
     if listed is not None:
         found = {name: hierarchy.consolidated_member(meta, name) for name in listed}
         return {name: node for name, node in found.items() if node is not None}
@@ -77,16 +86,26 @@ async def children(store: Store, path: str, meta: GroupMetadata) -> Children:
         kinds.update(zip(unknown, below, strict=True))
         for name, m in metas.items():
             if m is None and kinds[name]:
-                metas[name] = GroupMetadata(zarr_format=3)
+                metas[name] = IMPLICIT_GROUP
+    if not use_consolidated:
+        metas = {n: _unconsolidated(m) for n, m in metas.items()}
     return {name: m for name, m in sorted(metas.items()) if m is not None}
 
 
-async def children_of(store: Store, groups: Sequence[tuple[str, GroupMetadata]]) -> list[Children]:
+def _unconsolidated(meta: Node | None) -> Node | None:
+    if isinstance(meta, GroupMetadata) and meta.consolidated is not None:
+        return dataclasses.replace(meta, consolidated=None)
+    return meta
+
+
+async def children_of(
+    store: Store, groups: Sequence[tuple[str, GroupMetadata]], *, use_consolidated: bool = True
+) -> list[Children]:
     """`children` of every `(path, metadata)` group, all read concurrently."""
     found: list[Children] = [{} for _ in groups]
 
     async def read(i: int, path: str, meta: GroupMetadata) -> None:
-        found[i] = await children(store, path, meta)
+        found[i] = await children(store, path, meta, use_consolidated=use_consolidated)
 
     with unwrap_group():
         async with anyio.create_task_group() as tg:
@@ -96,13 +115,19 @@ async def children_of(store: Store, groups: Sequence[tuple[str, GroupMetadata]])
 
 
 async def levels(
-    store: Store, path: str, meta: GroupMetadata, max_depth: int | None = None
+    store: Store,
+    path: str,
+    meta: GroupMetadata,
+    max_depth: int | None = None,
+    *,
+    use_consolidated: bool = True,
 ) -> AsyncIterator[list[tuple[str, Children]]]:
     """The hierarchy below the group at `path` (metadata `meta`), one level at a time.
 
     Each item is a list of `(group path relative to path, its children)`: first the
     group itself (""), then its child groups, and so on, down to `max_depth` levels of
     members; a wide level comes in several items of up to `WALK_BATCH` groups.
+    Without `use_consolidated` every group is listed, consolidated metadata or not.
     """
     level: list[tuple[str, GroupMetadata]] = [("", meta)]
     depth = 1
@@ -110,7 +135,8 @@ async def levels(
         below: list[tuple[str, GroupMetadata]] = []
         for start in range(0, len(level), WALK_BATCH):
             batch = level[start : start + WALK_BATCH]
-            read = await children_of(store, [(under(path, rel), m) for rel, m in batch])
+            paths = [(under(path, rel), m) for rel, m in batch]
+            read = await children_of(store, paths, use_consolidated=use_consolidated)
             out = [(rel, found) for (rel, _), found in zip(batch, read, strict=True)]
             below += [
                 (hierarchy.join(rel, name), node)
