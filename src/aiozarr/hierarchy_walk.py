@@ -56,14 +56,20 @@ async def have_children(store: Store, paths: Sequence[str]) -> list[bool]:
 
 
 async def children(
-    store: Store, path: str, meta: GroupMetadata, *, use_consolidated: bool = True
+    store: Store,
+    path: str,
+    meta: GroupMetadata,
+    *,
+    use_consolidated: bool = True,
+    implicit: bool = True,
 ) -> Children:
     """The direct children of the group at `path` whose metadata is `meta`, by name.
 
     From consolidated metadata when `meta` has it (no request); else one listing and
     one batch of the children's documents, never a request per listed name in turn.
     A v3 directory without `zarr.json` but with keys below it is an implicit group.
-    Without `use_consolidated` consolidated metadata is neither used nor returned.
+    Without `use_consolidated` consolidated metadata is neither used nor returned;
+    without `implicit` a directory without a node's documents is not a child.
     """
     listed = hierarchy.consolidated_names(meta) if use_consolidated else None
     if listed is not None:
@@ -80,7 +86,7 @@ async def children(
     names = [name for name, is_dir in kinds.items() if is_dir is not False]
     fmt: Literal[2, 3] = 3 if meta.zarr_format == 3 else 2
     metas = await hierarchy.read_members(store, path, names, fmt)
-    if fmt == 3:  # a directory without zarr.json is an implicit group
+    if fmt == 3 and implicit:  # a directory without zarr.json is an implicit group
         unknown = [n for n, m in metas.items() if m is None and kinds[n] is None]
         below = await have_children(store, [hierarchy.join(path, n) for n in unknown])
         kinds.update(zip(unknown, below, strict=True))
@@ -99,13 +105,19 @@ def _unconsolidated(meta: Node | None) -> Node | None:
 
 
 async def children_of(
-    store: Store, groups: Sequence[tuple[str, GroupMetadata]], *, use_consolidated: bool = True
+    store: Store,
+    groups: Sequence[tuple[str, GroupMetadata]],
+    *,
+    use_consolidated: bool = True,
+    implicit: bool = True,
 ) -> list[Children]:
     """`children` of every `(path, metadata)` group, all read concurrently."""
     found: list[Children] = [{} for _ in groups]
 
     async def read(i: int, path: str, meta: GroupMetadata) -> None:
-        found[i] = await children(store, path, meta, use_consolidated=use_consolidated)
+        found[i] = await children(
+            store, path, meta, use_consolidated=use_consolidated, implicit=implicit
+        )
 
     with unwrap_group():
         async with anyio.create_task_group() as tg:
@@ -121,22 +133,42 @@ async def levels(
     max_depth: int | None = None,
     *,
     use_consolidated: bool = True,
+    implicit: bool = True,
 ) -> AsyncIterator[list[tuple[str, Children]]]:
     """The hierarchy below the group at `path` (metadata `meta`), one level at a time.
 
     Each item is a list of `(group path relative to path, its children)`: first the
     group itself (""), then its child groups, and so on, down to `max_depth` levels of
     members; a wide level comes in several items of up to `WALK_BATCH` groups.
-    Without `use_consolidated` every group is listed, consolidated metadata or not.
+    Without `use_consolidated` every group is listed, consolidated metadata or not;
+    `implicit` as for `children`.
     """
-    level: list[tuple[str, GroupMetadata]] = [("", meta)]
+    walk = levels_from(
+        store, path, [("", meta)], max_depth, use_consolidated=use_consolidated, implicit=implicit
+    )
+    async for batch in walk:
+        yield batch
+
+
+async def levels_from(
+    store: Store,
+    path: str,
+    level: Sequence[tuple[str, GroupMetadata]],
+    max_depth: int | None = None,
+    *,
+    use_consolidated: bool = True,
+    implicit: bool = True,
+) -> AsyncIterator[list[tuple[str, Children]]]:
+    """`levels`, starting from the groups `level` (paths relative to `path`) at once."""
     depth = 1
     while level and (max_depth is None or depth <= max_depth):
         below: list[tuple[str, GroupMetadata]] = []
         for start in range(0, len(level), WALK_BATCH):
             batch = level[start : start + WALK_BATCH]
             paths = [(under(path, rel), m) for rel, m in batch]
-            read = await children_of(store, paths, use_consolidated=use_consolidated)
+            read = await children_of(
+                store, paths, use_consolidated=use_consolidated, implicit=implicit
+            )
             out = [(rel, found) for (rel, _), found in zip(batch, read, strict=True)]
             below += [
                 (hierarchy.join(rel, name), node)

@@ -27,7 +27,7 @@ from xarray.backends.store import StoreBackendEntrypoint
 from xarray.backends.zarr import FillValueCoder
 from xarray.core import indexing
 
-from aiozarr import hierarchy
+from aiozarr import hierarchy, hierarchy_walk
 from aiozarr.api import resolve_store
 from aiozarr.array import AsyncArray
 from aiozarr.errors import (
@@ -324,21 +324,24 @@ async def read_tree(
     tree = {"": (meta, {n: m for n, m in members.items() if isinstance(m, ArrayMetadata)})}
     if not recursive:
         return tree
-    children = [n for n, m in members.items() if isinstance(m, GroupMetadata)]
-
-    async def walk(name: str) -> None:
-        below = await read_tree(
-            store,
-            hierarchy.join(path, name),
-            consolidated=False,
-            recursive=True,
-            zarr_format=meta.zarr_format,
-        )
-        tree.update({hierarchy.join(name, k) if k else name: v for k, v in below.items()})
-
-    async with anyio.create_task_group() as tg:
-        for name in children:
-            tg.start_soon(walk, name)
+    # Below the group: the one hierarchy reader, every group listed (as consolidated=False
+    # would open it), a level's groups at once; implicit v3 groups are not members.
+    groups = {n: m for n, m in members.items() if isinstance(m, GroupMetadata)}
+    walk = hierarchy_walk.levels_from(
+        store, path, list(groups.items()), use_consolidated=False, implicit=False
+    )
+    async for batch in walk:
+        for rel, found in batch:
+            group = GroupMetadata(
+                zarr_format=groups[rel].zarr_format, attributes=groups[rel].attributes
+            )
+            arrays = {n: m for n, m in found.items() if isinstance(m, ArrayMetadata)}
+            tree[rel] = (group, arrays)
+            groups.update(
+                (hierarchy.join(rel, n), m)
+                for n, m in found.items()
+                if isinstance(m, GroupMetadata)
+            )
     return tree
 
 
