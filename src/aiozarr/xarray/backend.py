@@ -288,20 +288,12 @@ async def _read_group(
 async def _read_members(
     store: Store, path: str, names: Iterable[str], zarr_format: int
 ) -> dict[str, Node]:
-    """The metadata of each listed child that is a node, all read in one batch."""
+    """The metadata of each listed child that is a node, all read in one batch
+    (`hierarchy.read_members`); a file or an implicit group is not a member xarray uses."""
     fmt: Literal[2, 3] = 3 if zarr_format == 3 else 2
-    found: dict[str, Node] = {}
-
-    async def one(name: str) -> None:
-        # a file or an implicit group is not a member xarray can use
-        with contextlib.suppress(NodeNotFoundError):
-            found[name] = await hierarchy.read_node(store, hierarchy.join(path, name), fmt)
-
-    async with anyio.create_task_group() as tg:
-        for name in names:
-            if not name.startswith(".") and name != hierarchy.V3_KEY:
-                tg.start_soon(one, name)
-    return {name: found[name] for name in sorted(found)}
+    wanted = [n for n in names if not n.startswith(".") and n != hierarchy.V3_KEY]
+    found = await hierarchy.read_members(store, path, wanted, fmt)
+    return {name: node for name, node in sorted(found.items()) if node is not None}
 
 
 async def read_tree(
