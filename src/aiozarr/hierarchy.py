@@ -164,7 +164,7 @@ async def read_members(
             key = join(child, V3_KEY)
             found[name] = None if data is None else await _v3_node(store, child, data, key)
         else:
-            found[name] = _parse_v2(child, docs)
+            found[name] = parse_v2(child, docs)
     return found
 
 
@@ -181,15 +181,15 @@ async def _read_v2(
         names += [V2_GROUP_KEY, ZMETADATA_KEY] if use_consolidated else [V2_GROUP_KEY]
     answers = await get_documents(store, [join(path, n) for n in names])
     found = dict(zip(names, answers, strict=True))
-    node = _parse_v2(path, found)
+    node = parse_v2(path, found)
     if node is None and array_only:
         # An array open that missed asks once more, to say when the node is a group.
         found[V2_GROUP_KEY] = await get_document(store, join(path, V2_GROUP_KEY))
-        node = _parse_v2(path, found)
+        node = parse_v2(path, found)
     return node
 
 
-def _parse_v2(path: str, found: dict[str, object | None]) -> Node | None:
+def parse_v2(path: str, found: dict[str, object | None]) -> Node | None:
     """The v2 node at `path` from its documents read (missing or not asked: None)."""
     keys = {name: join(path, name) for name in _V2_MEMBER_KEYS}
     zattrs = found.get(V2_ATTRS_KEY)

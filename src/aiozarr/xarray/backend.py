@@ -38,7 +38,7 @@ from aiozarr.errors import (
     unwrap_group,
 )
 from aiozarr.metadata import consolidated as v2_consolidated
-from aiozarr.metadata import v2, v3
+from aiozarr.metadata import v3
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.storage.base import Store
 from aiozarr.sync import run
@@ -218,14 +218,10 @@ def _parse_group(
         if isinstance(meta, ArrayMetadata):
             raise GroupNotFoundError(f"{path or '/'!r} in {store!r} is an array, not a group")
     elif zgroup is not None:
-        attrs_key = hierarchy.join(path, ".zattrs")
-        attrs = None if zattrs is None else hierarchy.json_load(zattrs, attrs_key)
-        meta = v2.parse_zgroup(bytes(memoryview(zgroup)), hierarchy.join(path, ".zgroup"), attrs)  # type: ignore[arg-type]
-        if zmeta is not None:
-            key = hierarchy.join(path, v2_consolidated.ZMETADATA_KEY)
-            members = v2_consolidated.parse_zmetadata(bytes(memoryview(zmeta)), key)
-            members.pop("", None)
-            meta = GroupMetadata(zarr_format=2, attributes=meta.attributes, consolidated=members)
+        v2_docs = {".zgroup": zgroup, ".zattrs": zattrs, v2_consolidated.ZMETADATA_KEY: zmeta}
+        group = hierarchy.parse_v2(path, v2_docs)
+        assert isinstance(group, GroupMetadata)  # .zgroup, and .zarray never asked for
+        meta = group
     else:
         raise GroupNotFoundError(f"no Zarr group at {path or '/'!r} in {store!r}")
     if consolidated is False:
