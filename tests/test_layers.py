@@ -16,7 +16,7 @@ LAYERS = [
     {"api", "migration", "consolidate", "copying"},
     {"sync", "display"},
     {"array", "group", "description"},
-    {"hierarchy", "creation"},
+    {"hierarchy", "hierarchy_walk", "creation"},
     {"engine"},
     {"codecs", "metadata", "indexing", "vectorized"},
     {"storage", "testing", "emulator"},

@@ -3,7 +3,8 @@
 v3 groups get zarr-python's inline `consolidated_metadata` in their `zarr.json`; v2
 groups get a `.zmetadata` key. Afterwards opening the group and every member's metadata
 costs one request (v3) or one batch (v2): `AsyncGroup` serves members from it.
-Consolidation costs one listing of the hierarchy and one batch of reads.
+Consolidation lists each group once (never a chunk key) and reads each level's
+documents in one batch (`hierarchy_walk.levels`).
 """
 
 from __future__ import annotations
@@ -12,59 +13,30 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from aiozarr import hierarchy
+from aiozarr import hierarchy, hierarchy_walk
 from aiozarr.api import StoreLike, resolve_store
 from aiozarr.errors import MetadataError, NodeNotFoundError
 from aiozarr.group import AsyncGroup
-from aiozarr.metadata import consolidated, v2, v3
+from aiozarr.metadata import consolidated
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.storage.base import Store
 from aiozarr.sync import Group, run
 
 Node = ArrayMetadata | GroupMetadata
-_V2_NAMES = (hierarchy.V2_ARRAY_KEY, hierarchy.V2_GROUP_KEY, hierarchy.V2_ATTRS_KEY)
 
 
-async def _members(store: Store, path: str, zarr_format: int) -> dict[str, Node]:
-    """Every explicit node below `path` by relative path: one listing, one batch of reads."""
-    prefix = f"{path}/" if path else ""
-    names = (hierarchy.V3_KEY,) if zarr_format == 3 else _V2_NAMES
-    keys = sorted(
-        [
-            key
-            async for key in store.list_prefix(prefix)
-            if key.rpartition("/")[2] in names and "/" in key[len(prefix) :]
-        ]
-    )
-    docs = await hierarchy.get_documents(store, keys)
-    if zarr_format == 3:
-        nodes: dict[str, Node] = {}
-        for key, doc in zip(keys, docs, strict=True):
-            if doc is not None:
-                node = v3.parse_node(bytes(memoryview(doc)), key)
-                if isinstance(node, GroupMetadata):  # members come from the root's listing
-                    node = dataclasses.replace(node, consolidated=None)
-                nodes[key[len(prefix) :].rpartition("/")[0]] = node
-        return nodes
-    by_path: dict[str, dict[str, Any]] = {}
-    for key, doc in zip(keys, docs, strict=True):
-        if doc is not None:
-            rel, _, name = key[len(prefix) :].rpartition("/")
-            by_path.setdefault(rel, {})[name] = hierarchy.json_load(doc, key)
-    return {
-        rel: _v2_node(parts, prefix + rel)
-        for rel, parts in by_path.items()
-        if hierarchy.V2_ARRAY_KEY in parts or hierarchy.V2_GROUP_KEY in parts
-    }
-
-
-def _v2_node(parts: Mapping[str, Any], path: str) -> Node:
-    attrs = parts.get(hierarchy.V2_ATTRS_KEY)
-    if hierarchy.V2_ARRAY_KEY in parts:
-        key = hierarchy.join(path, hierarchy.V2_ARRAY_KEY)
-        return v2.parse_zarray(parts[hierarchy.V2_ARRAY_KEY], key, attrs)
-    key = hierarchy.join(path, hierarchy.V2_GROUP_KEY)
-    return v2.parse_zgroup(parts[hierarchy.V2_GROUP_KEY], key, attrs)
+async def _members(store: Store, root: GroupMetadata, path: str) -> dict[str, Node]:
+    """Every explicit node below the group at `path` (metadata `root`) by relative path,
+    read by the one hierarchy reader (`hierarchy_walk.levels`) with every group listed:
+    one listing per group and one batch of documents per level, never a chunk key.
+    Implicit v3 groups are walked through but are not members."""
+    nodes: dict[str, Node] = {}
+    async for batch in hierarchy_walk.levels(store, path, root, use_consolidated=False):
+        for rel, found in batch:
+            for name, node in found.items():
+                if node is not hierarchy_walk.IMPLICIT_GROUP:
+                    nodes[hierarchy.join(rel, name)] = node
+    return dict(sorted(nodes.items()))
 
 
 async def consolidate_metadata_async(
@@ -85,7 +57,7 @@ async def consolidate_metadata_async(
         raise NodeNotFoundError(f"{path or '/'!r} in {resolved!r} is an array, not a group")
     if root.zarr_format not in (2, 3):
         raise MetadataError(f"cannot consolidate Zarr format {root.zarr_format} metadata")
-    members = await _members(resolved, path, root.zarr_format)
+    members = await _members(resolved, root, path)
     meta = dataclasses.replace(root, consolidated=members)
     if root.zarr_format == 3:
         await hierarchy.write_node(resolved, path, meta)

@@ -6,13 +6,12 @@ import dataclasses
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
-import anyio
 import numpy as np
 
-from aiozarr import hierarchy
+from aiozarr import hierarchy, hierarchy_walk
 from aiozarr.array import AsyncArray
 from aiozarr.creation import check_options
-from aiozarr.errors import NodeNotFoundError, ReadOnlyError, unwrap_group
+from aiozarr.errors import NodeNotFoundError, ReadOnlyError
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.storage.base import Store
 
@@ -37,7 +36,7 @@ class AsyncGroup(hierarchy.NodeLocation):
         try:
             meta = await hierarchy.read_node(store, path, zarr_format)
         except NodeNotFoundError:
-            if zarr_format != 2 and await _has_children(store, path):
+            if zarr_format != 2 and await hierarchy_walk.has_children(store, path):
                 return cls(store, path, GroupMetadata(zarr_format=3))
             raise
         if isinstance(meta, ArrayMetadata):
@@ -101,7 +100,7 @@ class AsyncGroup(hierarchy.NodeLocation):
             try:
                 meta = await hierarchy.read_node(self._store, path, fmt)
             except NodeNotFoundError:
-                if fmt == 3 and await _has_children(self._store, path):
+                if fmt == 3 and await hierarchy_walk.has_children(self._store, path):
                     meta = GroupMetadata(zarr_format=3)  # an implicit group
                 else:
                     return None
@@ -114,48 +113,10 @@ class AsyncGroup(hierarchy.NodeLocation):
         return await self._open_member(name) is not None
 
     async def _children(self) -> dict[str, AsyncArray | AsyncGroup]:
-        """Every direct child, by name: one listing, then every child's metadata in one
-        batch (`hierarchy.read_members`), never a request per listed name in turn."""
-        listed = hierarchy.consolidated_names(self._metadata)
-        if listed is None:
-            return await self._listed_children()
-        nodes: dict[str, AsyncArray | AsyncGroup | None] = {}
-
-        async def open_one(name: str) -> None:
-            nodes[name] = await self._open_member(name)
-
-        with unwrap_group():  # a member that cannot be read raises its own StoreError
-            async with anyio.create_task_group() as tg:
-                for name in listed:
-                    tg.start_soon(open_one, name)
-        return {n: node for n, node in sorted(nodes.items()) if node is not None}
-
-    async def _listed_children(self) -> dict[str, AsyncArray | AsyncGroup]:
-        # A listed key (not a directory) is never a node: only directories, and names
-        # the store cannot tell, are read.
-        kinds: dict[str, bool | None] = {}
-        async for name, is_dir in self._store.list_dir_entries(self._path):
-            if name.startswith(".") or name == "zarr.json":
-                continue
-            both = (kinds.get(name, False), is_dir)  # a key and a directory: a directory
-            kinds[name] = True if True in both else None if None in both else False
-        names = [name for name, is_dir in kinds.items() if is_dir is not False]
-        fmt: Literal[2, 3] = 3 if self.zarr_format == 3 else 2
-        metas = await hierarchy.read_members(self._store, self._path, names, fmt)
-        if fmt == 3:  # a directory without zarr.json is an implicit group
-            unknown = [n for n, meta in metas.items() if meta is None and kinds[n] is None]
-            below = await _have_children(self._store, [self._child(n) for n in unknown])
-            kinds.update(zip(unknown, below, strict=True))
-            for name, meta in metas.items():
-                if meta is None and kinds[name]:
-                    metas[name] = GroupMetadata(zarr_format=3)
-        nodes: dict[str, AsyncArray | AsyncGroup] = {}
-        for name, meta in sorted(metas.items()):
-            if isinstance(meta, ArrayMetadata):
-                nodes[name] = AsyncArray(self._store, self._child(name), meta)
-            elif meta is not None:
-                nodes[name] = AsyncGroup(self._store, self._child(name), meta)
-        return nodes
+        """Every direct child, by name: from consolidated metadata, else one listing and
+        every child's metadata in one batch (`hierarchy_walk.children`)."""
+        found = await hierarchy_walk.children(self._store, self._path, self._metadata)
+        return {name: _open(self._store, self._child(name), m) for name, m in found.items()}
 
     async def member_names(self) -> list[str]:
         """Names of the direct children that are arrays or groups, sorted."""
@@ -306,72 +267,32 @@ class AsyncGroup(hierarchy.NodeLocation):
         return f"<AsyncGroup {self._store!r} {self.name}>"
 
 
-async def _has_children(store: Store, path: str) -> bool:
-    async for _ in store.list_prefix(f"{path}/" if path else ""):
-        return True
-    return False
-
-
-async def _have_children(store: Store, paths: Sequence[str]) -> list[bool]:
-    """`_has_children` of each path, all listed concurrently."""
-    found = [False] * len(paths)
-
-    async def one(i: int, path: str) -> None:
-        found[i] = await _has_children(store, path)
-
-    with unwrap_group():
-        async with anyio.create_task_group() as tg:
-            for i, path in enumerate(paths):
-                tg.start_soon(one, i, path)
-    return found
-
-
 Members = list[tuple[str, "AsyncArray | AsyncGroup"]]
-
-# Groups whose members are read at once while walking a level: bounds the tasks (and
-# the listings in flight) of a wide level; requests are bounded by the store's budget.
-_WALK_BATCH = 256
 
 
 async def subtree(group: AsyncGroup, max_depth: int | None = None) -> dict[str, Members]:
     """The members of `group` and of every group below it, by the group's path relative
     to `group` ("" for itself), down to `max_depth` levels of members.
 
-    Read level by level, each level's groups at once: no recursion, so a hierarchy of
-    any depth costs one loop turn per level, not a stack frame.
+    Read by the one hierarchy reader, `hierarchy_walk.levels`: level by level, each
+    level's groups at once, no recursion.
     """
     members: dict[str, Members] = {}
-    level: list[tuple[str, AsyncGroup]] = [("", group)]
-    depth = 1
-    while level and (max_depth is None or depth <= max_depth):
-        below: list[tuple[str, AsyncGroup]] = []
-        for start in range(0, len(level), _WALK_BATCH):
-            batch = level[start : start + _WALK_BATCH]
-            for (path, _), children in zip(batch, await _children_of(batch), strict=True):
-                members[path] = list(children.items())
-                below += [
-                    (hierarchy.join(path, name), node)
-                    for name, node in children.items()
-                    if isinstance(node, AsyncGroup)
-                ]
-        level, depth = below, depth + 1
+    store = group.store
+    async for batch in hierarchy_walk.levels(store, group.path, group.metadata, max_depth):
+        for rel, found in batch:
+            parent = hierarchy_walk.under(group.path, rel)
+            members[rel] = [
+                (name, _open(store, hierarchy.join(parent, name), meta))
+                for name, meta in found.items()
+            ]
     return members
 
 
-async def _children_of(
-    groups: Sequence[tuple[str, AsyncGroup]],
-) -> list[dict[str, AsyncArray | AsyncGroup]]:
-    """Every group's direct children, all groups read concurrently."""
-    found: list[dict[str, AsyncArray | AsyncGroup]] = [{} for _ in groups]
-
-    async def read(i: int, group: AsyncGroup) -> None:
-        found[i] = await group._children()
-
-    with unwrap_group():
-        async with anyio.create_task_group() as tg:
-            for i, (_, group) in enumerate(groups):
-                tg.start_soon(read, i, group)
-    return found
+def _open(store: Store, path: str, meta: hierarchy.Node) -> AsyncArray | AsyncGroup:
+    if isinstance(meta, ArrayMetadata):
+        return AsyncArray(store, path, meta)
+    return AsyncGroup(store, path, meta)
 
 
 def preorder(members: Mapping[str, Members]) -> Iterator[tuple[str, AsyncArray | AsyncGroup]]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -91,13 +90,6 @@ async def get_documents(store: Store, keys: list[str]) -> list[Any]:
         return await store.get_partial_values([metadata_request(k) for k in keys])
 
 
-def _parse_json(data: object, key: str) -> object:
-    try:
-        return json.loads(bytes(memoryview(data)))  # type: ignore[arg-type]
-    except (UnicodeDecodeError, ValueError) as error:
-        raise MetadataError(f"{key}: not valid JSON ({error})") from None
-
-
 async def read_node(
     store: Store,
     path: str,
@@ -172,7 +164,7 @@ async def read_members(
             key = join(child, V3_KEY)
             found[name] = None if data is None else await _v3_node(store, child, data, key)
         else:
-            found[name] = _parse_v2(child, docs)
+            found[name] = parse_v2(child, docs)
     return found
 
 
@@ -189,23 +181,19 @@ async def _read_v2(
         names += [V2_GROUP_KEY, ZMETADATA_KEY] if use_consolidated else [V2_GROUP_KEY]
     answers = await get_documents(store, [join(path, n) for n in names])
     found = dict(zip(names, answers, strict=True))
-    node = _parse_v2(path, found)
+    node = parse_v2(path, found)
     if node is None and array_only:
         # An array open that missed asks once more, to say when the node is a group.
         found[V2_GROUP_KEY] = await get_document(store, join(path, V2_GROUP_KEY))
-        node = _parse_v2(path, found)
+        node = parse_v2(path, found)
     return node
 
 
-def _parse_v2(path: str, found: dict[str, object | None]) -> Node | None:
+def parse_v2(path: str, found: dict[str, object | None]) -> Node | None:
     """The v2 node at `path` from its documents read (missing or not asked: None)."""
     keys = {name: join(path, name) for name in _V2_MEMBER_KEYS}
     zattrs = found.get(V2_ATTRS_KEY)
-    attrs = None if zattrs is None else _parse_json(zattrs, keys[V2_ATTRS_KEY])
-    if attrs is not None and not isinstance(attrs, dict):
-        raise MetadataError(
-            f"{keys[V2_ATTRS_KEY]}: expected a JSON object, got {type(attrs).__name__}"
-        )
+    attrs = None if zattrs is None else json_load(zattrs, keys[V2_ATTRS_KEY])
     zarray = found.get(V2_ARRAY_KEY)
     if zarray is not None:
         return v2.parse_zarray(bytes(memoryview(zarray)), keys[V2_ARRAY_KEY], attrs)  # type: ignore[arg-type]

@@ -27,7 +27,7 @@ from xarray.backends.store import StoreBackendEntrypoint
 from xarray.backends.zarr import FillValueCoder
 from xarray.core import indexing
 
-from aiozarr import hierarchy
+from aiozarr import hierarchy, hierarchy_walk
 from aiozarr.api import resolve_store
 from aiozarr.array import AsyncArray
 from aiozarr.errors import (
@@ -38,7 +38,7 @@ from aiozarr.errors import (
     unwrap_group,
 )
 from aiozarr.metadata import consolidated as v2_consolidated
-from aiozarr.metadata import v2, v3
+from aiozarr.metadata import v3
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.storage.base import Store
 from aiozarr.sync import run
@@ -218,14 +218,10 @@ def _parse_group(
         if isinstance(meta, ArrayMetadata):
             raise GroupNotFoundError(f"{path or '/'!r} in {store!r} is an array, not a group")
     elif zgroup is not None:
-        attrs_key = hierarchy.join(path, ".zattrs")
-        attrs = None if zattrs is None else hierarchy._parse_json(zattrs, attrs_key)
-        meta = v2.parse_zgroup(bytes(memoryview(zgroup)), hierarchy.join(path, ".zgroup"), attrs)  # type: ignore[arg-type]
-        if zmeta is not None:
-            key = hierarchy.join(path, v2_consolidated.ZMETADATA_KEY)
-            members = v2_consolidated.parse_zmetadata(bytes(memoryview(zmeta)), key)
-            members.pop("", None)
-            meta = GroupMetadata(zarr_format=2, attributes=meta.attributes, consolidated=members)
+        v2_docs = {".zgroup": zgroup, ".zattrs": zattrs, v2_consolidated.ZMETADATA_KEY: zmeta}
+        group = hierarchy.parse_v2(path, v2_docs)
+        assert isinstance(group, GroupMetadata)  # .zgroup, and .zarray never asked for
+        meta = group
     else:
         raise GroupNotFoundError(f"no Zarr group at {path or '/'!r} in {store!r}")
     if consolidated is False:
@@ -288,20 +284,12 @@ async def _read_group(
 async def _read_members(
     store: Store, path: str, names: Iterable[str], zarr_format: int
 ) -> dict[str, Node]:
-    """The metadata of each listed child that is a node, all read in one batch."""
+    """The metadata of each listed child that is a node, all read in one batch
+    (`hierarchy.read_members`); a file or an implicit group is not a member xarray uses."""
     fmt: Literal[2, 3] = 3 if zarr_format == 3 else 2
-    found: dict[str, Node] = {}
-
-    async def one(name: str) -> None:
-        # a file or an implicit group is not a member xarray can use
-        with contextlib.suppress(NodeNotFoundError):
-            found[name] = await hierarchy.read_node(store, hierarchy.join(path, name), fmt)
-
-    async with anyio.create_task_group() as tg:
-        for name in names:
-            if not name.startswith(".") and name != hierarchy.V3_KEY:
-                tg.start_soon(one, name)
-    return {name: found[name] for name in sorted(found)}
+    wanted = [n for n in names if not n.startswith(".") and n != hierarchy.V3_KEY]
+    found = await hierarchy.read_members(store, path, wanted, fmt)
+    return {name: node for name, node in sorted(found.items()) if node is not None}
 
 
 async def read_tree(
@@ -324,21 +312,24 @@ async def read_tree(
     tree = {"": (meta, {n: m for n, m in members.items() if isinstance(m, ArrayMetadata)})}
     if not recursive:
         return tree
-    children = [n for n, m in members.items() if isinstance(m, GroupMetadata)]
-
-    async def walk(name: str) -> None:
-        below = await read_tree(
-            store,
-            hierarchy.join(path, name),
-            consolidated=False,
-            recursive=True,
-            zarr_format=meta.zarr_format,
-        )
-        tree.update({hierarchy.join(name, k) if k else name: v for k, v in below.items()})
-
-    async with anyio.create_task_group() as tg:
-        for name in children:
-            tg.start_soon(walk, name)
+    # Below the group: the one hierarchy reader, every group listed (as consolidated=False
+    # would open it), a level's groups at once; implicit v3 groups are not members.
+    groups = {n: m for n, m in members.items() if isinstance(m, GroupMetadata)}
+    walk = hierarchy_walk.levels_from(
+        store, path, list(groups.items()), use_consolidated=False, implicit=False
+    )
+    async for batch in walk:
+        for rel, found in batch:
+            group = GroupMetadata(
+                zarr_format=groups[rel].zarr_format, attributes=groups[rel].attributes
+            )
+            arrays = {n: m for n, m in found.items() if isinstance(m, ArrayMetadata)}
+            tree[rel] = (group, arrays)
+            groups.update(
+                (hierarchy.join(rel, n), m)
+                for n, m in found.items()
+                if isinstance(m, GroupMetadata)
+            )
     return tree
 
 
