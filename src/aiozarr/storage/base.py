@@ -46,6 +46,7 @@ __all__ = [
     "Buffer",
     "ByteRange",
     "RangeRequest",
+    "SizedReadStore",
     "Store",
     "TornReadError",
     "Version",
@@ -435,6 +436,26 @@ class Store(ABC):
         state = self.__dict__.copy()
         state["_runtime"] = None  # budgets and locks belong to this process
         return state
+
+
+class SizedReadStore(Store):
+    """A store whose one read primitive is `_get_bounded`: it learns a value's size before
+    its body (a file's size, a response's headers), so an oversized value is refused
+    unread; `_get` and `_get_versioned` are that read without a bound."""
+
+    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
+        answer = await self._get_bounded(key, byte_range, None)
+        return None if answer is None else answer[0]
+
+    async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
+        return await self._get_bounded(key, byte_range, None)
+
+    @abstractmethod
+    async def _get_bounded(  # type: ignore[override]
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+    ) -> Versioned | None:
+        """One request, with its version; a whole value over `max_bytes` (None: no
+        bound) raises `ValueTooLargeError` before its bytes are read."""
 
 
 def dir_entries(keys: Iterable[str], prefix: str) -> list[tuple[str, bool | None]]:

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.storage.base import Buffer, RangeRequest, Store, Version, Versioned
+from aiozarr.storage.base import Buffer, RangeRequest, SizedReadStore, Store, Version, Versioned
 from aiozarr.storage.wrapper import WrapperStore
 
 __all__ = ["CountingStore"]
@@ -23,7 +23,7 @@ def _nbytes(data: Buffer | None) -> int:
     return 0 if data is None else memoryview(data).nbytes
 
 
-class CountingStore(WrapperStore):
+class CountingStore(WrapperStore, SizedReadStore):
     """Delegates to `inner` and counts what reaches it.
 
     - `counts`: a `Counter` by operation. `"get"` is one per backend read: one per
@@ -80,13 +80,6 @@ class CountingStore(WrapperStore):
         return CountingStore(self.inner.with_read_only(read_only))
 
     # -- reads -------------------------------------------------------------------------
-
-    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
-        answer = await self._get_versioned(key, byte_range)
-        return None if answer is None else answer[0]
-
-    async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
-        return await self._get_bounded(key, byte_range, None)
 
     async def _get_bounded(
         self, key: str, byte_range: ByteRange | None, max_bytes: int | None

@@ -28,7 +28,7 @@ import anyio.to_thread
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import InvalidKeyError, StoreError, ValueTooLargeError, VersionConflictError
-from aiozarr.storage.base import Buffer, Store, Version, Versioned
+from aiozarr.storage.base import Buffer, SizedReadStore, Version, Versioned
 from aiozarr.storage.base import check_key as base_check_key
 
 try:
@@ -133,7 +133,7 @@ def _replace_if(path: Path, value: Buffer | None, expected: Version | None) -> N
                 os.unlink(temp)
 
 
-class LocalStore(Store):
+class LocalStore(SizedReadStore):
     """A directory on local disk; the store used for plain paths.
 
     Range reads read only the bytes asked for; ranges are never coalesced (a seek is
@@ -172,13 +172,6 @@ class LocalStore(Store):
         return self._root / key
 
     # -- reads -------------------------------------------------------------------------
-
-    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
-        answer = await self._get_versioned(key, byte_range)
-        return None if answer is None else answer[0]
-
-    async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
-        return await self._get_bounded(key, byte_range, None)
 
     async def _get_bounded(
         self, key: str, byte_range: ByteRange | None, max_bytes: int | None

@@ -28,7 +28,14 @@ from aiozarr.byte_range import ByteRange
 from aiozarr.errors import StoreError, ValueTooLargeError, VersionConflictError
 from aiozarr.sizes import memory_bytes
 from aiozarr.storage import object_listing, obstore_errors
-from aiozarr.storage.base import Buffer, Store, Version, Versioned, check_key, check_size
+from aiozarr.storage.base import (
+    Buffer,
+    SizedReadStore,
+    Version,
+    Versioned,
+    check_key,
+    check_size,
+)
 from aiozarr.storage.retry import ShortReadError
 
 __all__ = ["ObjectStore"]
@@ -146,7 +153,7 @@ def _check_not_forked(action: str, key: str) -> None:
     _used = True
 
 
-class ObjectStore(Store):
+class ObjectStore(SizedReadStore):
     """A `Store` over an obstore store.
 
         ObjectStore(obstore.store.S3Store("bucket", prefix="data.zarr", region="us-west-2"))
@@ -209,13 +216,6 @@ class ObjectStore(Store):
             ) from exc
 
     # -- reads -------------------------------------------------------------------------
-
-    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
-        answer = await self._get_versioned(key, byte_range)
-        return None if answer is None else answer[0]
-
-    async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
-        return await self._get_bounded(key, byte_range, None)
 
     async def _get_bounded(
         self, key: str, byte_range: ByteRange | None, max_bytes: int | None
