@@ -155,6 +155,14 @@ def test_gzip_matches_numcodecs_and_reads_multi_member() -> None:
     assert codec.decode_sized(two, SPEC, len(RAW)) == RAW
 
 
+def test_gzip_holding_zlib_warns_naming_the_key_it_is_handed() -> None:
+    # The key travels in the spec: decoding on any thread names the right chunk.
+    codec = GzipCodec()
+    with pytest.warns(AiozarrWarning, match=r"chunk 'a/c/1/2'.*zlib"):
+        assert codec.decode_sized(zlib.compress(RAW), SPEC.named("a/c/1/2"), len(RAW)) == RAW
+    assert SPEC.named("a/c/1/2") == SPEC  # the key is not part of what a chunk is
+
+
 def test_gzip_and_zstd_level_validation() -> None:
     with pytest.raises(MetadataError, match="level"):
         get_codec(CodecMetadata("gzip", {"level": 12}), "a/zarr.json")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -29,11 +29,17 @@ def expanded(size: int) -> int:
 
 @dataclass(frozen=True)
 class ChunkSpec:
-    """What a codec is handed: the decoded chunk's shape, dtype and fill value."""
+    """What a codec is handed: the decoded chunk's shape, dtype and fill value, and
+    the key of the chunk being decoded (for messages; empty where not known)."""
 
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
     fill_value: Any
+    key: str = field(default="", compare=False)
+
+    def named(self, key: str) -> ChunkSpec:
+        """This spec for the chunk stored under `key`."""
+        return ChunkSpec(self.shape, self.dtype, self.fill_value, key)
 
     @property
     def nbytes(self) -> int:

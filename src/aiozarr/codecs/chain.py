@@ -23,7 +23,6 @@ from aiozarr.codecs.base import (
     Codec,
 )
 from aiozarr.codecs.bytes import BytesCodec
-from aiozarr.codecs.gzip import decoding_key
 from aiozarr.codecs.registry import get_codec
 from aiozarr.codecs.transpose import TransposeCodec
 from aiozarr.errors import AiozarrError, CodecError, MetadataError, UnsupportedError
@@ -211,9 +210,8 @@ class CodecChain:
 
         The result may be read-only (a view of `data`). Errors are `CodecError`s naming `key`.
         """
-        token = decoding_key.set(key)
         try:
-            bytes_spec = self._bytes_spec
+            bytes_spec = self._bytes_spec.named(key) if key else self._bytes_spec
             for codec, size in zip(
                 reversed(self.bytes_to_bytes), reversed(self._decoded_sizes), strict=True
             ):
@@ -229,8 +227,6 @@ class CodecChain:
             raise
         except Exception as error:  # a codec library's own error: corrupt data
             raise CodecError(f"{_where(key)}: cannot decode: {error!r}") from error
-        finally:
-            decoding_key.reset(token)
         if array.shape != self._spec.shape:
             raise CodecError(
                 f"{_where(key)}: decoded shape {array.shape}, expected {self._spec.shape}"
@@ -269,9 +265,8 @@ class CodecChain:
 
     def _decompress(self, decompress: Any, data: Any, target: np.ndarray, key: str) -> None:
         """Run the bytes->bytes decoders, the first one writing into `target` (uint8)."""
-        token = decoding_key.set(key)
         try:
-            bytes_spec = self._bytes_spec
+            bytes_spec = self._bytes_spec.named(key) if key else self._bytes_spec
             pairs = list(zip(self.bytes_to_bytes, self._decoded_sizes, strict=True))[1:]
             for codec, size in reversed(pairs):
                 data = codec.decode_sized(data, bytes_spec, size)
@@ -282,8 +277,6 @@ class CodecChain:
             raise
         except Exception as error:
             raise CodecError(f"{_where(key)}: cannot decode: {error!r}") from error
-        finally:
-            decoding_key.reset(token)
 
     def _direct_decompressor(self, dtype: np.dtype[Any]) -> Any:
         """The first decompressor's `decode_into_buffer` when its output is the chunk's

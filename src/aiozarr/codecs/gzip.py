@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip as _gzip
 import warnings
 import zlib
-from contextvars import ContextVar
 from typing import Any
 
 from aiozarr.codecs.base import BytesToBytesCodec, ChunkSpec
@@ -15,10 +14,6 @@ from aiozarr.errors import AiozarrWarning, CodecError, MetadataError
 # Read at most this much at a time when the decoded size is unknown.
 _STEP = 1 << 24
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
-
-#: The key of the chunk being decoded (set by `CodecChain`), for warnings to name.
-decoding_key: ContextVar[str] = ContextVar("decoding_key", default="")
-
 
 def check_level(level: object, low: int, high: int) -> int:
     """`level` as an int within [low, high], else `MetadataError` naming the field."""
@@ -51,7 +46,7 @@ class GzipCodec(BytesToBytesCodec):
         out, was_zlib = gunzip(data, size)
         if was_zlib and not self._warned:
             self._warned = True  # once per array: every chunk of it was likely written alike
-            warn_zlib_in_gzip()
+            warn_zlib_in_gzip(spec.key)
         return out
 
 
@@ -75,9 +70,8 @@ def gunzip(data: Any, size: int | None) -> tuple[bytes, bool]:
     return inflate(data, size, _GZIP_WBITS, "gzip"), False
 
 
-def warn_zlib_in_gzip() -> None:
-    """Warn that a chunk declared gzip held a zlib stream, naming the chunk being decoded."""
-    key = decoding_key.get()
+def warn_zlib_in_gzip(key: str) -> None:
+    """Warn that the chunk under `key` was declared gzip but held a zlib stream."""
     where = f"chunk {key!r}" if key else "a chunk"
     warnings.warn(
         f"{where}: declared 'gzip' but holds a zlib stream (a writer quirk); read as zlib "

@@ -106,13 +106,13 @@ def _warn(where: str, problem: str) -> None:
 
 
 def decompress(
-    compressor: Numcodec, data: memoryview, size: int | None, on_zlib: Any = None
+    compressor: Numcodec, data: memoryview, size: int | None, on_zlib: Any = None, key: str = ""
 ) -> Any:
     """Decompress `data`; with a known decoded `size`, allocate no more than that.
 
     numcodecs' zlib, bz2 and lzma inflate everything before they look at `out`, so a
     small forged chunk could claim gigabytes: those run through bounded decompressors.
-    `on_zlib()` is called when a gzip chunk turns out to be a zlib stream.
+    `on_zlib(key)` is called when a gzip chunk turns out to be a zlib stream.
     """
     codec_id = compressor.codec_id
     if codec_id == "blosc":
@@ -121,7 +121,7 @@ def decompress(
     if codec_id == "gzip":
         out, was_zlib = gunzip(data, size)
         if was_zlib and on_zlib is not None:
-            on_zlib()
+            on_zlib(key)
         return out
     if size is None:
         return compressor.decode(data)
@@ -171,10 +171,10 @@ class NumcodecsV2Codec(ArrayToBytesCodec):
         )
         self._warned = False
 
-    def _zlib_in_gzip(self) -> None:
+    def _zlib_in_gzip(self, key: str) -> None:
         if not self._warned:
             self._warned = True  # once per array: every chunk of it was likely written alike
-            warn_zlib_in_gzip()
+            warn_zlib_in_gzip(key)
 
     @classmethod
     def from_v2(
@@ -231,7 +231,7 @@ class NumcodecsV2Codec(ArrayToBytesCodec):
         chunk: Any = memoryview(data).cast("B")
         if self.compressor is not None:
             size = None if self.filters or spec.dtype.hasobject else spec.nbytes
-            chunk = decompress(self.compressor, chunk, size, self._zlib_in_gzip)
+            chunk = decompress(self.compressor, chunk, size, self._zlib_in_gzip, spec.key)
         for f in reversed(self.filters):
             chunk = f.decode(chunk)
         chunk = ensure_ndarray_like(chunk).reshape(-1, order="A")
