@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
@@ -13,7 +14,7 @@ if str(REPO) not in sys.path:
 from benchmarks.server import EmulatorProcess  # noqa: E402
 
 from benchmarks import __main__ as suite  # noqa: E402
-from benchmarks import datasets, report, runner, spec  # noqa: E402
+from benchmarks import datasets, report, runner, spec, timeline  # noqa: E402
 
 
 def test_quick_path_on_a_tiny_dataset(tmp_path: Path) -> None:
@@ -145,3 +146,12 @@ def test_probe_parts_are_small_where_bandwidth_is_capped(tmp_path: Path) -> None
     assert capped["part_bytes"] == 1 << 20
     assert "part_bytes" not in plain
     assert manifest["expected"]["large_shard"]
+
+
+def test_timeline_of_a_read_from_the_debug_log(tmp_path: Path, capsys: Any) -> None:
+    timeline.main(["--mode", "tiny", "--workload", "full", "--data-dir", str(tmp_path)])
+    printed = capsys.readouterr().out
+    rows = [line.split()[0] for line in printed.splitlines()[2:-1]]
+    # The tiny sharded array has 8 shards, each smaller than a part: one request each.
+    assert rows.count("read") == 8 and rows.count("decode") >= 2, printed
+    assert "8 requests" in printed and "The read ended at" in printed

@@ -18,7 +18,9 @@ or any other) is never decoded; the index is read again and the read starts over
 
 from __future__ import annotations
 
+import logging
 import math
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -50,6 +52,10 @@ from aiozarr.errors import (
 from aiozarr.indexing import ChunkProjection
 from aiozarr.sizes import human_bytes, memory_bytes
 from aiozarr.storage.base import Buffer, RangeRequest, Version, check_size
+
+#: Debug lines per decode group (chunks, bytes, time): with the store's request lines
+#: they make a read's timeline (`python -m benchmarks.timeline`).
+log = logging.getLogger("aiozarr.read")
 
 # Times a read starts over because a shard was rewritten under it before it fails.
 _STALE_RETRIES = 5
@@ -300,8 +306,17 @@ class _Reads:
 
     async def _decode_group(self, group: list[_Decode]) -> None:
         nbytes = sum(job.chain.spec.nbytes for job in group)
+        began = time.monotonic()
         await run_codec(_decode_all, group, self.out, nbytes=nbytes)
         self.progress.advance(len(group))
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "decoded %d chunks of %r (%d bytes) in %.1f ms",
+                len(group),
+                group[0].key,
+                nbytes,
+                (time.monotonic() - began) * 1000,
+            )
 
 
 def _decode_all(group: list[_Decode], out: np.ndarray) -> None:
