@@ -1,6 +1,7 @@
 """A forked child (os.fork, multiprocessing's 'fork' start method) can use aiozarr at once,
 whatever the parent did before: sync calls (the child needs its own event loop thread),
-a thread holding every request slot of a store, or a write lock, or the budget's own lock.
+a thread holding every request slot of a store, or a write lock, or the budget's or the
+statistics' own locks.
 
 Each child runs with a deadline: a hang kills it and fails the test instead of hanging.
 """
@@ -164,12 +165,19 @@ def test_child_is_not_blocked_by_slots_and_write_locks_a_parent_thread_holds(
 
 
 def test_child_is_not_blocked_by_a_budget_lock_held_at_fork_time(tmp_path: Path) -> None:
-    # A fork lands at any moment of a threaded program: here while the budget's and the
-    # write-lock table's own (threading) locks are held, as during a request's start.
+    # A fork lands at any moment of a threaded program: here while the budget's, the
+    # write-lock table's and the statistics' own (threading) locks are held, as during a
+    # request's start or end.
     store = LocalStore(tmp_path / "a.zarr")
     arr = aiozarr.create_array(store, shape=(12,), dtype="i4", chunks=(4,))
     arr[...] = VALUES
-    with store.budget._lock, store.runtime.locks._lock:
+    statistics = store.runtime.statistics
+    with (
+        store.budget._lock,
+        store.runtime.locks._lock,
+        statistics._lock,
+        statistics.latencies._lock,
+    ):
         _run_in_fork(lambda: _reads_and_writes(str(tmp_path / "a.zarr"), None, arr))
     np.testing.assert_array_equal(arr[...], WRITTEN)
 

@@ -104,8 +104,8 @@ def test_a_large_directory_lists_in_slow_pages_with_faults(
     # last key received: a listing that started over would ask for 25 pages more.
     assert stats["by_kind"]["list"] == PAGES + 2
     assert stats["by_status"].get("503") == 1
-    assert store.budget.stats()["retries"] == 2
-    assert store.budget.stats()["timeouts"] == 1
+    assert store.stats()["retries"] == 2
+    assert store.stats()["timeouts"] == 1
 
 
 def _junk_group(store: object, zarr_format: int) -> None:

@@ -187,7 +187,7 @@ async def test_settings_changed_after_a_first_read_take_effect_on_the_open_store
     assert store.budget.stats()["maximum"] == before.max_concurrency
     aiozarr.config.set(max_inflight_bytes=4096, max_concurrency=2)  # the whole process
     try:
-        store.budget.reset_stats()
+        store.budget.reset_peaks()
         assert (await arr.getitem(...) == 1).all()
         assert store.budget.stats()["maximum"] == 2
         assert store.budget.stats()["peak_inflight"] <= 2

@@ -41,7 +41,7 @@ async def test_fault_matrix_reads_exact_bytes(emulator: Emulator) -> None:
                 for key in values for j in range(RANGES_PER_KEY)]
     rng.shuffle(requests)
     emulator.reset_stats()
-    store.budget.reset_stats()
+    store.reset_stats()
     # Rules are tried in order, each with its own draw: about 20 / 4 / 1.5 / 0.7 %.
     emulator.inject("status", status=503, rate=0.20, methods=["GET"])
     emulator.inject("reset", rate=0.05, methods=["GET"])
@@ -58,15 +58,15 @@ async def test_fault_matrix_reads_exact_bytes(emulator: Emulator) -> None:
 
     n = len(requests)
     wire = emulator.stats()
-    budget = store.budget.stats()
+    ours = store.stats()
     extra = wire["requests"] - n
     # Each logical request needs 1 / (1 - p) tries on average (p ~ 0.26 here: 0.35 extra
     # per request); the bound allows 0.6 extra per request, plus the hedges, which are
     # themselves capped at 10 + 5 % of requests. Failing this bound means retries are
     # multiplied somewhere (obstore retrying too, whole batches retried for one range).
     assert wire["faults"] > 0.15 * n  # the faults really happened
-    assert budget["retries"] > 0.15 * n
-    assert extra <= 0.6 * n + budget.get("hedges_issued", 0), (wire, budget)
-    assert budget.get("hedges_issued", 0) <= 10 + 0.05 * budget["requests"]
-    assert budget["lowest_limit"] < 32  # the 503s made it back off
-    assert budget.get("gave_up", 0) == 0
+    assert ours["retries"] > 0.15 * n
+    assert extra <= 0.6 * n + ours["hedges_issued"], (wire, ours)
+    assert ours["hedges_issued"] <= 10 + 0.05 * ours["requests"]
+    assert ours["lowest_limit"] < 32  # the 503s made it back off
+    assert ours["gave_up"] == 0

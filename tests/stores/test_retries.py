@@ -54,7 +54,7 @@ async def stored(emulator: Emulator, key: str = "k", value: bytes = DATA) -> Obj
     store = s3(emulator)
     await store.set(key, value)
     emulator.reset_stats()
-    store.budget.reset_stats()
+    store.reset_stats()
     return store
 
 
@@ -78,7 +78,7 @@ async def test_fault_is_retried(emulator: Emulator, kind: str, options: dict[str
     stats = emulator.stats()
     assert stats["faults"] == 2
     assert stats["requests"] == 3  # two failures, then the answer
-    assert store.budget.stats()["retries"] == 2
+    assert store.stats()["retries"] == 2
 
 
 async def test_obstore_retries_are_off(emulator: Emulator) -> None:
@@ -137,7 +137,7 @@ async def test_timeout_is_retried(emulator: Emulator) -> None:
     emulator.inject("slow", count=1, delay_s=5.0, methods=["GET"])
     with config.set(request_timeout_s=0.3):
         assert bytes(await store.get("k", ByteRange.of(0, 100))) == DATA[:100]
-    assert store.budget.stats()["timeouts"] == 1
+    assert store.stats()["timeouts"] == 1
     assert emulator.stats()["requests"] == 2
 
 
@@ -152,7 +152,7 @@ async def test_refusals_are_not_retried(emulator: Emulator, status: int) -> None
         await store.get("k")
     assert "attempts" not in str(info.value)
     assert emulator.stats()["requests"] == 1
-    assert store.budget.stats().get("retries", 0) == 0
+    assert store.stats()["retries"] == 0
 
 
 async def test_missing_key_is_none_after_one_request(emulator: Emulator) -> None:
@@ -166,7 +166,7 @@ async def test_read_only_refusal_is_not_retried() -> None:
     store = MemoryStore(read_only=True)
     with pytest.raises(StoreError, match="'k'"):
         await store.set("k", b"x")
-    assert store.budget.stats().get("retries", 0) == 0
+    assert store.stats()["retries"] == 0
 
 
 # -- giving up -----------------------------------------------------------------------------
@@ -269,7 +269,7 @@ async def test_short_read_is_retried() -> None:
     await store.set("k", DATA)
     assert bytes(await store.get("k", ByteRange.of(10, 1000))) == DATA[10:1010]
     assert store.reads == 3
-    assert store.budget.stats()["retries"] == 2
+    assert store.stats()["retries"] == 2
 
 
 async def test_short_reads_everywhere_give_up() -> None:
@@ -285,7 +285,7 @@ async def test_clipped_range_is_not_a_short_read() -> None:
     assert bytes(await store.get("k", ByteRange.of(len(DATA) - 10, 100))) == DATA[-10:]
     assert bytes(await store.get("k", ByteRange.last(10 * len(DATA)))) == DATA
     assert store.reads == 2
-    assert store.budget.stats().get("retries", 0) == 0
+    assert store.stats()["retries"] == 0
 
 
 async def test_object_store_clipped_range_costs_no_head(emulator: Emulator) -> None:

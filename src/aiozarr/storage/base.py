@@ -152,7 +152,8 @@ class Store(ABC):
     def runtime(self) -> StoreRuntime:
         """What every caller of this store (and of stores equal to it) shares, whatever
         its thread or event loop: the request budget, the byte budget of reads, the write
-        locks; their maxima follow the process-wide settings as they change."""
+        locks and the request statistics; the budgets' maxima follow the process-wide
+        settings as they change."""
         runtime = self._runtime
         if runtime is None:
             runtime = self._runtime = runtime_for(self, self._max_concurrency)
@@ -175,16 +176,18 @@ class Store(ABC):
         `gave_up`; the request `limit`, `maximum`, `lowest_limit`, `inflight`,
         `peak_inflight` and `waiting`; and `latency_p50_ms` / `_p95_ms` / `_p99_ms` of
         recent reads (None before the first)."""
-        return {**self.budget.stats(), **self.budget.latencies.percentiles()}
+        runtime = self.runtime
+        return {**runtime.requests.stats(), **runtime.statistics.snapshot()}
 
     def reset_stats(self) -> None:
-        """Zero the counters, the in-flight peak and the latency window."""
-        self.budget.reset_stats()
-        self.budget.latencies.clear()
+        """Zero the counters, the in-flight peak, the lowest limit and the latency window."""
+        runtime = self.runtime
+        runtime.requests.reset_peaks()
+        runtime.statistics.reset()
 
     @property
     def budget(self) -> RequestBudget:
-        """The same object as `limiter`, by its name: limit, in flight, peak, stats."""
+        """The same object as `limiter`, by its name: limit, in flight, peak."""
         return self.limiter
 
     async def _request(
@@ -202,7 +205,7 @@ class Store(ABC):
         it from the base class. See `storage.retry.run_request`.
         """
         request = retry.Request(action, key, operation, nbytes, hedge)
-        return await retry.run_request(self.limiter, request)
+        return await retry.run_request(self.runtime, request)
 
     def _check_writable(self, key: str) -> None:
         check_key(key, prefix=True)

@@ -11,6 +11,8 @@ started after the last cut can cut again, so one burst of 503s costs one halving
 round, not one per failed request); every `recovery_successes` successes add one back,
 up to the configured maximum.
 
+What the requests did (counts, latencies) is not kept here: see `storage/statistics.py`.
+
     async with store.limiter:          # one slot, reentrant within a task
         ...
 """
@@ -21,36 +23,11 @@ import asyncio
 import os
 import threading
 import weakref
-from collections import Counter, deque
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["EVENTS", "LatencyWindow", "RequestBudget", "Slot"]
-
-#: The counters `RequestBudget.stats()` always reports (zero until they happen): requests
-#: sent, requests finished by kind, bytes moved, and what the request policy did.
-EVENTS = (
-    "requests",
-    "reads",
-    "writes",
-    "deletes",
-    "stats",
-    "lists",
-    "bytes_read",
-    "bytes_written",
-    "retries",
-    "errors",
-    "timeouts",
-    "throttled",
-    "hedges_issued",
-    "hedges_won",
-    "gave_up",
-)
-
-# Latencies kept per size class; p95 over the last 128 is stable yet follows change.
-_WINDOW = 128
-# Fewer samples than this: no p95 yet (no peers to compare with, so no hedging).
-_MIN_SAMPLES = 16
+__all__ = ["RequestBudget", "Slot"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,71 +37,11 @@ class Slot:
     epoch: int
 
 
-class LatencyWindow:
-    """Recent request latencies by size class (powers of 4 bytes), thread-safe."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._samples: dict[int, deque[float]] = {}
-        self._p95: dict[int, float | None] = {}
-
-    @staticmethod
-    def _size_class(nbytes: int | None) -> int:
-        return -1 if nbytes is None else nbytes.bit_length() // 2
-
-    def add(self, nbytes: int | None, seconds: float) -> None:
-        """Record how long a successful request of `nbytes` took."""
-        size_class = self._size_class(nbytes)
-        with self._lock:
-            window = self._samples.setdefault(size_class, deque(maxlen=_WINDOW))
-            window.append(seconds)
-            self._p95[size_class] = None  # recomputed on demand
-
-    def percentiles(self) -> dict[str, float | None]:
-        """p50/p95/p99 in milliseconds over every recent request, whatever its size
-        (None before the first)."""
-        with self._lock:
-            ordered = sorted(x for window in self._samples.values() for x in window)
-
-        def pick(q: float) -> float | None:
-            return round(1000 * ordered[int(q * (len(ordered) - 1))], 3) if ordered else None
-
-        return {
-            "latency_p50_ms": pick(0.50),
-            "latency_p95_ms": pick(0.95),
-            "latency_p99_ms": pick(0.99),
-        }
-
-    def clear(self) -> None:
-        with self._lock:
-            self._samples.clear()
-            self._p95.clear()
-
-    def _after_fork(self) -> None:
-        # A parent thread may have held the lock at fork time: the child's copy would
-        # stay locked forever.
-        self._lock = threading.Lock()
-
-    def p95(self, nbytes: int | None) -> float | None:
-        """The 95th percentile latency of recent requests of about this size, if known."""
-        size_class = self._size_class(nbytes)
-        with self._lock:
-            window = self._samples.get(size_class)
-            if window is None or len(window) < _MIN_SAMPLES:
-                return None
-            cached = self._p95.get(size_class)
-            if cached is None:
-                ordered = sorted(window)
-                cached = self._p95[size_class] = ordered[int(0.95 * (len(ordered) - 1))]
-            return cached
-
-
 class RequestBudget:
     """A thread-safe, loop-independent budget of requests in flight, with AIMD.
 
     `limit` is the current limit, `maximum` the configured one. `stats()` reports the
-    limit, requests in flight and their peak, and the event counters the request
-    policy keeps here (retries, throttles, timeouts, hedges issued / won, ...).
+    limit and its lowest, requests in flight, their peak and the requests waiting.
     """
 
     def __init__(self, maximum: int, *, recovery_successes: int = 16) -> None:
@@ -132,7 +49,6 @@ class RequestBudget:
             raise ValueError(f"a request budget needs at least 1 slot, got {maximum}")
         self.maximum = maximum
         self.recovery_successes = max(1, recovery_successes)
-        self.latencies = LatencyWindow()
         self._lock = threading.Lock()
         self._limit = maximum
         self._inflight = 0
@@ -142,7 +58,6 @@ class RequestBudget:
         self._successes = 0
         self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = deque()
         self._holders: dict[asyncio.Task[Any], tuple[Slot, int]] = {}
-        self._counts: Counter[str] = Counter()
         _live.add(self)
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -169,16 +84,11 @@ class RequestBudget:
 
     @property
     def lowest_limit(self) -> int:
-        """The lowest the limit has been since creation or `reset_stats`."""
+        """The lowest the limit has been since creation or `reset_peaks`."""
         return self._lowest
 
-    def count(self, event: str, n: int = 1) -> None:
-        """Add `n` to the counter `event` (thread-safe)."""
-        with self._lock:
-            self._counts[event] += n
-
     def stats(self) -> dict[str, int]:
-        """Limit, in-flight and peak, and every event counter, as a plain dict."""
+        """Limit and lowest limit, in flight and peak, waiting, as a plain dict."""
         with self._lock:
             return {
                 "limit": self._limit,
@@ -187,14 +97,12 @@ class RequestBudget:
                 "inflight": self._inflight,
                 "peak_inflight": self._peak,
                 "waiting": len(self._waiters),
-                **dict.fromkeys(EVENTS, 0),
-                **self._counts,
             }
 
-    def reset_stats(self) -> None:
-        """Zero the counters and the peak (the limit and requests in flight stay)."""
+    def reset_peaks(self) -> None:
+        """Start the in-flight peak and the lowest limit afresh from where they are now
+        (the limit and requests in flight stay)."""
         with self._lock:
-            self._counts.clear()
             self._peak = self._inflight
             self._lowest = self._limit
 
@@ -220,7 +128,6 @@ class RequestBudget:
         higher load and do not cut again.
         """
         with self._lock:
-            self._counts["throttled"] += 1
             if slot.epoch != self._epoch:
                 return
             self._epoch += 1
@@ -322,12 +229,11 @@ class RequestBudget:
     def _after_fork(self) -> None:
         """Forget what belonged to the parent: its requests in flight, its waiters (futures
         of loops whose threads the child does not have) and the lock, which a parent thread
-        may have held at fork time. The limit and the counters stay."""
+        may have held at fork time. The limit stays."""
         self._lock = threading.Lock()
         self._inflight = 0
         self._waiters = deque()
         self._holders = {}
-        self.latencies._after_fork()
 
     def held_slot(self) -> Slot | None:
         """The slot the current task holds, if any."""

@@ -456,7 +456,7 @@ class ObjectStore(SizedReadStore):
                         if meta["path"].startswith(prefix):
                             yield meta["path"]
         finally:
-            self.budget.count("lists", max(pages, 1))
+            self.runtime.statistics.count("lists", max(pages, 1))
 
     async def list_dir(self, prefix: str) -> AsyncIterator[str]:
         """Names of the keys and "directories" directly under `prefix`."""

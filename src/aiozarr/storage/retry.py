@@ -1,20 +1,22 @@
 """How one store request runs: a budget slot, a timeout, retries and (reads) hedging.
 
     request = Request("read", key, lambda: store._get(key, byte_range), nbytes=100, hedge=True)
-    data = await run_request(budget, request)
+    data = await run_request(store.runtime, request)
 
 Every store operation that is safe to repeat goes through `run_request`, the one place
 where aiozarr retries (obstore's own retries are switched off, so they never multiply):
 
-- each attempt holds one slot of the store's `RequestBudget` and runs under a timeout
-  of `request_timeout_s + nbytes / request_timeout_min_bytes_per_s`;
+- each attempt holds one slot of the store's `RequestBudget` (`runtime.requests`) and
+  runs under a timeout of `request_timeout_s + nbytes / request_timeout_min_bytes_per_s`;
 - a transient failure (`classify`) is retried after a full-jitter exponential backoff,
   up to `retry_attempts` tries and `retry_deadline_s` in all; a 503 / 429 also halves
   the budget's limit;
 - a hedged read that runs far longer than recent reads of its size is sent again, and
   the first answer wins (the other is cancelled);
 - the `StoreError` raised on giving up names the key, the number of attempts and the
-  last error.
+  last error;
+- what happened (requests, bytes, retries, throttles, timeouts, hedges, read latencies)
+  is counted in the store's `RequestStats` (`runtime.statistics`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ import anyio
 from aiozarr import config
 from aiozarr.errors import StoreError
 from aiozarr.storage import obstore_errors
-from aiozarr.storage.budget import RequestBudget
+from aiozarr.storage.runtime import StoreRuntime
+from aiozarr.storage.statistics import RequestStats
 
 #: Debug lines per request: action, key, size, outcome, time. Never credentials.
 log = logging.getLogger("aiozarr.store")
@@ -151,7 +154,7 @@ def request_timeout_s(nbytes: int | None, settings: config.Config | None = None)
     return s.request_timeout_s + size / s.request_timeout_min_bytes_per_s
 
 
-async def run_request(budget: RequestBudget, request: Request[T]) -> T:
+async def run_request(runtime: StoreRuntime, request: Request[T]) -> T:
     """Run the idempotent `request` (one backend request) with the store's policy.
 
     A failure that `classify` says is final is raised as itself (a missing key stays
@@ -167,8 +170,8 @@ async def run_request(budget: RequestBudget, request: Request[T]) -> T:
         remaining = policy.deadline_s - (time.monotonic() - started)
         try:
             if request.hedge and settings.hedge_reads:
-                return await _hedged(budget, request, remaining, settings)
-            return await _attempt(budget, request, remaining, settings)
+                return await _hedged(runtime, request, remaining, settings)
+            return await _attempt(runtime, request, remaining, settings)
         except Exception as exc:
             if not classify(exc).retryable:
                 raise
@@ -182,11 +185,11 @@ async def run_request(budget: RequestBudget, request: Request[T]) -> T:
             delay = policy.delay_s(attempt - 1)
             elapsed = time.monotonic() - started
             if attempt >= policy.attempts or elapsed + delay >= policy.deadline_s:
-                budget.count("gave_up")
+                runtime.statistics.count("gave_up")
                 error = _gave_up(request, cause, attempt, elapsed)
                 log.warning("%s", error)
                 raise error from cause
-            budget.count("retries")
+            runtime.statistics.count("retries")
             log.info(
                 "%s %r: retry %d in %.2f s after %s: %s",
                 request.action,
@@ -213,21 +216,23 @@ def _gave_up(request: Request[Any], exc: Exception, attempts: int, elapsed: floa
 
 
 async def _attempt(
-    budget: RequestBudget,
+    runtime: StoreRuntime,
     request: Request[T],
     remaining_s: float,
     settings: config.Config,
     sent: anyio.Event | None = None,
 ) -> T:
-    """One try: a budget slot, a timeout, the budget told how it went.
+    """One try: a budget slot, a timeout, the budget told how it went and the
+    statistics what happened.
 
     `sent` is set once the slot is held: time spent queueing for the budget is not
     the request's latency.
     """
     action, key, nbytes = request.action, request.key, request.nbytes
+    budget, statistics = runtime.requests, runtime.statistics
     timeout = max(0.0, min(request_timeout_s(nbytes, settings), remaining_s))
     async with budget as slot:
-        budget.count("requests")
+        statistics.count("requests")
         if sent is not None:
             sent.set()
         began = time.monotonic()
@@ -235,25 +240,26 @@ async def _attempt(
             with anyio.fail_after(timeout):
                 result = await request.operation()
         except TimeoutError:
-            budget.count("timeouts")
+            statistics.count("timeouts")
             raise RequestTimeoutError(
                 f"cannot {action} {key!r}: no answer within {timeout:.1f} s"
             ) from None
         except Exception as exc:
             if classify(exc).throttled:
                 budget.throttled(slot)
-            budget.count("errors")
+                statistics.count("throttled")
+            statistics.count("errors")
             log.debug("%s %r %s: %s: %s", action, key, _size_text(nbytes), type(exc).__name__, exc)
             raise
         budget.succeeded()
         seconds = time.monotonic() - began
-        budget.count(f"{action}s")
+        statistics.count(f"{action}s")
         if action == "read":
             received = 0 if result is None else _buffer_size(result)
-            budget.count("bytes_read", received)
-            budget.latencies.add(nbytes, seconds)
+            statistics.count("bytes_read", received)
+            statistics.latencies.add(nbytes, seconds)
         elif action == "write":
-            budget.count("bytes_written", nbytes or 0)
+            statistics.count("bytes_written", nbytes or 0)
         if log.isEnabledFor(logging.DEBUG):
             outcome = "missing" if result is None else "ok"
             log.debug(
@@ -275,14 +281,14 @@ def _buffer_size(result: Any) -> int:
         return sum(memoryview(part).nbytes for part in result)
 
 
-def _may_hedge(budget: RequestBudget, settings: config.Config) -> bool:
-    stats = budget.stats()
-    allowed = _HEDGE_BURST + settings.hedge_max_fraction * stats.get("requests", 0)
-    return stats.get("hedges_issued", 0) < allowed
+def _may_hedge(statistics: RequestStats, settings: config.Config) -> bool:
+    counts = statistics.counts()
+    allowed = _HEDGE_BURST + settings.hedge_max_fraction * counts["requests"]
+    return counts["hedges_issued"] < allowed
 
 
 async def _hedged(
-    budget: RequestBudget, request: Request[T], remaining_s: float, settings: config.Config
+    runtime: StoreRuntime, request: Request[T], remaining_s: float, settings: config.Config
 ) -> T:
     """One try that sends a second copy if the first is slow; the first answer wins.
 
@@ -290,9 +296,10 @@ async def _hedged(
     least `hedge_min_delay_s`), counted from when the first copy holds its budget slot.
     Before there are peers to compare with, the try is a plain one: no race to set up.
     """
-    p95 = budget.latencies.p95(request.nbytes)
+    statistics = runtime.statistics
+    p95 = statistics.latencies.p95(request.nbytes)
     if p95 is None:
-        return await _attempt(budget, request, remaining_s, settings)
+        return await _attempt(runtime, request, remaining_s, settings)
     delay = max(settings.hedge_min_delay_s, settings.hedge_p95_multiple * p95)
     answers: list[tuple[bool, Any]] = []
     errors: list[Exception] = []
@@ -304,7 +311,7 @@ async def _hedged(
         nonlocal running
         try:
             value = await _attempt(
-                budget, request, remaining_s, settings, None if is_hedge else sent
+                runtime, request, remaining_s, settings, None if is_hedge else sent
             )
         except Exception as exc:  # the other copy may still answer
             errors.append(exc)
@@ -324,13 +331,13 @@ async def _hedged(
         await sent.wait()
         with anyio.move_on_after(delay):
             await finished.wait()
-        if not finished.is_set() and _may_hedge(budget, settings):
-            budget.count("hedges_issued")
+        if not finished.is_set() and _may_hedge(statistics, settings):
+            statistics.count("hedges_issued")
             running += 1
             tg.start_soon(race, True)
     if answers:
         is_hedge, value = answers[0]
         if is_hedge:
-            budget.count("hedges_won")
+            statistics.count("hedges_won")
         return value  # type: ignore[no-any-return]
     raise errors[-1]

@@ -1,10 +1,11 @@
 """`StoreRuntime`: what every caller of one store shares, whatever its thread or loop.
 
-A store's runtime holds its request budget (requests in flight, with AIMD and the
-statistics), its byte budget (compressed bytes reads may hold at once) and its write
-locks (one per key being written). Every array, task, thread and event loop using the
-store, or an equal store (the same directory, bucket and prefix, ...), gets the same
-runtime, so "one budget per store" holds however the store was opened.
+A store's runtime holds its request budget (requests in flight, with AIMD), its byte
+budget (compressed bytes reads may hold at once), its write locks (one per key being
+written) and its statistics (what its requests did: counts, bytes, latencies). Every
+array, task, thread and event loop using the store, or an equal store (the same
+directory, bucket and prefix, ...), gets the same runtime, so "one budget per store"
+holds however the store was opened.
 
 A runtime takes its maxima from the settings in force where its store is first used,
 then follows the process-wide settings as they change: `config.set(max_concurrency=2)`
@@ -24,12 +25,13 @@ from aiozarr import config
 from aiozarr.storage.budget import RequestBudget
 from aiozarr.storage.bytes_budget import ByteBudget
 from aiozarr.storage.locks import KeyLocks
+from aiozarr.storage.statistics import RequestStats
 
 __all__ = ["StoreRuntime", "runtime_for"]
 
 
 class StoreRuntime:
-    """One store's request budget, byte budget and write locks.
+    """One store's request budget, byte budget, write locks and request statistics.
 
     `max_concurrency` pins the request maximum (a store's own argument); None follows
     the `max_concurrency` setting.
@@ -45,6 +47,7 @@ class StoreRuntime:
         )
         self.bytes = ByteBudget(settings.max_inflight_bytes)
         self.locks = KeyLocks()
+        self.statistics = RequestStats()
 
     def follow(self) -> StoreRuntime:
         """Take up process-wide settings that changed since the last look; return self."""
