@@ -385,7 +385,7 @@ class AsyncArray(hierarchy.NodeLocation):
         indexer = self._indexer(selection)
         if not engine_read.reads_inline(self._stored, len(indexer)):
             return False, None
-        out = engine_read.empty_output(indexer.shape, self.dtype, self._description)
+        out = engine_read.empty_output(indexer.shape, self.dtype, self._describe)
         engine_read.read_inline(self._stored, list(indexer), out)
         return True, _result(out, indexer)
 
@@ -403,11 +403,10 @@ class AsyncArray(hierarchy.NodeLocation):
         except MemoryError:
             # Planning a selection of more chunks than memory holds: say how big it is.
             shape = _selection_shape(normalize_selection(selection, self.shape), self.shape)
-            engine_read.check_output_size(shape, self.dtype, self._description)
+            engine_read.check_output_size(shape, self.dtype, self._describe)
             raise
 
-    @property
-    def _description(self) -> str:
+    def _describe(self) -> str:
         return f"array {self.name} in {self._store!r}"
 
     def _vindexer(self, selection: Selection) -> Indexer:
@@ -461,7 +460,7 @@ class AsyncArray(hierarchy.NodeLocation):
         return await self._read(self._block_indexer(selection), progress)
 
     async def _read(self, indexer: Indexer, progress: ShowProgress) -> Any:
-        out = engine_read.empty_output(indexer.shape, self.dtype, self._description)
+        out = engine_read.empty_output(indexer.shape, self.dtype, self._describe)
         with unwrap_group():
             await engine_read.read(self._stored, list(indexer), out, as_callback(progress))
         return _result(out, indexer)

@@ -624,15 +624,19 @@ async def _read_partial_shards(reads: _Reads, layout: ShardLayout, shards: list[
         await _fetch_and_decode(reads, chains, requests, projections, sizes, located)
 
 
-def check_output_size(shape: tuple[int, ...], dtype: np.dtype[Any], what: str) -> None:
-    """Raise `SelectionTooLargeError` (naming `what`, the array) when a result of `shape`
-    would not fit in the memory this process may use."""
+def check_output_size(
+    shape: tuple[int, ...], dtype: np.dtype[Any], what: Callable[[], str]
+) -> None:
+    """Raise `SelectionTooLargeError` (naming `what()`, the array: called only then) when
+    a result of `shape` would not fit in the memory this process may use."""
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes > memory_bytes():
         _too_large(shape, dtype, what, nbytes)
 
 
-def empty_output(shape: tuple[int, ...], dtype: np.dtype[Any], what: str) -> np.ndarray:
+def empty_output(
+    shape: tuple[int, ...], dtype: np.dtype[Any], what: Callable[[], str]
+) -> np.ndarray:
     """An uninitialised output array (every element is written by the read); too large
     for memory: `SelectionTooLargeError` naming `what`, before anything is read."""
     check_output_size(shape, dtype, what)
@@ -642,9 +646,11 @@ def empty_output(shape: tuple[int, ...], dtype: np.dtype[Any], what: str) -> np.
         _too_large(shape, dtype, what, math.prod(shape) * dtype.itemsize)
 
 
-def _too_large(shape: tuple[int, ...], dtype: np.dtype[Any], what: str, nbytes: int) -> NoReturn:
+def _too_large(
+    shape: tuple[int, ...], dtype: np.dtype[Any], what: Callable[[], str], nbytes: int
+) -> NoReturn:
     raise SelectionTooLargeError(
-        f"{what}: a selection of shape {tuple(shape)} ({dtype}) is {human_bytes(nbytes)} "
+        f"{what()}: a selection of shape {tuple(shape)} ({dtype}) is {human_bytes(nbytes)} "
         f"({nbytes} bytes), more than the {human_bytes(memory_bytes())} of memory this "
         "process may use; read or write it in parts (e.g. aiozarr.to_dask)"
     )
