@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import NamedTuple
 
+import anyio
 import pytest
 from cloud_fixtures import *  # noqa: F403  (until tests/conftest.py imports them)
 from cloud_fixtures import FAST_RETRY
@@ -75,6 +77,27 @@ async def test_single_get_is_hedged(emulator: Emulator) -> None:
     assert bytes(await warm.store.get("c/3", ByteRange.of(0, 1024))) == DATA[:1024]
     assert warm.counted("hedges_won") == 1
     assert emulator.stats()["requests"] == 2
+
+
+async def test_a_failed_second_copy_leaves_the_first_to_answer(emulator: Emulator) -> None:
+    warm = await warmed_store(emulator, [f"c/{i}" for i in range(20)])
+    emulator.inject("slow", count=1, key_glob="*c/3", methods=["GET"], delay_s=0.5)
+    emulator.inject("status", count=1, key_glob="*c/3", methods=["GET"], status=500)
+    assert bytes(await warm.store.get("c/3", ByteRange.of(0, 1024))) == DATA[:1024]
+    assert (warm.counted("hedges_issued"), warm.counted("hedges_won")) == (1, 0)
+    assert warm.counted("retries") == 0  # the read itself never failed
+    assert emulator.stats()["requests"] == 2
+
+
+async def test_a_cancelled_hedged_read_leaves_no_task(emulator: Emulator) -> None:
+    warm = await warmed_store(emulator, [f"c/{i}" for i in range(20)])
+    emulator.inject("slow", count=2, key_glob="*c/3", methods=["GET"], delay_s=SLOW_S)
+    before = asyncio.all_tasks()
+    with anyio.move_on_after(0.5) as scope:
+        await warm.store.get("c/3", ByteRange.of(0, 1024))
+    assert scope.cancelled_caught
+    assert warm.counted("hedges_issued") == 1  # both copies were on their way
+    assert asyncio.all_tasks() == before
 
 
 async def test_hedges_are_capped(emulator: Emulator) -> None:

@@ -21,6 +21,7 @@ where aiozarr retries (obstore's own retries are switched off, so they never mul
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import time
@@ -220,21 +221,21 @@ async def _attempt(
     request: Request[T],
     remaining_s: float,
     settings: config.Config,
-    sent: anyio.Event | None = None,
+    on_sent: Callable[[], None] | None = None,
 ) -> T:
     """One try: a budget slot, a timeout, the budget told how it went and the
     statistics what happened.
 
-    `sent` is set once the slot is held: time spent queueing for the budget is not
-    the request's latency.
+    `on_sent` is called once the slot is held: time spent queueing for the budget is
+    not the request's latency.
     """
     action, key, nbytes = request.action, request.key, request.nbytes
     budget, statistics = runtime.requests, runtime.statistics
     timeout = max(0.0, min(request_timeout_s(nbytes, settings), remaining_s))
     async with budget as slot:
         statistics.count("requests")
-        if sent is not None:
-            sent.set()
+        if on_sent is not None:
+            on_sent()
         began = time.monotonic()
         try:
             with anyio.fail_after(timeout):
@@ -301,43 +302,48 @@ async def _hedged(
     if p95 is None:
         return await _attempt(runtime, request, remaining_s, settings)
     delay = max(settings.hedge_min_delay_s, settings.hedge_p95_multiple * p95)
-    answers: list[tuple[bool, Any]] = []
-    errors: list[Exception] = []
-    running = 0
-    finished = anyio.Event()  # every copy sent so far has failed, or one answered
-    sent = anyio.Event()  # the first copy holds its slot (or is done): its clock starts
-
-    async def race(is_hedge: bool) -> None:
-        nonlocal running
-        try:
-            value = await _attempt(
-                runtime, request, remaining_s, settings, None if is_hedge else sent
-            )
-        except Exception as exc:  # the other copy may still answer
-            errors.append(exc)
-        else:
-            if not answers:
-                answers.append((is_hedge, value))
-                tg.cancel_scope.cancel()  # the loser's connection is dropped
-        finally:
-            sent.set()
-            running -= 1
-            if running == 0 or answers:
-                finished.set()
+    # The first copy runs in this task; a timer sends the second, so a read that is not
+    # slow (nearly all of them) costs no second task and no wake-up of its own.
+    loop = asyncio.get_running_loop()
+    timer: list[asyncio.TimerHandle] = []
+    sent_second = False
+    second: list[Any] = []  # the second copy's answer, once it has one
 
     async with anyio.create_task_group() as tg:
-        running = 1
-        tg.start_soon(race, False)
-        await sent.wait()
-        with anyio.move_on_after(delay):
-            await finished.wait()
-        if not finished.is_set() and _may_hedge(statistics, settings):
-            statistics.count("hedges_issued")
-            running += 1
-            tg.start_soon(race, True)
-    if answers:
-        is_hedge, value = answers[0]
-        if is_hedge:
-            statistics.count("hedges_won")
-        return value  # type: ignore[no-any-return]
-    raise errors[-1]
+        first = anyio.CancelScope()
+
+        async def second_copy() -> None:
+            try:
+                value = await _attempt(runtime, request, remaining_s, settings)
+            except Exception:  # the first copy may still answer (or fail for both)
+                return
+            second.append(value)
+            first.cancel()  # the loser's connection is dropped
+
+        def send_second_copy() -> None:
+            nonlocal sent_second
+            if _may_hedge(statistics, settings):
+                statistics.count("hedges_issued")
+                sent_second = True
+                tg.start_soon(second_copy)
+
+        def start_clock() -> None:
+            timer.append(loop.call_later(delay, send_second_copy))
+
+        failure: Exception | None = None
+        try:
+            with first:
+                value = await _attempt(runtime, request, remaining_s, settings, start_clock)
+                if sent_second:
+                    tg.cancel_scope.cancel()  # the second copy on its way is not needed
+                return value
+        except Exception as exc:  # a second copy already sent may still answer
+            failure = exc
+        finally:
+            for handle in timer:
+                handle.cancel()
+    if second:
+        statistics.count("hedges_won")
+        return second[0]  # type: ignore[no-any-return]
+    assert failure is not None  # the first copy is only cancelled by an answer
+    raise failure
