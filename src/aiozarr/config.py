@@ -50,8 +50,10 @@ class Config:
     # 16 lets a 64 MiB object go in one wave.
     parts_per_object: int = 16
     # Compressed bytes a read may hold at once before it waits for decoding to catch up.
-    # A bound on memory, not a speed setting: the full read with 1/16 of the array as
-    # its budget runs as fast as without (benchmarks: big-read vs full, 105 vs 132 ms).
+    # A bound on memory that costs speed only where it is small against latency: bytes
+    # held / round trip bounds throughput (benchmarks: big-read, 1/16 of the array,
+    # 4 MiB: as fast as the full read at 0 ms, 2x its time at 20 ms, where 4 MiB per
+    # ~25 ms round trip is ~160 MB/s). The default holds any read's parts in parallel.
     max_inflight_bytes: int = 512 << 20
     # The largest metadata document read (zarr.json, .zarray, .zmetadata, ...): a larger
     # one raises `ValueTooLargeError` before it is read, instead of taking ~3x its size in
