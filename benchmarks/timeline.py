@@ -29,8 +29,15 @@ HERE = Path(__file__).resolve().parent
 _SPAN = re.compile(r"^(?P<what>\w+) .*?in (?P<ms>[\d.]+) ms$")
 _BYTES = re.compile(r"\((\d+) bytes\)")
 
-#: Workload -> (dataset, zarr format).
-_DATASETS = {"large-shard": "big_shard", "full": "sharded", "slab": "sharded"}
+#: Workload -> (dataset, the selection's workload).
+_DATASETS = {
+    "large-shard": ("big_shard", "large_shard"),
+    "full": ("sharded", "full"),
+    "full-unsharded": ("unsharded", "full"),
+    "full-v2": ("v2", "full"),
+    "slab": ("sharded", "slab"),
+    "drill": ("sharded", "drill"),
+}
 
 
 @dataclass(frozen=True)
@@ -143,11 +150,11 @@ def main(argv: list[str] | None = None) -> None:
     datasets.ensure(mode, root)
     with EmulatorProcess(root) as emulator:
         emulator.set_profile(spec.PROFILES[args.profile])
-        workload = args.workload.replace("-", "_")
+        dataset, workload = _DATASETS[args.workload]
         records = asyncio.run(
             _read(
                 emulator.endpoint,
-                spec.ARRAYS[_DATASETS[args.workload]],
+                spec.ARRAYS[dataset],
                 spec.selection(workload, mode),
             )
         )

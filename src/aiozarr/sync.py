@@ -40,9 +40,9 @@ _lock = threading.Lock()
 class _Loop:
     """aiozarr's background event loop: an asyncio loop run forever by a daemon thread.
 
-    Each sync call runs as a task of its own, a root task in anyio's eyes: a call that
-    breaks anyio's bookkeeping (a cancel scope left unbalanced by a RecursionError, say)
-    fails alone instead of tearing down a portal's task group that every call shares. Not
+    Each sync call runs as a task of its own, in no task group: a call that breaks
+    anyio's bookkeeping (a cancel scope left unbalanced by a RecursionError, say) fails
+    alone instead of tearing down a portal's task group that every call shares. Not
     anyio's `start_blocking_portal` either: its generator's cleanup, run when it is
     garbage collected, joins the loop's thread, which a forked child does not have.
     """
@@ -50,13 +50,17 @@ class _Loop:
     def __init__(self) -> None:
         self.pid = os.getpid()
         self.loop = asyncio.new_event_loop()
+        self._done = asyncio.Event()
         self.thread = threading.Thread(target=self._serve, name="aiozarr-loop", daemon=True)
         self.thread.start()
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self.loop)
         try:
-            self.loop.run_forever()
+            # A host task that lives as long as the loop, run by `run_until_complete`, is
+            # what anyio takes for the root task: the codec pool's threads belong to it
+            # and serve every call, instead of ending with each call's task.
+            self.loop.run_until_complete(self.loop.create_task(self._done.wait(), name=_HOST))
         except BaseException as error:  # the loop died: `_get_loop` starts a new one
             _log.warning("aiozarr's event loop stopped: %r; the next call starts anew", error)
 
@@ -75,13 +79,21 @@ class _Loop:
         if self.running:
             with contextlib.suppress(Exception):  # the loop may already be stopping
                 asyncio.run_coroutine_threadsafe(_drain(), self.loop).result()
-                self.loop.call_soon_threadsafe(self.loop.stop)
+                self.loop.call_soon_threadsafe(self._done.set)
             self.thread.join()
 
 
+#: The name of the task that holds the loop open (see `_Loop._serve`).
+_HOST = "aiozarr-loop-host"
+
+
 async def _drain() -> None:
-    """Wait for every other task of the loop to finish."""
-    others = asyncio.all_tasks() - {asyncio.current_task()}
+    """Wait for every call's task of the loop to finish."""
+    others = {
+        task
+        for task in asyncio.all_tasks()
+        if task is not asyncio.current_task() and task.get_name() != _HOST
+    }
     await asyncio.gather(*others, return_exceptions=True)
 
 

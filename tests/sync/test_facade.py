@@ -10,6 +10,7 @@ import os
 import signal
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -203,3 +204,23 @@ def test_notebook_display() -> None:
     for fact in ("(4, 6)", "float32", "(2, 3)", "sharding_indexed", "zstd", "y, x", "96 B"):
         assert fact in page, fact
     assert "temp (4, 6) float32" in root._repr_html_()
+
+
+def test_sync_calls_share_the_codec_pool_threads(tmp_path: Path, monkeypatch: Any) -> None:
+    # Each sync call is a task of its own; the pool's threads must outlive it, or every
+    # call pays for starting (and stopping) its decoding threads.
+    data = np.arange(512 * 512, dtype="f4").reshape(512, 512)
+    arr = aiozarr.create_array(tmp_path / "a.zarr", shape=data.shape, chunks=(256, 256), dtype="f4")
+    arr[...] = data
+    arr[:300, :300]  # the first call starts the pool
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def counting_start(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", counting_start)
+    for _ in range(20):
+        np.testing.assert_array_equal(arr[:300, :300], data[:300, :300])
+    assert started == []
