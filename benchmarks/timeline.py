@@ -101,6 +101,8 @@ def summary(found: list[Span]) -> str:
     """When decoding began against when the read's last byte landed."""
     reads = [s for s in found if s.kind == "read"]
     decodes = [s for s in found if s.kind == "decode"]
+    if not reads or not decodes:
+        return f"{len(reads)} requests, {len(decodes)} decode groups: no overlap to show."
     last_byte = max(s.end for s in reads)
     early = [s for s in decodes if s.start < last_byte]
     mib = 2**20
