@@ -19,6 +19,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from benchmarks import datasets, spec
 from benchmarks.server import EmulatorProcess
@@ -61,14 +62,15 @@ class _Collector(logging.Handler):
         self.records.append((time.monotonic(), record.name, record.getMessage()))
 
 
-def spans(records: list[tuple[float, str, str]], began: float) -> list[Span]:
-    """The request and decode spans of the collected log lines, by start time."""
+def spans(records: list[tuple[float, str, str]]) -> list[Span]:
+    """The request and decode spans of `(seconds since the read began, logger, message)`
+    log lines, by start time."""
     found = []
     for at, logger, message in records:
         span = _SPAN.match(message)
         if span is None or not (message.startswith("decoded") or ": ok in" in message):
             continue
-        end = (at - began) * 1000
+        end = at * 1000
         size = _BYTES.search(message)
         kind = "decode" if logger == "aiozarr.read" else span["what"]
         found.append(
@@ -115,21 +117,17 @@ def summary(found: list[Span]) -> str:
     )
 
 
-async def _read(endpoint: str, path: str, selection: object) -> list[tuple[float, str, str]]:
+async def _read(
+    options: dict[str, Any], path: str, selection: object
+) -> list[tuple[float, str, str]]:
     import aiozarr
 
-    options = {
-        "endpoint": endpoint,
-        "region": "us-east-1",
-        "skip_signature": True,
-        "virtual_hosted_style_request": False,
-        "client_options": {"allow_http": True},
-    }
     arr = await aiozarr.open_array_async(
         f"s3://{spec.BUCKET}/{path}", mode="r", storage_options=options
     )
     collector = _Collector()
     logger = logging.getLogger("aiozarr")
+    level = logger.level
     logger.addHandler(collector)
     logger.setLevel(logging.DEBUG)
     began = time.monotonic()
@@ -137,6 +135,7 @@ async def _read(endpoint: str, path: str, selection: object) -> list[tuple[float
         await arr.getitem(selection)
     finally:
         logger.removeHandler(collector)
+        logger.setLevel(level)
     return [(at - began, name, message) for at, name, message in collector.records]
 
 
@@ -155,12 +154,12 @@ def main(argv: list[str] | None = None) -> None:
         dataset, workload = _DATASETS[args.workload]
         records = asyncio.run(
             _read(
-                emulator.endpoint,
+                emulator.storage_options(),
                 spec.ARRAYS[dataset],
                 spec.selection(workload, mode),
             )
         )
-    found = spans(records, 0.0)
+    found = spans(records)
     print(f"{args.workload} on the {args.profile} profile ({mode.name} mode)")
     print(draw(found))
     print(summary(found))
