@@ -176,6 +176,9 @@ async def stream(
     at_once = store.reads_ranges_at_once
 
     async def fetch(key: str, indices: list[int]) -> None:
+        if len(indices) == 1 and requests[indices[0]].byte_range is None:
+            await fetch_whole(key, indices[0])
+            return
         plan = ranges.plan(
             [requests[i].byte_range for i in indices], gap_bytes=gap, max_request_bytes=most
         )
@@ -188,6 +191,17 @@ async def stream(
             if data is not None and requests[i].byte_range is None:  # each its own bound
                 check_size(key, memoryview(data).nbytes, requests[i].max_bytes, store)
             send.send_nowait((i, data, version))
+
+    async def fetch_whole(key: str, i: int) -> None:
+        # One whole value (a metadata document, an unsharded chunk): one request, with
+        # nothing to plan, coalesce or slice back.
+        answer = await read_one(store, key, None, requests[i].max_bytes)
+        if answer is None:
+            send.send_nowait((i, None, None))
+            return
+        data, version = answer
+        check_size(key, memoryview(data).nbytes, requests[i].max_bytes, store)
+        send.send_nowait((i, data, version))
 
     async def fetch_all() -> None:
         async with send, anyio.create_task_group() as tg:
