@@ -63,13 +63,7 @@ class Engine:
         """Stop what the engine runs in the background."""
 
     def obstore_options(self) -> dict[str, Any]:
-        return {
-            "endpoint": self.endpoint,
-            "region": "us-east-1",
-            "skip_signature": True,
-            "virtual_hosted_style_request": False,
-            "client_options": {"allow_http": True},
-        }
+        return spec.storage_options(self.endpoint)
 
 
 # -- aiozarr -----------------------------------------------------------------------------------

@@ -72,13 +72,7 @@ class EmulatorProcess:
 
     def storage_options(self) -> dict[str, Any]:
         """obstore `S3Store` options that reach it (anonymous, plain HTTP)."""
-        return {
-            "endpoint": self.endpoint,
-            "region": "us-east-1",
-            "skip_signature": True,
-            "virtual_hosted_style_request": False,
-            "client_options": {"allow_http": True},
-        }
+        return spec.storage_options(self.endpoint)
 
     def set_latency(self, ms: float) -> None:
         """Delay every later answer by `ms`."""

@@ -75,6 +75,19 @@ MODES = {
 }
 
 
+def storage_options(endpoint: str) -> dict[str, Any]:
+    """obstore `S3Store` settings that reach the emulator at `endpoint` (anonymous, plain
+    HTTP). Here, not imported from `aiozarr.emulator`: the newest zarr-python's jobs run
+    in a venv without aiozarr."""
+    return {
+        "endpoint": endpoint,
+        "region": "us-east-1",
+        "skip_signature": True,
+        "virtual_hosted_style_request": False,
+        "client_options": {"allow_http": True},
+    }
+
+
 @dataclass(frozen=True)
 class Profile:
     """How the emulator answers: first-byte latency, bandwidth per response, slow tail."""
