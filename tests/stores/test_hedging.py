@@ -81,9 +81,12 @@ async def test_single_get_is_hedged(emulator: Emulator) -> None:
 
 async def test_a_failed_second_copy_leaves_the_first_to_answer(emulator: Emulator) -> None:
     warm = await warmed_store(emulator, [f"c/{i}" for i in range(20)])
-    emulator.inject("slow", count=1, key_glob="*c/3", methods=["GET"], delay_s=0.5)
+    # The first copy answers after 2 s, far past the hedge delay even on a busy machine
+    # (a multiple of 1: slow warm-up reads must not lift the delay past the answer).
+    emulator.inject("slow", count=1, key_glob="*c/3", methods=["GET"], delay_s=2.0)
     emulator.inject("status", count=1, key_glob="*c/3", methods=["GET"], status=500)
-    assert bytes(await warm.store.get("c/3", ByteRange.of(0, 1024))) == DATA[:1024]
+    with config.set(hedge_p95_multiple=1.0):
+        assert bytes(await warm.store.get("c/3", ByteRange.of(0, 1024))) == DATA[:1024]
     assert (warm.counted("hedges_issued"), warm.counted("hedges_won")) == (1, 0)
     assert warm.counted("retries") == 0  # the read itself never failed
     assert emulator.stats()["requests"] == 2
