@@ -82,19 +82,26 @@ class Config:
     # After a 503 / 429 halves a store's request limit, it grows back by one request per
     # this many successes (additive increase: about one step per round at a limit of 16).
     throttle_recovery_successes: int = 16
-    # Hedged reads (object stores only): a read still running after
-    # max(hedge_min_delay_s, hedge_p95_multiple * p95 of recent reads of its size) is sent
-    # again and the first answer wins: a duplicate after the p95, as "The Tail at Scale"
-    # advises, costs ~5 % more requests (capped at `hedge_max_fraction` of reads plus a
-    # burst of 10). Cloud profile (benchmarks: random, 300 one-element reads, 2 % of
-    # answers +200 ms): p99 225 ms without, 126 ms at 3 x p95 / 0.1 s, 49 ms at 1 x p95 /
-    # 20 ms (median 24 ms; 105 requests per 100 reads). The bookkeeping is one task group
-    # per read once its size class has a p95; on the 0 ms profile full, full-v2 and
-    # full-unsharded read as fast with it as without (0.056-0.059 s vs 0.055-0.057 s v2).
+    # Hedged reads (object stores only): a second copy of a read is sent, and the first
+    # answer wins, when the first copy's answer has not begun after hedge_p95_multiple x
+    # the p95 of recent first-byte waits (ranges up to hedge_wait_max_bytes; until 16
+    # waits are known, 2 x the longest), or when it has run hedge_p95_multiple x the p95
+    # of recent reads of its size (any read, once 16 of its size are known); never
+    # sooner than hedge_min_delay_s, and for at most hedge_max_fraction of requests plus
+    # a burst of 10. A duplicate after the p95, as "The Tail at Scale" advises, costs ~5 %
+    # more requests. Cloud profile (benchmarks, 2 % of answers +200 ms before their first
+    # byte): random (700 one-element reads) p99 225 ms without, 49-51 ms hedging on the
+    # whole time, 49 ms on the wait (median 25 ms; 105 requests per 100 reads); the
+    # drill (35 requests, so half its runs meet the tail) median 274 ms without hedges
+    # that can start cold, 126 ms with them. The wait limit is kept to 2 MiB, one
+    # connection's bandwidth x one first byte (90 MB/s x 20 ms): on the 0 ms profile
+    # 4 MiB parts waited past 20 ms on a busy machine and were sent twice (full: 14-15
+    # requests and 45-49 MB instead of 11 and 32).
     hedge_reads: bool = True
     hedge_p95_multiple: float = 1.0
     hedge_min_delay_s: float = 0.02
     hedge_max_fraction: float = 0.05
+    hedge_wait_max_bytes: int = 2 << 20
     # Chunks equal to the fill value are not stored.
     write_empty_chunks: bool = False
     # How long a sync-facade call may block before it is cancelled (None: no limit).

@@ -371,6 +371,31 @@ async def test_slow_fault_still_delivers(emu: Emulator, http: aiohttp.ClientSess
     assert emu.stats()["faults"] == 1
 
 
+async def headers_and_body_times(http: aiohttp.ClientSession, url: str) -> tuple[float, float]:
+    """Seconds until the answer's headers, and until its last byte."""
+    began = time.monotonic()
+    async with http.get(url) as response:
+        headers_at = time.monotonic() - began
+        assert await response.read() == DATA
+    return headers_at, time.monotonic() - began
+
+
+async def test_late_fault_holds_back_the_first_byte(emu: Emulator,
+                                                    http: aiohttp.ClientSession) -> None:
+    emu.inject("late", count=1, delay_s=0.3)
+    headers_at, done_at = await headers_and_body_times(http, emu.http_url("a/data"))
+    assert headers_at >= 0.3
+    assert done_at - headers_at < 0.3  # the body then comes at once
+    assert emu.stats()["faults"] == 1
+
+
+async def test_slow_fault_holds_back_the_body(emu: Emulator, http: aiohttp.ClientSession) -> None:
+    emu.inject("slow", count=1, delay_s=0.3)
+    headers_at, done_at = await headers_and_body_times(http, emu.http_url("a/data"))
+    assert headers_at < 0.3
+    assert done_at >= 0.3
+
+
 def test_unknown_fault_kind(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown fault kind"):
         Emulator(tmp_path).inject("explode")

@@ -1,4 +1,8 @@
-"""Hedged reads: a read far slower than its peers is sent again; the first answer wins."""
+"""Hedged reads: a read far slower than its peers is sent again; the first answer wins.
+
+Slow is an answer that has not begun long after its peers' did (`late` faults: the
+cloud's tail), or, where reads of its size are known, one that takes far longer in all
+(`slow` faults: a trickling body)."""
 
 from __future__ import annotations
 
@@ -77,6 +81,54 @@ async def test_single_get_is_hedged(emulator: Emulator) -> None:
     assert bytes(await warm.store.get("c/3", ByteRange.of(0, 1024))) == DATA[:1024]
     assert warm.counted("hedges_won") == 1
     assert emulator.stats()["requests"] == 2
+
+
+async def test_a_late_answer_is_hedged_before_reads_of_its_size_are_known(
+        emulator: Emulator) -> None:
+    warm = await warmed_store(emulator, [f"c/{i}" for i in range(20)])
+    assert warm.store.runtime.statistics.latencies.p95(4096) is None
+    emulator.inject("late", count=1, key_glob="*c/3", methods=["GET"], delay_s=SLOW_S)
+    assert bytes(await warm.store.get("c/3", ByteRange.of(0, 4096))) == DATA[:4096]
+    assert (warm.counted("hedges_issued"), warm.counted("hedges_won")) == (1, 1)
+    assert emulator.stats()["requests"] == 2
+
+
+async def test_a_store_hedges_from_its_first_answer_on(emulator: Emulator) -> None:
+    # One read seen: a wait of twice its first byte's is slow already.
+    store = ObjectStore(S3Store(emulator.bucket, prefix=unique_prefix(),  # noqa: F405
+                                retry_config=FAST_RETRY, **emulator.storage_options()))
+    await store.set_many([("a", DATA), ("b", DATA)])
+    assert bytes(await store.get("a", ByteRange.of(0, 1024))) == DATA[:1024]
+    assert store.runtime.statistics.first_bytes.longest(None) is not None
+    emulator.inject("late", count=1, key_glob="*b", methods=["GET"], delay_s=SLOW_S)
+    assert bytes(await store.get("b", ByteRange.of(0, 1024))) == DATA[:1024]
+    assert store.runtime.statistics.counts()["hedges_won"] == 1
+
+
+async def test_a_value_of_unknown_size_is_not_hedged_on_its_wait(emulator: Emulator) -> None:
+    # It may be a large one: its time would be its body, and a duplicate moves it twice.
+    warm = await warmed_store(emulator, [f"c/{i}" for i in range(20)])
+    emulator.inject("late", count=1, key_glob="*c/3", methods=["GET"], delay_s=0.5)
+    assert bytes(await warm.store.get("c/3")) == DATA
+    assert warm.counted("hedges_issued") == 0
+
+
+async def test_a_range_over_the_wait_limit_is_not_hedged_on_its_wait(emulator: Emulator) -> None:
+    warm = await warmed_store(emulator, [f"c/{i}" for i in range(20)])
+    emulator.inject("late", count=1, key_glob="*c/3", methods=["GET"], delay_s=0.5)
+    with config.set(hedge_wait_max_bytes=4095):
+        assert bytes(await warm.store.get("c/3", ByteRange.of(0, 4096))) == DATA[:4096]
+    assert warm.counted("hedges_issued") == 0
+
+
+async def test_a_flowing_body_is_not_raced_before_reads_of_its_size_are_known(
+        emulator: Emulator) -> None:
+    # Its answer began on time: a duplicate would only move the same bytes twice.
+    warm = await warmed_store(emulator, [f"c/{i}" for i in range(20)])
+    emulator.inject("slow", count=1, key_glob="*c/3", methods=["GET"], delay_s=0.5)
+    assert bytes(await warm.store.get("c/3", ByteRange.of(0, 4096))) == DATA[:4096]
+    assert warm.counted("hedges_issued") == 0
+    assert emulator.stats()["requests"] == 1
 
 
 async def test_a_failed_second_copy_leaves_the_first_to_answer(emulator: Emulator) -> None:

@@ -19,8 +19,8 @@ and behaves like a cloud store on request: `latency_ms` before each answer's fir
 (an upload) is received at (every request on its own connection gets the full rate,
 as with S3), and a seeded slow tail (`tail_rate` of the
 answers wait `tail_ms` longer before their first byte). It injects faults on demand:
-error statuses, connection resets, truncated bodies and slow bodies. Each GET serves one
-version of its object even while PUTs replace it. Control endpoints, never counted:
+error statuses, connection resets, truncated bodies, slow bodies and late answers. Each
+GET serves one version of its object even while PUTs replace it. Control endpoints, never counted:
 `GET /_emulator/stats`, `POST /_emulator/reset`, `POST /_emulator/faults` (JSON with the
 arguments of `inject`, or `{"clear": true}`), `POST /_emulator/latency` (`{"ms": 20}`),
 `POST /_emulator/network` (JSON with the arguments of `set_network`).
@@ -62,7 +62,7 @@ from aiozarr.emulator.s3 import S3_NS, S3Error, decode_aws_chunked, error_respon
 __all__ = ["FAULT_KINDS", "Emulator", "Fault"]
 
 #: What `Emulator.inject` can do to a request.
-FAULT_KINDS = ("status", "reset", "truncate", "slow")
+FAULT_KINDS = ("status", "reset", "truncate", "slow", "late")
 _PACE_BYTES = 256 << 10  # a bandwidth-capped body goes out in pieces of at most this
 _CORS = {
     "Access-Control-Allow-Origin": "*",
@@ -345,8 +345,10 @@ class Emulator:
 
         `kind`: "status" (answer `status` with an S3 XML error), "reset" (abort the
         connection), "truncate" (send half the body, then close), "slow" (send the body
-        in pieces spread over `delay_s`). `count`: the next N matching requests; `rate`:
-        each matching request with this probability (seeded RNG); neither: every one.
+        in pieces spread over `delay_s`), "late" (hold the whole answer back `delay_s`
+        before its first byte, as the slow tail does). `count`: the next N matching
+        requests; `rate`: each matching request with this probability (seeded RNG);
+        neither: every one.
         `key_glob` (fnmatch on the key) and `methods` restrict which requests match.
         """
         if kind not in FAULT_KINDS:
@@ -491,6 +493,9 @@ class Emulator:
                 assert request.transport is not None
                 request.transport.abort()
                 raise asyncio.CancelledError  # nothing left to answer on
+            if fault is not None and fault.kind == "late":
+                await asyncio.sleep(fault.delay_s)
+                fault = None  # the answer itself is whole and on time once it begins
             response = await self._handle(request, method, key)
             if fault is not None and isinstance(response, web.Response) and response.body:
                 return await self._faulty_body(request, response, fault)

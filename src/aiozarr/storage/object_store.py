@@ -36,7 +36,7 @@ from aiozarr.storage.base import (
     check_key,
     check_size,
 )
-from aiozarr.storage.retry import ShortReadError
+from aiozarr.storage.retry import ShortReadError, answer_began
 
 __all__ = ["ObjectStore"]
 
@@ -122,8 +122,6 @@ def _missing_bucket(store: Any) -> str:
         return f"container {config.get('container_name', '')!r} does not exist ({describe(store)})"
     where = f" at {config['endpoint']}" if config.get("endpoint") else ""
     return f"bucket {config.get('bucket', '')!r} does not exist{where}"
-
-
 
 
 # obstore's runtime does not survive fork: once a process has made an obstore request,
@@ -271,6 +269,7 @@ class ObjectStore(SizedReadStore):
         store = self._store
         if byte_range is None:
             result = await obstore.get_async(store, key)
+            answer_began()
             return await self._body(key, result, 0, max_bytes), _version(result.meta)
         if byte_range.length == 0 or byte_range.suffix == 0:  # HTTP cannot ask for 0 bytes
             return memoryview(b""), _version(await obstore.head_async(store, key))
@@ -284,14 +283,17 @@ class ObjectStore(SizedReadStore):
                 return await self._fetch(key, ByteRange.of(start, meta["size"] - start))
             options: Any = {"range": {"suffix": byte_range.suffix}}
             result = await obstore.get_async(store, key, options=options)
+            answer_began()
             return await result.bytes_async(), _version(result.meta)
         if byte_range.length is None:
             options = {"range": {"offset": byte_range.offset}}
             result = await obstore.get_async(store, key, options=options)
+            answer_began()
             data = await self._body(key, result, byte_range.offset, None)
             return data, _version(result.meta)
         stop = byte_range.offset + byte_range.length
         result = await obstore.get_async(store, key, options={"range": (byte_range.offset, stop)})
+        answer_began()
         data = await result.bytes_async()
         # The answer says where the value ends: a short answer is a clipped range (fine)
         # or a cut body (retried), told apart without asking for the size again.

@@ -11,8 +11,9 @@ where aiozarr retries (obstore's own retries are switched off, so they never mul
 - a transient failure (`classify`) is retried after a full-jitter exponential backoff,
   up to `retry_attempts` tries and `retry_deadline_s` in all; a 503 / 429 also halves
   the budget's limit;
-- a hedged read that runs far longer than recent reads of its size is sent again, and
-  the first answer wins (the other is cancelled);
+- a hedged read whose answer has not begun long after recent answers did (the backend
+  says when through `answer_began`), or that runs far longer than recent reads of its
+  size, is sent again, and the first answer wins (the other is cancelled);
 - the `StoreError` raised on giving up names the key, the number of attempts and the
   last error;
 - what happened (requests, bytes, retries, throttles, timeouts, hedges, read latencies)
@@ -22,6 +23,7 @@ where aiozarr retries (obstore's own retries are switched off, so they never mul
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import random
 import time
@@ -47,6 +49,7 @@ __all__ = [
     "RetryPolicy",
     "ShortReadError",
     "TransientStoreError",
+    "answer_began",
     "classify",
     "request_timeout_s",
     "run_request",
@@ -58,6 +61,9 @@ T = TypeVar("T")
 _RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 # Hedges allowed beyond `hedge_max_fraction` of requests, so a short batch can hedge too.
 _HEDGE_BURST = 10
+# Until the p95 of first-byte waits is known, a wait this many times the longest seen
+# is slow.
+_COLD_WAIT_MULTIPLE = 2.0
 
 
 class TransientStoreError(StoreError):
@@ -221,22 +227,23 @@ async def _attempt(
     request: Request[T],
     remaining_s: float,
     settings: config.Config,
-    on_sent: Callable[[], None] | None = None,
+    timer: _HedgeTimer | None = None,
 ) -> T:
     """One try: a budget slot, a timeout, the budget told how it went and the
     statistics what happened.
 
-    `on_sent` is called once the slot is held: time spent queueing for the budget is
-    not the request's latency.
+    A hedge `timer` starts once the slot is held: time spent queueing for the budget is
+    not the request's latency. It hears when the backend says the answer has begun.
     """
     action, key, nbytes = request.action, request.key, request.nbytes
     budget, statistics = runtime.requests, runtime.statistics
     timeout = max(0.0, min(request_timeout_s(nbytes, settings), remaining_s))
     async with budget as slot:
         statistics.count("requests")
-        if on_sent is not None:
-            on_sent()
         began = time.monotonic()
+        if timer is not None:
+            timer.start()
+        listening = _answer_began.set(_FirstByte(statistics, began, timer))
         try:
             with anyio.fail_after(timeout):
                 result = await request.operation()
@@ -252,6 +259,8 @@ async def _attempt(
             statistics.count("errors")
             log.debug("%s %r %s: %s: %s", action, key, _size_text(nbytes), type(exc).__name__, exc)
             raise
+        finally:
+            _answer_began.reset(listening)
         budget.succeeded()
         seconds = time.monotonic() - began
         statistics.count(f"{action}s")
@@ -267,6 +276,44 @@ async def _attempt(
                 "%s %r %s: %s in %.1f ms", action, key, _size_text(nbytes), outcome, seconds * 1000
             )
         return result
+
+
+def answer_began() -> None:
+    """Say that the request running in this context has its answer's first byte (the
+    headers are in): what is left is the body.
+
+    Backends that can tell (`ObjectStore`) call this; hedging learns from it how long
+    answers take to begin, and no longer races a read whose body is already flowing
+    faster than its peers'. Outside a request it does nothing.
+    """
+    listener = _answer_began.get()
+    if listener is not None:
+        listener()
+
+
+class _FirstByte:
+    """Records one try's wait for its first byte, once, and tells its hedge timer."""
+
+    __slots__ = ("_began", "_heard", "_statistics", "_timer")
+
+    def __init__(self, statistics: RequestStats, began: float, timer: _HedgeTimer | None) -> None:
+        self._statistics, self._began, self._timer = statistics, began, timer
+        self._heard = False
+
+    def __call__(self) -> None:
+        if self._heard:  # a fallback inside one try may begin a second answer
+            return
+        self._heard = True
+        self._statistics.first_bytes.add(None, time.monotonic() - self._began)
+        if self._timer is not None:
+            self._timer.answer_began()
+
+
+#: The `_FirstByte` of the try running in this context (set by `_attempt`): the backend
+#: is deep in its own calls when the headers come, and has no other way back here.
+_answer_began: contextvars.ContextVar[_FirstByte | None] = contextvars.ContextVar(
+    "aiozarr_answer_began", default=None
+)
 
 
 def _size_text(nbytes: int | None) -> str:
@@ -288,24 +335,87 @@ def _may_hedge(statistics: RequestStats, settings: config.Config) -> bool:
     return counts["hedges_issued"] < allowed
 
 
+class _HedgeTimer:
+    """When the first copy of a read counts as slow, and then a call to `send`.
+
+    Slow is: no first byte after `wait_s`, or not done after `whole_s` (either None: no
+    such limit). A backend that never says its answer began is judged by `whole_s` alone.
+    """
+
+    def __init__(
+        self, wait_s: float | None, whole_s: float | None, send: Callable[[], None]
+    ) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._wait_s, self._whole_s, self._send = wait_s, whole_s, send
+        self._began = 0.0
+        self._handle: asyncio.TimerHandle | None = None
+
+    def start(self) -> None:
+        self._began = self._loop.time()
+        first_limit = self._wait_s if self._wait_s is not None else self._whole_s
+        if first_limit is not None:
+            self._handle = self._loop.call_later(first_limit, self._fire)
+
+    def answer_began(self) -> None:
+        if self._handle is None:  # fired already (or never started)
+            return
+        self._handle.cancel()
+        self._handle = None
+        if self._whole_s is not None:
+            self._handle = self._loop.call_later(
+                max(0.0, self._began + self._whole_s - self._loop.time()), self._fire
+            )
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _fire(self) -> None:
+        self._handle = None
+        self._send()
+
+
+def _hedge_delays(
+    statistics: RequestStats, nbytes: int | None, settings: config.Config
+) -> tuple[float | None, float | None]:
+    """How long a read may wait for its first byte, and take in all, before a second
+    copy is sent (None: no limit known).
+
+    Each is `hedge_p95_multiple` times the p95 of recent reads (the wait: of every
+    size; the whole read: of its size class), at least `hedge_min_delay_s`. Until 16
+    waits are known, the limit on the wait is twice the longest seen: the first reads
+    of a process, a notebook's first drill through a dataset, are hedged too. Only
+    ranges of at most `hedge_wait_max_bytes` are hedged on their wait: a larger read's
+    time is its body, and a duplicate of it moves its bytes twice.
+    """
+    wait: float | None = None
+    nbytes_known = nbytes is not None and nbytes <= settings.hedge_wait_max_bytes
+    if nbytes_known and (p95_wait := statistics.first_bytes.p95(None)) is not None:
+        wait = settings.hedge_p95_multiple * p95_wait
+    elif nbytes_known and (longest := statistics.first_bytes.longest(None)) is not None:
+        wait = _COLD_WAIT_MULTIPLE * longest
+    p95_whole = statistics.latencies.p95(nbytes)
+    whole = None if p95_whole is None else settings.hedge_p95_multiple * p95_whole
+    floor = settings.hedge_min_delay_s
+    return (
+        None if wait is None else max(floor, wait),
+        None if whole is None else max(floor, whole),
+    )
+
+
 async def _hedged(
     runtime: StoreRuntime, request: Request[T], remaining_s: float, settings: config.Config
 ) -> T:
-    """One try that sends a second copy if the first is slow; the first answer wins.
-
-    "Slow" is `hedge_p95_multiple` times the p95 of recent requests of this size (at
-    least `hedge_min_delay_s`), counted from when the first copy holds its budget slot.
-    Before there are peers to compare with, the try is a plain one: no race to set up.
+    """One try that sends a second copy if the first is slow (`_hedge_delays`); the
+    first answer wins. Before there are peers to compare with, the try is a plain one.
     """
     statistics = runtime.statistics
-    p95 = statistics.latencies.p95(request.nbytes)
-    if p95 is None:
+    wait_s, whole_s = _hedge_delays(statistics, request.nbytes, settings)
+    if wait_s is None and whole_s is None:
         return await _attempt(runtime, request, remaining_s, settings)
-    delay = max(settings.hedge_min_delay_s, settings.hedge_p95_multiple * p95)
     # The first copy runs in this task; a timer sends the second, so a read that is not
     # slow (nearly all of them) costs no second task and no wake-up of its own.
-    loop = asyncio.get_running_loop()
-    timer: list[asyncio.TimerHandle] = []
     sent_second = False
     second: list[Any] = []  # the second copy's answer, once it has one
 
@@ -327,21 +437,18 @@ async def _hedged(
                 sent_second = True
                 tg.start_soon(second_copy)
 
-        def start_clock() -> None:
-            timer.append(loop.call_later(delay, send_second_copy))
-
+        timer = _HedgeTimer(wait_s, whole_s, send_second_copy)
         failure: Exception | None = None
         try:
             with first:
-                value = await _attempt(runtime, request, remaining_s, settings, start_clock)
+                value = await _attempt(runtime, request, remaining_s, settings, timer)
                 if sent_second:
                     tg.cancel_scope.cancel()  # the second copy on its way is not needed
                 return value
         except Exception as exc:  # a second copy already sent may still answer
             failure = exc
         finally:
-            for handle in timer:
-                handle.cancel()
+            timer.cancel()
     if second:
         statistics.count("hedges_won")
         return second[0]  # type: ignore[no-any-return]

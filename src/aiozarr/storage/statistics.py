@@ -2,8 +2,9 @@
 
 One per store runtime, shared like the budgets by every array, call, thread and event
 loop that uses the store. The request policy (`storage/retry.py`) counts requests,
-bytes, retries, throttles, timeouts and hedges here and records read latencies in a
-`LatencyWindow`, whose p95 by size class tells it when a read is slow enough to hedge.
+bytes, retries, throttles, timeouts and hedges here, and records two `LatencyWindow`s
+that tell it when a read is slow enough to hedge: how long reads took, by size class,
+and how long reads waited for their answer to begin (the first byte), whatever their size.
 
     statistics.count("retries")
     statistics.snapshot()   # {"requests": 12, ..., "latency_p95_ms": 41.2}
@@ -103,13 +104,21 @@ class LatencyWindow:
                 cached = self._p95[size_class] = ordered[int(0.95 * (len(ordered) - 1))]
             return cached
 
+    def longest(self, nbytes: int | None) -> float | None:
+        """The longest recent latency of requests of about this size (None before one)."""
+        with self._lock:
+            window = self._samples.get(self._size_class(nbytes))
+            return max(window) if window else None
+
 
 class RequestStats:
     """Thread-safe event counters (`EVENTS`, and any other name counted) and the
-    `latencies` of recent reads."""
+    `latencies` of recent reads, and their `first_bytes` waits (kept under the size
+    `None`: the wait for an answer to begin hardly depends on its size)."""
 
     def __init__(self) -> None:
         self.latencies = LatencyWindow()
+        self.first_bytes = LatencyWindow()
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
         _live.add(self)
@@ -137,12 +146,14 @@ class RequestStats:
         with self._lock:
             self._counts.clear()
         self.latencies.clear()
+        self.first_bytes.clear()
 
     def _after_fork(self) -> None:
         # The counters stay; the locks, which a parent thread may have held at fork
         # time, are the child's own.
         self._lock = threading.Lock()
         self.latencies._after_fork()
+        self.first_bytes._after_fork()
 
 
 # Every statistics object of this process, so a forked child can reset their locks.
