@@ -93,15 +93,15 @@ class Config:
     # byte): random (700 one-element reads) p99 225 ms without, 49-51 ms hedging on the
     # whole time, 49 ms on the wait (median 25 ms; 105 requests per 100 reads); the
     # drill (35 requests, so half its runs meet the tail) median 274 ms without hedges
-    # that can start cold, 126 ms with them. The wait limit is kept to 2 MiB, one
-    # connection's bandwidth x one first byte (90 MB/s x 20 ms): on the 0 ms profile
-    # 4 MiB parts waited past 20 ms on a busy machine and were sent twice (full: 14-15
-    # requests and 45-49 MB instead of 11 and 32).
+    # that can start cold, 126 ms with them. The wait limit is kept to small ranges:
+    # a busy machine answers late whatever the store does, and on the 0 ms profile
+    # 2 and 4 MiB parts waited past 20 ms and were sent twice (full: 25-29 requests and
+    # 45-53 MB instead of 19 and 33).
     hedge_reads: bool = True
     hedge_p95_multiple: float = 1.0
     hedge_min_delay_s: float = 0.02
     hedge_max_fraction: float = 0.05
-    hedge_wait_max_bytes: int = 2 << 20
+    hedge_wait_max_bytes: int = 512 << 10
     # Chunks equal to the fill value are not stored.
     write_empty_chunks: bool = False
     # How long a sync-facade call may block before it is cancelled (None: no limit).

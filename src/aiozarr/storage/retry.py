@@ -348,7 +348,7 @@ class _HedgeTimer:
         self._loop = asyncio.get_running_loop()
         self._wait_s, self._whole_s, self._send = wait_s, whole_s, send
         self._began = 0.0
-        self._handle: asyncio.TimerHandle | None = None
+        self._handle: asyncio.Handle | None = None  # the limit's timer, or its last look
 
     def start(self) -> None:
         self._began = self._loop.time()
@@ -372,6 +372,11 @@ class _HedgeTimer:
             self._handle = None
 
     def _fire(self) -> None:
+        # One more look, after what this turn of the loop has woken: on a busy process
+        # the answer may be in already, its task not yet run to say so.
+        self._handle = self._loop.call_soon(self._send_now)
+
+    def _send_now(self) -> None:
         self._handle = None
         self._send()
 
