@@ -73,6 +73,19 @@ async def test_large_values_go_up_in_parallel_parts(
         assert bytes(got) == big[3 << 20 :][:64].tobytes()
 
 
+async def test_a_value_under_s3s_least_part_goes_up_in_one_put(
+    emulator: Emulator, emulator_s3_store: Callable[..., ObjectStore]
+) -> None:
+    # Past a 1 MiB part size but under 5 MiB: a multipart upload would be one part.
+    store = emulator_s3_store()
+    value = bytes(range(256)) * (16 << 10)  # 4 MiB
+    with config.set(max_request_bytes=1 << 20):
+        await store.set("v", value)
+    assert emulator.stats()["by_kind"].get("upload_part", 0) == 0
+    assert emulator.stats()["by_method"]["PUT"] == 1
+    assert bytes(await store.get("v")) == value
+
+
 async def test_listing_past_one_page(emulator_s3_store: Callable[..., ObjectStore]) -> None:
     store = emulator_s3_store()
     await store.set_many((f"k/{i:04d}", b"") for i in range(1100))  # obstore pages at 1000

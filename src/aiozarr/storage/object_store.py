@@ -337,7 +337,8 @@ class ObjectStore(SizedReadStore):
         self._check_writable(key)
         data = memoryview(value).cast("B")
         settings = config.get()
-        part = self.max_request_bytes or settings.max_request_bytes
+        # S3 takes no part smaller than 5 MiB but the last.
+        part = max(self.max_request_bytes or settings.max_request_bytes, 5 << 20)
         multipart = data.nbytes > part
 
         async def put() -> None:  # the whole value at once: safe to repeat
@@ -347,7 +348,7 @@ class ObjectStore(SizedReadStore):
                     key,
                     data,
                     use_multipart=multipart,
-                    chunk_size=max(part, 5 << 20),  # S3's smallest part but the last
+                    chunk_size=part,
                     max_concurrency=max(1, settings.parts_per_object),
                 )
 
