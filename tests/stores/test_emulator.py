@@ -389,6 +389,18 @@ async def test_late_fault_holds_back_the_first_byte(emu: Emulator,
     assert emu.stats()["faults"] == 1
 
 
+async def test_a_late_answer_is_dropped_when_its_client_goes(emu: Emulator,
+                                                              http: aiohttp.ClientSession) -> None:
+    emu.inject("late", count=1, delay_s=30.0)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(fetch(http, "GET", emu.http_url("a/data")), 0.2)
+    for _ in range(50):  # the server notices the closed connection within 50 ms
+        if emu.stats()["inflight"] == 0:
+            break
+        await asyncio.sleep(0.02)
+    assert emu.stats()["inflight"] == 0
+
+
 async def test_slow_fault_holds_back_the_body(emu: Emulator, http: aiohttp.ClientSession) -> None:
     emu.inject("slow", count=1, delay_s=0.3)
     headers_at, done_at = await headers_and_body_times(http, emu.http_url("a/data"))

@@ -71,6 +71,17 @@ _CORS = {
 }
 
 
+async def _hold(request: web.Request, seconds: float) -> None:
+    """Wait `seconds` before answering `request`, or until its client has gone (a late
+    answer nobody waits for would count as in flight long after)."""
+    loop = asyncio.get_running_loop()
+    until = loop.time() + seconds
+    while (left := until - loop.time()) > 0:
+        if request.transport is None or request.transport.is_closing():
+            raise asyncio.CancelledError
+        await asyncio.sleep(min(left, 0.05))
+
+
 @dataclass
 class Fault:
     """A fault rule. `count`: the next N matching requests; `rate`: each with this
@@ -494,7 +505,7 @@ class Emulator:
                 request.transport.abort()
                 raise asyncio.CancelledError  # nothing left to answer on
             if fault is not None and fault.kind == "late":
-                await asyncio.sleep(fault.delay_s)
+                await _hold(request, fault.delay_s)
                 fault = None  # the answer itself is whole and on time once it begins
             response = await self._handle(request, method, key)
             if fault is not None and isinstance(response, web.Response) and response.body:
