@@ -35,19 +35,23 @@ class Config:
     # compressed inner chunk reads mostly unneeded bytes: at 256 KiB the drill workload
     # read 29 MB for 8 MB of chunks (benchmarks: drill and slab workloads).
     coalesce_gap_bytes: int = 64 << 10
-    # The part size: a request larger than this (a coalesced run, a shard needed whole, a
-    # value written) is read, or uploaded, as concurrent ranged parts, each decoded as it
-    # lands. One S3 connection streams ~90 MB/s, so a part costs its first byte (~20 ms)
-    # plus size / 90 MB/s: 4 MiB parts are 70 % transfer and let a 64 MiB shard come down
-    # 16 connections wide. Cloud profile, quick mode (benchmarks: full and large-shard,
-    # median of 3): 16 MiB 0.28 / 0.26 s, 8 MiB 0.19 / 0.20 s, 4 MiB 0.15 / 0.15 s,
-    # 2 MiB 0.30 / 0.15 s. (On the loopback the part size is within noise.)
-    max_request_bytes: int = 4 << 20
+    # The part size: a request larger than this (a coalesced run, a shard needed whole) is
+    # read as concurrent ranged parts, each decoded as it lands (a value written goes up
+    # in parts of this size, but never under S3's least part, 5 MiB). One S3 connection
+    # streams ~90 MB/s, so a part costs its first byte (~20 ms) plus size / 90 MB/s:
+    # 2 MiB parts are half first byte, half transfer. Cloud profile, quick mode
+    # (benchmarks: median of 5, two rounds): slab 120-121 ms at 2 MiB vs 147-149 at 4 MiB
+    # (its runs of chunks were 4 MiB, 65 ms each on one connection); full 166-172 vs
+    # 166-170, large-shard 149-188 vs 168-179, big-read 472-505 vs 502-522; 1 MiB was no
+    # faster than 2 (slab 126-128). Where bandwidth is free (20 ms profile) the extra
+    # requests cost CPU: full 141-145 vs 128-134 ms, large-shard 129-133 vs 125-128.
+    # Earlier, 16 MiB 0.28 / 0.26 s and 8 MiB 0.19 / 0.20 s on full / large-shard.
+    max_request_bytes: int = 2 << 20
     # Parts of one object in flight at once (one read of a large shard or run, one
     # multipart upload). Each part is its own connection's bandwidth on a cloud store;
-    # the bound keeps a 1 GiB object from opening 256 connections at once. At 4 MiB
-    # parts, 8, 16 and 32 read the 64 MiB large shard alike (0.15 s, cloud profile):
-    # 16 lets a 64 MiB object go in one wave.
+    # the bound keeps a 1 GiB object from opening 512 connections at once. At 4 MiB
+    # parts, 8, 16 and 32 read the large shard (64 MiB, 27 MB stored) alike (0.15 s,
+    # cloud profile); at 2 MiB parts 16 take it, and any 32 MiB, in one wave.
     parts_per_object: int = 16
     # Compressed bytes a read may hold at once before it waits for decoding to catch up.
     # A bound on memory that costs speed only where it is small against latency: bytes
