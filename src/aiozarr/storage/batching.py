@@ -17,6 +17,7 @@ where one open serves many ranges of a value (a file, a dict), `_get_ranges`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -171,8 +172,10 @@ async def stream(
     )
     gap, most = _coalescing(store)
     # Parts of one object in flight at once, across every group of its ranges.
+    # (An asyncio semaphore: it takes a free slot without a turn of the loop, where
+    # anyio's CapacityLimiter yields once per acquire; this is paid per request.)
     per_object = max(1, config.get().parts_per_object)
-    parts: dict[str, anyio.CapacityLimiter] = {}
+    parts: dict[str, asyncio.Semaphore] = {}
     at_once = store.reads_ranges_at_once
 
     async def fetch(key: str, indices: list[int]) -> None:
@@ -184,7 +187,7 @@ async def stream(
         )
         limiter = parts.get(key)
         if limiter is None:
-            limiter = parts[key] = anyio.CapacityLimiter(per_object)
+            limiter = parts[key] = asyncio.Semaphore(per_object)
         bound = _loosest(requests[i].max_bytes for i in indices)
         answers, version = await _fetch_planned(store, key, plan, limiter, bound)
         for i, data in zip(indices, answers, strict=True):
@@ -227,7 +230,7 @@ async def _fetch_planned(
     store: Store,
     key: str,
     plan: ranges.RangePlan,
-    parts: anyio.CapacityLimiter,
+    parts: asyncio.Semaphore,
     max_bytes: int | None,
 ) -> tuple[list[Buffer | None], Version | None]:
     """The ranges `plan` fetches of `key`, from one version of it, sliced back."""
@@ -271,7 +274,7 @@ async def _read_ranges(
     store: Store,
     key: str,
     byte_ranges: Sequence[ByteRange],
-    parts: anyio.CapacityLimiter,
+    parts: asyncio.Semaphore,
     max_bytes: int | None,
 ) -> tuple[list[Buffer], Version | None] | None:
     """Each range as its own request under the policy, concurrently: at most `parts`'
