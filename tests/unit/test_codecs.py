@@ -163,6 +163,18 @@ def test_gzip_holding_zlib_warns_naming_the_key_it_is_handed() -> None:
     assert SPEC.named("a/c/1/2") == SPEC  # the key is not part of what a chunk is
 
 
+@pytest.mark.parametrize("level", [-5, 0, 3, 19])
+@pytest.mark.parametrize("checksum", [False, True])
+def test_zstd_writes_numcodecs_frames_byte_for_byte(level: int, checksum: bool) -> None:
+    # Several chunks through one thread's reused context, as a write runs them.
+    rng = np.random.default_rng(level + 30)
+    chunks = [RAW, b"", rng.integers(0, 8, 50_000, dtype="u1").tobytes(), RAW[::-1]]
+    codec = ZstdCodec(level=level, checksum=checksum)
+    reference = numcodecs.Zstd(level=level, checksum=checksum)
+    for chunk in chunks:
+        assert bytes(codec.encode(chunk, SPEC)) == bytes(reference.encode(chunk))
+
+
 def test_gzip_and_zstd_level_validation() -> None:
     with pytest.raises(MetadataError, match="level"):
         get_codec(CodecMetadata("gzip", {"level": 12}), "a/zarr.json")

@@ -1,8 +1,9 @@
 """`zstd`: Zstandard compression (v3 codec extension).
 
-Encoding is numcodecs' (the bytes zarr-python writes); decoding uses a decompression
-context kept per thread (`zstandard`): numcodecs builds one per call, which costs
-about as much as decompressing a small chunk.
+Encoding and decoding use contexts kept per thread (`zstandard`): numcodecs builds one
+per call, which costs about as much as decompressing a small chunk, and ~100 us of the
+~1.3 ms compressing a 256 KiB chunk takes. The frames written are numcodecs' (the bytes
+zarr-python writes), byte for byte.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class ZstdCodec(BytesToBytesCodec):
         return {"level": self.level, "checksum": self.checksum}
 
     def encode(self, data: Any, spec: ChunkSpec) -> bytes:
-        return self._zstd.encode(memoryview(data).cast("B"))
+        return _compressor(self.level, self.checksum).compress(memoryview(data).cast("B"))
 
     def decode(self, data: Any, spec: ChunkSpec) -> bytes | memoryview:
         return self.decode_sized(data, spec, None)
@@ -62,6 +63,22 @@ class ZstdCodec(BytesToBytesCodec):
 
 
 _local = threading.local()
+
+
+def _compressor(level: int, checksum: bool) -> zstandard.ZstdCompressor:
+    """This thread's compressor for `level` and `checksum`, writing the content size as
+    numcodecs does."""
+    compressors: dict[tuple[int, bool], zstandard.ZstdCompressor] | None = getattr(
+        _local, "cctx", None
+    )
+    if compressors is None:
+        compressors = _local.cctx = {}
+    cctx = compressors.get((level, checksum))
+    if cctx is None:
+        cctx = compressors[level, checksum] = zstandard.ZstdCompressor(
+            level=level, write_checksum=checksum, write_content_size=True
+        )
+    return cctx
 
 
 def _decompressor() -> zstandard.ZstdDecompressor:
