@@ -55,12 +55,12 @@ def test_reset_zeroes_counters_and_forgets_latencies() -> None:
         statistics.latencies.add(1024, 0.01)
         statistics.first_bytes.add(None, 0.005)
     assert statistics.latencies.p95(1024) is not None
-    assert statistics.first_bytes.longest(None) == 0.005
+    assert statistics.first_bytes.median(None) == 0.005
     assert statistics.snapshot()["latency_p50_ms"] == 10.0
     statistics.reset()
     assert statistics.counts() == dict.fromkeys(EVENTS, 0)
     assert statistics.latencies.p95(1024) is None
-    assert statistics.first_bytes.longest(None) is None
+    assert statistics.first_bytes.median(None) is None
     assert statistics.snapshot()["latency_p50_ms"] is None
 
 

@@ -61,8 +61,8 @@ T = TypeVar("T")
 _RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 # Hedges allowed beyond `hedge_max_fraction` of requests, so a short batch can hedge too.
 _HEDGE_BURST = 10
-# Until the p95 of first-byte waits is known, a wait this many times the longest seen
-# is slow.
+# Until the p95 of first-byte waits is known, a wait this many times their median is
+# slow.
 _COLD_WAIT_MULTIPLE = 2.0
 
 
@@ -389,8 +389,9 @@ def _hedge_delays(
 
     Each is `hedge_p95_multiple` times the p95 of recent reads (the wait: of every
     size; the whole read: of its size class), at least `hedge_min_delay_s`. Until 16
-    waits are known, the limit on the wait is twice the longest seen: the first reads
-    of a process, a notebook's first drill through a dataset, are hedged too. Only
+    waits are known, the limit on the wait is twice their median: the first reads of a
+    process, a notebook's first drill through a dataset, are hedged too, even after a
+    slow first answer. Only
     ranges of at most `hedge_wait_max_bytes` are hedged on their wait: a larger read's
     time is its body, and a duplicate of it moves its bytes twice.
     """
@@ -398,8 +399,8 @@ def _hedge_delays(
     nbytes_known = nbytes is not None and nbytes <= settings.hedge_wait_max_bytes
     if nbytes_known and (p95_wait := statistics.first_bytes.p95(None)) is not None:
         wait = settings.hedge_p95_multiple * p95_wait
-    elif nbytes_known and (longest := statistics.first_bytes.longest(None)) is not None:
-        wait = _COLD_WAIT_MULTIPLE * longest
+    elif nbytes_known and (median := statistics.first_bytes.median(None)) is not None:
+        wait = _COLD_WAIT_MULTIPLE * median
     p95_whole = statistics.latencies.p95(nbytes)
     whole = None if p95_whole is None else settings.hedge_p95_multiple * p95_whole
     floor = settings.hedge_min_delay_s

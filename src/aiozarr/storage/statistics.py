@@ -104,11 +104,12 @@ class LatencyWindow:
                 cached = self._p95[size_class] = ordered[int(0.95 * (len(ordered) - 1))]
             return cached
 
-    def longest(self, nbytes: int | None) -> float | None:
-        """The longest recent latency of requests of about this size (None before one)."""
+    def median(self, nbytes: int | None) -> float | None:
+        """The median recent latency of requests of about this size, from however few
+        (None before one)."""
         with self._lock:
             window = self._samples.get(self._size_class(nbytes))
-            return max(window) if window else None
+            return sorted(window)[len(window) // 2] if window else None
 
 
 class RequestStats:
