@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -155,3 +156,12 @@ def test_timeline_of_a_read_from_the_debug_log(tmp_path: Path, capsys: Any) -> N
     # The tiny sharded array has 8 shards, each smaller than a part: one request each.
     assert rows.count("read") == 8 and rows.count("decode") >= 2, printed
     assert "8 requests" in printed and "The read ended at" in printed
+
+
+def test_profiles_with_a_slow_tail_repeat_more() -> None:
+    quick = argparse.Namespace(repeats=None)
+    cloud, loopback = spec.PROFILES["cloud"], spec.PROFILES["0ms"]
+    assert suite._repeats(quick, 3, cloud) == suite.TAIL_REPEATS == 5
+    assert suite._repeats(quick, 3, loopback) == 3
+    assert suite._repeats(quick, 1, cloud) == 1  # tiny mode stays a smoke test
+    assert suite._repeats(argparse.Namespace(repeats=2), 2, cloud) == 2  # as asked
