@@ -13,14 +13,14 @@ browsers and `curl` all read the same files. S3 calls: GET (one `Range`: `a-b`, 
 `-n`), HEAD, PUT, DELETE, DeleteObjects (`POST ?delete`), ListObjectsV2, multipart
 uploads. Signatures are accepted and ignored. Every response carries CORS headers.
 
-It counts requests (by method and by kind), bytes in and out and requests in flight,
-and behaves like a cloud store on request: `latency_ms` before each answer's first byte,
-`bandwidth_mbps` as the most each response body streams at, and each request body
-(an upload) is received at (every request on its own connection gets the full rate,
-as with S3), and a seeded slow tail (`tail_rate` of the
-answers wait `tail_ms` longer before their first byte). It injects faults on demand:
-error statuses, connection resets, truncated bodies, slow bodies and late answers. Each
-GET serves one version of its object even while PUTs replace it. Control endpoints, never counted:
+It counts requests (by method and by kind), bytes in and out and requests in flight, and
+behaves like a cloud store on request: `latency_ms` before each answer's first byte,
+`bandwidth_mbps` as the most each response body streams at, and each request body (an
+upload) is received at (every request on its own connection gets the full rate, as with
+S3), and a seeded slow tail (`tail_rate` of the answers wait `tail_ms` longer before
+their first byte). It injects faults on demand: error statuses, connection resets,
+truncated bodies, slow bodies and late answers. Each GET serves one version of its
+object even while PUTs replace it. Control endpoints, never counted:
 `GET /_emulator/stats`, `POST /_emulator/reset`, `POST /_emulator/faults` (JSON with the
 arguments of `inject`, or `{"clear": true}`), `POST /_emulator/latency` (`{"ms": 20}`),
 `POST /_emulator/network` (JSON with the arguments of `set_network`).

@@ -283,8 +283,8 @@ def answer_began() -> None:
     headers are in): what is left is the body.
 
     Backends that can tell (`ObjectStore`) call this; hedging learns from it how long
-    answers take to begin, and no longer races a read whose body is already flowing
-    faster than its peers'. Outside a request it does nothing.
+    answers take to begin, and a read whose body is flowing is raced only once it runs
+    past its peers' whole time. Outside a request it does nothing.
     """
     listener = _answer_began.get()
     if listener is not None:
@@ -391,15 +391,14 @@ def _hedge_delays(
     size; the whole read: of its size class), at least `hedge_min_delay_s`. Until 16
     waits are known, the limit on the wait is twice their median: the first reads of a
     process, a notebook's first drill through a dataset, are hedged too, even after a
-    slow first answer. Only
-    ranges of at most `hedge_wait_max_bytes` are hedged on their wait: a larger read's
-    time is its body, and a duplicate of it moves its bytes twice.
+    slow first answer. Only ranges of at most `hedge_wait_max_bytes` are hedged on their
+    wait: a larger read's time is its body, and a duplicate of it moves its bytes twice.
     """
     wait: float | None = None
-    nbytes_known = nbytes is not None and nbytes <= settings.hedge_wait_max_bytes
-    if nbytes_known and (p95_wait := statistics.first_bytes.p95(None)) is not None:
+    small = nbytes is not None and nbytes <= settings.hedge_wait_max_bytes
+    if small and (p95_wait := statistics.first_bytes.p95(None)) is not None:
         wait = settings.hedge_p95_multiple * p95_wait
-    elif nbytes_known and (median := statistics.first_bytes.median(None)) is not None:
+    elif small and (median := statistics.first_bytes.median(None)) is not None:
         wait = _COLD_WAIT_MULTIPLE * median
     p95_whole = statistics.latencies.p95(nbytes)
     whole = None if p95_whole is None else settings.hedge_p95_multiple * p95_whole
