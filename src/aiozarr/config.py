@@ -88,24 +88,30 @@ class Config:
     throttle_recovery_successes: int = 16
     # Hedged reads (object stores only): a second copy of a read is sent, and the first
     # answer wins, when the first copy's answer has not begun after hedge_p95_multiple x
-    # the p95 of recent first-byte waits (ranges up to hedge_wait_max_bytes; until 16
-    # waits are known, 2 x their median), or when it has run hedge_p95_multiple x the p95
-    # of recent reads of its size (any read, once 16 of its size are known); never
-    # sooner than hedge_min_delay_s, and for at most hedge_max_fraction of requests plus
-    # a burst of 10. A duplicate after the p95, as "The Tail at Scale" advises, costs ~5 %
-    # more requests. Cloud profile (benchmarks, 2 % of answers +200 ms before their first
-    # byte): random (700 one-element reads) p99 225 ms without, 49-51 ms hedging on the
-    # whole time, 49 ms on the wait (median 25 ms; 105 requests per 100 reads); the
-    # drill (35 requests, so half its runs meet the tail) median 274 ms without hedges
-    # that can start cold, 126 ms with them. The wait limit is kept to small ranges:
-    # a busy machine answers late whatever the store does, and on the 0 ms profile
-    # 2 and 4 MiB parts waited past 20 ms and were sent twice (full: 25-29 requests and
-    # 45-53 MB instead of 19 and 33).
+    # the p95 of recent first-byte waits (every size; until 16 waits are known, 2 x their
+    # median), or when it has run hedge_p95_multiple x the p95 of recent reads of its
+    # size (once 16 of its size are known); never sooner than hedge_min_delay_s, and for
+    # at most hedge_max_fraction of requests plus a burst of 10. A duplicate after the
+    # p95, as "The Tail at Scale" advises, costs ~5 % more requests. Cloud profile
+    # (benchmarks, 2 % of answers +200 ms before their first byte): random (one-element
+    # reads) p99 225 ms without, 49 ms with (median 25 ms; 102-105 requests per 100
+    # reads); the drill (35 requests, so half its runs meet the tail) median 274 ms
+    # without hedges that can start cold, 126 ms with them.
     hedge_reads: bool = True
     hedge_p95_multiple: float = 1.0
     hedge_min_delay_s: float = 0.02
     hedge_max_fraction: float = 0.05
-    hedge_wait_max_bytes: int = 512 << 10
+    # Reads over hedge_large_bytes, and whole values (size unknown), wait at least
+    # hedge_large_min_delay_s for a first byte before their duplicate: it moves their
+    # bytes twice should the first answer then begin. On a busy machine (0 ms profile,
+    # two cores) answers of 2 MiB parts were read 20-100 ms late and, at the 20 ms floor,
+    # sent twice (full: 25-29 requests, 45-53 MB instead of 19 and 33); at 0.1 s none
+    # were, on any profile. Cloud profile, tails on parts and whole values hedged at it
+    # (median of 5, two rounds, against the same rows unhedged): full-unsharded 168-173 ms
+    # vs 259-276, full-v2 162-166 vs 262-299, group 193-209 vs 293-361; the repeats of
+    # full and large-shard that met a tail 202-211 ms vs 300-305.
+    hedge_large_bytes: int = 512 << 10
+    hedge_large_min_delay_s: float = 0.1
     # Chunks equal to the fill value are not stored.
     write_empty_chunks: bool = False
     # How long a sync-facade call may block before it is cancelled (None: no limit).

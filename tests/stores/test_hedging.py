@@ -106,20 +106,22 @@ async def test_a_store_hedges_from_its_first_answer_on(emulator: Emulator) -> No
     assert store.runtime.statistics.counts()["hedges_won"] == 1
 
 
-async def test_a_value_of_unknown_size_is_not_hedged_on_its_wait(emulator: Emulator) -> None:
-    # It may be a large one: its time would be its body, and a duplicate moves it twice.
+@pytest.mark.parametrize(
+    "byte_range",
+    [None, ByteRange.of(0, 4096)],
+    ids=["a whole value (size unknown)", "a range over hedge_large_bytes"],
+)
+async def test_a_large_read_waits_longer_before_its_hedge(
+        emulator: Emulator, byte_range: ByteRange | None) -> None:
+    # A duplicate of it moves its bytes twice should the first answer then begin.
     warm = await warmed_store(emulator, [f"c/{i}" for i in range(20)])
-    emulator.inject("late", count=1, key_glob="*c/3", methods=["GET"], delay_s=0.5)
-    assert bytes(await warm.store.get("c/3")) == DATA
-    assert warm.counted("hedges_issued") == 0
-
-
-async def test_a_range_over_the_wait_limit_is_not_hedged_on_its_wait(emulator: Emulator) -> None:
-    warm = await warmed_store(emulator, [f"c/{i}" for i in range(20)])
-    emulator.inject("late", count=1, key_glob="*c/3", methods=["GET"], delay_s=0.5)
-    with config.set(hedge_wait_max_bytes=4095):
-        assert bytes(await warm.store.get("c/3", ByteRange.of(0, 4096))) == DATA[:4096]
-    assert warm.counted("hedges_issued") == 0
+    with config.set(hedge_large_bytes=4095, hedge_large_min_delay_s=1.0):
+        emulator.inject("late", count=1, key_glob="*c/3", methods=["GET"], delay_s=0.5)
+        assert bytes(await warm.store.get("c/3", byte_range)) == DATA[:4096 if byte_range else None]
+        assert warm.counted("hedges_issued") == 0  # late, but not past its floor
+        emulator.inject("late", count=1, key_glob="*c/4", methods=["GET"], delay_s=SLOW_S)
+        assert bytes(await warm.store.get("c/4", byte_range)) == DATA[:4096 if byte_range else None]
+        assert warm.counted("hedges_won") == 1
 
 
 async def test_a_slow_first_answer_does_not_stop_hedging_after_it(emulator: Emulator) -> None:

@@ -391,22 +391,23 @@ def _hedge_delays(
     size; the whole read: of its size class), at least `hedge_min_delay_s`. Until 16
     waits are known, the limit on the wait is twice their median: the first reads of a
     process, a notebook's first drill through a dataset, are hedged too, even after a
-    slow first answer. Only ranges of at most `hedge_wait_max_bytes` are hedged on their
-    wait: a larger read's time is its body, and a duplicate of it moves its bytes twice.
+    slow first answer. A read over `hedge_large_bytes`, or of a whole value (its size
+    unknown), waits at least `hedge_large_min_delay_s` for its first byte: a duplicate
+    of it moves its bytes twice should the first answer then begin.
     """
-    wait: float | None = None
-    small = nbytes is not None and nbytes <= settings.hedge_wait_max_bytes
-    if small and (p95_wait := statistics.first_bytes.p95(None)) is not None:
-        wait = settings.hedge_p95_multiple * p95_wait
-    elif small and (median := statistics.first_bytes.median(None)) is not None:
-        wait = _COLD_WAIT_MULTIPLE * median
-    p95_whole = statistics.latencies.p95(nbytes)
-    whole = None if p95_whole is None else settings.hedge_p95_multiple * p95_whole
     floor = settings.hedge_min_delay_s
-    return (
-        None if wait is None else max(floor, wait),
-        None if whole is None else max(floor, whole),
-    )
+    if nbytes is None or nbytes > settings.hedge_large_bytes:
+        wait_floor = max(floor, settings.hedge_large_min_delay_s)
+    else:
+        wait_floor = floor
+    wait: float | None = None
+    if (p95_wait := statistics.first_bytes.p95(None)) is not None:
+        wait = max(wait_floor, settings.hedge_p95_multiple * p95_wait)
+    elif (median := statistics.first_bytes.median(None)) is not None:
+        wait = max(wait_floor, _COLD_WAIT_MULTIPLE * median)
+    p95_whole = statistics.latencies.p95(nbytes)
+    whole = None if p95_whole is None else max(floor, settings.hedge_p95_multiple * p95_whole)
+    return wait, whole
 
 
 async def _hedged(
