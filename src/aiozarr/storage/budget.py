@@ -20,9 +20,7 @@ What the requests did (counts, latencies) is not kept here: see `storage/statist
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
-import weakref
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -58,7 +56,6 @@ class RequestBudget:
         self._successes = 0
         self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = deque()
         self._holders: dict[asyncio.Task[Any], tuple[Slot, int]] = {}
-        _live.add(self)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Requests in flight belong to this process: a copy starts afresh.
@@ -241,16 +238,3 @@ class RequestBudget:
         with self._lock:
             held = self._holders.get(task)  # type: ignore[arg-type]
         return None if held is None else held[0]
-
-
-# Every budget of this process, so a forked child can reset them (see `_after_fork`).
-_live: weakref.WeakSet[RequestBudget] = weakref.WeakSet()
-
-
-def _reset_after_fork() -> None:
-    for budget in list(_live):
-        budget._after_fork()
-
-
-if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
-    os.register_at_fork(after_in_child=_reset_after_fork)

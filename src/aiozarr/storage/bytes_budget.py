@@ -9,9 +9,7 @@ waiters parked on futures of their own loops and woken, in order, with
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
-import weakref
 from collections import deque
 
 __all__ = ["ByteBudget"]
@@ -28,7 +26,6 @@ class ByteBudget:
         self.peak = 0
         self._lock = threading.Lock()
         self._waiters: deque[_Waiter] = deque()
-        _live.add(self)
 
     def set_capacity(self, capacity: int) -> None:
         """Change the capacity (a setting changed); waiters that now fit go ahead."""
@@ -98,16 +95,3 @@ class ByteBudget:
         self._lock = threading.Lock()
         self.held = 0
         self._waiters = deque()
-
-
-# Every byte budget of this process, so a forked child can reset them.
-_live: weakref.WeakSet[ByteBudget] = weakref.WeakSet()
-
-
-def _reset_after_fork() -> None:
-    for budget in list(_live):
-        budget._after_fork()
-
-
-if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
-    os.register_at_fork(after_in_child=_reset_after_fork)

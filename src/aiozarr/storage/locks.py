@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import threading
-import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Iterable
 
@@ -35,7 +33,6 @@ class KeyLocks:
         self._lock = threading.Lock()
         # key -> waiters queued behind the holder; present exactly while the key is held.
         self._held: dict[str, deque[_Waiter]] = {}
-        _live.add(self)
 
     def _after_fork(self) -> None:
         # In a forked child no parent thread runs to release its keys, and the table's
@@ -103,16 +100,3 @@ class KeyLocks:
         finally:
             for key in reversed(taken):
                 self.release(key)
-
-
-# Every lock table of this process, so a forked child can free them all.
-_live: weakref.WeakSet[KeyLocks] = weakref.WeakSet()
-
-
-def _reset_after_fork() -> None:
-    for table in list(_live):
-        table._after_fork()
-
-
-if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
-    os.register_at_fork(after_in_child=_reset_after_fork)

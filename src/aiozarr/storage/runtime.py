@@ -49,6 +49,12 @@ class StoreRuntime:
         self.locks = KeyLocks()
         self.statistics = RequestStats()
 
+    def _after_fork(self) -> None:
+        self.requests._after_fork()
+        self.bytes._after_fork()
+        self.locks._after_fork()
+        self.statistics._after_fork()
+
     def follow(self) -> StoreRuntime:
         """Take up process-wide settings that changed since the last look; return self."""
         now = config.process_settings()
@@ -78,8 +84,12 @@ def runtime_for(store: Any, max_concurrency: int | None = None) -> StoreRuntime:
 
 
 def _reset_after_fork() -> None:
+    # What parent threads held or waited for is not the child's, and any lock may have
+    # been held at fork time: each runtime's parts start afresh (limits and counts stay).
     global _lock
-    _lock = threading.Lock()  # a parent thread may have held it at fork time
+    _lock = threading.Lock()
+    for runtime in list(_runtimes.values()):
+        runtime._after_fork()
 
 
 if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork

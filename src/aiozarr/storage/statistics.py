@@ -12,9 +12,7 @@ and how long reads waited for their answer to begin (the first byte), whatever t
 
 from __future__ import annotations
 
-import os
 import threading
-import weakref
 from collections import Counter, deque
 from typing import Any
 
@@ -122,7 +120,6 @@ class RequestStats:
         self.first_bytes = LatencyWindow()
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
-        _live.add(self)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # What this process's requests did: a copy starts afresh.
@@ -155,16 +152,3 @@ class RequestStats:
         self._lock = threading.Lock()
         self.latencies._after_fork()
         self.first_bytes._after_fork()
-
-
-# Every statistics object of this process, so a forked child can reset their locks.
-_live: weakref.WeakSet[RequestStats] = weakref.WeakSet()
-
-
-def _reset_after_fork() -> None:
-    for statistics in list(_live):
-        statistics._after_fork()
-
-
-if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
-    os.register_at_fork(after_in_child=_reset_after_fork)
