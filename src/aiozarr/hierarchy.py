@@ -13,8 +13,16 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any, Literal
 
+import anyio
+
 from aiozarr import config
-from aiozarr.errors import MetadataError, NodeExistsError, NodeNotFoundError, ValueTooLargeError
+from aiozarr.errors import (
+    MetadataError,
+    NodeExistsError,
+    NodeNotFoundError,
+    ValueTooLargeError,
+    unwrap_group,
+)
 from aiozarr.metadata import consolidated, v1, v2, v3, v3draft
 from aiozarr.metadata.consolidated import ZMETADATA_KEY
 from aiozarr.metadata.json import load
@@ -349,22 +357,34 @@ async def write_node(store: Store, path: str, meta: Node) -> None:
 async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: bool) -> None:
     """Make room for a new node at `path` and make sure its parents are groups.
 
-    Without `overwrite` an existing node is an error; with it, the node and everything
-    under it is deleted. Missing parents get group metadata, as the specs require.
-    Whether the node exists and which parents are missing is asked in one batch.
+    Without `overwrite` an existing node is an error; with it, everything under `path`
+    is deleted, node or not, as zarr-python does: chunks an earlier array left without
+    its metadata would otherwise be read as the new array's. Missing parents get group
+    metadata, as the specs require. Whether the node exists and which parents are
+    missing is asked in one batch; with `overwrite` that batch and the deleting run at
+    once (a store that cannot list deletes only under a node it finds).
     """
     parts = path.split("/") if path else []
     parents = ["/".join(parts[:i]) for i in range(len(parts))]
-    node_keys = [join(path, k) for k in (V3_KEY, V2_ARRAY_KEY, V2_GROUP_KEY)]  # any format
     parent_key = V3_KEY if zarr_format == 3 else V2_GROUP_KEY
-    found = await get_documents(store, node_keys + [join(p, parent_key) for p in parents])
-    if any(data is not None for data in found[: len(node_keys)]):
-        if not overwrite:
-            raise NodeExistsError(
-                f"an array or group already exists at {path or '/'!r} in {store!r}"
-            )
-        await store.delete_prefix(f"{path}/" if path else "")  # the metadata keys too
-    missing = [p for p, data in zip(parents, found[len(node_keys) :], strict=True) if data is None]
+    parent_keys = [join(p, parent_key) for p in parents]
+    under = f"{path}/" if path else ""  # the metadata keys too
+    if overwrite and store.listable:
+        with unwrap_group():
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(store.delete_prefix, under)
+                found = await get_documents(store, parent_keys)
+    else:
+        node_keys = [join(path, k) for k in (V3_KEY, V2_ARRAY_KEY, V2_GROUP_KEY)]  # any format
+        found = await get_documents(store, node_keys + parent_keys)
+        if any(data is not None for data in found[: len(node_keys)]):
+            if not overwrite:
+                raise NodeExistsError(
+                    f"an array or group already exists at {path or '/'!r} in {store!r}"
+                )
+            await store.delete_prefix(under)
+        found = found[len(node_keys) :]
+    missing = [p for p, data in zip(parents, found, strict=True) if data is None]
     for parent in missing:
         parent_meta = await _existing_node(store, parent)
         if isinstance(parent_meta, ArrayMetadata):

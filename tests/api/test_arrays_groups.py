@@ -9,6 +9,7 @@ import pytest
 
 import aiozarr
 from aiozarr import errors
+from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.local import LocalStore
 from aiozarr.storage.memory import MemoryStore
 
@@ -98,6 +99,40 @@ async def test_overwrite_and_exists(store) -> None:
         await aiozarr.create_array_async(store, "o", shape=(2,), dtype="i4")
     arr = await aiozarr.create_array_async(store, "o", shape=(5,), dtype="f8", overwrite=True)
     assert arr.shape == (5,)
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+async def test_overwrite_drops_chunks_left_without_metadata(store, zarr_format: int) -> None:
+    # An array whose metadata is gone (a failed delete, a hand-made cleanup) leaves its
+    # chunks: the array created over it with overwrite must read fill, as in zarr-python.
+    old = await aiozarr.create_array_async(
+        store, "s", shape=(4,), dtype="i4", chunks=(4,), fill_value=0, zarr_format=zarr_format
+    )
+    await old.setitem(..., np.arange(1, 5, dtype="i4"))
+    await store.delete("s/zarr.json" if zarr_format == 3 else "s/.zarray")
+    new = await aiozarr.create_array_async(
+        store, "s", shape=(4,), dtype="i4", chunks=(4,), fill_value=0,
+        zarr_format=zarr_format, overwrite=True,
+    )
+    assert np.array_equal(await new.getitem(...), np.zeros(4, "i4"))
+    group = await aiozarr.create_group_async(store, "s", overwrite=True)
+    assert await group.member_names() == []
+    assert [k async for k in store.list_prefix("s/")] == ["s/zarr.json"]
+
+
+async def test_overwrite_deletes_while_it_reads_the_parents() -> None:
+    counting = CountingStore(MemoryStore())
+    await aiozarr.create_group_async(counting, "a")
+    await aiozarr.create_array_async(counting, "a/b", shape=(2,), dtype="i4")
+    counting.reset()
+    await aiozarr.create_array_async(counting, "a/b", shape=(2,), dtype="i4", overwrite=True)
+    # The parents' metadata is read, not the node's own: it goes whatever it is.
+    assert sorted(counting.requests) == [
+        ("delete_prefix", "a/b/", None),
+        ("get", "a/zarr.json", None),
+        ("get", "zarr.json", None),
+        ("set", "a/b/zarr.json", None),
+    ]
 
 
 # -- bad input, as a new user would try it ----------------------------------------------------
