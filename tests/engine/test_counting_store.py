@@ -10,6 +10,7 @@ import anyio.lowlevel
 import pytest
 
 from aiozarr.byte_range import ByteRange
+from aiozarr.errors import CodecError
 from aiozarr.storage.base import Buffer, RangeRequest, Store
 from aiozarr.storage.cache import LRUByteCache
 from aiozarr.storage.counting import CountingStore
@@ -51,6 +52,28 @@ class DefaultRangesStore(Store):
     async def list_dir(self, prefix: str) -> AsyncIterator[str]:
         for key in self.data:
             yield key
+
+
+class RangeIgnoringStore(DefaultRangesStore):
+    """A server that answers every ranged GET with the whole value."""
+
+    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
+        return self.data.get(key)
+
+
+@pytest.mark.parametrize(
+    "wanted",
+    [
+        [ByteRange.of(4, 8)],  # one range: one request, nothing planned
+        [ByteRange.last(8)],  # a suffix (a shard index)
+        [ByteRange.of(0, 4), ByteRange.of(100, 4)],  # two requests, sliced back
+    ],
+)
+async def test_an_answer_longer_than_its_range_is_refused(wanted: list[ByteRange]) -> None:
+    # Placing the whole value where a range was asked for would be silently wrong data.
+    store = RangeIgnoringStore({"k": BLOB}, max_concurrency=4)
+    with pytest.raises(CodecError, match="long read"):
+        await store.get_partial_values([RangeRequest("k", r) for r in wanted])
 
 
 async def counting_with(inner: Store) -> CountingStore:

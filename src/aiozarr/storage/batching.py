@@ -56,17 +56,8 @@ def check_size(key: str, size: int, max_bytes: int | None, where: object = None)
         )
 
 
-def requested_bytes(byte_range: ByteRange | None) -> int | None:
-    """How many bytes a range asks for, when that is known without the value's size."""
-    if byte_range is None:
-        return None
-    if byte_range.suffix is not None:
-        return byte_range.suffix
-    return byte_range.length
-
-
 def _total_bytes(byte_ranges: Sequence[ByteRange]) -> int | None:
-    sizes = [requested_bytes(r) for r in byte_ranges]
+    sizes = [ranges.requested_bytes(r) for r in byte_ranges]
     return None if any(n is None for n in sizes) else sum(sizes)  # type: ignore[misc]
 
 
@@ -123,13 +114,13 @@ async def read_one(
         return answer
 
     return await store._request(
-        "read", key, attempt, nbytes=requested_bytes(byte_range), hedge=store.hedge_reads
+        "read", key, attempt, nbytes=ranges.requested_bytes(byte_range), hedge=store.hedge_reads
     )
 
 
 async def _check_length(store: Store, key: str, byte_range: ByteRange, data: Buffer) -> None:
     """Raise `ShortReadError` if `data` is shorter than asked and the value is not."""
-    wanted = requested_bytes(byte_range)
+    wanted = ranges.requested_bytes(byte_range)
     got = memoryview(data).nbytes
     if wanted is None or got >= wanted or not store.verify_short_reads:
         return
@@ -179,21 +170,40 @@ async def stream(
     at_once = store.reads_ranges_at_once
 
     async def fetch(key: str, indices: list[int]) -> None:
-        if len(indices) == 1 and requests[indices[0]].byte_range is None:
-            await fetch_whole(key, indices[0])
-            return
+        if len(indices) == 1:
+            request = requests[indices[0]]
+            if request.byte_range is None:
+                await fetch_whole(key, indices[0])
+                return
+            wanted = ranges.requested_bytes(request.byte_range)
+            if not at_once and wanted is not None and wanted <= most:
+                await fetch_one_range(key, indices[0], part_limiter(key))
+                return
         plan = ranges.plan(
             [requests[i].byte_range for i in indices], gap_bytes=gap, max_request_bytes=most
         )
-        limiter = parts.get(key)
-        if limiter is None:
-            limiter = parts[key] = asyncio.Semaphore(per_object)
         bound = _loosest(requests[i].max_bytes for i in indices)
-        answers, version = await _fetch_planned(store, key, plan, limiter, bound)
+        answers, version = await _fetch_planned(store, key, plan, part_limiter(key), bound)
         for i, data in zip(indices, answers, strict=True):
             if data is not None and requests[i].byte_range is None:  # each its own bound
                 check_size(key, memoryview(data).nbytes, requests[i].max_bytes, store)
             send.send_nowait((i, data, version))
+
+    def part_limiter(key: str) -> asyncio.Semaphore:
+        limiter = parts.get(key)
+        if limiter is None:
+            limiter = parts[key] = asyncio.Semaphore(per_object)
+        return limiter
+
+    async def fetch_one_range(key: str, i: int, limiter: asyncio.Semaphore) -> None:
+        # One range within a part (an inner chunk, a shard index): one request, with
+        # nothing to plan, coalesce or slice back.
+        byte_range = requests[i].byte_range
+        async with limiter:
+            answer = await read_one(store, key, byte_range, requests[i].max_bytes)
+        if answer is not None:
+            ranges.refuse_long(byte_range, answer[0])
+        send.send_nowait((i, None, None) if answer is None else (i, *answer))
 
     async def fetch_whole(key: str, i: int) -> None:
         # One whole value (a metadata document, an unsharded chunk): one request, with

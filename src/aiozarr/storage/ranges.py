@@ -45,8 +45,7 @@ class RangePlan:
             raise ValueError(f"expected {len(self.fetch)} answers, got {len(fetched)}")
         views = [memoryview(b).cast("B") for b in fetched]
         for asked, view in zip(self.fetch, views, strict=True):
-            if asked is not None and asked.length is not None and len(view) > asked.length:
-                raise CodecError(f"long read: asked for {asked}, got {len(view)} bytes")
+            refuse_long(asked, view)
         out: list[memoryview] = []
         for wanted, piece in zip(self.wanted, self._pieces, strict=True):
             if piece.first == piece.last:
@@ -68,6 +67,24 @@ class RangePlan:
             stop = None if piece.length is None else piece.start + piece.length
             out.append(view[piece.start : stop])
         return out
+
+
+def requested_bytes(byte_range: ByteRange | None) -> int | None:
+    """How many bytes a range asks for, when that is known without the value's size."""
+    if byte_range is None:
+        return None
+    if byte_range.suffix is not None:
+        return byte_range.suffix
+    return byte_range.length
+
+
+def refuse_long(asked: ByteRange | None, answer: Any) -> None:
+    """Raise `CodecError` if `answer` is longer than the range `asked` (a server that
+    ignored the range answered with more): its bytes cannot be placed."""
+    wanted = requested_bytes(asked)
+    got = memoryview(answer).nbytes
+    if wanted is not None and got > wanted:
+        raise CodecError(f"long read: asked for {asked}, got {got} bytes")
 
 
 def coalesce(bounded: Sequence[tuple[int, int]], gap_bytes: int) -> list[tuple[int, int]]:
