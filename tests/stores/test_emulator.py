@@ -394,11 +394,37 @@ async def test_a_late_answer_is_dropped_when_its_client_goes(emu: Emulator,
     emu.inject("late", count=1, delay_s=30.0)
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(fetch(http, "GET", emu.http_url("a/data")), 0.2)
+    await until_idle(emu)
+
+
+async def until_idle(emu: Emulator) -> None:
     for _ in range(50):  # the server notices the closed connection within 50 ms
         if emu.stats()["inflight"] == 0:
-            break
+            return
         await asyncio.sleep(0.02)
-    assert emu.stats()["inflight"] == 0
+    raise AssertionError(f"still in flight: {emu.stats()['inflight']}")
+
+
+async def test_an_answer_held_for_latency_is_dropped_when_its_client_goes(
+        emu: Emulator, http: aiohttp.ClientSession, caplog: pytest.LogCaptureFixture) -> None:
+    # The abandoned copy of a hedged read meets the slow tail: it must not count as in
+    # flight for the whole of its wait, nor end as a server error.
+    emu.set_latency(30_000)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(fetch(http, "GET", emu.http_url("a/data")), 0.2)
+    await until_idle(emu)
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+
+
+async def test_a_client_gone_mid_body_is_not_a_server_error(
+        tmp_path: Path, http: aiohttp.ClientSession, caplog: pytest.LogCaptureFixture) -> None:
+    (tmp_path / "big").write_bytes(b"z" * 4_000_000)
+    async with Emulator(tmp_path, bandwidth_mbps=10) as emu:  # a 0.4 s body
+        async with http.get(emu.http_url("big")) as response:
+            await response.content.readexactly(100_000)
+            response.close()  # drop the connection with the body half sent
+        await until_idle(emu)
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
 
 
 async def test_slow_fault_holds_back_the_body(emu: Emulator, http: aiohttp.ClientSession) -> None:

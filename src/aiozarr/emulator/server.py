@@ -425,8 +425,13 @@ class Emulator:
                     self._stats.tails += slow
                 delay += self._tail_s if slow else 0.0
             if delay > 0:
-                await asyncio.sleep(delay)
-            response: web.StreamResponse = await handler(request)
+                await _hold(request, delay)
+            try:
+                response: web.StreamResponse = await handler(request)
+            except ConnectionResetError:
+                # The client has gone mid-answer (the losing copy of a hedged read):
+                # nobody to answer, not a server error.
+                raise asyncio.CancelledError from None
             status = response.status
             if isinstance(response, web.Response) and request.method != "HEAD":
                 with self._lock:
