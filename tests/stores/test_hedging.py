@@ -7,15 +7,18 @@ cloud's tail), or, where reads of its size are known, one that takes far longer 
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Iterator
 from typing import NamedTuple
 
 import anyio
+import numpy as np
 import pytest
 from cloud_fixtures import *  # noqa: F403  (until tests/conftest.py imports them)
 from cloud_fixtures import FAST_RETRY
 from obstore.store import S3Store
 
+import aiozarr
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator
@@ -24,6 +27,7 @@ from aiozarr.storage.base import RangeRequest
 from aiozarr.storage.local import LocalStore
 from aiozarr.storage.memory import MemoryStore
 from aiozarr.storage.object_store import ObjectStore
+from aiozarr.storage.url import from_url
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -222,3 +226,26 @@ def test_local_stores_do_not_hedge(tmp_path: object) -> None:
     assert ObjectStore.hedge_reads
     assert not MemoryStore.hedge_reads
     assert not LocalStore.hedge_reads
+
+
+async def test_a_reopened_dataset_hedges_its_first_read(emulator: Emulator) -> None:
+    # Opening a URL again (the array before it gone) finds the store of the first open,
+    # with the waits its reads taught it: the new open's metadata read is hedged too.
+    url, options = emulator.s3_url(f"{unique_prefix()}/a.zarr"), emulator.storage_options()  # noqa: F405
+    arr = await aiozarr.create_array_async(
+        url, storage_options=options, shape=(4,), dtype="i4", chunks=(4,), zarr_format=3
+    )
+    await arr.setitem(..., np.arange(4))
+    first = await aiozarr.open_array_async(url, storage_options=options, mode="r")
+    assert (await first.getitem(...)).tolist() == [0, 1, 2, 3]
+    del arr, first
+    gc.collect()
+    statistics = from_url(url, storage_options=options).runtime.statistics
+    before = statistics.counts()["hedges_won"]
+    emulator.inject("late", count=1, key_glob="*a.zarr/zarr.json", methods=["GET"],
+                    delay_s=SLOW_S)
+    again = await aiozarr.open_array_async(url, storage_options=options, mode="r",
+                                           zarr_format=3)
+    assert (await again.getitem(...)).tolist() == [0, 1, 2, 3]
+    assert emulator.stats()["faults"] == 1
+    assert statistics.counts()["hedges_won"] == before + 1

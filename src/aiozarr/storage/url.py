@@ -17,12 +17,15 @@ import threading
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from aiozarr import config
 from aiozarr.errors import StoreError
 from aiozarr.storage.base import Store
+
+if TYPE_CHECKING:
+    from aiozarr.storage.object_store import ObjectStore
 
 __all__ = ["from_url"]
 
@@ -125,7 +128,7 @@ _CREDENTIALS = {
 _memory_stores: dict[str, Store] = {}
 _memory_lock = threading.Lock()
 _OBSTORE_CACHE_SIZE = 64
-_obstore_stores: dict[str, Any] = {}
+_object_stores: dict[str, ObjectStore] = {}
 _obstore_lock = threading.Lock()
 
 
@@ -135,7 +138,7 @@ def _after_fork_in_child() -> None:
     have held one at fork time)."""
     global _memory_lock, _obstore_lock
     _memory_lock, _obstore_lock = threading.Lock(), threading.Lock()
-    _obstore_stores.clear()
+    _object_stores.clear()
 
 
 if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
@@ -180,12 +183,9 @@ def from_url(
     if scheme == "memory":
         return _memory_store(parts.netloc + parts.path, read_only=read_only)
     if scheme in _S3 + _GCS + _AZURE + _HTTP:
-        from aiozarr.storage.object_store import ObjectStore
-
         if scheme in _HTTP:  # obstore joins keys with "/": a root ending in one asks "//key"
             text = text.rstrip("/")
-        store = _obstore_store(text, scheme, options)
-        return ObjectStore(store, read_only=read_only or scheme in _HTTP)
+        return _object_store(text, scheme, options).with_read_only(read_only or scheme in _HTTP)
     raise StoreError(f"cannot open {text!r}: unknown URL scheme {scheme!r}")
 
 
@@ -243,24 +243,30 @@ def _has_credentials(kind: str, store: dict[str, Any], extra: dict[str, Any]) ->
     return any(n in store for n in names) or any(os.environ.get(e) for e in env)
 
 
-def _obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
-    """The obstore store for `url`, shared by every open with the same URL, options and
-    credential environment: building one costs ~7 ms (its HTTP client and TLS roots),
-    which a dask task or a reopened dataset would otherwise pay each time."""
+def _object_store(url: str, scheme: str, options: dict[str, Any]) -> ObjectStore:
+    """The store for `url`, shared by every open with the same URL, options and
+    credential environment: building its obstore client costs ~7 ms (the HTTP client
+    and TLS roots), which a dask task or a reopened dataset would otherwise pay each
+    time; and its runtime (the budgets, and the waits for first bytes that hedging
+    compares a read with) serves every open, not only those alive at once: a reopened
+    dataset's first read, its metadata, is hedged like any other."""
+    from aiozarr.storage.object_store import ObjectStore
+
     if "credential_provider" in options:  # a callable: identity is not configuration
-        return _build_obstore_store(url, scheme, options)
+        return ObjectStore(_build_obstore_store(url, scheme, options))
     names = [*_ENDPOINT_ENV, *(name for _, env in _CREDENTIALS.values() for name in env)]
     env = tuple(os.environ.get(name) for name in names)
     # The pid: a forked child builds its own (a client's connections are not fork-safe).
     key = repr((os.getpid(), url, sorted(options.items(), key=lambda item: item[0]), env))
     with _obstore_lock:
-        store = _obstore_stores.get(key)
+        store = _object_stores.get(key)
     if store is None:
-        store = _build_obstore_store(url, scheme, dict(options))
+        store = ObjectStore(_build_obstore_store(url, scheme, dict(options)))
+        store.runtime  # noqa: B018 (made now, so the stores `with_read_only` gives share it)
         with _obstore_lock:
-            _obstore_stores[key] = store
-            while len(_obstore_stores) > _OBSTORE_CACHE_SIZE:
-                del _obstore_stores[next(iter(_obstore_stores))]
+            _object_stores[key] = store
+            while len(_object_stores) > _OBSTORE_CACHE_SIZE:
+                del _object_stores[next(iter(_object_stores))]
     return store
 
 
