@@ -53,6 +53,13 @@ class Config:
     # parts, 8, 16 and 32 read the large shard (64 MiB, 27 MB stored) alike (0.15 s,
     # cloud profile); at 2 MiB parts 16 take it, and any 32 MiB, in one wave.
     parts_per_object: int = 16
+    # A shard needed whole is read in parts from its first byte on; its stored size is
+    # known only from its index, one round trip in. The parts up to this fraction of its
+    # decoded size (a guess of its stored size: zstd and blosc keep scientific floats at
+    # about half) go out beside the index, the rest when it lands; parts the index shows
+    # to lie past the shard's end are dropped (a request, no bytes). Cloud profile,
+    # quick mode (benchmarks: median of 5, two rounds): see benchmarks/README.md.
+    read_ahead_fraction: float = 0.5
     # Compressed bytes a read may hold at once before it waits for decoding to catch up.
     # A bound on memory that costs speed only where it is small against latency: bytes
     # held / round trip bounds throughput (benchmarks: big-read, 1/16 of the array,

@@ -462,82 +462,176 @@ async def _read_whole_shards(reads: _Reads, shards: list[ShardRead]) -> None:
 async def _read_shard_in_parts(reads: _Reads, shard: ShardRead, part: int) -> None:
     """A shard needed whole that may be larger than a part, its index not cached.
 
-    Its index and its first part are asked for at once; as soon as the index lands,
-    the inner chunks past the first part go out as coalesced ranges cut into parts
-    (so the shard's real size, not its layout's bound, decides the number of parts),
-    each decoded as it lands. The chunks inside the first part are decoded from it.
+    Its index and its first parts, up to a guess of its stored size (`_parts_ahead`),
+    are asked for at once. When the index lands, the chunks those parts hold are
+    decoded as the parts holding them land, parts past the shard's data are dropped,
+    and the chunks past the guess go out as coalesced ranges cut into parts, each
+    decoded as it lands. Every byte of the shard is read once (a chunk across the end
+    of the guess: its bytes in the last part ahead are read again).
     """
     array = reads.array
     store = array.store
     layout = shard.layout
-    head_range = ByteRange.of(0, part)
-    head: list[tuple[Buffer, Version | None] | None] = []
-    head_landed = anyio.Event()
-    head_scope = anyio.CancelScope()
-    budget = store.runtime.bytes
-
-    async def fetch_head() -> None:
-        with head_scope:
-            taken = await budget.acquire(part)
-            try:
-                head.append(await store.get_versioned(shard.key, head_range))
-            finally:
-                budget.release(taken)
-            head_landed.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(fetch_head)
-        answer = await store.get_versioned(shard.key, layout.index_range)
-        if answer is None:  # no shard: every chunk reads as the fill value
-            head_scope.cancel()
+    count = _parts_ahead(layout, part, store.runtime.bytes.capacity)
+    ahead = _PartsAhead(reads, shard.key, layout.inner_chain, part, count)
+    try:
+        async with anyio.create_task_group() as tg:
+            for i in range(ahead.count):
+                tg.start_soon(ahead.fetch, i)
+            answer = await store.get_versioned(shard.key, layout.index_range)
+            if answer is None:  # no shard: every chunk reads as the fill value
+                ahead.drop_all()
+                for inner in shard.inner:
+                    reads.fill(inner.projection)
+                return
+            index = layout.decode_index(answer[0], shard.key)
+            located = remember_index(array, shard.key, index, answer[1])
+            held: list[tuple[InnerRead, ByteRange]] = []
+            rest: list[tuple[InnerRead, ByteRange]] = []
             for inner in shard.inner:
-                reads.fill(inner.projection)
-            return
-        index = layout.decode_index(answer[0], shard.key)
-        located = remember_index(array, shard.key, index, answer[1])
-        in_head: list[tuple[InnerRead, ByteRange]] = []
-        rest: list[tuple[InnerRead, ByteRange]] = []
-        for inner in shard.inner:
-            byte_range = inner_range(index, layout, shard.key, inner.inner_coords)
-            if byte_range is None:
-                reads.fill(inner.projection)
-            elif byte_range.end is not None and byte_range.end <= part:
-                in_head.append((inner, byte_range))
-            else:
-                rest.append((inner, byte_range))
-
-        async def decode_head() -> None:
-            await head_landed.wait()
-            landed = head[0]
-            if landed is not None:
-                check_version(located, shard.key, landed[1])
-            view = memoryview(b"" if landed is None else landed[0]).cast("B")
-            jobs = []
-            for inner, byte_range in in_head:
-                start, stop = byte_range.resolve(len(view))
-                if stop - start != byte_range.length:
-                    raise CodecError(
-                        f"shard {shard.key!r}: inner chunk {inner.inner_coords} lies past "
-                        f"the end of the shard"
-                    )
-                jobs.append(
-                    _Decode(layout.inner_chain, view[start:stop], shard.key, inner.projection)
+                byte_range = inner_range(index, layout, shard.key, inner.inner_coords)
+                if byte_range is None:
+                    reads.fill(inner.projection)
+                elif byte_range.end is not None and byte_range.end <= ahead.end:
+                    held.append((inner, byte_range))
+                else:
+                    rest.append((inner, byte_range))
+            tg.start_soon(ahead.decode_as_parts_land, located, held)
+            if rest:
+                await _fetch_and_decode(
+                    reads,
+                    [layout.inner_chain] * len(rest),
+                    [RangeRequest(shard.key, r) for _, r in rest],
+                    [inner.projection for inner, _ in rest],
+                    [r.length or 0 for _, r in rest],
+                    [located] * len(rest),
                 )
-            await reads.decode(jobs)
+    finally:
+        ahead.drop_all()
 
-        if in_head:
-            tg.start_soon(decode_head)
-        else:
-            head_scope.cancel()  # the first part holds no whole chunk: drop it
-        if rest:
-            await _fetch_and_decode(
-                reads,
-                [layout.inner_chain] * len(rest),
-                [RangeRequest(shard.key, r) for _, r in rest],
-                [inner.projection for inner, _ in rest],
-                [r.length or 0 for _, r in rest],
-                [located] * len(rest),
+
+def _parts_ahead(layout: ShardLayout, part: int, budget_bytes: int) -> int:
+    """Parts of a shard asked for before its index lands: those within
+    `read_ahead_fraction` of its decoded size, at least one, at most one wave of
+    `parts_per_object` and half the byte budget."""
+    settings = config.get()
+    guess = math.ceil(layout.nbytes * settings.read_ahead_fraction / part)
+    return max(1, min(guess, settings.parts_per_object, budget_bytes // 2 // part))
+
+
+class _PartsAhead:
+    """The first `count` parts of one shard, read before its index says what they hold.
+
+    Each part takes its bytes from the byte budget before it is asked for and gives them
+    back once every chunk it holds is decoded (or it is dropped), so what the read holds
+    stays within the budget and a part never waits on anything but its own chunks.
+    """
+
+    def __init__(self, reads: _Reads, key: str, chain: CodecChain, part: int, count: int) -> None:
+        self.reads = reads
+        self.key = key
+        self.chain = chain
+        self.part = part
+        self.count = count
+        self.end = part * count
+        self._scopes = [anyio.CancelScope() for _ in range(count)]
+        self._taken: dict[int, int] = {}
+        self._send, self._landed = anyio.create_memory_object_stream[
+            tuple[int, tuple[Buffer, Version | None] | None]
+        ](max_buffer_size=count)
+
+    async def fetch(self, i: int) -> None:
+        store = self.reads.array.store
+        with self._scopes[i]:
+            self._taken[i] = await store.runtime.bytes.acquire(self.part)
+            answer = await store.get_versioned(self.key, ByteRange.of(i * self.part, self.part))
+            self._send.send_nowait((i, answer))
+
+    def drop(self, i: int) -> None:
+        """Stop part `i` (if still on its way) and give its bytes back."""
+        self._scopes[i].cancel()
+        taken = self._taken.pop(i, 0)
+        if taken:
+            self.reads.array.store.runtime.bytes.release(taken)
+
+    def drop_all(self) -> None:
+        for i in range(self.count):
+            self.drop(i)
+
+    async def decode_as_parts_land(
+        self, located: LocatedIndex, held: list[tuple[InnerRead, ByteRange]]
+    ) -> None:
+        """Decode each chunk of `held` as soon as every part holding its bytes has landed."""
+        waiting: dict[int, list[int]] = {}  # part -> the chunks that still wait for it
+        users = [0] * self.count  # part -> its chunks not yet decoded
+        missing = []  # chunk -> its parts not yet landed
+        for c, (_, byte_range) in enumerate(held):
+            parts = self._parts_of(byte_range)
+            missing.append(len(parts))
+            for i in parts:
+                waiting.setdefault(i, []).append(c)
+                users[i] += 1
+        for i in range(self.count):
+            if not users[i]:
+                self.drop(i)  # past the shard's data: never needed
+        landed: dict[int, memoryview] = {}
+        async with anyio.create_task_group() as tg:
+            while waiting:
+                i, answer = await self._landed.receive()
+                if i not in waiting:
+                    continue
+                if answer is None:  # deleted since its index was read
+                    raise StaleIndexError(self.key)
+                check_version(located, self.key, answer[1])
+                landed[i] = memoryview(answer[0]).cast("B")
+                ready = []
+                for c in waiting.pop(i):
+                    missing[c] -= 1
+                    if not missing[c]:
+                        ready.append(c)
+                if ready:
+                    tg.start_soon(self._decode, [held[c] for c in ready], landed, users)
+
+    def _parts_of(self, byte_range: ByteRange) -> range:
+        start, stop = byte_range.offset, byte_range.offset + (byte_range.length or 0)
+        return range(start // self.part, max(start, stop - 1) // self.part + 1)
+
+    async def _decode(
+        self,
+        chunks: list[tuple[InnerRead, ByteRange]],
+        landed: dict[int, memoryview],
+        users: list[int],
+    ) -> None:
+        jobs = [
+            _Decode(self.chain, self._bytes_of(inner, r, landed), self.key, inner.projection)
+            for inner, r in chunks
+        ]
+        await self.reads.decode(jobs)
+        for _, byte_range in chunks:
+            for i in self._parts_of(byte_range):
+                users[i] -= 1
+                if not users[i]:
+                    landed.pop(i, None)
+                    self.drop(i)
+
+    def _bytes_of(
+        self, inner: InnerRead, byte_range: ByteRange, landed: dict[int, memoryview]
+    ) -> Buffer:
+        """The chunk's bytes: a slice of one part, or joined from the parts it spans."""
+        pieces = []
+        offset = byte_range.offset
+        stop = offset + (byte_range.length or 0)
+        for i in self._parts_of(byte_range):
+            view = landed[i]
+            base = i * self.part
+            piece = view[max(offset, base) - base : min(stop, base + self.part) - base]
+            pieces.append(piece)
+        if sum(p.nbytes for p in pieces) != stop - offset:
+            raise CodecError(
+                f"shard {self.key!r}: inner chunk {inner.inner_coords} lies past the end "
+                "of the shard"
             )
+        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
 
 async def _read_small_shards(reads: _Reads, shards: list[ShardRead]) -> None:
