@@ -58,7 +58,9 @@ class Config:
     # decoded size (a guess of its stored size: zstd and blosc keep scientific floats at
     # about half) go out beside the index, the rest when it lands; parts the index shows
     # to lie past the shard's end are dropped (a request, no bytes). Cloud profile,
-    # quick mode (benchmarks: median of 5, two rounds): see benchmarks/README.md.
+    # large-shard (`python -m benchmarks.timeline`, three runs each): last byte at
+    # 90-121 ms, read done at 204-224 ms; without (0: the first part alone) 125-156 and
+    # 241-260 ms. At 1.0 the full read sent 35 requests for 19 (16 answered 416).
     read_ahead_fraction: float = 0.5
     # Compressed bytes a read may hold at once before it waits for decoding to catch up.
     # A bound on memory that costs speed only where it is small against latency: bytes
