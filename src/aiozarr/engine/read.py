@@ -480,7 +480,7 @@ async def _read_shard_in_parts(reads: _Reads, shard: ShardRead, part: int) -> No
                 tg.start_soon(ahead.fetch, i)
             answer = await store.get_versioned(shard.key, layout.index_range)
             if answer is None:  # no shard: every chunk reads as the fill value
-                ahead.drop_all()
+                ahead.close()
                 for inner in shard.inner:
                     reads.fill(inner.projection)
                 return
@@ -507,7 +507,7 @@ async def _read_shard_in_parts(reads: _Reads, shard: ShardRead, part: int) -> No
                     [located] * len(rest),
                 )
     finally:
-        ahead.drop_all()
+        ahead.close()
 
 
 def _parts_ahead(layout: ShardLayout, part: int, budget_bytes: int) -> int:
@@ -536,6 +536,7 @@ class _PartsAhead:
         self.end = part * count
         self._scopes = [anyio.CancelScope() for _ in range(count)]
         self._taken: dict[int, int] = {}
+        self._dropped: set[int] = set()
         self._send, self._landed = anyio.create_memory_object_stream[
             tuple[int, tuple[Buffer, Version | None] | None]
         ](max_buffer_size=count)
@@ -543,38 +544,56 @@ class _PartsAhead:
     async def fetch(self, i: int) -> None:
         store = self.reads.array.store
         with self._scopes[i]:
-            self._taken[i] = await store.runtime.bytes.acquire(self.part)
+            taken = await store.runtime.bytes.acquire(self.part)
+            if i in self._dropped:  # while it waited (a store that never yields: no checkpoint)
+                store.runtime.bytes.release(taken)
+                return
+            self._taken[i] = taken
             answer = await store.get_versioned(self.key, ByteRange.of(i * self.part, self.part))
-            self._send.send_nowait((i, answer))
+            if i not in self._dropped:
+                self._send.send_nowait((i, answer))
 
     def drop(self, i: int) -> None:
         """Stop part `i` (if still on its way) and give its bytes back."""
+        self._dropped.add(i)
         self._scopes[i].cancel()
         taken = self._taken.pop(i, 0)
         if taken:
             self.reads.array.store.runtime.bytes.release(taken)
 
-    def drop_all(self) -> None:
+    def close(self) -> None:
+        """Stop every part still on its way and give back the bytes of all."""
         for i in range(self.count):
             self.drop(i)
+        self._send.close()
+        self._landed.close()
 
     async def decode_as_parts_land(
         self, located: LocatedIndex, held: list[tuple[InnerRead, ByteRange]]
     ) -> None:
         """Decode each chunk of `held` as soon as every part holding its bytes has landed."""
+        spans = [self._parts_of(byte_range) for _, byte_range in held]
         waiting: dict[int, list[int]] = {}  # part -> the chunks that still wait for it
         users = [0] * self.count  # part -> its chunks not yet decoded
-        missing = []  # chunk -> its parts not yet landed
-        for c, (_, byte_range) in enumerate(held):
-            parts = self._parts_of(byte_range)
-            missing.append(len(parts))
-            for i in parts:
+        for c, span in enumerate(spans):
+            for i in span:
                 waiting.setdefault(i, []).append(c)
                 users[i] += 1
         for i in range(self.count):
             if not users[i]:
                 self.drop(i)  # past the shard's data: never needed
+        missing = [len(span) for span in spans]  # chunk -> its parts not yet landed
         landed: dict[int, memoryview] = {}
+
+        async def decode(chunks: list[int]) -> None:
+            await self.reads.decode([self._job(held[c], spans[c], landed) for c in chunks])
+            for c in chunks:
+                for i in spans[c]:
+                    users[i] -= 1
+                    if not users[i]:
+                        del landed[i]
+                        self.drop(i)
+
         async with anyio.create_task_group() as tg:
             while waiting:
                 i, answer = await self._landed.receive()
@@ -590,48 +609,31 @@ class _PartsAhead:
                     if not missing[c]:
                         ready.append(c)
                 if ready:
-                    tg.start_soon(self._decode, [held[c] for c in ready], landed, users)
+                    tg.start_soon(decode, ready)
 
     def _parts_of(self, byte_range: ByteRange) -> range:
         start, stop = byte_range.offset, byte_range.offset + (byte_range.length or 0)
         return range(start // self.part, max(start, stop - 1) // self.part + 1)
 
-    async def _decode(
-        self,
-        chunks: list[tuple[InnerRead, ByteRange]],
-        landed: dict[int, memoryview],
-        users: list[int],
-    ) -> None:
-        jobs = [
-            _Decode(self.chain, self._bytes_of(inner, r, landed), self.key, inner.projection)
-            for inner, r in chunks
-        ]
-        await self.reads.decode(jobs)
-        for _, byte_range in chunks:
-            for i in self._parts_of(byte_range):
-                users[i] -= 1
-                if not users[i]:
-                    landed.pop(i, None)
-                    self.drop(i)
-
-    def _bytes_of(
-        self, inner: InnerRead, byte_range: ByteRange, landed: dict[int, memoryview]
-    ) -> Buffer:
-        """The chunk's bytes: a slice of one part, or joined from the parts it spans."""
+    def _job(
+        self, chunk: tuple[InnerRead, ByteRange], span: range, landed: dict[int, memoryview]
+    ) -> _Decode:
+        """The decoding of one chunk from its bytes: a slice of one part, or joined from
+        the parts it spans."""
+        inner, byte_range = chunk
+        start = byte_range.offset
+        stop = start + (byte_range.length or 0)
         pieces = []
-        offset = byte_range.offset
-        stop = offset + (byte_range.length or 0)
-        for i in self._parts_of(byte_range):
-            view = landed[i]
+        for i in span:
             base = i * self.part
-            piece = view[max(offset, base) - base : min(stop, base + self.part) - base]
-            pieces.append(piece)
-        if sum(p.nbytes for p in pieces) != stop - offset:
+            pieces.append(landed[i][max(start, base) - base : min(stop, base + self.part) - base])
+        if sum(piece.nbytes for piece in pieces) != stop - start:
             raise CodecError(
                 f"shard {self.key!r}: inner chunk {inner.inner_coords} lies past the end "
                 "of the shard"
             )
-        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        return _Decode(self.chain, data, self.key, inner.projection)
 
 
 async def _read_small_shards(reads: _Reads, shards: list[ShardRead]) -> None:
