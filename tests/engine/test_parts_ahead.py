@@ -120,7 +120,13 @@ async def test_parts_past_the_end_of_a_small_shard_are_dropped(emulator: Emulato
 async def test_a_missing_shard_reads_as_fill_and_gives_its_parts_back() -> None:
     counting = CountingStore(CoalescingMemoryStore())
     arr = await aiozarr.create_array_async(
-        counting, "a", shape=SHAPE, dtype="i8", chunks=CHUNKS, shards=SHARDS, fill_value=-3,
+        counting,
+        "a",
+        shape=SHAPE,
+        dtype="i8",
+        chunks=CHUNKS,
+        shards=SHARDS,
+        fill_value=-3,
         compressors=None,
     )
     await arr.setitem((slice(0, 32), slice(0, 32)), 5)  # shard 0 alone
@@ -183,4 +189,31 @@ async def test_parts_of_a_shard_rewritten_after_its_index_are_never_decoded() ->
     assert not np.array_equal(first[:32, 32:], second[:32, 32:])
     assert np.array_equal(got, second[:32, 32:])
     assert inner.rewrite is None  # it was rewritten
+    assert reader.store.runtime.bytes.held == 0
+
+
+@pytest.mark.parametrize("fault", ["status", "truncate"])
+async def test_a_failed_part_ahead_is_read_again_alone(emulator: Emulator, fault: str) -> None:
+    store = from_url(
+        emulator.s3_url(f"fault-{fault}.zarr"), storage_options=emulator.storage_options()
+    )
+    counting = CountingStore(store)
+    data = np.random.default_rng(5).random((256, 256))  # 512 KiB, barely compressible
+    arr = await aiozarr.create_array_async(
+        counting, shape=data.shape, dtype="f8", chunks=(32, 32), shards=data.shape
+    )
+    await arr.setitem(..., data)
+    reader = await aiozarr.open_array_async(counting, mode="r")
+    counting.reset()
+    # The first two answers fail: two of the first wave (the index and 4 parts ahead;
+    # nothing else is asked for before the index lands), so at least one part ahead.
+    emulator.inject(fault, count=2, methods=["GET"], key_glob="*c/0/0")
+    with config.set(max_request_bytes=64 << 10, read_ahead_fraction=0.5, hedge_reads=False):
+        assert np.array_equal(await reader.getitem(...), data)
+    assert emulator.stats()["faults"] == 2
+    asked = [byte_range for _, _, byte_range in counting.requests]
+    twice = {r for r in asked if asked.count(r) == 2}
+    assert len(twice) == 2 and all(asked.count(r) == 1 for r in set(asked) - twice)
+    ahead = {ByteRange.of(i * (64 << 10), 64 << 10) for i in range(4)}
+    assert twice & ahead, twice
     assert reader.store.runtime.bytes.held == 0
