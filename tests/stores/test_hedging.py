@@ -27,6 +27,7 @@ from aiozarr.storage.base import RangeRequest
 from aiozarr.storage.local import LocalStore
 from aiozarr.storage.memory import MemoryStore
 from aiozarr.storage.object_store import ObjectStore
+from aiozarr.storage.statistics import Waiting
 from aiozarr.storage.url import from_url
 
 pytestmark = pytest.mark.timeout(60)
@@ -213,8 +214,9 @@ async def test_the_hedge_timer_gives_an_answer_woken_with_it_one_more_look() -> 
     # though run after the timer, still counts as on time.
     loop = asyncio.get_running_loop()
     sent: list[str] = []
-    raced = retry._HedgeTimer(0.0, None, lambda: sent.append("raced"))
-    answered = retry._HedgeTimer(0.0, None, lambda: sent.append("answered"))
+    waiting = Waiting()
+    raced = retry._HedgeTimer(0.0, None, lambda: sent.append("raced"), waiting)
+    answered = retry._HedgeTimer(0.0, None, lambda: sent.append("answered"), waiting)
     raced.start()
     answered.start()
     loop.call_later(0.0, answered.answer_began)
@@ -249,3 +251,30 @@ async def test_a_reopened_dataset_hedges_its_first_read(emulator: Emulator) -> N
     assert (await again.getitem(...)).tolist() == [0, 1, 2, 3]
     assert emulator.stats()["faults"] == 1
     assert statistics.counts()["hedges_won"] == before + 1
+
+
+async def test_a_crowd_of_late_answers_is_not_hedged(emulator: Emulator) -> None:
+    # Eight reads at once, every answer late: the slowness is not one read's (on a
+    # busy machine, answers read late), and copies of them all would only add to it.
+    keys = [f"c/{i}" for i in range(20)]
+    warm = await warmed_store(emulator, keys)
+    emulator.inject("late", count=8, methods=["GET"], delay_s=0.5)
+    answers = await warm.store.get_partial_values(
+        [RangeRequest(key, ByteRange.of(0, 1024)) for key in keys[:8]])
+    assert all(bytes(a) == DATA[:1024] for a in answers)
+    assert warm.counted("hedges_issued") == 0
+    assert emulator.stats()["requests"] == 8
+
+
+async def test_a_read_left_waiting_alone_by_a_crowd_is_hedged(emulator: Emulator) -> None:
+    # Seven late answers come after 0.3 s; the eighth would take SLOW_S: once the crowd
+    # has gone it waits alone, a straggler, and its copy answers.
+    keys = [f"c/{i}" for i in range(20)]
+    warm = await warmed_store(emulator, keys)
+    emulator.inject("late", count=1, key_glob="*c/7", methods=["GET"], delay_s=SLOW_S)
+    emulator.inject("late", count=7, methods=["GET"], delay_s=0.3)
+    answers = await warm.store.get_partial_values(
+        [RangeRequest(key, ByteRange.of(0, 1024)) for key in keys[:8]])
+    assert all(bytes(a) == DATA[:1024] for a in answers)
+    assert (warm.counted("hedges_issued"), warm.counted("hedges_won")) == (1, 1)
+    assert emulator.stats()["requests"] == 9

@@ -16,7 +16,7 @@ import threading
 from collections import Counter, deque
 from typing import Any
 
-__all__ = ["EVENTS", "LatencyWindow", "RequestStats"]
+__all__ = ["EVENTS", "LatencyWindow", "RequestStats", "Waiting"]
 
 #: The counters `RequestStats.snapshot()` always reports (zero until they happen):
 #: requests sent, requests finished by kind, bytes moved, and what the request policy did.
@@ -110,14 +110,44 @@ class LatencyWindow:
             return sorted(window)[len(window) // 2] if window else None
 
 
+class Waiting:
+    """The tries in flight whose answer has not begun, each with when it was sent
+    (`time.monotonic()`), thread-safe: hedging asks how crowded the wait is."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sent: dict[int, float] = {}
+
+    def add(self, token: object, sent: float) -> None:
+        with self._lock:
+            self._sent[id(token)] = sent
+
+    def discard(self, token: object) -> None:
+        with self._lock:
+            self._sent.pop(id(token), None)
+
+    def others_sent_by(self, token: object, moment: float) -> int:
+        """How many tries other than `token`'s, sent by `moment`, still wait."""
+        mine = id(token)
+        with self._lock:
+            return sum(1 for key, sent in self._sent.items() if sent <= moment and key != mine)
+
+    def _after_fork(self) -> None:
+        # The parent's requests are not the child's.
+        self._lock = threading.Lock()
+        self._sent = {}
+
+
 class RequestStats:
     """Thread-safe event counters (`EVENTS`, and any other name counted) and the
     `latencies` of recent reads, and their `first_bytes` waits (kept under the size
-    `None`: the wait for an answer to begin hardly depends on its size)."""
+    `None`: the wait for an answer to begin hardly depends on its size), and the tries
+    `waiting` for theirs now."""
 
     def __init__(self) -> None:
         self.latencies = LatencyWindow()
         self.first_bytes = LatencyWindow()
+        self.waiting = Waiting()
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
 
@@ -152,3 +182,4 @@ class RequestStats:
         self._lock = threading.Lock()
         self.latencies._after_fork()
         self.first_bytes._after_fork()
+        self.waiting._after_fork()
