@@ -466,8 +466,8 @@ async def _read_shard_in_parts(reads: _Reads, shard: ShardRead, part: int) -> No
     are asked for at once. When the index lands, the chunks those parts hold are
     decoded as the parts holding them land, parts past the shard's data are dropped,
     and the chunks past the guess go out as coalesced ranges cut into parts, each
-    decoded as it lands. Every byte of the shard is read once (a chunk across the end
-    of the guess: its bytes in the last part ahead are read again).
+    decoded as it lands. Every byte of the shard is read once, but its index and a chunk
+    across the end of the guess (their bytes in the parts ahead are read again).
     """
     array = reads.array
     store = array.store
@@ -545,7 +545,7 @@ class _PartsAhead:
         store = self.reads.array.store
         with self._scopes[i]:
             taken = await store.runtime.bytes.acquire(self.part)
-            if i in self._dropped:  # while it waited (a store that never yields: no checkpoint)
+            if i in self._dropped:  # before its turn came: no checkpoint saw the cancel
                 store.runtime.bytes.release(taken)
                 return
             self._taken[i] = taken

@@ -345,10 +345,11 @@ class _HedgeTimer:
     such limit). A backend that never says its answer began is judged by `whole_s` alone.
 
     A read late for its first byte is a straggler only if it waits alone: while
-    `_CROWD` or more other reads sent at least half its limit before still wait for
-    theirs, the slowness is this process's (a busy CPU reads its answers late) or the
-    link's, not this read's, and a copy would only add to it; it looks again one limit
-    later. The store's tail (2 % of answers on the cloud profile) leaves a read alone.
+    `_CROWD` or more other reads that have waited half its limit or longer still wait
+    for theirs, the slowness is this process's (a busy CPU reads its answers late) or
+    the link's, not this read's, and a copy would only add to it; it looks again one
+    limit later. The store's tail (2 % of answers on the cloud profile) leaves a read
+    alone.
     """
 
     def __init__(

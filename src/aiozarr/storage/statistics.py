@@ -111,8 +111,8 @@ class LatencyWindow:
 
 
 class Waiting:
-    """The tries in flight whose answer has not begun, each with when it was sent
-    (`time.monotonic()`), thread-safe: hedging asks how crowded the wait is."""
+    """The hedged reads in flight whose answer has not begun, each with when it was
+    sent (`time.monotonic()`), thread-safe: hedging asks how crowded the wait is."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
