@@ -37,7 +37,7 @@ from aiozarr import config
 from aiozarr.errors import StoreError
 from aiozarr.storage import obstore_errors
 from aiozarr.storage.runtime import StoreRuntime
-from aiozarr.storage.statistics import RequestStats, Waiting
+from aiozarr.storage.statistics import InFlight, RequestStats
 
 #: Debug lines per request: action, key, size, outcome, time. Never credentials.
 log = logging.getLogger("aiozarr.store")
@@ -64,8 +64,8 @@ _HEDGE_BURST = 10
 # Until the p95 of first-byte waits is known, a wait this many times their median is
 # slow.
 _COLD_WAIT_MULTIPLE = 2.0
-# Other reads still waiting for their first byte that make a late read's wait a crowd
-# (not hedged): more at once than a 2 % tail leaves in one batch of reads.
+# Other reads slow at once that make a slow read one of a crowd (not hedged): more than
+# a 2 % tail leaves in one batch of reads.
 _CROWD = 4
 
 
@@ -344,12 +344,12 @@ class _HedgeTimer:
     Slow is: no first byte after `wait_s`, or not done after `whole_s` (either None: no
     such limit). A backend that never says its answer began is judged by `whole_s` alone.
 
-    A read late for its first byte is a straggler only if it waits alone: while
-    `_CROWD` or more other reads that have waited half its limit or longer still wait
-    for theirs, the slowness is this process's (a busy CPU reads its answers late) or
-    the link's, not this read's, and a copy would only add to it; it looks again one
-    limit later. The store's tail (2 % of answers on the cloud profile) leaves a read
-    alone.
+    A slow read is a straggler only if it is slow alone: while `_CROWD` or more other
+    reads sent half its limit ago or earlier are still at it too (waiting for their
+    first byte, or for their last), the slowness is this process's (a busy CPU reads its
+    answers late) or the link's, not this read's, and a copy would only add to it; it
+    looks again one limit later. The store's tail (2 % of answers on the cloud profile)
+    leaves a read alone.
     """
 
     def __init__(
@@ -357,26 +357,26 @@ class _HedgeTimer:
         wait_s: float | None,
         whole_s: float | None,
         send: Callable[[], None],
-        waiting: Waiting,
+        in_flight: InFlight,
     ) -> None:
         self._loop = asyncio.get_running_loop()
         self._wait_s, self._whole_s, self._send = wait_s, whole_s, send
-        self._waiting = waiting
+        self._in_flight = in_flight
         self._began = 0.0
         self._answering = False  # the answer has begun
-        self._held = False  # late in a crowd: not hedged then
+        self._held = False  # slow in a crowd: not hedged then
         self._handle: asyncio.Handle | None = None  # the limit's timer, or its last look
 
     def start(self) -> None:
         self._began = self._loop.time()
-        self._waiting.add(self, time.monotonic())
+        self._in_flight.add(self, time.monotonic())
         first_limit = self._wait_s if self._wait_s is not None else self._whole_s
         if first_limit is not None:
             self._handle = self._loop.call_later(first_limit, self._fire)
 
     def answer_began(self) -> None:
         self._answering = True
-        self._waiting.discard(self)
+        self._in_flight.began(self, time.monotonic())
         if self._handle is None:  # fired already (or never started)
             return
         self._handle.cancel()
@@ -389,7 +389,7 @@ class _HedgeTimer:
             )
 
     def cancel(self) -> None:
-        self._waiting.discard(self)
+        self._in_flight.discard(self)
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
@@ -401,13 +401,16 @@ class _HedgeTimer:
 
     def _send_now(self) -> None:
         self._handle = None
-        wait_s = self._wait_s
-        if wait_s is not None and not self._answering:
-            sent_by = time.monotonic() - wait_s / 2
-            if self._waiting.others_sent_by(self, sent_by) >= _CROWD:
-                self._held = True
-                self._handle = self._loop.call_later(wait_s, self._fire)
-                return
+        waiting = not self._answering and self._wait_s is not None
+        limit = self._wait_s if waiting else self._whole_s
+        assert limit is not None  # the limit that fired
+        # The others as they were half a limit ago: a crowd whose answers are coming in
+        # now is still a crowd (they are noticed one turn of the loop after another).
+        since = time.monotonic() - limit / 2
+        if self._in_flight.others(self, since, waiting=waiting) >= _CROWD:
+            self._held = True
+            self._handle = self._loop.call_later(limit, self._fire)
+            return
         self._send()
 
 
@@ -473,7 +476,7 @@ async def _hedged(
                 sent_second = True
                 tg.start_soon(second_copy)
 
-        timer = _HedgeTimer(wait_s, whole_s, send_second_copy, statistics.waiting)
+        timer = _HedgeTimer(wait_s, whole_s, send_second_copy, statistics.in_flight)
         failure: Exception | None = None
         try:
             with first:

@@ -16,7 +16,7 @@ import threading
 from collections import Counter, deque
 from typing import Any
 
-__all__ = ["EVENTS", "LatencyWindow", "RequestStats", "Waiting"]
+__all__ = ["EVENTS", "InFlight", "LatencyWindow", "RequestStats"]
 
 #: The counters `RequestStats.snapshot()` always reports (zero until they happen):
 #: requests sent, requests finished by kind, bytes moved, and what the request policy did.
@@ -110,44 +110,58 @@ class LatencyWindow:
             return sorted(window)[len(window) // 2] if window else None
 
 
-class Waiting:
-    """The hedged reads in flight whose answer has not begun, each with when it was
-    sent (`time.monotonic()`), thread-safe: hedging asks how crowded the wait is."""
+class InFlight:
+    """The hedged reads in flight: when each was sent and when its answer began (None:
+    not yet), on `time.monotonic()`; thread-safe. Hedging asks how crowded the wait is."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._sent: dict[int, float] = {}
+        self._reads: dict[int, tuple[float, float | None]] = {}
 
     def add(self, token: object, sent: float) -> None:
         with self._lock:
-            self._sent[id(token)] = sent
+            self._reads[id(token)] = (sent, None)
+
+    def began(self, token: object, at: float) -> None:
+        """The answer of `token`'s read began `at`: its body is on its way."""
+        with self._lock:
+            entry = self._reads.get(id(token))
+            if entry is not None:
+                self._reads[id(token)] = (entry[0], at)
 
     def discard(self, token: object) -> None:
         with self._lock:
-            self._sent.pop(id(token), None)
+            self._reads.pop(id(token), None)
 
-    def others_sent_by(self, token: object, moment: float) -> int:
-        """How many tries other than `token`'s, sent by `moment`, still wait."""
+    def others(self, token: object, since: float, *, waiting: bool) -> int:
+        """How many reads other than `token`'s were sent by `since` and are still in
+        flight (`waiting`: and had no answer begun by then)."""
         mine = id(token)
         with self._lock:
-            return sum(1 for key, sent in self._sent.items() if sent <= moment and key != mine)
+            return sum(
+                1
+                for key, (sent, began) in self._reads.items()
+                if key != mine
+                and sent <= since
+                and not (waiting and began is not None and began <= since)
+            )
 
     def _after_fork(self) -> None:
         # The parent's requests are not the child's.
         self._lock = threading.Lock()
-        self._sent = {}
+        self._reads = {}
 
 
 class RequestStats:
     """Thread-safe event counters (`EVENTS`, and any other name counted) and the
     `latencies` of recent reads, and their `first_bytes` waits (kept under the size
-    `None`: the wait for an answer to begin hardly depends on its size), and the tries
-    `waiting` for theirs now."""
+    `None`: the wait for an answer to begin hardly depends on its size), and the hedged
+    reads `in_flight` now."""
 
     def __init__(self) -> None:
         self.latencies = LatencyWindow()
         self.first_bytes = LatencyWindow()
-        self.waiting = Waiting()
+        self.in_flight = InFlight()
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
 
@@ -182,4 +196,4 @@ class RequestStats:
         self._lock = threading.Lock()
         self.latencies._after_fork()
         self.first_bytes._after_fork()
-        self.waiting._after_fork()
+        self.in_flight._after_fork()
