@@ -10,19 +10,16 @@ Each stage is one batch across every chunk of the selection:
 
 Compressed bytes held at once are bounded by the store's byte budget.
 
-A shard index is only good for the version of the shard it was read from. Indexes
-are cached with that version, and every range read with an index must come from the
-same version: an answer from another one (the shard was rewritten, by this process
-or any other) is never decoded; the index is read again and the read starts over.
+A shard index is only good for the version of the shard it was read from
+(`engine/located_index.py`): a read that meets bytes of another version starts over.
+Decoding is `engine/decoding.py`; the parts of a shard read before its index lands,
+`engine/parts_ahead.py`.
 """
 
 from __future__ import annotations
 
-import logging
 import math
-import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import anyio
@@ -31,7 +28,15 @@ import numpy as np
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.codecs import CodecChain, ShardIndex, ShardLayout
-from aiozarr.engine.executor import codec_threads, run_codec
+from aiozarr.engine.decoding import DecodeJob, Reads, decode_one
+from aiozarr.engine.located_index import (
+    LocatedIndex,
+    StaleIndexError,
+    cached_index,
+    check_version,
+    remember_index,
+)
+from aiozarr.engine.parts_ahead import PartsAhead, parts_ahead
 from aiozarr.engine.plan import (
     ChunkRead,
     InnerRead,
@@ -43,7 +48,6 @@ from aiozarr.engine.plan import (
 from aiozarr.engine.progress import ChunkProgress, ProgressCallback
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import (
-    CodecError,
     SelectionTooLargeError,
     StoreError,
     ValueTooLargeError,
@@ -53,43 +57,8 @@ from aiozarr.indexing import ChunkProjection
 from aiozarr.sizes import human_bytes, memory_bytes
 from aiozarr.storage.base import Buffer, RangeRequest, Version, check_size
 
-#: Debug lines per decode group (chunks, bytes, time): with the store's request lines
-#: they make a read's timeline (`python -m benchmarks.timeline`).
-log = logging.getLogger("aiozarr.read")
-
 # Times a read starts over because a shard was rewritten under it before it fails.
 _STALE_RETRIES = 5
-
-
-class StaleIndexError(Exception):
-    """A range came from another version of a shard than its index: read again."""
-
-    def __init__(self, key: str) -> None:
-        super().__init__(f"shard {key!r} was rewritten while it was read")
-        self.key = key
-
-
-@dataclass(frozen=True, slots=True)
-class LocatedIndex:
-    """A shard's index and the version of the shard it was read from (None: unknown)."""
-
-    index: ShardIndex
-    version: Version | None
-
-
-def cached_index(array: StoredArray, key: str) -> LocatedIndex | None:
-    """The index of shard `key` in the array's cache, with its version."""
-    found: LocatedIndex | None = array.index_cache.get(key)
-    return found
-
-
-def remember_index(
-    array: StoredArray, key: str, index: ShardIndex, version: Version | None
-) -> LocatedIndex:
-    """Cache the index of shard `key`, read from `version` of it."""
-    located = LocatedIndex(index, version)
-    array.index_cache.put(key, located, index.nbytes)
-    return located
 
 
 def chunk_bound(chain: CodecChain) -> int:
@@ -122,12 +91,6 @@ def inner_range(index: ShardIndex, layout: ShardLayout, key: str, coords: Any) -
     return byte_range
 
 
-def check_version(located: LocatedIndex, key: str, version: Version | None) -> None:
-    """Raise `StaleIndexError` unless bytes of `version` may be read with `located`."""
-    if version != located.version and None not in (version, located.version):
-        raise StaleIndexError(key)
-
-
 async def read(
     array: StoredArray,
     projections: Sequence[ChunkProjection],
@@ -145,7 +108,7 @@ async def read(
     for tries in range(1, _STALE_RETRIES + 1):
         try:
             with unwrap_group():
-                await _read_once(_Reads(array, out, counter), projections)
+                await _read_once(Reads(array, out, counter), projections)
             return
         except StaleIndexError as exc:
             _forget_stale(array, exc, tries)
@@ -162,7 +125,7 @@ def _forget_stale(array: StoredArray, stale: StaleIndexError, tries: int) -> Non
         ) from stale
 
 
-async def _read_once(reads: _Reads, projections: Sequence[ChunkProjection]) -> None:
+async def _read_once(reads: Reads, projections: Sequence[ChunkProjection]) -> None:
     array = reads.array
     layout = array.layout
     if layout is None:
@@ -253,7 +216,7 @@ def _decode_or_fill(
     if data is None:
         out[projection.out_selection] = array.fill_value
     else:
-        _decode_one(chain, data, key, projection, out)
+        decode_one(chain, data, key, projection, out)
 
 
 def _read_in_one_request(array: StoredArray, shard: ShardRead) -> bool:
@@ -266,82 +229,12 @@ def _read_in_one_request(array: StoredArray, shard: ShardRead) -> bool:
     return cached_index(array, shard.key) is None
 
 
-@dataclass(frozen=True, slots=True)
-class _Decode:
-    """One chunk's bytes to decode into the output."""
-
-    chain: CodecChain
-    data: Buffer
-    key: str
-    projection: ChunkProjection
-
-
-@dataclass(frozen=True, slots=True)
-class _Reads:
-    """What every stage of one read shares: the array, the output, the progress."""
-
-    array: StoredArray
-    out: np.ndarray
-    progress: ChunkProgress
-
-    def fill(self, projection: ChunkProjection) -> None:
-        self.out[projection.out_selection] = self.array.fill_value
-        self.progress.advance()
-
-    async def decode(self, jobs: list[_Decode]) -> None:
-        """Decode `jobs` on the codec pool: one thread hop per group, a group per thread.
-
-        A hop costs about as much as decoding a small chunk, so answers that land
-        together are decoded together rather than one hop each.
-        """
-        if not jobs:
-            return
-        size = -(-len(jobs) // codec_threads())
-        if size >= len(jobs):
-            await self._decode_group(jobs)
-            return
-        async with anyio.create_task_group() as tg:
-            for start in range(0, len(jobs), size):
-                tg.start_soon(self._decode_group, jobs[start : start + size])
-
-    async def _decode_group(self, group: list[_Decode]) -> None:
-        nbytes = sum(job.chain.spec.nbytes for job in group)
-        began = time.monotonic()
-        await run_codec(_decode_all, group, self.out, nbytes=nbytes)
-        self.progress.advance(len(group))
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug(
-                "decoded %d chunks of %r (%d bytes) in %.1f ms",
-                len(group),
-                group[0].key,
-                nbytes,
-                (time.monotonic() - began) * 1000,
-            )
-
-
-def _decode_all(group: list[_Decode], out: np.ndarray) -> None:
-    for job in group:
-        _decode_one(job.chain, job.data, job.key, job.projection, out)
-
-
-def _decode_one(
-    chain: CodecChain, data: Buffer, key: str, projection: ChunkProjection, out: np.ndarray
-) -> None:
-    """Decode one chunk into its place in `out` (straight into it when it covers a block)."""
-    if projection.is_complete_chunk:
-        chain.decode_into(data, out[projection.out_selection], key)
-    else:
-        out[projection.out_selection] = chain.decode_transient(data, key)[
-            projection.chunk_selection
-        ]
-
-
 #: Answers that landed together: (request number, bytes or None if missing, version).
 Answers = list[tuple[int, Buffer | None, Version | None]]
 
 
 async def _stream_in_batches(
-    reads: _Reads,
+    reads: Reads,
     requests: list[RangeRequest],
     sizes: list[int],
     on_answers: Callable[[Answers], Awaitable[None]],
@@ -393,7 +286,7 @@ async def _stream_in_batches(
 
 
 async def _fetch_and_decode(
-    reads: _Reads,
+    reads: Reads,
     chains: Sequence[CodecChain],
     requests: list[RangeRequest],
     projections: list[ChunkProjection],
@@ -412,13 +305,13 @@ async def _fetch_and_decode(
             if data is None:
                 reads.fill(projections[i])
             else:
-                jobs.append(_Decode(chains[i], data, requests[i].key, projections[i]))
+                jobs.append(DecodeJob(chains[i], data, requests[i].key, projections[i]))
         await reads.decode(jobs)
 
     await _stream_in_batches(reads, requests, sizes, decode)
 
 
-async def _read_chunks(reads: _Reads, chunks: list[ChunkRead]) -> None:
+async def _read_chunks(reads: Reads, chunks: list[ChunkRead]) -> None:
     # The compressed size is unknown until it arrives; the decoded size bounds it in practice.
     chains = [reads.array.chain_for(c.projection.chunk_coords) for c in chunks]
     await _fetch_and_decode(
@@ -444,7 +337,7 @@ def _bound(layout: ShardLayout) -> int:
     return layout.nbytes + layout.index_size
 
 
-async def _read_whole_shards(reads: _Reads, shards: list[ShardRead]) -> None:
+async def _read_whole_shards(reads: Reads, shards: list[ShardRead]) -> None:
     """Shards needed in full: one request each when small, else in parts."""
     part = _part_bytes(reads.array.store)
     large = [s for s in shards if _bound(s.layout) > part]
@@ -459,10 +352,10 @@ async def _read_whole_shards(reads: _Reads, shards: list[ShardRead]) -> None:
             tg.start_soon(_read_shard_in_parts, reads, shard, part)
 
 
-async def _read_shard_in_parts(reads: _Reads, shard: ShardRead, part: int) -> None:
+async def _read_shard_in_parts(reads: Reads, shard: ShardRead, part: int) -> None:
     """A shard needed whole that may be larger than a part, its index not cached.
 
-    Its index and its first parts, up to a guess of its stored size (`_parts_ahead`),
+    Its index and its first parts, up to a guess of its stored size (`parts_ahead`),
     are asked for at once. When the index lands, the chunks those parts hold are
     decoded as the parts holding them land, parts past the shard's data are dropped,
     and the chunks past the guess go out as coalesced ranges cut into parts, each
@@ -472,8 +365,8 @@ async def _read_shard_in_parts(reads: _Reads, shard: ShardRead, part: int) -> No
     array = reads.array
     store = array.store
     layout = shard.layout
-    count = _parts_ahead(layout, part, store.runtime.bytes.capacity)
-    ahead = _PartsAhead(reads, shard.key, layout.inner_chain, part, count)
+    count = parts_ahead(layout, part, store.runtime.bytes.capacity)
+    ahead = PartsAhead(reads, shard.key, layout.inner_chain, part, count)
     try:
         async with anyio.create_task_group() as tg:
             for i in range(ahead.count):
@@ -510,133 +403,7 @@ async def _read_shard_in_parts(reads: _Reads, shard: ShardRead, part: int) -> No
         ahead.close()
 
 
-def _parts_ahead(layout: ShardLayout, part: int, budget_bytes: int) -> int:
-    """Parts of a shard asked for before its index lands: those within
-    `read_ahead_fraction` of its decoded size, at least one, at most one wave of
-    `parts_per_object` and half the byte budget."""
-    settings = config.get()
-    guess = math.ceil(layout.nbytes * settings.read_ahead_fraction / part)
-    return max(1, min(guess, settings.parts_per_object, budget_bytes // 2 // part))
-
-
-class _PartsAhead:
-    """The first `count` parts of one shard, read before its index says what they hold.
-
-    Each part takes its bytes from the byte budget before it is asked for and gives them
-    back once every chunk it holds is decoded (or it is dropped), so what the read holds
-    stays within the budget and a part never waits on anything but its own chunks.
-    """
-
-    def __init__(self, reads: _Reads, key: str, chain: CodecChain, part: int, count: int) -> None:
-        self.reads = reads
-        self.key = key
-        self.chain = chain
-        self.part = part
-        self.count = count
-        self.end = part * count
-        self._scopes = [anyio.CancelScope() for _ in range(count)]
-        self._taken: dict[int, int] = {}
-        self._dropped: set[int] = set()
-        self._send, self._landed = anyio.create_memory_object_stream[
-            tuple[int, tuple[Buffer, Version | None] | None]
-        ](max_buffer_size=count)
-
-    async def fetch(self, i: int) -> None:
-        store = self.reads.array.store
-        with self._scopes[i]:
-            taken = await store.runtime.bytes.acquire(self.part)
-            if i in self._dropped:  # before its turn came: no checkpoint saw the cancel
-                store.runtime.bytes.release(taken)
-                return
-            self._taken[i] = taken
-            answer = await store.get_versioned(self.key, ByteRange.of(i * self.part, self.part))
-            if i not in self._dropped:
-                self._send.send_nowait((i, answer))
-
-    def drop(self, i: int) -> None:
-        """Stop part `i` (if still on its way) and give its bytes back."""
-        self._dropped.add(i)
-        self._scopes[i].cancel()
-        taken = self._taken.pop(i, 0)
-        if taken:
-            self.reads.array.store.runtime.bytes.release(taken)
-
-    def close(self) -> None:
-        """Stop every part still on its way and give back the bytes of all."""
-        for i in range(self.count):
-            self.drop(i)
-        self._send.close()
-        self._landed.close()
-
-    async def decode_as_parts_land(
-        self, located: LocatedIndex, held: list[tuple[InnerRead, ByteRange]]
-    ) -> None:
-        """Decode each chunk of `held` as soon as every part holding its bytes has landed."""
-        spans = [self._parts_of(byte_range) for _, byte_range in held]
-        waiting: dict[int, list[int]] = {}  # part -> the chunks that still wait for it
-        users = [0] * self.count  # part -> its chunks not yet decoded
-        for c, span in enumerate(spans):
-            for i in span:
-                waiting.setdefault(i, []).append(c)
-                users[i] += 1
-        for i in range(self.count):
-            if not users[i]:
-                self.drop(i)  # past the shard's data: never needed
-        missing = [len(span) for span in spans]  # chunk -> its parts not yet landed
-        landed: dict[int, memoryview] = {}
-
-        async def decode(chunks: list[int]) -> None:
-            await self.reads.decode([self._job(held[c], spans[c], landed) for c in chunks])
-            for c in chunks:
-                for i in spans[c]:
-                    users[i] -= 1
-                    if not users[i]:
-                        del landed[i]
-                        self.drop(i)
-
-        async with anyio.create_task_group() as tg:
-            while waiting:
-                i, answer = await self._landed.receive()
-                if i not in waiting:
-                    continue
-                if answer is None:  # deleted since its index was read
-                    raise StaleIndexError(self.key)
-                check_version(located, self.key, answer[1])
-                landed[i] = memoryview(answer[0]).cast("B")
-                ready = []
-                for c in waiting.pop(i):
-                    missing[c] -= 1
-                    if not missing[c]:
-                        ready.append(c)
-                if ready:
-                    tg.start_soon(decode, ready)
-
-    def _parts_of(self, byte_range: ByteRange) -> range:
-        start, stop = byte_range.offset, byte_range.offset + (byte_range.length or 0)
-        return range(start // self.part, max(start, stop - 1) // self.part + 1)
-
-    def _job(
-        self, chunk: tuple[InnerRead, ByteRange], span: range, landed: dict[int, memoryview]
-    ) -> _Decode:
-        """The decoding of one chunk from its bytes: a slice of one part, or joined from
-        the parts it spans."""
-        inner, byte_range = chunk
-        start = byte_range.offset
-        stop = start + (byte_range.length or 0)
-        pieces = []
-        for i in span:
-            base = i * self.part
-            pieces.append(landed[i][max(start, base) - base : min(stop, base + self.part) - base])
-        if sum(piece.nbytes for piece in pieces) != stop - start:
-            raise CodecError(
-                f"shard {self.key!r}: inner chunk {inner.inner_coords} lies past the end "
-                "of the shard"
-            )
-        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        return _Decode(self.chain, data, self.key, inner.projection)
-
-
-async def _read_small_shards(reads: _Reads, shards: list[ShardRead]) -> None:
+async def _read_small_shards(reads: Reads, shards: list[ShardRead]) -> None:
     """Shards needed in full: one request each, index taken from the shard's own bytes."""
     array = reads.array
 
@@ -659,7 +426,7 @@ async def _read_small_shards(reads: _Reads, shards: list[ShardRead]) -> None:
                     continue
                 start, stop = byte_range.resolve(len(view))
                 jobs.append(
-                    _Decode(layout.inner_chain, view[start:stop], shard.key, inner.projection)
+                    DecodeJob(layout.inner_chain, view[start:stop], shard.key, inner.projection)
                 )
         await reads.decode(jobs)
 
@@ -693,7 +460,7 @@ async def shard_indexes(
     return indexes
 
 
-async def _read_partial_shards(reads: _Reads, layout: ShardLayout, shards: list[ShardRead]) -> None:
+async def _read_partial_shards(reads: Reads, layout: ShardLayout, shards: list[ShardRead]) -> None:
     # Every shard's inner chunks have `layout`'s inner chunk shape, so its inner chain.
     indexes = await shard_indexes(reads.array, [(s.key, s.layout) for s in shards])
     requests: list[RangeRequest] = []

@@ -1,0 +1,97 @@
+"""Decoding landed bytes into the output, on the codec pool.
+
+`Reads` is what every stage of one read shares (the array, the output, the progress);
+`Reads.decode` sends the chunks that landed together to the codec pool, a group per
+thread, and each chunk is decoded straight into its place in the output where it covers
+a block of it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import anyio
+import numpy as np
+
+from aiozarr.codecs import CodecChain
+from aiozarr.engine.executor import codec_threads, run_codec
+from aiozarr.engine.progress import ChunkProgress
+from aiozarr.engine.stored_array import StoredArray
+from aiozarr.indexing import ChunkProjection
+from aiozarr.storage.base import Buffer
+
+#: Debug lines per decode group (chunks, bytes, time): with the store's request lines
+#: they make a read's timeline (`python -m benchmarks.timeline`).
+log = logging.getLogger("aiozarr.read")
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeJob:
+    """One chunk's bytes to decode into the output."""
+
+    chain: CodecChain
+    data: Buffer
+    key: str
+    projection: ChunkProjection
+
+
+@dataclass(frozen=True, slots=True)
+class Reads:
+    """What every stage of one read shares: the array, the output, the progress."""
+
+    array: StoredArray
+    out: np.ndarray
+    progress: ChunkProgress
+
+    def fill(self, projection: ChunkProjection) -> None:
+        self.out[projection.out_selection] = self.array.fill_value
+        self.progress.advance()
+
+    async def decode(self, jobs: list[DecodeJob]) -> None:
+        """Decode `jobs` on the codec pool: one thread hop per group, a group per thread.
+
+        A hop costs about as much as decoding a small chunk, so answers that land
+        together are decoded together rather than one hop each.
+        """
+        if not jobs:
+            return
+        size = -(-len(jobs) // codec_threads())
+        if size >= len(jobs):
+            await self._decode_group(jobs)
+            return
+        async with anyio.create_task_group() as tg:
+            for start in range(0, len(jobs), size):
+                tg.start_soon(self._decode_group, jobs[start : start + size])
+
+    async def _decode_group(self, group: list[DecodeJob]) -> None:
+        nbytes = sum(job.chain.spec.nbytes for job in group)
+        began = time.monotonic()
+        await run_codec(_decode_all, group, self.out, nbytes=nbytes)
+        self.progress.advance(len(group))
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "decoded %d chunks of %r (%d bytes) in %.1f ms",
+                len(group),
+                group[0].key,
+                nbytes,
+                (time.monotonic() - began) * 1000,
+            )
+
+
+def _decode_all(group: list[DecodeJob], out: np.ndarray) -> None:
+    for job in group:
+        decode_one(job.chain, job.data, job.key, job.projection, out)
+
+
+def decode_one(
+    chain: CodecChain, data: Buffer, key: str, projection: ChunkProjection, out: np.ndarray
+) -> None:
+    """Decode one chunk into its place in `out` (straight into it when it covers a block)."""
+    if projection.is_complete_chunk:
+        chain.decode_into(data, out[projection.out_selection], key)
+    else:
+        out[projection.out_selection] = chain.decode_transient(data, key)[
+            projection.chunk_selection
+        ]
