@@ -38,7 +38,6 @@ from aiozarr.storage.base import Buffer, RangeRequest, Store, Versioned
 
 W = TypeVar("W", ChunkRead, ShardRead)
 
-
 @dataclass(frozen=True, slots=True)
 class _Encode:
     """One chunk to (re)write: its chain, its stored bytes if any, where the update goes;
