@@ -94,7 +94,7 @@ async def test_chunks_across_parts_are_joined_and_read_once(part: int, fraction:
     assert counting.bytes_read <= sum(sizes) + 4 * (2 * INDEX_BYTES + 160)
 
 
-async def test_parts_past_the_end_of_a_small_shard_are_dropped(emulator: Emulator) -> None:
+async def test_parts_past_the_end_of_a_small_shard_move_no_bytes(emulator: Emulator) -> None:
     store = from_url(emulator.s3_url("ahead.zarr"), storage_options=emulator.storage_options())
     arr = await aiozarr.create_array_async(
         store, shape=(256, 256), dtype="f8", chunks=(32, 32), shards=(256, 256)

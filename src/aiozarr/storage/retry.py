@@ -362,14 +362,14 @@ class _HedgeTimer:
         self._loop = asyncio.get_running_loop()
         self._wait_s, self._whole_s, self._send = wait_s, whole_s, send
         self._in_flight = in_flight
-        self._began = 0.0
+        self._sent = 0.0  # time.monotonic(), the clock `in_flight` shares across loops
         self._answering = False  # the answer has begun
         self._held = False  # slow in a crowd: not hedged then
         self._handle: asyncio.Handle | None = None  # the limit's timer, or its last look
 
     def start(self) -> None:
-        self._began = self._loop.time()
-        self._in_flight.add(self, time.monotonic())
+        self._sent = time.monotonic()
+        self._in_flight.add(self, self._sent)
         first_limit = self._wait_s if self._wait_s is not None else self._whole_s
         if first_limit is not None:
             self._handle = self._loop.call_later(first_limit, self._fire)
@@ -385,7 +385,7 @@ class _HedgeTimer:
         # together, and a busy process reads their bodies late as it read their heads.
         if self._whole_s is not None and not self._held:
             self._handle = self._loop.call_later(
-                max(0.0, self._began + self._whole_s - self._loop.time()), self._fire
+                max(0.0, self._sent + self._whole_s - time.monotonic()), self._fire
             )
 
     def cancel(self) -> None:
