@@ -20,7 +20,7 @@ LAYERS = [
     {"engine"},
     {"codecs", "metadata", "indexing", "vectorized"},
     {"storage", "testing", "emulator"},
-    {"byte_range", "chunk_grid", "config", "errors", "sizes"},
+    {"byte_range", "casting", "chunk_grid", "config", "errors", "sizes"},
 ]
 # Beyond the order above: these may not import these, whatever their rank.
 FORBIDDEN = {

@@ -15,8 +15,8 @@ import anyio
 import numcodecs
 import numpy as np
 
+from aiozarr import casting, hierarchy
 from aiozarr import config as settings
-from aiozarr import hierarchy
 from aiozarr.chunk_grid import RectilinearGrid
 from aiozarr.codecs import CodecChain
 from aiozarr.codecs.base import ArrayToArrayCodec, ArrayToBytesCodec, BytesToBytesCodec, Codec
@@ -35,6 +35,7 @@ from aiozarr.errors import (
     ReadOnlyError,
     SelectionError,
     UnsupportedError,
+    ValueOutOfRangeError,
     unwrap_group,
 )
 from aiozarr.indexing import (
@@ -118,13 +119,15 @@ class AsyncArray(hierarchy.NodeLocation):
                 raise MetadataError(
                     "create_array: give data= or shape=, not both (the data gives the shape)"
                 )
-            data = np.asarray(data)
-            shape, dtype = data.shape, data.dtype if dtype is None else dtype
+            shape = np.shape(data)
+            dtype = np.asarray(data).dtype if dtype is None else dtype
         if shape is None or dtype is None:
             raise TypeError("create_array() needs shape= and dtype=, or data=")
         meta = array_metadata(shape=shape, dtype=dtype, **options)
         # builds the codec chain: bad codecs fail before writing
         array = cls(store, path, meta, config=config)
+        if data is not None:  # data the dtype cannot hold is refused before any write
+            data = array._as_value(data, shape)
         await hierarchy.prepare_node(store, path, meta.zarr_format, overwrite=overwrite)
         await hierarchy.write_node(store, path, meta)
         if data is not None:
@@ -336,7 +339,7 @@ class AsyncArray(hierarchy.NodeLocation):
 
     async def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Grow the array along `axis` by `data` and write it there; the new shape."""
-        values = np.asarray(data)
+        values = self._as_value(data, np.shape(data))  # refused before the array grows
         if not -self.ndim <= axis < self.ndim:
             raise SelectionError(f"axis {axis} is out of bounds for {self.ndim}-d {self.name}")
         axis %= self.ndim
@@ -522,15 +525,14 @@ class AsyncArray(hierarchy.NodeLocation):
             await engine_write.write(self._stored, list(indexer), value, as_callback(progress))
 
     def _as_value(self, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+        """`value` in the array's dtype, broadcast to `shape`: the one conversion every
+        write goes through (`casting.as_dtype`), before anything is written."""
         try:
-            array = np.asarray(value)
-            if array.dtype != self.dtype:
-                if not np.can_cast(array.dtype, self.dtype, casting="same_kind") and not (
-                    array.dtype.kind in "iub" and self.dtype.kind in "iufc"
-                ):
-                    raise TypeError(f"cannot cast {array.dtype} to {self.dtype}")
-                array = array.astype(self.dtype)
-            return np.broadcast_to(array, shape)
+            return np.broadcast_to(casting.as_dtype(value, self.dtype), shape)
+        except ValueOutOfRangeError as error:
+            raise ValueOutOfRangeError(
+                f"cannot store the value in {self.name} (dtype {self.dtype}): {error}"
+            ) from None
         except (TypeError, ValueError) as error:
             raise InvalidValueError(
                 f"cannot store a value of dtype {np.asarray(value).dtype} and shape "

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from aiozarr.casting import check_integer_range
 from aiozarr.chunk_grid import AxisEdges, RectilinearGrid
 from aiozarr.codecs.base import Codec
 from aiozarr.errors import MetadataError, UnsupportedError
@@ -197,9 +198,14 @@ def _fill_value(value: Any, dtype: np.dtype[Any], zarr_format: int) -> Any:
         if dtype.kind in "OT":
             return ""
         return np.zeros((), dtype=dtype)[()]
+    if dtype.kind in "iu":  # numpy wraps an integer out of range (300 into uint8 is 44)
+        if isinstance(value, float | np.floating) and value.is_integer():
+            value = int(value)
+        if isinstance(value, int | np.integer):
+            check_integer_range(value, dtype, "fill_value")
     try:
         return np.array(value, dtype=dtype)[()]
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, OverflowError) as error:
         raise MetadataError(f"fill_value {value!r} is not a valid {dtype}: {error}") from None
 
 

@@ -63,6 +63,13 @@ class InvalidValueError(AiozarrError, TypeError):
     """A value cannot be stored in an array (wrong data type or shape)."""
 
 
+class ValueOutOfRangeError(InvalidValueError, OverflowError):
+    """An integer value does not fit the array's integer data type (300 into `uint8`,
+    -1 into `uint64`): numpy would wrap it silently. Also an `OverflowError`, which is
+    what numpy raises for a Python int it cannot hold. The message names the value (or
+    an array's least and greatest values) and the data type's range."""
+
+
 class StoreError(AiozarrError, OSError):
     """A store operation failed; carries the key and the backend's message."""
 
