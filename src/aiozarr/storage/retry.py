@@ -36,6 +36,7 @@ import anyio
 from aiozarr import config
 from aiozarr.errors import StoreError
 from aiozarr.storage import obstore_errors
+from aiozarr.storage.budget import Slot
 from aiozarr.storage.runtime import StoreRuntime
 from aiozarr.storage.statistics import InFlight, RequestStats
 
@@ -231,54 +232,71 @@ async def _attempt(
     remaining_s: float,
     settings: config.Config,
     timer: _HedgeTimer | None = None,
+    lent: Slot | None = None,
 ) -> T:
     """One try: a budget slot, a timeout, the budget told how it went and the
     statistics what happened.
 
     A hedge `timer` starts once the slot is held: time spent queueing for the budget is
     not the request's latency. It hears when the backend says the answer has begun.
+    `lent`: the slot of the straggler this try is a copy of, used instead of a slot of
+    its own (see `_hedged`).
     """
+    if lent is not None:
+        return await _send(runtime, request, remaining_s, settings, timer, lent)
+    async with runtime.requests as slot:
+        return await _send(runtime, request, remaining_s, settings, timer, slot)
+
+
+async def _send(
+    runtime: StoreRuntime,
+    request: Request[T],
+    remaining_s: float,
+    settings: config.Config,
+    timer: _HedgeTimer | None,
+    slot: Slot,
+) -> T:
+    """The try of `_attempt`, its budget slot held."""
     action, key, nbytes = request.action, request.key, request.nbytes
     budget, statistics = runtime.requests, runtime.statistics
     timeout = max(0.0, min(request_timeout_s(nbytes, settings), remaining_s))
-    async with budget as slot:
-        statistics.count("requests")
-        began = time.monotonic()
-        if timer is not None:
-            timer.start()
-        listening = _answer_began.set(_FirstByte(statistics, began, timer))
-        try:
-            with anyio.fail_after(timeout):
-                result = await request.operation()
-        except TimeoutError:
-            statistics.count("timeouts")
-            raise RequestTimeoutError(
-                f"cannot {action} {key!r}: no answer within {timeout:.1f} s"
-            ) from None
-        except Exception as exc:
-            if classify(exc).throttled:
-                budget.throttled(slot)
-                statistics.count("throttled")
-            statistics.count("errors")
-            log.debug("%s %r %s: %s: %s", action, key, _size_text(nbytes), type(exc).__name__, exc)
-            raise
-        finally:
-            _answer_began.reset(listening)
-        budget.succeeded()
-        seconds = time.monotonic() - began
-        statistics.count(f"{action}s")
-        if action == "read":
-            received = 0 if result is None else _buffer_size(result)
-            statistics.count("bytes_read", received)
-            statistics.latencies.add(nbytes, seconds)
-        elif action == "write":
-            statistics.count("bytes_written", nbytes or 0)
-        if log.isEnabledFor(logging.DEBUG):
-            outcome = "missing" if result is None else "ok"
-            log.debug(
-                "%s %r %s: %s in %.1f ms", action, key, _size_text(nbytes), outcome, seconds * 1000
-            )
-        return result
+    statistics.count("requests")
+    began = time.monotonic()
+    if timer is not None:
+        timer.start(slot)
+    listening = _answer_began.set(_FirstByte(statistics, began, timer))
+    try:
+        with anyio.fail_after(timeout):
+            result = await request.operation()
+    except TimeoutError:
+        statistics.count("timeouts")
+        raise RequestTimeoutError(
+            f"cannot {action} {key!r}: no answer within {timeout:.1f} s"
+        ) from None
+    except Exception as exc:
+        if classify(exc).throttled:
+            budget.throttled(slot)
+            statistics.count("throttled")
+        statistics.count("errors")
+        log.debug("%s %r %s: %s: %s", action, key, _size_text(nbytes), type(exc).__name__, exc)
+        raise
+    finally:
+        _answer_began.reset(listening)
+    budget.succeeded()
+    seconds = time.monotonic() - began
+    statistics.count(f"{action}s")
+    if action == "read":
+        received = 0 if result is None else _buffer_size(result)
+        statistics.count("bytes_read", received)
+        statistics.latencies.add(nbytes, seconds)
+    elif action == "write":
+        statistics.count("bytes_written", nbytes or 0)
+    if log.isEnabledFor(logging.DEBUG):
+        outcome = "missing" if result is None else "ok"
+        log.debug(
+            "%s %r %s: %s in %.1f ms", action, key, _size_text(nbytes), outcome, seconds * 1000
+        )
+    return result
 
 
 def answer_began() -> None:
@@ -363,11 +381,14 @@ class _HedgeTimer:
         self._wait_s, self._whole_s, self._send = wait_s, whole_s, send
         self._in_flight = in_flight
         self._sent = 0.0  # time.monotonic(), the clock `in_flight` shares across loops
+        self.slot: Slot | None = None  # the budget slot the read holds
         self._answering = False  # the answer has begun
         self._held = False  # slow in a crowd: not hedged then
+        self._cancelled = False  # the read is over: no more copies
         self._handle: asyncio.Handle | None = None  # the limit's timer, or its last look
 
-    def start(self) -> None:
+    def start(self, slot: Slot | None = None) -> None:
+        self.slot = slot
         self._sent = time.monotonic()
         self._in_flight.add(self, self._sent)
         first_limit = self._wait_s if self._wait_s is not None else self._whole_s
@@ -389,6 +410,7 @@ class _HedgeTimer:
             )
 
     def cancel(self) -> None:
+        self._cancelled = True
         self._in_flight.discard(self)
         if self._handle is not None:
             self._handle.cancel()
@@ -399,10 +421,21 @@ class _HedgeTimer:
         # the answer may be in already, its task not yet run to say so.
         self._handle = self._loop.call_soon(self._send_now)
 
+    def again(self) -> None:
+        """The copy sent has failed: if the read is still slow one limit from now, send
+        another (a copy meets the store's failures as often as any read)."""
+        limit = self._limit()
+        if self._handle is None and limit is not None and not self._cancelled:
+            self._handle = self._loop.call_later(limit, self._fire)
+
+    def _limit(self) -> float | None:
+        waiting = not self._answering and self._wait_s is not None
+        return self._wait_s if waiting else self._whole_s
+
     def _send_now(self) -> None:
         self._handle = None
         waiting = not self._answering and self._wait_s is not None
-        limit = self._wait_s if waiting else self._whole_s
+        limit = self._limit()
         assert limit is not None  # the limit that fired
         # The others as they were half a limit ago: a crowd whose answers are coming in
         # now is still a crowd (they are noticed one turn of the loop after another).
@@ -462,9 +495,14 @@ async def _hedged(
         first = anyio.CancelScope()
 
         async def second_copy() -> None:
+            # The copy takes its straggler's slot, not one of its own: where throttling
+            # has cut the budget to a slot or two, a copy queued behind the very read it
+            # races (or behind every read waiting) would wait as long as it does.
             try:
-                value = await _attempt(runtime, request, remaining_s, settings)
-            except Exception:  # the first copy may still answer (or fail for both)
+                value = await _attempt(runtime, request, remaining_s, settings, lent=timer.slot)
+            except Exception as exc:  # the first copy may still answer (or fail for both)
+                if classify(exc).retryable:
+                    timer.again()
                 return
             second.append(value)
             first.cancel()  # the loser's connection is dropped
