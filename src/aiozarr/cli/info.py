@@ -16,13 +16,14 @@ import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 
 from aiozarr.cli.errors import run_command
 from aiozarr.cli.options import Parser, add_common
 from aiozarr.cli.progress import human_bytes
-from aiozarr.cli.storage_options import options_for, parse_storage_options
+from aiozarr.cli.storage_options import is_local, options_for, parse_storage_options
 from aiozarr.description import codecs_text
 from aiozarr.errors import StoreError
 
@@ -166,6 +167,17 @@ def _table(info: dict[str, Any]) -> str:
     return "\n".join(f"{k:<{width}} : {v}" for k, v in rows)
 
 
+def _last_segment(url: str) -> str:
+    """The last segment of the path `url` names: never its query (a presigned URL's
+    signature) nor its userinfo (a password)."""
+    if is_local(url):
+        path = url
+    else:
+        parts = urlsplit(url)
+        path = parts.path.rstrip("/") or parts.netloc.rpartition("@")[2]
+    return path.rstrip("/").rpartition("/")[2] or "/"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `aiozarr info`; returns the exit status."""
     parser = build_parser()
@@ -180,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         info = await describe(node)
         if not node.path:  # the URL names the node: show its last segment, not "/"
-            info["name"] = args.url.rstrip("/").rpartition("/")[2] or "/"
+            info["name"] = _last_segment(args.url)
         print(json.dumps(info, indent=2, default=str) if args.json else _table(info))
         return 0
 

@@ -36,6 +36,7 @@ from aiozarr.storage.base import (
     check_key,
     check_size,
 )
+from aiozarr.storage.redaction import redact_url
 from aiozarr.storage.retry import ShortReadError, answer_began
 
 __all__ = ["ObjectStore"]
@@ -84,7 +85,8 @@ def _version(meta: Any) -> Version | None:
 
 
 def describe(store: Any) -> str:
-    """Where an obstore store points, as a URL-like string without credentials."""
+    """Where an obstore store points, as a URL-like string without credentials (no keys;
+    a URL's query and password redacted: `redact_url`)."""
     try:
         return _describe(store)
     except BaseException as exc:  # obstore panics on some configs (client keys in config)
@@ -100,14 +102,14 @@ def _describe(store: Any) -> str:
         config = store.config
         where = f"s3://{config.get('bucket', '')}{tail}"
         endpoint = config.get("endpoint")
-        return f"{where} (endpoint {endpoint})" if endpoint else where
+        return f"{where} (endpoint {redact_url(endpoint)})" if endpoint else where
     if isinstance(store, GCSStore):
         return f"gs://{store.config.get('bucket', '')}{tail}"
     if isinstance(store, AzureStore):
         config = store.config
         return f"az://{config.get('account_name', '')}/{config.get('container_name', '')}{tail}"
     if isinstance(store, HTTPStore):
-        return store.url
+        return redact_url(store.url)
     if isinstance(store, LocalStore):
         return f"file://{prefix and '/' + prefix}"
     if isinstance(store, MemoryStore):
@@ -120,7 +122,7 @@ def _missing_bucket(store: Any) -> str:
     config = store.config
     if isinstance(store, AzureStore):
         return f"container {config.get('container_name', '')!r} does not exist ({describe(store)})"
-    where = f" at {config['endpoint']}" if config.get("endpoint") else ""
+    where = f" at {redact_url(config['endpoint'])}" if config.get("endpoint") else ""
     return f"bucket {config.get('bucket', '')!r} does not exist{where}"
 
 

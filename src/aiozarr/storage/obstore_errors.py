@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 from obstore.exceptions import GenericError, NotFoundError
 
+from aiozarr.storage.redaction import redact_text
+
 __all__ = ["ObstoreFailure", "classify", "is_not_found", "is_obstore", "message_of"]
 
 _STATUS = re.compile(r"status code: (\d{3})")
@@ -89,8 +91,9 @@ def is_not_found(exc: BaseException) -> bool:
 
 
 def message_of(exc: BaseException) -> str:
-    """`exc`'s text without obstore's multi-line debug dump."""
-    return str(exc).split(_DEBUG)[0]
+    """`exc`'s text without obstore's multi-line debug dump, and without the credentials
+    of the URLs it quotes (a presigned URL's query, a password: `redact_text`)."""
+    return redact_text(str(exc).split(_DEBUG)[0])
 
 
 def classify(exc: BaseException) -> ObstoreFailure:

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from aiozarr import config
 from aiozarr.errors import StoreError
 from aiozarr.storage.base import Store
+from aiozarr.storage.redaction import redact_url
 
 if TYPE_CHECKING:
     from aiozarr.storage.object_store import ObjectStore
@@ -174,8 +175,8 @@ def from_url(
 
         return open_zip(text, mode="r" if read_only else "a", storage_options=options)
     if is_local(text):
-        if options:
-            raise StoreError(f"local path {text!r} takes no storage options, got {options}")
+        if options:  # the names only: the values may be credentials
+            raise StoreError(f"local path {text!r} takes no storage options, got {sorted(options)}")
         from aiozarr.storage.local import LocalStore
 
         path = parts.path if scheme == "file" else text
@@ -186,7 +187,7 @@ def from_url(
         if scheme in _HTTP:  # obstore joins keys with "/": a root ending in one asks "//key"
             text = text.rstrip("/")
         return _object_store(text, scheme, options).with_read_only(read_only or scheme in _HTTP)
-    raise StoreError(f"cannot open {text!r}: unknown URL scheme {scheme!r}")
+    raise StoreError(f"cannot open {redact_url(text)!r}: unknown URL scheme {scheme!r}")
 
 
 def is_local(url: str) -> bool:
@@ -286,7 +287,8 @@ def _build_obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
         if scheme in _HTTP:
             if store_options:
                 raise StoreError(
-                    f"HTTP store {url!r} takes only client options, got {sorted(store_options)}"
+                    f"HTTP store {redact_url(url)!r} takes only client options, got "
+                    f"{sorted(store_options)}"
                 )
             return HTTPStore(url, client_options=client, retry_config=extra["retry_config"])
         kind = "s3" if scheme in _S3 else "gcs" if scheme in _GCS else "azure"
@@ -301,4 +303,4 @@ def _build_obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
         raise
     except Exception as exc:  # obstore: unknown option, malformed URL
         message = obstore_errors.classify(exc).text
-        raise StoreError(f"cannot open {url!r}: {message}") from exc
+        raise StoreError(f"cannot open {redact_url(url)!r}: {message}") from exc
