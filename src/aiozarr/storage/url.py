@@ -13,6 +13,7 @@ The store is rooted at the URL's path: keys are relative to it.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Mapping
 from datetime import timedelta
@@ -67,6 +68,9 @@ _ALIASES = {
     "aws_session_token": "session_token",
     "requester_pays": "request_payer",
 }
+# Options that name the server to send requests to (S3 `endpoint`, fsspec's `endpoint_url`,
+# obstore's `aws_endpoint`, GCS `base_url`, ...): each must be an http(s) URL.
+_ENDPOINT_OPTION = re.compile(r"(?:^|_)(?:endpoint(?:_url)?|base_url)$", re.IGNORECASE)
 # S3-compatible servers are often named by the environment, as the AWS tools read it.
 _ENDPOINT_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT")
 # Where credentials may come from, by backend: option names and environment variables.
@@ -219,13 +223,17 @@ def _normalize(scheme: str, options: dict[str, Any]) -> tuple[dict[str, Any], di
         options.setdefault(name, value)  # s3fs passes endpoint_url / region_name here
     store: dict[str, Any] = {}
     for name, value in options.items():
+        if _ENDPOINT_OPTION.search(name):
+            _check_endpoint(f"storage option {name!r}", value)
         name = _ALIASES.get(name, name)
         (client if name in _CLIENT_KEYS else store)[name] = value
     anon = store.pop("anon", None)
     if anon is not None:
         store.setdefault("skip_signature", bool(anon))
-    if scheme in _S3 and "endpoint" not in store and _env_endpoint():
-        store["endpoint"] = _env_endpoint()
+    variable = _env_endpoint()
+    if scheme in _S3 and "endpoint" not in store and variable:
+        _check_endpoint(f"environment variable {variable}", os.environ[variable])
+        store["endpoint"] = os.environ[variable]
     endpoint = str(store.get("endpoint") or store.get("base_url") or "")  # base_url: GCS
     if endpoint.startswith("http://") or scheme == "http":
         client.setdefault("allow_http", True)
@@ -233,8 +241,46 @@ def _normalize(scheme: str, options: dict[str, Any]) -> tuple[dict[str, Any], di
 
 
 def _env_endpoint() -> str:
-    """The S3 endpoint the environment names (MinIO, `aiozarr serve`), or ""."""
-    return next((os.environ[e] for e in _ENDPOINT_ENV if os.environ.get(e)), "")
+    """The environment variable that names an S3 endpoint (MinIO, `aiozarr serve`), or
+    ""."""
+    return next((e for e in _ENDPOINT_ENV if os.environ.get(e)), "")
+
+
+def _check_endpoint(where: str, value: Any) -> None:
+    """Refuse an endpoint that is not `http(s)://host[:port][/path]`: obstore takes any
+    text and panics on the first request (a Rust panic on stderr, then `RustPanic`)."""
+    problem = _endpoint_problem(value)
+    if problem:
+        shown = repr(redact_url(value)) if isinstance(value, str) else type(value).__name__
+        raise StoreError(
+            f"{where} must be an http(s)://host[:port][/path] URL, got {shown}: {problem}"
+        )
+
+
+def _endpoint_problem(value: Any) -> str:
+    """What is wrong with `value` as an endpoint, or ""."""
+    if not isinstance(value, str):
+        return "not a string"
+    if not value:
+        return "empty"
+    if any(c.isspace() or not c.isprintable() for c in value):
+        return "it has white space or control characters"
+    try:
+        parts = urlsplit(value)
+        port = parts.port  # checks the port: a number below 65536
+    except ValueError as error:
+        return str(error)
+    if parts.scheme.lower() not in _HTTP:
+        return "the scheme must be http or https"
+    if not parts.hostname:
+        return "no host"
+    if parts.username is not None or parts.password is not None:
+        return "credentials belong in the storage options, not in the endpoint"
+    if parts.query or parts.fragment or value.endswith(("?", "#")):
+        return "no query or fragment is taken"
+    if port == 0:
+        return "port 0"
+    return ""
 
 
 def _has_credentials(kind: str, store: dict[str, Any], extra: dict[str, Any]) -> bool:
