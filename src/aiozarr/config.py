@@ -127,6 +127,15 @@ class Config:
     hedge_large_min_delay_s: float = 0.1
     # Chunks equal to the fill value are not stored.
     write_empty_chunks: bool = False
+    # Whether only this process writes the arrays it writes. False: a read-modify-write
+    # (part of a chunk or shard) goes out only on a condition the store's server was
+    # found to honour (If-Match / If-None-Match: one probe per store, storage/conditions.py)
+    # with the version its read carried, else it raises `ConditionalWriteUnsupportedError`
+    # before writing anything: behind a proxy that dropped the conditions, four writer
+    # processes lost 30-32 of 48 updates with every call succeeding, and 28-30 of 48
+    # where reads carried no ETag. True: no probe, and such writes go out without a
+    # condition (the last writer wins): safe only where one process writes.
+    single_writer: bool = False
     # How long a sync-facade call may block before it is cancelled (None: no limit).
     sync_timeout_s: float | None = None
 

@@ -87,6 +87,15 @@ class VersionConflictError(StoreError):
     on (another writer changed it first): re-read, merge again and retry."""
 
 
+class ConditionalWriteUnsupportedError(StoreError):
+    """A read-modify-write (part of a chunk or shard) cannot be written on a condition
+    the store is known to honour: its server (or a proxy before it) ignores `If-Match` /
+    `If-None-Match`, or its reads carry no version (ETag). Written anyway, another
+    process's update could be lost. Nothing was written. The message names the keys,
+    the store and what the server did; set `single_writer=True` (`AIOZARR_SINGLE_WRITER=1`)
+    where no other process writes. Not retried."""
+
+
 class ReadOnlyError(StoreError, PermissionError):
     """A write was attempted on a store or array opened read-only."""
 

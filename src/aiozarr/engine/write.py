@@ -11,6 +11,10 @@ only if it is still the version read (If-Match; If-None-Match when it was missin
 a conflict means another writer came first, and those keys are read, merged and
 written again, until none conflicts or `retry_deadline_s` has passed. Values
 replaced whole (nothing read) are written unconditionally: the last writer wins.
+Where a server checks the conditions, they are trusted only once a probe found it
+honours them and each read carried a version; otherwise the write raises
+`ConditionalWriteUnsupportedError` before writing anything, unless `single_writer`
+(`storage/conditions.py`).
 """
 
 from __future__ import annotations
@@ -34,9 +38,11 @@ from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import StoreError, VersionConflictError
 from aiozarr.indexing import ChunkProjection
 from aiozarr.metadata.fill_value import is_fill
+from aiozarr.storage import conditions
 from aiozarr.storage.base import Buffer, RangeRequest, Store, Versioned
 
 W = TypeVar("W", ChunkRead, ShardRead)
+
 
 @dataclass(frozen=True, slots=True)
 class _Encode:
@@ -149,6 +155,8 @@ class _Stores:
     def __init__(self, array: StoredArray, read: dict[str, Versioned | None]) -> None:
         self.array = array
         store = array.store
+        if store.supports_conditional_writes:
+            conditions.check_versions(store, read)  # before anything is written
         self.based_on = (
             {k: v for k, v in read.items() if v is None or v[1] is not None}
             if store.supports_conditional_writes
@@ -240,6 +248,9 @@ async def _write_chunks(
     progress: ChunkProgress,
 ) -> None:
     writes = plan_chunks(array.meta, array.prefix, projections)
+    partial = [w.key for w in writes if not w.projection.is_complete_chunk]
+    if partial:
+        await conditions.ensure_trusted(array.store, array.prefix, partial)
 
     async def write_once(pending: list[ChunkRead]) -> set[str]:
         partial = [w.key for w in pending if not w.projection.is_complete_chunk]
@@ -270,6 +281,9 @@ async def _write_shards(
     progress: ChunkProgress,
 ) -> None:
     shards = plan_shards(array, projections)
+    partial = [s.key for s in shards if not _replaces_whole_shard(s)]
+    if partial:
+        await conditions.ensure_trusted(array.store, array.prefix, partial)
 
     async def write_once(pending: list[ShardRead]) -> set[str]:
         # A shard rewritten in full needs nothing from the store; others are read once.

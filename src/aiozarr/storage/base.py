@@ -55,6 +55,7 @@ __all__ = [
     "check_size",
 ]
 
+
 @dataclass(frozen=True, slots=True)
 class RangeRequest:
     """One value to read: a key and, optionally, a byte range of it (None: all of it).
@@ -127,6 +128,14 @@ class Store(ABC):
     @property
     def supports_conditional_deletes(self) -> bool:
         """Whether `delete_if` works."""
+        return False
+
+    @property
+    def conditions_from_server(self) -> bool:
+        """Whether `set_if`'s condition and the versions reads carry come from a server
+        (an object store's ETags and `If-Match`), which may drop them: the write path
+        then trusts a read-modify-write to them only once a probe found them honoured
+        and its read carried a version (`storage/conditions.py`)."""
         return False
 
     #: Whether `_get_ranges` is the backend's own: one call (one file open, one lookup)

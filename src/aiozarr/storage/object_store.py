@@ -362,6 +362,12 @@ class ObjectStore(SizedReadStore):
         # and Azure take If-Match / If-None-Match on PUT; an HTTP server is read-only.
         return isinstance(self._store, S3Store | GCSStore | AzureStore)
 
+    @property
+    def conditions_from_server(self) -> bool:
+        # Whether a server (or a proxy before it) honours them is probed before a
+        # read-modify-write trusts them (storage/conditions.py).
+        return self.supports_conditional_writes
+
     async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
         """One PUT that succeeds only if `key` is still version `expected` (None: absent);
         else `VersionConflictError`. Never multipart: a multipart upload takes no

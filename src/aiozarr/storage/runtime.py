@@ -24,6 +24,7 @@ from typing import Any
 from aiozarr import config
 from aiozarr.storage.budget import RequestBudget
 from aiozarr.storage.bytes_budget import ByteBudget
+from aiozarr.storage.conditions import ConditionVerdict
 from aiozarr.storage.locks import KeyLocks
 from aiozarr.storage.statistics import RequestStats
 
@@ -31,7 +32,8 @@ __all__ = ["StoreRuntime", "runtime_for"]
 
 
 class StoreRuntime:
-    """One store's request budget, byte budget, write locks and request statistics.
+    """One store's request budget, byte budget, write locks and request statistics, and
+    what its server was found to do (does it honour write conditions?).
 
     `max_concurrency` pins the request maximum (a store's own argument); None follows
     the `max_concurrency` setting.
@@ -48,6 +50,8 @@ class StoreRuntime:
         self.bytes = ByteBudget(settings.max_inflight_bytes)
         self.locks = KeyLocks()
         self.statistics = RequestStats()
+        # What its server was found to do with write conditions.
+        self.conditions = ConditionVerdict()
 
     def _after_fork(self) -> None:
         self.requests._after_fork()

@@ -69,5 +69,9 @@ class WrapperStore(Store):
         return self.inner.supports_conditional_deletes
 
     @property
+    def conditions_from_server(self) -> bool:
+        return self.inner.conditions_from_server
+
+    @property
     def read_only(self) -> bool:
         return self.inner.read_only
