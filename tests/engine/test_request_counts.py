@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 
 import aiozarr
 from aiozarr.storage.counting import CountingStore
+from aiozarr.storage.local import LocalStore
 from aiozarr.storage.memory import MemoryStore
 
 SHAPE = (64, 64)
@@ -289,3 +292,33 @@ async def test_transpose_before_sharding_reads_inner_chunks_like_any_shard() -> 
     counting.reset()
     np.testing.assert_array_equal(await arr.getitem((slice(4, 8), slice(0, 2))), data[4:, :2])
     assert counting.counts["get"] == 1  # index cached: the same inner chunk
+
+
+async def test_a_burst_of_cold_reads_of_one_shard_reads_its_index_once(tmp_path) -> None:
+    counting = CountingStore(LocalStore(tmp_path))  # its reads wait: the burst overlaps
+    _, data = await make_sharded(counting)
+    arr = await reopen(counting)
+    # 50 requests for single elements of shard (0, 0), all before any index is cached:
+    # one reads the index, the other 49 wait for it.
+    points = [(i % 16, (i * 7) % 16) for i in range(50)]
+    values = await asyncio.gather(*(arr.getitem(p) for p in points))
+    assert values == [data[p] for p in points]
+    index_reads = [r for r in counting.requests if r[2] is not None and r[2].is_suffix]
+    assert len(index_reads) == 1
+    assert counting.counts["get"] == 1 + 50
+
+
+async def test_reads_waiting_for_an_index_read_it_themselves_when_its_reader_is_cancelled(
+    tmp_path,
+) -> None:
+    counting = CountingStore(LocalStore(tmp_path))
+    _, data = await make_sharded(counting)
+    arr = await reopen(counting)
+    leader = asyncio.ensure_future(arr.getitem((0, 0)))
+    while not arr._stored.index_loads:  # the leader's index read is on its way
+        await asyncio.sleep(0)
+    followers = asyncio.gather(*(arr.getitem((i, i)) for i in range(1, 8)))
+    await asyncio.sleep(0)
+    leader.cancel()
+    assert await followers == [data[i, i] for i in range(1, 8)]
+    assert arr._stored.index_loads == {}

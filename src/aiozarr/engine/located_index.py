@@ -9,11 +9,13 @@ reads it again and starts over.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from aiozarr.codecs import ShardIndex
+from aiozarr.codecs import ShardIndex, ShardLayout
 from aiozarr.engine.stored_array import StoredArray
-from aiozarr.storage.base import Version
+from aiozarr.storage.base import RangeRequest, Version
 
 
 class StaleIndexError(Exception):
@@ -51,3 +53,74 @@ def check_version(located: LocatedIndex, key: str, version: Version | None) -> N
     """Raise `StaleIndexError` unless bytes of `version` may be read with `located`."""
     if version != located.version and None not in (version, located.version):
         raise StaleIndexError(key)
+
+
+async def shard_indexes(
+    array: StoredArray, shards: Sequence[tuple[str, ShardLayout]]
+) -> dict[str, LocatedIndex | None]:
+    """The index of each shard `(key, layout)` (None: the shard is missing): from the
+    cache, else from a read of it already on its way, else from one batch of reads.
+
+    One read of an index at a time per shard: a burst of cold reads of one shard (a
+    service's first requests for a slice) reads its index once, not once each.
+    """
+    indexes: dict[str, LocatedIndex | None] = {}
+    mine: list[tuple[str, ShardLayout]] = []
+    theirs: dict[str, asyncio.Future[LocatedIndex | None]] = {}
+    loop = asyncio.get_running_loop()
+    loading = array.index_loads
+    for key, layout in dict(shards).items():
+        cached = cached_index(array, key)
+        if cached is not None:
+            indexes[key] = cached
+        elif (pending := loading.get(key)) is None:
+            mine.append((key, layout))
+            loading[key] = loop.create_future()
+        elif pending.get_loop() is loop:
+            theirs[key] = pending
+        else:  # loading in another event loop, whose future this one cannot await
+            mine.append((key, layout))
+    if mine:
+        await _load(array, mine, indexes)
+    for key, pending in theirs.items():
+        await asyncio.wait([pending])  # its outcome, not its cancellation, is ours
+        if pending.cancelled() or pending.exception() is not None:
+            # The read that loaded it failed or was cancelled: read it ourselves.
+            indexes.update(await shard_indexes(array, [(key, dict(shards)[key])]))
+        else:
+            indexes[key] = pending.result()
+    return indexes
+
+
+async def _load(
+    array: StoredArray, shards: list[tuple[str, ShardLayout]], out: dict[str, LocatedIndex | None]
+) -> None:
+    """Read the indexes of `shards` in one batch into `out`, and hand each to the reads
+    waiting for it (or their failure, for them to try again)."""
+    loading = array.index_loads
+    store = array.store
+    try:
+        if len(shards) == 1:  # the common case (a shard read in parts): no batch to run
+            key, layout = shards[0]
+            answers = [await store.get_versioned(key, layout.index_range)]
+        else:
+            answers = await store.get_versioned_values(
+                [RangeRequest(key, layout.index_range) for key, layout in shards]
+            )
+        for (key, layout), answer in zip(shards, answers, strict=True):
+            if answer is None:
+                out[key] = None
+            else:
+                index = layout.decode_index(answer[0], key)
+                out[key] = remember_index(array, key, index, answer[1])
+    finally:
+        loop = asyncio.get_running_loop()
+        for key, _ in shards:
+            pending = loading.get(key)
+            if pending is None or pending.get_loop() is not loop:
+                continue
+            del loading[key]
+            if key in out:
+                pending.set_result(out[key])
+            else:
+                pending.cancel()

@@ -35,6 +35,7 @@ from aiozarr.engine.located_index import (
     cached_index,
     check_version,
     remember_index,
+    shard_indexes,
 )
 from aiozarr.engine.parts_ahead import PartsAhead, parts_ahead
 from aiozarr.engine.plan import (
@@ -371,14 +372,13 @@ async def _read_shard_in_parts(reads: Reads, shard: ShardRead, part: int) -> Non
         async with anyio.create_task_group() as tg:
             for i in range(ahead.count):
                 tg.start_soon(ahead.fetch, i)
-            answer = await store.get_versioned(shard.key, layout.index_range)
-            if answer is None:  # no shard: every chunk reads as the fill value
+            located = (await shard_indexes(array, [(shard.key, layout)]))[shard.key]
+            if located is None:  # no shard: every chunk reads as the fill value
                 ahead.close()
                 for inner in shard.inner:
                     reads.fill(inner.projection)
                 return
-            index = layout.decode_index(answer[0], shard.key)
-            located = remember_index(array, shard.key, index, answer[1])
+            index = located.index
             held: list[tuple[InnerRead, ByteRange]] = []
             rest: list[tuple[InnerRead, ByteRange]] = []
             for inner in shard.inner:
@@ -433,31 +433,6 @@ async def _read_small_shards(reads: Reads, shards: list[ShardRead]) -> None:
     estimates = [s.layout.nbytes + s.layout.index_size for s in shards]
     requests = [RangeRequest(s.key, None, shard_bound(s.layout)) for s in shards]
     await _stream_in_batches(reads, requests, estimates, decode)
-
-
-async def shard_indexes(
-    array: StoredArray, shards: Sequence[tuple[str, ShardLayout]]
-) -> dict[str, LocatedIndex | None]:
-    """The index of each shard `(key, layout)` (None: missing): cache first, then one batch."""
-    indexes: dict[str, LocatedIndex | None] = {}
-    missing: list[tuple[str, ShardLayout]] = []
-    for key, layout in shards:
-        cached = cached_index(array, key)
-        if cached is None:
-            missing.append((key, layout))
-        else:
-            indexes[key] = cached
-    if missing:
-        answers = await array.store.get_versioned_values(
-            [RangeRequest(key, layout.index_range) for key, layout in missing]
-        )
-        for (key, layout), answer in zip(missing, answers, strict=True):
-            if answer is None:
-                indexes[key] = None
-                continue
-            index = layout.decode_index(answer[0], key)
-            indexes[key] = remember_index(array, key, index, answer[1])
-    return indexes
 
 
 async def _read_partial_shards(reads: Reads, layout: ShardLayout, shards: list[ShardRead]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -35,6 +36,8 @@ class StoredArray:
     meta: ArrayMetadata
     chain: CodecChain
     index_cache: LRUByteCache = field(default_factory=_index_cache)
+    #: Shard indexes being read now, by key: a read that needs one waits for it.
+    index_loads: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
 
     @cached_property
     def rectilinear(self) -> RectilinearGrid | None:
