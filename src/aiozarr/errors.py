@@ -82,6 +82,14 @@ class ValueTooLargeError(StoreError):
     read. The message names the key, the size and the bound. Not retried."""
 
 
+class ReferenceTargetError(StoreError):
+    """A kerchunk reference names a target outside the locations its reference file may
+    read (by default the file's own bucket or host, or its own directory for a local
+    file), or a URL that could mean two places (`http://allowed@evil/`, encoded `..`).
+    The message names the target and the `allowed_targets` prefix that would admit it.
+    Not retried."""
+
+
 class VersionConflictError(StoreError):
     """A conditional write found another version of the value than the one it was based
     on (another writer changed it first): re-read, merge again and retry."""

@@ -47,7 +47,11 @@ def _references(emulator: Emulator, prefix: str) -> tuple[dict, dict[str, np.nda
 def test_values_equal_h5py(emulator: Emulator, prefix: str) -> None:
     refs, data = _references(emulator, prefix)
     assert is_reference_source(refs)
-    store = open_references(refs, target_options=emulator.storage_options())
+    store = open_references(
+        refs,
+        target_options=emulator.storage_options(),
+        allowed_targets=[emulator.s3_url(prefix)],  # a dict allows no target by itself
+    )
     group = aiozarr.open_group(store, mode="r")
     for name, expected in data.items():
         arr = group[name]
@@ -58,7 +62,9 @@ def test_values_equal_h5py(emulator: Emulator, prefix: str) -> None:
 
 def test_read_of_100_chunks_in_one_file_coalesces(emulator: Emulator, prefix: str) -> None:
     refs, data = _references(emulator, prefix)
-    store = ReferenceStore(refs, target_options=emulator.storage_options())
+    store = ReferenceStore(
+        refs, target_options=emulator.storage_options(), allowed_targets=emulator.s3_url(prefix)
+    )
     arr = aiozarr.open_array(store, "temperature", mode="r")
     assert arr.chunks == (1, 40)  # 100 chunks, each its own range of data.h5
     emulator.reset_stats()
@@ -118,7 +124,8 @@ def test_open_group_accepts_references(emulator: Emulator, prefix: str) -> None:
     if "is_reference_source" not in inspect.getsource(api.resolve_store):
         pytest.skip("api.resolve_store does not take references yet (references_api.patch)")
     refs, data = _references(emulator, prefix)
-    group = aiozarr.open_group(refs, mode="r", storage_options=emulator.storage_options())
+    options = {**emulator.storage_options(), "allowed_targets": [emulator.s3_url(prefix)]}
+    group = aiozarr.open_group(refs, mode="r", storage_options=options)
     np.testing.assert_array_equal(group["counts"][...], data["counts"])
 
 
@@ -188,7 +195,11 @@ def test_local_parquet_directory_is_a_reference_source(
     aiozarr.consolidate_metadata(tmp_path / "refs.zarr")
     assert not is_reference_source(str(tmp_path / "refs.zarr"))
     del group
-    store = ReferenceStore(renamed, target_options=emulator.storage_options())
+    store = ReferenceStore(
+        renamed,
+        target_options=emulator.storage_options(),
+        allowed_targets=[emulator.s3_url(prefix)],  # a local file: only its own folder
+    )
     arr = aiozarr.open_array(store, "counts", mode="r")
     np.testing.assert_array_equal(arr[...], data["counts"])
 

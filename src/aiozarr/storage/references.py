@@ -16,6 +16,13 @@ the target store's request budget, with its retries. Relative target URLs resolv
 against the reference file's directory. Version 0 (a plain `{key: value}` mapping) is
 read too, and so is the Parquet form kerchunk writes (`kerchunk.df.refs_to_dataframe`;
 see `_ParquetRefs`; needs pyarrow). `gen` ranges are not supported yet.
+
+A reference file is not trusted: its targets must lie in the reference file's own
+bucket or host (its own directory for a local file) or under a prefix the caller
+allows (`allowed_targets`), and the caller's options go only where the caller gave them
+(`storage/reference_targets.py`). A refused target raises `ReferenceTargetError` when
+the references are loaded (JSON: every distinct target is checked then, no request
+made) and again whenever an entry is read.
 """
 
 from __future__ import annotations
@@ -25,7 +32,6 @@ import contextlib
 import json
 import math
 import os
-import posixpath
 import re
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -36,8 +42,15 @@ from urllib.parse import urlsplit
 import anyio
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import MetadataError, StoreError, UnsupportedError, unwrap_group
-from aiozarr.storage.base import Buffer, RangeRequest, Store, check_size, dir_entries
+from aiozarr.errors import (
+    MetadataError,
+    StoreError,
+    UnsupportedError,
+    ValueTooLargeError,
+    unwrap_group,
+)
+from aiozarr.storage.base import Buffer, RangeRequest, Store, Versioned, check_size, dir_entries
+from aiozarr.storage.reference_targets import TargetPolicy, locate
 
 __all__ = ["ReferenceStore", "is_reference_source", "open_references"]
 
@@ -72,14 +85,18 @@ def open_references(
     *,
     storage_options: Mapping[str, Any] | None = None,
     target_options: Mapping[str, Any] | None = None,
+    allowed_targets: Sequence[str] | str | None = None,
 ) -> ReferenceStore:
     """A `ReferenceStore` over `source`: a references dict, the path/URL of its JSON, or
-    the path/URL of a directory of Parquet references.
-
-    `storage_options` open the reference file and, unless `target_options` are given,
-    the objects it points into.
+    the path/URL of a directory of Parquet references (see `ReferenceStore` for what it
+    may read and with which options).
     """
-    return ReferenceStore(source, storage_options=storage_options, target_options=target_options)
+    return ReferenceStore(
+        source,
+        storage_options=storage_options,
+        target_options=target_options,
+        allowed_targets=allowed_targets,
+    )
 
 
 def _split_url(url: str) -> tuple[str, str]:
@@ -95,12 +112,34 @@ def _is_local(url: str) -> bool:
     return scheme in ("", "file") or len(scheme) == 1
 
 
+def _merge_allowed(*sources: Sequence[str] | str | None) -> list[str]:
+    """The allowed prefixes given as an argument and inside storage_options."""
+    out: list[str] = []
+    for source in sources:
+        if isinstance(source, str | os.PathLike):
+            out.append(os.fspath(source))
+        elif source is not None:
+            out.extend(os.fspath(p) for p in source)
+    return out
+
+
 class ReferenceStore(Store):
     """A read-only `Store` whose keys are kerchunk references into other objects.
 
     `source` is a references dict (`{"version": 1, "refs": ...}` or version 0's plain
     mapping), the path/URL of its JSON file, or the path/URL of the directory kerchunk
     writes Parquet references into; files are read on first use.
+
+    Targets are read only in the reference file's own bucket or host (for a local file:
+    its own directory and below; for a dict: nowhere) and under the prefixes of
+    `allowed_targets` (`["s3://noaa-goes16/", "/data/nc/"]`; `"s3://"` alone allows every
+    bucket); anything else raises `ReferenceTargetError`. Inline values are always read.
+    `storage_options` open the reference file and the targets in its own bucket or host
+    (a dict has no file: there they are the targets' options); `target_options` are the
+    options of the targets: one dict for all of them, or `{url prefix: options}` per
+    prefix; other targets get no options. `allowed_targets` and `target_options` may come
+    inside `storage_options` (`{"allowed_targets": [...], "target_options": {...}}`),
+    which is how `aiozarr.open_*` and the xarray backend pass them.
     """
 
     def __init__(
@@ -109,21 +148,36 @@ class ReferenceStore(Store):
         *,
         storage_options: Mapping[str, Any] | None = None,
         target_options: Mapping[str, Any] | None = None,
+        allowed_targets: Sequence[str] | str | None = None,
     ) -> None:
         super().__init__(read_only=True)
         self._source = source if isinstance(source, Mapping) else os.fspath(source)
         if isinstance(self._source, str):
             self._source = self._source.removeprefix("reference://")
-        self._options = dict(storage_options or {})
-        self._target_options = (
-            dict(target_options) if target_options is not None else dict(self._options)
-        )
+        options = dict(storage_options or {})
+        allowed = _merge_allowed(allowed_targets, options.pop("allowed_targets", None))
+        if "target_options" in options:
+            if target_options is not None:
+                raise StoreError("target_options given twice (argument and storage_options)")
+            target_options = options.pop("target_options")
+        self._options = options
         self._refs: dict[str, Any] | None = None
-        self._base = "" if isinstance(self._source, Mapping) else _split_url(self._source)[0]
-        self._targets: dict[str, Store] = {}
+        home = None if isinstance(self._source, Mapping) else locate(self._source)
+        if home is None and target_options is None and options:
+            target_options = options  # a dict has no file: its options are its targets'
+        self._base = home.parent if home is not None else None  # relative targets
+        self._policy = TargetPolicy(
+            home,
+            allowed_targets=allowed,
+            storage_options=self._options,
+            target_options=target_options,
+        )
+        self._targets: dict[tuple[str, str], Store] = {}
+        self._resolved: dict[str, tuple[Store, str]] = {}  # target URL as written -> read
         self._parquet: _ParquetRefs | None = None
         if isinstance(source, Mapping):
             self._refs = self._parse(source)
+            self._check_targets(self._refs)
 
     # -- loading -----------------------------------------------------------------------
 
@@ -132,7 +186,8 @@ class ReferenceStore(Store):
             return self._refs
         assert isinstance(self._source, str)
         base, name = _split_url(self._source)
-        store = self._store_for(base, self._options)
+        own = None if _is_local(base) or base.startswith("memory://") else self._options
+        store = self._store_for(base, ("home", own))
         if not name.lower().endswith(".json"):  # a directory of Parquet references?
             meta = await store.get(f"{name}/.zmetadata")
             if meta is not None:
@@ -144,8 +199,17 @@ class ReferenceStore(Store):
         data = await store.get(name)
         if data is None:
             raise StoreError(f"cannot read references: {self._source!r} not found")
-        self._refs = self._parse(_json_doc(data, self._source))
+        refs = self._parse(_json_doc(data, self._source))
+        self._check_targets(refs)
+        self._refs = refs
         return self._refs
+
+    def _check_targets(self, refs: Mapping[str, Any]) -> None:
+        """Check every distinct target once, as the references are loaded: a refused one
+        fails the open, not some later read (no request is made)."""
+        for key, value in refs.items():
+            if isinstance(value, list) and value and str(value[0]) not in self._resolved:
+                self._resolve(str(value[0]), key)
 
     async def _lookup(self, keys: Sequence[str]) -> list[Any]:
         """The reference (inline value or `[url, ...]` list) of each key; None if absent."""
@@ -180,29 +244,36 @@ class ReferenceStore(Store):
 
     # -- resolving keys ----------------------------------------------------------------
 
-    def _resolve_url(self, url: str) -> str:
-        if urlsplit(url).scheme and len(urlsplit(url).scheme) > 1:
-            return url
-        if os.path.isabs(url) or not self._base:
-            return url
-        if _is_local(self._base):
-            return str(Path(self._base) / url)
-        return posixpath.join(self._base, url)
-
-    def _store_for(self, base: str, options: Mapping[str, Any]) -> Store:
-        store = self._targets.get(base)
+    def _store_for(self, base: str, options: tuple[str, Mapping[str, Any] | None]) -> Store:
+        """The store rooted at `base`, opened with `options` (`(name, options)`: stores
+        are shared by targets in one directory that take the same options)."""
+        which, opts = options
+        store = self._targets.get((base, which))
         if store is None:
             from aiozarr.storage.url import from_url
 
-            opts = None if _is_local(base) or base.startswith("memory://") else options
-            store = self._targets[base] = from_url(base, storage_options=opts, read_only=True)
+            store = from_url(base, storage_options=opts, read_only=True)
+            self._targets[(base, which)] = store
         return store
 
-    def _target(self, value: list[Any]) -> tuple[Store, str, int, int | None]:
+    def _resolve(self, url: str, key: str | None = None) -> tuple[Store, str]:
+        """(store, key in it) of target `url` as a reference writes it, once checked:
+        relative to the reference file's directory, normalised, and allowed."""
+        found = self._resolved.get(url)
+        if found is not None:
+            return found
+        target = locate(url, self._base)
+        self._policy.check(target, key)
+        base, name = _split_url(target.url)
+        found = self._resolved[url] = (
+            self._store_for(base, self._policy.options_for(target)),
+            name,
+        )
+        return found
+
+    def _target(self, value: list[Any], key: str) -> tuple[Store, str, int, int | None]:
         """(target store, key in it, offset, length or None for all) of a reference."""
-        url = self._resolve_url(str(value[0]))
-        base, name = _split_url(url)
-        store = self._store_for(base, self._target_options)
+        store, name = self._resolve(str(value[0]), key)
         if len(value) == 1:
             return store, name, 0, None
         return store, name, int(value[1]), int(value[2])
@@ -219,8 +290,19 @@ class ReferenceStore(Store):
 
     # -- reads -------------------------------------------------------------------------
 
+    # One read is a batch of one: the bound travels with it to the target store, which
+    # checks it before reading (and the target's own request policy retries it).
+
     async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
-        return (await self.get_partial_values([RangeRequest(key, byte_range)]))[0]
+        return await self.get(key, byte_range)
+
+    async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
+        return await self.get_versioned(key, byte_range)
+
+    async def _get_bounded(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+    ) -> Versioned | None:
+        return await self.get_versioned(key, byte_range, max_bytes=max_bytes)
 
     async def get(
         self, key: str, byte_range: ByteRange | None = None, *, max_bytes: int | None = None
@@ -228,10 +310,14 @@ class ReferenceStore(Store):
         """The value at `key` (or a range of it): inline bytes or the target's bytes."""
         return (await self.get_partial_values([RangeRequest(key, byte_range, max_bytes)]))[0]
 
+    async def get_versioned(
+        self, key: str, byte_range: ByteRange | None = None, *, max_bytes: int | None = None
+    ) -> Versioned | None:
+        """`get` with the target's version (None for inline values)."""
+        return (await self.get_versioned_values([RangeRequest(key, byte_range, max_bytes)]))[0]
+
     @contextlib.asynccontextmanager
-    async def stream_versioned_values(
-        self, requests: Sequence[RangeRequest]
-    ) -> AsyncIterator[Any]:
+    async def stream_versioned_values(self, requests: Sequence[RangeRequest]) -> AsyncIterator[Any]:
         """`(request index, answer, version)` as answers land; reads of one target store
         go as one batch to it (it coalesces ranges of one object and runs objects
         concurrently). Inline values have no version; others carry their target's.
@@ -254,7 +340,7 @@ class ReferenceStore(Store):
                     data = data[start:stop]
                 ready.append((i, data, None))
             else:
-                store, name, offset, length = self._target(value)
+                store, name, offset, length = self._target(value, request.key)
                 bound = None
                 if request.byte_range is None:
                     if length is not None:  # the reference says how long the value is
@@ -268,9 +354,15 @@ class ReferenceStore(Store):
                 )
 
         async def fetch(store: Store, indices: list[int], reads: list[RangeRequest]) -> None:
-            async with store.stream_versioned_values(reads) as answers:
-                async for j, data, version in answers:
-                    send.send_nowait((indices[j], data, version))
+            try:
+                async with store.stream_versioned_values(reads) as answers:
+                    async for j, data, version in answers:
+                        send.send_nowait((indices[j], data, version))
+            except ValueTooLargeError as error:  # a whole target: name the keys read too
+                keys = [requests[i].key for i, r in zip(indices, reads, strict=True) if r.max_bytes]
+                raise ValueTooLargeError(
+                    f"cannot read {', '.join(map(repr, keys))} in {self!r}: {error}"
+                ) from error
 
         async def fetch_all() -> None:
             async with send, anyio.create_task_group() as tg:
@@ -295,7 +387,7 @@ class ReferenceStore(Store):
             return None
         if not isinstance(value, list):
             return len(self._inline(value))
-        store, name, _, length = self._target(value)
+        store, name, _, length = self._target(value, key)
         return length if length is not None else await store.getsize(name)
 
     # -- listing -----------------------------------------------------------------------
