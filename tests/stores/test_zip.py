@@ -203,7 +203,9 @@ async def test_an_archive_in_a_bucket_reads_through_range_requests(
     temps = await root.getitem("temps")
     np.testing.assert_array_equal(await temps.getitem(...), values["temps"])
     with pytest.raises(StoreError, match="written locally"):
-        await aiozarr.open_group_async(url, storage_options=options, mode="a")
+        await aiozarr.open_group_async(url, storage_options=options, mode="w")
+    appending = await aiozarr.open_group_async(url, storage_options=options, mode="a")
+    assert not appending.store.writable  # "a", the default, reads a remote archive
 
 
 def test_cp_and_migrate_into_an_archive_finish_it(tmp_path: Path) -> None:

@@ -8,7 +8,14 @@ all members a read needs), and then every member range a read asks for is a rang
 that one value, sent in one `stream_partial_values` of the inner store, which coalesces,
 budgets and retries it as any other read. Members stored without compression (what
 zarr-python's ZipStore and `zip -0` write) are read by range; a compressed member is
-read whole and inflated.
+read whole and inflated, off the event loop when large.
+
+An archive is untrusted input: every malformed directory (sizes or offsets past the
+archive, names that are not UTF-8, short zip64 fields, a directory larger than
+`max_metadata_bytes`) raises `StoreError`; a member read whole is checked against its
+CRC-32 (`ChecksumError`); a member larger than the read's `max_bytes` is refused from
+its directory size before any of it is read or inflated. The directory is parsed on a
+worker thread, so a large one does not stall the event loop.
 
 Writing (a local file opened "w", "a" or "x") appends entries with `zipfile`, as
 zarr-python's ZipStore does: zip has no in-place update, so a key written twice is
@@ -19,7 +26,6 @@ closed when it is garbage collected or when the interpreter exits).
 
 from __future__ import annotations
 
-import bz2
 import contextlib
 import os
 import struct
@@ -27,7 +33,6 @@ import threading
 import time
 import weakref
 import zipfile
-import zlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,45 +42,44 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.to_thread
 
+from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import StoreError, UnsupportedError, unwrap_group
 from aiozarr.storage.base import (
     Buffer,
     RangeRequest,
     Store,
+    Versioned,
     check_key,
     check_size,
     dir_entries,
+)
+from aiozarr.storage.zip_format import (
+    END64,
+    END64_SIZE,
+    LOCAL,
+    LOCAL_SIZE,
+    LOCATOR64,
+    LOCATOR64_SIZE,
+    STORED,
+    TAIL,
+    ZIPFILE_ERRORS,
+    Member,
+    check_crc,
+    check_member,
+    find_end_record,
+    inflate,
+    member_of,
+    parse_directory,
+    table_of,
 )
 
 __all__ = ["ZipStore"]
 
 ZipMode = Literal["r", "w", "a", "x"]
 
-_END = b"PK\x05\x06"
-_END64 = b"PK\x06\x06"
-_LOCATOR64 = b"PK\x06\x07"
-_CENTRAL = b"PK\x01\x02"
-_LOCAL = b"PK\x03\x04"
-_END_SIZE = 22
-_LOCATOR64_SIZE = 20
-_END64_SIZE = 56
-_CENTRAL_SIZE = 46
-_LOCAL_SIZE = 30
-# The end record, the longest comment, the zip64 locator and end record.
-_TAIL = _END_SIZE + 0xFFFF + _LOCATOR64_SIZE + _END64_SIZE
-_STORED, _DEFLATED, _BZIP2 = 0, 8, 12
-
-
-@dataclass(frozen=True, slots=True)
-class _Member:
-    """One entry of the archive, as its central directory describes it."""
-
-    header_offset: int
-    size: int  # uncompressed
-    compressed_size: int
-    method: int
-    flags: int
+# Work on more bytes than this (inflating, a CRC) runs on a worker thread, not the loop.
+_INLINE_BYTES = 64 << 10
 
 
 @dataclass
@@ -146,8 +150,9 @@ class ZipStore(Store):
         return self
 
     def _init_state(self) -> None:
-        self._members: dict[str, _Member] | None = None
+        self._members: dict[str, Member] | None = None
         self._data_offsets: dict[int, int] = {}  # header offset -> data offset
+        self._end: int | None = None  # where members end (the directory), when read
         self._archive = _Archive()
         self._finalizer = weakref.finalize(self, _close_archive, self._archive)
 
@@ -162,6 +167,7 @@ class ZipStore(Store):
         if not self.writable:
             self._members = None
             self._data_offsets = {}
+            self._end = None
 
     @property
     def supports_deletes(self) -> bool:
@@ -186,11 +192,11 @@ class ZipStore(Store):
                     compression=self._compression,
                     allowZip64=self._allow_zip64,
                 )
-            except (OSError, zipfile.BadZipFile) as error:
-                raise StoreError(f"cannot open {self!r}: {error}") from error
+            except ZIPFILE_ERRORS as error:  # a malformed archive: any of these
+                raise StoreError(f"cannot open {self!r}: {error!r}") from error
             if self._mode in ("w", "x"):
                 self._mode = "a"
-            self._members = _table(archive.zf.infolist())
+            self._members = table_of(archive.zf.infolist())
         return archive.zf
 
     def close(self) -> None:
@@ -209,7 +215,7 @@ class ZipStore(Store):
     async def __aexit__(self, *exc: object) -> None:
         self.close()
 
-    async def _table(self) -> dict[str, _Member]:
+    async def _table(self) -> dict[str, Member]:
         """Every member by name (the last entry of a name wins, as in `zipfile`)."""
         members = self._members
         if members is not None:
@@ -227,15 +233,21 @@ class ZipStore(Store):
         with self._archive.lock:
             self._zipfile()
 
-    async def _read_central_directory(self) -> dict[str, _Member]:
+    async def _read_central_directory(self) -> dict[str, Member]:
         store, key = self._archive_store, self._key
         size = await store.getsize(key)
         if size is None:
             raise StoreError(f"cannot open {self!r}: there is no archive at {key!r} in {store!r}")
-        tail = await store.get(key, ByteRange.last(min(size, _TAIL)))
+        tail = await store.get(key, ByteRange.last(min(size, TAIL)))
         tail_bytes = bytes(memoryview(tail).cast("B")) if tail is not None else b""
         tail_start = size - len(tail_bytes)
         cd_offset, cd_size = await self._locate_directory(tail_bytes, tail_start)
+        if cd_offset + cd_size > size:
+            raise StoreError(
+                f"{self!r}: the central directory ({cd_size} bytes at {cd_offset}) lies past "
+                f"the end of the archive ({size} bytes): not a zip archive"
+            )
+        check_size(key, cd_size, config.get().max_metadata_bytes, self)  # it is read whole
         if cd_offset >= tail_start:
             directory = tail_bytes[cd_offset - tail_start : cd_offset - tail_start + cd_size]
         else:
@@ -243,34 +255,50 @@ class ZipStore(Store):
             directory = b"" if data is None else bytes(memoryview(data).cast("B"))
         if len(directory) != cd_size:
             raise StoreError(f"{self!r}: the central directory is cut short: not a zip archive")
-        return _parse_directory(directory, repr(self))
+        # Parsing is CPU work in proportion to the entries (300,000: over a second).
+        members = await anyio.to_thread.run_sync(parse_directory, directory, repr(self), cd_offset)
+        self._end = cd_offset
+        return members
 
     async def _locate_directory(self, tail: bytes, tail_start: int) -> tuple[int, int]:
         """(offset, size) of the central directory, from the end record in `tail`."""
-        at = _find_end_record(tail)
+        at = find_end_record(tail)
         if at is None:
             raise StoreError(f"{self!r} is not a zip archive (no end of central directory)")
         _, _, _, _, entries, cd_size, cd_offset, _ = struct.unpack_from("<4s4H2LH", tail, at)
         if 0xFFFF not in (entries,) and 0xFFFFFFFF not in (cd_size, cd_offset):
             return cd_offset, cd_size
-        locator = at - _LOCATOR64_SIZE
-        if locator < 0 or tail[locator : locator + 4] != _LOCATOR64:
+        locator = at - LOCATOR64_SIZE
+        if locator < 0 or tail[locator : locator + 4] != LOCATOR64:
             raise StoreError(f"{self!r}: zip64 end record expected but not found")
         (end64_offset,) = struct.unpack_from("<Q", tail, locator + 8)
+        if end64_offset + END64_SIZE > tail_start + len(tail):
+            raise StoreError(f"{self!r}: the zip64 end record lies past the end of the archive")
         if end64_offset >= tail_start:
-            record = tail[end64_offset - tail_start : end64_offset - tail_start + _END64_SIZE]
+            record = tail[end64_offset - tail_start : end64_offset - tail_start + END64_SIZE]
         else:
-            data = await self._archive_store.get(self._key, ByteRange.of(end64_offset, _END64_SIZE))
+            data = await self._archive_store.get(self._key, ByteRange.of(end64_offset, END64_SIZE))
             record = b"" if data is None else bytes(memoryview(data).cast("B"))
-        if len(record) != _END64_SIZE or record[:4] != _END64:
+        if len(record) != END64_SIZE or record[:4] != END64:
             raise StoreError(f"{self!r}: corrupt zip64 end of central directory")
         cd_size, cd_offset = struct.unpack_from("<QQ", record, 40)
         return cd_offset, cd_size
 
     # -- reads -----------------------------------------------------------------------------
 
+    # One read is a batch of one, so its bound is checked against the directory before
+    # anything is read (the inner store's request policy retries the ranges).
+
     async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
-        return (await self.get_partial_values([RangeRequest(key, byte_range)]))[0]
+        return await self.get(key, byte_range)
+
+    async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
+        return await self.get_versioned(key, byte_range)
+
+    async def _get_bounded(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+    ) -> Versioned | None:
+        return await self.get_versioned(key, byte_range, max_bytes=max_bytes)
 
     async def get(
         self, key: str, byte_range: ByteRange | None = None, *, max_bytes: int | None = None
@@ -279,10 +307,15 @@ class ZipStore(Store):
         check_key(key)
         return (await self.get_partial_values([RangeRequest(key, byte_range, max_bytes)]))[0]
 
+    async def get_versioned(
+        self, key: str, byte_range: ByteRange | None = None, *, max_bytes: int | None = None
+    ) -> Versioned | None:
+        """`get`, with the version: always None (members carry none)."""
+        check_key(key)
+        return (await self.get_versioned_values([RangeRequest(key, byte_range, max_bytes)]))[0]
+
     @contextlib.asynccontextmanager
-    async def stream_versioned_values(
-        self, requests: Sequence[RangeRequest]
-    ) -> AsyncIterator[Any]:
+    async def stream_versioned_values(self, requests: Sequence[RangeRequest]) -> AsyncIterator[Any]:
         """Answers as they land: one batch of ranges of the archive for all `requests`
         (after one batch of local headers for members not read before). Members carry
         no version: the directory is read once per store."""
@@ -293,7 +326,9 @@ class ZipStore(Store):
         for request in requests:  # the directory gives each member's size: check first
             if request.byte_range is None and request.key in found:
                 check_size(request.key, found[request.key].size, request.max_bytes, self)
-        await self._resolve_data_offsets(found.values())
+        for key, member in found.items():
+            check_member(member, key, self)
+        await self._resolve_data_offsets(found.items())
         inner: list[RangeRequest] = []
         targets: list[list[int]] = []  # per inner request, the requests it answers
         whole: dict[str, int] = {}  # compressed members: index of their one inner request
@@ -303,7 +338,7 @@ class ZipStore(Store):
             if member is None:
                 continue
             start = self._data_offsets[member.header_offset]
-            if member.method == _STORED:
+            if member.method == STORED:
                 first, stop = (
                     (0, member.size)
                     if request.byte_range is None
@@ -330,7 +365,7 @@ class ZipStore(Store):
                     return
                 async with self._archive_store.stream_partial_values(inner) as landed:
                     async for n, data in landed:
-                        for i, answer in self._answers(requests, targets[n], found, data):
+                        for i, answer in await self._answers(requests, targets[n], found, data):
                             send.send_nowait((i, answer, None))
 
         with unwrap_group():
@@ -339,21 +374,41 @@ class ZipStore(Store):
                 yield receive
                 tg.cancel_scope.cancel()
 
-    def _answers(
+    async def _answers(
         self,
         requests: Sequence[RangeRequest],
         indices: list[int],
-        found: dict[str, _Member],
+        found: dict[str, Member],
         data: Buffer | None,
     ) -> list[tuple[int, Buffer | None]]:
-        """One archive range that landed -> the answers to `requests[indices]`."""
-        key = requests[indices[0]].key
+        """One archive range that landed -> the answers to `requests[indices]`: the
+        member's bytes (checked against its CRC when read whole) or a range of them."""
+        request = requests[indices[0]]
+        key = request.key
         member = found[key]
         if data is None:
             raise StoreError(f"{self!r}: the archive vanished while it was read")
-        if member.method == _STORED:
+        got = memoryview(data).nbytes
+        if member.method == STORED:
+            lo, hi = (
+                (0, member.size)
+                if request.byte_range is None
+                else request.byte_range.resolve(member.size)
+            )
+            if got != hi - lo:
+                raise StoreError(
+                    f"cannot read {key!r} in {self!r}: the archive ends {hi - lo - got} "
+                    "bytes into it (cut short or a corrupt directory)"
+                )
+            if request.byte_range is None:
+                await _off_loop(member.size, check_crc, member, data, key, self)
             return [(indices[0], data)]
-        value = _inflate(member, data, key, self)
+        if got != member.compressed_size:
+            raise StoreError(
+                f"cannot read {key!r} in {self!r}: {got} of its {member.compressed_size} "
+                "compressed bytes are in the archive (cut short or a corrupt directory)"
+            )
+        value = await _off_loop(member.size, inflate, member, data, key, self)
         out: list[tuple[int, Buffer | None]] = []
         for i in indices:
             byte_range = requests[i].byte_range
@@ -362,18 +417,27 @@ class ZipStore(Store):
         return out
 
     async def _resolve_data_offsets(self, members: Any) -> None:
-        """Read the local headers of `members` not read before, in one batch."""
-        todo = sorted({m.header_offset for m in members} - self._data_offsets.keys())
-        if not todo:
-            return
-        requests = [RangeRequest(self._key, ByteRange.of(o, _LOCAL_SIZE)) for o in todo]
-        headers = await self._archive_store.get_partial_values(requests)
-        for offset, header in zip(todo, headers, strict=True):
-            data = b"" if header is None else bytes(memoryview(header).cast("B"))
-            if len(data) != _LOCAL_SIZE or data[:4] != _LOCAL:
-                raise StoreError(f"{self!r}: no local file header at offset {offset}")
-            name_length, extra_length = struct.unpack_from("<HH", data, 26)
-            self._data_offsets[offset] = offset + _LOCAL_SIZE + name_length + extra_length
+        """Read the local headers of `members` (`(name, member)` pairs) not read before,
+        in one batch; each member's data must end before the central directory."""
+        members = list(members)
+        todo = sorted({m.header_offset for _, m in members} - self._data_offsets.keys())
+        if todo:
+            requests = [RangeRequest(self._key, ByteRange.of(o, LOCAL_SIZE)) for o in todo]
+            headers = await self._archive_store.get_partial_values(requests)
+            for offset, header in zip(todo, headers, strict=True):
+                data = b"" if header is None else bytes(memoryview(header).cast("B"))
+                if len(data) != LOCAL_SIZE or data[:4] != LOCAL:
+                    raise StoreError(f"{self!r}: no local file header at offset {offset}")
+                name_length, extra_length = struct.unpack_from("<HH", data, 26)
+                self._data_offsets[offset] = offset + LOCAL_SIZE + name_length + extra_length
+        end = self._end
+        for name, member in members:
+            start = self._data_offsets[member.header_offset]
+            if end is not None and start + member.compressed_size > end:
+                raise StoreError(
+                    f"cannot read {name!r} in {self!r}: its {member.compressed_size} bytes at "
+                    f"{start} run into the central directory at {end} (a corrupt archive)"
+                )
 
     async def exists(self, key: str) -> bool:
         """Whether the archive holds a member `key`."""
@@ -409,7 +473,7 @@ class ZipStore(Store):
             except OSError as error:
                 raise StoreError(f"cannot write {key!r} in {self!r}: {error}") from error
             assert self._members is not None
-            self._members[key] = _member(zf.getinfo(key))
+            self._members[key] = member_of(zf.getinfo(key))
 
     async def delete(self, key: str) -> None:
         """Entries cannot be deleted from a zip archive: a missing `key` is fine, an
@@ -481,89 +545,11 @@ class ZipStore(Store):
         self._init_state()
 
 
-def _find_end_record(tail: bytes) -> int | None:
-    """Where the end-of-central-directory record starts in `tail` (the archive's end):
-    the last signature whose comment length reaches exactly to the end."""
-    at = len(tail)
-    while (at := tail.rfind(_END, 0, at)) >= 0:
-        if len(tail) - at >= _END_SIZE:
-            (comment_length,) = struct.unpack_from("<H", tail, at + 20)
-            if at + _END_SIZE + comment_length == len(tail):
-                return at
-    return None
-
-
-def _parse_directory(directory: bytes, where: str) -> dict[str, _Member]:
-    members: dict[str, _Member] = {}
-    pos = 0
-    while pos < len(directory):
-        if directory[pos : pos + 4] != _CENTRAL or pos + _CENTRAL_SIZE > len(directory):
-            raise StoreError(f"{where}: corrupt central directory at byte {pos}")
-        fields = struct.unpack_from("<4s6H3L5HLL", directory, pos)
-        flags, method = fields[3], fields[4]
-        compressed, size = fields[8], fields[9]
-        name_length, extra_length, comment_length = fields[10], fields[11], fields[12]
-        offset = fields[16]
-        start = pos + _CENTRAL_SIZE
-        raw_name = directory[start : start + name_length]
-        extra = directory[start + name_length : start + name_length + extra_length]
-        name = raw_name.decode("utf-8" if flags & 0x800 else "cp437")
-        size, compressed, offset = _zip64_sizes(extra, size, compressed, offset)
-        if not name.endswith("/"):  # directory entries (zip -r) hold no value
-            members[name] = _Member(offset, size, compressed, method, flags)
-        pos = start + name_length + extra_length + comment_length
-    return members
-
-
-def _zip64_sizes(extra: bytes, size: int, compressed: int, offset: int) -> tuple[int, int, int]:
-    """Sizes and offset from the zip64 extra field, for those the fixed fields cannot hold."""
-    pos = 0
-    while pos + 4 <= len(extra):
-        tag, length = struct.unpack_from("<HH", extra, pos)
-        if tag == 1:
-            values = iter(struct.unpack_from(f"<{length // 8}Q", extra, pos + 4))
-            if size == 0xFFFFFFFF:
-                size = next(values)
-            if compressed == 0xFFFFFFFF:
-                compressed = next(values)
-            if offset == 0xFFFFFFFF:
-                offset = next(values)
-            break
-        pos += 4 + length
-    return size, compressed, offset
-
-
-def _member(info: zipfile.ZipInfo) -> _Member:
-    return _Member(
-        info.header_offset, info.file_size, info.compress_size, info.compress_type, info.flag_bits
-    )
-
-
-def _table(infos: list[zipfile.ZipInfo]) -> dict[str, _Member]:
-    return {info.filename: _member(info) for info in infos if not info.filename.endswith("/")}
-
-
-def _inflate(member: _Member, data: Buffer, key: str, store: ZipStore) -> bytes:
-    """The uncompressed value of a compressed member (checked against its size)."""
-    raw = memoryview(data).cast("B")
-    if member.flags & 0x1:
-        raise UnsupportedError(f"{key!r} in {store!r} is encrypted")
-    try:
-        if member.method == _DEFLATED:
-            inflater = zlib.decompressobj(-zlib.MAX_WBITS)
-            value = inflater.decompress(raw, member.size + 1)
-        elif member.method == _BZIP2:
-            value = bz2.BZ2Decompressor().decompress(raw, member.size + 1)
-        else:
-            raise UnsupportedError(
-                f"{key!r} in {store!r} uses zip compression method {member.method}; "
-                "stored, deflate and bzip2 members are read"
-            )
-    except (zlib.error, OSError, EOFError) as error:
-        raise StoreError(f"cannot inflate {key!r} in {store!r}: {error}") from error
-    if len(value) != member.size:
-        raise StoreError(f"{key!r} in {store!r} inflates to {len(value)} bytes, not {member.size}")
-    return value
+async def _off_loop(nbytes: int, function: Any, *args: Any) -> Any:
+    """`function(*args)`, on a worker thread when it works on more than a few KiB."""
+    if nbytes <= _INLINE_BYTES:
+        return function(*args)
+    return await anyio.to_thread.run_sync(function, *args)
 
 
 def is_zip(url: str) -> bool:
@@ -571,19 +557,37 @@ def is_zip(url: str) -> bool:
     return urlsplit(url).path.rstrip("/").endswith(".zip")
 
 
+def _can_write(path: str) -> bool:
+    """Whether the archive at `path` can be opened for writing (True if missing: "a"
+    creates it). Tried, not guessed from permission bits: root, read-only mounts and
+    immutable files each answer differently."""
+    try:
+        fd = os.open(Path(path).expanduser(), os.O_RDWR)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    os.close(fd)
+    return True
+
+
 def open_zip(
     url: str, *, mode: ZipMode, storage_options: Mapping[str, Any] | None = None
 ) -> ZipStore:
     """The `ZipStore` for a `.zip` path or URL: a local file in `mode`, or a remote archive
-    (read only) through the store of its parent URL."""
+    (read only) through the store of its parent URL. Mode "a" (append, the default of
+    `aiozarr.open_*`) opens a remote archive, or a local file that cannot be written, for
+    reading; "w" and "x" on a remote archive raise."""
     from aiozarr.storage.url import from_url, is_local
 
     if is_local(url):
         if storage_options:
             raise StoreError(f"local path {url!r} takes no storage options")
         path = url[len("file://") :] if url.startswith("file://") else url
+        if mode == "a" and not _can_write(path):  # "a" writes if it can: reads otherwise
+            mode = "r"
         return ZipStore(path, mode=mode)
-    if mode != "r":
+    if mode not in ("r", "a"):  # "a" (open_*'s default) reads, as http:// stores do
         raise StoreError(
             f"cannot write {url!r}: zip archives are written locally (ZipStore(path, mode="
             "'w')), then uploaded; remote ones are read only"
