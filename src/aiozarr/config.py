@@ -47,6 +47,12 @@ class Config:
     # requests cost CPU: full 141-145 vs 128-134 ms, large-shard 129-133 vs 125-128.
     # Earlier, 16 MiB 0.28 / 0.26 s and 8 MiB 0.19 / 0.20 s on full / large-shard.
     max_request_bytes: int = 2 << 20
+    # Requests a read aims to keep in flight: a read of fewer objects (shards needed whole,
+    # coalesced runs) than this, counting the requests the store has in flight already,
+    # reads them in parts of max_request_bytes; of as many or more, one request each
+    # (`storage/ranges.py::request_counts`). See "Performance decisions" in CONTRIBUTING
+    # for the measurement that chose it.
+    connection_target: int = 16
     # Parts of one object in flight at once (one read of a large shard or run, one
     # multipart upload). Each part is its own connection's bandwidth on a cloud store;
     # the bound keeps a 1 GiB object from opening 512 connections at once. At 4 MiB

@@ -75,11 +75,27 @@ async def test_whole_shards_cost_one_request_each_and_no_index_read() -> None:
     assert all(r.byte_range is None for r in counting.batches[0])
 
 
+async def test_as_many_whole_shards_as_the_connection_target_are_one_get_each() -> None:
+    counting = CountingStore(CoalescingMemoryStore())
+    _, data = await make_sharded(counting, compressors=None)  # 64-byte chunks, 1 KiB shards
+    arr = await reopen(counting)
+    # 16 shards keep 16 connections busy: parts would only add requests.
+    with aiozarr.config.set(max_request_bytes=64, connection_target=16):
+        assert np.array_equal(await arr.getitem(...), data)
+        assert counting.counts["get"] == 16
+        assert all(r is None for _, _, r in counting.requests)
+        counting.reset()
+        # Indexes now cached: 16 coalesced runs, one request each.
+        assert np.array_equal(await arr.getitem(...), data)
+        assert counting.counts["get"] == 16
+
+
 async def test_whole_shards_larger_than_the_part_size_are_read_in_parts() -> None:
     counting = CountingStore(CoalescingMemoryStore())
     _, data = await make_sharded(counting, compressors=None)  # 64-byte chunks, 1 KiB shards
     arr = await reopen(counting)
-    with aiozarr.config.set(max_request_bytes=64):  # far below a shard's 1 KiB
+    # far below a shard's 1 KiB, and fewer shards than the requests the read aims for
+    with aiozarr.config.set(max_request_bytes=64, connection_target=17):
         assert np.array_equal(await arr.getitem(...), data)
         # Per shard: its index, alongside the first part; then the other 15 parts.
         assert counting.counts["get"] == 16 * (1 + 1024 // 64)

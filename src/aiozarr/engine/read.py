@@ -57,6 +57,7 @@ from aiozarr.errors import (
 from aiozarr.indexing import ChunkProjection
 from aiozarr.sizes import human_bytes, memory_bytes
 from aiozarr.storage.base import Buffer, RangeRequest, Version, check_size
+from aiozarr.storage.ranges import request_counts
 
 # Times a read starts over because a shard was rewritten under it before it fails.
 _STALE_RETRIES = 5
@@ -339,13 +340,21 @@ def _bound(layout: ShardLayout) -> int:
 
 
 async def _read_whole_shards(reads: Reads, shards: list[ShardRead]) -> None:
-    """Shards needed in full: one request each when small, else in parts."""
-    part = _part_bytes(reads.array.store)
-    large = [s for s in shards if _bound(s.layout) > part]
+    """Shards needed in full: one request each, or in parts where parts pay
+    (`request_counts`: a read of few shards)."""
+    store = reads.array.store
+    part = _part_bytes(store)
+    counts = request_counts(
+        [_bound(s.layout) for s in shards],
+        part,
+        config.get().connection_target,
+        store.runtime.requests.inflight,
+    )
+    large = [s for s, count in zip(shards, counts, strict=True) if count > 1]
     if not large:
         await _read_small_shards(reads, shards)
         return
-    small = [s for s in shards if _bound(s.layout) <= part]
+    small = [s for s, count in zip(shards, counts, strict=True) if count == 1]
     async with anyio.create_task_group() as tg:
         if small:
             tg.start_soon(_read_small_shards, reads, small)

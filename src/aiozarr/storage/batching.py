@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -169,18 +170,19 @@ async def stream(
     parts: dict[str, asyncio.Semaphore] = {}
     at_once = store.reads_ranges_at_once
 
-    async def fetch(key: str, indices: list[int]) -> None:
+    async def fetch(key: str, indices: list[int], part: int = most) -> None:
+        # `part`: the largest request the group is read with (larger: cut into parts).
         if len(indices) == 1:
             request = requests[indices[0]]
             if request.byte_range is None:
                 await fetch_whole(key, indices[0])
                 return
             wanted = ranges.requested_bytes(request.byte_range)
-            if not at_once and wanted is not None and wanted <= most:
+            if not at_once and wanted is not None and wanted <= part:
                 await fetch_one_range(key, indices[0], part_limiter(key))
                 return
         plan = ranges.plan(
-            [requests[i].byte_range for i in indices], gap_bytes=gap, max_request_bytes=most
+            [requests[i].byte_range for i in indices], gap_bytes=gap, max_request_bytes=part
         )
         bound = _loosest(requests[i].max_bytes for i in indices)
         answers, version = await _fetch_planned(store, key, plan, part_limiter(key), bound)
@@ -218,14 +220,16 @@ async def stream(
 
     async def fetch_all() -> None:
         async with send, anyio.create_task_group() as tg:
-            for key, indices in by_key.items():
-                if at_once:  # one request (one file open) serves every range of the key
-                    tg.start_soon(fetch, key, indices)
-                    continue
-                # One request per coalesced group, each answered as it lands.
-                wanted = [requests[i].byte_range for i in indices]
-                for members in ranges.group(wanted, gap_bytes=gap, max_request_bytes=most):
-                    tg.start_soon(fetch, key, [indices[m] for m in members])
+            groups = _groups(store, requests, by_key, gap, most)
+            if at_once:  # one request (one file open) serves every range of a key
+                part_of: dict[str, int] = {}
+                for key, _, part in groups:
+                    part_of[key] = min(part, part_of.get(key, part))
+                for key, indices in by_key.items():
+                    tg.start_soon(fetch, key, indices, part_of[key])
+                return
+            for key, members, part in groups:
+                tg.start_soon(fetch, key, members, part)  # each answered as it lands
 
     # The stream closes only after the task group has stopped every fetch, so a fetch
     # finishing as the block is left never sends into a closed stream.
@@ -234,6 +238,43 @@ async def stream(
             tg.start_soon(fetch_all)
             yield receive
             tg.cancel_scope.cancel()
+
+
+def _groups(
+    store: Store,
+    requests: Sequence[RangeRequest],
+    by_key: dict[str, list[int]],
+    gap: int,
+    most: int,
+) -> list[tuple[str, list[int], int]]:
+    """The requests of a batch in groups, one request each, with the largest request
+    each is read with: the coalesced runs of each key, read in parts of `most` bytes
+    where parts pay (`ranges.request_counts`), else whole."""
+    runs: list[tuple[str, list[int]]] = []
+    for key, indices in by_key.items():
+        wanted = [requests[i].byte_range for i in indices]
+        for members in ranges.group(wanted, gap_bytes=gap, max_request_bytes=sys.maxsize):
+            runs.append((key, [indices[m] for m in members]))
+    sizes = [_span(requests, members) for _, members in runs]
+    busy = store.runtime.requests.inflight
+    counts = ranges.request_counts(sizes, most, config.get().connection_target, busy)
+    out: list[tuple[str, list[int], int]] = []
+    for (key, members), count in zip(runs, counts, strict=True):
+        if count == 1:
+            out.append((key, members, sys.maxsize))
+            continue
+        wanted = [requests[i].byte_range for i in members]
+        for part in ranges.group(wanted, gap_bytes=gap, max_request_bytes=most):
+            out.append((key, [members[m] for m in part], most))
+    return out
+
+
+def _span(requests: Sequence[RangeRequest], members: list[int]) -> int:
+    """The bytes one request for `members` (a coalesced run) moves; 0 where unknown."""
+    bounded = [requests[i].byte_range for i in members]
+    if any(r is None or r.end is None for r in bounded):
+        return 0
+    return max(r.end for r in bounded) - min(r.offset for r in bounded)  # type: ignore[union-attr]
 
 
 async def _fetch_planned(
