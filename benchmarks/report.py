@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import platform
+import re
 import statistics
 import subprocess
 from datetime import UTC, datetime
@@ -86,8 +87,17 @@ def _cpu_cell(r: dict[str, Any]) -> str:
     return engine if server is None else f"{engine} / {server * 1e3:.0f}"
 
 
+def _cpu_ratio(r: dict[str, Any], peer: dict[str, Any] | None) -> str:
+    """Client CPU of `r` over `peer`'s (below 1: `r` spends less)."""
+    mine, theirs = r.get("median_cpu_s"), (peer or {}).get("median_cpu_s")
+    return f"{mine / theirs:.2f}x" if mine and theirs else ""
+
+
 def _row_cells(
-    r: dict[str, Any], base: dict[str, Any] | None, document: dict[str, Any]
+    r: dict[str, Any],
+    base: dict[str, Any] | None,
+    document: dict[str, Any],
+    tensorstore: dict[str, Any] | None = None,
 ) -> list[str]:
     s = _last_stats(r)
     mb = _decoded_mb(r["row"], document)
@@ -106,6 +116,7 @@ def _row_cells(
         str(s.get("peak_inflight", "")),
         f"{r.get('rss_mb', 0):.0f}",
         _cpu_cell(r),
+        _cpu_ratio(r, tensorstore),
         speedup,
         check.replace("|", "/"),
     ]
@@ -116,8 +127,9 @@ def tables(document: dict[str, Any]) -> str:
     results = document["results"]
     head = (
         "| workload | engine | median time | requests | MB moved | decoded MB/s | "
-        "peak in-flight | peak RSS MiB | CPU ms: engine / emulator | aiozarr speedup | check |\n"
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|\n"
+        "peak in-flight | peak RSS MiB | CPU ms: engine / emulator | CPU / TensorStore's | "
+        "aiozarr speedup | check |\n"
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n"
     )
     out = []
     for profile in _profiles(document):
@@ -126,8 +138,10 @@ def tables(document: dict[str, Any]) -> str:
         for row in dict.fromkeys(r["row"] for r in mine):
             here = [r for r in mine if r["row"] == row]
             base = next((r for r in here if r["engine"] == BASE), None)
+            peer = next((r for r in here if r["engine"] == "tensorstore"), None)
             for r in here:
-                lines.append("| " + " | ".join([row, *_row_cells(r, base, document)]) + " |")
+                cells = _row_cells(r, base, document, peer)
+                lines.append("| " + " | ".join([row, *cells]) + " |")
         out.append(f"### {_describe(profile)}\n\n{head}" + "\n".join(lines) + "\n")
     return "\n".join(out)
 
@@ -415,7 +429,18 @@ def results_section(document: dict[str, Any]) -> str:
 
 
 def write_readme(document: dict[str, Any], path: Path) -> None:
-    """Replace the generated part of the README at `path` (keeping the text above it)."""
+    """Replace the results of the document's mode in the README at `path`, keeping the
+    text above `RESULTS_MARKER` and the results of the other modes (full mode first:
+    the size users read)."""
     text = path.read_text() if path.exists() else ""
-    head = text.split(RESULTS_MARKER)[0].rstrip() + "\n\n" if text else ""
-    path.write_text(head + results_section(document))
+    head, _, generated = text.partition(RESULTS_MARKER)
+    sections = {
+        match.group(1): match.group(0).strip()
+        for match in re.finditer(
+            r"## Results: (\w+) mode.*?(?=^## Results: |\Z)", generated, re.S | re.M
+        )
+    }
+    sections[document["mode"]] = results_section(document).partition(RESULTS_MARKER)[2].strip()
+    order = sorted(sections, key=lambda mode: (mode != "full", mode != "quick", mode))
+    body = "\n\n".join(sections[mode] for mode in order)
+    path.write_text(head.rstrip() + "\n\n" + RESULTS_MARKER + "\n\n" + body + "\n")
