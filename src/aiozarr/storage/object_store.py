@@ -5,10 +5,10 @@ own (`obstore.get_async` with a range), run by the base class's request policy: 
 store's budget, a timeout, retries of just that range, hedging. Suffix reads (shard
 indexes) are one GET with `Range: bytes=-N`, never a HEAD first. Answers are obstore
 `Bytes`, handed on without a copy; a short answer is told clipped or cut from the
-value size the answer carries, and its version is the ETag (and version id) it
-carries. obstore's own retries are switched off (the store is rebuilt with
-`max_retries: 0`), so aiozarr's policy is the only one. Conditional writes are PUTs
-with `If-Match` / `If-None-Match: *` (obstore's put modes).
+value size and range the answer carries (cut: `ShortReadError`, retried), and its
+version is the ETag (and version id) it carries. obstore's own retries are switched off
+(the store is rebuilt with `max_retries: 0`), so aiozarr's policy is the only one.
+Conditional writes are PUTs with `If-Match` / `If-None-Match: *` (obstore's put modes).
 """
 
 from __future__ import annotations
@@ -82,6 +82,20 @@ def _version(meta: Any) -> Version | None:
     """An answer's version: its ETag and version id (None when it carries neither)."""
     e_tag, version = meta.get("e_tag"), meta.get("version")
     return None if e_tag is None and version is None else (e_tag, version)
+
+
+def _checked_body(key: str, byte_range: ByteRange, result: Any, data: Buffer) -> Buffer:
+    """`data`, unless it is shorter than the range its answer says it holds (its
+    `Content-Range`): a body cut short, which obstore hands on as it is; then
+    `ShortReadError`, which is retried."""
+    start, stop = result.range
+    got = memoryview(data).nbytes
+    if got < stop - start:
+        raise ShortReadError(
+            f"cannot read {key!r}: {byte_range} answered bytes {start}-{stop - 1} with "
+            f"{got} bytes of them"
+        )
+    return data
 
 
 def describe(store: Any) -> str:
@@ -242,6 +256,11 @@ class ObjectStore(SizedReadStore):
                 data, version = whole
                 start, stop = byte_range.resolve(len(memoryview(data)))
                 return memoryview(data).cast("B")[start:stop], version
+            if cause is not None and cause.short_range:
+                raise ShortReadError(
+                    f"cannot read {key!r}: {byte_range} answered with fewer bytes than "
+                    f"asked ({cause.message})"
+                ) from exc
             raise
 
     async def _body(self, key: str, result: Any, skip: int, max_bytes: int | None) -> Buffer:
@@ -286,17 +305,18 @@ class ObjectStore(SizedReadStore):
             options: Any = {"range": {"suffix": byte_range.suffix}}
             result = await obstore.get_async(store, key, options=options)
             answer_began()
-            return await result.bytes_async(), _version(result.meta)
+            data = _checked_body(key, byte_range, result, await result.bytes_async())
+            return data, _version(result.meta)
         if byte_range.length is None:
             options = {"range": {"offset": byte_range.offset}}
             result = await obstore.get_async(store, key, options=options)
             answer_began()
             data = await self._body(key, result, byte_range.offset, None)
-            return data, _version(result.meta)
+            return _checked_body(key, byte_range, result, data), _version(result.meta)
         stop = byte_range.offset + byte_range.length
         result = await obstore.get_async(store, key, options={"range": (byte_range.offset, stop)})
         answer_began()
-        data = await result.bytes_async()
+        data = _checked_body(key, byte_range, result, await result.bytes_async())
         # The answer says where the value ends: a short answer is a clipped range (fine)
         # or a cut body (retried), told apart without asking for the size again.
         got_stop = byte_range.offset + len(data)

@@ -9,7 +9,8 @@ one `GenericError` for everything else, whose text carries the HTTP status ("sta
 code: 503") or the transport failure ("error sending request", "connection reset"),
 followed by a multi-line "Debug source:" dump. Which words mean what lives here;
 `retry.classify` (the retry policy), `ObjectStore` (missing keys and buckets, ranges
-past the end, servers that ignore ranges) and `url.from_url` ask `classify`.
+past the end, servers that ignore ranges or answer a range short) and `url.from_url`
+ask `classify`.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ _BAD_RANGE = (
 )
 # The server ignored the Range header (some HTTP servers; moto on empty objects).
 _NOT_PARTIAL = "non-partial response"
+# obstore refuses an answer whose Content-Range is not the range asked for.
+_OTHER_RANGE = re.compile(r"Requested (\d+)\.\.(\d+), got (\d+)\.\.(\d+)")
 _DEBUG = "\n\nDebug source:"
 
 
@@ -67,6 +70,10 @@ class ObstoreFailure:
     bad_range: bool = False
     #: The server answered a range request with the whole value.
     not_partial: bool = False
+    #: The server answered a range request with less of it than asked for, though not
+    #: for want of bytes (its Content-Range starts where asked, ends short): a body cut
+    #: short, worth another try.
+    short_range: bool = False
 
     @property
     def throttled(self) -> bool:
@@ -118,4 +125,20 @@ def classify(exc: BaseException) -> ObstoreFailure:
         missing_bucket=any(word in line for word in _MISSING_BUCKET),
         bad_range=any(word in line for word in _BAD_RANGE),
         not_partial=_NOT_PARTIAL in line,
+        short_range=_is_short_range(line),
     )
+
+
+def _is_short_range(line: str) -> bool:
+    """Whether obstore refused an answer as holding only the start of the range asked
+    for ("Requested 0..100, got 0..96").
+
+    obstore accepts an answer clipped at the value's end; one it refuses that starts
+    where asked and ends sooner is a short body. One starting elsewhere or running
+    longer is a server that sends what it likes: not a transient failure.
+    """
+    found = _OTHER_RANGE.search(line)
+    if found is None:
+        return False
+    start, stop, got_start, got_stop = (int(n) for n in found.groups())
+    return got_start == start and got_stop < stop
