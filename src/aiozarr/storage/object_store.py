@@ -6,16 +6,18 @@ store's budget, a timeout, retries of just that range, hedging. Suffix reads (sh
 indexes) are one GET with `Range: bytes=-N`, never a HEAD first. Answers are obstore
 `Bytes`, handed on without a copy; a short answer is told clipped or cut from the
 value size and range the answer carries (cut: `ShortReadError`, retried), and its
-version is the ETag (and version id) it carries. obstore's own retries are switched off
-(the store is rebuilt with `max_retries: 0`), so aiozarr's policy is the only one.
-Conditional writes are PUTs with `If-Match` / `If-None-Match: *` (obstore's put modes).
+version is the ETag (and version id) it carries. A server found to ignore ranges is
+read whole, once per batch for all the ranges of a value (`storage/whole_reads.py`).
+obstore's own retries are switched off (the store is rebuilt with `max_retries: 0`),
+so aiozarr's policy is the only one. Conditional writes are PUTs with `If-Match` /
+`If-None-Match: *` (obstore's put modes).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any
 
 import obstore
@@ -250,18 +252,40 @@ class ObjectStore(SizedReadStore):
                 # (No version: the answer is the same for every version that short.)
                 return memoryview(b""), None
             if cause is not None and cause.not_partial and byte_range is not None:
-                whole = await self._get_bounded(key, None, None)
-                if whole is None:
-                    return None
-                data, version = whole
-                start, stop = byte_range.resolve(len(memoryview(data)))
-                return memoryview(data).cast("B")[start:stop], version
+                # The server sent the whole value (refused unread): read it whole, once
+                # for every range of it asked for meanwhile, and remember it does.
+                answer = await self._ranges_of_whole(key, [byte_range], max_bytes)
+                return None if answer is None else (answer[0][0], answer[1])
             if cause is not None and cause.short_range:
                 raise ShortReadError(
                     f"cannot read {key!r}: {byte_range} answered with fewer bytes than "
                     f"asked ({cause.message})"
                 ) from exc
             raise
+
+    @property  # type: ignore[override]
+    def reads_ranges_at_once(self) -> bool:
+        # A server found to ignore ranges: the ranges of a key in a batch are one read.
+        return self.runtime.whole_reads.ignored
+
+    async def _get_ranges(
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None = None
+    ) -> tuple[list[Buffer], Version | None] | None:
+        if not self.runtime.whole_reads.ignored:
+            return await super()._get_ranges(key, byte_ranges, max_bytes)
+        return await self._ranges_of_whole(key, byte_ranges, max_bytes)
+
+    async def _ranges_of_whole(
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None
+    ) -> tuple[list[Buffer], Version | None] | None:
+        """`byte_ranges` of `key` sliced from one whole read (see `storage/whole_reads.py`)."""
+        runtime = self.runtime
+        return await runtime.whole_reads.slices(
+            key,
+            byte_ranges,
+            lambda: self._get_bounded(key, None, max_bytes),
+            runtime.statistics,
+        )
 
     async def _body(self, key: str, result: Any, skip: int, max_bytes: int | None) -> Buffer:
         """The body of a whole-value (or offset-to-end, from `skip`) GET whose headers have

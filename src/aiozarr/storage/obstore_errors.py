@@ -39,8 +39,9 @@ _BAD_RANGE = (
     "Requested range was invalid",
     "Invalid range: Wanted range",
 )
-# The server ignored the Range header (some HTTP servers; moto on empty objects).
-_NOT_PARTIAL = "non-partial response"
+# The server ignored the Range header (some HTTP servers; moto on empty objects): the
+# words of obstore's S3/GCS/Azure client, then of its HTTP store.
+_NOT_PARTIAL = ("non-partial response", "Range request not supported")
 # obstore refuses an answer whose Content-Range is not the range asked for.
 _OTHER_RANGE = re.compile(r"Requested (\d+)\.\.(\d+), got (\d+)\.\.(\d+)")
 _DEBUG = "\n\nDebug source:"
@@ -124,7 +125,7 @@ def classify(exc: BaseException) -> ObstoreFailure:
         not_found=is_not_found(exc),
         missing_bucket=any(word in line for word in _MISSING_BUCKET),
         bad_range=any(word in line for word in _BAD_RANGE),
-        not_partial=_NOT_PARTIAL in line,
+        not_partial=any(words in line for words in _NOT_PARTIAL),
         short_range=_is_short_range(line),
     )
 

@@ -27,13 +27,14 @@ from aiozarr.storage.bytes_budget import ByteBudget
 from aiozarr.storage.conditions import ConditionVerdict
 from aiozarr.storage.locks import KeyLocks
 from aiozarr.storage.statistics import RequestStats
+from aiozarr.storage.whole_reads import WholeReads
 
 __all__ = ["StoreRuntime", "runtime_for"]
 
 
 class StoreRuntime:
     """One store's request budget, byte budget, write locks and request statistics, and
-    what its server was found to do (does it honour write conditions?).
+    what its server was found to do (honour write conditions? ignore ranges?).
 
     `max_concurrency` pins the request maximum (a store's own argument); None follows
     the `max_concurrency` setting.
@@ -50,14 +51,16 @@ class StoreRuntime:
         self.bytes = ByteBudget(settings.max_inflight_bytes)
         self.locks = KeyLocks()
         self.statistics = RequestStats()
-        # What its server was found to do with write conditions.
+        # What its server was found to do: with write conditions, with ranges.
         self.conditions = ConditionVerdict()
+        self.whole_reads = WholeReads()
 
     def _after_fork(self) -> None:
         self.requests._after_fork()
         self.bytes._after_fork()
         self.locks._after_fork()
         self.statistics._after_fork()
+        self.whole_reads._after_fork()
 
     def follow(self) -> StoreRuntime:
         """Take up process-wide settings that changed since the last look; return self."""

@@ -1,0 +1,102 @@
+"""A server that ignores `Range` costs one whole read of a value per batch, not one per range.
+
+Such a server answers every range GET with the whole value (200). Read range by range,
+33 ranges of a 64 MiB shard moved 2.1 GB while `stats()` said 67 MB. The store now
+remembers (in its runtime) that its server ignores ranges and reads a value whole once
+for all the ranges of a batch, sliced, and `stats()["bytes_read"]` counts what moved.
+The proxy (proxies.py) on 127.0.0.1 drops the `Range` header before the emulator.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from obstore.store import HTTPStore, S3Store
+from tests.reliability.proxies import Proxy
+from tests.stores.cloud_fixtures import unique_prefix
+
+import aiozarr
+from aiozarr.byte_range import ByteRange
+from aiozarr.emulator import Emulator
+from aiozarr.storage.base import RangeRequest
+from aiozarr.storage.object_store import ObjectStore
+
+SIZE = 4 << 20
+# 16 ranges of 64 KiB, 256 KiB apart: too far apart to coalesce, 16 requests.
+RANGES = [ByteRange.of(i * (256 << 10), 64 << 10) for i in range(16)]
+
+
+def _store(emulator: Emulator, endpoint: str, prefix: str, kind: str = "s3") -> ObjectStore:
+    if kind == "http":  # obstore's HTTP store: its own words for a range ignored
+        url = f"{endpoint}/{emulator.bucket}/{prefix}"
+        return ObjectStore(HTTPStore(url, client_options={"allow_http": True}), read_only=True)
+    options = {**emulator.storage_options(), "endpoint": endpoint}
+    return ObjectStore(S3Store(emulator.bucket, prefix=prefix, **options))
+
+
+def _whole_gets(proxy: Proxy) -> int:
+    return sum(1 for method, _, ranged in proxy.sent if method == "GET" and not ranged)
+
+
+def _expected(value: bytes) -> list[bytes]:
+    return [value[r.offset : r.offset + (r.length or 0)] for r in RANGES]
+
+
+@pytest.mark.parametrize("kind", ["s3", "http"])
+async def test_ranges_of_one_value_move_it_once(emulator: Emulator, kind: str) -> None:
+    prefix = unique_prefix()
+    value = os.urandom(SIZE)
+    direct = _store(emulator, emulator.endpoint, prefix)
+    await direct.set("big", value)
+    await direct.set("empty", b"")
+    requests = [RangeRequest("big", r) for r in RANGES]
+    # Every answer waits 0.2 s, so all 16 ranges of the first batch are refused while
+    # the first whole read is still on its way.
+    with Proxy(emulator.endpoint, ignore_range=True, delay_s=0.2).running() as proxy:
+        store = _store(emulator, proxy.endpoint, prefix, kind)
+        # A whole answer for a range of an empty value (moto answers so) tells nothing.
+        assert bytes(await store.get("empty", ByteRange.of(0, 10))) == b""
+        proxy.reset_stats()
+        store.reset_stats()
+
+        # The first batch finds out: 16 ranges sent, each answered whole and refused
+        # unread, then ONE whole read serves them all.
+        got = await store.get_partial_values(requests)
+        assert [bytes(g) for g in got] == _expected(value)
+        assert len(proxy.sent) == 16 + 1
+        assert _whole_gets(proxy) == 1
+        assert store.stats()["bytes_read"] == SIZE
+
+        # Known now: one whole read for the batch, and the statistics say what moved.
+        proxy.reset_stats()
+        store.reset_stats()
+        got = await store.get_partial_values(requests)
+        assert [bytes(g) for g in got] == _expected(value)
+        assert proxy.sent == [("GET", f"/{emulator.bucket}/{prefix}/big", False)]
+        assert proxy.bytes_sent == SIZE
+        assert store.stats()["requests"] == 1
+        assert store.stats()["bytes_read"] == SIZE
+
+
+def test_a_sharded_array_reads_its_shard_whole_once(emulator: Emulator) -> None:
+    """Once the store knows, the 32 inner chunks of a shard are one whole read of it."""
+    prefix = unique_prefix()
+    values = np.random.default_rng(0).random((256, 128))
+    direct = _store(emulator, emulator.endpoint, prefix)
+    aiozarr.create_array(
+        direct, shape=values.shape, dtype="f8", chunks=(32, 32), shards=(256, 128)
+    )[...] = values
+    shard = (emulator.root / prefix / "c" / "0" / "0").stat().st_size
+    with Proxy(emulator.endpoint, ignore_range=True).running() as proxy:
+        store = _store(emulator, proxy.endpoint, prefix)
+        arr = aiozarr.open_array(store, mode="r")
+        # One element: the shard's index is a suffix range, answered whole: found out.
+        assert arr[0, 0] == values[0, 0]
+        proxy.reset_stats()
+        store.reset_stats()
+        assert np.array_equal(arr[...], values)
+        assert proxy.sent == [("GET", f"/{emulator.bucket}/{prefix}/c/0/0", False)]
+        assert proxy.bytes_sent == shard
+        assert store.stats()["bytes_read"] == shard
