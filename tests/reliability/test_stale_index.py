@@ -112,14 +112,22 @@ def test_a_shard_that_keeps_changing_fails_with_a_named_error(tmp_path: Path) ->
             super().__init__()
             self.rewrites = 0
 
-        reads_inline = False  # type: ignore[assignment]  # every read through _get_ranges
+        reads_inline = False  # type: ignore[assignment]  # reads go through the hooks below
 
         async def _get_ranges(self, key, byte_ranges, max_bytes=None):  # type: ignore[no-untyped-def]
             answer = await super()._get_ranges(key, byte_ranges, max_bytes)
-            if key == "c/0/0" and byte_ranges[0].suffix is not None:
+            self._after(key, byte_ranges[0])
+            return answer
+
+        async def _get_versioned(self, key, byte_range):  # type: ignore[no-untyped-def]
+            answer = await super()._get_versioned(key, byte_range)  # one index, alone
+            self._after(key, byte_range)
+            return answer
+
+        def _after(self, key, byte_range) -> None:  # type: ignore[no-untyped-def]
+            if key == "c/0/0" and byte_range is not None and byte_range.suffix is not None:
                 self.rewrites += 1
                 self._store(key, bytes(self._data[key]))  # same bytes, a new version
-            return answer
 
     store = Rewriting()
     arr = aiozarr.create_array(store, shape=SHAPE, dtype="i8", chunks=(8, 8), shards=SHAPE)
