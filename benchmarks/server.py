@@ -23,7 +23,12 @@ from benchmarks import spec
 def _control(endpoint: str, path: str, body: dict[str, Any] | None = None) -> Any:
     data = None if body is None else json.dumps(body).encode()
     method = "GET" if path == "stats" else "POST"
-    request = urllib.request.Request(f"{endpoint}/_emulator/{path}", data=data, method=method)
+    request = urllib.request.Request(
+        f"{endpoint}/_emulator/{path}",
+        data=data,
+        method=method,
+        headers={"Content-Type": "application/json"},  # the control endpoints take JSON only
+    )
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())
 

@@ -133,6 +133,26 @@ async def test_put_aws_chunked_payload(emu: Emulator, http: aiohttp.ClientSessio
     assert (emu.root / "chunked").read_bytes() == b"hello!!!"
 
 
+async def test_put_aws_chunked_payload_streamed_in_odd_pieces(
+        emu: Emulator, http: aiohttp.ClientSession) -> None:
+    """A large framed body goes to a temp file as it comes: frames cut across pieces."""
+    payload = bytes(range(256)) * (3 * 4096 + 7)  # ~3 MiB: past the in-memory limit
+    framed = b"".join(b"%x;chunk-signature=s\r\n" % len(payload[i : i + 65_536])
+                      + payload[i : i + 65_536] + b"\r\n"
+                      for i in range(0, len(payload), 65_536)) + b"0;chunk-signature=s\r\n\r\n"
+
+    async def pieces() -> AsyncIterator[bytes]:
+        for i in range(0, len(framed), 40_009):
+            yield framed[i : i + 40_009]
+
+    headers = {"x-amz-content-sha256": "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"}
+    status, _, _ = await fetch(http, "PUT", emu.http_url("framed"), data=pieces(),
+                               headers=headers)
+    assert status == 200
+    assert (emu.root / "framed").read_bytes() == payload
+    assert emu.stats()["bytes_written"] == len(framed)
+
+
 async def test_delete_objects(emu: Emulator, http: aiohttp.ClientSession) -> None:
     for name in ("k1", "k2"):
         (emu.root / name).write_bytes(b"x")
@@ -336,7 +356,8 @@ async def raw_get(emu: Emulator, key: str) -> bytes:
     """One GET on a fresh connection, without any client-side retry; b"" if reset."""
     reader, writer = await asyncio.open_connection("127.0.0.1", emu.port)
     path = f"/{emu.bucket}/{key}"
-    writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+    host = f"127.0.0.1:{emu.port}"
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
     try:
         return await reader.read()
     except ConnectionResetError:

@@ -1,11 +1,11 @@
 """The emulator's bucket on disk: one file per object, read as one version (stat and
-bytes from one open file), written by renaming a temp file into place, conditional PUTs
-checked and renamed under one lock, and the stored keys listed."""
+bytes from one open file), written by renaming a temp file into place, and conditional
+PUTs checked and renamed under one lock."""
 
 from __future__ import annotations
 
-import contextlib
 import os
+import shutil
 import stat
 import threading
 import uuid
@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiozarr.emulator.paths import TMP_DIR
 from aiozarr.emulator.s3 import S3Error, parse_range
 
 __all__ = [
@@ -23,13 +24,12 @@ __all__ = [
     "check_put_condition",
     "etag_of",
     "generation_of",
+    "move_into_place",
+    "new_temp_file",
     "read_version",
-    "stored_keys",
     "version_headers",
     "write_atomic",
 ]
-
-TMP_DIR = ".aiozarr-emulator-tmp"  # temp files and multipart parts; never listed
 
 # Bodies larger than this are streamed from the open file in pieces (the server paces),
 # not read into memory first: a (sparse) 2 GiB object costs the emulator no 2 GiB, and
@@ -95,6 +95,8 @@ def check_put_condition(path: Path, headers: Mapping[str, str]) -> None:
         st = None
     if_match, if_none_match = headers.get("If-Match"), headers.get("If-None-Match")
     generation = headers.get("x-goog-if-generation-match")
+    if generation is not None and not generation.strip().isdigit():
+        raise S3Error(400, f"x-goog-if-generation-match is not a number: {generation!r}")
     held = (
         (if_none_match is None or if_none_match.strip() != "*" or st is None)
         and (
@@ -114,48 +116,47 @@ def version_headers(st: os.stat_result) -> dict[str, str]:
 PUT_CONDITIONS = ("If-Match", "If-None-Match", "x-goog-if-generation-match")
 
 
+def new_temp_file(tmp_dir: Path) -> Path:
+    """A fresh name in the temp folder (made if missing), for a body on its way in."""
+    tmp_dir.mkdir(parents=True, exist_ok=True)
+    return tmp_dir / uuid.uuid4().hex
+
+
 def write_atomic(
     path: Path,
     tmp_dir: Path,
     chunks: list[Path] | bytes,
     condition: tuple[threading.Lock, Mapping[str, str]] | None = None,
 ) -> None:
-    """Write `chunks` to a temp file and rename it to `path`; with `condition` (a lock
-    and the request's headers), check it and rename as one step under the lock."""
-    tmp_dir.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_dir / uuid.uuid4().hex
+    """Write `chunks` (bytes, or files whose contents are joined) to a temp file and
+    rename it to `path`; with `condition`, see `move_into_place`."""
+    tmp = new_temp_file(tmp_dir)
     with open(tmp, "wb") as f:
         if isinstance(chunks, bytes):
             f.write(chunks)
         else:
             for part in chunks:
-                f.write(part.read_bytes())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if condition is None:
-        os.replace(tmp, path)
-        return
-    lock, headers = condition
+                with open(part, "rb") as source:
+                    shutil.copyfileobj(source, f, 1 << 20)
+    move_into_place(tmp, path, condition)
+
+
+def move_into_place(
+    tmp: Path,
+    path: Path,
+    condition: tuple[threading.Lock, Mapping[str, str]] | None = None,
+) -> None:
+    """Rename the temp file `tmp` to `path` (its folders made); with `condition` (a lock
+    and the request's headers), check it and rename as one step under the lock. The
+    temp file is gone afterwards, whatever happened."""
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if condition is None:
+            os.replace(tmp, path)
+            return
+        lock, headers = condition
         with lock:
             check_put_condition(path, headers)
             os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-
-
-def stored_keys(root: Path, prefix: str) -> list[tuple[str, os.stat_result]]:
-    """Every stored key under `root` starting with `prefix`, sorted (by bytes), with its
-    stat; the temp directory is never listed."""
-    start = root.joinpath(*prefix.split("/")[:-1])
-    found = []
-    for dirpath, dirnames, filenames in os.walk(start):
-        if Path(dirpath) == root and TMP_DIR in dirnames:
-            dirnames.remove(TMP_DIR)
-        rel = Path(dirpath).relative_to(root).as_posix()
-        base = "" if rel == "." else rel + "/"
-        for name in filenames:
-            key = base + name
-            if key.startswith(prefix):
-                with contextlib.suppress(FileNotFoundError):
-                    found.append((key, os.stat(os.path.join(dirpath, name))))
-    return sorted(found, key=lambda item: item[0].encode())

@@ -1,61 +1,80 @@
-"""ListObjectsV2 over the stored keys: pages of `max-keys`, common prefixes under a
-`delimiter`, continuation tokens."""
+"""ListObjectsV2 over the served folder: pages of at most 1,000 keys (`max-keys`), common
+prefixes under a `delimiter`, continuation tokens.
+
+The folder is walked lazily in key order and the walk stops once the page is full, so a
+page costs the folders on its way, not the whole tree: a subtree that sorts wholly
+before the page's start is skipped unread, and with `delimiter=/` a folder becomes one
+common prefix without its keys being listed. Symlinks that lead outside the folder are
+not listed, and linked folders are not walked (no loops). The walk does blocking disk
+I/O: the server runs it on a thread of its own.
+"""
 
 from __future__ import annotations
 
 import base64
+import binascii
 import os
-from collections.abc import Callable, Mapping
+import stat
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from xml.sax.saxutils import escape
 
 from aiohttp import web
 
 from aiozarr.emulator.files import etag_of
-from aiozarr.emulator.s3 import S3_NS, xml_response
+from aiozarr.emulator.paths import TMP_DIR, is_inside, listing_dir, valid_name
+from aiozarr.emulator.s3 import S3_NS, S3Error, xml_response
 
-__all__ = ["list_objects_v2"]
+__all__ = ["MAX_KEYS", "list_objects_v2", "walk_keys"]
+
+MAX_KEYS = 1000  # S3's cap on one page
+
+#: One walk result: a key and its stat, or a common prefix (ending in `/`) and None.
+Entry = tuple[str, os.stat_result | None]
 
 
-def list_objects_v2(
-    query: Mapping[str, str],
-    bucket: str,
-    keys: Callable[[str], list[tuple[str, os.stat_result]]],
-) -> web.Response:
-    """A ListObjectsV2 answer: `keys(prefix)` gives the stored keys, sorted, with their
-    stats; `continuation-token` is the last key of the page before, base64-encoded."""
+def list_objects_v2(query: Mapping[str, str], bucket: str, root: Path) -> web.Response:
+    """A ListObjectsV2 answer for the folder `root`; `continuation-token` is the last key
+    (or common prefix) of the page before, base64-encoded."""
     prefix = query.get("prefix", "")
     delimiter = query.get("delimiter", "")
-    max_keys = int(query.get("max-keys", 1000))
+    try:
+        max_keys = min(int(query.get("max-keys", MAX_KEYS)), MAX_KEYS)
+    except ValueError:
+        raise S3Error(400, "max-keys must be an integer", code="InvalidArgument") from None
+    if max_keys < 0:
+        raise S3Error(400, "max-keys must not be negative", code="InvalidArgument")
     token = query.get("continuation-token")
-    after = base64.urlsafe_b64decode(token).decode() if token else query.get("start-after", "")
+    if token is not None:
+        try:
+            after = base64.b64decode(token, altchars=b"-_", validate=True).decode()
+        except (ValueError, binascii.Error):
+            raise S3Error(
+                400, "the continuation token is not one this server gave", code="InvalidArgument"
+            ) from None
+    else:
+        after = query.get("start-after", "")
     contents: list[str] = []
     prefixes: list[str] = []
     last, truncated = "", False
-    for key, st in keys(prefix):
-        if after and key.encode() <= after.encode():
-            continue
+    for key, st in walk_keys(root, prefix, after, delimiter):
         common = ""
-        if delimiter and delimiter in key[len(prefix) :]:
+        if st is None:
+            common = key
+        elif delimiter and delimiter in key[len(prefix) :]:
             common = key[: key.index(delimiter, len(prefix)) + len(delimiter)]
-            if prefixes and prefixes[-1] == common:
-                last = key  # every key under one common prefix counts once
-                continue
+        if common and prefixes and prefixes[-1] == common:
+            last = key  # every key under one common prefix counts once
+            continue
         if len(contents) + len(prefixes) >= max_keys:
-            truncated = True
+            truncated = max_keys > 0
             break
         if common:
             prefixes.append(common)
         else:
-            modified = (
-                datetime.fromtimestamp(st.st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-            )
-            contents.append(
-                f"<Contents><Key>{escape(key)}</Key><LastModified>{modified}"
-                f"</LastModified><ETag>{escape(etag_of(st))}</ETag>"
-                f"<Size>{st.st_size}</Size><StorageClass>STANDARD</StorageClass>"
-                "</Contents>"
-            )
+            assert st is not None
+            contents.append(_contents(key, st))
         last = key
     items = "".join(contents) + "".join(
         f"<CommonPrefixes><Prefix>{escape(p)}</Prefix></CommonPrefixes>" for p in prefixes
@@ -66,9 +85,90 @@ def list_objects_v2(
         next_token = f"<NextContinuationToken>{encoded}</NextContinuationToken>"
     count = len(contents) + len(prefixes)
     return xml_response(
-        f'<ListBucketResult xmlns="{S3_NS}"><Name>{bucket}</Name>'
+        f'<ListBucketResult xmlns="{S3_NS}"><Name>{escape(bucket)}</Name>'
         f"<Prefix>{escape(prefix)}</Prefix><KeyCount>{count}</KeyCount>"
         f"<MaxKeys>{max_keys}</MaxKeys><Delimiter>{escape(delimiter)}</Delimiter>"
         f"<IsTruncated>{str(truncated).lower()}</IsTruncated>{items}{next_token}"
         "</ListBucketResult>"
     )
+
+
+def _contents(key: str, st: os.stat_result) -> str:
+    modified = datetime.fromtimestamp(st.st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+    return (
+        f"<Contents><Key>{escape(key)}</Key><LastModified>{modified}Z</LastModified>"
+        f"<ETag>{escape(etag_of(st))}</ETag><Size>{st.st_size}</Size>"
+        "<StorageClass>STANDARD</StorageClass></Contents>"
+    )
+
+
+def walk_keys(root: Path, prefix: str, after: str = "", delimiter: str = "") -> Iterator[Entry]:
+    """The stored keys under `root` that start with `prefix` and sort after `after`, in
+    key order (UTF-8 bytes, which is code-point order), lazily. With `delimiter="/"` each
+    folder below the prefix comes as one common prefix (when it holds a key) instead of
+    its keys. Raises for a prefix that fails the key check."""
+    directory = listing_dir(root, prefix)
+    base, _, start = prefix.rpartition("/")
+    base = base + "/" if base else ""
+    yield from _walk(root, directory, base, start, after, delimiter == "/")
+
+
+def _walk(
+    root: Path, directory: Path | str, base: str, start: str, after: str, collapse: bool
+) -> Iterator[Entry]:
+    for name, is_dir, path in _entries(root, directory):
+        if not name.startswith(start):
+            continue
+        key = base + name
+        if is_dir:
+            folder = key + "/"
+            if after and folder <= after and not after.startswith(folder):
+                continue  # every key in it sorts before the page
+            if collapse:
+                if (not after or folder > after) and _holds_a_key(root, path):
+                    yield folder, None
+                continue
+            yield from _walk(root, path, folder, "", after, collapse)
+        elif not after or key > after:
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                yield key, st
+
+
+def _entries(root: Path, directory: Path | str) -> list[tuple[str, bool, str]]:
+    """`(name, is_folder, path)` of what `directory` holds that a key can name, sorted in
+    key order (a folder sorts as its name followed by `/`)."""
+    try:
+        with os.scandir(directory) as it:
+            found = list(it)
+    except OSError:  # gone, not a folder, not readable
+        return []
+    at_root = os.fspath(directory) == os.fspath(root)
+    out = []
+    for entry in found:
+        if (at_root and entry.name == TMP_DIR) or not valid_name(entry.name):
+            continue
+        try:
+            if entry.is_symlink():
+                real = os.path.realpath(entry.path)
+                if is_inside(root, real) and not os.path.isdir(real):
+                    out.append((entry.name, False, entry.path))
+            elif entry.is_dir(follow_symlinks=False):
+                out.append((entry.name, True, entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                out.append((entry.name, False, entry.path))
+        except OSError:
+            continue
+    out.sort(key=lambda e: e[0] + "/" if e[1] else e[0])
+    return out
+
+
+def _holds_a_key(root: Path, directory: str) -> bool:
+    """Whether any key lies under `directory` (stops at the first)."""
+    for _, is_dir, path in _entries(root, directory):
+        if not is_dir or _holds_a_key(root, path):
+            return True
+    return False

@@ -1,9 +1,10 @@
 """The S3 wire format the emulator speaks: errors as S3 XML, XML answers, `Range`
-headers, `aws-chunked` upload bodies."""
+headers, `aws-chunked` upload bodies (decoded as they stream in)."""
 
 from __future__ import annotations
 
 import uuid
+from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
 from aiohttp import web
@@ -11,10 +12,12 @@ from aiohttp import web
 __all__ = [
     "ERROR_CODES",
     "S3_NS",
+    "AwsChunkedDecoder",
     "S3Error",
     "decode_aws_chunked",
     "error_response",
     "parse_range",
+    "parse_xml",
     "xml_response",
 ]
 
@@ -24,7 +27,10 @@ ERROR_CODES = {
     403: "AccessDenied",
     404: "NoSuchKey",
     405: "MethodNotAllowed",
+    408: "RequestTimeout",
     412: "PreconditionFailed",
+    413: "EntityTooLarge",
+    415: "UnsupportedMediaType",
     416: "InvalidRange",
     500: "InternalError",
     503: "SlowDown",
@@ -32,9 +38,15 @@ ERROR_CODES = {
 
 
 class S3Error(Exception):
-    def __init__(self, status: int, message: str, *, key: str = "", code: str = "") -> None:
+    """An S3 error answer; `close`: close the connection after it (the rest of the
+    request's body is not worth reading)."""
+
+    def __init__(
+        self, status: int, message: str, *, key: str = "", code: str = "", close: bool = False
+    ) -> None:
         super().__init__(message)
         self.status, self.key, self.code = status, key, code or ERROR_CODES.get(status, "Error")
+        self.close = close
 
 
 def error_response(
@@ -54,6 +66,14 @@ def error_response(
 def xml_response(body: str) -> web.Response:
     text = f'<?xml version="1.0" encoding="UTF-8"?>\n{body}'
     return web.Response(body=text.encode(), content_type="application/xml")
+
+
+def parse_xml(body: bytes) -> list[ElementTree.Element]:
+    """Every element of a request's XML body, in document order (400 if not XML)."""
+    try:
+        return list(ElementTree.fromstring(body).iter())
+    except ElementTree.ParseError as exc:
+        raise S3Error(400, f"the request body is not XML: {exc}", code="MalformedXML") from None
 
 
 def parse_range(header: str, size: int) -> tuple[int, int] | None:
@@ -78,13 +98,55 @@ def parse_range(header: str, size: int) -> tuple[int, int] | None:
 
 
 def decode_aws_chunked(body: bytes) -> bytes:
-    """The payload of a `STREAMING-*` upload: `hex-size;chunk-signature=...` framed chunks."""
-    out, pos = bytearray(), 0
-    while pos < len(body):
-        end = body.index(b"\r\n", pos)
-        size = int(body[pos:end].split(b";")[0], 16)
-        if size == 0:
-            break
-        out += body[end + 2 : end + 2 + size]
-        pos = end + 2 + size + 2
-    return bytes(out)
+    """The payload of a whole `STREAMING-*` upload body."""
+    return AwsChunkedDecoder().feed(body)
+
+
+class AwsChunkedDecoder:
+    """The payload of a `STREAMING-*` upload, `hex-size;chunk-signature=...` framed
+    chunks, decoded piece by piece as the body arrives (signatures are not checked)."""
+
+    _MAX_LINE = 4096
+
+    def __init__(self) -> None:
+        self._pending = bytearray()  # bytes of a header line not complete yet
+        self._data_left = 0  # payload bytes of the current chunk still to come
+        self._crlf_left = 0  # bytes of the CRLF after a chunk's payload still to come
+        self._done = False
+
+    def feed(self, data: bytes) -> bytes:
+        """The payload bytes in `data` (the next piece of the body)."""
+        out = bytearray()
+        pos, size = 0, len(data)
+        while pos < size and not self._done:
+            if self._data_left:
+                take = min(self._data_left, size - pos)
+                out += data[pos : pos + take]
+                self._data_left -= take
+                pos += take
+                if not self._data_left:
+                    self._crlf_left = 2
+            elif self._crlf_left:
+                skip = min(self._crlf_left, size - pos)
+                self._crlf_left -= skip
+                pos += skip
+            else:
+                end = data.find(b"\n", pos)
+                if end < 0:
+                    self._pending += data[pos:]
+                    pos = size
+                    if len(self._pending) > self._MAX_LINE:
+                        raise S3Error(400, "malformed aws-chunked body: header line too long")
+                    continue
+                line = bytes(self._pending + data[pos:end]).rstrip(b"\r")
+                self._pending.clear()
+                pos = end + 1
+                try:
+                    length = int(line.split(b";")[0], 16)
+                except ValueError:
+                    raise S3Error(400, f"malformed aws-chunked body: {line[:40]!r}") from None
+                if length < 0:
+                    raise S3Error(400, f"malformed aws-chunked body: {line[:40]!r}")
+                self._done = length == 0  # trailers, if any, are ignored
+                self._data_left = length
+        return bytes(out)

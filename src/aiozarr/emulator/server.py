@@ -11,7 +11,7 @@ One URL space serves both protocols: `/{bucket}/{key}` is a path-style S3 object
 also a plain HTTP file (`emu.http_url(key)`), so obstore's `S3Store` and `HTTPStore`,
 browsers and `curl` all read the same files. S3 calls: GET (one `Range`: `a-b`, `a-`,
 `-n`), HEAD, PUT, DELETE, DeleteObjects (`POST ?delete`), ListObjectsV2, multipart
-uploads. Signatures are accepted and ignored. Every response carries CORS headers.
+uploads. Signatures are accepted and ignored.
 
 It counts requests (by method and by kind), bytes in and out and requests in flight, and
 behaves like a cloud store on request: `latency_ms` before each answer's first byte,
@@ -20,55 +20,65 @@ upload) is received at (every request on its own connection gets the full rate, 
 S3), and a seeded slow tail (`tail_rate` of the answers wait `tail_ms` longer before
 their first byte). It injects faults on demand: error statuses, connection resets,
 truncated bodies, slow bodies and late answers. Each GET serves one version of its
-object even while PUTs replace it. Control endpoints, never counted:
-`GET /_emulator/stats`, `POST /_emulator/reset`, `POST /_emulator/faults` (JSON with the
-arguments of `inject`, or `{"clear": true}`), `POST /_emulator/latency` (`{"ms": 20}`),
-`POST /_emulator/network` (JSON with the arguments of `set_network`).
+object even while PUTs replace it. Control endpoints (control.py): `GET /_emulator/stats`
+always; the POSTs that change it (reset, faults, latency, network) with `control=True`.
+
+It is safe to run on a machine with a browser (guard.py, paths.py): every key and
+listing prefix stays inside the served folder (symlinks out are neither read, listed nor
+written through); `Host` must name this server (no DNS rebinding); writes and control
+calls from another site's pages are refused, and CORS grants reads only; `read_only`
+refuses writes (`aiozarr serve` is read-only unless `--allow-writes`). Its resources are
+bounded: uploads stream to a temp file under `max_upload_bytes` (bodies.py), a
+connection must send its request head within `header_timeout` seconds, at most
+`max_connections` are held (listener.py), and listings are paged (1,000 keys at most)
+and walk the disk on threads of their own, so they never hold up other requests.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import fnmatch
+import math
 import os
 import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from email.utils import formatdate
 from pathlib import Path
 from typing import Any
-from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
 from aiohttp import web
 
+from aiozarr.emulator.bodies import SMALL_BODY_BYTES, read_small, receive
+from aiozarr.emulator.control import add_control_routes
+from aiozarr.emulator.faults import FAULT_KINDS, MAX_DELAY_S, Fault, check_number, make_fault
 from aiozarr.emulator.files import (
     PUT_CONDITIONS,
     TMP_DIR,
     FileSlice,
+    move_into_place,
     read_version,
-    stored_keys,
     version_headers,
     write_atomic,
 )
+from aiozarr.emulator.guard import Guard
+from aiozarr.emulator.listener import BoundedSite
 from aiozarr.emulator.listing import list_objects_v2
 from aiozarr.emulator.multipart import MultipartUploads
-from aiozarr.emulator.s3 import S3_NS, S3Error, decode_aws_chunked, error_response, xml_response
+from aiozarr.emulator.paths import object_path
+from aiozarr.emulator.s3 import S3_NS, S3Error, error_response, parse_xml, xml_response
 
-__all__ = ["FAULT_KINDS", "Emulator", "Fault"]
+__all__ = ["FAULT_KINDS", "MAX_UPLOAD_BYTES", "Emulator", "Fault"]
 
-#: What `Emulator.inject` can do to a request.
-FAULT_KINDS = ("status", "reset", "truncate", "slow", "late")
+MAX_UPLOAD_BYTES = 5 << 30  # S3's limit on one PUT (and on one part of a multipart upload)
 _PACE_BYTES = 256 << 10  # a bandwidth-capped body goes out in pieces of at most this
-_CORS = {
-    "Access-Control-Allow-Origin": "*",
-    "Access-Control-Expose-Headers": "Content-Range, Content-Length, ETag, Last-Modified, "
-    "Accept-Ranges",
-}
+_LISTING_THREADS = 2  # listings walk the disk here, apart from the reads' threads
+_MAX_DELETE_KEYS = 1000  # S3's limit on one DeleteObjects
 
 
 async def _hold(request: web.Request, seconds: float) -> None:
@@ -80,25 +90,6 @@ async def _hold(request: web.Request, seconds: float) -> None:
         if request.transport is None or request.transport.is_closing():
             raise asyncio.CancelledError
         await asyncio.sleep(min(left, 0.05))
-
-
-@dataclass
-class Fault:
-    """A fault rule. `count`: the next N matching requests; `rate`: each with this
-    probability; neither: every matching request until `clear_faults`."""
-
-    kind: str
-    count: int | None = None
-    rate: float | None = None
-    key_glob: str | None = None
-    methods: tuple[str, ...] | None = None
-    status: int = 503
-    delay_s: float = 1.0
-
-    def matches(self, method: str, key: str) -> bool:
-        if self.methods is not None and method not in self.methods:
-            return False
-        return self.key_glob is None or fnmatch.fnmatchcase(key, self.key_glob)
 
 
 @dataclass
@@ -154,14 +145,30 @@ class Emulator:
         bandwidth_mbps: float = 0.0,
         tail_rate: float = 0.0,
         tail_ms: float = 200.0,
+        control: bool = True,
+        max_upload_bytes: int = MAX_UPLOAD_BYTES,
+        header_timeout: float = 10.0,
+        max_connections: int = 1000,
+        allowed_hosts: Iterable[str] = (),
     ) -> None:
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self._bucket = bucket
         self._host, self._port = host, port
-        self._latency_s = latency_ms / 1000
+        self._latency_s = check_number("latency_ms", latency_ms) / 1000
         self._list_latency_s = 0.0
         self.read_only = read_only
+        self.control = control
+        if max_upload_bytes < 0:
+            raise ValueError(f"max_upload_bytes must be >= 0, not {max_upload_bytes!r}")
+        self.max_upload_bytes = max_upload_bytes
+        if not header_timeout > 0:
+            raise ValueError(f"header_timeout must be > 0, not {header_timeout!r}")
+        self._header_timeout = header_timeout
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be >= 1, not {max_connections!r}")
+        self._max_connections = max_connections
+        self._guard = Guard(host, allowed_hosts)
         self._lock = threading.Lock()
         self._put_lock = threading.Lock()  # a conditional PUT's check and rename: one step
         self._stats = _Stats()
@@ -173,26 +180,32 @@ class Emulator:
         self.set_network(bandwidth_mbps=bandwidth_mbps, tail_rate=tail_rate, tail_ms=tail_ms)
         self._uploads = MultipartUploads(self.root, self._path)
         self._runner: web.AppRunner | None = None
+        self._listing_pool: ThreadPoolExecutor | None = None
 
     # -- running -----------------------------------------------------------------------
 
     async def start(self) -> Emulator:
         """Start serving in the running loop; returns self."""
-        app = web.Application(client_max_size=1 << 34, middlewares=[self._middleware])
+        app = web.Application(
+            client_max_size=SMALL_BODY_BYTES,  # uploads stream; nothing else is larger
+            middlewares=[self._guard_middleware, self._middleware],
+        )
         app.on_response_prepare.append(self._add_cors)
-        app.router.add_get("/_emulator/stats", self._http_stats)
-        app.router.add_post("/_emulator/reset", self._http_reset)
-        app.router.add_post("/_emulator/faults", self._http_faults)
-        app.router.add_post("/_emulator/latency", self._http_latency)
-        app.router.add_post("/_emulator/network", self._http_network)
+        add_control_routes(app, self, control=self.control)
         app.router.add_route("*", "/{path:.*}", self._dispatch)
         self._runner = web.AppRunner(
-            app, access_log=None, handle_signals=False, shutdown_timeout=0.5
+            app,
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=0.5,
+            keepalive_timeout=self._header_timeout,
+            lingering_time=2.0,  # the most spent reading and dropping a refused body
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self._host, self._port)
+        self._listing_pool = ThreadPoolExecutor(_LISTING_THREADS, "aiozarr-emulator-listing")
+        site = BoundedSite(self._runner, self._host, self._port, self._max_connections)
         await site.start()
-        self._port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._port = site.port
         return self
 
     async def stop(self) -> None:
@@ -200,6 +213,9 @@ class Emulator:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._listing_pool is not None:
+            self._listing_pool.shutdown(wait=False, cancel_futures=True)
+            self._listing_pool = None
 
     async def __aenter__(self) -> Emulator:
         return await self.start()
@@ -285,14 +301,12 @@ class Emulator:
 
     def set_latency(self, ms: float) -> None:
         """Delay every later answer by `ms` milliseconds."""
-        self._latency_s = ms / 1000
+        self._latency_s = check_number("ms", ms, high=MAX_DELAY_S * 1000) / 1000
 
     def set_list_latency(self, ms: float) -> None:
         """Delay every later listing page (one ListObjectsV2 answer) by `ms` more
         milliseconds: a large listing of many slow pages."""
-        if not ms >= 0:
-            raise ValueError(f"ms must be >= 0, not {ms!r}")
-        self._list_latency_s = ms / 1000
+        self._list_latency_s = check_number("ms", ms, high=MAX_DELAY_S * 1000) / 1000
 
     def set_network(
         self,
@@ -311,15 +325,16 @@ class Emulator:
         draws) waits `tail_ms` more before its first byte. `seed`: restart the tail's
         draws from this seed (so runs compared side by side see the same sequence).
         """
-        for name, value in (
-            ("latency_ms", latency_ms),
-            ("bandwidth_mbps", bandwidth_mbps),
-            ("tail_ms", tail_ms),
+        for name, value, high in (
+            ("latency_ms", latency_ms, MAX_DELAY_S * 1000),
+            ("bandwidth_mbps", bandwidth_mbps, math.inf),
+            ("tail_ms", tail_ms, MAX_DELAY_S * 1000),
+            ("tail_rate", tail_rate, 1),
         ):
-            if value is not None and not value >= 0:
-                raise ValueError(f"{name} must be >= 0, not {value!r}")
-        if tail_rate is not None and not 0 <= tail_rate <= 1:
-            raise ValueError(f"tail_rate must be within [0, 1], not {tail_rate!r}")
+            if value is not None:
+                check_number(name, value, high=high)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise TypeError(f"seed must be an integer, not {seed!r}")
         if latency_ms is not None:
             self._latency_s = latency_ms / 1000
         if bandwidth_mbps is not None:
@@ -362,20 +377,33 @@ class Emulator:
         neither: every one.
         `key_glob` (fnmatch on the key) and `methods` restrict which requests match.
         """
-        if kind not in FAULT_KINDS:
-            raise ValueError(f"unknown fault kind {kind!r}; expected one of {FAULT_KINDS}")
-        fault = Fault(
-            kind,
-            count,
-            rate,
-            key_glob,
-            None if methods is None else tuple(m.upper() for m in methods),
-            status,
-            delay_s,
+        return self.add_fault(
+            self.make_fault(
+                kind,
+                count=count,
+                rate=rate,
+                key_glob=key_glob,
+                methods=methods,
+                status=status,
+                delay_s=delay_s,
+            )
         )
+
+    @staticmethod
+    def make_fault(kind: str, **options: Any) -> Fault:
+        """The rule `inject` would add, its arguments checked (ValueError, TypeError)."""
+        return make_fault(kind, **options)
+
+    def add_fault(self, fault: Fault) -> Fault:
+        """Add a rule made by `make_fault`."""
         with self._lock:
             self._faults.append(fault)
         return fault
+
+    def faults(self) -> list[Fault]:
+        """The rules in force, in the order they are tried."""
+        with self._lock:
+            return list(self._faults)
 
     def clear_faults(self) -> None:
         """Remove every fault rule."""
@@ -401,7 +429,15 @@ class Emulator:
 
     @staticmethod
     async def _add_cors(request: web.Request, response: web.StreamResponse) -> None:
-        response.headers.update(_CORS)
+        Guard.add_cors(request, response)
+
+    @web.middleware
+    async def _guard_middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        """Refuse (403) a foreign `Host` and a cross-site write, before anything else."""
+        reason = self._guard.refusal(request)
+        if reason is not None:
+            return web.Response(status=403, text=reason + "\n")
+        return await handler(request)  # type: ignore[no-any-return]
 
     @web.middleware
     async def _middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
@@ -464,42 +500,12 @@ class Emulator:
             return "abort_multipart" if "uploadId" in query else "delete"
         return method.lower()
 
-    async def _http_stats(self, request: web.Request) -> web.Response:
-        return web.json_response(self.stats())
-
-    async def _http_reset(self, request: web.Request) -> web.Response:
-        self.reset_stats()
-        return web.json_response(self.stats())
-
-    async def _http_faults(self, request: web.Request) -> web.Response:
-        spec = await request.json()
-        if spec.pop("clear", False):
-            self.clear_faults()
-        if "kind" in spec:
-            try:
-                self.inject(spec.pop("kind"), **spec)
-            except (TypeError, ValueError) as exc:
-                return web.json_response({"error": str(exc)}, status=400)
-        with self._lock:
-            return web.json_response([asdict(f) for f in self._faults])
-
-    async def _http_latency(self, request: web.Request) -> web.Response:
-        self.set_latency(float((await request.json())["ms"]))
-        return web.json_response({"latency_ms": self._latency_s * 1000})
-
-    async def _http_network(self, request: web.Request) -> web.Response:
-        try:
-            self.set_network(**await request.json())
-        except (TypeError, ValueError) as exc:
-            return web.json_response({"error": str(exc)}, status=400)
-        return web.json_response(self.network())
-
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         bucket, _, key = request.path.lstrip("/").partition("/")
         method = request.method
         try:
             if method == "OPTIONS":
-                return self._preflight(request)
+                return Guard.preflight(request)
             if bucket != self._bucket:
                 raise S3Error(404, f"bucket {bucket!r} does not exist", code="NoSuchBucket")
             fault = self._pick_fault(method, key)
@@ -519,18 +525,10 @@ class Emulator:
                 return await self._paced_body(request, response)
             return response
         except S3Error as exc:
-            return error_response(exc.status, exc.code, str(exc), exc.key or key, bucket, method)
-
-    def _preflight(self, request: web.Request) -> web.Response:
-        asked = request.headers.get("Access-Control-Request-Headers", "*")
-        return web.Response(
-            status=204,
-            headers={
-                "Access-Control-Allow-Methods": "GET, HEAD, PUT, POST, DELETE, OPTIONS",
-                "Access-Control-Allow-Headers": asked,
-                "Access-Control-Max-Age": "3600",
-            },
-        )
+            answer = error_response(exc.status, exc.code, str(exc), exc.key or key, bucket, method)
+            if exc.close:
+                answer.force_close()
+            return answer
 
     async def _faulty_body(
         self, request: web.Request, response: web.Response, fault: Fault
@@ -574,87 +572,90 @@ class Emulator:
     # -- S3 operations -----------------------------------------------------------------
 
     def _path(self, key: str) -> Path:
-        parts = key.split("/")
-        if not key or any(p in ("", ".", "..") for p in parts) or parts[0] == TMP_DIR:
-            raise S3Error(400, f"invalid key {key!r}", code="InvalidArgument")
-        return self.root.joinpath(*parts)
+        """Where `key` lives: the one key check (paths.py) every operation makes."""
+        return object_path(self.root, key)
 
     def _check_writable(self, key: str) -> None:
         if self.read_only:
-            raise S3Error(403, f"emulator is read-only; cannot write {key!r}", key=key)
+            raise S3Error(
+                403, f"the server is read-only; cannot write {key!r} (--allow-writes)", key=key
+            )
 
     async def _handle(self, request: web.Request, method: str, key: str) -> web.Response:
         query = request.query
+        if method not in ("GET", "HEAD"):
+            self._check_writable(key)  # before a byte of the body is read
         if not key:
             if method == "GET":
-                return await asyncio.to_thread(self._list, query)
+                return await self._list(query)
             if method in ("HEAD", "PUT"):  # HeadBucket / CreateBucket of this bucket
                 return web.Response()
             if method == "POST" and "delete" in query:
-                return await self._delete_objects(await self._body(request))
+                return await self._delete_objects(await self._small_body(request))
         elif method in ("GET", "HEAD"):
             return await self._get(request, key, head=method == "HEAD")
+        elif method == "PUT" and "uploadId" in query:
+            number = self._uploads.check_part(key, query["uploadId"], query.get("partNumber"))
+            body = await self._receive(request)
+            return await self._uploads.upload_part(key, query["uploadId"], number, body)
         elif method == "PUT":
-            self._check_writable(key)
-            body = await self._body(request)
-            if "uploadId" in query:
-                return self._uploads.upload_part(
-                    key, query["uploadId"], int(query["partNumber"]), body
-                )
             path = self._path(key)
+            body = await self._receive(request)
             condition = None
             if any(name in request.headers for name in PUT_CONDITIONS):
                 condition = (self._put_lock, dict(request.headers))
             try:
-                await asyncio.to_thread(write_atomic, path, self.root / TMP_DIR, body, condition)
+                if isinstance(body, Path):
+                    await asyncio.to_thread(move_into_place, body, path, condition)
+                else:
+                    await asyncio.to_thread(
+                        write_atomic, path, self.root / TMP_DIR, body, condition
+                    )
             except S3Error as exc:
                 exc.key = key
                 raise
             return web.Response(headers=version_headers(path.stat()))
         elif method == "DELETE":
-            self._check_writable(key)
             if "uploadId" in query:
                 self._uploads.abort(query["uploadId"])
             else:
+                path = self._path(key)
                 with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-                    self._path(key).unlink()
+                    path.unlink()
             return web.Response(status=204)
         elif method == "POST" and "uploads" in query:
-            self._check_writable(key)
             return self._uploads.create(key, self._bucket)
         elif method == "POST" and "uploadId" in query:
-            self._check_writable(key)
-            body = await self._body(request)
+            body = await self._small_body(request)
             return await self._uploads.complete(key, query["uploadId"], body, self._bucket)
         raise S3Error(405, f"{method} {request.path_qs} is not supported by the emulator")
 
-    async def _body(self, request: web.Request) -> bytes:
-        if self._bandwidth_bps:
-            body = await self._paced_read(request)
-        else:
-            body = await request.read()
-            with self._lock:
-                self._stats.bytes_written += len(body)
-        if request.headers.get("x-amz-content-sha256", "").startswith("STREAMING-"):
-            return decode_aws_chunked(body)
-        return body
+    def _count_written(self, nbytes: int) -> None:
+        with self._lock:
+            self._stats.bytes_written += nbytes
 
-    async def _paced_read(self, request: web.Request) -> bytes:
-        """Receive an upload no faster than the bandwidth cap allows."""
-        pieces: list[bytes] = []
-        pacer = _Pacer(self._bandwidth_bps)
-        async for piece in request.content.iter_chunked(_PACE_BYTES):
-            pieces.append(piece)
-            with self._lock:
-                self._stats.bytes_written += len(piece)
-            await pacer.wait(len(piece))
-        return b"".join(pieces)
+    async def _receive(self, request: web.Request) -> bytes | Path:
+        """An upload's payload, streamed under `max_upload_bytes` (a temp file when large)
+        and no faster than the bandwidth cap allows."""
+        pace = _Pacer(self._bandwidth_bps).wait if self._bandwidth_bps else None
+        return await receive(
+            request,
+            self.root / TMP_DIR,
+            self.max_upload_bytes,
+            pace=pace,
+            counted=self._count_written,
+        )
+
+    async def _small_body(self, request: web.Request) -> bytes:
+        body = await read_small(request)
+        self._count_written(len(body))
+        return body
 
     async def _get(self, request: web.Request, key: str, *, head: bool) -> web.Response:
         range_header = None if head else request.headers.get("Range")
         try:
             found = await asyncio.to_thread(
-                read_version, self._path(key), range_header, body=not head
+                lambda: read_version(self._path(key), range_header, body=not head)
             )
         except S3Error as exc:
             exc.key = key
@@ -708,17 +709,16 @@ class Emulator:
             os.close(body.fd)
 
     async def _delete_objects(self, body: bytes) -> web.Response:
-        keys = [
-            e.text or ""
-            for e in ElementTree.fromstring(body).iter()
-            if e.tag.rpartition("}")[2] == "Key"
-        ]
+        keys = [e.text or "" for e in parse_xml(body) if e.tag.rpartition("}")[2] == "Key"]
+        if len(keys) > _MAX_DELETE_KEYS:
+            raise S3Error(400, f"at most {_MAX_DELETE_KEYS} keys per request", code="MalformedXML")
         out = []
         for key in keys:
             try:
                 self._check_writable(key)
+                path = self._path(key)
                 with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-                    self._path(key).unlink()
+                    path.unlink()
                 out.append(f"<Deleted><Key>{escape(key)}</Key></Deleted>")
             except S3Error as exc:
                 out.append(
@@ -727,9 +727,10 @@ class Emulator:
                 )
         return xml_response(f'<DeleteResult xmlns="{S3_NS}">{"".join(out)}</DeleteResult>')
 
-    def _keys(self, prefix: str) -> list[tuple[str, os.stat_result]]:
-        """Every stored key starting with `prefix`, sorted, with its stat."""
-        return stored_keys(self.root, prefix)
-
-    def _list(self, query: Any) -> web.Response:
-        return list_objects_v2(query, self._bucket, self._keys)
+    async def _list(self, query: Any) -> web.Response:
+        """A listing page, walked on the listing threads (never on the loop, nor on the
+        threads that serve reads)."""
+        assert self._listing_pool is not None
+        return await asyncio.get_running_loop().run_in_executor(
+            self._listing_pool, list_objects_v2, query, self._bucket, self.root
+        )

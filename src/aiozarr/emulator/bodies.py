@@ -1,0 +1,120 @@
+"""Request bodies coming in: an upload streamed to a temp file in the served folder under
+a size cap (never held whole), and the small bodies of control and XML calls read under
+a cap of their own.
+
+A body whose `Content-Length` is over the cap is refused (413) before a byte of it is
+read, and the connection is closed; one that runs over the cap as it streams (no length
+given, or a chunked body) is refused once it does, its temp file removed. A body that
+stops arriving for `BODY_IDLE_S` is given up on (408).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import BinaryIO
+
+from aiohttp import web
+
+from aiozarr.emulator.files import new_temp_file
+from aiozarr.emulator.s3 import AwsChunkedDecoder, S3Error
+
+__all__ = ["BODY_IDLE_S", "SMALL_BODY_BYTES", "SPILL_BYTES", "read_small", "receive"]
+
+SPILL_BYTES = 1 << 20  # an upload larger than this goes to a temp file, in pieces of this
+SMALL_BODY_BYTES = 1 << 20  # the most a control or XML body may hold
+BODY_IDLE_S = 30.0  # a body that sends nothing for this long is given up on
+_PIECE = 256 << 10
+
+
+def too_large(limit: int) -> S3Error:
+    """The 413 for a body over `limit`; the connection is closed after it (aiohttp reads
+    and drops what is left of the body for a moment first, so the client can read it)."""
+    return S3Error(413, f"the request body is larger than the {limit}-byte limit", close=True)
+
+
+async def _pieces(request: web.Request) -> AsyncIterator[bytes]:
+    """The body in pieces as they arrive; raises 408 when it stalls."""
+    while True:
+        try:
+            async with asyncio.timeout(BODY_IDLE_S):
+                piece = await request.content.read(_PIECE)
+        except TimeoutError:
+            raise S3Error(
+                408, f"the request body stalled for {BODY_IDLE_S:g} s", close=True
+            ) from None
+        if not piece:
+            return
+        yield piece
+
+
+async def read_small(request: web.Request, limit: int = SMALL_BODY_BYTES) -> bytes:
+    """The whole of a body that must be small (XML, JSON): 413 past `limit`."""
+    length = request.content_length
+    if length is not None and length > limit:
+        raise too_large(limit)
+    held = bytearray()
+    async for piece in _pieces(request):
+        held += piece
+        if len(held) > limit:
+            raise too_large(limit)
+    return bytes(held)
+
+
+async def receive(
+    request: web.Request,
+    tmp_dir: Path,
+    limit: int,
+    *,
+    pace: Callable[[int], Awaitable[None]] | None = None,
+    counted: Callable[[int], None] = lambda n: None,
+) -> bytes | Path:
+    """An upload's payload: the bytes when it is small, else a temp file in `tmp_dir`
+    holding it (the caller renames it into place or removes it). `limit` caps the bytes
+    received; `pace(n)` waits until `n` more bytes may have come (a bandwidth cap);
+    `counted(n)` is told of every `n` bytes received. `aws-chunked` framing is removed
+    on the way."""
+    length = request.content_length
+    if length is not None and length > limit:
+        raise too_large(limit)
+    chunked = request.headers.get("x-amz-content-sha256", "").startswith("STREAMING-")
+    decoder = AwsChunkedDecoder() if chunked else None
+    held = bytearray()
+    received = 0
+    tmp: Path | None = None
+    f: BinaryIO | None = None
+    try:
+        async for piece in _pieces(request):
+            received += len(piece)
+            if received > limit:
+                raise too_large(limit)
+            counted(len(piece))
+            if pace is not None:
+                await pace(len(piece))
+            held += decoder.feed(piece) if decoder is not None else piece
+            if len(held) >= SPILL_BYTES:
+                if f is None:  # a new file in a local folder: quick enough for the loop
+                    tmp = new_temp_file(tmp_dir)
+                    f = open(tmp, "wb")  # noqa: SIM115 - closed by _finish or below
+                data, held = bytes(held), bytearray()
+                await asyncio.to_thread(f.write, data)
+        if f is None:
+            return bytes(held)
+        await asyncio.to_thread(_finish, f, bytes(held))
+        f = None
+        assert tmp is not None
+        return tmp
+    except BaseException:
+        if f is not None:
+            f.close()
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        raise
+
+
+def _finish(f: BinaryIO, rest: bytes) -> None:
+    with f:
+        f.write(rest)
