@@ -77,6 +77,7 @@ def bucket(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dic
             str(root),
             "--bucket",
             "bucket",
+            "--allow-writes",
             "--port",
             str(port),
         ],

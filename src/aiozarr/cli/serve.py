@@ -2,9 +2,15 @@
 
     aiozarr serve ./data --port 8000 --latency-ms 20
     aiozarr serve ./data --latency-ms 20 --bandwidth-mbps 90 --tail-rate 0.02   # cloud-like
+    aiozarr serve ./data --allow-writes          # accept PUT, DELETE and uploads
+    aiozarr serve ./data --faults                # the /_emulator/... control endpoints
 
 Then `s3://data/...` with `endpoint=http://127.0.0.1:8000`, or `http://127.0.0.1:8000/data/...`
-in a browser-based viewer (CORS is open). Ctrl-C stops it.
+in a browser-based viewer (CORS grants reads to any page). Ctrl-C stops it.
+
+Read-only unless `--allow-writes`, as `python -m http.server` is; writes from other
+sites' pages, requests naming another host (DNS rebinding) and keys leading outside the
+directory are refused whatever the options (see aiozarr.emulator.server).
 """
 
 from __future__ import annotations
@@ -18,6 +24,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from aiozarr.emulator import Emulator
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_DEFAULT_MAX_UPLOAD = 5 << 30  # as aiozarr.emulator.server.MAX_UPLOAD_BYTES (lazy import)
 
 __all__ = ["build_parser", "main", "run_serve"]
 
@@ -70,7 +79,52 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument(
         "--bucket", default=None, help="bucket name (default: the directory's name)"
     )
-    parser.add_argument("--read-only", action="store_true", help="refuse writes")
+    writes = parser.add_mutually_exclusive_group()
+    writes.add_argument(
+        "--allow-writes",
+        dest="read_only",
+        action="store_false",
+        help="accept PUT, DELETE and multipart uploads (other sites' pages stay refused; "
+        "default: read-only)",
+    )
+    writes.add_argument(
+        "--read-only", dest="read_only", action="store_true", help="refuse writes (the default)"
+    )
+    parser.set_defaults(read_only=True)
+    parser.add_argument(
+        "--faults",
+        action="store_true",
+        help="turn on the control endpoints (POST /_emulator/faults, latency, network, "
+        "reset) that inject faults and change the network shaping (default: off)",
+    )
+    parser.add_argument(
+        "--max-upload-bytes",
+        type=int,
+        default=_DEFAULT_MAX_UPLOAD,
+        help="largest PUT body or multipart part accepted, in bytes; larger ones get 413 "
+        "(default: %(default)s, 5 GiB as S3)",
+    )
+    parser.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a connection has to send its request head, from its start or the "
+        "end of its last answer; then it is closed (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=1000,
+        help="connections held at once; more get 503 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name clients may reach the server by (repeatable); IP addresses, "
+        "localhost and --host always may, other names are refused against DNS rebinding",
+    )
     return parser
 
 
@@ -81,14 +135,20 @@ async def run_serve(
     latency_ms: float = 0.0,
     *,
     bucket: str | None = None,
-    read_only: bool = False,
+    read_only: bool = True,
     bandwidth_mbps: float = 0.0,
     tail_rate: float = 0.0,
     tail_ms: float = 200.0,
     seed: int = 0,
+    faults: bool = False,
+    max_upload_bytes: int = _DEFAULT_MAX_UPLOAD,
+    header_timeout: float = 10.0,
+    max_connections: int = 1000,
+    allowed_hosts: tuple[str, ...] | list[str] = (),
     on_start: Callable[[Emulator], object] | None = None,
 ) -> None:
-    """Serve `directory` until cancelled, printing where; `on_start(emulator)` once up."""
+    """Serve `directory` until cancelled, printing where; `on_start(emulator)` once up.
+    Read-only unless `read_only=False`; the control endpoints only with `faults`."""
     from aiozarr.emulator import Emulator
 
     directory = Path(directory)
@@ -107,11 +167,30 @@ async def run_serve(
             tail_rate=tail_rate,
             tail_ms=tail_ms,
             seed=seed,
+            control=faults,
+            max_upload_bytes=max_upload_bytes,
+            header_timeout=header_timeout,
+            max_connections=max_connections,
+            allowed_hosts=allowed_hosts,
         )
-    except ValueError as exc:
+    except (TypeError, ValueError) as exc:
         raise SystemExit(f"aiozarr serve: {exc}") from None
     async with emulator as emu:
         print(f"Serving {directory.resolve()} (Ctrl-C to stop)", flush=True)
+        if read_only:
+            print("  mode: read-only (writes refused; --allow-writes accepts them)", flush=True)
+        else:
+            print(
+                "  mode: writes allowed (PUT, DELETE and uploads change these files; "
+                "other sites' pages are refused)",
+                flush=True,
+            )
+        if host not in _LOOPBACK:
+            print(
+                f"  note: listening on {host}: every machine that reaches it can read"
+                + ("" if read_only else " and write"),
+                flush=True,
+            )
         print(f"  HTTP: {emu.http_url()}/", flush=True)
         print(
             f"  S3:   {emu.s3_url()}  endpoint={emu.endpoint} (anonymous, path-style)", flush=True
@@ -120,6 +199,11 @@ async def run_serve(
             f"  env:  AWS_ENDPOINT_URL={emu.endpoint} (s3://{name}/... then needs no options)",
             flush=True,
         )
+        if faults:
+            print(
+                f"  faults: on (POST {emu.endpoint}/_emulator/faults, latency, network, reset)",
+                flush=True,
+            )
         print(f"  stats: {emu.endpoint}/_emulator/stats", flush=True)
         if on_start is not None:
             on_start(emu)
@@ -142,6 +226,11 @@ def main(argv: list[str] | None = None) -> int:
                 tail_rate=args.tail_rate,
                 tail_ms=args.tail_ms,
                 seed=args.seed,
+                faults=args.faults,
+                max_upload_bytes=args.max_upload_bytes,
+                header_timeout=args.header_timeout,
+                max_connections=args.max_connections,
+                allowed_hosts=args.allow_host,
             )
         )
     return 0
