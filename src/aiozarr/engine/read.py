@@ -37,6 +37,7 @@ from aiozarr.engine.located_index import (
     remember_index,
     shard_indexes,
 )
+from aiozarr.engine.pages import small_pages
 from aiozarr.engine.parts_ahead import PartsAhead, parts_ahead
 from aiozarr.engine.plan import (
     ChunkRead,
@@ -488,7 +489,7 @@ def empty_output(
     for memory: `SelectionTooLargeError` naming `what`, before anything is read."""
     check_output_size(shape, dtype, what)
     try:
-        return np.empty(shape, dtype=dtype)
+        return small_pages(np.empty(shape, dtype=dtype))
     except (MemoryError, ValueError):  # numpy: more than this machine or numpy can hold
         _too_large(shape, dtype, what, math.prod(shape) * dtype.itemsize)
 
