@@ -217,3 +217,32 @@ async def test_a_failed_part_ahead_is_read_again_alone(emulator: Emulator, fault
     ahead = {ByteRange.of(i * (64 << 10), 64 << 10) for i in range(4)}
     assert twice & ahead, twice
     assert reader.store.runtime.bytes.held == 0
+
+
+class SlowPartsAhead(MemoryStore):
+    """Answers the first two parts of a shard 0.2 s late, ranges one request each."""
+
+    reads_ranges_at_once = False
+    reads_inline = False  # type: ignore[assignment]
+
+    async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
+        if byte_range is not None and byte_range.suffix is None and byte_range.offset < 2048:
+            await anyio.sleep(0.2)
+        return await super()._get_versioned(key, byte_range)
+
+
+async def test_the_rest_of_a_shard_is_read_in_parts_while_its_parts_ahead_are_in_flight() -> None:
+    # The parts ahead still wait for their answers when the index lands: they are the
+    # read's own requests, not a busy store's, and the rest of the shard (one run) is
+    # still cut into parts.
+    counting = CountingStore(SlowPartsAhead())
+    data = await _written(counting, compressed=False)  # 8 KiB of chunks per shard
+    arr = await _cold(counting)
+    with config.set(max_request_bytes=1024, read_ahead_fraction=0.25, connection_target=3):
+        got = await arr.getitem((slice(0, 32), slice(0, 32)))  # shard 0, whole
+    assert np.array_equal(got, data[:32, :32])
+    asked = [byte_range for _, _, byte_range in counting.requests]
+    assert asked[0] == ByteRange.last(INDEX_BYTES)
+    assert sorted(asked[1:], key=lambda r: r.offset) == [
+        ByteRange.of(1024 * i, 1024) for i in range(8)
+    ]

@@ -220,7 +220,7 @@ async def stream(
 
     async def fetch_all() -> None:
         async with send, anyio.create_task_group() as tg:
-            groups = _groups(store, requests, by_key, gap, most)
+            groups = _groups(requests, by_key, gap, most)
             if at_once:  # one request (one file open) serves every range of a key
                 part_of: dict[str, int] = {}
                 for key, _, part in groups:
@@ -241,7 +241,6 @@ async def stream(
 
 
 def _groups(
-    store: Store,
     requests: Sequence[RangeRequest],
     by_key: dict[str, list[int]],
     gap: int,
@@ -256,8 +255,10 @@ def _groups(
         for members in ranges.group(wanted, gap_bytes=gap, max_request_bytes=sys.maxsize):
             runs.append((key, [indices[m] for m in members]))
     sizes = [_span(requests, members) for _, members in runs]
-    busy = store.runtime.requests.inflight
-    counts = ranges.request_counts(sizes, most, config.get().connection_target, busy)
+    # The batch's own runs only: the store's requests in flight include the read's own
+    # (the parts of a large shard read ahead of its index), which must not keep the rest
+    # of that shard from its parts.
+    counts = ranges.request_counts(sizes, most, config.get().connection_target)
     out: list[tuple[str, list[int], int]] = []
     for (key, members), count in zip(runs, counts, strict=True):
         if count == 1:
