@@ -48,8 +48,8 @@ class Config:
     # Earlier, 16 MiB 0.28 / 0.26 s and 8 MiB 0.19 / 0.20 s on full / large-shard.
     max_request_bytes: int = 2 << 20
     # Requests a read aims to keep in flight: a read of fewer objects (shards needed whole,
-    # coalesced runs) than this, counting the requests the store has in flight already,
-    # reads them in parts of max_request_bytes; of as many or more, one request each
+    # coalesced runs; for shards, counting the store's requests already in flight) than
+    # this reads them in parts of max_request_bytes; of as many or more, one request each
     # (`storage/ranges.py::request_counts`). Full mode (512 MiB, 16 shards of 32 MiB),
     # median of 3 against TensorStore in the same run, at 16 (16 whole GETs) and at 32 (the
     # shards in 2 MiB parts, 145 requests): full read on the cloud profile 0.82x vs 0.60x
