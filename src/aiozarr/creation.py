@@ -24,6 +24,7 @@ import numpy as np
 from aiozarr.casting import check_integer_range
 from aiozarr.chunk_grid import AxisEdges, RectilinearGrid
 from aiozarr.codecs.base import Codec
+from aiozarr.codecs.numcodecs_v3 import complete
 from aiozarr.errors import MetadataError, UnsupportedError
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata
 
@@ -452,7 +453,8 @@ def _v3_metadata(
 def _v3_codecs(
     args: _Arguments, *, filters: Any, compressors: Any, serializer: Any, order: str
 ) -> tuple[CodecMetadata, ...]:
-    """filters (and a transpose for order="F"), the serializer, the compressors."""
+    """filters (and a transpose for order="F"), the serializer, the compressors; the
+    fields of `numcodecs.*` codecs zarr-python fills in are filled in (`complete`)."""
     if order not in ("C", "F"):
         raise MetadataError(f"order must be 'C' or 'F', got {order!r}")
     array_to_array = [_codec_metadata(f, "filters", args.dtype) for f in _as_list(filters)]
@@ -470,7 +472,7 @@ def _v3_codecs(
         if compressors == "auto"
         else [_codec_metadata(c, "compressors", args.dtype) for c in _as_list(compressors)]
     )
-    return (*array_to_array, to_bytes, *bytes_to_bytes)
+    return complete((*array_to_array, to_bytes, *bytes_to_bytes), args.dtype)
 
 
 def _shard_shape(args: _Arguments, shards: Any) -> tuple[tuple[int, ...], RectilinearGrid | None]:

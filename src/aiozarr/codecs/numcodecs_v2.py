@@ -34,29 +34,50 @@ OBJECT_CODECS = frozenset(
 )
 
 
-def _numcodec(config: Mapping[str, Any], field: str, where: str) -> Numcodec:
-    if not isinstance(config, Mapping) or not isinstance(config.get("id"), str):
-        raise MetadataError(f"{where}: field {field!r}: a codec needs an 'id', got {config!r}")
+#: numcodecs codecs that numcodecs registers only when another package is installed.
+NEEDS_PACKAGE = {"zfpy": "zfpy", "pcodec": "pcodec", "crc32c": "crc32c", "msgpack2": "msgpack"}
+
+
+def unavailable(codec_id: str) -> str:
+    """Why numcodecs cannot build `codec_id`, and what to install or call to fix it: the
+    one wording for v2 filters and compressors and v3's `numcodecs.*` codecs."""
+    if codec_id in NEEDS_PACKAGE:
+        package = NEEDS_PACKAGE[codec_id]
+        return f"codec {codec_id!r} needs the {package} package: pip install {package}"
+    if codec_id.startswith("imagecodecs_"):
+        return (
+            f"codec {codec_id!r} is one of imagecodecs' numcodecs codecs: pip install "
+            "imagecodecs, then call imagecodecs.numcodecs.register_codecs() before opening"
+        )
+    return f"numcodecs has no codec {codec_id!r}"
+
+
+def build_numcodec(config: Mapping[str, Any]) -> Numcodec:
+    """`numcodecs.get_codec(config)` (`config` has a string "id"); `UnsupportedError` for
+    pickle and for a codec numcodecs cannot build (`unavailable`), `MetadataError` for a
+    bad configuration. Messages are bare: callers say where."""
     codec_id = config["id"]
     if codec_id == "pickle":
         raise UnsupportedError(
-            f"{where}: field {field!r}: codec 'pickle' is refused for safety "
-            "(unpickling stored data can run arbitrary code)"
+            "codec 'pickle' is refused for safety (unpickling stored data can run arbitrary code)"
         )
     try:
         return numcodecs.get_codec(dict(config))
     except (KeyError, ValueError) as error:
         if "not available" in str(error) or isinstance(error, KeyError):
-            raise UnsupportedError(
-                f"{where}: field {field!r}: numcodecs has no codec {codec_id!r}"
-            ) from error
-        raise MetadataError(
-            f"{where}: field {field!r}: bad codec {dict(config)!r}: {error}"
-        ) from error
+            raise UnsupportedError(unavailable(codec_id)) from error
+        raise MetadataError(f"bad codec {dict(config)!r}: {error}") from error
     except TypeError as error:
-        raise MetadataError(
-            f"{where}: field {field!r}: bad codec {dict(config)!r}: {error}"
-        ) from error
+        raise MetadataError(f"bad codec {dict(config)!r}: {error}") from error
+
+
+def _numcodec(config: Mapping[str, Any], field: str, where: str) -> Numcodec:
+    if not isinstance(config, Mapping) or not isinstance(config.get("id"), str):
+        raise MetadataError(f"{where}: field {field!r}: a codec needs an 'id', got {config!r}")
+    try:
+        return build_numcodec(config)
+    except (UnsupportedError, MetadataError) as error:
+        raise type(error)(f"{where}: field {field!r}: {error}") from error
 
 
 def _tolerate(config: Mapping[str, Any], where: str) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 Built-in codecs register themselves when `aiozarr.codecs` is imported. Third parties
 call `register_codec(MyCodec)`, or expose the class under the entry-point group
 `aiozarr.codecs` (entry-point name = codec name): it is looked up the first time
-an unknown name is asked for, so installing a package is enough.
+an unknown name is asked for, so installing a package is enough. Names starting
+"numcodecs." that nothing registered go to numcodecs' own registry.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from aiozarr.errors import AiozarrError, AiozarrWarning, MetadataError, Unsuppor
 from aiozarr.metadata.model import CodecMetadata
 
 ENTRY_POINT_GROUP = "aiozarr.codecs"
+
+#: Names under this prefix are numcodecs' codecs, as zarr-python 3 writes them
+#: ("numcodecs.zlib"): one adapter over numcodecs' registry (`numcodecs_v3`).
+NUMCODECS_PREFIX = "numcodecs."
 
 _codecs: dict[str, type[Codec]] = {}
 
@@ -60,11 +65,16 @@ def _from_entry_point(name: str) -> type[Codec] | None:
 def get_codec_class(name: str, key: str = "") -> type[Codec]:
     """The class registered for `name`; `UnsupportedError` naming `key` when there is none."""
     cls = _codecs.get(name) or _from_entry_point(name)
+    if cls is None and name.startswith(NUMCODECS_PREFIX) and len(name) > len(NUMCODECS_PREFIX):
+        from aiozarr.codecs.numcodecs_v3 import numcodecs_class
+
+        cls = numcodecs_class(name)
     if cls is None:
         known = ", ".join(sorted(_codecs))
         raise UnsupportedError(
-            f"{_at(key)}unknown codec {name!r} (known codecs: {known}; "
-            f"others can be added with aiozarr.codecs.register_codec)"
+            f"{_at(key)}unknown codec {name!r} (known codecs: {known}, and "
+            f"{NUMCODECS_PREFIX}<id> for numcodecs' codecs; others can be added with "
+            "aiozarr.codecs.register_codec)"
         )
     return cls
 

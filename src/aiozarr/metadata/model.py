@@ -23,7 +23,8 @@ class CodecMetadata:
     configuration: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        if not self.configuration:
+        # zarr-python refuses a `numcodecs.*` codec without a "configuration", even empty.
+        if not self.configuration and not self.name.startswith("numcodecs."):
             return {"name": self.name}
         return {"name": self.name, "configuration": dict(self.configuration)}
 
