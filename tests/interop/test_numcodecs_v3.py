@@ -11,6 +11,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import numcodecs
+import numcodecs.registry
 import numpy as np
 import pytest
 import zarr
@@ -27,9 +29,14 @@ def _has(package: str) -> bool:
     return importlib.util.find_spec(package) is not None
 
 
+def _numcodecs_has(codec_id: str) -> bool:
+    return codec_id in numcodecs.registry.codec_registry
+
+
 def _needs(package: str) -> Any:
     return pytest.mark.skipif(
-        not _has(package), reason=f"numcodecs' {package} codec needs the {package} package"
+        not _numcodecs_has(package),
+        reason=f"numcodecs has no {package} codec here (it needs the {package} package)",
     )
 
 
@@ -327,3 +334,18 @@ def test_codecs_pickle(tmp_path: Path) -> None:
     data = _zarr_write(path, "i4", "compressors", zn.Shuffle)
     a = pickle.loads(pickle.dumps(aiozarr.open_array(path)))
     np.testing.assert_array_equal(a[...], data)
+
+
+def test_installed_package_numcodecs_cannot_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # numcodecs skips zfpy versions it cannot use (zfpy < 1.0.1 on numpy 2); a module of
+    # that name on the path must not make the message say to install it again
+    if _numcodecs_has("zfpy"):
+        pytest.skip("numcodecs has a working zfpy codec here")
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "zfpy.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    path = _metadata_with(tmp_path / "a.zarr", [{"name": "numcodecs.zfpy", "configuration": {}}])
+    with pytest.raises(UnsupportedError, match="zfpy package is installed but numcodecs cannot"):
+        aiozarr.open_array(path)[...]

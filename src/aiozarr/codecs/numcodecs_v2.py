@@ -8,6 +8,7 @@ passed through each filter, then compressed, as zarr-python v2 writes it.
 from __future__ import annotations
 
 import bz2
+import importlib.util
 import inspect
 import lzma
 import math
@@ -34,15 +35,26 @@ OBJECT_CODECS = frozenset(
 )
 
 
-#: numcodecs codecs that numcodecs registers only when another package is installed.
-NEEDS_PACKAGE = {"zfpy": "zfpy", "pcodec": "pcodec", "crc32c": "crc32c", "msgpack2": "msgpack"}
+#: numcodecs codecs that numcodecs registers only when another package is installed:
+#: id -> (module, what to pip install).
+NEEDS_PACKAGE = {
+    "zfpy": ("zfpy", "zfpy"),
+    "pcodec": ("pcodec", "pcodec"),
+    "crc32c": ("google_crc32c", "google-crc32c"),
+    "msgpack2": ("msgpack", "msgpack"),
+}
 
 
 def unavailable(codec_id: str) -> str:
     """Why numcodecs cannot build `codec_id`, and what to install or call to fix it: the
     one wording for v2 filters and compressors and v3's `numcodecs.*` codecs."""
     if codec_id in NEEDS_PACKAGE:
-        package = NEEDS_PACKAGE[codec_id]
+        module, package = NEEDS_PACKAGE[codec_id]
+        if importlib.util.find_spec(module) is not None:
+            return (
+                f"codec {codec_id!r}: the {package} package is installed but numcodecs "
+                f"cannot use this version of it (numcodecs.{codec_id} says why on import)"
+            )
         return f"codec {codec_id!r} needs the {package} package: pip install {package}"
     if codec_id.startswith("imagecodecs_"):
         return (
