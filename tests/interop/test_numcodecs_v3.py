@@ -349,3 +349,34 @@ def test_installed_package_numcodecs_cannot_use(
     path = _metadata_with(tmp_path / "a.zarr", [{"name": "numcodecs.zfpy", "configuration": {}}])
     with pytest.raises(UnsupportedError, match="zfpy package is installed but numcodecs cannot"):
         aiozarr.open_array(path)[...]
+
+
+@pytest.mark.parametrize(
+    ("dtype", "factory", "where", "field"),
+    [
+        ("f8", lambda: zn.Shuffle(elementsize=8), "compressors", "elementsize"),
+        ("i2", lambda: zn.Shuffle(elementsize=2), "compressors", "elementsize"),
+        ("f8", lambda: zn.FixedScaleOffset(offset=1, scale=10, dtype="<f8"), "filters", "dtype"),
+        (
+            "f4",
+            lambda: zn.AsType(encode_dtype="<f8", decode_dtype="<f4"),
+            "filters",
+            "decode_dtype",
+        ),
+    ],
+)
+def test_fields_left_out_are_read_as_zarr_python_reads_them(
+    tmp_path: Path, dtype: str, factory: Any, where: str, field: str
+) -> None:
+    # zarr-python fills these on open too, from the array's dtype: metadata of other
+    # writers may leave them out
+    path = tmp_path / "z.zarr"
+    data = _zarr_write(path, dtype, where, factory)
+    doc = json.loads((path / "zarr.json").read_text())
+    for codec in doc["codecs"]:
+        codec.get("configuration", {}).pop(field, None)
+    (path / "zarr.json").write_text(json.dumps(doc))
+    expected = _zarr_read(path)
+    if where == "compressors":
+        np.testing.assert_array_equal(expected, data)
+    np.testing.assert_array_equal(aiozarr.open_array(path)[...], expected)

@@ -59,6 +59,20 @@ _OUTPUT_DTYPE = {
 }
 
 
+#: The field zarr-python fills from the dtype a codec is handed when it is left out, on
+#: creation and on open: shuffle's item size, the input dtype of three filters.
+_FILLED = {
+    "shuffle": "elementsize",
+    "fixedscaleoffset": "dtype",
+    "quantize": "dtype",
+    "astype": "decode_dtype",
+}
+
+
+def _fill(field: str, dtype: np.dtype[Any]) -> Any:
+    return dtype.itemsize if field == "elementsize" else str(dtype)
+
+
 class NumcodecsCodec(Codec):
     """What the three kinds share: the numcodecs codec built from the configuration."""
 
@@ -68,7 +82,26 @@ class NumcodecsCodec(Codec):
         if "id" in configuration:
             raise MetadataError(f"unknown field 'id' (the id is in the name, {self.name!r})")
         self._configuration = dict(configuration)
-        self.codec = build_numcodec({"id": self.codec_id, **configuration})
+        config = {"id": self.codec_id, **configuration}
+        self._unfilled = _FILLED.get(self.codec_id, "")
+        if self._unfilled and configuration.get(self._unfilled) is None:
+            # Built per dtype once chunks are seen (`numcodec`); checked now with a stand-in.
+            build_numcodec({**config, self._unfilled: _fill(self._unfilled, np.dtype("f8"))})
+            self.codec = None
+            self._by_dtype: dict[np.dtype[Any], Any] = {}
+        else:
+            self.codec = build_numcodec(config)
+
+    def numcodec(self, spec: ChunkSpec) -> Any:
+        """The numcodecs codec for chunks of `spec`: the field left out filled from its dtype."""
+        if self.codec is not None:
+            return self.codec
+        codec = self._by_dtype.get(spec.dtype)
+        if codec is None:
+            field = self._unfilled
+            config = {"id": self.codec_id, **self._configuration, field: _fill(field, spec.dtype)}
+            codec = self._by_dtype[spec.dtype] = build_numcodec(config)
+        return codec
 
     @classmethod
     def from_config(cls, configuration: Mapping[str, Any]) -> Codec:
@@ -117,7 +150,7 @@ class NumcodecsArrayToArray(NumcodecsCodec, ArrayToArrayCodec):
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
         resolved = self.resolve(spec)
         out = np.ascontiguousarray(
-            ensure_ndarray_like(self.codec.encode(np.ascontiguousarray(array)))
+            ensure_ndarray_like(self.numcodec(spec).encode(np.ascontiguousarray(array)))
         )
         if out.dtype != resolved.dtype:  # its bytes are what is stored (bitround: an int view)
             out = out.reshape(-1).view(np.uint8).view(resolved.dtype)
@@ -129,7 +162,9 @@ class NumcodecsArrayToArray(NumcodecsCodec, ArrayToArrayCodec):
         return out.reshape(resolved.shape)
 
     def decode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
-        out = np.asarray(ensure_ndarray_like(self.codec.decode(np.ascontiguousarray(array))))
+        out = np.asarray(
+            ensure_ndarray_like(self.numcodec(spec).decode(np.ascontiguousarray(array)))
+        )
         if out.size != math.prod(spec.shape):
             raise CodecError(
                 f"codec {self.name!r}: decoded {out.size} items, expected {math.prod(spec.shape)}"
@@ -143,10 +178,12 @@ class NumcodecsArrayToBytes(NumcodecsCodec, ArrayToBytesCodec):
     """A numcodecs codec that compresses the array itself (pcodec, zfpy)."""
 
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes:
-        return ensure_bytes(self.codec.encode(np.ascontiguousarray(array, dtype=spec.dtype)))
+        return ensure_bytes(
+            self.numcodec(spec).encode(np.ascontiguousarray(array, dtype=spec.dtype))
+        )
 
     def decode(self, data: Any, spec: ChunkSpec) -> np.ndarray:
-        out = np.asarray(ensure_ndarray_like(self.codec.decode(bytes(memoryview(data)))))
+        out = np.asarray(ensure_ndarray_like(self.numcodec(spec).decode(bytes(memoryview(data)))))
         if out.size != math.prod(spec.shape):
             raise CodecError(
                 f"codec {self.name!r}: decoded {out.size} items, expected {math.prod(spec.shape)}"
@@ -173,7 +210,7 @@ class NumcodecsBytesToBytes(NumcodecsCodec, BytesToBytesCodec):
             warn_zlib_in_gzip(key)
 
     def encode(self, data: Any, spec: ChunkSpec) -> bytes:
-        return ensure_bytes(self.codec.encode(memoryview(data).cast("B")))
+        return ensure_bytes(self.numcodec(spec).encode(memoryview(data).cast("B")))
 
     def decode(self, data: Any, spec: ChunkSpec) -> memoryview:
         return self.decode_sized(data, spec, None)
@@ -181,7 +218,7 @@ class NumcodecsBytesToBytes(NumcodecsCodec, BytesToBytesCodec):
     def decode_sized(self, data: Any, spec: ChunkSpec, size: int | None) -> memoryview:
         view = memoryview(data).cast("B")
         try:
-            out = decompress(self.codec, view, size, self._zlib_in_gzip, spec.key)
+            out = decompress(self.numcodec(spec), view, size, self._zlib_in_gzip, spec.key)
         except RuntimeError as error:  # numcodecs' checksum codecs: a mismatch
             if self.codec_id in CHECKSUMS:
                 raise ChecksumError(f"codec {self.name!r}: {error}") from error
@@ -230,12 +267,9 @@ def complete(codecs: Sequence[CodecMetadata], dtype: np.dtype[Any]) -> tuple[Cod
             continue
         codec_id = meta.name.removeprefix(PREFIX)
         configuration = dict(meta.configuration or {})
-        if codec_id == "shuffle" and configuration.get("elementsize") is None:
-            configuration["elementsize"] = spec.dtype.itemsize
-        elif codec_id in ("fixedscaleoffset", "quantize", "astype"):
-            field = _INPUT_DTYPE[codec_id]
-            if configuration.get(field) is None:
-                configuration[field] = str(spec.dtype)
+        field = _FILLED.get(codec_id)
+        if field is not None and configuration.get(field) is None:
+            configuration[field] = _fill(field, spec.dtype)
         meta = CodecMetadata(meta.name, configuration)
         out.append(meta)
         if codec_id in ARRAY_TO_ARRAY:
