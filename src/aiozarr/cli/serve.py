@@ -18,9 +18,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-from collections.abc import Callable
+import errno
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from aiozarr.cli.errors import run_command
 
 if TYPE_CHECKING:
     from aiozarr.emulator import Emulator
@@ -175,7 +178,7 @@ async def run_serve(
         )
     except (TypeError, ValueError) as exc:
         raise SystemExit(f"aiozarr serve: {exc}") from None
-    async with emulator as emu:
+    async with _listening(emulator, host, port) as emu:
         print(f"Serving {directory.resolve()} (Ctrl-C to stop)", flush=True)
         if read_only:
             print("  mode: read-only (writes refused; --allow-writes accepts them)", flush=True)
@@ -210,12 +213,40 @@ async def run_serve(
         await asyncio.Event().wait()  # until cancelled (Ctrl-C)
 
 
+class PortTakenError(OSError):
+    """Another program listens on the port asked for."""
+
+
+@contextlib.asynccontextmanager
+async def _listening(emulator: Emulator, host: str, port: int) -> AsyncIterator[Emulator]:
+    """`emulator` started, then stopped; a port already in use is `PortTakenError`, one
+    line that says what to do instead of the socket's traceback."""
+    try:
+        await emulator.start()
+    except OSError as exc:
+        await emulator.stop()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortTakenError(
+                f"port {port} on {host} is taken; choose another with --port, "
+                "or --port 0 for any free one"
+            ) from exc
+        raise
+    try:
+        yield emulator
+    finally:
+        await emulator.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of `aiozarr serve`; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(
-            run_serve(
+    """Entry point of `aiozarr serve`; returns the exit status (0 after Ctrl-C, the way
+    to stop it; a port already taken is one line and status 1)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+
+    async def body() -> None:
+        # Ctrl-C, the way to stop it: asyncio.run cancels this task, and that is status 0.
+        with contextlib.suppress(asyncio.CancelledError):
+            await run_serve(
                 args.directory,
                 args.host,
                 args.port,
@@ -232,5 +263,5 @@ def main(argv: list[str] | None = None) -> int:
                 max_connections=args.max_connections,
                 allowed_hosts=args.allow_host,
             )
-        )
-    return 0
+
+    return run_command(parser.prog, args, body)
