@@ -1,12 +1,13 @@
 """aiozarr: fast async reads and writes of Zarr arrays on cloud object stores.
 
-    import aiozarr
-    arr = aiozarr.open_array("s3://bucket/data.zarr", storage_options={"skip_signature": True})
-    arr[0, :10]                      # sync, works in notebooks
-    await arr.async_array.getitem((0, slice(0, 10)))   # async services
-    darr = aiozarr.to_dask(arr)      # dask (imported on first use)
+import aiozarr
+arr = aiozarr.open_array("s3://bucket/data.zarr", storage_options={"skip_signature": True})
+arr[0, :10]                      # sync, works in notebooks
+await arr.async_array.getitem((0, slice(0, 10)))   # async services
+darr = aiozarr.to_dask(arr)      # dask (imported on first use)
 """
 
+import logging
 from typing import Any
 
 from aiozarr import config, errors
@@ -30,6 +31,11 @@ from aiozarr.migration import migrate, migrate_async
 from aiozarr.sync import Array, Group
 
 __version__ = "0.1.0"
+
+# A library's log records go where the application's logging sends them; where it set up
+# none, nowhere, instead of to stderr through logging's last-resort handler (a store that
+# gave up was printed there once, then raised as the error).
+logging.getLogger("aiozarr").addHandler(logging.NullHandler())
 
 # dask is optional and heavy: these load `aiozarr.dask` (and dask) on first use
 _FROM_DASK_MODULE = frozenset({"to_dask", "from_dask"})

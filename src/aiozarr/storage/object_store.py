@@ -19,6 +19,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import obstore
 from obstore.exceptions import AlreadyExistsError, NotFoundError, PreconditionError
@@ -142,6 +143,19 @@ def _missing_bucket(store: Any) -> str:
     return f"bucket {config.get('bucket', '')!r} does not exist{where}"
 
 
+def _server(store: Any) -> str:
+    """The server `store` sends its requests to, without credentials: its endpoint, the
+    origin of an HTTP store's URL, else where it points (`describe`)."""
+    config = getattr(store, "config", None) or {}
+    endpoint = config.get("endpoint") if isinstance(config, dict) else None
+    if endpoint:
+        return redact_url(str(endpoint))
+    if isinstance(store, HTTPStore):
+        parts = urlsplit(store.url)
+        return redact_url(f"{parts.scheme}://{parts.netloc}")
+    return describe(store)
+
+
 # obstore's runtime does not survive fork: once a process has made an obstore request,
 # every obstore request of a child forked from it hangs (obstore 0.12.1, a fresh client
 # too). Such a child fails at once, with a named error, instead of timing out.
@@ -226,6 +240,11 @@ class ObjectStore(SizedReadStore):
             if failure.missing_bucket:  # the cause in words; the server's text stays in __cause__
                 raise StoreError(
                     f"cannot {action} {key!r}: {_missing_bucket(self._store)}"
+                ) from exc
+            if failure.refused:  # obstore says "error sending request"; the dump says why
+                raise StoreError(
+                    f"cannot {action} {key!r}: connection refused: nothing listens at "
+                    f"{_server(self._store)}"
                 ) from exc
             raise StoreError(
                 f"cannot {action} {key!r} in {describe(self._store)}: {failure.message}"

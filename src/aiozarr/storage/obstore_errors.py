@@ -45,6 +45,8 @@ _NOT_PARTIAL = ("non-partial response", "Range request not supported")
 # obstore refuses an answer whose Content-Range is not the range asked for.
 _OTHER_RANGE = re.compile(r"Requested (\d+)\.\.(\d+), got (\d+)\.\.(\d+)")
 _DEBUG = "\n\nDebug source:"
+# The refused connect, in obstore's debug dump (its message says "error sending request").
+_REFUSED = ("ConnectionRefused", "Connection refused")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +65,8 @@ class ObstoreFailure:
     status: int | None = None
     #: A `GenericError` below HTTP: connect, reset, truncated or timed-out body.
     transport: bool = False
+    #: A transport failure whose cause is a refused connection: nothing listens there.
+    refused: bool = False
     #: A missing key (`FileNotFoundError` or obstore's `NotFoundError`).
     not_found: bool = False
     #: The bucket (or Azure container) itself is missing.
@@ -110,18 +114,21 @@ def classify(exc: BaseException) -> ObstoreFailure:
     from_obstore = is_obstore(exc)
     status: int | None = None
     transport = False
+    refused = isinstance(exc, ConnectionRefusedError)
     if from_obstore and isinstance(exc, GenericError):
         found = _STATUS.search(text)
         if found is not None:
             status = int(found.group(1))
         else:
             transport = any(word in text for word in _TRANSPORT)
+            refused = transport and any(word in str(exc) for word in _REFUSED)
     line = " ".join(text.split())
     return ObstoreFailure(
         text=text,
         from_obstore=from_obstore,
         status=status,
         transport=transport,
+        refused=refused,
         not_found=is_not_found(exc),
         missing_bucket=any(word in line for word in _MISSING_BUCKET),
         bad_range=any(word in line for word in _BAD_RANGE),
