@@ -1,6 +1,6 @@
 """Runtime settings: defaults, `AIOZARR_*` environment variables, and scoped overrides.
 
-    aiozarr.config.get().coalesce_gap_bytes
+    aiozarr.config.get().coalesce_gap_bytes                  # or config.get("coalesce_gap_bytes")
     with aiozarr.config.set(max_inflight_bytes=64 << 20):   # for a block
         ...
     aiozarr.config.set(max_concurrency=64)                   # from now on, everywhere
@@ -13,10 +13,11 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import difflib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, overload
 
 from aiozarr.errors import AiozarrError
 
@@ -154,6 +155,7 @@ _current: contextvars.ContextVar[Config | None] = contextvars.ContextVar(
     "aiozarr_config", default=None
 )
 _base: Config | None = None
+_NAMES = tuple(field.name for field in fields(Config))
 
 
 def _coerce(name: str, kind: type, text: str) -> Any:
@@ -182,15 +184,31 @@ def _from_environment() -> Config:
     return Config(**values)
 
 
-def get() -> Config:
-    """The settings in force here: the innermost `set` block, else environment + defaults."""
+@overload
+def get() -> Config: ...
+
+
+@overload
+def get(key: str) -> Any: ...
+
+
+def get(key: str | None = None) -> Any:
+    """The settings in force here: the innermost `set` block, else environment + defaults.
+    `get("max_concurrency")`, as zarr-python's `config.get(key)`, is that one setting's
+    value; an unknown name is a `KeyError` naming the close ones."""
     global _base
     current = _current.get()
-    if current is not None:
+    if current is None:
+        if _base is None:
+            _base = _from_environment()
+        current = _base
+    if key is None:
         return current
-    if _base is None:
-        _base = _from_environment()
-    return _base
+    if key not in _NAMES:
+        close = difflib.get_close_matches(key, _NAMES, n=3)
+        hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+        raise KeyError(f"unknown aiozarr setting {key!r}{hint} (all: aiozarr.config.get())")
+    return getattr(current, key)
 
 
 def process_settings() -> Config:
