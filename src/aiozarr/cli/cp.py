@@ -17,9 +17,12 @@ import sys
 from aiozarr.cli.errors import run_command
 from aiozarr.cli.options import Parser, add_transfer_options, parse_shape
 from aiozarr.cli.progress import ProgressDisplay, human_bytes, plural
-from aiozarr.cli.storage_options import options_for, transfer_storage_options
+from aiozarr.cli.storage_options import transfer_storage_options
 
 __all__ = ["build_parser", "main"]
+
+# The start of the library's message for a node already at DST (hierarchy.prepare_node).
+_EXISTS = "an array or group already exists"
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
@@ -83,25 +86,34 @@ def main(argv: list[str] | None = None) -> int:
 
     async def body() -> int:
         from aiozarr.copying import copy_async
+        from aiozarr.errors import NodeExistsError
 
         options, dst_options = transfer_storage_options(args)
         with ProgressDisplay("copy", mode=args.progress, pieces="objects") as display:
-            report = await copy_async(
-                args.src,
-                args.dst,
-                src_path=args.src_path,
-                dst_path=args.dst_path,
-                zarr_format=args.zarr_format,
-                chunks=args.chunks,
-                shards=args.shards,
-                codec=args.codec,
-                resume=args.resume,
-                overwrite=args.overwrite,
-                storage_options=options_for(args.src, options),
-                dst_storage_options=options_for(args.dst, dst_options) or {},
-                progress=display.copy_progress,
-                max_inflight_bytes=args.max_inflight_bytes,
-            )
+            try:
+                report = await copy_async(
+                    args.src,
+                    args.dst,
+                    src_path=args.src_path,
+                    dst_path=args.dst_path,
+                    zarr_format=args.zarr_format,
+                    chunks=args.chunks,
+                    shards=args.shards,
+                    codec=args.codec,
+                    resume=args.resume,
+                    overwrite=args.overwrite,
+                    storage_options=options,
+                    dst_storage_options=dst_options or {},
+                    progress=display.copy_progress,
+                    max_inflight_bytes=args.max_inflight_bytes,
+                )
+            except NodeExistsError as error:
+                if not str(error).startswith(_EXISTS):
+                    raise
+                raise NodeExistsError(
+                    f"{error}: --overwrite replaces it, --resume keeps it and copies "
+                    "what is not there yet"
+                ) from error
         summary = {
             "arrays": report.arrays,
             "groups": report.groups,

@@ -18,7 +18,7 @@ import time
 from aiozarr.cli.errors import run_command
 from aiozarr.cli.options import Parser, add_transfer_options
 from aiozarr.cli.progress import ProgressDisplay, human_bytes, plural
-from aiozarr.cli.storage_options import options_for, transfer_storage_options
+from aiozarr.cli.storage_options import transfer_storage_options
 
 __all__ = ["build_parser", "main"]
 
@@ -73,8 +73,8 @@ def main(argv: list[str] | None = None) -> int:
                 zarr_format=args.zarr_format,
                 overwrite=args.overwrite,
                 consolidate=args.consolidate,
-                storage_options=options_for(args.src, options),
-                dst_storage_options=options_for(args.dst, dst_options) or {},
+                storage_options=options,
+                dst_storage_options=dst_options or {},
                 progress=progress,
             )
         seconds = time.perf_counter() - started

@@ -1,5 +1,7 @@
 """Store settings from the command line: `--storage-option KEY=VALUE` pairs -> the
-`storage_options` of a URL (none for local paths and `memory://`)."""
+`storage_options` of a URL. Local paths and `memory://` take none (`storage.from_url`
+refuses them too): options given for one only are refused by name, so a typo or an
+option meant for another URL is not silently dropped."""
 
 from __future__ import annotations
 
@@ -9,7 +11,13 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["is_local", "options_for", "parse_storage_options", "transfer_storage_options"]
+__all__ = [
+    "is_local",
+    "options_for",
+    "parse_storage_options",
+    "takes_no_options",
+    "transfer_storage_options",
+]
 
 
 def parse_storage_options(pairs: Sequence[str]) -> dict[str, Any]:
@@ -31,12 +39,23 @@ def parse_storage_options(pairs: Sequence[str]) -> dict[str, Any]:
     return options
 
 
-def transfer_storage_options(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The store settings of SRC and of DST (DST's default to SRC's)."""
+def transfer_storage_options(
+    args: argparse.Namespace,
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The store settings of SRC and of DST. `--storage-option`s are SRC's and, unless
+    `--dst-storage-option`s are given, DST's too; each goes to the remote ends only, and
+    options that would reach no remote end are refused."""
     options = parse_storage_options(args.storage_option)
     if args.dst_storage_option is None:
-        return options, options
-    return options, parse_storage_options(args.dst_storage_option)
+        local = [url for url in (args.src, args.dst) if takes_no_options(url)]
+        if options and len(local) == 2:
+            raise ValueError(_refusal("--storage-option", options, local))
+        return _remote_only(args.src, options), _remote_only(args.dst, options)
+    dst_options = parse_storage_options(args.dst_storage_option)
+    return (
+        options_for(args.src, options),
+        options_for(args.dst, dst_options, flag="--dst-storage-option"),
+    )
 
 
 def is_local(url: str) -> bool:
@@ -45,8 +64,31 @@ def is_local(url: str) -> bool:
     return scheme in ("", "file") or len(scheme) == 1
 
 
-def options_for(url: str, options: dict[str, Any]) -> dict[str, Any] | None:
-    """The storage options for `url`: none for local paths and `memory://`."""
-    if is_local(url) or url.startswith("memory://"):
+def takes_no_options(url: str) -> bool:
+    """Whether `url` is a local path or `memory://`, which take no storage options."""
+    return is_local(url) or url.startswith("memory://")
+
+
+def options_for(
+    url: str, options: dict[str, Any], *, flag: str = "--storage-option"
+) -> dict[str, Any] | None:
+    """The storage options for `url`; options given for a local path or `memory://` are
+    refused (`ValueError` naming them, never their values: they may be credentials)."""
+    if takes_no_options(url):
+        if options:
+            raise ValueError(_refusal(flag, options, [url]))
         return None
     return options or None
+
+
+def _remote_only(url: str, options: dict[str, Any]) -> dict[str, Any] | None:
+    return None if takes_no_options(url) else options or None
+
+
+def _refusal(flag: str, options: dict[str, Any], urls: Sequence[str]) -> str:
+    names = ", ".join(sorted(options))
+    where = " and ".join(repr(url) for url in urls)
+    return (
+        f"{flag} {names}: local paths take no storage options ({where}); remove it, "
+        "or give it with a URL it applies to (s3://, gs://, az://, http(s)://)"
+    )
