@@ -9,7 +9,7 @@ import contextlib
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import anyio
 import numcodecs
@@ -652,6 +652,20 @@ class AsyncArray(hierarchy.NodeLocation):
 
     def __repr__(self) -> str:
         return f"<AsyncArray {self._store!r} {self.name} shape={self.shape} dtype={self.dtype}>"
+
+    # `arr[sel]` cannot await: these say what to write instead of "not subscriptable".
+    def __getitem__(self, selection: Any) -> NoReturn:
+        raise TypeError(
+            "an AsyncArray reads with `await arr.getitem(sel)`, not `arr[sel]`; "
+            "`aiozarr.open_array` opens an array that `arr[sel]` reads"
+        )
+
+    def __setitem__(self, selection: Any, value: Any) -> NoReturn:
+        raise TypeError(
+            "an AsyncArray writes with `await arr.setitem(sel, value)`, not "
+            "`arr[sel] = value`; `aiozarr.open_array` opens an array that `arr[sel] = value` "
+            "writes"
+        )
 
 
 class ArrayInfo(str):
