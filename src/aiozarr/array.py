@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NoReturn
 
 import anyio
@@ -393,18 +393,31 @@ class AsyncArray(hierarchy.NodeLocation):
         return True, _result(out, indexer)
 
     def _indexer(self, selection: Selection) -> Indexer:
-        grid = self._stored.read_grid
+        kind = kind_of(selection, self.ndim)
+        if kind == "basic":
+            return self._plan(basic_indexer, selection)
+        if kind == "coordinate":
+            return self._plan(coordinate_indexer, selection)
+        if kind == "mask":
+            return self._plan(mask_indexer, selection)
+        return self._plan(orthogonal_indexer, selection)
+
+    def _plan(self, build: Callable[..., Indexer], selection: Selection) -> Indexer:
+        """`build(selection, shape, grid)`: the chunks `selection` touches. Planning a
+        selection of more chunks than memory holds is `SelectionTooLargeError` saying how
+        big it is, not numpy's error for the planner's index arrays; so is, before any
+        planning, a block numpy cannot address (basic and orthogonal selections, whose
+        shape is cheap to know)."""
+        if build is basic_indexer or build is orthogonal_indexer:
+            try:
+                shape = _selection_shape(normalize_selection(selection, self.shape), self.shape)
+            except (TypeError, ValueError, IndexError):  # the planner says what is wrong
+                pass
+            else:
+                engine_read.check_addressable(shape, self.dtype, self._describe)
         try:
-            kind = kind_of(selection, self.ndim)
-            if kind == "basic":
-                return basic_indexer(selection, self.shape, grid)
-            if kind == "coordinate":
-                return coordinate_indexer(selection, self.shape, grid)
-            if kind == "mask":
-                return mask_indexer(selection, self.shape, grid)
-            return orthogonal_indexer(selection, self.shape, grid)
+            return build(selection, self.shape, self._stored.read_grid)
         except MemoryError:
-            # Planning a selection of more chunks than memory holds: say how big it is.
             shape = _selection_shape(normalize_selection(selection, self.shape), self.shape)
             engine_read.check_output_size(shape, self.dtype, self._describe)
             raise
@@ -420,33 +433,33 @@ class AsyncArray(hierarchy.NodeLocation):
 
     def _block_indexer(self, selection: Selection) -> Indexer:
         region = block_selection(selection, self._stored.write_chunk_sizes())
-        return basic_indexer(region, self.shape, self._stored.read_grid)
+        return self._plan(basic_indexer, region)
 
     async def get_basic_selection(
         self, selection: Selection = ..., *, progress: ShowProgress = None
     ) -> Any:
         """The values at a numpy basic selection (ints, slices with any step, `...`)."""
-        indexer = basic_indexer(selection, self.shape, self._stored.read_grid)
+        indexer = self._plan(basic_indexer, selection)
         return await self._read(indexer, progress)
 
     async def get_orthogonal_selection(
         self, selection: Selection, *, progress: ShowProgress = None
     ) -> Any:
         """The outer product of per-axis selections (ints, slices, int arrays, masks)."""
-        indexer = orthogonal_indexer(selection, self.shape, self._stored.read_grid)
+        indexer = self._plan(orthogonal_indexer, selection)
         return await self._read(indexer, progress)
 
     async def get_coordinate_selection(
         self, selection: Selection, *, progress: ShowProgress = None
     ) -> Any:
         """The points picked by one integer array per axis, broadcast together."""
-        indexer = coordinate_indexer(selection, self.shape, self._stored.read_grid)
+        indexer = self._plan(coordinate_indexer, selection)
         return await self._read(indexer, progress)
 
     async def get_mask_selection(self, mask: Any, *, progress: ShowProgress = None) -> Any:
         """The elements where `mask` (a boolean array of the array's shape) is true, in
         C order, as a 1-d array."""
-        indexer = mask_indexer(mask, self.shape, self._stored.read_grid)
+        indexer = self._plan(mask_indexer, mask)
         return await self._read(indexer, progress)
 
     async def get_vectorized_selection(
@@ -481,14 +494,14 @@ class AsyncArray(hierarchy.NodeLocation):
         self, selection: Selection, value: Any, *, progress: ShowProgress = None
     ) -> None:
         """Store `value` at a numpy basic selection."""
-        indexer = basic_indexer(selection, self.shape, self._stored.read_grid)
+        indexer = self._plan(basic_indexer, selection)
         await self._write(indexer, value, progress)
 
     async def set_orthogonal_selection(
         self, selection: Selection, value: Any, *, progress: ShowProgress = None
     ) -> None:
         """Store `value` at the outer product of per-axis selections."""
-        indexer = orthogonal_indexer(selection, self.shape, self._stored.read_grid)
+        indexer = self._plan(orthogonal_indexer, selection)
         await self._write(indexer, value, progress)
 
     async def set_coordinate_selection(
@@ -496,14 +509,14 @@ class AsyncArray(hierarchy.NodeLocation):
     ) -> None:
         """Store `value` (broadcast to the points' shape) at the points picked by one
         integer array per axis; where a point repeats, the last value wins."""
-        indexer = coordinate_indexer(selection, self.shape, self._stored.read_grid)
+        indexer = self._plan(coordinate_indexer, selection)
         await self._write(indexer, value, progress)
 
     async def set_mask_selection(
         self, mask: Any, value: Any, *, progress: ShowProgress = None
     ) -> None:
         """Store `value` (a scalar, or one value per true element) where `mask` is true."""
-        indexer = mask_indexer(mask, self.shape, self._stored.read_grid)
+        indexer = self._plan(mask_indexer, mask)
         await self._write(indexer, value, progress)
 
     async def set_vectorized_selection(
@@ -526,7 +539,22 @@ class AsyncArray(hierarchy.NodeLocation):
 
     def _as_value(self, value: Any, shape: tuple[int, ...]) -> np.ndarray:
         """`value` in the array's dtype, broadcast to `shape`: the one conversion every
-        write goes through (`casting.as_dtype`), before anything is written."""
+        write goes through (`casting.as_dtype`), before anything is written.
+
+        A value whose shape does not fit is refused for that first, whatever its dtype: a
+        value both misshapen and of another kind is most often the wrong value. A shape
+        numpy cannot address at all is `SelectionTooLargeError`."""
+        engine_read.check_addressable(shape, self.dtype, self._describe)
+        try:
+            value_shape: tuple[int, ...] | None = np.shape(value)
+        except ValueError:  # ragged: refused below with numpy's words
+            value_shape = None
+        if value_shape is not None and not _broadcasts(value_shape, shape):
+            raise InvalidValueError(
+                f"cannot store a value of shape {value_shape} in {self.name}: it cannot be "
+                f"broadcast to the selection's shape {shape}; give a value of that shape, or "
+                "one that broadcasts to it (a scalar)"
+            )
         try:
             return np.broadcast_to(casting.as_dtype(value, self.dtype), shape)
         except ValueOutOfRangeError as error:
@@ -720,6 +748,14 @@ def _check_rectilinear(meta: ArrayMetadata, key: str) -> None:
                 f"{key}: sharding_indexed inner chunk shape {inner} must divide every shard "
                 f"edge of the rectilinear chunk grid, but axis {axis} has an edge of {bad[0]}"
             )
+
+
+def _broadcasts(value_shape: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    """Whether a value of `value_shape` broadcasts to `shape` (numpy's rule, one way)."""
+    if len(value_shape) > len(shape):
+        return False
+    tail = shape[len(shape) - len(value_shape) :]
+    return all(v in (1, s) for v, s in zip(value_shape, tail, strict=True))
 
 
 def _selection_shape(keys: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[int, ...]:

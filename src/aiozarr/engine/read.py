@@ -482,6 +482,18 @@ def check_output_size(
         _too_large(shape, dtype, what, nbytes)
 
 
+def check_addressable(
+    shape: tuple[int, ...], dtype: np.dtype[Any], what: Callable[[], str]
+) -> None:
+    """Raise `SelectionTooLargeError` (naming `what()`) when numpy cannot make even a
+    view of `shape` (its size in bytes past the largest `intp`: "array is too big"); a
+    write of a scalar broadcasts it to the selection's shape. Larger than memory but
+    addressable is left to the write, which goes a chunk at a time."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > np.iinfo(np.intp).max:
+        _too_large(shape, dtype, what, nbytes)
+
+
 def empty_output(
     shape: tuple[int, ...], dtype: np.dtype[Any], what: Callable[[], str]
 ) -> np.ndarray:
