@@ -5,7 +5,11 @@ from __future__ import annotations
 import html
 import io
 import json
+import os
 import re
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -122,3 +126,77 @@ def test_tree_of_an_http_store_says_why_it_cannot_list(emulator: Emulator, capsy
     assert "open the array by its path, or write consolidated metadata" in err
     # The status, not a port that happens to hold the digits (":40511").
     assert "PROPFIND" not in err and not re.search(r"(?<![:\d])405(?!\d)", err)
+
+
+def test_serve_on_a_taken_port_says_so_in_one_line(tmp_path: Path, capsys) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", str(tmp_path), "--port", str(port)]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        f"aiozarr serve: error: port {port} on 127.0.0.1 is taken; "
+        "choose another with --port, or --port 0 for any free one\n"
+    )
+
+
+def test_a_dead_endpoint_is_one_line_that_says_nothing_listens(tmp_path: Path) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    endpoint = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "AIOZARR_RETRY_ATTEMPTS": "2", "AIOZARR_RETRY_BASE_DELAY_S": "0.001"}
+    argv = ["info", "s3://bucket/data.zarr", f"-oendpoint={endpoint}", "-oskip_signature=true"]
+    result = subprocess.run(
+        [sys.executable, "-m", "aiozarr", *argv, "-oclient_options.allow_http=true"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert result.returncode == 1
+    # One line (no logged warning before it), saying why: nothing answers at the endpoint.
+    [line] = result.stderr.splitlines()
+    assert line.startswith("aiozarr info: error: cannot read 'zarr.json': ")
+    assert f"connection refused: nothing listens at {endpoint}" in line
+
+
+def test_cp_onto_an_existing_target_names_overwrite_and_resume(tmp_path: Path, capsys) -> None:
+    aiozarr.create_array(tmp_path / "a.zarr", shape=(4,), dtype="i2", chunks=(2,))
+    aiozarr.create_array(tmp_path / "b.zarr", shape=(4,), dtype="i2", chunks=(2,))
+    assert main(["cp", str(tmp_path / "a.zarr"), str(tmp_path / "b.zarr")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("aiozarr cp: error: an array or group already exists")
+    assert "--overwrite" in err and "--resume" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["info", "{a}", "-o", "regoin=us-west-2"],
+        ["tree", "{a}", "-o", "regoin=us-west-2"],
+        ["cp", "{a}", "{b}", "-o", "regoin=us-west-2"],
+        ["cp", "s3://bucket/a.zarr", "{b}", "--dst-storage-option", "regoin=us-west-2"],
+    ],
+)
+def test_storage_options_for_local_paths_are_refused_by_name(
+    tmp_path: Path, capsys, argv: list[str]
+) -> None:
+    aiozarr.create_array(tmp_path / "a.zarr", shape=(4,), dtype="i2", chunks=(2,))
+    paths = {"a": str(tmp_path / "a.zarr"), "b": str(tmp_path / "b.zarr")}
+    assert main([arg.format(**paths) for arg in argv]) == 1
+    err = capsys.readouterr().err
+    assert "regoin" in err and "local paths take no storage options" in err
+    assert "us-west-2" not in err  # names only: a value may be a credential
+    assert not (tmp_path / "b.zarr").exists()
+
+
+def test_storage_options_of_a_transfer_go_to_its_remote_end(
+    emulator: Emulator, tmp_path: Path, capsys
+) -> None:
+    # cp ./local s3://...: `-o` is DST's, not refused for SRC being local.
+    aiozarr.create_array(tmp_path / "a.zarr", shape=(4,), dtype="i2", chunks=(2,))
+    dst = emulator.s3_url("upload-options/a.zarr")
+    assert main(["cp", str(tmp_path / "a.zarr"), dst, *_s3_options(emulator)]) == 0
+    assert "copied 1 array" in capsys.readouterr().out

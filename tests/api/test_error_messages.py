@@ -1,0 +1,76 @@
+"""Errors that say what to do: each message names the fix, not only the failure."""
+
+from __future__ import annotations
+
+import socket
+
+import numpy as np
+import pytest
+
+import aiozarr
+from aiozarr import config
+from aiozarr.errors import InvalidValueError, SelectionTooLargeError, StoreError
+from aiozarr.storage.memory import MemoryStore
+
+
+def test_a_refused_connection_says_nothing_listens_at_the_endpoint() -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    options = {
+        "endpoint": f"http://127.0.0.1:{port}/",
+        "skip_signature": True,
+        "client_options": {"allow_http": True},
+    }
+    with (
+        config.set(retry_attempts=2, retry_base_delay_s=0.001),
+        pytest.raises(StoreError) as caught,
+    ):
+        aiozarr.open_array("s3://bucket/data.zarr", mode="r", storage_options=options)
+    message = str(caught.value)
+    assert f"connection refused: nothing listens at http://127.0.0.1:{port}/" in message
+    assert "error sending request" not in message  # obstore's words stay in the cause
+    assert "gave up after 2 attempts" in message
+
+
+def test_config_get_takes_a_setting_name() -> None:
+    assert config.get("max_concurrency") == config.get().max_concurrency
+    with config.set(max_concurrency=7):
+        assert config.get("max_concurrency") == 7
+    assert isinstance(config.get(), config.Config)
+    with pytest.raises(KeyError, match=r"did you mean 'max_concurrency'"):
+        config.get("max_concurency")
+
+
+async def test_subscripting_an_async_array_points_to_getitem_and_setitem() -> None:
+    arr = await aiozarr.create_array_async(MemoryStore(), shape=(4,), dtype="i2", chunks=(2,))
+    with pytest.raises(TypeError, match=r"await arr\.getitem\(sel\)") as caught:
+        arr[0]
+    assert "aiozarr.open_array" in str(caught.value)
+    with pytest.raises(TypeError, match=r"await arr\.setitem\(sel, value\)"):
+        arr[0] = 1
+    assert (await arr.getitem(...)).shape == (4,)
+
+
+def test_a_value_of_the_wrong_shape_and_dtype_is_blamed_on_its_shape() -> None:
+    arr = aiozarr.create_array(MemoryStore(), shape=(4,), dtype="i4", chunks=(2,))
+    misshapen = r"shape \(3,\).*cannot be broadcast to the selection's shape \(4,\)"
+    with pytest.raises(InvalidValueError, match=misshapen) as caught:
+        arr[0:4] = np.full(3, 0.5)
+    assert "give a value of that shape" in str(caught.value)  # what to do
+    assert "cannot cast" not in str(caught.value)
+    with pytest.raises(InvalidValueError, match="cannot cast float64 to int32"):
+        arr[0:4] = np.full(4, 0.5)  # the right shape: now the dtype is what is wrong
+
+
+@pytest.mark.parametrize("chunks", [(2**62, 2**62), (2**40, 2**40), (1000, 1000)])
+def test_a_selection_numpy_cannot_address_is_too_large(chunks: tuple[int, int]) -> None:
+    arr = aiozarr.create_array(MemoryStore(), shape=(2**62, 2**62), dtype="f8", chunks=chunks)
+    with pytest.raises(SelectionTooLargeError, match="read or write it in parts"):
+        arr[...] = 1.0
+    with pytest.raises(SelectionTooLargeError, match="read or write it in parts"):
+        arr[0] = 1.0
+    with pytest.raises(SelectionTooLargeError, match="read or write it in parts"):
+        arr[...]
+    with pytest.raises(SelectionTooLargeError, match="read or write it in parts"):
+        arr.oindex[:, :]
