@@ -158,7 +158,7 @@ def test_a_dead_endpoint_is_one_line_that_says_nothing_listens(tmp_path: Path) -
     assert result.returncode == 1
     # One line (no logged warning before it), saying why: nothing answers at the endpoint.
     [line] = result.stderr.splitlines()
-    assert line.startswith("aiozarr info: error: cannot read 'zarr.json': ")
+    assert line.startswith("aiozarr info: error: cannot read 'zarr.json' in s3://bucket/")
     assert f"connection refused: nothing listens at {endpoint}" in line
 
 

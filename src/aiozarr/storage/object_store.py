@@ -243,8 +243,8 @@ class ObjectStore(SizedReadStore):
                 ) from exc
             if failure.refused:  # obstore says "error sending request"; the dump says why
                 raise StoreError(
-                    f"cannot {action} {key!r}: connection refused: nothing listens at "
-                    f"{_server(self._store)}"
+                    f"cannot {action} {key!r} in {describe(self._store)}: connection refused: "
+                    f"nothing listens at {_server(self._store)}"
                 ) from exc
             raise StoreError(
                 f"cannot {action} {key!r} in {describe(self._store)}: {failure.message}"
