@@ -113,6 +113,17 @@ class NumcodecsCodec(Codec):
     def __reduce__(self) -> Any:
         return _rebuild, (self.name, self._configuration)
 
+    def _as_chunk(self, decoded: Any, spec: ChunkSpec) -> np.ndarray:
+        """What numcodecs decoded, as the chunk `spec` describes (its size checked)."""
+        out = np.asarray(ensure_ndarray_like(decoded))
+        if out.size != math.prod(spec.shape):
+            raise CodecError(
+                f"codec {self.name!r}: decoded {out.size} items, expected {math.prod(spec.shape)}"
+            )
+        if out.dtype != spec.dtype:
+            out = out.astype(spec.dtype)
+        return out.reshape(spec.shape)
+
 
 def _rebuild(name: str, configuration: dict[str, Any]) -> Codec:
     return numcodecs_class(name).from_config(configuration)
@@ -162,16 +173,7 @@ class NumcodecsArrayToArray(NumcodecsCodec, ArrayToArrayCodec):
         return out.reshape(resolved.shape)
 
     def decode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
-        out = np.asarray(
-            ensure_ndarray_like(self.numcodec(spec).decode(np.ascontiguousarray(array)))
-        )
-        if out.size != math.prod(spec.shape):
-            raise CodecError(
-                f"codec {self.name!r}: decoded {out.size} items, expected {math.prod(spec.shape)}"
-            )
-        if out.dtype != spec.dtype:
-            out = out.astype(spec.dtype)
-        return out.reshape(spec.shape)
+        return self._as_chunk(self.numcodec(spec).decode(np.ascontiguousarray(array)), spec)
 
 
 class NumcodecsArrayToBytes(NumcodecsCodec, ArrayToBytesCodec):
@@ -183,14 +185,7 @@ class NumcodecsArrayToBytes(NumcodecsCodec, ArrayToBytesCodec):
         )
 
     def decode(self, data: Any, spec: ChunkSpec) -> np.ndarray:
-        out = np.asarray(ensure_ndarray_like(self.numcodec(spec).decode(bytes(memoryview(data)))))
-        if out.size != math.prod(spec.shape):
-            raise CodecError(
-                f"codec {self.name!r}: decoded {out.size} items, expected {math.prod(spec.shape)}"
-            )
-        if out.dtype != spec.dtype:
-            out = out.astype(spec.dtype)
-        return out.reshape(spec.shape)
+        return self._as_chunk(self.numcodec(spec).decode(bytes(memoryview(data))), spec)
 
     def max_encoded_size(self, spec: ChunkSpec) -> int | None:
         return expanded(spec.nbytes)

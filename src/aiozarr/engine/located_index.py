@@ -69,7 +69,8 @@ async def shard_indexes(
     theirs: dict[str, asyncio.Future[LocatedIndex | None]] = {}
     loop = asyncio.get_running_loop()
     loading = array.index_loads
-    for key, layout in dict(shards).items():
+    wanted = dict(shards)  # key -> layout, each shard once
+    for key, layout in wanted.items():
         cached = cached_index(array, key)
         if cached is not None:
             indexes[key] = cached
@@ -86,7 +87,7 @@ async def shard_indexes(
         await asyncio.wait([pending])  # its outcome, not its cancellation, is ours
         if pending.cancelled() or pending.exception() is not None:
             # The read that loaded it failed or was cancelled: read it ourselves.
-            indexes.update(await shard_indexes(array, [(key, dict(shards)[key])]))
+            indexes.update(await shard_indexes(array, [(key, wanted[key])]))
         else:
             indexes[key] = pending.result()
     return indexes

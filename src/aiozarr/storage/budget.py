@@ -231,10 +231,3 @@ class RequestBudget:
         self._inflight = 0
         self._waiters = deque()
         self._holders = {}
-
-    def held_slot(self) -> Slot | None:
-        """The slot the current task holds, if any."""
-        task = asyncio.current_task()
-        with self._lock:
-            held = self._holders.get(task)  # type: ignore[arg-type]
-        return None if held is None else held[0]
