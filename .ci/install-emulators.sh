@@ -5,7 +5,7 @@
 # client aiozarr did not write; tests/cli/test_zarrita.py reads `aiozarr serve` with it).
 # Idempotent and quiet: a second run with the pinned versions in place does nothing.
 # (No GCS emulator: obstore's GCSStore cannot use gcp-storage-emulator, see
-# CONTRIBUTING.md; the GCS tests use aiozarr's own emulator.)
+# docs/decisions/storage.md; the GCS tests use aiozarr's own emulator.)
 set -euo pipefail
 
 AZURITE_VERSION="3.35.0"

@@ -269,7 +269,7 @@ def test_warm_open_round_trips_with_string_and_non_index_coordinates(
     assert len(read) == len(set(read)), read  # no key read twice
     theirs = xr.open_dataset(local_path(path), engine="zarr")
     for name in ("when", "label", "lat"):
-        # v2 strings are object here, StringDType in zarr-python 3 (see CONTRIBUTING)
+        # v2 strings are object here, StringDType in zarr-python 3 (docs/decisions/integrations.md)
         same = name != "label" or zarr_format == 3
         assert ours[name].dtype == (theirs[name].dtype if same else object)
         assert not ours[name].variable._in_memory  # non-index coordinates stay lazy

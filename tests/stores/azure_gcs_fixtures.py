@@ -6,7 +6,7 @@ Import them into a test module (`from azure_gcs_fixtures import *`).
   into `~/.cache/aiozarr-ci` (or `$AIOZARR_CI_CACHE`). The session starts `azurite-blob` as
   a subprocess on a free port of 127.0.0.1 and stops it at the end; without node or
   azurite the Azure tests are skipped, saying so (they fail instead when `CI` is set).
-* GCS: obstore's `GCSStore` cannot use gcp-storage-emulator (see CONTRIBUTING.md), but it
+* GCS: obstore's `GCSStore` cannot use gcp-storage-emulator (see docs/decisions/storage.md), but it
   speaks GCS's S3-compatible XML API, which aiozarr's own emulator serves, so the GCS
   backend runs against the emulator (`base_url` + a dummy bearer token).
 """
