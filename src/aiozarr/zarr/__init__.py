@@ -1,0 +1,1 @@
+from aiozarr.zarr.pipeline import CodecPipeline as CodecPipeline

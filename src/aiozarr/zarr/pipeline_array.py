@@ -1,0 +1,75 @@
+"""A zarr-python array's metadata as aiozarr reads it, for the codec pipeline.
+
+The pipeline reads an array through aiozarr only when aiozarr reads its metadata document
+(as zarr-python writes it) and every one of its codecs; `aiozarr_array` says so once per
+pipeline, and why not where it does not. `default_pipeline` is the pipeline zarr-python
+would have built, the one every batch aiozarr cannot run falls back to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from zarr.codecs._v2 import V2Codec
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.codec_pipeline import BatchedCodecPipeline
+from zarr.core.metadata import ArrayV3Metadata
+
+from aiozarr.codecs import CodecChain
+from aiozarr.metadata import v2, v3
+from aiozarr.metadata.model import ArrayMetadata
+
+__all__ = ["AiozarrArray", "aiozarr_array", "default_pipeline", "same_fill"]
+
+
+@dataclass(frozen=True, slots=True)
+class AiozarrArray:
+    """aiozarr's metadata of a zarr-python array and its bound codec chain."""
+
+    meta: ArrayMetadata
+    chain: CodecChain
+
+
+def default_pipeline(metadata: Any) -> BatchedCodecPipeline:
+    """The pipeline zarr-python builds for an array of `metadata`."""
+    if isinstance(metadata, ArrayV3Metadata):
+        return BatchedCodecPipeline.from_codecs(metadata.codecs)
+    return BatchedCodecPipeline.from_codecs(
+        [V2Codec(filters=metadata.filters, compressor=metadata.compressor)]
+    )
+
+
+def aiozarr_array(metadata: Any) -> AiozarrArray | str:
+    """The array of zarr-python `metadata` as aiozarr reads it, or why it cannot."""
+    try:
+        documents = metadata.to_buffer_dict(default_buffer_prototype())
+        if isinstance(metadata, ArrayV3Metadata):
+            meta = v3.parse_array(documents["zarr.json"].to_bytes(), "zarr.json")
+        else:
+            meta = v2.parse_zarray(documents[".zarray"].to_bytes(), ".zarray")
+        chain = CodecChain.from_metadata(meta)
+        chain.shard_layout()  # a sharding codec the engine cannot lay out fails here
+    except Exception as error:  # anything aiozarr refuses stays with zarr-python
+        return f"{type(error).__name__}: {error}"
+    if meta.chunk_grid is not None:
+        return "a rectilinear chunk grid"
+    if meta.dtype.hasobject:
+        return f"data type {meta.dtype} (variable-length values)"
+    return AiozarrArray(meta, chain)
+
+
+def same_fill(a: Any, b: Any, dtype: np.dtype[Any]) -> bool:
+    """Whether fill values `a` and `b` are the same bits of `dtype` (None: zero, as
+    both libraries read a v2 array without one)."""
+
+    def bits(value: Any) -> bytes:
+        if value is None:
+            return np.zeros((), dtype).tobytes()
+        return np.asarray(value, dtype=dtype).tobytes()
+
+    try:
+        return bits(a) == bits(b)
+    except (TypeError, ValueError, OverflowError):
+        return False

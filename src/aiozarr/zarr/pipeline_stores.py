@@ -1,0 +1,80 @@
+"""The aiozarr store behind a zarr-python store, for the codec pipeline.
+
+The pipeline reads through aiozarr only where it can address the zarr store's objects
+itself: zarr's `LocalStore` (an aiozarr `LocalStore` on the same directory), its
+obstore-backed `ObjectStore` (an aiozarr `ObjectStore` on the same obstore store: aiozarr's
+request policy, coalescing and versions), its `MemoryStore` (read through the zarr store,
+whose values live in this process) and `aiozarr.zarr.Store` (the aiozarr store it wraps).
+Any other store (fsspec, zip, wrappers, icechunk) gives None: zarr-python's own pipeline
+reads it.
+
+The aiozarr store is made once per zarr store and kept while the zarr store lives, so
+its budgets, statistics and write locks are shared by every array read through it.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+from aiozarr.storage.base import Store
+
+__all__ = ["aiozarr_store_for"]
+
+#: zarr store id -> (a weak reference to it, its aiozarr store); zarr's stores compare
+#: by value and are not hashable, so they are told apart by identity.
+_made: dict[int, tuple[weakref.ref[Any], Store]] = {}
+_lock = threading.RLock()  # a weak reference's callback may run inside it
+
+
+def aiozarr_store_for(zarr_store: Any) -> Store | None:
+    """The aiozarr store that reads and writes `zarr_store`'s objects under the same
+    keys, or None where the pipeline leaves the store to zarr-python."""
+    wrapped = getattr(zarr_store, "aiozarr_store", None)
+    if isinstance(wrapped, Store):  # aiozarr.zarr.Store: the store it wraps
+        return wrapped
+    key = id(zarr_store)
+    with _lock:
+        entry = _made.get(key)
+        if entry is not None and entry[0]() is zarr_store:
+            return entry[1]
+    store = _make(zarr_store)
+    if store is None:
+        return None
+    with _lock:
+        try:
+            ref = weakref.ref(zarr_store, lambda _: _forget(key))
+        except TypeError:  # cannot tell when it goes: made again next time
+            return store
+        _made[key] = (ref, store)
+    return store
+
+
+def _forget(key: int) -> None:
+    with _lock:
+        entry = _made.get(key)
+        if entry is not None and entry[0]() is None:
+            del _made[key]
+
+
+def _make(zarr_store: Any) -> Store | None:
+    """A new aiozarr store for the zarr stores the pipeline knows (exact types only: a
+    subclass may change how keys map to objects)."""
+    from zarr.storage import LocalStore, MemoryStore, ObjectStore
+
+    read_only = bool(zarr_store.read_only)
+    kind = type(zarr_store)
+    if kind is LocalStore:
+        from aiozarr.storage.local import LocalStore as AiozarrLocalStore
+
+        return AiozarrLocalStore(zarr_store.root, read_only=read_only)
+    if kind is ObjectStore:
+        from aiozarr.storage.object_store import ObjectStore as AiozarrObjectStore
+
+        return AiozarrObjectStore(zarr_store.store, read_only=read_only)
+    if kind is MemoryStore:
+        from aiozarr.storage.zarr_store import ZarrStore
+
+        return ZarrStore(zarr_store, read_only=read_only)
+    return None
