@@ -85,7 +85,35 @@ async def open_array_async(
     zarr_format: Literal[2, 3] | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> AsyncArray:
-    """Open an existing array. Sync twin: `open_array`."""
+    """Open an existing array; the blocking twin is `open_array`.
+
+    Reads the array's metadata only (one request for Zarr v3), never its chunks.
+
+    Args:
+        store: A URL or local path (`"s3://bucket/data.zarr"`, `"data.zarr"`,
+            `"memory://name"`, a path ending in `.zip` for a zip archive), a store of
+            `aiozarr.storage`, an obstore store, a zarr-python 3 store, or kerchunk
+            references (a dict, a `.json` or a `.parq`).
+        path: The node's path inside the store ("" for its root).
+        mode: "r" opens it read-only; the others ("r+", "a" the default, "w", "w-")
+            read-write. Nothing is created here: see `create_array`.
+        zarr_format: 2 or 3 to read only that format; None detects it (`zarr.json`
+            first, then the v2 documents in one batch, then v1 and the 2020 draft).
+        storage_options: Settings of the store a URL opens (region, endpoint,
+            credentials, ...): see the storage options reference. A store object
+            takes none.
+
+    Returns:
+        The array, to read with `await arr.getitem(selection)`.
+
+    Raises:
+        NodeNotFoundError: Nothing is at `path`, or a group is (also a `KeyError` and a
+            `FileNotFoundError`).
+        MetadataError: The metadata is malformed.
+        UnsupportedError: A codec or data type aiozarr cannot read (the message names
+            the package to install where one would).
+        StoreError: The store failed or refused (a missing bucket, no permission).
+    """
     resolved = resolve_store(store, mode=mode, storage_options=storage_options)
     return await AsyncArray.open(resolved, path, zarr_format=zarr_format)
 
@@ -99,7 +127,32 @@ async def open_group_async(
     storage_options: Mapping[str, Any] | None = None,
     attributes: Mapping[str, Any] | None = None,
 ) -> AsyncGroup:
-    """Open a group; modes "a" and "w" create it when missing. Sync twin: `open_group`."""
+    """Open a group, or create it; the blocking twin is `open_group`.
+
+    Args:
+        store: A URL or local path (`"s3://bucket/data.zarr"`, `"data.zarr"`,
+            `"memory://name"`, a path ending in `.zip` for a zip archive), a store of
+            `aiozarr.storage`, an obstore store, a zarr-python 3 store, or kerchunk
+            references (a dict, a `.json` or a `.parq`).
+        path: The node's path inside the store ("" for its root).
+        mode: "r" read-only and "r+" read-write open an existing group; "a" (default)
+            opens one or creates it when missing; "w" creates it, replacing whatever
+            is at `path`; "w-" creates it only where nothing is.
+        zarr_format: 2 or 3 to read only that format; None detects it (`zarr.json`
+            first, then the v2 documents in one batch, then v1 and the 2020 draft).
+            A group created without it is v3.
+        storage_options: Settings of the store a URL opens (region, endpoint,
+            credentials, ...): see the storage options reference. A store object
+            takes none.
+        attributes: The attributes of a group this call creates.
+
+    Returns:
+        The group: `await group.members()`, `await group.create_array(...)`, ...
+
+    Raises:
+        NodeNotFoundError: No group at `path` in modes "r" and "r+".
+        NodeExistsError: Mode "w-" and something is at `path`.
+    """
     resolved = resolve_store(store, mode=mode, storage_options=storage_options)
     if mode in ("w", "w-"):
         return await AsyncGroup.create(
@@ -127,7 +180,27 @@ async def open_async(
     zarr_format: Literal[2, 3] | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> AsyncArray | AsyncGroup:
-    """Open whatever node is at `path`: an array or a group. Sync twin: `open`."""
+    """Open whatever node is at `path`, an array or a group; the blocking twin is `open`.
+
+    Args:
+        store: A URL or local path (`"s3://bucket/data.zarr"`, `"data.zarr"`,
+            `"memory://name"`, a path ending in `.zip` for a zip archive), a store of
+            `aiozarr.storage`, an obstore store, a zarr-python 3 store, or kerchunk
+            references (a dict, a `.json` or a `.parq`).
+        path: The node's path inside the store ("" for its root).
+        mode: As `open_array_async`'s; nothing is created.
+        zarr_format: 2 or 3 to read only that format; None detects it (`zarr.json`
+            first, then the v2 documents in one batch, then v1 and the 2020 draft).
+        storage_options: Settings of the store a URL opens (region, endpoint,
+            credentials, ...): see the storage options reference. A store object
+            takes none.
+
+    Returns:
+        An `AsyncArray` or an `AsyncGroup`.
+
+    Raises:
+        NodeNotFoundError: Nothing is at `path`.
+    """
     resolved = resolve_store(store, mode=mode, storage_options=storage_options)
     try:
         return await AsyncArray.open(resolved, path, zarr_format=zarr_format)
@@ -150,14 +223,43 @@ async def create_array_async(
     storage_options: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> AsyncArray:
-    """Create an array. Sync twin: `create_array`.
+    """Create an array; the blocking twin is `create_array`.
 
-    zarr-python's arguments: `name` (the path in the store, as `path`), `data` (values to
-    write: they give the shape and dtype), `chunks` ("auto" or None: zarr-python's
-    choice), `config` (`{"write_empty_chunks": ...}`), and as options `filters`,
-    `compressors`, `serializer` (dicts, or zarr-python's or numcodecs' codec objects),
-    `fill_value`, `order`, `zarr_format` (3 default, or 2), `attributes`,
-    `dimension_names`, `chunk_key_encoding`.
+    The arguments are zarr-python 3's `create_array`'s. The default compressor is zstd
+    level 0, as zarr-python's, so both write the same bytes by default.
+
+    Args:
+        store: A URL or local path (`"s3://bucket/data.zarr"`, `"data.zarr"`,
+            `"memory://name"`, a path ending in `.zip` for a zip archive), a store of
+            `aiozarr.storage`, an obstore store, a zarr-python 3 store, or kerchunk
+            references (a dict, a `.json` or a `.parq`).
+        path: The node's path inside the store ("" for its root).
+        name: zarr-python's name for `path` (give one of the two).
+        shape: The array's shape (or give `data`).
+        dtype: A numpy dtype or its name; `str` means variable-length strings.
+        data: Values to write: they give the shape and, without `dtype`, the data type.
+        chunks: The chunk shape (the inner chunk shape when `shards` is given);
+            "auto" or None: zarr-python's choice for the shape and dtype; a list of
+            edge lengths in place of an int on an axis asks for a rectilinear grid.
+        shards: The shard shape: each stored object then holds many chunks
+            (`sharding_indexed`); None: unsharded.
+        overwrite: Replace whatever is at `path` (everything under it is deleted).
+        config: Array settings kept with the array: `{"write_empty_chunks": ...}`.
+        storage_options: Settings of the store a URL opens (region, endpoint,
+            credentials, ...): see the storage options reference. A store object
+            takes none.
+        **options: `filters`, `compressors`, `serializer` (dicts such as
+            `{"name": "zstd", "configuration": {"level": 3}}`, or zarr-python's or
+            numcodecs' codec objects), `fill_value`, `order`, `zarr_format` (3, the
+            default, or 2), `attributes`, `dimension_names`, `chunk_key_encoding`.
+
+    Returns:
+        The new array.
+
+    Raises:
+        NodeExistsError: Something is at `path` and `overwrite` is False.
+        MetadataError: The arguments contradict each other or a codec is misconfigured.
+        ValueOutOfRangeError: `data` or `fill_value` does not fit the dtype.
     """
     check_options("create_array_async", options)
     path = _path_or_name(path, name)
@@ -194,7 +296,27 @@ async def create_group_async(
     overwrite: bool = False,
     storage_options: Mapping[str, Any] | None = None,
 ) -> AsyncGroup:
-    """Create a group. Sync twin: `create_group`."""
+    """Create a group; the blocking twin is `create_group`.
+
+    Args:
+        store: A URL or local path (`"s3://bucket/data.zarr"`, `"data.zarr"`,
+            `"memory://name"`, a path ending in `.zip` for a zip archive), a store of
+            `aiozarr.storage`, an obstore store, a zarr-python 3 store, or kerchunk
+            references (a dict, a `.json` or a `.parq`).
+        path: The node's path inside the store ("" for its root).
+        attributes: The group's attributes.
+        zarr_format: 3 (default) or 2.
+        overwrite: Replace whatever is at `path` (everything under it is deleted).
+        storage_options: Settings of the store a URL opens (region, endpoint,
+            credentials, ...): see the storage options reference. A store object
+            takes none.
+
+    Returns:
+        The new group.
+
+    Raises:
+        NodeExistsError: Something is at `path` and `overwrite` is False.
+    """
     resolved = resolve_store(store, mode="a", storage_options=storage_options)
     return await AsyncGroup.create(
         resolved, path, attributes=attributes, zarr_format=zarr_format, overwrite=overwrite
@@ -237,30 +359,55 @@ def _twin_of(
 
 @_twin_of(open_array_async)
 def open_array(store: StoreLike, path: str = "", **options: Any) -> Array:
-    """Open an existing array (`mode`, `zarr_format`, `storage_options` as the async twin)."""
+    """Open an existing array, for blocking use (`arr[...]`, `arr[...] = v`).
+
+    Takes the arguments of `open_array_async` (`store`, `path`, `mode`, `zarr_format`,
+    `storage_options`), which documents them, and returns an `Array` in place of an
+    `AsyncArray`. Works inside a running event loop too (Jupyter): the call runs on
+    aiozarr's own loop thread.
+    """
     return Array(run(open_array_async, store, path, **options))
 
 
 @_twin_of(open_group_async)
 def open_group(store: StoreLike, path: str = "", **options: Any) -> Group:
-    """Open a group (`mode`, `zarr_format`, `storage_options`, `attributes`)."""
+    """Open a group, or create it, for blocking use.
+
+    Takes the arguments of `open_group_async` (`store`, `path`, `mode`, `zarr_format`,
+    `storage_options`, `attributes`), which documents them, and returns a `Group`.
+    """
     return Group(run(open_group_async, store, path, **options))
 
 
 @_twin_of(open_async)
 def open(store: StoreLike, path: str = "", **options: Any) -> Array | Group:
-    """Open the array or group at `path`."""
+    """Open the array or group at `path`, for blocking use.
+
+    Takes the arguments of `open_async`, which documents them, and returns an `Array` or
+    a `Group`.
+    """
     node = run(open_async, store, path, **options)
     return Array(node) if isinstance(node, AsyncArray) else Group(node)
 
 
 @_twin_of(create_array_async, check_options)
 def create_array(store: StoreLike, path: str = "", **options: Any) -> Array:
-    """Create an array (`shape`, `dtype`, `chunks`, `shards`, ... as `create_array_async`)."""
+    """Create an array, for blocking use.
+
+    Takes the arguments of `create_array_async` (`shape`, `dtype`, `data`, `chunks`,
+    `shards`, `overwrite`, `config`, `storage_options`, and `filters`, `compressors`,
+    `serializer`, `fill_value`, `order`, `zarr_format`, `attributes`,
+    `dimension_names`, `chunk_key_encoding`), which documents them, and returns an
+    `Array`. A wrong argument is refused before anything is written.
+    """
     return Array(run(create_array_async, store, path, **options))
 
 
 @_twin_of(create_group_async)
 def create_group(store: StoreLike, path: str = "", **options: Any) -> Group:
-    """Create a group (`attributes`, `zarr_format`, `overwrite`, `storage_options`)."""
+    """Create a group, for blocking use.
+
+    Takes the arguments of `create_group_async` (`attributes`, `zarr_format`,
+    `overwrite`, `storage_options`), which documents them, and returns a `Group`.
+    """
     return Group(run(create_group_async, store, path, **options))

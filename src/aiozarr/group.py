@@ -66,14 +66,17 @@ class AsyncGroup(hierarchy.NodeLocation):
 
     @property
     def metadata(self) -> GroupMetadata:
+        """The group's metadata (with its members' when consolidated)."""
         return self._metadata
 
     @property
     def attrs(self) -> dict[str, Any]:
+        """A copy of the attributes (`update_attributes` writes them)."""
         return dict(self._metadata.attributes)
 
     @property
     def zarr_format(self) -> int:
+        """1, 2 or 3."""
         return self._metadata.zarr_format
 
     # -- members ---------------------------------------------------------------------------
@@ -131,9 +134,11 @@ class AsyncGroup(hierarchy.NodeLocation):
             yield item
 
     async def arrays(self) -> list[tuple[str, AsyncArray]]:
+        """`(name, array)` for the members that are arrays."""
         return [(n, m) async for n, m in self.members() if isinstance(m, AsyncArray)]
 
     async def groups(self) -> list[tuple[str, AsyncGroup]]:
+        """`(name, group)` for the members that are groups."""
         return [(n, m) async for n, m in self.members() if isinstance(m, AsyncGroup)]
 
     async def keys(self) -> list[str]:

@@ -273,6 +273,7 @@ class Array:
 
     @property
     def async_array(self) -> AsyncArray:
+        """The `AsyncArray` this array forwards to (awaitable calls, same engine)."""
         return self._async
 
     # -- description (no I/O) --------------------------------------------------------------
@@ -313,6 +314,7 @@ class Array:
 
     @property
     def attrs(self) -> Attributes:
+        """The attributes, as a mutable mapping: `arr.attrs["units"] = "K"` writes the metadata."""
         return Attributes(self._async)
 
     @property
@@ -376,52 +378,71 @@ class Array:
         return run(self._async.setitem, selection, value, progress=progress)
 
     def get_basic_selection(self, selection: Any = ..., *, progress: ShowProgress = None) -> Any:
+        """The values at a numpy basic selection (ints, slices with any step, `...`)."""
         return run(self._async.get_basic_selection, selection, progress=progress)
 
     def set_basic_selection(
         self, selection: Any, value: Any, *, progress: ShowProgress = None
     ) -> None:
+        """Store `value` (broadcast to the selection's shape) at a basic selection."""
         return run(self._async.set_basic_selection, selection, value, progress=progress)
 
     def get_orthogonal_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
+        """The outer product of per-axis selections (ints, slices, integer arrays, masks):
+        `arr.oindex[...]`."""
         return run(self._async.get_orthogonal_selection, selection, progress=progress)
 
     def set_orthogonal_selection(
         self, selection: Any, value: Any, *, progress: ShowProgress = None
     ) -> None:
+        """Store `value` at the outer product of per-axis selections: `arr.oindex[...] = value`."""
         return run(self._async.set_orthogonal_selection, selection, value, progress=progress)
 
     def get_coordinate_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
+        """The points picked by one integer array per axis, broadcast together:
+        `arr.vindex[...]`."""
         return run(self._async.get_coordinate_selection, selection, progress=progress)
 
     def set_coordinate_selection(
         self, selection: Any, value: Any, *, progress: ShowProgress = None
     ) -> None:
+        """Store `value` at the points of one integer array per axis (where a point repeats, the
+        last value wins)."""
         return run(self._async.set_coordinate_selection, selection, value, progress=progress)
 
     def get_mask_selection(self, mask: Any, *, progress: ShowProgress = None) -> Any:
+        """The elements where `mask` (a boolean array of the array's shape) is true, in C order,
+        as a 1-d array."""
         return run(self._async.get_mask_selection, mask, progress=progress)
 
     def set_mask_selection(self, mask: Any, value: Any, *, progress: ShowProgress = None) -> None:
+        """Store `value` where `mask` (a boolean array of the array's shape) is true."""
         return run(self._async.set_mask_selection, mask, value, progress=progress)
 
     def get_vectorized_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
+        """`arr.vindex[selection]`: a coordinate or a mask selection."""
         return run(self._async.get_vectorized_selection, selection, progress=progress)
 
     def set_vectorized_selection(
         self, selection: Any, value: Any, *, progress: ShowProgress = None
     ) -> None:
+        """`arr.vindex[selection] = value`: a coordinate or a mask selection."""
         return run(self._async.set_vectorized_selection, selection, value, progress=progress)
 
     def get_block_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
+        """The elements of whole blocks (shards when sharded, else chunks) by their grid indices:
+        `arr.blocks[...]`."""
         return run(self._async.get_block_selection, selection, progress=progress)
 
     def set_block_selection(
         self, selection: Any, value: Any, *, progress: ShowProgress = None
     ) -> None:
+        """Store `value` in whole blocks (shards when sharded, else chunks): `arr.blocks[...] =
+        value`."""
         return run(self._async.set_block_selection, selection, value, progress=progress)
 
     def resize(self, new_shape: Any) -> None:
+        """Change the shape; chunks wholly outside the new shape are deleted, as in zarr-python."""
         return run(self._async.resize, new_shape)
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
@@ -433,9 +454,11 @@ class Array:
         return run(self._async.nbytes_stored)
 
     def update_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge `attributes` into the stored ones and write them; returns the new attributes."""
         return run(self._async.update_attributes, attributes)
 
     def replace_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
+        """Replace the stored attributes with `attributes`; returns them."""
         return run(self._async.replace_attributes, attributes)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
@@ -454,6 +477,7 @@ class Group:
 
     @property
     def async_group(self) -> AsyncGroup:
+        """The `AsyncGroup` this group forwards to."""
         return self._async
 
     path = property(lambda self: self._async.path, doc="Path within the store.")
@@ -464,6 +488,7 @@ class Group:
 
     @property
     def attrs(self) -> Attributes:
+        """The attributes, as a mutable mapping: `arr.attrs["units"] = "K"` writes the metadata."""
         return Attributes(self._async)
 
     def __repr__(self) -> str:
@@ -482,6 +507,7 @@ class Group:
         return iter(self.member_names())
 
     def member_names(self) -> list[str]:
+        """Names of the members, in listing order (`list(group)`)."""
         return run(self._async.member_names)
 
     def keys(self) -> list[str]:
@@ -504,22 +530,28 @@ class Group:
         return run(self._async.delitem, name)
 
     def members(self) -> list[tuple[str, Array | Group]]:
+        """`(name, member)` for every member: arrays as `Array`, groups as `Group` (one listing
+        and one batch of metadata reads, or the consolidated metadata)."""
         return [(n, _wrap(m)) for n, m in run(_collect, self._async.members())]
 
     def arrays(self) -> list[tuple[str, Array]]:
+        """`(name, array)` for the members that are arrays."""
         return [(n, Array(a)) for n, a in run(self._async.arrays)]
 
     def groups(self) -> list[tuple[str, Group]]:
+        """`(name, group)` for the members that are groups."""
         return [(n, Group(g)) for n, g in run(self._async.groups)]
 
     def create_group(
         self, name: str, *, attributes: Mapping[str, Any] | None = None, overwrite: bool = False
     ) -> Group:
+        """Create the member group `name` (`overwrite` replaces whatever is there)."""
         return Group(
             run(self._async.create_group, name, attributes=attributes, overwrite=overwrite)
         )
 
     def require_group(self, name: str) -> Group:
+        """The member group `name`, created when missing."""
         return Group(run(self._async.require_group, name))
 
     def create_array(
@@ -531,6 +563,7 @@ class Group:
         overwrite: bool = False,
         **options: Any,
     ) -> Array:
+        """Create the member array `name`; the arguments are those of `aiozarr.create_array`."""
         return Array(
             run(
                 self._async.create_array,
@@ -551,12 +584,16 @@ class Group:
         )
 
     def update_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge `attributes` into the stored ones and write them; returns the new attributes."""
         return run(self._async.update_attributes, attributes)
 
     def replace_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
+        """Replace the stored attributes with `attributes`; returns them."""
         return run(self._async.replace_attributes, attributes)
 
     def tree(self, *, max_depth: int | None = None) -> str:
+        """The hierarchy below this group as text, one line per node with its shape, dtype,
+        chunks and shards."""
         return run(self._async.tree, max_depth=max_depth)
 
 

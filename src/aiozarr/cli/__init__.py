@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
+from aiozarr import __version__
 from aiozarr.cli import bench, cp, info, migrate, serve, tree
 from aiozarr.cli.options import Parser
 
@@ -22,16 +23,33 @@ COMMANDS = {
 }
 
 
+def top_parser() -> Parser:
+    """The parser of `aiozarr` itself: `--version`, and the commands (each command's own
+    arguments are its module's `build_parser`)."""
+    parser = Parser(
+        prog="aiozarr",
+        description="Zarr arrays on object stores.",
+        epilog="`aiozarr COMMAND --help` shows a command's arguments.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {__version__}", help="print the version"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module in COMMANDS.items():
+        commands.add_parser(name, help=(module.__doc__ or "").splitlines()[0])
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the `aiozarr` command line; returns the exit code."""
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in COMMANDS:
         return COMMANDS[argv[0]].main(argv[1:])
-    parser = Parser(prog="aiozarr", description="Zarr arrays on object stores.")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module in COMMANDS.items():
-        commands.add_parser(name, help=(module.__doc__ or "").splitlines()[0])
-    parser.parse_args(argv)
+    parser = top_parser()
+    try:
+        parser.parse_args(argv)
+    except SystemExit as exit:  # --version and --help print, then exit 0
+        return int(exit.code or 0)
     parser.print_help()
     return 2
 
