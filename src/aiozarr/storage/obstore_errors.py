@@ -45,6 +45,10 @@ _NOT_PARTIAL = ("non-partial response", "Range request not supported")
 # obstore refuses an answer whose Content-Range is not the range asked for.
 _OTHER_RANGE = re.compile(r"Requested (\d+)\.\.(\d+), got (\d+)\.\.(\d+)")
 _DEBUG = "\n\nDebug source:"
+# A server's refusal to let this request in (obstore's typed errors carry the status in
+# their text only) and the error code of an S3-style XML answer.
+_DENIED = re.compile(r"\b(401 Unauthorized|403 Forbidden)\b")
+_CODE = re.compile(r"<Code>([^<]{1,100})</Code>")
 # The refused connect, in obstore's debug dump (its message says "error sending request").
 _REFUSED = ("ConnectionRefused", "Connection refused")
 
@@ -79,6 +83,9 @@ class ObstoreFailure:
     #: for want of bytes (its Content-Range starts where asked, ends short): a body cut
     #: short, worth another try.
     short_range: bool = False
+    #: The server refused the request's credentials (or their absence): its status and
+    #: error code ("403 Forbidden, AccessDenied"), or "".
+    denied: str = ""
 
     @property
     def throttled(self) -> bool:
@@ -134,7 +141,18 @@ def classify(exc: BaseException) -> ObstoreFailure:
         bad_range=any(word in line for word in _BAD_RANGE),
         not_partial=any(words in line for words in _NOT_PARTIAL),
         short_range=_is_short_range(line),
+        denied=_denied(line) if from_obstore else "",
     )
+
+
+def _denied(line: str) -> str:
+    """The status and error code of an answer that refused the request
+    ("403 Forbidden, AccessDenied"), or ""."""
+    found = _DENIED.search(line)
+    if found is None:
+        return ""
+    code = _CODE.search(line)
+    return f"{found.group(1)}, {code.group(1)}" if code else found.group(1)
 
 
 def _is_short_range(line: str) -> bool:

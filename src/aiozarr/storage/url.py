@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from aiozarr import config
 from aiozarr.errors import StoreError
+from aiozarr.storage import aws_config, credentials
 from aiozarr.storage.base import Store
 from aiozarr.storage.redaction import redact_url
 
@@ -73,20 +74,10 @@ _ALIASES = {
 _ENDPOINT_OPTION = re.compile(r"(?:^|_)(?:endpoint(?:_url)?|base_url)$", re.IGNORECASE)
 # S3-compatible servers are often named by the environment, as the AWS tools read it.
 _ENDPOINT_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT")
-# Where credentials may come from, by backend: option names and environment variables.
-# With none of them, the store signs nothing (anonymous access to public data).
+# Where GCS and Azure credentials may come from: option names and environment
+# variables. With none of them, the store signs nothing (anonymous access to public
+# data). S3 looks where the AWS tools look (`credentials.choose_s3_signing`).
 _CREDENTIALS = {
-    "s3": (
-        ("access_key_id", "session_token", "role_arn", "web_identity_token_file"),
-        (
-            "AWS_ACCESS_KEY_ID",
-            "AWS_SESSION_TOKEN",
-            "AWS_WEB_IDENTITY_TOKEN_FILE",
-            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-            "AWS_ROLE_ARN",
-        ),
-    ),
     "gcs": (
         (
             "service_account",
@@ -163,12 +154,18 @@ def from_url(
     `memory://NAME` (a `MemoryStore` shared by every open of the same name in this
     process). `storage_options` go to obstore (`region`, `endpoint`, credentials,
     `client_options`, ...); fsspec spellings (`anon`, `endpoint_url`, `key`/`secret`/
-    `token`, `client_kwargs`) are understood too. A `retry_config` is accepted, but
-    obstore's retries are always off: aiozarr retries, as `aiozarr.config` `retry_*` say.
+    `token`, `client_kwargs`, `profile`, `requester_pays`, `use_ssl`) are understood too.
+    A `retry_config` is accepted, but obstore's retries are always off: aiozarr retries,
+    as `aiozarr.config` `retry_*` say.
 
-    Cloud stores sign nothing when no credentials are given in the options or the
-    environment, so public data needs no account; pass `anon=False` to use obstore's
-    other credential sources (an EC2 instance role, a GCE service account).
+    S3 credentials are found where boto3 and s3fs find them: the options, the
+    environment's keys, the profile of `~/.aws/credentials` and `~/.aws/config` that
+    `AWS_PROFILE` (or `profile=`) names or their `[default]`, an instance or container
+    role (`storage.credentials`). GCS and Azure stores take the options' and the
+    environment's. A store with none signs nothing, so public data needs no account;
+    `anon=True` never signs; `anon=False`, where nothing is found, leaves the signing to
+    obstore's own sources (an EC2 instance role, a GCE service account). `use_ssl=False`
+    sends S3 requests over http to AWS (an `endpoint` keeps its own scheme, as for boto3).
     """
     text = os.fspath(url)
     parts = urlsplit(text)
@@ -283,6 +280,25 @@ def _endpoint_problem(value: Any) -> str:
     return ""
 
 
+def _use_ssl(value: Any, store: dict[str, Any], client: dict[str, Any]) -> None:
+    """fsspec's `use_ssl`: False sends requests to AWS's S3 endpoint over http. As for
+    boto3, an endpoint given (option or environment) keeps its own scheme."""
+    if value is None:
+        return
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        value = value.strip().lower() == "true"
+    if not isinstance(value, bool):
+        raise StoreError(f"storage option 'use_ssl' must be true or false, got {value!r}")
+    if value or store.get("endpoint") or store.get("aws_endpoint_url_s3"):
+        return
+    env = os.environ
+    region = store.get("region") or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+    endpoint = f"http://s3.{region or 'us-east-1'}.amazonaws.com"
+    _check_endpoint("the endpoint use_ssl=False makes of the region", endpoint)
+    store["endpoint"] = endpoint
+    client["allow_http"] = True
+
+
 def _has_credentials(kind: str, store: dict[str, Any], extra: dict[str, Any]) -> bool:
     names, env = _CREDENTIALS[kind]
     if extra.get("credential_provider") is not None:
@@ -302,7 +318,9 @@ def _object_store(url: str, scheme: str, options: dict[str, Any]) -> ObjectStore
     if "credential_provider" in options:  # a callable: identity is not configuration
         return ObjectStore(_build_obstore_store(url, scheme, options))
     names = [*_ENDPOINT_ENV, *(name for _, env in _CREDENTIALS.values() for name in env)]
-    env = tuple(os.environ.get(name) for name in names)
+    names += credentials.S3_ENVIRONMENT
+    # The AWS files too: a profile written since, or changed, may change how it signs.
+    env = (*(os.environ.get(name) for name in names), aws_config.files_state())
     # The pid: a forked child builds its own (a client's connections are not fork-safe).
     key = repr((os.getpid(), url, sorted(options.items(), key=lambda item: item[0]), env))
     with _obstore_lock:
@@ -337,9 +355,12 @@ def _build_obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
                     f"{sorted(store_options)}"
                 )
             return HTTPStore(url, client_options=client, retry_config=extra["retry_config"])
-        kind = "s3" if scheme in _S3 else "gcs" if scheme in _GCS else "azure"
-        if "skip_signature" not in store_options and not _has_credentials(
-            kind, store_options, extra
+        if scheme in _S3:
+            use_ssl = store_options.pop("use_ssl", None)
+            credentials.choose_s3_signing(store_options, extra)
+            _use_ssl(use_ssl, store_options, client)
+        elif "skip_signature" not in store_options and not _has_credentials(
+            "gcs" if scheme in _GCS else "azure", store_options, extra
         ):
             store_options["skip_signature"] = True
         if scheme == "gcs":
