@@ -30,7 +30,7 @@ from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import StoreError, ValueTooLargeError, VersionConflictError
 from aiozarr.sizes import memory_bytes
-from aiozarr.storage import object_listing, obstore_errors
+from aiozarr.storage import credentials, object_listing, obstore_errors
 from aiozarr.storage.base import (
     Buffer,
     SizedReadStore,
@@ -240,6 +240,12 @@ class ObjectStore(SizedReadStore):
             if failure.missing_bucket:  # the cause in words; the server's text stays in __cause__
                 raise StoreError(
                     f"cannot {action} {key!r}: {_missing_bucket(self._store)}"
+                ) from exc
+            if failure.denied and isinstance(self._store, S3Store | GCSStore | AzureStore):
+                # Say whether it went unsigned, and how to give credentials.
+                why = credentials.refusal(self._store, action, failure.denied)
+                raise StoreError(
+                    f"cannot {action} {key!r} in {describe(self._store)}: {why}"
                 ) from exc
             if failure.refused:  # obstore says "error sending request"; the dump says why
                 raise StoreError(
