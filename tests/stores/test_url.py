@@ -19,6 +19,7 @@ from aiozarr.storage.url import from_url
 
 CREDENTIAL_ENV = (
     "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
     "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
     "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_ROLE_ARN", "GOOGLE_APPLICATION_CREDENTIALS",
     "GOOGLE_SERVICE_ACCOUNT", "GOOGLE_SERVICE_ACCOUNT_PATH", "GOOGLE_SERVICE_ACCOUNT_KEY",
@@ -27,9 +28,13 @@ CREDENTIAL_ENV = (
 
 
 @pytest.fixture
-def no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+def no_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in CREDENTIAL_ENV:
         monkeypatch.delenv(name, raising=False)
+    # Nor the AWS files of the machine running the tests, nor its instance role.
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
 async def test_s3_on_the_emulator_rooted_at_the_path(emulator: Emulator) -> None:
