@@ -23,6 +23,7 @@ from aiozarr.codecs.base import ArrayToArrayCodec, ArrayToBytesCodec, BytesToByt
 from aiozarr.codecs.registry import get_codec_class
 from aiozarr.creation import array_config, array_metadata
 from aiozarr.description import ArrayDescription, codecs_text, describe_array
+from aiozarr.engine import output as engine_output
 from aiozarr.engine import read as engine_read
 from aiozarr.engine import write as engine_write
 from aiozarr.engine.progress import ShowProgress, as_callback
@@ -388,7 +389,7 @@ class AsyncArray(hierarchy.NodeLocation):
         indexer = self._indexer(selection)
         if not engine_read.reads_inline(self._stored, len(indexer)):
             return False, None
-        out = engine_read.empty_output(indexer.shape, self.dtype, self._describe)
+        out = engine_output.empty_output(indexer.shape, self.dtype, self._describe)
         engine_read.read_inline(self._stored, list(indexer), out)
         return True, _result(out, indexer)
 
@@ -414,12 +415,12 @@ class AsyncArray(hierarchy.NodeLocation):
             except (TypeError, ValueError, IndexError):  # the planner says what is wrong
                 pass
             else:
-                engine_read.check_addressable(shape, self.dtype, self._describe)
+                engine_output.check_addressable(shape, self.dtype, self._describe)
         try:
             return build(selection, self.shape, self._stored.read_grid)
         except MemoryError:
             shape = _selection_shape(normalize_selection(selection, self.shape), self.shape)
-            engine_read.check_output_size(shape, self.dtype, self._describe)
+            engine_output.check_output_size(shape, self.dtype, self._describe)
             raise
 
     def _describe(self) -> str:
@@ -476,7 +477,7 @@ class AsyncArray(hierarchy.NodeLocation):
         return await self._read(self._block_indexer(selection), progress)
 
     async def _read(self, indexer: Indexer, progress: ShowProgress) -> Any:
-        out = engine_read.empty_output(indexer.shape, self.dtype, self._describe)
+        out = engine_output.empty_output(indexer.shape, self.dtype, self._describe)
         with unwrap_group():
             await engine_read.read(self._stored, list(indexer), out, as_callback(progress))
         return _result(out, indexer)
@@ -544,7 +545,7 @@ class AsyncArray(hierarchy.NodeLocation):
         A value whose shape does not fit is refused for that first, whatever its dtype: a
         value both misshapen and of another kind is most often the wrong value. A shape
         numpy cannot address at all is `SelectionTooLargeError`."""
-        engine_read.check_addressable(shape, self.dtype, self._describe)
+        engine_output.check_addressable(shape, self.dtype, self._describe)
         try:
             value_shape: tuple[int, ...] | None = np.shape(value)
         except ValueError:  # ragged: refused below with numpy's words

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import anyio
 import numpy as np
 
-from aiozarr.codecs import CodecChain
 from aiozarr.engine.executor import codec_threads, run_codec
+from aiozarr.engine.located import LocatedChunk
 from aiozarr.engine.progress import ChunkProgress
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.indexing import ChunkProjection
@@ -29,12 +29,10 @@ log = logging.getLogger("aiozarr.read")
 
 @dataclass(frozen=True, slots=True)
 class DecodeJob:
-    """One chunk's bytes to decode into the output."""
+    """One located chunk and its bytes, to decode into the output."""
 
-    chain: CodecChain
+    chunk: LocatedChunk
     data: Buffer
-    key: str
-    projection: ChunkProjection
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +64,7 @@ class Reads:
                 tg.start_soon(self._decode_group, jobs[start : start + size])
 
     async def _decode_group(self, group: list[DecodeJob]) -> None:
-        nbytes = sum(job.chain.spec.nbytes for job in group)
+        nbytes = sum(job.chunk.chain.spec.nbytes for job in group)
         began = time.monotonic()
         await run_codec(_decode_all, group, self.out, nbytes=nbytes)
         self.progress.advance(len(group))
@@ -74,7 +72,7 @@ class Reads:
             log.debug(
                 "decoded %d chunks of %r (%d bytes) in %.1f ms",
                 len(group),
-                group[0].key,
+                group[0].chunk.key,
                 nbytes,
                 (time.monotonic() - began) * 1000,
             )
@@ -82,16 +80,15 @@ class Reads:
 
 def _decode_all(group: list[DecodeJob], out: np.ndarray) -> None:
     for job in group:
-        decode_one(job.chain, job.data, job.key, job.projection, out)
+        decode_one(job.chunk, job.data, out)
 
 
-def decode_one(
-    chain: CodecChain, data: Buffer, key: str, projection: ChunkProjection, out: np.ndarray
-) -> None:
+def decode_one(chunk: LocatedChunk, data: Buffer, out: np.ndarray) -> None:
     """Decode one chunk into its place in `out` (straight into it when it covers a block)."""
+    projection = chunk.projection
     if projection.is_complete_chunk:
-        chain.decode_into(data, out[projection.out_selection], key)
+        chunk.chain.decode_into(data, out[projection.out_selection], chunk.key)
     else:
-        out[projection.out_selection] = chain.decode_transient(data, key)[
+        out[projection.out_selection] = chunk.chain.decode_transient(data, chunk.key)[
             projection.chunk_selection
         ]

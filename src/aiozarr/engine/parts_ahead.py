@@ -14,10 +14,10 @@ import anyio
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
-from aiozarr.codecs import CodecChain, ShardLayout
+from aiozarr.codecs import ShardLayout
 from aiozarr.engine.decoding import DecodeJob, Reads
-from aiozarr.engine.located_index import LocatedIndex, StaleIndexError, check_version
-from aiozarr.engine.plan import InnerRead
+from aiozarr.engine.located import LocatedChunk
+from aiozarr.engine.located_index import StaleIndexError, check_version
 from aiozarr.errors import CodecError
 from aiozarr.storage.base import Buffer, Version
 
@@ -39,10 +39,9 @@ class PartsAhead:
     stays within the budget and a part never waits on anything but its own chunks.
     """
 
-    def __init__(self, reads: Reads, key: str, chain: CodecChain, part: int, count: int) -> None:
+    def __init__(self, reads: Reads, key: str, part: int, count: int) -> None:
         self.reads = reads
         self.key = key
-        self.chain = chain
         self.part = part
         self.count = count
         self.end = part * count
@@ -65,6 +64,11 @@ class PartsAhead:
             if i not in self._dropped:
                 self._send.send_nowait((i, answer))
 
+    def holds(self, chunk: LocatedChunk) -> bool:
+        """Whether every byte of `chunk` lies in the parts ahead."""
+        end = None if chunk.byte_range is None else chunk.byte_range.end
+        return end is not None and end <= self.end
+
     def drop(self, i: int) -> None:
         """Stop part `i` (if still on its way) and give its bytes back."""
         self._dropped.add(i)
@@ -80,11 +84,12 @@ class PartsAhead:
         self._send.close()
         self._landed.close()
 
-    async def decode_as_parts_land(
-        self, located: LocatedIndex, held: list[tuple[InnerRead, ByteRange]]
-    ) -> None:
-        """Decode each chunk of `held` as soon as every part holding its bytes has landed."""
-        spans = [self._parts_of(byte_range) for _, byte_range in held]
+    async def decode_as_parts_land(self, held: list[LocatedChunk]) -> None:
+        """Decode each chunk of `held` (located by one index, within the parts ahead) as
+        soon as every part holding its bytes has landed."""
+        located = held[0].index
+        assert located is not None
+        spans = [self._parts_of(chunk.byte_range) for chunk in held]  # type: ignore[arg-type]
         waiting: dict[int, list[int]] = {}  # part -> the chunks that still wait for it
         users = [0] * self.count  # part -> its chunks not yet decoded
         for c, span in enumerate(spans):
@@ -127,12 +132,11 @@ class PartsAhead:
         start, stop = byte_range.offset, byte_range.offset + (byte_range.length or 0)
         return range(start // self.part, max(start, stop - 1) // self.part + 1)
 
-    def _job(
-        self, chunk: tuple[InnerRead, ByteRange], span: range, landed: dict[int, memoryview]
-    ) -> DecodeJob:
+    def _job(self, chunk: LocatedChunk, span: range, landed: dict[int, memoryview]) -> DecodeJob:
         """The decoding of one chunk from its bytes: a slice of one part, or joined from
         the parts it spans."""
-        inner, byte_range = chunk
+        byte_range = chunk.byte_range
+        assert byte_range is not None
         start = byte_range.offset
         stop = start + (byte_range.length or 0)
         pieces = []
@@ -141,8 +145,8 @@ class PartsAhead:
             pieces.append(landed[i][max(start, base) - base : min(stop, base + self.part) - base])
         if sum(piece.nbytes for piece in pieces) != stop - start:
             raise CodecError(
-                f"shard {self.key!r}: inner chunk {inner.inner_coords} lies past the end "
+                f"shard {self.key!r}: an inner chunk at bytes {start}-{stop} lies past the end "
                 "of the shard"
             )
         data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        return DecodeJob(self.chain, data, self.key, inner.projection)
+        return DecodeJob(chunk, data)

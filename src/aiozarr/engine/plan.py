@@ -22,7 +22,7 @@ from aiozarr.metadata.model import ArrayMetadata
 
 
 @dataclass(frozen=True, slots=True)
-class ChunkRead:
+class ChunkSelection:
     """One stored chunk and where its selected values go."""
 
     key: str
@@ -30,7 +30,7 @@ class ChunkRead:
 
 
 @dataclass(frozen=True, slots=True)
-class InnerRead:
+class InnerSelection:
     """One inner chunk of a shard and where its selected values go."""
 
     inner_coords: tuple[int, ...]
@@ -38,13 +38,13 @@ class InnerRead:
 
 
 @dataclass(slots=True)
-class ShardRead:
+class ShardSelection:
     """The inner chunks needed from one shard."""
 
     key: str
     shard_coords: tuple[int, ...]
     layout: ShardLayout
-    inner: list[InnerRead] = field(default_factory=list)
+    inner: list[InnerSelection] = field(default_factory=list)
     whole: bool = False
 
 
@@ -53,19 +53,19 @@ def inner_grid_shape(meta: ArrayMetadata, layout: ShardLayout) -> tuple[int, ...
     return tuple(math.ceil(s / c) for s, c in zip(meta.shape, layout.chunk_shape, strict=True))
 
 
-def _is_whole(read: ShardRead, inside: int) -> bool:
+def _is_whole(read: ShardSelection, inside: int) -> bool:
     """Whether `read` needs every one of the `inside` inner chunks its shard holds."""
     return len(read.inner) >= inside and len({r.inner_coords for r in read.inner}) == inside
 
 
 def plan_chunks(
     meta: ArrayMetadata, prefix: str, projections: Iterable[ChunkProjection]
-) -> list[ChunkRead]:
+) -> list[ChunkSelection]:
     """One read per stored chunk of an unsharded array; keys start with `prefix`."""
-    return [ChunkRead(prefix + meta.chunk_key(p.chunk_coords), p) for p in projections]
+    return [ChunkSelection(prefix + meta.chunk_key(p.chunk_coords), p) for p in projections]
 
 
-def plan_shards(array: StoredArray, projections: Sequence[ChunkProjection]) -> list[ShardRead]:
+def plan_shards(array: StoredArray, projections: Sequence[ChunkProjection]) -> list[ShardSelection]:
     """Group inner-chunk projections by shard; mark shards needed in full as `whole`."""
     layout = array.layout
     assert layout is not None
@@ -73,16 +73,18 @@ def plan_shards(array: StoredArray, projections: Sequence[ChunkProjection]) -> l
         return _plan_rectilinear_shards(array, layout, projections)
     meta, prefix = array.meta, array.prefix
     per = layout.chunks_per_shard
-    shards: dict[tuple[int, ...], ShardRead] = {}
+    shards: dict[tuple[int, ...], ShardSelection] = {}
     for p in projections:
-        split = [divmod(c, n) for c, n in zip(p.chunk_coords, per, strict=True)]
-        shard_coords = tuple(int(s) for s, _ in split)
+        coords = p.chunk_coords
+        shard_coords = tuple([c // n for c, n in zip(coords, per, strict=True)])
         read = shards.get(shard_coords)
         if read is None:
-            read = shards[shard_coords] = ShardRead(
+            read = shards[shard_coords] = ShardSelection(
                 prefix + meta.chunk_key(shard_coords), shard_coords, layout
             )
-        read.inner.append(InnerRead(tuple(int(i) for _, i in split), p))
+        read.inner.append(
+            InnerSelection(tuple([c % n for c, n in zip(coords, per, strict=True)]), p)
+        )
     grid = inner_grid_shape(meta, layout)
     for read in shards.values():
         # inner chunks of this shard that lie (at least partly) inside the array
@@ -96,7 +98,7 @@ def plan_shards(array: StoredArray, projections: Sequence[ChunkProjection]) -> l
 
 def _plan_rectilinear_shards(
     array: StoredArray, layout: ShardLayout, projections: Sequence[ChunkProjection]
-) -> list[ShardRead]:
+) -> list[ShardSelection]:
     """`plan_shards` on a rectilinear shard grid: shards found by searching edge offsets."""
     if not projections:
         return []
@@ -105,15 +107,15 @@ def _plan_rectilinear_shards(
     shard = np.stack([a.chunk_of(coords[:, d]) for d, a in enumerate(grid.axes)], axis=1)
     origin = np.stack([a.start_of(shard[:, d]) for d, a in enumerate(grid.axes)], axis=1)
     inner = coords - origin
-    shards: dict[tuple[int, ...], ShardRead] = {}
+    shards: dict[tuple[int, ...], ShardSelection] = {}
     for p, s, i in zip(projections, shard.tolist(), inner.tolist(), strict=True):
         shard_coords = tuple(s)
         read = shards.get(shard_coords)
         if read is None:
-            read = shards[shard_coords] = ShardRead(
+            read = shards[shard_coords] = ShardSelection(
                 array.key(shard_coords), shard_coords, array.layout_for(shard_coords)
             )
-        read.inner.append(InnerRead(tuple(i), p))
+        read.inner.append(InnerSelection(tuple(i), p))
     total = inner_grid_shape(array.meta, layout)
     for read in shards.values():
         # inner chunks of this shard that lie (at least partly) inside the array

@@ -32,7 +32,7 @@ import numpy as np
 from aiozarr import config
 from aiozarr.codecs import CodecChain, ShardLayout
 from aiozarr.engine.executor import codec_threads, run_codec
-from aiozarr.engine.plan import ChunkRead, ShardRead, plan_chunks, plan_shards
+from aiozarr.engine.plan import ChunkSelection, ShardSelection, plan_chunks, plan_shards
 from aiozarr.engine.progress import ChunkProgress, ProgressCallback
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import StoreError, VersionConflictError
@@ -41,7 +41,7 @@ from aiozarr.metadata.fill_value import is_fill
 from aiozarr.storage import conditions
 from aiozarr.storage.base import Buffer, RangeRequest, Store, Versioned
 
-W = TypeVar("W", ChunkRead, ShardRead)
+W = TypeVar("W", ChunkSelection, ShardSelection)
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +252,7 @@ async def _write_chunks(
     if partial:
         await conditions.ensure_trusted(array.store, array.prefix, partial)
 
-    async def write_once(pending: list[ChunkRead]) -> set[str]:
+    async def write_once(pending: list[ChunkSelection]) -> set[str]:
         partial = [w.key for w in pending if not w.projection.is_complete_chunk]
         read = await _read_versioned(array.store, partial)
         stores = _Stores(array, read)
@@ -285,14 +285,14 @@ async def _write_shards(
     if partial:
         await conditions.ensure_trusted(array.store, array.prefix, partial)
 
-    async def write_once(pending: list[ShardRead]) -> set[str]:
+    async def write_once(pending: list[ShardSelection]) -> set[str]:
         # A shard rewritten in full needs nothing from the store; others are read once.
         read = await _read_versioned(
             array.store, [s.key for s in pending if not _replaces_whole_shard(s)]
         )
         stores = _Stores(array, read)
 
-        async def assemble(shard: ShardRead) -> None:
+        async def assemble(shard: ShardSelection) -> None:
             before = read.get(shard.key)
             data = await _encode_shard(
                 array, shard.layout, shard, None if before is None else before[0], value, progress
@@ -311,14 +311,14 @@ async def _write_shards(
         await _until_no_conflict(shards, write_once)
 
 
-def _replaces_whole_shard(shard: ShardRead) -> bool:
+def _replaces_whole_shard(shard: ShardSelection) -> bool:
     return shard.whole and all(r.projection.is_complete_chunk for r in shard.inner)
 
 
 async def _encode_shard(
     array: StoredArray,
     layout: ShardLayout,
-    shard: ShardRead,
+    shard: ShardSelection,
     existing: Buffer | None,
     value: np.ndarray,
     progress: ChunkProgress,

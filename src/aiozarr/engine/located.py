@@ -1,0 +1,193 @@
+"""The one record a read carries from its plan to its decoding: a chunk located in the store.
+
+A `LocatedChunk` says where a chunk's bytes are (an object, or a byte range of one that a
+shard index gave), how to decode them and where its values go. What a read fetches is
+either such a chunk or a `WholeShard`: a shard needed in full whose index is not known
+yet, fetched as one object, whose chunks are located in its own bytes once it lands
+("expand after fetch"). Both answer `request()` (what to ask the store), `size` (the
+bytes to expect, for the byte budget) and `expand(...)` (the landed bytes as located
+chunks and their data; None: the fill value).
+
+`plan_reads` (pure) turns a selection into what to fetch at once and the shards whose
+index must be read first; `locate` (pure) turns those shards and their indexes into
+located chunks. The async read and the inline read share all of it; only how they fetch
+differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from aiozarr import config
+from aiozarr.byte_range import ByteRange
+from aiozarr.codecs import CodecChain, ShardIndex, ShardLayout
+from aiozarr.engine.located_index import (
+    LocatedIndex,
+    cached_index,
+    check_version,
+    remember_index,
+)
+from aiozarr.engine.plan import ShardSelection, plan_chunks, plan_shards
+from aiozarr.engine.stored_array import StoredArray
+from aiozarr.errors import ValueTooLargeError
+from aiozarr.indexing import ChunkProjection
+from aiozarr.storage.base import Buffer, RangeRequest, Version
+
+#: A located chunk and its bytes (None: not stored, it reads as the fill value).
+Landed = tuple["LocatedChunk", Buffer | None]
+
+
+def chunk_bound(chain: CodecChain) -> int:
+    """The largest value a chunk of `chain` can be stored as: its codecs' bound; where
+    the data decides (variable-length types), the read's byte budget
+    (`max_inflight_bytes`): a chunk that cannot fit in it cannot be read within it."""
+    most = chain.max_encoded_size()
+    return config.get().max_inflight_bytes if most is None else most
+
+
+def shard_bound(layout: ShardLayout) -> int:
+    """The largest value a shard of `layout` can be stored as (see `chunk_bound`)."""
+    most = layout.max_stored_bytes
+    return config.get().max_inflight_bytes if most is None else most
+
+
+@dataclass(frozen=True, slots=True)
+class LocatedChunk:
+    """One chunk located in the store: bytes `byte_range` of object `key` (None: the
+    whole object), decoded by `chain` into `projection` of the output. `index` is the
+    shard index that gave the range: the bytes must come from its version of the shard."""
+
+    key: str
+    byte_range: ByteRange | None
+    chain: CodecChain
+    projection: ChunkProjection
+    index: LocatedIndex | None = None
+
+    def request(self) -> RangeRequest:
+        if self.byte_range is None:
+            return RangeRequest(self.key, None, chunk_bound(self.chain))
+        return RangeRequest(self.key, self.byte_range)
+
+    @property
+    def size(self) -> int:
+        """The bytes to expect: the range's length; a whole chunk's compressed size is
+        unknown until it lands, and its decoded size bounds it in practice."""
+        if self.byte_range is None or self.byte_range.length is None:
+            return self.chain.spec.nbytes
+        return self.byte_range.length
+
+    def expand(
+        self, array: StoredArray, data: Buffer | None, version: Version | None
+    ) -> list[Landed]:
+        if self.index is not None:
+            check_version(self.index, self.key, version)
+        return [(self, data)]
+
+
+@dataclass(frozen=True, slots=True)
+class WholeShard:
+    """A shard needed in full, its index not known: one request for all of it, the index
+    taken from its own bytes."""
+
+    shard: ShardSelection
+
+    def request(self) -> RangeRequest:
+        return RangeRequest(self.shard.key, None, shard_bound(self.shard.layout))
+
+    @property
+    def size(self) -> int:
+        """The bytes to expect: its chunks uncompressed and its index."""
+        return self.shard.layout.nbytes + self.shard.layout.index_size
+
+    def expand(
+        self, array: StoredArray, data: Buffer | None, version: Version | None
+    ) -> list[Landed]:
+        shard, layout = self.shard, self.shard.layout
+        if data is None:
+            chain = layout.inner_chain
+            return [(LocatedChunk(shard.key, None, chain, i.projection), None) for i in shard.inner]
+        index = layout.index_of_shard(data, shard.key)
+        remember_index(array, shard.key, index, version)
+        view = memoryview(data).cast("B")
+        landed: list[Landed] = []
+        for inner in shard.inner:
+            byte_range = index.range_of(inner.inner_coords)
+            chunk = LocatedChunk(shard.key, byte_range, layout.inner_chain, inner.projection)
+            if byte_range is None:
+                landed.append((chunk, None))
+            else:
+                start, stop = byte_range.resolve(len(view))
+                landed.append((chunk, view[start:stop]))
+        return landed
+
+
+#: What a read fetches: a located chunk, or a shard whose chunks are located on landing.
+Fetch = LocatedChunk | WholeShard
+
+
+def plan_reads(
+    array: StoredArray, projections: Sequence[ChunkProjection]
+) -> tuple[list[Fetch], list[ShardSelection]]:
+    """What to fetch at once (the chunks of an unsharded array; shards needed whole whose
+    index is not cached), and the shards whose index must be known first."""
+    if array.layout is None:
+        chunks = plan_chunks(array.meta, array.prefix, projections)
+        return [
+            LocatedChunk(c.key, None, array.chain_for(c.projection.chunk_coords), c.projection)
+            for c in chunks
+        ], []
+    ready: list[Fetch] = []
+    indexed: list[ShardSelection] = []
+    for shard in plan_shards(array, projections):
+        # Needed whole and its index unknown: one request serves the index and the
+        # chunks, a round trip fewer. With the index cached the exact ranges are known,
+        # and the chunks are read as coalesced ranges decoded as each lands.
+        if shard.whole and cached_index(array, shard.key) is None:
+            ready.append(WholeShard(shard))
+        else:
+            indexed.append(shard)
+    return ready, indexed
+
+
+def locate(
+    shards: Sequence[ShardSelection], indexes: Mapping[str, LocatedIndex | None]
+) -> tuple[list[LocatedChunk], list[ChunkProjection]]:
+    """The chunks `shards` need, located with their `indexes` (None: the shard is
+    missing), and the projections of chunks not stored (they read as the fill value)."""
+    located: list[LocatedChunk] = []
+    missing: list[ChunkProjection] = []
+    for shard in shards:
+        found = indexes[shard.key]
+        layout = shard.layout
+        for inner in shard.inner:
+            byte_range = (
+                None
+                if found is None
+                else inner_range(found.index, layout, shard.key, inner.inner_coords)
+            )
+            if byte_range is None:
+                missing.append(inner.projection)
+            else:
+                located.append(
+                    LocatedChunk(shard.key, byte_range, layout.inner_chain, inner.projection, found)
+                )
+    return located, missing
+
+
+def inner_range(
+    index: ShardIndex, layout: ShardLayout, key: str, coords: tuple[int, ...]
+) -> ByteRange | None:
+    """Where inner chunk `coords` lies in shard `key` (None: not stored); a length its
+    codecs cannot produce (a corrupt or forged index) raises `ValueTooLargeError`
+    before anything is read."""
+    byte_range = index.range_of(coords)
+    if byte_range is not None and byte_range.length is not None:
+        most = chunk_bound(layout.inner_chain)
+        if byte_range.length > most:
+            raise ValueTooLargeError(
+                f"cannot read shard {key!r}: its index says inner chunk {tuple(coords)} is "
+                f"{byte_range.length} bytes, more than the {most} its codecs can produce; "
+                "it was not read"
+            )
+    return byte_range
