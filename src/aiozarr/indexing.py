@@ -86,6 +86,28 @@ class Indexer:
             return
         axes = self._axes
         kept = [a.length is not None for a in axes]
+        if any(isinstance(s, np.ndarray) for a in axes for s in (*a.chunk_sels, *a.out_sels)):
+            yield from self._outer_projections(kept)
+            return
+        # Slices and ints only: the selections index numpy as they are (the hot case: a
+        # block of many chunks), so each projection is built from per-axis tuples.
+        per_axis = [
+            list(zip(a.chunks.tolist(), a.chunk_sels, a.out_sels, a.complete, strict=True))
+            for a in axes
+        ]
+        for picked in itertools.product(*per_axis):
+            out_sel = tuple(p[2] for p, keep in zip(picked, kept, strict=True) if keep)
+            yield ChunkProjection(
+                chunk_coords=tuple(p[0] for p in picked),
+                chunk_selection=tuple(p[1] for p in picked),
+                # `...` on a 0-d output: `out[...]` is a view, where `out[()]` is a scalar.
+                out_selection=out_sel or (...,),
+                is_complete_chunk=all(p[3] for p in picked),
+            )
+
+    def _outer_projections(self, kept: list[bool]) -> Iterator[ChunkProjection]:
+        """The projections where some axis selects with an array (`_outer` them)."""
+        axes = self._axes
         lengths = [len(a.chunks) for a in axes]
         for combo in itertools.product(*(range(n) for n in lengths)):
             picked = list(zip(axes, combo, strict=True))
@@ -94,7 +116,6 @@ class Indexer:
             yield ChunkProjection(
                 chunk_coords=tuple(int(a.chunks[i]) for a, i in picked),
                 chunk_selection=_outer(chunk_sel, kept),
-                # `...` on a 0-d output: `out[...]` is a view, where `out[()]` is a scalar.
                 out_selection=_outer(out_sel, [True] * len(out_sel)) if out_sel else (...,),
                 is_complete_chunk=all(a.complete[i] for a, i in picked),
             )

@@ -92,3 +92,61 @@ def test_a_large_output_is_paged_in_small_pages() -> None:
     assert "nh" in _vm_flags(out.ctypes.data)
     small = arr[:8, :8]  # below numpy's huge-page threshold: left as numpy made it
     assert (small == 1.0).all()
+
+
+_ARENA_SCRIPT = """
+import threading
+from aiozarr.engine.freed_memory import give_back_freed_memory
+
+def rss():
+    return int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) // 1024
+
+def fill_and_free():
+    first = bytearray(16 << 20)  # freeing it raises glibc's mmap threshold to 16 MiB
+    del first
+    blocks, keep = [], []
+    for _ in range(40):  # now from this thread's arena, each with a small block kept
+        blocks.append(bytearray(8 << 20))  # after it (malloc'd: over pymalloc's 512 bytes),
+        keep.append(bytearray(1024))  # so the arena cannot shrink when they are freed
+    del blocks
+    kept.append(keep)
+
+kept = []
+
+base = rss()
+worker = threading.Thread(target=fill_and_free)
+worker.start(); worker.join()
+held = rss() - base
+assert give_back_freed_memory()
+print(held, rss() - base)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+def test_freed_memory_of_a_large_read_goes_back_to_the_system() -> None:
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", _ARENA_SCRIPT], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    held, after = map(int, done.stdout.split())
+    assert held > 200  # MiB freed by the thread, still resident
+    assert after < held - 200
+
+
+async def test_a_read_as_large_as_the_trim_threshold_gives_memory_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from aiozarr.engine import read as engine_read
+    from aiozarr.engine.freed_memory import TRIM_AFTER_BYTES
+
+    calls = []
+    monkeypatch.setattr(engine_read, "give_back_freed_memory", lambda: calls.append(1))
+    arr = await aiozarr.create_array_async(
+        MemoryStore(), shape=(TRIM_AFTER_BYTES // 8,), chunks=(1 << 20,), dtype="f8"
+    )
+    await arr.getitem(slice(0, 1 << 20))  # 8 MiB: nothing to give back
+    assert calls == []
+    await arr.getitem(...)
+    assert calls == [1]

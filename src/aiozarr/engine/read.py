@@ -31,6 +31,8 @@ import numpy as np
 
 from aiozarr import config
 from aiozarr.engine.decoding import DecodeJob, Reads, decode_one
+from aiozarr.engine.executor import run_codec
+from aiozarr.engine.freed_memory import TRIM_AFTER_BYTES, give_back_freed_memory
 from aiozarr.engine.located import (
     Fetch,
     LocatedChunk,
@@ -76,9 +78,11 @@ async def read(
         try:
             with unwrap_group():
                 await _read_once(Reads(array, out, counter), projections)
-            return
+            break
         except StaleIndexError as exc:
             _forget_stale(array, exc, tries)
+    if out.nbytes >= TRIM_AFTER_BYTES:
+        await run_codec(give_back_freed_memory)
 
 
 def _forget_stale(array: StoredArray, stale: StaleIndexError, tries: int) -> None:
