@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -11,7 +12,7 @@ import pytest
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import CodecError
-from aiozarr.storage.base import Buffer, RangeRequest, Store
+from aiozarr.storage.base import Capabilities, RangeRequest, Store, Versioned
 from aiozarr.storage.cache import LRUByteCache
 from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.local import LocalStore
@@ -21,29 +22,31 @@ BLOB = bytes(range(256)) * 4
 
 
 class CoalescingMemoryStore(MemoryStore):
-    coalesce_gap_bytes = 1 << 20
+    CAPABILITIES = replace(MemoryStore.CAPABILITIES, coalesce_gap_bytes=1 << 20)
 
 
 class SplittingMemoryStore(MemoryStore):
-    max_request_bytes = 10
+    CAPABILITIES = replace(MemoryStore.CAPABILITIES, max_request_bytes=10)
 
 
 class DefaultRangesStore(Store):
-    """Only `_get`: the base class issues one `_get` per range, concurrently."""
+    """Only `read`: each range is a request of its own, run concurrently."""
 
-    coalesce_gap_bytes = 0
+    CAPABILITIES = Capabilities(coalesce_gap_bytes=0)
 
     def __init__(self, data: dict[str, bytes], max_concurrency: int) -> None:
         super().__init__(max_concurrency=max_concurrency)
         self.data = data
 
-    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
+    async def read(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+    ) -> Versioned | None:
         for _ in range(5):  # let every other started request run too
             await anyio.lowlevel.checkpoint()
         value = self.data.get(key)
         if value is None or byte_range is None:
-            return value
-        return value[slice(*byte_range.resolve(len(value)))]
+            return None if value is None else (value, None)
+        return value[slice(*byte_range.resolve(len(value)))], None
 
     async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
         for key in self.data:
@@ -57,8 +60,11 @@ class DefaultRangesStore(Store):
 class RangeIgnoringStore(DefaultRangesStore):
     """A server that answers every ranged GET with the whole value."""
 
-    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
-        return self.data.get(key)
+    async def read(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+    ) -> Versioned | None:
+        value = self.data.get(key)
+        return None if value is None else (value, None)
 
 
 @pytest.mark.parametrize(
@@ -181,7 +187,7 @@ async def test_batch_end_is_recorded_when_the_block_fails() -> None:
 async def test_peak_inflight_is_bounded_by_the_inner_limiter() -> None:
     inner = DefaultRangesStore({f"k{i}": BLOB for i in range(10)}, max_concurrency=3)
     counting = CountingStore(inner)
-    assert counting.limiter is inner.limiter
+    assert counting.budget is inner.budget
     requests = [RangeRequest(f"k{i}", ByteRange.of(j * 100, 10)) for i in range(10)
                 for j in range(2)]
     answers = await counting.get_partial_values(requests)
@@ -206,7 +212,7 @@ async def test_reset_forgets_everything() -> None:
 async def test_capabilities_follow_the_inner_store(tmp_path: Path) -> None:
     counting = CountingStore(LocalStore(tmp_path, read_only=True))
     assert counting.read_only and not counting.writable
-    assert counting.coalesce_gap_bytes == 0
+    assert counting.capabilities.coalesce_gap_bytes == 0
     assert not counting.with_read_only(False).read_only
 
 

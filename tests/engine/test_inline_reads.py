@@ -69,7 +69,7 @@ def test_large_or_reported_reads_are_not_inline() -> None:
 
 def test_memory_store_subclasses_that_change_reads_are_read_through_them() -> None:
     class Faulty(MemoryStore):
-        async def _get(self, key, byte_range):  # type: ignore[no-untyped-def]
+        async def read(self, key, byte_range, max_bytes):  # type: ignore[no-untyped-def]
             raise OSError(f"cannot read {key}")
 
     assert MemoryStore().reads_inline

@@ -10,6 +10,7 @@ index and one chunk across the end of the parts ahead.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 import anyio
 import numpy as np
@@ -35,7 +36,7 @@ INDEX_BYTES = 64 * 16 + 4
 class CoalescingMemoryStore(MemoryStore):
     """A memory store that merges nearby ranges, as object stores do."""
 
-    coalesce_gap_bytes = 1 << 20
+    CAPABILITIES = replace(MemoryStore.CAPABILITIES, coalesce_gap_bytes=1 << 20)
 
 
 def _values(seed: int = 0) -> np.ndarray:
@@ -159,13 +160,15 @@ class RewrittenAfterItsIndex(CoalescingMemoryStore):
         self.rewrite: Callable[[], Awaitable[None]] | None = None
         self.rewritten = anyio.Event()
 
-    async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
+    async def read(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+    ) -> Versioned | None:
         if self.rewrite is None or byte_range is None:
-            return await super()._get_versioned(key, byte_range)
+            return await super().read(key, byte_range, max_bytes)
         if byte_range.suffix is None:  # a part: after the rewrite
             await self.rewritten.wait()
-            return await super()._get_versioned(key, byte_range)
-        answer = await super()._get_versioned(key, byte_range)  # the index: before it
+            return await super().read(key, byte_range, max_bytes)
+        answer = await super().read(key, byte_range, max_bytes)  # the index: before it
         await self.rewrite()
         self.rewrite = None
         self.rewritten.set()
@@ -222,13 +225,14 @@ async def test_a_failed_part_ahead_is_read_again_alone(emulator: Emulator, fault
 class SlowPartsAhead(MemoryStore):
     """Answers the first two parts of a shard 0.2 s late, ranges one request each."""
 
-    reads_ranges_at_once = False
-    reads_inline = False  # type: ignore[assignment]
+    CAPABILITIES = replace(MemoryStore.CAPABILITIES, batched_reads=False)
 
-    async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
+    async def read(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+    ) -> Versioned | None:
         if byte_range is not None and byte_range.suffix is None and byte_range.offset < 2048:
             await anyio.sleep(0.2)
-        return await super()._get_versioned(key, byte_range)
+        return await super().read(key, byte_range, max_bytes)
 
 
 async def test_the_rest_of_a_shard_is_read_in_parts_while_its_parts_ahead_are_in_flight() -> None:

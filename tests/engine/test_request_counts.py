@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ CHUNKS = (4, 4)  # 16 inner chunks per shard, 16 shards
 class CoalescingMemoryStore(MemoryStore):
     """A memory store that merges nearby ranges, as object stores do."""
 
-    coalesce_gap_bytes = 1 << 20
+    CAPABILITIES = replace(MemoryStore.CAPABILITIES, coalesce_gap_bytes=1 << 20)
 
 
 async def make_sharded(store, **options) -> tuple[aiozarr.AsyncArray, np.ndarray]:

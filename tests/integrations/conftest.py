@@ -42,28 +42,21 @@ class RoundTripStore(CountingStore):
     def _end(self, level: int) -> None:
         self._finished = max(self._finished, level)
 
-    async def _get_versioned(self, key: str, byte_range: ByteRange | None):  # type: ignore[no-untyped-def]
-        level = self._begin()
-        try:
-            return await super()._get_versioned(key, byte_range)
-        finally:
-            self._end(level)
-
-    async def _get_bounded(  # type: ignore[no-untyped-def]
+    async def read(  # type: ignore[no-untyped-def]
         self, key: str, byte_range: ByteRange | None, max_bytes: int | None
     ):
         level = self._begin()
         try:
-            return await super()._get_bounded(key, byte_range, max_bytes)
+            return await super().read(key, byte_range, max_bytes)
         finally:
             self._end(level)
 
-    async def _get_ranges(  # type: ignore[no-untyped-def]
-        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None = None
+    async def read_ranges(  # type: ignore[no-untyped-def]
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None
     ):
         level = self._begin()
         try:
-            return await super()._get_ranges(key, byte_ranges, max_bytes)
+            return await super().read_ranges(key, byte_ranges, max_bytes)
         finally:
             self._end(level)
 

@@ -112,15 +112,8 @@ def test_a_shard_that_keeps_changing_fails_with_a_named_error(tmp_path: Path) ->
             super().__init__()
             self.rewrites = 0
 
-        reads_inline = False  # type: ignore[assignment]  # reads go through the hooks below
-
-        async def _get_ranges(self, key, byte_ranges, max_bytes=None):  # type: ignore[no-untyped-def]
-            answer = await super()._get_ranges(key, byte_ranges, max_bytes)
-            self._after(key, byte_ranges[0])
-            return answer
-
-        async def _get_versioned(self, key, byte_range):  # type: ignore[no-untyped-def]
-            answer = await super()._get_versioned(key, byte_range)  # one index, alone
+        async def read(self, key, byte_range, max_bytes):  # type: ignore[no-untyped-def]
+            answer = await super().read(key, byte_range, max_bytes)
             self._after(key, byte_range)
             return answer
 

@@ -120,10 +120,9 @@ def test_one_limit_across_threads_and_loops() -> None:
 # -- on a store ----------------------------------------------------------------------------
 
 
-async def test_store_keeps_limiter_api() -> None:
+async def test_a_slot_of_the_store_budget_nests_within_a_task() -> None:
     store = MemoryStore(max_concurrency=2)
-    assert store.limiter is store.budget
-    async with store.limiter:
+    async with store.budget:
         await store.set("k", b"x")  # a request made while holding the slot
         assert bytes(await store.get("k")) == b"x"
     assert store.budget.inflight == 0

@@ -241,9 +241,9 @@ async def test_the_hedge_timer_gives_an_answer_woken_with_it_one_more_look() -> 
 
 
 def test_local_stores_do_not_hedge(tmp_path: object) -> None:
-    assert ObjectStore.hedge_reads
-    assert not MemoryStore.hedge_reads
-    assert not LocalStore.hedge_reads
+    assert ObjectStore.CAPABILITIES.hedge_reads
+    assert not MemoryStore.CAPABILITIES.hedge_reads
+    assert not LocalStore.CAPABILITIES.hedge_reads
 
 
 async def test_a_reopened_dataset_hedges_its_first_read(emulator: Emulator) -> None:

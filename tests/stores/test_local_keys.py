@@ -190,7 +190,7 @@ def test_identity_repr_pickle(tmp_path: Path) -> None:
     assert str(tmp_path) in repr(a) and "read_only=True" in repr(a.with_read_only())
     c = pickle.loads(pickle.dumps(a.with_read_only()))
     assert c == a.with_read_only() and c.read_only
-    assert LocalStore(tmp_path).coalesce_gap_bytes == 0
+    assert LocalStore(tmp_path).capabilities.coalesce_gap_bytes == 0
 
 
 async def test_pickled_store_works_after_use(store: LocalStore) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -20,7 +21,7 @@ from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator
 from aiozarr.errors import StoreError
-from aiozarr.storage.base import Buffer, RangeRequest
+from aiozarr.storage.base import RangeRequest, Versioned
 from aiozarr.storage.memory import MemoryStore
 from aiozarr.storage.object_store import ObjectStore
 from aiozarr.storage.retry import (
@@ -222,7 +223,9 @@ class ResetThenHang(MemoryStore):
         super().__init__()
         self.calls = 0
 
-    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
+    async def read(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+    ) -> Versioned | None:
         self.calls += 1
         if self.calls == 1:
             raise ConnectionResetError("connection reset by peer")
@@ -248,20 +251,23 @@ async def test_giving_up_at_the_deadline_names_the_last_real_failure() -> None:
 class ShortBodies(MemoryStore):
     """A backend whose first `short` answers lose their second half (a cut body)."""
 
-    verify_short_reads = True
+    CAPABILITIES = replace(MemoryStore.CAPABILITIES, verify_short_reads=True)
 
     def __init__(self, short: int) -> None:
         super().__init__()
         self.short = short
         self.reads = 0
 
-    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
+    async def read(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+    ) -> Versioned | None:
         self.reads += 1
-        data = await super()._get(key, byte_range)
-        if data is not None and self.short > 0:
+        answer = await super().read(key, byte_range, max_bytes)
+        if answer is not None and self.short > 0:
             self.short -= 1
-            return memoryview(data)[: len(data) // 2]
-        return data
+            data, version = answer
+            return memoryview(data)[: len(data) // 2], version
+        return answer
 
 
 async def test_short_read_is_retried() -> None:

@@ -127,13 +127,9 @@ class _SlowStore(MemoryStore):
                 self.cancelled.set()
                 raise
 
-    async def _get(self, key, byte_range):  # type: ignore[no-untyped-def]
+    async def read(self, key, byte_range, max_bytes):  # type: ignore[no-untyped-def]
         await self._stall(key)
-        return await super()._get(key, byte_range)
-
-    async def _get_ranges(self, key, byte_ranges, max_bytes=None):  # type: ignore[no-untyped-def]
-        await self._stall(key)
-        return await super()._get_ranges(key, byte_ranges, max_bytes)
+        return await super().read(key, byte_range, max_bytes)
 
 
 def test_keyboard_interrupt_cancels_the_task() -> None:

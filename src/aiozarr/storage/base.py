@@ -1,23 +1,25 @@
 """The `Store` interface: the v3 abstract store operations, all async.
 
-A backend implements a few primitives (`_get` or `_get_versioned`, `set`, `delete`,
-`list_prefix`, ...). What every store does alike lives elsewhere, once:
-`storage/batching.py` turns a batch of requests into backend requests (coalescing,
-parts, slicing back), `storage/retry.py` is the request policy every request runs
-under (budget, timeout, retries, hedging), `storage/runtime.py` holds what a store's
-callers share (budgets, write locks, statistics), and `storage/wrapper.py` is the base
-of stores that wrap stores.
+A backend implements one read primitive, `read` (and, where one call serves many ranges
+of a value, `read_ranges`), the writes it can do (`set`, `delete`, ...) and listing,
+and declares its `Capabilities` (`storage/protocol.py`). Everything else is this class's
+and the modules it uses, once: `storage/batching.py` turns a batch of requests into
+backend requests (coalescing, parts, slicing back), `storage/fanin.py` streams the
+answers, `storage/retry.py` is the request policy every request runs under (budget,
+timeout, retries, hedging), `storage/runtime.py` holds what a store's callers share
+(budgets, write locks, statistics), and `storage/wrapper.py` is the base of stores that
+wrap stores. docs/decisions/store-protocol.md is the recipe for a new backend.
 """
 
 from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeAlias, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Any, ClassVar, TypeVar
 
 import anyio
+import anyio.abc
 
 # anyio imports its asyncio backend on first use, ~14 ms that would land on a process's
 # first request (a cold open); take it with `import aiozarr` instead.
@@ -27,26 +29,28 @@ with contextlib.suppress(ImportError):
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import ReadOnlyError, UnsupportedError, unwrap_group
 from aiozarr.storage import batching, retry
-from aiozarr.storage.batching import TornReadError, check_size
 from aiozarr.storage.budget import RequestBudget
 from aiozarr.storage.keys import check_key
+from aiozarr.storage.protocol import (
+    Answer,
+    Buffer,
+    Capabilities,
+    RangeRequest,
+    TornReadError,
+    Version,
+    Versioned,
+    check_size,
+)
 from aiozarr.storage.runtime import StoreRuntime, runtime_for
 
-#: Anything with the buffer protocol: bytes, memoryview, obstore.Bytes, ...
-Buffer: TypeAlias = Any
-#: Which stored version of a value some bytes came from: an object store's ETag, a
-#: file's inode, mtime and size, a memory value's write number. Opaque, compared with
-#: `==`; None where a store cannot tell versions apart.
-Version: TypeAlias = Hashable
-#: A value read with the version it came from.
-Versioned: TypeAlias = tuple[Buffer, Version | None]
 T = TypeVar("T")
 
 __all__ = [
+    "Answer",
     "Buffer",
     "ByteRange",
+    "Capabilities",
     "RangeRequest",
-    "SizedReadStore",
     "Store",
     "TornReadError",
     "Version",
@@ -56,41 +60,20 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class RangeRequest:
-    """One value to read: a key and, optionally, a byte range of it (None: all of it).
-
-    `max_bytes`: for a whole-value read, the largest value the caller accepts (a chunk's
-    bound from its codecs, a metadata document's from `max_metadata_bytes`); a larger
-    one raises `ValueTooLargeError` before its bytes are read. None: no bound but the
-    memory of the process (object stores) or none (values already in memory, files).
-    """
-
-    key: str
-    byte_range: ByteRange | None = None
-    max_bytes: int | None = None
-
-
 class Store(ABC):
     """Abstract key/value store of the Zarr v3 core spec.
 
     Keys are `/`-separated strings without a leading `/`. A missing key reads as `None`.
-    Subclasses must implement `_get`; writable ones `set`, `delete`; listable ones
-    `list_prefix` and `list_dir`. Stores that can tell versions of a value apart
-    implement `_get_versioned` (and `_get` through it), and `set_if` / `delete_if`
-    where they can write on a condition.
+    A backend implements `read` (and `read_ranges` where it declares `batched_reads`);
+    writable ones `set`, `delete` (`set_if` / `delete_if` where they can write on a
+    condition); listable ones `list_prefix` and `list_dir`. It declares what it can do
+    in `CAPABILITIES`. Callers read through `stream_versioned_values` and its sugar
+    (`get`, `get_versioned`, `get_partial_values`, ...), which run the backend's reads
+    under the store's request policy.
     """
 
-    #: Ranges of one key closer than this are fetched as one request; None: use config.
-    coalesce_gap_bytes: int | None = None
-    #: Requests larger than this are split; None: use config.
-    max_request_bytes: int | None = None
-    #: Send a second copy of a read that is far slower than its peers (config `hedge_*`).
-    #: Worth it for remote stores, whose tail latency is the network's; not for local ones.
-    hedge_reads: bool = False
-    #: On a bounded range answered with fewer bytes than asked, ask `getsize` whether the
-    #: value really ends there (clipped: fine) or the body was cut short (retried).
-    verify_short_reads: bool = False
+    #: What this kind of store can do and how it is best read (see `Capabilities`).
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities()
 
     def __init__(self, *, read_only: bool = False, max_concurrency: int | None = None) -> None:
         self._read_only = read_only
@@ -100,54 +83,51 @@ class Store(ABC):
     # -- capabilities ------------------------------------------------------------------
 
     @property
+    def capabilities(self) -> Capabilities:
+        """What this store can do and how it is best read: its class's `CAPABILITIES`,
+        unless the backend knows more of one store (an HTTP server cannot list)."""
+        return self.CAPABILITIES
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this store was opened read-only."""
+        return self._read_only
+
+    @property
     def readable(self) -> bool:
         return True
 
     @property
     def writable(self) -> bool:
-        return not self._read_only
+        return self.capabilities.writes and not self.read_only
 
     @property
     def listable(self) -> bool:
-        return True
+        return self.capabilities.listing
 
     @property
     def supports_partial_reads(self) -> bool:
-        return True
-
-    @property
-    def read_only(self) -> bool:
-        return self._read_only
+        return self.capabilities.partial_reads
 
     @property
     def supports_conditional_writes(self) -> bool:
-        """Whether `set_if` works: a write that happens only if the value is still the
-        version it was read as (what makes a read-modify-write safe between processes)."""
-        return False
+        """Whether `set_if` works (`Capabilities.conditional_writes`)."""
+        return self.capabilities.conditional_writes
 
     @property
     def supports_conditional_deletes(self) -> bool:
-        """Whether `delete_if` works."""
-        return False
-
-    @property
-    def conditions_from_server(self) -> bool:
-        """Whether `set_if`'s condition and the versions reads carry come from a server
-        (an object store's ETags and `If-Match`), which may drop them: the write path
-        then trusts a read-modify-write to them only once a probe found them honoured
-        and its read carried a version (`storage/conditions.py`)."""
-        return False
-
-    #: Whether `_get_ranges` is the backend's own: one call (one file open, one lookup)
-    #: serves many ranges of a value, run as ONE request under the policy. Otherwise
-    #: each coalesced range is a request of its own, with its own retries and hedging.
-    reads_ranges_at_once: bool = False
+        """Whether `delete_if` works (`Capabilities.conditional_deletes`)."""
+        return self.capabilities.conditional_deletes
 
     @property
     def reads_inline(self) -> bool:
-        """Whether `get_inline` serves reads: the values are in this process, so a read
-        never waits and needs no task, thread hop or request policy."""
-        return False
+        """Whether `get_inline` serves reads (`Capabilities.inline_reads`)."""
+        return self.capabilities.inline_reads
+
+    @property
+    def max_request_bytes(self) -> int | None:
+        """`Capabilities.max_request_bytes` (None: the config's)."""
+        return self.capabilities.max_request_bytes
 
     def get_inline(self, key: str, byte_range: ByteRange | None = None) -> Versioned | None:
         """`get_versioned`, answered on the calling thread (only where `reads_inline`)."""
@@ -156,6 +136,8 @@ class Store(ABC):
     def with_read_only(self, read_only: bool = True) -> Store:
         """A store over the same data with another read-only flag."""
         raise NotImplementedError(f"{type(self).__name__} cannot change its read-only flag")
+
+    # -- what its callers share --------------------------------------------------------
 
     @property
     def runtime(self) -> StoreRuntime:
@@ -169,12 +151,18 @@ class Store(ABC):
         return runtime.follow()
 
     @property
-    def limiter(self) -> RequestBudget:
-        """The budget of requests in flight, shared by every caller of this store.
+    def budget(self) -> RequestBudget:
+        """The budget of requests in flight, shared by every caller of this store:
+        limit, in flight, peak.
 
-        `async with store.limiter:` holds one slot; it nests within a task, so a request
+        `async with store.budget:` holds one slot; it nests within a task, so a request
         made while holding it does not wait for a second slot.
         """
+        return self.runtime.requests
+
+    @property
+    def limiter(self) -> RequestBudget:
+        """`budget`, by its former name (the engine's writes still use it)."""
         return self.runtime.requests
 
     def stats(self) -> dict[str, float | None]:
@@ -194,11 +182,6 @@ class Store(ABC):
         runtime.requests.reset_peaks()
         runtime.statistics.reset()
 
-    @property
-    def budget(self) -> RequestBudget:
-        """The same object as `limiter`, by its name: limit, in flight, peak."""
-        return self.limiter
-
     async def _request(
         self,
         action: str,
@@ -210,8 +193,8 @@ class Store(ABC):
     ) -> T:
         """Run one idempotent backend request under this store's request policy.
 
-        Backends call their own writes, deletes and HEADs through this too; reads get
-        it from the base class. See `storage.retry.run_request`.
+        For a backend's own writes, deletes, HEADs and listings (reads get it from
+        `storage/batching.py`). See `storage.retry.run_request`.
         """
         request = retry.Request(action, key, operation, nbytes, hedge)
         return await retry.run_request(self.runtime, request)
@@ -221,57 +204,62 @@ class Store(ABC):
         if not self.writable:
             raise ReadOnlyError(f"cannot write {key!r}: {self!r} is read-only")
 
-    # -- the primitives a backend implements -------------------------------------------
+    # -- the read primitives a backend implements --------------------------------------
 
     @abstractmethod
-    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
-        """One request: the value at `key` (or a range of it); None if missing."""
-
-    async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
-        """`_get` with the version the bytes came from (one request; None if missing).
-
-        This default cannot tell versions apart (version None); stores that can
-        override it, taking the version from the same answer as the bytes.
-        """
-        data = await self._get(key, byte_range)
-        return None if data is None else (data, None)
-
-    async def _get_bounded(
-        self, key: str, byte_range: ByteRange | None, max_bytes: int
+    async def read(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
     ) -> Versioned | None:
-        """`_get_versioned`; a whole-value read (`byte_range` None) of a value longer
-        than `max_bytes` raises `ValueTooLargeError` instead.
+        """One request, no retries: the value at `key` (or the bytes of it in
+        `byte_range`, clipped to the value) with the version they came from; None if
+        missing. A whole value (`byte_range` None) over `max_bytes` raises
+        `ValueTooLargeError` (`check_size`): before its bytes are read where the backend
+        learns the size first (a file's, a response's headers). Callers use `get` and
+        `stream_versioned_values`, which run this under the request policy."""
 
-        This default can only tell once the bytes are in (fine for values already in
-        memory); backends that learn the size first (a file's size, a response's
-        headers) override it to refuse before reading the body.
-        """
-        answer = await self._get_versioned(key, byte_range)
-        if answer is not None and byte_range is None:
-            check_size(key, memoryview(answer[0]).nbytes, max_bytes, self)
-        return answer
-
-    async def _get_ranges(
-        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None = None
+    async def read_ranges(
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None
     ) -> tuple[list[Buffer], Version | None] | None:
-        """The answers for ranges of one key, already coalesced, and the version they
-        come from; None if the key is missing. `max_bytes`: the largest value accepted
-        at `key` (see `RangeRequest`); backends check it before reading.
+        """The answers for ranges of one key (already coalesced) and the version they all
+        come from, as ONE request; None if the key is missing; `TornReadError` if the
+        value changed between them. Read only where `Capabilities.batched_reads`.
 
-        Backends with a cheaper way to read many ranges of one value at once (one file
-        open) override it and set `reads_ranges_at_once`. This default (one raw
-        `_get_versioned` per range, concurrently, no budget) is for wrappers that call
-        it directly.
+        Backends with one call for many ranges (one file open, one lookup) override it;
+        this default reads them one after another with `read`.
         """
-        if max_bytes is None:
-            return await batching.gather_ranges(key, byte_ranges, self._get_versioned)
-
-        async def bounded(key: str, byte_range: ByteRange) -> Versioned | None:
-            return await self._get_bounded(key, byte_range, max_bytes)
-
-        return await batching.gather_ranges(key, byte_ranges, bounded)
+        out: list[Buffer] = []
+        version: Version | None = None
+        for i, byte_range in enumerate(byte_ranges):
+            answer = await self.read(key, byte_range, max_bytes)
+            if answer is None:
+                return None
+            if i and answer[1] != version:
+                raise TornReadError(f"{key!r} changed while its ranges were read")
+            out.append(answer[0])
+            version = answer[1]
+        return out, version
 
     # -- reads -------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def stream_versioned_values(
+        self, requests: Sequence[RangeRequest]
+    ) -> AsyncIterator[anyio.abc.ObjectReceiveStream[Answer]]:
+        """`(request index, answer, version)` for each request as its key lands (answer
+        None where missing); every answer of one key in one call comes from one version
+        of its value. Ranges of one key are coalesced and split as configured; keys run
+        concurrently under the store's request budget.
+
+            async with store.stream_versioned_values(requests) as answers:
+                async for index, data, version in answers:
+                    ...
+
+        Leaving the block early cancels the requests still in flight. The one batch
+        read: the calls below are sugar over it, and only stores that read through
+        other stores (`Capabilities.delegates_reads`) override it.
+        """
+        async with batching.stream(self, requests) as answers:
+            yield answers
 
     async def get(
         self, key: str, byte_range: ByteRange | None = None, *, max_bytes: int | None = None
@@ -287,16 +275,14 @@ class Store(ABC):
     async def get_versioned(
         self, key: str, byte_range: ByteRange | None = None, *, max_bytes: int | None = None
     ) -> Versioned | None:
-        """`get`, with the version the bytes came from (None where the store cannot tell)."""
+        """`get`, with the version the bytes came from (None where the store cannot tell).
+
+        A batch of one, without the batch: one request under the policy."""
         check_key(key)
         return await batching.read_one(self, key, byte_range, max_bytes)
 
     async def get_partial_values(self, requests: Sequence[RangeRequest]) -> list[Buffer | None]:
-        """Answers to many requests at once, in request order (None where missing).
-
-        Ranges of one key are coalesced and split as configured; keys run concurrently
-        under the store's request budget.
-        """
+        """Answers to many requests at once, in request order (None where missing)."""
         out: list[Buffer | None] = [None] * len(requests)
         async with self.stream_versioned_values(requests) as answers:
             async for index, data, _ in answers:
@@ -317,26 +303,9 @@ class Store(ABC):
     async def stream_partial_values(
         self, requests: Sequence[RangeRequest]
     ) -> AsyncIterator[AsyncIterator[tuple[int, Buffer | None]]]:
-        """Like `get_partial_values`, but yields `(request index, answer)` as each key lands.
-
-            async with store.stream_partial_values(requests) as answers:
-                async for index, data in answers:
-                    ...
-
-        Leaving the block early cancels the requests still in flight.
-        """
+        """`stream_versioned_values` without the versions: `(request index, answer)`."""
         async with self.stream_versioned_values(requests) as answers:
             yield ((index, data) async for index, data, _ in answers)
-
-    @contextlib.asynccontextmanager
-    async def stream_versioned_values(
-        self, requests: Sequence[RangeRequest]
-    ) -> AsyncIterator[anyio.abc.ObjectReceiveStream[tuple[int, Buffer | None, Version | None]]]:
-        """`stream_partial_values` yielding `(request index, answer, version)`: every
-        answer of one key in one call comes from one version of its value. The one batch
-        method wrappers and special stores override (`storage/batching.py`)."""
-        async with batching.stream(self, requests) as answers:
-            yield answers
 
     async def exists(self, key: str) -> bool:
         """Whether a value is stored at `key`."""
@@ -370,7 +339,7 @@ class Store(ABC):
         """Store many values concurrently under the request budget."""
 
         async def one(key: str, value: Buffer) -> None:
-            async with self.limiter:
+            async with self.budget:
                 await self.set(key, value)
 
         items = list(items)
@@ -389,7 +358,7 @@ class Store(ABC):
         """Remove many keys concurrently."""
 
         async def one(key: str) -> None:
-            async with self.limiter:
+            async with self.budget:
                 await self.delete(key)
 
         keys = list(keys)
@@ -450,24 +419,16 @@ class Store(ABC):
         return state
 
 
-class SizedReadStore(Store):
-    """A store whose one read primitive is `_get_bounded`: it learns a value's size before
-    its body (a file's size, a response's headers), so an oversized value is refused
-    unread; `_get` and `_get_versioned` are that read without a bound."""
-
-    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
-        answer = await self._get_bounded(key, byte_range, None)
-        return None if answer is None else answer[0]
-
-    async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
-        return await self._get_bounded(key, byte_range, None)
-
-    @abstractmethod
-    async def _get_bounded(  # type: ignore[override]
-        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
-    ) -> Versioned | None:
-        """One request, with its version; a whole value over `max_bytes` (None: no
-        bound) raises `ValueTooLargeError` before its bytes are read."""
+async def read_as_batch(
+    store: Store, key: str, byte_range: ByteRange | None, max_bytes: int | None
+) -> Versioned | None:
+    """`read` for a store that `delegates_reads`: a batch of one of its own
+    `stream_versioned_values` (whose requests are the other stores' and run under their
+    request policies)."""
+    async with store.stream_versioned_values([RangeRequest(key, byte_range, max_bytes)]) as got:
+        async for _, data, version in got:
+            return None if data is None else (data, version)
+    return None
 
 
 def dir_entries(keys: Iterable[str], prefix: str) -> list[tuple[str, bool | None]]:

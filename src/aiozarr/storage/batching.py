@@ -7,12 +7,14 @@ Requests are grouped by key; the ranges of one key are coalesced when closer tha
 `coalesce_gap_bytes` and cut into parts of at most `max_request_bytes`
 (`storage/ranges.py`, pure); each resulting request runs under the store's request
 policy (`storage/retry.py`), concurrently, at most `parts_per_object` of one key at once;
-answers are sliced back into the ranges asked for and yielded as each key lands. Every
-answer of one key in one batch comes from one version of its value: parts that came
-from different versions (the value was replaced between them) are read again.
+answers are sliced back into the ranges asked for and yielded as each key lands
+(`storage/fanin.py`). Every answer of one key in one batch comes from one version of
+its value: parts that came from different versions (the value was replaced between
+them) are read again.
 
-Backends never see a batch: they implement `Store._get_versioned` (one range) and,
-where one open serves many ranges of a value (a file, a dict), `_get_ranges`.
+Backends never see a batch: a store is read here through its `ReadBackend` protocol
+alone (`storage/protocol.py`): `read` (one range) and, where one open serves many ranges
+of a value (a file, a dict) and its capabilities say `batched_reads`, `read_ranges`.
 """
 
 from __future__ import annotations
@@ -21,40 +23,32 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
 
-import anyio
 import anyio.abc
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import StoreError, ValueTooLargeError, unwrap_group
+from aiozarr.errors import StoreError, unwrap_group
 from aiozarr.storage import ranges, retry
+from aiozarr.storage.fanin import Emit, Spawn, fan_in
 from aiozarr.storage.keys import check_key
+from aiozarr.storage.protocol import (
+    Answer,
+    Buffer,
+    Capabilities,
+    RangeRequest,
+    ReadBackend,
+    TornReadError,
+    Version,
+    Versioned,
+    check_size,
+)
 
-if TYPE_CHECKING:
-    from aiozarr.storage.base import Buffer, RangeRequest, Store, Version, Versioned
-
-__all__ = ["TornReadError", "check_size", "gather_ranges", "read_one", "stream"]
+__all__ = ["read_one", "stream"]
 
 # Times the ranges of one value are read again when its parts came from different
 # versions (a writer replaced it between them) before the read fails.
 _TORN_RETRIES = 5
-
-
-class TornReadError(Exception):
-    """Ranges of one value came from different versions of it (it was replaced between
-    them); they are read again."""
-
-
-def check_size(key: str, size: int, max_bytes: int | None, where: object = None) -> None:
-    """Raise `ValueTooLargeError` when a value of `size` bytes at `key` is over `max_bytes`."""
-    if max_bytes is not None and size > max_bytes:
-        place = "" if where is None else f" in {where!r}"
-        raise ValueTooLargeError(
-            f"cannot read {key!r}{place}: the value is {size} bytes, more than the "
-            f"{max_bytes} allowed for it; it was not read"
-        )
 
 
 def _total_bytes(byte_ranges: Sequence[ByteRange]) -> int | None:
@@ -72,7 +66,7 @@ def _loosest(bounds: Iterable[int | None]) -> int | None:
     return most
 
 
-async def gather_ranges(
+async def _gather_ranges(
     key: str,
     byte_ranges: Sequence[ByteRange],
     fetch: Callable[[str, ByteRange], Awaitable[Versioned | None]],
@@ -100,30 +94,36 @@ async def gather_ranges(
 
 
 async def read_one(
-    store: Store, key: str, byte_range: ByteRange | None, max_bytes: int | None = None
+    store: ReadBackend,
+    key: str,
+    byte_range: ByteRange | None,
+    max_bytes: int | None = None,
+    capabilities: Capabilities | None = None,
 ) -> Versioned | None:
     """One read of `store` under its request policy (budget, timeout, retries, hedging),
-    a short answer told apart from a clipped one."""
+    a short answer told apart from a clipped one. A store that `delegates_reads` is
+    read as it is: the stores it reads apply their own policies."""
+    caps = store.capabilities if capabilities is None else capabilities
+    if caps.delegates_reads:
+        return await store.read(key, byte_range, max_bytes)
 
     async def attempt() -> Versioned | None:
-        if max_bytes is None:
-            answer = await store._get_versioned(key, byte_range)
-        else:
-            answer = await store._get_bounded(key, byte_range, max_bytes)
-        if answer is not None and byte_range is not None:
+        answer = await store.read(key, byte_range, max_bytes)
+        if answer is not None and byte_range is not None and caps.verify_short_reads:
             await _check_length(store, key, byte_range, answer[0])
         return answer
 
-    return await store._request(
-        "read", key, attempt, nbytes=ranges.requested_bytes(byte_range), hedge=store.hedge_reads
+    request = retry.Request(
+        "read", key, attempt, ranges.requested_bytes(byte_range), caps.hedge_reads
     )
+    return await retry.run_request(store.runtime, request)
 
 
-async def _check_length(store: Store, key: str, byte_range: ByteRange, data: Buffer) -> None:
+async def _check_length(store: ReadBackend, key: str, byte_range: ByteRange, data: Buffer) -> None:
     """Raise `ShortReadError` if `data` is shorter than asked and the value is not."""
     wanted = ranges.requested_bytes(byte_range)
     got = memoryview(data).nbytes
-    if wanted is None or got >= wanted or not store.verify_short_reads:
+    if wanted is None or got >= wanted:
         return
     size = await store.getsize(key)
     if size is None:  # deleted meanwhile: the short answer is all there was
@@ -137,9 +137,9 @@ async def _check_length(store: Store, key: str, byte_range: ByteRange, data: Buf
         )
 
 
-def _coalescing(store: Store) -> tuple[int, int]:
+def _coalescing(caps: Capabilities) -> tuple[int, int]:
     settings = config.get()
-    gap, most = store.coalesce_gap_bytes, store.max_request_bytes
+    gap, most = caps.coalesce_gap_bytes, caps.max_request_bytes
     return (
         settings.coalesce_gap_bytes if gap is None else gap,
         settings.max_request_bytes if most is None else most,
@@ -148,8 +148,8 @@ def _coalescing(store: Store) -> tuple[int, int]:
 
 @contextlib.asynccontextmanager
 async def stream(
-    store: Store, requests: Sequence[RangeRequest]
-) -> AsyncIterator[anyio.abc.ObjectReceiveStream[tuple[int, Buffer | None, Version | None]]]:
+    store: ReadBackend, requests: Sequence[RangeRequest]
+) -> AsyncIterator[anyio.abc.ObjectReceiveStream[Answer]]:
     """`(request index, answer, version)` for each of `requests` as its key lands.
 
     Leaving the block early cancels the requests still in flight.
@@ -159,85 +159,102 @@ async def stream(
         if request.key not in by_key:
             check_key(request.key)
         by_key.setdefault(request.key, []).append(i)
-    send, receive = anyio.create_memory_object_stream[tuple[int, Any, Any]](
-        max_buffer_size=max(len(requests), 1)
-    )
-    gap, most = _coalescing(store)
-    # Parts of one object in flight at once, across every group of its ranges.
-    # (An asyncio semaphore: it takes a free slot without a turn of the loop, where
-    # anyio's CapacityLimiter yields once per acquire; this is paid per request.)
-    per_object = max(1, config.get().parts_per_object)
-    parts: dict[str, asyncio.Semaphore] = {}
-    at_once = store.reads_ranges_at_once
+    batch = _Batch(store, requests, by_key)
+    async with fan_in(len(requests), batch.produce) as answers:
+        yield answers
 
-    async def fetch(key: str, indices: list[int], part: int = most) -> None:
-        # `part`: the largest request the group is read with (larger: cut into parts).
+
+class _Batch:
+    """One batch of reads of one store: its requests, grouped into backend requests,
+    each answered into the batch's stream (`emit`) as it lands."""
+
+    def __init__(
+        self, store: ReadBackend, requests: Sequence[RangeRequest], by_key: dict[str, list[int]]
+    ) -> None:
+        self.store = store
+        self.requests = requests
+        self.by_key = by_key
+        self.caps = caps = store.capabilities
+        self.gap, self.most = _coalescing(caps)
+        # Parts of one object in flight at once, across every group of its ranges.
+        # (An asyncio semaphore: it takes a free slot without a turn of the loop, where
+        # anyio's CapacityLimiter yields once per acquire; this is paid per request.)
+        self.per_object = max(1, config.get().parts_per_object)
+        self.parts: dict[str, asyncio.Semaphore] = {}
+        self.emit: Emit = _unset
+
+    async def produce(self, emit: Emit, spawn: Spawn) -> None:
+        """Start one task per backend request (per key where `batched_reads`)."""
+        self.emit = emit
+        requests, by_key = self.requests, self.by_key
+        groups = _groups(requests, by_key, self.gap, self.most)
+        if self.caps.batched_reads:  # one request (one file open) serves every range of a key
+            part_of: dict[str, int] = {}
+            for key, _, part in groups:
+                part_of[key] = min(part, part_of.get(key, part))
+            for key, indices in by_key.items():
+                spawn(self.fetch, key, indices, part_of[key])
+            return
+        for key, members, part in groups:
+            spawn(self.fetch, key, members, part)  # each answered as it lands
+
+    async def fetch(self, key: str, indices: list[int], part: int) -> None:
+        """Answer `requests[indices]` of `key`, read in requests of at most `part` bytes."""
+        requests, store = self.requests, self.store
         if len(indices) == 1:
             request = requests[indices[0]]
             if request.byte_range is None:
-                await fetch_whole(key, indices[0])
+                await self.fetch_whole(key, indices[0])
                 return
             wanted = ranges.requested_bytes(request.byte_range)
-            if not at_once and wanted is not None and wanted <= part:
-                await fetch_one_range(key, indices[0], part_limiter(key))
+            if not self.caps.batched_reads and wanted is not None and wanted <= part:
+                await self.fetch_one_range(key, indices[0])
                 return
         plan = ranges.plan(
-            [requests[i].byte_range for i in indices], gap_bytes=gap, max_request_bytes=part
+            [requests[i].byte_range for i in indices], gap_bytes=self.gap, max_request_bytes=part
         )
         bound = _loosest(requests[i].max_bytes for i in indices)
-        answers, version = await _fetch_planned(store, key, plan, part_limiter(key), bound)
+        answers, version = await _fetch_planned(
+            store, self.caps, key, plan, self.part_limiter(key), bound
+        )
         for i, data in zip(indices, answers, strict=True):
             if data is not None and requests[i].byte_range is None:  # each its own bound
                 check_size(key, memoryview(data).nbytes, requests[i].max_bytes, store)
-            send.send_nowait((i, data, version))
+            self.emit((i, data, version))
 
-    def part_limiter(key: str) -> asyncio.Semaphore:
-        limiter = parts.get(key)
+    def part_limiter(self, key: str) -> asyncio.Semaphore:
+        limiter = self.parts.get(key)
         if limiter is None:
-            limiter = parts[key] = asyncio.Semaphore(per_object)
+            limiter = self.parts[key] = asyncio.Semaphore(self.per_object)
         return limiter
 
-    async def fetch_one_range(key: str, i: int, limiter: asyncio.Semaphore) -> None:
+    async def fetch_one_range(self, key: str, i: int) -> None:
         # One range within a part (an inner chunk, a shard index): one request, with
         # nothing to plan, coalesce or slice back.
-        byte_range = requests[i].byte_range
-        async with limiter:
-            answer = await read_one(store, key, byte_range, requests[i].max_bytes)
+        byte_range = self.requests[i].byte_range
+        async with self.part_limiter(key):
+            answer = await read_one(
+                self.store, key, byte_range, self.requests[i].max_bytes, self.caps
+            )
         if answer is not None:
             ranges.refuse_long(byte_range, answer[0])
-        send.send_nowait((i, None, None) if answer is None else (i, *answer))
+        self.emit((i, None, None) if answer is None else (i, *answer))
 
-    async def fetch_whole(key: str, i: int) -> None:
+    async def fetch_whole(self, key: str, i: int) -> None:
         # One whole value (a metadata document, an unsharded chunk): one request, with
         # nothing to plan, coalesce or slice back.
-        answer = await read_one(store, key, None, requests[i].max_bytes)
+        max_bytes = self.requests[i].max_bytes
+        answer = await read_one(self.store, key, None, max_bytes, self.caps)
         if answer is None:
-            send.send_nowait((i, None, None))
+            self.emit((i, None, None))
             return
         data, version = answer
-        check_size(key, memoryview(data).nbytes, requests[i].max_bytes, store)
-        send.send_nowait((i, data, version))
+        check_size(key, memoryview(data).nbytes, max_bytes, self.store)
+        self.emit((i, data, version))
 
-    async def fetch_all() -> None:
-        async with send, anyio.create_task_group() as tg:
-            groups = _groups(requests, by_key, gap, most)
-            if at_once:  # one request (one file open) serves every range of a key
-                part_of: dict[str, int] = {}
-                for key, _, part in groups:
-                    part_of[key] = min(part, part_of.get(key, part))
-                for key, indices in by_key.items():
-                    tg.start_soon(fetch, key, indices, part_of[key])
-                return
-            for key, members, part in groups:
-                tg.start_soon(fetch, key, members, part)  # each answered as it lands
 
-    # The stream closes only after the task group has stopped every fetch, so a fetch
-    # finishing as the block is left never sends into a closed stream.
-    with unwrap_group():
-        async with receive, anyio.create_task_group() as tg:
-            tg.start_soon(fetch_all)
-            yield receive
-            tg.cancel_scope.cancel()
+def _unset(answer: Answer) -> None:
+    raise AssertionError("a batch emitted before it started")
 
 
 def _groups(
@@ -279,7 +296,8 @@ def _span(requests: Sequence[RangeRequest], members: list[int]) -> int:
 
 
 async def _fetch_planned(
-    store: Store,
+    store: ReadBackend,
+    caps: Capabilities,
     key: str,
     plan: ranges.RangePlan,
     parts: asyncio.Semaphore,
@@ -288,15 +306,16 @@ async def _fetch_planned(
     """The ranges `plan` fetches of `key`, from one version of it, sliced back."""
     for attempt in range(_TORN_RETRIES):
         try:
-            if store.reads_ranges_at_once:
-                fetched = await store._request(
+            if caps.batched_reads:
+                request = retry.Request(
                     "read",
                     key,
-                    lambda: _get_ranges_checked(store, key, plan.fetch, max_bytes),
-                    nbytes=_total_bytes(plan.fetch),
+                    lambda: _read_ranges_checked(store, caps, key, plan.fetch, max_bytes),
+                    _total_bytes(plan.fetch),
                 )
+                fetched = await retry.run_request(store.runtime, request)
             else:
-                fetched = await _read_ranges(store, key, plan.fetch, parts, max_bytes)
+                fetched = await _read_parts(store, caps, key, plan.fetch, parts, max_bytes)
             break
         except TornReadError as exc:
             if attempt == _TORN_RETRIES - 1:
@@ -310,20 +329,23 @@ async def _fetch_planned(
     return plan.slice_back(answers), version
 
 
-async def _get_ranges_checked(
-    store: Store, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None
+async def _read_ranges_checked(
+    store: ReadBackend,
+    caps: Capabilities,
+    key: str,
+    byte_ranges: Sequence[ByteRange],
+    max_bytes: int | None,
 ) -> tuple[list[Buffer], Version | None] | None:
-    if max_bytes is None:  # stores whose `_get_ranges` predates the bound keep working
-        answer = await store._get_ranges(key, byte_ranges)
-    else:
-        answer = await store._get_ranges(key, byte_ranges, max_bytes=max_bytes)
-    for byte_range, data in zip(byte_ranges, answer[0] if answer else (), strict=False):
-        await _check_length(store, key, byte_range, data)
+    answer = await store.read_ranges(key, byte_ranges, max_bytes)
+    if answer is not None and caps.verify_short_reads:
+        for byte_range, data in zip(byte_ranges, answer[0], strict=False):
+            await _check_length(store, key, byte_range, data)
     return answer
 
 
-async def _read_ranges(
-    store: Store,
+async def _read_parts(
+    store: ReadBackend,
+    caps: Capabilities,
     key: str,
     byte_ranges: Sequence[ByteRange],
     parts: asyncio.Semaphore,
@@ -334,6 +356,6 @@ async def _read_ranges(
 
     async def read_part(key: str, byte_range: ByteRange) -> Versioned | None:
         async with parts:
-            return await read_one(store, key, byte_range, max_bytes)
+            return await read_one(store, key, byte_range, max_bytes, caps)
 
-    return await gather_ranges(key, byte_ranges, read_part)
+    return await _gather_ranges(key, byte_ranges, read_part)

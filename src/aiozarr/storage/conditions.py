@@ -5,7 +5,7 @@ it is written on (`If-Match` with the version read; `If-None-Match: *` where not
 there) and every read carries the version to put in it. Some servers and proxies drop
 conditions (or ETags) silently: the PUT then succeeds as if unconditional and another
 writer's update is lost. So before the first read-modify-write on a store whose
-conditions a server checks (`Store.conditions_from_server`), the write path probes it,
+conditions a server checks (`Capabilities.conditions_from_server`), the write path probes it,
 on a key of its own that no one else names, so no user data is ever written over:
 
 1. PUT `<array prefix>.aiozarr-probe-<random>`;
@@ -34,7 +34,7 @@ from aiozarr.errors import ConditionalWriteUnsupportedError, StoreError, Version
 if TYPE_CHECKING:
     from aiozarr.storage.base import Store, Versioned
 
-__all__ = ["PROBE_NAME", "ConditionVerdict", "check_versions", "ensure_trusted"]
+__all__ = ["PROBE_NAME", "check_versions", "ensure_trusted"]
 
 log = logging.getLogger("aiozarr.store")
 
@@ -49,21 +49,6 @@ _ADVICE = (
 )
 
 
-class ConditionVerdict:
-    """What a store's server was found to do with write conditions (one per runtime).
-
-    `probed`: a probe finished; `problem`: None where conditions are honoured, else
-    what the server did instead."""
-
-    def __init__(self) -> None:
-        self.probed = False
-        self.problem: str | None = None
-
-    def record(self, problem: str | None) -> None:
-        self.problem = problem
-        self.probed = True  # last: a reader that sees it probed sees the problem
-
-
 def _names(keys: Iterable[str]) -> str:
     names = sorted(keys)
     shown = ", ".join(repr(k) for k in names[:5])
@@ -75,11 +60,8 @@ async def ensure_trusted(store: Store, prefix: str, keys: Iterable[str]) -> None
     time); raise `ConditionalWriteUnsupportedError` naming `keys` (the values about to
     be read and merged into) if it does not. Nothing to do for stores that check their
     own conditions, or where `single_writer` is set."""
-    if (
-        not store.supports_conditional_writes
-        or not store.conditions_from_server
-        or config.get().single_writer
-    ):
+    caps = store.capabilities
+    if not caps.conditional_writes or not caps.conditions_from_server or config.get().single_writer:
         return
     runtime = store.runtime
     verdict = runtime.conditions
@@ -97,7 +79,7 @@ def check_versions(store: Store, read: Mapping[str, Versioned | None]) -> None:
     """Raise `ConditionalWriteUnsupportedError` if a value in `read` (key -> (bytes,
     version), None: missing) came without the version a conditional write needs, on a
     store whose versions come from a server (unless `single_writer`)."""
-    if not store.conditions_from_server or config.get().single_writer:
+    if not store.capabilities.conditions_from_server or config.get().single_writer:
         return
     unversioned = [key for key, answer in read.items() if answer is not None and answer[1] is None]
     if unversioned:

@@ -2,7 +2,7 @@
 
 Tests assert request counts with it ("one inner chunk of a cold shard costs 2
 requests"); it never changes what the inner store does: it batches with the
-inner store's coalescing settings and waits on the inner store's limiter.
+inner store's capabilities (coalescing, parts) and waits on the inner store's budget.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.storage.base import Buffer, RangeRequest, SizedReadStore, Store, Version, Versioned
+from aiozarr.storage.base import Buffer, RangeRequest, Store, Version, Versioned
 from aiozarr.storage.wrapper import WrapperStore
 
 __all__ = ["CountingStore"]
@@ -23,11 +23,11 @@ def _nbytes(data: Buffer | None) -> int:
     return 0 if data is None else memoryview(data).nbytes
 
 
-class CountingStore(WrapperStore, SizedReadStore):
+class CountingStore(WrapperStore):
     """Delegates to `inner` and counts what reaches it.
 
     - `counts`: a `Counter` by operation. `"get"` is one per backend read: one per
-      `_get`, or one per (already coalesced) range handed to the inner `_get_ranges`.
+      `read`, or one per (already coalesced) range handed to the inner `read_ranges`.
       Also `"set"` (conditional ones too), `"delete"`, `"delete_prefix"`, `"exists"`,
       `"getsize"`, `"list"`.
     - `bytes_read` / `bytes_written`: bytes the backend returned / was given.
@@ -81,35 +81,26 @@ class CountingStore(WrapperStore, SizedReadStore):
 
     # -- reads -------------------------------------------------------------------------
 
-    async def _get_bounded(
+    async def read(
         self, key: str, byte_range: ByteRange | None, max_bytes: int | None
     ) -> Versioned | None:
         self._record("get", key, byte_range)
         self._started(1)
         try:
-            if max_bytes is None:
-                answer = await self.inner._get_versioned(key, byte_range)
-            else:
-                answer = await self.inner._get_bounded(key, byte_range, max_bytes)
+            answer = await self.inner.read(key, byte_range, max_bytes)
         finally:
             self.inflight -= 1
         self.bytes_read += 0 if answer is None else _nbytes(answer[0])
         return answer
 
-    async def _get_ranges(
-        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None = None
+    async def read_ranges(
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None
     ) -> tuple[list[Buffer], Version | None] | None:
-        if not self.inner.reads_ranges_at_once:
-            # The default issues one `_get` per range: run it here so each is seen.
-            return await super()._get_ranges(key, byte_ranges, max_bytes)
         for byte_range in byte_ranges:
             self._record("get", key, byte_range)
         self._started(len(byte_ranges))
         try:
-            if max_bytes is None:
-                answer = await self.inner._get_ranges(key, byte_ranges)
-            else:
-                answer = await self.inner._get_ranges(key, byte_ranges, max_bytes=max_bytes)
+            answer = await self.inner.read_ranges(key, byte_ranges, max_bytes)
         finally:
             self.inflight -= len(byte_ranges)
         self.bytes_read += sum(_nbytes(a) for a in answer[0]) if answer else 0
@@ -120,9 +111,7 @@ class CountingStore(WrapperStore, SizedReadStore):
         self.peak_inflight = max(self.peak_inflight, self.inflight)
 
     @contextlib.asynccontextmanager
-    async def stream_versioned_values(
-        self, requests: Sequence[RangeRequest]
-    ) -> AsyncIterator[Any]:
+    async def stream_versioned_values(self, requests: Sequence[RangeRequest]) -> AsyncIterator[Any]:
         """The base batching (inner settings), recorded as one batch with start/end events."""
         n = len(self.batches)
         self.batches.append(list(requests))

@@ -28,7 +28,7 @@ import anyio.to_thread
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import InvalidKeyError, StoreError, ValueTooLargeError, VersionConflictError
-from aiozarr.storage.base import Buffer, SizedReadStore, Version, Versioned
+from aiozarr.storage.base import Buffer, Capabilities, Store, Version, Versioned
 from aiozarr.storage.base import check_key as base_check_key
 
 try:
@@ -133,7 +133,7 @@ def _replace_if(path: Path, value: Buffer | None, expected: Version | None) -> N
                 os.unlink(temp)
 
 
-class LocalStore(SizedReadStore):
+class LocalStore(Store):
     """A directory on local disk; the store used for plain paths.
 
     Range reads read only the bytes asked for; ranges are never coalesced (a seek is
@@ -141,11 +141,15 @@ class LocalStore(SizedReadStore):
     empty segments) raise `InvalidKeyError`.
     """
 
-    # One open (or lookup) serves every range of a value: `_get_ranges` below.
-    reads_ranges_at_once = True
-
-    # Reading the gap costs more than a seek; on a local disk there is no request cost.
-    coalesce_gap_bytes = 0
+    CAPABILITIES = Capabilities(
+        # flock makes a check and a rename one step for every process on the machine.
+        conditional_writes=fcntl is not None,
+        conditional_deletes=fcntl is not None,
+        # One open serves every range of a file: `read_ranges`, in one thread hop.
+        batched_reads=True,
+        # Reading the gap costs more than a seek; on a local disk there is no request cost.
+        coalesce_gap_bytes=0,
+    )
 
     def __init__(
         self,
@@ -173,24 +177,25 @@ class LocalStore(SizedReadStore):
 
     # -- reads -------------------------------------------------------------------------
 
-    async def _get_bounded(
+    async def read(
         self, key: str, byte_range: ByteRange | None, max_bytes: int | None
     ) -> Versioned | None:
+        """One range (or all) of the file at `key`; a whole file over `max_bytes` is
+        refused from its size, unread."""
         path = self._path(key)
         answer = await anyio.to_thread.run_sync(
             self._guarded, "read", key, _read_ranges, path, [byte_range], max_bytes
         )
         return None if answer is None else (answer[0][0], answer[1])
 
-    async def _get_ranges(
-        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None = None
+    async def read_ranges(
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None
     ) -> tuple[list[Buffer], Version | None] | None:
-        """All ranges of `key` with one open, in one thread hop (one limiter slot)."""
+        """All ranges of `key` with one open, in one thread hop."""
         path = self._path(key)
-        async with self.limiter:
-            return await anyio.to_thread.run_sync(
-                self._guarded, "read", key, _read_ranges, path, byte_ranges, max_bytes
-            )
+        return await anyio.to_thread.run_sync(
+            self._guarded, "read", key, _read_ranges, path, byte_ranges, max_bytes
+        )
 
     async def exists(self, key: str) -> bool:
         """Whether a file is stored at `key`."""
@@ -227,14 +232,6 @@ class LocalStore(SizedReadStore):
         if directory not in self._swept:
             self._swept.add(directory)
             sweep_temporary_files(directory)
-
-    @property
-    def supports_conditional_writes(self) -> bool:
-        return fcntl is not None
-
-    @property
-    def supports_conditional_deletes(self) -> bool:
-        return fcntl is not None
 
     async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
         """`set`, only if the file at `key` is still version `expected` (None: absent)."""

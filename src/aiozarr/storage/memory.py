@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import AsyncIterator, MutableMapping, Sequence
+from collections.abc import AsyncIterator, MutableMapping
+from dataclasses import replace
 from typing import Any
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import VersionConflictError
 from aiozarr.storage.base import (
     Buffer,
+    Capabilities,
     Store,
-    TornReadError,
     Version,
     Versioned,
     check_key,
@@ -37,11 +38,22 @@ class MemoryStore(Store):
     stale-index checks cannot see it change.
     """
 
-    # One open (or lookup) serves every range of a value: `_get_ranges` below.
-    reads_ranges_at_once = True
+    CAPABILITIES = Capabilities(
+        conditional_writes=True,
+        conditional_deletes=True,
+        inline_reads=True,
+        # One lookup serves every range of a value (`read_ranges`: slices, one by one).
+        batched_reads=True,
+        # Slicing memory costs nothing; merging ranges would only add work.
+        coalesce_gap_bytes=0,
+    )
 
-    # Slicing memory costs nothing; merging ranges would only add work.
-    coalesce_gap_bytes = 0
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # A subclass that changes how values are read (delays, faults) is read through
+        # its `read`, never inline.
+        if cls.read is not MemoryStore.read or cls.read_ranges is not MemoryStore.read_ranges:
+            cls.CAPABILITIES = replace(cls.CAPABILITIES, inline_reads=False)
 
     def __init__(
         self,
@@ -68,11 +80,6 @@ class MemoryStore(Store):
 
     # -- reads -------------------------------------------------------------------------
 
-    @property
-    def reads_inline(self) -> bool:
-        # A subclass that changes how values are read (delays, faults) is read through it.
-        return type(self)._get is MemoryStore._get
-
     def get_inline(self, key: str, byte_range: ByteRange | None = None) -> Versioned | None:
         """The value at `key` (or a zero-copy slice of it) and its version, on the
         calling thread."""
@@ -82,12 +89,15 @@ class MemoryStore(Store):
         # least as new as the bytes (a stale pair can only look newer, never older).
         return None if data is None else (data, self._versions.get(key))
 
-    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
-        return self._slice(key, byte_range)
-
-    async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
-        data = await self._get(key, byte_range)
-        return None if data is None else (data, self._versions.get(key))
+    async def read(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+    ) -> Versioned | None:
+        data = self._slice(key, byte_range)
+        if data is None:
+            return None
+        if byte_range is None:  # in memory already: the bound is the caller's contract
+            check_size(key, memoryview(data).nbytes, max_bytes, self)
+        return data, self._versions.get(key)
 
     def _slice(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
         value = self._data.get(key)
@@ -96,24 +106,6 @@ class MemoryStore(Store):
         view = memoryview(value).cast("B")
         start, stop = byte_range.resolve(len(view))
         return view[start:stop]
-
-    async def _get_ranges(
-        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None = None
-    ) -> tuple[list[Buffer], Version | None] | None:
-        """Slices of one value, one after another: no tasks needed for memory."""
-        before = self._versions.get(key)
-        out: list[Buffer] = []
-        for byte_range in byte_ranges:
-            data = await self._get(key, byte_range)
-            if data is None:
-                return None
-            if byte_range is None:  # in memory already: the bound is the caller's contract
-                check_size(key, memoryview(data).nbytes, max_bytes, self)
-            out.append(data)
-        version = self._versions.get(key)
-        if version != before:  # rewritten between two slices
-            raise TornReadError(f"{key!r} changed while its ranges were read")
-        return out, version
 
     async def exists(self, key: str) -> bool:
         """Whether `key` is in the dict."""
@@ -126,14 +118,6 @@ class MemoryStore(Store):
         return None if value is None else memoryview(value).nbytes
 
     # -- writes ------------------------------------------------------------------------
-
-    @property
-    def supports_conditional_writes(self) -> bool:
-        return True
-
-    @property
-    def supports_conditional_deletes(self) -> bool:
-        return True
 
     async def set(self, key: str, value: Buffer) -> None:
         """Store a copy of `value` at `key` (no copy when it is already `bytes`)."""

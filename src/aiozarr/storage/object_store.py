@@ -16,6 +16,7 @@ so aiozarr's policy is the only one. Conditional writes are PUTs with `If-Match`
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any
@@ -33,7 +34,8 @@ from aiozarr.sizes import memory_bytes
 from aiozarr.storage import credentials, object_listing, obstore_errors
 from aiozarr.storage.base import (
     Buffer,
-    SizedReadStore,
+    Capabilities,
+    Store,
     Version,
     Versioned,
     check_key,
@@ -79,6 +81,18 @@ def without_retries(store: Any) -> Any:
     except Exception:  # an exotic configuration: keep the user's store as given
         return store
     return store
+
+
+def _capabilities_of(store: Any) -> Capabilities:
+    """What an `ObjectStore` over obstore's `store` can do: S3 (obstore's default
+    `conditional_put: etag`), GCS and Azure take If-Match / If-None-Match on PUT, which a
+    probe checks the server honours (storage/conditions.py); HTTP cannot list."""
+    cond = isinstance(store, S3Store | GCSStore | AzureStore)
+    listing = not isinstance(store, HTTPStore)
+    caps = ObjectStore.CAPABILITIES
+    return dataclasses.replace(
+        caps, listing=listing, conditional_writes=cond, conditions_from_server=cond
+    )
 
 
 def _version(meta: Any) -> Version | None:
@@ -183,7 +197,7 @@ def _check_not_forked(action: str, key: str) -> None:
     _used = True
 
 
-class ObjectStore(SizedReadStore):
+class ObjectStore(Store):
     """A `Store` over an obstore store.
 
         ObjectStore(obstore.store.S3Store("bucket", prefix="data.zarr", region="us-west-2"))
@@ -198,13 +212,18 @@ class ObjectStore(SizedReadStore):
     rebuilt with obstore's retries off (see `without_retries`). Slow reads are hedged.
     """
 
-    hedge_reads = True
+    # Tail latency is the network's: slow reads are hedged.
+    CAPABILITIES = Capabilities(hedge_reads=True)
 
     def __init__(
         self, store: Any, *, read_only: bool = False, max_concurrency: int | None = None
     ) -> None:
         super().__init__(read_only=read_only, max_concurrency=max_concurrency)
         self._store = without_retries(store)
+        self._capabilities = _capabilities_of(self._store)
+        # Once its server is found to ignore ranges: the ranges of a key in a batch are
+        # one read (`read_ranges`, slices of one whole read).
+        self._whole = dataclasses.replace(self._capabilities, batched_reads=True)
 
     @property
     def obstore(self) -> Any:
@@ -212,8 +231,8 @@ class ObjectStore(SizedReadStore):
         return self._store
 
     @property
-    def listable(self) -> bool:
-        return not isinstance(self._store, HTTPStore)
+    def capabilities(self) -> Capabilities:
+        return self._whole if self.runtime.whole_reads.ignored else self._capabilities
 
     def with_read_only(self, read_only: bool = True) -> ObjectStore:
         """A store over the same data with another flag, sharing this one's request budget."""
@@ -258,9 +277,11 @@ class ObjectStore(SizedReadStore):
 
     # -- reads -------------------------------------------------------------------------
 
-    async def _get_bounded(
+    async def read(
         self, key: str, byte_range: ByteRange | None, max_bytes: int | None
     ) -> Versioned | None:
+        """One GET (a range or all of `key`); a whole value over `max_bytes` is refused
+        from its headers, its body unread."""
         try:
             with self._errors("read", key):
                 return await self._fetch(key, byte_range, max_bytes)
@@ -288,16 +309,13 @@ class ObjectStore(SizedReadStore):
                 ) from exc
             raise
 
-    @property  # type: ignore[override]
-    def reads_ranges_at_once(self) -> bool:
-        # A server found to ignore ranges: the ranges of a key in a batch are one read.
-        return self.runtime.whole_reads.ignored
-
-    async def _get_ranges(
-        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None = None
+    async def read_ranges(
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None
     ) -> tuple[list[Buffer], Version | None] | None:
+        """Ranges of `key` from one read: read only once the server is found to ignore
+        ranges (`capabilities.batched_reads`), so one whole read serves them all."""
         if not self.runtime.whole_reads.ignored:
-            return await super()._get_ranges(key, byte_ranges, max_bytes)
+            return await super().read_ranges(key, byte_ranges, max_bytes)
         return await self._ranges_of_whole(key, byte_ranges, max_bytes)
 
     async def _ranges_of_whole(
@@ -308,7 +326,7 @@ class ObjectStore(SizedReadStore):
         return await runtime.whole_reads.slices(
             key,
             byte_ranges,
-            lambda: self._get_bounded(key, None, max_bytes),
+            lambda: self.read(key, None, max_bytes),
             runtime.statistics,
         )
 
@@ -424,18 +442,6 @@ class ObjectStore(SizedReadStore):
                 )
 
         await self._request("write", key, put, nbytes=data.nbytes)
-
-    @property
-    def supports_conditional_writes(self) -> bool:
-        # S3 (and S3-compatible stores: obstore's default `conditional_put: etag`), GCS
-        # and Azure take If-Match / If-None-Match on PUT; an HTTP server is read-only.
-        return isinstance(self._store, S3Store | GCSStore | AzureStore)
-
-    @property
-    def conditions_from_server(self) -> bool:
-        # Whether a server (or a proxy before it) honours them is probed before a
-        # read-modify-write trusts them (storage/conditions.py).
-        return self.supports_conditional_writes
 
     async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
         """One PUT that succeeds only if `key` is still version `expected` (None: absent);

@@ -42,14 +42,19 @@ from urllib.parse import urlsplit
 import anyio
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import (
-    MetadataError,
-    StoreError,
-    UnsupportedError,
-    ValueTooLargeError,
-    unwrap_group,
+from aiozarr.errors import MetadataError, StoreError, UnsupportedError, ValueTooLargeError
+from aiozarr.storage.base import (
+    Answer,
+    Buffer,
+    Capabilities,
+    RangeRequest,
+    Store,
+    Versioned,
+    check_size,
+    dir_entries,
+    read_as_batch,
 )
-from aiozarr.storage.base import Buffer, RangeRequest, Store, Versioned, check_size, dir_entries
+from aiozarr.storage.fanin import Emit, Spawn, fan_in
 from aiozarr.storage.reference_targets import TargetPolicy, locate
 
 __all__ = ["ReferenceStore", "is_reference_source", "open_references"]
@@ -141,6 +146,10 @@ class ReferenceStore(Store):
     inside `storage_options` (`{"allowed_targets": [...], "target_options": {...}}`),
     which is how `aiozarr.open_*` and the xarray backend pass them.
     """
+
+    # Its values are inline or ranges of other objects, read through their stores (whose
+    # request policies apply); it is never written.
+    CAPABILITIES = Capabilities(writes=False, deletes=False, delegates_reads=True)
 
     def __init__(
         self,
@@ -290,31 +299,12 @@ class ReferenceStore(Store):
 
     # -- reads -------------------------------------------------------------------------
 
-    # One read is a batch of one: the bound travels with it to the target store, which
-    # checks it before reading (and the target's own request policy retries it).
-
-    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
-        return await self.get(key, byte_range)
-
-    async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
-        return await self.get_versioned(key, byte_range)
-
-    async def _get_bounded(
+    async def read(
         self, key: str, byte_range: ByteRange | None, max_bytes: int | None
     ) -> Versioned | None:
-        return await self.get_versioned(key, byte_range, max_bytes=max_bytes)
-
-    async def get(
-        self, key: str, byte_range: ByteRange | None = None, *, max_bytes: int | None = None
-    ) -> Buffer | None:
-        """The value at `key` (or a range of it): inline bytes or the target's bytes."""
-        return (await self.get_partial_values([RangeRequest(key, byte_range, max_bytes)]))[0]
-
-    async def get_versioned(
-        self, key: str, byte_range: ByteRange | None = None, *, max_bytes: int | None = None
-    ) -> Versioned | None:
-        """`get` with the target's version (None for inline values)."""
-        return (await self.get_versioned_values([RangeRequest(key, byte_range, max_bytes)]))[0]
+        """A batch of one: the bound travels with it to the target store, which checks it
+        before reading (and the target's own request policy retries it)."""
+        return await read_as_batch(self, key, byte_range, max_bytes)
 
     @contextlib.asynccontextmanager
     async def stream_versioned_values(self, requests: Sequence[RangeRequest]) -> AsyncIterator[Any]:
@@ -323,10 +313,7 @@ class ReferenceStore(Store):
         concurrently). Inline values have no version; others carry their target's.
         """
         values = await self._lookup([request.key for request in requests])
-        send, receive = anyio.create_memory_object_stream[tuple[int, Buffer | None, Any]](
-            max_buffer_size=max(len(requests), 1)
-        )
-        ready: list[tuple[int, Buffer | None, Any]] = []
+        ready: list[Answer] = []
         by_store: dict[int, tuple[Store, list[int], list[RangeRequest]]] = {}
         for i, (request, value) in enumerate(zip(requests, values, strict=True)):
             if value is None:
@@ -353,29 +340,27 @@ class ReferenceStore(Store):
                     RangeRequest(name, _compose(offset, length, request.byte_range), bound)
                 )
 
-        async def fetch(store: Store, indices: list[int], reads: list[RangeRequest]) -> None:
+        async def fetch(
+            emit: Emit, store: Store, indices: list[int], reads: list[RangeRequest]
+        ) -> None:
             try:
                 async with store.stream_versioned_values(reads) as answers:
                     async for j, data, version in answers:
-                        send.send_nowait((indices[j], data, version))
+                        emit((indices[j], data, version))
             except ValueTooLargeError as error:  # a whole target: name the keys read too
                 keys = [requests[i].key for i, r in zip(indices, reads, strict=True) if r.max_bytes]
                 raise ValueTooLargeError(
                     f"cannot read {', '.join(map(repr, keys))} in {self!r}: {error}"
                 ) from error
 
-        async def fetch_all() -> None:
-            async with send, anyio.create_task_group() as tg:
-                for item in ready:
-                    send.send_nowait(item)
-                for store, indices, reads in by_store.values():
-                    tg.start_soon(fetch, store, indices, reads)
+        async def fetch_all(emit: Emit, spawn: Spawn) -> None:
+            for item in ready:
+                emit(item)
+            for store, indices, reads in by_store.values():
+                spawn(fetch, emit, store, indices, reads)
 
-        with unwrap_group():
-            async with receive, anyio.create_task_group() as tg:
-                tg.start_soon(fetch_all)
-                yield receive
-                tg.cancel_scope.cancel()
+        async with fan_in(len(requests), fetch_all) as answers:
+            yield answers
 
     async def exists(self, key: str) -> bool:
         return (await self._lookup([key]))[0] is not None

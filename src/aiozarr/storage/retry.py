@@ -1,6 +1,6 @@
 """How one store request runs: a budget slot, a timeout, retries and (reads) hedging.
 
-    request = Request("read", key, lambda: store._get(key, byte_range), nbytes=100, hedge=True)
+    request = Request("read", key, lambda: store.read(key, byte_range, None), 100, True)
     data = await run_request(store.runtime, request)
 
 Every store operation that is safe to repeat goes through `run_request`, the one place

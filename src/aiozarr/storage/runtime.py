@@ -24,12 +24,26 @@ from typing import Any
 from aiozarr import config
 from aiozarr.storage.budget import RequestBudget
 from aiozarr.storage.bytes_budget import ByteBudget
-from aiozarr.storage.conditions import ConditionVerdict
 from aiozarr.storage.locks import KeyLocks
 from aiozarr.storage.statistics import RequestStats
 from aiozarr.storage.whole_reads import WholeReads
 
-__all__ = ["StoreRuntime", "runtime_for"]
+__all__ = ["ConditionVerdict", "StoreRuntime", "runtime_for"]
+
+
+class ConditionVerdict:
+    """What a store's server was found to do with write conditions (one per runtime).
+
+    `probed`: a probe finished; `problem`: None where conditions are honoured, else
+    what the server did instead."""
+
+    def __init__(self) -> None:
+        self.probed = False
+        self.problem: str | None = None
+
+    def record(self, problem: str | None) -> None:
+        self.problem = problem
+        self.probed = True  # last: a reader that sees it probed sees the problem
 
 
 class StoreRuntime:

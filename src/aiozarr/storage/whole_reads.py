@@ -8,7 +8,7 @@ of a 64 MiB shard moved 2.1 GB. So:
 - a store's runtime remembers that its server ignores ranges (`ignored`, set by the
   first range answered with more than it asked for; a 200 for an empty value says
   nothing), and from then on the store reads all the ranges of one key in a batch as
-  ONE whole read, sliced (`ObjectStore.reads_ranges_at_once`);
+  ONE whole read, sliced (`ObjectStore.capabilities` say `batched_reads`);
 - whole reads of one key that overlap in time share one GET (`read`): the ranges of the
   batch that found out were all sent before the first answer came, and each falls
   back at once.

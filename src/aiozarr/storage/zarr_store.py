@@ -3,8 +3,8 @@
 One adapter brings zarr-python's `LocalStore`, `MemoryStore`, `FsspecStore`,
 `ObjectStore` and `ZipStore`, and icechunk's sessions' stores, to every aiozarr call that
 takes a store. aiozarr's primitives are implemented on the zarr store's async API:
-`_get` is `get(key, prototype, byte_range)`, and the coalesced ranges of one key (what
-the engine's batches become, `Store._get_ranges`) are ONE `get_partial_values` call, so
+`read` is `get(key, prototype, byte_range)`, and the coalesced ranges of one key (what
+the engine's batches become, `Store.read_ranges`) are ONE `get_partial_values` call, so
 a zarr store that reads many ranges at once (fsspec's `cat_ranges`, obstore's
 `get_ranges`) still does. zarr is never imported by this module at `import aiozarr`:
 the names it needs are imported when a zarr store is wrapped (`is_zarr_store` looks in
@@ -14,6 +14,7 @@ the names it needs are imported when a zarr store is wrapped (`is_zarr_store` lo
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import PurePath
@@ -23,7 +24,7 @@ import numpy as np
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import AiozarrError, StoreError
-from aiozarr.storage.base import Buffer, Store, Version, check_size
+from aiozarr.storage.base import Buffer, Capabilities, Store, Version, Versioned, check_size
 
 __all__ = ["ZarrStore", "is_zarr_store"]
 
@@ -56,8 +57,8 @@ class ZarrStore(Store):
     """A zarr-python 3 store (`zarr.storage.LocalStore(...)`, an icechunk session's
     `store`, ...) seen as an aiozarr store. Its read-only flag is the zarr store's."""
 
-    # One open (or lookup) serves every range of a value: `_get_ranges` below.
-    reads_ranges_at_once = True
+    # One call of the zarr store serves every range of a value: `read_ranges`.
+    CAPABILITIES = Capabilities(batched_reads=True)
 
     def __init__(
         self, store: Any, *, read_only: bool | None = None, max_concurrency: int | None = None
@@ -67,6 +68,13 @@ class ZarrStore(Store):
         flag = bool(store.read_only) if read_only is None else read_only
         super().__init__(read_only=flag, max_concurrency=max_concurrency)
         self._zarr = store
+        self._capabilities = dataclasses.replace(
+            self.CAPABILITIES,
+            writes=bool(store.supports_writes),
+            deletes=bool(store.supports_deletes),
+            listing=bool(store.supports_listing),
+            partial_reads=bool(getattr(store, "supports_partial_reads", True)),
+        )
 
     @property
     def zarr_store(self) -> Any:
@@ -74,16 +82,9 @@ class ZarrStore(Store):
         return self._zarr
 
     @property
-    def writable(self) -> bool:
-        return not self._read_only and bool(self._zarr.supports_writes)
-
-    @property
-    def listable(self) -> bool:
-        return bool(self._zarr.supports_listing)
-
-    @property
-    def supports_partial_reads(self) -> bool:
-        return bool(getattr(self._zarr, "supports_partial_reads", True))
+    def capabilities(self) -> Capabilities:
+        """What the zarr store says it supports (writes, deletes, listing, partial reads)."""
+        return self._capabilities
 
     def with_read_only(self, read_only: bool = True) -> ZarrStore:
         if read_only == self._read_only:
@@ -112,16 +113,25 @@ class ZarrStore(Store):
 
     # -- reads -------------------------------------------------------------------------
 
-    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
+    async def read(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+    ) -> Versioned | None:
+        """`get` of the zarr store (a value over `max_bytes` is refused once read: zarr's
+        stores tell no size first); no version."""
         with self._errors("read", key):
             try:
                 found = await self._zarr.get(key, self._prototype(), _byte_request(byte_range))
             except FileNotFoundError:
                 return None
-        return _bytes_of(found)
+        data = _bytes_of(found)
+        if data is None:
+            return None
+        if byte_range is None:
+            check_size(key, memoryview(data).nbytes, max_bytes, self)
+        return data, None
 
-    async def _get_ranges(
-        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None = None
+    async def read_ranges(
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None
     ) -> tuple[list[Buffer], Version | None] | None:
         """Every range of `key` in one `get_partial_values` of the zarr store (a value
         over `max_bytes` is refused once read: zarr's stores tell no size first)."""
@@ -165,7 +175,7 @@ class ZarrStore(Store):
 
     async def delete(self, key: str) -> None:
         self._check_writable(key)
-        if not self._zarr.supports_deletes:
+        if not self.capabilities.deletes:
             raise StoreError(f"cannot delete {key!r}: {self!r} does not support deletes")
         with self._errors("delete", key), contextlib.suppress(FileNotFoundError, KeyError):
             await self._zarr.delete(key)

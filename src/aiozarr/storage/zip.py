@@ -44,16 +44,19 @@ import anyio.to_thread
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import StoreError, UnsupportedError, unwrap_group
+from aiozarr.errors import StoreError, UnsupportedError
 from aiozarr.storage.base import (
     Buffer,
+    Capabilities,
     RangeRequest,
     Store,
     Versioned,
     check_key,
     check_size,
     dir_entries,
+    read_as_batch,
 )
+from aiozarr.storage.fanin import Emit, Spawn, fan_in
 from aiozarr.storage.zip_format import (
     END64,
     END64_SIZE,
@@ -106,6 +109,10 @@ class ZipStore(Store):
     `zipfile` method for new entries (`ZIP_STORED` by default, as zarr-python: stored
     members are read by range). Call `close()` (or use `with`) to finish the archive.
     """
+
+    # Its reads are ranges of the archive, read through the archive's store (its request
+    # policy applies); entries cannot be deleted (zip has no in-place update).
+    CAPABILITIES = Capabilities(deletes=False, delegates_reads=True)
 
     def __init__(
         self,
@@ -168,11 +175,6 @@ class ZipStore(Store):
             self._members = None
             self._data_offsets = {}
             self._end = None
-
-    @property
-    def supports_deletes(self) -> bool:
-        """False: entries of a zip archive cannot be deleted (as in zarr-python)."""
-        return False
 
     # -- the archive -----------------------------------------------------------------------
 
@@ -286,33 +288,12 @@ class ZipStore(Store):
 
     # -- reads -----------------------------------------------------------------------------
 
-    # One read is a batch of one, so its bound is checked against the directory before
-    # anything is read (the inner store's request policy retries the ranges).
-
-    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
-        return await self.get(key, byte_range)
-
-    async def _get_versioned(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
-        return await self.get_versioned(key, byte_range)
-
-    async def _get_bounded(
+    async def read(
         self, key: str, byte_range: ByteRange | None, max_bytes: int | None
     ) -> Versioned | None:
-        return await self.get_versioned(key, byte_range, max_bytes=max_bytes)
-
-    async def get(
-        self, key: str, byte_range: ByteRange | None = None, *, max_bytes: int | None = None
-    ) -> Buffer | None:
-        """The member `key`, or the bytes of it in `byte_range`; None if missing."""
-        check_key(key)
-        return (await self.get_partial_values([RangeRequest(key, byte_range, max_bytes)]))[0]
-
-    async def get_versioned(
-        self, key: str, byte_range: ByteRange | None = None, *, max_bytes: int | None = None
-    ) -> Versioned | None:
-        """`get`, with the version: always None (members carry none)."""
-        check_key(key)
-        return (await self.get_versioned_values([RangeRequest(key, byte_range, max_bytes)]))[0]
+        """A batch of one: its bound is checked against the directory before anything is
+        read (the inner store's request policy retries the ranges)."""
+        return await read_as_batch(self, key, byte_range, max_bytes)
 
     @contextlib.asynccontextmanager
     async def stream_versioned_values(self, requests: Sequence[RangeRequest]) -> AsyncIterator[Any]:
@@ -353,26 +334,18 @@ class ZipStore(Store):
                 inner.append(RangeRequest(self._key, ByteRange.of(start, member.compressed_size)))
                 targets.append([i])
 
-        send, receive = anyio.create_memory_object_stream[tuple[int, Buffer | None, None]](
-            max_buffer_size=max(len(requests), 1)
-        )
+        async def fetch(emit: Emit, spawn: Spawn) -> None:
+            for i in missing:
+                emit((i, None, None))
+            if not inner:
+                return
+            async with self._archive_store.stream_partial_values(inner) as landed:
+                async for n, data in landed:
+                    for i, answer in await self._answers(requests, targets[n], found, data):
+                        emit((i, answer, None))
 
-        async def fetch() -> None:
-            async with send:
-                for i in missing:
-                    send.send_nowait((i, None, None))
-                if not inner:
-                    return
-                async with self._archive_store.stream_partial_values(inner) as landed:
-                    async for n, data in landed:
-                        for i, answer in await self._answers(requests, targets[n], found, data):
-                            send.send_nowait((i, answer, None))
-
-        with unwrap_group():
-            async with receive, anyio.create_task_group() as tg:
-                tg.start_soon(fetch)
-                yield receive
-                tg.cancel_scope.cancel()
+        async with fan_in(len(requests), fetch) as answers:
+            yield answers
 
     async def _answers(
         self,

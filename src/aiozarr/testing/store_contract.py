@@ -12,10 +12,16 @@ prefix, ...), and set the capability flags that do not hold:
 A store that cannot write (HTTP, zip) sets `writable = False` and overrides
 `set_raw` to put test data in place behind the store's back; the read tests then
 still run. Nothing here assumes a local disk.
+
+The backend protocol is tested too: the store's `capabilities` must agree with these
+flags and with what the store does, and its read primitives (`read`, and `read_ranges`
+where it declares `batched_reads`) must answer as `get` does. See
+docs/decisions/store-protocol.md for what a backend implements.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Sequence
 from typing import Any
@@ -25,8 +31,8 @@ import numpy as np
 import pytest
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import ReadOnlyError, VersionConflictError
-from aiozarr.storage.base import RangeRequest, Store
+from aiozarr.errors import ReadOnlyError, ValueTooLargeError, VersionConflictError
+from aiozarr.storage.base import Capabilities, RangeRequest, Store
 
 __all__ = ["StoreContract", "expected_slice"]
 
@@ -185,8 +191,11 @@ class StoreContract:
         data, second = await store.get_versioned("v")  # type: ignore[misc]
         assert _bytes(data) == b"other" and second != first
         answers = await store.get_versioned_values(
-            [RangeRequest("v", ByteRange.of(0, 2)), RangeRequest("v", ByteRange.last(2)),
-             RangeRequest("nothing")]
+            [
+                RangeRequest("v", ByteRange.of(0, 2)),
+                RangeRequest("v", ByteRange.last(2)),
+                RangeRequest("nothing"),
+            ]
         )
         assert [None if a is None else a[1] for a in answers] == [second, second, None]
 
@@ -436,8 +445,10 @@ class StoreContract:
 
         root = await entries("")
         assert [name for name, _ in root] == ["a", "b", "bb", "zarr.json"]
-        assert all(kind in (expected, None) for (_, kind), expected in
-                   zip(root, [True, True, False, False], strict=True))
+        assert all(
+            kind in (expected, None)
+            for (_, kind), expected in zip(root, [True, True, False, False], strict=True)
+        )
         assert [name for name, _ in await entries("a/c/0/")] == ["0", "1"]
         assert await entries("nothing") == []
 
@@ -473,6 +484,39 @@ class StoreContract:
         assert _bytes(await store.get("k")) == b"old"
         assert await store.get("fresh") is None
         assert not store.with_read_only(False).read_only
+
+    # -- the backend protocol ----------------------------------------------------------
+
+    async def test_capabilities_are_one_frozen_object_that_agrees(self, store: Store) -> None:
+        caps = store.capabilities
+        assert isinstance(caps, Capabilities)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            caps.writes = not caps.writes  # type: ignore[misc]
+        assert store.writable == (caps.writes and not store.read_only) == self.writable
+        assert store.listable == caps.listing == self.listable
+        assert store.supports_conditional_writes == caps.conditional_writes
+        if not self.supports_delete:
+            assert not caps.deletes
+        assert store.reads_inline == caps.inline_reads
+
+    async def test_read_primitives_answer_as_get_does(self, store: Store) -> None:
+        await self.set_raw(store, "p/v", _VALUE)
+        for byte_range in (ByteRange.of(10, 20), ByteRange.last(16), None):
+            answer = await store.read("p/v", byte_range, None)
+            assert answer is not None
+            assert _bytes(answer[0]) == expected_slice(_VALUE, byte_range)
+        assert await store.read("p/missing", None, None) is None
+        with pytest.raises(ValueTooLargeError, match="p/v"):
+            await store.read("p/v", None, len(_VALUE) - 1)
+        if store.capabilities.batched_reads:
+            wanted = [ByteRange.of(0, 4), ByteRange.of(500, 10), ByteRange.last(3)]
+            got = await store.read_ranges("p/v", wanted, None)
+            assert got is not None
+            assert [_bytes(d) for d in got[0]] == [expected_slice(_VALUE, r) for r in wanted]
+            assert await store.read_ranges("p/missing", wanted, None) is None
+        if store.reads_inline:
+            answer = store.get_inline("p/v", ByteRange.of(1, 2))
+            assert answer is not None and _bytes(answer[0]) == _VALUE[1:3]
 
     # -- large values ------------------------------------------------------------------
 
