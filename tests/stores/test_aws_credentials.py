@@ -430,3 +430,14 @@ def test_profile_credentials_read_the_files_of_the_process_asking(
     write(home / ".aws" / "credentials", "[analysis]\nregion = x\n")
     with pytest.raises(StoreError, match="holds no credentials"):
         provider()
+
+
+async def test_a_reader_without_the_profile_is_told_which_one_it_lacks(
+    home: Path, recorder: Recorder
+) -> None:
+    credentials = write(home / ".aws" / "credentials", KEYS)
+    store = s3(recorder, profile="analysis", region="eu-west-2")
+    credentials.unlink()  # a worker whose HOME holds no such profile
+    with pytest.raises(StoreError, match=r"cannot read 'zarr.json' .*no AWS profile 'analysis'"):
+        await read(store)
+    assert not recorder.requests  # nothing sent unsigned instead
