@@ -28,16 +28,13 @@ from aiozarr.api import StoreLike, resolve_store
 from aiozarr.array import AsyncArray
 from aiozarr.errors import InvalidValueError, MetadataError, NodeNotFoundError, unwrap_group
 from aiozarr.group import AsyncGroup, walk
-from aiozarr.metadata import v2, xarray_attrs
+from aiozarr.metadata import conversions, xarray_attrs
 from aiozarr.metadata.fill_value import is_fill
 from aiozarr.storage.base import Store
 from aiozarr.storage.zip import ZipStore
 from aiozarr.sync import run
 
 __all__ = ["CopyProgress", "CopyReport", "copy", "copy_async", "parse_codec"]
-
-# Serializers of v3 (array -> bytes); the codecs after one are its compressors.
-_SERIALIZERS = frozenset({"bytes", "vlen-utf8", "vlen-bytes", "sharding_indexed"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,37 +127,6 @@ def parse_codec(spec: str, zarr_format: int, itemsize: int = 1) -> list[Any]:
     )
 
 
-def _v3_parts(codecs: Sequence[Any]) -> tuple[list[Any], Any, list[Any]]:
-    """(array->array, serializer, compressors) of a v3 codec list, sharding unwrapped."""
-    docs = [c.to_json() if hasattr(c, "to_json") else dict(c) for c in codecs]
-    if docs and docs[0]["name"] == "sharding_indexed":
-        docs = list(docs[0]["configuration"]["codecs"])
-    for i, doc in enumerate(docs):
-        if doc["name"] in _SERIALIZERS:
-            return docs[:i], doc, docs[i + 1 :]
-    return [], "auto", docs
-
-
-def _v2_to_v3(compressor: Mapping[str, Any] | None, itemsize: int) -> list[Any] | str:
-    """A v2 compressor as v3 codecs when there is a v3 twin; "auto" (zstd) otherwise."""
-    if compressor is None:
-        return []
-    twin = v2.v3_compressor(compressor, itemsize)
-    return "auto" if twin is None else [twin.to_json()]
-
-
-def _v3_to_v2(compressors: Sequence[Mapping[str, Any]]) -> list[Any] | str:
-    if not compressors:
-        return []
-    doc = compressors[0]
-    conf = doc.get("configuration", {})
-    if len(compressors) == 1 and doc["name"] == "zstd":
-        return [{"id": "zstd", "level": conf.get("level", 0)}]
-    if len(compressors) == 1 and doc["name"] == "gzip":
-        return [{"id": "gzip", "level": conf.get("level", 5)}]
-    return "auto"
-
-
 def _shape_option(
     value: Sequence[int] | None, name: str, src: AsyncArray
 ) -> tuple[int, ...] | None:
@@ -208,19 +174,21 @@ def target_options(
     }
     itemsize = src.dtype.itemsize
     if meta.zarr_format == 3:
-        filters, serializer, compressors = _v3_parts(meta.codecs)
+        filters, serializer, compressors = conversions.v3_parts(meta.codecs)
         if fmt == 3:
             options.update(filters=filters or None, serializer=serializer, compressors=compressors)
-        else:
-            options["compressors"] = _v3_to_v2(compressors)
+        else:  # without a v2 twin, the default compressor
+            twins = conversions.v2_compressors(compressors)
+            options["compressors"] = "auto" if twins is None else twins
     elif fmt == 2:
         options.update(
             compressors=[meta.compressor] if meta.compressor else [],
             filters=list(meta.filters or ()) or None,
             order=meta.order,
         )
-    else:
-        options["compressors"] = _v2_to_v3(meta.compressor, itemsize)
+    else:  # without a v3 twin, the default compressor (zstd)
+        twins = conversions.v3_compressors(meta.compressor, itemsize)
+        options["compressors"] = "auto" if twins is None else twins
         if meta.order == "F" and new_shards is None:
             options["order"] = "F"
     # xarray's dimension names and missing-value marker cross formats (xarray_attrs).

@@ -26,6 +26,7 @@ from aiozarr.chunk_grid import AxisEdges, RectilinearGrid
 from aiozarr.codecs.base import Codec
 from aiozarr.codecs.numcodecs_v3 import complete
 from aiozarr.errors import MetadataError, UnsupportedError
+from aiozarr.metadata import conversions
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata
 
 CodecLike = Codec | CodecMetadata | Mapping[str, Any]
@@ -97,11 +98,6 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _blosc_shuffle(itemsize: int) -> str:
-    """The shuffle zarr-python (and numcodecs' AUTOSHUFFLE) picks for an item size."""
-    return "bitshuffle" if itemsize == 1 else "shuffle"
-
-
 def _zarr_codec(codec: Any, dtype: np.dtype[Any] | None) -> CodecMetadata | None:
     """A zarr-python 3 codec object (`zarr.codecs.BloscCodec(...)`, ...) as metadata, by
     duck typing on its `to_dict()` (zarr is never imported here). Blosc's `typesize` and
@@ -121,12 +117,8 @@ def _zarr_codec(codec: Any, dtype: np.dtype[Any] | None) -> CodecMetadata | None
         if "typesize" in tunable or configuration.get("typesize") is None:
             configuration["typesize"] = dtype.itemsize
         if "shuffle" in tunable or configuration.get("shuffle") is None:
-            configuration["shuffle"] = _blosc_shuffle(dtype.itemsize)
+            configuration["shuffle"] = conversions.auto_shuffle(dtype.itemsize)
     return CodecMetadata(doc["name"], configuration)
-
-
-#: numcodecs' blosc shuffle numbers (-1: AUTOSHUFFLE, chosen from the item size).
-_NUMCODECS_SHUFFLES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
 
 
 def _numcodecs_as_v3(codec: Any, what: str, dtype: np.dtype[Any] | None) -> CodecMetadata | None:
@@ -137,32 +129,12 @@ def _numcodecs_as_v3(codec: Any, what: str, dtype: np.dtype[Any] | None) -> Code
     if not callable(get_config) or isinstance(codec, type):
         return None
     config = dict(get_config())
-    codec_id = config.pop("id", None)
-    itemsize = 1 if dtype is None else dtype.itemsize
-    if codec_id == "zstd":
-        return CodecMetadata(
-            "zstd",
-            {"level": int(config.get("level", 0)), "checksum": bool(config.get("checksum", False))},
-        )
-    if codec_id == "gzip":
-        return CodecMetadata("gzip", {"level": int(config.get("level", 1))})
-    if codec_id == "crc32c":
-        return CodecMetadata("crc32c")
-    if codec_id == "blosc":
-        shuffle = int(config.get("shuffle", 1))
-        return CodecMetadata(
-            "blosc",
-            {
-                "typesize": itemsize,
-                "cname": config.get("cname", "lz4"),
-                "clevel": int(config.get("clevel", 5)),
-                "shuffle": _NUMCODECS_SHUFFLES.get(shuffle) or _blosc_shuffle(itemsize),
-                "blocksize": int(config.get("blocksize", 0)),
-            },
-        )
+    twin = conversions.numcodecs_as_v3(config, 1 if dtype is None else dtype.itemsize)
+    if twin is not None:
+        return twin
     raise MetadataError(
-        f"{what}: numcodecs codec {codec_id!r} has no Zarr v3 codec that writes the same "
-        f"bytes (v3 has zstd, gzip, blosc, crc32c); use zarr_format=2, or a v3 codec"
+        f"{what}: numcodecs codec {config.get('id')!r} has no Zarr v3 codec that writes the "
+        f"same bytes (v3 has zstd, gzip, blosc, crc32c); use zarr_format=2, or a v3 codec"
     )
 
 

@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import anyio
-import numpy as np
 
 from aiozarr import config, hierarchy
 from aiozarr.api import StoreLike, resolve_store
@@ -36,7 +35,7 @@ from aiozarr.codecs.blosc import is_legacy_zstd
 from aiozarr.engine.transfer import ChunkMove, move_chunks
 from aiozarr.errors import InvalidValueError, UnsupportedError, unwrap_group
 from aiozarr.group import AsyncGroup, walk
-from aiozarr.metadata import v2, xarray_attrs
+from aiozarr.metadata import conversions
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata, GroupMetadata
 from aiozarr.metadata.v3draft import is_draft
 from aiozarr.storage.base import Store
@@ -45,8 +44,6 @@ from aiozarr.sync import Array, Group, run
 
 __all__ = ["MigrateProgress", "migrate", "migrate_async", "target_metadata"]
 
-# v2 object codecs (the first filter of an object array) and their v3 twins (same bytes)
-_VLEN_V3 = {"vlen-utf8": "string", "vlen-bytes": "bytes"}
 _BATCH = 256  # chunks fetched with one get_partial_values
 _WORKERS = 4  # batches in flight at once
 
@@ -77,46 +74,6 @@ MigrateProgressCallback = Callable[[MigrateProgress], None]
 # -- metadata ---------------------------------------------------------------------------------
 
 
-def _serializer(src: ArrayMetadata, where: str) -> tuple[CodecMetadata, Any, bool]:
-    """The v3 array -> bytes codec for `src`, its v3 data type, and whether the bytes carry."""
-    dtype = src.dtype
-    filters = list(src.filters or ())
-    if dtype.hasobject:
-        first = filters[0].get("id") if filters else None
-        if first not in _VLEN_V3:
-            raise UnsupportedError(
-                f"{where}: object array encoded with {filters or 'no object codec'} "
-                "has no Zarr v3 equivalent (v3 knows vlen-utf8 and vlen-bytes); "
-                "migrate it with zarr_format=2"
-            )
-        return CodecMetadata(first), _VLEN_V3[first], len(filters) == 1
-    little = dtype.newbyteorder("<")
-    if dtype.kind in "SV" or dtype.itemsize == 1:
-        return CodecMetadata("bytes"), None, not filters and little == dtype
-    if dtype.kind == "U":  # no endian, as zarr-python writes it: only little copies as is
-        return CodecMetadata("bytes"), None, not filters and little == dtype
-    endian = "big" if dtype.byteorder == ">" else "little"
-    return CodecMetadata("bytes", {"endian": endian}), None, not filters
-
-
-def _v3_dtype(src: ArrayMetadata) -> np.dtype[Any]:
-    dtype = src.dtype
-    if dtype.hasobject and (src.filters or [{}])[0].get("id") == "vlen-utf8":
-        return np.dtype(np.dtypes.StringDType())
-    return dtype if dtype.hasobject else dtype.newbyteorder("<")  # v3 types have no order
-
-
-def _v3_fill(src: ArrayMetadata, dtype: np.dtype[Any], data_type: Any) -> Any:
-    fill = src.fill_value
-    if data_type == "bytes":  # zarr-python 2 wrote 0 for object arrays: no string fill
-        return fill if isinstance(fill, bytes) else b""
-    if dtype.kind in "OT":
-        return fill if isinstance(fill, str) else ""
-    if fill is None:  # v2 "no fill value": v3 needs one; zero, as every reader gave
-        return np.zeros((), dtype=dtype)[()]
-    return np.asarray(fill, dtype=src.dtype).astype(dtype)[()]
-
-
 def _final_codec(doc: Mapping[str, Any], itemsize: int) -> CodecMetadata:
     """A built codec's metadata with blosc's `typesize` spelled out (it was optional once)."""
     name, config = doc["name"], dict(doc.get("configuration", {}))
@@ -139,39 +96,12 @@ def target_metadata(
                 f"{where} is a Zarr v3 array: convert it with aiozarr.copy(..., zarr_format=2) "
                 "(aiozarr cp --zarr-format 2)"
             )
-        meta = dataclasses.replace(
-            src, zarr_format=2, codecs=(), chunk_key_encoding=ChunkKeyEncoding("v2", ".")
-        )
-        return meta, True
+        return conversions.v2_array(src), True
     if src.zarr_format == 3:  # rewritten as the v3.0 spec spells it (older writers' quirks)
         docs = CodecChain.from_metadata(src, where).to_metadata()
         codecs = tuple(_final_codec(doc, src.dtype.itemsize) for doc in docs)
         return dataclasses.replace(src, codecs=codecs, chunk_key_encoding=ChunkKeyEncoding()), True
-    serializer, data_type, copyable = _serializer(src, where)
-    codecs: list[CodecMetadata] = []
-    if src.order == "F" and src.ndim > 1:
-        codecs.append(CodecMetadata("transpose", {"order": list(range(src.ndim))[::-1]}))
-    codecs.append(serializer)
-    if src.compressor is not None:
-        twin = v2.v3_compressor(src.compressor, src.dtype.itemsize)
-        copyable = copyable and twin is not None
-        codecs.append(twin if copyable else CodecMetadata("zstd", {"level": 0, "checksum": False}))
-    dtype = _v3_dtype(src)
-    attributes, dimension_names = xarray_attrs.to_v3(
-        src.attributes, src.fill_value, src.dtype, src.ndim
-    )
-    meta = ArrayMetadata(
-        shape=src.shape,
-        dtype=dtype,
-        chunk_shape=src.chunk_shape,
-        fill_value=_v3_fill(src, dtype, data_type),
-        zarr_format=3,
-        codecs=tuple(codecs),
-        attributes=attributes,
-        dimension_names=src.dimension_names or dimension_names,
-        data_type=data_type,
-    )
-    return meta, copyable
+    return conversions.v3_array(src, where)
 
 
 # -- planning ---------------------------------------------------------------------------------

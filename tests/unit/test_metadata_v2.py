@@ -27,7 +27,7 @@ from aiozarr.metadata import (
     zgroup_to_json,
 )
 from aiozarr.metadata.model import CodecMetadata
-from aiozarr.metadata.v2 import v3_compressor
+from aiozarr.metadata.conversions import v3_compressor
 
 KEY = "foo/.zarray"
 BASE: dict[str, Any] = {

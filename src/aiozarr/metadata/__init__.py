@@ -1,5 +1,6 @@
-"""Array and group metadata: the format-independent model and its v2 / v3 documents."""
+"""Array and group metadata: the format-independent model and its documents per format."""
 
+from aiozarr.metadata import formats
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata, GroupMetadata
 from aiozarr.metadata.v2 import (
     attrs_to_json,
@@ -17,6 +18,7 @@ __all__ = [
     "GroupMetadata",
     "array_to_json",
     "attrs_to_json",
+    "formats",
     "group_to_json",
     "parse_array",
     "parse_group",

@@ -1,13 +1,15 @@
 """The format-independent model of array and group metadata (frozen values).
 
 Readers (`v3.py`, `v2.py`, ...) turn documents into these; writers turn them back.
+This module imports none of them: `to_dict` asks the writer `formats.py` installs with
+`use_documents` (importing any `aiozarr.metadata` module imports the package, whose
+`__init__` imports `formats.py`, so it is installed before any metadata exists).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from dataclasses import replace as _replace
 from typing import Any, Literal
 
 import numpy as np
@@ -105,18 +107,16 @@ class GroupMetadata:
         return _document(self)
 
 
-def _document(meta: ArrayMetadata | GroupMetadata) -> dict[str, Any]:
-    import json
+Node = ArrayMetadata | GroupMetadata
+_documents: list[Callable[[Node], dict[str, Any]]] = []
 
-    from aiozarr.metadata import v2, v3  # they import this module
 
-    if meta.zarr_format == 3:
-        text = v3.array_to_json(meta) if isinstance(meta, ArrayMetadata) else v3.group_to_json(meta)
-        return dict(json.loads(text))
-    if isinstance(meta, ArrayMetadata):
-        v2_meta = meta if meta.zarr_format == 2 else _replace(meta, zarr_format=2)
-        doc = dict(json.loads(v2.zarray_to_json(v2_meta)))
-    else:
-        doc = dict(json.loads(v2.zgroup_to_json(meta)))
-    doc["attributes"] = dict(meta.attributes)
-    return doc
+def use_documents(writer: Callable[[Node], dict[str, Any]]) -> None:
+    """Make `writer` give every node's `to_dict()` (`formats.py` installs its formats')."""
+    _documents[:] = [writer]
+
+
+def _document(meta: Node) -> dict[str, Any]:
+    if not _documents:
+        raise RuntimeError("no metadata formats installed: import aiozarr.metadata")
+    return _documents[0](meta)

@@ -11,17 +11,20 @@ zarr 1.x, the v1 writer, is the reference where the spec leaves room:
   (chunk layout) order is "F" only for blosc;
 - `fill_value` is any scalar numpy fills a chunk with: 0 on a fixed-length bytes array
   fills it with b"0", on a complex one with 0j.
+
+`FORMAT` is the format: probed last, with the 2020 draft, when neither v3 nor v2 answers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from aiozarr.errors import MetadataError, UnsupportedError
-from aiozarr.metadata import dtypes, fill_value
+from aiozarr.metadata import dtypes, fill_value, v2
+from aiozarr.metadata.format import LAST, Fetch, Format, Node, Reading, ReadOptions, join
 from aiozarr.metadata.json import fail, int_list, is_int, load, require, show
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding
 
@@ -120,3 +123,39 @@ def parse_meta(doc: Document, key: str, attrs: Mapping[str, Any] | None = None) 
         order=order,
         compressor=compressor,
     )
+
+
+META_KEY = "meta"
+ATTRS_KEY = "attrs"
+
+
+class V1Format(Format):
+    """Zarr v1 (read only): an array's `meta` and `attrs`; v1 has no groups."""
+
+    name: ClassVar[str] = "Zarr format 1"
+    zarr_format: ClassVar[int | None] = 1
+
+    def read(self, path: str, options: ReadOptions) -> Reading:
+        if options.zarr_format not in (None, 1):
+            return None
+        meta, attrs = yield Fetch((join(path, META_KEY), join(path, ATTRS_KEY)), LAST)
+        if meta is None:
+            return None
+        attributes = None if attrs is None else attrs.json()
+        return parse_meta(meta.json(), meta.key, attributes)
+
+    def owns(self, meta: Node) -> bool:
+        return meta.zarr_format == 1
+
+    def node_keys(self, path: str) -> tuple[str, ...]:
+        return (join(path, META_KEY),)
+
+    def metadata_key(self, path: str, meta: ArrayMetadata) -> str:
+        return join(path, META_KEY)
+
+    def to_dict(self, meta: Node) -> dict[str, Any]:
+        """As v2's: a v1 array's `.zarray` is the document zarr-python would give."""
+        return v2.node_dict(meta)
+
+
+FORMAT = V1Format()

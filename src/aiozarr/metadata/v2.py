@@ -3,17 +3,27 @@
 The dtype keeps its byte order (`>f8` stays big-endian); `compressor`, `filters` and
 `order` go to the model's v2 fields and `codecs` stays empty. `dimension_separator`
 becomes the `v2` chunk key encoding. Writing gives what zarr-python writes.
+
+Consolidated metadata is the `.zmetadata` document: `{"zarr_consolidated_format": 1,
+"metadata": {key: document}}` where the keys are the `.zgroup` / `.zarray` / `.zattrs`
+keys below (and of) the group it belongs to. (The v3 form lives inside the group's
+`zarr.json`: see `v3.py`.)
+
+`FORMAT` is the format: `.zarray` or `.zgroup`, with `.zattrs`, read in one batch.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from aiozarr.errors import MetadataError
 from aiozarr.metadata import dtypes, fill_value
+from aiozarr.metadata.format import SECOND, Fetch, Format, Node, Reading, ReadOptions, join
 from aiozarr.metadata.json import dump, fail, int_list, is_int, load, require, show
-from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata, GroupMetadata
+from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, GroupMetadata
 
 Document = bytes | bytearray | memoryview | str | Mapping[str, Any]
 
@@ -136,34 +146,155 @@ def attrs_to_json(attrs: Mapping[str, Any]) -> bytes:
     return dump(dict(attrs), ".zattrs")
 
 
-_BLOSC_SHUFFLE = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
+# -- consolidated metadata (.zmetadata) --------------------------------------------------------
+
+ZARRAY, ZGROUP, ZATTRS, ZMETADATA_KEY = ".zarray", ".zgroup", ".zattrs", ".zmetadata"
+_NODE_NAMES = (ZARRAY, ZGROUP, ZATTRS)
 
 
-def v3_compressor(compressor: Mapping[str, Any], itemsize: int) -> CodecMetadata | None:
-    """The v3 codec that reads and writes the same bytes as the v2 `compressor` (a
-    numcodecs config) for items of `itemsize` bytes; None when v3 has no such codec.
+def parse_zmetadata(doc: Document, key: str) -> dict[str, Node]:
+    """Every node in a `.zmetadata` document by its path relative to the group ("" = itself)."""
+    data = load(doc, key)
+    if data.get("zarr_consolidated_format") != 1:
+        fail(key, "zarr_consolidated_format", "1", data.get("zarr_consolidated_format"))
+    docs = data.get("metadata")
+    if not isinstance(docs, Mapping):
+        fail(key, "metadata", "an object of documents by key", docs)
+    by_path: dict[str, dict[str, Any]] = {}
+    for name, value in docs.items():
+        path, _, leaf = name.rpartition("/")
+        if leaf in _NODE_NAMES:
+            by_path.setdefault(path, {})[leaf] = value
+    nodes: dict[str, Node] = {}
+    for path, parts in by_path.items():
+        where = f"{key} ({path or '.'})"
+        attrs = parts.get(ZATTRS)
+        if attrs is not None and not isinstance(attrs, Mapping):
+            raise MetadataError(f"{where}: .zattrs must be an object, got {show(attrs)}")
+        if ZARRAY in parts:
+            nodes[path] = parse_zarray(_mapping(parts[ZARRAY], where), where, attrs)
+        elif ZGROUP in parts:
+            nodes[path] = parse_zgroup(_mapping(parts[ZGROUP], where), where, attrs)
+    return nodes
 
-    Missing parameters take numcodecs' defaults; blosc's AUTOSHUFFLE (-1) becomes the
-    shuffle numcodecs picks for the item size.
-    """
-    name = compressor.get("id")
-    if name == "zstd":
-        level, checksum = compressor.get("level", 0), bool(compressor.get("checksum", False))
-        return CodecMetadata("zstd", {"level": level, "checksum": checksum})
-    if name == "gzip":
-        return CodecMetadata("gzip", {"level": compressor.get("level", 1)})
-    if name != "blosc":
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if isinstance(value, str):  # some writers nested the documents as JSON text
+        return load(value, where)
+    if not isinstance(value, Mapping):
+        raise MetadataError(f"{where}: expected a metadata document, got {show(value)}")
+    return value
+
+
+def zmetadata_json(nodes: Mapping[str, Node]) -> bytes:
+    """The `.zmetadata` document for `nodes` (path relative to the group -> v2 metadata)."""
+    docs: dict[str, Any] = {}
+    for path in sorted(nodes):
+        node = nodes[path]
+        prefix = f"{path}/" if path else ""
+        if isinstance(node, ArrayMetadata):
+            docs[prefix + ZARRAY] = load(zarray_to_json(node), path)
+        else:
+            docs[prefix + ZGROUP] = load(zgroup_to_json(node), path)
+        docs[prefix + ZATTRS] = dict(node.attributes)
+    return dump({"metadata": docs, "zarr_consolidated_format": 1}, ZMETADATA_KEY)
+
+
+# -- the format ---------------------------------------------------------------------------------
+
+
+def parse_documents(path: str, found: Mapping[str, object | None]) -> Node | None:
+    """The v2 node at `path` from its documents read, by name (`.zarray`, `.zattrs`,
+    `.zgroup`, `.zmetadata`; missing or not asked for: None); None when it has none."""
+    zattrs = found.get(ZATTRS)
+    attrs = None if zattrs is None else _json(zattrs, join(path, ZATTRS))
+    zarray = found.get(ZARRAY)
+    if zarray is not None:
+        return parse_zarray(_bytes(zarray), join(path, ZARRAY), attrs)
+    zgroup = found.get(ZGROUP)
+    if zgroup is None:
         return None
-    shuffle = compressor.get("shuffle", 1)
-    if shuffle == -1:
-        shuffle = 2 if itemsize == 1 else 1
-    if shuffle not in _BLOSC_SHUFFLE:
-        return None
-    configuration = {
-        "cname": compressor.get("cname", "lz4"),
-        "clevel": compressor.get("clevel", 5),
-        "shuffle": _BLOSC_SHUFFLE[shuffle],
-        "typesize": itemsize,
-        "blocksize": compressor.get("blocksize", 0),
-    }
-    return CodecMetadata("blosc", configuration)
+    group = parse_zgroup(_bytes(zgroup), join(path, ZGROUP), attrs)
+    zmetadata = found.get(ZMETADATA_KEY)
+    if zmetadata is not None:
+        key = join(path, ZMETADATA_KEY)
+        nodes = parse_zmetadata(_json(zmetadata, key), key)
+        nodes.pop("", None)
+        group = dataclasses.replace(group, consolidated=nodes)
+    return group
+
+
+def _bytes(data: object) -> bytes:
+    return bytes(memoryview(data))  # type: ignore[arg-type]
+
+
+def _json(data: object, key: str) -> dict[str, Any]:
+    return load(_bytes(data), key)
+
+
+def node_dict(meta: Node) -> dict[str, Any]:
+    """The node's `.zarray` (or `.zgroup`) document with its `attributes`, as zarr-python's
+    v2 `to_dict()` gives it."""
+    if isinstance(meta, ArrayMetadata):
+        doc = dict(json.loads(zarray_to_json(meta)))
+    else:
+        doc = dict(json.loads(zgroup_to_json(meta)))
+    doc["attributes"] = dict(meta.attributes)
+    return doc
+
+
+class V2Format(Format):
+    """Zarr v2: `.zarray` or `.zgroup`, attributes in `.zattrs`, consolidated metadata in a
+    group's `.zmetadata`; chunks lie below the node's path."""
+
+    name: ClassVar[str] = "Zarr v2"
+    zarr_format: ClassVar[int | None] = 2
+    writable: ClassVar[bool] = True
+
+    def read(self, path: str, options: ReadOptions) -> Reading:
+        """Every document in one batch; an array open asks for `.zarray` and `.zattrs`
+        alone, and for `.zgroup` only when there is no `.zarray` (to say it is a group)."""
+        if options.zarr_format not in (None, 2):
+            return None
+        names = [ZARRAY, ZATTRS]
+        if not options.array_only:
+            names += [ZGROUP, ZMETADATA_KEY] if options.use_consolidated else [ZGROUP]
+        answers = yield Fetch(tuple(join(path, n) for n in names), SECOND)
+        found = {n: None if a is None else a.data for n, a in zip(names, answers, strict=True)}
+        node = parse_documents(path, found)
+        if node is None and options.array_only:
+            (zgroup,) = yield Fetch((join(path, ZGROUP),))
+            found[ZGROUP] = None if zgroup is None else zgroup.data
+            node = parse_documents(path, found)
+        return node
+
+    def owns(self, meta: Node) -> bool:
+        return meta.zarr_format == 2
+
+    def node_keys(self, path: str) -> tuple[str, ...]:
+        return join(path, ZARRAY), join(path, ZGROUP)
+
+    def group_key(self, path: str) -> str:
+        return join(path, ZGROUP)
+
+    def metadata_key(self, path: str, meta: ArrayMetadata) -> str:
+        return join(path, ZARRAY)
+
+    def documents(self, path: str, meta: Node) -> dict[str, bytes]:
+        docs: dict[str, bytes] = {}
+        if isinstance(meta, ArrayMetadata):
+            docs[join(path, ZARRAY)] = zarray_to_json(meta)
+        else:
+            docs[join(path, ZGROUP)] = zgroup_to_json(meta)
+        if meta.attributes:
+            docs[join(path, ZATTRS)] = attrs_to_json(meta.attributes)
+        return docs
+
+    def stale_keys(self, path: str, meta: Node) -> tuple[str, ...]:
+        return () if meta.attributes else (join(path, ZATTRS),)
+
+    def to_dict(self, meta: Node) -> dict[str, Any]:
+        return node_dict(meta)
+
+
+FORMAT = V2Format()

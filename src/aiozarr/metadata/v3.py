@@ -8,15 +8,17 @@ are read and written by `grids.py`. Writing gives what zarr-python 3 writes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from aiozarr.errors import AiozarrError, AiozarrWarning, MetadataError, UnsupportedError
 from aiozarr.metadata import dtypes, fill_value
+from aiozarr.metadata.format import FIRST, Fetch, Format, Node, Reading, ReadOptions, join
 from aiozarr.metadata.grids import chunk_grid_json, parse_chunk_grid
 from aiozarr.metadata.json import dump, fail, int_list, is_int, load, require, show
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata, GroupMetadata
@@ -304,3 +306,51 @@ def consolidated_json(members: Mapping[str, ArrayMetadata | GroupMetadata]) -> d
         else:
             docs[path] = json.loads(group_to_json(GroupMetadata(3, node.attributes)))
     return {"kind": "inline", "must_understand": False, "metadata": docs}
+
+
+ZARR_JSON = "zarr.json"
+
+
+class V3Format(Format):
+    """Zarr v3: a node's metadata is its `zarr.json`; chunks lie below the node's path."""
+
+    name: ClassVar[str] = "Zarr v3"
+    zarr_format: ClassVar[int | None] = 3
+    writable: ClassVar[bool] = True
+
+    def read(self, path: str, options: ReadOptions) -> Reading:
+        if options.zarr_format not in (None, 3):
+            return None
+        (stored,) = yield Fetch((join(path, ZARR_JSON),), FIRST)
+        if stored is None:
+            return None
+        node = parse_node(stored.json(), stored.key)
+        if isinstance(node, GroupMetadata) and not options.use_consolidated:
+            node = dataclasses.replace(node, consolidated=None)
+        return node
+
+    def owns(self, meta: Node) -> bool:
+        return meta.zarr_format == 3
+
+    def node_keys(self, path: str) -> tuple[str, ...]:
+        return (join(path, ZARR_JSON),)
+
+    def group_key(self, path: str) -> str:
+        return join(path, ZARR_JSON)
+
+    def metadata_key(self, path: str, meta: ArrayMetadata) -> str:
+        return join(path, ZARR_JSON)
+
+    def documents(self, path: str, meta: Node) -> dict[str, bytes]:
+        doc = array_to_json(meta) if isinstance(meta, ArrayMetadata) else group_to_json(meta)
+        return {join(path, ZARR_JSON): doc}
+
+    def to_dict(self, meta: Node) -> dict[str, Any]:
+        doc = array_to_json(meta) if isinstance(meta, ArrayMetadata) else group_to_json(meta)
+        return dict(json.loads(doc))
+
+    def not_found(self, path: str) -> str | None:
+        return f"{join(path, ZARR_JSON)} missing"
+
+
+FORMAT = V3Format()

@@ -8,18 +8,37 @@ its chunk bytes are the `chunk_memory_layout`-ordered array passed through the
 `compressor`: exactly the v2 encoding, so the model takes the v2 fields (`order`,
 `compressor` as a numcodecs configuration) and the v2 codec bridge decodes chunks.
 `DraftChunkKeyEncoding` marks the layout (chunk keys `c0/0`, stored under `data/root`).
+
+`FORMAT` is the format: found from the root's entry point, either when the path opened is
+the root (its `zarr.json`, asked for as v3's) or, below it, with the v1 keys in the last
+batch of detection.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from aiozarr.errors import MetadataError, UnsupportedError
-from aiozarr.metadata import dtypes, fill_value
+from aiozarr.metadata import dtypes, fill_value, v2
+from aiozarr.metadata.format import (
+    FIRST,
+    LAST,
+    Absent,
+    Fetch,
+    Format,
+    ListKeys,
+    Node,
+    Reading,
+    ReadOptions,
+    Step,
+    Stored,
+    join,
+)
 from aiozarr.metadata.json import fail, int_list, load, require, show
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, GroupMetadata
 
@@ -200,3 +219,102 @@ def is_draft(meta: ArrayMetadata | GroupMetadata) -> bool:
     if isinstance(meta, GroupMetadata):
         return isinstance(meta, DraftGroupMetadata)
     return isinstance(meta.chunk_key_encoding, DraftChunkKeyEncoding)
+
+
+ENTRY_POINT_KEY = "zarr.json"
+
+
+class DraftFormat(Format):
+    """The 2020 v3 draft (read only): an entry point `zarr.json` at the hierarchy's root,
+    node documents under `meta/root`, chunks under `data/root`. A group comes back with
+    every node below it (`consolidated`): one listing finds them."""
+
+    name: ClassVar[str] = "2020 Zarr v3 draft"
+
+    def read(self, path: str, options: ReadOptions) -> Reading:
+        """A root answers with v3's `zarr.json` (also when `zarr_format=3` is asked for);
+        a node below one, when nothing else answers, with the v1 keys' batch."""
+        if options.zarr_format not in (None, 3):
+            return None
+        (stored,) = yield Fetch((join(path, ENTRY_POINT_KEY),), FIRST)
+        if stored is not None and is_entry_point(stored.json()):
+            entry = parse_entry_point(stored.json(), stored.key)
+            return (yield from _read_tree(path, "", entry))
+        if options.zarr_format is not None or not path:
+            return None
+        array, group, root = yield Fetch((*node_keys(path), ENTRY_POINT_KEY), LAST)
+        if root is None or not is_entry_point(root.json()):
+            return None  # a v3 root: the node is missing (or an implicit v3 group)
+        entry = parse_entry_point(root.json(), ENTRY_POINT_KEY)
+        if entry.metadata_key_suffix != ".json":
+            return (yield from _read_tree("", path, entry))
+        return (yield from _node("", path, array, group))
+
+    def owns(self, meta: Node) -> bool:
+        return is_draft(meta)
+
+    def node_keys(self, path: str) -> tuple[str, ...]:
+        return node_keys(path)
+
+    def metadata_key(self, path: str, meta: ArrayMetadata) -> str:
+        return node_keys(path)[0]
+
+    def chunk_prefix(self, path: str, meta: ArrayMetadata) -> str:
+        return data_prefix(path)
+
+    def documents(self, path: str, meta: Node) -> dict[str, bytes]:
+        raise MetadataError(
+            f"cannot write metadata into a 2020 v3 draft hierarchy ({path or '/'!r}); "
+            "aiozarr.migrate it to Zarr v3 first"
+        )
+
+    def to_dict(self, meta: Node) -> dict[str, Any]:
+        """As v2's: the draft's model is v2's (a compressor over an ordered array)."""
+        return v2.node_dict(meta)
+
+
+def _read_tree(root: str, path: str, entry: EntryPoint) -> Reading:
+    """The node at `path` of the draft hierarchy whose entry point is at `root`."""
+    suffix = entry.metadata_key_suffix
+    array, group = yield Fetch(tuple(join(root, k) for k in node_keys(path, suffix)))
+    node = yield from _node(root, path, array, group, suffix)
+    if node is None:
+        raise Absent(f"no array or group at {path or '/'!r} in draft")
+    return node
+
+
+def _node(
+    root: str, path: str, array: Stored | None, group: Stored | None, suffix: str = ".json"
+) -> Reading:
+    array_key, group_key = (join(root, k) for k in node_keys(path, suffix))
+    if array is not None:
+        return parse_array(array.json(), array_key)
+    members = yield from _members(root, path, suffix)
+    if group is None and not members and path:
+        return None  # neither an explicit nor an implicit group
+    meta = parse_group(None if group is None else group.json(), group_key)
+    return dataclasses.replace(meta, consolidated=members)
+
+
+def _members(root: str, path: str, suffix: str) -> Generator[Step, Any, dict[str, Node]]:
+    """Every node below a draft group by relative path (one listing, one batch of reads)."""
+    base = join(root, f"{META_ROOT}/{path}" if path else META_ROOT) + "/"
+    kinds = {f".array{suffix}": "array", f".group{suffix}": "group"}
+    listed = yield ListKeys(base)
+    keys = tuple(k for k in listed if any(k.endswith(e) for e in kinds))
+    docs = yield Fetch(keys)
+    members: dict[str, Node] = {}
+    for key, doc in zip(keys, docs, strict=True):
+        if doc is None:
+            continue
+        ending = next(e for e in kinds if key.endswith(e))
+        rel = key[len(base) : -len(ending)]
+        parse = parse_array if kinds[ending] == "array" else parse_group
+        members[rel] = parse(doc.json(), key)
+        parts = rel.split("/")
+        for i in range(1, len(parts)):  # implicit groups above it
+            members.setdefault("/".join(parts[:i]), parse_group(None, key))
+    return members
+
+
+FORMAT = DraftFormat()

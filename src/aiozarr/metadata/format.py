@@ -1,0 +1,153 @@
+"""What a metadata format is: where its documents lie, how it is told apart, how it reads
+and writes them (`Format`). The formats themselves are `v3.py`, `v2.py`, `v1.py` and
+`v3draft.py`; `formats.py` lists them.
+
+A format reads a node without doing I/O: `Format.read` is a generator that yields what it
+needs (`Fetch` documents, `ListKeys` under a prefix) and is sent the answers; the caller
+that holds the store (`hierarchy.read_node`) drives it. That keeps this layer free of
+storage, and lets the caller put the first requests of every format that probes at the
+same stage (and of every child of a group) into one batch.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from aiozarr.errors import MetadataError
+from aiozarr.metadata.json import load
+from aiozarr.metadata.model import ArrayMetadata, Node
+
+#: Detection stages, cheapest first: the documents of every format probing at one stage
+#: are asked for in one batch, and a stage runs only when the stages before it found no
+#: node. v3 probes at `FIRST` (one request), v2 at `SECOND`, v1 and the draft at `LAST`.
+FIRST, SECOND, LAST = 0, 1, 2
+
+
+def join(path: str, name: str) -> str:
+    """`path/name`, where either may be empty."""
+    return f"{path}/{name}" if path else name
+
+
+@dataclass(frozen=True)
+class Fetch:
+    """Read the documents at `keys`; the answer is a list of `Stored` (None: missing).
+
+    A step with a `stage` waits for that detection stage and is batched with the other
+    formats' steps of that stage; a step without one (a follow-up) is read at once.
+    """
+
+    keys: tuple[str, ...]
+    stage: int | None = None
+
+
+@dataclass(frozen=True)
+class ListKeys:
+    """List every key below `prefix`; the answer is a list of keys."""
+
+    prefix: str
+
+
+Step = Fetch | ListKeys
+#: A read under way: yields steps, is sent their answers, returns the node (None: not this
+#: format's node, or no node).
+Reading = Generator[Step, Any, Node | None]
+
+
+class Absent(Exception):
+    """Raised by a read that found where its node should be and no node there, so no other
+    format may have it: the caller raises `NodeNotFoundError` with this message followed
+    by the store's name."""
+
+
+class Stored:
+    """One document as read from the store: its key and bytes, decoded once however many
+    formats look at it (v3 and the draft both read `zarr.json`)."""
+
+    __slots__ = ("_doc", "data", "key")
+
+    def __init__(self, key: str, data: object) -> None:
+        self.key = key
+        self.data = data
+        self._doc: dict[str, Any] | None = None
+
+    def json(self) -> dict[str, Any]:
+        """The JSON object it holds; `MetadataError` naming the key when it holds none."""
+        if self._doc is None:
+            self._doc = load(bytes(memoryview(self.data)), self.key)  # type: ignore[arg-type]
+        return self._doc
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What a read asks for: `zarr_format` (None: any format), whether consolidated
+    metadata is read and kept, and whether only an array is wanted (an array open)."""
+
+    zarr_format: Literal[1, 2, 3] | None = None
+    use_consolidated: bool = True
+    array_only: bool = False
+
+
+class Format(ABC):
+    """One metadata format: its documents' keys, how to tell it, read it and write it.
+
+    `read` is the only way in from a store; the other methods work on a node's metadata,
+    whose format `owns` says (`formats.format_of`).
+    """
+
+    #: A name for messages ("Zarr v2").
+    name: ClassVar[str]
+    #: The `zarr_format=` that asks for it (None: found by detection only).
+    zarr_format: ClassVar[int | None] = None
+    #: Whether `documents` writes this format (False: read only, migrate it).
+    writable: ClassVar[bool] = False
+
+    @abstractmethod
+    def read(self, path: str, options: ReadOptions) -> Reading:
+        """Detect and parse the node at `path`: yield steps, return the node or None.
+        A format that `options` does not ask for returns None before its first step."""
+
+    @abstractmethod
+    def owns(self, meta: Node) -> bool:
+        """Whether `meta` is a node of this format (formats are asked in their order)."""
+
+    @abstractmethod
+    def node_keys(self, path: str) -> tuple[str, ...]:
+        """The keys whose presence says a node of this format is at `path`."""
+
+    @abstractmethod
+    def metadata_key(self, path: str, meta: ArrayMetadata) -> str:
+        """The key of the document an array was read from (named in errors)."""
+
+    def chunk_prefix(self, path: str, meta: ArrayMetadata) -> str:
+        """The key prefix of the array's chunks."""
+        return f"{path}/" if path else ""
+
+    def group_key(self, path: str) -> str:
+        """The key whose presence says a group of this format is at `path`."""
+        raise self._read_only()
+
+    def documents(self, path: str, meta: Node) -> dict[str, bytes]:
+        """The keys and documents that store `meta` at `path`."""
+        raise self._read_only()
+
+    def stale_keys(self, path: str, meta: Node) -> tuple[str, ...]:
+        """Keys an earlier version of the node may have left that `documents` does not
+        rewrite, to delete when `meta` is written."""
+        return ()
+
+    @abstractmethod
+    def to_dict(self, meta: Node) -> dict[str, Any]:
+        """The node's document as a dict, as zarr-python's `to_dict()` gives it."""
+
+    def not_found(self, path: str) -> str | None:
+        """What is missing when a node asked for in this format is not found (None: the
+        general message)."""
+        return None
+
+    def _read_only(self) -> MetadataError:
+        return MetadataError(
+            f"cannot write {self.name} metadata (read only); aiozarr.migrate it to Zarr v2 or v3"
+        )
