@@ -176,7 +176,7 @@ class _Stores:
         self.total += 1
         store = self.array.store
         try:
-            async with store.limiter:
+            async with store.budget:
                 await self._put(store, key, data)
         except VersionConflictError:
             self.conflicts.add(key)
