@@ -160,11 +160,6 @@ class Store(ABC):
         """
         return self.runtime.requests
 
-    @property
-    def limiter(self) -> RequestBudget:
-        """`budget`, by its former name (the engine's writes still use it)."""
-        return self.runtime.requests
-
     def stats(self) -> dict[str, float | None]:
         """Counters since creation (or `reset_stats`), every key always present: `requests`
         sent and finished by kind (`reads`, `writes`, `deletes`, `stats`, `lists`),

@@ -13,7 +13,7 @@ up to the configured maximum.
 
 What the requests did (counts, latencies) is not kept here: see `storage/statistics.py`.
 
-    async with store.limiter:          # one slot, reentrant within a task
+    async with store.budget:           # one slot, reentrant within a task
         ...
 """
 
