@@ -15,9 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-pytest.importorskip("zarr.testing.store")
-
 from zarr.core.buffer import cpu
 from zarr.testing.store import StoreTests
 

@@ -1,0 +1,204 @@
+"""`aiozarr.zarr.Store` under zarr-python's and xarray's calls: arrays and datasets
+written and read through it, its batches coalesced as aiozarr's own are, its reads
+retried by aiozarr's request policy, and its read-only flag kept."""
+
+from __future__ import annotations
+
+import pickle
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+from zarr.core.buffer import default_buffer_prototype
+
+import aiozarr
+from aiozarr.emulator import Emulator
+from aiozarr.errors import ReadOnlyError
+from aiozarr.storage.counting import CountingStore
+from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.url import from_url
+from aiozarr.zarr import Store
+from aiozarr.zarr.pipeline_stores import aiozarr_store_for
+
+DATA = np.arange(400, dtype="int32").reshape(20, 20)
+
+
+def _s3(emulator: Emulator, **kwargs: object) -> Store:
+    url = emulator.s3_url(f"bridge-{uuid.uuid4().hex}")
+    return Store(url, storage_options=emulator.storage_options(), **kwargs)  # type: ignore[arg-type]
+
+
+def _write_sharded(store: Store) -> None:
+    arr = zarr.create_array(
+        store=store, name="a", shape=DATA.shape, chunks=(5, 5), shards=(10, 10), dtype="int32"
+    )
+    arr[:] = DATA
+
+
+# -- zarr-python ---------------------------------------------------------------------------
+
+
+def test_zarr_writes_and_reads_an_array_on_s3(emulator: Emulator) -> None:
+    store = _s3(emulator)
+    _write_sharded(store)
+    emulator.reset_stats()
+    again = zarr.open_array(store=store, path="a", mode="r")
+    np.testing.assert_array_equal(again[:], DATA)
+    np.testing.assert_array_equal(again[3:7, 12:18], DATA[3:7, 12:18])
+    assert emulator.stats()["by_method"]["GET"] > 0  # read from the emulator, not a cache
+    # aiozarr's own API reads what zarr-python wrote through the bridge.
+    np.testing.assert_array_equal(aiozarr.open_array(store.aiozarr_store, path="a")[:], DATA)
+
+
+def test_zarr_group_on_a_local_directory(tmp_path: Path) -> None:
+    store = Store(tmp_path / "g.zarr")
+    group = zarr.open_group(store=store, mode="w", attributes={"title": "bridge"})
+    group.create_array("x", shape=(6,), chunks=(4,), dtype="float64")[:] = np.arange(6.0)
+    reopened = zarr.open_group(store=Store(str(tmp_path / "g.zarr"), read_only=True), mode="r")
+    assert reopened.attrs["title"] == "bridge"
+    np.testing.assert_array_equal(reopened["x"][:], np.arange(6.0))
+    assert sorted(reopened.array_keys()) == ["x"]
+
+
+def test_read_only_store_refuses_zarr_writes() -> None:
+    name = f"memory://bridge-{uuid.uuid4().hex}"
+    _write_sharded(Store(name))
+    arr = zarr.open_array(store=Store(name, read_only=True), path="a")
+    with pytest.raises(ValueError, match="read-only mode") as refused:
+        arr[0, 0] = 1
+    assert isinstance(refused.value, ReadOnlyError)  # aiozarr's, naming the key
+    assert "'a/c/0/0'" in str(refused.value)
+    np.testing.assert_array_equal(zarr.open_array(store=Store(name), path="a")[:], DATA)
+
+
+def test_a_store_that_cannot_write_is_read_only(emulator: Emulator) -> None:
+    store = Store(emulator.http_url("anything"))
+    assert store.read_only and store.with_read_only(False).read_only
+
+
+# -- xarray --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def dataset():  # type: ignore[no-untyped-def]
+    xr = pytest.importorskip("xarray")
+    return xr.Dataset(
+        {"t": (("x", "y"), np.arange(12.0).reshape(3, 4), {"units": "K"})},
+        coords={"x": [10, 20, 30], "y": [1, 2, 3, 4]},
+        attrs={"title": "bridge"},
+    )
+
+
+def test_xarray_to_zarr_open_zarr_and_open_dataset(emulator: Emulator, dataset) -> None:  # type: ignore[no-untyped-def]
+    import xarray as xr
+
+    store = _s3(emulator)
+    dataset.to_zarr(store, zarr_format=3)
+    opened = xr.open_zarr(store)
+    xr.testing.assert_identical(opened.load(), dataset)
+    with xr.open_dataset(store, engine="zarr") as again:
+        xr.testing.assert_identical(again.load(), dataset)
+
+
+def test_xarray_appends_along_a_dimension(tmp_path: Path, dataset) -> None:  # type: ignore[no-untyped-def]
+    import xarray as xr
+
+    store = Store(tmp_path / "ds.zarr")
+    dataset.to_zarr(store, zarr_format=3)
+    more = dataset.assign_coords(x=[40, 50, 60])
+    more.to_zarr(store, append_dim="x")
+    opened = xr.open_zarr(store).load()
+    assert list(opened["x"].values) == [10, 20, 30, 40, 50, 60]
+    np.testing.assert_array_equal(opened["t"].values[3:], dataset["t"].values)
+
+
+# -- aiozarr's batches and request policy --------------------------------------------------
+
+
+async def test_ranges_of_one_key_are_one_request(emulator: Emulator) -> None:
+    counting = CountingStore(
+        from_url(
+            emulator.s3_url(f"bridge-{uuid.uuid4().hex}"),
+            storage_options=emulator.storage_options(),
+        )
+    )
+    store = Store(counting)
+    blob = bytes(range(256)) * 64  # 16 KiB
+    await counting.set("k", blob)
+    counting.reset()
+    emulator.reset_stats()
+    offsets = range(0, 8000, 800)  # ten ranges, 700 bytes apart: under the coalescing gap
+    got = await store.get_partial_values(
+        default_buffer_prototype(), [("k", RangeByteRequest(o, o + 100)) for o in offsets]
+    )
+    assert [g.to_bytes() for g in got if g is not None] == [blob[o : o + 100] for o in offsets]
+    assert counting.counts["get"] == 1
+    assert emulator.stats()["by_kind"] == {"get_range": 1}
+    assert [len(batch) for batch in counting.batches] == [10]
+
+
+async def test_one_batch_for_many_keys_and_kinds_of_range() -> None:
+    counting = CountingStore(MemoryStore())
+    store = Store(counting)
+    for key in ("a", "b", "c"):
+        await counting.set(key, key.encode() * 10)
+    counting.reset()
+    got = await store.get_partial_values(
+        default_buffer_prototype(),
+        [
+            ("a", RangeByteRequest(2, 5)),
+            ("b", OffsetByteRequest(8)),
+            ("c", SuffixByteRequest(3)),
+            ("missing", None),
+            ("a", None),
+        ],
+    )
+    assert [None if g is None else g.to_bytes() for g in got] == [
+        b"aaa",
+        b"bb",
+        b"ccc",
+        None,
+        b"a" * 10,
+    ]
+    assert len(counting.batches) == 1
+
+
+def test_zarr_reads_are_retried_by_aiozarr(emulator: Emulator) -> None:
+    store = _s3(emulator)
+    _write_sharded(store)
+    emulator.reset_stats()
+    emulator.inject("status", count=2, status=503, methods=["GET"])
+    np.testing.assert_array_equal(zarr.open_array(store=store, path="a", mode="r")[:], DATA)
+    assert emulator.stats()["by_status"]["503"] == 2
+    assert store.aiozarr_store.stats()["retries"] >= 2
+
+
+# -- identity ------------------------------------------------------------------------------
+
+
+def test_pickled_url_store_opens_its_url_again(emulator: Emulator) -> None:
+    store = _s3(emulator, read_only=False)
+    _write_sharded(store)
+    copy = pickle.loads(pickle.dumps(store))
+    assert copy == store and copy.aiozarr_store is not store.aiozarr_store
+    np.testing.assert_array_equal(zarr.open_array(store=copy, path="a")[:], DATA)
+    assert copy != store.with_read_only(True)
+
+
+def test_the_codec_pipeline_reads_through_the_wrapped_store() -> None:
+    inner = MemoryStore()
+    assert aiozarr_store_for(Store(inner)) is inner
+
+
+def test_what_it_takes() -> None:
+    with pytest.raises(TypeError, match="a URL, a path or an aiozarr store"):
+        Store(zarr.storage.MemoryStore())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="storage_options"):
+        Store(MemoryStore(), storage_options={"region": "x"})
+    with pytest.raises(TypeError, match="Unexpected byte_range"):
+        zarr.core.sync.sync(
+            Store(MemoryStore()).get("k", default_buffer_prototype(), (0, 2))  # type: ignore[arg-type]
+        )
