@@ -28,7 +28,7 @@ from aiozarr.api import StoreLike, resolve_store
 from aiozarr.array import AsyncArray
 from aiozarr.errors import InvalidValueError, MetadataError, NodeNotFoundError, unwrap_group
 from aiozarr.group import AsyncGroup, walk
-from aiozarr.metadata import conversions, xarray_attrs
+from aiozarr.metadata import conversions
 from aiozarr.metadata.fill_value import is_fill
 from aiozarr.storage.base import Store
 from aiozarr.storage.zip import ZipStore
@@ -172,40 +172,9 @@ def target_options(
         "attributes": dict(meta.attributes),
         "dimension_names": meta.dimension_names,
     }
-    itemsize = src.dtype.itemsize
-    if meta.zarr_format == 3:
-        filters, serializer, compressors = conversions.v3_parts(meta.codecs)
-        if fmt == 3:
-            options.update(filters=filters or None, serializer=serializer, compressors=compressors)
-        else:  # without a v2 twin, the default compressor
-            twins = conversions.v2_compressors(compressors)
-            options["compressors"] = "auto" if twins is None else twins
-    elif fmt == 2:
-        options.update(
-            compressors=[meta.compressor] if meta.compressor else [],
-            filters=list(meta.filters or ()) or None,
-            order=meta.order,
-        )
-    else:  # without a v3 twin, the default compressor (zstd)
-        twins = conversions.v3_compressors(meta.compressor, itemsize)
-        options["compressors"] = "auto" if twins is None else twins
-        if meta.order == "F" and new_shards is None:
-            options["order"] = "F"
-    # xarray's dimension names and missing-value marker cross formats (xarray_attrs).
-    if fmt == 2 and meta.zarr_format == 3:
-        attributes, fill = xarray_attrs.to_v2(
-            meta.attributes, meta.dimension_names, meta.fill_value, meta.dtype
-        )
-        options.update(attributes=attributes, dimension_names=None, fill_value=fill)
-    elif fmt == 3 and meta.zarr_format != 3:
-        attributes, names = xarray_attrs.to_v3(
-            meta.attributes, meta.fill_value, meta.dtype, src.ndim
-        )
-        options.update(attributes=attributes, dimension_names=meta.dimension_names or names)
-    if fmt == 3 and meta.fill_value is None:
-        options["fill_value"] = None  # v2 "no fill value": v3 needs one; creation picks 0
+    options.update(conversions.create_options(meta, fmt, sharded=new_shards is not None))
     if codec is not None:
-        options["compressors"] = parse_codec(codec, fmt, itemsize)
+        options["compressors"] = parse_codec(codec, fmt, src.dtype.itemsize)
     return options
 
 

@@ -135,6 +135,45 @@ def v2_compressors(compressors: Sequence[Mapping[str, Any]]) -> list[Any] | None
 # -- arrays ------------------------------------------------------------------------------------
 
 
+def create_options(meta: ArrayMetadata, zarr_format: int, *, sharded: bool) -> dict[str, Any]:
+    """The `create_array` options (codecs, order, attributes, dimension names, fill value)
+    that write the values of the array `meta` in `zarr_format`: codecs of the other
+    format become their twins ("auto", the default compressor, where there is none), and
+    xarray's dimension names and missing-value marker cross formats (`xarray_attrs`)."""
+    options: dict[str, Any] = {}
+    if meta.zarr_format == 3:
+        filters, serializer, compressors = v3_parts(meta.codecs)
+        if zarr_format == 3:
+            options.update(filters=filters or None, serializer=serializer, compressors=compressors)
+        else:
+            twins = v2_compressors(compressors)
+            options["compressors"] = "auto" if twins is None else twins
+    elif zarr_format == 2:
+        options.update(
+            compressors=[meta.compressor] if meta.compressor else [],
+            filters=list(meta.filters or ()) or None,
+            order=meta.order,
+        )
+    else:
+        twins = v3_compressors(meta.compressor, meta.dtype.itemsize)
+        options["compressors"] = "auto" if twins is None else twins
+        if meta.order == "F" and not sharded:
+            options["order"] = "F"
+    if zarr_format == 2 and meta.zarr_format == 3:
+        attributes, fill = xarray_attrs.to_v2(
+            meta.attributes, meta.dimension_names, meta.fill_value, meta.dtype
+        )
+        options.update(attributes=attributes, dimension_names=None, fill_value=fill)
+    elif zarr_format == 3 and meta.zarr_format != 3:
+        attributes, names = xarray_attrs.to_v3(
+            meta.attributes, meta.fill_value, meta.dtype, meta.ndim
+        )
+        options.update(attributes=attributes, dimension_names=meta.dimension_names or names)
+    if zarr_format == 3 and meta.fill_value is None:
+        options["fill_value"] = None  # v2 "no fill value": v3 needs one; creation picks 0
+    return options
+
+
 def v2_array(src: ArrayMetadata) -> ArrayMetadata:
     """A v1, draft or v2 array's metadata as v2's (its chunks' bytes carry over)."""
     return dataclasses.replace(
