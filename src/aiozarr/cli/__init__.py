@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
-from aiozarr import __version__
+import aiozarr
 from aiozarr.cli import bench, cp, info, migrate, serve, tree
 from aiozarr.cli.options import Parser
 
@@ -32,7 +32,10 @@ def top_parser() -> Parser:
         epilog="`aiozarr COMMAND --help` shows a command's arguments.",
     )
     parser.add_argument(
-        "--version", action="version", version=f"%(prog)s {__version__}", help="print the version"
+        "--version",
+        action="version",
+        version=f"%(prog)s {aiozarr.__version__}",
+        help="print the version",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in COMMANDS.items():
