@@ -1,10 +1,13 @@
 """`ArrayDescription`: what an array is, as one value that every view of it renders.
 
 `AsyncArray.info` (text), the notebook's HTML table (`display.py`) and `aiozarr info`
-(its table and `--json`) show the facts built here by `describe_array`, so they cannot
-drift apart. Codecs are kept in their JSON form (v3 codec documents; v2 filters, then
-the compressor) and rendered for people by `codecs_text` alone. No I/O: stored sizes,
-which need a listing, are the CLI's to add.
+(its table and `--json`) show the facts built here by `describe_array`, in the words
+and spellings of `ArrayDescription.rows` (shapes as tuples, fill values as Zarr spells
+them, sizes in KiB / MiB), so they cannot drift apart. Codecs are kept in their JSON
+form (v3 codec documents; v2 filters, then the compressor) and rendered for people by
+`codecs_text` alone. `describe_metadata` describes an array from its metadata alone,
+for one whose codecs cannot be built here (a codec package missing). No I/O: stored
+sizes, which need a listing, are the CLI's to add.
 """
 
 from __future__ import annotations
@@ -17,11 +20,24 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from aiozarr.chunk_grid import RectilinearGrid
+from aiozarr.sizes import human_bytes
 
 if TYPE_CHECKING:
     from aiozarr.array import AsyncArray
+    from aiozarr.metadata.model import ArrayMetadata
 
-__all__ = ["ArrayDescription", "codecs_text", "describe_array"]
+__all__ = [
+    "LABEL_WIDTH",
+    "ArrayDescription",
+    "codecs_text",
+    "describe_array",
+    "describe_metadata",
+    "fill_value_text",
+    "render_rows",
+]
+
+#: The width of the labels of every text rendering ("Chunks initialized" fits).
+LABEL_WIDTH = 19
 
 
 @dataclass(frozen=True)
@@ -49,6 +65,9 @@ class ArrayDescription:
     dimension_names: tuple[str | None, ...] | None
     attributes: Mapping[str, Any]
     decoded_bytes: int
+    #: Why the array cannot be read here (a codec whose package is missing), with the
+    #: fix; None for an array that reads.
+    problem: str | None = None
 
     def grid_text(self) -> tuple[str, str]:
         """The chunk shape and the shard shape for people ("None": not sharded); on a
@@ -60,23 +79,33 @@ class ArrayDescription:
             return grid.describe(), "None"
         return str(self.chunks), grid.describe()
 
-    def text(self) -> str:
-        """The description as aligned `label : value` lines (`AsyncArray.info`)."""
+    def rows(self) -> list[tuple[str, str]]:
+        """The facts as `(label, value)` pairs for people, in the one spelling every view
+        uses: `arr.info`, the notebook's table and `aiozarr info`."""
         chunks, shards = self.grid_text()
+        unit = "shards" if self.shards is not None else "chunks"
+        names = self.dimension_names
         rows = [
             ("Type", f"Array (Zarr v{self.zarr_format})"),
             ("Name", self.name),
+            ("Store", self.store),
             ("Shape", str(self.shape)),
             ("Data type", self.dtype),
             ("Chunk shape", chunks),
             ("Shard shape", shards),
-            ("Fill value", repr(self.fill_value)),
+            ("Grid", f"{self.grid} = {math.prod(self.grid)} {unit}"),
             ("Codecs", codecs_text(self.codecs)),
-            ("Dimension names", str(self.dimension_names)),
-            ("Store", self.store),
-            ("Bytes (decoded)", str(self.decoded_bytes)),
+            ("Fill value", fill_value_text(self.fill_value)),
+            ("Dimension names", "None" if names is None else ", ".join(map(str, names))),
+            ("Decoded size", human_bytes(self.decoded_bytes)),
         ]
-        return "\n".join(f"{label:<19}: {value}" for label, value in rows)
+        if self.problem is not None:
+            rows.append(("Cannot read", self.problem))
+        return rows
+
+    def text(self) -> str:
+        """The description as aligned `label : value` lines (`AsyncArray.info`)."""
+        return render_rows(self.rows())
 
     def __str__(self) -> str:
         return self.text()
@@ -98,34 +127,95 @@ class ArrayDescription:
             "fill_value": _json_value(self.fill_value),
             "dimension_names": None if self.dimension_names is None else list(self.dimension_names),
             "decoded_bytes": self.decoded_bytes,
+            **({} if self.problem is None else {"problem": self.problem}),
         }
 
 
 def describe_array(array: AsyncArray) -> ArrayDescription:
     """The description of `array`, from its metadata alone."""
-    meta = array.metadata
-    if meta.chunk_grid is None:
-        grid = tuple(math.ceil(s / c) for s, c in zip(array.shape, meta.chunk_shape, strict=True))
-    else:
-        grid = tuple(meta.chunk_grid.counts_within(array.shape))
     chunks, shards = _grid_shapes(array)
-    return ArrayDescription(
+    return _described(
+        array.metadata,
         name=array.name,
         store=repr(array.store),
+        chunks=chunks,
+        shards=shards,
+        rectilinear_grid=array.rectilinear_grid,
+    )
+
+
+def describe_metadata(
+    meta: ArrayMetadata, *, name: str, store: str, problem: str | None = None
+) -> ArrayDescription:
+    """The description of an array from its metadata, without building its codecs: for
+    an array that cannot be opened here (`problem` says why). Sharded when its codecs
+    hold `sharding_indexed`: the shard is then the grid's chunk and the chunk is the
+    sharding codec's `chunk_shape`, as the metadata writes them."""
+    sharding = next((c for c in meta.codecs if c.name == "sharding_indexed"), None)
+    inner = (sharding.configuration or {}).get("chunk_shape") if sharding else None
+    if inner is None:
+        chunks, shards = meta.chunk_shape, None
+    else:
+        chunks, shards = tuple(inner), meta.chunk_shape
+    return _described(
+        meta,
+        name=name,
+        store=store,
+        chunks=chunks,
+        shards=shards,
+        rectilinear_grid=meta.chunk_grid,
+        problem=problem,
+    )
+
+
+def _described(
+    meta: ArrayMetadata,
+    *,
+    name: str,
+    store: str,
+    chunks: tuple[Any, ...],
+    shards: tuple[Any, ...] | None,
+    rectilinear_grid: RectilinearGrid | None,
+    problem: str | None = None,
+) -> ArrayDescription:
+    if meta.chunk_grid is None:
+        grid = tuple(math.ceil(s / c) for s, c in zip(meta.shape, meta.chunk_shape, strict=True))
+    else:
+        grid = tuple(meta.chunk_grid.counts_within(meta.shape))
+    return ArrayDescription(
+        name=name,
+        store=store,
         zarr_format=meta.zarr_format,
-        shape=array.shape,
-        dtype=str(array.dtype),
+        shape=meta.shape,
+        dtype=str(meta.dtype),
         chunks=chunks,
         shards=shards,
         chunk_grid="regular" if meta.chunk_grid is None else "rectilinear",
-        rectilinear_grid=array.rectilinear_grid,
+        rectilinear_grid=rectilinear_grid,
         grid=grid,
-        codecs=_codecs(array),
+        codecs=_codecs(meta),
         fill_value=meta.fill_value,
         dimension_names=meta.dimension_names,
         attributes=dict(meta.attributes),
-        decoded_bytes=array.nbytes,
+        decoded_bytes=math.prod(meta.shape) * meta.dtype.itemsize,
+        problem=problem,
     )
+
+
+def render_rows(rows: Sequence[tuple[str, str]]) -> str:
+    """`label : value` lines, the labels padded to `LABEL_WIDTH`."""
+    return "\n".join(f"{label:<{LABEL_WIDTH}}: {value}" for label, value in rows)
+
+
+def fill_value_text(value: Any) -> str:
+    """A fill value for people: NaN and the infinities as Zarr's JSON spells them
+    (`NaN`, `Infinity`, `-Infinity`), other values as Python writes them (`0.0`, `0`,
+    `''`, `(1+2j)`), numpy scalars as the Python value they hold."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return repr(value)
 
 
 def codecs_text(codecs: Sequence[Mapping[str, Any]]) -> str:
@@ -146,9 +236,8 @@ def codecs_text(codecs: Sequence[Mapping[str, Any]]) -> str:
     return " -> ".join(parts) or "none"
 
 
-def _codecs(array: AsyncArray) -> tuple[dict[str, Any], ...]:
+def _codecs(meta: ArrayMetadata) -> tuple[dict[str, Any], ...]:
     """The codecs as JSON: v3 codec documents; v2 filters, then the compressor."""
-    meta = array.metadata
     if meta.zarr_format == 3:
         return tuple(c.to_json() for c in meta.codecs)
     found = [dict(f) for f in meta.filters or ()]

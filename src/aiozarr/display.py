@@ -5,30 +5,13 @@ from __future__ import annotations
 import html
 
 from aiozarr.array import AsyncArray
-from aiozarr.description import codecs_text
 from aiozarr.group import AsyncGroup
-from aiozarr.sizes import human_bytes
 
 
 def array_rows(array: AsyncArray) -> list[tuple[str, str]]:
-    """The facts shown for an array, as (label, value) pairs, from its description."""
-    described = array.description
-    chunks, shards = described.grid_text()
-    rows = [
-        ("Name", described.name),
-        ("Format", f"Zarr v{described.zarr_format}"),
-        ("Shape", str(described.shape)),
-        ("Data type", described.dtype),
-        ("Chunks", chunks),
-        ("Shards", shards if described.shards is not None else "—"),
-        ("Codecs", codecs_text(described.codecs)),
-        ("Fill value", repr(described.fill_value)),
-        ("Size (decoded)", human_bytes(described.decoded_bytes)),
-        ("Store", described.store),
-    ]
-    if described.dimension_names:
-        rows.insert(3, ("Dimensions", ", ".join(str(n) for n in described.dimension_names)))
-    return rows
+    """The facts shown for an array, as (label, value) pairs: its description's rows,
+    the ones `arr.info` and `aiozarr info` show."""
+    return array.description.rows()
 
 
 def array_html(array: AsyncArray) -> str:

@@ -4,14 +4,16 @@
     aiozarr info ./data.zarr --path temperature --json
 
 Stored bytes come from one listing of the node's keys (with sizes), never from reading
-chunks, so `info` stays cheap on a terabyte array.
+chunks, so `info` stays cheap on a terabyte array. An array is shown as its
+`ArrayDescription` renders itself (`arr.info` shows the same rows); one whose codecs
+cannot be built here (a codec package missing) is described from its metadata, with a
+line saying what to install.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,12 +24,12 @@ import anyio
 
 from aiozarr.cli.errors import run_command
 from aiozarr.cli.options import Parser, add_common
-from aiozarr.cli.progress import human_bytes
+from aiozarr.cli.progress import human_bytes, plural
 from aiozarr.cli.storage_options import is_local, options_for, parse_storage_options
-from aiozarr.description import codecs_text
-from aiozarr.errors import StoreError
+from aiozarr.description import ArrayDescription, describe_metadata, render_rows
+from aiozarr.errors import StoreError, UnsupportedError
 
-__all__ = ["build_parser", "describe", "listed_sizes", "main"]
+__all__ = ["build_parser", "describe", "describe_unreadable", "listed_sizes", "main"]
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
@@ -96,18 +98,23 @@ def _file_sizes(store: Any, keys: list[str]) -> list[int | None]:
     return sizes
 
 
+async def _stored(store: Any, path: str) -> tuple[int | None, int | None]:
+    """(objects, bytes) stored under the node at `path`: None, None when the store
+    cannot list (plain HTTP)."""
+    if not store.listable:
+        return None, None
+    objects = stored = 0
+    async for _key, size in listed_sizes(store, f"{path}/" if path else ""):
+        objects += 1
+        stored += size
+    return objects, stored
+
+
 async def describe(node: Any) -> dict[str, Any]:
     """Everything `info` shows about an AsyncArray or AsyncGroup, JSON-ready."""
     from aiozarr.array import AsyncArray
 
-    prefix = f"{node.path}/" if node.path else ""
-    objects: int | None = None
-    stored: int | None = None
-    if node.store.listable:  # plain HTTP cannot list: sizes unknown
-        objects = stored = 0
-        async for _key, size in listed_sizes(node.store, prefix):
-            objects += 1
-            stored += size
+    objects, stored = await _stored(node.store, node.path)
     info: dict[str, Any] = {
         "node": "array" if isinstance(node, AsyncArray) else "group",
         "name": node.name,
@@ -121,50 +128,78 @@ async def describe(node: Any) -> dict[str, Any]:
         members = [name async for name, _ in node.members()]
         info["members"] = sorted(members)
         return info
-    # The array's own facts; the keys above keep their places, the others follow.
-    info.update(node.description.to_json())
-    info["compression_ratio"] = round(node.nbytes / stored, 3) if stored else None
+    return _array_info(info, node.description)
+
+
+async def describe_unreadable(
+    store: Any, path: str, problem: UnsupportedError
+) -> dict[str, Any] | None:
+    """What `describe` shows of the array at `path` that cannot be opened here (its
+    codecs cannot be built: a package missing), from its metadata alone, with
+    `problem` as the reason; None when there is no array there to describe."""
+    from aiozarr import hierarchy
+    from aiozarr.metadata.model import ArrayMetadata
+
+    path = hierarchy.normalize_path(path)
+    try:
+        meta = await hierarchy.read_node(store, path)
+    except UnsupportedError:
+        return None  # the metadata itself cannot be read
+    if not isinstance(meta, ArrayMetadata):
+        return None
+    name = "/" + path
+    described = describe_metadata(meta, name=name, store=repr(store), problem=str(problem))
+    objects, stored = await _stored(store, path)
+    info: dict[str, Any] = {
+        "node": "array",
+        "name": name,
+        "store": repr(store),
+        "zarr_format": meta.zarr_format,
+        "attributes": dict(meta.attributes),
+        "stored_objects": objects,
+        "stored_bytes": stored,
+    }
+    return _array_info(info, described)
+
+
+def _array_info(info: dict[str, Any], described: ArrayDescription) -> dict[str, Any]:
+    """`info` with the array's description; the keys already there keep their places."""
+    info.update(described.to_json())
+    stored = info["stored_bytes"]
+    info["compression_ratio"] = round(described.decoded_bytes / stored, 3) if stored else None
+    info["description"] = described  # for the table; not printed as JSON
     return info
 
 
-def _stored(info: dict[str, Any]) -> str:
+def _stored_text(info: dict[str, Any]) -> str:
     if info["stored_bytes"] is None:
         return "unknown (the store cannot list)"
-    return f"{human_bytes(info['stored_bytes'])} in {info['stored_objects']} objects"
+    return f"{human_bytes(info['stored_bytes'])} in {plural(info['stored_objects'], 'object')}"
 
 
 def _table(info: dict[str, Any]) -> str:
-    rows: list[tuple[str, str]] = [
-        ("Type", f"{info['node']} (Zarr v{info['zarr_format']})"),
-        ("Name", info["name"]),
-        ("Store", info["store"]),
-    ]
-    if info["node"] == "array":
-        grid = info["grid"]
-        unit = "shards" if info["shards"] else "chunks"
-        rows += [
-            ("Shape", " x ".join(map(str, info["shape"])) or "()"),
-            ("Data type", info["dtype"]),
-            ("Chunk shape", " x ".join(map(str, info["chunks"]))),
-            ("Shard shape", " x ".join(map(str, info["shards"])) if info["shards"] else "-"),
-            ("Grid", f"{' x '.join(map(str, grid))} = {math.prod(grid)} {unit}"),
-            ("Codecs", codecs_text(info["codecs"])),
-            ("Fill value", repr(info["fill_value"])),
-            ("Dimension names", ", ".join(map(str, info["dimension_names"] or [])) or "-"),
-            ("Decoded size", human_bytes(info["decoded_bytes"])),
-        ]
+    """An array's description rows (as `arr.info` shows them), or a group's, then the
+    stored size and the attributes."""
+    described: ArrayDescription | None = info.get("description")
+    if described is not None:
+        rows = described.rows()
+        rows[1] = ("Name", info["name"])  # the node the URL names (its last segment)
         ratio = info["compression_ratio"]
         suffix = f" (ratio {ratio:.2f})" if ratio else ""
-        rows.append(("Stored size", _stored(info) + suffix))
+        rows.insert(
+            -1 if described.problem else len(rows), ("Stored size", _stored_text(info) + suffix)
+        )
     else:
-        rows += [
-            ("Members", ", ".join(info["members"]) or "-"),
-            ("Stored size", _stored(info)),
+        rows = [
+            ("Type", f"Group (Zarr v{info['zarr_format']})"),
+            ("Name", info["name"]),
+            ("Store", info["store"]),
+            ("Members", ", ".join(info["members"]) or "None"),
+            ("Stored size", _stored_text(info)),
         ]
     attrs = json.dumps(info["attributes"], default=str)
     rows.append(("Attributes", attrs if len(attrs) < 200 else attrs[:197] + "..."))
-    width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k:<{width}} : {v}" for k, v in rows)
+    return render_rows(rows)
 
 
 def _last_segment(url: str) -> str:
@@ -184,16 +219,26 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     async def body() -> int:
-        from aiozarr.api import open_async
+        from aiozarr.api import open_async, resolve_store
 
-        options = parse_storage_options(args.storage_option)
-        node = await open_async(
-            args.url, args.path, mode="r", storage_options=options_for(args.url, options)
-        )
-        info = await describe(node)
-        if not node.path:  # the URL names the node: show its last segment, not "/"
+        options = options_for(args.url, parse_storage_options(args.storage_option))
+        try:
+            node = await open_async(args.url, args.path, mode="r", storage_options=options)
+        except UnsupportedError as error:  # a codec it cannot build: show what it can
+            store = resolve_store(args.url, mode="r", storage_options=options)
+            found = await describe_unreadable(store, args.path, error)
+            if found is None:
+                raise
+            info = found
+        else:
+            info = await describe(node)
+        if info["name"] == "/":  # the URL names the node: show its last segment, not "/"
             info["name"] = _last_segment(args.url)
-        print(json.dumps(info, indent=2, default=str) if args.json else _table(info))
+        described = info.pop("description", None)
+        if args.json:
+            print(json.dumps(info, indent=2, default=str))
+        else:
+            print(_table({**info, "description": described}))
         return 0
 
     return run_command(parser.prog, args, body)
