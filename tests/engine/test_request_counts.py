@@ -289,6 +289,10 @@ async def test_transpose_before_sharding_reads_inner_chunks_like_any_shard() -> 
         "configuration": {
             "chunk_shape": [2, 4],
             "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_codecs": [
+                {"name": "bytes", "configuration": {"endian": "little"}},
+                {"name": "crc32c"},
+            ],
         },
     }
     arr = await aiozarr.create_array_async(

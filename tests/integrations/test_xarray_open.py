@@ -267,7 +267,7 @@ def test_warm_open_round_trips_with_string_and_non_index_coordinates(
     read = [key for op, key, _ in store.requests if op == "get"]
     assert not [k for k in read if k.startswith(("v", "lat/", "label/")) and "/c" in k], read
     assert len(read) == len(set(read)), read  # no key read twice
-    theirs = xr.open_dataset(local_path(path), engine="zarr")
+    theirs = xr.open_dataset(local_path(path), engine="zarr", consolidated=consolidated)
     for name in ("when", "label", "lat"):
         # v2 strings are object here, StringDType in zarr-python 3 (docs/decisions/integrations.md)
         same = name != "label" or zarr_format == 3
@@ -279,7 +279,10 @@ def test_warm_open_round_trips_with_string_and_non_index_coordinates(
     raw = xr.open_dataset(store, engine="aiozarr", decode_times=False)
     assert not [k for _, k, _ in store.requests if k.startswith("when/") and "/c" in k]
     xr.testing.assert_identical(
-        raw.load(), xr.open_dataset(local_path(path), engine="zarr", decode_times=False).load()
+        raw.load(),
+        xr.open_dataset(
+            local_path(path), engine="zarr", consolidated=consolidated, decode_times=False
+        ).load(),
     )
 
 

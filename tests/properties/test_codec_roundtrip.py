@@ -68,6 +68,10 @@ def shard_case(draw: Any) -> tuple[np.ndarray, list[CodecMetadata], int]:
     config = {
         "chunk_shape": inner,
         "codecs": inner_codecs,
+        "index_codecs": [
+            {"name": "bytes", "configuration": {"endian": "little"}},
+            {"name": "crc32c"},
+        ],
         "index_location": draw(st.sampled_from(["start", "end"])),
     }
     return values, [CodecMetadata("sharding_indexed", config)], fill
