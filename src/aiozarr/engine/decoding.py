@@ -18,6 +18,7 @@ import numpy as np
 from aiozarr.engine.executor import codec_threads, run_codec
 from aiozarr.engine.located import LocatedChunk
 from aiozarr.engine.progress import ChunkProgress
+from aiozarr.engine.settings import ReadSettings
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.indexing import ChunkProjection
 from aiozarr.storage.base import Buffer
@@ -37,11 +38,13 @@ class DecodeJob:
 
 @dataclass(frozen=True, slots=True)
 class Reads:
-    """What every stage of one read shares: the array, the output, the progress."""
+    """What every stage of one read shares: the array, the output, the progress, the
+    settings."""
 
     array: StoredArray
     out: np.ndarray
     progress: ChunkProgress
+    settings: ReadSettings
 
     def fill(self, projection: ChunkProjection) -> None:
         self.out[projection.out_selection] = self.array.fill_value

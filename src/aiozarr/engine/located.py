@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.codecs import CodecChain, ShardIndex, ShardLayout
 from aiozarr.engine.located_index import (
@@ -38,18 +37,17 @@ from aiozarr.storage.base import Buffer, RangeRequest, Version
 Landed = tuple["LocatedChunk", Buffer | None]
 
 
-def chunk_bound(chain: CodecChain) -> int:
-    """The largest value a chunk of `chain` can be stored as: its codecs' bound; where
-    the data decides (variable-length types), the read's byte budget
-    (`max_inflight_bytes`): a chunk that cannot fit in it cannot be read within it."""
+def chunk_bound(chain: CodecChain, unbounded: int) -> int:
+    """The largest value a chunk of `chain` can be stored as: its codecs' bound;
+    `unbounded` where the data decides (variable-length types)."""
     most = chain.max_encoded_size()
-    return config.get().max_inflight_bytes if most is None else most
+    return unbounded if most is None else most
 
 
-def shard_bound(layout: ShardLayout) -> int:
+def shard_bound(layout: ShardLayout, unbounded: int) -> int:
     """The largest value a shard of `layout` can be stored as (see `chunk_bound`)."""
     most = layout.max_stored_bytes
-    return config.get().max_inflight_bytes if most is None else most
+    return unbounded if most is None else most
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,9 +62,11 @@ class LocatedChunk:
     projection: ChunkProjection
     index: LocatedIndex | None = None
 
-    def request(self) -> RangeRequest:
+    def request(self, unbounded: int) -> RangeRequest:
+        """What to ask the store; a whole object is refused past its codecs' bound (or
+        `unbounded` bytes where the data decides its size)."""
         if self.byte_range is None:
-            return RangeRequest(self.key, None, chunk_bound(self.chain))
+            return RangeRequest(self.key, None, chunk_bound(self.chain, unbounded))
         return RangeRequest(self.key, self.byte_range)
 
     @property
@@ -92,8 +92,9 @@ class WholeShard:
 
     shard: ShardSelection
 
-    def request(self) -> RangeRequest:
-        return RangeRequest(self.shard.key, None, shard_bound(self.shard.layout))
+    def request(self, unbounded: int) -> RangeRequest:
+        """What to ask the store: the whole shard, within its bound (see `LocatedChunk`)."""
+        return RangeRequest(self.shard.key, None, shard_bound(self.shard.layout, unbounded))
 
     @property
     def size(self) -> int:
@@ -151,10 +152,14 @@ def plan_reads(
 
 
 def locate(
-    shards: Sequence[ShardSelection], indexes: Mapping[str, LocatedIndex | None]
+    shards: Sequence[ShardSelection],
+    indexes: Mapping[str, LocatedIndex | None],
+    unbounded: int,
 ) -> tuple[list[LocatedChunk], list[ChunkProjection]]:
     """The chunks `shards` need, located with their `indexes` (None: the shard is
-    missing), and the projections of chunks not stored (they read as the fill value)."""
+    missing), and the projections of chunks not stored (they read as the fill value).
+    A range longer than its codecs can produce (or `unbounded`, where the data decides)
+    is refused (`inner_range`)."""
     located: list[LocatedChunk] = []
     missing: list[ChunkProjection] = []
     for shard in shards:
@@ -164,7 +169,7 @@ def locate(
             byte_range = (
                 None
                 if found is None
-                else inner_range(found.index, layout, shard.key, inner.inner_coords)
+                else inner_range(found.index, layout, shard.key, inner.inner_coords, unbounded)
             )
             if byte_range is None:
                 missing.append(inner.projection)
@@ -176,14 +181,14 @@ def locate(
 
 
 def inner_range(
-    index: ShardIndex, layout: ShardLayout, key: str, coords: tuple[int, ...]
+    index: ShardIndex, layout: ShardLayout, key: str, coords: tuple[int, ...], unbounded: int
 ) -> ByteRange | None:
     """Where inner chunk `coords` lies in shard `key` (None: not stored); a length its
     codecs cannot produce (a corrupt or forged index) raises `ValueTooLargeError`
     before anything is read."""
     byte_range = index.range_of(coords)
     if byte_range is not None and byte_range.length is not None:
-        most = chunk_bound(layout.inner_chain)
+        most = chunk_bound(layout.inner_chain, unbounded)
         if byte_range.length > most:
             raise ValueTooLargeError(
                 f"cannot read shard {key!r}: its index says inner chunk {tuple(coords)} is "

@@ -12,21 +12,21 @@ import math
 
 import anyio
 
-from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.codecs import ShardLayout
 from aiozarr.engine.decoding import DecodeJob, Reads
 from aiozarr.engine.located import LocatedChunk
 from aiozarr.engine.located_index import StaleIndexError, check_version
+from aiozarr.engine.settings import ReadSettings
 from aiozarr.errors import CodecError
 from aiozarr.storage.base import Buffer, Version
 
 
-def parts_ahead(layout: ShardLayout, part: int, budget_bytes: int) -> int:
+def parts_ahead(layout: ShardLayout, settings: ReadSettings, budget_bytes: int) -> int:
     """Parts of a shard asked for before its index lands: those within
     `read_ahead_fraction` of its decoded size, at least one, at most one wave of
     `parts_per_object` and half the byte budget."""
-    settings = config.get()
+    part = settings.part_bytes
     guess = math.ceil(layout.nbytes * settings.read_ahead_fraction / part)
     return max(1, min(guess, settings.parts_per_object, budget_bytes // 2 // part))
 

@@ -24,12 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from typing import Any
 
 import anyio
 import numpy as np
 
-from aiozarr import config
 from aiozarr.engine.decoding import DecodeJob, Reads, decode_one
 from aiozarr.engine.executor import run_codec
 from aiozarr.engine.freed_memory import TRIM_AFTER_BYTES, give_back_freed_memory
@@ -50,6 +48,7 @@ from aiozarr.engine.located_index import (
 from aiozarr.engine.parts_ahead import PartsAhead, parts_ahead
 from aiozarr.engine.plan import ShardSelection, batches_by_size
 from aiozarr.engine.progress import ChunkProgress, ProgressCallback
+from aiozarr.engine.settings import ReadSettings
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import StoreError, unwrap_group
 from aiozarr.indexing import ChunkProjection
@@ -74,10 +73,11 @@ async def read(
         read_inline(array, projections, out)
         return
     counter = ChunkProgress(len(projections), progress)
+    settings = ReadSettings.of(array.store)
     for tries in range(1, _STALE_RETRIES + 1):
         try:
             with unwrap_group():
-                await _read_once(Reads(array, out, counter), projections)
+                await _read_once(Reads(array, out, counter, settings), projections)
             break
         except StaleIndexError as exc:
             _forget_stale(array, exc, tries)
@@ -98,7 +98,7 @@ def _forget_stale(array: StoredArray, stale: StaleIndexError, tries: int) -> Non
 
 async def _read_once(reads: Reads, projections: Sequence[ChunkProjection]) -> None:
     ready, indexed = plan_reads(reads.array, projections)
-    at_once, in_parts = _parts_where_they_pay(reads.array, ready)
+    at_once, in_parts = _parts_where_they_pay(reads, ready)
     steps: list[Callable[[], Awaitable[None]]] = []
     if at_once:
         steps.append(partial(_fetch_and_decode, reads, at_once))
@@ -113,21 +113,18 @@ async def _read_once(reads: Reads, projections: Sequence[ChunkProjection]) -> No
             tg.start_soon(step)
 
 
-def _parts_where_they_pay(
-    array: StoredArray, ready: list[Fetch]
-) -> tuple[list[Fetch], list[WholeShard]]:
+def _parts_where_they_pay(reads: Reads, ready: list[Fetch]) -> tuple[list[Fetch], list[WholeShard]]:
     """`ready` split into what is fetched one request each and the shards read in parts:
     those `request_counts` gives more than one request (a read of few large shards,
     while the store has few requests in flight)."""
     whole = [f for f in ready if isinstance(f, WholeShard)]
     if not whole:
         return ready, []
-    store = array.store
     counts = request_counts(
         [w.size for w in whole],
-        _part_bytes(store),
-        config.get().connection_target,
-        store.runtime.requests.inflight,
+        reads.settings.part_bytes,
+        reads.settings.connection_target,
+        reads.array.store.runtime.requests.inflight,
     )
     in_parts = {id(w) for w, count in zip(whole, counts, strict=True) if count > 1}
     if not in_parts:
@@ -142,7 +139,7 @@ async def _read_indexed(reads: Reads, shards: list[ShardSelection]) -> None:
     """Shards read by their index: one batch for the indexes not cached, then one
     stream for every chunk they locate."""
     indexes = await shard_indexes(reads.array, [(s.key, s.layout) for s in shards])
-    located, missing = locate(shards, indexes)
+    located, missing = locate(shards, indexes, reads.settings.unbounded_value_bytes)
     for projection in missing:
         reads.fill(projection)
     if located:
@@ -179,10 +176,11 @@ async def _stream_in_batches(
     of one shard), so they can be decoded with one thread hop per codec thread.
     """
     store = reads.array.store
+    unbounded = reads.settings.unbounded_value_bytes
     sizes = [f.size for f in fetches]
-    if len(fetches) == 1 and sizes[0] <= _part_bytes(store):
+    if len(fetches) == 1 and sizes[0] <= reads.settings.part_bytes:
         # the common tiny read: no stream, no task group
-        request = fetches[0].request()
+        request = fetches[0].request(unbounded)
         answer = await store.get_versioned(
             request.key, request.byte_range, max_bytes=request.max_bytes
         )
@@ -195,9 +193,10 @@ async def _stream_in_batches(
         # A batch takes its bytes at once, so batches waiting on each other cannot deadlock.
         taken = await budget.acquire(sum(sizes[i] for i in batch))
         try:
+            requests = [fetches[i].request(unbounded) for i in batch]
             async with (
                 anyio.create_task_group() as tg,
-                store.stream_versioned_values([fetches[i].request() for i in batch]) as answers,
+                store.stream_versioned_values(requests) as answers,
             ):
                 async for j, data, version in answers:
                     burst = [(batch[j], data, version)]
@@ -220,12 +219,6 @@ async def _stream_in_batches(
             tg.start_soon(run_batch, batch)
 
 
-def _part_bytes(store: Any) -> int:
-    """The part size: requests larger than this are read as concurrent parts."""
-    most = store.max_request_bytes
-    return config.get().max_request_bytes if most is None else most
-
-
 async def _read_shard_in_parts(reads: Reads, whole: WholeShard) -> None:
     """A shard needed whole that may be larger than a part, its index not cached.
 
@@ -239,8 +232,8 @@ async def _read_shard_in_parts(reads: Reads, whole: WholeShard) -> None:
     array = reads.array
     store = array.store
     shard = whole.shard
-    part = _part_bytes(store)
-    count = parts_ahead(shard.layout, part, store.runtime.bytes.capacity)
+    part = reads.settings.part_bytes
+    count = parts_ahead(shard.layout, reads.settings, store.runtime.bytes.capacity)
     ahead = PartsAhead(reads, shard.key, part, count)
     try:
         async with anyio.create_task_group() as tg:
@@ -249,7 +242,7 @@ async def _read_shard_in_parts(reads: Reads, whole: WholeShard) -> None:
             indexes = await shard_indexes(array, [(shard.key, shard.layout)])
             if indexes[shard.key] is None:  # no shard: nothing the parts hold is needed
                 ahead.close()
-            located, missing = locate([shard], indexes)
+            located, missing = locate([shard], indexes, reads.settings.unbounded_value_bytes)
             for projection in missing:
                 reads.fill(projection)
             held: list[LocatedChunk] = []
@@ -295,15 +288,16 @@ def read_inline(
 def _read_inline_once(
     array: StoredArray, projections: Sequence[ChunkProjection], out: np.ndarray
 ) -> None:
+    unbounded = ReadSettings.of(array.store).unbounded_value_bytes
     ready, indexed = plan_reads(array, projections)
     indexes = {s.key: _index_inline(array, s) for s in indexed}
-    located, missing = locate(indexed, indexes)
+    located, missing = locate(indexed, indexes, unbounded)
     for projection in missing:
         out[projection.out_selection] = array.fill_value
     store = array.store
     fetches: list[Fetch] = [*ready, *located]
     for fetch in fetches:
-        request = fetch.request()
+        request = fetch.request(unbounded)
         answer = store.get_inline(request.key, request.byte_range)
         if answer is None:
             data, version = None, None
