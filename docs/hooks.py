@@ -41,6 +41,22 @@ def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
     return _MARKER.sub(lambda m: _generate(m.group(1), m.group(2), page), markdown)
 
 
+def on_nav(nav: Any, files: Any, **_: Any) -> Any:
+    """Every page of docs/decisions/ under "Decision log", those mkdocs.yml does not
+    list (pages added since) after the listed ones, by name."""
+    section = next((s for s in nav.items if getattr(s, "title", "") == "Decision log"), None)
+    if section is None:
+        return nav
+    listed = {id(child) for child in section.children}
+    for file in sorted(files.documentation_pages(), key=lambda f: f.src_uri):
+        page = file.page
+        if file.src_uri.startswith("decisions/") and page is not None and id(page) not in listed:
+            page.parent = section
+            section.children.append(page)
+            nav.pages.append(page)
+    return nav
+
+
 def on_post_build(**_: Any) -> None:
     """Warn about public names that no page renders."""
     import aiozarr
@@ -229,7 +245,10 @@ def storage_options_reference() -> str:
         "With no `endpoint` option, the environment variables "
         + ", ".join(f"`{v}`" for v in url._ENDPOINT_ENV)
         + " name the server (MinIO, `aiozarr serve`). "
-        + _credentials_text(url, "s3"),
+        + _credentials_text(url, "s3")
+        + " aiozarr also reads s3fs's `profile` (a profile of `~/.aws/credentials` and "
+        "`~/.aws/config`, as `AWS_PROFILE` names one) and `use_ssl` (`False`: requests "
+        "to AWS over http; an `endpoint` keeps its own scheme).",
         "",
         _options_table("S3 options", stubs["S3Config"]),
         "## `gs://`, `gcs://`: Google Cloud Storage",
