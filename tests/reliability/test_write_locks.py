@@ -126,6 +126,14 @@ def test_lock_table_is_empty_after_writing_ten_thousand_chunks() -> None:
     assert int(arr[50, 50]) == 7
 
 
+async def _until_queued(locks: KeyLocks, key: str, count: int) -> None:
+    """Wait (at most 10 s) until `count` acquirers are queued behind `key`'s holder."""
+    deadline = asyncio.get_running_loop().time() + 10
+    while len(locks._held.get(key, ())) < count:
+        assert asyncio.get_running_loop().time() < deadline, "the waiters never queued"
+        await asyncio.sleep(0.001)
+
+
 async def test_a_key_waits_across_loops_and_cancellation_passes_it_on() -> None:
     locks = KeyLocks()
     await locks.acquire("k")
@@ -143,9 +151,9 @@ async def test_a_key_waits_across_loops_and_cancellation_passes_it_on() -> None:
 
     thread = threading.Thread(target=other_loop)
     thread.start()
-    await asyncio.sleep(0.05)
-    cancelled = asyncio.create_task(locks.acquire("k"))  # queued behind the other loop?
-    await asyncio.sleep(0.05)
+    await _until_queued(locks, "k", 1)  # the other loop waits for the key
+    cancelled = asyncio.create_task(locks.acquire("k"))
+    await _until_queued(locks, "k", 2)  # and this task behind it
     assert not other_loop_got_it.is_set()  # held here: the other loop waits
     cancelled.cancel()
     locks.release("k")
@@ -165,11 +173,11 @@ async def test_a_waiter_cancelled_as_it_is_granted_passes_the_key_on() -> None:
     locks = KeyLocks()
     await locks.acquire("k")
     waiters = [asyncio.create_task(locks.acquire("k")) for _ in range(3)]
-    await asyncio.sleep(0)
+    await _until_queued(locks, "k", 3)
     locks.release("k")  # the grant to waiters[0] is on its way...
     waiters[0].cancel()  # ...and it is cancelled before it runs
-    await asyncio.sleep(0.01)
-    assert waiters[1].done() and not waiters[1].cancelled()
+    await asyncio.wait_for(asyncio.shield(waiters[1]), 5)  # passed on to the next
+    assert not waiters[1].cancelled()
     locks.release("k")
     await asyncio.wait_for(waiters[2], 5)
     locks.release("k")
