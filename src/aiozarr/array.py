@@ -139,26 +139,32 @@ class AsyncArray(hierarchy.NodeLocation):
 
     @property
     def metadata(self) -> ArrayMetadata:
+        """The array's metadata, whatever its format (`metadata.to_dict()`: the document)."""
         return self._stored.meta
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The array's shape."""
         return self.metadata.shape
 
     @property
     def dtype(self) -> np.dtype[Any]:
+        """The numpy data type of the values read."""
         return self.metadata.dtype
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions."""
         return len(self.shape)
 
     @property
     def size(self) -> int:
+        """The number of elements."""
         return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
+        """The decoded size in bytes (what `getitem(...)` of everything returns)."""
         return self.size * self.dtype.itemsize
 
     @property
@@ -219,6 +225,7 @@ class AsyncArray(hierarchy.NodeLocation):
 
     @property
     def fill_value(self) -> Any:
+        """The value of elements never written (None: a v2 array without one)."""
         return self.metadata.fill_value
 
     @property
@@ -228,10 +235,12 @@ class AsyncArray(hierarchy.NodeLocation):
 
     @property
     def zarr_format(self) -> int:
+        """1, 2 or 3 (1 and the 2020 draft are read only)."""
         return self.metadata.zarr_format
 
     @property
     def codec_chain(self) -> CodecChain:
+        """The codecs bound to this array's chunk shape and data type."""
         return self._stored.chain
 
     @property
