@@ -68,5 +68,7 @@ async def consolidate_metadata_async(
 
 
 def consolidate_metadata(store: StoreLike, path: str = "", **options: Any) -> Group:
-    """Consolidate the metadata below the group at `path` (`storage_options` as the twin)."""
+    """Consolidate the metadata of the group at `path` and everything below it, for
+    blocking use (`storage_options` as `consolidate_metadata_async`); returns the `Group`
+    opened with its consolidated metadata."""
     return Group(run(consolidate_metadata_async, store, path, **options))

@@ -464,5 +464,10 @@ async def _copy_unit(
 
 
 def copy(src: StoreLike, dst: StoreLike, **options: Any) -> CopyReport:
-    """Copy an array or group between stores; options as `copy_async`."""
+    """Copy an array or group between stores, for blocking use; returns a `CopyReport`.
+
+    Takes the arguments of `copy_async` (`src_path`, `dst_path`, `zarr_format`, `chunks`,
+    `shards`, `codec`, `resume`, `overwrite`, `storage_options`, `dst_storage_options`,
+    `progress`, `max_inflight_bytes`), which documents them.
+    """
     return run(copy_async, src, dst, **options)

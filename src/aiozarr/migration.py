@@ -374,6 +374,12 @@ async def _write_root_group(
 
 
 def migrate(src: StoreLike, dst: StoreLike, **options: Any) -> Array | Group:
-    """Rewrite an array or hierarchy as Zarr v2 or v3; options as `migrate_async`."""
+    """Rewrite an array or hierarchy as Zarr v2 or v3, for blocking use; returns the new
+    `Array` or `Group`.
+
+    Takes the arguments of `migrate_async` (`src_path`, `dst_path`, `zarr_format`,
+    `overwrite`, `consolidate`, `storage_options`, `dst_storage_options`, `progress`,
+    `max_inflight_bytes`), which documents them.
+    """
     node = run(migrate_async, src, dst, **options)
     return Array(node) if isinstance(node, AsyncArray) else Group(node)
