@@ -149,7 +149,9 @@ def _as_list(value: Any) -> list[Any]:
 def _v3_serializer(dtype: np.dtype[Any]) -> CodecMetadata:
     if dtype.kind in "OT":
         return CodecMetadata("vlen-utf8")
-    if dtype.itemsize > 1 and dtype.kind not in "SUV":
+    # Fixed-length unicode is 4-byte code points: it has a byte order too (zarr-python
+    # 3.4 refuses a `bytes` codec without one there).
+    if dtype.itemsize > 1 and dtype.kind not in "SV":
         return CodecMetadata("bytes", {"endian": "little"})
     return CodecMetadata("bytes")
 

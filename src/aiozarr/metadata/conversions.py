@@ -228,8 +228,6 @@ def _serializer(src: ArrayMetadata, where: str) -> tuple[CodecMetadata, Any, boo
     little = dtype.newbyteorder("<")
     if dtype.kind in "SV" or dtype.itemsize == 1:
         return CodecMetadata("bytes"), None, not filters and little == dtype
-    if dtype.kind == "U":  # no endian, as zarr-python writes it: only little copies as is
-        return CodecMetadata("bytes"), None, not filters and little == dtype
     endian = "big" if dtype.byteorder == ">" else "little"
     return CodecMetadata("bytes", {"endian": endian}), None, not filters
 
