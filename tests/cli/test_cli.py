@@ -81,7 +81,7 @@ def test_info_json(emulator: Emulator, v2_array: tuple[str, np.ndarray]) -> None
     gets = emulator.stats()["by_method"].get("GET", 0)
     assert gets < 10  # metadata and a listing, not the chunks
     text = aiozarr_cli("info", url, *_cli_options(emulator)).stdout
-    assert "8 x 6 = 48 chunks" in text and "ratio" in text
+    assert "(8, 6) = 48 chunks" in text and "ratio" in text
 
 
 def test_tree_json(tmp_path: Path) -> None:

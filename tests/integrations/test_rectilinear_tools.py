@@ -89,7 +89,7 @@ def test_info_and_tree_show_the_edges(tmp_path: Path, capsys: pytest.CaptureFixt
     assert shown["chunks"] == [[3, 5, 2], [2, 2, 2, 1]] and shown["shards"] is None
     assert shown["grid"] == [3, 4]
     assert info_cli.main([str(tmp_path / "a.zarr")]) == 0
-    assert "3 x 4 = 12 chunks" in capsys.readouterr().out
+    assert "(3, 4) = 12 chunks" in capsys.readouterr().out
     assert tree_cli.main([str(tmp_path / "a.zarr"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["chunks"] == [[3, 5, 2], [2, 2, 2, 1]]
 

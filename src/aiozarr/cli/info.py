@@ -133,10 +133,11 @@ async def describe(node: Any) -> dict[str, Any]:
 
 async def describe_unreadable(
     store: Any, path: str, problem: UnsupportedError
-) -> dict[str, Any] | None:
+) -> tuple[dict[str, Any], ArrayDescription] | None:
     """What `describe` shows of the array at `path` that cannot be opened here (its
     codecs cannot be built: a package missing), from its metadata alone, with
-    `problem` as the reason; None when there is no array there to describe."""
+    `problem` as the reason, and its description; None when there is no array there to
+    describe."""
     from aiozarr import hierarchy
     from aiozarr.metadata.model import ArrayMetadata
 
@@ -159,7 +160,7 @@ async def describe_unreadable(
         "stored_objects": objects,
         "stored_bytes": stored,
     }
-    return _array_info(info, described)
+    return _array_info(info, described), described
 
 
 def _array_info(info: dict[str, Any], described: ArrayDescription) -> dict[str, Any]:
@@ -167,7 +168,6 @@ def _array_info(info: dict[str, Any], described: ArrayDescription) -> dict[str, 
     info.update(described.to_json())
     stored = info["stored_bytes"]
     info["compression_ratio"] = round(described.decoded_bytes / stored, 3) if stored else None
-    info["description"] = described  # for the table; not printed as JSON
     return info
 
 
@@ -177,10 +177,9 @@ def _stored_text(info: dict[str, Any]) -> str:
     return f"{human_bytes(info['stored_bytes'])} in {plural(info['stored_objects'], 'object')}"
 
 
-def _table(info: dict[str, Any]) -> str:
+def _table(info: dict[str, Any], described: ArrayDescription | None) -> str:
     """An array's description rows (as `arr.info` shows them), or a group's, then the
     stored size and the attributes."""
-    described: ArrayDescription | None = info.get("description")
     if described is not None:
         rows = described.rows()
         rows[1] = ("Name", info["name"])  # the node the URL names (its last segment)
@@ -220,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
 
     async def body() -> int:
         from aiozarr.api import open_async, resolve_store
+        from aiozarr.array import AsyncArray
 
         options = options_for(args.url, parse_storage_options(args.storage_option))
         try:
@@ -229,16 +229,13 @@ def main(argv: list[str] | None = None) -> int:
             found = await describe_unreadable(store, args.path, error)
             if found is None:
                 raise
-            info = found
+            info, described = found
         else:
             info = await describe(node)
+            described = node.description if isinstance(node, AsyncArray) else None
         if info["name"] == "/":  # the URL names the node: show its last segment, not "/"
             info["name"] = _last_segment(args.url)
-        described = info.pop("description", None)
-        if args.json:
-            print(json.dumps(info, indent=2, default=str))
-        else:
-            print(_table({**info, "description": described}))
+        print(json.dumps(info, indent=2, default=str) if args.json else _table(info, described))
         return 0
 
     return run_command(parser.prog, args, body)
