@@ -45,7 +45,9 @@ def test_capabilities_are_frozen_and_declared_by_the_class(tmp_path: Path) -> No
 
 def test_an_object_store_declares_what_its_server_can_do() -> None:
     http = ObjectStore(HTTPStore("http://127.0.0.1:1/data"))
-    s3 = ObjectStore(S3Store("bucket", endpoint="http://127.0.0.1:1", skip_signature=True))
+    s3 = ObjectStore(  # a bucket of its own: equal stores share what their server does
+        S3Store("protocol-test", endpoint="http://127.0.0.1:1", skip_signature=True)
+    )
     assert not http.listable and not http.capabilities.conditional_writes
     assert s3.listable and s3.capabilities.conditional_writes
     assert s3.capabilities.conditions_from_server and s3.capabilities.hedge_reads

@@ -181,7 +181,7 @@ class _Batch:
         # anyio's CapacityLimiter yields once per acquire; this is paid per request.)
         self.per_object = max(1, config.get().parts_per_object)
         self.parts: dict[str, asyncio.Semaphore] = {}
-        self.emit: Emit = _unset
+        self.emit: Emit  # the batch's stream, once `produce` runs
 
     async def produce(self, emit: Emit, spawn: Spawn) -> None:
         """Start one task per backend request (per key where `batched_reads`)."""
@@ -251,10 +251,6 @@ class _Batch:
         data, version = answer
         check_size(key, memoryview(data).nbytes, max_bytes, self.store)
         self.emit((i, data, version))
-
-
-def _unset(answer: Answer) -> None:
-    raise AssertionError("a batch emitted before it started")
 
 
 def _groups(
