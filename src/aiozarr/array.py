@@ -22,7 +22,7 @@ from aiozarr.codecs import CodecChain
 from aiozarr.codecs.base import ArrayToArrayCodec, ArrayToBytesCodec, BytesToBytesCodec, Codec
 from aiozarr.codecs.registry import get_codec_class
 from aiozarr.creation import array_config, array_metadata
-from aiozarr.description import ArrayDescription, codecs_text, describe_array
+from aiozarr.description import ArrayDescription, codecs_text, describe_array, render_rows
 from aiozarr.engine import output as engine_output
 from aiozarr.engine import read as engine_read
 from aiozarr.engine import write as engine_write
@@ -47,6 +47,7 @@ from aiozarr.indexing import (
     orthogonal_indexer,
 )
 from aiozarr.metadata.model import ArrayMetadata, CodecMetadata, GroupMetadata
+from aiozarr.sizes import human_bytes
 from aiozarr.storage.base import Store
 from aiozarr.vectorized import coordinate_indexer, kind_of, mask_indexer, vindex_kind
 
@@ -677,12 +678,12 @@ class AsyncArray(hierarchy.NodeLocation):
             "nbytes_stored": nbytes_stored,
             "nchunks_initialized": nchunks_initialized,
         }
-        lines = [described.text()]
-        if nbytes_stored is not None:
-            lines.append(f"{'Bytes (stored)':<19}: {nbytes_stored}")
+        rows = described.rows()
+        if nbytes_stored is not None:  # as `aiozarr info` words it
+            rows.append(("Stored size", f"{human_bytes(nbytes_stored)} ({nbytes_stored} bytes)"))
         if nchunks_initialized is not None:
-            lines.append(f"{'Chunks initialized':<19}: {nchunks_initialized} of {self.nchunks}")
-        return ArrayInfo("\n".join(lines), fields)
+            rows.append(("Chunks initialized", f"{nchunks_initialized} of {self.nchunks}"))
+        return ArrayInfo(render_rows(rows), fields)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickles as store description + path + metadata: no connection, loop or thread.
