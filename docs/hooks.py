@@ -190,6 +190,51 @@ _STUB_CLASSES = {
 }
 
 
+#: aiozarr's own options, which every remote scheme but plain HTTP takes.
+_OWN_OPTIONS = """\
+aiozarr's own options, taken by `s3://`, `gs://` and `az://` URLs (`http(s)://` takes
+`client_options` only):
+
+| option | what it does |
+|---|---|
+| `anon` | `True`: sign nothing (public data); `False`: use obstore's credential sources even when none is given (an instance role). Without credentials in the options or the environment, requests are unsigned. |
+| `client_options` | a dict of the HTTP client options below |
+| `client_kwargs` | fsspec's spelling: a dict whose entries are taken as options |
+| `credential_provider` | an object that gives credentials when asked (`aiozarr.storage.EnvironmentCredentials()`: each process reads its own `AWS_*` variables, so a pickled array carries no key) |
+| `retry_config` | accepted, but obstore's retries are always off: aiozarr retries, as the `retry_*` [settings](settings.md) say |
+| `allowed_targets`, `target_options` | kerchunk reference files only: which targets may be read, and the options each target gets |
+
+[`from_url`](stores.md) says how credentials are found and lists any other option
+aiozarr reads itself.
+
+An option naming an endpoint (`endpoint`, `endpoint_url`, `aws_endpoint`, `base_url`,
+...) must be an `http(s)://host[:port][/path]` URL; an `http://` endpoint turns on
+`allow_http`. Option values never appear in messages, only their names.
+"""  # noqa: E501 (table rows are one line each)
+
+#: The schemes that take no obstore options.
+_OTHER_SCHEMES = """\
+## `http://`, `https://`: plain HTTP (read-only)
+
+Only the client options above (`client_options={...}`; those marked *direct* may
+also be given directly). A server
+that cannot list serves arrays and groups with consolidated metadata, and arrays opened
+by path.
+
+## `file://` and plain paths, `memory://NAME`
+
+No storage options: giving any is an error naming them. `memory://NAME` is one
+in-memory store per name per process.
+
+## Zip archives and kerchunk references
+
+A path or URL ending in `.zip` opens a zip archive in the store of its parent, with
+that store's options. A kerchunk reference file (`.json`, `.parq`, or a dict) takes
+`allowed_targets` and `target_options` beside the options of the store that holds the
+file.
+"""
+
+
 def storage_options_reference() -> str:
     """Per scheme: aiozarr's own options and spellings, then obstore's, read from the
     installed obstore's type stubs (name, type and the first paragraph of each)."""
@@ -199,88 +244,38 @@ def storage_options_reference() -> str:
     aliases = "\n".join(
         f"| `{alias}` | `{target}` |" for alias, target in sorted(url._ALIASES.items())
     )
-    sections = [
-        "## Every remote scheme",
-        "",
-        "aiozarr's own options, taken by `s3://`, `gs://` and `az://` URLs (`http(s)://` "
-        "takes `client_options` only):",
-        "",
-        "| option | what it does |",
-        "|---|---|",
-        "| `anon` | `True`: sign nothing (public data); `False`: use obstore's credential "
-        "sources even when none is given (an instance role). Without credentials in the "
-        "options or the environment, requests are unsigned. |",
-        "| `client_options` | a dict of the HTTP client options below |",
-        "| `client_kwargs` | fsspec's spelling: a dict whose entries are taken as options |",
-        "| `credential_provider` | an object that gives credentials when asked "
-        "(`aiozarr.storage.EnvironmentCredentials()`: each process reads its own `AWS_*` "
-        "variables, so a pickled array carries no key) |",
-        "| `retry_config` | accepted, but obstore's retries are always off: aiozarr retries, "
-        "as the `retry_*` [settings](settings.md) say |",
-        "| `allowed_targets`, `target_options` | kerchunk reference files only: which "
-        "targets may be read, and the options each target gets |",
-        "",
-        "[`from_url`](stores.md) says how credentials are found and lists any other "
-        "option aiozarr reads itself.",
-        "",
-        "fsspec's spellings (s3fs, gcsfs, adlfs) are read as obstore's:",
-        "",
-        "| fsspec | obstore |",
-        "|---|---|",
-        aliases,
-        "",
-        "An option naming an endpoint (`endpoint`, `endpoint_url`, `aws_endpoint`, "
-        "`base_url`, ...) must be an `http(s)://host[:port][/path]` URL; an `http://` "
-        "endpoint turns on `allow_http`. Option values never appear in messages, only "
-        "their names.",
-        "",
-        _options_table(
-            "HTTP client options (`client_options={...}`; those marked *direct* may also "
-            "be given among the other options)",
-            stubs["ClientConfig"],
-            direct=url._CLIENT_KEYS,
-        ),
-        "## `s3://`, `s3a://`: Amazon S3 and S3-compatible servers",
-        "",
+    client = _options_table(
+        "HTTP client options (`client_options={...}`; those marked *direct* may also be "
+        "given among the other options)",
+        stubs["ClientConfig"],
+        direct=url._CLIENT_KEYS,
+    )
+    s3 = (
         "With no `endpoint` option, the environment variables "
         + ", ".join(f"`{v}`" for v in url._ENDPOINT_ENV)
         + " name the server (MinIO, `aiozarr serve`). "
         + _credentials_text(url, "s3")
         + " aiozarr also reads s3fs's `profile` (a profile of `~/.aws/credentials` and "
-        "`~/.aws/config`, as `AWS_PROFILE` names one) and `use_ssl` (`False`: requests "
-        "to AWS over http; an `endpoint` keeps its own scheme).",
-        "",
-        _options_table("S3 options", stubs["S3Config"]),
-        "## `gs://`, `gcs://`: Google Cloud Storage",
-        "",
-        _credentials_text(url, "gcs"),
-        "",
-        _options_table("GCS options", stubs["GCSConfig"]),
-        "## `az://`, `azure://`, `abfs://`, `abfss://`, `adl://`: Azure Blob Storage",
-        "",
-        _credentials_text(url, "azure"),
-        "",
-        _options_table("Azure options", stubs["AzureConfig"]),
-        "## `http://`, `https://`: plain HTTP (read-only)",
-        "",
-        "Only the client options above (`client_options={...}`, or given directly). A "
-        "server that cannot list serves arrays and groups with consolidated metadata, and "
-        "arrays opened by path.",
-        "",
-        "## `file://` and plain paths, `memory://NAME`",
-        "",
-        "No storage options: giving any is an error naming them. `memory://NAME` is one "
-        "in-memory store per name per process.",
-        "",
-        "## Zip archives and kerchunk references",
-        "",
-        "A path or URL ending in `.zip` opens a zip archive in the store of its parent, "
-        "with that store's options. A kerchunk reference file (`.json`, `.parq`, or a "
-        "dict) takes `allowed_targets` and `target_options` beside the options of the "
-        "store that holds the file.",
-        "",
+        "`~/.aws/config`, as `AWS_PROFILE` names one) and `use_ssl` (`False`: requests to "
+        "AWS over http; an `endpoint` keeps its own scheme)."
+    )
+    sections = [
+        ("Every remote scheme", _OWN_OPTIONS),
+        ("", "fsspec's spellings (s3fs, gcsfs, adlfs) are read as obstore's:\n"),
+        ("", f"| fsspec | obstore |\n|---|---|\n{aliases}\n"),
+        ("", client),
+        ("`s3://`, `s3a://`: Amazon S3 and S3-compatible servers", s3),
+        ("", _options_table("S3 options", stubs["S3Config"])),
+        ("`gs://`, `gcs://`: Google Cloud Storage", _credentials_text(url, "gcs")),
+        ("", _options_table("GCS options", stubs["GCSConfig"])),
+        (
+            "`az://`, `azure://`, `abfs://`, `abfss://`, `adl://`: Azure Blob Storage",
+            _credentials_text(url, "azure"),
+        ),
+        ("", _options_table("Azure options", stubs["AzureConfig"])),
+        ("", _OTHER_SCHEMES),
     ]
-    return "\n".join(sections)
+    return "\n".join((f"## {title}\n\n" if title else "") + text + "\n" for title, text in sections)
 
 
 def _credentials_text(url: Any, kind: str) -> str:
