@@ -223,8 +223,9 @@ by path.
 
 ## `file://` and plain paths, `memory://NAME`
 
-No storage options: giving any is an error naming them. `memory://NAME` is one
-in-memory store per name per process.
+No storage options. A local path given any is an error naming them; `memory://NAME`
+(one in-memory store per name per process) ignores them, and the command line refuses
+`-o` for either.
 
 ## Zip archives and kerchunk references
 
