@@ -68,6 +68,8 @@ class _Plan:
 
     array: StoredArray
     projections: list[ChunkProjection]
+    #: Writes: items of whole edge chunks (see `_projections`), left to zarr-python.
+    edges: list[int]
 
 
 class CodecPipeline(ZarrCodecPipeline):
@@ -169,7 +171,7 @@ class CodecPipeline(ZarrCodecPipeline):
         target = _numpy_of(out)
         if target is not None and not target.flags.writeable:
             target = None  # zarr-python's own pipeline says what is wrong
-        plan = None if target is None else self._plan(batch, target, drop_axes)
+        plan = None if target is None else self._plan(batch, target, drop_axes, False)
         if plan is None or target is None:
             await self._default.read(batch, out, drop_axes)
             return
@@ -188,15 +190,18 @@ class CodecPipeline(ZarrCodecPipeline):
         if source is not None and source.ndim == 0:
             shape = pipeline_plan.bounding_shape([item[3] for item in batch])
             source = None if shape is None else np.broadcast_to(source, shape)
-        plan = None if source is None else self._plan(batch, source, drop_axes)
+        plan = None if source is None else self._plan(batch, source, drop_axes, True)
         if plan is None or source is None:
             self._forget_indexes(batch)
             await self._default.write(batch, value, drop_axes)
             return
+        if plan.edges:
+            await self._default.write([batch[i] for i in plan.edges], value, drop_axes)
         write_empty = bool(batch[0][1].config.write_empty_chunks)
         try:
             with config.set(write_empty_chunks=write_empty):
-                await engine_write.write(plan.array, plan.projections, source)
+                if plan.projections:
+                    await engine_write.write(plan.array, plan.projections, source)
         except ConditionalWriteUnsupportedError as error:  # raised before any write
             log.debug("write falls back to zarr-python's pipeline: %s", error)
             await self._default.write(batch, value, drop_axes)
@@ -204,7 +209,7 @@ class CodecPipeline(ZarrCodecPipeline):
     # -- planning ------------------------------------------------------------------------
 
     def _plan(
-        self, batch: list[Item], target: np.ndarray, drop_axes: tuple[int, ...]
+        self, batch: list[Item], target: np.ndarray, drop_axes: tuple[int, ...], writes: bool
     ) -> _Plan | None:
         """The batch as engine projections, or None (logged) where it falls back."""
         if not batch:
@@ -213,9 +218,9 @@ class CodecPipeline(ZarrCodecPipeline):
         if why is None:
             array, why = self._array_for(batch[0][0])
             if array is not None:
-                plan, why = _projections(array, batch, target.ndim, drop_axes)
+                plan, edges, why = _projections(array, batch, target.ndim, drop_axes, writes)
                 if plan is not None:
-                    return _Plan(array, plan)
+                    return _Plan(array, plan, edges)
         log.debug("batch of %d falls back to zarr-python's pipeline: %s", len(batch), why)
         return None
 
@@ -278,28 +283,43 @@ def _tells_versions(store: Store) -> bool:
 
 
 def _projections(
-    array: StoredArray, batch: list[Item], out_ndim: int, drop_axes: tuple[int, ...]
-) -> tuple[list[ChunkProjection] | None, str]:
+    array: StoredArray,
+    batch: list[Item],
+    out_ndim: int,
+    drop_axes: tuple[int, ...],
+    writes: bool,
+) -> tuple[list[ChunkProjection] | None, list[int], str]:
+    """The engine's projections of `batch` (None and why, where it cannot run it).
+
+    Writing, the items of chunks at the array's edge that zarr-python writes whole (the
+    selection covers the chunk's part inside the array) are left out and listed: the
+    engine would read such a chunk first to keep its values past the edge, which no read
+    can see, and zarr-python writes them without reading.
+    """
     layout = array.layout
     outer = array.meta.chunk_shape
     grid = pipeline_plan.Grid(outer, outer if layout is None else layout.chunk_shape)
     store = getattr(batch[0][0], "store", None)
     found: list[ChunkProjection] = []
-    for getter, spec, chunk_selection, out_selection, _ in batch:
+    edges: list[int] = []
+    for i, (getter, spec, chunk_selection, out_selection, complete) in enumerate(batch):
         if getattr(getter, "store", None) is not store:
-            return None, "items of the batch in different stores"
+            return None, [], "items of the batch in different stores"
         split = pipeline_plan.chunk_coords(array.meta, getter.path)
         if split is None or array.prefix + array.meta.chunk_key(split[1]) != getter.path:
-            return None, f"{getter.path!r} is not a chunk key of the array"
+            return None, [], f"{getter.path!r} is not a chunk key of the array"
         if tuple(spec.shape) != outer:
-            return None, f"chunk spec of shape {spec.shape}, chunks of {outer}"
+            return None, [], f"chunk spec of shape {spec.shape}, chunks of {outer}"
         projections = pipeline_plan.projections(
             grid, split[1], chunk_selection, out_selection, drop_axes, out_ndim
         )
         if projections is None:
-            return None, f"selection {chunk_selection!r} -> {out_selection!r}"
-        found.extend(projections)
-    return found, ""
+            return None, [], f"selection {chunk_selection!r} -> {out_selection!r}"
+        if writes and complete and not grid.sharded and not projections[0].is_complete_chunk:
+            edges.append(i)
+        else:
+            found.extend(projections)
+    return found, edges, ""
 
 
 def _numpy_of(buffer: Any) -> np.ndarray | None:

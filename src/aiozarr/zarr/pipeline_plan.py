@@ -98,11 +98,7 @@ def projections(
     if out is None or len(out) != sum(not _is_int(a) for a in axes):
         return None
     if not grid.sharded and _is_basic(axes) and all(isinstance(o, slice) for o in out):
-        complete = all(
-            isinstance(a, slice) and a.start == 0 and a.stop == n and a.step in (None, 1)
-            for a, n in zip(axes, grid.outer, strict=True)
-        )
-        return [ChunkProjection(coords, tuple(axes), tuple(out) or (...,), complete)]
+        return [_whole_object(coords, axes, out, grid.outer)]
     try:
         inner = orthogonal_indexer(tuple(axes), grid.outer, grid.inner)
     except (AiozarrError, IndexError, ValueError, TypeError):
@@ -119,6 +115,35 @@ def projections(
             )
         )
     return found
+
+
+def _whole_object(
+    coords: tuple[int, ...], axes: list[Any], out: list[_OutAxis], shape: tuple[int, ...]
+) -> ChunkProjection:
+    """The projection of a basic selection of a chunk read (or written) as itself.
+
+    An int on an axis the chunk is one element long on takes all of it: that axis is
+    kept as a slice of the chunk and a new axis of the output (`None`), so a selection
+    covering the chunk is complete (decoded into the output, written without reading).
+    """
+    chunk_sel: list[Any] = []
+    out_sel: list[Any] = []
+    rest = iter(out)
+    complete = True
+    for axis, n in zip(axes, shape, strict=True):
+        if _is_int(axis) and n == 1:
+            chunk_sel.append(slice(0, 1))
+            out_sel.append(None)
+            continue
+        chunk_sel.append(axis)
+        if isinstance(axis, slice):
+            out_sel.append(next(rest))
+            complete = complete and axis.indices(n) == (0, n, 1)
+        else:
+            complete = False
+    if not complete:  # as zarr-python gave them
+        return ChunkProjection(coords, tuple(axes), tuple(out) or (...,), False)
+    return ChunkProjection(coords, tuple(chunk_sel), tuple(out_sel), True)
 
 
 def _is_int(value: Any) -> bool:

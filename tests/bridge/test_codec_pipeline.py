@@ -1,0 +1,255 @@
+"""`aiozarr.zarr.CodecPipeline` gives zarr-python the values its default pipeline gives:
+sharded and unsharded arrays, v2 and v3, every kind of selection, fill values and
+missing chunks and shards, reads and writes, on every store it reads through aiozarr;
+and what it cannot run (other stores, data types) falls back to the default pipeline,
+batch by batch, and still reads and writes right."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from tests.bridge.pipeline_helpers import STORES, Fallbacks, aiozarr_pipeline, zarr
+
+SHAPE = (37, 23)
+DATA = np.arange(np.prod(SHAPE), dtype="int32").reshape(SHAPE) * 7 - 1000
+
+#: Array layouts: zarr.create_array options.
+LAYOUTS: dict[str, dict[str, Any]] = {
+    "sharded": {"chunks": (4, 5), "shards": (8, 10), "fill_value": -1},
+    "unsharded": {"chunks": (4, 5), "fill_value": -1},
+    "v2": {"chunks": (4, 5), "fill_value": -1, "zarr_format": 2},
+    "sharded-transposed": {
+        "chunks": (4, 5),
+        "shards": (8, 10),
+        "fill_value": -1,
+        "filters": [zarr.codecs.TransposeCodec(order=(1, 0))],
+    },
+}
+
+#: Selections of every kind zarr-python has: (accessor, selection).
+SELECTIONS: list[tuple[str, Any]] = [
+    ("basic", np.s_[:]),
+    ("basic", np.s_[3:17, 2:9]),
+    ("basic", np.s_[5, :]),
+    ("basic", np.s_[:, -1]),
+    ("basic", np.s_[36, 22]),
+    ("basic", np.s_[::3, 1::4]),
+    ("basic", np.s_[30:37, 20:23]),
+    ("basic", np.s_[8:16, 10:20]),
+    ("oindex", np.s_[[30, 1, 5, 5, 17], 3:9]),
+    ("oindex", np.s_[[30, 1, 5], [22, 0, 7]]),
+    ("oindex", np.s_[[0, 36], 4]),
+    ("oindex", np.s_[np.arange(37) % 3 == 0, np.arange(23) % 2 == 1]),
+    ("vindex", np.s_[[1, 30, 36, 2, 2], [22, 0, 5, 5, 5]]),
+    ("vindex", "mask"),
+    ("blocks", np.s_[1:3, 0]),
+]
+
+
+def _write_sparse(arr: Any) -> np.ndarray:
+    """Leave whole shards, inner chunks and chunks unwritten; the values expected."""
+    expected = np.full(SHAPE, -1, dtype="int32")
+    arr[:20, :] = DATA[:20]
+    arr[25:30, 3:7] = DATA[25:30, 3:7]
+    expected[:20] = DATA[:20]
+    expected[25:30, 3:7] = DATA[25:30, 3:7]
+    return expected
+
+
+def _select(arr: Any, accessor: str, selection: Any, like: np.ndarray) -> np.ndarray:
+    if selection == "mask":
+        selection = (like % 3 == 0) & (like > 0)
+    if accessor == "basic":
+        return np.asarray(arr[selection])
+    return np.asarray(getattr(arr, accessor)[selection])
+
+
+@pytest.fixture(params=STORES)
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_reads_are_the_default_pipelines(
+    kind: str, layout: str, make_store: Callable[[str], Any], fallbacks: Fallbacks
+) -> None:
+    store = make_store(kind)
+    arr = zarr.create_array(store=store, name="g/a", shape=SHAPE, dtype="int32", **LAYOUTS[layout])
+    expected = _write_sparse(arr)
+    fallbacks.clear()
+    with aiozarr_pipeline():
+        mine = zarr.open_array(store, path="g/a")
+        assert type(mine.async_array.codec_pipeline).__name__ == "CodecPipeline"
+        for accessor, selection in SELECTIONS:
+            got = _select(mine, accessor, selection, expected)
+            want = _select(arr, accessor, selection, expected)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want, err_msg=f"{accessor}[{selection!r}]")
+    assert fallbacks.reasons == []
+
+
+def test_fill_values_and_missing_shards(make_store: Callable[[str], Any]) -> None:
+    store = make_store("memory")
+    for name, fill in [("nan", np.nan), ("inf", -np.inf), ("zero", 0.0), ("odd", 2.5)]:
+        arr = zarr.create_array(
+            store=store,
+            name=name,
+            shape=(20, 20),
+            chunks=(5, 5),
+            shards=(10, 10),
+            dtype="f8",
+            fill_value=fill,
+        )
+        arr[12:14, 3:4] = 7.0  # one inner chunk of one shard; three shards missing
+        with aiozarr_pipeline():
+            got = zarr.open_array(store, path=name)[:]
+        expected = np.full((20, 20), fill)
+        expected[12:14, 3:4] = 7.0
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_an_empty_array_reads_as_its_fill_value(make_store: Callable[[str], Any]) -> None:
+    store = make_store("local")
+    zarr.create_array(
+        store=store, shape=(9, 9), chunks=(3, 3), shards=(9, 9), dtype="u2", fill_value=42
+    )
+    with aiozarr_pipeline():
+        arr = zarr.open_array(store)
+        np.testing.assert_array_equal(arr[:], np.full((9, 9), 42, dtype="u2"))
+        np.testing.assert_array_equal(arr.vindex[[0, 8], [8, 0]], [42, 42])
+
+
+def _apply_writes(arr: Any) -> None:
+    """The same writes, of every kind, to an array of SHAPE."""
+    arr[:20, :] = DATA[:20]
+    arr[1:3, 1:20] = 99  # a scalar into parts of shards
+    arr[8:16, 10:20] = DATA[8:16, 10:20] + 1  # one whole shard
+    arr[36, :] = -5  # the edge
+    arr.oindex[[0, 36, 17], [0, 22]] = np.array([[1, 2], [3, 4], [5, 6]], dtype="int32")
+    arr.vindex[[4, 6, 30], [6, 4, 0]] = np.array([10, 11, 12], dtype="int32")
+    arr[0:8, 0:10] = -1  # a whole shard back to the fill value: deleted
+    arr[20:24, 5:10] = -1  # one inner chunk of the fill value, in a missing shard
+    arr.blocks[4, 1] = 77
+
+
+@pytest.mark.parametrize("layout", ["sharded", "unsharded", "v2"])
+def test_writes_are_the_default_pipelines(
+    kind: str, layout: str, make_store: Callable[[str], Any], fallbacks: Fallbacks
+) -> None:
+    theirs, mine = make_store(kind), make_store(kind)
+    options = LAYOUTS[layout]
+    default = zarr.create_array(store=theirs, shape=SHAPE, dtype="int32", **options)
+    _apply_writes(default)
+    fallbacks.clear()
+    with aiozarr_pipeline():
+        arr = zarr.create_array(store=mine, shape=SHAPE, dtype="int32", **options)
+        _apply_writes(arr)
+    assert fallbacks.reasons == []
+    np.testing.assert_array_equal(zarr.open_array(mine)[:], default[:])
+    assert _chunk_keys(mine) == _chunk_keys(theirs)  # fill-value chunks and shards not stored
+
+
+def _chunk_keys(store: Any) -> set[str]:
+    documents = {"zarr.json", ".zarray", ".zattrs", ".zgroup"}
+
+    async def keys() -> set[str]:
+        return {k async for k in store.list_prefix("") if k.rpartition("/")[2] not in documents}
+
+    return set(zarr.core.sync.sync(keys()))
+
+
+def test_write_empty_chunks_is_zarr_pythons(make_store: Callable[[str], Any]) -> None:
+    store = make_store("memory")
+    with aiozarr_pipeline():
+        arr = zarr.create_array(
+            store=store,
+            shape=(10, 10),
+            chunks=(5, 5),
+            dtype="i1",
+            fill_value=0,
+            config={"write_empty_chunks": True},
+        )
+        arr[:] = 0
+    assert _chunk_keys(store) == {"c/0/0", "c/0/1", "c/1/0", "c/1/1"}
+
+
+def test_big_endian_and_fortran_order(make_store: Callable[[str], Any]) -> None:
+    store = make_store("local")
+    data = np.arange(300, dtype=">f4").reshape(15, 20)
+    arr = zarr.create_array(
+        store=store, shape=data.shape, chunks=(4, 6), dtype=">f4", zarr_format=2, order="F"
+    )
+    arr[:] = data
+    with aiozarr_pipeline():
+        got = zarr.open_array(store)
+        np.testing.assert_array_equal(got[2:13, 1:19], data[2:13, 1:19])
+        np.testing.assert_array_equal(
+            got.oindex[[14, 0], [19, 3, 3]], data[np.ix_([14, 0], [19, 3, 3])]
+        )
+
+
+# -- what falls back --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def logging_store() -> Iterator[Any]:
+    yield zarr.storage.LoggingStore(zarr.storage.MemoryStore())
+
+
+def test_a_store_it_cannot_address_falls_back(logging_store: Any, fallbacks: Fallbacks) -> None:
+    arr = zarr.create_array(
+        store=logging_store,
+        shape=SHAPE,
+        chunks=(4, 5),
+        shards=(8, 10),
+        dtype="int32",
+        fill_value=-1,
+    )
+    expected = _write_sparse(arr)
+    fallbacks.clear()
+    with aiozarr_pipeline():
+        mine = zarr.open_array(logging_store)
+        np.testing.assert_array_equal(mine[:], expected)
+        np.testing.assert_array_equal(mine.vindex[[1, 36], [2, 22]], expected[[1, 36], [2, 22]])
+        mine[30:, :] = 3
+    expected[30:] = 3
+    np.testing.assert_array_equal(zarr.open_array(logging_store)[:], expected)
+    assert fallbacks.reasons
+    assert all("LoggingStore is not one aiozarr reads" in r for r in fallbacks.reasons)
+
+
+def test_a_data_type_it_cannot_read_falls_back(
+    make_store: Callable[[str], Any], fallbacks: Fallbacks
+) -> None:
+    store = make_store("memory")
+    words = np.array(["a", "bb", "", "dddd", "é"] * 4, dtype=object).reshape(4, 5)
+    arr = zarr.create_array(store=store, shape=words.shape, chunks=(2, 2), shards=(4, 4), dtype=str)
+    arr[:] = words
+    fallbacks.clear()
+    with aiozarr_pipeline():
+        got = zarr.open_array(store)
+        assert list(np.asarray(got[1:3, :]).ravel()) == list(words[1:3].ravel())
+        got[0, 0] = "zz"
+    assert zarr.open_array(store)[0, 0] == "zz"
+    assert fallbacks.reasons
+
+
+def test_sharding_codecs_inner_pipeline_is_the_default() -> None:
+    with aiozarr_pipeline():
+        codec = zarr.codecs.ShardingCodec(chunk_shape=(2, 2))
+        assert type(codec.codec_pipeline).__name__ == "BatchedCodecPipeline"
+
+
+def test_the_pipeline_pickles_and_compares(make_store: Callable[[str], Any]) -> None:
+    store = make_store("local")
+    with aiozarr_pipeline():
+        arr = zarr.create_array(store=store, shape=(6, 6), chunks=(3, 3), shards=(6, 6), dtype="u1")
+        arr[:] = 5
+        again = pickle.loads(pickle.dumps(arr))
+        assert type(again.async_array.codec_pipeline).__name__ == "CodecPipeline"
+        np.testing.assert_array_equal(again[:], np.full((6, 6), 5, dtype="u1"))
+        assert zarr.open_array(store) == arr
