@@ -1,5 +1,6 @@
-"""Fixtures every test folder shares: one emulator for the whole session, and dask's
-scratch space kept inside pytest's temporary directory.
+"""Fixtures every test folder shares: one emulator for the whole session (and stores on
+it), moto's S3 server, fast retries, and dask's scratch space kept inside pytest's
+temporary directory.
 
 Hedged reads are off in the test suite (child processes inherit it through the
 environment): a hedge is a second request sent when a read is slower than its peers,
@@ -10,14 +11,23 @@ turns it on.
 from __future__ import annotations
 
 import os
+import socket
 import sys
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+from obstore.store import HTTPStore, S3Store
 
 os.environ.setdefault("AIOZARR_HEDGE_READS", "0")
 
+from tests.servers import FAST_RETRY, MOTO_BUCKET, unique_prefix
+
+from aiozarr import config
 from aiozarr.emulator import Emulator
+from aiozarr.storage.object_store import ObjectStore
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -58,3 +68,119 @@ def emulator(emulator_server: Emulator) -> Iterator[Emulator]:
     emu.clear_faults()
     emu.set_network(latency_ms=0, bandwidth_mbps=0, tail_rate=0, tail_ms=0)
     emu.set_list_latency(0)
+
+
+@pytest.fixture
+def prefix() -> str:
+    """A fresh key prefix in the emulator's bucket."""
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def bucket_dir(emulator: Emulator) -> Path:
+    """The directory the emulator serves as its bucket."""
+    return emulator.root
+
+
+@pytest.fixture
+def fast_retries(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Retries 1-10 ms apart, at most 4 tries (or the test module's `RETRY_ATTEMPTS`),
+    within 10 s; no hedging (tested on its own), so request counts are exact."""
+    attempts = getattr(request.module, "RETRY_ATTEMPTS", 4)
+    with config.set(
+        retry_attempts=attempts,
+        retry_base_delay_s=0.001,
+        retry_max_delay_s=0.01,
+        retry_deadline_s=10.0,
+        hedge_reads=False,
+    ):
+        yield
+
+
+@pytest.fixture
+def emulator_s3_store(emulator: Emulator) -> Callable[..., ObjectStore]:
+    """Factory: an `ObjectStore(S3Store)` on the emulator under a fresh prefix."""
+
+    def make(prefix: str | None = None, **kwargs: Any) -> ObjectStore:
+        store = S3Store(
+            emulator.bucket,
+            prefix=prefix or unique_prefix(),
+            retry_config=FAST_RETRY,
+            **emulator.storage_options(),
+        )
+        return ObjectStore(store, **kwargs)
+
+    return make
+
+
+@pytest.fixture
+def emulator_http_store(emulator: Emulator) -> Callable[[str], tuple[ObjectStore, Path]]:
+    """Factory: `(read-only ObjectStore(HTTPStore), directory it serves)` under a prefix."""
+
+    def make(prefix: str | None = None) -> tuple[ObjectStore, Path]:
+        prefix = prefix or unique_prefix()
+        directory = emulator.root / prefix
+        directory.mkdir(parents=True, exist_ok=True)
+        store = HTTPStore(
+            emulator.http_url(prefix), client_options={"allow_http": True}, retry_config=FAST_RETRY
+        )
+        return ObjectStore(store, read_only=True), directory
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[str]:
+    """moto's S3 server with bucket `aiozarr-test`; yields its endpoint URL."""
+    moto_server_mod = pytest.importorskip("moto.server")
+    boto3 = pytest.importorskip("boto3")
+    server = moto_server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    client.create_bucket(Bucket=MOTO_BUCKET)
+    yield endpoint
+    server.stop()
+
+
+@pytest.fixture
+def moto_s3_options(moto_server: str) -> dict[str, Any]:
+    """obstore S3 settings for the moto server (signed requests with dummy keys)."""
+    return {
+        "endpoint": moto_server,
+        "region": "us-east-1",
+        "access_key_id": "testing",
+        "secret_access_key": "testing",
+        "client_options": {"allow_http": True},
+    }
+
+
+@pytest.fixture
+def moto_store(moto_s3_options: dict[str, Any]) -> Callable[..., ObjectStore]:
+    """Factory: an `ObjectStore(S3Store)` on moto under a fresh prefix."""
+
+    def make(prefix: str | None = None, **kwargs: Any) -> ObjectStore:
+        store = S3Store(
+            MOTO_BUCKET,
+            prefix=prefix or unique_prefix(),
+            retry_config=FAST_RETRY,
+            **moto_s3_options,
+        )
+        return ObjectStore(store, **kwargs)
+
+    return make
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A port on 127.0.0.1 nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

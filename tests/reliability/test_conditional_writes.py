@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 from obstore.store import S3Store
-from tests.stores.cloud_fixtures import MOTO_BUCKET, moto_s3_options, moto_server  # noqa: F401
+from tests.servers import MOTO_BUCKET
 
 import aiozarr
 from aiozarr.emulator import Emulator
@@ -47,7 +47,7 @@ def make_store(
     request: pytest.FixtureRequest,
     tmp_path: Path,
     emulator: Emulator,
-    moto_s3_options: dict[str, Any],  # noqa: F811
+    moto_s3_options: dict[str, Any],
 ) -> Callable[[], Store]:
     """Each call: a new store over one location that shares no write lock with the others
     (stores over one location are equal, and equal stores share this process's locks;
@@ -60,7 +60,7 @@ def _location(
     request: pytest.FixtureRequest,
     tmp_path: Path,
     emulator: Emulator,
-    moto_s3_options: dict[str, Any],  # noqa: F811
+    moto_s3_options: dict[str, Any],
 ) -> Callable[[], Store]:
     if request.param == "memory":
         first = MemoryStore()

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tests.stores.cloud_fixtures import MOTO_BUCKET, moto_s3_options, moto_server  # noqa: F401
+from tests.servers import MOTO_BUCKET
 
 import aiozarr
 from aiozarr.storage import EnvironmentCredentials
@@ -32,7 +32,7 @@ def _options(moto: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_pickled_array_holds_no_secret_and_the_reader_signs_with_its_own_keys(
-    moto_s3_options: dict[str, Any],  # noqa: F811
+    moto_s3_options: dict[str, Any],
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:

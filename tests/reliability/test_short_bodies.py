@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from obstore.store import S3Store
 from tests.reliability.proxies import Proxy
-from tests.stores.cloud_fixtures import unique_prefix
+from tests.servers import unique_prefix
 
 import aiozarr
 from aiozarr.byte_range import ByteRange

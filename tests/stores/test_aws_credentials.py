@@ -26,8 +26,7 @@ from typing import Any
 import numpy as np
 import pytest
 from aiohttp import web
-from cloud_fixtures import *  # noqa: F403  (until tests/conftest.py imports them)
-from cloud_fixtures import MOTO_BUCKET
+from tests.servers import MOTO_BUCKET
 
 import aiozarr
 from aiozarr.cli.storage_options import parse_storage_options

@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from azure_gcs_fixtures import *  # noqa: F403  (until tests/conftest.py imports them)
-from azure_gcs_fixtures import AZURE_CONTAINER, AZURITE_ACCOUNT
-from cloud_fixtures import unique_prefix
+from tests.servers import AZURE_CONTAINER, AZURITE_ACCOUNT, unique_prefix
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator

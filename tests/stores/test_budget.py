@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
 
 import anyio
 import anyio.from_thread
 import pytest
-from cloud_fixtures import *  # noqa: F403  (until tests/conftest.py imports them)
-from cloud_fixtures import FAST_RETRY
 from obstore.store import S3Store
+from tests.servers import FAST_RETRY, unique_prefix
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
@@ -21,16 +19,10 @@ from aiozarr.storage.budget import RequestBudget, Slot
 from aiozarr.storage.memory import MemoryStore
 from aiozarr.storage.object_store import ObjectStore
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("fast_retries")]
+RETRY_ATTEMPTS = 12  # throttling tests meet many 503s in a row
 
 DATA = bytes(range(256)) * 64  # 16 KiB
-
-
-@pytest.fixture(autouse=True)
-def fast_retries() -> Iterator[None]:
-    with config.set(retry_attempts=12, retry_base_delay_s=0.001, retry_max_delay_s=0.01,
-                    hedge_reads=False):
-        yield
 
 
 # -- the budget alone ----------------------------------------------------------------------
@@ -129,9 +121,15 @@ async def test_a_slot_of_the_store_budget_nests_within_a_task() -> None:
 
 
 def s3(emulator: Emulator, limit: int) -> ObjectStore:
-    return ObjectStore(S3Store(emulator.bucket, prefix=unique_prefix(),  # noqa: F405
-                               retry_config=FAST_RETRY, **emulator.storage_options()),
-                       max_concurrency=limit)
+    return ObjectStore(
+        S3Store(
+            emulator.bucket,
+            prefix=unique_prefix(),
+            retry_config=FAST_RETRY,
+            **emulator.storage_options(),
+        ),
+        max_concurrency=limit,
+    )
 
 
 async def test_threads_loops_and_tasks_share_the_limit(emulator: Emulator) -> None:
@@ -142,8 +140,7 @@ async def test_threads_loops_and_tasks_share_the_limit(emulator: Emulator) -> No
     emulator.reset_stats()
     store.reset_stats()
     emulator.set_latency(5)
-    requests = [RangeRequest(key, ByteRange.of(i * 1024, 512)) for key in keys
-                for i in range(4)]
+    requests = [RangeRequest(key, ByteRange.of(i * 1024, 512)) for key in keys for i in range(4)]
     expected = [DATA[r.byte_range.offset : r.byte_range.offset + 512] for r in requests]
     results: list[bool] = []
 

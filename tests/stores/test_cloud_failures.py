@@ -6,9 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from cloud_fixtures import *  # noqa: F403  (until tests/conftest.py imports them)
-from cloud_fixtures import FAST_RETRY
 from obstore.store import HTTPStore, S3Store
+from tests.servers import FAST_RETRY
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange

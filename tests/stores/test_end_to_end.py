@@ -7,8 +7,7 @@ from typing import Any
 import numpy as np
 import zarr
 import zarr.codecs
-from cloud_fixtures import *  # noqa: F403
-from cloud_fixtures import MOTO_BUCKET
+from tests.servers import MOTO_BUCKET
 
 import aiozarr
 from aiozarr.emulator import Emulator

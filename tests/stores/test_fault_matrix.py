@@ -10,9 +10,8 @@ from __future__ import annotations
 import random
 
 import pytest
-from cloud_fixtures import *  # noqa: F403  (until tests/conftest.py imports them)
-from cloud_fixtures import FAST_RETRY
 from obstore.store import S3Store
+from tests.servers import FAST_RETRY, unique_prefix
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
@@ -32,7 +31,7 @@ FAULT_RATE = 0.20 + 0.05 + 0.02  # requests that fail and need one more try each
 async def test_fault_matrix_reads_exact_bytes(emulator: Emulator) -> None:
     rng = random.Random(7)
     values = {f"shard/{i}": rng.randbytes(VALUE_BYTES) for i in range(KEYS)}
-    store = ObjectStore(S3Store(emulator.bucket, prefix=unique_prefix(),  # noqa: F405
+    store = ObjectStore(S3Store(emulator.bucket, prefix=unique_prefix(),
                                 retry_config=FAST_RETRY, **emulator.storage_options()),
                         max_concurrency=32)
     await store.set_many(values.items())

@@ -14,9 +14,8 @@ from typing import NamedTuple
 import anyio
 import numpy as np
 import pytest
-from cloud_fixtures import *  # noqa: F403  (until tests/conftest.py imports them)
-from cloud_fixtures import FAST_RETRY
 from obstore.store import S3Store
+from tests.servers import FAST_RETRY, unique_prefix
 
 import aiozarr
 from aiozarr import config
@@ -57,7 +56,7 @@ async def warmed_store(emulator: Emulator, keys: list[str]) -> Warmed:
 
     Its counters are not reset (that would forget the latencies too): `counted` says
     what happened since."""
-    store = ObjectStore(S3Store(emulator.bucket, prefix=unique_prefix(),  # noqa: F405
+    store = ObjectStore(S3Store(emulator.bucket, prefix=unique_prefix(),
                                 retry_config=FAST_RETRY, **emulator.storage_options()))
     await store.set_many([(key, DATA) for key in keys])
     for _ in range(2):
@@ -101,7 +100,7 @@ async def test_a_late_answer_is_hedged_before_reads_of_its_size_are_known(
 
 async def test_a_store_hedges_from_its_first_answer_on(emulator: Emulator) -> None:
     # One read seen: a wait of twice its first byte's is slow already.
-    store = ObjectStore(S3Store(emulator.bucket, prefix=unique_prefix(),  # noqa: F405
+    store = ObjectStore(S3Store(emulator.bucket, prefix=unique_prefix(),
                                 retry_config=FAST_RETRY, **emulator.storage_options()))
     await store.set_many([("a", DATA), ("b", DATA)])
     assert bytes(await store.get("a", ByteRange.of(0, 1024))) == DATA[:1024]
@@ -130,7 +129,7 @@ async def test_a_large_read_waits_longer_before_its_hedge(
 
 
 async def test_a_slow_first_answer_does_not_stop_hedging_after_it(emulator: Emulator) -> None:
-    store = ObjectStore(S3Store(emulator.bucket, prefix=unique_prefix(),  # noqa: F405
+    store = ObjectStore(S3Store(emulator.bucket, prefix=unique_prefix(),
                                 retry_config=FAST_RETRY, **emulator.storage_options()))
     keys = ["a", "b", "c", "d"]
     await store.set_many([(key, DATA) for key in keys])
@@ -249,7 +248,7 @@ def test_local_stores_do_not_hedge(tmp_path: object) -> None:
 async def test_a_reopened_dataset_hedges_its_first_read(emulator: Emulator) -> None:
     # Opening a URL again (the array before it gone) finds the store of the first open,
     # with the waits its reads taught it: the new open's metadata read is hedged too.
-    url, options = emulator.s3_url(f"{unique_prefix()}/a.zarr"), emulator.storage_options()  # noqa: F405
+    url, options = emulator.s3_url(f"{unique_prefix()}/a.zarr"), emulator.storage_options()
     arr = await aiozarr.create_array_async(
         url, storage_options=options, shape=(4,), dtype="i4", chunks=(4,), zarr_format=3
     )

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cloud_fixtures import *  # noqa: F403  (until tests/conftest.py imports them)
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange

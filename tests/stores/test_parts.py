@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from cloud_fixtures import FAST_RETRY, unique_prefix
 from obstore.store import S3Store
+from tests.servers import FAST_RETRY, unique_prefix
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange

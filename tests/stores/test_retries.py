@@ -7,15 +7,13 @@ so each test checks what really went over the wire.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 import anyio
 import pytest
-from cloud_fixtures import *  # noqa: F403  (until tests/conftest.py imports them)
-from cloud_fixtures import FAST_RETRY
 from obstore.store import S3Store
+from tests.servers import FAST_RETRY, unique_prefix
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
@@ -32,23 +30,16 @@ from aiozarr.storage.retry import (
     request_timeout_s,
 )
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("fast_retries")]
 
 DATA = bytes(range(256)) * 16  # 4 KiB
 
 
-@pytest.fixture(autouse=True)
-def fast_retries() -> Iterator[None]:
-    """Retry quickly; no hedging (tested on its own) so request counts are exact."""
-    with config.set(retry_attempts=4, retry_base_delay_s=0.001, retry_max_delay_s=0.01,
-                    retry_deadline_s=10.0, hedge_reads=False):
-        yield
-
-
 def s3(emulator: Emulator, **options: Any) -> ObjectStore:
     opts = {**emulator.storage_options(), **options}
-    return ObjectStore(S3Store(emulator.bucket, prefix=unique_prefix(),  # noqa: F405
-                               retry_config=FAST_RETRY, **opts))
+    return ObjectStore(
+        S3Store(emulator.bucket, prefix=unique_prefix(), retry_config=FAST_RETRY, **opts)
+    )
 
 
 async def stored(emulator: Emulator, key: str = "k", value: bytes = DATA) -> ObjectStore:
@@ -197,8 +188,9 @@ async def test_retries_are_logged_and_giving_up_is_a_warning(
 async def test_persistent_failure_stops_at_the_deadline(emulator: Emulator) -> None:
     store = await stored(emulator)
     emulator.inject("status", status=503, methods=["GET"])
-    settings = config.set(retry_attempts=10_000, retry_base_delay_s=0.01,
-                          retry_max_delay_s=0.05, retry_deadline_s=0.5)
+    settings = config.set(
+        retry_attempts=10_000, retry_base_delay_s=0.01, retry_max_delay_s=0.05, retry_deadline_s=0.5
+    )
     expected = pytest.raises(StoreError, match=r"'k'.*503.*gave up after \d+ attempts")
     with settings, expected as info:
         await store.get("k")
@@ -235,8 +227,9 @@ class ResetThenHang(MemoryStore):
 
 async def test_giving_up_at_the_deadline_names_the_last_real_failure() -> None:
     store = ResetThenHang()
-    settings = config.set(retry_attempts=100, retry_base_delay_s=0.01,
-                          retry_max_delay_s=0.01, retry_deadline_s=0.3)
+    settings = config.set(
+        retry_attempts=100, retry_base_delay_s=0.01, retry_max_delay_s=0.01, retry_deadline_s=0.3
+    )
     with settings, pytest.raises(StoreError) as info:
         await store.get("k")
     message = str(info.value)
@@ -345,8 +338,9 @@ def test_backoff_is_bounded_full_jitter() -> None:
 
 
 def test_timeout_scales_with_size() -> None:
-    with config.set(request_timeout_s=30.0, request_timeout_min_bytes_per_s=1 << 20,
-                    max_request_bytes=64 << 20):
+    with config.set(
+        request_timeout_s=30.0, request_timeout_min_bytes_per_s=1 << 20, max_request_bytes=64 << 20
+    ):
         assert request_timeout_s(0) == 30.0
         assert request_timeout_s(512 << 20) == 30.0 + 512
         assert request_timeout_s(None) == 30.0 + 64  # size unknown: the largest request

@@ -6,7 +6,6 @@ import logging
 
 import numpy as np
 import pytest
-from cloud_fixtures import *  # noqa: F403
 
 import aiozarr
 from aiozarr.emulator import Emulator

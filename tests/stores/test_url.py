@@ -6,8 +6,7 @@ import pickle
 from pathlib import Path
 
 import pytest
-from cloud_fixtures import *  # noqa: F403  (until tests/conftest.py imports them)
-from cloud_fixtures import MOTO_BUCKET
+from tests.servers import MOTO_BUCKET
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 import tensorstore as ts
 import zarr
-from cloud_fixtures import *  # noqa: F403
 
 import aiozarr
 from aiozarr.emulator import Emulator
