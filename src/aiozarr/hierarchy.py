@@ -29,7 +29,7 @@ from aiozarr.metadata import consolidated, formats, v2, v3
 from aiozarr.metadata.format import (
     Absent,
     Fetch,
-    ListKeys,
+    Format,
     Reading,
     ReadOptions,
     Step,
@@ -147,57 +147,63 @@ parse_v2 = v2.parse_documents
 
 
 class _Run:
-    """One format's read of one node: the step it waits on (None: done) and its node."""
+    """One format's read of one node: the step it waits on (None: done), the stage that
+    step waits for (None: none), the answer read for it and not yet sent, and its node
+    once done."""
 
-    __slots__ = ("node", "reading", "step")
+    __slots__ = ("answer", "node", "reading", "stage", "step")
 
     def __init__(self, reading: Reading) -> None:
         self.reading = reading
         self.node: Node | None = None
-        self.step: Step | None = None
+        self.answer: list[Any] | None = None
         self.send(None)
 
     def send(self, answer: Any) -> None:
         try:
-            self.step = self.reading.send(answer)
+            step = self.reading.send(answer)
         except StopIteration as done:
-            self.step, self.node = None, done.value
+            self.step, self.stage, self.node = None, None, done.value
+        else:
+            self.step = step
+            self.stage = step.stage if isinstance(step, Fetch) else None
 
-    def stage(self) -> int:
-        if not isinstance(self.step, Fetch) or self.step.stage is None:
-            raise TypeError(f"a metadata read starts with a Fetch at a stage, got {self.step}")
-        return self.step.stage
-
-    def waits(self, stage: int) -> bool:
-        """Whether its step waits for a later detection stage."""
-        step = self.step
-        return isinstance(step, Fetch) and step.stage is not None and step.stage > stage
+    def due(self, stage: int) -> bool:
+        """Whether its step is to be answered now, at `stage`."""
+        return self.step is not None and (self.stage is None or self.stage <= stage)
 
 
 async def _read_nodes(
     store: Store, paths: list[str], options: ReadOptions, *, batch: bool = False
 ) -> list[Node | None]:
-    """Run every format's read of every path, a detection stage at a time: the steps of
-    one stage go out in one batch (a key asked for by two formats, once); each node's
-    formats then go on in their order (follow-ups read at once) until one has a node.
-    With `batch`, even a single document is read as a batch."""
-    runs = [[_Run(fmt.read(path, options)) for fmt in formats.FORMATS] for path in paths]
+    """Run the formats' reads of every path, a detection stage at a time: a format starts
+    at its stage, unless the path already has a node; the steps due at one stage go out
+    in one batch (a key two formats ask for, once); then each path's formats go on in
+    their order (follow-ups read at once) until one has a node. With `batch`, even a
+    single document is read as a batch."""
+    asked = [fmt for fmt in formats.FORMATS if options.zarr_format in fmt.asked_by]
+    runs: list[list[_Run | None]] = [[None] * len(asked) for _ in paths]
     found: list[Node | None] = [None] * len(paths)
+    live = list(range(len(paths)))
+    stage = min((fmt.stage for fmt in asked), default=None)
     try:
-        while waiting := [run for node_runs in runs for run in node_runs if run.step]:
-            stage = min(run.stage() for run in waiting)
-            now = [run for run in waiting if run.stage() == stage]
-            fetched = await _fetch(store, [run.step for run in now], batch)  # type: ignore[misc]
-            answers = {id(run): answer for run, answer in zip(now, fetched, strict=True)}
-            for i, node_runs in enumerate(runs):
-                for run in node_runs:
-                    if id(run) in answers:
-                        await _finish(store, run, answers[id(run)], stage)
-                    if run.node is not None:
-                        found[i] = run.node
-                        _close(node_runs)
-                        runs[i] = []
-                        break
+        while stage is not None and live:
+            now = []
+            for i in live:
+                node_runs = runs[i]
+                for j, fmt in enumerate(asked):
+                    if fmt.stage == stage:
+                        node_runs[j] = _Run(fmt.read(paths[i], options))
+                    run = node_runs[j]
+                    if run is not None and run.due(stage):
+                        now.append(run)
+            answers = await _answer(store, [run.step for run in now], batch)  # type: ignore[misc]
+            for run, answer in zip(now, answers, strict=True):
+                run.answer = answer  # sent in the formats' order: the first node wins
+            for i in live:
+                found[i] = await _settle(store, runs[i], stage)
+            live = [i for i in live if found[i] is None]
+            stage = _next_stage(asked, [runs[i] for i in live], stage)
     except Absent as absent:
         raise NodeNotFoundError(f"{absent} {store!r}") from None
     finally:
@@ -206,32 +212,57 @@ async def _read_nodes(
     return found
 
 
-def _close(runs: list[_Run]) -> None:
+def _next_stage(asked: list[Format], runs: list[list[_Run | None]], stage: int) -> int | None:
+    """The next stage anything waits for, after `stage`: a format still to start, or a
+    step parked."""
+    later = [fmt.stage for fmt in asked if fmt.stage > stage]
+    later += [run.stage for node_runs in runs for run in node_runs if run is not None and run.stage is not None]
+    return min(later, default=None)
+
+
+async def _settle(store: Store, node_runs: list[_Run | None], stage: int) -> Node | None:
+    """Take one path's formats in their order, each through its follow-ups, until one
+    has a node (the others then stop)."""
+    for run in node_runs:
+        if run is None:
+            continue
+        if run.answer is not None:
+            answer, run.answer = run.answer, None
+            run.send(answer)
+        while run.due(stage):
+            (answer,) = await _answer(store, [run.step])  # type: ignore[list-item]
+            run.send(answer)
+        if run.node is not None:
+            _close(node_runs)
+            return run.node
+    return None
+
+
+def _close(runs: list[_Run | None]) -> None:
     for run in runs:
-        run.reading.close()
+        if run is not None and run.step is not None:
+            run.reading.close()
+            run.step = None
 
 
-async def _finish(store: Store, run: _Run, answer: Any, stage: int) -> None:
-    """Send `run` its answer, then answer its follow-ups until it is done or waits."""
-    run.send(answer)
-    while run.step is not None and not run.waits(stage):
-        if isinstance(run.step, ListKeys):
-            run.send([key async for key in store.list_prefix(run.step.prefix)])
-        else:
-            (fetched,) = await _fetch(store, [run.step])
-            run.send(fetched)
-
-
-async def _fetch(store: Store, steps: list[Fetch], batch: bool = False) -> list[list[Any]]:
-    """The documents each `Fetch` asks for (`Stored`, None when missing): one plain read
-    when there is one key in all (unless `batch`), else one batch, each key asked once."""
-    keys = list(dict.fromkeys(key for step in steps for key in step.keys))
+async def _answer(store: Store, steps: list[Step], batch: bool = False) -> list[Any]:
+    """The answer to each step: the documents of every `Fetch` (`Stored`, None when
+    missing) read as one plain read when there is one key in all (unless `batch`), else
+    as one batch, each key once; the keys below each `ListKeys` prefix."""
+    keys = list(dict.fromkeys(k for step in steps if isinstance(step, Fetch) for k in step.keys))
+    data: list[Any] = []
     if len(keys) == 1 and not batch:
         data = [await get_document(store, keys[0])]
-    else:
+    elif keys or any(isinstance(step, Fetch) for step in steps):
         data = await get_documents(store, keys)
     stored = {k: None if d is None else Stored(k, d) for k, d in zip(keys, data, strict=True)}
-    return [[stored[key] for key in step.keys] for step in steps]
+    answers: list[Any] = []
+    for step in steps:
+        if isinstance(step, Fetch):
+            answers.append([stored[k] for k in step.keys])
+        else:
+            answers.append([key async for key in store.list_prefix(step.prefix)])
+    return answers
 
 
 def consolidated_member(group: GroupMetadata, name: str) -> Node | None:

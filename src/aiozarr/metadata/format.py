@@ -22,7 +22,8 @@ from aiozarr.metadata.model import ArrayMetadata, Node
 
 #: Detection stages, cheapest first: the documents of every format probing at one stage
 #: are asked for in one batch, and a stage runs only when the stages before it found no
-#: node. v3 probes at `FIRST` (one request), v2 at `SECOND`, v1 and the draft at `LAST`.
+#: node. v3 and the draft's root probe at `FIRST` (one request), v2 at `SECOND`, v1 and
+#: the draft below its root at `LAST`.
 FIRST, SECOND, LAST = 0, 1, 2
 
 
@@ -35,8 +36,9 @@ def join(path: str, name: str) -> str:
 class Fetch:
     """Read the documents at `keys`; the answer is a list of `Stored` (None: missing).
 
-    A step with a `stage` waits for that detection stage and is batched with the other
-    formats' steps of that stage; a step without one (a follow-up) is read at once.
+    A read's first step goes out with every other first step of its format's stage, in
+    one batch. A later step with a `stage` waits for that stage and joins its batch
+    (the draft probes below a root with v1's keys); one without is read at once.
     """
 
     keys: tuple[str, ...]
@@ -99,15 +101,19 @@ class Format(ABC):
 
     #: A name for messages ("Zarr v2").
     name: ClassVar[str]
-    #: The `zarr_format=` that asks for it (None: found by detection only).
+    #: The `zarr_format=` that names it (None: found by detection only).
     zarr_format: ClassVar[int | None] = None
+    #: The `zarr_format=` values whose reads it takes part in (None: detection).
+    asked_by: ClassVar[frozenset[int | None]] = frozenset({None})
+    #: The detection stage its read starts at (`FIRST`, `SECOND`, `LAST`, or later).
+    stage: ClassVar[int] = LAST
     #: Whether `documents` writes this format (False: read only, migrate it).
     writable: ClassVar[bool] = False
 
     @abstractmethod
     def read(self, path: str, options: ReadOptions) -> Reading:
         """Detect and parse the node at `path`: yield steps, return the node or None.
-        A format that `options` does not ask for returns None before its first step."""
+        Only called when `options.zarr_format` is in `asked_by`."""
 
     @abstractmethod
     def owns(self, meta: Node) -> bool:

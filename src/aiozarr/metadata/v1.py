@@ -134,11 +134,11 @@ class V1Format(Format):
 
     name: ClassVar[str] = "Zarr format 1"
     zarr_format: ClassVar[int | None] = 1
+    asked_by: ClassVar[frozenset[int | None]] = frozenset({None, 1})
+    stage: ClassVar[int] = LAST
 
     def read(self, path: str, options: ReadOptions) -> Reading:
-        if options.zarr_format not in (None, 1):
-            return None
-        meta, attrs = yield Fetch((join(path, META_KEY), join(path, ATTRS_KEY)), LAST)
+        meta, attrs = yield Fetch((join(path, META_KEY), join(path, ATTRS_KEY)))
         if meta is None:
             return None
         attributes = None if attrs is None else attrs.json()

@@ -249,17 +249,17 @@ class V2Format(Format):
 
     name: ClassVar[str] = "Zarr v2"
     zarr_format: ClassVar[int | None] = 2
+    asked_by: ClassVar[frozenset[int | None]] = frozenset({None, 2})
+    stage: ClassVar[int] = SECOND
     writable: ClassVar[bool] = True
 
     def read(self, path: str, options: ReadOptions) -> Reading:
         """Every document in one batch; an array open asks for `.zarray` and `.zattrs`
         alone, and for `.zgroup` only when there is no `.zarray` (to say it is a group)."""
-        if options.zarr_format not in (None, 2):
-            return None
         names = [ZARRAY, ZATTRS]
         if not options.array_only:
             names += [ZGROUP, ZMETADATA_KEY] if options.use_consolidated else [ZGROUP]
-        answers = yield Fetch(tuple(join(path, n) for n in names), SECOND)
+        answers = yield Fetch(tuple(join(path, n) for n in names))
         found = {n: None if a is None else a.data for n, a in zip(names, answers, strict=True)}
         node = parse_documents(path, found)
         if node is None and options.array_only:

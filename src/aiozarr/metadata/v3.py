@@ -316,12 +316,12 @@ class V3Format(Format):
 
     name: ClassVar[str] = "Zarr v3"
     zarr_format: ClassVar[int | None] = 3
+    asked_by: ClassVar[frozenset[int | None]] = frozenset({None, 3})
+    stage: ClassVar[int] = FIRST
     writable: ClassVar[bool] = True
 
     def read(self, path: str, options: ReadOptions) -> Reading:
-        if options.zarr_format not in (None, 3):
-            return None
-        (stored,) = yield Fetch((join(path, ZARR_JSON),), FIRST)
+        (stored,) = yield Fetch((join(path, ZARR_JSON),))
         if stored is None:
             return None
         node = parse_node(stored.json(), stored.key)

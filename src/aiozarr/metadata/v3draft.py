@@ -230,13 +230,13 @@ class DraftFormat(Format):
     every node below it (`consolidated`): one listing finds them."""
 
     name: ClassVar[str] = "2020 Zarr v3 draft"
+    asked_by: ClassVar[frozenset[int | None]] = frozenset({None, 3})
+    stage: ClassVar[int] = FIRST
 
     def read(self, path: str, options: ReadOptions) -> Reading:
         """A root answers with v3's `zarr.json` (also when `zarr_format=3` is asked for);
         a node below one, when nothing else answers, with the v1 keys' batch."""
-        if options.zarr_format not in (None, 3):
-            return None
-        (stored,) = yield Fetch((join(path, ENTRY_POINT_KEY),), FIRST)
+        (stored,) = yield Fetch((join(path, ENTRY_POINT_KEY),))
         if stored is not None and is_entry_point(stored.json()):
             entry = parse_entry_point(stored.json(), stored.key)
             return (yield from _read_tree(path, "", entry))
