@@ -87,8 +87,10 @@ def projections(
     `coords` (outer grid), what it gives and where it goes in an output of `out_ndim`
     dimensions; None where the selection is of a form this does not know."""
     ndim = len(grid.outer)
-    if ndim == 0 or not isinstance(chunk_selection, tuple) or len(chunk_selection) != ndim:
+    if not isinstance(chunk_selection, tuple) or len(chunk_selection) != ndim:
         return None
+    if ndim == 0:  # a 0-d array: its one chunk, whole
+        return [ChunkProjection(coords, (), (...,), True)] if out_ndim == 0 else None
     if _is_pointwise(chunk_selection, ndim, out_ndim):
         return _pointwise(grid, coords, chunk_selection, out_selection)
     axes = _chunk_axes(chunk_selection, drop_axes)
