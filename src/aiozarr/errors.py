@@ -38,6 +38,14 @@ class MetadataError(AiozarrError, ValueError):
     """A metadata document is malformed, contradictory or invalid."""
 
 
+class DimensionNamesError(MetadataError, KeyError):
+    """An array opened as an xarray variable has no name for each of its dimensions
+    (also a `KeyError`, as xarray's zarr engine raises there)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
 class UnsupportedError(AiozarrError, ValueError):
     """An unknown codec, data type, chunk grid or extension."""
 

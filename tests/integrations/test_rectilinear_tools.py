@@ -101,9 +101,9 @@ def test_xarray_prefers_the_grid_chunks_and_writes_it_back(tmp_path: Path) -> No
     root = aiozarr.create_group(tmp_path / "ds.zarr")
     arr = root.create_array("v", shape=SHAPE, dtype="<f8", chunks=EDGES, dimension_names=["y", "x"])
     arr[...] = DATA
-    ds = xr.open_dataset(tmp_path / "ds.zarr", engine="aiozarr")
+    ds = xr.open_dataset(tmp_path / "ds.zarr", engine="aiozarr", consolidated=False)
     assert ds["v"].encoding["preferred_chunks"] == {"y": (3, 5, 2), "x": (2, 2, 2, 1)}
-    chunked = xr.open_dataset(tmp_path / "ds.zarr", engine="aiozarr", chunks={})
+    chunked = xr.open_dataset(tmp_path / "ds.zarr", engine="aiozarr", chunks={}, consolidated=False)
     assert chunked["v"].chunks == ((3, 5, 2), (2, 2, 2, 1))
     to_zarr(ds, tmp_path / "copy.zarr")
     again = aiozarr.open_array(tmp_path / "copy.zarr", "v")

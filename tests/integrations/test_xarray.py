@@ -22,7 +22,12 @@ from aiozarr.xarray import AiozarrBackendEntrypoint, to_zarr  # noqa: E402
 
 ENGINE = AiozarrBackendEntrypoint
 
-pytestmark = pytest.mark.filterwarnings("ignore::zarr.errors.ZarrUserWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::zarr.errors.ZarrUserWarning"),
+    # xarray's warning when a group opened with consolidated=None has no consolidated
+    # metadata (test_xarray_suite_fixes.py asserts it)
+    pytest.mark.filterwarnings("ignore:Failed to open Zarr store with consolidated:RuntimeWarning"),
+]
 
 
 def sample(n_time: int = 6) -> xr.Dataset:
@@ -312,7 +317,6 @@ def test_dask_chunks_follow_shards(tmp_path: Path) -> None:
     ds = xr.open_dataset(tmp_path / "s.zarr", engine=ENGINE, chunks={})
     assert ds.temp.chunks == ((3, 3), (4,), (5,))
     xr.testing.assert_identical(ds.load(), sample())
-
 
 
 # -- strings ----------------------------------------------------------------------------------

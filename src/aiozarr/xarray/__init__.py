@@ -8,7 +8,9 @@
 Importing this package imports xarray; `import aiozarr` does not.
 """
 
-from aiozarr.xarray.backend import AiozarrBackendArray, AiozarrBackendEntrypoint, store_of
+from aiozarr.xarray.backend import AiozarrBackendEntrypoint
+from aiozarr.xarray.lazy_array import AiozarrBackendArray
+from aiozarr.xarray.variables import store_of
 from aiozarr.xarray.writer import consolidate_async, to_zarr, to_zarr_async
 
 __all__ = [

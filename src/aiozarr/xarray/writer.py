@@ -21,14 +21,9 @@ from aiozarr.metadata import consolidated as v2_consolidated
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.storage.base import Store
 from aiozarr.sync import run
-from aiozarr.xarray.backend import (
-    DIMENSION_KEY,
-    AiozarrBackendArray,
-    Node,
-    _variable,
-    dimensions,
-    read_tree,
-)
+from aiozarr.xarray.lazy_array import AiozarrBackendArray
+from aiozarr.xarray.tree import Node, read_tree
+from aiozarr.xarray.variables import DIMENSION_KEY, dimensions, raw_variable
 
 __all__ = ["consolidate_async", "to_zarr", "to_zarr_async", "write_metadata_async"]
 
@@ -384,7 +379,9 @@ async def _auto_slice(
     array = AsyncArray(store, hierarchy.join(path, dim), existing[dim])
     values = await array.getitem(...)
     mask = array.metadata.zarr_format != 3  # xarray's default, as when opening
-    raw = _variable(dim, AiozarrBackendArray(array), dimensions(dim, array.metadata), values, mask)
+    raw = raw_variable(
+        dim, AiozarrBackendArray(array), dimensions(dim, array.metadata), values, mask
+    )
     stored = pd.Index(conventions.decode_cf_variable(dim, raw).values)
     positions = stored.get_indexer(ds.indexes[dim])
     if (positions == -1).any():

@@ -1,0 +1,162 @@
+"""`AiozarrBackendArray`: the lazy values of one xarray variable, read through aiozarr's
+engine on the caller's event loop."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import numpy as np
+from xarray.backends import BackendArray
+from xarray.core import indexing
+
+from aiozarr.array import AsyncArray
+from aiozarr.errors import (
+    unwrap_group,
+)
+from aiozarr.sync import run
+
+
+class AiozarrBackendArray(BackendArray):
+    """A lazy xarray variable over an `AsyncArray`.
+
+    Basic and outer (orthogonal) keys go straight to aiozarr's engine; a vectorized key
+    is read as its outer bounding selection, then picked out with numpy (xarray's
+    `OUTER` indexing support does that split).
+
+    Reads of the same basic selection that overlap in time on one event loop are made
+    once (a coordinate shared by several variables loaded together); the others get a
+    copy of its values. The first and last element of a CF datetime variable, which
+    xarray's decoder asks for one after the other, are read while the dataset opens and
+    served without a request.
+    """
+
+    # `_array`, as xarray's own wrappers name it: xarray's checks of a variable's array
+    # type walk through public `.array` attributes, and must stop here.
+    __slots__ = ("_array", "_inflight", "_known", "dtype", "shape")
+
+    def __init__(self, array: AsyncArray) -> None:
+        self._array = array
+        self.shape = array.shape
+        self.dtype = array.dtype
+        self._known: dict[tuple[Any, ...], Any] = {}
+        self._inflight: dict[tuple[Any, ...], _SharedRead] = {}
+
+    @property
+    def async_array(self) -> AsyncArray:
+        """The aiozarr array these values are read from."""
+        return self._array
+
+    def __getstate__(self) -> tuple[AsyncArray, dict[tuple[Any, ...], Any]]:
+        return self._array, self._known  # reads in flight stay with this process
+
+    def __setstate__(self, state: tuple[AsyncArray, dict[tuple[Any, ...], Any]]) -> None:
+        self.__init__(state[0])  # type: ignore[misc]
+        self._known = state[1]
+
+    def __getitem__(self, key: indexing.ExplicitIndexer) -> Any:
+        return indexing.explicit_indexing_adapter(
+            key, self.shape, indexing.IndexingSupport.OUTER, self._read_sync
+        )
+
+    async def async_getitem(self, key: indexing.ExplicitIndexer) -> Any:
+        """The values at `key`, read on the caller's event loop (no thread hop)."""
+        return await indexing.async_explicit_indexing_adapter(
+            key, self.shape, indexing.IndexingSupport.OUTER, self._read
+        )
+
+    def _read_sync(self, key: tuple[Any, ...]) -> Any:
+        return run(self._read, key)
+
+    async def _read(self, key: tuple[Any, ...]) -> Any:
+        with unwrap_group():
+            basic = _basic_key(key, self.shape)
+            if basic is None:
+                return await self._read_unwrapped(key)
+            if basic in self._known:
+                return _copy(self._known[basic])
+            return await self._read_shared(basic, key)
+
+    async def _read_shared(self, basic: tuple[Any, ...], key: tuple[Any, ...]) -> Any:
+        slot = (anyio.lowlevel.current_token(), basic)
+        shared = self._inflight.get(slot)
+        if shared is not None:  # the same read is under way on this loop: wait for it
+            await shared.done.wait()
+            if shared.error is not None:
+                raise shared.error
+            if shared.finished:
+                return _copy(shared.value)
+            return await self._read_unwrapped(key)  # its reader was cancelled
+        shared = self._inflight[slot] = _SharedRead()
+        try:
+            shared.value = await self._read_unwrapped(key)
+            shared.finished = True
+            return shared.value
+        except Exception as error:
+            shared.error = error
+            raise
+        finally:
+            del self._inflight[slot]
+            shared.done.set()
+
+    async def _read_unwrapped(self, key: tuple[Any, ...]) -> Any:
+        if all(isinstance(k, int | np.integer | slice) for k in key):
+            value = await self._array.getitem(key)
+        else:
+            value = await self._array.get_orthogonal_selection(key)
+        if isinstance(value, str) and self.dtype.kind == "T":  # one element of a string array
+            return np.asarray(value, dtype=self.dtype)
+        return value
+
+    async def read_ends(self) -> None:
+        """Read the selections xarray's CF datetime decoder asks for when a dataset opens,
+        `first_n_items(data, 1)` and `last_item(data)`, as one coordinate selection of
+        the first and the last element, to serve them later without a request."""
+        if 0 in self.shape:
+            return
+        ndim = len(self.shape)
+        last = (slice(-1, None),) * ndim
+        if math.prod(self.shape) == 1:  # a single element: both read the whole array
+            self._known[_basic_key(last, self.shape)] = await self._read_unwrapped(last)  # type: ignore[index]
+            return
+        first = (0,) * (ndim - 1) + (slice(None, 1),)
+        points = tuple(np.array([0, n - 1]) for n in self.shape)
+        ends = np.asarray(await self._array.get_coordinate_selection(points))
+        for key, value in zip((first, last), ends, strict=True):
+            basic = _basic_key(key, self.shape)
+            shape = tuple(len(range(*k)) for k in basic if isinstance(k, tuple))  # type: ignore[union-attr]
+            self._known[basic] = np.full(shape, value, dtype=ends.dtype)  # type: ignore[index]
+
+
+class _SharedRead:
+    """One read that concurrent readers of the same selection wait for."""
+
+    __slots__ = ("done", "error", "finished", "value")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.finished = False
+        self.error: Exception | None = None
+        self.value: Any = None
+
+
+def _basic_key(key: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[Any, ...] | None:
+    """`key` with every entry made absolute (`None` unless it is integers and slices), so
+    that equal selections compare equal however they were written."""
+    if len(key) != len(shape):
+        return None
+    out: list[Any] = []
+    for k, n in zip(key, shape, strict=True):
+        if isinstance(k, slice):
+            out.append(k.indices(n))
+        elif isinstance(k, int | np.integer):
+            out.append(int(k) + n if k < 0 else int(k))
+        else:
+            return None
+    return tuple(out)
+
+
+def _copy(value: Any) -> Any:
+    return value.copy() if isinstance(value, np.ndarray) else value
