@@ -1,0 +1,65 @@
+"""`RoundTripStore`: a `CountingStore` that also counts the round trips on the critical
+path, for tests and benchmarks that hold a read or an open to a number of round trips."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+
+from aiozarr.byte_range import ByteRange
+from aiozarr.storage.base import Buffer, Store, Version, Versioned
+from aiozarr.storage.counting import CountingStore
+
+__all__ = ["RoundTripStore"]
+
+
+class RoundTripStore(CountingStore):
+    """A `CountingStore` that also measures `depth`: the round trips on the critical path.
+
+    A request's depth is one more than the deepest request that had already finished
+    when it started, so requests sent together share a depth and a request sent after
+    an answer came back is one deeper. `depth` is the deepest request seen; listings
+    count as requests.
+    """
+
+    def __init__(self, inner: Store) -> None:
+        super().__init__(inner)
+        self.depth = 0
+        self._finished = 0
+
+    def reset(self) -> None:
+        super().reset()
+        self.depth = self._finished = 0
+
+    def _begin(self) -> int:
+        level = self._finished + 1
+        self.depth = max(self.depth, level)
+        return level
+
+    def _end(self, level: int) -> None:
+        self._finished = max(self._finished, level)
+
+    async def read(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+    ) -> Versioned | None:
+        level = self._begin()
+        try:
+            return await super().read(key, byte_range, max_bytes)
+        finally:
+            self._end(level)
+
+    async def read_ranges(
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None
+    ) -> tuple[list[Buffer], Version | None] | None:
+        level = self._begin()
+        try:
+            return await super().read_ranges(key, byte_ranges, max_bytes)
+        finally:
+            self._end(level)
+
+    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        level = self._begin()
+        try:
+            async for name in super().list_dir(prefix):
+                yield name
+        finally:
+            self._end(level)
