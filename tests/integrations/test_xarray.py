@@ -25,7 +25,7 @@ ENGINE = AiozarrBackendEntrypoint
 pytestmark = [
     pytest.mark.filterwarnings("ignore::zarr.errors.ZarrUserWarning"),
     # xarray's warning when a group opened with consolidated=None has no consolidated
-    # metadata (test_xarray_suite_fixes.py asserts it)
+    # metadata (test_xarray_round_trips.py asserts it)
     pytest.mark.filterwarnings("ignore:Failed to open Zarr store with consolidated:RuntimeWarning"),
 ]
 
