@@ -201,7 +201,12 @@ async def _read_nodes(
             for run, answer in zip(now, answers, strict=True):
                 run.answer = answer  # sent in the formats' order: the first node wins
             for i in live:
-                found[i] = await _settle(store, runs[i], stage)
+                got = _settle(runs[i], stage)
+                while isinstance(got, _Run):  # a follow-up step: read it alone
+                    (got.answer,) = await _answer(store, [got.step])  # type: ignore[list-item]
+                    got = _settle(runs[i], stage)
+                if got is not None:
+                    found[i], runs[i] = got, []  # let its reads go now, not with the last path
             live = [i for i in live if found[i] is None]
             stage = _next_stage(asked, [runs[i] for i in live], stage)
     except Absent as absent:
@@ -216,22 +221,22 @@ def _next_stage(asked: list[Format], runs: list[list[_Run | None]], stage: int) 
     """The next stage anything waits for, after `stage`: a format still to start, or a
     step parked."""
     later = [fmt.stage for fmt in asked if fmt.stage > stage]
-    later += [run.stage for node_runs in runs for run in node_runs if run is not None and run.stage is not None]
+    for node_runs in runs:
+        later += [run.stage for run in node_runs if run is not None and run.stage is not None]
     return min(later, default=None)
 
 
-async def _settle(store: Store, node_runs: list[_Run | None], stage: int) -> Node | None:
-    """Take one path's formats in their order, each through its follow-ups, until one
-    has a node (the others then stop)."""
+def _settle(node_runs: list[_Run | None], stage: int) -> Node | _Run | None:
+    """Send one path's formats their answers in their order until one has a node (the
+    others then stop) or has a follow-up step due (returned, to be answered)."""
     for run in node_runs:
         if run is None:
             continue
         if run.answer is not None:
             answer, run.answer = run.answer, None
             run.send(answer)
-        while run.due(stage):
-            (answer,) = await _answer(store, [run.step])  # type: ignore[list-item]
-            run.send(answer)
+        if run.due(stage):
+            return run
         if run.node is not None:
             _close(node_runs)
             return run.node
@@ -242,7 +247,7 @@ def _close(runs: list[_Run | None]) -> None:
     for run in runs:
         if run is not None and run.step is not None:
             run.reading.close()
-            run.step = None
+            run.step = run.stage = None
 
 
 async def _answer(store: Store, steps: list[Step], batch: bool = False) -> list[Any]:

@@ -32,7 +32,7 @@ def join(path: str, name: str) -> str:
     return f"{path}/{name}" if path else name
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fetch:
     """Read the documents at `keys`; the answer is a list of `Stored` (None: missing).
 
@@ -45,7 +45,7 @@ class Fetch:
     stage: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ListKeys:
     """List every key below `prefix`; the answer is a list of keys."""
 
@@ -82,7 +82,7 @@ class Stored:
         return self._doc
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReadOptions:
     """What a read asks for: `zarr_format` (None: any format), whether consolidated
     metadata is read and kept, and whether only an array is wanted (an array open)."""
