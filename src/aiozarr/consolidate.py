@@ -17,7 +17,6 @@ from aiozarr import hierarchy, hierarchy_walk
 from aiozarr.api import StoreLike, resolve_store
 from aiozarr.errors import MetadataError, NodeNotFoundError
 from aiozarr.group import AsyncGroup
-from aiozarr.metadata import consolidated
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.storage.base import Store
 from aiozarr.sync import Group, run
@@ -58,13 +57,8 @@ async def consolidate_metadata_async(
     if root.zarr_format not in (2, 3):
         raise MetadataError(f"cannot consolidate Zarr format {root.zarr_format} metadata")
     members = await _members(resolved, root, path)
-    meta = dataclasses.replace(root, consolidated=members)
-    if root.zarr_format == 3:
-        await hierarchy.write_node(resolved, path, meta)
-    else:
-        doc = consolidated.zmetadata_json({"": root, **members})
-        await resolved.set(hierarchy.join(path, consolidated.ZMETADATA_KEY), doc)
-    return AsyncGroup(resolved, path, meta)
+    await hierarchy.write_consolidated(resolved, path, root, members)
+    return AsyncGroup(resolved, path, dataclasses.replace(root, consolidated=members))
 
 
 def consolidate_metadata(store: StoreLike, path: str = "", **options: Any) -> Group:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 import anyio
@@ -309,6 +309,16 @@ async def write_node(store: Store, path: str, meta: Node) -> None:
     docs = fmt.documents(path, meta)
     for key in fmt.stale_keys(path, meta):
         await store.delete(key)
+    await store.set_many(docs.items())
+
+
+async def write_consolidated(
+    store: Store, path: str, group: GroupMetadata, members: Mapping[str, Node]
+) -> None:
+    """Store `members` (every node below the group at `path`, by relative path) as the
+    group's consolidated metadata, in the group's format (v3: inline in its `zarr.json`;
+    v2: its `.zmetadata`)."""
+    docs = formats.format_of(group).consolidated_documents(path, group, members)
     await store.set_many(docs.items())
 
 

@@ -59,6 +59,13 @@ def test_draft_metadata_is_read_only(draft: Path) -> None:
         arr.update_attributes({"x": 1})
 
 
+def test_a_draft_hierarchy_is_not_consolidated(draft: Path) -> None:
+    """Its metadata is read only: no `.zmetadata` is written beside the draft's."""
+    with pytest.raises(MetadataError, match=r"cannot consolidate 2020 Zarr v3 draft.*migrate"):
+        aiozarr.consolidate_metadata(draft)
+    assert not (draft / ".zmetadata").exists()
+
+
 def _spec_example(root: Path, doc: dict, chunks: dict[str, bytes]) -> None:
     (root / "meta").mkdir(parents=True)
     entry = {

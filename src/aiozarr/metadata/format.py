@@ -12,13 +12,13 @@ same stage (and of every child of a group) into one batch.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from aiozarr.errors import MetadataError
 from aiozarr.metadata.json import load
-from aiozarr.metadata.model import ArrayMetadata, Node
+from aiozarr.metadata.model import ArrayMetadata, GroupMetadata, Node
 
 #: Detection stages, cheapest first: the documents of every format probing at one stage
 #: are asked for in one batch, and a stage runs only when the stages before it found no
@@ -138,6 +138,16 @@ class Format(ABC):
     def documents(self, path: str, meta: Node) -> dict[str, bytes]:
         """The keys and documents that store `meta` at `path`."""
         raise self._read_only()
+
+    def consolidated_documents(
+        self, path: str, group: GroupMetadata, members: Mapping[str, Node]
+    ) -> dict[str, bytes]:
+        """The keys and documents that store `members` (every node below the group at
+        `path`, by relative path) as the group's consolidated metadata."""
+        raise MetadataError(
+            f"cannot consolidate {self.name} metadata (read only); "
+            "aiozarr.migrate it to Zarr v2 or v3"
+        )
 
     def stale_keys(self, path: str, meta: Node) -> tuple[str, ...]:
         """Keys an earlier version of the node may have left that `documents` does not

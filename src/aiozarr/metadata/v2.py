@@ -293,6 +293,12 @@ class V2Format(Format):
     def stale_keys(self, path: str, meta: Node) -> tuple[str, ...]:
         return () if meta.attributes else (join(path, ZATTRS),)
 
+    def consolidated_documents(
+        self, path: str, group: GroupMetadata, members: Mapping[str, Node]
+    ) -> dict[str, bytes]:
+        """The group's `.zmetadata`: its own documents and every member's."""
+        return {join(path, ZMETADATA_KEY): zmetadata_json({"": group, **members})}
+
     def to_dict(self, meta: Node) -> dict[str, Any]:
         return node_dict(meta)
 

@@ -345,6 +345,12 @@ class V3Format(Format):
         doc = array_to_json(meta) if isinstance(meta, ArrayMetadata) else group_to_json(meta)
         return {join(path, ZARR_JSON): doc}
 
+    def consolidated_documents(
+        self, path: str, group: GroupMetadata, members: Mapping[str, Node]
+    ) -> dict[str, bytes]:
+        """The group's `zarr.json`, with its members inline (`consolidated_metadata`)."""
+        return self.documents(path, dataclasses.replace(group, consolidated=members))
+
     def to_dict(self, meta: Node) -> dict[str, Any]:
         doc = array_to_json(meta) if isinstance(meta, ArrayMetadata) else group_to_json(meta)
         return dict(json.loads(doc))

@@ -17,7 +17,6 @@ from aiozarr import config, hierarchy
 from aiozarr.api import StoreLike, resolve_store
 from aiozarr.array import AsyncArray
 from aiozarr.errors import NodeNotFoundError, unwrap_group
-from aiozarr.metadata import consolidated as v2_consolidated
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.storage.base import Store
 from aiozarr.sync import run
@@ -461,12 +460,7 @@ async def consolidate_async(store: Store, path: str = "") -> None:
             members[rel] = meta
         members.update({hierarchy.join(rel, n): m for n, m in arrays.items()})
     root = tree[""][0]
-    if root.zarr_format == 3:
-        meta = GroupMetadata(zarr_format=3, attributes=root.attributes, consolidated=members)
-        await hierarchy.write_node(store, path, meta)
-    else:
-        doc = v2_consolidated.zmetadata_json({"": root, **members})
-        await store.set(hierarchy.join(path, v2_consolidated.ZMETADATA_KEY), doc)
+    await hierarchy.write_consolidated(store, path, root, members)
 
 
 def to_zarr(ds: xr.Dataset, store: StoreLike, **options: Any) -> Any:
