@@ -22,9 +22,11 @@ from aiozarr.storage.base import Store
 
 __all__ = ["aiozarr_store_for"]
 
-#: zarr store id -> (a weak reference to it, its aiozarr store); zarr's stores compare
-#: by value and are not hashable, so they are told apart by identity.
-_made: dict[int, tuple[weakref.ref[Any], Store]] = {}
+#: (id of what a store is made for, read-only) -> (a weak reference to that, the aiozarr
+#: store). zarr's stores compare by value and are not hashable, so they are told apart
+#: by identity; an obstore-backed one by its obstore store's, so that zarr stores made
+#: afresh around one obstore store (a store per open) share one client.
+_made: dict[tuple[int, bool], tuple[weakref.ref[Any], Store]] = {}
 _lock = threading.RLock()  # a weak reference's callback may run inside it
 
 
@@ -34,24 +36,32 @@ def aiozarr_store_for(zarr_store: Any) -> Store | None:
     wrapped = getattr(zarr_store, "aiozarr_store", None)
     if isinstance(wrapped, Store):  # aiozarr.zarr.Store: the store it wraps
         return wrapped
-    key = id(zarr_store)
+    anchor = _anchor(zarr_store)
+    key = (id(anchor), bool(getattr(zarr_store, "read_only", False)))
     with _lock:
         entry = _made.get(key)
-        if entry is not None and entry[0]() is zarr_store:
+        if entry is not None and entry[0]() is anchor:
             return entry[1]
     store = _make(zarr_store)
     if store is None:
         return None
     with _lock:
         try:
-            ref = weakref.ref(zarr_store, lambda _: _forget(key))
+            ref = weakref.ref(anchor, lambda _: _forget(key))
         except TypeError:  # cannot tell when it goes: made again next time
             return store
         _made[key] = (ref, store)
     return store
 
 
-def _forget(key: int) -> None:
+def _anchor(zarr_store: Any) -> Any:
+    """What the aiozarr store of `zarr_store` reads: its obstore store, or itself."""
+    from zarr.storage import ObjectStore
+
+    return zarr_store.store if type(zarr_store) is ObjectStore else zarr_store
+
+
+def _forget(key: tuple[int, bool]) -> None:
     with _lock:
         entry = _made.get(key)
         if entry is not None and entry[0]() is None:
