@@ -253,3 +253,22 @@ def test_the_pipeline_pickles_and_compares(make_store: Callable[[str], Any]) -> 
         assert type(again.async_array.codec_pipeline).__name__ == "CodecPipeline"
         np.testing.assert_array_equal(again[:], np.full((6, 6), 5, dtype="u1"))
         assert zarr.open_array(store) == arr
+
+
+@pytest.mark.parametrize("kind", ["memory", "local", "emulator"])
+def test_a_shard_rewritten_by_another_array_object_reads_new(
+    kind: str, make_store: Callable[[str], Any]
+) -> None:
+    store = make_store(kind)
+    zarr.create_array(store=store, shape=(8, 8), chunks=(2, 2), shards=(8, 8), dtype="i4")
+    with aiozarr_pipeline():
+        reader = zarr.open_array(store)
+        writer = zarr.open_array(store)
+        writer[:] = np.arange(64, dtype="i4").reshape(8, 8)
+        assert reader[3, 3] == 27  # its index of the shard is cached now
+        writer[0:4, :] = -np.arange(32, dtype="i4").reshape(4, 8) * 1000  # other offsets
+        np.testing.assert_array_equal(reader[3, :], -np.arange(24, 32) * 1000)
+    default = zarr.open_array(store)
+    default[4:, :] = 5  # written by zarr-python's own pipeline
+    with aiozarr_pipeline():
+        np.testing.assert_array_equal(reader[4:, 0], [5, 5, 5, 5])
