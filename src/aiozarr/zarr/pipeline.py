@@ -33,6 +33,7 @@ from zarr.registry import register_pipeline
 from aiozarr import config
 from aiozarr.engine import read as engine_read
 from aiozarr.engine import write as engine_write
+from aiozarr.engine.output import small_pages
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import ConditionalWriteUnsupportedError
 from aiozarr.indexing import ChunkProjection
@@ -175,7 +176,8 @@ class CodecPipeline(ZarrCodecPipeline):
         if plan is None or target is None:
             await self._default.read(batch, out, drop_axes)
             return
-        await engine_read.read(plan.array, plan.projections, target)
+        # zarr-python's fresh output, paged as aiozarr pages its own (engine/output.py)
+        await engine_read.read(plan.array, plan.projections, small_pages(target))
 
     async def write(
         self,
