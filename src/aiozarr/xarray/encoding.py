@@ -29,22 +29,38 @@ SHARDING = "sharding_indexed"
 
 
 def chunk_encoding(array: AsyncArray, dims: tuple[str, ...]) -> dict[str, Any]:
-    """`chunks`, `preferred_chunks` and `shards`, as xarray's zarr engine gives them (a
-    rectilinear grid as its edge lists, which `create_array` reads back as the same grid)."""
+    """`chunks`, `preferred_chunks` and `shards`, as xarray's zarr engine gives them: a
+    rectilinear grid's dimensions as their edge lists, but a dimension whose edges are
+    regular as its chunk size and a zero-length one as `(0,)` (what dask takes), which
+    `create_array` reads back as the same grid."""
     rectilinear = array.rectilinear_grid
     if rectilinear is None:
         chunks, shards = array.chunks, array.shards
         preferred: Any = shards or chunks
     else:
         sharded = array.is_sharded
-        chunks = array.chunks if sharded else rectilinear.edges
-        shards = rectilinear.edges if sharded else None
-        preferred = array.write_chunk_sizes
+        edges = tuple(_compact(e) for e in rectilinear.edges)
+        chunks = array.chunks if sharded else edges
+        shards = edges if sharded else None
+        preferred = tuple(_compact(e) for e in array.write_chunk_sizes)
     return {
         "chunks": chunks,
         "preferred_chunks": dict(zip(dims, preferred, strict=True)),
         "shards": shards,
     }
+
+
+def _compact(edges: Any) -> Any:
+    """One dimension's chunk edges as xarray reports them: the chunk size where the
+    edges are regular (equal, the last one no larger), `(0,)` where there are none."""
+    if isinstance(edges, int):
+        return edges
+    edges = tuple(edges)
+    if not edges:
+        return (0,)
+    if len(set(edges[:-1])) <= 1 and edges[-1] <= edges[0]:
+        return edges[0]
+    return edges
 
 
 def codec_encoding(meta: ArrayMetadata) -> dict[str, Any]:
