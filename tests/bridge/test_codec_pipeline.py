@@ -272,3 +272,57 @@ def test_a_shard_rewritten_by_another_array_object_reads_new(
     default[4:, :] = 5  # written by zarr-python's own pipeline
     with aiozarr_pipeline():
         np.testing.assert_array_equal(reader[4:, 0], [5, 5, 5, 5])
+
+
+@pytest.mark.parametrize("shards", [None, ()])
+def test_zero_dimensional_arrays(shards: Any, fallbacks: Fallbacks) -> None:
+    store = zarr.storage.MemoryStore()
+    with aiozarr_pipeline():
+        arr = zarr.create_array(store=store, shape=(), dtype="f4", chunks=(), shards=shards)
+        assert arr[()] == 0.0
+        arr[()] = 42.0
+        assert arr[()] == 42.0
+        arr[...] = 43.0
+        assert arr[...] == 43.0
+    assert zarr.open_array(store)[()] == 43.0
+    assert fallbacks.reasons == []
+
+
+def test_a_write_order_other_than_morton_is_zarr_pythons(fallbacks: Fallbacks) -> None:
+    import inspect
+
+    if "subchunk_write_order" not in inspect.signature(zarr.codecs.ShardingCodec).parameters:
+        pytest.skip("this zarr-python has no subchunk_write_order (zarr-python >= 3.4)")
+    store = zarr.storage.MemoryStore()
+    codec = zarr.codecs.ShardingCodec(chunk_shape=(2, 2), subchunk_write_order="lexicographic")
+    with aiozarr_pipeline():
+        arr = zarr.create_array(
+            store=store,
+            shape=(4, 4),
+            dtype="u1",
+            chunks=(4, 4),
+            serializer=codec,
+            compressors=None,
+        )
+        arr[:] = np.arange(16, dtype="u1").reshape(4, 4)
+        np.testing.assert_array_equal(arr[:], np.arange(16).reshape(4, 4))
+    assert any("'lexicographic' order" in r for r in fallbacks.reasons)
+
+
+@pytest.mark.filterwarnings("ignore:Combining a `sharding_indexed` codec")  # zarr-python's
+def test_a_codec_after_sharding_falls_back(fallbacks: Fallbacks) -> None:
+    store = zarr.storage.MemoryStore()
+    codec = zarr.codecs.ShardingCodec(chunk_shape=(2, 2))
+    data = np.arange(64, dtype="i2").reshape(8, 8)
+    with aiozarr_pipeline():
+        arr = zarr.create_array(
+            store=store,
+            shape=(8, 8),
+            dtype="i2",
+            chunks=(4, 4),
+            serializer=codec,
+            compressors=zarr.codecs.ZstdCodec(),  # the whole shard compressed
+        )
+        arr[:] = data
+        np.testing.assert_array_equal(arr[1:7, 3], data[1:7, 3])
+    assert any("after sharding_indexed" in r for r in fallbacks.reasons)

@@ -42,6 +42,8 @@ def morton_order(chunks_per_shard: tuple[int, ...]) -> tuple[tuple[int, ...], ..
     Bit `b` of each dimension is interleaved while the dimension still has bits, so
     dimensions of different sizes share one code without gaps.
     """
+    if not chunks_per_shard:  # a 0-d shard holds one inner chunk
+        return ((),)
     coords = np.indices(chunks_per_shard).reshape(len(chunks_per_shard), -1).T
     bits = [(n - 1).bit_length() for n in chunks_per_shard]
     codes = np.zeros(len(coords), dtype=np.uint64)

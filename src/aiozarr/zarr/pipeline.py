@@ -40,7 +40,13 @@ from aiozarr.indexing import ChunkProjection
 from aiozarr.storage.base import Store
 from aiozarr.storage.zarr_store import ZarrStore
 from aiozarr.zarr import pipeline_plan
-from aiozarr.zarr.pipeline_array import AiozarrArray, aiozarr_array, default_pipeline, same_fill
+from aiozarr.zarr.pipeline_array import (
+    AiozarrArray,
+    aiozarr_array,
+    default_pipeline,
+    same_fill,
+    why_not_written,
+)
 from aiozarr.zarr.pipeline_stores import aiozarr_store_for
 
 if TYPE_CHECKING:
@@ -216,7 +222,9 @@ class CodecPipeline(ZarrCodecPipeline):
         """The batch as engine projections, or None (logged) where it falls back."""
         if not batch:
             return None
-        why = self._why_not(batch[0], target)
+        why = self._why_not(batch[0], target) or (
+            why_not_written(self._default) if writes else None
+        )
         if why is None:
             array, why = self._array_for(batch[0][0])
             if array is not None:

@@ -21,7 +21,7 @@ from aiozarr.codecs import CodecChain
 from aiozarr.metadata import v2, v3
 from aiozarr.metadata.model import ArrayMetadata
 
-__all__ = ["AiozarrArray", "aiozarr_array", "default_pipeline", "same_fill"]
+__all__ = ["AiozarrArray", "aiozarr_array", "default_pipeline", "same_fill", "why_not_written"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +55,9 @@ def aiozarr_array(metadata: Any) -> AiozarrArray | str:
         return f"{type(error).__name__}: {error}"
     if meta.chunk_grid is not None:
         return "a rectilinear chunk grid"
+    if chain.array_to_bytes.shards and chain.bytes_to_bytes:
+        # the stored shard is the encoded one: no range of it is an inner chunk
+        return "bytes->bytes codecs after sharding_indexed"
     if meta.dtype.hasobject:
         return f"data type {meta.dtype} (variable-length values)"
     return AiozarrArray(meta, chain)
@@ -73,3 +76,17 @@ def same_fill(a: Any, b: Any, dtype: np.dtype[Any]) -> bool:
         return bits(a) == bits(b)
     except (TypeError, ValueError, OverflowError):
         return False
+
+
+def why_not_written(default: BatchedCodecPipeline) -> str | None:
+    """Why writes of an array with `default`'s codecs stay with zarr-python, or None.
+
+    aiozarr lays a shard's inner chunks out in Morton order, zarr-python's default; a
+    sharding codec asked for another order (zarr-python 3.4's `subchunk_write_order`,
+    not stored in the metadata) is zarr-python's to write.
+    """
+    for codec in default:
+        order = getattr(codec, "subchunk_write_order", "morton")
+        if order != "morton":
+            return f"inner chunks written in {order!r} order"
+    return None

@@ -62,6 +62,8 @@ def _anchor(zarr_store: Any) -> Any:
 
 
 def _forget(key: tuple[int, bool]) -> None:
+    if _made is None:  # type: ignore[comparison-overlap]  # the interpreter is exiting
+        return
     with _lock:
         entry = _made.get(key)
         if entry is not None and entry[0]() is None:
