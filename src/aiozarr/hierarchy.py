@@ -107,16 +107,17 @@ async def read_node(
 ) -> Node:
     """The metadata of the node at `path`; `NodeNotFoundError` when there is none.
 
-    Without `zarr_format`: `zarr.json` first (one request for v3), then every v2 key
-    and `.zmetadata` in one concurrent batch, then (only when those all miss) the v1
-    keys and the 2020 draft's documents in one more batch (the stages of `formats.py`).
+    Without `zarr_format`: `zarr.json` and `.zmetadata` first, in one batch (a v3 node,
+    or a consolidated v2 group, opens in that one round trip), then the v2 node's keys
+    in one batch, then (only when those all miss) the v1 keys and the 2020 draft's
+    documents in one more batch (the stages of `formats.py`).
     A group with consolidated metadata comes back with its members' metadata (unless
     `use_consolidated` is False). With `array_only` (the caller opens an array) a v2 read
     asks for `.zarray` and `.zattrs` alone, and for `.zgroup` only when there is no
     `.zarray`.
     """
     use_consolidated = use_consolidated and not array_only
-    options = ReadOptions(zarr_format, use_consolidated, array_only)
+    options = ReadOptions(zarr_format, use_consolidated, array_only, opening=True)
     (node,) = await _read_nodes(store, [path], options)
     if node is not None:
         return node

@@ -43,27 +43,50 @@ async def _open_everything(store) -> int:
     return count
 
 
-async def test_v3_consolidated_hierarchy_of_200_arrays_opens_in_one_request() -> None:
+async def test_v3_consolidated_hierarchy_of_200_arrays_opens_in_one_round_trip() -> None:
     store = MemoryStore()
     await _hierarchy(store, 3)
     await consolidate_metadata_async(store)
     counting = CountingStore(store)
     assert await _open_everything(counting) == N_ARRAYS
-    assert counting.counts["get"] == 1
+    # zarr.json, and v2's .zmetadata (absent) in the same batch
+    assert counting.counts["get"] == 2
     assert counting.counts["list"] == 0
-    assert counting.requests[0][1] == "zarr.json"
+    assert [[r.key for r in batch] for batch in counting.batches] == [["zarr.json", ".zmetadata"]]
 
 
-async def test_v2_consolidated_hierarchy_opens_in_two_round_trips() -> None:
+async def test_v2_consolidated_hierarchy_opens_in_one_round_trip_of_two_requests() -> None:
     store = MemoryStore()
     await _hierarchy(store, 2)
     await consolidate_metadata_async(store)
     counting = CountingStore(store)
     assert await _open_everything(counting) == N_ARRAYS
-    # zarr.json (absent), then .zarray/.zgroup/.zattrs/.zmetadata in one batch
-    assert counting.counts["get"] == 5
+    # zarr.json (absent) and .zmetadata in one batch: the group is all in .zmetadata
+    assert counting.counts["get"] == 2
     assert counting.counts["list"] == 0
-    assert len(counting.batches) == 1
+    assert [[r.key for r in batch] for batch in counting.batches] == [["zarr.json", ".zmetadata"]]
+
+
+async def test_v2_consolidated_group_opened_as_v2_is_one_request() -> None:
+    store = MemoryStore()
+    await _hierarchy(store, 2)
+    await consolidate_metadata_async(store)
+    counting = CountingStore(store)
+    group = await aiozarr.open_group_async(counting, mode="r", zarr_format=2)
+    assert len(await group.member_names()) > 0
+    assert [r[1] for r in counting.requests] == [".zmetadata"]
+
+
+async def test_an_unconsolidated_v2_group_still_opens_in_two_round_trips() -> None:
+    store = MemoryStore()
+    await aiozarr.create_group_async(store, zarr_format=2, attributes={"a": 1})
+    counting = CountingStore(store)
+    group = await aiozarr.open_group_async(counting, mode="r")
+    assert group.attrs == {"a": 1}
+    assert [[r.key for r in batch] for batch in counting.batches] == [
+        ["zarr.json", ".zmetadata"],
+        [".zarray", ".zattrs", ".zgroup"],
+    ]
 
 
 async def test_unconsolidated_open_lists_and_reads_per_member() -> None:
@@ -129,7 +152,7 @@ async def test_zarr_python_consolidates_aiozarr_reads_in_one_round(
     x = await root.getitem("sub/x")
     y = await root.getitem("y")
     assert y.dtype == np.dtype("<U3")
-    assert counting.counts["get"] == (1 if zarr_format == 3 else 5)
+    assert counting.counts["get"] == 2  # zarr.json and .zmetadata, one of them absent
     np.testing.assert_array_equal(await x.getitem(...), [1, 2, 3, -1, -1])
 
 

@@ -58,10 +58,10 @@ async def test_missing_node_costs_three_round_trips_at_most() -> None:
     counting = CountingStore(MemoryStore())
     with pytest.raises(NodeNotFoundError):
         await hierarchy.read_node(counting, "nothing/here")
-    # zarr.json, the v2 batch, then one batch of v1 and 2020-draft keys
-    assert len(counting.batches) == 2
-    assert "nothing/here/meta" in {r.key for r in counting.batches[1]}
-    assert "meta/root/nothing/here.array.json" in {r.key for r in counting.batches[1]}
+    # zarr.json with .zmetadata, the v2 batch, then one batch of v1 and 2020-draft keys
+    assert len(counting.batches) == 3
+    assert "nothing/here/meta" in {r.key for r in counting.batches[2]}
+    assert "meta/root/nothing/here.array.json" in {r.key for r in counting.batches[2]}
 
 
 async def test_explicit_formats_do_not_probe_others() -> None:

@@ -50,7 +50,8 @@ async def test_draft_root_open_costs_two_round_trips_and_one_listing(draft: Path
     assert ints.shape == (5, 7)
     assert counting.requests[0][1] == "zarr.json"
     assert counting.counts["list"] == 1
-    assert len(counting.batches) == 2  # the root's documents, then every member's
+    # zarr.json with v2's .zmetadata, the root's documents, then every member's
+    assert len(counting.batches) == 3
 
 
 def test_draft_metadata_is_read_only(draft: Path) -> None:

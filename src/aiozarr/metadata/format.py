@@ -22,8 +22,8 @@ from aiozarr.metadata.model import ArrayMetadata, GroupMetadata, Node
 
 #: Detection stages, cheapest first: the documents of every format probing at one stage
 #: are asked for in one batch, and a stage runs only when the stages before it found no
-#: node. v3 and the draft's root probe at `FIRST` (one request), v2 at `SECOND`, v1 and
-#: the draft below its root at `LAST`.
+#: node. v3 and the draft's root probe at `FIRST`, with a v2 group's consolidated
+#: metadata; v2's node documents at `SECOND`; v1 and the draft below its root at `LAST`.
 FIRST, SECOND, LAST = 0, 1, 2
 
 
@@ -85,11 +85,14 @@ class Stored:
 @dataclass(frozen=True, slots=True)
 class ReadOptions:
     """What a read asks for: `zarr_format` (None: any format), whether consolidated
-    metadata is read and kept, and whether only an array is wanted (an array open)."""
+    metadata is read and kept, whether only an array is wanted (an array open), and
+    whether the node is the one being opened (not a member read beside others): a
+    format may then ask for its consolidated metadata first."""
 
     zarr_format: Literal[1, 2, 3] | None = None
     use_consolidated: bool = True
     array_only: bool = False
+    opening: bool = False
 
 
 class Format(ABC):

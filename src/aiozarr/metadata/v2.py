@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from aiozarr.errors import MetadataError
 from aiozarr.metadata import dtypes, fill_value
-from aiozarr.metadata.format import SECOND, Fetch, Format, Node, Reading, ReadOptions, join
+from aiozarr.metadata.format import FIRST, SECOND, Fetch, Format, Node, Reading, ReadOptions, join
 from aiozarr.metadata.json import dump, fail, int_list, is_int, load, require, show
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, GroupMetadata
 
@@ -203,6 +203,18 @@ def zmetadata_json(nodes: Mapping[str, Node]) -> bytes:
 # -- the format ---------------------------------------------------------------------------------
 
 
+def consolidated_group(path: str, zmetadata: object) -> GroupMetadata | None:
+    """The group at `path` from its `.zmetadata` alone (its own `.zgroup` and `.zattrs`
+    are in it), its members' metadata attached; None when it holds no group document
+    for the group itself."""
+    key = join(path, ZMETADATA_KEY)
+    nodes = parse_zmetadata(_json(zmetadata, key), key)
+    group = nodes.pop("", None)
+    if not isinstance(group, GroupMetadata):
+        return None
+    return dataclasses.replace(group, consolidated=nodes)
+
+
 def parse_documents(path: str, found: Mapping[str, object | None]) -> Node | None:
     """The v2 node at `path` from its documents read, by name (`.zarray`, `.zattrs`,
     `.zgroup`, `.zmetadata`; missing or not asked for: None); None when it has none."""
@@ -250,16 +262,28 @@ class V2Format(Format):
     name: ClassVar[str] = "Zarr v2"
     zarr_format: ClassVar[int | None] = 2
     asked_by: ClassVar[frozenset[int | None]] = frozenset({None, 2})
-    stage: ClassVar[int] = SECOND
+    stage: ClassVar[int] = FIRST
     writable: ClassVar[bool] = True
 
     def read(self, path: str, options: ReadOptions) -> Reading:
-        """Every document in one batch; an array open asks for `.zarray` and `.zattrs`
-        alone, and for `.zgroup` only when there is no `.zarray` (to say it is a group)."""
-        names = [ZARRAY, ZATTRS]
-        if not options.array_only:
-            names += [ZGROUP, ZMETADATA_KEY] if options.use_consolidated else [ZGROUP]
-        answers = yield Fetch(tuple(join(path, n) for n in names))
+        """The node's documents in one batch at the second stage; an array open asks for
+        `.zarray` and `.zattrs` alone, and for `.zgroup` only when there is no `.zarray`
+        (to say it is a group). A node being opened as a group asks for its `.zmetadata`
+        first, beside v3's `zarr.json`: a consolidated group is all in it, its own
+        documents included, so it opens in that one round trip (its metadata as
+        consolidated, as zarr-python reads it); members read beside each other ask for it
+        in their one batch."""
+        names = [ZARRAY, ZATTRS] if options.array_only else [ZARRAY, ZATTRS, ZGROUP]
+        if options.use_consolidated and not options.array_only:
+            if options.opening:
+                (zmetadata,) = yield Fetch((join(path, ZMETADATA_KEY),))
+                if zmetadata is not None:
+                    group = consolidated_group(path, zmetadata.data)
+                    if group is not None:
+                        return group
+            else:
+                names.append(ZMETADATA_KEY)
+        answers = yield Fetch(tuple(join(path, n) for n in names), stage=SECOND)
         found = {n: None if a is None else a.data for n, a in zip(names, answers, strict=True)}
         node = parse_documents(path, found)
         if node is None and options.array_only:
