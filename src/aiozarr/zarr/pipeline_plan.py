@@ -19,7 +19,6 @@ batch is left to zarr-python's own pipeline.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,7 +28,7 @@ from aiozarr.errors import AiozarrError
 from aiozarr.indexing import ChunkProjection, orthogonal_indexer
 from aiozarr.metadata.model import ArrayMetadata
 
-__all__ = ["Grid", "chunk_coords", "projections"]
+__all__ = ["Grid", "bounding_shape", "chunk_coords", "projections"]
 
 #: Per output axis: a step-1 slice or a 1-d integer array of positions.
 _OutAxis = slice | np.ndarray
@@ -299,8 +298,3 @@ def bounding_shape(items: Sequence[tuple[Any, ...]]) -> tuple[int, ...] | None:
         else:
             shape = [max(a, b) for a, b in zip(shape, ends, strict=True)]
     return None if shape is None else tuple(shape)
-
-
-def inner_count(grid: Grid) -> int:
-    """Read-grid chunks per stored object."""
-    return math.prod(grid.per)
