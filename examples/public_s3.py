@@ -65,7 +65,7 @@ async def local_copy(emulator: Emulator) -> str:
     lat0, lon0 = 12659, 5799
     patch = np.full((10, 10), -12000, dtype="i2")  # 286.15 K = 13 °C
     await sst.setitem((0, slice(lat0, lat0 + 10), slice(lon0, lon0 + 10)), patch)
-    from aiozarr.consolidate import consolidate_metadata_async
+    from aiozarr.tools.consolidate import consolidate_metadata_async
 
     await consolidate_metadata_async(url, storage_options=options)
     return url

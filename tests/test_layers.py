@@ -14,36 +14,47 @@ LAYERS = [
     # the package's namespace re-exports every layer (dask's functions on first use);
     # `aiozarr.zarr` (zarr-python's store and codec pipeline) is imported by no layer
     {"__main__", "__init__", "cli", "xarray", "dask", "zarr"},
-    {"api", "migration", "consolidate", "copying"},
-    {"sync", "display"},
-    {"array", "group", "description"},
-    {"hierarchy", "hierarchy_walk", "creation"},
+    {"api", "tools"},
+    {"sync"},
+    {"nodes"},
     {"engine"},
-    {"codecs", "metadata", "indexing", "vectorized"},
+    {"codecs", "metadata", "selection"},
     {"storage", "testing", "emulator"},
-    {"byte_range", "casting", "chunk_grid", "config", "errors", "sizes"},
+    {"byte_range", "config", "errors", "sizes"},
 ]
+# Folders whose modules are layered among themselves, in the same way.
+INNER_LAYERS = {
+    "nodes": [
+        {"display"},
+        {"array", "group", "description"},
+        {"hierarchy", "hierarchy_walk", "creation"},
+    ],
+}
 # Beyond the order above: these may not import these, whatever their rank.
 FORBIDDEN = {
     "metadata": {"storage", "engine", "codecs"},
     "codecs": {"storage", "engine"},
-    "indexing": {"storage", "engine", "codecs", "metadata"},
-    "vectorized": {"storage", "engine", "codecs", "metadata"},
+    "selection": {"storage", "engine", "codecs", "metadata"},
 }
 
 
-def _layer_of(module: str) -> int:
-    for rank, names in enumerate(LAYERS):
-        if module in names:
+def _rank(name: str, layers: list[set[str]], where: str) -> int:
+    for rank, names in enumerate(layers):
+        if name in names:
             return rank
-    raise AssertionError(f"module aiozarr.{module} is in no layer: add it to LAYERS")
+    raise AssertionError(f"module {where}{name} is in no layer: add it to the layers")
 
 
-def _top(name: str) -> str | None:
+def _layer_of(module: str) -> int:
+    return _rank(module, LAYERS, "aiozarr.")
+
+
+def _parts(name: str) -> list[str] | None:
+    """`aiozarr.a.b.c` -> `["a", "b", "c"]` (`aiozarr` alone: `["__init__"]`)."""
     parts = name.split(".")
     if parts[0] != "aiozarr":
         return None
-    return parts[1] if len(parts) > 1 else "__init__"
+    return parts[1:] or ["__init__"]
 
 
 def _imports(path: Path) -> list[tuple[str, int]]:
@@ -52,32 +63,43 @@ def _imports(path: Path) -> list[tuple[str, int]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [(alias.name, node.lineno) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module == "aiozarr":
-            found += [(f"aiozarr.{alias.name}", node.lineno) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.append((node.module, node.lineno))
+            if node.module == "aiozarr" or node.module in INNER_PACKAGES:
+                found += [(f"{node.module}.{alias.name}", node.lineno) for alias in node.names]
+            else:
+                found.append((node.module, node.lineno))
     return found
 
 
-def _own_layer(path: Path) -> str:
-    rel = path.relative_to(SRC)
-    return rel.parts[0].removesuffix(".py") if len(rel.parts) > 1 else rel.stem
+INNER_PACKAGES = {f"aiozarr.{folder}" for folder in INNER_LAYERS}
+
+
+def _own(path: Path) -> list[str]:
+    return [part.removesuffix(".py") for part in path.relative_to(SRC).parts]
 
 
 @pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
 def test_imports_only_go_down(path: Path) -> None:
-    own = _own_layer(path)
-    if own == "testing":  # the test helpers may use the whole library
+    own = _own(path)
+    if own[0] == "testing":  # the test helpers may use the whole library
         return
-    rank = _layer_of(own)
+    rank = _layer_of(own[0])
     for name, line in _imports(path):
-        target = _top(name)
-        if target is None or target == own:
+        target = _parts(name)
+        if target is None:
             continue
-        assert target not in FORBIDDEN.get(own, set()), f"{path.name}:{line} imports {name}"
-        assert _layer_of(target) >= rank, (
-            f"{path.relative_to(SRC)}:{line} imports {name}, a layer above aiozarr.{own}"
-        )
+        where = f"{path.relative_to(SRC)}:{line} imports {name}"
+        if target[0] == own[0]:
+            inner = INNER_LAYERS.get(own[0])
+            if inner and len(own) > 1 and len(target) > 1 and own[1] != "__init__":
+                mine, theirs = (
+                    _rank(own[1], inner, f"aiozarr.{own[0]}."),
+                    _rank(target[1], inner, f"aiozarr.{own[0]}."),
+                )
+                assert theirs >= mine, f"{where}, a layer above it in aiozarr.{own[0]}"
+            continue
+        assert target[0] not in FORBIDDEN.get(own[0], set()), where
+        assert _layer_of(target[0]) >= rank, f"{where}, a layer above aiozarr.{own[0]}"
 
 
 MODULES = sorted(
@@ -118,10 +140,10 @@ def test_the_codec_chain_does_not_import_the_sharding_codec() -> None:
             assert node.module != "aiozarr.codecs.sharding", f"chain.py:{node.lineno}"
 
 
-# The engine's view of an array (`AsyncArray.stored`, a `StoredArray`) belongs to array.py
+# The engine's view of an array (`AsyncArray.stored`, a `StoredArray`) belongs to nodes/array.py
 # and the engine: the layers above ask AsyncArray's documented properties (`is_sharded`,
 # `rectilinear_grid`, `chunk_key`, ...), so a change inside the engine cannot break them.
-ENGINE_SIDE = ("array.py", "engine")
+ENGINE_SIDE = ("nodes/array.py", "engine")
 ENGINE_ATTRIBUTES = {"stored", "_stored"}
 # Private or engine-internal calls that upper layers reach through a public door instead:
 # `aiozarr.sync.run` (the portal) and `aiozarr.engine.transfer.move_chunks` (stored chunks).
@@ -146,7 +168,7 @@ def _reach_ins(path: Path) -> list[str]:
 
 
 ABOVE_THE_ARRAY = [
-    p for p in sorted(SRC.rglob("*.py")) if p.relative_to(SRC).parts[0] not in ENGINE_SIDE
+    p for p in sorted(SRC.rglob("*.py")) if not str(p.relative_to(SRC)).startswith(ENGINE_SIDE)
 ]
 
 
@@ -186,7 +208,7 @@ KNOWN_CYCLES = [
         "aiozarr.codecs.zstd",
     },
     {"aiozarr.codecs.chain", "aiozarr.codecs.sharding"},
-    {"aiozarr.array", "aiozarr.description"},
+    {"aiozarr.nodes.array", "aiozarr.nodes.description"},
     {"aiozarr.storage.url", "aiozarr.storage.zip"},
     {"aiozarr.emulator.control", "aiozarr.emulator.server"},
 ]
@@ -258,3 +280,13 @@ def test_the_cycle_check_finds_a_lazy_import() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [{"a", "b", "c"}]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+# The package's root: its entry points (the namespace, the CLI's `-m`, the top-level
+# functions, settings, errors, dask) and the two primitives every layer uses; everything
+# else lives in the folder of its layer.
+ROOT_MODULES = {"__init__", "__main__", "api", "byte_range", "config", "dask", "errors", "sizes"}
+
+
+def test_the_package_root_holds_only_entry_points_and_primitives() -> None:
+    assert {p.stem for p in SRC.glob("*.py")} == ROOT_MODULES

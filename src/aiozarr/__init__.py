@@ -23,12 +23,12 @@ from aiozarr.api import (
     open_group,
     open_group_async,
 )
-from aiozarr.array import AsyncArray
-from aiozarr.consolidate import consolidate_metadata, consolidate_metadata_async
-from aiozarr.copying import copy, copy_async
-from aiozarr.group import AsyncGroup
-from aiozarr.migration import migrate, migrate_async
+from aiozarr.nodes.array import AsyncArray
+from aiozarr.nodes.group import AsyncGroup
 from aiozarr.sync import Array, Group
+from aiozarr.tools.consolidate import consolidate_metadata, consolidate_metadata_async
+from aiozarr.tools.copying import copy, copy_async
+from aiozarr.tools.migration import migrate, migrate_async
 
 __version__ = "0.1.0"
 

@@ -16,10 +16,10 @@ from obstore.store import AzureStore, GCSStore, HTTPStore, S3Store
 from obstore.store import LocalStore as ObstoreLocal
 from obstore.store import MemoryStore as ObstoreMemory
 
-from aiozarr.array import AsyncArray
-from aiozarr.creation import check_options
 from aiozarr.errors import AiozarrError, NodeNotFoundError
-from aiozarr.group import AsyncGroup
+from aiozarr.nodes.array import AsyncArray
+from aiozarr.nodes.creation import check_options
+from aiozarr.nodes.group import AsyncGroup
 from aiozarr.storage.base import Store
 from aiozarr.storage.object_store import ObjectStore
 from aiozarr.storage.references import ReferenceStore, is_reference_source

@@ -20,8 +20,8 @@ from dask.base import tokenize
 
 from aiozarr import config
 from aiozarr.api import StoreLike, create_array
-from aiozarr.array import AsyncArray
 from aiozarr.errors import AiozarrError
+from aiozarr.nodes.array import AsyncArray
 from aiozarr.sync import Array
 
 __all__ = ["OverlappingWriteError", "from_dask", "store", "to_dask", "write_grid"]

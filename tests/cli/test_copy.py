@@ -10,10 +10,10 @@ import pytest
 from tests.cli.test_cli import aiozarr_cli
 
 import aiozarr
-from aiozarr.copying import CopyProgress, copy, copy_async, parse_codec
 from aiozarr.errors import InvalidValueError, NodeExistsError
 from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.memory import MemoryStore
+from aiozarr.tools.copying import CopyProgress, copy, copy_async, parse_codec
 
 
 def _source(path: Path, zarr_format: int = 2) -> tuple[str, np.ndarray]:

@@ -18,8 +18,8 @@ import pytest
 import aiozarr
 from aiozarr.cli import main
 from aiozarr.cli.progress import ProgressDisplay, plural
-from aiozarr.description import codecs_text
 from aiozarr.emulator import Emulator
+from aiozarr.nodes.description import codecs_text
 
 
 def test_plural() -> None:

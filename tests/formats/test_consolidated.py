@@ -11,12 +11,12 @@ import pytest
 import zarr
 
 import aiozarr
-from aiozarr.consolidate import consolidate_metadata, consolidate_metadata_async
 from aiozarr.errors import MetadataError
 from aiozarr.metadata import consolidated, v3
 from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.local import LocalStore
 from aiozarr.storage.memory import MemoryStore
+from aiozarr.tools.consolidate import consolidate_metadata, consolidate_metadata_async
 
 N_ARRAYS = 200
 
@@ -99,8 +99,7 @@ async def test_unconsolidated_open_lists_and_reads_per_member() -> None:
 
 @pytest.mark.parametrize("zarr_format", [2, 3])
 async def test_use_consolidated_false_ignores_it(zarr_format: int) -> None:
-    from aiozarr import hierarchy
-
+    from aiozarr.nodes import hierarchy
     store = MemoryStore()
     await _hierarchy(store, zarr_format)
     await consolidate_metadata_async(store)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import aiozarr
-from aiozarr import hierarchy
 from aiozarr.errors import NodeNotFoundError
+from aiozarr.nodes import hierarchy
 from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.memory import MemoryStore
 

@@ -12,7 +12,7 @@ import pytest
 import zarr
 from test_v1 import write_v1
 
-from aiozarr.migration import migrate
+from aiozarr.tools.migration import migrate
 
 DRAFT = Path(__file__).parent / "data" / "v3draft.zarr"
 

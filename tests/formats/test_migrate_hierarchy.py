@@ -23,12 +23,12 @@ from test_v1 import write_v1
 
 import aiozarr
 from aiozarr.errors import InvalidValueError, NodeExistsError, NodeNotFoundError, UnsupportedError
-from aiozarr.migration import MigrateProgress, migrate, migrate_async
 from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.local import LocalStore
+from aiozarr.tools.migration import MigrateProgress, migrate, migrate_async
 
 DRAFT = Path(__file__).parent / "data" / "v3draft.zarr"
-migrate_module = importlib.import_module("aiozarr.migration")
+migrate_module = importlib.import_module("aiozarr.tools.migration")
 METADATA_NAMES = {".zarray", ".zgroup", ".zattrs", ".zmetadata", "zarr.json"}
 
 #: What make_v3draft_fixture.py wrote: path -> (values, dtype, fill value, attributes).

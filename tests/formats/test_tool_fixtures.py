@@ -27,7 +27,7 @@ import zarr
 
 import aiozarr
 from aiozarr.errors import AiozarrWarning, ChecksumError, UnsupportedError
-from aiozarr.migration import MigrateProgress, migrate
+from aiozarr.tools.migration import MigrateProgress, migrate
 
 DATA = Path(__file__).parent / "data"
 GDAL = DATA / "gdal_v3draft.zarr"

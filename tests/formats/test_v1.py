@@ -17,7 +17,7 @@ import zarr
 import aiozarr
 from aiozarr.errors import CodecError, MetadataError, UnsupportedError
 from aiozarr.metadata import v1
-from aiozarr.migration import MigrateProgress, migrate
+from aiozarr.tools.migration import MigrateProgress, migrate
 
 COMPRESSIONS: list[tuple[str | None, Any, Any]] = [
     # (compression, compression_opts, the numcodecs codec that writes the chunks)

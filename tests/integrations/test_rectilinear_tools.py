@@ -11,8 +11,8 @@ import pytest
 import aiozarr
 from aiozarr.cli import info as info_cli
 from aiozarr.cli import tree as tree_cli
-from aiozarr.copying import copy
 from aiozarr.errors import MetadataError
+from aiozarr.tools.copying import copy
 
 SHAPE = (10, 7)
 EDGES = [[3, 5, 4], [2, 2, 2, 1]]

@@ -251,7 +251,7 @@ def test_create_array_takes_zarr_pythons_arguments(tmp_path: Path) -> None:
 def test_auto_chunks_are_zarr_pythons(shape: tuple[int, ...], itemsize: int) -> None:
     from zarr.core import chunk_grids
 
-    from aiozarr.creation import auto_chunks
+    from aiozarr.nodes.creation import auto_chunks
 
     # zarr-python 3.4 names its guess `_guess_regular_chunks` (3.1: `_guess_chunks`).
     guess = getattr(chunk_grids, "_guess_chunks", None) or chunk_grids._guess_regular_chunks

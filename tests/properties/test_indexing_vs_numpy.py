@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from aiozarr.indexing import Indexer, basic_indexer, orthogonal_indexer
+from aiozarr.selection.indexing import Indexer, basic_indexer, orthogonal_indexer
 
 SETTINGS = settings(max_examples=200, deadline=None)
 

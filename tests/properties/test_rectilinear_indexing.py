@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_indexing_vs_numpy import basic_selections, orthogonal_selections, outer_expected
 
-from aiozarr.chunk_grid import RectilinearGrid
-from aiozarr.indexing import Indexer, basic_indexer, orthogonal_indexer
+from aiozarr.selection.chunk_grid import RectilinearGrid
+from aiozarr.selection.indexing import Indexer, basic_indexer, orthogonal_indexer
 
 SETTINGS = settings(max_examples=200, deadline=None)
 

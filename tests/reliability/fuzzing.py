@@ -16,8 +16,8 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from aiozarr.creation import array_metadata
 from aiozarr.metadata import v2, v3
+from aiozarr.nodes.creation import array_metadata
 
 FUZZ_EXAMPLES = int(os.environ.get("AIOZARR_FUZZ_EXAMPLES", "500"))
 FULL_EXAMPLES = 10_000

@@ -14,8 +14,9 @@ import pytest
 import aiozarr
 from aiozarr import sync
 from aiozarr.cli import tree as tree_cli
-from aiozarr.group import walk
+from aiozarr.nodes.group import walk
 from aiozarr.storage.memory import MemoryStore
+from aiozarr.sync import portal
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -100,9 +101,9 @@ def test_a_call_that_breaks_anyio_does_not_stop_the_sync_api() -> None:
 
 def test_a_dead_loop_is_replaced_by_the_next_call() -> None:
     _next_call_works()
-    dead = sync._get_loop()
+    dead = portal._get_loop()
     dead.loop.call_soon_threadsafe(dead.loop.stop)
     dead.thread.join(10)
     assert not dead.running
     _next_call_works()
-    assert sync._get_loop() is not dead
+    assert portal._get_loop() is not dead

@@ -21,8 +21,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aiozarr.codecs import CodecChain
-from aiozarr.creation import array_metadata
 from aiozarr.errors import AiozarrError, CodecError
+from aiozarr.nodes.creation import array_metadata
 
 SHAPE = (16, 16)
 _V3_COMPRESSORS: dict[str, Any] = {

@@ -17,12 +17,13 @@ import pytest
 
 import aiozarr
 from aiozarr import sync
-from aiozarr.array import AsyncArray
 from aiozarr.errors import SyncInLoopError
-from aiozarr.group import AsyncGroup
+from aiozarr.nodes.array import AsyncArray
+from aiozarr.nodes.group import AsyncGroup
 from aiozarr.storage.memory import MemoryStore
+from aiozarr.sync import facade, portal
 
-SYNC_SOURCE = Path(sync.__file__).read_text()
+SYNC_SOURCE = Path(facade.__file__).read_text()
 
 
 def _public_coroutines(cls: type) -> dict[str, inspect.Signature]:
@@ -153,7 +154,7 @@ def test_ctrl_c_while_the_task_is_handed_over_still_cancels_it(monkeypatch) -> N
     arr = aiozarr.create_array(store, shape=(4,), dtype="f8", chunks=(4,), fill_value=1.0)
     arr[:] = 2.0
     store.slow = True
-    loop = sync._get_loop()
+    loop = portal._get_loop()
     hand_over = loop.submit
 
     def interrupted(*args, **kwargs):  # the task runs, but no future comes back

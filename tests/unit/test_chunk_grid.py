@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aiozarr.chunk_grid import AxisEdges, RectilinearGrid
 from aiozarr.errors import MetadataError
-from aiozarr.indexing import basic_indexer, orthogonal_indexer
+from aiozarr.selection.chunk_grid import AxisEdges, RectilinearGrid
+from aiozarr.selection.indexing import basic_indexer, orthogonal_indexer
 
 
 def test_edges_are_held_as_runs_and_expand_back() -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from aiozarr.errors import BoundsCheckError, SelectionError
-from aiozarr.indexing import (
+from aiozarr.selection.indexing import (
     ChunkProjection,
     Indexer,
     basic_indexer,

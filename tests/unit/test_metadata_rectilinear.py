@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from aiozarr.chunk_grid import RectilinearGrid
 from aiozarr.errors import MetadataError
 from aiozarr.metadata import array_to_json, parse_array
 from aiozarr.metadata.v2 import zarray_to_json
+from aiozarr.selection.chunk_grid import RectilinearGrid
 
 KEY = "grid/zarr.json"
 FIELD = "chunk_grid.configuration.chunk_shapes"

@@ -26,8 +26,8 @@ from aiozarr.metadata import (
     zarray_to_json,
     zgroup_to_json,
 )
-from aiozarr.metadata.model import CodecMetadata
 from aiozarr.metadata.conversions import v3_compressor
+from aiozarr.metadata.model import CodecMetadata
 
 KEY = "foo/.zarray"
 BASE: dict[str, Any] = {

@@ -102,7 +102,7 @@ def suggest(result: dict[str, Any], limit: int) -> dict[str, Any]:
 
 async def run_bench(array: Any, selection: Any, repeat: int) -> dict[str, Any]:
     """Read `selection` of `array` `repeat` times; the median run's numbers, JSON-ready."""
-    from aiozarr.array import AsyncArray
+    from aiozarr.nodes.array import AsyncArray
 
     store = array.store
     runs = []

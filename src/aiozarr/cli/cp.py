@@ -85,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     async def body() -> int:
-        from aiozarr.copying import copy_async
         from aiozarr.errors import NodeExistsError
+        from aiozarr.tools.copying import copy_async
 
         options, dst_options = transfer_storage_options(args)
         with ProgressDisplay("copy", mode=args.progress, pieces="objects") as display:

@@ -26,8 +26,8 @@ from aiozarr.cli.errors import run_command
 from aiozarr.cli.options import Parser, add_common
 from aiozarr.cli.progress import human_bytes, plural
 from aiozarr.cli.storage_options import is_local, options_for, parse_storage_options
-from aiozarr.description import ArrayDescription, describe_metadata, render_rows
 from aiozarr.errors import StoreError, UnsupportedError
+from aiozarr.nodes.description import ArrayDescription, describe_metadata, render_rows
 
 __all__ = ["build_parser", "describe", "describe_unreadable", "listed_sizes", "main"]
 
@@ -112,7 +112,7 @@ async def _stored(store: Any, path: str) -> tuple[int | None, int | None]:
 
 async def describe(node: Any) -> dict[str, Any]:
     """Everything `info` shows about an AsyncArray or AsyncGroup, JSON-ready."""
-    from aiozarr.array import AsyncArray
+    from aiozarr.nodes.array import AsyncArray
 
     objects, stored = await _stored(node.store, node.path)
     info: dict[str, Any] = {
@@ -138,8 +138,8 @@ async def describe_unreadable(
     codecs cannot be built: a package missing), from its metadata alone, with
     `problem` as the reason, and its description; None when there is no array there to
     describe."""
-    from aiozarr import hierarchy
     from aiozarr.metadata.model import ArrayMetadata
+    from aiozarr.nodes import hierarchy
 
     path = hierarchy.normalize_path(path)
     try:
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
 
     async def body() -> int:
         from aiozarr.api import open_async, resolve_store
-        from aiozarr.array import AsyncArray
+        from aiozarr.nodes.array import AsyncArray
 
         options = options_for(args.url, parse_storage_options(args.storage_option))
         try:

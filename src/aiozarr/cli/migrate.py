@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     async def body() -> int:
-        from aiozarr.migration import MigrateProgress, migrate_async
+        from aiozarr.tools.migration import MigrateProgress, migrate_async
 
         options, dst_options = transfer_storage_options(args)
         last: list[MigrateProgress] = []

@@ -38,7 +38,7 @@ async def walk(node: Any, depth: int | None = None) -> dict[str, Any]:
 
     The hierarchy is read level by level and assembled with a loop: any depth works.
     """
-    from aiozarr.group import AsyncGroup, subtree
+    from aiozarr.nodes.group import AsyncGroup, subtree
 
     top = _describe(node)
     if not isinstance(node, AsyncGroup) or (depth is not None and depth <= 0):
@@ -57,7 +57,7 @@ async def walk(node: Any, depth: int | None = None) -> dict[str, Any]:
 
 def _describe(node: Any) -> dict[str, Any]:
     """One node's entry, without its members."""
-    from aiozarr.array import AsyncArray
+    from aiozarr.nodes.array import AsyncArray
 
     name = node.path.rpartition("/")[2] or "/"
     if isinstance(node, AsyncArray):

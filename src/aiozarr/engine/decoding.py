@@ -20,7 +20,7 @@ from aiozarr.engine.located import LocatedChunk
 from aiozarr.engine.progress import ChunkProgress
 from aiozarr.engine.settings import ReadSettings
 from aiozarr.engine.stored_array import StoredArray
-from aiozarr.indexing import ChunkProjection
+from aiozarr.selection.indexing import ChunkProjection
 from aiozarr.storage.base import Buffer
 
 #: Debug lines per decode group (chunks, bytes, time): with the store's request lines

@@ -30,7 +30,7 @@ from aiozarr.engine.located_index import (
 from aiozarr.engine.plan import ShardSelection, plan_chunks, plan_shards
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import ValueTooLargeError
-from aiozarr.indexing import ChunkProjection
+from aiozarr.selection.indexing import ChunkProjection
 from aiozarr.storage.base import Buffer, RangeRequest, Version
 
 #: A located chunk and its bytes (None: not stored, it reads as the fill value).

@@ -17,8 +17,8 @@ import numpy as np
 
 from aiozarr.codecs import ShardLayout
 from aiozarr.engine.stored_array import StoredArray
-from aiozarr.indexing import ChunkProjection
 from aiozarr.metadata.model import ArrayMetadata
+from aiozarr.selection.indexing import ChunkProjection
 
 
 @dataclass(frozen=True, slots=True)

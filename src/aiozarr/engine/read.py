@@ -51,7 +51,7 @@ from aiozarr.engine.progress import ChunkProgress, ProgressCallback
 from aiozarr.engine.settings import ReadSettings
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import StoreError, unwrap_group
-from aiozarr.indexing import ChunkProjection
+from aiozarr.selection.indexing import ChunkProjection
 from aiozarr.storage.base import Buffer, Version, check_size
 from aiozarr.storage.ranges import request_counts
 

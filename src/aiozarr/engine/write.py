@@ -36,8 +36,8 @@ from aiozarr.engine.plan import ChunkSelection, ShardSelection, plan_chunks, pla
 from aiozarr.engine.progress import ChunkProgress, ProgressCallback
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import StoreError, VersionConflictError
-from aiozarr.indexing import ChunkProjection
 from aiozarr.metadata.fill_value import is_fill
+from aiozarr.selection.indexing import ChunkProjection
 from aiozarr.storage import conditions
 from aiozarr.storage.base import Buffer, RangeRequest, Store, Versioned
 

@@ -13,10 +13,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from aiozarr.chunk_grid import MAX_EXTENT, AxisEdges, RectilinearGrid
 from aiozarr.errors import UnsupportedError
 from aiozarr.metadata.json import fail, int_list, is_int, show
 from aiozarr.metadata.model import ArrayMetadata
+from aiozarr.selection.chunk_grid import MAX_EXTENT, AxisEdges, RectilinearGrid
 
 _RECTILINEAR = "chunk_grid.configuration"
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from aiozarr.chunk_grid import RectilinearGrid
+from aiozarr.selection.chunk_grid import RectilinearGrid
 
 
 @dataclass(frozen=True)

@@ -21,14 +21,14 @@ import xarray as xr
 from xarray.backends import BackendEntrypoint
 from xarray.backends.store import StoreBackendEntrypoint
 
-from aiozarr import hierarchy
-from aiozarr.array import AsyncArray
 from aiozarr.errors import (
     AiozarrError,
     NodeNotFoundError,
     unwrap_group,
 )
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
+from aiozarr.nodes import hierarchy
+from aiozarr.nodes.array import AsyncArray
 from aiozarr.storage.base import Store
 from aiozarr.sync import run
 from aiozarr.xarray.target import Target

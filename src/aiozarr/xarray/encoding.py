@@ -17,11 +17,11 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from aiozarr.array import AsyncArray
 from aiozarr.codecs.base import ArrayToArrayCodec, ArrayToBytesCodec, BytesToBytesCodec
 from aiozarr.codecs.registry import get_codec_class
 from aiozarr.errors import AiozarrError
 from aiozarr.metadata.model import ArrayMetadata, CodecMetadata
+from aiozarr.nodes.array import AsyncArray
 
 __all__ = ["chunk_encoding", "codec_encoding"]
 

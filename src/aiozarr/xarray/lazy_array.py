@@ -12,10 +12,10 @@ import numpy as np
 from xarray.backends import BackendArray
 from xarray.core import indexing
 
-from aiozarr.array import AsyncArray
 from aiozarr.errors import (
     unwrap_group,
 )
+from aiozarr.nodes.array import AsyncArray
 from aiozarr.sync import run
 
 

@@ -15,10 +15,10 @@ import os
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
-from aiozarr import hierarchy
 from aiozarr.api import resolve_store
-from aiozarr.array import AsyncArray
 from aiozarr.errors import AiozarrError
+from aiozarr.nodes import hierarchy
+from aiozarr.nodes.array import AsyncArray
 from aiozarr.storage.base import Store
 from aiozarr.storage.local import LocalStore
 from aiozarr.storage.references import is_reference_source
@@ -37,7 +37,7 @@ class Target:
         group: str | None,
         storage_options: Mapping[str, Any] | None,
     ) -> None:
-        from aiozarr.group import AsyncGroup
+        from aiozarr.nodes.group import AsyncGroup
         from aiozarr.sync import Array, Group
 
         obj = filename_or_obj

@@ -16,13 +16,13 @@ from typing import Any, Literal
 import anyio
 import anyio.lowlevel
 
-from aiozarr import hierarchy, hierarchy_walk
 from aiozarr.errors import (
     GroupNotFoundError,
 )
 from aiozarr.metadata import consolidated as v2_consolidated
 from aiozarr.metadata import v3
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
+from aiozarr.nodes import hierarchy, hierarchy_walk
 from aiozarr.storage.base import Store
 
 __all__ = ["UNCONSOLIDATED_WARNING", "Node", "read_tree"]

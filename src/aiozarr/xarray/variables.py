@@ -14,10 +14,10 @@ from xarray.backends.common import NONE_VAR_NAME, AbstractDataStore
 from xarray.backends.zarr import FillValueCoder
 from xarray.core import indexing
 
-from aiozarr import hierarchy
-from aiozarr.array import AsyncArray
 from aiozarr.errors import DimensionNamesError, MetadataError
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
+from aiozarr.nodes import hierarchy
+from aiozarr.nodes.array import AsyncArray
 from aiozarr.storage.base import Store
 from aiozarr.xarray.encoding import chunk_encoding, codec_encoding
 from aiozarr.xarray.lazy_array import AiozarrBackendArray

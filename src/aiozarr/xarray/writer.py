@@ -13,11 +13,12 @@ import xarray as xr
 from xarray.backends.zarr import FillValueCoder
 from xarray.namedarray.utils import is_duck_dask_array
 
-from aiozarr import config, hierarchy
+from aiozarr import config
 from aiozarr.api import StoreLike, resolve_store
-from aiozarr.array import AsyncArray
 from aiozarr.errors import NodeNotFoundError, unwrap_group
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
+from aiozarr.nodes import hierarchy
+from aiozarr.nodes.array import AsyncArray
 from aiozarr.storage.base import Store
 from aiozarr.sync import run
 from aiozarr.xarray.lazy_array import AiozarrBackendArray
@@ -243,7 +244,7 @@ async def write_metadata_async(
     _check_targets(prepared, existing, mode, slices)
     empties = _write_empty_chunks(prepared, write_empty_chunks)
     if meta is None:
-        from aiozarr.group import AsyncGroup
+        from aiozarr.nodes.group import AsyncGroup
 
         created = await AsyncGroup.create(
             resolved, path, attributes=attrs, zarr_format=zarr_format, overwrite=mode == "w"

@@ -36,7 +36,7 @@ from aiozarr.engine import write as engine_write
 from aiozarr.engine.output import small_pages
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import ConditionalWriteUnsupportedError
-from aiozarr.indexing import ChunkProjection
+from aiozarr.selection.indexing import ChunkProjection
 from aiozarr.storage.base import Store
 from aiozarr.storage.zarr_store import ZarrStore
 from aiozarr.zarr import pipeline_plan

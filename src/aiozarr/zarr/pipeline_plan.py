@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from aiozarr.errors import AiozarrError
-from aiozarr.indexing import ChunkProjection, orthogonal_indexer
 from aiozarr.metadata.model import ArrayMetadata
+from aiozarr.selection.indexing import ChunkProjection, orthogonal_indexer
 
 __all__ = ["Grid", "bounding_shape", "chunk_coords", "projections"]
 

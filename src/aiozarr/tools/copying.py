@@ -23,13 +23,14 @@ from typing import Any
 import anyio
 import numpy as np
 
-from aiozarr import config, hierarchy
+from aiozarr import config
 from aiozarr.api import StoreLike, resolve_store
-from aiozarr.array import AsyncArray
 from aiozarr.errors import InvalidValueError, MetadataError, NodeNotFoundError, unwrap_group
-from aiozarr.group import AsyncGroup, walk
 from aiozarr.metadata import conversions
 from aiozarr.metadata.fill_value import is_fill
+from aiozarr.nodes import hierarchy
+from aiozarr.nodes.array import AsyncArray
+from aiozarr.nodes.group import AsyncGroup, walk
 from aiozarr.storage.base import Store
 from aiozarr.storage.zip import ZipStore
 from aiozarr.sync import run
@@ -317,7 +318,7 @@ async def copy_async(
         max_inflight_bytes=max_inflight_bytes or config.get().max_inflight_bytes,
     )
     if isinstance(root, AsyncGroup) and root.metadata.consolidated is not None:
-        from aiozarr.consolidate import consolidate_metadata_async
+        from aiozarr.tools.consolidate import consolidate_metadata_async
 
         await consolidate_metadata_async(dst_store, dst_path)
     if isinstance(dst_store, ZipStore) and dst_store is not dst:

@@ -27,17 +27,18 @@ from typing import Any, Literal
 
 import anyio
 
-from aiozarr import config, hierarchy
+from aiozarr import config
 from aiozarr.api import StoreLike, resolve_store
-from aiozarr.array import AsyncArray
 from aiozarr.codecs import CodecChain
 from aiozarr.codecs.blosc import is_legacy_zstd
 from aiozarr.engine.transfer import ChunkMove, move_chunks
 from aiozarr.errors import InvalidValueError, UnsupportedError, unwrap_group
-from aiozarr.group import AsyncGroup, walk
 from aiozarr.metadata import conversions
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata, GroupMetadata
 from aiozarr.metadata.v3draft import is_draft
+from aiozarr.nodes import hierarchy
+from aiozarr.nodes.array import AsyncArray
+from aiozarr.nodes.group import AsyncGroup, walk
 from aiozarr.storage.base import Store
 from aiozarr.storage.zip import ZipStore
 from aiozarr.sync import Array, Group, run
@@ -367,7 +368,7 @@ async def _write_root_group(
     await hierarchy.write_node(target, dst_path, group_meta)
     result = AsyncGroup(target, dst_path, group_meta)
     if consolidate:
-        from aiozarr.consolidate import consolidate_metadata_async
+        from aiozarr.tools.consolidate import consolidate_metadata_async
 
         result = await consolidate_metadata_async(target, dst_path)
     return result

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from aiozarr.chunk_grid import RectilinearGrid
+from aiozarr.selection.chunk_grid import RectilinearGrid
 from aiozarr.sizes import human_bytes
 
 if TYPE_CHECKING:
-    from aiozarr.array import AsyncArray
     from aiozarr.metadata.model import ArrayMetadata
+    from aiozarr.nodes.array import AsyncArray
 
 __all__ = [
     "LABEL_WIDTH",

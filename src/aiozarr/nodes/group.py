@@ -8,11 +8,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from aiozarr import hierarchy, hierarchy_walk
-from aiozarr.array import AsyncArray
-from aiozarr.creation import check_options
 from aiozarr.errors import NodeNotFoundError, ReadOnlyError
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
+from aiozarr.nodes import hierarchy, hierarchy_walk
+from aiozarr.nodes.array import AsyncArray
+from aiozarr.nodes.creation import check_options
 from aiozarr.storage.base import Store
 
 

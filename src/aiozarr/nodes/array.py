@@ -15,14 +15,11 @@ import anyio
 import numcodecs
 import numpy as np
 
-from aiozarr import casting, hierarchy
 from aiozarr import config as settings
-from aiozarr.chunk_grid import RectilinearGrid
 from aiozarr.codecs import CodecChain
 from aiozarr.codecs.base import ArrayToArrayCodec, ArrayToBytesCodec, BytesToBytesCodec, Codec
 from aiozarr.codecs.registry import get_codec_class
-from aiozarr.creation import array_config, array_metadata
-from aiozarr.description import ArrayDescription, codecs_text, describe_array, render_rows
+from aiozarr.engine import casting
 from aiozarr.engine import output as engine_output
 from aiozarr.engine import read as engine_read
 from aiozarr.engine import write as engine_write
@@ -39,17 +36,21 @@ from aiozarr.errors import (
     ValueOutOfRangeError,
     unwrap_group,
 )
-from aiozarr.indexing import (
+from aiozarr.metadata.model import ArrayMetadata, CodecMetadata, GroupMetadata
+from aiozarr.nodes import hierarchy
+from aiozarr.nodes.creation import array_config, array_metadata
+from aiozarr.nodes.description import ArrayDescription, codecs_text, describe_array, render_rows
+from aiozarr.selection.chunk_grid import RectilinearGrid
+from aiozarr.selection.indexing import (
     Indexer,
     basic_indexer,
     block_selection,
     normalize_selection,
     orthogonal_indexer,
 )
-from aiozarr.metadata.model import ArrayMetadata, CodecMetadata, GroupMetadata
+from aiozarr.selection.vectorized import coordinate_indexer, kind_of, mask_indexer, vindex_kind
 from aiozarr.sizes import human_bytes
 from aiozarr.storage.base import Store
-from aiozarr.vectorized import coordinate_indexer, kind_of, mask_indexer, vindex_kind
 
 Selection = Any
 

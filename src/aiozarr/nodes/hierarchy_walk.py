@@ -15,10 +15,10 @@ from typing import Literal
 
 import anyio
 
-from aiozarr import hierarchy
 from aiozarr.errors import unwrap_group
-from aiozarr.hierarchy import Node
 from aiozarr.metadata.model import GroupMetadata
+from aiozarr.nodes import hierarchy
+from aiozarr.nodes.hierarchy import Node
 from aiozarr.storage.base import Store
 
 #: Groups whose members are read at once while walking a level: bounds the tasks (and

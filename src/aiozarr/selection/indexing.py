@@ -1,7 +1,7 @@
 """Selections on a chunk grid -> the output shape and one projection per chunk touched.
 
 The grid is regular (a chunk shape) or rectilinear (per axis, the length of every chunk
-edge: `aiozarr.chunk_grid.RectilinearGrid`, or a list of edge lengths in place of an int).
+edge: `aiozarr.selection.chunk_grid.RectilinearGrid`, or a list of edge lengths in place of an int).
 A selection is resolved axis by axis: each axis yields the chunks it touches and, for
 each, what to take from the chunk (`chunk_selection`) and where it lands in the output
 (`out_selection`). The chunks touched by the whole selection are the cartesian product of
@@ -27,8 +27,8 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
-from aiozarr.chunk_grid import AxisEdges, RectilinearGrid
 from aiozarr.errors import BoundsCheckError, SelectionError
+from aiozarr.selection.chunk_grid import AxisEdges, RectilinearGrid
 
 # One axis of a projection: an int (axis dropped), a slice, or an integer index array.
 AxisSelection: TypeAlias = "int | slice | np.ndarray"

@@ -22,7 +22,7 @@ from typing import Any, Literal
 import numpy as np
 
 from aiozarr.errors import BoundsCheckError, SelectionError
-from aiozarr.indexing import (
+from aiozarr.selection.indexing import (
     ChunkGrid,
     ChunkProjection,
     Indexer,

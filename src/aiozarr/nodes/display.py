@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import html
 
-from aiozarr.array import AsyncArray
-from aiozarr.group import AsyncGroup
+from aiozarr.nodes.array import AsyncArray
+from aiozarr.nodes.group import AsyncGroup
 
 
 def array_rows(array: AsyncArray) -> list[tuple[str, str]]:

@@ -13,11 +13,11 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from aiozarr import hierarchy, hierarchy_walk
 from aiozarr.api import StoreLike, resolve_store
 from aiozarr.errors import MetadataError, NodeNotFoundError
-from aiozarr.group import AsyncGroup
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
+from aiozarr.nodes import hierarchy, hierarchy_walk
+from aiozarr.nodes.group import AsyncGroup
 from aiozarr.storage.base import Store
 from aiozarr.sync import Group, run
 

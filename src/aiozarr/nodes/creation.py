@@ -21,13 +21,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from aiozarr.casting import check_integer_range
-from aiozarr.chunk_grid import AxisEdges, RectilinearGrid
 from aiozarr.codecs.base import Codec
 from aiozarr.codecs.numcodecs_v3 import complete
+from aiozarr.engine.casting import check_integer_range
 from aiozarr.errors import MetadataError, UnsupportedError
 from aiozarr.metadata import conversions
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata
+from aiozarr.selection.chunk_grid import AxisEdges, RectilinearGrid
 
 CodecLike = Codec | CodecMetadata | Mapping[str, Any]
 

@@ -1,0 +1,1 @@
+"""Selections: what a numpy-style selection means on a chunk grid (pure; no I/O)."""

@@ -1,0 +1,207 @@
+"""The portal: one background event loop per process that the sync API runs on.
+
+One asyncio loop on a daemon thread, started on first use, after `fork`, and again if
+it ever dies; each call is a task of its own. `run` is public because every sync twin
+(the facade's classes, api, copy, migrate, xarray) goes through it. A
+`KeyboardInterrupt` (or the `sync_timeout_s` setting running out) while blocked cancels
+the task before re-raising.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import contextlib
+import functools
+import logging
+import os
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import anyio
+
+from aiozarr import config
+from aiozarr.errors import SyncInLoopError
+
+T = TypeVar("T")
+
+_log = logging.getLogger("aiozarr")
+
+_lock = threading.Lock()
+
+
+class _Loop:
+    """aiozarr's background event loop: an asyncio loop run forever by a daemon thread.
+
+    Each sync call runs as a task of its own, in no task group: a call that breaks
+    anyio's bookkeeping (a cancel scope left unbalanced by a RecursionError, say) fails
+    alone instead of tearing down a portal's task group that every call shares. Not
+    anyio's `start_blocking_portal` either: its generator's cleanup, run when it is
+    garbage collected, joins the loop's thread, which a forked child does not have.
+    """
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.loop = asyncio.new_event_loop()
+        self._done = asyncio.Event()
+        self.thread = threading.Thread(target=self._serve, name="aiozarr-loop", daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            # A host task that lives as long as the loop, run by `run_until_complete`, is
+            # what anyio takes for the root task: the codec pool's threads belong to it
+            # and serve every call, instead of ending with each call's task.
+            self.loop.run_until_complete(self.loop.create_task(self._done.wait(), name=_HOST))
+        except BaseException as error:  # the loop died: `_get_loop` starts a new one
+            _log.warning("aiozarr's event loop stopped: %r; the next call starts anew", error)
+
+    @property
+    def running(self) -> bool:
+        """Whether this process's loop thread still serves calls."""
+        return self.pid == os.getpid() and self.thread.is_alive() and not self.loop.is_closed()
+
+    def submit(self, call: _Call) -> concurrent.futures.Future[Any]:
+        """Start `call` as a task of its own on the loop."""
+        call.loop = self.loop
+        return asyncio.run_coroutine_threadsafe(call.run(), self.loop)
+
+    def stop(self) -> None:
+        """Let the calls in progress finish, then end the loop (at interpreter exit)."""
+        if self.running:
+            with contextlib.suppress(Exception):  # the loop may already be stopping
+                asyncio.run_coroutine_threadsafe(_drain(), self.loop).result()
+                self.loop.call_soon_threadsafe(self._done.set)
+            self.thread.join()
+
+
+#: The name of the task that holds the loop open (see `_Loop._serve`).
+_HOST = "aiozarr-loop-host"
+
+
+async def _drain() -> None:
+    """Wait for every call's task of the loop to finish."""
+    others = {
+        task
+        for task in asyncio.all_tasks()
+        if task is not asyncio.current_task() and task.get_name() != _HOST
+    }
+    await asyncio.gather(*others, return_exceptions=True)
+
+
+_loop: _Loop | None = None
+
+
+def _get_loop(stale: _Loop | None = None) -> _Loop:
+    """This process's running loop: started on first use, after `fork` (the parent's
+    thread does not exist in the child) and when the loop died or is `stale`."""
+    loop = _loop
+    if loop is not None and loop is not stale and loop.running:
+        return loop
+    return _start_loop(stale)
+
+
+def _start_loop(stale: _Loop | None) -> _Loop:
+    global _loop
+    with _lock:
+        if _loop is None or _loop is stale or not _loop.running:
+            # The old loop (a parent's, or a dead one) is dropped, never joined.
+            _loop = _Loop()
+        return _loop
+
+
+def _in_loop_thread() -> bool:
+    loop = _loop
+    return loop is not None and threading.current_thread() is loop.thread
+
+
+def _start(call: _Call) -> concurrent.futures.Future[Any]:
+    """Hand `call` to the loop; a loop that stopped since the last call is replaced by a
+    new one rather than failing every later call."""
+    loop = _get_loop()
+    try:
+        return loop.submit(call)
+    except RuntimeError:  # "Event loop is closed": it died since `_get_loop` looked
+        return _get_loop(stale=loop).submit(call)
+
+
+@atexit.register
+def _close_loop() -> None:
+    global _loop
+    loop, _loop = _loop, None
+    if loop is not None:
+        loop.stop()
+
+
+class _Call:
+    """One sync call's task on the loop, cancellable from the calling thread at any
+    moment: a Ctrl-C can land while `start_task_soon` is still handing the task over,
+    before there is a future to cancel."""
+
+    def __init__(self, call: Callable[[], Awaitable[Any]], settings: config.Config) -> None:
+        self._call = call
+        self._settings = settings
+        self._lock = threading.Lock()
+        self._scope: anyio.CancelScope | None = None
+        self._cancelled = False
+        self.loop: asyncio.AbstractEventLoop | None = None  # where it was sent
+
+    async def run(self) -> Any:
+        with config.use(self._settings), anyio.CancelScope() as scope:
+            with self._lock:
+                self._scope = scope
+                if self._cancelled:
+                    scope.cancel()
+            return await self._call()
+
+    def cancel(self) -> None:
+        """Cancel the task, now if it runs, else as soon as it starts."""
+        with self._lock:
+            self._cancelled = True
+            scope = self._scope
+        if scope is not None and self.loop is not None:
+            with contextlib.suppress(Exception):  # the loop may be gone at exit
+                self.loop.call_soon_threadsafe(scope.cancel)
+
+
+def run(
+    fn: Callable[..., Awaitable[T]],
+    *args: Any,
+    inline: Callable[..., tuple[bool, T]] | None = None,
+    **kwargs: Any,
+) -> T:
+    """Run the coroutine function `fn` on aiozarr's background loop and wait for its
+    result: the one way a sync function of aiozarr runs async code.
+
+    `inline(*args, **kwargs)` is tried first: `(True, result)` when it could do the work
+    on this thread (values in memory), which saves the hop to the loop's thread.
+    """
+    if _in_loop_thread():
+        name = getattr(fn, "__qualname__", repr(fn))
+        raise SyncInLoopError(
+            f"the sync aiozarr API was called from aiozarr's own event loop; "
+            f"use `await {name}(...)` instead"
+        )
+    if inline is not None:
+        done, result = inline(*args, **kwargs)
+        if done:
+            return result
+    settings = config.get()
+    call = _Call(functools.partial(fn, *args, **kwargs), settings)
+    future: concurrent.futures.Future[T] | None = None
+    try:
+        future = _start(call)
+        return future.result(timeout=settings.sync_timeout_s)
+    except BaseException as error:
+        if future is not None and future.done():
+            raise  # the call's own outcome
+        call.cancel()  # Ctrl-C or the timeout: the task must not run on
+        if isinstance(error, TimeoutError) and future is not None:
+            raise TimeoutError(
+                f"{getattr(fn, '__qualname__', fn)} did not finish within "
+                f"sync_timeout_s={settings.sync_timeout_s}; it was cancelled"
+            ) from None
+        raise

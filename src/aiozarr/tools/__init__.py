@@ -1,0 +1,1 @@
+"""Whole-hierarchy tools: copy, migrate between formats, consolidate metadata."""
