@@ -29,15 +29,9 @@ VALUE = np.random.default_rng(7).integers(0, 256, 10 * PART + 123, dtype=np.uint
 
 
 @pytest.fixture(autouse=True)
-def small_parts() -> Iterator[None]:
-    """Parts of 1000 bytes; fast retries; no hedging, so counts are exact."""
-    with config.set(
-        max_request_bytes=PART,
-        retry_attempts=4,
-        retry_base_delay_s=0.001,
-        retry_max_delay_s=0.01,
-        hedge_reads=False,
-    ):
+def small_parts(fast_retries: None) -> Iterator[None]:
+    """Parts of 1000 bytes (fast retries, no hedging: counts are exact)."""
+    with config.set(max_request_bytes=PART):
         yield
 
 
