@@ -236,9 +236,13 @@ def test_the_xarray_backend_passes_allowed_targets(emulator: Emulator) -> None:
     _put(emulator, f"{prefix}/refs.json", json.dumps(refs).encode())
     url = emulator.s3_url(f"{prefix}/refs.json")
     with pytest.raises(ReferenceTargetError):
-        xr.open_dataset(url, engine="aiozarr", storage_options=emulator.storage_options())
+        xr.open_dataset(
+            url, engine="aiozarr", storage_options=emulator.storage_options(), consolidated=False
+        )
     options = {**emulator.storage_options(), "allowed_targets": [emulator.http_url(prefix)]}
-    ds = xr.open_dataset(url, engine="aiozarr", storage_options=options, mask_and_scale=False)
+    ds = xr.open_dataset(
+        url, engine="aiozarr", storage_options=options, mask_and_scale=False, consolidated=False
+    )
     np.testing.assert_array_equal(ds["a"].values, np.frombuffer(DATA, "u1"))
 
 
