@@ -126,13 +126,11 @@ def _parts_where_they_pay(reads: Reads, ready: list[Fetch]) -> tuple[list[Fetch]
         reads.settings.connection_target,
         reads.array.store.runtime.requests.inflight,
     )
-    in_parts = {id(w) for w, count in zip(whole, counts, strict=True) if count > 1}
+    in_parts = [w for w, count in zip(whole, counts, strict=True) if count > 1]
     if not in_parts:
         return ready, []
-    return (
-        [f for f in ready if id(f) not in in_parts],
-        [w for w in whole if id(w) in in_parts],
-    )
+    apart = {id(w) for w in in_parts}
+    return [f for f in ready if id(f) not in apart], in_parts
 
 
 async def _read_indexed(reads: Reads, shards: list[ShardSelection]) -> None:
