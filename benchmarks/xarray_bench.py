@@ -55,9 +55,12 @@ SUM_PATH = "sharded.zarr"  # the suite's quick `sharded` layout, as one variable
 START, END = "<!-- xarray-bench: start -->", "<!-- xarray-bench: end -->"
 RESULTS_MARKER = "<!-- results:"
 
+# xarray's zarr engine with aiozarr's codec pipeline configured: over zarr-python's
+# obstore store, and over aiozarr.zarr.Store.
+PIPELINED = ["xarray-zarr-pipeline", "xarray-zarr-aiozarr-store"]
 ENGINES = {
-    "open": ["aiozarr", "xarray-zarr", "xarray-zarr-obstore", "xarray-tensorstore"],
-    "load": ["aiozarr", "xarray-zarr", "xarray-zarr-obstore", "xarray-tensorstore"],
+    "open": ["aiozarr", "xarray-zarr", "xarray-zarr-obstore", *PIPELINED, "xarray-tensorstore"],
+    "load": ["aiozarr", "xarray-zarr", "xarray-zarr-obstore", *PIPELINED, "xarray-tensorstore"],
     "dask-sum": ["aiozarr", "xarray-zarr"],
     "to_zarr": ["aiozarr", "xarray-zarr", "xarray-zarr-obstore"],
 }
@@ -175,10 +178,18 @@ def _import(engine: str) -> None:
 
     if engine == "aiozarr":
         import aiozarr.dask
-        import aiozarr.xarray  # noqa: F401
+        import aiozarr.xarray
+    elif engine in PIPELINED:
+        import zarr
+
+        import aiozarr.zarr  # noqa: F401
+
+        zarr.config.set({"codec_pipeline.path": "aiozarr.zarr.CodecPipeline"})
     else:
-        import s3fs  # noqa: F401
-        import zarr  # noqa: F401
+        import zarr
+
+        if engine == "xarray-zarr":
+            import s3fs  # noqa: F401
     if engine == "xarray-tensorstore":
         import xarray_tensorstore  # noqa: F401
     # xarray loads every installed backend's entry point on the first open (kerchunk's
@@ -201,8 +212,13 @@ def _open(engine: str, job: dict[str, Any], path: str, consolidated: bool) -> An
         return xr.open_zarr(
             url, storage_options=_fsspec_options(job["endpoint"]), consolidated=consolidated
         )
-    if engine == "xarray-zarr-obstore":
+    if engine in ("xarray-zarr-obstore", "xarray-zarr-pipeline"):
         return xr.open_zarr(_zarr_obstore(job, path), consolidated=consolidated)
+    if engine == "xarray-zarr-aiozarr-store":
+        import aiozarr.zarr
+
+        store = aiozarr.zarr.Store(url, storage_options=job["storage_options"], read_only=True)
+        return xr.open_zarr(store, consolidated=consolidated)
     if engine == "xarray-tensorstore":
         import xarray_tensorstore
 
@@ -521,7 +537,9 @@ def render(document: dict[str, Any]) -> str:
         "for xarray-tensorstore); `to_zarr`: write the 20 variables, dask-backed in the",
         "chunks above, as a new v3 store (aiozarr's `to_zarr` / `Dataset.to_zarr`);",
         "`xarray-zarr-obstore` is xarray's zarr engine over zarr's own obstore store",
-        "(`zarr.storage.ObjectStore`); `dask-sum`: open and sum `v` on a 2-worker",
+        "(`zarr.storage.ObjectStore`), `xarray-zarr-pipeline` the same with",
+        "`aiozarr.zarr.CodecPipeline` configured, `xarray-zarr-aiozarr-store` that over",
+        "`aiozarr.zarr.Store`; `dask-sum`: open and sum `v` on a 2-worker",
         "`LocalCluster(processes=True)` (cluster start not timed; aiozarr: `to_dask`, one task",
         "per shard; xarray: `xr.open_zarr(...)['v'].sum().compute()`, its default chunks).",
         "Each engine's libraries and xarray's backend discovery (which imports every installed",
