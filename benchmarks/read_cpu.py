@@ -1,0 +1,87 @@
+"""`python -m benchmarks.read_cpu`: where one process's reads spend CPU, by thread.
+
+Reads the whole `sharded` array (`--mode full`: 512 MiB, 16 shards) from the emulator
+several times in one process and prints, per read: wall time, the process's CPU, its
+RSS after the read and its peak so far, and the CPU of each kind of thread (the event
+loop's, the codec pool's, obstore's runtime's), from `/proc/self/task/*/stat` (Linux).
+
+    python -m benchmarks.read_cpu --mode full --latency 20 --reads 4
+    py-spy record --native -f raw -o reads.raw -- python -m benchmarks.read_cpu --reads 6
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import resource
+import time
+from pathlib import Path
+
+from benchmarks import spec
+from benchmarks.server import EmulatorProcess
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def _threads() -> dict[str, tuple[str, float]]:
+    """CPU seconds so far of each thread of this process, with its kind."""
+    found = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            stat = Path(f"/proc/self/task/{tid}/stat").read_text()
+            name = Path(f"/proc/self/task/{tid}/comm").read_text().strip()
+        except OSError:
+            continue  # ended meanwhile
+        fields = stat.rsplit(")", 1)[1].split()
+        kind = "loop" if tid == str(os.getpid()) else "obstore" if "tokio" in name else "codec"
+        found[tid] = (kind, (int(fields[11]) + int(fields[12])) / tick)
+    return found
+
+
+def _rss_mib() -> int:
+    text = Path("/proc/self/status").read_text()
+    return int(text.split("VmRSS:")[1].split()[0]) // 1024
+
+
+async def _reads(url: str, options: dict[str, object], count: int) -> None:
+    import aiozarr
+
+    arr = await aiozarr.open_array_async(url, storage_options=options)
+    for i in range(count):
+        before, wall, cpu = _threads(), time.perf_counter(), time.process_time()
+        out = await arr.getitem(...)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        by_kind: dict[str, float] = {}
+        for tid, (kind, seconds) in _threads().items():
+            by_kind[kind] = by_kind.get(kind, 0.0) + seconds - before.get(tid, (kind, 0.0))[1]
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+        threads = ", ".join(f"{k} {v:.2f} s" for k, v in sorted(by_kind.items()))
+        print(
+            f"read {i}: {wall:.3f} s, CPU {cpu:.2f} s ({threads}); "
+            f"RSS {_rss_mib()} MiB, peak {peak} MiB",
+            flush=True,
+        )
+        del out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", default="full", choices=sorted(spec.MODES))
+    parser.add_argument("--latency", type=float, default=20.0, help="ms before each answer")
+    parser.add_argument("--reads", type=int, default=4)
+    parser.add_argument("--path", default="sharded.zarr", help="array in the dataset folder")
+    args = parser.parse_args()
+    root = DATA / args.mode
+    if not (root / args.path).exists():
+        raise SystemExit(
+            f"{root / args.path} is missing: `python -m benchmarks --mode {args.mode}` writes it"
+        )
+    with EmulatorProcess(root, latency_ms=args.latency) as emulator:
+        url = f"s3://{spec.BUCKET}/{args.path}"
+        asyncio.run(_reads(url, emulator.storage_options(), args.reads))
+
+
+if __name__ == "__main__":
+    main()
