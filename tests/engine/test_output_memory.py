@@ -143,12 +143,12 @@ async def test_a_read_as_large_as_the_trim_threshold_gives_memory_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from aiozarr.engine import read as engine_read
-    from aiozarr.engine.freed_memory import TRIM_AFTER_BYTES
 
     calls = []
     monkeypatch.setattr(engine_read, "give_back_freed_memory", lambda: calls.append(1))
+    monkeypatch.setattr(engine_read, "TRIM_AFTER_BYTES", 32 << 20)  # a small array suffices
     arr = await aiozarr.create_array_async(
-        MemoryStore(), shape=(TRIM_AFTER_BYTES // 8,), chunks=(1 << 20,), dtype="f8"
+        MemoryStore(), shape=(4 << 20,), chunks=(1 << 20,), dtype="f8"
     )
     await arr.getitem(slice(0, 1 << 20))  # 8 MiB: nothing to give back
     assert calls == []

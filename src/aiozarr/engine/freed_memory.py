@@ -19,8 +19,12 @@ import sys
 __all__ = ["TRIM_AFTER_BYTES", "give_back_freed_memory"]
 
 #: Reads with an output at least this large give their freed memory back; below, the
-#: arenas' free blocks are few and reused by the next read.
-TRIM_AFTER_BYTES = 64 << 20
+#: arenas' free blocks are few and reused by the next read. Trimming has a price: the
+#: next read faults its buffers in afresh (a quick-mode 64 MiB read of 1 MiB chunks:
+#: ~0.15-0.16 s CPU with a trim after each read, ~0.13-0.16 s without,
+#: `python -m benchmarks.read_cpu --mode quick --path v2.zarr --latency 0`), which a
+#: 512 MiB read (~1.5 s CPU) barely notices.
+TRIM_AFTER_BYTES = 256 << 20
 
 
 def _malloc_trim() -> object | None:
