@@ -139,7 +139,8 @@ async def open_group_async(
             opens one or creates it when missing; "w" creates it, replacing whatever
             is at `path`; "w-" creates it only where nothing is.
         zarr_format: 2 or 3 to read only that format; None detects it (`zarr.json`
-            first, then the v2 documents in one batch, then v1 and the 2020 draft).
+            and `.zmetadata` in one batch, then the v2 documents, then v1 and the 2020
+            draft).
             A group created without it is v3.
         storage_options: Settings of the store a URL opens (region, endpoint,
             credentials, ...): see the storage options reference. A store object
@@ -190,7 +191,8 @@ async def open_async(
         path: The node's path inside the store ("" for its root).
         mode: As `open_array_async`'s; nothing is created.
         zarr_format: 2 or 3 to read only that format; None detects it (`zarr.json`
-            first, then the v2 documents in one batch, then v1 and the 2020 draft).
+            and `.zmetadata` in one batch, then the v2 documents, then v1 and the 2020
+            draft).
         storage_options: Settings of the store a URL opens (region, endpoint,
             credentials, ...): see the storage options reference. A store object
             takes none.
