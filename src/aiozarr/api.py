@@ -23,9 +23,9 @@ from aiozarr.nodes.group import AsyncGroup
 from aiozarr.storage.base import Store
 from aiozarr.storage.object_store import ObjectStore
 from aiozarr.storage.references import ReferenceStore, is_reference_source
-from aiozarr.storage.url import from_url
+from aiozarr.storage.url import from_url, open_zip
 from aiozarr.storage.zarr_store import ZarrStore, is_zarr_store
-from aiozarr.storage.zip import ZipMode, is_zip, open_zip
+from aiozarr.storage.zip import ZipMode, is_zip
 from aiozarr.sync import Array, Group, run
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -7,7 +7,9 @@
     from_url("/tmp/data.zarr")                   # LocalStore
     from_url("/tmp/data.zarr.zip")               # ZipStore (a local one can be written)
 
-The store is rooted at the URL's path: keys are relative to it.
+The store is rooted at the URL's path: keys are relative to it. This module is the one
+that turns strings into stores: `open_zip` opens a `.zip` path or URL, a remote archive
+through the store of its parent URL (zip.py itself only takes a path or a store).
 """
 
 from __future__ import annotations
@@ -26,11 +28,12 @@ from aiozarr.errors import StoreError
 from aiozarr.storage import aws_config, credentials
 from aiozarr.storage.base import Store
 from aiozarr.storage.redaction import redact_url
+from aiozarr.storage.zip import ZipMode, ZipStore, is_zip
 
 if TYPE_CHECKING:
     from aiozarr.storage.object_store import ObjectStore
 
-__all__ = ["from_url"]
+__all__ = ["from_url", "open_zip"]
 
 _S3 = ("s3", "s3a")
 _GCS = ("gs", "gcs")
@@ -171,9 +174,7 @@ def from_url(
     parts = urlsplit(text)
     scheme = parts.scheme.lower()
     options = dict(storage_options or {})
-    if parts.path.rstrip("/").endswith(".zip"):  # storage.zip.is_zip
-        from aiozarr.storage.zip import open_zip
-
+    if is_zip(text):
         return open_zip(text, mode="r" if read_only else "a", storage_options=options)
     if is_local(text):
         if options:  # the names only: the values may be credentials
@@ -195,6 +196,43 @@ def is_local(url: str) -> bool:
     """Whether `url` is a local path (or a `file://` URL)."""
     scheme = urlsplit(url).scheme.lower()
     return scheme in ("", "file") or len(scheme) == 1  # len 1: a Windows drive letter
+
+
+def _can_write(path: str) -> bool:
+    """Whether the archive at `path` can be opened for writing (True if missing: "a"
+    creates it). Tried, not guessed from permission bits: root, read-only mounts and
+    immutable files each answer differently."""
+    try:
+        fd = os.open(Path(path).expanduser(), os.O_RDWR)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    os.close(fd)
+    return True
+
+
+def open_zip(
+    url: str, *, mode: ZipMode, storage_options: Mapping[str, Any] | None = None
+) -> ZipStore:
+    """The `ZipStore` for a `.zip` path or URL: a local file in `mode`, or a remote archive
+    (read only) through the store of its parent URL. Mode "a" (append, the default of
+    `aiozarr.open_*`) opens a remote archive, or a local file that cannot be written, for
+    reading; "w" and "x" on a remote archive raise."""
+    if is_local(url):
+        if storage_options:
+            raise StoreError(f"local path {url!r} takes no storage options")
+        path = url[len("file://") :] if url.startswith("file://") else url
+        if mode == "a" and not _can_write(path):  # "a" writes if it can: reads otherwise
+            mode = "r"
+        return ZipStore(path, mode=mode)
+    if mode not in ("r", "a"):  # "a" (open_*'s default) reads, as http:// stores do
+        raise StoreError(
+            f"cannot write {url!r}: zip archives are written locally (ZipStore(path, mode="
+            "'w')), then uploaded; remote ones are read only"
+        )
+    parent, _, name = url.rstrip("/").rpartition("/")
+    return ZipStore.over(from_url(parent, storage_options=storage_options, read_only=True), name)
 
 
 def _memory_store(name: str, *, read_only: bool) -> Store:

@@ -33,7 +33,7 @@ import threading
 import time
 import weakref
 import zipfile
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -528,42 +528,3 @@ async def _off_loop(nbytes: int, function: Any, *args: Any) -> Any:
 def is_zip(url: str) -> bool:
     """Whether `url` (a path or URL) names a zip archive: its path ends with `.zip`."""
     return urlsplit(url).path.rstrip("/").endswith(".zip")
-
-
-def _can_write(path: str) -> bool:
-    """Whether the archive at `path` can be opened for writing (True if missing: "a"
-    creates it). Tried, not guessed from permission bits: root, read-only mounts and
-    immutable files each answer differently."""
-    try:
-        fd = os.open(Path(path).expanduser(), os.O_RDWR)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    os.close(fd)
-    return True
-
-
-def open_zip(
-    url: str, *, mode: ZipMode, storage_options: Mapping[str, Any] | None = None
-) -> ZipStore:
-    """The `ZipStore` for a `.zip` path or URL: a local file in `mode`, or a remote archive
-    (read only) through the store of its parent URL. Mode "a" (append, the default of
-    `aiozarr.open_*`) opens a remote archive, or a local file that cannot be written, for
-    reading; "w" and "x" on a remote archive raise."""
-    from aiozarr.storage.url import from_url, is_local
-
-    if is_local(url):
-        if storage_options:
-            raise StoreError(f"local path {url!r} takes no storage options")
-        path = url[len("file://") :] if url.startswith("file://") else url
-        if mode == "a" and not _can_write(path):  # "a" writes if it can: reads otherwise
-            mode = "r"
-        return ZipStore(path, mode=mode)
-    if mode not in ("r", "a"):  # "a" (open_*'s default) reads, as http:// stores do
-        raise StoreError(
-            f"cannot write {url!r}: zip archives are written locally (ZipStore(path, mode="
-            "'w')), then uploaded; remote ones are read only"
-        )
-    parent, _, name = url.rstrip("/").rpartition("/")
-    return ZipStore.over(from_url(parent, storage_options=storage_options, read_only=True), name)
