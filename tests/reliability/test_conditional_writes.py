@@ -12,14 +12,12 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from obstore.store import S3Store
-from tests.servers import MOTO_BUCKET
+from tests.reliability.locations import StoreFactory
 
 import aiozarr
 from aiozarr.emulator import Emulator
@@ -27,7 +25,6 @@ from aiozarr.storage.base import Store
 from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.local import LocalStore
 from aiozarr.storage.memory import MemoryStore
-from aiozarr.storage.object_store import ObjectStore
 from aiozarr.storage.url import from_url
 
 pytestmark = pytest.mark.timeout(180)
@@ -42,59 +39,28 @@ def _lost(arr: aiozarr.Array) -> int:
     return int(np.sum(got != expected))
 
 
-@pytest.fixture(params=["memory", "local", "s3", "moto"])
-def make_store(
-    request: pytest.FixtureRequest,
-    tmp_path: Path,
-    emulator: Emulator,
-    moto_s3_options: dict[str, Any],
-) -> Callable[[], Store]:
-    """Each call: a new store over one location that shares no write lock with the others
-    (stores over one location are equal, and equal stores share this process's locks;
-    a CountingStore is equal only to itself)."""
-    base = _location(request, tmp_path, emulator, moto_s3_options)
-    return lambda: CountingStore(base())
-
-
-def _location(
-    request: pytest.FixtureRequest,
-    tmp_path: Path,
-    emulator: Emulator,
-    moto_s3_options: dict[str, Any],
-) -> Callable[[], Store]:
-    if request.param == "memory":
-        first = MemoryStore()
-        return lambda: first.with_read_only(False)  # the same dict, versions and lock
-    if request.param == "local":
-        return lambda: LocalStore(tmp_path / "a.zarr")
-    name = request.node.name.replace("[", "-").replace("]", "")
-    if request.param == "s3":
-        url = emulator.s3_url(f"{name}.zarr")
-        return lambda: from_url(url, storage_options=emulator.storage_options())
-    return lambda: ObjectStore(S3Store(MOTO_BUCKET, prefix=f"{name}.zarr", **moto_s3_options))
-
-
 async def _writer(store: Store, row: int) -> None:
     arr = await aiozarr.open_array_async(store, mode="r+")
     for r in range(ROUNDS):
         await arr.setitem((row, r), r + 1)
 
 
-def test_store_objects_sharing_no_lock_lose_no_update(make_store: Callable[[], Store]) -> None:
+@pytest.mark.parametrize("make_store", ["memory", "local", "s3", "moto"], indirect=True)
+def test_store_objects_sharing_no_lock_lose_no_update(make_store: StoreFactory) -> None:
+    """Each writer has its own store object over the location, sharing no write lock."""
     aiozarr.create_array(
         make_store(), shape=(WRITERS, ROUNDS), dtype="i4", chunks=(1, 4), shards=(WRITERS, ROUNDS)
     )
 
     async def main() -> None:
-        await asyncio.gather(*(_writer(make_store(), row) for row in range(WRITERS)))
+        writers = (_writer(make_store(own_locks=True), row) for row in range(WRITERS))
+        await asyncio.gather(*writers)
 
     asyncio.run(main())
     assert _lost(aiozarr.open_array(make_store(), mode="r")) == 0
 
 
-def _process_writer(
-    kind: str, where: str, options: dict[str, Any], row: int, start: Any
-) -> None:
+def _process_writer(kind: str, where: str, options: dict[str, Any], row: int, start: Any) -> None:
     store = LocalStore(where) if kind == "local" else from_url(where, storage_options=options)
     start.wait(60)  # both processes write at once
     asyncio.run(_writer(store, row))

@@ -10,19 +10,16 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.reliability.locations import StoreFactory
 
 import aiozarr
-from aiozarr.emulator import Emulator
-from aiozarr.storage.base import Store
 from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.local import LocalStore
 from aiozarr.storage.memory import MemoryStore
-from aiozarr.storage.url import from_url
 
 SHAPE = (64, 64)  # one shard of 8 x 8 inner chunks of 8 x 8
 
@@ -33,21 +30,9 @@ def _values(seed: int) -> np.ndarray:
     return rng.integers(0, 1 << (8 + seed), size=SHAPE, dtype="i8")
 
 
-@pytest.fixture(params=["memory", "local", "s3"])
-def make_store(
-    request: pytest.FixtureRequest, tmp_path: Path, emulator: Emulator
-) -> Callable[[], Store]:
-    """Stores over one location; each call gives a new store object for s3 and local."""
-    if request.param == "memory":
-        memory = MemoryStore()
-        return lambda: memory
-    if request.param == "local":
-        return lambda: LocalStore(tmp_path / "a.zarr")
-    url = emulator.s3_url(f"stale-{request.node.name[-8:].strip('[]-')}.zarr")
-    return lambda: from_url(url, storage_options=emulator.storage_options())
-
-
-def test_a_rewritten_shard_is_read_with_its_new_index(make_store: Callable[[], Store]) -> None:
+@pytest.mark.parametrize("make_store", ["memory", "local", "s3"], indirect=True)
+def test_a_rewritten_shard_is_read_with_its_new_index(make_store: StoreFactory) -> None:
+    """The writer and the reader are two store objects over one location."""
     writer = aiozarr.create_array(
         make_store(), shape=SHAPE, dtype="i8", chunks=(8, 8), shards=SHAPE
     )

@@ -15,15 +15,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.reliability.locations import StoreFactory
 
 import aiozarr
-from aiozarr.emulator import Emulator
 from aiozarr.storage.base import Store
 from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.local import LocalStore
 from aiozarr.storage.locks import KeyLocks
 from aiozarr.storage.memory import MemoryStore
-from aiozarr.storage.url import from_url
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -41,20 +40,14 @@ def _lost(store: Store) -> int:
     return int(np.sum(np.any(got != expected, axis=0)))
 
 
-@pytest.fixture(params=["local", "s3"])
-def make_store(
-    request: pytest.FixtureRequest, tmp_path: Path, emulator: Emulator
-) -> Callable[[], Store]:
-    """A factory of the store under test; every call returns the same store."""
-    if request.param == "local":
-        store: Store = LocalStore(tmp_path / "a.zarr")
-    else:
-        name = request.node.name.replace("[", "-").replace("]", "")
-        store = from_url(
-            emulator.s3_url(f"{name}.zarr"), storage_options=emulator.storage_options()
-        )
+ON_LOCAL_AND_S3 = pytest.mark.parametrize("make_store", ["local", "s3"], indirect=True)
+
+
+def _array_store(make_store: StoreFactory) -> Store:
+    """The one store object every writer of a test uses, holding the empty array."""
+    store = make_store()
     aiozarr.create_array(store, shape=SHAPE, dtype="i4", chunks=(4, 20), shards=SHAPE)
-    return lambda: store
+    return store
 
 
 def _run_threads(workers: list[Callable[[], None]]) -> None:
@@ -75,8 +68,9 @@ def _run_threads(workers: list[Callable[[], None]]) -> None:
         raise errors[0]
 
 
-def test_eight_event_loops_lose_no_update(make_store: Callable[[], Store]) -> None:
-    store = make_store()
+@ON_LOCAL_AND_S3
+def test_eight_event_loops_lose_no_update(make_store: StoreFactory) -> None:
+    store = _array_store(make_store)
 
     def worker(t: int) -> Callable[[], None]:
         async def main() -> None:
@@ -91,12 +85,11 @@ def test_eight_event_loops_lose_no_update(make_store: Callable[[], Store]) -> No
     assert len(store.runtime.locks) == 0
 
 
-def test_sync_facade_and_an_application_loop_lose_no_update(
-    make_store: Callable[[], Store],
-) -> None:
+@ON_LOCAL_AND_S3
+def test_sync_facade_and_an_application_loop_lose_no_update(make_store: StoreFactory) -> None:
     """Four threads through the sync facade, four tasks on the application's own loop,
     all on one `Array`."""
-    arr = aiozarr.open_array(make_store())
+    arr = aiozarr.open_array(_array_store(make_store))
 
     def sync_worker(t: int) -> Callable[[], None]:
         def run() -> None:
