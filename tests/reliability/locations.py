@@ -8,8 +8,9 @@ gets from each call is explicit:
   share this process's runtime: one write-lock table, one request budget. A test that
   wants one store object calls it once and keeps what it got.
 - `make_store(own_locks=True)`: a new store over the location that shares no write lock
-  with any other store object, as another process's store would: it is wrapped in a
-  `CountingStore`, which is equal only to itself.
+  (nor request budget) with any other store object, as another process's store would:
+  a `CountingStore` with a runtime of its own. (A plain `CountingStore` is not enough: a
+  wrapper passes its inner store's runtime through, and the inner stores are equal.)
 """
 
 from __future__ import annotations
@@ -28,10 +29,21 @@ from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.local import LocalStore
 from aiozarr.storage.memory import MemoryStore
 from aiozarr.storage.object_store import ObjectStore
+from aiozarr.storage.runtime import StoreRuntime
 from aiozarr.storage.url import from_url
+from aiozarr.storage.wrapper import WrapperStore
 
 #: The backends a test may name: `@pytest.mark.parametrize("make_store", [...], indirect=True)`.
 BACKENDS = ("memory", "local", "s3", "moto")
+
+
+class _OwnRuntime(CountingStore):
+    """A counting store whose runtime (write locks, budgets) is its own, not its inner
+    store's: it is equal only to itself, so no other store shares it."""
+
+    @property
+    def runtime(self) -> StoreRuntime:
+        return super(WrapperStore, self).runtime  # Store's, not the wrapper's pass-through
 
 
 class StoreFactory:
@@ -45,7 +57,7 @@ class StoreFactory:
 
     def __call__(self, *, own_locks: bool = False) -> Store:
         store = self._new()
-        return CountingStore(store) if own_locks else store
+        return _OwnRuntime(store) if own_locks else store
 
     def __repr__(self) -> str:
         return f"StoreFactory({self.kind!r})"

@@ -52,9 +52,11 @@ def test_store_objects_sharing_no_lock_lose_no_update(make_store: StoreFactory) 
         make_store(), shape=(WRITERS, ROUNDS), dtype="i4", chunks=(1, 4), shards=(WRITERS, ROUNDS)
     )
 
+    stores = [make_store(own_locks=True) for _ in range(WRITERS)]
+    assert stores[0].runtime.locks is not stores[1].runtime.locks  # the premise
+
     async def main() -> None:
-        writers = (_writer(make_store(own_locks=True), row) for row in range(WRITERS))
-        await asyncio.gather(*writers)
+        await asyncio.gather(*(_writer(store, row) for row, store in enumerate(stores)))
 
     asyncio.run(main())
     assert _lost(aiozarr.open_array(make_store(), mode="r")) == 0
