@@ -3,7 +3,7 @@
 Importing this package registers every built-in codec.
 """
 
-from aiozarr.codecs import blosc, bytes, crc32c, gzip, transpose, vlen, zstd  # noqa: F401
+from aiozarr.codecs import builtin  # noqa: F401 (registers the built-in codecs)
 from aiozarr.codecs.base import (
     ArrayToArrayCodec,
     ArrayToBytesCodec,

@@ -9,7 +9,6 @@ import numcodecs
 from numcodecs import blosc as _blosc
 
 from aiozarr.codecs.base import BytesToBytesCodec, ChunkSpec
-from aiozarr.codecs.registry import register_codec
 from aiozarr.errors import CodecError, MetadataError
 
 SHUFFLES = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
@@ -43,7 +42,6 @@ def check_frame(data: Any, size: int | None) -> memoryview:
     return view[:cbytes]
 
 
-@register_codec
 class BloscCodec(BytesToBytesCodec):
     """Blosc with compressor `cname`, `clevel`, `shuffle`, `typesize` and `blocksize`."""
 

@@ -7,14 +7,12 @@ from typing import Any, Literal
 import numpy as np
 
 from aiozarr.codecs.base import ArrayToBytesCodec, ChunkSpec
-from aiozarr.codecs.registry import register_codec
 from aiozarr.errors import CodecError, MetadataError
 
 # Kinds whose byte order matters; strings and structs without endian are read as little.
 _ENDIAN_KINDS = "iufcmM"
 
 
-@register_codec
 class BytesCodec(ArrayToBytesCodec):
     """Serialize a fixed-size array as raw bytes; `endian` is needed for multi-byte numbers."""
 

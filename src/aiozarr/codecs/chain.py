@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -27,10 +27,6 @@ from aiozarr.codecs.registry import get_codec
 from aiozarr.codecs.transpose import TransposeCodec
 from aiozarr.errors import AiozarrError, CodecError, MetadataError, UnsupportedError
 from aiozarr.metadata.model import ArrayMetadata, CodecMetadata
-
-if TYPE_CHECKING:
-    from aiozarr.codecs.sharding import ShardLayout
-
 
 #: Chains bound to other chunk shapes kept by `CodecChain.for_shape`.
 _MAX_SHAPES = 1024
@@ -160,9 +156,12 @@ class CodecChain:
         """Every codec, in metadata order."""
         return (*self.array_to_array, self.array_to_bytes, *self.bytes_to_bytes)
 
-    def shard_layout(self, shape: tuple[int, ...] | None = None) -> ShardLayout | None:
+    def shard_layout(self, shape: tuple[int, ...] | None = None) -> Any:
         """The layout, on the array's axes, of a shard of `shape` (this chain's chunk shape
-        by default) when the array is sharded, else None.
+        by default) when the array is sharded, else None: what the array->bytes codec's
+        `shard_layout` describes (a `ShardLayout` of `codecs/sharding.py`; the chain asks
+        the codec and names no sharding type, so the sharding codec can build its inner
+        chains from this module).
 
         `transpose` codecs before `sharding_indexed` (zarr-python 3.4 and zarrs write them)
         make the stored shard a transposed one; the layout maps inner chunks back.
@@ -174,8 +173,7 @@ class CodecChain:
             if shape is None
             else ChunkSpec(shape, self._spec.dtype, self._spec.fill_value)
         )
-        layout: ShardLayout = self.array_to_bytes.shard_layout(spec, self._sharding_axes())
-        return layout
+        return self.array_to_bytes.shard_layout(spec, self._sharding_axes())
 
     def _sharding_axes(self) -> tuple[int, ...] | None:
         """The one permutation the array->array codecs before sharding amount to."""

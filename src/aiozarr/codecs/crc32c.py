@@ -8,7 +8,6 @@ import google_crc32c
 import numpy as np
 
 from aiozarr.codecs.base import BytesToBytesCodec, ChunkSpec
-from aiozarr.codecs.registry import register_codec
 from aiozarr.errors import ChecksumError, CodecError
 
 
@@ -18,7 +17,6 @@ def _checksum(view: memoryview) -> int:
     return int(google_crc32c.value(np.frombuffer(view, dtype=np.uint8)))
 
 
-@register_codec
 class Crc32cCodec(BytesToBytesCodec):
     """Append a checksum on encode; verify and strip it on decode."""
 

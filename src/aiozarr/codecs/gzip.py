@@ -8,12 +8,12 @@ import zlib
 from typing import Any
 
 from aiozarr.codecs.base import BytesToBytesCodec, ChunkSpec
-from aiozarr.codecs.registry import register_codec
 from aiozarr.errors import AiozarrWarning, CodecError, MetadataError
 
 # Read at most this much at a time when the decoded size is unknown.
 _STEP = 1 << 24
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
+
 
 def check_level(level: object, low: int, high: int) -> int:
     """`level` as an int within [low, high], else `MetadataError` naming the field."""
@@ -22,7 +22,6 @@ def check_level(level: object, low: int, high: int) -> int:
     return level
 
 
-@register_codec
 class GzipCodec(BytesToBytesCodec):
     """gzip at `level` 0..9."""
 

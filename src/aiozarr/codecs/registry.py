@@ -1,10 +1,11 @@
 """Codec names -> codec classes.
 
-Built-in codecs register themselves when `aiozarr.codecs` is imported. Third parties
-call `register_codec(MyCodec)`, or expose the class under the entry-point group
-`aiozarr.codecs` (entry-point name = codec name): it is looked up the first time
-an unknown name is asked for, so installing a package is enough. Names starting
-"numcodecs." that nothing registered go to numcodecs' own registry.
+Importing `aiozarr.codecs` registers the built-in codecs (the table in `builtin.py`;
+codec modules do not import this one). Third parties call `register_codec(MyCodec)`,
+or expose the class under the entry-point group `aiozarr.codecs` (entry-point name =
+codec name): it is looked up the first time an unknown name is asked for, so
+installing a package is enough. Names starting "numcodecs." that nothing registered
+go to numcodecs' own registry.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
 from aiozarr.codecs.base import BytesToBytesCodec, Codec
+from aiozarr.codecs.numcodecs_v3 import numcodecs_class
 from aiozarr.errors import AiozarrError, AiozarrWarning, MetadataError, UnsupportedError
 from aiozarr.metadata.model import CodecMetadata
 
@@ -66,8 +68,6 @@ def get_codec_class(name: str, key: str = "") -> type[Codec]:
     """The class registered for `name`; `UnsupportedError` naming `key` when there is none."""
     cls = _codecs.get(name) or _from_entry_point(name)
     if cls is None and name.startswith(NUMCODECS_PREFIX) and len(name) > len(NUMCODECS_PREFIX):
-        from aiozarr.codecs.numcodecs_v3 import numcodecs_class
-
         cls = numcodecs_class(name)
     if cls is None:
         known = ", ".join(sorted(_codecs))

@@ -19,7 +19,7 @@ import numpy as np
 from aiozarr.byte_range import ByteRange
 from aiozarr.codecs.base import ArrayToBytesCodec, ChunkSpec, Codec
 from aiozarr.codecs.chain import CodecChain
-from aiozarr.codecs.registry import get_codec, register_codec
+from aiozarr.codecs.registry import get_codec
 from aiozarr.codecs.transpose import TransposeCodec
 from aiozarr.errors import CodecError, MetadataError
 from aiozarr.metadata.fill_value import is_fill
@@ -229,7 +229,6 @@ def _codec_list(codecs: Sequence[Any], field: str) -> tuple[Codec, ...]:
     )
 
 
-@register_codec
 class ShardingCodec(ArrayToBytesCodec):
     """Store a shard's inner chunks, each through `codecs`, plus an index."""
 

@@ -8,11 +8,9 @@ from typing import Any
 import numpy as np
 
 from aiozarr.codecs.base import ArrayToArrayCodec, ChunkSpec
-from aiozarr.codecs.registry import register_codec
 from aiozarr.errors import MetadataError
 
 
-@register_codec
 class TransposeCodec(ArrayToArrayCodec):
     """Encode `a` as `a.transpose(order)`; decode with the inverse permutation."""
 

@@ -14,7 +14,6 @@ import numpy as np
 from numcodecs.abc import Codec as Numcodec
 
 from aiozarr.codecs.base import ArrayToBytesCodec, ChunkSpec
-from aiozarr.codecs.registry import register_codec
 from aiozarr.errors import CodecError, MetadataError
 
 
@@ -50,7 +49,6 @@ class _VlenCodec(ArrayToBytesCodec):
         return items.reshape(spec.shape).astype(spec.dtype, copy=False)
 
 
-@register_codec
 class VlenUtf8Codec(_VlenCodec):
     """Variable-length UTF-8 strings (object or numpy StringDType arrays)."""
 
@@ -58,7 +56,6 @@ class VlenUtf8Codec(_VlenCodec):
     _impl = numcodecs.VLenUTF8()
 
 
-@register_codec
 class VlenBytesCodec(_VlenCodec):
     """Variable-length byte strings (object arrays of bytes)."""
 

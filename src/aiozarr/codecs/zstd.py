@@ -16,11 +16,9 @@ import zstandard
 
 from aiozarr.codecs.base import BytesToBytesCodec, ChunkSpec
 from aiozarr.codecs.gzip import check_level
-from aiozarr.codecs.registry import register_codec
 from aiozarr.errors import CodecError, MetadataError
 
 
-@register_codec
 class ZstdCodec(BytesToBytesCodec):
     """Zstandard at `level` (-131072..22), with an optional content `checksum`."""
 
