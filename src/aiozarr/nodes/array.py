@@ -39,7 +39,7 @@ from aiozarr.errors import (
 from aiozarr.metadata.model import ArrayMetadata, CodecMetadata, GroupMetadata
 from aiozarr.nodes import hierarchy
 from aiozarr.nodes.creation import array_config, array_metadata
-from aiozarr.nodes.description import ArrayDescription, codecs_text, describe_array, render_rows
+from aiozarr.nodes.description import ArrayDescription, ArrayInfo, array_info, describe_array
 from aiozarr.selection.chunk_grid import RectilinearGrid
 from aiozarr.selection.indexing import (
     Indexer,
@@ -49,7 +49,6 @@ from aiozarr.selection.indexing import (
     orthogonal_indexer,
 )
 from aiozarr.selection.vectorized import coordinate_indexer, kind_of, mask_indexer, vindex_kind
-from aiozarr.sizes import human_bytes
 from aiozarr.storage.base import Store
 
 Selection = Any
@@ -653,38 +652,40 @@ class AsyncArray(hierarchy.NodeLocation):
     def description(self) -> ArrayDescription:
         """What the array is (shape, grid, codecs, ...) as one value: the facts `info`,
         the notebook view and `aiozarr info` show. No I/O."""
-        return describe_array(self)
+        chunks, shards = self._grid_shapes()
+        return describe_array(
+            self.metadata,
+            name=self.name,
+            store=repr(self._store),
+            chunks=chunks,
+            shards=shards,
+            rectilinear_grid=self.rectilinear_grid,
+        )
+
+    def _grid_shapes(self) -> tuple[tuple[Any, ...], tuple[Any, ...] | None]:
+        """The chunk and shard shapes (shards None when unsharded); on a rectilinear grid
+        the irregular one is per axis the lengths of its objects inside the array."""
+        if self.rectilinear_grid is None:
+            return self.chunks, self.shards
+        edges = self.write_chunk_sizes
+        if not self.is_sharded:
+            return edges, None
+        return self.chunks, edges
 
     def info(
         self, *, nbytes_stored: int | None = None, nchunks_initialized: int | None = None
     ) -> ArrayInfo:
         """A short, human-readable description (`description` as text: a `str`, with its
         fields as attributes, as zarr-python's `ArrayInfo`)."""
-        described = self.description
-        chunks, shards = described.grid_text()
-        fields = {
-            "type": "Array",
-            "zarr_format": described.zarr_format,
-            "name": described.name,
-            "shape": described.shape,
-            "dtype": self.dtype,
-            "chunk_shape": chunks,
-            "shard_shape": shards,
-            "fill_value": described.fill_value,
-            "codecs": codecs_text(described.codecs),
-            "dimension_names": described.dimension_names,
-            "store": self._store,
-            "read_only": self.read_only,
-            "nbytes": described.decoded_bytes,
-            "nbytes_stored": nbytes_stored,
-            "nchunks_initialized": nchunks_initialized,
-        }
-        rows = described.rows()
-        if nbytes_stored is not None:  # as `aiozarr info` words it
-            rows.append(("Stored size", f"{human_bytes(nbytes_stored)} ({nbytes_stored} bytes)"))
-        if nchunks_initialized is not None:
-            rows.append(("Chunks initialized", f"{nchunks_initialized} of {self.nchunks}"))
-        return ArrayInfo(render_rows(rows), fields)
+        return array_info(
+            self.description,
+            dtype=self.dtype,
+            store=self._store,
+            read_only=self.read_only,
+            nchunks=self.nchunks,
+            nbytes_stored=nbytes_stored,
+            nchunks_initialized=nchunks_initialized,
+        )
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickles as store description + path + metadata: no connection, loop or thread.
@@ -706,27 +707,6 @@ class AsyncArray(hierarchy.NodeLocation):
             "`arr[sel] = value`; `aiozarr.open_array` opens an array that `arr[sel] = value` "
             "writes"
         )
-
-
-class ArrayInfo(str):
-    """`Array.info`: the description text (a `str`, as before), with each field as an
-    attribute (`info.shape`, `info.nbytes_stored`, ...), as zarr-python's `ArrayInfo`."""
-
-    fields: dict[str, Any]
-
-    def __new__(cls, text: str, fields: Mapping[str, Any]) -> ArrayInfo:
-        info = super().__new__(cls, text)
-        info.fields = dict(fields)
-        return info
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self.__dict__["fields"][name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    def __repr__(self) -> str:
-        return str(self)
 
 
 _METADATA_NAMES = frozenset({"zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"})

@@ -6,8 +6,13 @@ and spellings of `ArrayDescription.rows` (shapes as tuples, fill values as Zarr 
 them, sizes in KiB / MiB), so they cannot drift apart. Codecs are kept in their JSON
 form (v3 codec documents; v2 filters, then the compressor) and rendered for people by
 `codecs_text` alone. `describe_metadata` describes an array from its metadata alone,
-for one whose codecs cannot be built here (a codec package missing). No I/O: stored
-sizes, which need a listing, are the CLI's to add.
+for one whose codecs cannot be built here (a codec package missing); `array_info`
+renders a description as `AsyncArray.info` (`ArrayInfo`). No I/O: stored sizes, which
+need a listing, are given by the caller.
+
+A description is built from values (metadata, names, shapes), never from an array
+object: the array describes itself through `describe_array`, and this module imports
+no node.
 """
 
 from __future__ import annotations
@@ -24,11 +29,12 @@ from aiozarr.sizes import human_bytes
 
 if TYPE_CHECKING:
     from aiozarr.metadata.model import ArrayMetadata
-    from aiozarr.nodes.array import AsyncArray
 
 __all__ = [
     "LABEL_WIDTH",
     "ArrayDescription",
+    "ArrayInfo",
+    "array_info",
     "codecs_text",
     "describe_array",
     "describe_metadata",
@@ -131,16 +137,25 @@ class ArrayDescription:
         }
 
 
-def describe_array(array: AsyncArray) -> ArrayDescription:
-    """The description of `array`, from its metadata alone."""
-    chunks, shards = _grid_shapes(array)
+def describe_array(
+    meta: ArrayMetadata,
+    *,
+    name: str,
+    store: str,
+    chunks: tuple[Any, ...],
+    shards: tuple[Any, ...] | None,
+    rectilinear_grid: RectilinearGrid | None,
+) -> ArrayDescription:
+    """The description of an array that reads here: its metadata, and the chunk and
+    shard shapes its codecs give it, as `ArrayDescription` holds them (`shards` None
+    when unsharded); `store` is the store's repr."""
     return _described(
-        array.metadata,
-        name=array.name,
-        store=repr(array.store),
+        meta,
+        name=name,
+        store=store,
         chunks=chunks,
         shards=shards,
-        rectilinear_grid=array.rectilinear_grid,
+        rectilinear_grid=rectilinear_grid,
     )
 
 
@@ -202,6 +217,67 @@ def _described(
     )
 
 
+class ArrayInfo(str):
+    """`Array.info`: the description text (a `str`, as before), with each field as an
+    attribute (`info.shape`, `info.nbytes_stored`, ...), as zarr-python's `ArrayInfo`."""
+
+    fields: dict[str, Any]
+
+    def __new__(cls, text: str, fields: Mapping[str, Any]) -> ArrayInfo:
+        info = super().__new__(cls, text)
+        info.fields = dict(fields)
+        return info
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.__dict__["fields"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def array_info(
+    described: ArrayDescription,
+    *,
+    dtype: np.dtype[Any],
+    store: Any,
+    read_only: bool,
+    nchunks: int,
+    nbytes_stored: int | None = None,
+    nchunks_initialized: int | None = None,
+) -> ArrayInfo:
+    """`described` as `AsyncArray.info` shows it: its rows as text, then the stored size
+    and the chunks initialized where given (as `aiozarr info` words them), with the
+    fields of zarr-python's `ArrayInfo` as attributes (`dtype` and `store` the objects,
+    `nchunks` the chunks of the grid)."""
+    chunks, shards = described.grid_text()
+    fields = {
+        "type": "Array",
+        "zarr_format": described.zarr_format,
+        "name": described.name,
+        "shape": described.shape,
+        "dtype": dtype,
+        "chunk_shape": chunks,
+        "shard_shape": shards,
+        "fill_value": described.fill_value,
+        "codecs": codecs_text(described.codecs),
+        "dimension_names": described.dimension_names,
+        "store": store,
+        "read_only": read_only,
+        "nbytes": described.decoded_bytes,
+        "nbytes_stored": nbytes_stored,
+        "nchunks_initialized": nchunks_initialized,
+    }
+    rows = described.rows()
+    if nbytes_stored is not None:
+        rows.append(("Stored size", f"{human_bytes(nbytes_stored)} ({nbytes_stored} bytes)"))
+    if nchunks_initialized is not None:
+        rows.append(("Chunks initialized", f"{nchunks_initialized} of {nchunks}"))
+    return ArrayInfo(render_rows(rows), fields)
+
+
 def render_rows(rows: Sequence[tuple[str, str]]) -> str:
     """`label : value` lines, the labels padded to `LABEL_WIDTH`."""
     return "\n".join(f"{label:<{LABEL_WIDTH}}: {value}" for label, value in rows)
@@ -244,17 +320,6 @@ def _codecs(meta: ArrayMetadata) -> tuple[dict[str, Any], ...]:
     if meta.compressor is not None:
         found.append(dict(meta.compressor))
     return tuple(found)
-
-
-def _grid_shapes(array: AsyncArray) -> tuple[tuple[Any, ...], tuple[Any, ...] | None]:
-    """The chunk and shard shapes (shards None when unsharded); on a rectilinear grid the
-    irregular one is per axis the lengths of its objects inside the array."""
-    if array.rectilinear_grid is None:
-        return array.chunks, array.shards
-    edges = array.write_chunk_sizes
-    if not array.is_sharded:
-        return edges, None
-    return array.chunks, edges
 
 
 def _lists(shape: tuple[Any, ...]) -> list[Any]:
