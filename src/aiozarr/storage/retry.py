@@ -266,7 +266,7 @@ async def _send(
         timer.start(slot)
     listening = _answer_began.set(_FirstByte(statistics, began, timer))
     try:
-        with anyio.fail_after(timeout):
+        async with asyncio.timeout(timeout):
             result = await request.operation()
     except TimeoutError:
         statistics.count("timeouts")
@@ -411,6 +411,7 @@ class _HedgeTimer:
 
     def cancel(self) -> None:
         self._cancelled = True
+        self._send = _no_copy  # nor a reference back to the read
         self._in_flight.discard(self)
         if self._handle is not None:
             self._handle.cancel()
@@ -445,6 +446,10 @@ class _HedgeTimer:
             self._handle = self._loop.call_later(limit, self._fire)
             return
         self._send()
+
+
+def _no_copy() -> None:
+    """What a cancelled timer sends."""
 
 
 def _hedge_delays(
@@ -482,52 +487,85 @@ async def _hedged(
     """One try that sends a second copy if the first is slow (`_hedge_delays`); the
     first answer wins. Before there are peers to compare with, the try is a plain one.
     """
-    statistics = runtime.statistics
-    wait_s, whole_s = _hedge_delays(statistics, request.nbytes, settings)
+    wait_s, whole_s = _hedge_delays(runtime.statistics, request.nbytes, settings)
     if wait_s is None and whole_s is None:
         return await _attempt(runtime, request, remaining_s, settings)
-    # The first copy runs in this task; a timer sends the second, so a read that is not
-    # slow (nearly all of them) costs no second task and no wake-up of its own.
-    sent_second = False
-    second: list[Any] = []  # the second copy's answer, once it has one
+    # The first copy runs in this task; a timer sends the others, so a read that is not
+    # slow (nearly all of them) costs no second task, no wake-up and no cancel scope.
+    copies = _Copies(runtime, request, remaining_s, settings)
+    timer = copies.timer = _HedgeTimer(wait_s, whole_s, copies.send, runtime.statistics.in_flight)
+    first = copies.first = asyncio.timeout(None)  # expired by the copy that wins
+    try:
+        async with first:
+            value = await _attempt(runtime, request, remaining_s, settings, timer)
+    except BaseException as exc:
+        won = isinstance(exc, TimeoutError) and first.expired()
+        # A failed first copy leaves the copies sent to answer; a cancelled read does not.
+        await copies.end(cancel=won or not isinstance(exc, Exception))
+        if copies.answers:
+            runtime.statistics.count("hedges_won")
+            return copies.answers[0]  # type: ignore[no-any-return]
+        raise
+    await copies.end(cancel=True)
+    return value
 
-    async with anyio.create_task_group() as tg:
-        first = anyio.CancelScope()
 
-        async def second_copy() -> None:
-            # The copy takes its straggler's slot, not one of its own: where throttling
-            # has cut the budget to a slot or two, a copy queued behind the very read it
-            # races (or behind every read waiting) would wait as long as it does.
-            try:
-                value = await _attempt(runtime, request, remaining_s, settings, lent=timer.slot)
-            except Exception as exc:  # the first copy may still answer (or fail for both)
-                if classify(exc).retryable:
-                    timer.again()
-                return
-            second.append(value)
-            first.cancel()  # the loser's connection is dropped
+class _Copies:
+    """The second copies of one hedged read, each a task of its own, sent by the read's
+    timer; the first to answer cancels the first copy (which runs in the read's task,
+    under `first`). None outlives `end`."""
 
-        def send_second_copy() -> None:
-            nonlocal sent_second
-            if _may_hedge(statistics, settings):
-                statistics.count("hedges_issued")
-                sent_second = True
-                tg.start_soon(second_copy)
+    def __init__(
+        self,
+        runtime: StoreRuntime,
+        request: Request[Any],
+        remaining_s: float,
+        settings: config.Config,
+    ) -> None:
+        self.runtime, self.request = runtime, request
+        self.remaining_s, self.settings = remaining_s, settings
+        self.timer: _HedgeTimer
+        self.first: asyncio.Timeout | None = None  # while the first copy runs
+        self.tasks: list[asyncio.Task[None]] = []
+        self.answers: list[Any] = []
 
-        timer = _HedgeTimer(wait_s, whole_s, send_second_copy, statistics.in_flight)
-        failure: Exception | None = None
+    def send(self) -> None:
+        statistics = self.runtime.statistics
+        if _may_hedge(statistics, self.settings):
+            statistics.count("hedges_issued")
+            self.tasks.append(asyncio.get_running_loop().create_task(self._copy()))
+
+    async def _copy(self) -> None:
+        # The copy takes its straggler's slot, not one of its own: where throttling has
+        # cut the budget to a slot or two, a copy queued behind the very read it races
+        # (or behind every read waiting) would wait as long as it does.
+        runtime, request, timer = self.runtime, self.request, self.timer
         try:
-            with first:
-                value = await _attempt(runtime, request, remaining_s, settings, timer)
-                if sent_second:
-                    tg.cancel_scope.cancel()  # the second copy on its way is not needed
-                return value
-        except Exception as exc:  # a second copy already sent may still answer
-            failure = exc
-        finally:
-            timer.cancel()
-    if second:
-        statistics.count("hedges_won")
-        return second[0]  # type: ignore[no-any-return]
-    assert failure is not None  # the first copy is only cancelled by an answer
-    raise failure
+            value = await _attempt(
+                runtime, request, self.remaining_s, self.settings, lent=timer.slot
+            )
+        except Exception as exc:  # the first copy may still answer (or fail for both)
+            if classify(exc).retryable:
+                timer.again()
+            return
+        self.answers.append(value)
+        if self.first is not None and len(self.answers) == 1:
+            self.first.reschedule(asyncio.get_running_loop().time())  # the loser is dropped
+
+    async def end(self, cancel: bool) -> None:
+        """Stop sending copies and wait for those sent to end, cancelled first if
+        `cancel`; a cancellation of the read meanwhile cancels them too, and is raised
+        once they have ended."""
+        self.timer.cancel()
+        self.first = None
+        cancelled = False
+        while pending := [task for task in self.tasks if not task.done()]:
+            if cancel or cancelled:
+                for task in pending:
+                    task.cancel()
+            try:
+                await asyncio.wait(pending)
+            except asyncio.CancelledError:
+                cancelled = True
+        if cancelled:
+            raise asyncio.CancelledError
