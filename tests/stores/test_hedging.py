@@ -37,8 +37,13 @@ SLOW_S = 20.0  # far beyond the test's run time: only a hedge gets this read don
 
 @pytest.fixture(autouse=True)
 def hedging() -> Iterator[None]:
-    with config.set(hedge_reads=True, hedge_min_delay_s=0.05, hedge_p95_multiple=3.0,
-                    retry_base_delay_s=0.001, retry_max_delay_s=0.01):
+    with config.set(
+        hedge_reads=True,
+        hedge_min_delay_s=0.05,
+        hedge_p95_multiple=3.0,
+        retry_base_delay_s=0.001,
+        retry_max_delay_s=0.01,
+    ):
         yield
 
 
@@ -56,12 +61,17 @@ async def warmed_store(emulator: Emulator, keys: list[str]) -> Warmed:
 
     Its counters are not reset (that would forget the latencies too): `counted` says
     what happened since."""
-    store = ObjectStore(S3Store(emulator.bucket, prefix=unique_prefix(),
-                                retry_config=FAST_RETRY, **emulator.storage_options()))
+    store = ObjectStore(
+        S3Store(
+            emulator.bucket,
+            prefix=unique_prefix(),
+            retry_config=FAST_RETRY,
+            **emulator.storage_options(),
+        )
+    )
     await store.set_many([(key, DATA) for key in keys])
     for _ in range(2):
-        await store.get_partial_values([RangeRequest(key, ByteRange.of(0, 1024))
-                                        for key in keys])
+        await store.get_partial_values([RangeRequest(key, ByteRange.of(0, 1024)) for key in keys])
     assert store.runtime.statistics.latencies.p95(1024) is not None
     emulator.reset_stats()
     return Warmed(store, store.runtime.statistics.counts())
@@ -72,7 +82,8 @@ async def test_slow_read_is_hedged(emulator: Emulator) -> None:
     warm = await warmed_store(emulator, keys)
     emulator.inject("slow", count=1, key_glob="*c/7", methods=["GET"], delay_s=SLOW_S)
     answers = await warm.store.get_partial_values(
-        [RangeRequest(key, ByteRange.of(1024, 1024)) for key in keys])
+        [RangeRequest(key, ByteRange.of(1024, 1024)) for key in keys]
+    )
     assert [bytes(a) for a in answers] == [DATA[1024:2048]] * len(keys)
     assert warm.counted("hedges_issued") >= 1
     assert warm.counted("hedges_won") >= 1  # the copy answered; the slow one was dropped
@@ -89,7 +100,8 @@ async def test_single_get_is_hedged(emulator: Emulator) -> None:
 
 
 async def test_a_late_answer_is_hedged_before_reads_of_its_size_are_known(
-        emulator: Emulator) -> None:
+    emulator: Emulator,
+) -> None:
     warm = await warmed_store(emulator, [f"c/{i}" for i in range(20)])
     assert warm.store.runtime.statistics.latencies.p95(4096) is None
     emulator.inject("late", count=1, key_glob="*c/3", methods=["GET"], delay_s=SLOW_S)
@@ -100,8 +112,14 @@ async def test_a_late_answer_is_hedged_before_reads_of_its_size_are_known(
 
 async def test_a_store_hedges_from_its_first_answer_on(emulator: Emulator) -> None:
     # One read seen: a wait of twice its first byte's is slow already.
-    store = ObjectStore(S3Store(emulator.bucket, prefix=unique_prefix(),
-                                retry_config=FAST_RETRY, **emulator.storage_options()))
+    store = ObjectStore(
+        S3Store(
+            emulator.bucket,
+            prefix=unique_prefix(),
+            retry_config=FAST_RETRY,
+            **emulator.storage_options(),
+        )
+    )
     await store.set_many([("a", DATA), ("b", DATA)])
     assert bytes(await store.get("a", ByteRange.of(0, 1024))) == DATA[:1024]
     assert store.runtime.statistics.first_bytes.median(None) is not None
@@ -116,21 +134,32 @@ async def test_a_store_hedges_from_its_first_answer_on(emulator: Emulator) -> No
     ids=["a whole value (size unknown)", "a range over hedge_large_bytes"],
 )
 async def test_a_large_read_waits_longer_before_its_hedge(
-        emulator: Emulator, byte_range: ByteRange | None) -> None:
+    emulator: Emulator, byte_range: ByteRange | None
+) -> None:
     # A duplicate of it moves its bytes twice should the first answer then begin.
     warm = await warmed_store(emulator, [f"c/{i}" for i in range(20)])
     with config.set(hedge_large_bytes=4095, hedge_large_min_delay_s=1.0):
         emulator.inject("late", count=1, key_glob="*c/3", methods=["GET"], delay_s=0.5)
-        assert bytes(await warm.store.get("c/3", byte_range)) == DATA[:4096 if byte_range else None]
+        assert (
+            bytes(await warm.store.get("c/3", byte_range)) == DATA[: 4096 if byte_range else None]
+        )
         assert warm.counted("hedges_issued") == 0  # late, but not past its floor
         emulator.inject("late", count=1, key_glob="*c/4", methods=["GET"], delay_s=SLOW_S)
-        assert bytes(await warm.store.get("c/4", byte_range)) == DATA[:4096 if byte_range else None]
+        assert (
+            bytes(await warm.store.get("c/4", byte_range)) == DATA[: 4096 if byte_range else None]
+        )
         assert warm.counted("hedges_won") == 1
 
 
 async def test_a_slow_first_answer_does_not_stop_hedging_after_it(emulator: Emulator) -> None:
-    store = ObjectStore(S3Store(emulator.bucket, prefix=unique_prefix(),
-                                retry_config=FAST_RETRY, **emulator.storage_options()))
+    store = ObjectStore(
+        S3Store(
+            emulator.bucket,
+            prefix=unique_prefix(),
+            retry_config=FAST_RETRY,
+            **emulator.storage_options(),
+        )
+    )
     keys = ["a", "b", "c", "d"]
     await store.set_many([(key, DATA) for key in keys])
     emulator.inject("late", count=1, key_glob="*a", methods=["GET"], delay_s=1.0)
@@ -143,7 +172,8 @@ async def test_a_slow_first_answer_does_not_stop_hedging_after_it(emulator: Emul
 
 
 async def test_a_flowing_body_is_not_raced_before_reads_of_its_size_are_known(
-        emulator: Emulator) -> None:
+    emulator: Emulator,
+) -> None:
     # Its answer began on time: a duplicate would only move the same bytes twice.
     warm = await warmed_store(emulator, [f"c/{i}" for i in range(20)])
     emulator.inject("slow", count=1, key_glob="*c/3", methods=["GET"], delay_s=0.5)
@@ -153,7 +183,8 @@ async def test_a_flowing_body_is_not_raced_before_reads_of_its_size_are_known(
 
 
 async def test_a_failed_copy_is_sent_again_while_its_straggler_is_still_slow(
-        emulator: Emulator) -> None:
+    emulator: Emulator,
+) -> None:
     warm = await warmed_store(emulator, [f"c/{i}" for i in range(20)])
     # The first copy answers after 20 s; the second fails: a third goes one limit later
     # and answers (a copy meets the store's failures as often as any read).
@@ -201,7 +232,8 @@ async def test_a_crowd_of_slow_bodies_is_not_hedged(emulator: Emulator) -> None:
     # delay above the injected 0.3 s, or nothing would be hedged anyway.
     with config.set(hedge_p95_multiple=1.0):
         answers = await warm.store.get_partial_values(
-            [RangeRequest(key, ByteRange.of(0, 1024)) for key in keys])
+            [RangeRequest(key, ByteRange.of(0, 1024)) for key in keys]
+        )
     assert all(bytes(a) == DATA[:1024] for a in answers)
     assert warm.counted("hedges_issued") == 0
     assert emulator.stats()["requests"] == 20
@@ -259,10 +291,8 @@ async def test_a_reopened_dataset_hedges_its_first_read(emulator: Emulator) -> N
     gc.collect()
     statistics = from_url(url, storage_options=options).runtime.statistics
     before = statistics.counts()["hedges_won"]
-    emulator.inject("late", count=1, key_glob="*a.zarr/zarr.json", methods=["GET"],
-                    delay_s=SLOW_S)
-    again = await aiozarr.open_array_async(url, storage_options=options, mode="r",
-                                           zarr_format=3)
+    emulator.inject("late", count=1, key_glob="*a.zarr/zarr.json", methods=["GET"], delay_s=SLOW_S)
+    again = await aiozarr.open_array_async(url, storage_options=options, mode="r", zarr_format=3)
     assert (await again.getitem(...)).tolist() == [0, 1, 2, 3]
     assert emulator.stats()["faults"] == 1
     assert statistics.counts()["hedges_won"] == before + 1
@@ -279,7 +309,8 @@ async def test_a_crowd_of_late_answers_is_not_hedged(emulator: Emulator) -> None
     # half of the default floor, so the last of them would look alone.
     with config.set(hedge_min_delay_s=0.2):
         answers = await warm.store.get_partial_values(
-            [RangeRequest(key, ByteRange.of(0, 1024)) for key in keys[:8]])
+            [RangeRequest(key, ByteRange.of(0, 1024)) for key in keys[:8]]
+        )
     assert all(bytes(a) == DATA[:1024] for a in answers)
     assert warm.counted("hedges_issued") == 0
     assert emulator.stats()["requests"] == 8
@@ -293,14 +324,16 @@ async def test_a_read_left_waiting_alone_by_a_crowd_is_hedged(emulator: Emulator
     emulator.inject("late", count=1, key_glob="*c/7", methods=["GET"], delay_s=SLOW_S)
     emulator.inject("late", count=7, methods=["GET"], delay_s=0.3)
     answers = await warm.store.get_partial_values(
-        [RangeRequest(key, ByteRange.of(0, 1024)) for key in keys[:8]])
+        [RangeRequest(key, ByteRange.of(0, 1024)) for key in keys[:8]]
+    )
     assert all(bytes(a) == DATA[:1024] for a in answers)
     assert (warm.counted("hedges_issued"), warm.counted("hedges_won")) == (1, 1)
     assert emulator.stats()["requests"] == 9
 
 
 async def test_a_copy_races_in_its_stragglers_slot_when_throttling_left_one(
-        emulator: Emulator) -> None:
+    emulator: Emulator,
+) -> None:
     # 503s have cut the budget to one slot, which the late read holds: a copy that
     # queued for a slot of its own would wait for the very read it races.
     warm = await warmed_store(emulator, [f"c/{i}" for i in range(20)])
@@ -312,4 +345,3 @@ async def test_a_copy_races_in_its_stragglers_slot_when_throttling_left_one(
     assert bytes(await warm.store.get("c/3", ByteRange.of(0, 1024))) == DATA[:1024]
     assert (warm.counted("hedges_issued"), warm.counted("hedges_won")) == (1, 1)
     assert budget.inflight == 0
-
