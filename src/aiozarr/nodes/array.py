@@ -1,6 +1,11 @@
 """`AsyncArray`: an array's metadata, store and bound codec chain; reads and writes.
 
-Every I/O method here is the one implementation; the sync `Array` forwards to it.
+Every I/O method here is the one implementation; the sync `Array` forwards to it. It
+is the one module above the engine that holds the engine's view of the array
+(`StoredArray`); what needs only values lives beside it: planning selections
+(`selections.py`), converting a value to store (`write_values.py`), shape and grid
+changes (`shape_changes.py`), codecs by role (`codec_roles.py`), the stored size
+(`stored_size.py`) and the description (`description.py`).
 """
 
 from __future__ import annotations
@@ -8,47 +13,38 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NoReturn
 
-import anyio
-import numcodecs
 import numpy as np
 
 from aiozarr import config as settings
 from aiozarr.codecs import CodecChain
-from aiozarr.codecs.base import ArrayToArrayCodec, ArrayToBytesCodec, BytesToBytesCodec, Codec
-from aiozarr.codecs.registry import get_codec_class
-from aiozarr.engine import casting
 from aiozarr.engine import output as engine_output
 from aiozarr.engine import read as engine_read
 from aiozarr.engine import write as engine_write
 from aiozarr.engine.progress import ShowProgress, as_callback
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import (
-    InvalidValueError,
     IrregularGridError,
     MetadataError,
     NodeNotFoundError,
     ReadOnlyError,
-    SelectionError,
-    UnsupportedError,
-    ValueOutOfRangeError,
     unwrap_group,
 )
 from aiozarr.metadata.model import ArrayMetadata, CodecMetadata, GroupMetadata
-from aiozarr.nodes import hierarchy
+from aiozarr.nodes import codec_roles, hierarchy, selections, shape_changes, stored_size
 from aiozarr.nodes.creation import array_config, array_metadata
 from aiozarr.nodes.description import ArrayDescription, ArrayInfo, array_info, describe_array
+from aiozarr.nodes.write_values import as_value
 from aiozarr.selection.chunk_grid import RectilinearGrid
 from aiozarr.selection.indexing import (
     Indexer,
     basic_indexer,
     block_selection,
-    normalize_selection,
     orthogonal_indexer,
 )
-from aiozarr.selection.vectorized import coordinate_indexer, kind_of, mask_indexer, vindex_kind
+from aiozarr.selection.vectorized import coordinate_indexer, mask_indexer
 from aiozarr.storage.base import Store
 
 Selection = Any
@@ -74,7 +70,7 @@ class AsyncArray(hierarchy.NodeLocation):
         self._path = hierarchy.normalize_path(path)
         key = hierarchy.metadata_key(self._path, metadata)
         if metadata.chunk_grid is not None:
-            _check_rectilinear(metadata, key)
+            shape_changes.check_rectilinear(metadata, key)
         chain = CodecChain.from_metadata(metadata, key)
         chain.shard_layout()  # a sharding codec the engine cannot lay out fails here
         self._stored = StoredArray(
@@ -273,59 +269,30 @@ class AsyncArray(hierarchy.NodeLocation):
         """v2's `order`; "C" for v3, where an F layout is a `transpose` codec (in `filters`)."""
         return self.metadata.order if self.zarr_format != 3 else "C"
 
-    def _v3_codecs(self) -> list[CodecMetadata]:
-        """The v3 codecs that encode one chunk: the inner codecs when sharded, as
-        zarr-python reports them."""
-        codecs = list(self.metadata.codecs)
-        if len(codecs) == 1 and codecs[0].name == "sharding_indexed":
-            inner = codecs[0].configuration.get("codecs", [])
-            return [CodecMetadata(c["name"], dict(c.get("configuration", {}))) for c in inner]
-        return codecs
-
-    def _v3_kind(self, codec: CodecMetadata) -> type[Codec]:
-        cls = get_codec_class(codec.name)
-        for kind in (ArrayToArrayCodec, ArrayToBytesCodec, BytesToBytesCodec):
-            if issubclass(cls, kind):
-                return kind
-        return Codec
-
     @property
     def filters(self) -> tuple[Any, ...]:
         """Array-to-array codecs (v3: `CodecMetadata`), or v2's filters (numcodecs codecs)."""
-        if self.zarr_format != 3:
-            return tuple(numcodecs.get_codec(dict(f)) for f in self.metadata.filters or ())
-        return tuple(c for c in self._v3_codecs() if self._v3_kind(c) is ArrayToArrayCodec)
+        return codec_roles.filters(self.metadata)
 
     @property
     def serializer(self) -> CodecMetadata | None:
         """The array-to-bytes codec (v3), None for v2, as zarr-python's."""
-        if self.zarr_format != 3:
-            return None
-        found = [c for c in self._v3_codecs() if self._v3_kind(c) is ArrayToBytesCodec]
-        return found[0] if found else None
+        return codec_roles.serializer(self.metadata)
 
     @property
     def compressors(self) -> tuple[Any, ...]:
         """Bytes-to-bytes codecs (v3: `CodecMetadata`), or v2's compressor (a numcodecs
         codec) in a tuple, as zarr-python's."""
-        if self.zarr_format != 3:
-            compressor = self.metadata.compressor
-            return () if compressor is None else (numcodecs.get_codec(dict(compressor)),)
-        return tuple(c for c in self._v3_codecs() if self._v3_kind(c) is BytesToBytesCodec)
+        return codec_roles.compressors(self.metadata)
 
     async def _stored_keys(self) -> list[str]:
         """Every key of the array (metadata and chunks): one listing."""
-        prefix = f"{self._path}/" if self._path else ""
-        keys = [k async for k in self._store.list_prefix(prefix)]
-        chunks = self._stored.prefix
-        if chunks != prefix:  # the 2020 draft keeps chunks apart from metadata
-            keys += [k async for k in self._store.list_prefix(chunks)]
-        return keys
+        return await stored_size.array_keys(self._store, self._path, self._stored.prefix)
 
     async def nchunks_initialized(self) -> int:
         """Chunks stored: stored objects times the chunks of a shard, as zarr-python
         counts them (one listing)."""
-        stored = [k for k in await self._stored_keys() if _is_chunk_key(k)]
+        stored = stored_size.chunk_objects(await self._stored_keys())
         per_object = 1
         if self._stored.layout is not None and self._stored.rectilinear is None:
             per_object = math.prod(
@@ -336,39 +303,13 @@ class AsyncArray(hierarchy.NodeLocation):
     async def nbytes_stored(self) -> int:
         """Bytes the array takes in its store: metadata and chunks (one listing, then
         every key's size)."""
-        keys = await self._stored_keys()
-        sizes: list[int | None] = [None] * len(keys)
-
-        async def size(i: int, key: str) -> None:
-            sizes[i] = await self._store.getsize(key)
-
-        with unwrap_group():
-            async with anyio.create_task_group() as tg:
-                for i, key in enumerate(keys):
-                    tg.start_soon(size, i, key)
-        return sum(s or 0 for s in sizes)
+        return await stored_size.total_bytes(self._store, await self._stored_keys())
 
     async def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Grow the array along `axis` by `data` and write it there; the new shape."""
         values = self._as_value(data, np.shape(data))  # refused before the array grows
-        if not -self.ndim <= axis < self.ndim:
-            raise SelectionError(f"axis {axis} is out of bounds for {self.ndim}-d {self.name}")
-        axis %= self.ndim
-        if values.ndim != self.ndim or any(
-            v != s
-            for i, (v, s) in enumerate(zip(values.shape, self.shape, strict=True))
-            if i != axis
-        ):
-            raise InvalidValueError(
-                f"cannot append data of shape {values.shape} to {self.name} of shape "
-                f"{self.shape} along axis {axis}: every other dimension must match"
-            )
-        old = self.shape
-        new = tuple(s + values.shape[axis] if i == axis else s for i, s in enumerate(old))
+        new, region = shape_changes.appended(self.shape, values.shape, axis, self.name)
         await self.resize(new)
-        region = tuple(
-            slice(old[i], new[i]) if i == axis else slice(None) for i in range(self.ndim)
-        )
         await self.setitem(region, values)
         return new
 
@@ -401,46 +342,23 @@ class AsyncArray(hierarchy.NodeLocation):
             return False, None
         out = engine_output.empty_output(indexer.shape, self.dtype, self._describe)
         engine_read.read_inline(self._stored, list(indexer), out)
-        return True, _result(out, indexer)
+        return True, selections.result(out, indexer)
 
     def _indexer(self, selection: Selection) -> Indexer:
-        kind = kind_of(selection, self.ndim)
-        if kind == "basic":
-            return self._plan(basic_indexer, selection)
-        if kind == "coordinate":
-            return self._plan(coordinate_indexer, selection)
-        if kind == "mask":
-            return self._plan(mask_indexer, selection)
-        return self._plan(orthogonal_indexer, selection)
+        return self._plan(selections.indexer_for(selection, self.ndim), selection)
 
-    def _plan(self, build: Callable[..., Indexer], selection: Selection) -> Indexer:
-        """`build(selection, shape, grid)`: the chunks `selection` touches. Planning a
-        selection of more chunks than memory holds is `SelectionTooLargeError` saying how
-        big it is, not numpy's error for the planner's index arrays; so is, before any
-        planning, a block numpy cannot address (basic and orthogonal selections, whose
-        shape is cheap to know)."""
-        if build is basic_indexer or build is orthogonal_indexer:
-            try:
-                shape = _selection_shape(normalize_selection(selection, self.shape), self.shape)
-            except (TypeError, ValueError, IndexError):  # the planner says what is wrong
-                pass
-            else:
-                engine_output.check_addressable(shape, self.dtype, self._describe)
-        try:
-            return build(selection, self.shape, self._stored.read_grid)
-        except MemoryError:
-            shape = _selection_shape(normalize_selection(selection, self.shape), self.shape)
-            engine_output.check_output_size(shape, self.dtype, self._describe)
-            raise
+    def _plan(self, build: selections.Build, selection: Selection) -> Indexer:
+        """`build(selection, shape, grid)` over this array (`selections.plan`)."""
+        return selections.plan(
+            build, selection, self.shape, self.dtype, self._stored.read_grid, self._describe
+        )
 
     def _describe(self) -> str:
         return f"array {self.name} in {self._store!r}"
 
     def _vindexer(self, selection: Selection) -> Indexer:
-        grid = self._stored.read_grid
-        if vindex_kind(selection, self.ndim) == "mask":
-            return mask_indexer(selection, self.shape, grid)
-        return coordinate_indexer(selection, self.shape, grid)
+        build = selections.vindexer_for(selection, self.ndim)
+        return build(selection, self.shape, self._stored.read_grid)
 
     def _block_indexer(self, selection: Selection) -> Indexer:
         region = block_selection(selection, self._stored.write_chunk_sizes())
@@ -490,7 +408,7 @@ class AsyncArray(hierarchy.NodeLocation):
         out = engine_output.empty_output(indexer.shape, self.dtype, self._describe)
         with unwrap_group():
             await engine_read.read(self._stored, list(indexer), out, as_callback(progress))
-        return _result(out, indexer)
+        return selections.result(out, indexer)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -550,34 +468,8 @@ class AsyncArray(hierarchy.NodeLocation):
 
     def _as_value(self, value: Any, shape: tuple[int, ...]) -> np.ndarray:
         """`value` in the array's dtype, broadcast to `shape`: the one conversion every
-        write goes through (`casting.as_dtype`), before anything is written.
-
-        A value whose shape does not fit is refused for that first, whatever its dtype: a
-        value both misshapen and of another kind is most often the wrong value. A shape
-        numpy cannot address at all is `SelectionTooLargeError`."""
-        engine_output.check_addressable(shape, self.dtype, self._describe)
-        try:
-            value_shape: tuple[int, ...] | None = np.shape(value)
-        except ValueError:  # ragged: refused below with numpy's words
-            value_shape = None
-        if value_shape is not None and not _broadcasts(value_shape, shape):
-            raise InvalidValueError(
-                f"cannot store a value of shape {value_shape} in {self.name}: it cannot be "
-                f"broadcast to the selection's shape {shape}; give a value of that shape, or "
-                "one that broadcasts to it (a scalar)"
-            )
-        try:
-            return np.broadcast_to(casting.as_dtype(value, self.dtype), shape)
-        except ValueOutOfRangeError as error:
-            raise ValueOutOfRangeError(
-                f"cannot store the value in {self.name} (dtype {self.dtype}): {error}"
-            ) from None
-        except (TypeError, ValueError) as error:
-            raise InvalidValueError(
-                f"cannot store a value of dtype {np.asarray(value).dtype} and shape "
-                f"{np.shape(value)} in {self.name} (dtype {self.dtype}, selection shape "
-                f"{shape}): {error}"
-            ) from None
+        write goes through (`write_values.as_value`), before anything is written."""
+        return as_value(value, shape, self.dtype, name=self.name, what=self._describe)
 
     def _settings(self) -> contextlib.AbstractContextManager[Any]:
         """The array's own settings (`create_array(config=...)`) over the caller's."""
@@ -597,31 +489,8 @@ class AsyncArray(hierarchy.NodeLocation):
         as often as needed.
         """
         self._check_writable()
-        shape = (new_shape,) if isinstance(new_shape, int) else tuple(int(s) for s in new_shape)
-        if len(shape) != self.ndim or any(s < 0 for s in shape):
-            raise MetadataError(
-                f"cannot resize {self.name} from {self.shape} to {shape}: "
-                f"expected {self.ndim} non-negative sizes"
-            )
-        old = self.metadata
-        new = dataclasses.replace(old, shape=shape)
-        if old.chunk_grid is None:
-            grid = old.chunk_shape
-            old_counts = [math.ceil(s / c) for s, c in zip(old.shape, grid, strict=True)]
-            new_counts = [math.ceil(s / c) for s, c in zip(shape, grid, strict=True)]
-        else:
-            try:
-                grown = old.chunk_grid.grown(shape)
-            except MetadataError as error:
-                raise MetadataError(f"cannot resize {self.name} to {shape}: {error}") from None
-            new = dataclasses.replace(new, chunk_grid=grown, chunk_shape=grown.max_shape)
-            old_counts = list(old.chunk_grid.counts_within(old.shape))
-            new_counts = list(grown.counts_within(shape))
-        stale = [
-            self._stored.key(coords)
-            for coords in np.ndindex(*old_counts)
-            if any(c >= n for c, n in zip(coords, new_counts, strict=True))
-        ]
+        new, outside = shape_changes.resized(self.metadata, new_shape, self.name)
+        stale = [self._stored.key(coords) for coords in outside]
         await self._replace_metadata(new)
         if stale:
             await self._store.delete_many(stale)
@@ -707,56 +576,3 @@ class AsyncArray(hierarchy.NodeLocation):
             "`arr[sel] = value`; `aiozarr.open_array` opens an array that `arr[sel] = value` "
             "writes"
         )
-
-
-_METADATA_NAMES = frozenset({"zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"})
-
-
-def _is_chunk_key(key: str) -> bool:
-    return key.rpartition("/")[2] not in _METADATA_NAMES
-
-
-def _result(out: np.ndarray, indexer: Indexer) -> Any:
-    """The values read, in the shape the caller asked for (a scalar for one element)."""
-    if indexer.result_shape != indexer.shape:
-        out = out.reshape(indexer.result_shape)
-    return out[()] if out.ndim == 0 else out
-
-
-def _check_rectilinear(meta: ArrayMetadata, key: str) -> None:
-    """A rectilinear grid is v3 only; sharded, every shard edge must hold whole inner chunks."""
-    grid = meta.chunk_grid
-    assert grid is not None
-    if meta.zarr_format != 3:
-        raise MetadataError(f"{key}: only Zarr v3 arrays can have a rectilinear chunk grid")
-    codecs = [c for c in meta.codecs if c.name == "sharding_indexed"]
-    inner = codecs[0].configuration.get("chunk_shape") if codecs else None
-    if not isinstance(inner, list) or len(inner) != grid.ndim:
-        return  # unsharded, or a malformed configuration the codec itself reports
-    for axis, c in enumerate(inner):
-        bad = [e for e in grid.distinct_edges(axis) if not isinstance(c, int) or c < 1 or e % c]
-        if bad:
-            raise UnsupportedError(
-                f"{key}: sharding_indexed inner chunk shape {inner} must divide every shard "
-                f"edge of the rectilinear chunk grid, but axis {axis} has an edge of {bad[0]}"
-            )
-
-
-def _broadcasts(value_shape: tuple[int, ...], shape: tuple[int, ...]) -> bool:
-    """Whether a value of `value_shape` broadcasts to `shape` (numpy's rule, one way)."""
-    if len(value_shape) > len(shape):
-        return False
-    tail = shape[len(shape) - len(value_shape) :]
-    return all(v in (1, s) for v, s in zip(value_shape, tail, strict=True))
-
-
-def _selection_shape(keys: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The output shape of normalized selection `keys`, computed without planning it."""
-    out = []
-    for key, size in zip(keys, shape, strict=True):
-        if isinstance(key, slice):
-            out.append(len(range(*key.indices(size))))
-        elif not isinstance(key, int | np.integer):
-            index = np.asarray(key)
-            out.append(int(np.count_nonzero(index)) if index.dtype == bool else index.size)
-    return tuple(out)

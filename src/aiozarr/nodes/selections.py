@@ -1,0 +1,96 @@
+"""An array's selections, planned before any I/O (pure).
+
+Which indexer each kind of selection takes (`indexer_for`, `vindexer_for`); `plan`
+builds it, refusing a selection whose output numpy cannot address, or whose plan
+memory cannot hold, with `SelectionTooLargeError` naming the array; `result` gives the
+values read in the shape the caller asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from aiozarr.engine import output as engine_output
+from aiozarr.selection.chunk_grid import RectilinearGrid
+from aiozarr.selection.indexing import (
+    Indexer,
+    basic_indexer,
+    normalize_selection,
+    orthogonal_indexer,
+)
+from aiozarr.selection.vectorized import coordinate_indexer, kind_of, mask_indexer, vindex_kind
+
+#: `build(selection, shape, grid)`: an indexer of `aiozarr.selection`.
+Build = Callable[..., Indexer]
+#: The grid a read is planned over: chunk shape, or the rectilinear grid's edges.
+Grid = tuple[int, ...] | RectilinearGrid
+
+
+def indexer_for(selection: Any, ndim: int) -> Build:
+    """The indexer of `selection` as numpy and zarr-python read it: ints and slices select
+    a block, integer arrays on every axis select points, a boolean array of the array's
+    shape selects its true elements, one array among ints and slices selects
+    orthogonally."""
+    kind = kind_of(selection, ndim)
+    if kind == "basic":
+        return basic_indexer
+    if kind == "coordinate":
+        return coordinate_indexer
+    if kind == "mask":
+        return mask_indexer
+    return orthogonal_indexer
+
+
+def vindexer_for(selection: Any, ndim: int) -> Build:
+    """The indexer of `arr.vindex[selection]`: a mask or a coordinate selection."""
+    return mask_indexer if vindex_kind(selection, ndim) == "mask" else coordinate_indexer
+
+
+def plan(
+    build: Build,
+    selection: Any,
+    shape: tuple[int, ...],
+    dtype: np.dtype[Any],
+    grid: Grid,
+    what: Callable[[], str],
+) -> Indexer:
+    """`build(selection, shape, grid)`: the chunks `selection` touches. Planning a
+    selection of more chunks than memory holds is `SelectionTooLargeError` (naming
+    `what()`) saying how big it is, not numpy's error for the planner's index arrays; so
+    is, before any planning, a block numpy cannot address (basic and orthogonal
+    selections, whose shape is cheap to know)."""
+    if build is basic_indexer or build is orthogonal_indexer:
+        try:
+            out_shape = _selection_shape(normalize_selection(selection, shape), shape)
+        except (TypeError, ValueError, IndexError):  # the planner says what is wrong
+            pass
+        else:
+            engine_output.check_addressable(out_shape, dtype, what)
+    try:
+        return build(selection, shape, grid)
+    except MemoryError:
+        out_shape = _selection_shape(normalize_selection(selection, shape), shape)
+        engine_output.check_output_size(out_shape, dtype, what)
+        raise
+
+
+def result(out: np.ndarray, indexer: Indexer) -> Any:
+    """The values read, in the shape the caller asked for (a scalar for one element)."""
+    if indexer.result_shape != indexer.shape:
+        out = out.reshape(indexer.result_shape)
+    return out[()] if out.ndim == 0 else out
+
+
+def _selection_shape(keys: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The output shape of normalized selection `keys`, computed without planning it."""
+    out = []
+    for key, size in zip(keys, shape, strict=True):
+        if isinstance(key, slice):
+            out.append(len(range(*key.indices(size))))
+        elif not isinstance(key, int | np.integer):
+            index = np.asarray(key)
+            out.append(int(np.count_nonzero(index)) if index.dtype == bool else index.size)
+    return tuple(out)

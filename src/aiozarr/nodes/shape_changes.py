@@ -1,0 +1,91 @@
+"""An array's shape and grid, and how they change (pure): the rule a rectilinear grid
+keeps (checked when the array is built), the metadata after a resize with the stored
+objects it leaves outside, and the shape and region of an append."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from aiozarr.errors import InvalidValueError, MetadataError, SelectionError, UnsupportedError
+from aiozarr.metadata.model import ArrayMetadata
+
+
+def check_rectilinear(meta: ArrayMetadata, key: str) -> None:
+    """A rectilinear grid is v3 only; sharded, every shard edge must hold whole inner
+    chunks (`key`: the metadata document, in messages)."""
+    grid = meta.chunk_grid
+    assert grid is not None
+    if meta.zarr_format != 3:
+        raise MetadataError(f"{key}: only Zarr v3 arrays can have a rectilinear chunk grid")
+    codecs = [c for c in meta.codecs if c.name == "sharding_indexed"]
+    inner = codecs[0].configuration.get("chunk_shape") if codecs else None
+    if not isinstance(inner, list) or len(inner) != grid.ndim:
+        return  # unsharded, or a malformed configuration the codec itself reports
+    for axis, c in enumerate(inner):
+        bad = [e for e in grid.distinct_edges(axis) if not isinstance(c, int) or c < 1 or e % c]
+        if bad:
+            raise UnsupportedError(
+                f"{key}: sharding_indexed inner chunk shape {inner} must divide every shard "
+                f"edge of the rectilinear chunk grid, but axis {axis} has an edge of {bad[0]}"
+            )
+
+
+def resized(
+    old: ArrayMetadata, new_shape: int | Sequence[int], name: str
+) -> tuple[ArrayMetadata, list[tuple[int, ...]]]:
+    """The metadata of array `name` resized to `new_shape`, and the grid coordinates of
+    its stored objects (shards, else chunks) wholly outside the new shape.
+
+    On a rectilinear grid the edges stay as they are when shrinking (edges past the end
+    are allowed); growing past the last edge repeats the last edge of that axis as often
+    as needed."""
+    shape = (new_shape,) if isinstance(new_shape, int) else tuple(int(s) for s in new_shape)
+    if len(shape) != len(old.shape) or any(s < 0 for s in shape):
+        raise MetadataError(
+            f"cannot resize {name} from {old.shape} to {shape}: "
+            f"expected {len(old.shape)} non-negative sizes"
+        )
+    new = dataclasses.replace(old, shape=shape)
+    if old.chunk_grid is None:
+        grid = old.chunk_shape
+        old_counts = [math.ceil(s / c) for s, c in zip(old.shape, grid, strict=True)]
+        new_counts = [math.ceil(s / c) for s, c in zip(shape, grid, strict=True)]
+    else:
+        try:
+            grown = old.chunk_grid.grown(shape)
+        except MetadataError as error:
+            raise MetadataError(f"cannot resize {name} to {shape}: {error}") from None
+        new = dataclasses.replace(new, chunk_grid=grown, chunk_shape=grown.max_shape)
+        old_counts = list(old.chunk_grid.counts_within(old.shape))
+        new_counts = list(grown.counts_within(shape))
+    outside = [
+        coords
+        for coords in np.ndindex(*old_counts)
+        if any(c >= n for c, n in zip(coords, new_counts, strict=True))
+    ]
+    return new, outside
+
+
+def appended(
+    shape: tuple[int, ...], values_shape: tuple[int, ...], axis: int, name: str
+) -> tuple[tuple[int, ...], tuple[slice, ...]]:
+    """The shape of array `name` (of `shape`) grown along `axis` by values of
+    `values_shape`, and the region those values go to."""
+    ndim = len(shape)
+    if not -ndim <= axis < ndim:
+        raise SelectionError(f"axis {axis} is out of bounds for {ndim}-d {name}")
+    axis %= ndim
+    if len(values_shape) != ndim or any(
+        v != s for i, (v, s) in enumerate(zip(values_shape, shape, strict=True)) if i != axis
+    ):
+        raise InvalidValueError(
+            f"cannot append data of shape {values_shape} to {name} of shape "
+            f"{shape} along axis {axis}: every other dimension must match"
+        )
+    new = tuple(s + values_shape[axis] if i == axis else s for i, s in enumerate(shape))
+    region = tuple(slice(shape[i], new[i]) if i == axis else slice(None) for i in range(ndim))
+    return new, region

@@ -1,0 +1,60 @@
+"""A value to store in an array: the one conversion every write goes through, before
+anything is written (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from aiozarr.engine import casting
+from aiozarr.engine import output as engine_output
+from aiozarr.errors import InvalidValueError, ValueOutOfRangeError
+
+
+def as_value(
+    value: Any,
+    shape: tuple[int, ...],
+    dtype: np.dtype[Any],
+    *,
+    name: str,
+    what: Callable[[], str],
+) -> np.ndarray:
+    """`value` in `dtype`, broadcast to `shape` (`casting.as_dtype`); `name` is the
+    array's name in messages, `what()` the array and its store.
+
+    A value whose shape does not fit is refused for that first, whatever its dtype: a
+    value both misshapen and of another kind is most often the wrong value. A shape
+    numpy cannot address at all is `SelectionTooLargeError`."""
+    engine_output.check_addressable(shape, dtype, what)
+    try:
+        value_shape: tuple[int, ...] | None = np.shape(value)
+    except ValueError:  # ragged: refused below with numpy's words
+        value_shape = None
+    if value_shape is not None and not _broadcasts(value_shape, shape):
+        raise InvalidValueError(
+            f"cannot store a value of shape {value_shape} in {name}: it cannot be "
+            f"broadcast to the selection's shape {shape}; give a value of that shape, or "
+            "one that broadcasts to it (a scalar)"
+        )
+    try:
+        return np.broadcast_to(casting.as_dtype(value, dtype), shape)
+    except ValueOutOfRangeError as error:
+        raise ValueOutOfRangeError(
+            f"cannot store the value in {name} (dtype {dtype}): {error}"
+        ) from None
+    except (TypeError, ValueError) as error:
+        raise InvalidValueError(
+            f"cannot store a value of dtype {np.asarray(value).dtype} and shape "
+            f"{np.shape(value)} in {name} (dtype {dtype}, selection shape "
+            f"{shape}): {error}"
+        ) from None
+
+
+def _broadcasts(value_shape: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    """Whether a value of `value_shape` broadcasts to `shape` (numpy's rule, one way)."""
+    if len(value_shape) > len(shape):
+        return False
+    tail = shape[len(shape) - len(value_shape) :]
+    return all(v in (1, s) for v, s in zip(value_shape, tail, strict=True))
