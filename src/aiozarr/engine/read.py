@@ -45,13 +45,14 @@ from aiozarr.engine.located_index import (
     remember_index,
     shard_indexes,
 )
+from aiozarr.engine.output import empty_output
 from aiozarr.engine.parts_ahead import PartsAhead, parts_ahead
 from aiozarr.engine.plan import ShardSelection, batches_by_size
 from aiozarr.engine.progress import ChunkProgress, ProgressCallback
 from aiozarr.engine.settings import ReadSettings
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import StoreError, unwrap_group
-from aiozarr.selection.indexing import ChunkProjection
+from aiozarr.selection.indexing import ChunkProjection, Indexer
 from aiozarr.storage.base import Buffer, Version, check_size
 from aiozarr.storage.ranges import request_counts
 
@@ -70,7 +71,7 @@ async def read(
     `progress(done, total)` is called as each chunk (inner chunk when sharded) is finished.
     """
     if progress is None and reads_inline(array, len(projections)):
-        read_inline(array, projections, out)
+        _read_inline(array, projections, out)
         return
     counter = ChunkProgress(len(projections), progress)
     settings = ReadSettings.of(array.store)
@@ -267,6 +268,28 @@ def reads_inline(array: StoredArray, nchunks: int) -> bool:
 
 
 def read_inline(
+    array: StoredArray, plan: Callable[[], Indexer], what: Callable[[], str]
+) -> tuple[Indexer, np.ndarray] | None:
+    """A selection read on the calling thread when `reads_inline` says it may be:
+    `(indexer, out)`, its plan and a new output holding the values; None, with nothing
+    read, when it may not (then `read` reads it).
+
+    `plan()` plans the selection; it is called only for a store that reads inline, so
+    asking costs any other store no planning (the sync facade asks before every read).
+    The output is made only for a read done here (`what()` names the array in the error
+    when it cannot fit).
+    """
+    if not array.store.reads_inline:
+        return None
+    indexer = plan()
+    if not reads_inline(array, len(indexer)):
+        return None
+    out = empty_output(indexer.shape, array.meta.dtype, what)
+    _read_inline(array, list(indexer), out)
+    return indexer, out
+
+
+def _read_inline(
     array: StoredArray, projections: Sequence[ChunkProjection], out: np.ndarray
 ) -> None:
     """`read` on the calling thread, chunk after chunk: no task, no thread hop.

@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, Literal, NoReturn
 
 import numpy as np
@@ -335,13 +336,12 @@ class AsyncArray(hierarchy.NodeLocation):
         """`(True, values)` read on the calling thread when the values are in memory
         (`MemoryStore`) and few chunks are needed; otherwise `(False, None)`: await
         `getitem` instead. The sync facade uses it to skip its thread hop."""
-        if not self._store.reads_inline:
+        read = engine_read.read_inline(
+            self._stored, partial(self._indexer, selection), self._describe
+        )
+        if read is None:
             return False, None
-        indexer = self._indexer(selection)
-        if not engine_read.reads_inline(self._stored, len(indexer)):
-            return False, None
-        out = engine_output.empty_output(indexer.shape, self.dtype, self._describe)
-        engine_read.read_inline(self._stored, list(indexer), out)
+        indexer, out = read
         return True, selections.result(out, indexer)
 
     def _indexer(self, selection: Selection) -> Indexer:
