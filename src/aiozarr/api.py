@@ -266,18 +266,9 @@ async def create_array_async(
     check_options("create_array_async", options)
     path = _path_or_name(path, name)
     resolved = resolve_store(store, mode="a", storage_options=storage_options)
-    return await AsyncArray.create(
-        resolved,
-        path,
-        shape=shape,
-        dtype=dtype,
-        data=data,
-        chunks=chunks,
-        shards=shards,
-        overwrite=overwrite,
-        config=config,
-        **options,
-    )
+    # named above for the signature and its documentation; passed on as they came
+    options.update(shape=shape, dtype=dtype, data=data, chunks=chunks, shards=shards)
+    return await AsyncArray.create(resolved, path, overwrite=overwrite, config=config, **options)
 
 
 def _path_or_name(path: str, name: str | None) -> str:
