@@ -74,3 +74,14 @@ def test_memory_store_subclasses_that_change_reads_are_read_through_them() -> No
 
     assert MemoryStore().reads_inline
     assert not Faulty().reads_inline
+
+
+def test_a_store_that_does_not_read_inline_is_refused_before_planning() -> None:
+    memory = MemoryStore()
+    aiozarr.create_array(memory, shape=(8,), dtype="i4", chunks=(4,))
+    counted = aiozarr.open_array(CountingStore(memory)).async_array
+
+    def plan():  # type: ignore[no-untyped-def]
+        raise AssertionError("planned a read that is not done inline")
+
+    assert engine_read.read_inline(counted.stored, plan, str) is None
