@@ -28,6 +28,7 @@ INNER_LAYERS = {
         {"display"},
         {"array", "group", "description"},
         {"hierarchy", "hierarchy_walk", "creation"},
+        {"codec_roles", "selections", "shape_changes", "stored_size", "write_values"},
     ],
 }
 # Beyond the order above: these may not import these, whatever their rank.
@@ -199,16 +200,6 @@ def test_the_reach_in_check_catches_each_kind(tmp_path: Path) -> None:
 # Cycles that are still to be broken (each a strongly connected set of modules); a cycle
 # not inside one of these fails the test, so the list only shrinks.
 KNOWN_CYCLES = [
-    {
-        "aiozarr.codecs.blosc",
-        "aiozarr.codecs.gzip",
-        "aiozarr.codecs.numcodecs_v2",
-        "aiozarr.codecs.numcodecs_v3",
-        "aiozarr.codecs.registry",
-        "aiozarr.codecs.zstd",
-    },
-    {"aiozarr.codecs.chain", "aiozarr.codecs.sharding"},
-    {"aiozarr.nodes.array", "aiozarr.nodes.description"},
     {"aiozarr.storage.url", "aiozarr.storage.zip"},
     {"aiozarr.emulator.control", "aiozarr.emulator.server"},
 ]
