@@ -340,7 +340,7 @@ def test_backoff_is_bounded_full_jitter() -> None:
 def test_timeout_scales_with_size() -> None:
     with config.set(
         request_timeout_s=30.0, request_timeout_min_bytes_per_s=1 << 20, max_request_bytes=64 << 20
-    ):
-        assert request_timeout_s(0) == 30.0
-        assert request_timeout_s(512 << 20) == 30.0 + 512
-        assert request_timeout_s(None) == 30.0 + 64  # size unknown: the largest request
+    ) as settings:
+        assert request_timeout_s(0, settings) == 30.0
+        assert request_timeout_s(512 << 20, settings) == 30.0 + 512
+        assert request_timeout_s(None, settings) == 30.0 + 64  # size unknown: the largest request

@@ -26,6 +26,7 @@ import anyio.abc
 with contextlib.suppress(ImportError):
     import anyio._backends._asyncio
 
+from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import ReadOnlyError, UnsupportedError, unwrap_group
 from aiozarr.storage import batching, retry
@@ -192,7 +193,7 @@ class Store(ABC):
         `storage/batching.py`). See `storage.retry.run_request`.
         """
         request = retry.Request(action, key, operation, nbytes, hedge)
-        return await retry.run_request(self.runtime, request)
+        return await retry.run_request(self.runtime, request, config.get())
 
     def _check_writable(self, key: str) -> None:
         check_key(key, prefix=True)
@@ -274,7 +275,7 @@ class Store(ABC):
 
         A batch of one, without the batch: one request under the policy."""
         check_key(key)
-        return await batching.read_one(self, key, byte_range, max_bytes)
+        return await batching.read_one(self, key, byte_range, max_bytes, config.get())
 
     async def get_partial_values(self, requests: Sequence[RangeRequest]) -> list[Buffer | None]:
         """Answers to many requests at once, in request order (None where missing)."""

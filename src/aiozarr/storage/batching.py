@@ -97,7 +97,8 @@ async def read_one(
     store: ReadBackend,
     key: str,
     byte_range: ByteRange | None,
-    max_bytes: int | None = None,
+    max_bytes: int | None,
+    settings: config.Config,
     capabilities: Capabilities | None = None,
 ) -> Versioned | None:
     """One read of `store` under its request policy (budget, timeout, retries, hedging),
@@ -116,7 +117,7 @@ async def read_one(
     request = retry.Request(
         "read", key, attempt, ranges.requested_bytes(byte_range), caps.hedge_reads
     )
-    return await retry.run_request(store.runtime, request)
+    return await retry.run_request(store.runtime, request, settings)
 
 
 async def _check_length(store: ReadBackend, key: str, byte_range: ByteRange, data: Buffer) -> None:
@@ -137,8 +138,7 @@ async def _check_length(store: ReadBackend, key: str, byte_range: ByteRange, dat
         )
 
 
-def _coalescing(caps: Capabilities) -> tuple[int, int]:
-    settings = config.get()
+def _coalescing(caps: Capabilities, settings: config.Config) -> tuple[int, int]:
     gap, most = caps.coalesce_gap_bytes, caps.max_request_bytes
     return (
         settings.coalesce_gap_bytes if gap is None else gap,
@@ -152,14 +152,15 @@ async def stream(
 ) -> AsyncIterator[anyio.abc.ObjectReceiveStream[Answer]]:
     """`(request index, answer, version)` for each of `requests` as its key lands.
 
-    Leaving the block early cancels the requests still in flight.
+    Leaving the block early cancels the requests still in flight. The settings in
+    force when the batch starts are its settings, to its last request.
     """
     by_key: dict[str, list[int]] = {}
     for i, request in enumerate(requests):
         if request.key not in by_key:
             check_key(request.key)
         by_key.setdefault(request.key, []).append(i)
-    batch = _Batch(store, requests, by_key)
+    batch = _Batch(store, requests, by_key, config.get())
     async with fan_in(len(requests), batch.produce) as answers:
         yield answers
 
@@ -169,17 +170,22 @@ class _Batch:
     each answered into the batch's stream (`emit`) as it lands."""
 
     def __init__(
-        self, store: ReadBackend, requests: Sequence[RangeRequest], by_key: dict[str, list[int]]
+        self,
+        store: ReadBackend,
+        requests: Sequence[RangeRequest],
+        by_key: dict[str, list[int]],
+        settings: config.Config,
     ) -> None:
         self.store = store
         self.requests = requests
         self.by_key = by_key
+        self.settings = settings
         self.caps = caps = store.capabilities
-        self.gap, self.most = _coalescing(caps)
+        self.gap, self.most = _coalescing(caps, settings)
         # Parts of one object in flight at once, across every group of its ranges.
         # (An asyncio semaphore: it takes a free slot without a turn of the loop, where
         # anyio's CapacityLimiter yields once per acquire; this is paid per request.)
-        self.per_object = max(1, config.get().parts_per_object)
+        self.per_object = max(1, settings.parts_per_object)
         self.parts: dict[str, asyncio.Semaphore] = {}
         self.emit: Emit  # the batch's stream, once `produce` runs
 
@@ -187,7 +193,7 @@ class _Batch:
         """Start one task per backend request (per key where `batched_reads`)."""
         self.emit = emit
         requests, by_key = self.requests, self.by_key
-        groups = _groups(requests, by_key, self.gap, self.most)
+        groups = _groups(requests, by_key, self.gap, self.most, self.settings.connection_target)
         if self.caps.batched_reads:  # one request (one file open) serves every range of a key
             part_of: dict[str, int] = {}
             for key, _, part in groups:
@@ -214,9 +220,7 @@ class _Batch:
             [requests[i].byte_range for i in indices], gap_bytes=self.gap, max_request_bytes=part
         )
         bound = _loosest(requests[i].max_bytes for i in indices)
-        answers, version = await _fetch_planned(
-            store, self.caps, key, plan, self.part_limiter(key), bound
-        )
+        answers, version = await self.fetch_planned(key, plan, bound)
         for i, data in zip(indices, answers, strict=True):
             if data is not None and requests[i].byte_range is None:  # each its own bound
                 check_size(key, memoryview(data).nbytes, requests[i].max_bytes, store)
@@ -233,9 +237,7 @@ class _Batch:
         # nothing to plan, coalesce or slice back.
         byte_range = self.requests[i].byte_range
         async with self.part_limiter(key):
-            answer = await read_one(
-                self.store, key, byte_range, self.requests[i].max_bytes, self.caps
-            )
+            answer = await self.read(key, byte_range, self.requests[i].max_bytes)
         if answer is not None:
             ranges.refuse_long(byte_range, answer[0])
         self.emit((i, None, None) if answer is None else (i, *answer))
@@ -244,7 +246,7 @@ class _Batch:
         # One whole value (a metadata document, an unsharded chunk): one request, with
         # nothing to plan, coalesce or slice back.
         max_bytes = self.requests[i].max_bytes
-        answer = await read_one(self.store, key, None, max_bytes, self.caps)
+        answer = await self.read(key, None, max_bytes)
         if answer is None:
             self.emit((i, None, None))
             return
@@ -252,12 +254,61 @@ class _Batch:
         check_size(key, memoryview(data).nbytes, max_bytes, self.store)
         self.emit((i, data, version))
 
+    async def read(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+    ) -> Versioned | None:
+        """`read_one` with the batch's store, settings and capabilities."""
+        return await read_one(self.store, key, byte_range, max_bytes, self.settings, self.caps)
+
+    async def fetch_planned(
+        self, key: str, plan: ranges.RangePlan, max_bytes: int | None
+    ) -> tuple[list[Buffer | None], Version | None]:
+        """The ranges `plan` fetches of `key`, from one version of it, sliced back."""
+        store, caps = self.store, self.caps
+        for attempt in range(_TORN_RETRIES):
+            try:
+                if caps.batched_reads:
+                    request = retry.Request(
+                        "read",
+                        key,
+                        lambda: _read_ranges_checked(store, caps, key, plan.fetch, max_bytes),
+                        _total_bytes(plan.fetch),
+                    )
+                    fetched = await retry.run_request(store.runtime, request, self.settings)
+                else:
+                    fetched = await self.read_parts(key, plan.fetch, max_bytes)
+                break
+            except TornReadError as exc:
+                if attempt == _TORN_RETRIES - 1:
+                    raise StoreError(
+                        f"cannot read {key!r} in {store!r}: it was replaced while its "
+                        f"ranges were read, {_TORN_RETRIES} times in a row"
+                    ) from exc
+        if fetched is None:
+            return [None] * len(plan.wanted), None
+        answers, version = fetched
+        return plan.slice_back(answers), version
+
+    async def read_parts(
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None
+    ) -> tuple[list[Buffer], Version | None] | None:
+        """Each range as its own request under the policy, concurrently: at most
+        `parts_per_object` of this key at once."""
+        parts = self.part_limiter(key)
+
+        async def read_part(key: str, byte_range: ByteRange) -> Versioned | None:
+            async with parts:
+                return await self.read(key, byte_range, max_bytes)
+
+        return await _gather_ranges(key, byte_ranges, read_part)
+
 
 def _groups(
     requests: Sequence[RangeRequest],
     by_key: dict[str, list[int]],
     gap: int,
     most: int,
+    connection_target: int,
 ) -> list[tuple[str, list[int], int]]:
     """The requests of a batch in groups, one request each, with the largest request
     each is read with: the coalesced runs of each key, read in parts of `most` bytes
@@ -271,7 +322,7 @@ def _groups(
     # The batch's own runs only: the store's requests in flight include the read's own
     # (the parts of a large shard read ahead of its index), which must not keep the rest
     # of that shard from its parts.
-    counts = ranges.request_counts(sizes, most, config.get().connection_target)
+    counts = ranges.request_counts(sizes, most, connection_target)
     out: list[tuple[str, list[int], int]] = []
     for (key, members), count in zip(runs, counts, strict=True):
         if count == 1:
@@ -291,40 +342,6 @@ def _span(requests: Sequence[RangeRequest], members: list[int]) -> int:
     return max(r.end for r in bounded) - min(r.offset for r in bounded)  # type: ignore[union-attr]
 
 
-async def _fetch_planned(
-    store: ReadBackend,
-    caps: Capabilities,
-    key: str,
-    plan: ranges.RangePlan,
-    parts: asyncio.Semaphore,
-    max_bytes: int | None,
-) -> tuple[list[Buffer | None], Version | None]:
-    """The ranges `plan` fetches of `key`, from one version of it, sliced back."""
-    for attempt in range(_TORN_RETRIES):
-        try:
-            if caps.batched_reads:
-                request = retry.Request(
-                    "read",
-                    key,
-                    lambda: _read_ranges_checked(store, caps, key, plan.fetch, max_bytes),
-                    _total_bytes(plan.fetch),
-                )
-                fetched = await retry.run_request(store.runtime, request)
-            else:
-                fetched = await _read_parts(store, caps, key, plan.fetch, parts, max_bytes)
-            break
-        except TornReadError as exc:
-            if attempt == _TORN_RETRIES - 1:
-                raise StoreError(
-                    f"cannot read {key!r} in {store!r}: it was replaced while its "
-                    f"ranges were read, {_TORN_RETRIES} times in a row"
-                ) from exc
-    if fetched is None:
-        return [None] * len(plan.wanted), None
-    answers, version = fetched
-    return plan.slice_back(answers), version
-
-
 async def _read_ranges_checked(
     store: ReadBackend,
     caps: Capabilities,
@@ -337,21 +354,3 @@ async def _read_ranges_checked(
         for byte_range, data in zip(byte_ranges, answer[0], strict=False):
             await _check_length(store, key, byte_range, data)
     return answer
-
-
-async def _read_parts(
-    store: ReadBackend,
-    caps: Capabilities,
-    key: str,
-    byte_ranges: Sequence[ByteRange],
-    parts: asyncio.Semaphore,
-    max_bytes: int | None,
-) -> tuple[list[Buffer], Version | None] | None:
-    """Each range as its own request under the policy, concurrently: at most `parts`'
-    many of this key at once."""
-
-    async def read_part(key: str, byte_range: ByteRange) -> Versioned | None:
-        async with parts:
-            return await read_one(store, key, byte_range, max_bytes, caps)
-
-    return await _gather_ranges(key, byte_ranges, read_part)

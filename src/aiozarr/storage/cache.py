@@ -84,6 +84,4 @@ class LRUByteCache:
             self._nbytes -= item[1]
 
     def __repr__(self) -> str:
-        return (
-            f"LRUByteCache({len(self._items)} items, {self._nbytes} of {self.max_bytes} bytes)"
-        )
+        return f"LRUByteCache({len(self._items)} items, {self._nbytes} of {self.max_bytes} bytes)"

@@ -1,7 +1,7 @@
 """How one store request runs: a budget slot, a timeout, retries and (reads) hedging.
 
     request = Request("read", key, lambda: store.read(key, byte_range, None), 100, True)
-    data = await run_request(store.runtime, request)
+    data = await run_request(store.runtime, request, config.get())
 
 Every store operation that is safe to repeat goes through `run_request`, the one place
 where aiozarr retries (obstore's own retries are switched off, so they never multiply):
@@ -145,9 +145,8 @@ class RetryPolicy:
     deadline_s: float
 
     @classmethod
-    def from_config(cls, settings: config.Config | None = None) -> RetryPolicy:
-        """The policy in `aiozarr.config` (`retry_*` settings)."""
-        s = settings or config.get()
+    def from_config(cls, s: config.Config) -> RetryPolicy:
+        """The policy of the `retry_*` settings."""
         return cls(
             max(1, s.retry_attempts), s.retry_base_delay_s, s.retry_max_delay_s, s.retry_deadline_s
         )
@@ -158,20 +157,19 @@ class RetryPolicy:
         return random.uniform(0.0, cap)
 
 
-def request_timeout_s(nbytes: int | None, settings: config.Config | None = None) -> float:
+def request_timeout_s(nbytes: int | None, s: config.Config) -> float:
     """The timeout of one request for `nbytes` (unknown: `max_request_bytes`)."""
-    s = settings or config.get()
     size = s.max_request_bytes if nbytes is None else nbytes
     return s.request_timeout_s + size / s.request_timeout_min_bytes_per_s
 
 
-async def run_request(runtime: StoreRuntime, request: Request[T]) -> T:
-    """Run the idempotent `request` (one backend request) with the store's policy.
+async def run_request(runtime: StoreRuntime, request: Request[T], settings: config.Config) -> T:
+    """Run the idempotent `request` (one backend request) with the store's policy, as
+    `settings` (resolved once by the store operation it is part of) set it.
 
     A failure that `classify` says is final is raised as itself (a missing key stays
     `FileNotFoundError`, a refusal stays the backend's `StoreError`).
     """
-    settings = config.get()
     policy = RetryPolicy.from_config(settings)
     started = time.monotonic()
     attempt = 0
