@@ -15,6 +15,7 @@ from aiozarr.codecs import ChunkSpec, CodecChain
 from aiozarr.codecs.bytes import BytesCodec
 from aiozarr.codecs.gzip import GzipCodec
 from aiozarr.codecs.numcodecs_v2 import NumcodecsV2Codec
+from aiozarr.codecs.zstd import ZstdCodec
 from aiozarr.errors import CodecError, MetadataError, UnsupportedError
 from aiozarr.metadata.model import ArrayMetadata, CodecMetadata
 
@@ -318,3 +319,22 @@ def test_for_shape_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         chain.for_shape((n, 1))
     assert chain.for_shape((1, 1)) is not first  # the cache started afresh
     assert chain.for_shape((1, 1)).spec.shape == (1, 1)
+
+
+def test_a_compressor_that_decodes_into_a_buffer_writes_the_chunk_in_place() -> None:
+    """A compressor declaring `decodes_into_buffer` is handed the output's own memory;
+    one that does not (gzip) decodes to bytes that are then copied."""
+    handed: list[int] = []
+
+    class Watched(ZstdCodec):
+        def decode_into_buffer(self, data: Any, out: Any) -> Any:
+            handed.append(np.frombuffer(out, dtype=np.uint8).ctypes.data)
+            return super().decode_into_buffer(data, out)
+
+    for codec, in_place in ((Watched(), True), (GzipCodec(), False)):
+        chain = CodecChain([], BytesCodec("little"), [codec], SPEC)
+        out = np.zeros(SPEC.shape, SPEC.dtype)
+        chain.decode_into(chain.encode(DATA), out)
+        assert np.array_equal(out, DATA)
+        assert handed == ([out.ctypes.data] if in_place else [])
+        handed.clear()

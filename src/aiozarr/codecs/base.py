@@ -124,6 +124,10 @@ class ArrayToBytesCodec(Codec):
 class BytesToBytesCodec(Codec):
     """Bytes in, bytes out (e.g. gzip, zstd, blosc, crc32c)."""
 
+    #: Whether `decode_into_buffer` writes the decoded bytes into the caller's memory:
+    #: the chain then decodes a chunk straight into its place in the output.
+    decodes_into_buffer: ClassVar[bool] = False
+
     @abstractmethod
     def encode(self, data: Any, spec: ChunkSpec) -> bytes | memoryview: ...
 
@@ -147,3 +151,8 @@ class BytesToBytesCodec(Codec):
         reject output of any other size; the default ignores `size`.
         """
         return self.decode(data, spec)
+
+    def decode_into_buffer(self, data: Any, out: Any) -> bytes | memoryview:
+        """Decode into `out` (writable, exactly the decoded size) or, where `out` is None,
+        into a new buffer. Only for codecs that set `decodes_into_buffer`."""
+        raise NotImplementedError(f"codec {self.name!r} does not decode into a buffer")

@@ -117,6 +117,8 @@ class BloscCodec(BytesToBytesCodec):
     def decode_sized(self, data: Any, spec: ChunkSpec, size: int | None) -> bytes | memoryview:
         return self.decode_into_buffer(check_frame(data, size), None)
 
+    decodes_into_buffer = True
+
     def decode_into_buffer(self, data: Any, out: Any) -> bytes | memoryview:
         """Decompress into `out` (a writable buffer of the decoded size) or a new buffer."""
         return decode_frame(check_frame(data, None if out is None else memoryview(out).nbytes), out)

@@ -289,7 +289,8 @@ class CodecChain:
             or dtype.hasobject
         ):
             return None
-        return getattr(self.bytes_to_bytes[0], "decode_into_buffer", None)
+        first = self.bytes_to_bytes[0]
+        return first.decode_into_buffer if first.decodes_into_buffer else None
 
     def encode(self, array: np.ndarray) -> bytes | memoryview:
         """Encode one chunk (shaped like `spec`) to the bytes to store."""

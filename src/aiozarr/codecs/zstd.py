@@ -46,6 +46,8 @@ class ZstdCodec(BytesToBytesCodec):
         out = None if size is None else bytearray(size)
         return self.decode_into_buffer(data, out)
 
+    decodes_into_buffer = True
+
     def decode_into_buffer(self, data: Any, out: Any) -> bytes | memoryview:
         """Decompress into `out` (a writable buffer of the decoded size) or a new buffer."""
         view = memoryview(data).cast("B")
