@@ -1,9 +1,9 @@
-"""The settings one read runs under, resolved once as it starts.
+"""The settings one read or write runs under, resolved once as it starts.
 
-A read's stages run in tasks and on threads; resolving `config` once at the start (the
-innermost `config.set` block there, else the process's settings) and carrying the
-result means every stage sees the same values, and a store's own overrides (its
-`max_request_bytes`) are applied in one place.
+A read's or a write's stages run in tasks and on threads; resolving `config` once at
+the start (the innermost `config.set` block there, else the process's settings) and
+carrying the result means every stage sees the same values, and a store's own
+overrides (its `max_request_bytes`) are applied in one place.
 """
 
 from __future__ import annotations
@@ -39,4 +39,28 @@ class ReadSettings:
             connection_target=settings.connection_target,
             read_ahead_fraction=settings.read_ahead_fraction,
             parts_per_object=settings.parts_per_object,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WriteSettings:
+    """What a write's stages need of the settings (see `aiozarr.config.Config`)."""
+
+    #: Store a chunk even when it is all fill value (else it is deleted, or not written).
+    write_empty_chunks: bool
+    #: How long a write retries the keys whose conditional write met another writer's
+    #: version, and the backoff between tries (`retry_*`: the request retries' own).
+    retry_deadline_s: float
+    retry_base_delay_s: float
+    retry_max_delay_s: float
+
+    @classmethod
+    def of(cls) -> WriteSettings:
+        """The settings in force here."""
+        settings = config.get()
+        return cls(
+            write_empty_chunks=settings.write_empty_chunks,
+            retry_deadline_s=settings.retry_deadline_s,
+            retry_base_delay_s=settings.retry_base_delay_s,
+            retry_max_delay_s=settings.retry_max_delay_s,
         )

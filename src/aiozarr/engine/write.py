@@ -29,11 +29,11 @@ from typing import Any, TypeVar
 import anyio
 import numpy as np
 
-from aiozarr import config
-from aiozarr.codecs import CodecChain, ShardLayout
+from aiozarr.codecs import CodecChain
 from aiozarr.engine.executor import codec_threads, run_codec
 from aiozarr.engine.plan import ChunkSelection, ShardSelection, plan_chunks, plan_shards
 from aiozarr.engine.progress import ChunkProgress, ProgressCallback
+from aiozarr.engine.settings import WriteSettings
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import StoreError, VersionConflictError
 from aiozarr.metadata.fill_value import is_fill
@@ -92,14 +92,15 @@ async def _encode(
     jobs: list[_Encode],
     value: np.ndarray,
     progress: ChunkProgress,
+    write_empty: bool,
     on_group: Callable[[dict[str, Buffer | None]], Awaitable[None]] | None = None,
 ) -> list[Buffer | None]:
-    """Encode `jobs` on the codec pool, one thread hop per group, a group per thread.
+    """Encode `jobs` on the codec pool, one thread hop per group, a group per thread;
+    chunks all fill are dropped (None) unless `write_empty`.
 
     With `on_group`, groups are smaller and each group's `{key: bytes}` is handed to
     it as soon as the group is encoded.
     """
-    write_empty = config.get().write_empty_chunks
     results: list[Buffer | None] = [None] * len(jobs)
     size = max(-(-len(jobs) // codec_threads()), 1)
     if on_group is not None and jobs:
@@ -135,12 +136,14 @@ async def write(
     """Store `value` (shaped like the selection) at the projected chunks.
 
     `progress(done, total)` is called as each chunk (inner chunk when sharded) is encoded.
+    The settings are those in force as it starts (`WriteSettings`), for all its stages.
     """
     counter = ChunkProgress(len(projections), progress)
+    settings = WriteSettings.of()
     if array.layout is None:
-        await _write_chunks(array, projections, value, counter)
+        await _write_chunks(array, projections, value, counter, settings)
     else:
-        await _write_shards(array, projections, value, counter)
+        await _write_shards(array, projections, value, counter, settings)
 
 
 class _Stores:
@@ -218,11 +221,12 @@ async def _read_versioned(store: Store, keys: list[str]) -> dict[str, Versioned 
 
 
 async def _until_no_conflict(
-    items: Sequence[W], write_once: Callable[[list[W]], Awaitable[set[str]]]
+    items: Sequence[W],
+    write_once: Callable[[list[W]], Awaitable[set[str]]],
+    settings: WriteSettings,
 ) -> None:
     """Run `write_once` on `items`, then again on those whose key conflicted, until none
     does; past `retry_deadline_s`, raise a `StoreError` naming the keys."""
-    settings = config.get()
     started = time.monotonic()
     pending = list(items)
     for attempt in itertools.count():
@@ -246,6 +250,7 @@ async def _write_chunks(
     projections: Sequence[ChunkProjection],
     value: np.ndarray,
     progress: ChunkProgress,
+    settings: WriteSettings,
 ) -> None:
     writes = plan_chunks(array.meta, array.prefix, projections)
     partial = [w.key for w in writes if not w.projection.is_complete_chunk]
@@ -266,12 +271,12 @@ async def _write_chunks(
             )
             for w in pending
         ]
-        await _encode(array, jobs, value, progress, stores.put_all)
+        await _encode(array, jobs, value, progress, settings.write_empty_chunks, stores.put_all)
         stores.check()
         return stores.conflicts
 
     async with array.store.runtime.locks.hold([w.key for w in writes]):
-        await _until_no_conflict(writes, write_once)
+        await _until_no_conflict(writes, write_once, settings)
 
 
 async def _write_shards(
@@ -279,6 +284,7 @@ async def _write_shards(
     projections: Sequence[ChunkProjection],
     value: np.ndarray,
     progress: ChunkProgress,
+    settings: WriteSettings,
 ) -> None:
     shards = plan_shards(array, projections)
     partial = [s.key for s in shards if not _replaces_whole_shard(s)]
@@ -294,9 +300,8 @@ async def _write_shards(
 
         async def assemble(shard: ShardSelection) -> None:
             before = read.get(shard.key)
-            data = await _encode_shard(
-                array, shard.layout, shard, None if before is None else before[0], value, progress
-            )
+            existing = None if before is None else before[0]
+            data = await _encode_shard(array, shard, existing, value, progress, settings)
             if data is None and stores.keeps_fill(shard.key):
                 data = shard.layout.empty_shard()
             await stores.put(shard.key, data)
@@ -308,7 +313,7 @@ async def _write_shards(
         return stores.conflicts
 
     async with array.store.runtime.locks.hold([s.key for s in shards]):
-        await _until_no_conflict(shards, write_once)
+        await _until_no_conflict(shards, write_once, settings)
 
 
 def _replaces_whole_shard(shard: ShardSelection) -> bool:
@@ -317,13 +322,14 @@ def _replaces_whole_shard(shard: ShardSelection) -> bool:
 
 async def _encode_shard(
     array: StoredArray,
-    layout: ShardLayout,
     shard: ShardSelection,
     existing: Buffer | None,
     value: np.ndarray,
     progress: ChunkProgress,
+    settings: WriteSettings,
 ) -> Buffer | None:
     """The new bytes of one shard: untouched inner chunks kept as stored, touched re-encoded."""
+    layout = shard.layout
     chunks: dict[tuple[int, ...], Buffer | None] = {}
     if existing is not None:
         view = memoryview(existing).cast("B")
@@ -338,6 +344,7 @@ async def _encode_shard(
         _Encode(layout.inner_chain, chunks.get(inner.inner_coords), shard.key, inner.projection)
         for inner in shard.inner
     ]
-    for inner, data in zip(shard.inner, await _encode(array, jobs, value, progress), strict=True):
+    encoded = await _encode(array, jobs, value, progress, settings.write_empty_chunks)
+    for inner, data in zip(shard.inner, encoded, strict=True):
         chunks[inner.inner_coords] = data
     return await run_codec(layout.encode_shard, chunks, nbytes=layout.nbytes)
