@@ -54,6 +54,7 @@ from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import StoreError, unwrap_group
 from aiozarr.selection.indexing import ChunkProjection, Indexer
 from aiozarr.storage.base import Buffer, Version, check_size
+from aiozarr.storage.bytes_budget import ByteBudget
 from aiozarr.storage.ranges import request_counts
 
 # Times a read starts over because a shard was rewritten under it before it fails.
@@ -189,8 +190,15 @@ async def _stream_in_batches(
     batch_bytes = max(budget.capacity // 2, 1)
 
     async def run_batch(batch: list[int]) -> None:
-        # A batch takes its bytes at once, so batches waiting on each other cannot deadlock.
-        taken = await budget.acquire(sum(sizes[i] for i in batch))
+        # A batch takes its bytes at once, so batches waiting on each other cannot deadlock;
+        # it gives each burst's back once the burst is decoded, so the next batch can start
+        # while the rest of this one is still landing.
+        held = _HeldBytes(budget, await budget.acquire(sum(sizes[i] for i in batch)))
+
+        async def answer(burst: Answers) -> None:
+            await on_answers(burst)
+            held.release(sum(sizes[i] for i, _, _ in burst))
+
         try:
             requests = [fetches[i].request(unbounded) for i in batch]
             async with (
@@ -205,9 +213,9 @@ async def _stream_in_batches(
                         except (anyio.WouldBlock, anyio.EndOfStream):
                             break
                         burst.append((batch[j], data, version))
-                    tg.start_soon(on_answers, burst)
+                    tg.start_soon(answer, burst)
         finally:
-            budget.release(taken)
+            held.release_all()
 
     batches = list(batches_by_size(sizes, batch_bytes))
     if len(batches) == 1:
@@ -216,6 +224,22 @@ async def _stream_in_batches(
     async with anyio.create_task_group() as tg:
         for batch in batches:
             tg.start_soon(run_batch, batch)
+
+
+class _HeldBytes:
+    """The bytes one batch took from the store's byte budget, given back as its answers
+    are decoded (at most what was taken: a batch larger than the budget took all of it)."""
+
+    def __init__(self, budget: ByteBudget, taken: int) -> None:
+        self.budget, self.left = budget, taken
+
+    def release(self, nbytes: int) -> None:
+        nbytes = min(nbytes, self.left)
+        self.left -= nbytes
+        self.budget.release(nbytes)
+
+    def release_all(self) -> None:
+        self.release(self.left)
 
 
 async def _read_shard_in_parts(reads: Reads, whole: WholeShard) -> None:
