@@ -4,6 +4,7 @@ variables block by block."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
@@ -221,21 +222,10 @@ async def write_metadata_async(
     """Everything `to_zarr` writes but dask-backed values: the group, every array's
     metadata (resized for appends), in-memory values, consolidated metadata. Returns the
     dask-backed variables still to write."""
-    mode = _default_mode(mode, region, append_dim)  # type: ignore[assignment]
-    if mode not in ("w", "w-", "a", "r+"):
-        raise ValueError(f"mode must be 'w', 'w-', 'a' or 'r+', got {mode!r}")
-    if region is not None and append_dim is not None:
-        raise ValueError("pass region= or append_dim=, not both")
+    mode = _checked_mode(mode, region, append_dim)  # type: ignore[assignment]
     resolved = resolve_store(store, mode="a", storage_options=storage_options)
     path = hierarchy.normalize_path(group or "")
-    meta: GroupMetadata | None = None
-    existing: dict[str, ArrayMetadata] = {}
-    if mode in ("a", "r+"):
-        try:
-            meta, existing = (await read_tree(resolved, path, consolidated=False))[""]
-        except NodeNotFoundError:
-            if mode == "r+" or append_dim is not None:
-                raise
+    meta, existing = await _read_existing(resolved, path, mode, append_dim)
     slices: dict[str, slice] | None = None
     if region is not None:
         slices = await _resolve_region(ds, region, resolved, path, existing, mode)
@@ -243,46 +233,15 @@ async def write_metadata_async(
     prepared, attrs = await anyio.to_thread.run_sync(_encode, ds, encoding, existing, zarr_format)
     _check_targets(prepared, existing, mode, slices)
     empties = _write_empty_chunks(prepared, write_empty_chunks)
-    if meta is None:
-        from aiozarr.nodes.group import AsyncGroup
-
-        created = await AsyncGroup.create(
-            resolved, path, attributes=attrs, zarr_format=zarr_format, overwrite=mode == "w"
-        )
-        meta = created.metadata
-        fmt = zarr_format
-    else:
-        fmt = meta.zarr_format
-        if mode == "a" and attrs and slices is None:
-            meta = GroupMetadata(
-                zarr_format=meta.zarr_format, attributes={**meta.attributes, **attrs}
-            )
-            await hierarchy.write_node(resolved, path, meta)
+    fmt = await _write_group(resolved, path, meta, attrs, zarr_format, mode, slices is not None)
+    target = _Target(resolved, path, fmt, existing, slices, append_dim)
     writes: list[DaskWrite] = []
 
     async def write(name: str) -> None:
         var, options = prepared[name]
-        options = {k: v for k, v in options.items() if k != "write_empty_chunks"}
-        empty = empties[name]
-        if name in existing:
-            array = AsyncArray(resolved, hierarchy.join(path, name), existing[name])
-            where = await _place_existing(name, array, var, slices, append_dim)
-        else:
-            array = await AsyncArray.create(
-                resolved,
-                hierarchy.join(path, name),
-                shape=var.shape,
-                dtype=var.dtype,
-                zarr_format=fmt,
-                overwrite=True,
-                **options,
-            )
-            where = None
-        if is_duck_dask_array(var.data):
-            writes.append(DaskWrite(var.data, array, where, empty))
-            return
-        with config.set(**({} if empty is None else {"write_empty_chunks": empty})):
-            await array.setitem(... if where is None else where, var.values)
+        pending = await _write_variable(target, name, var, options, empties[name])
+        if pending is not None:
+            writes.append(pending)
 
     with unwrap_group():
         async with anyio.create_task_group() as tg:
@@ -291,6 +250,102 @@ async def write_metadata_async(
     if consolidated:
         await consolidate_async(resolved, path)
     return writes
+
+
+def _checked_mode(mode: str | None, region: Any, append_dim: Any) -> str:
+    """The write's mode (`_default_mode`), and its arguments checked against it."""
+    mode = _default_mode(mode, region, append_dim)
+    if mode not in ("w", "w-", "a", "r+"):
+        raise ValueError(f"mode must be 'w', 'w-', 'a' or 'r+', got {mode!r}")
+    if region is not None and append_dim is not None:
+        raise ValueError("pass region= or append_dim=, not both")
+    return mode
+
+
+async def _read_existing(
+    store: Store, path: str, mode: str, append_dim: str | None
+) -> tuple[GroupMetadata | None, dict[str, ArrayMetadata]]:
+    """The group at `path` and its arrays' metadata when the mode writes into what is
+    there ('a', 'r+'); none (a group to create) otherwise, or when there is no group
+    and the mode may create one."""
+    if mode in ("a", "r+"):
+        try:
+            return (await read_tree(store, path, consolidated=False))[""]
+        except NodeNotFoundError:
+            if mode == "r+" or append_dim is not None:
+                raise
+    return None, {}
+
+
+async def _write_group(
+    store: Store,
+    path: str,
+    meta: GroupMetadata | None,
+    attrs: dict[str, Any],
+    zarr_format: int,
+    mode: str,
+    region_write: bool,
+) -> int:
+    """Create the group (`meta` None), or add `attrs` to the attributes of the one there
+    (mode 'a', not a region write). Returns the Zarr format its arrays take."""
+    if meta is None:
+        from aiozarr.nodes.group import AsyncGroup
+
+        await AsyncGroup.create(
+            store, path, attributes=attrs, zarr_format=zarr_format, overwrite=mode == "w"
+        )
+        return zarr_format
+    if mode == "a" and attrs and not region_write:
+        merged = GroupMetadata(
+            zarr_format=meta.zarr_format, attributes={**meta.attributes, **attrs}
+        )
+        await hierarchy.write_node(store, path, merged)
+    return meta.zarr_format
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Where a dataset's variables go: the group, its arrays already there, and the part
+    of them written (`slices` of a region write, or `append_dim`)."""
+
+    store: Store
+    path: str
+    zarr_format: int
+    existing: Mapping[str, ArrayMetadata]
+    slices: Mapping[str, slice] | None
+    append_dim: str | None
+
+
+async def _write_variable(
+    target: _Target,
+    name: str,
+    var: xr.Variable,
+    options: Mapping[str, Any],
+    write_empty: bool | None,
+) -> DaskWrite | None:
+    """Create the array of `name` (or place `var` in the one there, grown for an append)
+    and write its values; a dask-backed variable is returned still to write."""
+    key = hierarchy.join(target.path, name)
+    if name in target.existing:
+        array = AsyncArray(target.store, key, target.existing[name])
+        where = await _place_existing(name, array, var, target.slices, target.append_dim)
+    else:
+        creation = {k: v for k, v in options.items() if k != "write_empty_chunks"}
+        array = await AsyncArray.create(
+            target.store,
+            key,
+            shape=var.shape,
+            dtype=var.dtype,
+            zarr_format=target.zarr_format,
+            overwrite=True,
+            **creation,
+        )
+        where = None
+    if is_duck_dask_array(var.data):
+        return DaskWrite(var.data, array, where, write_empty)
+    with config.set(**({} if write_empty is None else {"write_empty_chunks": write_empty})):
+        await array.setitem(... if where is None else where, var.values)
+    return None
 
 
 def _written(*_: Any) -> None:
