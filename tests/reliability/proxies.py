@@ -14,7 +14,8 @@
 - `short_ranges`: the next N `206` answers lose their last 4 bytes; `relabel` says
   whether their `Content-Range` is changed to match (else it still names the range
   asked for);
-- `delay_s`: every answer waits this long before it is sent.
+- `hold(n)`: the next `n` requests wait until all `n` have arrived, then go on together
+  (a client sees no answer to any of them before it has sent them all).
 
 Requests keep their `Host` header, so signed requests stay valid. `stats()` counts the
 requests by method and the body bytes sent back; `sent` lists `(method, path, whether
@@ -56,7 +57,6 @@ class Proxy:
         ignore_range: bool = False,
         short_ranges: int = 0,
         relabel: bool = False,
-        delay_s: float = 0.0,
     ) -> None:
         self.target = target.rstrip("/")
         self.drop_conditions = drop_conditions
@@ -64,8 +64,9 @@ class Proxy:
         self.ignore_range = ignore_range
         self.short_ranges = short_ranges
         self.relabel = relabel
-        self.delay_s = delay_s
         self._lock = threading.Lock()
+        self._holding = 0  # requests still to arrive before the held ones go on
+        self._held: asyncio.Event | None = None  # set when they may
         self.requests: Counter[str] = Counter()
         self.sent: list[tuple[str, str, bool]] = []
         self.bytes_sent = 0
@@ -84,6 +85,24 @@ class Proxy:
                 "shortened": self.shortened,
             }
 
+    def hold(self, n: int) -> None:
+        """Hold the next `n` requests until all `n` have arrived."""
+        with self._lock:
+            self._holding = n
+
+    async def _until_all_held_arrived(self) -> None:
+        with self._lock:  # (the requests are all handled on the proxy's one loop)
+            if self._holding <= 0:
+                return
+            self._holding -= 1
+            if self._held is None:
+                self._held = asyncio.Event()
+            held = self._held
+            if self._holding == 0:
+                held.set()
+                self._held = None
+        await asyncio.wait_for(held.wait(), 60)
+
     def reset_stats(self) -> None:
         with self._lock:
             self.requests.clear()
@@ -94,6 +113,7 @@ class Proxy:
         with self._lock:
             self.requests[request.method] += 1
             self.sent.append((request.method, request.path, "Range" in request.headers))
+        await self._until_all_held_arrived()
         dropped = set(_HOP)
         if self.drop_conditions:
             dropped |= {"if-match", "if-none-match"}
@@ -122,8 +142,6 @@ class Proxy:
             if self.relabel and found is not None:
                 start, stop, total = found.groups()
                 out[name] = f"bytes {start}-{int(stop) - 4}/{total}"
-        if self.delay_s:
-            await asyncio.sleep(self.delay_s)
         if request.method == "HEAD":
             # No body to frame: keep the length the server announced.
             length = answer.headers.get("Content-Length")
