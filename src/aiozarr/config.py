@@ -235,9 +235,13 @@ class Change(contextlib.AbstractContextManager[Config]):
 
     def __enter__(self) -> Config:
         global _base
-        # Entered: the change belongs to the block, so take back the plain call's effect.
-        if _current.get() is None and _base is self.config:
+        # Entered: the change belongs to the block, so take back the plain call's effect
+        # on the process, or on the enclosing block.
+        current = _current.get()
+        if current is None and _base is self.config:
             _base = self._previous
+        elif current is self.config:
+            _current.set(self._previous)
         self._token = _current.set(self.config)
         return self.config
 

@@ -55,6 +55,13 @@ def test_a_plain_call_inside_a_block_ends_with_the_block() -> None:
     assert config.get().max_request_bytes == default
 
 
+def test_a_block_inside_a_block_ends_with_its_block() -> None:
+    with config.set(hedge_reads=True):
+        with config.set(hedge_reads=False):
+            assert config.get().hedge_reads is False
+        assert config.get().hedge_reads is True
+
+
 def test_the_sync_facade_carries_a_plain_change_into_its_loop() -> None:
     seen: list[int] = []
 
