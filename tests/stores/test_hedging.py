@@ -17,7 +17,6 @@ answer a fraction of its limit).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import gc
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -84,8 +83,7 @@ async def warmed_store(emulator: Emulator, keys: list[str]) -> Warmed:
     )
     await store.set_many([(key, DATA) for key in keys])
     # Not hedged: no copy of theirs may reach the server after its counters are reset.
-    # (`config.use`, not a nested `config.set` block, whose change outlives the block.)
-    with config.use(dataclasses.replace(config.get(), hedge_reads=False)):
+    with config.set(hedge_reads=False):
         for _ in range(2):
             requests = [RangeRequest(key, ByteRange.of(0, 1024)) for key in keys]
             await store.get_partial_values(requests)
