@@ -5,9 +5,12 @@ faults on request.
     async with Emulator(root, latency_ms=20) as emu:
         store = obstore.store.S3Store(emu.bucket, **emu.storage_options())
 
-server.py (the Emulator: routing, counters, network shaping, faults), s3.py (the S3 wire
-format: errors, XML, ranges), files.py (objects on disk: one version per read, atomic
-and conditional writes), listing.py (ListObjectsV2), multipart.py (multipart uploads).
+server.py (the Emulator: settings, running, the path of a request), conditions.py (its
+counters, network shaping and fault rules), answers.py (held-back, paced, faulty and
+streamed answers), bucket.py (the S3 operations on the folder), control.py (the
+/_emulator/ endpoints), s3.py (the S3 wire format: errors, XML, ranges), files.py
+(objects on disk: one version per read, atomic and conditional writes), listing.py
+(ListObjectsV2), multipart.py (multipart uploads).
 """
 
 from aiozarr.emulator.server import FAULT_KINDS, Emulator, Fault

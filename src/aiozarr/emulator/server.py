@@ -23,6 +23,11 @@ truncated bodies, slow bodies and late answers. Each GET serves one version of i
 object even while PUTs replace it. Control endpoints (control.py): `GET /_emulator/stats`
 always; the POSTs that change it (reset, faults, latency, network) with `control=True`.
 
+This module is the server: its settings, running it, its addresses, and the path every
+request takes (the guard, counting, holding back, faults). What it counts and the
+shaping and fault rules in force are conditions.py's; how a shaped or broken answer goes
+out is answers.py's; the S3 operations on the folder are bucket.py's.
+
 It is safe to run on a machine with a browser (guard.py, paths.py): every key and
 listing prefix stays inside the served folder (symlinks out are neither read, listed nor
 written through); `Host` must name this server (no DNS rebinding); writes and control
@@ -38,91 +43,47 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
-import os
-import random
 import threading
-import time
-from collections import Counter
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from email.utils import formatdate
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape
 
 from aiohttp import web
 
-from aiozarr.emulator.bodies import SMALL_BODY_BYTES, read_small, receive
+from aiozarr.emulator.answers import faulty_body, hold, paced_body
+from aiozarr.emulator.bodies import SMALL_BODY_BYTES
+from aiozarr.emulator.bucket import MAX_UPLOAD_BYTES, Bucket
+from aiozarr.emulator.conditions import Conditions
 from aiozarr.emulator.control import add_control_routes
-from aiozarr.emulator.faults import FAULT_KINDS, MAX_DELAY_S, Fault, check_number, make_fault
-from aiozarr.emulator.files import (
-    PUT_CONDITIONS,
-    TMP_DIR,
-    FileSlice,
-    move_into_place,
-    read_version,
-    version_headers,
-    write_atomic,
-)
+from aiozarr.emulator.faults import FAULT_KINDS, Fault
 from aiozarr.emulator.guard import Guard
 from aiozarr.emulator.listener import BoundedSite
-from aiozarr.emulator.listing import list_objects_v2
-from aiozarr.emulator.multipart import MultipartUploads
-from aiozarr.emulator.paths import object_path
-from aiozarr.emulator.s3 import S3_NS, S3Error, error_response, parse_xml, xml_response
+from aiozarr.emulator.s3 import S3Error, error_response
 
-__all__ = ["FAULT_KINDS", "MAX_UPLOAD_BYTES", "Emulator", "Fault"]
-
-MAX_UPLOAD_BYTES = 5 << 30  # S3's limit on one PUT (and on one part of a multipart upload)
-_PACE_BYTES = 256 << 10  # a bandwidth-capped body goes out in pieces of at most this
-_LISTING_THREADS = 2  # listings walk the disk here, apart from the reads' threads
-_MAX_DELETE_KEYS = 1000  # S3's limit on one DeleteObjects
+__all__ = ["FAULT_KINDS", "MAX_UPLOAD_BYTES", "Emulator", "Fault", "request_kind"]
 
 
-async def _hold(request: web.Request, seconds: float) -> None:
-    """Wait `seconds` before answering `request`, or until its client has gone (a late
-    answer nobody waits for would count as in flight long after)."""
-    loop = asyncio.get_running_loop()
-    until = loop.time() + seconds
-    while (left := until - loop.time()) > 0:
-        if request.transport is None or request.transport.is_closing():
-            raise asyncio.CancelledError
-        await asyncio.sleep(min(left, 0.05))
-
-
-@dataclass
-class _Stats:
-    requests: int = 0
-    by_method: Counter[str] = field(default_factory=Counter)
-    by_kind: Counter[str] = field(default_factory=Counter)
-    by_status: Counter[int] = field(default_factory=Counter)
-    bytes_read: int = 0  # response bodies: what clients downloaded
-    bytes_written: int = 0  # request bodies stored: what clients uploaded
-    inflight: int = 0
-    peak_inflight: int = 0
-    faults: int = 0
-    tails: int = 0  # answers held back by the slow tail
-
-
-class _Pacer:
-    """When each piece of a body may go (or be taken) so that the body moves at most at
-    `bps` bytes per second (0: no cap); the deadline is cumulative, so the rate is exact
-    whatever the timer's grain."""
-
-    def __init__(self, bps: float) -> None:
-        self.bps = bps
-        self.started = time.monotonic()
-        self.moved = 0
-
-    async def wait(self, nbytes: int) -> None:
-        """Wait until `nbytes` more may have moved at the cap."""
-        self.moved += nbytes
-        if self.bps > 0:
-            ahead = self.started + self.moved / self.bps - time.monotonic()
-            if ahead > 0:
-                await asyncio.sleep(ahead)
+def request_kind(request: web.Request) -> str:
+    """The S3 operation `request` asks for, as the counters name it (`by_kind`)."""
+    method, query = request.method, request.query
+    key = request.path.lstrip("/").partition("/")[2]
+    if method == "GET":
+        if not key:
+            return "list"
+        return "get_range" if "Range" in request.headers else "get"
+    if method == "POST":
+        return (
+            "delete_objects"
+            if "delete" in query
+            else "create_multipart"
+            if "uploads" in query
+            else "complete_multipart"
+        )
+    if method == "PUT":
+        return "upload_part" if "uploadId" in query else "put"
+    if method == "DELETE":
+        return "abort_multipart" if "uploadId" in query else "delete"
+    return method.lower()
 
 
 class Emulator:
@@ -153,15 +114,10 @@ class Emulator:
     ) -> None:
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
-        self._bucket = bucket
         self._host, self._port = host, port
-        self._latency_s = check_number("latency_ms", latency_ms) / 1000
-        self._list_latency_s = 0.0
-        self.read_only = read_only
         self.control = control
         if max_upload_bytes < 0:
             raise ValueError(f"max_upload_bytes must be >= 0, not {max_upload_bytes!r}")
-        self.max_upload_bytes = max_upload_bytes
         if not header_timeout > 0:
             raise ValueError(f"header_timeout must be > 0, not {header_timeout!r}")
         self._header_timeout = header_timeout
@@ -169,18 +125,39 @@ class Emulator:
             raise ValueError(f"max_connections must be >= 1, not {max_connections!r}")
         self._max_connections = max_connections
         self._guard = Guard(host, allowed_hosts)
-        self._lock = threading.Lock()
-        self._put_lock = threading.Lock()  # a conditional PUT's check and rename: one step
-        self._stats = _Stats()
-        self._faults: list[Fault] = []
-        self._rng = random.Random(seed)
-        self._bandwidth_bps = 0.0  # bytes per second per response; 0: unlimited
-        self._tail_rate, self._tail_s = 0.0, 0.0
-        self._tail_rng = random.Random(seed)  # its own, so tails do not shift fault draws
-        self.set_network(bandwidth_mbps=bandwidth_mbps, tail_rate=tail_rate, tail_ms=tail_ms)
-        self._uploads = MultipartUploads(self.root, self._path)
+        self._conditions = Conditions(
+            latency_ms=latency_ms,
+            seed=seed,
+            bandwidth_mbps=bandwidth_mbps,
+            tail_rate=tail_rate,
+            tail_ms=tail_ms,
+        )
+        self._bucket = Bucket(
+            self.root,
+            bucket,
+            self._conditions,
+            read_only=read_only,
+            max_upload_bytes=max_upload_bytes,
+        )
         self._runner: web.AppRunner | None = None
-        self._listing_pool: ThreadPoolExecutor | None = None
+
+    @property
+    def read_only(self) -> bool:
+        """Whether writes are refused (403)."""
+        return self._bucket.read_only
+
+    @read_only.setter
+    def read_only(self, value: bool) -> None:
+        self._bucket.read_only = value
+
+    @property
+    def max_upload_bytes(self) -> int:
+        """The largest PUT body or multipart part accepted (larger ones get 413)."""
+        return self._bucket.max_upload_bytes
+
+    @max_upload_bytes.setter
+    def max_upload_bytes(self, value: int) -> None:
+        self._bucket.max_upload_bytes = value
 
     # -- running -----------------------------------------------------------------------
 
@@ -191,7 +168,7 @@ class Emulator:
             middlewares=[self._guard_middleware, self._middleware],
         )
         app.on_response_prepare.append(self._add_cors)
-        add_control_routes(app, self, control=self.control)
+        add_control_routes(app, self._conditions, control=self.control)
         app.router.add_route("*", "/{path:.*}", self._dispatch)
         self._runner = web.AppRunner(
             app,
@@ -202,7 +179,7 @@ class Emulator:
             lingering_time=2.0,  # the most spent reading and dropping a refused body
         )
         await self._runner.setup()
-        self._listing_pool = ThreadPoolExecutor(_LISTING_THREADS, "aiozarr-emulator-listing")
+        self._bucket.open()
         site = BoundedSite(self._runner, self._host, self._port, self._max_connections)
         await site.start()
         self._port = site.port
@@ -213,9 +190,7 @@ class Emulator:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        if self._listing_pool is not None:
-            self._listing_pool.shutdown(wait=False, cancel_futures=True)
-            self._listing_pool = None
+        self._bucket.close()
 
     async def __aenter__(self) -> Emulator:
         return await self.start()
@@ -243,7 +218,7 @@ class Emulator:
 
     @property
     def bucket(self) -> str:
-        return self._bucket
+        return self._bucket.name
 
     @property
     def port(self) -> int:
@@ -256,12 +231,12 @@ class Emulator:
 
     def s3_url(self, path: str = "") -> str:
         """`s3://bucket/path` (use with `storage_options()`)."""
-        return f"s3://{self._bucket}/{path.lstrip('/')}"
+        return f"s3://{self.bucket}/{path.lstrip('/')}"
 
     def http_url(self, path: str = "") -> str:
         """The plain-HTTP URL of `path` in the bucket (of the bucket itself for "")."""
         path = path.lstrip("/")
-        return f"{self.endpoint}/{self._bucket}" + (f"/{path}" if path else "")
+        return f"{self.endpoint}/{self.bucket}" + (f"/{path}" if path else "")
 
     def storage_options(self) -> dict[str, Any]:
         """obstore `S3Store` settings that reach this emulator (anonymous, plain HTTP)."""
@@ -273,40 +248,24 @@ class Emulator:
             "client_options": {"allow_http": True},
         }
 
-    # -- counters, latency, faults -----------------------------------------------------
+    # -- counters, latency, faults (conditions.py) -------------------------------------
 
     def stats(self) -> dict[str, Any]:
         """A snapshot of the counters (plain dicts and ints; JSON-ready)."""
-        with self._lock:
-            s = self._stats
-            data: dict[str, Any] = {
-                "requests": s.requests,
-                "by_method": dict(s.by_method),
-                "by_kind": dict(s.by_kind),
-                "by_status": {str(k): v for k, v in s.by_status.items()},
-                "bytes_read": s.bytes_read,
-                "bytes_written": s.bytes_written,
-                "inflight": s.inflight,
-                "peak_inflight": s.peak_inflight,
-                "faults": s.faults,
-                "tails": s.tails,
-            }
-        data.update(self.network())
-        return data
+        return self._conditions.stats()
 
     def reset_stats(self) -> None:
         """Zero the counters (requests in flight stay counted)."""
-        with self._lock:
-            self._stats = _Stats(inflight=self._stats.inflight)
+        self._conditions.reset_stats()
 
     def set_latency(self, ms: float) -> None:
         """Delay every later answer by `ms` milliseconds."""
-        self._latency_s = check_number("ms", ms, high=MAX_DELAY_S * 1000) / 1000
+        self._conditions.set_latency(ms)
 
     def set_list_latency(self, ms: float) -> None:
         """Delay every later listing page (one ListObjectsV2 answer) by `ms` more
         milliseconds: a large listing of many slow pages."""
-        self._list_latency_s = check_number("ms", ms, high=MAX_DELAY_S * 1000) / 1000
+        self._conditions.set_list_latency(ms)
 
     def set_network(
         self,
@@ -325,36 +284,17 @@ class Emulator:
         draws) waits `tail_ms` more before its first byte. `seed`: restart the tail's
         draws from this seed (so runs compared side by side see the same sequence).
         """
-        for name, value, high in (
-            ("latency_ms", latency_ms, MAX_DELAY_S * 1000),
-            ("bandwidth_mbps", bandwidth_mbps, math.inf),
-            ("tail_ms", tail_ms, MAX_DELAY_S * 1000),
-            ("tail_rate", tail_rate, 1),
-        ):
-            if value is not None:
-                check_number(name, value, high=high)
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise TypeError(f"seed must be an integer, not {seed!r}")
-        if latency_ms is not None:
-            self._latency_s = latency_ms / 1000
-        if bandwidth_mbps is not None:
-            self._bandwidth_bps = bandwidth_mbps * 1e6
-        if tail_rate is not None:
-            self._tail_rate = tail_rate
-        if tail_ms is not None:
-            self._tail_s = tail_ms / 1000
-        if seed is not None:
-            with self._lock:
-                self._tail_rng.seed(seed)
+        self._conditions.set_network(
+            latency_ms=latency_ms,
+            bandwidth_mbps=bandwidth_mbps,
+            tail_rate=tail_rate,
+            tail_ms=tail_ms,
+            seed=seed,
+        )
 
     def network(self) -> dict[str, float]:
         """The shaping in force: `latency_ms`, `bandwidth_mbps`, `tail_rate`, `tail_ms`."""
-        return {
-            "latency_ms": self._latency_s * 1000,
-            "bandwidth_mbps": self._bandwidth_bps / 1e6,
-            "tail_rate": self._tail_rate,
-            "tail_ms": self._tail_s * 1000,
-        }
+        return self._conditions.network()
 
     def inject(
         self,
@@ -392,40 +332,21 @@ class Emulator:
     @staticmethod
     def make_fault(kind: str, **options: Any) -> Fault:
         """The rule `inject` would add, its arguments checked (ValueError, TypeError)."""
-        return make_fault(kind, **options)
+        return Conditions.make_fault(kind, **options)
 
     def add_fault(self, fault: Fault) -> Fault:
         """Add a rule made by `make_fault`."""
-        with self._lock:
-            self._faults.append(fault)
-        return fault
+        return self._conditions.add_fault(fault)
 
     def faults(self) -> list[Fault]:
         """The rules in force, in the order they are tried."""
-        with self._lock:
-            return list(self._faults)
+        return self._conditions.faults()
 
     def clear_faults(self) -> None:
         """Remove every fault rule."""
-        with self._lock:
-            self._faults.clear()
+        self._conditions.clear_faults()
 
-    def _pick_fault(self, method: str, key: str) -> Fault | None:
-        with self._lock:
-            for fault in self._faults:
-                if not fault.matches(method, key):
-                    continue
-                if fault.count is not None:
-                    fault.count -= 1
-                    if fault.count <= 0:
-                        self._faults.remove(fault)
-                elif fault.rate is not None and self._rng.random() >= fault.rate:
-                    continue
-                self._stats.faults += 1
-                return fault
-        return None
-
-    # -- HTTP plumbing -----------------------------------------------------------------
+    # -- the path of a request ---------------------------------------------------------
 
     @staticmethod
     async def _add_cors(request: web.Request, response: web.StreamResponse) -> None:
@@ -441,27 +362,18 @@ class Emulator:
 
     @web.middleware
     async def _middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        """Count the request, hold its answer back as the shaping says, and count the
+        answer's status and (whole) body."""
         if request.path.startswith("/_emulator/"):
             return await handler(request)  # type: ignore[no-any-return]
-        with self._lock:
-            s = self._stats
-            s.requests += 1
-            s.by_method[request.method] += 1
-            s.by_kind[self._kind(request)] += 1
-            s.inflight += 1
-            s.peak_inflight = max(s.peak_inflight, s.inflight)
+        conditions = self._conditions
+        kind = request_kind(request)
+        conditions.request_started(request.method, kind)
         status = 0
         try:
-            delay = self._latency_s
-            if self._list_latency_s and self._kind(request) == "list":
-                delay += self._list_latency_s
-            if self._tail_rate > 0:
-                with self._lock:
-                    slow = self._tail_rng.random() < self._tail_rate
-                    self._stats.tails += slow
-                delay += self._tail_s if slow else 0.0
+            delay = conditions.first_byte_delay(kind)
             if delay > 0:
-                await _hold(request, delay)
+                await hold(request, delay)
             try:
                 response: web.StreamResponse = await handler(request)
             except ConnectionResetError:
@@ -470,45 +382,23 @@ class Emulator:
                 raise asyncio.CancelledError from None
             status = response.status
             if isinstance(response, web.Response) and request.method != "HEAD":
-                with self._lock:
-                    self._stats.bytes_read += response.content_length or 0
+                conditions.count_read(response.content_length or 0)
             return response
         finally:
-            with self._lock:
-                self._stats.inflight -= 1
-                if status:
-                    self._stats.by_status[status] += 1
-
-    def _kind(self, request: web.Request) -> str:
-        method, query = request.method, request.query
-        key = request.path.lstrip("/").partition("/")[2]
-        if method == "GET":
-            if not key:
-                return "list"
-            return "get_range" if "Range" in request.headers else "get"
-        if method == "POST":
-            return (
-                "delete_objects"
-                if "delete" in query
-                else "create_multipart"
-                if "uploads" in query
-                else "complete_multipart"
-            )
-        if method == "PUT":
-            return "upload_part" if "uploadId" in query else "put"
-        if method == "DELETE":
-            return "abort_multipart" if "uploadId" in query else "delete"
-        return method.lower()
+            conditions.request_finished(status)
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        """The bucket's answer to `request`, broken or paced as a fault or the bandwidth
+        cap says; an S3 error answer when it fails."""
         bucket, _, key = request.path.lstrip("/").partition("/")
         method = request.method
+        conditions = self._conditions
         try:
             if method == "OPTIONS":
                 return Guard.preflight(request)
-            if bucket != self._bucket:
+            if bucket != self.bucket:
                 raise S3Error(404, f"bucket {bucket!r} does not exist", code="NoSuchBucket")
-            fault = self._pick_fault(method, key)
+            fault = conditions.pick_fault(method, key)
             if fault is not None and fault.kind == "status":
                 raise S3Error(fault.status, f"injected fault on {key!r}", key=key)
             if fault is not None and fault.kind == "reset":
@@ -516,221 +406,20 @@ class Emulator:
                 request.transport.abort()
                 raise asyncio.CancelledError  # nothing left to answer on
             if fault is not None and fault.kind == "late":
-                await _hold(request, fault.delay_s)
+                await hold(request, fault.delay_s)
                 fault = None  # the answer itself is whole and on time once it begins
-            response = await self._handle(request, method, key)
-            if fault is not None and isinstance(response, web.Response) and response.body:
-                return await self._faulty_body(request, response, fault)
-            if self._bandwidth_bps > 0 and isinstance(response, web.Response) and response.body:
-                return await self._paced_body(request, response)
+            response = await self._bucket.handle(request, method, key)
+            if not isinstance(response, web.Response) or not response.body:
+                return response
+            if fault is not None:
+                return await faulty_body(request, response, fault, conditions.count_read)
+            if conditions.bandwidth_bps > 0:
+                return await paced_body(
+                    request, response, conditions.bandwidth_bps, conditions.count_read
+                )
             return response
         except S3Error as exc:
             answer = error_response(exc.status, exc.code, str(exc), exc.key or key, bucket, method)
             if exc.close:
                 answer.force_close()
             return answer
-
-    async def _faulty_body(
-        self, request: web.Request, response: web.Response, fault: Fault
-    ) -> web.StreamResponse:
-        """Send `response` with its body truncated (then close) or trickled slowly."""
-        body = bytes(response.body)  # type: ignore[arg-type]
-        stream = web.StreamResponse(status=response.status, headers=response.headers)
-        stream.content_length = len(body)
-        await stream.prepare(request)
-        if fault.kind == "truncate":
-            await stream.write(body[: len(body) // 2])
-            assert request.transport is not None
-            request.transport.abort()
-            raise asyncio.CancelledError
-        pieces = 8
-        step = -(-len(body) // pieces)
-        for i in range(0, len(body), step):
-            await asyncio.sleep(fault.delay_s / pieces)
-            await stream.write(body[i : i + step])
-        await stream.write_eof()
-        with self._lock:
-            self._stats.bytes_read += len(body)
-        return stream
-
-    async def _paced_body(self, request: web.Request, response: web.Response) -> web.StreamResponse:
-        """Send `response`'s body no faster than the bandwidth cap allows."""
-        body = memoryview(bytes(response.body))  # type: ignore[arg-type]
-        stream = web.StreamResponse(status=response.status, headers=response.headers)
-        stream.content_length = len(body)
-        await stream.prepare(request)
-        pacer = _Pacer(self._bandwidth_bps)
-        for at in range(0, len(body), _PACE_BYTES):
-            piece = body[at : at + _PACE_BYTES]
-            await pacer.wait(len(piece))
-            await stream.write(piece)
-            with self._lock:
-                self._stats.bytes_read += len(piece)
-        await stream.write_eof()
-        return stream
-
-    # -- S3 operations -----------------------------------------------------------------
-
-    def _path(self, key: str) -> Path:
-        """Where `key` lives: the one key check (paths.py) every operation makes."""
-        return object_path(self.root, key)
-
-    def _check_writable(self, key: str) -> None:
-        if self.read_only:
-            raise S3Error(
-                403, f"the server is read-only; cannot write {key!r} (--allow-writes)", key=key
-            )
-
-    async def _handle(self, request: web.Request, method: str, key: str) -> web.Response:
-        query = request.query
-        if method not in ("GET", "HEAD"):
-            self._check_writable(key)  # before a byte of the body is read
-        if not key:
-            if method == "GET":
-                return await self._list(query)
-            if method in ("HEAD", "PUT"):  # HeadBucket / CreateBucket of this bucket
-                return web.Response()
-            if method == "POST" and "delete" in query:
-                return await self._delete_objects(await self._small_body(request))
-        elif method in ("GET", "HEAD"):
-            return await self._get(request, key, head=method == "HEAD")
-        elif method == "PUT" and "uploadId" in query:
-            number = self._uploads.check_part(key, query["uploadId"], query.get("partNumber"))
-            body = await self._receive(request)
-            return await self._uploads.upload_part(key, query["uploadId"], number, body)
-        elif method == "PUT":
-            path = self._path(key)
-            body = await self._receive(request)
-            condition = None
-            if any(name in request.headers for name in PUT_CONDITIONS):
-                condition = (self._put_lock, dict(request.headers))
-            try:
-                if isinstance(body, Path):
-                    await asyncio.to_thread(move_into_place, body, path, condition)
-                else:
-                    await asyncio.to_thread(
-                        write_atomic, path, self.root / TMP_DIR, body, condition
-                    )
-            except S3Error as exc:
-                exc.key = key
-                raise
-            return web.Response(headers=version_headers(path.stat()))
-        elif method == "DELETE":
-            if "uploadId" in query:
-                self._uploads.abort(query["uploadId"])
-            else:
-                path = self._path(key)
-                with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-                    path.unlink()
-            return web.Response(status=204)
-        elif method == "POST" and "uploads" in query:
-            return self._uploads.create(key, self._bucket)
-        elif method == "POST" and "uploadId" in query:
-            body = await self._small_body(request)
-            return await self._uploads.complete(key, query["uploadId"], body, self._bucket)
-        raise S3Error(405, f"{method} {request.path_qs} is not supported by the emulator")
-
-    def _count_written(self, nbytes: int) -> None:
-        with self._lock:
-            self._stats.bytes_written += nbytes
-
-    async def _receive(self, request: web.Request) -> bytes | Path:
-        """An upload's payload, streamed under `max_upload_bytes` (a temp file when large)
-        and no faster than the bandwidth cap allows."""
-        pace = _Pacer(self._bandwidth_bps).wait if self._bandwidth_bps else None
-        return await receive(
-            request,
-            self.root / TMP_DIR,
-            self.max_upload_bytes,
-            pace=pace,
-            counted=self._count_written,
-        )
-
-    async def _small_body(self, request: web.Request) -> bytes:
-        body = await read_small(request)
-        self._count_written(len(body))
-        return body
-
-    async def _get(self, request: web.Request, key: str, *, head: bool) -> web.Response:
-        range_header = None if head else request.headers.get("Range")
-        try:
-            found = await asyncio.to_thread(
-                lambda: read_version(self._path(key), range_header, body=not head)
-            )
-        except S3Error as exc:
-            exc.key = key
-            raise
-        if found is None:
-            raise S3Error(404, "The specified key does not exist.", key=key)
-        st, bounds, body = found
-        headers = {
-            **version_headers(st),
-            "Accept-Ranges": "bytes",
-            "Last-Modified": formatdate(st.st_mtime, usegmt=True),
-            "Content-Type": "application/octet-stream",
-        }
-        if head:
-            headers["Content-Length"] = str(st.st_size)
-            return web.Response(headers=headers)
-        status = 200
-        if bounds is not None:
-            start, stop = bounds
-            headers["Content-Range"] = f"bytes {start}-{stop - 1}/{st.st_size}"
-            status = 206
-        if isinstance(body, FileSlice):
-            return await self._stream_file(request, body, status, headers)
-        return web.Response(status=status, body=body, headers=headers)
-
-    async def _stream_file(
-        self, request: web.Request, body: FileSlice, status: int, headers: dict[str, str]
-    ) -> web.StreamResponse:
-        """Send a large body from its open file piece by piece (then close the file), no
-        faster than the bandwidth cap allows."""
-        try:
-            stream = web.StreamResponse(status=status, headers=headers)
-            stream.content_length = body.stop - body.start
-            await stream.prepare(request)
-            pacer = _Pacer(self._bandwidth_bps)
-            at = body.start
-            while at < body.stop:
-                piece = await asyncio.to_thread(
-                    os.pread, body.fd, min(_PACE_BYTES, body.stop - at), at
-                )
-                if not piece:
-                    break
-                await pacer.wait(len(piece))
-                await stream.write(piece)
-                at += len(piece)
-                with self._lock:
-                    self._stats.bytes_read += len(piece)
-            await stream.write_eof()
-            return stream
-        finally:
-            os.close(body.fd)
-
-    async def _delete_objects(self, body: bytes) -> web.Response:
-        keys = [e.text or "" for e in parse_xml(body) if e.tag.rpartition("}")[2] == "Key"]
-        if len(keys) > _MAX_DELETE_KEYS:
-            raise S3Error(400, f"at most {_MAX_DELETE_KEYS} keys per request", code="MalformedXML")
-        out = []
-        for key in keys:
-            try:
-                self._check_writable(key)
-                path = self._path(key)
-                with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-                    path.unlink()
-                out.append(f"<Deleted><Key>{escape(key)}</Key></Deleted>")
-            except S3Error as exc:
-                out.append(
-                    f"<Error><Key>{escape(key)}</Key><Code>{exc.code}</Code>"
-                    f"<Message>{escape(str(exc))}</Message></Error>"
-                )
-        return xml_response(f'<DeleteResult xmlns="{S3_NS}">{"".join(out)}</DeleteResult>')
-
-    async def _list(self, query: Any) -> web.Response:
-        """A listing page, walked on the listing threads (never on the loop, nor on the
-        threads that serve reads)."""
-        assert self._listing_pool is not None
-        return await asyncio.get_running_loop().run_in_executor(
-            self._listing_pool, list_objects_v2, query, self._bucket, self.root
-        )

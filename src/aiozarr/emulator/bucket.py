@@ -1,0 +1,221 @@
+"""The S3 operations on the served folder: GET (one `Range`) and HEAD, PUT (plain and
+conditional), DELETE, DeleteObjects, ListObjectsV2 and multipart uploads, the bucket's
+own HEAD and PUT. Every key passes the one key check (paths.py); `read_only` refuses a
+write before a byte of its body is read. Listings walk the disk on threads of their own,
+so they never hold up the reads' threads or the loop.
+
+The server (server.py) has already counted, held back and checked the request for
+faults; the bucket answers it, counting the bytes it moves in `conditions`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from email.utils import formatdate
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape
+
+from aiohttp import web
+
+from aiozarr.emulator.answers import Pacer, stream_file
+from aiozarr.emulator.bodies import read_small, receive
+from aiozarr.emulator.conditions import Conditions
+from aiozarr.emulator.files import (
+    PUT_CONDITIONS,
+    TMP_DIR,
+    FileSlice,
+    move_into_place,
+    read_version,
+    version_headers,
+    write_atomic,
+)
+from aiozarr.emulator.listing import list_objects_v2
+from aiozarr.emulator.multipart import MultipartUploads
+from aiozarr.emulator.paths import object_path
+from aiozarr.emulator.s3 import S3_NS, S3Error, parse_xml, xml_response
+
+__all__ = ["MAX_UPLOAD_BYTES", "Bucket"]
+
+MAX_UPLOAD_BYTES = 5 << 30  # S3's limit on one PUT (and on one part of a multipart upload)
+_LISTING_THREADS = 2  # listings walk the disk here, apart from the reads' threads
+_MAX_DELETE_KEYS = 1000  # S3's limit on one DeleteObjects
+
+
+class Bucket:
+    """The bucket `name` over the folder `root`. `open()` before the first request and
+    `close()` after the last (they start and stop the listing threads)."""
+
+    def __init__(
+        self,
+        root: Path,
+        name: str,
+        conditions: Conditions,
+        *,
+        read_only: bool,
+        max_upload_bytes: int,
+    ) -> None:
+        self.root, self.name = root, name
+        self.read_only = read_only
+        self.max_upload_bytes = max_upload_bytes
+        self._conditions = conditions
+        self._put_lock = threading.Lock()  # a conditional PUT's check and rename: one step
+        self._uploads = MultipartUploads(root, self.path)
+        self._listing_pool: ThreadPoolExecutor | None = None
+
+    def open(self) -> None:
+        """Start the listing threads."""
+        self._listing_pool = ThreadPoolExecutor(_LISTING_THREADS, "aiozarr-emulator-listing")
+
+    def close(self) -> None:
+        """Stop the listing threads (a listing under way is dropped)."""
+        if self._listing_pool is not None:
+            self._listing_pool.shutdown(wait=False, cancel_futures=True)
+            self._listing_pool = None
+
+    def path(self, key: str) -> Path:
+        """Where `key` lives: the one key check (paths.py) every operation makes."""
+        return object_path(self.root, key)
+
+    def _check_writable(self, key: str) -> None:
+        if self.read_only:
+            raise S3Error(
+                403, f"the server is read-only; cannot write {key!r} (--allow-writes)", key=key
+            )
+
+    async def handle(self, request: web.Request, method: str, key: str) -> web.StreamResponse:
+        """The answer to `method` on `key` ("" for the bucket itself); S3Error when the
+        operation fails or is not one the emulator supports."""
+        query = request.query
+        if method not in ("GET", "HEAD"):
+            self._check_writable(key)  # before a byte of the body is read
+        if not key:
+            if method == "GET":
+                return await self._list(query)
+            if method in ("HEAD", "PUT"):  # HeadBucket / CreateBucket of this bucket
+                return web.Response()
+            if method == "POST" and "delete" in query:
+                return await self._delete_objects(await self._small_body(request))
+        elif method in ("GET", "HEAD"):
+            return await self._get(request, key, head=method == "HEAD")
+        elif method == "PUT" and "uploadId" in query:
+            number = self._uploads.check_part(key, query["uploadId"], query.get("partNumber"))
+            body = await self._receive(request)
+            return await self._uploads.upload_part(key, query["uploadId"], number, body)
+        elif method == "PUT":
+            return await self._put(request, key)
+        elif method == "DELETE":
+            if "uploadId" in query:
+                self._uploads.abort(query["uploadId"])
+            else:
+                self._delete(key)
+            return web.Response(status=204)
+        elif method == "POST" and "uploads" in query:
+            return self._uploads.create(key, self.name)
+        elif method == "POST" and "uploadId" in query:
+            body = await self._small_body(request)
+            return await self._uploads.complete(key, query["uploadId"], body, self.name)
+        raise S3Error(405, f"{method} {request.path_qs} is not supported by the emulator")
+
+    # -- bodies ------------------------------------------------------------------------
+
+    async def _receive(self, request: web.Request) -> bytes | Path:
+        """An upload's payload, streamed under `max_upload_bytes` (a temp file when large)
+        and no faster than the bandwidth cap allows."""
+        bps = self._conditions.bandwidth_bps
+        return await receive(
+            request,
+            self.root / TMP_DIR,
+            self.max_upload_bytes,
+            pace=Pacer(bps).wait if bps else None,
+            counted=self._conditions.count_written,
+        )
+
+    async def _small_body(self, request: web.Request) -> bytes:
+        body = await read_small(request)
+        self._conditions.count_written(len(body))
+        return body
+
+    # -- objects -----------------------------------------------------------------------
+
+    async def _get(self, request: web.Request, key: str, *, head: bool) -> web.StreamResponse:
+        range_header = None if head else request.headers.get("Range")
+        try:
+            found = await asyncio.to_thread(
+                lambda: read_version(self.path(key), range_header, body=not head)
+            )
+        except S3Error as exc:
+            exc.key = key
+            raise
+        if found is None:
+            raise S3Error(404, "The specified key does not exist.", key=key)
+        st, bounds, body = found
+        headers = {
+            **version_headers(st),
+            "Accept-Ranges": "bytes",
+            "Last-Modified": formatdate(st.st_mtime, usegmt=True),
+            "Content-Type": "application/octet-stream",
+        }
+        if head:
+            headers["Content-Length"] = str(st.st_size)
+            return web.Response(headers=headers)
+        status = 200
+        if bounds is not None:
+            start, stop = bounds
+            headers["Content-Range"] = f"bytes {start}-{stop - 1}/{st.st_size}"
+            status = 206
+        if isinstance(body, FileSlice):
+            conditions = self._conditions
+            return await stream_file(
+                request, body, status, headers, conditions.bandwidth_bps, conditions.count_read
+            )
+        return web.Response(status=status, body=body, headers=headers)
+
+    async def _put(self, request: web.Request, key: str) -> web.Response:
+        path = self.path(key)
+        body = await self._receive(request)
+        condition = None
+        if any(name in request.headers for name in PUT_CONDITIONS):
+            condition = (self._put_lock, dict(request.headers))
+        try:
+            if isinstance(body, Path):
+                await asyncio.to_thread(move_into_place, body, path, condition)
+            else:
+                await asyncio.to_thread(write_atomic, path, self.root / TMP_DIR, body, condition)
+        except S3Error as exc:
+            exc.key = key
+            raise
+        return web.Response(headers=version_headers(path.stat()))
+
+    def _delete(self, key: str) -> None:
+        path = self.path(key)
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+            path.unlink()
+
+    async def _delete_objects(self, body: bytes) -> web.Response:
+        keys = [e.text or "" for e in parse_xml(body) if e.tag.rpartition("}")[2] == "Key"]
+        if len(keys) > _MAX_DELETE_KEYS:
+            raise S3Error(400, f"at most {_MAX_DELETE_KEYS} keys per request", code="MalformedXML")
+        out = []
+        for key in keys:
+            try:
+                self._check_writable(key)
+                self._delete(key)
+                out.append(f"<Deleted><Key>{escape(key)}</Key></Deleted>")
+            except S3Error as exc:
+                out.append(
+                    f"<Error><Key>{escape(key)}</Key><Code>{exc.code}</Code>"
+                    f"<Message>{escape(str(exc))}</Message></Error>"
+                )
+        return xml_response(f'<DeleteResult xmlns="{S3_NS}">{"".join(out)}</DeleteResult>')
+
+    async def _list(self, query: Any) -> web.Response:
+        """A listing page, walked on the listing threads (never on the loop, nor on the
+        threads that serve reads)."""
+        assert self._listing_pool is not None
+        return await asyncio.get_running_loop().run_in_executor(
+            self._listing_pool, list_objects_v2, query, self.name, self.root
+        )
