@@ -21,7 +21,7 @@ import contextlib
 import errno
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiozarr.cli.errors import run_command
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from aiozarr.emulator import Emulator
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
-_DEFAULT_MAX_UPLOAD = 5 << 30  # as aiozarr.emulator.server.MAX_UPLOAD_BYTES (lazy import)
+_DEFAULT_MAX_UPLOAD = 5 << 30  # as aiozarr.emulator.bucket.MAX_UPLOAD_BYTES (lazy import)
 
 __all__ = ["build_parser", "main", "run_serve"]
 
@@ -40,12 +40,25 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         prog="aiozarr serve", description="Serve a directory as an S3 bucket and over HTTP."
     )
     parser.add_argument("directory", type=Path, help="directory to serve")
+    _add_address_options(parser)
+    _add_network_options(parser)
+    _add_access_options(parser)
+    _add_limit_options(parser)
+    return parser
+
+
+def _add_address_options(parser: argparse.ArgumentParser) -> None:
+    """Where it listens."""
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default: %(default)s)"
     )
     parser.add_argument(
         "--port", type=int, default=8000, help="port, 0 for any free port (default: %(default)s)"
     )
+
+
+def _add_network_options(parser: argparse.ArgumentParser) -> None:
+    """The cloud-like shaping of its answers."""
     parser.add_argument(
         "--latency-ms",
         type=float,
@@ -79,6 +92,10 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         default=0,
         help="seed of the slow-tail and fault draws (default: %(default)s)",
     )
+
+
+def _add_access_options(parser: argparse.ArgumentParser) -> None:
+    """What it serves as, and what clients may change: writes, the control endpoints."""
     parser.add_argument(
         "--bucket", default=None, help="bucket name (default: the directory's name)"
     )
@@ -100,6 +117,10 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         help="turn on the control endpoints (POST /_emulator/faults, latency, network, "
         "reset) that inject faults and change the network shaping (default: off)",
     )
+
+
+def _add_limit_options(parser: argparse.ArgumentParser) -> None:
+    """The bounds on what clients may hold, and the host names they may use."""
     parser.add_argument(
         "--max-upload-bytes",
         type=int,
@@ -128,7 +149,6 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         help="a host name clients may reach the server by (repeatable); IP addresses, "
         "localhost and --host always may, other names are refused against DNS rebinding",
     )
-    return parser
 
 
 async def run_serve(
@@ -152,65 +172,71 @@ async def run_serve(
 ) -> None:
     """Serve `directory` until cancelled, printing where; `on_start(emulator)` once up.
     Read-only unless `read_only=False`; the control endpoints only with `faults`."""
+    emulator = _emulator(
+        Path(directory),
+        bucket,
+        latency_ms=latency_ms,
+        host=host,
+        port=port,
+        read_only=read_only,
+        bandwidth_mbps=bandwidth_mbps,
+        tail_rate=tail_rate,
+        tail_ms=tail_ms,
+        seed=seed,
+        control=faults,
+        max_upload_bytes=max_upload_bytes,
+        header_timeout=header_timeout,
+        max_connections=max_connections,
+        allowed_hosts=allowed_hosts,
+    )
+    async with _listening(emulator, host, port) as emu:
+        for line in _banner(emu, Path(directory), host):
+            print(line, flush=True)
+        if on_start is not None:
+            on_start(emu)
+        await asyncio.Event().wait()  # until cancelled (Ctrl-C)
+
+
+def _emulator(directory: Path, bucket: str | None, **settings: Any) -> Emulator:
+    """The emulator over `directory` (its bucket named after it unless `bucket`), made
+    with `settings`; a missing directory or a setting out of range is one line."""
     from aiozarr.emulator import Emulator
 
-    directory = Path(directory)
     if not directory.is_dir():
         raise SystemExit(f"aiozarr serve: {directory} is not a directory")
     name = bucket or directory.resolve().name or "bucket"
     try:
-        emulator = Emulator(
-            directory,
-            latency_ms=latency_ms,
-            bucket=name,
-            host=host,
-            port=port,
-            read_only=read_only,
-            bandwidth_mbps=bandwidth_mbps,
-            tail_rate=tail_rate,
-            tail_ms=tail_ms,
-            seed=seed,
-            control=faults,
-            max_upload_bytes=max_upload_bytes,
-            header_timeout=header_timeout,
-            max_connections=max_connections,
-            allowed_hosts=allowed_hosts,
-        )
+        return Emulator(directory, bucket=name, **settings)
     except (TypeError, ValueError) as exc:
         raise SystemExit(f"aiozarr serve: {exc}") from None
-    async with _listening(emulator, host, port) as emu:
-        print(f"Serving {directory.resolve()} (Ctrl-C to stop)", flush=True)
-        if read_only:
-            print("  mode: read-only (writes refused; --allow-writes accepts them)", flush=True)
-        else:
-            print(
-                "  mode: writes allowed (PUT, DELETE and uploads change these files; "
-                "other sites' pages are refused)",
-                flush=True,
-            )
-        if host not in _LOOPBACK:
-            print(
-                f"  note: listening on {host}: every machine that reaches it can read"
-                + ("" if read_only else " and write"),
-                flush=True,
-            )
-        print(f"  HTTP: {emu.http_url()}/", flush=True)
-        print(
-            f"  S3:   {emu.s3_url()}  endpoint={emu.endpoint} (anonymous, path-style)", flush=True
+
+
+def _banner(emu: Emulator, directory: Path, host: str) -> list[str]:
+    """What `aiozarr serve` prints once it listens: the mode, where to reach it, how."""
+    lines = [f"Serving {directory.resolve()} (Ctrl-C to stop)"]
+    if emu.read_only:
+        lines.append("  mode: read-only (writes refused; --allow-writes accepts them)")
+    else:
+        lines.append(
+            "  mode: writes allowed (PUT, DELETE and uploads change these files; "
+            "other sites' pages are refused)"
         )
-        print(
-            f"  env:  AWS_ENDPOINT_URL={emu.endpoint} (s3://{name}/... then needs no options)",
-            flush=True,
+    if host not in _LOOPBACK:
+        lines.append(
+            f"  note: listening on {host}: every machine that reaches it can read"
+            + ("" if emu.read_only else " and write")
         )
-        if faults:
-            print(
-                f"  faults: on (POST {emu.endpoint}/_emulator/faults, latency, network, reset)",
-                flush=True,
-            )
-        print(f"  stats: {emu.endpoint}/_emulator/stats", flush=True)
-        if on_start is not None:
-            on_start(emu)
-        await asyncio.Event().wait()  # until cancelled (Ctrl-C)
+    lines += [
+        f"  HTTP: {emu.http_url()}/",
+        f"  S3:   {emu.s3_url()}  endpoint={emu.endpoint} (anonymous, path-style)",
+        f"  env:  AWS_ENDPOINT_URL={emu.endpoint} (s3://{emu.bucket}/... then needs no options)",
+    ]
+    if emu.control:
+        lines.append(
+            f"  faults: on (POST {emu.endpoint}/_emulator/faults, latency, network, reset)"
+        )
+    lines.append(f"  stats: {emu.endpoint}/_emulator/stats")
+    return lines
 
 
 class PortTakenError(OSError):
