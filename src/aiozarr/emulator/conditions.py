@@ -31,8 +31,9 @@ class Stats:
     by_status: Counter[int] = field(default_factory=Counter)
     bytes_read: int = 0  # response bodies: what clients downloaded
     bytes_written: int = 0  # request bodies stored: what clients uploaded
-    inflight: int = 0
-    peak_inflight: int = 0
+    inflight: int = 0  # every request in flight, those begun before the reset too
+    peak_inflight: int = 0  # the most in flight at once of those begun since the reset
+    fresh: int = 0  # in flight, begun since the reset
     faults: int = 0
     tails: int = 0  # answers held back by the slow tail
 
@@ -84,26 +85,34 @@ class Conditions:
         return data
 
     def reset_stats(self) -> None:
-        """Zero the counters (requests in flight stay counted)."""
+        """Zero the counters (requests in flight stay counted in `inflight`, but not in
+        `peak_inflight`: a straggler of an earlier test does not count in the next's)."""
         with self._lock:
             self._stats = Stats(inflight=self._stats.inflight)
 
-    def request_started(self, method: str, kind: str) -> None:
-        """Count a request of `method` and `kind` (server.py's `request_kind`) as begun."""
+    def request_started(self, method: str, kind: str) -> Stats:
+        """Count a request of `method` and `kind` (server.py's `request_kind`) as begun;
+        hand what it returns to `request_finished`."""
         with self._lock:
             s = self._stats
             s.requests += 1
             s.by_method[method] += 1
             s.by_kind[kind] += 1
             s.inflight += 1
-            s.peak_inflight = max(s.peak_inflight, s.inflight)
+            s.fresh += 1
+            s.peak_inflight = max(s.peak_inflight, s.fresh)
+            return s
 
-    def request_finished(self, status: int) -> None:
-        """Count a request as done, answered with `status` (0: no answer was made)."""
+    def request_finished(self, began: Stats, status: int) -> None:
+        """Count a request as done, answered with `status` (0: no answer was made);
+        `began`: what `request_started` returned for it."""
         with self._lock:
-            self._stats.inflight -= 1
+            s = self._stats
+            s.inflight -= 1
+            if began is s:
+                s.fresh -= 1
             if status:
-                self._stats.by_status[status] += 1
+                s.by_status[status] += 1
 
     def count_read(self, nbytes: int) -> None:
         """Count `nbytes` of response body sent."""

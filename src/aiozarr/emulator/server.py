@@ -368,7 +368,7 @@ class Emulator:
             return await handler(request)  # type: ignore[no-any-return]
         conditions = self._conditions
         kind = request_kind(request)
-        conditions.request_started(request.method, kind)
+        began = conditions.request_started(request.method, kind)
         status = 0
         try:
             delay = conditions.first_byte_delay(kind)
@@ -385,7 +385,7 @@ class Emulator:
                 conditions.count_read(response.content_length or 0)
             return response
         finally:
-            conditions.request_finished(status)
+            conditions.request_finished(began, status)
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         """The bucket's answer to `request`, broken or paced as a fault or the bandwidth
