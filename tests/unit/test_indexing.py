@@ -14,7 +14,6 @@ from aiozarr.selection.indexing import (
     Indexer,
     basic_indexer,
     is_basic_selection,
-    is_total_selection,
     normalize_selection,
     orthogonal_indexer,
 )
@@ -241,20 +240,11 @@ def test_empty_index_list_and_all_false_mask() -> None:
         assert indexer.shape == (0, 10) and len(indexer) == 0
 
 
-def test_is_basic_and_total_selection() -> None:
+def test_is_basic_selection() -> None:
     assert is_basic_selection((1, slice(None), ...))
     assert is_basic_selection(np.int64(3)) and is_basic_selection(np.array(3))
     assert not is_basic_selection([1, 2])
     assert not is_basic_selection((slice(None), np.array([True, False])))
-    assert is_total_selection(..., (3, 4)) and is_total_selection(
-        (slice(None), slice(0, 9)), (3, 4)
-    )
-    assert is_total_selection((), ())
-    assert not is_total_selection(0, (3, 4)) and not is_total_selection(slice(1, None), (3,))
-    assert not is_total_selection(slice(None, None, -1), (3,)) and not is_total_selection(
-        [0, 1, 2], (3,)
-    )
-    assert not is_total_selection((0, 0, 0), (3, 4))
 
 
 # -- errors -----------------------------------------------------------------------------------

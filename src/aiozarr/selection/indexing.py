@@ -230,23 +230,6 @@ def is_basic_selection(selection: Any) -> bool:
     return not any(_is_array_like(k) for k in keys)
 
 
-def is_total_selection(selection: Any, shape: Sequence[int]) -> bool:
-    """True when `selection` is basic and takes every element of `shape`, in order."""
-    if not is_basic_selection(selection):
-        return False
-    try:
-        keys = normalize_selection(selection, shape)
-    except SelectionError:
-        return False
-    for key, size in zip(keys, shape, strict=True):
-        if not isinstance(key, slice):
-            return False
-        start, stop, step = key.indices(size)
-        if step != 1 or start != 0 or stop != size:
-            return False
-    return True
-
-
 def normalize_selection(selection: Any, shape: Sequence[int]) -> tuple[Any, ...]:
     """`selection` as one key per axis: `...` expanded and missing trailing axes `slice(None)`.
 
