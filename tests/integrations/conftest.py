@@ -1,9 +1,9 @@
-"""Fixtures for the xarray and dask tests: an emulator on a thread, and a store that
-counts round trips on the critical path."""
+"""Fixtures for the xarray and dask tests: the session's emulator (tests/conftest.py)
+answering after 20 ms, and a store that counts round trips on the critical path."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,12 +17,12 @@ __all__ = ["LATENCY_MS", "RoundTripStore"]
 LATENCY_MS = 20
 
 
-@pytest.fixture(scope="module")
-def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    """An S3 emulator with 20 ms latency on a background thread (one per module)."""
-    root = tmp_path_factory.mktemp("bucket")
-    with Emulator(root, latency_ms=LATENCY_MS).running_in_thread() as emu:
-        yield emu
+@pytest.fixture
+def emulator(emulator: Emulator) -> Emulator:
+    """The session's emulator, reset for this test, answering after `LATENCY_MS`: round
+    trips then show in time as they do against a cloud store."""
+    emulator.set_network(latency_ms=LATENCY_MS)
+    return emulator
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Fixtures for the reliability tests: one emulator for the session, reset for each test,
+"""Fixtures for the reliability tests: `s3`, a fresh location on the session's emulator,
 and `make_store`, store objects over one new location of the backend a test names."""
 
 from __future__ import annotations
@@ -13,16 +13,10 @@ from aiozarr.emulator import Emulator
 
 
 @pytest.fixture
-def emu(emulator: Emulator) -> Emulator:
-    """The session's emulator (tests/conftest.py), reset for this test."""
-    return emulator
-
-
-@pytest.fixture
-def s3(emu: Emulator, request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
-    """`(url, storage_options)` of a fresh `s3://` location on the emulator."""
+def s3(emulator: Emulator, request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
+    """`(url, storage_options)` of a fresh `s3://` location on the session's emulator."""
     name = request.node.name.replace("[", "-").replace("]", "").replace("/", "-")
-    return emu.s3_url(f"{name}-{id(request)}.zarr"), emu.storage_options()
+    return emulator.s3_url(f"{name}-{id(request)}.zarr"), emulator.storage_options()
 
 
 @pytest.fixture

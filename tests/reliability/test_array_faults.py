@@ -55,26 +55,26 @@ SELECTIONS = {"whole": (...,), "partial-shards": (slice(5, -5), slice(70, 900))}
 
 @pytest.mark.parametrize("which", sorted(SELECTIONS))
 async def test_fault_matrix_reads_exact_array(
-    emu: Emulator, s3: tuple[str, dict[str, Any]], which: str
+    emulator: Emulator, s3: tuple[str, dict[str, Any]], which: str
 ) -> None:
     url, options = s3
     data = await _sharded(url, options)
     selection = SELECTIONS[which]
     with config.set(**FAST_RETRY):
-        emu.reset_stats()
+        emulator.reset_stats()
         clean, _ = await _read(url, options, selection)
-        baseline = emu.stats()["requests"]
+        baseline = emulator.stats()["requests"]
         np.testing.assert_array_equal(clean, data[selection])
 
-        emu.reset_stats()
-        emu.inject("status", status=503, rate=0.20, methods=["GET"])
-        emu.inject("reset", rate=0.05, methods=["GET"])
-        emu.inject("truncate", rate=0.02, methods=["GET"])
-        emu.inject("slow", rate=0.01, methods=["GET"], delay_s=0.5)
+        emulator.reset_stats()
+        emulator.inject("status", status=503, rate=0.20, methods=["GET"])
+        emulator.inject("reset", rate=0.05, methods=["GET"])
+        emulator.inject("truncate", rate=0.02, methods=["GET"])
+        emulator.inject("slow", rate=0.01, methods=["GET"], delay_s=0.5)
         got, store = await _read(url, options, selection)
     np.testing.assert_array_equal(got, data[selection])
 
-    wire, ours = emu.stats(), store.stats()
+    wire, ours = emulator.stats(), store.stats()
     extra = wire["requests"] - baseline
     print(f"{which}: {baseline} requests clean, {extra} extra under faults, {ours}")
     # Rules draw in turn (~20 + 4 + 1.5 + 0.7 %): about 0.36 extra tries per request
@@ -87,11 +87,11 @@ async def test_fault_matrix_reads_exact_array(
 
 
 async def test_persistent_failure_names_key_and_attempts(
-    emu: Emulator, s3: tuple[str, dict[str, Any]]
+    emulator: Emulator, s3: tuple[str, dict[str, Any]]
 ) -> None:
     url, options = s3
     await _sharded(url, options)
-    emu.inject("status", status=503, key_glob="*/c/3/2", methods=["GET"])
+    emulator.inject("status", status=503, key_glob="*/c/3/2", methods=["GET"])
     deadline = 0.5
     loop = asyncio.get_running_loop()
     with config.set(
@@ -112,7 +112,7 @@ async def test_persistent_failure_names_key_and_attempts(
 
 
 async def test_budget_shared_by_sync_threads_and_async_reads(
-    emu: Emulator, s3: tuple[str, dict[str, Any]]
+    emulator: Emulator, s3: tuple[str, dict[str, Any]]
 ) -> None:
     url, options = s3
     data = np.arange(32 * 32, dtype="i4").reshape(32, 32)
@@ -127,8 +127,8 @@ async def test_budget_shared_by_sync_threads_and_async_reads(
         store = from_url(url, storage_options=options)
         async_arr = await aiozarr.open_array_async(store, mode="r")
         sync_arr = aiozarr.Array(async_arr)
-        emu.set_latency(10)
-        emu.reset_stats()
+        emulator.set_latency(10)
+        emulator.reset_stats()
         results: list[np.ndarray] = []
         errors: list[BaseException] = []
 
@@ -147,12 +147,12 @@ async def test_budget_shared_by_sync_threads_and_async_reads(
         for got in [*answers, *results]:
             np.testing.assert_array_equal(got, data)
         assert len(results) == 8
-        stats = emu.stats()
+        stats = emulator.stats()
         assert stats["requests"] >= 16 * 16
         assert 1 < stats["peak_inflight"] <= limit, stats
 
         # A burst of 503s halves the limit; successes grow it back.
-        emu.inject("status", status=503, count=12, methods=["GET"])
+        emulator.inject("status", status=503, count=12, methods=["GET"])
         np.testing.assert_array_equal(await async_arr.getitem(...), data)
         assert store.budget.stats()["lowest_limit"] < limit
         for _ in range(3):
@@ -166,7 +166,7 @@ def _chunk_values(arr: np.ndarray) -> dict[tuple[int, int], np.ndarray]:
 
 @pytest.mark.parametrize("status", [403, 500])
 async def test_partial_write_failure_lists_keys_and_keeps_chunks_whole(
-    emu: Emulator, s3: tuple[str, dict[str, Any]], status: int
+    emulator: Emulator, s3: tuple[str, dict[str, Any]], status: int
 ) -> None:
     url, options = s3
     old = np.arange(256, dtype="i4").reshape(16, 16)
@@ -177,8 +177,8 @@ async def test_partial_write_failure_lists_keys_and_keeps_chunks_whole(
     await arr.setitem(..., old)
     failing = ["c/1/2", "c/3/0"]
     for key in failing:
-        emu.inject("status", status=status, key_glob=f"*/{key}", methods=["PUT"])
-    emu.inject("reset", rate=0.2, methods=["PUT"])  # others fail once and are retried
+        emulator.inject("status", status=status, key_glob=f"*/{key}", methods=["PUT"])
+    emulator.inject("reset", rate=0.2, methods=["PUT"])  # others fail once and are retried
     with config.set(**FAST_RETRY), pytest.raises(StoreError) as caught:
         await arr.setitem(..., new)
     message = str(caught.value)
@@ -186,7 +186,7 @@ async def test_partial_write_failure_lists_keys_and_keeps_chunks_whole(
         assert key in message
     assert "2 of 16" in message
 
-    emu.clear_faults()
+    emulator.clear_faults()
     reread = await aiozarr.open_array_async(url, mode="r", storage_options=options)
     got = _chunk_values(await reread.getitem(...))
     olds, news = _chunk_values(old), _chunk_values(new)

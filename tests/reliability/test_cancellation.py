@@ -32,24 +32,24 @@ async def _wait_for(condition: Callable[[], bool], what: str, limit_s: float = 1
     raise AssertionError(f"timed out waiting for {what}")
 
 
-async def _by_task_cancel(read: Callable[[], Awaitable[Any]], emu: Emulator) -> None:
+async def _by_task_cancel(read: Callable[[], Awaitable[Any]], emulator: Emulator) -> None:
     task = asyncio.create_task(read())
-    await _wait_for(lambda: emu.stats()["inflight"] >= 4, "requests in flight")
+    await _wait_for(lambda: emulator.stats()["inflight"] >= 4, "requests in flight")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
 
 
-async def _by_move_on_after(read: Callable[[], Awaitable[Any]], emu: Emulator) -> None:
+async def _by_move_on_after(read: Callable[[], Awaitable[Any]], emulator: Emulator) -> None:
     with anyio.move_on_after(0.3) as scope:
         await read()
     assert scope.cancelled_caught
 
 
-async def _by_cancel_scope(read: Callable[[], Awaitable[Any]], emu: Emulator) -> None:
+async def _by_cancel_scope(read: Callable[[], Awaitable[Any]], emulator: Emulator) -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(read)
-        await _wait_for(lambda: emu.stats()["inflight"] >= 4, "requests in flight")
+        await _wait_for(lambda: emulator.stats()["inflight"] >= 4, "requests in flight")
         tg.cancel_scope.cancel()
 
 
@@ -59,7 +59,7 @@ async def _by_cancel_scope(read: Callable[[], Awaitable[Any]], emu: Emulator) ->
     ids=["task.cancel", "move_on_after", "cancel_scope"],
 )
 async def test_cancelled_read_leaves_nothing_running(
-    emu: Emulator,
+    emulator: Emulator,
     s3: tuple[str, dict[str, Any]],
     cancel: Callable[[Callable[[], Awaitable[Any]], Emulator], Awaitable[None]],
 ) -> None:
@@ -81,27 +81,27 @@ async def test_cancelled_read_leaves_nothing_running(
         before = asyncio.all_tasks()
         store = from_url(url, storage_options=options)
         reader = await aiozarr.open_array_async(store, mode="r")
-        emu.set_latency(200)  # 8 rounds of 200 ms: the read takes > 1.5 s
+        emulator.set_latency(200)  # 8 rounds of 200 ms: the read takes > 1.5 s
 
         async def read() -> Any:
             return await reader.getitem(..., progress=lambda n, total: done.append(n))
 
-        emu.reset_stats()
-        await cancel(read, emu)
+        emulator.reset_stats()
+        await cancel(read, emulator)
 
     assert len(done) < 64  # the read really was cut short
-    await _wait_for(lambda: emu.stats()["inflight"] == 0, "the emulator's requests to end")
+    await _wait_for(lambda: emulator.stats()["inflight"] == 0, "the emulator's requests to end")
     await _wait_for(
         lambda: asyncio.all_tasks() <= before | {asyncio.current_task()}, "tasks to finish"
     )
-    requests, progressed = emu.stats()["requests"], len(done)
+    requests, progressed = emulator.stats()["requests"], len(done)
     await asyncio.sleep(0.5)  # longer than two request latencies
-    assert emu.stats()["requests"] == requests, "requests were sent after the cancel"
+    assert emulator.stats()["requests"] == requests, "requests were sent after the cancel"
     assert len(done) == progressed, "chunks were decoded after the cancel"
     assert store.budget.stats()["inflight"] == 0
     left = {t for t in asyncio.all_tasks() if t not in before} - {asyncio.current_task()}
     assert not left, left
 
     # The store is still usable: slots were returned.
-    emu.set_latency(0)
+    emulator.set_latency(0)
     np.testing.assert_array_equal(await reader.getitem(...), data)

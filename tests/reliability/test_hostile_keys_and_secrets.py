@@ -27,12 +27,14 @@ BAD_KEYS = ["../x", "a/../../x", "a\x00b", "/abs", "a//b", "./a"]
 # check into Store itself. Until then these are expected failures (strict: they flip).
 
 
-def _stores(tmp_path: Path, emu: Emulator) -> dict[str, Callable[[], Store]]:
+def _stores(tmp_path: Path, emulator: Emulator) -> dict[str, Callable[[], Store]]:
     return {
         "local": lambda: LocalStore(tmp_path / "local"),
         "memory": MemoryStore,
         "counting": lambda: CountingStore(MemoryStore()),
-        "s3": lambda: ObjectStore(S3Store(emu.bucket, prefix="keys", **emu.storage_options())),
+        "s3": lambda: ObjectStore(
+            S3Store(emulator.bucket, prefix="keys", **emulator.storage_options())
+        ),
     }
 
 
@@ -47,9 +49,9 @@ def _stores(tmp_path: Path, emu: Emulator) -> dict[str, Callable[[], Store]]:
 )
 @pytest.mark.parametrize("op", ["get", "set", "delete", "exists"])
 async def test_bad_keys_are_invalid_key_errors(
-    tmp_path: Path, emu: Emulator, kind: str, op: str
+    tmp_path: Path, emulator: Emulator, kind: str, op: str
 ) -> None:
-    store = _stores(tmp_path, emu)[kind]()
+    store = _stores(tmp_path, emulator)[kind]()
     for key in BAD_KEYS:
         with pytest.raises(InvalidKeyError):
             if op == "set":
@@ -68,29 +70,31 @@ SECRET = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYSECRET"
 KEY_ID = "AKIDSECRETKEYID12345"
 
 
-async def test_credentials_never_shown(emu: Emulator, caplog: pytest.LogCaptureFixture) -> None:
+async def test_credentials_never_shown(
+    emulator: Emulator, caplog: pytest.LogCaptureFixture
+) -> None:
     options: dict[str, Any] = dict(
-        emu.storage_options(),
+        emulator.storage_options(),
         access_key_id=KEY_ID,
         secret_access_key=SECRET,
         session_token=SECRET + "TOKEN",
     )
     del options["skip_signature"]
-    url = emu.s3_url("secret.zarr")
+    url = emulator.s3_url("secret.zarr")
     caplog.set_level(logging.DEBUG)
     arr = await aiozarr.create_array_async(
         url, shape=(8,), dtype="i4", chunks=(4,), storage_options=options
     )
     await arr.setitem(..., np.arange(8, dtype="i4"))
     store = from_url(url, storage_options=options)
-    emu.inject("status", status=403, methods=["GET"])
+    emulator.inject("status", status=403, methods=["GET"])
     with (
         config.set(retry_attempts=2, retry_base_delay_s=0.001),
         pytest.raises(StoreError) as denied,
     ):
         await aiozarr.open_array_async(store, mode="r")
-    emu.clear_faults()
-    emu.inject("status", status=503, methods=["GET"], key_glob="*/c/1")
+    emulator.clear_faults()
+    emulator.inject("status", status=503, methods=["GET"], key_glob="*/c/1")
     with (
         config.set(retry_attempts=2, retry_base_delay_s=0.001),
         pytest.raises(StoreError) as failed,

@@ -108,7 +108,10 @@ for name, case in cases.items():
 def test_a_huge_content_length_raises_a_named_error_and_the_process_lives() -> None:
     done = subprocess.run(
         [sys.executable, "-c", LYING_SERVER],
-        capture_output=True, text=True, timeout=120, env=CHILD_ENV,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=CHILD_ENV,
     )
     assert done.returncode == 0, (done.returncode, done.stdout, done.stderr[-3000:])
     lines = dict(line.split(": ", 1) for line in done.stdout.splitlines())
@@ -151,7 +154,10 @@ def _open_in_child(url: str, options: dict[str, Any] | None, read: bool) -> dict
     args = json.dumps({"url": url, "options": options, "read": read})
     done = subprocess.run(
         [sys.executable, "-c", OPEN_OVERSIZED, args],
-        capture_output=True, text=True, timeout=300, env=CHILD_ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=CHILD_ENV,
     )
     assert done.returncode == 0, (done.returncode, done.stdout, done.stderr[-3000:])
     result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
@@ -195,9 +201,7 @@ def _check(result: dict[str, Any], kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", CASES)
-def test_an_oversized_value_in_a_local_store_is_refused_unread(
-    tmp_path: Path, kind: str
-) -> None:
+def test_an_oversized_value_in_a_local_store_is_refused_unread(tmp_path: Path, kind: str) -> None:
     root = tmp_path / "data.zarr"
     path = _prepare(kind, str(root), None, root)
     try:
@@ -207,10 +211,10 @@ def test_an_oversized_value_in_a_local_store_is_refused_unread(
 
 
 @pytest.mark.parametrize("kind", CASES)
-def test_an_oversized_value_on_s3_is_refused_unread(emu: Emulator, kind: str) -> None:
+def test_an_oversized_value_on_s3_is_refused_unread(emulator: Emulator, kind: str) -> None:
     name = f"oversized-{kind}.zarr"
-    url, options = emu.s3_url(name), emu.storage_options()
-    path = _prepare(kind, url, options, emu.root / name)
+    url, options = emulator.s3_url(name), emulator.storage_options()
+    path = _prepare(kind, url, options, emulator.root / name)
     try:
         _check(_open_in_child(url, options, kind != "metadata"), kind)
     finally:
@@ -220,8 +224,11 @@ def test_an_oversized_value_on_s3_is_refused_unread(emu: Emulator, kind: str) ->
 def test_the_metadata_bound_is_a_setting(tmp_path: Path) -> None:
     arr = aiozarr.create_array(str(tmp_path / "a.zarr"), shape=(4,), dtype="i4")
     size = (tmp_path / "a.zarr" / "zarr.json").stat().st_size
-    with aiozarr.config.set(max_metadata_bytes=size - 1), pytest.raises(
-        ValueTooLargeError, match=rf"'zarr.json'.*{size}.*{size - 1}.*max_metadata_bytes"
+    with (
+        aiozarr.config.set(max_metadata_bytes=size - 1),
+        pytest.raises(
+            ValueTooLargeError, match=rf"'zarr.json'.*{size}.*{size - 1}.*max_metadata_bytes"
+        ),
     ):
         aiozarr.open(str(tmp_path / "a.zarr"), mode="r")
     with aiozarr.config.set(max_metadata_bytes=size):
@@ -231,7 +238,10 @@ def test_the_metadata_bound_is_a_setting(tmp_path: Path) -> None:
 def test_the_metadata_bound_comes_from_the_environment() -> None:
     code = "import aiozarr; print(aiozarr.config.get().max_metadata_bytes)"
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={**CHILD_ENV, "AIOZARR_MAX_METADATA_BYTES": "12345"},
     )
     assert done.stdout.strip() == "12345", done.stderr
@@ -262,9 +272,7 @@ def test_bounded_store_reads_refuse_only_what_is_too_large(tmp_path: Path) -> No
         with pytest.raises(ValueTooLargeError, match=r"'k'.*100 bytes.*99"):
             await store.get("k", max_bytes=99)
         assert bytes(await store.get("k", ByteRange.of(0, 10), max_bytes=5)) == b"x" * 10
-        answers = await store.get_partial_values(
-            [RangeRequest("k", None, 100)]
-        )
+        answers = await store.get_partial_values([RangeRequest("k", None, 100)])
         assert bytes(answers[0]) == b"x" * 100
         with pytest.raises(ValueTooLargeError):
             await store.get_partial_values([RangeRequest("k", None, 50)])
