@@ -9,6 +9,7 @@ index and one chunk across the end of the parts ahead.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
@@ -222,28 +223,42 @@ async def test_a_failed_part_ahead_is_read_again_alone(emulator: Emulator, fault
     assert reader.store.runtime.bytes.held == 0
 
 
-class SlowPartsAhead(MemoryStore):
-    """Answers the first two parts of a shard 0.2 s late, ranges one request each."""
+class HeldPartsAhead(MemoryStore):
+    """Holds its answers to the first two parts of a shard until `release` is set; ranges
+    one request each."""
 
     CAPABILITIES = replace(MemoryStore.CAPABILITIES, batched_reads=False)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
 
     async def read(
         self, key: str, byte_range: ByteRange | None, max_bytes: int | None
     ) -> Versioned | None:
         if byte_range is not None and byte_range.suffix is None and byte_range.offset < 2048:
-            await anyio.sleep(0.2)
+            await self.release.wait()
         return await super().read(key, byte_range, max_bytes)
 
 
 async def test_the_rest_of_a_shard_is_read_in_parts_while_its_parts_ahead_are_in_flight() -> None:
-    # The parts ahead still wait for their answers when the index lands: they are the
-    # read's own requests, not a busy store's, and the rest of the shard (one run) is
-    # still cut into parts.
-    counting = CountingStore(SlowPartsAhead())
+    # The parts ahead still wait for their answers when the index lands (they are held
+    # until every part was asked for): they are the read's own requests, not a busy
+    # store's, and the rest of the shard (one run) is still cut into parts.
+    inner = HeldPartsAhead()
+    counting = CountingStore(inner)
     data = await _written(counting, compressed=False)  # 8 KiB of chunks per shard
     arr = await _cold(counting)
     with config.set(max_request_bytes=1024, read_ahead_fraction=0.25, connection_target=3):
-        got = await arr.getitem((slice(0, 32), slice(0, 32)))  # shard 0, whole
+        read = asyncio.ensure_future(arr.getitem((slice(0, 32), slice(0, 32))))  # shard 0
+        try:
+            with anyio.fail_after(10):  # the rest is asked for without the parts ahead
+                while len(counting.requests) < 1 + 8:
+                    await asyncio.sleep(0.005)
+            assert not read.done()
+        finally:
+            inner.release.set()
+        got = await read
     assert np.array_equal(got, data[:32, :32])
     asked = [byte_range for _, _, byte_range in counting.requests]
     assert asked[0] == ByteRange.last(INDEX_BYTES)
