@@ -36,6 +36,7 @@ from aiozarr.storage.base import RangeRequest
 from aiozarr.storage.local import LocalStore
 from aiozarr.storage.memory import MemoryStore
 from aiozarr.storage.object_store import ObjectStore
+from aiozarr.storage.runtime import StoreRuntime
 from aiozarr.storage.statistics import InFlight, RequestStats
 from aiozarr.storage.url import from_url
 
@@ -417,3 +418,29 @@ async def test_a_copy_races_in_its_stragglers_slot_when_throttling_left_one(
     assert bytes(await faulted_first(read, warm.store.runtime.statistics, emulator)) == DATA[:1024]
     assert (warm.counted("hedges_issued"), warm.counted("hedges_won")) == (1, 1)
     assert budget.inflight == 0
+
+
+async def test_a_read_cancelled_as_its_copy_answers_stays_cancelled() -> None:
+    """The read's cancellation reaches its first copy before the winning copy's does:
+    the read ends cancelled, not with the copy's answer, and leaves no copy running."""
+    runtime = StoreRuntime()
+    for _ in range(4):  # answers begin after 1 ms: a read waiting 10 ms is slow
+        runtime.statistics.first_bytes.add(None, 0.001)
+    tasks_before = asyncio.all_tasks()
+    calls = 0
+
+    async def operation() -> bytes:
+        nonlocal calls
+        calls += 1
+        if calls == 1:  # the first copy: never answers
+            await asyncio.Event().wait()
+        read.cancel()  # the copy: the read is cancelled as the copy answers
+        return b"copy"
+
+    request = retry.Request("read", "k", operation, 4, hedge=True)
+    with config.set(hedge_min_delay_s=0.01) as settings:
+        read = asyncio.ensure_future(retry.run_request(runtime, request, settings))
+        with pytest.raises(asyncio.CancelledError):
+            await read
+    assert calls == 2
+    assert asyncio.all_tasks() - tasks_before == set()

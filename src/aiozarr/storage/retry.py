@@ -498,9 +498,11 @@ async def _hedged(
             value = await _attempt(runtime, request, remaining_s, settings, timer)
     except BaseException as exc:
         won = isinstance(exc, TimeoutError) and first.expired()
-        # A failed first copy leaves the copies sent to answer; a cancelled read does not.
-        await copies.end(cancel=won or not isinstance(exc, Exception))
-        if copies.answers:
+        # A failed first copy leaves the copies sent to answer; a cancelled read does not,
+        # and stays cancelled even if a copy had answered.
+        cancelled = not isinstance(exc, Exception)
+        await copies.end(cancel=won or cancelled)
+        if copies.answers and not cancelled:
             runtime.statistics.count("hedges_won")
             return copies.answers[0]  # type: ignore[no-any-return]
         raise
