@@ -225,6 +225,13 @@ class Emulator:
         return self._port
 
     @property
+    def connections(self) -> int:
+        """The connections the server holds now, idle ones included (those over
+        `max_connections`, answered 503 and closed, are not held)."""
+        server = self._runner.server if self._runner is not None else None
+        return 0 if server is None else len(server.connections)
+
+    @property
     def endpoint(self) -> str:
         """`http://host:port`, the S3 endpoint."""
         return f"http://{self._host}:{self._port}"
