@@ -14,7 +14,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -408,6 +408,14 @@ async def send_raw(port: int, head: bytes) -> tuple[asyncio.StreamReader, asynci
     return reader, writer
 
 
+async def until(condition: Callable[[], bool], what: str, limit_s: float = 10.0) -> None:
+    """Wait until `condition()` holds: fail naming `what` after `limit_s` seconds."""
+    deadline = time.monotonic() + limit_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.005)
+
+
 async def test_an_upload_over_the_cap_is_refused_before_its_body(tmp_path: Path) -> None:
     async with Emulator(tmp_path) as emu:  # the default cap: 5 GiB, as S3's single PUT
         head = (
@@ -432,14 +440,12 @@ async def test_an_upload_streams_to_disk(tmp_path: Path) -> None:
         ).encode()
         reader, writer = await send_raw(emu.port, head + b"a" * (3 << 20))
         try:
-            on_disk = 0
-            for _ in range(100):
+
+            def on_disk() -> int:
                 temps = (tmp_path / TMP_DIR).glob("*") if (tmp_path / TMP_DIR).exists() else []
-                on_disk = sum(p.stat().st_size for p in temps)
-                if on_disk >= 1 << 20:
-                    break
-                await asyncio.sleep(0.02)
-            assert on_disk >= 1 << 20
+                return sum(p.stat().st_size for p in temps)
+
+            await until(lambda: on_disk() >= 1 << 20, "a MiB of the body on disk")
             assert not (tmp_path / "streamed").exists()
             writer.write(b"a" * (1 << 20))
             answer = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
@@ -486,7 +492,7 @@ async def test_connections_are_bounded(tmp_path: Path, http: aiohttp.ClientSessi
     async with Emulator(tmp_path, max_connections=4, header_timeout=30) as emu:
         idle = [await send_raw(emu.port, b"") for _ in range(4)]
         try:
-            await asyncio.sleep(0.1)
+            await until(lambda: emu.connections == 4, "the server to hold the idle connections")
             reader, writer = await send_raw(
                 emu.port, f"GET /{emu.bucket}/k HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
             )
@@ -496,8 +502,8 @@ async def test_connections_are_bounded(tmp_path: Path, http: aiohttp.ClientSessi
         finally:
             for _, w in idle:
                 w.close()
-        await asyncio.sleep(0.1)  # the idle ones gone, a request is served again
-        status, _, body = await fetch(http, "GET", emu.http_url("k"))
+        await until(lambda: emu.connections == 0, "the server to drop the idle connections")
+        status, _, body = await fetch(http, "GET", emu.http_url("k"))  # served again
         assert (status, body) == (200, b"v")
 
 
@@ -547,7 +553,7 @@ async def test_listings_do_not_hold_up_other_requests(
             asyncio.create_task(fetch(http, "GET", url, params={"list-type": "2"}))
             for _ in range(8)
         ]
-        await asyncio.sleep(0.05)
+        await until(lambda: emu.stats()["by_kind"].get("list") == 8, "the listings to begin")
         started = time.monotonic()
         status, _, body = await fetch(http, "GET", emu.http_url("small"))
         waited = time.monotonic() - started
