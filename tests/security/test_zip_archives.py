@@ -260,9 +260,14 @@ async def test_a_large_directory_is_parsed_while_the_loop_keeps_ticking(
     beats = 0
     during: list[int] = []
     real = zip_module.parse_directory
+    parsing, ticked = threading.Event(), threading.Event()
 
     def watched(*args: Any) -> Any:
         during.append(beats)
+        parsing.set()
+        # The parse goes on once the loop has ticked since it began: a parse on the loop
+        # would hold the loop, no beat would come and the wait would end unticked.
+        ticked.wait(10)
         try:
             return real(*args)
         finally:
@@ -274,6 +279,8 @@ async def test_a_large_directory_is_parsed_while_the_loop_keeps_ticking(
         nonlocal beats
         while True:
             beats += 1
+            if parsing.is_set():
+                ticked.set()
             await anyio.sleep(0.001)
 
     async with anyio.create_task_group() as tg:
