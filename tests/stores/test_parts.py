@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 from obstore.store import S3Store
+from tests.reliability.proxies import Proxy
 from tests.servers import FAST_RETRY, unique_prefix
 
 from aiozarr import config
@@ -35,14 +36,14 @@ def small_parts(fast_retries: None) -> Iterator[None]:
         yield
 
 
-async def stored(emulator: Emulator) -> CountingStore:
+async def stored(emulator: Emulator, endpoint: str | None = None) -> CountingStore:
+    """A counting store over a new prefix of the emulator holding "big" (reached through
+    `endpoint`, a proxy in front of the emulator, when given)."""
+    options = emulator.storage_options()
+    if endpoint is not None:
+        options["endpoint"] = endpoint
     store = ObjectStore(
-        S3Store(
-            emulator.bucket,
-            prefix=unique_prefix(),
-            retry_config=FAST_RETRY,
-            **emulator.storage_options(),
-        )
+        S3Store(emulator.bucket, prefix=unique_prefix(), retry_config=FAST_RETRY, **options)
     )
     await store.set("big", VALUE)
     emulator.reset_stats()
@@ -105,13 +106,18 @@ async def test_a_truncated_part_is_retried_alone(emulator: Emulator) -> None:
 
 
 async def test_parts_of_one_object_in_flight_are_bounded(emulator: Emulator) -> None:
-    counting = await stored(emulator)
-    emulator.set_latency(20)  # every part is still in flight when the next is sent
-    with config.set(parts_per_object=3):
-        [data] = await counting.get_partial_values(
-            [RangeRequest("big", ByteRange.of(0, len(VALUE)))]
-        )
+    with Proxy(emulator.endpoint).running() as proxy:
+        counting = await stored(emulator, proxy.endpoint)
+        # The first 3 parts are held until all 3 have arrived, so the bound is reached
+        # however slowly the machine runs; every answer waits 20 ms more, so a part past
+        # the bound would be in flight beside them.
+        proxy.hold(3)
+        emulator.set_latency(20)
+        with config.set(parts_per_object=3):
+            [data] = await counting.get_partial_values(
+                [RangeRequest("big", ByteRange.of(0, len(VALUE)))]
+            )
     assert bytes(data) == VALUE
     assert counting.counts["get"] == 11
     assert counting.peak_inflight == 3
-    assert emulator.stats()["peak_inflight"] == 3
+    assert emulator.stats()["peak_inflight"] <= 3
