@@ -148,10 +148,11 @@ def test_resume_after_a_killed_copy(emulator: Emulator, prefix: str) -> None:
         src, shape=data.shape, dtype=data.dtype, chunks=(8, 8), storage_options=options
     )
     arr[...] = data
-    emulator.set_latency(20)
     emulator.reset_stats()
-    # One unit in flight at a time (16 units of 16 x 16 = 1 KiB each), so the kill lands
-    # between units, with some written and some not.
+    # One unit in flight at a time (16 units of 16 x 16 = 1 KiB each), and the PUTs of the
+    # last 8 held back until their client goes: the copy stops at the first of them (with
+    # 8 written, in row order) and is killed there, however fast it runs.
+    emulator.inject("late", delay_s=600, methods=["PUT"], key_glob="*/dst.zarr/c/[23]/*")
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -172,13 +173,15 @@ def test_resume_after_a_killed_copy(emulator: Emulator, prefix: str) -> None:
         stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 60
-    while _puts(emulator) < 5 and proc.poll() is None and time.monotonic() < deadline:
+    while not emulator.stats()["faults"] and proc.poll() is None:  # a PUT is held
+        assert time.monotonic() < deadline, "no PUT was held back"
         time.sleep(0.01)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    while emulator.stats()["inflight"] and time.monotonic() < deadline:
-        time.sleep(0.01)  # a PUT whose body arrived before the kill may still land
-    emulator.set_latency(0)
+    while emulator.stats()["inflight"]:  # the held PUT ends when its client has gone
+        assert time.monotonic() < deadline, "the held PUT never ended"
+        time.sleep(0.01)
+    emulator.clear_faults()
     written = [p for p in (emulator.root / prefix / "dst.zarr" / "c").rglob("*") if p.is_file()]
     assert 3 <= len(written) < 16, "the kill should land part way through the copy"
 
