@@ -280,12 +280,21 @@ async def test_counters(emu: Emulator, http: aiohttp.ClientSession) -> None:
 
 async def test_latency_holds_requests_in_flight(emu: Emulator,
                                                 http: aiohttp.ClientSession) -> None:
-    emu.set_latency(200)
-    await asyncio.gather(*(fetch(http, "GET", emu.http_url("a/data")) for _ in range(5)))
-    stats = emu.stats()
-    # Each request waits 200 ms before its answer, so all five overlap.
-    assert stats["peak_inflight"] == 5
-    assert stats["latency_ms"] == 200
+    emu.set_latency(30_000)  # far past the test: the five are held however slow it runs
+    gets = [asyncio.ensure_future(fetch(http, "GET", emu.http_url("a/data"))) for _ in range(5)]
+    try:
+        for _ in range(500):
+            if emu.stats()["inflight"] == 5:
+                break
+            await asyncio.sleep(0.02)
+        stats = emu.stats()
+        assert (stats["inflight"], stats["peak_inflight"]) == (5, 5)
+        assert stats["latency_ms"] == 30_000
+        assert not any(get.done() for get in gets)  # none answered before its latency
+    finally:
+        for get in gets:
+            get.cancel()
+    await until_idle(emu)
 
 
 async def test_control_endpoints(emu: Emulator, http: aiohttp.ClientSession) -> None:
