@@ -15,9 +15,13 @@ import pytest
 xr = pytest.importorskip("xarray")
 pytest.importorskip("zarr")
 
+from tests.reliability.proxies import Proxy  # noqa: E402
+
 import aiozarr  # noqa: E402
 from aiozarr.emulator import Emulator  # noqa: E402
 from aiozarr.errors import MetadataError, NodeExistsError  # noqa: E402
+from aiozarr.storage.url import from_url  # noqa: E402
+from aiozarr.testing.round_trips import RoundTripStore  # noqa: E402
 from aiozarr.xarray import AiozarrBackendEntrypoint, to_zarr  # noqa: E402
 
 ENGINE = AiozarrBackendEntrypoint
@@ -141,19 +145,24 @@ def test_open_round_trips(
 
 
 async def test_load_async_of_8_variables_is_one_batch(
-    emulator: Emulator, local_path: Callable[[str], Path], emulator_store: Callable[[str], Any]
+    emulator: Emulator, local_path: Callable[[str], Path]
 ) -> None:
     path = fresh("async")
     write_with_zarr_python(wide_dataset(), local_path(path), zarr_format=3)
-    store = emulator_store(path)
-    ds = xr.open_dataset(store, engine=ENGINE)
-    names = [f"v{i}" for i in range(8)]
-    store.reset()
-    emulator.reset_stats()
-    loaded = await ds[names].load_async()  # inside the test's running event loop
+    with Proxy(emulator.endpoint).running() as proxy:
+        options = {**emulator.storage_options(), "endpoint": proxy.endpoint}
+        store = RoundTripStore(from_url(emulator.s3_url(path), storage_options=options))
+        ds = xr.open_dataset(store, engine=ENGINE)
+        names = [f"v{i}" for i in range(8)]
+        store.reset()
+        emulator.reset_stats()
+        # The 8 reads are held until all 8 have been sent: one batch, however slowly
+        # the machine runs (a read sent after another's answer would never be sent).
+        proxy.hold(8)
+        loaded = await ds[names].load_async()  # inside the test's running event loop
     assert store.depth == 1
     assert store.counts["get"] == 8
-    assert emulator.stats()["peak_inflight"] == 8
+    assert emulator.stats()["peak_inflight"] <= 8
     for i, name in enumerate(names):
         np.testing.assert_array_equal(loaded[name].values, np.full((3, 2, 4, 5), float(i)))
 
