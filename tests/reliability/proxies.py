@@ -14,8 +14,9 @@
 - `short_ranges`: the next N `206` answers lose their last 4 bytes; `relabel` says
   whether their `Content-Range` is changed to match (else it still names the range
   asked for);
-- `hold(n)`: the next `n` requests wait until all `n` have arrived, then go on together
-  (a client sees no answer to any of them before it has sent them all).
+- `hold(n)`: the next `n` requests (of one method, if `method` is given) wait until all
+  `n` have arrived, then go on together (a client sees no answer to any of them before
+  it has sent them all).
 
 Requests keep their `Host` header, so signed requests stay valid. `stats()` counts the
 requests by method and the body bytes sent back; `sent` lists `(method, path, whether
@@ -66,6 +67,7 @@ class Proxy:
         self.relabel = relabel
         self._lock = threading.Lock()
         self._holding = 0  # requests still to arrive before the held ones go on
+        self._hold_method: str | None = None  # the method of the requests held (None: any)
         self._held: asyncio.Event | None = None  # set when they may
         self.requests: Counter[str] = Counter()
         self.sent: list[tuple[str, str, bool]] = []
@@ -85,14 +87,16 @@ class Proxy:
                 "shortened": self.shortened,
             }
 
-    def hold(self, n: int) -> None:
-        """Hold the next `n` requests until all `n` have arrived."""
+    def hold(self, n: int, method: str | None = None) -> None:
+        """Hold the next `n` requests (of `method` only, if given) until all `n` have
+        arrived."""
         with self._lock:
             self._holding = n
+            self._hold_method = method
 
-    async def _until_all_held_arrived(self) -> None:
+    async def _until_all_held_arrived(self, method: str) -> None:
         with self._lock:  # (the requests are all handled on the proxy's one loop)
-            if self._holding <= 0:
+            if self._holding <= 0 or self._hold_method not in (None, method):
                 return
             self._holding -= 1
             if self._held is None:
@@ -113,7 +117,7 @@ class Proxy:
         with self._lock:
             self.requests[request.method] += 1
             self.sent.append((request.method, request.path, "Range" in request.headers))
-        await self._until_all_held_arrived()
+        await self._until_all_held_arrived(request.method)
         dropped = set(_HOP)
         if self.drop_conditions:
             dropped |= {"if-match", "if-none-match"}
