@@ -3,6 +3,7 @@ path, for tests and benchmarks that hold a read or an open to a number of round 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 
 from aiozarr.byte_range import ByteRange
@@ -11,14 +12,25 @@ from aiozarr.storage.counting import CountingStore
 
 __all__ = ["RoundTripStore"]
 
+# Turns of the event loop an answer waits before it counts as finished: a request sent
+# together with it that reaches the store a few turns later (its task's start, a budget
+# slot, a stream's hop) still shares its depth, however slow the machine runs the loop.
+_SETTLE_TURNS = 16
+
+
+async def _settle() -> None:
+    for _ in range(_SETTLE_TURNS):
+        await asyncio.sleep(0)
+
 
 class RoundTripStore(CountingStore):
     """A `CountingStore` that also measures `depth`: the round trips on the critical path.
 
     A request's depth is one more than the deepest request that had already finished
     when it started, so requests sent together share a depth and a request sent after
-    an answer came back is one deeper. `depth` is the deepest request seen; listings
-    count as requests.
+    an answer came back is one deeper. An answer counts as finished only after the loop
+    has turned `_SETTLE_TURNS` times more, so the depths do not depend on how fast the
+    machine is. `depth` is the deepest request seen; listings count as requests.
     """
 
     def __init__(self, inner: Store) -> None:
@@ -43,7 +55,9 @@ class RoundTripStore(CountingStore):
     ) -> Versioned | None:
         level = self._begin()
         try:
-            return await super().read(key, byte_range, max_bytes)
+            answer = await super().read(key, byte_range, max_bytes)
+            await _settle()
+            return answer
         finally:
             self._end(level)
 
@@ -52,7 +66,9 @@ class RoundTripStore(CountingStore):
     ) -> tuple[list[Buffer], Version | None] | None:
         level = self._begin()
         try:
-            return await super().read_ranges(key, byte_ranges, max_bytes)
+            answers = await super().read_ranges(key, byte_ranges, max_bytes)
+            await _settle()
+            return answers
         finally:
             self._end(level)
 
@@ -61,5 +77,6 @@ class RoundTripStore(CountingStore):
         try:
             async for name in super().list_dir(prefix):
                 yield name
+            await _settle()
         finally:
             self._end(level)
