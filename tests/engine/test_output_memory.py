@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 
@@ -9,10 +10,14 @@ import numpy as np
 import pytest
 
 import aiozarr
+from aiozarr.byte_range import ByteRange
+from aiozarr.engine import freed_memory
 from aiozarr.errors import SelectionTooLargeError
 from aiozarr.sizes import memory_bytes
+from aiozarr.storage.base import Versioned
 from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.wrapper import WrapperStore
 
 
 def _array(shape: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[aiozarr.Array, CountingStore]:
@@ -142,15 +147,59 @@ def test_freed_memory_of_a_large_read_goes_back_to_the_system() -> None:
 async def test_a_read_as_large_as_the_trim_threshold_gives_memory_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from aiozarr.engine import read as engine_read
-
     calls = []
-    monkeypatch.setattr(engine_read, "give_back_freed_memory", lambda: calls.append(1))
-    monkeypatch.setattr(engine_read, "TRIM_AFTER_BYTES", 32 << 20)  # a small array suffices
+    monkeypatch.setattr(freed_memory, "give_back_freed_memory", lambda: calls.append(1))
+    monkeypatch.setattr(freed_memory, "TRIM_AFTER_BYTES", 32 << 20)  # a small array suffices
     arr = await aiozarr.create_array_async(
         MemoryStore(), shape=(4 << 20,), chunks=(1 << 20,), dtype="f8"
     )
     await arr.getitem(slice(0, 1 << 20))  # 8 MiB: nothing to give back
     assert calls == []
-    await arr.getitem(...)
+    await arr.getitem(...)  # nothing stored, nothing fetched: given back once, at the end
     assert calls == [1]
+
+
+class _HeldStore(WrapperStore):
+    """Holds the answers for `held` until `release` is set."""
+
+    def __init__(self, inner: MemoryStore, held: set[str]) -> None:
+        super().__init__(inner)
+        self.held = held
+        self.release = asyncio.Event()
+
+    async def read(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+    ) -> Versioned | None:
+        if key in self.held:
+            await self.release.wait()
+        return await super().read(key, byte_range, max_bytes)
+
+
+async def test_a_large_read_gives_memory_back_as_it_decodes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not only at its end: a shard's buffer freed after decoding stays resident beside
+    the filling output until memory is given back. The last two chunks are held until
+    memory has been given back once: a read that gives it back only at its end never
+    gets them."""
+    monkeypatch.setattr(freed_memory, "TRIM_AFTER_BYTES", 32 << 20)
+    monkeypatch.setattr(freed_memory, "TRIM_EVERY_BYTES", 4 << 20)
+    data = np.random.default_rng(0).random(4 << 20)  # 32 MiB that do not compress
+    memory = MemoryStore()
+    arr = await aiozarr.create_array_async(memory, shape=data.shape, chunks=(1 << 20,), dtype="f8")
+    await arr.setitem(..., data)
+    store = _HeldStore(memory, held={"c/2", "c/3"})
+    reader = await aiozarr.open_array_async(store, mode="r")
+    loop = asyncio.get_running_loop()
+    done: list[int] = []  # chunks decoded so far, at each progress call
+    given_back_at: list[int] = []  # chunks decoded so far, at each give-back
+
+    def give_back() -> None:  # on a worker thread
+        given_back_at.append(done[-1] if done else 0)
+        loop.call_soon_threadsafe(store.release.set)
+
+    monkeypatch.setattr(freed_memory, "give_back_freed_memory", give_back)
+    async with asyncio.timeout(20):
+        got = await reader.getitem(..., progress=lambda finished, total: done.append(finished))
+    assert np.array_equal(got, data)
+    assert given_back_at[0] == 2 and given_back_at[-1] == 4, given_back_at

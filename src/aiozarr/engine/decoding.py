@@ -16,6 +16,7 @@ import anyio
 import numpy as np
 
 from aiozarr.engine.executor import codec_threads, run_codec
+from aiozarr.engine.freed_memory import FreedMemory
 from aiozarr.engine.located import LocatedChunk
 from aiozarr.engine.progress import ChunkProgress
 from aiozarr.engine.settings import ReadSettings
@@ -39,12 +40,13 @@ class DecodeJob:
 @dataclass(frozen=True, slots=True)
 class Reads:
     """What every stage of one read shares: the array, the output, the progress, the
-    settings."""
+    settings, the memory it has freed."""
 
     array: StoredArray
     out: np.ndarray
     progress: ChunkProgress
     settings: ReadSettings
+    memory: FreedMemory
 
     def fill(self, projection: ChunkProjection) -> None:
         self.out[projection.out_selection] = self.array.fill_value

@@ -29,8 +29,7 @@ import anyio
 import numpy as np
 
 from aiozarr.engine.decoding import DecodeJob, Reads, decode_one
-from aiozarr.engine.executor import run_codec
-from aiozarr.engine.freed_memory import TRIM_AFTER_BYTES, give_back_freed_memory
+from aiozarr.engine.freed_memory import FreedMemory
 from aiozarr.engine.located import (
     Fetch,
     LocatedChunk,
@@ -76,15 +75,15 @@ async def read(
         return
     counter = ChunkProgress(len(projections), progress)
     settings = ReadSettings.of(array.store)
+    memory = FreedMemory(out.nbytes)
     for tries in range(1, _STALE_RETRIES + 1):
         try:
             with unwrap_group():
-                await _read_once(Reads(array, out, counter, settings), projections)
+                await _read_once(Reads(array, out, counter, settings, memory), projections)
             break
         except StaleIndexError as exc:
             _forget_stale(array, exc, tries)
-    if out.nbytes >= TRIM_AFTER_BYTES:
-        await run_codec(give_back_freed_memory)
+    await memory.give_back()
 
 
 def _forget_stale(array: StoredArray, stale: StaleIndexError, tries: int) -> None:
@@ -156,13 +155,16 @@ async def _fetch_and_decode(reads: Reads, fetches: Sequence[Fetch]) -> None:
 
     async def decode(burst: Answers) -> None:
         jobs = []
+        fetched = 0
         for i, data, version in burst:
+            fetched += 0 if data is None else memoryview(data).nbytes
             for chunk, chunk_data in fetches[i].expand(array, data, version):
                 if chunk_data is None:
                     reads.fill(chunk.projection)
                 else:
                     jobs.append(DecodeJob(chunk, chunk_data))
         await reads.decode(jobs)
+        await reads.memory.decoded(fetched)
 
     await _stream_in_batches(reads, fetches, decode)
 
