@@ -145,54 +145,11 @@ def describe_array(
     chunks: tuple[Any, ...],
     shards: tuple[Any, ...] | None,
     rectilinear_grid: RectilinearGrid | None,
-) -> ArrayDescription:
-    """The description of an array that reads here: its metadata, and the chunk and
-    shard shapes its codecs give it, as `ArrayDescription` holds them (`shards` None
-    when unsharded); `store` is the store's repr."""
-    return _described(
-        meta,
-        name=name,
-        store=store,
-        chunks=chunks,
-        shards=shards,
-        rectilinear_grid=rectilinear_grid,
-    )
-
-
-def describe_metadata(
-    meta: ArrayMetadata, *, name: str, store: str, problem: str | None = None
-) -> ArrayDescription:
-    """The description of an array from its metadata, without building its codecs: for
-    an array that cannot be opened here (`problem` says why). Sharded when its codecs
-    hold `sharding_indexed`: the shard is then the grid's chunk and the chunk is the
-    sharding codec's `chunk_shape`, as the metadata writes them."""
-    sharding = next((c for c in meta.codecs if c.name == "sharding_indexed"), None)
-    inner = (sharding.configuration or {}).get("chunk_shape") if sharding else None
-    if inner is None:
-        chunks, shards = meta.chunk_shape, None
-    else:
-        chunks, shards = tuple(inner), meta.chunk_shape
-    return _described(
-        meta,
-        name=name,
-        store=store,
-        chunks=chunks,
-        shards=shards,
-        rectilinear_grid=meta.chunk_grid,
-        problem=problem,
-    )
-
-
-def _described(
-    meta: ArrayMetadata,
-    *,
-    name: str,
-    store: str,
-    chunks: tuple[Any, ...],
-    shards: tuple[Any, ...] | None,
-    rectilinear_grid: RectilinearGrid | None,
     problem: str | None = None,
 ) -> ArrayDescription:
+    """The description of an array: its metadata, and the chunk and shard shapes its
+    codecs give it, as `ArrayDescription` holds them (`shards` None when unsharded);
+    `store` is the store's repr, `problem` why it cannot be opened here (None: it can)."""
     if meta.chunk_grid is None:
         grid = tuple(math.ceil(s / c) for s, c in zip(meta.shape, meta.chunk_shape, strict=True))
     else:
@@ -213,6 +170,30 @@ def _described(
         dimension_names=meta.dimension_names,
         attributes=dict(meta.attributes),
         decoded_bytes=math.prod(meta.shape) * meta.dtype.itemsize,
+        problem=problem,
+    )
+
+
+def describe_metadata(
+    meta: ArrayMetadata, *, name: str, store: str, problem: str | None = None
+) -> ArrayDescription:
+    """The description of an array from its metadata, without building its codecs: for
+    an array that cannot be opened here (`problem` says why). Sharded when its codecs
+    hold `sharding_indexed`: the shard is then the grid's chunk and the chunk is the
+    sharding codec's `chunk_shape`, as the metadata writes them."""
+    sharding = next((c for c in meta.codecs if c.name == "sharding_indexed"), None)
+    inner = (sharding.configuration or {}).get("chunk_shape") if sharding else None
+    if inner is None:
+        chunks, shards = meta.chunk_shape, None
+    else:
+        chunks, shards = tuple(inner), meta.chunk_shape
+    return describe_array(
+        meta,
+        name=name,
+        store=store,
+        chunks=chunks,
+        shards=shards,
+        rectilinear_grid=meta.chunk_grid,
         problem=problem,
     )
 
