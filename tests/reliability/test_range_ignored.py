@@ -60,14 +60,18 @@ async def test_ranges_of_one_value_move_it_once(emulator: Emulator, kind: str) -
         store.reset_stats()
 
         # The first batch finds out: 16 ranges sent, each answered whole and refused
-        # unread, then ONE whole read serves them all. No range is answered before all
-        # 16 are sent, so the store cannot learn it in the middle of sending them.
+        # unread, then whole reads that overlap in time share one GET. No range is
+        # answered before all 16 are sent, so the store cannot learn it in the middle of
+        # sending them. One whole read serves them all, or two where a refusal reaches
+        # the event loop only after the first whole read has ended (a loaded machine):
+        # never one per range.
         proxy.hold(16)
         got = await store.get_partial_values(requests)
         assert [bytes(g) for g in got] == _expected(value)
-        assert len(proxy.sent) == 16 + 1
-        assert _whole_gets(proxy) == 1
-        assert store.stats()["bytes_read"] == SIZE
+        whole = _whole_gets(proxy)
+        assert whole in (1, 2)
+        assert len(proxy.sent) == 16 + whole
+        assert store.stats()["bytes_read"] == whole * SIZE
 
         # Known now: one whole read for the batch, and the statistics say what moved.
         proxy.reset_stats()
