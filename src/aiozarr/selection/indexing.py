@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import EllipsisType
 from typing import Any, TypeAlias
@@ -443,20 +443,14 @@ def basic_indexer(selection: Any, shape: Sequence[int], chunk_shape: ChunkGrid) 
     point = _point(selection, shape, chunk_shape)
     if point is not None:
         return point
-    grid = _axis_grids(shape, chunk_shape)
-    keys = normalize_selection(selection, shape)
-    axes = []
-    for axis, (key, size, chunk) in enumerate(zip(keys, shape, grid, strict=True)):
-        if _is_int(key):
-            axes.append(_int_axis(key, axis, size, chunk))
-        elif isinstance(key, slice):
-            axes.append(_slice_axis(key, axis, size, chunk))
-        else:
-            raise SelectionError(
-                f"a basic selection takes only integers, slices and `...`; axis {axis} got "
-                f"{type(key).__name__} (use an orthogonal selection for arrays and masks)"
-            )
-    return Indexer(axes)
+    return _per_axis(selection, shape, chunk_shape, _refuse_array_axis)
+
+
+def _refuse_array_axis(key: Any, axis: int, size: int, chunk: _AxisGrid) -> _Axis:
+    raise SelectionError(
+        f"a basic selection takes only integers, slices and `...`; axis {axis} got "
+        f"{type(key).__name__} (use an orthogonal selection for arrays and masks)"
+    )
 
 
 def orthogonal_indexer(selection: Any, shape: Sequence[int], chunk_shape: ChunkGrid) -> Indexer:
@@ -466,6 +460,17 @@ def orthogonal_indexer(selection: Any, shape: Sequence[int], chunk_shape: ChunkG
     The output is the outer product of the per-axis selections (zarr-python's `oindex`);
     integer-indexed axes are dropped.
     """
+    return _per_axis(selection, shape, chunk_shape, _array_axis)
+
+
+def _per_axis(
+    selection: Any,
+    shape: Sequence[int],
+    chunk_shape: ChunkGrid,
+    other: Callable[[Any, int, int, _AxisGrid], _Axis],
+) -> Indexer:
+    """The indexer of a selection made axis by axis: ints and slices as numpy takes them,
+    any other key as `other(key, axis, size, chunk)` says."""
     grid = _axis_grids(shape, chunk_shape)
     keys = normalize_selection(selection, shape)
     axes = []
@@ -475,7 +480,7 @@ def orthogonal_indexer(selection: Any, shape: Sequence[int], chunk_shape: ChunkG
         elif isinstance(key, slice):
             axes.append(_slice_axis(key, axis, size, chunk))
         else:
-            axes.append(_array_axis(key, axis, size, chunk))
+            axes.append(other(key, axis, size, chunk))
     return Indexer(axes)
 
 
