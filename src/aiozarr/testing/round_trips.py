@@ -4,13 +4,16 @@ path, for tests and benchmarks that hold a read or an open to a number of round 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from typing import TypeVar
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.storage.base import Buffer, Store, Version, Versioned
 from aiozarr.storage.counting import CountingStore
 
 __all__ = ["RoundTripStore"]
+
+T = TypeVar("T")
 
 # Turns of the event loop an answer waits before it counts as finished: a request sent
 # together with it that reaches the store a few turns later (its task's start, a budget
@@ -53,22 +56,20 @@ class RoundTripStore(CountingStore):
     async def read(
         self, key: str, byte_range: ByteRange | None, max_bytes: int | None
     ) -> Versioned | None:
-        level = self._begin()
-        try:
-            answer = await super().read(key, byte_range, max_bytes)
-            await _settle()
-            return answer
-        finally:
-            self._end(level)
+        return await self._request(super().read(key, byte_range, max_bytes))
 
     async def read_ranges(
         self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None
     ) -> tuple[list[Buffer], Version | None] | None:
+        return await self._request(super().read_ranges(key, byte_ranges, max_bytes))
+
+    async def _request(self, request: Awaitable[T]) -> T:
+        """`await request` at its depth, its answer settled before it counts as finished."""
         level = self._begin()
         try:
-            answers = await super().read_ranges(key, byte_ranges, max_bytes)
+            answer = await request
             await _settle()
-            return answers
+            return answer
         finally:
             self._end(level)
 
