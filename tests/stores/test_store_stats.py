@@ -99,3 +99,25 @@ async def test_requests_are_logged_at_debug(
     lines = [r.getMessage() for r in caplog.records if r.name == "aiozarr.store"]
     assert any("'k'" in line and "ok" in line for line in lines), lines
     assert any("'nothing'" in line and "missing" in line for line in lines), lines
+
+
+def test_a_crowd_is_other_reads_sent_by_then_and_still_waiting() -> None:
+    from aiozarr.storage.statistics import InFlight
+
+    in_flight = InFlight()
+    me, early, began, late = object(), [object() for _ in range(3)], object(), object()
+    in_flight.add(me, 0.0)
+    for i, token in enumerate(early):
+        in_flight.add(token, 1.0 + i)
+    in_flight.add(began, 4.0)
+    in_flight.began(began, 4.5)
+    in_flight.add(late, 9.0)
+    # Three others sent by 5.0 still wait for a first byte; the fourth's answer began.
+    assert not in_flight.crowded(me, 5.0, waiting=True, crowd=4)
+    assert in_flight.crowded(me, 5.0, waiting=False, crowd=4)  # all four still at it
+    assert in_flight.crowded(me, 5.0, waiting=True, crowd=3)
+    # A read sent after `since` is not one of the crowd, nor is the read asking.
+    assert not in_flight.crowded(me, 3.5, waiting=False, crowd=4)
+    in_flight.discard(early[0])
+    assert not in_flight.crowded(me, 5.0, waiting=False, crowd=4)
+    assert in_flight.crowded(late, 9.0, waiting=False, crowd=4)  # me, 2 early, began

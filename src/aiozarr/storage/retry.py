@@ -439,7 +439,7 @@ class _HedgeTimer:
         # The others as they were half a limit ago: a crowd whose answers are coming in
         # now is still a crowd (they are noticed one turn of the loop after another).
         since = time.monotonic() - limit / 2
-        if self._in_flight.others(self, since, waiting=waiting) >= _CROWD:
+        if self._in_flight.crowded(self, since, waiting=waiting, crowd=_CROWD):
             self._held = True
             self._handle = self._loop.call_later(limit, self._fire)
             return

@@ -133,18 +133,21 @@ class InFlight:
         with self._lock:
             self._reads.pop(id(token), None)
 
-    def others(self, token: object, since: float, *, waiting: bool) -> int:
-        """How many reads other than `token`'s were sent by `since` and are still in
-        flight (`waiting`: and had no answer begun by then)."""
+    def crowded(self, token: object, since: float, *, waiting: bool, crowd: int) -> bool:
+        """Whether `crowd` or more reads other than `token`'s were sent by `since` and
+        are still in flight (`waiting`: and had no answer begun by then). Reads are kept
+        in the order they were sent, so a crowd is found among the first few."""
         mine = id(token)
+        found = 0
         with self._lock:
-            return sum(
-                1
-                for key, (sent, began) in self._reads.items()
-                if key != mine
-                and sent <= since
-                and not (waiting and began is not None and began <= since)
-            )
+            for key, (sent, began) in self._reads.items():
+                if sent > since:
+                    break  # sent later, as is every read after it
+                if key != mine and not (waiting and began is not None and began <= since):
+                    found += 1
+                    if found >= crowd:
+                        return True
+        return False
 
     def _after_fork(self) -> None:
         # The parent's requests are not the child's.
