@@ -353,8 +353,10 @@ def targets(document: dict[str, Any]) -> list[tuple[str, str]]:
             n = _last_stats(r).get("requests", 0)
             checks.append(
                 (
-                    "group-consolidated on 20ms: 1 request",
-                    f"{n}: " + ("met" if n == 1 else "**not met**"),
+                    # `zarr.json` and `.zmetadata` in one batch, so a consolidated v2
+                    # group opens in the same round trip (docs/decisions/formats.md)
+                    "group-consolidated on 20ms: <= 2 requests",
+                    f"{n}: " + ("met" if n <= 2 else "**not met**"),
                 )
             )
         checks.append(_ratio_check(ix, "20ms", "write", "tensorstore", 1.5))
