@@ -149,42 +149,37 @@ def tables(document: dict[str, Any]) -> str:
 # -- targets ----------------------------------------------------------------------------------
 
 
-def _t(ix: _Index, profile: str, row: str, engine: str) -> float | None:
+def _t(ix: _Index, profile: str, row: str, engine: str, field: str = "median_s") -> float | None:
+    """A median of one row (`median_s`, or `median_cpu_s`); None where it did not run."""
     r = ix.get((profile, row, engine))
-    return r["median_s"] if r and r.get("ok") and r.get("median_s") else None
+    return r[field] if r and r.get("ok") and r.get(field) else None
+
+
+def _judged(name: str, top: float | None, bottom: float | None, met: bool) -> tuple[str, str]:
+    """A target's line: the ratio `top / bottom` and whether it is met."""
+    if top is None or bottom is None:
+        return name, "not measured"
+    return name, f"{top / bottom:.2f}x: " + ("met" if met else "**not met**")
 
 
 def _ratio_check(ix: _Index, profile: str, row: str, peer: str, want: float) -> tuple[str, str]:
     a, p = _t(ix, profile, row, BASE), _t(ix, profile, row, peer)
     name = f"{row} on {profile}: >= {want}x {peer}"
-    if a is None or p is None:
-        return name, "not measured"
-    got = p / a
-    return name, f"{got:.2f}x: " + ("met" if got >= want else "**not met**")
-
-
-def _cpu_s(ix: _Index, profile: str, row: str, engine: str) -> float | None:
-    r = ix.get((profile, row, engine))
-    return r["median_cpu_s"] if r and r.get("ok") and r.get("median_cpu_s") else None
+    return _judged(name, p, a, a is not None and p is not None and p >= want * a)
 
 
 def _cpu_check(ix: _Index, profile: str, row: str, peer: str, most: float) -> tuple[str, str]:
     """aiozarr's client CPU per repeat at most `most` times `peer`'s."""
-    a, p = _cpu_s(ix, profile, row, BASE), _cpu_s(ix, profile, row, peer)
+    a, p = (_t(ix, profile, row, e, "median_cpu_s") for e in (BASE, peer))
     name = f"{row} on {profile}: client CPU <= {most}x {peer}'s"
-    if a is None or p is None:
-        return name, "not measured"
-    got = a / p
-    return name, f"{got:.2f}x: " + ("met" if got <= most else "**not met**")
+    return _judged(name, a, p, a is not None and p is not None and a <= most * p)
 
 
 def _sync_check(ix: _Index, profile: str) -> tuple[str, str]:
     """The sync facade's full read within 10 % of the async one's time."""
     a, s = _t(ix, profile, "full", BASE), _t(ix, profile, "full", "aiozarr-sync")
     name = f"full on {profile}: aiozarr-sync within 10 % of aiozarr-async"
-    if a is None or s is None:
-        return name, "not measured"
-    return name, f"{s / a:.2f}x: " + ("met" if s <= 1.1 * a else "**not met**")
+    return _judged(name, s, a, a is not None and s is not None and s <= 1.1 * a)
 
 
 def _full_read_checks(ix: _Index, profile: str, full_want: float) -> list[tuple[str, str]]:
