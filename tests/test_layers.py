@@ -27,6 +27,7 @@ INNER_LAYERS = {
     "nodes": [
         {"display"},
         {"array", "group", "description"},
+        {"node_updates"},
         {"hierarchy", "hierarchy_walk", "creation"},
         {"codec_roles", "selections", "shape_changes", "stored_size", "write_values"},
     ],
@@ -196,6 +197,7 @@ def test_the_reach_in_check_catches_each_kind(tmp_path: Path) -> None:
 
 
 # -- import cycles ---------------------------------------------------------------------------
+
 
 def _module_graph() -> dict[str, set[str]]:
     """Module -> the aiozarr modules it imports anywhere: at the top, inside functions and

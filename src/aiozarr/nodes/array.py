@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any, Literal, NoReturn
 
@@ -35,6 +35,7 @@ from aiozarr.errors import (
 )
 from aiozarr.metadata.model import ArrayMetadata, CodecMetadata, GroupMetadata
 from aiozarr.nodes import codec_roles, hierarchy, selections, shape_changes, stored_size
+from aiozarr.nodes import node_updates as updates
 from aiozarr.nodes.creation import array_config, array_metadata
 from aiozarr.nodes.description import ArrayDescription, ArrayInfo, array_info, describe_array
 from aiozarr.nodes.write_values import as_value
@@ -307,12 +308,19 @@ class AsyncArray(hierarchy.NodeLocation):
         return await stored_size.total_bytes(self._store, await self._stored_keys())
 
     async def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
-        """Grow the array along `axis` by `data` and write it there; the new shape."""
+        """Grow the array along `axis` by `data` and write it there; the new shape.
+
+        The growth is applied to the shape as stored (another writer's append included)
+        and committed first; `data` then goes to the end that shape gave, so concurrent
+        appends all land, one after another (`nodes/updates.py`).
+        """
         values = self._as_value(data, np.shape(data))  # refused before the array grows
-        new, region = shape_changes.appended(self.shape, values.shape, axis, self.name)
-        await self.resize(new)
+        change = await self._update_metadata(
+            lambda meta: shape_changes.grown(meta, values.shape, axis, self.name)
+        )
+        _, region = shape_changes.appended(change.before.shape, values.shape, axis, self.name)
         await self.setitem(region, values)
-        return new
+        return change.after.shape
 
     async def info_complete(self) -> ArrayInfo:
         """`info()` with what needs the store: bytes stored and chunks initialized."""
@@ -482,38 +490,52 @@ class AsyncArray(hierarchy.NodeLocation):
             raise ReadOnlyError(f"array {self.name} in {self._store!r} is read-only")
 
     async def resize(self, new_shape: int | Sequence[int]) -> None:
-        """Change the shape; chunks wholly outside the new shape are deleted.
+        """Change the shape; chunks wholly outside the new shape are deleted (before the
+        new shape is stored, so an append committed after it keeps its rows).
 
         On a rectilinear grid the edges stay as they are when shrinking (edges past the
         end are allowed); growing past the last edge repeats the last edge of that axis
         as often as needed.
         """
-        self._check_writable()
-        new, outside = shape_changes.resized(self.metadata, new_shape, self.name)
-        stale = [self._stored.key(coords) for coords in outside]
-        await self._replace_metadata(new)
-        if stale:
+
+        async def drop_outside(before: ArrayMetadata, after: ArrayMetadata) -> None:
+            _, outside = shape_changes.resized(before, after.shape, self.name)
+            stale = [self._stored.key(coords) for coords in outside]
             await self._store.delete_many(stale)
-            for key in stale:
-                self._stored.index_cache.invalidate(key)
+            self._stored.index_cache.invalidate(*stale)
+
+        self._check_writable()
+        await self._update_metadata(
+            lambda meta: shape_changes.resized(meta, new_shape, self.name)[0], drop_outside
+        )
 
     async def update_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
-        """Merge `attributes` into the array's attributes and store them."""
+        """Merge `attributes` into the array's attributes as stored; the attributes now."""
         self._check_writable()
-        merged = {**self.metadata.attributes, **attributes}
-        await self._replace_metadata(dataclasses.replace(self.metadata, attributes=merged))
-        return merged
+        change = await self._update_metadata(updates.merged_attributes(attributes))
+        return dict(change.after.attributes)
 
     async def replace_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
         """Replace all of the array's attributes with `attributes` and store them."""
         self._check_writable()
-        new = dict(attributes)
-        await self._replace_metadata(dataclasses.replace(self.metadata, attributes=new))
-        return new
+        change = await self._update_metadata(updates.replaced_attributes(attributes))
+        return dict(change.after.attributes)
 
-    async def _replace_metadata(self, meta: ArrayMetadata) -> None:
-        await hierarchy.write_node(self._store, self._path, meta)
-        self._stored = dataclasses.replace(self._stored, meta=meta)
+    async def delete_attributes(self, names: Iterable[str]) -> dict[str, Any]:
+        """Remove the attributes `names` from those stored; the attributes now."""
+        self._check_writable()
+        change = await self._update_metadata(updates.without_attributes(names))
+        return dict(change.after.attributes)
+
+    async def _update_metadata(
+        self,
+        apply: updates.Apply[ArrayMetadata],
+        prepare: updates.Prepare[ArrayMetadata] | None = None,
+    ) -> updates.Change[ArrayMetadata]:
+        """Store `apply(metadata as stored)` (`updates.update_node`) and keep it."""
+        change = await updates.update_node(self._store, self._path, self.metadata, apply, prepare)
+        self._stored = dataclasses.replace(self._stored, meta=change.after)
+        return change
 
     # -- description ---------------------------------------------------------------------
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
 
 from aiozarr.errors import NodeNotFoundError, ReadOnlyError
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
-from aiozarr.nodes import hierarchy, hierarchy_walk
+from aiozarr.nodes import hierarchy, hierarchy_walk, node_updates
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.creation import check_options
 from aiozarr.storage.base import Store
@@ -162,17 +162,9 @@ class AsyncGroup(hierarchy.NodeLocation):
         if await self._open_member(name) is None:
             raise NodeNotFoundError(f"no member {name!r} in group {self.name} of {self._store!r}")
         await self._store.delete_prefix(self._child(name) + "/")
-        consolidated = self._metadata.consolidated
-        if consolidated is not None:
+        if self._metadata.consolidated is not None:
             member = hierarchy.normalize_path(name)
-            kept = {
-                k: v
-                for k, v in consolidated.items()
-                if k != member and not k.startswith(member + "/")
-            }
-            meta = dataclasses.replace(self._metadata, consolidated=kept)
-            await hierarchy.write_node(self._store, self._path, meta)
-            self._metadata = meta
+            await self._update_metadata(lambda meta: _without_member(meta, member))
 
     async def require_array(
         self,
@@ -241,17 +233,27 @@ class AsyncGroup(hierarchy.NodeLocation):
         )
 
     async def update_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
-        """Merge `attributes` into the group's attributes and store them."""
-        return await self.replace_attributes({**self._metadata.attributes, **attributes})
+        """Merge `attributes` into the group's attributes as stored; the attributes now."""
+        meta = await self._update_metadata(node_updates.merged_attributes(attributes))
+        return dict(meta.attributes)
 
     async def replace_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
         """Replace all of the group's attributes with `attributes` and store them."""
+        meta = await self._update_metadata(node_updates.replaced_attributes(attributes))
+        return dict(meta.attributes)
+
+    async def delete_attributes(self, names: Iterable[str]) -> dict[str, Any]:
+        """Remove the attributes `names` from those stored; the attributes now."""
+        meta = await self._update_metadata(node_updates.without_attributes(names))
+        return dict(meta.attributes)
+
+    async def _update_metadata(self, apply: node_updates.Apply[GroupMetadata]) -> GroupMetadata:
+        """Store `apply(metadata as stored)` (`node_updates.update_node`) and keep it."""
         if not self._store.writable:
             raise ReadOnlyError(f"group {self.name} in {self._store!r} is read-only")
-        meta = dataclasses.replace(self._metadata, attributes=dict(attributes))
-        await hierarchy.write_node(self._store, self._path, meta)
-        self._metadata = meta
-        return dict(attributes)
+        change = await node_updates.update_node(self._store, self._path, self._metadata, apply)
+        self._metadata = change.after
+        return change.after
 
     async def tree(self, *, max_depth: int | None = None) -> str:
         """The hierarchy below this group as indented text, with shapes and dtypes."""
@@ -292,6 +294,16 @@ async def subtree(group: AsyncGroup, max_depth: int | None = None) -> dict[str, 
                 for name, meta in found.items()
             ]
     return members
+
+
+def _without_member(meta: GroupMetadata, member: str) -> GroupMetadata:
+    """`meta` with `member` and everything below it gone from its consolidated metadata."""
+    if meta.consolidated is None:
+        return meta
+    kept = {
+        k: v for k, v in meta.consolidated.items() if k != member and not k.startswith(member + "/")
+    }
+    return dataclasses.replace(meta, consolidated=kept)
 
 
 def _open(store: Store, path: str, meta: hierarchy.Node) -> AsyncArray | AsyncGroup:

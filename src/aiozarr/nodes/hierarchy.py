@@ -37,7 +37,7 @@ from aiozarr.metadata.format import (
     join,
 )
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata, Node
-from aiozarr.storage.base import RangeRequest, Store
+from aiozarr.storage.base import RangeRequest, Store, Versioned
 
 #: A v3 node's document (a name a group's listing skips).
 V3_KEY = v3.ZARR_JSON
@@ -175,13 +175,19 @@ class _Run:
 
 
 async def _read_nodes(
-    store: Store, paths: list[str], options: ReadOptions, *, batch: bool = False
+    store: Store,
+    paths: list[str],
+    options: ReadOptions,
+    *,
+    batch: bool = False,
+    read: dict[str, Versioned | None] | None = None,
 ) -> list[Node | None]:
     """Run the formats' reads of every path, a detection stage at a time: a format starts
     at its stage, unless the path already has a node; the steps due at one stage go out
     in one batch (a key two formats ask for, once); then each path's formats go on in
     their order (follow-ups read at once) until one has a node. With `batch`, even a
-    single document is read as a batch."""
+    single document is read as a batch; with `read`, every document read is put there
+    with its version (`_answer`)."""
     asked = [fmt for fmt in formats.FORMATS if options.zarr_format in fmt.asked_by]
     runs: list[list[_Run | None]] = [[None] * len(asked) for _ in paths]
     found: list[Node | None] = [None] * len(paths)
@@ -198,13 +204,14 @@ async def _read_nodes(
                     run = node_runs[j]
                     if run is not None and run.due(stage):
                         now.append(run)
-            answers = await _answer(store, [run.step for run in now], batch)  # type: ignore[misc]
+            steps = [run.step for run in now]
+            answers = await _answer(store, steps, batch, read)  # type: ignore[arg-type]
             for run, answer in zip(now, answers, strict=True):
                 run.answer = answer  # sent in the formats' order: the first node wins
             for i in live:
                 got = _settle(runs[i], stage)
                 while isinstance(got, _Run):  # a follow-up step: read it alone
-                    (got.answer,) = await _answer(store, [got.step])  # type: ignore[list-item]
+                    (got.answer,) = await _answer(store, [got.step], read=read)  # type: ignore[list-item]
                     got = _settle(runs[i], stage)
                 if got is not None:
                     found[i], runs[i] = got, []  # let its reads go now, not with the last path
@@ -251,13 +258,24 @@ def _close(runs: list[_Run | None]) -> None:
             run.step = run.stage = None
 
 
-async def _answer(store: Store, steps: list[Step], batch: bool = False) -> list[Any]:
+async def _answer(
+    store: Store,
+    steps: list[Step],
+    batch: bool = False,
+    read: dict[str, Versioned | None] | None = None,
+) -> list[Any]:
     """The answer to each step: the documents of every `Fetch` (`Stored`, None when
     missing) read as one plain read when there is one key in all (unless `batch`), else
-    as one batch, each key once; the keys below each `ListKeys` prefix."""
+    as one batch, each key once; the keys below each `ListKeys` prefix. With `read`, the
+    documents are read with their versions, and put there by key (None: missing)."""
     keys = list(dict.fromkeys(k for step in steps if isinstance(step, Fetch) for k in step.keys))
     data: list[Any] = []
-    if len(keys) == 1 and not batch:
+    if read is not None and keys:
+        with metadata_bound():
+            got = await store.get_versioned_values([metadata_request(k) for k in keys])
+        read.update(zip(keys, got, strict=True))
+        data = [None if answer is None else answer[0] for answer in got]
+    elif len(keys) == 1 and not batch:
         data = [await get_document(store, keys[0])]
     elif keys or any(isinstance(step, Fetch) for step in steps):
         data = await get_documents(store, keys)
@@ -269,6 +287,24 @@ async def _answer(store: Store, steps: list[Step], batch: bool = False) -> list[
         else:
             answers.append([key async for key in store.list_prefix(step.prefix)])
     return answers
+
+
+async def read_versioned(
+    store: Store, path: str, like: Node
+) -> tuple[Node, dict[str, Versioned | None]]:
+    """The node at `path` read again, in the format of `like` (an array's documents alone
+    when `like` is an array; a group's consolidated metadata kept), with every document
+    read and its version by key (None: missing); `NodeNotFoundError` when it is gone or
+    is no longer the kind of node `like` is."""
+    options = ReadOptions(
+        formats.format_of(like).zarr_format, True, isinstance(like, ArrayMetadata)
+    )  # type: ignore[arg-type]
+    read: dict[str, Versioned | None] = {}
+    (node,) = await _read_nodes(store, [path], options, read=read)
+    if node is None or isinstance(node, ArrayMetadata) != isinstance(like, ArrayMetadata):
+        kind = "array" if isinstance(like, ArrayMetadata) else "group"
+        raise NodeNotFoundError(f"the {kind} at {path or '/'!r} is no longer in {store!r}")
+    return node, read
 
 
 def consolidated_member(group: GroupMetadata, name: str) -> Node | None:

@@ -70,6 +70,15 @@ def resized(
     return new, outside
 
 
+def grown(
+    meta: ArrayMetadata, values_shape: tuple[int, ...], axis: int, name: str
+) -> ArrayMetadata:
+    """The metadata of array `name` (`meta`) after appending values of `values_shape`
+    along `axis` (`appended`'s shape, `resized`'s grid)."""
+    shape, _ = appended(meta.shape, values_shape, axis, name)
+    return resized(meta, shape, name)[0]
+
+
 def appended(
     shape: tuple[int, ...], values_shape: tuple[int, ...], axis: int, name: str
 ) -> tuple[tuple[int, ...], tuple[slice, ...]]:

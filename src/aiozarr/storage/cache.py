@@ -67,10 +67,11 @@ class LRUByteCache:
                 _, (_, size) = self._items.popitem(last=False)
                 self._nbytes -= size
 
-    def invalidate(self, key: str) -> None:
-        """Forget the value at `key`, if any."""
+    def invalidate(self, *keys: str) -> None:
+        """Forget the values at `keys`, if any."""
         with self._lock:
-            self._drop(key)
+            for key in keys:
+                self._drop(key)
 
     def clear(self) -> None:
         """Forget every value."""

@@ -5,7 +5,7 @@ Each I/O method is one `run` line, so sync and async cannot drift.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, MutableMapping
 from typing import Any
 
 import numpy as np
@@ -36,9 +36,7 @@ class Attributes(MutableMapping[str, Any]):
         return run(self._node.update_attributes, {key: value})  # type: ignore[func-returns-value]
 
     def __delitem__(self, key: str) -> None:
-        return run(
-            self._node.replace_attributes, {k: v for k, v in self._node.attrs.items() if k != key}
-        )  # type: ignore[func-returns-value]
+        return run(self._node.delete_attributes, [key])  # type: ignore[func-returns-value]
 
     def update(self, other: Mapping[str, Any] = (), /, **kwargs: Any) -> None:  # type: ignore[override]
         return run(self._node.update_attributes, {**dict(other), **kwargs})  # type: ignore[func-returns-value]
@@ -266,6 +264,10 @@ class Array:
         """Replace the stored attributes with `attributes`; returns them."""
         return run(self._async.replace_attributes, attributes)
 
+    def delete_attributes(self, names: Iterable[str]) -> dict[str, Any]:
+        """Remove the attributes `names` from the stored ones; returns the attributes now."""
+        return run(self._async.delete_attributes, names)
+
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         values = np.asarray(self[...])
         return values if dtype is None else values.astype(dtype)
@@ -395,6 +397,10 @@ class Group:
     def replace_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
         """Replace the stored attributes with `attributes`; returns them."""
         return run(self._async.replace_attributes, attributes)
+
+    def delete_attributes(self, names: Iterable[str]) -> dict[str, Any]:
+        """Remove the attributes `names` from the stored ones; returns the attributes now."""
+        return run(self._async.delete_attributes, names)
 
     def tree(self, *, max_depth: int | None = None) -> str:
         """The hierarchy below this group as text, one line per node with its shape, dtype,

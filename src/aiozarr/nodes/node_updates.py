@@ -1,0 +1,181 @@
+"""Changing a node's stored metadata without losing another writer's change.
+
+Every change of an existing node's metadata (a resize, an append's growth, attributes)
+is a pure function from the metadata as stored to the metadata wanted (`Apply`).
+`update_node` reads the node's documents with their versions, applies the change to
+what it read, and writes each document that changed on the condition that it is still
+the version read (If-Match; If-None-Match where it was missing), as chunk writes do
+(`engine/write.py`). When another writer came first, it reads again and applies the
+change to what that writer stored, so both changes land; after `MAX_ATTEMPTS` tries, or
+`retry_deadline_s`, it raises `VersionConflictError` naming the keys. A change that does
+not fit what is stored any more (an append whose other dimensions another writer
+changed) raises `VersionConflictError` too, and nothing is written; one that does not
+fit the handle's own metadata is refused before any I/O.
+
+The read is the handle's own, made as the change starts: a handle's cached metadata
+(possibly from a group's consolidated snapshot) is never written back. Within a process
+the documents' keys are locked for the read-apply-write (`storage/locks.py`), so
+handles of one store never conflict with each other; a store that cannot write on a
+condition is written unconditionally, protected by those locks alone.
+docs/decisions/failure-model.md says why and what a reader sees.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+import anyio
+
+from aiozarr.engine.settings import WriteSettings
+from aiozarr.errors import AiozarrError, VersionConflictError
+from aiozarr.metadata import formats
+from aiozarr.metadata.model import Node
+from aiozarr.nodes import hierarchy
+from aiozarr.storage import conditions
+from aiozarr.storage.base import Store, Versioned
+
+__all__ = [
+    "MAX_ATTEMPTS",
+    "Change",
+    "merged_attributes",
+    "replaced_attributes",
+    "update_node",
+    "without_attributes",
+]
+
+N = TypeVar("N", bound=Node)
+
+#: Tries of one change (the first included) before `VersionConflictError`.
+MAX_ATTEMPTS = 50
+
+#: The document a v2 `.zattrs` holds when there are no attributes: written in place of a
+#: delete where the store cannot delete on a condition.
+_EMPTY_ATTRIBUTES = b"{}"
+
+
+@dataclass(frozen=True, slots=True)
+class Change(Generic[N]):
+    """A committed change: the metadata it was applied to, and the metadata stored."""
+
+    before: N
+    after: N
+
+
+#: The change: the metadata as stored -> the metadata wanted (pure; may raise).
+Apply = Callable[[N], N]
+#: Run after the change is applied and before it is written, with (before, after).
+Prepare = Callable[[N, N], Awaitable[None]]
+
+
+async def update_node(
+    store: Store, path: str, like: N, apply: Apply[N], prepare: Prepare[N] | None = None
+) -> Change[N]:
+    """Apply `apply` to the stored metadata of the node at `path` (of `like`'s format and
+    kind) and store the result; on another writer's change, apply it again to theirs.
+
+    `prepare(before, after)` runs before each try's write (a resize deletes the chunks it
+    leaves outside). Returns the change as committed.
+    """
+    fmt = formats.format_of(like)
+    # A read-only format refuses here, before any I/O, and so does a change that does
+    # not fit the metadata the handle holds.
+    shown = ", ".join(repr(k) for k in fmt.documents(path, like))
+    apply(like)
+    keys = fmt.node_keys(path)  # the same for an array and a group: one lock per node
+    settings = WriteSettings.of()
+    started = time.monotonic()
+    async with store.runtime.locks.hold(keys):
+        for attempt in range(MAX_ATTEMPTS):
+            before, read = await hierarchy.read_versioned(store, path, like)
+            after = _reapplied(apply, before, shown, store)
+            if prepare is not None:
+                await prepare(before, after)  # type: ignore[arg-type]
+            try:
+                await _write_changed(store, path, before, after, read)
+            except VersionConflictError:
+                pass
+            else:
+                return Change(before, after)  # type: ignore[arg-type]
+            if time.monotonic() - started > settings.retry_deadline_s:
+                break
+            grown = settings.retry_base_delay_s * 2 ** min(attempt, 30)
+            await anyio.sleep(random.uniform(0, min(settings.retry_max_delay_s, grown)))
+    raise VersionConflictError(
+        f"could not change the metadata {shown} in {store!r} "
+        f"after {attempt + 1} tries in {time.monotonic() - started:.1f} s: other writers "
+        "kept changing it"
+    )
+
+
+def _reapplied(apply: Apply[N], before: N, shown: str, store: Store) -> N:
+    """`apply(before)`; a change that fitted the handle's metadata but does not fit what
+    is stored now (another writer changed it) is a `VersionConflictError`."""
+    try:
+        return apply(before)
+    except AiozarrError as error:
+        raise VersionConflictError(
+            f"cannot change the metadata {shown} in {store!r}: "
+            f"another writer changed it, and the change no longer applies: {error}"
+        ) from error
+
+
+async def _write_changed(
+    store: Store, path: str, before: Node, after: Node, read: Mapping[str, Versioned | None]
+) -> None:
+    """Write the documents of `after` that differ from those of `before`, each on the
+    condition that it is still the version `read` gave; delete (on that condition) the
+    ones `after` no longer has. `VersionConflictError` at the first that changed."""
+    fmt = formats.format_of(after)
+    old, new = fmt.documents(path, before), fmt.documents(path, after)
+    changed = {k: doc for k, doc in new.items() if old.get(k) != doc or read.get(k) is None}
+    stale = [k for k in fmt.stale_keys(path, after) if read.get(k) is not None]
+    if not changed and not stale:
+        return
+    conditional = store.supports_conditional_writes
+    if conditional:
+        await conditions.ensure_trusted(store, f"{path}/" if path else "", [*changed, *stale])
+        conditions.check_versions(store, {k: read.get(k) for k in [*changed, *stale]})
+    for key, doc in changed.items():
+        await _put(store, key, doc, read.get(key), conditional)
+    for key in stale:
+        if not conditional:
+            await store.delete(key)
+        elif store.supports_conditional_deletes:
+            await store.delete_if(key, read[key][1])  # type: ignore[index]
+        else:  # an empty document, written on its condition, says what a delete would
+            await _put(store, key, _EMPTY_ATTRIBUTES, read[key], conditional)
+
+
+async def _put(
+    store: Store, key: str, doc: bytes, before: Versioned | None, conditional: bool
+) -> None:
+    if not conditional or (before is not None and before[1] is None):
+        # No condition to write on: the store has none, or (single_writer) no version.
+        await store.set(key, doc)
+    else:
+        await store.set_if(key, doc, None if before is None else before[1])
+
+
+def merged_attributes(attributes: Mapping[str, object]) -> Apply[N]:
+    """The change that merges `attributes` into the attributes as stored."""
+    update = dict(attributes)
+    return lambda meta: dataclasses.replace(meta, attributes={**meta.attributes, **update})
+
+
+def replaced_attributes(attributes: Mapping[str, object]) -> Apply[N]:
+    """The change that replaces the attributes as stored with `attributes`."""
+    new = dict(attributes)
+    return lambda meta: dataclasses.replace(meta, attributes=dict(new))
+
+
+def without_attributes(names: Iterable[str]) -> Apply[N]:
+    """The change that removes the attributes `names` from those as stored."""
+    gone = set(names)
+    return lambda meta: dataclasses.replace(
+        meta, attributes={k: v for k, v in meta.attributes.items() if k not in gone}
+    )
