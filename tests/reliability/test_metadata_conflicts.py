@@ -299,3 +299,27 @@ def test_a_member_opened_from_consolidated_metadata_writes_what_is_stored(
     stored = aiozarr.open_array(tmp_path, path="x", mode="r")
     assert stored.shape == (3,)
     assert stored.attrs.asdict() == {"units": "m"}
+
+
+@pytest.mark.parametrize("make_store", ["local", "s3"], indirect=True)
+def test_emptied_v2_attributes_are_removed_on_their_version(make_store: StoreFactory) -> None:
+    """A v2 `.zattrs` left empty is deleted on its version (local disk) or written as `{}`
+    on it (S3 has no conditional delete): either way both writers' changes land."""
+    _create(make_store(), zarr_format=2)
+    w1, w2 = _opened(make_store), _opened(make_store)
+    w1.update_attributes({"a": 1})
+    w2.delete_attributes(["a"])
+    assert aiozarr.open_array(make_store(), mode="r").attrs.asdict() == {}
+    w1.update_attributes({"b": 2})
+    assert aiozarr.open_array(make_store(), mode="r").attrs.asdict() == {"b": 2}
+
+
+@pytest.mark.parametrize("make_store", ["local"], indirect=True)
+def test_an_implicit_group_gets_its_document(make_store: StoreFactory) -> None:
+    aiozarr.create_array(make_store(), "a/x", shape=(2,), dtype="i4", chunks=(2,))
+    store = make_store()
+    assert isinstance(store, LocalStore)
+    (store.root / "a" / "zarr.json").unlink()  # `a` is now an implicit group
+    group = aiozarr.open_group(make_store(), "a", mode="r+")
+    assert group.update_attributes({"title": "t"}) == {"title": "t"}
+    assert aiozarr.open_group(make_store(), "a", mode="r").attrs.asdict() == {"title": "t"}

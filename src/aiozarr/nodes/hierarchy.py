@@ -291,20 +291,16 @@ async def _answer(
 
 async def read_versioned(
     store: Store, path: str, like: Node
-) -> tuple[Node, dict[str, Versioned | None]]:
+) -> tuple[Node | None, dict[str, Versioned | None]]:
     """The node at `path` read again, in the format of `like` (an array's documents alone
     when `like` is an array; a group's consolidated metadata kept), with every document
-    read and its version by key (None: missing); `NodeNotFoundError` when it is gone or
-    is no longer the kind of node `like` is."""
-    options = ReadOptions(
-        formats.format_of(like).zarr_format, True, isinstance(like, ArrayMetadata)
-    )  # type: ignore[arg-type]
+    read and its version by key (None: missing). The node is None when there is none of
+    `like`'s kind there."""
+    is_array = isinstance(like, ArrayMetadata)
+    options = ReadOptions(formats.format_of(like).zarr_format, True, is_array)  # type: ignore[arg-type]
     read: dict[str, Versioned | None] = {}
     (node,) = await _read_nodes(store, [path], options, read=read)
-    if node is None or isinstance(node, ArrayMetadata) != isinstance(like, ArrayMetadata):
-        kind = "array" if isinstance(like, ArrayMetadata) else "group"
-        raise NodeNotFoundError(f"the {kind} at {path or '/'!r} is no longer in {store!r}")
-    return node, read
+    return (node if isinstance(node, ArrayMetadata) == is_array else None), read
 
 
 def consolidated_member(group: GroupMetadata, name: str) -> Node | None:

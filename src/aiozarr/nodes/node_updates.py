@@ -32,9 +32,9 @@ from typing import Generic, TypeVar
 import anyio
 
 from aiozarr.engine.settings import WriteSettings
-from aiozarr.errors import AiozarrError, VersionConflictError
+from aiozarr.errors import AiozarrError, NodeNotFoundError, VersionConflictError
 from aiozarr.metadata import formats
-from aiozarr.metadata.model import Node
+from aiozarr.metadata.model import ArrayMetadata, GroupMetadata, Node
 from aiozarr.nodes import hierarchy
 from aiozarr.storage import conditions
 from aiozarr.storage.base import Store, Versioned
@@ -92,6 +92,8 @@ async def update_node(
     async with store.runtime.locks.hold(keys):
         for attempt in range(MAX_ATTEMPTS):
             before, read = await hierarchy.read_versioned(store, path, like)
+            if before is None:
+                before = _missing(store, path, like)
             after = _reapplied(apply, before, shown, store)
             if prepare is not None:
                 await prepare(before, after)  # type: ignore[arg-type]
@@ -110,6 +112,14 @@ async def update_node(
         f"after {attempt + 1} tries in {time.monotonic() - started:.1f} s: other writers "
         "kept changing it"
     )
+
+
+def _missing(store: Store, path: str, like: N) -> N:
+    """What a change applies to where the node has no document: a group's is created (a v3
+    group can be implicit); an array is gone (`NodeNotFoundError`)."""
+    if isinstance(like, ArrayMetadata):
+        raise NodeNotFoundError(f"the array at {path or '/'!r} is no longer in {store!r}")
+    return GroupMetadata(zarr_format=like.zarr_format)  # type: ignore[return-value]
 
 
 def _reapplied(apply: Apply[N], before: N, shown: str, store: Store) -> N:

@@ -62,6 +62,8 @@ def resized(
         new = dataclasses.replace(new, chunk_grid=grown, chunk_shape=grown.max_shape)
         old_counts = list(old.chunk_grid.counts_within(old.shape))
         new_counts = list(grown.counts_within(shape))
+    if all(n >= o for n, o in zip(new_counts, old_counts, strict=True)):
+        return new, []  # grown: nothing is outside (and nothing to enumerate)
     outside = [
         coords
         for coords in np.ndindex(*old_counts)
