@@ -17,14 +17,19 @@ from typing import Any
 
 import numpy as np
 import pytest
+from obstore.store import S3Store
 from tests.reliability.locations import StoreFactory
+from tests.reliability.proxies import Proxy
+from tests.servers import unique_prefix
 
 import aiozarr
+from aiozarr import config
 from aiozarr.emulator import Emulator
-from aiozarr.errors import VersionConflictError
+from aiozarr.errors import ConditionalWriteUnsupportedError, VersionConflictError
 from aiozarr.nodes import node_updates
 from aiozarr.storage.base import Buffer, Store, Version
 from aiozarr.storage.local import LocalStore
+from aiozarr.storage.object_store import ObjectStore
 from aiozarr.storage.url import from_url
 from aiozarr.storage.wrapper import WrapperStore
 
@@ -323,3 +328,31 @@ def test_an_implicit_group_gets_its_document(make_store: StoreFactory) -> None:
     group = aiozarr.open_group(make_store(), "a", mode="r+")
     assert group.update_attributes({"title": "t"}) == {"title": "t"}
     assert aiozarr.open_group(make_store(), "a", mode="r").attrs.asdict() == {"title": "t"}
+
+
+@pytest.mark.parametrize("rule", ["drop_conditions", "drop_etags"])
+def test_a_metadata_change_where_conditions_are_dropped_raises_and_writes_nothing(
+    emulator: Emulator, rule: str
+) -> None:
+    """Behind a proxy that drops conditions or ETags, a metadata change refuses as a
+    partial chunk write does; `single_writer` writes it without a condition."""
+    prefix = unique_prefix()
+    options = emulator.storage_options()
+
+    def store(endpoint: str) -> ObjectStore:
+        return ObjectStore(
+            S3Store(emulator.bucket, prefix=prefix, **{**options, "endpoint": endpoint})
+        )
+
+    _create(store(emulator.endpoint), rows=2)
+    with Proxy(emulator.endpoint, **{rule: True}).running() as proxy:
+        arr = aiozarr.open_array(store(proxy.endpoint), mode="r+")
+        with pytest.raises(ConditionalWriteUnsupportedError, match=r"'zarr\.json'.*single_writer"):
+            arr.append([[1, 1]])
+        with pytest.raises(ConditionalWriteUnsupportedError, match=r"'zarr\.json'"):
+            arr.update_attributes({"a": 1})
+        direct = aiozarr.open_array(store(emulator.endpoint), mode="r")
+        assert (direct.shape, direct.attrs.asdict()) == ((2, 2), {})
+        with config.set(single_writer=True):
+            arr.update_attributes({"a": 1})
+    assert aiozarr.open_array(store(emulator.endpoint), mode="r").attrs.asdict() == {"a": 1}
