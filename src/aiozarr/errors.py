@@ -100,7 +100,9 @@ class ReferenceTargetError(StoreError):
 
 class VersionConflictError(StoreError):
     """A conditional write found another version of the value than the one it was based
-    on (another writer changed it first): re-read, merge again and retry."""
+    on (another writer changed it first): re-read, merge again and retry. Raised by a
+    metadata change (`append`, `resize`, attributes) that other writers kept changing
+    under it, or that no longer fits what another writer stored."""
 
 
 class ConditionalWriteUnsupportedError(StoreError):
