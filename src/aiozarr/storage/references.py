@@ -261,7 +261,8 @@ class ReferenceStore(Store):
         if store is None:
             from aiozarr.storage.url import from_url
 
-            store = from_url(base, storage_options=opts, read_only=True)
+            check = self._policy.check_redirect  # http(s): no redirect unchecked
+            store = from_url(base, storage_options=opts, read_only=True, check_redirect=check)
             self._targets[(base, which)] = store
         return store
 
