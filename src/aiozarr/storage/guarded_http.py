@@ -100,7 +100,11 @@ class GuardedHTTPStore(Store):
             headers["User-Agent"] = str(options["user_agent"])
         self._headers = headers
         self._proxy = options.get("proxy_url")
-        self._ssl = _ssl_setting(options)
+        self._tls = {k: options.get(k) for k in ("allow_invalid_certificates", "root_certificate")}
+        self._ssl: ssl.SSLContext | bool | None = None  # made on first use; not pickled
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**super().__getstate__(), "_ssl": None}
 
     def with_read_only(self, read_only: bool = True) -> GuardedHTTPStore:
         return self  # always read-only
@@ -115,6 +119,8 @@ class GuardedHTTPStore(Store):
         pass; a transport failure is a `TransientStoreError` (retried)."""
         url = f"{self._url}/{quote(key, safe=_SAFE)}"
         home = _origin(self._url)
+        if self._ssl is None:
+            self._ssl = _ssl_setting(self._tls)
         connector = aiohttp.TCPConnector(ssl=self._ssl, force_close=True)
         async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as session:
             for _ in range(_MAX_REDIRECTS + 1):
