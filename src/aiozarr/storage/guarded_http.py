@@ -6,7 +6,8 @@ setting to stop it. Where the locations a store may reach are limited (the targe
 reference file: `storage/reference_targets.py`), the store is this one instead: aiohttp
 with redirects off. Each redirect's `Location` goes to `check_redirect(from, to)`, which
 raises to refuse it before any request to it is made and returns the URL to read; a hop
-to another scheme, host or port carries none of the store's headers.
+to another scheme, host or port carries none of the store's headers, and its certificate
+is checked as by default (`allow_invalid_certificates` and `root_certificate` stay home).
 
 One GET per read (`Range` for a byte range, `bytes=-N` for a suffix), a HEAD for a size;
 the version of an answer is its ETag. Bodies are read as sent (no decompression) and a
@@ -121,10 +122,12 @@ class GuardedHTTPStore(Store):
         home = _origin(self._url)
         if self._ssl is None:
             self._ssl = _ssl_setting(self._tls)
-        connector = aiohttp.TCPConnector(ssl=self._ssl, force_close=True)
+        connector = aiohttp.TCPConnector(force_close=True)
         async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as session:
             for _ in range(_MAX_REDIRECTS + 1):
-                own = self._headers if _origin(url) == home else {}
+                # Off the store's own origin: none of its headers, default TLS checks.
+                at_home = _origin(url) == home
+                own = self._headers if at_home else {}
                 sent = {**own, "Accept-Encoding": "identity", **headers}
                 try:
                     response = await session.request(
@@ -133,6 +136,7 @@ class GuardedHTTPStore(Store):
                         headers=sent,
                         allow_redirects=False,
                         proxy=self._proxy,
+                        ssl=self._ssl if at_home else True,
                     )
                 except aiohttp.ClientError as error:
                     raise TransientStoreError(
