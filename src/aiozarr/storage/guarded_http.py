@@ -18,6 +18,7 @@ a connection of its own (no pool outlives it: a store serves any event loop).
 from __future__ import annotations
 
 import contextlib
+import copy
 import re
 import ssl
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -108,7 +109,12 @@ class GuardedHTTPStore(Store):
         return {**super().__getstate__(), "_ssl": None}
 
     def with_read_only(self, read_only: bool = True) -> GuardedHTTPStore:
-        return self  # always read-only
+        """The same store with another flag (it writes nothing either way), sharing this
+        one's request budget."""
+        other = copy.copy(self)
+        other._read_only = read_only
+        other._runtime = self.runtime
+        return other
 
     # -- requests ----------------------------------------------------------------------
 
