@@ -12,16 +12,18 @@ is checked as by default (`allow_invalid_certificates` and `root_certificate` st
 One GET per read (`Range` for a byte range, `bytes=-N` for a suffix), a HEAD for a size;
 the version of an answer is its ETag. Bodies are read as sent (no decompression) and a
 whole value is bounded by its `Content-Length` before its body is read. Each request has
-a connection of its own (no pool outlives it: a store serves any event loop).
+the connection pool of its batch (`stream_versioned_values`), closed when the batch ends:
+no pool outlives a batch, so a store serves any event loop and leaves nothing to close.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import copy
 import re
 import ssl
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urljoin, urlsplit
 
@@ -31,7 +33,14 @@ from yarl import URL
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import StoreError
 from aiozarr.sizes import memory_bytes
-from aiozarr.storage.base import Capabilities, Store, Versioned, check_key, check_size
+from aiozarr.storage.base import (
+    Capabilities,
+    RangeRequest,
+    Store,
+    Versioned,
+    check_key,
+    check_size,
+)
 from aiozarr.storage.redaction import redact_url
 from aiozarr.storage.retry import ShortReadError, TransientStoreError, answer_began
 
@@ -128,8 +137,7 @@ class GuardedHTTPStore(Store):
         home = _origin(self._url)
         if self._ssl is None:
             self._ssl = _ssl_setting(self._tls)
-        connector = aiohttp.TCPConnector(force_close=True)
-        async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as session:
+        async with _session() as session:
             for _ in range(_MAX_REDIRECTS + 1):
                 # Off the store's own origin: none of its headers, default TLS checks.
                 at_home = _origin(url) == home
@@ -159,6 +167,12 @@ class GuardedHTTPStore(Store):
                     response.release()
                 return
         raise StoreError(f"cannot read {key!r} in {self!r}: more than {_MAX_REDIRECTS} redirects")
+
+    @contextlib.asynccontextmanager
+    async def stream_versioned_values(self, requests: Sequence[RangeRequest]) -> AsyncIterator[Any]:
+        """The base class's batch read, its requests sharing one connection pool."""
+        async with _batch_session(), super().stream_versioned_values(requests) as answers:
+            yield answers
 
     def _failed(self, key: str, response: aiohttp.ClientResponse) -> StoreError:
         kind = TransientStoreError if response.status in _RETRY_STATUS else StoreError
@@ -247,6 +261,47 @@ class GuardedHTTPStore(Store):
 
     def __repr__(self) -> str:
         return f"GuardedHTTPStore({redact_url(self._url)!r})"
+
+
+# The connection pool of the batch under way in this task (and the tasks it starts).
+_BATCH: contextvars.ContextVar[aiohttp.ClientSession | None] = contextvars.ContextVar(
+    "aiozarr_guarded_http_batch", default=None
+)
+
+
+def _new_session() -> aiohttp.ClientSession:
+    """Headers, TLS settings and the proxy go with each request, and cookies nowhere: a
+    session serves any store."""
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0),  # the request budget bounds requests
+        auto_decompress=False,
+        cookie_jar=aiohttp.DummyCookieJar(),
+    )
+
+
+@contextlib.asynccontextmanager
+async def _batch_session() -> AsyncIterator[None]:
+    """One pool for the requests of a batch, closed when the batch ends."""
+    if _BATCH.get() is not None:
+        yield
+        return
+    async with _new_session() as session:
+        token = _BATCH.set(session)
+        try:
+            yield
+        finally:
+            _BATCH.reset(token)
+
+
+@contextlib.asynccontextmanager
+async def _session() -> AsyncIterator[aiohttp.ClientSession]:
+    """The batch's pool, or one for this request alone (a HEAD, a read outside a batch)."""
+    session = _BATCH.get()
+    if session is not None and not session.closed:
+        yield session
+        return
+    async with _new_session() as session:
+        yield session
 
 
 def _range_header(byte_range: ByteRange) -> str:
