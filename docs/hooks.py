@@ -235,8 +235,8 @@ that store's options. A kerchunk reference file (`.json`, `.parq`, or a dict) ta
 file. Over `http(s)://`, the reference file and its targets are read with redirects
 checked before they are followed, and take the client options `default_headers`,
 `user_agent`, `allow_http`, `allow_invalid_certificates`, `root_certificate` and
-`proxy_url` (timeouts, pool settings and `http1_only` are accepted and unused; the request policy's timeout
-bounds each request); any other is refused by name.
+`proxy_url` (timeouts, pool settings and `http1_only` are accepted and unused: the
+request policy's timeout bounds each request); any other is refused by name.
 """
 
 
