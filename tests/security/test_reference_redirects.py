@@ -241,3 +241,14 @@ async def test_a_reference_file_at_a_hosts_root_reads_targets_beside_it(
     a.put("/refs.json", json.dumps(_refs({"a/0": ["data.bin", 1, 2]})).encode())
     assert bytes(await ReferenceStore(f"{a.url}/refs.json").get("a/0")) == DATA[1:3]
     assert a.paths() == ["/refs.json", "/data.bin"]
+
+
+async def test_a_client_option_the_checked_client_cannot_honour_is_refused(
+    servers: tuple[_Server, _Server],
+) -> None:
+    a, _ = servers
+    a.put("/d/refs.json", json.dumps(_refs({"a/0": ["data.bin"]})).encode())
+    options = {"client_options": {"proxy_excludes": "127.0.0.1"}}
+    with pytest.raises(StoreError, match="proxy_excludes"):
+        await ReferenceStore(f"{a.url}/d/refs.json", storage_options=options).get("a/0")
+    assert a.seen == []
