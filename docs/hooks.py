@@ -232,7 +232,11 @@ No storage options. A local path given any is an error naming them; `memory://NA
 A path or URL ending in `.zip` opens a zip archive in the store of its parent, with
 that store's options. A kerchunk reference file (`.json`, `.parq`, or a dict) takes
 `allowed_targets` and `target_options` beside the options of the store that holds the
-file.
+file. Over `http(s)://`, the reference file and its targets are read with redirects
+checked before they are followed, and take the client options `default_headers`,
+`user_agent`, `allow_http`, `allow_invalid_certificates`, `root_certificate` and
+`proxy_url` (timeouts, pool settings and `http1_only` are accepted and unused: the
+request policy's timeout bounds each request); any other is refused by name.
 """
 
 

@@ -27,6 +27,7 @@ from aiozarr.codecs.registry import get_codec
 from aiozarr.codecs.transpose import TransposeCodec
 from aiozarr.errors import AiozarrError, CodecError, MetadataError, UnsupportedError
 from aiozarr.metadata.model import ArrayMetadata, CodecMetadata
+from aiozarr.sizes import memory_bytes
 
 #: Chains bound to other chunk shapes kept by `CodecChain.for_shape`.
 _MAX_SHAPES = 1024
@@ -208,6 +209,7 @@ class CodecChain:
 
         The result may be read-only (a view of `data`). Errors are `CodecError`s naming `key`.
         """
+        self.check_fits(key)
         try:
             bytes_spec = self._bytes_spec.named(key) if key else self._bytes_spec
             for codec, size in zip(
@@ -253,7 +255,21 @@ class CodecChain:
         decompress = self._direct_decompressor(self._spec.dtype)
         if decompress is None:
             return self.decode(data, key)
+        self.check_fits(key)
         return self._decode_to_scratch(decompress, data, key)
+
+    def check_fits(self, key: str = "") -> None:
+        """Raise `CodecError` naming `key` when a chunk's values cannot fit in this
+        process's memory (a `chunk_shape` of 2**40 x 2**40), before a decoder (or a partial
+        write) allocates them."""
+        spec = self._spec
+        nbytes = spec.nbytes
+        if nbytes > _SCRATCH_MAX_BYTES and nbytes > memory_bytes():
+            raise CodecError(
+                f"{_where(key)}: a chunk of shape {spec.shape} ({spec.dtype}) holds {nbytes} "
+                f"bytes of values, more than the {memory_bytes()} bytes of memory this process "
+                "may use; it cannot be read or written"
+            )
 
     def _decode_to_scratch(self, decompress: Any, data: Any, key: str) -> np.ndarray:
         spec = self._spec

@@ -43,6 +43,22 @@ __all__ = ["MAX_UPLOAD_BYTES", "Bucket"]
 MAX_UPLOAD_BYTES = 5 << 30  # S3's limit on one PUT (and on one part of a multipart upload)
 _LISTING_THREADS = 2  # listings walk the disk here, apart from the reads' threads
 _MAX_DELETE_KEYS = 1000  # S3's limit on one DeleteObjects
+# What each served operation may carry in its query (AWS SDKs add `x-id` to any). Any
+# other S3 operation is answered 501 NotImplemented, never served as one it resembles
+# (a CopyObject is a PUT with `x-amz-copy-source`; `?tagging` on a PUT is PutObjectTagging).
+_LIST_PARAMS = frozenset(
+    {"list-type", "prefix", "delimiter", "continuation-token", "start-after", "max-keys"}
+    | {"encoding-type", "fetch-owner"}
+)
+_OBJECT_PARAMS = {"PUT": {"uploadId", "partNumber"}, "DELETE": {"uploadId"}, "POST": {"uploadId"}}
+_BUCKET_PARAMS = {"GET": _LIST_PARAMS, "HEAD": frozenset(), "PUT": frozenset(), "POST": {"delete"}}
+# GET and HEAD of an object are plain HTTP reads too, which may carry a query of their
+# own (a cache buster): only S3's own parameters that would make them another operation
+# are refused there.
+_SUBRESOURCES = frozenset(
+    {"acl", "attributes", "legal-hold", "partNumber", "restore", "retention", "select"}
+    | {"tagging", "torrent", "uploadId", "uploads", "versionId", "versions", "versioning"}
+)
 
 
 class Bucket:
@@ -90,6 +106,11 @@ class Bucket:
         """The answer to `method` on `key` ("" for the bucket itself); S3Error when the
         operation fails or is not one the emulator supports."""
         query = request.query
+        unserved = _unserved(method, key, set(query) - {"x-id"}, request.headers)
+        if unserved:
+            raise S3Error(
+                501, f"{unserved} is not implemented by the emulator", key=key, close=True
+            )
         if method not in ("GET", "HEAD"):
             self._check_writable(key)  # before a byte of the body is read
         if not key:
@@ -118,7 +139,7 @@ class Bucket:
         elif method == "POST" and "uploadId" in query:
             body = await self._small_body(request)
             return await self._uploads.complete(key, query["uploadId"], body, self.name)
-        raise S3Error(405, f"{method} {request.path_qs} is not supported by the emulator")
+        raise S3Error(501, f"{method} {request.path} is not implemented by the emulator", key=key)
 
     # -- bodies ------------------------------------------------------------------------
 
@@ -219,3 +240,21 @@ class Bucket:
         return await asyncio.get_running_loop().run_in_executor(
             self._listing_pool, list_objects_v2, query, self.name, self.root
         )
+
+
+def _unserved(method: str, key: str, params: set[str], headers: Any) -> str:
+    """What S3 operation a request asks for that the emulator does not serve, or ""."""
+    if "x-amz-copy-source" in headers:
+        return "CopyObject / UploadPartCopy (x-amz-copy-source)"
+    if not key:
+        allowed = _BUCKET_PARAMS.get(method)
+        if allowed is None or not params <= allowed:
+            return f"{method} on the bucket with {sorted(params) or 'no parameters'}"
+        return ""
+    if method in ("GET", "HEAD"):
+        extra = params & _SUBRESOURCES
+    elif method == "POST" and params == {"uploads"}:  # CreateMultipartUpload
+        extra = set()
+    else:
+        extra = params - _OBJECT_PARAMS.get(method, set())
+    return f"{method} of an object with ?{'&'.join(sorted(extra))}" if extra else ""

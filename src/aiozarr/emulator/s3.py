@@ -33,6 +33,7 @@ ERROR_CODES = {
     415: "UnsupportedMediaType",
     416: "InvalidRange",
     500: "InternalError",
+    501: "NotImplemented",
     503: "SlowDown",
 }
 

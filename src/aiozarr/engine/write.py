@@ -66,6 +66,7 @@ def _encode_one(
         chunk = np.asarray(value[projection.out_selection], order="C")
     else:
         spec = job.chain.spec
+        job.chain.check_fits(job.key)
         if job.existing is None:
             chunk = np.full(spec.shape, fill_value, dtype=spec.dtype)
         else:

@@ -245,14 +245,24 @@ def choose_s3_signing(options: dict[str, Any], extra: dict[str, Any]) -> None:
 # -- what to say when a server refuses ---------------------------------------------------
 
 
-def refusal(store: Any, action: str, answer: str) -> str:
+def refusal(store: Any, action: str, answer: str, said: str = "") -> str:
     """Why an object store refused a request (`answer`: "403 Forbidden, AccessDenied"),
     and how to give it credentials: whether the request went unsigned and, if signed,
-    with which credentials."""
+    with which credentials. Where the server gave its own reason (`said`, more than
+    "Access Denied": "the server is read-only ..."), that reason, and how it was signed."""
     from obstore.store import AzureStore, GCSStore, S3Store
 
     config = getattr(store, "config", None) or {}
     unsigned = bool(_flag(config.get("skip_signature")))
+    if said:
+        how = (
+            "it went unsigned: no credentials were found"
+            if unsigned
+            else f"signed with {_s3_source(store, config)}"
+            if isinstance(store, S3Store)
+            else "signed"
+        )
+        return f"the server refused the request ({answer}): {said!r} ({how})"
     if isinstance(store, S3Store):
         if unsigned:
             return (

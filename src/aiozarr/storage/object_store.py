@@ -262,7 +262,7 @@ class ObjectStore(Store):
                 ) from exc
             if failure.denied and isinstance(self._store, S3Store | GCSStore | AzureStore):
                 # Say whether it went unsigned, and how to give credentials.
-                why = credentials.refusal(self._store, action, failure.denied)
+                why = credentials.refusal(self._store, action, failure.denied, failure.said)
                 raise StoreError(
                     f"cannot {action} {key!r} in {describe(self._store)}: {why}"
                 ) from exc

@@ -15,6 +15,7 @@ ask `classify`.
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 
@@ -49,6 +50,9 @@ _DEBUG = "\n\nDebug source:"
 # their text only) and the error code of an S3-style XML answer.
 _DENIED = re.compile(r"\b(401 Unauthorized|403 Forbidden)\b")
 _CODE = re.compile(r"<Code>([^<]{1,100})</Code>")
+_MESSAGE = re.compile(r"<Message>([^<]{1,500})</Message>")
+# Messages that say no more than the status does ("Access Denied" is S3's for any refusal).
+_GENERIC = frozenset({"access denied", "accessdenied", "forbidden", "unauthorized"})
 # The refused connect, in obstore's debug dump (its message says "error sending request").
 _REFUSED = ("ConnectionRefused", "Connection refused")
 
@@ -86,6 +90,9 @@ class ObstoreFailure:
     #: The server refused the request's credentials (or their absence): its status and
     #: error code ("403 Forbidden, AccessDenied"), or "".
     denied: str = ""
+    #: What the server's refusal says in its own words (an S3-style `<Message>`) where
+    #: that is more than its status ("the server is read-only ..."), or "".
+    said: str = ""
 
     @property
     def throttled(self) -> bool:
@@ -142,6 +149,7 @@ def classify(exc: BaseException) -> ObstoreFailure:
         not_partial=any(words in line for words in _NOT_PARTIAL),
         short_range=_is_short_range(line),
         denied=_denied(line) if from_obstore else "",
+        said=_said(line) if from_obstore else "",
     )
 
 
@@ -153,6 +161,16 @@ def _denied(line: str) -> str:
         return ""
     code = _CODE.search(line)
     return f"{found.group(1)}, {code.group(1)}" if code else found.group(1)
+
+
+def _said(line: str) -> str:
+    """The `<Message>` of a refusal's XML answer, unless it says no more than "Access
+    Denied"."""
+    if _DENIED.search(line) is None:
+        return ""
+    found = _MESSAGE.search(line)
+    said = html.unescape(found.group(1)).strip() if found else ""
+    return "" if said.lower().rstrip(".") in _GENERIC else said
 
 
 def _is_short_range(line: str) -> bool:

@@ -17,11 +17,17 @@ credentials. `TargetPolicy` decides, for each target URL of a reference file:
   its `storage_options` are its targets' options). Any other target is opened without
   options (S3 and GCS then sign nothing unless the environment holds credentials).
   Local paths and `memory://` take no options.
+- where a redirect may lead (`check_redirect`): the stores opened for a reference file
+  over http(s) follow a redirect only to a location these rules allow, with none of the
+  options unless it is on the same scheme, host and port; S3, GCS and Azure targets are
+  read through obstore, whose client follows its servers' redirects.
 
 Targets are compared after normalisation, and the target read is the normalised one:
 scheme and host in lower case (`s3a` is `s3`, `gcs` is `gs`), default ports dropped,
-`.` and `..` resolved (climbing above a bucket's or host's root is refused, as are
-percent-encoded dot segments), local paths made absolute with symbolic links resolved.
+`.` and `..` resolved (climbing above a bucket's or host's root is refused), local paths
+made absolute with symbolic links resolved. What a server could read as another path than
+the one checked is refused: a percent-encoded `/`, `\\` or `.` (`..%2F`, `%2e%2e`), a
+backslash, a query or a fragment (`a?/../../private`) in a remote target.
 A host part with a user (`http://allowed@evil/`) is refused outright (Azure's
 `container@account` form excepted), and prefixes match whole path segments:
 `s3://bucket` does not admit `s3://bucket-evil`, nor `/data/nc` `/data/ncx`.
@@ -35,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 from aiozarr.errors import ReferenceTargetError, StoreError
 
@@ -45,6 +51,9 @@ _AZURE = ("az", "azure", "abfs", "abfss", "adl")
 _ALIASES = {"s3a": "s3", "gcs": "gs"}
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _HOST = re.compile(r"[a-z0-9._~\-]+|\[[0-9a-f:.]+\]")
+# In a remote path: what a server may decode or split into another path than the one
+# checked (an encoded slash, backslash or dot, a backslash, a query or fragment mark).
+_AMBIGUOUS = re.compile(r"%(?:2f|5c|2e)|[\\?#]", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +84,10 @@ class Location:
 
     @property
     def parent(self) -> Location:
-        """The directory this location is in."""
-        return Location(self.scheme, self.authority, self.segments[:-1] or self.segments)
+        """The directory this location is in (a local root is its own)."""
+        if self.is_local:
+            return Location(self.scheme, self.authority, self.segments[:-1] or self.segments)
+        return Location(self.scheme, self.authority, self.segments[:-1])
 
     @property
     def root(self) -> Location:
@@ -103,13 +114,17 @@ class Location:
         return self.url
 
 
-def locate(text: str, base: Location | None = None, *, prefix: bool = False) -> Location:
+def locate(
+    text: str, base: Location | None = None, *, prefix: bool = False, query: bool = False
+) -> Location:
     """The normalised location of URL or path `text`; a relative one is taken relative to
     `base` (a directory; the working directory when None). `prefix`: `text` is an
-    allowed prefix, which may name a scheme alone (`"s3://"`).
+    allowed prefix, which may name a scheme alone (`"s3://"`). `query`: a remote URL may
+    have a query (a redirect's `Location`; its fragment is dropped, as it is never sent).
 
     Raises `ReferenceTargetError` for a URL that could mean two places (a user in the
-    host part, encoded dot segments, a climb above the root, a host on a `file://` URL).
+    host part, encoded slashes or dots, a query or fragment, a climb above the root, a
+    host on a `file://` URL).
     """
     try:
         parts = urlsplit(text)
@@ -129,6 +144,8 @@ def locate(text: str, base: Location | None = None, *, prefix: bool = False) -> 
         return Location("file", "", Path(os.path.realpath(text)).parts)
     scheme = _ALIASES.get(scheme, scheme)
     authority = _authority(scheme, parts.netloc, text, prefix=prefix)
+    if not query and ("?" in text or "#" in text):
+        raise _refused(text, "a query or fragment ('?' or '#'), which a server reads apart")
     segments = parts.path.split("/")
     if segments and segments[0] == "":
         segments = segments[1:]
@@ -152,7 +169,7 @@ def _authority(scheme: str, netloc: str, text: str, *, prefix: bool) -> str:
         authority = f"{host}:{int(port)}" if port else host
     else:
         authority = netloc
-    if "\\" in authority or any(ord(c) < 33 for c in authority):
+    if any(c in authority for c in "\\%") or any(ord(c) < 33 for c in authority):
         raise _refused(text, "an invalid host part")
     if not authority and not prefix:
         raise _refused(text, "no bucket or host")
@@ -170,8 +187,12 @@ def _remote(
     where = text if text is not None else f"{scheme}://{authority}/{'/'.join(segments)}"
     out: list[str] = []
     for segment in segments:
-        if segment not in (".", "..") and unquote(segment) in (".", ".."):
-            raise _refused(where, "a percent-encoded '.' or '..' segment")
+        if _AMBIGUOUS.search(segment):
+            raise _refused(
+                where,
+                "a percent-encoded '/', '\\' or '.', a backslash, '?' or '#' in its path (a "
+                "server may read it as another path than the one checked)",
+            )
         if segment == "..":
             if not out:
                 raise _refused(where, "a '..' above the root of its bucket or host")
@@ -275,3 +296,19 @@ class TargetPolicy:
         if self.home is not None and target.same_place(self.home):
             return "home", self._storage_options
         return "none", {}
+
+    def check_redirect(self, source: str, location: str) -> str:
+        """The URL to read where a read of `source` (http(s)) was redirected to
+        `location`, normalised as a target is; raises `ReferenceTargetError` naming the
+        hop unless it lies under an allowed prefix, over http(s)."""
+        try:
+            hop = locate(location, query=True)
+            if hop.scheme not in _DEFAULT_PORTS:
+                raise _refused(location, "a scheme that is not http(s) after a redirect")
+            self.check(hop)
+        except ReferenceTargetError as error:
+            raise ReferenceTargetError(
+                f"{_shown(source)!r} redirected to {_shown(location)!r}, which is refused "
+                f"(redirects are followed only to allowed targets): {error}"
+            ) from None
+        return hop.url

@@ -15,7 +15,7 @@ store: one `stream_partial_values` per target store, so ranges into one file coa
 the target store's request budget, with its retries. Relative target URLs resolve
 against the reference file's directory. Version 0 (a plain `{key: value}` mapping) is
 read too, and so is the Parquet form kerchunk writes (`kerchunk.df.refs_to_dataframe`;
-see `_ParquetRefs`; needs pyarrow). `gen` ranges are not supported yet.
+see `storage/parquet_refs.py`; needs pyarrow). `gen` ranges are not supported yet.
 
 A reference file is not trusted: its targets must lie in the reference file's own
 bucket or host (its own directory for a local file) or under a prefix the caller
@@ -30,16 +30,12 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import math
 import os
 import re
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
-
-import anyio
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import MetadataError, StoreError, UnsupportedError, ValueTooLargeError
@@ -55,6 +51,7 @@ from aiozarr.storage.base import (
     read_as_batch,
 )
 from aiozarr.storage.fanin import Emit, Spawn, fan_in
+from aiozarr.storage.parquet_refs import ParquetRefs
 from aiozarr.storage.reference_targets import TargetPolicy, locate
 
 __all__ = ["ReferenceStore", "is_reference_source", "open_references"]
@@ -183,7 +180,7 @@ class ReferenceStore(Store):
         )
         self._targets: dict[tuple[str, str], Store] = {}
         self._resolved: dict[str, tuple[Store, str]] = {}  # target URL as written -> read
-        self._parquet: _ParquetRefs | None = None
+        self._parquet: ParquetRefs | None = None
         if isinstance(source, Mapping):
             self._refs = self._parse(source)
             self._check_targets(self._refs)
@@ -202,7 +199,7 @@ class ReferenceStore(Store):
             if meta is not None:
                 doc = _json_doc(meta, f"{self._source}/.zmetadata")
                 if isinstance(doc, Mapping) and "record_size" in doc:
-                    self._parquet = _ParquetRefs(store, name, doc)
+                    self._parquet = ParquetRefs(store, name, doc, self._source)
                     self._refs = {}
                     return self._refs
         data = await store.get(name)
@@ -261,7 +258,8 @@ class ReferenceStore(Store):
         if store is None:
             from aiozarr.storage.url import from_url
 
-            store = from_url(base, storage_options=opts, read_only=True)
+            check = self._policy.check_redirect  # http(s): no redirect unchecked
+            store = from_url(base, storage_options=opts, read_only=True, check_redirect=check)
             self._targets[(base, which)] = store
         return store
 
@@ -407,138 +405,6 @@ def _json_doc(data: Buffer, where: str) -> Any:
         return json.loads(bytes(memoryview(data)))
     except ValueError as error:
         raise MetadataError(f"{where}: not valid JSON ({error})") from None
-
-
-class _ParquetRefs:
-    """References in the Parquet form kerchunk writes (`kerchunk.df.refs_to_dataframe`).
-
-    The directory holds `.zmetadata`, `{"metadata": {key: JSON document}, "record_size":
-    N}` with every metadata key, and per array FIELD the files `FIELD/refs.R.parq` with
-    columns path, offset, size, raw. Row i of record R is the chunk numbered
-    `R * N + i` in C order over the chunk grid. A row with raw bytes is inline; one
-    without a path is a missing chunk; offset = size = 0 means the whole object.
-    Records are read when a key needs them and kept in a small LRU.
-    """
-
-    _CACHED_RECORDS = 64
-
-    def __init__(self, store: Store, root: str, doc: Mapping[str, Any]) -> None:
-        self._store = store
-        self._root = root
-        self._record_size = int(doc["record_size"])
-        meta = dict(doc.get("metadata") or {})
-        self._meta = {
-            key: (value if isinstance(value, str) else json.dumps(value)).encode()
-            for key, value in meta.items()
-        }
-        # Everything is in memory already: offer it as v2 consolidated metadata too.
-        consolidated = {"zarr_consolidated_format": 1, "metadata": meta}
-        self._meta.setdefault(".zmetadata", json.dumps(consolidated).encode())
-        self._records: OrderedDict[tuple[str, int], list[Any]] = OrderedDict()
-
-    def _grid(self, field: str) -> list[int] | None:
-        """Chunks per dimension of array `field` ([1] for a 0-d one); None if no array."""
-        zarray = self._meta.get(f"{field}/.zarray")
-        if zarray is None:
-            return None
-        meta = json.loads(zarray)
-        return [math.ceil(s / c) for s, c in zip(meta["shape"], meta["chunks"], strict=True)] or [1]
-
-    def _locate(self, key: str) -> tuple[str, int, int] | None:
-        """(field, record, row) holding chunk `key`, or None for no such chunk."""
-        field, _, chunk = key.rpartition("/")
-        grid = self._grid(field)
-        try:
-            index = [int(part) for part in chunk.split(".")]
-        except ValueError:
-            return None
-        if grid is None or len(index) != len(grid):
-            return None
-        number = 0
-        for i, n in zip(index, grid, strict=True):
-            if not 0 <= i < n:
-                return None
-            number = number * n + i
-        return field, number // self._record_size, number % self._record_size
-
-    async def _read_records(self, wanted: Sequence[tuple[str, int]]) -> None:
-        """Have every record in `wanted` cached, reading the missing ones concurrently."""
-        missing = sorted({w for w in wanted if w not in self._records})
-        if missing:
-            await self._fetch_records(missing)
-        for where in wanted:  # most recent last; the LRU keeps at least all of `wanted`
-            self._records.move_to_end(where)
-        while len(self._records) > max(self._CACHED_RECORDS, len(set(wanted))):
-            self._records.popitem(last=False)
-
-    async def _fetch_records(self, missing: Sequence[tuple[str, int]]) -> None:
-        try:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise UnsupportedError(
-                "reading Parquet references needs pyarrow: pip install 'aiozarr[references]'"
-            ) from None
-        keys = [f"{self._root}/{field}/refs.{record}.parq" for field, record in missing]
-        datas = await self._store.get_partial_values([RangeRequest(k, None) for k in keys])
-
-        def parse(data: Buffer) -> list[Any]:
-            table = pq.read_table(pa.BufferReader(bytes(memoryview(data))))
-            columns = [
-                table.column(name).to_pylist() if name in table.column_names else None
-                for name in ("path", "offset", "size", "raw")
-            ]
-            return [_row(columns, i) for i in range(table.num_rows)]
-
-        for where, data in zip(missing, datas, strict=True):
-            # No file: no chunk of that record is stored. Parsing is CPU work: a thread.
-            rows = [] if data is None else await anyio.to_thread.run_sync(parse, data)
-            self._records[where] = rows
-
-    async def lookup(self, keys: Sequence[str]) -> list[Any]:
-        """The reference of each key (bytes or a `[url, ...]` list), None if absent."""
-        places = [None if key in self._meta else self._locate(key) for key in keys]
-        await self._read_records([(p[0], p[1]) for p in places if p is not None])
-        out: list[Any] = []
-        for key, place in zip(keys, places, strict=True):
-            if place is None:
-                out.append(self._meta.get(key))
-                continue
-            rows = self._records.get((place[0], place[1]), [])
-            out.append(rows[place[2]] if place[2] < len(rows) else None)
-        return out
-
-    async def keys(self) -> list[str]:
-        """Every metadata key and every stored chunk key (reads all records)."""
-        fields = [k.removesuffix("/.zarray") for k in self._meta if k.endswith("/.zarray")]
-        chunk_keys: list[str] = []
-        for field in fields:
-            grid = self._grid(field) or [1]
-            keys = [f"{field}/" + ".".join(map(str, i)) for i in _c_order(grid)]
-            for key, value in zip(keys, await self.lookup(keys), strict=True):
-                if value is not None:
-                    chunk_keys.append(key)
-        return [*self._meta, *chunk_keys]
-
-
-def _row(columns: list[list[Any] | None], i: int) -> Any:
-    """One Parquet row as a reference: inline bytes, `[url]`, `[url, offset, size]`, None."""
-    path, offset, size, raw = (None if c is None else c[i] for c in columns)
-    if raw is not None:
-        return bytes(raw)
-    if path is None:
-        return None
-    if not offset and not size:
-        return [path]
-    return [path, int(offset), int(size)]
-
-
-def _c_order(grid: Sequence[int]) -> list[tuple[int, ...]]:
-    """Every chunk index of `grid`, in C order."""
-    out: list[tuple[int, ...]] = [()]
-    for n in grid:
-        out = [(*index, i) for index in out for i in range(n)]
-    return out
 
 
 def _compose(offset: int, length: int | None, byte_range: ByteRange | None) -> ByteRange | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -149,6 +149,7 @@ def from_url(
     *,
     storage_options: Mapping[str, Any] | None = None,
     read_only: bool = False,
+    check_redirect: Callable[[str, str], str] | None = None,
 ) -> Store:
     """The store for `url`, rooted at its path.
 
@@ -169,13 +170,19 @@ def from_url(
     `anon=True` never signs; `anon=False`, where nothing is found, leaves the signing to
     obstore's own sources (an EC2 instance role, a GCE service account). `use_ssl=False`
     sends S3 requests over http to AWS (an `endpoint` keeps its own scheme, as for boto3).
+
+    `check_redirect(from, to)`: an http(s) store follows a redirect only where this
+    returns the URL to read (it raises to refuse), and sends none of its headers to
+    another scheme, host or port (`storage/guarded_http.py`); without it, obstore's client
+    follows redirects. Other schemes ignore it.
     """
     text = os.fspath(url)
     parts = urlsplit(text)
     scheme = parts.scheme.lower()
     options = dict(storage_options or {})
     if is_zip(text):
-        return open_zip(text, mode="r" if read_only else "a", storage_options=options)
+        mode: ZipMode = "r" if read_only else "a"
+        return open_zip(text, mode=mode, storage_options=options, check_redirect=check_redirect)
     if is_local(text):
         if options:  # the names only: the values may be credentials
             raise StoreError(f"local path {text!r} takes no storage options, got {sorted(options)}")
@@ -185,6 +192,8 @@ def from_url(
         return LocalStore(Path(path), read_only=read_only)
     if scheme == "memory":
         return _memory_store(parts.netloc + parts.path, read_only=read_only)
+    if scheme in _HTTP and check_redirect is not None:
+        return _guarded_http(text.rstrip("/"), options, check_redirect)
     if scheme in _S3 + _GCS + _AZURE + _HTTP:
         if scheme in _HTTP:  # obstore joins keys with "/": a root ending in one asks "//key"
             text = text.rstrip("/")
@@ -213,7 +222,11 @@ def _can_write(path: str) -> bool:
 
 
 def open_zip(
-    url: str, *, mode: ZipMode, storage_options: Mapping[str, Any] | None = None
+    url: str,
+    *,
+    mode: ZipMode,
+    storage_options: Mapping[str, Any] | None = None,
+    check_redirect: Callable[[str, str], str] | None = None,
 ) -> ZipStore:
     """The `ZipStore` for a `.zip` path or URL: a local file in `mode`, or a remote archive
     (read only) through the store of its parent URL. Mode "a" (append, the default of
@@ -232,7 +245,23 @@ def open_zip(
             "'w')), then uploaded; remote ones are read only"
         )
     parent, _, name = url.rstrip("/").rpartition("/")
-    return ZipStore.over(from_url(parent, storage_options=storage_options, read_only=True), name)
+    parent_store = from_url(
+        parent, storage_options=storage_options, read_only=True, check_redirect=check_redirect
+    )
+    return ZipStore.over(parent_store, name)
+
+
+def _guarded_http(
+    url: str, options: dict[str, Any], check_redirect: Callable[[str, str], str]
+) -> Store:
+    from aiozarr.storage.guarded_http import GuardedHTTPStore
+
+    store_options, client = _normalize(urlsplit(url).scheme.lower(), options)
+    if store_options:
+        raise StoreError(
+            f"HTTP store {redact_url(url)!r} takes only client options, got {sorted(store_options)}"
+        )
+    return GuardedHTTPStore(url, check_redirect=check_redirect, client_options=client)
 
 
 def _memory_store(name: str, *, read_only: bool) -> Store:
