@@ -98,6 +98,13 @@ class ReferenceTargetError(StoreError):
     Not retried."""
 
 
+class SourceChangedError(StoreError):
+    """The object a virtual chunk reference points into is no longer the one referenced:
+    its ETag, or its time of last change, differs from the checksum stored with the
+    reference (an icechunk virtual chunk over a NetCDF file since rewritten). Its bytes
+    are not used. The message names the key, the object and what differs. Not retried."""
+
+
 class VersionConflictError(StoreError):
     """A conditional write found another version of the value than the one it was based
     on (another writer changed it first): re-read, merge again and retry. Raised by a

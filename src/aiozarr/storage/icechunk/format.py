@@ -1,0 +1,371 @@
+"""The icechunk on-disk format, read: repo info and refs, snapshots, manifests (pure).
+
+Every metadata file of an icechunk repository (spec versions 1 and 2) is a 39-byte
+header (the magic `ICE🧊CHUNK`, a 24-byte writer name, the spec version, the file type,
+the compression: 0 none, 1 zstd) and a flatbuffers payload. The tables are read with the
+`flatbuffers` runtime through the field slots of icechunk's published schemas
+(`icechunk-format/flatbuffers/*.fbs`: a field's slot is its position in its table, a
+union taking two, its type and its value). Object ids are named in paths in Crockford
+base 32. Nothing here does I/O: each function takes the bytes of one file.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import flatbuffers
+import numpy as np
+import zstandard
+from flatbuffers import number_types as N
+from flatbuffers.table import Table
+
+from aiozarr.errors import MetadataError, UnsupportedError
+
+__all__ = [
+    "MANIFEST",
+    "REPO_INFO",
+    "SNAPSHOT",
+    "ArrayManifestRef",
+    "ChunkRef",
+    "Node",
+    "RepoInfo",
+    "Snapshot",
+    "object_id",
+    "parse_manifest",
+    "parse_ref_json",
+    "parse_repo_info",
+    "parse_snapshot",
+]
+
+MAGIC = "ICE🧊CHUNK".encode()
+HEADER_SIZE = len(MAGIC) + 24 + 3
+SNAPSHOT, MANIFEST, REPO_INFO = 1, 2, 6
+_FILE_TYPES = {SNAPSHOT: "snapshot", MANIFEST: "manifest", 4: "transaction log", REPO_INFO: "repo"}
+#: The most a metadata file may inflate to: a bound against a hostile zstd frame.
+MAX_PAYLOAD_BYTES = 1 << 31
+
+_CROCKFORD = bytes.maketrans(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", b"0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+)
+
+
+def object_id(raw: bytes) -> str:
+    """An object id as icechunk names it in paths: Crockford base 32, upper case, no
+    padding (12 bytes -> 20 characters, 8 -> 13)."""
+    return base64.b32encode(raw).translate(_CROCKFORD).rstrip(b"=").decode()
+
+
+def payload(data: bytes, file_type: int, where: str) -> tuple[int, bytes]:
+    """(spec version, flatbuffers bytes) of one metadata file, its header checked."""
+    data = bytes(data)
+    if len(data) < HEADER_SIZE or not data.startswith(MAGIC):
+        raise MetadataError(f"{where}: not an icechunk file (no ICE🧊CHUNK header)")
+    version, kind, compression = data[HEADER_SIZE - 3 : HEADER_SIZE]
+    if version not in (1, 2):
+        raise UnsupportedError(f"{where}: icechunk spec version {version} (1 and 2 are read)")
+    if kind != file_type:
+        found = _FILE_TYPES.get(kind, str(kind))
+        raise MetadataError(f"{where}: a {found} file, expected a {_FILE_TYPES[file_type]}")
+    body = data[HEADER_SIZE:]
+    if compression == 1:
+        try:
+            reader = zstandard.ZstdDecompressor().stream_reader(body)
+            body = reader.read(MAX_PAYLOAD_BYTES + 1)
+        except zstandard.ZstdError as error:
+            raise MetadataError(f"{where}: corrupt zstd payload ({error})") from None
+        if len(body) > MAX_PAYLOAD_BYTES:
+            raise MetadataError(f"{where}: payload larger than {MAX_PAYLOAD_BYTES} bytes")
+    elif compression != 0:
+        raise UnsupportedError(f"{where}: compression {compression} (0 and 1, zstd, are read)")
+    return version, body
+
+
+# -- flatbuffers tables by slot -----------------------------------------------------------
+
+
+class _T:
+    """One flatbuffers table, its fields read by slot number."""
+
+    __slots__ = ("t",)
+
+    def __init__(self, t: Table) -> None:
+        self.t = t
+
+    @classmethod
+    def root(cls, buf: bytes) -> _T:
+        start = flatbuffers.encode.Get(N.UOffsetTFlags.packer_type, buf, 0)
+        return cls(Table(bytearray(buf), start))
+
+    def _off(self, slot: int) -> int:
+        return self.t.Offset(4 + 2 * slot)
+
+    def scalar(self, slot: int, flags: Any, default: int = 0) -> int:
+        o = self._off(slot)
+        return self.t.Get(flags, o + self.t.Pos) if o else default
+
+    def string(self, slot: int) -> str | None:
+        o = self._off(slot)
+        return self.t.String(o + self.t.Pos).decode() if o else None
+
+    def raw(self, slot: int) -> bytes | None:
+        """A `[uint8]` vector's bytes."""
+        o = self._off(slot)
+        if not o:
+            return None
+        start = self.t.Vector(o)
+        return bytes(self.t.Bytes[start : start + self.t.VectorLen(o)])
+
+    def struct(self, slot: int, size: int) -> bytes | None:
+        """An inline struct's bytes (an object id)."""
+        o = self._off(slot)
+        return bytes(self.t.Bytes[self.t.Pos + o : self.t.Pos + o + size]) if o else None
+
+    def length(self, slot: int) -> int:
+        o = self._off(slot)
+        return self.t.VectorLen(o) if o else 0
+
+    def tables(self, slot: int) -> list[_T]:
+        o = self._off(slot)
+        if not o:
+            return []
+        start = self.t.Vector(o)
+        return [
+            _T(Table(self.t.Bytes, self.t.Indirect(start + 4 * i)))
+            for i in range(self.t.VectorLen(o))
+        ]
+
+    def structs(self, slot: int, size: int) -> list[bytes]:
+        o = self._off(slot)
+        if not o:
+            return []
+        start = self.t.Vector(o)
+        buf = self.t.Bytes
+        count = self.length(slot)
+        return [bytes(buf[start + size * i : start + size * (i + 1)]) for i in range(count)]
+
+    def uint32s(self, slot: int) -> tuple[int, ...]:
+        o = self._off(slot)
+        if not o:
+            return ()
+        start, n = self.t.Vector(o), self.t.VectorLen(o)
+        return tuple(int(v) for v in np.frombuffer(self.t.Bytes, "<u4", n, start))
+
+    def union(self, type_slot: int) -> tuple[int, _T | None]:
+        kind = self.scalar(type_slot, N.Uint8Flags)
+        o = self._off(type_slot + 1)
+        if not o:
+            return kind, None
+        inner = Table(bytearray(), 0)
+        self.t.Union(inner, o)
+        return kind, _T(inner)
+
+
+def _parse(what: str, fn: Any, *args: Any) -> Any:
+    """Run a table reader, a malformed buffer becoming a `MetadataError`."""
+    try:
+        return fn(*args)
+    except (IndexError, ValueError, TypeError, UnicodeDecodeError, OverflowError) as error:
+        raise MetadataError(f"{what}: malformed flatbuffers payload ({error})") from None
+
+
+# -- repo info (spec 2) and refs (spec 1) -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class RepoInfo:
+    """What a repository's entry point says: its branches and tags (name -> snapshot id)
+    and the ids of its snapshots."""
+
+    spec_version: int
+    branches: dict[str, str]
+    tags: dict[str, str]
+    snapshots: frozenset[str] = field(default_factory=frozenset)
+
+
+def parse_repo_info(data: bytes, where: str = "repo") -> RepoInfo:
+    """The `repo` file of a spec-2 repository."""
+    version, body = payload(data, REPO_INFO, where)
+    return _parse(where, _repo_info, version, body)
+
+
+def _repo_info(version: int, body: bytes) -> RepoInfo:
+    repo = _T.root(body)
+    # Repo: spec_version 0, tags 1, branches 2, deleted_tags 3, snapshots 4, ...
+    # SnapshotInfo: id 0, ...; Ref: name 0, snapshot_index 1.
+    ids = [object_id(info.struct(0, 12) or b"") for info in repo.tables(4)]
+
+    def refs(slot: int) -> dict[str, str]:
+        return {ref.string(0) or "": ids[ref.scalar(1, N.Uint32Flags)] for ref in repo.tables(slot)}
+
+    return RepoInfo(version, branches=refs(2), tags=refs(1), snapshots=frozenset(ids))
+
+
+def parse_ref_json(data: bytes, where: str) -> str:
+    """The snapshot id a spec-1 `refs/<branch|tag>.<name>/ref.json` points at."""
+    try:
+        doc = json.loads(bytes(data))
+        snapshot = doc["snapshot"]
+    except (ValueError, KeyError, TypeError):
+        raise MetadataError(f'{where}: expected {{"snapshot": "<id>"}}') from None
+    if not isinstance(snapshot, str):
+        raise MetadataError(f"{where}: 'snapshot' must be a string")
+    return snapshot
+
+
+# -- snapshots ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ArrayManifestRef:
+    """One manifest holding chunk references of an array, and the block of its chunk
+    grid they lie in (per dimension, chunk indexes `start <= i < stop`)."""
+
+    manifest_id: str
+    extents: tuple[tuple[int, int], ...]
+
+    def covers(self, coords: tuple[int, ...]) -> bool:
+        return len(coords) == len(self.extents) and all(
+            lo <= c < hi for c, (lo, hi) in zip(coords, self.extents, strict=True)
+        )
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node of a snapshot: its path (`/`, `/a/b`), its Zarr metadata document
+    (`zarr.json`), and for an array its id (how manifests name it) and manifests."""
+
+    path: str
+    zarr_json: bytes
+    node_id: str
+    is_array: bool
+    manifests: tuple[ArrayManifestRef, ...] = ()
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One snapshot: its id, its parent's (spec 1 only) and its nodes by path."""
+
+    id: str
+    parent_id: str | None
+    nodes: dict[str, Node]
+
+
+def parse_snapshot(data: bytes, where: str) -> Snapshot:
+    """A `snapshots/<id>` file."""
+    _, body = payload(data, SNAPSHOT, where)
+    return _parse(where, _snapshot, body)
+
+
+def _snapshot(body: bytes) -> Snapshot:
+    snap = _T.root(body)
+    # Snapshot: id 0, parent_id 1, nodes 2, ...
+    parent = snap.struct(1, 12)
+    nodes = {}
+    for node in snap.tables(2):
+        # NodeSnapshot: id 0, path 1, user_data 2, node_data (type 3, value 4), extra 5.
+        kind, data = node.union(3)
+        manifests: tuple[ArrayManifestRef, ...] = ()
+        if kind == 1 and data is not None:  # ArrayNodeData: shape 0, names 1, manifests 2
+            manifests = tuple(_manifest_ref(ref) for ref in data.tables(2))
+        path = node.string(1) or "/"
+        nodes[path] = Node(
+            path=path,
+            zarr_json=node.raw(2) or b"",
+            node_id=object_id(node.struct(0, 8) or b""),
+            is_array=kind == 1,
+            manifests=manifests,
+        )
+    return Snapshot(object_id(snap.struct(0, 12) or b""), parent and object_id(parent), nodes)
+
+
+def _manifest_ref(ref: _T) -> ArrayManifestRef:
+    # ManifestRef: object_id 0, extents 1 (ChunkIndexRange structs: from, to: uint32)
+    extents = tuple(
+        (int.from_bytes(raw[:4], "little"), int.from_bytes(raw[4:], "little"))
+        for raw in ref.structs(1, 8)
+    )
+    return ArrayManifestRef(object_id(ref.struct(0, 12) or b""), extents)
+
+
+# -- manifests ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRef:
+    """Where one chunk's bytes are: inline, a range of `chunks/<chunk_id>` (native), or
+    a range of `location` (virtual), with the checksum the source had when referenced
+    (its ETag, or a time in seconds it was last modified at or before)."""
+
+    inline: bytes | None = None
+    chunk_id: str | None = None
+    location: str | None = None
+    offset: int = 0
+    length: int = 0
+    etag: str | None = None
+    last_modified: int | None = None
+
+
+def parse_manifest(data: bytes, where: str) -> dict[str, dict[tuple[int, ...], ChunkRef]]:
+    """A `manifests/<id>` file: array node id -> chunk coordinates -> reference."""
+    _, body = payload(data, MANIFEST, where)
+    return _parse(where, _manifest, body, where)
+
+
+def _manifest(body: bytes, where: str) -> dict[str, dict[tuple[int, ...], ChunkRef]]:
+    manifest = _T.root(body)
+    # Manifest: id 0, arrays 1, location_dictionary 2, compression_algorithm 3, extra 4.
+    dictionary = manifest.raw(2)
+    expand = _location_expander(dictionary, where)
+    out: dict[str, dict[tuple[int, ...], ChunkRef]] = {}
+    for array in manifest.tables(1):  # ArrayManifest: node_id 0, refs 1
+        out[object_id(array.struct(0, 8) or b"")] = {
+            ref.uint32s(0): _chunk_ref(ref, expand) for ref in array.tables(1)
+        }
+    return out
+
+
+def _chunk_ref(ref: _T, expand: Any) -> ChunkRef:
+    # ChunkRef: index 0, inline 1, offset 2, length 3, chunk_id 4, location 5,
+    # checksum_etag 6, checksum_last_modified 7, compressed_location 8, extra 9.
+    inline = ref.raw(1)
+    if inline is not None:
+        return ChunkRef(inline=inline)
+    offset, length = ref.scalar(2, N.Uint64Flags), ref.scalar(3, N.Uint64Flags)
+    chunk_id = ref.struct(4, 12)
+    if chunk_id is not None:
+        return ChunkRef(chunk_id=object_id(chunk_id), offset=offset, length=length)
+    location = ref.string(5)
+    if location is None:
+        compressed = ref.raw(8)
+        location = expand(compressed) if compressed is not None else None
+    if location is None:
+        raise MetadataError(f"chunk {ref.uint32s(0)}: neither inline, native nor virtual")
+    modified = ref.scalar(7, N.Uint32Flags)
+    return ChunkRef(
+        location=location,
+        offset=offset,
+        length=length,
+        etag=ref.string(6),
+        last_modified=modified or None,
+    )
+
+
+def _location_expander(dictionary: bytes | None, where: str) -> Any:
+    """Decompresses a `compressed_location` with the manifest's zstd dictionary."""
+    state: dict[str, Any] = {}
+
+    def expand(compressed: bytes) -> str:
+        if "d" not in state:
+            if dictionary is None:
+                raise MetadataError(f"{where}: a compressed location but no dictionary")
+            zdict = zstandard.ZstdCompressionDict(dictionary)
+            state["d"] = zstandard.ZstdDecompressor(dict_data=zdict)
+        try:
+            return state["d"].decompress(compressed, max_output_size=1 << 16).decode()
+        except zstandard.ZstdError as error:
+            raise MetadataError(f"{where}: corrupt compressed location ({error})") from None
+
+    return expand

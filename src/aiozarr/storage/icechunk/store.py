@@ -1,0 +1,268 @@
+"""`IcechunkStore`: one snapshot of an icechunk repository, read as a Zarr store.
+
+An icechunk manifest is a reference file in another form: it turns each chunk key into
+inline bytes or a byte range of another object (`chunks/<id>` in the repository, or a
+virtual chunk's file). So the store is a `ReferenceStore` whose references come from the
+snapshot and its manifests instead of a JSON document: each node's `zarr.json` is the
+document the snapshot holds, each chunk key the reference its manifest gives. Reads then
+plan, batch and coalesce as kerchunk's do: one batch for the manifests the keys need
+(fetched once per store: they are immutable, and cached by id), then every range grouped
+by object, coalesced and fetched concurrently under the target store's request policy.
+
+Native chunks lie in the repository, read with its options. Virtual chunks are read only
+under the prefixes the caller allows (`allowed_targets`, with `target_options` per
+prefix: `storage/reference_targets.py`), never because the repository lists a
+container. A virtual chunk stored with a checksum is read only from the object it was
+referenced in (`format.ChunkRef`): an answer whose ETag differs, or a local file changed
+after the recorded time, raises `SourceChangedError` (see `checksums.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from aiozarr.errors import MetadataError, NodeNotFoundError, StoreError
+from aiozarr.storage.base import RangeRequest, Store, dir_entries
+from aiozarr.storage.icechunk.checksums import checksum_problem
+from aiozarr.storage.icechunk.format import (
+    ChunkRef,
+    Node,
+    Snapshot,
+    parse_manifest,
+    parse_ref_json,
+    parse_repo_info,
+    parse_snapshot,
+)
+from aiozarr.storage.icechunk.keys import ChunkKeys
+from aiozarr.storage.references import ReferenceStore
+
+__all__ = ["IcechunkStore"]
+
+Manifest = dict[str, dict[tuple[int, ...], ChunkRef]]
+
+
+class IcechunkStore(ReferenceStore):
+    """A read-only `Store` presenting one snapshot of the icechunk repository at `url`
+    (`"s3://bucket/repo"`, a local path, ...), spec version 1 or 2.
+
+    The snapshot is the one branch `branch` points at (`"main"` by default), or tag
+    `tag`, or snapshot `snapshot` (its id); give at most one. It is resolved on first
+    use and kept: a branch moved later is not followed (open the store again).
+    `storage_options` open the repository (and may carry `branch`, `tag`, `snapshot`,
+    `allowed_targets` and `target_options`, as `aiozarr.open_*` passes them);
+    `allowed_targets` are the url prefixes virtual chunks may be read under
+    (`["s3://noaa-goes16/", "/data/nc/"]`) and `target_options` their options (one dict,
+    or `{url prefix: options}`).
+    """
+
+    def __init__(
+        self,
+        url: str | os.PathLike[str],
+        *,
+        branch: str | None = None,
+        tag: str | None = None,
+        snapshot: str | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        target_options: Mapping[str, Any] | None = None,
+        allowed_targets: Sequence[str] | str | None = None,
+    ) -> None:
+        options = dict(storage_options or {})
+        given = {"branch": branch, "tag": tag, "snapshot": snapshot}
+        for name in given:
+            value = options.pop(name, None)
+            if value is not None and given[name] is not None:
+                raise StoreError(f"{name} given twice (argument and storage_options)")
+            given[name] = given[name] if given[name] is not None else value
+        named = {k: v for k, v in given.items() if v is not None}
+        if len(named) > 1:
+            raise StoreError(f"give one of branch, tag or snapshot, got {sorted(named)}")
+        self._ref = next(iter(named.items()), ("branch", "main"))
+        self._url = os.fspath(url).rstrip("/")
+        # The repository's entry file names its directory: chunks/<id> resolve there, and
+        # its options go to targets in its own bucket (or, local, its own directory).
+        super().__init__(
+            f"{self._url}/repo",
+            storage_options=options,
+            target_options=target_options,
+            allowed_targets=allowed_targets,
+        )
+        self._snapshot: Snapshot | None = None
+        self._meta: dict[str, bytes] = {}
+        self._arrays: dict[str, tuple[Node, ChunkKeys]] = {}
+        self._manifests: dict[str, Manifest] = {}
+
+    # -- the snapshot ------------------------------------------------------------------
+
+    def _repository(self) -> Store:
+        """The store of the repository's own directory."""
+        assert self._base is not None
+        remote = not self._base.is_local and self._base.scheme != "memory"
+        return self._store_for(self._base.url, ("home", self._options if remote else None))
+
+    async def _snapshot_id(self, repo: Store) -> str:
+        """The id of the snapshot the branch, tag or id given names: one batch reads
+        the spec-2 `repo` file and the spec-1 ref file together."""
+        kind, name = self._ref
+        if kind == "snapshot":
+            return name
+        ref_key = f"refs/{kind}.{name}/ref.json"
+        info, ref = await repo.get_partial_values([RangeRequest("repo"), RangeRequest(ref_key)])
+        where = f"{self._url}/"
+        if info is not None:
+            refs = parse_repo_info(info, f"{where}repo")
+            found = (refs.branches if kind == "branch" else refs.tags).get(name)
+        elif ref is not None:
+            found = parse_ref_json(ref, where + ref_key)
+        else:
+            raise NodeNotFoundError(
+                f"{self._url!r}: not an icechunk repository, or it has no {kind} {name!r} "
+                f"(neither {where}repo nor {where}{ref_key} exists)"
+            )
+        if found is None:
+            raise NodeNotFoundError(f"{self._url!r}: the repository has no {kind} {name!r}")
+        return found
+
+    async def _load(self) -> dict[str, Any]:
+        if self._snapshot is None:
+            repo = self._repository()
+            snapshot_id = await self._snapshot_id(repo)
+            key = f"snapshots/{snapshot_id}"
+            data = await repo.get(key)
+            if data is None:
+                raise NodeNotFoundError(f"{self._url!r}: snapshot {snapshot_id!r} not found")
+            self._index(parse_snapshot(data, f"{self._url}/{key}"))
+        self._refs = {}
+        return self._refs
+
+    def _index(self, snapshot: Snapshot) -> None:
+        """Each node's `zarr.json` key and each array's chunk key grammar."""
+        for path, node in snapshot.nodes.items():
+            prefix = path.strip("/")
+            self._meta[f"{prefix}/zarr.json" if prefix else "zarr.json"] = node.zarr_json
+            if node.is_array:
+                self._arrays[prefix] = (node, ChunkKeys.of(_document(node, self._url)))
+        self._snapshot = snapshot
+
+    # -- keys -> references ------------------------------------------------------------
+
+    def _chunk_of(self, key: str) -> tuple[Node, tuple[int, ...]] | None:
+        """The array node and chunk coordinates `key` names, None if it names none."""
+        parts = key.split("/")
+        for i in range(len(parts) - 1, -1, -1):
+            found = self._arrays.get("/".join(parts[:i]))
+            if found is not None:
+                node, keys = found
+                coords = keys.parse("/".join(parts[i:]))
+                return None if coords is None else (node, coords)
+        return None
+
+    async def _lookup(self, keys: Sequence[str]) -> list[Any]:
+        """Each key's reference: inline bytes, `[url, offset, length, chunk]`, or None."""
+        await self._load()
+        out: list[Any] = [None] * len(keys)
+        wanted: list[tuple[int, Node, tuple[int, ...], list[str]]] = []
+        for i, key in enumerate(keys):
+            if key in self._meta:
+                out[i] = self._meta[key]
+            elif (found := self._chunk_of(key)) is not None:
+                node, coords = found
+                ids = [m.manifest_id for m in node.manifests if m.covers(coords)]
+                if ids:
+                    wanted.append((i, node, coords, ids))
+        manifests = await self._fetch_manifests({m for *_, ids in wanted for m in ids})
+        for i, node, coords, ids in wanted:
+            for manifest_id in ids:
+                chunk = manifests[manifest_id].get(node.node_id, {}).get(coords)
+                if chunk is not None:
+                    out[i] = self._reference(chunk, keys[i])
+                    break
+        return out
+
+    def _reference(self, chunk: ChunkRef, key: str) -> Any:
+        if chunk.inline is not None:
+            return chunk.inline
+        if chunk.chunk_id is not None:
+            return [f"chunks/{chunk.chunk_id}", chunk.offset, chunk.length, chunk]
+        assert chunk.location is not None
+        self._resolve(chunk.location, key)  # refused before any request if not allowed
+        return [chunk.location, chunk.offset, chunk.length, chunk]
+
+    async def _fetch_manifests(self, ids: set[str]) -> dict[str, Manifest]:
+        """The manifests `ids`, those not cached read in one batch."""
+        missing = sorted(i for i in ids if i not in self._manifests)
+        if missing:
+            repo = self._repository()
+            keys = [f"manifests/{i}" for i in missing]
+            found = await repo.get_partial_values([RangeRequest(key) for key in keys])
+            for manifest_id, key, data in zip(missing, keys, found, strict=True):
+                if data is None:
+                    raise StoreError(f"{self._url!r}: manifest {key!r} is missing")
+                self._manifests[manifest_id] = parse_manifest(data, f"{self._url}/{key}")
+        return {i: self._manifests[i] for i in ids}
+
+    def _verify(self, key: str, value: list[Any], version: Any) -> None:
+        chunk = value[3] if len(value) > 3 else None
+        if chunk is None or chunk.location is None:
+            return
+        problem = checksum_problem(chunk, version)
+        if problem is not None:
+            from aiozarr.errors import SourceChangedError
+
+            raise SourceChangedError(
+                f"cannot read {key!r} of {self._url!r}: its virtual chunk source "
+                f"{chunk.location!r} changed since it was referenced ({problem})"
+            )
+
+    # -- listing -----------------------------------------------------------------------
+
+    async def _keys(self) -> list[str]:
+        """Every key: the documents, and the chunk keys of every manifest (all read)."""
+        await self._load()
+        keys = list(self._meta)
+        for prefix, (node, grammar) in self._arrays.items():
+            keys.extend(await self._chunk_keys(prefix, node, grammar))
+        return sorted(keys)
+
+    async def _chunk_keys(self, prefix: str, node: Node, grammar: ChunkKeys) -> list[str]:
+        manifests = await self._fetch_manifests({m.manifest_id for m in node.manifests})
+        head = f"{prefix}/" if prefix else ""
+        coords: set[tuple[int, ...]] = set()
+        for manifest in manifests.values():
+            coords.update(manifest.get(node.node_id, {}))
+        return [head + grammar.key(c) for c in coords]
+
+    async def _keys_below(self, prefix: str) -> list[str]:
+        """The keys to list directory `prefix` with: the documents, and the chunk keys
+        only of an array `prefix` lies in (listing a group reads no manifest)."""
+        await self._load()
+        head = prefix.strip("/")
+        keys = list(self._meta)
+        for path, (node, grammar) in self._arrays.items():
+            if not path or head == path or head.startswith(f"{path}/"):
+                keys.extend(await self._chunk_keys(path, node, grammar))
+        return sorted(keys)
+
+    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        async for name, _ in self.list_dir_entries(prefix):
+            yield name
+
+    async def list_dir_entries(self, prefix: str) -> AsyncIterator[tuple[str, bool | None]]:
+        for entry in dir_entries(await self._keys_below(prefix), prefix):
+            yield entry
+
+    def __repr__(self) -> str:
+        kind, name = self._ref
+        return f"IcechunkStore({self._url!r}, {kind}={name!r})"
+
+
+def _document(node: Node, url: str) -> Mapping[str, Any]:
+    try:
+        doc = json.loads(node.zarr_json)
+    except ValueError as error:
+        raise MetadataError(f"{url}: node {node.path!r}: zarr.json is not JSON ({error})") from None
+    if not isinstance(doc, Mapping):
+        raise MetadataError(f"{url}: node {node.path!r}: zarr.json is not a JSON object")
+    return doc
