@@ -21,6 +21,7 @@ from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.creation import check_options
 from aiozarr.nodes.group import AsyncGroup
 from aiozarr.storage.base import Store
+from aiozarr.storage.icechunk import IcechunkStore, is_repository, probe_repository
 from aiozarr.storage.object_store import ObjectStore
 from aiozarr.storage.references import ReferenceStore, is_reference_source
 from aiozarr.storage.url import from_url, open_zip
@@ -67,6 +68,8 @@ def resolve_store(
         store = os.fspath(store)
     if is_reference_source(store):  # kerchunk references: a dict, a .json or a .parq
         return ReferenceStore(store, storage_options=storage_options)
+    if is_repository(store, storage_options):  # an icechunk repository: read-only
+        return IcechunkStore(store, storage_options=storage_options)
     if not isinstance(store, str):
         raise AiozarrError(f"expected a Store, a URL or a path, got {type(store).__name__}")
     if is_zip(store):  # "w" starts a new archive, "w-" one that must not exist yet
@@ -93,7 +96,8 @@ async def open_array_async(
         store: A URL or local path (`"s3://bucket/data.zarr"`, `"data.zarr"`,
             `"memory://name"`, a path ending in `.zip` for a zip archive), a store of
             `aiozarr.storage`, an obstore store, a zarr-python 3 store, or kerchunk
-            references (a dict, a `.json` or a `.parq`).
+            references (a dict, a `.json` or a `.parq`), or an icechunk repository
+            (read-only; `storage_options` may name its `branch`, `tag` or `snapshot`).
         path: The node's path inside the store ("" for its root).
         mode: "r" opens it read-only; the others ("r+", "a" the default, "w", "w-")
             read-write. Nothing is created here: see `create_array`.
@@ -115,7 +119,24 @@ async def open_array_async(
         StoreError: The store failed or refused (a missing bucket, no permission).
     """
     resolved = resolve_store(store, mode=mode, storage_options=storage_options)
-    return await AsyncArray.open(resolved, path, zarr_format=zarr_format)
+    try:
+        return await AsyncArray.open(resolved, path, zarr_format=zarr_format)
+    except NodeNotFoundError:
+        repository = await _repository_instead(store, resolved, storage_options)
+        if repository is None:
+            raise
+        return await AsyncArray.open(repository, path, zarr_format=zarr_format)
+
+
+async def _repository_instead(
+    store: StoreLike, resolved: Store, storage_options: Mapping[str, Any] | None
+) -> Store | None:
+    """The icechunk repository at remote URL `store`, where no Zarr node was found in
+    `resolved`: a remote repository is told from a Zarr hierarchy by its layout only
+    once the Zarr read finds nothing, so that read costs no request more."""
+    if isinstance(resolved, IcechunkStore | ReferenceStore):
+        return None
+    return await probe_repository(store, storage_options)
 
 
 async def open_group_async(
@@ -133,7 +154,8 @@ async def open_group_async(
         store: A URL or local path (`"s3://bucket/data.zarr"`, `"data.zarr"`,
             `"memory://name"`, a path ending in `.zip` for a zip archive), a store of
             `aiozarr.storage`, an obstore store, a zarr-python 3 store, or kerchunk
-            references (a dict, a `.json` or a `.parq`).
+            references (a dict, a `.json` or a `.parq`), or an icechunk repository
+            (read-only; `storage_options` may name its `branch`, `tag` or `snapshot`).
         path: The node's path inside the store ("" for its root).
         mode: "r" read-only and "r+" read-write open an existing group; "a" (default)
             opens one or creates it when missing; "w" creates it, replacing whatever
@@ -166,6 +188,9 @@ async def open_group_async(
     try:
         return await AsyncGroup.open(resolved, path, zarr_format=zarr_format)
     except NodeNotFoundError:
+        repository = await _repository_instead(store, resolved, storage_options)
+        if repository is not None:  # never create a group inside a repository
+            return await AsyncGroup.open(repository, path, zarr_format=zarr_format)
         if mode != "a":
             raise
         return await AsyncGroup.create(
@@ -187,7 +212,8 @@ async def open_async(
         store: A URL or local path (`"s3://bucket/data.zarr"`, `"data.zarr"`,
             `"memory://name"`, a path ending in `.zip` for a zip archive), a store of
             `aiozarr.storage`, an obstore store, a zarr-python 3 store, or kerchunk
-            references (a dict, a `.json` or a `.parq`).
+            references (a dict, a `.json` or a `.parq`), or an icechunk repository
+            (read-only; `storage_options` may name its `branch`, `tag` or `snapshot`).
         path: The node's path inside the store ("" for its root).
         mode: As `open_array_async`'s; nothing is created.
         zarr_format: 2 or 3 to read only that format; None detects it (`zarr.json`
@@ -207,7 +233,13 @@ async def open_async(
     try:
         return await AsyncArray.open(resolved, path, zarr_format=zarr_format)
     except NodeNotFoundError:
-        return await AsyncGroup.open(resolved, path, zarr_format=zarr_format)
+        try:
+            return await AsyncGroup.open(resolved, path, zarr_format=zarr_format)
+        except NodeNotFoundError:
+            repository = await _repository_instead(store, resolved, storage_options)
+            if repository is None:
+                raise
+            return await open_async(repository, path, zarr_format=zarr_format)
 
 
 async def create_array_async(
@@ -234,7 +266,8 @@ async def create_array_async(
         store: A URL or local path (`"s3://bucket/data.zarr"`, `"data.zarr"`,
             `"memory://name"`, a path ending in `.zip` for a zip archive), a store of
             `aiozarr.storage`, an obstore store, a zarr-python 3 store, or kerchunk
-            references (a dict, a `.json` or a `.parq`).
+            references (a dict, a `.json` or a `.parq`), or an icechunk repository
+            (read-only; `storage_options` may name its `branch`, `tag` or `snapshot`).
         path: The node's path inside the store ("" for its root).
         name: zarr-python's name for `path` (give one of the two).
         shape: The array's shape (or give `data`).
@@ -295,7 +328,8 @@ async def create_group_async(
         store: A URL or local path (`"s3://bucket/data.zarr"`, `"data.zarr"`,
             `"memory://name"`, a path ending in `.zip` for a zip archive), a store of
             `aiozarr.storage`, an obstore store, a zarr-python 3 store, or kerchunk
-            references (a dict, a `.json` or a `.parq`).
+            references (a dict, a `.json` or a `.parq`), or an icechunk repository
+            (read-only; `storage_options` may name its `branch`, `tag` or `snapshot`).
         path: The node's path inside the store ("" for its root).
         attributes: The group's attributes.
         zarr_format: 3 (default) or 2.

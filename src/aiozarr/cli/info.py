@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from aiozarr.cli.errors import run_command
-from aiozarr.cli.options import Parser, add_common
+from aiozarr.cli.options import Parser, add_common, add_snapshot_options, with_snapshot
 from aiozarr.cli.progress import human_bytes, plural
 from aiozarr.cli.storage_options import is_local, options_for, parse_storage_options
 from aiozarr.errors import StoreError, UnsupportedError
@@ -41,6 +41,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("url", help="path or URL of the array or group (s3://, gs://, ...)")
     parser.add_argument("--path", default="", help="node inside the store (default: its root)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_snapshot_options(parser)
     add_common(parser)
     return parser
 
@@ -222,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         from aiozarr.nodes.array import AsyncArray
 
         options = options_for(args.url, parse_storage_options(args.storage_option))
+        options = with_snapshot(args, options)
         try:
             node = await open_async(args.url, args.path, mode="r", storage_options=options)
         except UnsupportedError as error:  # a codec it cannot build: show what it can

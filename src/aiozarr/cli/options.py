@@ -4,9 +4,16 @@ the options of commands that move data, and argument types (`parse_shape`)."""
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+from typing import Any, NoReturn
 
-__all__ = ["Parser", "add_common", "add_transfer_options", "parse_shape"]
+__all__ = [
+    "Parser",
+    "add_common",
+    "add_snapshot_options",
+    "add_transfer_options",
+    "parse_shape",
+    "with_snapshot",
+]
 
 
 class Parser(argparse.ArgumentParser):
@@ -28,6 +35,22 @@ def add_common(parser: argparse.ArgumentParser) -> None:
         "anon=true, client_options.allow_http=true (values parse as JSON when they can)",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+
+def add_snapshot_options(parser: argparse.ArgumentParser) -> None:
+    """`--branch`, `--tag`, `--snapshot`: which snapshot of an icechunk repository."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--branch", help="icechunk repository: read this branch (default main)")
+    group.add_argument("--tag", help="icechunk repository: read this tag")
+    group.add_argument("--snapshot", help="icechunk repository: read this snapshot id")
+
+
+def with_snapshot(
+    args: argparse.Namespace, options: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """`options` with the snapshot `add_snapshot_options` named (which any path takes)."""
+    named = {k: getattr(args, k) for k in ("branch", "tag", "snapshot") if getattr(args, k)}
+    return {**(options or {}), **named} or None
 
 
 def add_transfer_options(parser: argparse.ArgumentParser) -> None:

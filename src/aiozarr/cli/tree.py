@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from aiozarr.cli.errors import run_command
-from aiozarr.cli.options import Parser, add_common
+from aiozarr.cli.options import Parser, add_common, add_snapshot_options, with_snapshot
 from aiozarr.cli.storage_options import options_for, parse_storage_options
 from aiozarr.errors import UnsupportedError
 
@@ -29,6 +29,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--path", default="", help="node inside the store (default: its root)")
     parser.add_argument("--depth", type=int, default=None, help="levels to show (default: all)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_snapshot_options(parser)
     add_common(parser)
     return parser
 
@@ -119,9 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         from aiozarr.api import open_async
 
         options = parse_storage_options(args.storage_option)
-        node = await open_async(
-            args.url, args.path, mode="r", storage_options=options_for(args.url, options)
-        )
+        options = with_snapshot(args, options_for(args.url, options))
+        node = await open_async(args.url, args.path, mode="r", storage_options=options)
         tree = await walk(node, args.depth)
         print(_json(tree) if args.json else "\n".join(_lines(tree)))
         return 0

@@ -125,6 +125,17 @@ class IcechunkStore(ReferenceStore):
             raise NodeNotFoundError(f"{self._url!r}: the repository has no {kind} {name!r}")
         return found
 
+    async def snapshot(self) -> Snapshot:
+        """The snapshot read (its id, its nodes), read on first use.
+
+        Raises:
+            NodeNotFoundError: There is no repository at the URL, or it has no such
+                branch, tag or snapshot.
+        """
+        await self._load()
+        assert self._snapshot is not None
+        return self._snapshot
+
     async def _load(self) -> dict[str, Any]:
         if self._snapshot is None:
             repo = self._repository()
