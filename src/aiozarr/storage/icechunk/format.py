@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import struct
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,7 +168,7 @@ def _parse(what: str, fn: Any, *args: Any) -> Any:
     """Run a table reader, a malformed buffer becoming a `MetadataError`."""
     try:
         return fn(*args)
-    except (IndexError, ValueError, TypeError, UnicodeDecodeError, OverflowError) as error:
+    except (IndexError, ValueError, TypeError, OverflowError, struct.error) as error:
         raise MetadataError(f"{what}: malformed flatbuffers payload ({error})") from None
 
 

@@ -1,0 +1,89 @@
+"""What icechunk wrote is what the format module reads: refs, snapshots, manifests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aiozarr.errors import MetadataError, UnsupportedError
+from aiozarr.storage.icechunk.format import (
+    object_id,
+    parse_manifest,
+    parse_ref_json,
+    parse_repo_info,
+    parse_snapshot,
+)
+from tests.interop.icechunk.generate import Written
+
+
+def _snapshot(written: Written, snapshot: str):
+    path = written.path / "snapshots" / snapshot
+    return parse_snapshot(path.read_bytes(), str(path))
+
+
+def _manifests(written: Written, snapshot: str, array: str) -> list:
+    node = _snapshot(written, snapshot).nodes[f"/{array}"]
+    return [
+        parse_manifest((written.path / "manifests" / m.manifest_id).read_bytes(), m.manifest_id)
+        for m in node.manifests
+    ]
+
+
+def test_refs_name_the_snapshots_written(written: Written) -> None:
+    if written.spec_version == 2:
+        info = parse_repo_info((written.path / "repo").read_bytes())
+        assert info.branches == {"main": written.refs["branch:main"], "dev": written.refs["branch:dev"]}
+        assert info.tags == {"v1": written.refs["tag:v1"]}
+        assert set(written.snapshots) <= info.snapshots
+    else:
+        for ref, snapshot in written.refs.items():
+            kind, name = ref.split(":")
+            path = written.path / "refs" / f"{kind}.{name}" / "ref.json"
+            assert parse_ref_json(path.read_bytes(), str(path)) == snapshot
+
+
+def test_snapshots_hold_every_node_and_the_split_manifests(written: Written) -> None:
+    main = written.refs["branch:main"]
+    snapshot = _snapshot(written, main)
+    assert snapshot.id == main
+    arrays = {p.lstrip("/") for p, n in snapshot.nodes.items() if n.is_array}
+    assert arrays == set(written.snapshots[main])
+    assert not snapshot.nodes["/group/sub"].is_array
+    # "split": 8 x 4 chunks, a manifest per 2 x 2 block of them
+    split = snapshot.nodes["/split"].manifests
+    assert len(split) == 8
+    assert sorted(m.extents for m in split)[0] == ((0, 2), (0, 2))
+
+
+def test_manifests_hold_native_inline_and_virtual_chunks(written: Written) -> None:
+    main = written.refs["branch:main"]
+    (f8,) = _manifests(written, main, "native/f8")
+    chunks = next(iter(f8.values()))
+    assert len(chunks) == 6 and all(c.chunk_id and c.length for c in chunks.values())
+    (inline,) = _manifests(written, main, "group/sub/inline")
+    assert all(c.inline is not None for c in next(iter(inline.values())).values())
+    (virtual,) = _manifests(written, main, "virtual")
+    refs = next(iter(virtual.values()))
+    assert len(refs) == 125
+    first = refs[(0, 0)]
+    assert first.location == f"file://{written.sources}/part0.h5"
+    assert first.last_modified is not None and first.etag is None
+
+
+def test_object_ids_are_crockford_base32() -> None:
+    raw = bytes.fromhex("0b1cc8d6787580f0e33a6534")
+    assert object_id(raw) == "1CECHNKREP0F1RSTCMT0"  # the spec's example
+    assert len(object_id(bytes(8))) == 13
+
+
+def test_bad_files_are_named(tmp_path: Path, written: Written) -> None:
+    snapshot = (written.path / "snapshots" / written.refs["tag:v1"]).read_bytes()
+    with pytest.raises(MetadataError, match="not an icechunk file"):
+        parse_snapshot(b"PAR1" + snapshot, "snapshots/X")
+    with pytest.raises(MetadataError, match="a snapshot file, expected a manifest"):
+        parse_manifest(snapshot, "manifests/X")
+    with pytest.raises(UnsupportedError, match="spec version 9"):
+        parse_snapshot(snapshot[:36] + b"\x09" + snapshot[37:], "snapshots/X")
+    with pytest.raises(MetadataError, match="snapshots/X"):
+        parse_snapshot(snapshot[:60], "snapshots/X")

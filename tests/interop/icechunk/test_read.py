@@ -1,0 +1,76 @@
+"""aiozarr reads icechunk repositories as icechunk's own reader does, at every snapshot."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import zarr
+
+import aiozarr
+from aiozarr.errors import NodeNotFoundError, ReferenceTargetError
+from aiozarr.storage.icechunk import IcechunkStore
+from tests.interop.icechunk.generate import Written, open_repository
+
+
+def _options(written: Written, **ref: str) -> dict:
+    return {"allowed_targets": [str(written.sources)], **ref}
+
+
+def test_every_array_at_every_snapshot_reads_as_icechunk_reads(written: Written) -> None:
+    repo = open_repository(written)
+    assert len(written.snapshots) == 3
+    for snapshot, arrays in written.snapshots.items():
+        session = repo.readonly_session(snapshot_id=snapshot)
+        group = aiozarr.open_group(written.path, mode="r", storage_options=_options(written, snapshot=snapshot))
+        for path, expected in arrays.items():
+            theirs = zarr.open_array(session.store, path=path, mode="r")[...]
+            ours = group[path][...]
+            np.testing.assert_array_equal(theirs, expected, err_msg=path)
+            np.testing.assert_array_equal(ours, theirs, err_msg=f"{path} at {snapshot}")
+            assert ours.dtype == theirs.dtype, path
+
+
+def test_branches_and_tags_name_their_snapshots(written: Written) -> None:
+    for ref, snapshot in written.refs.items():
+        kind, name = ref.split(":")
+        arr = aiozarr.open_array(written.path, "group/sub/inline", mode="r", storage_options={kind: name})
+        np.testing.assert_array_equal(arr[...], written.snapshots[snapshot]["group/sub/inline"])
+    # main is the default; "late" exists only from the second commit on
+    assert aiozarr.open_array(written.path, "late", mode="r")[...].tolist() == list(range(0, 9000, 1000))
+    with pytest.raises(NodeNotFoundError):
+        aiozarr.open_array(written.path, "late", mode="r", storage_options={"tag": "v1"})
+    with pytest.raises(NodeNotFoundError, match="no branch 'nope'"):
+        aiozarr.open_group(written.path, mode="r", storage_options={"branch": "nope"})
+
+
+def test_groups_attributes_and_members(written: Written) -> None:
+    group = aiozarr.open_group(written.path)
+    assert group.attrs["title"] == "conformance"
+    assert sorted(group) == ["empty", "group", "late", "native", "sharded", "split", "virtual"]
+    sub = group["group/sub"]
+    assert dict(sub.attrs) == {"units": "m", "level": 2}
+    assert list(sub) == ["inline"]
+    assert sorted(group["native"]) == ["c8", "f8", "i2", "u1"]
+
+
+def test_selections_match(written: Written) -> None:
+    arrays = written.snapshots[written.refs["branch:main"]]
+    group = aiozarr.open_group(written.path, mode="r", storage_options=_options(written))
+    np.testing.assert_array_equal(group["native/f8"][3:17, 9:31], arrays["native/f8"][3:17, 9:31])
+    np.testing.assert_array_equal(group["sharded"][7:33:3, 1], arrays["sharded"][7:33:3, 1])
+    np.testing.assert_array_equal(group["split"][5:11, ::5], arrays["split"][5:11, ::5])
+    np.testing.assert_array_equal(group["virtual"][18:63, 4:29], arrays["virtual"][18:63, 4:29])
+
+
+def test_virtual_chunks_need_their_folder_allowed(written: Written) -> None:
+    arr = aiozarr.open_array(written.path, "virtual", mode="r")  # metadata reads no target
+    with pytest.raises(ReferenceTargetError, match="part0.h5"):
+        arr[0, 0]
+
+
+def test_a_repository_is_known_by_its_layout_not_its_name(written: Written, tmp_path) -> None:
+    renamed = tmp_path / "plain-name"
+    renamed.symlink_to(written.path)
+    assert isinstance(aiozarr.open_group(renamed, mode="r").store, IcechunkStore)
+    with pytest.raises(NodeNotFoundError):  # a plain folder is still a plain folder
+        aiozarr.open_group(tmp_path / "nothing", mode="r")
