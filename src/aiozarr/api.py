@@ -128,6 +128,35 @@ async def open_array_async(
         return await AsyncArray.open(repository, path, zarr_format=zarr_format)
 
 
+async def _group_or_repository(
+    store: StoreLike,
+    resolved: Store,
+    path: str,
+    zarr_format: Literal[2, 3] | None,
+    storage_options: Mapping[str, Any] | None,
+    *,
+    any_node: bool = False,
+) -> AsyncGroup | AsyncArray:
+    """The group at `path`; where there is none, or only an implicit one (a directory:
+    an icechunk repository looks like one), the group (`any_node`: the node) at `path`
+    in the repository at URL `store` if there is one, so no group is created in it."""
+    try:
+        group = await AsyncGroup.open(resolved, path, zarr_format=zarr_format)
+    except NodeNotFoundError:
+        repository = await _repository_instead(store, resolved, storage_options)
+        if repository is None:
+            raise
+    else:
+        if not group.implicit:
+            return group
+        repository = await _repository_instead(store, resolved, storage_options)
+        if repository is None:
+            return group
+    if any_node:
+        return await open_async(repository, path, zarr_format=zarr_format)
+    return await AsyncGroup.open(repository, path, zarr_format=zarr_format)
+
+
 async def _repository_instead(
     store: StoreLike, resolved: Store, storage_options: Mapping[str, Any] | None
 ) -> Store | None:
@@ -186,11 +215,10 @@ async def open_group_async(
             overwrite=mode == "w",
         )
     try:
-        return await AsyncGroup.open(resolved, path, zarr_format=zarr_format)
+        return await _group_or_repository(
+            store, resolved, path, zarr_format, storage_options, any_node=True
+        )
     except NodeNotFoundError:
-        repository = await _repository_instead(store, resolved, storage_options)
-        if repository is not None:  # never create a group inside a repository
-            return await AsyncGroup.open(repository, path, zarr_format=zarr_format)
         if mode != "a":
             raise
         return await AsyncGroup.create(
@@ -233,13 +261,9 @@ async def open_async(
     try:
         return await AsyncArray.open(resolved, path, zarr_format=zarr_format)
     except NodeNotFoundError:
-        try:
-            return await AsyncGroup.open(resolved, path, zarr_format=zarr_format)
-        except NodeNotFoundError:
-            repository = await _repository_instead(store, resolved, storage_options)
-            if repository is None:
-                raise
-            return await open_async(repository, path, zarr_format=zarr_format)
+        return await _group_or_repository(
+            store, resolved, path, zarr_format, storage_options, any_node=True
+        )
 
 
 async def create_array_async(

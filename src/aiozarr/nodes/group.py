@@ -19,6 +19,9 @@ from aiozarr.storage.base import Store
 class AsyncGroup(hierarchy.NodeLocation):
     """A Zarr group (v2 or v3) navigated and changed with `await`."""
 
+    #: Opened without a `zarr.json`: a v3 implicit group (a directory with nodes below).
+    implicit: bool = False
+
     def __init__(self, store: Store, path: str, metadata: GroupMetadata) -> None:
         self._store = store
         self._path = hierarchy.normalize_path(path)
@@ -37,7 +40,9 @@ class AsyncGroup(hierarchy.NodeLocation):
             meta = await hierarchy.read_node(store, path, zarr_format)
         except NodeNotFoundError:
             if zarr_format != 2 and await hierarchy_walk.has_children(store, path):
-                return cls(store, path, GroupMetadata(zarr_format=3))
+                group = cls(store, path, GroupMetadata(zarr_format=3))
+                group.implicit = True
+                return group
             raise
         if isinstance(meta, ArrayMetadata):
             raise NodeNotFoundError(f"{path or '/'!r} in {store!r} is an array, not a group")

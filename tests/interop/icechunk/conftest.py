@@ -4,7 +4,6 @@ writes (icechunk 1.x: spec 1; 2.x: spec 2 and, asked for, spec 1)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -17,5 +16,7 @@ SPEC_VERSIONS = [None, 1] if int(icechunk.__version__.split(".")[0]) >= 2 else [
 
 
 @pytest.fixture(scope="module", params=SPEC_VERSIONS, ids=lambda v: f"spec-{v or 'default'}")
-def written(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Written]:
+def written(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Written]:
     yield write_repository(tmp_path_factory.mktemp("icechunk"), request.param)

@@ -78,9 +78,11 @@ def _write_sources(folder: Path) -> tuple[np.ndarray, list[Any]]:
 def _config(sources: Path) -> icechunk.RepositoryConfig:
     config = icechunk.RepositoryConfig.default()
     split = icechunk.ManifestSplittingConfig.from_dict(
-        {icechunk.ManifestSplitCondition.name_matches("split"): {
-            icechunk.ManifestSplitDimCondition.Any(): 2
-        }}
+        {
+            icechunk.ManifestSplitCondition.name_matches("split"): {
+                icechunk.ManifestSplitDimCondition.Any(): 2
+            }
+        }
     )
     compress = getattr(icechunk, "ManifestVirtualChunkLocationCompressionConfig", None)
     if compress is None:  # icechunk 1.x: locations are stored as they are
@@ -132,14 +134,21 @@ def _first_commit(repo: icechunk.Repository, written: Written) -> str:
     values["empty"] = np.full((10, 10), 7.5)
     stacked, chunks = _write_sources(written.sources)
     virtual = root.create_array(
-        "virtual", shape=stacked.shape, chunks=VIRTUAL_CHUNKS, dtype="float32",
-        compressors=None, fill_value=0,
+        "virtual",
+        shape=stacked.shape,
+        chunks=VIRTUAL_CHUNKS,
+        dtype="float32",
+        compressors=None,
+        fill_value=0,
     )
     values["virtual"] = stacked
     stamp = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=5)
     specs = [
         icechunk.VirtualChunkSpec(
-            index=index, location=f"file://{path}", offset=offset, length=length,
+            index=index,
+            location=f"file://{path}",
+            offset=offset,
+            length=length,
             last_updated_at_checksum=stamp,
         )
         for path, index, offset, length in chunks
@@ -193,22 +202,30 @@ def write_repository(root: Path, spec_version: int | None = None) -> Written:
 
 
 def write_virtual_repository(
-    path: Path, sources: Path, url_for: Any, etags: dict[Path, str] | None = None
+    path: Path, sources: Path, url_for: Any, etag_of: Any = None
 ) -> np.ndarray:
     """A repository holding only `virtual` (5 files of 25 contiguous chunks each), its
-    chunks' locations `url_for(source path)`, each with its file's ETag from `etags`
-    when given; returns the array's values. The sources are written first."""
+    chunks' locations `url_for(source path)`, each with its file's ETag `etag_of(source
+    path)` when given; returns the array's values. The sources are written first."""
     stacked, chunks = _write_sources(sources)
+    etags = None if etag_of is None else {p: etag_of(p) for p in {c[0] for c in chunks}}
     repo = icechunk.Repository.create(icechunk.local_filesystem_storage(str(path)))
     session = repo.writable_session("main")
     root = zarr.group(store=session.store)
     virtual = root.create_array(
-        "virtual", shape=stacked.shape, chunks=VIRTUAL_CHUNKS, dtype="float32",
-        compressors=None, fill_value=0,
+        "virtual",
+        shape=stacked.shape,
+        chunks=VIRTUAL_CHUNKS,
+        dtype="float32",
+        compressors=None,
+        fill_value=0,
     )
     specs = [
         icechunk.VirtualChunkSpec(
-            index=index, location=url_for(source), offset=offset, length=length,
+            index=index,
+            location=url_for(source),
+            offset=offset,
+            length=length,
             etag_checksum=None if etags is None else etags[source],
         )
         for source, index, offset, length in chunks

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.interop.icechunk.generate import Written
 
 from aiozarr.errors import MetadataError, UnsupportedError
 from aiozarr.storage.icechunk.format import (
@@ -14,7 +15,6 @@ from aiozarr.storage.icechunk.format import (
     parse_repo_info,
     parse_snapshot,
 )
-from tests.interop.icechunk.generate import Written
 
 
 def _snapshot(written: Written, snapshot: str):
@@ -33,7 +33,10 @@ def _manifests(written: Written, snapshot: str, array: str) -> list:
 def test_refs_name_the_snapshots_written(written: Written) -> None:
     if written.spec_version == 2:
         info = parse_repo_info((written.path / "repo").read_bytes())
-        assert info.branches == {"main": written.refs["branch:main"], "dev": written.refs["branch:dev"]}
+        assert info.branches == {
+            "main": written.refs["branch:main"],
+            "dev": written.refs["branch:dev"],
+        }
         assert info.tags == {"v1": written.refs["tag:v1"]}
         assert set(written.snapshots) <= info.snapshots
     else:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import zarr
+from tests.interop.icechunk.generate import Written, open_repository
 
 import aiozarr
 from aiozarr.errors import NodeNotFoundError, ReferenceTargetError
 from aiozarr.storage.icechunk import IcechunkStore
-from tests.interop.icechunk.generate import Written, open_repository
 
 
 def _options(written: Written, **ref: str) -> dict:
@@ -21,7 +21,9 @@ def test_every_array_at_every_snapshot_reads_as_icechunk_reads(written: Written)
     assert len(written.snapshots) == 3
     for snapshot, arrays in written.snapshots.items():
         session = repo.readonly_session(snapshot_id=snapshot)
-        group = aiozarr.open_group(written.path, mode="r", storage_options=_options(written, snapshot=snapshot))
+        group = aiozarr.open_group(
+            written.path, mode="r", storage_options=_options(written, snapshot=snapshot)
+        )
         for path, expected in arrays.items():
             theirs = zarr.open_array(session.store, path=path, mode="r")[...]
             ours = group[path][...]
@@ -33,10 +35,14 @@ def test_every_array_at_every_snapshot_reads_as_icechunk_reads(written: Written)
 def test_branches_and_tags_name_their_snapshots(written: Written) -> None:
     for ref, snapshot in written.refs.items():
         kind, name = ref.split(":")
-        arr = aiozarr.open_array(written.path, "group/sub/inline", mode="r", storage_options={kind: name})
+        arr = aiozarr.open_array(
+            written.path, "group/sub/inline", mode="r", storage_options={kind: name}
+        )
         np.testing.assert_array_equal(arr[...], written.snapshots[snapshot]["group/sub/inline"])
     # main is the default; "late" exists only from the second commit on
-    assert aiozarr.open_array(written.path, "late", mode="r")[...].tolist() == list(range(0, 9000, 1000))
+    assert aiozarr.open_array(written.path, "late", mode="r")[...].tolist() == list(
+        range(0, 9000, 1000)
+    )
     with pytest.raises(NodeNotFoundError):
         aiozarr.open_array(written.path, "late", mode="r", storage_options={"tag": "v1"})
     with pytest.raises(NodeNotFoundError, match="no branch 'nope'"):
@@ -64,7 +70,7 @@ def test_selections_match(written: Written) -> None:
 
 def test_virtual_chunks_need_their_folder_allowed(written: Written) -> None:
     arr = aiozarr.open_array(written.path, "virtual", mode="r")  # metadata reads no target
-    with pytest.raises(ReferenceTargetError, match="part0.h5"):
+    with pytest.raises(ReferenceTargetError, match=r"part0\.h5"):
         arr[0, 0]
 
 

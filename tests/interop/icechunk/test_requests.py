@@ -1,0 +1,107 @@
+"""What a read of an icechunk repository costs, counted by the emulator serving it: one
+batch of manifests, then every chunk range coalesced per object."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.interop.icechunk.generate import Written, write_virtual_repository
+
+import aiozarr
+from aiozarr.emulator import Emulator
+from aiozarr.errors import SourceChangedError
+from aiozarr.storage.icechunk import IcechunkStore
+from aiozarr.storage.url import from_url
+from aiozarr.sync import run
+
+
+def _gets(emulator: Emulator) -> int:
+    return emulator.stats()["by_method"].get("GET", 0)
+
+
+def _virtual_on_emulator(emulator: Emulator, prefix: str, etags: bool = False) -> np.ndarray:
+    """A repository in the emulator's bucket whose virtual chunks lie in 5 HDF5 files
+    in the same bucket (so they need no allowed_targets)."""
+    folder = emulator.root / prefix
+    sources = folder / "sources"
+
+    def url(path: Path) -> str:
+        return emulator.s3_url(f"{prefix}/sources/{path.name}")
+
+    etag_of = None
+    if etags:  # the ETag the emulator gives each source file
+        store = from_url(
+            emulator.s3_url(f"{prefix}/sources"), storage_options=emulator.storage_options()
+        )
+
+        def etag_of(path: Path) -> str:
+            return run(store.get_versioned, path.name)[1][0]
+
+    return write_virtual_repository(folder / "repo", sources, url, etag_of)
+
+
+def test_virtual_chunks_contiguous_in_five_files_cost_five_gets(
+    emulator: Emulator, prefix: str
+) -> None:
+    expected = _virtual_on_emulator(emulator, prefix)
+    url = emulator.s3_url(f"{prefix}/repo")
+    options = {**emulator.storage_options(), "branch": "main"}
+    emulator.reset_stats()
+    arr = aiozarr.open_array(url, "virtual", mode="r", storage_options=options)
+    assert _gets(emulator) == 3  # repo + the spec-1 ref in one batch, then the snapshot
+    emulator.reset_stats()
+    np.testing.assert_array_equal(arr[0:20, :], expected[0:20, :])  # 25 chunks of part0.h5
+    assert _gets(emulator) == 1 + 1  # the manifest, then one coalesced range
+    emulator.reset_stats()
+    np.testing.assert_array_equal(arr[...], expected)  # 125 chunks in 5 files
+    assert _gets(emulator) == 5  # the manifest is cached: one GET per file
+    emulator.reset_stats()
+    # a 5 x 5-chunk tile across two files: one run in each
+    np.testing.assert_array_equal(arr[12:32, 0:30], expected[12:32, 0:30])
+    assert _gets(emulator) == 2
+
+
+def test_a_remote_repository_is_found_by_its_layout(emulator: Emulator, prefix: str) -> None:
+    expected = _virtual_on_emulator(emulator, prefix)
+    url = emulator.s3_url(f"{prefix}/repo")
+    group = aiozarr.open_group(url, storage_options=emulator.storage_options())  # mode "a"
+    assert isinstance(group.store, IcechunkStore)
+    np.testing.assert_array_equal(group["virtual"][0:4, 0:6], expected[0:4, 0:6])
+    assert not (emulator.root / prefix / "repo" / "zarr.json").exists()  # nothing created
+    with pytest.raises(aiozarr.errors.NodeNotFoundError):  # and Zarr is still Zarr
+        aiozarr.open_group(
+            emulator.s3_url(f"{prefix}/none"), mode="r", storage_options=emulator.storage_options()
+        )
+
+
+def test_a_changed_source_is_refused_by_its_etag(emulator: Emulator, prefix: str) -> None:
+    expected = _virtual_on_emulator(emulator, prefix, etags=True)
+    url = emulator.s3_url(f"{prefix}/repo")
+    arr = aiozarr.open_array(url, "virtual", mode="r", storage_options=emulator.storage_options())
+    np.testing.assert_array_equal(arr[...], expected)
+    part = emulator.root / prefix / "sources" / "part1.h5"
+    part.write_bytes(part.read_bytes()[::-1])  # rewritten: same size, other bytes
+    np.testing.assert_array_equal(arr[0:20], expected[0:20])  # part0.h5: unchanged
+    with pytest.raises(SourceChangedError, match=r"part1\.h5.*ETag"):
+        arr[20:40]
+
+
+def test_a_changed_local_source_is_refused_by_its_time(written: Written) -> None:
+    options = {"allowed_targets": [str(written.sources)]}
+    arr = aiozarr.open_array(written.path, "virtual", mode="r", storage_options=options)
+    expected = written.snapshots[written.refs["branch:main"]]["virtual"]
+    np.testing.assert_array_equal(arr[60:80], expected[60:80])
+    part = written.sources / "part4.h5"
+    later = time.time() + 3600  # changed after the references were written
+    os.utime(part, (later, later))
+    try:
+        with pytest.raises(SourceChangedError, match=r"part4\.h5.*modified"):
+            arr[80:100]
+        np.testing.assert_array_equal(arr[0:20], expected[0:20])  # the others still read
+    finally:
+        os.utime(part, (0, 0))  # older than the references again
+    np.testing.assert_array_equal(arr[80:100], expected[80:100])
