@@ -96,6 +96,10 @@ class Capabilities:
     #: references), made under those stores' request policies: it has none of its own,
     #: and overrides `stream_versioned_values` to batch them.
     delegates_reads: bool = False
+    #: Every node's metadata is already held (an icechunk snapshot's): reading a group's
+    #: documents and listing its members make no request, so consolidated metadata
+    #: would gain nothing (xarray's warning about its absence is not given).
+    metadata_in_hand: bool = False
     #: Send a second copy of a read that is far slower than its peers (config `hedge_*`):
     #: worth it where tail latency is the network's, not for local stores.
     hedge_reads: bool = False

@@ -130,7 +130,7 @@ async def _read_group(
             f"the group {path or '/'!r} in {store!r} has no consolidated metadata and the "
             "store cannot list its members: consolidate it (aiozarr.consolidate_metadata)"
         )
-    if consolidated is None and warn_unconsolidated:
+    if consolidated is None and warn_unconsolidated and not store.capabilities.metadata_in_hand:
         warnings.warn(UNCONSOLIDATED_WARNING, RuntimeWarning, stacklevel=2)
     return meta, listing.result()
 

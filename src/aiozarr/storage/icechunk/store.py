@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from aiozarr.errors import MetadataError, NodeNotFoundError, StoreError
-from aiozarr.storage.base import RangeRequest, Store, dir_entries
+from aiozarr.storage.base import Capabilities, RangeRequest, Store, dir_entries
 from aiozarr.storage.icechunk.checksums import checksum_problem
 from aiozarr.storage.icechunk.format import (
     ChunkRef,
@@ -57,6 +57,12 @@ class IcechunkStore(ReferenceStore):
     (`["s3://noaa-goes16/", "/data/nc/"]`) and `target_options` their options (one dict,
     or `{url prefix: options}`).
     """
+
+    # Values are the snapshot's documents or ranges of other objects (read through
+    # their stores' request policies); every node's metadata is in the snapshot.
+    CAPABILITIES = Capabilities(
+        writes=False, deletes=False, delegates_reads=True, metadata_in_hand=True
+    )
 
     def __init__(
         self,
