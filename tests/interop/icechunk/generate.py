@@ -132,6 +132,8 @@ def _first_commit(repo: icechunk.Repository, written: Written) -> str:
     small[...] = values["group/sub/inline"] = np.arange(6, dtype="float32") / 4
     root.create_array("empty", shape=(10, 10), chunks=(5, 5), dtype="float64", fill_value=7.5)
     values["empty"] = np.full((10, 10), 7.5)
+    scalar = root.create_array("scalar", shape=(), dtype="float64")
+    scalar[...] = values["scalar"] = np.array(3.25)
     stacked, chunks = _write_sources(written.sources)
     virtual = root.create_array(
         "virtual",

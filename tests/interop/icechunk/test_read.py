@@ -10,6 +10,7 @@ from tests.interop.icechunk.generate import Written, open_repository
 import aiozarr
 from aiozarr.errors import NodeNotFoundError, ReferenceTargetError
 from aiozarr.storage.icechunk import IcechunkStore
+from aiozarr.sync import run
 
 
 def _options(written: Written, **ref: str) -> dict:
@@ -52,7 +53,16 @@ def test_branches_and_tags_name_their_snapshots(written: Written) -> None:
 def test_groups_attributes_and_members(written: Written) -> None:
     group = aiozarr.open_group(written.path)
     assert group.attrs["title"] == "conformance"
-    assert sorted(group) == ["empty", "group", "late", "native", "sharded", "split", "virtual"]
+    assert sorted(group) == [
+        "empty",
+        "group",
+        "late",
+        "native",
+        "scalar",
+        "sharded",
+        "split",
+        "virtual",
+    ]
     sub = group["group/sub"]
     assert dict(sub.attrs) == {"units": "m", "level": 2}
     assert list(sub) == ["inline"]
@@ -80,3 +90,19 @@ def test_a_repository_is_known_by_its_layout_not_its_name(written: Written, tmp_
     assert isinstance(aiozarr.open_group(renamed, mode="r").store, IcechunkStore)
     with pytest.raises(NodeNotFoundError):  # a plain folder is still a plain folder
         aiozarr.open_group(tmp_path / "nothing", mode="r")
+
+
+def test_listing_a_group_reads_no_manifest_and_an_array_lists_its_chunks(
+    written: Written,
+) -> None:
+    store = IcechunkStore(written.path)
+
+    async def entries(prefix: str) -> list:
+        return [entry async for entry in store.list_dir_entries(prefix)]
+
+    assert run(entries, "group") == [("sub", True), ("zarr.json", False)]
+    assert not store._manifests  # the snapshot alone answered
+    assert run(entries, "native/i2") == [("c", True), ("zarr.json", False)]
+    assert run(entries, "native/i2/c") == [(str(i), False) for i in range(5)]
+    assert run(entries, "scalar") == [("c", False), ("zarr.json", False)]
+    assert run(store.exists, "native/i2/c/4") and not run(store.exists, "native/i2/c/5")
