@@ -44,7 +44,7 @@ from aiozarr.storage.base import (
 from aiozarr.storage.redaction import redact_url
 from aiozarr.storage.retry import ShortReadError, answer_began
 
-__all__ = ["ObjectStore"]
+__all__ = ["ObjectStore", "ObjectVersion"]
 
 # obstore's S3 bulk delete takes up to 1000 keys per request.
 _DELETE_BATCH = 1000
@@ -95,10 +95,29 @@ def _capabilities_of(store: Any) -> Capabilities:
     )
 
 
+class ObjectVersion(tuple):  # type: ignore[type-arg]
+    """An answer's version, `(ETag, version id)`, compared as that pair; the time the
+    object was last modified rides beside it, not compared (it says nothing the ETag
+    does not), for readers that hold a time a source must not be newer than (icechunk's
+    virtual chunk checksums)."""
+
+    last_modified: Any
+
+    def __new__(cls, e_tag: Any, version: Any, last_modified: Any = None) -> ObjectVersion:
+        made = super().__new__(cls, (e_tag, version))
+        made.last_modified = last_modified
+        return made
+
+    def __reduce__(self) -> Any:
+        return ObjectVersion, (self[0], self[1], self.last_modified)
+
+
 def _version(meta: Any) -> Version | None:
     """An answer's version: its ETag and version id (None when it carries neither)."""
     e_tag, version = meta.get("e_tag"), meta.get("version")
-    return None if e_tag is None and version is None else (e_tag, version)
+    if e_tag is None and version is None:
+        return None
+    return ObjectVersion(e_tag, version, meta.get("last_modified"))
 
 
 def _checked_body(key: str, byte_range: ByteRange, result: Any, data: Buffer) -> Buffer:

@@ -204,11 +204,16 @@ def write_repository(root: Path, spec_version: int | None = None) -> Written:
 
 
 def write_virtual_repository(
-    path: Path, sources: Path, url_for: Any, etag_of: Any = None
+    path: Path,
+    sources: Path,
+    url_for: Any,
+    etag_of: Any = None,
+    updated_at: datetime.datetime | None = None,
 ) -> np.ndarray:
     """A repository holding only `virtual` (5 files of 25 contiguous chunks each), its
     chunks' locations `url_for(source path)`, each with its file's ETag `etag_of(source
-    path)` when given; returns the array's values. The sources are written first."""
+    path)` or the time `updated_at` when given; returns the array's values. The sources
+    are written first."""
     stacked, chunks = _write_sources(sources)
     etags = None if etag_of is None else {p: etag_of(p) for p in {c[0] for c in chunks}}
     repo = icechunk.Repository.create(icechunk.local_filesystem_storage(str(path)))
@@ -229,6 +234,7 @@ def write_virtual_repository(
             offset=offset,
             length=length,
             etag_checksum=None if etags is None else etags[source],
+            last_updated_at_checksum=updated_at,
         )
         for source, index, offset, length in chunks
     ]

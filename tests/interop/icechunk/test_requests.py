@@ -3,9 +3,11 @@ batch of manifests, then every chunk range coalesced per object."""
 
 from __future__ import annotations
 
+import datetime
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -23,7 +25,9 @@ def _gets(emulator: Emulator) -> int:
     return emulator.stats()["by_method"].get("GET", 0)
 
 
-def _virtual_on_emulator(emulator: Emulator, prefix: str, etags: bool = False) -> np.ndarray:
+def _virtual_on_emulator(
+    emulator: Emulator, prefix: str, etags: bool = False, updated_at: Any = None
+) -> np.ndarray:
     """A repository in the emulator's bucket whose virtual chunks lie in 5 HDF5 files
     in the same bucket (so they need no allowed_targets)."""
     folder = emulator.root / prefix
@@ -41,7 +45,7 @@ def _virtual_on_emulator(emulator: Emulator, prefix: str, etags: bool = False) -
         def etag_of(path: Path) -> str:
             return run(store.get_versioned, path.name)[1][0]
 
-    return write_virtual_repository(folder / "repo", sources, url, etag_of)
+    return write_virtual_repository(folder / "repo", sources, url, etag_of, updated_at)
 
 
 def test_virtual_chunks_contiguous_in_five_files_cost_five_gets(
@@ -88,6 +92,20 @@ def test_a_changed_source_is_refused_by_its_etag(emulator: Emulator, prefix: str
     np.testing.assert_array_equal(arr[0:20], expected[0:20])  # part0.h5: unchanged
     with pytest.raises(SourceChangedError, match=r"part1\.h5.*ETag"):
         arr[20:40]
+
+
+def test_a_changed_source_is_refused_by_its_last_modified(emulator: Emulator, prefix: str) -> None:
+    stamp = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=60)
+    expected = _virtual_on_emulator(emulator, prefix, updated_at=stamp)
+    url = emulator.s3_url(f"{prefix}/repo")
+    arr = aiozarr.open_array(url, "virtual", mode="r", storage_options=emulator.storage_options())
+    np.testing.assert_array_equal(arr[...], expected)
+    part = emulator.root / prefix / "sources" / "part2.h5"
+    later = stamp.timestamp() + 3600
+    os.utime(part, (later, later))  # the same bytes, modified after the references
+    np.testing.assert_array_equal(arr[60:100], expected[60:100])
+    with pytest.raises(SourceChangedError, match=r"part2\.h5.*modified"):
+        arr[40:60]
 
 
 def test_a_changed_local_source_is_refused_by_its_time(written: Written) -> None:

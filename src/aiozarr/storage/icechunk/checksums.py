@@ -8,8 +8,8 @@ compared before the bytes are used:
 
 - an ETag is compared with an object store answer's ETag (quotes aside); a local file
   has no ETag, so one is not compared there;
-- a time is compared with a local file's mtime (changed later: refused); an object
-  store answer's version carries no time, so one is not compared there.
+- a time is compared with a local file's mtime, or with an object store answer's
+  Last-Modified (`object_store.ObjectVersion.last_modified`): changed later, refused.
 """
 
 from __future__ import annotations
@@ -40,4 +40,9 @@ def checksum_problem(chunk: ChunkRef, version: Any) -> str | None:
         found, expected = str(version[0]).strip('"'), chunk.etag.strip('"')
         if found != expected:
             return f"ETag {found!r}, referenced with {expected!r}"
+    modified = getattr(version, "last_modified", None)
+    if chunk.last_modified is not None and modified is not None:
+        modified_s = int(modified.timestamp())
+        if modified_s > chunk.last_modified:
+            return f"modified at {modified_s}, after {chunk.last_modified}"
     return None
