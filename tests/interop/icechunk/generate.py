@@ -58,18 +58,21 @@ def _values(dtype: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
     return values.astype(dtype)
 
 
-def _write_sources(folder: Path) -> tuple[np.ndarray, list[Any]]:
-    """The HDF5 source files and, per file, its chunks' `(index, offset, length)`."""
+def _write_sources(folder: Path, rows: int = 20) -> tuple[np.ndarray, list[Any]]:
+    """The HDF5 source files (each `rows` x 30) and their chunks' `(path, index, offset,
+    length)`, in the order each file holds them."""
     folder.mkdir(parents=True, exist_ok=True)
     parts, chunks = [], []
+    per_file = rows // VIRTUAL_CHUNKS[0]
     for n in range(VIRTUAL_FILES):
-        data = _values("float32", (20, 30), 100 + n)
+        data = _values("float32", (rows, 30), 100 + n)
         path = folder / f"part{n}.h5"
         with h5py.File(path, "w") as f:
             dset = f.create_dataset("x", data=data, chunks=VIRTUAL_CHUNKS)
             for i in range(dset.id.get_num_chunks()):
                 info = dset.id.get_chunk_info(i)
-                index = [info.chunk_offset[0] // 4 + 5 * n, info.chunk_offset[1] // 6]
+                row = info.chunk_offset[0] // VIRTUAL_CHUNKS[0] + per_file * n
+                index = [row, info.chunk_offset[1] // VIRTUAL_CHUNKS[1]]
                 chunks.append((path, index, info.byte_offset, info.size))
         parts.append(data)
     return np.concatenate(parts), chunks
@@ -209,12 +212,13 @@ def write_virtual_repository(
     url_for: Any,
     etag_of: Any = None,
     updated_at: datetime.datetime | None = None,
+    rows: int = 20,
 ) -> np.ndarray:
     """A repository holding only `virtual` (5 files of 25 contiguous chunks each), its
     chunks' locations `url_for(source path)`, each with its file's ETag `etag_of(source
     path)` or the time `updated_at` when given; returns the array's values. The sources
-    are written first."""
-    stacked, chunks = _write_sources(sources)
+    are written first (`rows` of 4-row chunks each)."""
+    stacked, chunks = _write_sources(sources, rows)
     etags = None if etag_of is None else {p: etag_of(p) for p in {c[0] for c in chunks}}
     repo = icechunk.Repository.create(icechunk.local_filesystem_storage(str(path)))
     session = repo.writable_session("main")

@@ -69,6 +69,24 @@ def test_virtual_chunks_contiguous_in_five_files_cost_five_gets(
     assert _gets(emulator) == 2
 
 
+def test_a_tile_of_25_chunks_in_five_files_costs_five_data_gets(
+    emulator: Emulator, prefix: str
+) -> None:
+    folder = emulator.root / prefix
+
+    def url(path: Path) -> str:
+        return emulator.s3_url(f"{prefix}/sources/{path.name}")
+
+    # five files of one row of 5 chunks each: the tile's 25 chunks lie in 5 runs
+    expected = write_virtual_repository(folder / "repo", folder / "sources", url, rows=4)
+    options = {**emulator.storage_options(), "branch": "main"}
+    arr = aiozarr.open_array(emulator.s3_url(f"{prefix}/repo"), "virtual", storage_options=options)
+    assert arr.shape == (20, 30) and arr.chunks == (4, 6)
+    emulator.reset_stats()
+    np.testing.assert_array_equal(arr[...], expected)
+    assert _gets(emulator) == 1 + 5  # the manifest, then one GET per file
+
+
 def test_a_remote_repository_is_found_by_its_layout(emulator: Emulator, prefix: str) -> None:
     expected = _virtual_on_emulator(emulator, prefix)
     url = emulator.s3_url(f"{prefix}/repo")
