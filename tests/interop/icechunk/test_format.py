@@ -62,14 +62,18 @@ def test_snapshots_hold_every_node_and_the_split_manifests(written: Written) -> 
 def test_manifests_hold_native_inline_and_virtual_chunks(written: Written) -> None:
     main = written.refs["branch:main"]
     (f8,) = _manifests(written, main, "native/f8")
-    chunks = next(iter(f8.values()))
-    assert len(chunks) == 6 and all(c.chunk_id and c.length for c in chunks.values())
+    f8_id = _snapshot(written, main).nodes["/native/f8"].node_id
+    coords = f8.coords(f8_id)
+    assert sorted(coords) == [(i, j) for i in range(3) for j in range(2)]
+    assert all(c.chunk_id and c.length for c in f8.get_many(f8_id, coords))
+    assert f8.get(f8_id, (3, 0)) is None and f8.get("NOSUCHNODE0000", (0, 0)) is None
     (inline,) = _manifests(written, main, "group/sub/inline")
-    assert all(c.inline is not None for c in next(iter(inline.values())).values())
+    inline_id = _snapshot(written, main).nodes["/group/sub/inline"].node_id
+    assert all(c.inline is not None for c in inline.get_many(inline_id, [(0,), (1,), (2,)]))
     (virtual,) = _manifests(written, main, "virtual")
-    refs = next(iter(virtual.values()))
-    assert len(refs) == 125
-    first = refs[(0, 0)]
+    virtual_id = _snapshot(written, main).nodes["/virtual"].node_id
+    assert len(virtual.coords(virtual_id)) == 125
+    first = virtual.get(virtual_id, (0, 0))
     assert first.location == f"file://{written.sources}/part0.h5"
     assert first.last_modified is not None and first.etag is None
 

@@ -12,8 +12,10 @@ base 32. Nothing here does I/O: each function takes the bytes of one file.
 from __future__ import annotations
 
 import base64
+import bisect
 import json
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +33,7 @@ __all__ = [
     "SNAPSHOT",
     "ArrayManifestRef",
     "ChunkRef",
+    "Manifest",
     "Node",
     "RepoInfo",
     "Snapshot",
@@ -48,6 +51,7 @@ _FILE_TYPES = {SNAPSHOT: "snapshot", MANIFEST: "manifest", 4: "transaction log",
 #: The most a metadata file may inflate to: a bound against a hostile zstd frame.
 MAX_PAYLOAD_BYTES = 1 << 31
 
+_U32, _I32, _U16 = struct.Struct("<I"), struct.Struct("<i"), struct.Struct("<H")
 _CROCKFORD = bytes.maketrans(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", b"0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 )
@@ -309,23 +313,101 @@ class ChunkRef:
     last_modified: int | None = None
 
 
-def parse_manifest(data: bytes, where: str) -> dict[str, dict[tuple[int, ...], ChunkRef]]:
+class Manifest:
+    """One manifest: each array node's chunk references, found by binary search.
+
+    The spec keeps each array's references sorted by their coordinates, so a reference
+    is found in O(log n) reads of the flatbuffers vector and nothing is parsed ahead: a
+    manifest of a million chunks is usable as soon as it is decompressed. Many lookups
+    at once (more than a binary search each would cost) read every array's coordinates
+    once into a table, kept.
+    """
+
+    def __init__(self, body: bytes, where: str) -> None:
+        root = _T.root(body)
+        # Manifest: id 0, arrays 1, location_dictionary 2, compression_algorithm 3.
+        self._where = where
+        self._expand = _location_expander(root.raw(2), where)
+        self._arrays = {  # ArrayManifest: node_id 0, refs 1
+            object_id(array.struct(0, 8) or b""): _Refs(array, 1) for array in root.tables(1)
+        }
+
+    def get(self, node_id: str, coords: tuple[int, ...]) -> ChunkRef | None:
+        """The reference of the chunk at `coords` of array `node_id`; None if absent."""
+        return self.get_many(node_id, [coords])[0]
+
+    def get_many(self, node_id: str, coords: Sequence[tuple[int, ...]]) -> list[ChunkRef | None]:
+        """The references of the chunks at `coords` of array `node_id` (None: absent)."""
+        refs = self._arrays.get(node_id)
+        if refs is None:
+            return [None] * len(coords)
+        return _parse(self._where, refs.find_many, coords, self._expand)
+
+    def coords(self, node_id: str) -> list[tuple[int, ...]]:
+        """The coordinates of every chunk of array `node_id` the manifest holds."""
+        refs = self._arrays.get(node_id)
+        return [] if refs is None else _parse(self._where, lambda: list(refs.table()))
+
+
+class _Refs:
+    """An array's `refs` vector, read as a sorted sequence of chunk coordinates (the
+    offsets a flatbuffers table and vector are found at, read straight from the buffer:
+    a lookup reads ~17 of them for a million chunks)."""
+
+    def __init__(self, array: _T, slot: int) -> None:
+        o = array._off(slot)
+        self._buf = array.t.Bytes
+        self._start = array.t.Vector(o) if o else 0
+        self._n = array.t.VectorLen(o) if o else 0
+        self._table: dict[tuple[int, ...], int] | None = None
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _position(self, i: int) -> int:
+        pos = self._start + 4 * i
+        return pos + _U32.unpack_from(self._buf, pos)[0]
+
+    def __getitem__(self, i: int) -> tuple[int, ...]:
+        """The coordinates of reference `i` (ChunkRef.index, slot 0: a `[uint32]`)."""
+        buf, table = self._buf, self._position(i)
+        vtable = table - _I32.unpack_from(buf, table)[0]
+        if _U16.unpack_from(buf, vtable)[0] <= 4:
+            return ()
+        field = _U16.unpack_from(buf, vtable + 4)[0]
+        if not field:
+            return ()
+        vector = table + field + _U32.unpack_from(buf, table + field)[0]
+        n = _U32.unpack_from(buf, vector)[0]
+        return struct.unpack_from(f"<{n}I", buf, vector + 4)
+
+    def table(self) -> dict[tuple[int, ...], int]:
+        """Coordinates -> position of every reference, read once."""
+        if self._table is None:
+            self._table = {self[i]: i for i in range(self._n)}
+        return self._table
+
+    def find_many(self, coords: Sequence[tuple[int, ...]], expand: Any) -> list[ChunkRef | None]:
+        if self._table is None and len(coords) * max(self._n, 2).bit_length() > self._n:
+            self.table()
+        found: list[int | None]
+        if self._table is not None:
+            found = [self._table.get(c) for c in coords]
+        else:
+            found = []
+            for c in coords:
+                i = bisect.bisect_left(self, c)
+                found.append(i if i < self._n and self[i] == c else None)
+        return [
+            None if i is None else _chunk_ref(_T(Table(self._buf, self._position(i))), expand)
+            for i in found
+        ]
+
+
+def parse_manifest(data: bytes, where: str) -> Manifest:
     """A `manifests/<id>` file: array node id -> chunk coordinates -> reference."""
     _, body = payload(data, MANIFEST, where)
-    return _parse(where, _manifest, body, where)
-
-
-def _manifest(body: bytes, where: str) -> dict[str, dict[tuple[int, ...], ChunkRef]]:
-    manifest = _T.root(body)
-    # Manifest: id 0, arrays 1, location_dictionary 2, compression_algorithm 3, extra 4.
-    dictionary = manifest.raw(2)
-    expand = _location_expander(dictionary, where)
-    out: dict[str, dict[tuple[int, ...], ChunkRef]] = {}
-    for array in manifest.tables(1):  # ArrayManifest: node_id 0, refs 1
-        out[object_id(array.struct(0, 8) or b"")] = {
-            ref.uint32s(0): _chunk_ref(ref, expand) for ref in array.tables(1)
-        }
-    return out
+    return _parse(where, Manifest, body, where)
 
 
 def _chunk_ref(ref: _T, expand: Any) -> ChunkRef:

@@ -29,6 +29,7 @@ from aiozarr.storage.base import Capabilities, RangeRequest, Store, dir_entries
 from aiozarr.storage.icechunk.checksums import checksum_problem
 from aiozarr.storage.icechunk.format import (
     ChunkRef,
+    Manifest,
     Node,
     Snapshot,
     parse_manifest,
@@ -40,8 +41,6 @@ from aiozarr.storage.icechunk.keys import ChunkKeys
 from aiozarr.storage.references import ReferenceStore
 
 __all__ = ["IcechunkStore"]
-
-Manifest = dict[str, dict[tuple[int, ...], ChunkRef]]
 
 
 class IcechunkStore(ReferenceStore):
@@ -190,12 +189,20 @@ class IcechunkStore(ReferenceStore):
                 if ids:
                     wanted.append((i, node, coords, ids))
         manifests = await self._fetch_manifests({m for *_, ids in wanted for m in ids})
-        for i, node, coords, ids in wanted:
-            for manifest_id in ids:
-                chunk = manifests[manifest_id].get(node.node_id, {}).get(coords)
-                if chunk is not None:
-                    out[i] = self._reference(chunk, keys[i])
-                    break
+        # Each key in the first manifest covering it, then (absent there) the next.
+        while wanted:
+            groups: dict[tuple[str, str], list[tuple[int, tuple[int, ...]]]] = {}
+            later = []
+            for i, node, coords, ids in wanted:
+                groups.setdefault((ids[0], node.node_id), []).append((i, coords))
+                if len(ids) > 1:
+                    later.append((i, node, coords, ids[1:]))
+            for (manifest_id, node_id), items in groups.items():
+                chunks = manifests[manifest_id].get_many(node_id, [c for _, c in items])
+                for (i, _), chunk in zip(items, chunks, strict=True):
+                    if chunk is not None and out[i] is None:
+                        out[i] = self._reference(chunk, keys[i])
+            wanted = [item for item in later if out[item[0]] is None]
         return out
 
     def _reference(self, chunk: ChunkRef, key: str) -> Any:
@@ -248,7 +255,7 @@ class IcechunkStore(ReferenceStore):
         head = f"{prefix}/" if prefix else ""
         coords: set[tuple[int, ...]] = set()
         for manifest in manifests.values():
-            coords.update(manifest.get(node.node_id, {}))
+            coords.update(manifest.coords(node.node_id))
         return [head + grammar.key(c) for c in coords]
 
     async def _keys_below(self, prefix: str) -> list[str]:
