@@ -41,10 +41,11 @@ from aiozarr.storage.base import (
     check_key,
     check_size,
 )
+from aiozarr.storage.protocol import ObjectVersion
 from aiozarr.storage.redaction import redact_url
 from aiozarr.storage.retry import ShortReadError, answer_began
 
-__all__ = ["ObjectStore", "ObjectVersion"]
+__all__ = ["ObjectStore"]
 
 # obstore's S3 bulk delete takes up to 1000 keys per request.
 _DELETE_BATCH = 1000
@@ -93,23 +94,6 @@ def _capabilities_of(store: Any) -> Capabilities:
     return dataclasses.replace(
         caps, listing=listing, conditional_writes=cond, conditions_from_server=cond
     )
-
-
-class ObjectVersion(tuple):  # type: ignore[type-arg]
-    """An answer's version, `(ETag, version id)`, compared as that pair; the time the
-    object was last modified rides beside it, not compared (it says nothing the ETag
-    does not), for readers that hold a time a source must not be newer than (icechunk's
-    virtual chunk checksums)."""
-
-    last_modified: Any
-
-    def __new__(cls, e_tag: Any, version: Any, last_modified: Any = None) -> ObjectVersion:
-        made = super().__new__(cls, (e_tag, version))
-        made.last_modified = last_modified
-        return made
-
-    def __reduce__(self) -> Any:
-        return ObjectVersion, (self[0], self[1], self.last_modified)
 
 
 def _version(meta: Any) -> Version | None:

@@ -24,6 +24,7 @@ __all__ = [
     "Answer",
     "Buffer",
     "Capabilities",
+    "ObjectVersion",
     "RangeRequest",
     "ReadBackend",
     "TornReadError",
@@ -42,6 +43,23 @@ Version: TypeAlias = Hashable
 Versioned: TypeAlias = tuple[Buffer, Version | None]
 #: One answer of a batch: `(request index, bytes or None if missing, version)`.
 Answer: TypeAlias = tuple[int, Buffer | None, Version | None]
+
+
+class ObjectVersion(tuple):  # type: ignore[type-arg]
+    """An object store answer's version, `(ETag, version id)`, compared as that pair; the time the
+    object was last modified rides beside it, not compared (it says nothing the ETag
+    does not), for readers that hold a time a source must not be newer than (icechunk's
+    virtual chunk checksums)."""
+
+    last_modified: Any
+
+    def __new__(cls, e_tag: Any, version: Any, last_modified: Any = None) -> ObjectVersion:
+        made = super().__new__(cls, (e_tag, version))
+        made.last_modified = last_modified
+        return made
+
+    def __reduce__(self) -> Any:
+        return ObjectVersion, (self[0], self[1], self.last_modified)
 
 
 @dataclass(frozen=True, slots=True)

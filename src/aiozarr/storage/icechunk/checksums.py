@@ -9,7 +9,7 @@ compared before the bytes are used:
 - an ETag is compared with an object store answer's ETag (quotes aside); a local file
   has no ETag, so one is not compared there;
 - a time is compared with a local file's mtime, or with an object store answer's
-  Last-Modified (`object_store.ObjectVersion.last_modified`): changed later, refused.
+  Last-Modified (`protocol.ObjectVersion.last_modified`): changed later, refused.
 """
 
 from __future__ import annotations
