@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 import zarr
@@ -106,3 +108,12 @@ def test_listing_a_group_reads_no_manifest_and_an_array_lists_its_chunks(
     assert run(entries, "native/i2/c") == [(str(i), False) for i in range(5)]
     assert run(entries, "scalar") == [("c", False), ("zarr.json", False)]
     assert run(store.exists, "native/i2/c/4") and not run(store.exists, "native/i2/c/5")
+
+
+def test_a_pickled_array_reads_the_snapshot_it_was_opened_at(written: Written) -> None:
+    options = _options(written, branch="dev")
+    arr = aiozarr.open_array(written.path, "virtual", mode="r", storage_options=options)
+    values = arr[...]  # its manifest read: it does not travel
+    copy = pickle.loads(pickle.dumps(arr))
+    assert repr(copy.store).endswith(f"snapshot={written.refs['branch:dev']!r})")
+    np.testing.assert_array_equal(copy[...], values)

@@ -277,6 +277,15 @@ class IcechunkStore(ReferenceStore):
         for entry in dir_entries(await self._keys_below(prefix), prefix):
             yield entry
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pinned to the snapshot read, so every process (dask's workers) reads that one
+        even where the branch moved since; manifests are read again where needed."""
+        state = super().__getstate__()
+        if self._snapshot is not None:
+            state["_ref"] = ("snapshot", self._snapshot.id)
+        state["_manifests"] = {}
+        return state
+
     def __repr__(self) -> str:
         kind, name = self._ref
         return f"IcechunkStore({self._url!r}, {kind}={name!r})"
