@@ -202,7 +202,8 @@ aiozarr's own options, taken by `s3://`, `gs://` and `az://` URLs (`http(s)://` 
 | `client_kwargs` | fsspec's spelling: a dict whose entries are taken as options |
 | `credential_provider` | an object that gives credentials when asked (`aiozarr.storage.EnvironmentCredentials()`: each process reads its own `AWS_*` variables, so a pickled array carries no key) |
 | `retry_config` | accepted, but obstore's retries are always off: aiozarr retries, as the `retry_*` [settings](settings.md) say |
-| `allowed_targets`, `target_options` | kerchunk reference files only: which targets may be read, and the options each target gets |
+| `allowed_targets`, `target_options` | kerchunk reference files and icechunk repositories only: which targets (virtual chunks) may be read, and the options each target gets |
+| `branch`, `tag`, `snapshot` | icechunk repositories only: the snapshot to read (default: branch `main`); naming one opens the URL as a repository |
 
 [`from_url`](stores.md) says how credentials are found and lists any other option
 aiozarr reads itself.
@@ -237,6 +238,13 @@ checked before they are followed, and take the client options `default_headers`,
 `user_agent`, `allow_http`, `allow_invalid_certificates`, `root_certificate` and
 `proxy_url` (timeouts, pool settings and `http1_only` are accepted and unused: the
 request policy's timeout bounds each request); any other is refused by name.
+
+## Icechunk repositories
+
+A directory or URL holding an icechunk repository (spec 1 or 2: found by its layout)
+opens read-only with the options of the store that holds it, plus `branch`, `tag` or
+`snapshot` and, for virtual chunks outside its own bucket or folder, `allowed_targets`
+and `target_options`. A local repository takes these and no other option.
 """
 
 
