@@ -10,7 +10,7 @@ import zarr
 from tests.interop.icechunk.generate import Written, open_repository
 
 import aiozarr
-from aiozarr.errors import NodeNotFoundError, ReferenceTargetError
+from aiozarr.errors import NodeNotFoundError, ReferenceTargetError, StoreError
 from aiozarr.storage.icechunk import IcechunkStore
 from aiozarr.sync import run
 
@@ -117,3 +117,8 @@ def test_a_pickled_array_reads_the_snapshot_it_was_opened_at(written: Written) -
     copy = pickle.loads(pickle.dumps(arr))
     assert repr(copy.store).endswith(f"snapshot={written.refs['branch:dev']!r})")
     np.testing.assert_array_equal(copy[...], values)
+
+
+def test_a_local_repository_refuses_options_it_cannot_use(written: Written) -> None:
+    with pytest.raises(StoreError, match=r"takes no storage options.*\['anon'\]"):
+        aiozarr.open_group(written.path, storage_options={"anon": True, "tag": "v1"})

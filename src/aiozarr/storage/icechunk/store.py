@@ -94,6 +94,12 @@ class IcechunkStore(ReferenceStore):
             target_options=target_options,
             allowed_targets=allowed_targets,
         )
+        assert self._base is not None
+        if (self._base.is_local or self._base.scheme == "memory") and self._options:
+            raise StoreError(  # the names only: the values may be credentials
+                f"local repository {self._url!r} takes no storage options but branch, tag, "
+                f"snapshot, allowed_targets and target_options; got {sorted(self._options)}"
+            )
         self._snapshot: Snapshot | None = None
         self._meta: dict[str, bytes] = {}
         self._arrays: dict[str, tuple[Node, ChunkKeys]] = {}
