@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from email.utils import formatdate
@@ -28,6 +29,7 @@ from aiozarr.emulator.files import (
     PUT_CONDITIONS,
     TMP_DIR,
     FileSlice,
+    check_get_condition,
     move_into_place,
     read_version,
     version_headers,
@@ -174,6 +176,13 @@ class Bucket:
         if found is None:
             raise S3Error(404, "The specified key does not exist.", key=key)
         st, bounds, body = found
+        try:
+            check_get_condition(st, request.headers)
+        except S3Error as exc:
+            if isinstance(body, FileSlice):
+                os.close(body.fd)
+            exc.key = key
+            raise
         headers = {
             **version_headers(st),
             "Accept-Ranges": "bytes",

@@ -4,6 +4,7 @@ PUTs checked and renamed under one lock."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -11,6 +12,7 @@ import threading
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 from aiozarr.emulator.paths import TMP_DIR
@@ -104,6 +106,18 @@ def check_put_condition(path: Path, headers: Mapping[str, str]) -> None:
         )
         and (generation is None or int(generation) == (0 if st is None else generation_of(st)))
     )
+    if not held:
+        raise S3Error(412, "At least one of the pre-conditions you specified did not hold")
+
+
+def check_get_condition(st: os.stat_result, headers: Mapping[str, str]) -> None:
+    """Raise a 412 unless the version read is what the GET's condition asks for: S3's
+    `If-Match: <etag>` and `If-Unmodified-Since: <HTTP date>` (whole seconds)."""
+    if_match, since = headers.get("If-Match"), headers.get("If-Unmodified-Since")
+    held = if_match is None or if_match.strip('" ') == etag_of(st).strip('"')
+    if since is not None:
+        with contextlib.suppress(TypeError, ValueError):  # an unreadable date: ignored
+            held = held and int(st.st_mtime) <= parsedate_to_datetime(since).timestamp()
     if not held:
         raise S3Error(412, "At least one of the pre-conditions you specified did not hold")
 

@@ -354,12 +354,16 @@ class ObjectStore(Store):
             )
         return await result.bytes_async()
 
+    async def _get(self, key: str, options: Any = None) -> Any:
+        """One GET with obstore's `options` (a range); `ConditionalReads` adds to them."""
+        return await obstore.get_async(self._store, key, options=options)
+
     async def _fetch(
         self, key: str, byte_range: ByteRange | None, max_bytes: int | None = None
     ) -> Versioned:
         store = self._store
         if byte_range is None:
-            result = await obstore.get_async(store, key)
+            result = await self._get(key)
             answer_began()
             return await self._body(key, result, 0, max_bytes), _version(result.meta)
         if byte_range.length == 0 or byte_range.suffix == 0:  # HTTP cannot ask for 0 bytes
@@ -373,18 +377,18 @@ class ObjectStore(Store):
                     return memoryview(b""), _version(meta)
                 return await self._fetch(key, ByteRange.of(start, meta["size"] - start))
             options: Any = {"range": {"suffix": byte_range.suffix}}
-            result = await obstore.get_async(store, key, options=options)
+            result = await self._get(key, options)
             answer_began()
             data = _checked_body(key, byte_range, result, await result.bytes_async())
             return data, _version(result.meta)
         if byte_range.length is None:
             options = {"range": {"offset": byte_range.offset}}
-            result = await obstore.get_async(store, key, options=options)
+            result = await self._get(key, options)
             answer_began()
             data = await self._body(key, result, byte_range.offset, None)
             return _checked_body(key, byte_range, result, data), _version(result.meta)
         stop = byte_range.offset + byte_range.length
-        result = await obstore.get_async(store, key, options={"range": (byte_range.offset, stop)})
+        result = await self._get(key, {"range": (byte_range.offset, stop)})
         answer_began()
         data = _checked_body(key, byte_range, result, await result.bytes_async())
         # The answer says where the value ends: a short answer is a clipped range (fine)

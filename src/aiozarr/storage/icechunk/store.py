@@ -26,6 +26,7 @@ from typing import Any
 
 from aiozarr.errors import MetadataError, NodeNotFoundError, StoreError
 from aiozarr.storage.base import Capabilities, RangeRequest, Store, dir_entries
+from aiozarr.storage.conditional_reads import ConditionalReads
 from aiozarr.storage.icechunk.checksums import checksum_problem
 from aiozarr.storage.icechunk.format import (
     ChunkRef,
@@ -38,6 +39,7 @@ from aiozarr.storage.icechunk.format import (
     parse_snapshot,
 )
 from aiozarr.storage.icechunk.keys import ChunkKeys
+from aiozarr.storage.object_store import ObjectStore
 from aiozarr.storage.references import ReferenceStore
 
 __all__ = ["IcechunkStore"]
@@ -104,6 +106,7 @@ class IcechunkStore(ReferenceStore):
         self._meta: dict[str, bytes] = {}
         self._arrays: dict[str, tuple[Node, ChunkKeys]] = {}
         self._manifests: dict[str, Manifest] = {}
+        self._conditional: dict[int, ConditionalReads] = {}  # by id of the store wrapped
 
     # -- the snapshot ------------------------------------------------------------------
 
@@ -233,6 +236,21 @@ class IcechunkStore(ReferenceStore):
                 self._manifests[manifest_id] = parse_manifest(data, f"{self._url}/{key}")
         return {i: self._manifests[i] for i in ids}
 
+    def _target(self, value: list[Any], key: str) -> tuple[Store, str, int, int | None]:
+        """A virtual chunk with a checksum, on an object store, is read through a store
+        that sends the checksum as the GET's condition (`ConditionalReads`)."""
+        store, name, offset, length = super()._target(value, key)
+        chunk = value[3] if len(value) > 3 else None
+        if chunk is None or (chunk.etag is None and chunk.last_modified is None):
+            return store, name, offset, length
+        if not isinstance(store, ObjectStore):
+            return store, name, offset, length  # compared on the answer (`_verify`)
+        conditional = self._conditional.get(id(store))
+        if conditional is None:
+            conditional = self._conditional[id(store)] = ConditionalReads(store)
+        conditional.expect(name, etag=chunk.etag, modified_by=chunk.last_modified)
+        return conditional, name, offset, length
+
     def _verify(self, key: str, value: list[Any], version: Any) -> None:
         chunk = value[3] if len(value) > 3 else None
         if chunk is None or chunk.location is None:
@@ -290,6 +308,7 @@ class IcechunkStore(ReferenceStore):
         if self._snapshot is not None:
             state["_ref"] = ("snapshot", self._snapshot.id)
         state["_manifests"] = {}
+        state["_conditional"] = {}
         return state
 
     def __repr__(self) -> str:
