@@ -125,7 +125,9 @@ def _check_time_range(array: np.ndarray, dtype: np.dtype[Any]) -> None:
     high = ticks.max()
     if high == _NAT:
         return  # all NaT
-    low = np.where(ticks == _NAT, high, ticks).min()
+    low = ticks.min()
+    if low == _NAT:  # some NaT: the least of the others
+        low = np.where(ticks == _NAT, high, ticks).min()
     ends = np.array([low, high], dtype=np.int64).view(array.dtype.newbyteorder("="))
     if np.array_equal(ends.astype(dtype).astype(ends.dtype), ends):
         return

@@ -117,20 +117,34 @@ class _Check:
         if self.unit is not None and decoded.dtype.kind != self.raw.kind:
             return  # another calendar (cftime objects): not compared
         want, got = self._numbers(raw), self._numbers(decoded)
-        lost, missing = np.isnan(want), np.isnan(got)
-        types = (np.dtype(np.float64), self.encoded, decoded.dtype)
-        floats = [np.finfo(t) for t in types if t.kind in "fc"]
-        rel = 4 * max(float(f.eps) for f in floats)  # a float encoding's rounding
-        tiny = max(float(f.tiny) for f in floats)  # and its underflow towards zero
-        tolerance = self.step + tiny + rel * (np.abs(want) + np.abs(self.origin))
-        with np.errstate(invalid="ignore"):
-            close = (got == want) | (np.abs(got - want) <= tolerance)
-        wrong = ~lost & np.where(missing, ~self._is_fill(raw), ~close)
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: NaN, decided below
+            diff = np.subtract(got, want)
+            diff = np.abs(diff, out=diff) if diff.dtype.kind == "f" else np.abs(diff)
+        if self.encoded.kind in "biu":  # a cast to integers wraps: off by many steps
+            wrong = diff > self._tolerance(decoded.dtype)
+        else:  # a float encoding rounds: only an overflow to inf is wrong
+            wrong = np.isinf(diff)
+        odd = np.isnan(diff)  # NaN on either side, or inf on both: decided one by one
+        if odd.any():
+            where = np.flatnonzero(odd)
+            lost, missing = np.isnan(want.flat[where]), np.isnan(got.flat[where])
+            same = got.flat[where] == want.flat[where]
+            fill = self._is_fill(raw.flat[where])
+            wrong.flat[where] = ~lost & ~same & (~missing | ~fill)
+            kept = lost & ~missing
+            if kept.any() and not wrong.any():
+                raise ValueOutOfRangeError(self._no_missing(decoded.flat[where[kept]]))
         if wrong.any():
             raise ValueOutOfRangeError(self._out_of_range(raw[wrong], want[wrong]))
-        kept = lost & ~missing
-        if kept.any():
-            raise ValueOutOfRangeError(self._no_missing(decoded[kept]))
+
+    def _tolerance(self, decoded: np.dtype[Any]) -> float:
+        """How far an integer encoding may give a value back from the one given: one
+        step (it rounds), and the float arithmetic of scaling over its whole range."""
+        floats = [np.finfo(t) for t in (np.dtype(np.float64), decoded) if t.kind in "fc"]
+        rel = 4 * max(float(f.eps) for f in floats)
+        limits = np.iinfo(self.encoded) if self.encoded.kind in "iu" else np.iinfo(np.int8)
+        span = max(abs(int(limits.min)), abs(int(limits.max))) * float(self.step)
+        return float(self.step) + rel * (span + abs(float(self.origin)))
 
     def _is_fill(self, raw: np.ndarray) -> np.ndarray:
         """Where `raw` holds a fill value (masked on reading, by CF's rule)."""
