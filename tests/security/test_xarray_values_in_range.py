@@ -185,3 +185,14 @@ def test_a_dask_variable_is_checked_as_its_blocks_are_written(tmp_path: Path) ->
     target = tmp_path / "lazy.zarr"
     refused(lambda: to_zarr(ds, target, encoding={"v": {"dtype": "int8"}}), "300.0", "int8")
     assert not (target / "v" / "c" / "1").exists()
+
+
+def test_a_scalar_variable_and_a_lazily_opened_dataset_are_checked(tmp_path: Path) -> None:
+    """A 0-d variable is checked as any other; a dataset opened lazily is read once."""
+    ds = xr.Dataset({"s": ((), 300), "v": ("x", [1.0, 2.0])})
+    refused(lambda: to_zarr(ds, tmp_path / "s.zarr", encoding={"s": {"dtype": "int8"}}), "300")
+    to_zarr(ds, tmp_path / "ok.zarr")
+    lazy = xr.open_dataset(tmp_path / "ok.zarr", engine="aiozarr")
+    refused(lambda: to_zarr(lazy, tmp_path / "copy.zarr", encoding={"s": {"dtype": "int8"}}))
+    to_zarr(lazy, tmp_path / "copy.zarr", encoding={"s": {"dtype": "int16"}})
+    assert int(opened(LocalStore(tmp_path / "copy.zarr"))["s"]) == 300

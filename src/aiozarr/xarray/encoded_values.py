@@ -44,6 +44,8 @@ def checked_encoding(name: str, raw: xr.Variable, encoded: xr.Variable) -> xr.Va
     if raw.dtype.kind not in _NUMERIC or encoded.dtype.kind not in _NUMERIC:
         return encoded
     check = _Check(name, raw.dtype, encoded.dtype, _applied_attrs(raw, encoded))
+    if check.not_compared:
+        return encoded
     if not is_duck_dask_array(encoded.data):
         check(np.asarray(encoded.values), np.asarray(raw.values))
         return encoded
@@ -78,7 +80,10 @@ class _Check:
             self.unit = unit if unit in _TIME_UNITS else "s"
         self.fills = [attrs[k] for k in _FILL_KEYS if k in attrs]
         self.plain = {k: v for k, v in self.attrs.items() if k not in _FILL_KEYS}
-        ends = self._numbers(self._decode(np.array([0, 1], dtype=encoded), self.plain))
+        decoded = self._decode(np.array([0, 1], dtype=encoded), self.plain)
+        # times decoded to cftime objects (another calendar): not compared
+        self.not_compared = self.unit is not None and decoded.dtype.kind not in "mM"
+        ends = np.zeros(2) if self.not_compared else self._numbers(decoded)
         self.origin = ends[0]
         self.step = abs(ends[1] - ends[0]) if encoded.kind in "biu" else 0.0
 
@@ -107,6 +112,7 @@ class _Check:
 
     def __call__(self, encoded: np.ndarray, raw: np.ndarray) -> None:
         """Refuse the values of `raw` that `encoded` does not give back."""
+        encoded, raw = np.ravel(encoded), np.ravel(raw)
         try:
             decoded = self._decode(encoded, self.attrs)
         except (ValueError, OverflowError) as error:  # out of bounds of the raw unit
@@ -114,8 +120,10 @@ class _Check:
                 f"variable {self.name!r}: its values do not read back from "
                 f"{self._described()} ({error}){self._limits()}"
             ) from None
-        if self.unit is not None and decoded.dtype.kind != self.raw.kind:
-            return  # another calendar (cftime objects): not compared
+        if self.unit is not None and decoded.dtype.kind not in "mM":  # cftime: beyond numpy
+            raise ValueOutOfRangeError(
+                f"variable {self.name!r}: its values do not read back as {self.raw}{self._limits()}"
+            )
         want, got = self._numbers(raw), self._numbers(decoded)
         with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: NaN, decided below
             diff = np.subtract(got, want)

@@ -119,6 +119,8 @@ def _encode(
         if "compressors" in enc and enc["compressors"] is None:
             options["compressors"] = ()  # as for zarr-python: None is no compression
         fill_value = enc.pop("fill_value", None)
+        if not is_duck_dask_array(var.data):
+            var.load()  # read once: both the encoder and its check below use the values
         with np.errstate(over="ignore", invalid="ignore"):  # refused below, naming values
             encoded = encode_zarr_variable(var, name=name, zarr_format=zarr_format)  # type: ignore[arg-type]
         encoded = checked_encoding(name, var, encoded)  # xarray's casts wrap: refuse them
