@@ -203,10 +203,30 @@ _DELTAS = ["m8[D]", "m8[h]", "m8[s]", "m8[us]", "m8[ns]"]
 
 
 def _pairs() -> st.SearchStrategy[tuple[str, str]]:
-    numbers = st.tuples(st.sampled_from(_NUMBERS + _COMPLEX), st.sampled_from(_NUMBERS + _COMPLEX))
-    dates = st.tuples(st.sampled_from(_DATES), st.sampled_from(_DATES))
-    deltas = st.tuples(st.sampled_from(_DELTAS), st.sampled_from(_DELTAS))
-    return st.one_of(numbers, dates, deltas)
+    """Any two numeric types, two datetime types or two timedelta types."""
+    groups = [_NUMBERS + _COMPLEX, _DATES, _DELTAS]
+    return st.sampled_from([(a, b) for group in groups for a in group for b in group])
+
+
+def _edges(dtype: np.dtype[Any]) -> list[Any]:
+    """The values of `dtype` a narrower type is likeliest not to hold."""
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return [info.min, info.max, 0, info.max // 3]
+    if dtype.kind in "mM":
+        ticks = np.array([-(2**63) + 1, 2**63 - 1, -(2**63), 0, 2**40], dtype=np.int64)
+        return list(ticks.view(dtype))
+    info = np.finfo(dtype)
+    edges = [info.max, -info.max, info.tiny, np.inf, np.nan, 1.0]
+    return [*edges, complex(0, info.max)] if dtype.kind == "c" else edges
+
+
+def _values(dtype: np.dtype[Any]) -> st.SearchStrategy[np.ndarray]:
+    """Any values of `dtype`, or some of its extremes."""
+    extremes = st.lists(st.sampled_from(_edges(dtype)), min_size=1, max_size=6)
+    return st.one_of(
+        hnp.arrays(dtype, st.integers(1, 6)), extremes.map(lambda v: np.array(v, dtype=dtype))
+    )
 
 
 def _exact(values: np.ndarray, target: np.dtype[Any]) -> np.ndarray | None:
@@ -241,7 +261,7 @@ def test_a_write_stores_exactly_what_fits_or_is_refused(pair: tuple[str, str], d
     the target holds, or raises `ValueOutOfRangeError`, or (another kind: floats into
     ints, complex into floats) `InvalidValueError`; a refused write stores nothing."""
     source, target = np.dtype(pair[0]), np.dtype(pair[1])
-    values = data.draw(hnp.arrays(source, st.integers(1, 6)))
+    values = data.draw(_values(source))
     arr = aiozarr.create_array(MemoryStore(), shape=(6,), dtype=target, chunks=(2,))
     before = arr[:]
     n = len(values)
