@@ -235,7 +235,10 @@ def _exact(values: np.ndarray, target: np.dtype[Any]) -> np.ndarray | None:
     floats by overflow (finite to inf)."""
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cast = values.astype(target)
+        try:
+            cast = values.astype(target)
+        except OverflowError:  # numpy 2.5 and later, for times: out of range
+            return None
     if target.kind in "iu":
         exact = [int(v) for v in values.tolist()]
         info = np.iinfo(target)

@@ -56,8 +56,13 @@ def as_dtype(value: Any, dtype: np.dtype[Any]) -> np.ndarray:
         raise TypeError(f"cannot cast {array.dtype} to {dtype}")
     if dtype.kind in "mM" and array.dtype.kind == dtype.kind:
         _check_time_range(array, dtype)
-    with np.errstate(over="ignore"):  # an overflow is refused below, not warned about
-        result = array.astype(dtype)
+    try:
+        with np.errstate(over="ignore"):  # an overflow is refused below, not warned about
+            result = array.astype(dtype)
+    except OverflowError as error:  # numpy 2.5 and later, at the ends of a time range
+        raise ValueOutOfRangeError(
+            f"{array.dtype} values do not convert to {dtype}: {error}"
+        ) from None
     if dtype.kind in "fc":
         _check_float_range(array, result)
     return result
@@ -76,9 +81,20 @@ def as_fill_value(value: Any, dtype: np.dtype[Any]) -> Any:
             )
         value = int(value)
     elif isinstance(value, str) and dtype.kind in "fcM":
-        kind = {"f": np.longdouble, "c": np.clongdouble}.get(dtype.kind)
-        value = np.datetime64(value) if kind is None else np.array(value, dtype=kind)
+        value = _parsed(value, dtype)
     return as_dtype(value, dtype)[()]
+
+
+def _parsed(text: str, dtype: np.dtype[Any]) -> Any:
+    """`text` at full precision: a number as the widest float, a date in its own unit
+    (NaT in `dtype`'s: numpy deprecates NaT without one)."""
+    if dtype.kind == "f":
+        return np.array(text, dtype=np.longdouble)
+    if dtype.kind == "c":
+        return np.array(text, dtype=np.clongdouble)
+    if text.strip().lower() == "nat":
+        return np.array("NaT", dtype=dtype)
+    return np.datetime64(text)
 
 
 def _exact_integers(value: Any, array: np.ndarray) -> np.ndarray:
@@ -129,8 +145,11 @@ def _check_time_range(array: np.ndarray, dtype: np.dtype[Any]) -> None:
     if low == _NAT:  # some NaT: the least of the others
         low = np.where(ticks == _NAT, high, ticks).min()
     ends = np.array([low, high], dtype=np.int64).view(array.dtype.newbyteorder("="))
-    if np.array_equal(ends.astype(dtype).astype(ends.dtype), ends):
-        return
+    try:  # numpy before 2.5 wraps here, later ones raise
+        if np.array_equal(ends.astype(dtype).astype(ends.dtype), ends):
+            return
+    except OverflowError:
+        pass
     extremes = np.array([_NAT + 1, -(_NAT + 1)], dtype=np.int64).view(dtype.newbyteorder("="))
     limits = f"{dtype} holds {extremes[0]} to {extremes[1]}"
     _refuse(ends[0], ends[1], int(np.count_nonzero(ticks != _NAT)), limits)
