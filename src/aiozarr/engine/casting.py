@@ -145,14 +145,20 @@ def _check_time_range(array: np.ndarray, dtype: np.dtype[Any]) -> None:
     if low == _NAT:  # some NaT: the least of the others
         low = np.where(ticks == _NAT, high, ticks).min()
     ends = np.array([low, high], dtype=np.int64).view(array.dtype.newbyteorder("="))
-    try:  # numpy before 2.5 wraps here, later ones raise
-        if np.array_equal(ends.astype(dtype).astype(ends.dtype), ends):
-            return
+    bad = [end for end in ends if not _converts(end, dtype)]
+    if bad:
+        extremes = np.array([_NAT + 1, -(_NAT + 1)], np.int64).view(dtype.newbyteorder("="))
+        limits = f"{dtype} holds {extremes[0]} to {extremes[1]}"
+        _refuse(bad[0], bad[-1], len(bad), limits)
+
+
+def _converts(time: np.generic, dtype: np.dtype[Any]) -> bool:
+    """Whether `time` comes back from `dtype`'s unit as it was (numpy before 2.5 wraps
+    on the way, later ones raise)."""
+    try:
+        return bool(np.array(time).astype(dtype).astype(time.dtype) == time)
     except OverflowError:
-        pass
-    extremes = np.array([_NAT + 1, -(_NAT + 1)], dtype=np.int64).view(dtype.newbyteorder("="))
-    limits = f"{dtype} holds {extremes[0]} to {extremes[1]}"
-    _refuse(ends[0], ends[1], int(np.count_nonzero(ticks != _NAT)), limits)
+        return False
 
 
 def _check_float_range(array: np.ndarray, result: np.ndarray) -> None:
