@@ -122,8 +122,9 @@ def test_packaging_declares_what_users_need() -> None:
     assert "pyarrow" in extras["references"]
     assert extras["dask"] >= {"dask", "distributed"}
     assert "xarray" in extras["xarray"]
+    assert "zarr" in extras["zarr"]  # aiozarr.zarr
     assert project["optional-dependencies"]["all"] == [
-        "aiozarr[xarray,dask,progress,references,legacy,aws]"
+        "aiozarr[xarray,zarr,dask,progress,references,legacy,aws]"
     ]
     assert "boto3" in extras["aws"]  # role and SSO profiles (storage/credentials.py)
     # a linter is a developer's tool, not a test dependency
