@@ -73,7 +73,7 @@ def declared_extra(example: str) -> str:
     head = (EXAMPLES / example).read_text().split('"""')[1]
     if "Needs the base install only" in head:
         return ""
-    found = re.search(r'Needs the `(\w+)` extra: `pip install "aiozarr\[(\w+)\]"`', head)
+    found = re.search(r'Needs the `(\w+)` extra: `pip install -e "\.\[(\w+)\]"`', head)
     assert found, f"{example} does not say in its first lines which extra it needs"
     assert found.group(1) == found.group(2)
     return found.group(1)
@@ -115,6 +115,13 @@ def test_example_runs_with_only_its_extra(example: str, venv, tmp_path: Path) ->
     assert result.returncode == 0, result.stderr[-3000:]
     assert expected in result.stdout
     assert list(tmp_path.iterdir()) == [], "the example left files behind"
+
+
+def test_examples_install_from_the_checkout() -> None:
+    # aiozarr is not on the package index yet: `pip install aiozarr` would fail
+    for example in sorted(RUNS):
+        head = (EXAMPLES / example).read_text().split('"""')[1]
+        assert "pip install aiozarr" not in head and "in a checkout of aiozarr" in head, example
 
 
 def test_public_s3_names_the_real_public_url() -> None:
