@@ -51,4 +51,3 @@ def test_exit_waits_for_a_native_thread_to_leave_python() -> None:
         child.wait()
     assert child.returncode == 0, err
     assert out == "left Python\n"
-
