@@ -18,14 +18,22 @@ pytestmark = pytest.mark.timeout(120)
 CHILD = """
 import _thread, logging, sys
 import aiozarr.storage.object_store
+from aiozarr.storage import obstore_exit
+
+obstore_exit.EXIT_WAIT_S = 100  # the test lets the thread go, however busy the machine
 
 logging.basicConfig(level=logging.DEBUG, format="%(message)s")
 
+inside = _thread.allocate_lock()
+inside.acquire()
+
 def native():  # as a tokio thread in `loop.call_soon_threadsafe`: in Python, GIL released
+    inside.release()
     sys.stdin.readline()
     print("left Python", flush=True)
 
 _thread.start_new_thread(native, ())
+inside.acquire()  # the thread runs Python code
 print("main ends", flush=True)
 """
 

@@ -28,21 +28,26 @@ __all__ = ["EXIT_WAIT_S", "native_threads_in_python", "wait_for_native_threads"]
 
 _log = logging.getLogger("aiozarr.store")
 
-#: The longest exit waits for native threads to leave Python.
-EXIT_WAIT_S = 10.0
+#: The longest exit waits for native threads to leave Python (obstore's take well under
+#: a second; a native thread of another library that stays in Python costs this much).
+EXIT_WAIT_S = 5.0
+
+# What `threading` makes of a native thread that asked for its current thread.
+_NATIVE = getattr(threading, "_DummyThread", ())
 
 
 def native_threads_in_python() -> list[int]:
     """The idents of the threads in Python code now that `threading` did not start
     (tokio's, in obstore's callbacks)."""
-    started = {thread.ident for thread in threading.enumerate()}
+    started = {t.ident for t in threading.enumerate() if not isinstance(t, _NATIVE)}
     return [ident for ident in sys._current_frames() if ident not in started]
 
 
-def wait_for_native_threads(limit_s: float = EXIT_WAIT_S) -> bool:
-    """Wait until no native thread runs Python code (at most `limit_s`); whether none
-    does. Each pause releases the GIL, which the waiting threads take to finish."""
-    deadline = time.monotonic() + limit_s
+def wait_for_native_threads(limit_s: float | None = None) -> bool:
+    """Wait until no native thread runs Python code (at most `limit_s`, by default
+    `EXIT_WAIT_S`); whether none does. Each pause releases the GIL, which the waiting
+    threads take to finish."""
+    deadline = time.monotonic() + (EXIT_WAIT_S if limit_s is None else limit_s)
     threads = native_threads_in_python()
     if threads:
         _log.debug("exit waits for %d native thread(s) to leave Python", len(threads))
