@@ -27,6 +27,7 @@ from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, GroupMetadat
 
 Document = bytes | bytearray | memoryview | str | Mapping[str, Any]
 
+
 def _check_format(doc: Mapping[str, Any], key: str) -> None:
     zarr_format = require(doc, "zarr_format", key)
     if not is_int(zarr_format) or zarr_format != 2:
