@@ -51,6 +51,24 @@ def test_aiozarr_writes_and_reads_a_session(repo: Any) -> None:
     assert sorted(aiozarr.open_group(repo.readonly_session("main").store).keys()) == ["a"]
 
 
+def test_an_array_is_created_over_another(repo: Any) -> None:
+    # what was under the path goes first: one `delete_dir` of the node (icechunk lists
+    # only the prefixes of nodes, so a listing of the new path would be refused)
+    session = repo.writable_session("main")
+    aiozarr.open_group(session.store, mode="w")
+    for fill in (1, 2):
+        arr = aiozarr.create_array(
+            session.store, "a", shape=(8,), chunks=(4,), dtype="i4", fill_value=0, overwrite=True
+        )
+        arr[:4] = fill
+    np.testing.assert_array_equal(arr[:], [2, 2, 2, 2, 0, 0, 0, 0])
+    session.commit("created twice")
+    assert (
+        aiozarr.open_array(repo.readonly_session("main").store, "a")[:].tolist()
+        == [2] * 4 + [0] * 4
+    )
+
+
 def test_zarr_python_through_aiozarr_zarr_store(repo: Any, fallbacks: Fallbacks) -> None:
     session = repo.writable_session("main")
     store = Store(session.store)
