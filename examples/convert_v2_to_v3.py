@@ -1,6 +1,7 @@
 """Convert a Zarr v2 dataset to sharded Zarr v3 with `aiozarr cp`.
 
-Needs the base install only: `pip install aiozarr` (from a checkout: `pip install -e .`).
+Needs the base install only: `pip install -e .` in a checkout of aiozarr (it is not
+on the package index yet; `pip wheel --no-deps .` builds a wheel to install elsewhere).
 
     python examples/convert_v2_to_v3.py
 

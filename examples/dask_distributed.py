@@ -4,8 +4,8 @@ Starts the object-store emulator on 127.0.0.1 (20 ms per request) and a 2-proces
 `LocalCluster`, writes a sharded array, sums it on the workers (one task per shard),
 writes a derived array back from the workers, and verifies it.
 
-Needs the `dask` extra: `pip install "aiozarr[dask]"`
-(from a checkout: `pip install -e ".[dask]"`).
+Needs the `dask` extra: `pip install -e ".[dask]"` in a checkout of aiozarr (it is not
+on the package index yet; `pip wheel --no-deps .` builds a wheel to install elsewhere).
 
     python examples/dask_distributed.py [--latency-ms 20]
 """

@@ -1,6 +1,7 @@
 """Read a public dataset on S3 anonymously: no account, no credentials.
 
-Needs the base install only: `pip install aiozarr` (from a checkout: `pip install -e .`).
+Needs the base install only: `pip install -e .` in a checkout of aiozarr (it is not
+on the package index yet; `pip wheel --no-deps .` builds a wheel to install elsewhere).
 
     python examples/public_s3.py            # the real MUR SST dataset (AWS Open Data)
     python examples/public_s3.py --local    # the same code on a small local copy

@@ -5,7 +5,8 @@ request (like a cloud region), writes a sharded array to it through an `s3://` U
 reads a slab back with `await arr.getitem(...)` and with the sync facade, and
 prints what it cost: requests, bytes and time.
 
-Needs the base install only: `pip install aiozarr` (from a checkout: `pip install -e .`).
+Needs the base install only: `pip install -e .` in a checkout of aiozarr (it is not
+on the package index yet; `pip wheel --no-deps .` builds a wheel to install elsewhere).
 
     python examples/quickstart.py [--latency-ms 20] [--dir DIR]
 

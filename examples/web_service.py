@@ -1,6 +1,7 @@
 """An async web service that answers slice requests with `await arr.getitem`.
 
-Needs the base install only: `pip install aiozarr` (from a checkout: `pip install -e .`).
+Needs the base install only: `pip install -e .` in a checkout of aiozarr (it is not
+on the package index yet; `pip wheel --no-deps .` builds a wheel to install elsewhere).
 
     python examples/web_service.py              # serve on http://127.0.0.1:8080
     python examples/web_service.py --self-test  # 50 concurrent clients, then exit

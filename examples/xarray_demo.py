@@ -5,8 +5,8 @@ dataset with `aiozarr.xarray.to_zarr`, opens it lazily with `engine=AiozarrBacke
 (`engine="aiozarr"` once aiozarr is installed), loads four variables concurrently with
 `load_async`, and checks that xarray + zarr-python read the same dataset.
 
-Needs the `xarray` extra: `pip install "aiozarr[xarray]"`
-(from a checkout: `pip install -e ".[xarray]"`).
+Needs the `xarray` extra: `pip install -e ".[xarray]"` in a checkout of aiozarr (it is not
+on the package index yet; `pip wheel --no-deps .` builds a wheel to install elsewhere).
 With zarr-python installed too, it also checks that xarray's own zarr engine reads the same.
 
     python examples/xarray_demo.py [--latency-ms 20]

@@ -14,13 +14,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from aiozarr.errors import AiozarrError, require_extra
+
+require_extra("aiozarr.dask", "dask", "dask")
+
+# ruff: noqa: E402 (dask is looked for first, to name the extra when it is missing)
 import dask.array as da
 import numpy as np
 from dask.base import tokenize
 
 from aiozarr import config
 from aiozarr.api import StoreLike, create_array
-from aiozarr.errors import AiozarrError
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.sync import Array
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import Iterator
 
 
@@ -144,6 +145,27 @@ class SelectionTooLargeError(AiozarrError, MemoryError):
 
 class SyncInLoopError(AiozarrError, RuntimeError):
     """The sync API was called from aiozarr's own event loop thread."""
+
+
+class MissingExtraError(AiozarrError, ModuleNotFoundError):
+    """A part of aiozarr needs a package that is not installed; the message names the
+    extra that installs it (`pip install 'aiozarr[zarr]'`)."""
+
+
+def require_extra(feature: str, package: str, extra: str) -> None:
+    """Import `package`, or raise `MissingExtraError`: `feature` needs the `extra`.
+
+    A package that is installed but fails to import raises its own error, unchanged.
+    """
+    try:
+        importlib.import_module(package)
+    except ModuleNotFoundError as error:
+        if error.name is None or error.name.partition(".")[0] != package.partition(".")[0]:
+            raise
+        raise MissingExtraError(
+            f"{feature} needs {package}, which is not installed: pip install 'aiozarr[{extra}]'",
+            name=package,
+        ) from None
 
 
 def _leaves(group: BaseExceptionGroup) -> list[BaseException]:

@@ -205,3 +205,26 @@ async def test_members_read_each_child_metadata_once() -> None:
     assert members == [f"a{i:02d}" for i in range(20)]
     assert counting.counts["list"] == 1
     assert counting.counts["get"] == 20  # one zarr.json per child, all in flight together
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_group_info_describes_without_io_and_counts_members_on_request(zarr_format: int) -> None:
+    counting = CountingStore(MemoryStore())
+    group = aiozarr.create_group(counting, "g", zarr_format=zarr_format)
+    group.create_array("a", shape=(2,), dtype="i1")
+    group.create_array("b", shape=(2,), dtype="i1")
+    group.create_group("sub")
+    counting.reset()
+    info = group.info  # as zarr-python's `Group.info`: a description, no request
+    assert counting.requests == []
+    assert (info.type, info.name, info.zarr_format, info.read_only) == (
+        "Group",
+        "/g",
+        zarr_format,
+        False,
+    )
+    assert info.count_members is None
+    assert str(info).splitlines()[0] == f"Type               : Group (Zarr v{zarr_format})"
+    complete = group.info_complete()
+    assert (complete.count_members, complete.count_arrays, complete.count_groups) == (3, 2, 1)
+    assert "Members            : 3 (2 arrays, 1 group)" in complete

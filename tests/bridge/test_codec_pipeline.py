@@ -1,7 +1,7 @@
 """`aiozarr.zarr.CodecPipeline` gives zarr-python the values its default pipeline gives:
 sharded and unsharded arrays, v2 and v3, every kind of selection, fill values and
 missing chunks and shards, reads and writes, on every store it reads through aiozarr;
-and what it cannot run (other stores, data types) falls back to the default pipeline,
+and what it cannot run (data types, selections) falls back to the default pipeline,
 batch by batch, and still reads and writes right."""
 
 from __future__ import annotations
@@ -200,7 +200,11 @@ def logging_store() -> Iterator[Any]:
     yield zarr.storage.LoggingStore(zarr.storage.MemoryStore())
 
 
-def test_a_store_it_cannot_address_falls_back(logging_store: Any, fallbacks: Fallbacks) -> None:
+def test_any_zarr_store_is_read_through_its_own_api(
+    logging_store: Any, fallbacks: Fallbacks
+) -> None:
+    # A store aiozarr cannot address itself (a wrapper: it may map keys its own way) runs
+    # on the engine too, every read and write a call of the zarr store.
     arr = zarr.create_array(
         store=logging_store,
         shape=SHAPE,
@@ -211,6 +215,7 @@ def test_a_store_it_cannot_address_falls_back(logging_store: Any, fallbacks: Fal
     )
     expected = _write_sparse(arr)
     fallbacks.clear()
+    logging_store.counter.clear()
     with aiozarr_pipeline():
         mine = zarr.open_array(logging_store)
         np.testing.assert_array_equal(mine[:], expected)
@@ -218,8 +223,21 @@ def test_a_store_it_cannot_address_falls_back(logging_store: Any, fallbacks: Fal
         mine[30:, :] = 3
     expected[30:] = 3
     np.testing.assert_array_equal(zarr.open_array(logging_store)[:], expected)
-    assert fallbacks.reasons
-    assert all("LoggingStore is not one aiozarr reads" in r for r in fallbacks.reasons)
+    assert fallbacks.reasons == []
+    assert logging_store.counter["get"] > 0 and logging_store.counter["set"] > 0
+
+
+def test_whole_shards_are_written_without_reading_them(
+    logging_store: Any, fallbacks: Fallbacks
+) -> None:
+    # zarr-python's own pipeline reads each shard first (4 gets here)
+    with aiozarr_pipeline():
+        zarr.create_array(
+            logging_store, data=np.zeros(300, "int64"), chunks=(1,), shards=(100,), fill_value=-1
+        )
+    assert logging_store.counter["get"] == 1  # the metadata's; no shard is read
+    assert logging_store.counter["set"] == 4  # the metadata and three shards
+    assert fallbacks.reasons == []
 
 
 def test_a_data_type_it_cannot_read_falls_back(

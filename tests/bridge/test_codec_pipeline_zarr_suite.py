@@ -32,6 +32,12 @@ pytestmark = pytest.mark.slow
 PINNED = {"3.1.6": "d95e72cbea4b90e9a70679468b8266400331756232576ae2b43400ac5108d0eb"}
 #: The part of zarr-python's suite that meets a codec pipeline.
 SUITE = ["tests/test_array.py", "tests/test_indexing.py", "tests/test_codecs", "tests/test_v2.py"]
+#: zarr-python's tests of what its own pipeline does, which aiozarr's does otherwise (why).
+DESELECTED = {
+    # one store `get` per shard written whole ("not actually needed", its comment says):
+    # the engine writes a whole shard without reading it (tests/bridge/test_codec_pipeline.py)
+    "tests/test_array.py::test_create_array_with_data_num_gets": "no read of whole shards",
+}
 PLUGIN_DIR = Path(__file__).resolve().parent
 
 
@@ -101,6 +107,7 @@ def test_zarr_pythons_tests_pass_with_the_pipeline(tmp_path: Path) -> None:
             "--timeout",
             "300",
             *SUITE,
+            *(f"--deselect={test}" for test in DESELECTED),
         ],
         cwd=root,
         env=env,

@@ -1,6 +1,8 @@
 """zarr-python's own store test suite (`zarr.testing.store.StoreTests`) on
 `aiozarr.zarr.Store`, over a memory store, a local directory (by path and as an aiozarr
-`LocalStore`) and the S3 emulator.
+`LocalStore`), the S3 emulator and a zarr-python store (a wrapper of zarr's
+`MemoryStore`: icechunk's sessions are no general key-value stores, the suite's keys and
+values are refused there).
 
 The suite's `set` / `get` helpers write and read through the aiozarr store underneath,
 so what the suite checks is the bridge's own calls. Its sync-door tests (`get_sync`,
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import zarr
 from zarr.core.buffer import cpu
 from zarr.testing.store import StoreTests
 
@@ -70,3 +73,11 @@ class TestEmulatorS3(_BridgeTests):
             "url_or_store": emulator.s3_url(f"bridge-{uuid.uuid4().hex}"),
             "storage_options": emulator.storage_options(),
         }
+
+
+class TestZarrStoreObject(_BridgeTests):
+    """A zarr-python store, read and written through its own API (`ZarrStore`)."""
+
+    @pytest.fixture
+    def store_kwargs(self) -> dict[str, Any]:
+        return {"url_or_store": zarr.storage.LoggingStore(zarr.storage.MemoryStore())}

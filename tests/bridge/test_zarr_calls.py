@@ -193,11 +193,44 @@ def test_the_codec_pipeline_reads_through_the_wrapped_store() -> None:
     assert aiozarr_store_for(Store(inner)) is inner
 
 
+# -- zarr-python stores --------------------------------------------------------------------
+
+
+def test_a_zarr_store_through_the_store_the_codec_pipeline_uses(tmp_path: Path) -> None:
+    # zarr's LocalStore: aiozarr's own store over the directory; another zarr store (a
+    # wrapper, which may map keys its own way): its own API. Either is what the codec
+    # pipeline reads the zarr store through, so they share budgets and statistics.
+    local = zarr.storage.LocalStore(tmp_path / "z.zarr")
+    wrapped = zarr.storage.LoggingStore(zarr.storage.MemoryStore())
+    for zarr_store in (local, wrapped):
+        store = Store(zarr_store)
+        assert store.aiozarr_store is aiozarr_store_for(zarr_store)
+        _write_sharded(store)
+        np.testing.assert_array_equal(zarr.open_array(zarr_store, path="a")[:], DATA)
+        np.testing.assert_array_equal(zarr.open_array(store, path="a", mode="r")[:], DATA)
+        assert Store(store).aiozarr_store is store.aiozarr_store
+    assert isinstance(Store(local).aiozarr_store, aiozarr.storage.LocalStore)
+    assert wrapped.counter["set"] > 0  # written through the wrapper
+
+
+def test_a_zarr_store_read_only_stays_read_only(tmp_path: Path) -> None:
+    zarr.create_array(store=tmp_path, shape=(4,), dtype="int8")
+    read_only = zarr.storage.LocalStore(tmp_path, read_only=True)
+    writable = zarr.storage.LocalStore(tmp_path)
+    for store in (Store(read_only), Store(writable, read_only=True)):
+        assert store.read_only and store.aiozarr_store.read_only
+        with pytest.raises(ReadOnlyError):
+            zarr.open_array(store)[:] = 1
+    assert not writable.read_only  # the zarr store itself is left as it was
+
+
 def test_what_it_takes() -> None:
-    with pytest.raises(TypeError, match="a URL, a path or an aiozarr store"):
-        Store(zarr.storage.MemoryStore())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="a URL, a path, an aiozarr store or a zarr-python"):
+        Store(42)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="storage_options"):
         Store(MemoryStore(), storage_options={"region": "x"})
+    with pytest.raises(TypeError, match="storage_options"):
+        Store(zarr.storage.MemoryStore(), storage_options={"region": "x"})
     with pytest.raises(TypeError, match="Unexpected byte_range"):
         zarr.core.sync.sync(
             Store(MemoryStore()).get("k", default_buffer_prototype(), (0, 2))  # type: ignore[arg-type]

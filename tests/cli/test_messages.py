@@ -200,3 +200,22 @@ def test_storage_options_of_a_transfer_go_to_its_remote_end(
     dst = emulator.s3_url("upload-options/a.zarr")
     assert main(["cp", str(tmp_path / "a.zarr"), dst, *_s3_options(emulator)]) == 0
     assert "copied 1 array" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["info", "tree"])
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path, command: str) -> None:
+    aiozarr.create_array(tmp_path / "data.zarr", shape=(4,), dtype="i4")
+    read, write = os.pipe()
+    os.close(read)  # `| head` that has already read its lines: every write fails
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "aiozarr", command, str(tmp_path / "data.zarr")],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+    assert result.stderr == ""
+    assert result.returncode == 141  # as SIGPIPE would

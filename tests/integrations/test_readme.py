@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -104,12 +105,27 @@ def notebook(bucket: tuple[Path, dict[str, str]]) -> tuple[Path, dict[str, str]]
         capture_output=True,
         text=True,
         cwd=root,
-        env=env,
+        # a crash prints every thread's Python stack
+        env={**env, "PYTHONFAULTHANDLER": "1"},
         timeout=300,
     )
-    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.returncode == 0, failure_report(result, root.parent / "notebook-stderr.txt")
     assert result.stdout.rstrip().endswith("all cells ran")
     return root, env
+
+
+def failure_report(result: subprocess.CompletedProcess[str], keep: Path) -> str:
+    """How the notebook's process ended, and what it said besides the README's own logging
+    (its DEBUG cell makes the store log every request); the whole stderr is kept in `keep`,
+    which pytest keeps after a failing run."""
+    keep.write_text(result.stderr)
+    code = result.returncode
+    ended = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+    said = [line for line in result.stderr.splitlines() if not line.startswith("DEBUG:")]
+    return (
+        f"the notebook {ended}; all of its stderr is in {keep}; besides DEBUG lines:\n"
+        + ("\n".join(said)[-8000:])
+    )
 
 
 # The two commands a new user runs first (issue #19: they stay as they are). The first is
@@ -129,6 +145,21 @@ def test_the_first_two_commands_and_how_long_they_take() -> None:
     text = " ".join(README.read_text().split())
     assert re.search(r"Command 1 takes about \d+ s", text)
     assert re.search(r"command 2 about \d+ minutes", text)
+
+
+def test_a_crash_of_the_notebook_is_reported_with_its_cause(tmp_path: Path) -> None:
+    crash = "import os, sys\nfor i in range(200): print('DEBUG:store:read', i, file=sys.stderr)\n"
+    result = subprocess.run(
+        [sys.executable, "-c", crash + "os.abort()"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+        timeout=120,
+    )
+    report = failure_report(result, tmp_path / "stderr.txt")
+    assert "killed by SIGABRT" in report
+    assert "Fatal Python error: Aborted" in report and "DEBUG:" not in report
+    assert "DEBUG:store:read 199" in (tmp_path / "stderr.txt").read_text()
 
 
 def test_the_readme_has_blocks_to_run() -> None:

@@ -1,12 +1,14 @@
 """Arrays read and written through a hostile `s3://` emulator, through the public API.
 
-Fault matrix, persistent failure, the request budget shared by sync and async callers,
-and partial write failure. Request counts come from the emulator's own stats.
+Fault matrix, persistent failure (the tries run out, or the deadline ends them), the
+request budget shared by sync and async callers, and partial write failure. Request
+counts come from the emulator's own stats.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from typing import Any
 
@@ -86,29 +88,56 @@ async def test_fault_matrix_reads_exact_array(
     assert ours["gave_up"] == 0
 
 
+# The shard (3, 2), made to fail for good below, and the selection that reads it alone: no
+# other request shares the deadline of the test that sets one.
+FAILING_SHARD = "c/3/2"
+ITS_SELECTION = (slice(384, 512), slice(256, 384))
+
+
 async def test_persistent_failure_names_key_and_attempts(
     emulator: Emulator, s3: tuple[str, dict[str, Any]]
 ) -> None:
     url, options = s3
     await _sharded(url, options)
-    emulator.inject("status", status=503, key_glob="*/c/3/2", methods=["GET"])
-    deadline = 0.5
-    loop = asyncio.get_running_loop()
-    with config.set(
-        retry_deadline_s=deadline,
-        retry_attempts=1000,
-        retry_base_delay_s=0.01,
-        retry_max_delay_s=0.05,
+    emulator.inject("status", status=503, key_glob=f"*/{FAILING_SHARD}", methods=["GET"])
+    # The tries run out, not a deadline: every try is answered with a 503, however slow
+    # the machine (a deadline can cut the first try short on a busy one).
+    with (
+        config.set(
+            retry_attempts=4, retry_deadline_s=3600, retry_base_delay_s=0.01, retry_max_delay_s=0.05
+        ),
+        pytest.raises(StoreError) as caught,
     ):
-        start = loop.time()
-        with pytest.raises(StoreError) as caught:
-            await _read(url, options, (...,))
-        elapsed = loop.time() - start
+        await _read(url, options, ITS_SELECTION)
     message = str(caught.value)
-    assert "c/3/2" in message
-    assert "attempts" in message and "503" in message
-    # Gives up at the deadline, not after 1000 tries (a loose bound: a shared 2-core box).
-    assert elapsed < deadline + 10
+    assert FAILING_SHARD in message
+    assert "gave up after 4 attempts" in message and "503" in message, message
+
+
+async def test_deadline_ends_retries_before_the_attempts_run_out(
+    emulator: Emulator, s3: tuple[str, dict[str, Any]]
+) -> None:
+    url, options = s3
+    await _sharded(url, options)
+    emulator.inject("status", status=503, key_glob=f"*/{FAILING_SHARD}", methods=["GET"])
+    # opened first: only the read of the failing shard runs under the short deadline
+    arr = await aiozarr.open_array_async(from_url(url, storage_options=options), mode="r")
+    with (
+        config.set(
+            retry_deadline_s=0.5,
+            retry_attempts=1000,
+            retry_base_delay_s=0.01,
+            retry_max_delay_s=0.05,
+        ),
+        pytest.raises(StoreError) as caught,
+    ):
+        await arr.getitem(ITS_SELECTION)
+    message = str(caught.value)
+    # What the last try met depends on the machine's speed (a 503, or no answer before
+    # the deadline); that the deadline, not the 1000 tries, ended them does not.
+    assert FAILING_SHARD in message
+    tries = re.search(r"gave up after (\d+) attempts?", message)
+    assert tries is not None and int(tries.group(1)) < 1000, message
 
 
 async def test_budget_shared_by_sync_threads_and_async_reads(

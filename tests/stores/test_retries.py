@@ -126,8 +126,10 @@ async def test_head_is_retried(emulator: Emulator) -> None:
 
 async def test_timeout_is_retried(emulator: Emulator) -> None:
     store = await stored(emulator)
-    emulator.inject("slow", count=1, delay_s=5.0, methods=["GET"])
-    with config.set(request_timeout_s=0.3):
+    emulator.inject("slow", count=1, delay_s=60.0, methods=["GET"])
+    # 2 s: the timeout the held try meets, and room for the next try on a busy machine (a
+    # second timeout would make the counts below 3)
+    with config.set(request_timeout_s=2.0):
         assert bytes(await store.get("k", ByteRange.of(0, 100))) == DATA[:100]
     assert store.stats()["timeouts"] == 1
     assert emulator.stats()["requests"] == 2
@@ -191,11 +193,13 @@ async def test_persistent_failure_stops_at_the_deadline(emulator: Emulator) -> N
     settings = config.set(
         retry_attempts=10_000, retry_base_delay_s=0.01, retry_max_delay_s=0.05, retry_deadline_s=0.5
     )
-    expected = pytest.raises(StoreError, match=r"'k'.*503.*gave up after \d+ attempts")
+    # What the last try met depends on the machine (a 503, or no answer before the
+    # deadline when the first try is slow to be answered); what stopped the tries does not.
+    expected = pytest.raises(StoreError, match=r"'k'.*gave up after \d+ attempts?")
     with settings, expected as info:
         await store.get("k")
     attempts = int(str(info.value).split("gave up after ")[1].split()[0])
-    assert 1 < attempts < 10_000  # the deadline, not the attempt count, stopped it
+    assert attempts < 10_000  # the deadline, not the attempt count, stopped it
     # The last attempt may be cut by the deadline before its request reaches the server.
     assert emulator.stats()["requests"] in (attempts - 1, attempts)
 
@@ -228,8 +232,8 @@ class ResetThenHang(MemoryStore):
 async def test_giving_up_at_the_deadline_names_the_last_real_failure() -> None:
     store = ResetThenHang()
     settings = config.set(
-        retry_attempts=100, retry_base_delay_s=0.01, retry_max_delay_s=0.01, retry_deadline_s=0.3
-    )
+        retry_attempts=100, retry_base_delay_s=0.01, retry_max_delay_s=0.01, retry_deadline_s=2.0
+    )  # 2 s: the second try starts well inside it however busy the machine
     with settings, pytest.raises(StoreError) as info:
         await store.get("k")
     message = str(info.value)

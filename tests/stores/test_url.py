@@ -182,6 +182,14 @@ def test_explicit_credentials_are_used_not_shown(no_credentials: None) -> None:
         ("s3://bucket/x", {"no_such_option": 1}, "no_such_option"),
         ("https://example.org/x", {"region": "us-east-1"}, "only client options"),
         ("/tmp/x", {"anon": True}, "takes no storage options"),
+        # a misspelled option: the one meant is named (obstore names only the wrong one)
+        ("s3://bucket/x", {"endpont": "http://x"}, "'endpont' .*did you mean 'endpoint'"),
+        ("s3://bucket/x", {"skip_signatur": True}, "did you mean 'skip_signature'"),
+        ("gs://bucket/x", {"service_acount": "a"}, "did you mean 'service_account'"),
+        ("s3://bucket/x", {"client_options": {"alow_http": True}}, "did you mean 'allow_http'"),
+        # one slash: obstore says only "Unable to recognise URL"
+        ("s3:/bucket/x", None, "no bucket or host after 's3:'.*did you mean 's3://bucket/x'"),
+        ("https:/host/x", None, "no bucket or host after 'https:'"),
     ],
 )
 def test_bad_urls_and_options(url: str, options: dict[str, object] | None,

@@ -98,7 +98,6 @@ def test_parse_optional_and_null_fields() -> None:
         ({"filters": {"id": "delta"}}, 'field "filters": expected a list'),
         ({"filters": [{"id": 1}]}, 'field "filters[0]"'),
         ({"dimension_separator": "-"}, 'field "dimension_separator": expected "." or "/"'),
-        ({"surprise": 1}, 'unknown field "surprise"'),
     ],
 )
 def test_errors(changes: dict[str, Any], message: str) -> None:
@@ -106,6 +105,16 @@ def test_errors(changes: dict[str, Any], message: str) -> None:
         parse_zarray(doc(**changes), KEY)
     assert str(info.value).startswith(f"{KEY}: ")
     assert message in str(info.value)
+
+
+def test_other_fields_are_ignored() -> None:
+    # The v2 spec: other keys SHOULD NOT be present and SHOULD be ignored. VirtualiZarr
+    # writes "attributes" into `.zarray`; the attributes are `.zattrs`, as zarr-python reads.
+    extra = doc(fill_value=0, attributes={"units": "K"}, surprise=[1, 2])
+    meta = parse_zarray(json.dumps(extra).encode(), KEY, {"units": "m"})
+    assert meta == parse_zarray(json.dumps(doc(fill_value=0)).encode(), KEY, {"units": "m"})
+    assert parse_zarray(json.dumps(extra).encode(), KEY).attributes == {}
+    assert "attributes" not in json.loads(zarray_to_json(meta))
 
 
 @pytest.mark.parametrize("text", [b"{", b"[]", b"\x80"])

@@ -6,11 +6,11 @@ module has `main(argv) -> int` and `build_parser(parser)`.
 
 from __future__ import annotations
 
-import os
 import sys
 
 import aiozarr
 from aiozarr.cli import bench, cp, info, migrate, serve, tree
+from aiozarr.cli.errors import reader_gone
 from aiozarr.cli.options import Parser
 
 COMMANDS = {
@@ -58,17 +58,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run() -> None:
-    """The console entry point: `main()`, then leave without interpreter finalization.
-
-    obstore's Rust runtime can abort the process (SIGABRT, nothing printed) when its
-    threads are torn down during finalization, about once in 25 runs of `aiozarr info`
-    here, turning a finished command into a failure. Output is flushed and the process
-    exits with the command's own code instead.
-    """
+    """The console entry point: `main()`, its output flushed, its code the exit status."""
     code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = reader_gone()
+    sys.exit(code)
 
 
 if __name__ == "__main__":

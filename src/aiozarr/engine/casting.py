@@ -1,16 +1,25 @@
 """How a value becomes an array's data type: the one conversion every write goes through
 (`arr[...] = v`, each `set_*_selection`, `append`, `create_array(data=)`: all call
-`AsyncArray._as_value`), and the check every integer fill value goes through.
+`AsyncArray._as_value`; dask blocks arrive through `arr[...] = v`), and the one every fill
+value given to `create_array` goes through (`as_fill_value`).
 
-numpy's casts wrap integers: 300 into `uint8` is 44, -1 is 255, 2**40 into `int32` is 0.
-Here an integer outside the target's range is refused with `ValueOutOfRangeError` (an
+numpy's casts give wrong values silently: 300 into `uint8` is 44, 2**40 into `int32` is
+0, 1e300 into `float32` is inf, year 3000 in `datetime64[s]` into `datetime64[ns]` is
+1830. Here a value the target cannot hold is refused with `ValueOutOfRangeError` (an
 `InvalidValueError` and an `OverflowError`), naming the value, or an array's least and
-greatest values, and the data type's range. Integers that fit are taken from any integer
-dtype (int64 `[1, 2, 3]` into `int8`), and from Python ints beyond 64 bits.
+greatest offending values, and the data type's range:
+
+- integers outside the target integer type's range (from any integer dtype, and from
+  Python ints beyond 64 bits; those that fit are taken exactly);
+- finite numbers that overflow a float or complex type (inf and NaN given as such are
+  kept; rounding to the nearest float, and underflow towards zero, are not refused);
+- datetimes and timedeltas whose change to a finer unit leaves the 64-bit range (NaT
+  stays NaT; a change to a coarser unit floors, as numpy does).
 
 The rest is numpy's `same_kind` rule, with ints and bools also taken into floats: floats
 into integer arrays are refused (they would truncate), ints into bool arrays too (2 is no
-bool); floats are never range-checked (numpy gives inf where a float32 overflows).
+bool). A fill value may be a whole-number float for an integer type (JSON writers give
+0.0); a fractional one is refused as out of range.
 """
 
 from __future__ import annotations
@@ -21,13 +30,15 @@ import numpy as np
 
 from aiozarr.errors import ValueOutOfRangeError
 
-__all__ = ["as_dtype", "check_integer_range"]
+__all__ = ["as_dtype", "as_fill_value", "check_integer_range"]
+
+_NAT = np.iinfo(np.int64).min
 
 
 def as_dtype(value: Any, dtype: np.dtype[Any]) -> np.ndarray:
     """`value` as an array of `dtype` (same shape; not broadcast).
 
-    Raises `ValueOutOfRangeError` for integers that do not fit, `TypeError` for a value
+    Raises `ValueOutOfRangeError` for values `dtype` cannot hold, `TypeError` for a value
     of another kind, and numpy's `ValueError` for one that does not convert at all; the
     caller names the array.
     """
@@ -43,7 +54,47 @@ def as_dtype(value: Any, dtype: np.dtype[Any]) -> np.ndarray:
         array.dtype.kind in "iub" and dtype.kind in "iufc"
     ):
         raise TypeError(f"cannot cast {array.dtype} to {dtype}")
-    return array.astype(dtype)
+    if dtype.kind in "mM" and array.dtype.kind == dtype.kind:
+        _check_time_range(array, dtype)
+    try:
+        with np.errstate(over="ignore"):  # an overflow is refused below, not warned about
+            result = array.astype(dtype)
+    except OverflowError as error:  # numpy 2.5 and later, at the ends of a time range
+        raise ValueOutOfRangeError(
+            f"{array.dtype} values do not convert to {dtype}: {error}"
+        ) from None
+    if dtype.kind in "fc":
+        _check_float_range(array, result)
+    return result
+
+
+def as_fill_value(value: Any, dtype: np.dtype[Any]) -> Any:
+    """`value` as the fill value of an array of `dtype` (a numeric, datetime or timedelta
+    type), by `as_dtype`'s rule; also a whole-number float for an integer type, and text
+    for a float ("NaN", "1e3") or datetime ("2000-01-01") type. Raises as `as_dtype`."""
+    if dtype.kind in "iu" and isinstance(value, float | np.floating):
+        if not float(value).is_integer():
+            info = np.iinfo(dtype)
+            raise ValueOutOfRangeError(
+                f"{value} is not a whole number: {dtype.name} holds the integers "
+                f"{info.min} to {info.max}"
+            )
+        value = int(value)
+    elif isinstance(value, str) and dtype.kind in "fcM":
+        value = _parsed(value, dtype)
+    return as_dtype(value, dtype)[()]
+
+
+def _parsed(text: str, dtype: np.dtype[Any]) -> Any:
+    """`text` at full precision: a number as the widest float, a date in its own unit
+    (NaT in `dtype`'s: numpy deprecates NaT without one)."""
+    if dtype.kind == "f":
+        return np.array(text, dtype=np.longdouble)
+    if dtype.kind == "c":
+        return np.array(text, dtype=np.clongdouble)
+    if text.strip().lower() == "nat":
+        return np.array("NaT", dtype=dtype)
+    return np.datetime64(text)
 
 
 def _exact_integers(value: Any, array: np.ndarray) -> np.ndarray:
@@ -78,9 +129,55 @@ def check_integer_range(values: Any, dtype: np.dtype[Any], what: str = "") -> No
         low, high = int(array.min()), int(array.max())
     if info.min <= low and high <= info.max:
         return
-    name = np.dtype(dtype).name
-    limits = f"{name} holds {info.min} to {info.max}"
+    _refuse(low, high, array.size, f"{np.dtype(dtype).name} holds {info.min} to {info.max}", what)
+
+
+def _check_time_range(array: np.ndarray, dtype: np.dtype[Any]) -> None:
+    """Refuse datetimes or timedeltas that leave the 64-bit range of `dtype`'s (finer)
+    unit. The conversion is monotonic, so the least and greatest values decide."""
+    if array.size == 0 or not np.can_cast(array.dtype, dtype, "safe"):
+        return  # to a coarser unit: numpy floors, and nothing grows
+    ticks = array.astype(array.dtype.newbyteorder("="), copy=False).view(np.int64)
+    high = ticks.max()
+    if high == _NAT:
+        return  # all NaT
+    low = ticks.min()
+    if low == _NAT:  # some NaT: the least of the others
+        low = np.where(ticks == _NAT, high, ticks).min()
+    ends = np.array([low, high], dtype=np.int64).view(array.dtype.newbyteorder("="))
+    bad = [end for end in ends if not _converts(end, dtype)]
+    if bad:
+        extremes = np.array([_NAT + 1, -(_NAT + 1)], np.int64).view(dtype.newbyteorder("="))
+        limits = f"{dtype} holds {extremes[0]} to {extremes[1]}"
+        _refuse(bad[0], bad[-1], len(bad), limits)
+
+
+def _converts(time: np.generic, dtype: np.dtype[Any]) -> bool:
+    """Whether `time` comes back from `dtype`'s unit as it was (numpy before 2.5 wraps
+    on the way, later ones raise)."""
+    try:
+        return bool(np.array(time).astype(dtype).astype(time.dtype) == time)
+    except OverflowError:
+        return False
+
+
+def _check_float_range(array: np.ndarray, result: np.ndarray) -> None:
+    """Refuse finite values that became inf in `result` (a float or complex array)."""
+    if array.dtype.kind not in "biufc" or not np.isinf(result).any():
+        return
+    for part in (np.real, np.imag) if result.dtype.kind == "c" else (np.asarray,):
+        source, target = part(array), part(result)
+        overflowed = np.isinf(target) & np.isfinite(source)
+        if overflowed.any():
+            bad = source[overflowed]
+            info = np.finfo(result.dtype)
+            parts = "parts from " if result.dtype.kind == "c" else ""
+            limits = f"{result.dtype.name} holds {parts}{info.min!s} to {info.max!s}"
+            _refuse(bad.min(), bad.max(), bad.size, limits)
+
+
+def _refuse(low: Any, high: Any, size: int, limits: str, what: str = "") -> None:
     lead = f"{what} " if what else ""
-    if array.size == 1:
-        raise ValueOutOfRangeError(f"{lead}{low} is out of range: {limits}")
-    raise ValueOutOfRangeError(f"{lead}values from {low} to {high} are out of range: {limits}")
+    if size == 1 or low == high:
+        raise ValueOutOfRangeError(f"{lead}{low!s} is out of range: {limits}")
+    raise ValueOutOfRangeError(f"{lead}values from {low!s} to {high!s} are out of range: {limits}")

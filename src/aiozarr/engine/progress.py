@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from aiozarr.errors import require_extra
+
 #: Called with (chunks done, chunks in all) each time a chunk is finished.
 ProgressCallback = Callable[[int, int], None]
 
@@ -24,10 +26,9 @@ def as_callback(progress: ShowProgress) -> ProgressCallback | None:
 
 def _bar() -> ProgressCallback:
     """A tqdm bar that appears with its total on the first step and closes on the last."""
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        raise ImportError("progress=True needs tqdm: pip install 'aiozarr[progress]'") from None
+    require_extra("progress=True", "tqdm", "progress")
+    from tqdm.auto import tqdm
+
     bar: list[Any] = []
 
     def update(done: int, total: int) -> None:

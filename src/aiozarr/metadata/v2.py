@@ -27,20 +27,6 @@ from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, GroupMetadat
 
 Document = bytes | bytearray | memoryview | str | Mapping[str, Any]
 
-_ZARRAY_FIELDS = frozenset(
-    {
-        "zarr_format",
-        "shape",
-        "chunks",
-        "dtype",
-        "compressor",
-        "fill_value",
-        "order",
-        "filters",
-        "dimension_separator",
-    }
-)
-
 
 def _check_format(doc: Mapping[str, Any], key: str) -> None:
     zarr_format = require(doc, "zarr_format", key)
@@ -66,9 +52,8 @@ def parse_zarray(doc: Document, key: str, attrs: Mapping[str, Any] | None = None
     """The array metadata in the `.zarray` document `doc` (and its `.zattrs`, decoded)."""
     data = load(doc, key)
     _check_format(data, key)
-    unknown = sorted(set(data) - _ZARRAY_FIELDS)
-    if unknown:
-        raise MetadataError(f'{key}: unknown field "{unknown[0]}", got {show(data[unknown[0]])}')
+    # Other fields are ignored, as the v2 spec asks (VirtualiZarr writes "attributes",
+    # which zarr-python ignores too: the attributes are `.zattrs`).
     shape = int_list(require(data, "shape", key), key, "shape", 0)
     chunks = int_list(require(data, "chunks", key), key, "chunks", 1)
     if len(chunks) != len(shape):
@@ -108,7 +93,8 @@ def parse_zgroup(doc: Document, key: str, attrs: Mapping[str, Any] | None = None
     """The group metadata in the `.zgroup` document `doc` (and its `.zattrs`, decoded)."""
     data = load(doc, key)
     _check_format(data, key)
-    # zarr-python 3 writes "consolidated_metadata" into the .zgroup documents of .zmetadata
+    # The v2 spec allows no other field here (unlike `.zarray`). zarr-python 3 writes
+    # "consolidated_metadata" into the .zgroup documents of .zmetadata.
     unknown = sorted(set(data) - {"zarr_format", "consolidated_metadata"})
     if unknown:
         raise MetadataError(f'{key}: unknown field "{unknown[0]}", got {show(data[unknown[0]])}')

@@ -23,8 +23,8 @@ import numpy as np
 
 from aiozarr.codecs.base import Codec
 from aiozarr.codecs.numcodecs_v3 import complete
-from aiozarr.engine.casting import check_integer_range
-from aiozarr.errors import MetadataError, UnsupportedError
+from aiozarr.engine import casting
+from aiozarr.errors import MetadataError, UnsupportedError, ValueOutOfRangeError
 from aiozarr.metadata import conversions
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata
 from aiozarr.selection.chunk_grid import AxisEdges, RectilinearGrid
@@ -173,11 +173,13 @@ def _fill_value(value: Any, dtype: np.dtype[Any], zarr_format: int) -> Any:
         if dtype.kind in "OT":
             return ""
         return np.zeros((), dtype=dtype)[()]
-    if dtype.kind in "iu":  # numpy wraps an integer out of range (300 into uint8 is 44)
-        if isinstance(value, float | np.floating) and value.is_integer():
-            value = int(value)
-        if isinstance(value, int | np.integer):
-            check_integer_range(value, dtype, "fill_value")
+    if dtype.kind in "iufcmM":  # numpy's casts give wrong values silently (300 is 44)
+        try:
+            return casting.as_fill_value(value, dtype)
+        except ValueOutOfRangeError as error:
+            raise ValueOutOfRangeError(f"fill_value {error}") from None
+        except (TypeError, ValueError):
+            pass  # another kind of value ("NaT", 2 for a bool...): numpy's conversion
     try:
         return np.array(value, dtype=dtype)[()]
     except (TypeError, ValueError, OverflowError) as error:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import numpy as np
 
@@ -198,13 +198,12 @@ def describe_metadata(
     )
 
 
-class ArrayInfo(str):
-    """`Array.info`: the description text (a `str`, as before), with each field as an
-    attribute (`info.shape`, `info.nbytes_stored`, ...), as zarr-python's `ArrayInfo`."""
+class NodeInfo(str):
+    """A node's description: its text (a `str`), with each field as an attribute."""
 
     fields: dict[str, Any]
 
-    def __new__(cls, text: str, fields: Mapping[str, Any]) -> ArrayInfo:
+    def __new__(cls, text: str, fields: Mapping[str, Any]) -> Self:
         info = super().__new__(cls, text)
         info.fields = dict(fields)
         return info
@@ -217,6 +216,46 @@ class ArrayInfo(str):
 
     def __repr__(self) -> str:
         return str(self)
+
+
+class ArrayInfo(NodeInfo):
+    """`Array.info`: the description text (a `str`, as before), with each field as an
+    attribute (`info.shape`, `info.nbytes_stored`, ...), as zarr-python's `ArrayInfo`."""
+
+
+class GroupInfo(NodeInfo):
+    """`Group.info`: the group's name, format, store and whether it is read-only, and from
+    `info_complete()` its members counted (`info.count_arrays`, ...), as zarr-python's
+    `GroupInfo`."""
+
+
+def group_info(
+    *,
+    name: str,
+    zarr_format: int,
+    store: Any,
+    read_only: bool,
+    members: tuple[int, int] | None = None,
+) -> GroupInfo:
+    """A group as `Group.info` shows it; `members`: its (arrays, groups), when counted."""
+    rows = [("Type", f"Group (Zarr v{zarr_format})"), ("Name", name), ("Store", repr(store))]
+    fields: dict[str, Any] = {
+        "type": "Group",
+        "zarr_format": zarr_format,
+        "name": name,
+        "store": store,
+        "read_only": read_only,
+        "count_members": None,
+        "count_arrays": None,
+        "count_groups": None,
+    }
+    rows.append(("Read-only", str(read_only)))
+    if members is not None:
+        arrays, groups = members
+        fields.update(count_members=arrays + groups, count_arrays=arrays, count_groups=groups)
+        counted = f"{arrays} array{'s' * (arrays != 1)}, {groups} group{'s' * (groups != 1)}"
+        rows.append(("Members", f"{arrays + groups} ({counted})"))
+    return GroupInfo(render_rows(rows), fields)
 
 
 def array_info(

@@ -13,6 +13,7 @@ from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.nodes import hierarchy, hierarchy_walk, node_updates
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.creation import check_options
+from aiozarr.nodes.description import GroupInfo, group_info
 from aiozarr.storage.base import Store
 
 
@@ -259,6 +260,23 @@ class AsyncGroup(hierarchy.NodeLocation):
         change = await node_updates.update_node(self._store, self._path, self._metadata, apply)
         self._metadata = change.after
         return change.after
+
+    def info(self, *, members: tuple[int, int] | None = None) -> GroupInfo:
+        """A short, human-readable description (a `str`, with its fields as attributes,
+        as zarr-python's `GroupInfo`); no I/O. `members`: (arrays, groups), if counted."""
+        return group_info(
+            name=self.name,
+            zarr_format=self.zarr_format,
+            store=self._store,
+            read_only=not self._store.writable,
+            members=members,
+        )
+
+    async def info_complete(self) -> GroupInfo:
+        """`info` with the members counted (one listing, or the consolidated metadata)."""
+        children = await self._children()
+        arrays = sum(isinstance(node, AsyncArray) for node in children.values())
+        return self.info(members=(arrays, len(children) - arrays))
 
     async def tree(self, *, max_depth: int | None = None) -> str:
         """The hierarchy below this group as indented text, with shapes and dtypes."""

@@ -31,7 +31,12 @@ from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import StoreError, ValueTooLargeError, VersionConflictError
 from aiozarr.sizes import memory_bytes
-from aiozarr.storage import credentials, object_listing, obstore_errors
+from aiozarr.storage import (
+    credentials,
+    object_listing,
+    obstore_errors,
+    obstore_exit,  # noqa: F401 (registers the wait at exit: obstore's threads leave Python)
+)
 from aiozarr.storage.base import (
     Buffer,
     Capabilities,

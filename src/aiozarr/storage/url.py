@@ -27,6 +27,7 @@ from aiozarr import config
 from aiozarr.errors import StoreError
 from aiozarr.storage import aws_config, credentials
 from aiozarr.storage.base import Store
+from aiozarr.storage.option_names import closest_option
 from aiozarr.storage.redaction import redact_url
 from aiozarr.storage.zip import ZipMode, ZipStore, is_zip
 
@@ -195,6 +196,12 @@ def from_url(
     if scheme in _HTTP and check_redirect is not None:
         return _guarded_http(text.rstrip("/"), options, check_redirect)
     if scheme in _S3 + _GCS + _AZURE + _HTTP:
+        if not parts.netloc:  # `s3:/bucket/x`: obstore says only "Unable to recognise URL"
+            meant = f"{scheme}://{parts.path.lstrip('/')}"
+            raise StoreError(
+                f"cannot open {redact_url(text)!r}: no bucket or host after '{scheme}:' "
+                f"(URLs are {scheme}://BUCKET/PATH: did you mean {meant!r}?)"
+            )
         if scheme in _HTTP:  # obstore joins keys with "/": a root ending in one asks "//key"
             text = text.rstrip("/")
         return _object_store(text, scheme, options).with_read_only(read_only or scheme in _HTTP)
@@ -437,4 +444,21 @@ def _build_obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
         raise
     except Exception as exc:  # obstore: unknown option, malformed URL
         message = obstore_errors.classify(exc).text
+        meant = _option_meant(message, scheme)
+        if meant:
+            message = f"{message.rstrip('.')}; did you mean {meant!r}?"
         raise StoreError(f"cannot open {redact_url(url)!r}: {message}") from exc
+
+
+# obstore's words for a store option (first) and a client option it does not know
+_REFUSED_OPTION = re.compile(r"Configuration key: '([^']+)' is not valid|Invalid key: ([\w.-]+)")
+
+
+def _option_meant(message: str, scheme: str) -> str | None:
+    """The option meant, when obstore's `message` refuses a misspelled option name."""
+    refused = _REFUSED_OPTION.search(message)
+    if refused is None:
+        return None
+    kind = "s3" if scheme in _S3 else "gcs" if scheme in _GCS else "azure"
+    own = {*_ALIASES, "anon", "use_ssl", "client_options", "retry_config"}
+    return closest_option(refused.group(1) or refused.group(2), kind, own)

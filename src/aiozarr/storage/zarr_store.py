@@ -180,6 +180,20 @@ class ZarrStore(Store):
         with self._errors("delete", key), contextlib.suppress(FileNotFoundError, KeyError):
             await self._zarr.delete(key)
 
+    async def delete_prefix(self, prefix: str) -> None:
+        """Remove every key that starts with `prefix`: under a directory (`"a/b/"`), the
+        zarr store's own `delete_dir`, one call (icechunk deletes a node, and lists only
+        the prefixes of nodes); any other prefix, the keys listed and deleted."""
+        directory = prefix.rstrip("/")
+        if not directory or not prefix.endswith("/"):
+            await super().delete_prefix(prefix)
+            return
+        self._check_writable(prefix)
+        if not self.capabilities.deletes:
+            raise StoreError(f"cannot delete {prefix!r}: {self!r} does not support deletes")
+        with self._errors("delete", prefix):
+            await self._zarr.delete_dir(directory)
+
     # -- listing -----------------------------------------------------------------------
 
     async def list_prefix(self, prefix: str) -> AsyncIterator[str]:

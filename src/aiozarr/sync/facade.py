@@ -13,7 +13,7 @@ import numpy as np
 from aiozarr.engine.progress import ShowProgress
 from aiozarr.nodes import display
 from aiozarr.nodes.array import ArrayInfo, AsyncArray
-from aiozarr.nodes.group import AsyncGroup
+from aiozarr.nodes.group import AsyncGroup, GroupInfo
 from aiozarr.sync.portal import run
 
 
@@ -297,6 +297,15 @@ class Group:
     def attrs(self) -> Attributes:
         """The attributes, as a mutable mapping: `arr.attrs["units"] = "K"` writes the metadata."""
         return Attributes(self._async)
+
+    @property
+    def info(self) -> GroupInfo:
+        """The description (a `str` with its fields as attributes); no I/O."""
+        return self._async.info()
+
+    def info_complete(self) -> GroupInfo:
+        """`info` with the members counted (one listing)."""
+        return run(self._async.info_complete)
 
     def __repr__(self) -> str:
         return f"<Group {self.store!r} {self.name}>"

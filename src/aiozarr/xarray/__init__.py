@@ -5,9 +5,14 @@
     aiozarr.xarray.store_of(ds).stats()        # requests, bytes, latencies so far
     aiozarr.xarray.to_zarr(ds, "s3://bucket/copy.zarr", storage_options={...})
 
-Importing this package imports xarray; `import aiozarr` does not.
+Importing this package imports xarray (the `xarray` extra); `import aiozarr` does not.
 """
 
+from aiozarr.errors import require_extra
+
+require_extra("aiozarr.xarray", "xarray", "xarray")
+
+# ruff: noqa: E402 (xarray is looked for first, to name the extra when it is missing)
 from aiozarr.xarray.backend import AiozarrBackendEntrypoint
 from aiozarr.xarray.lazy_array import AiozarrBackendArray
 from aiozarr.xarray.variables import store_of

@@ -22,6 +22,7 @@ from aiozarr.nodes import hierarchy
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.storage.base import Store
 from aiozarr.sync import run
+from aiozarr.xarray.encoded_values import checked_encoding
 from aiozarr.xarray.lazy_array import AiozarrBackendArray
 from aiozarr.xarray.tree import Node, read_tree
 from aiozarr.xarray.variables import DIMENSION_KEY, dimensions, raw_variable
@@ -118,7 +119,11 @@ def _encode(
         if "compressors" in enc and enc["compressors"] is None:
             options["compressors"] = ()  # as for zarr-python: None is no compression
         fill_value = enc.pop("fill_value", None)
-        encoded = encode_zarr_variable(var, name=name, zarr_format=zarr_format)  # type: ignore[arg-type]
+        if not is_duck_dask_array(var.data):
+            var.load()  # read once: both the encoder and its check below use the values
+        with np.errstate(over="ignore", invalid="ignore"):  # refused below, naming values
+            encoded = encode_zarr_variable(var, name=name, zarr_format=zarr_format)  # type: ignore[arg-type]
+        encoded = checked_encoding(name, var, encoded)  # xarray's casts wrap: refuse them
         var_attrs = {k: encode_zarr_attr_value(v) for k, v in encoded.attrs.items()}
         if zarr_format == 2:
             fill_value = var_attrs.pop("_FillValue", None)

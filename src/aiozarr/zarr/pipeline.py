@@ -11,7 +11,7 @@ one round, every inner-chunk range in the next, coalesced, each decoded on the c
 straight into zarr-python's output buffer. Writes go through the engine's
 read-modify-write the same way (locks, conditional writes where the store has them).
 
-Anything else falls back to zarr-python's own `BatchedCodecPipeline`, per batch: another
+Anything else falls back to zarr-python's own `BatchedCodecPipeline`, per batch: an unknown
 store, a codec or data type aiozarr does not know, a spec or selection of a form it does
 not expect, buffers that are not numpy's. Such a batch is read (or written) exactly as
 without this pipeline. `from_codecs` (what zarr-python's sharding codec asks for its inner

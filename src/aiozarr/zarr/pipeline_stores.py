@@ -1,12 +1,13 @@
 """The aiozarr store behind a zarr-python store, for the codec pipeline.
 
-The pipeline reads through aiozarr only where it can address the zarr store's objects
-itself: zarr's `LocalStore` (an aiozarr `LocalStore` on the same directory), its
-obstore-backed `ObjectStore` (an aiozarr `ObjectStore` on the same obstore store: aiozarr's
-request policy, coalescing and versions), its `MemoryStore` (read through the zarr store,
-whose values live in this process) and `aiozarr.zarr.Store` (the aiozarr store it wraps).
-Any other store (fsspec, zip, wrappers, icechunk) gives None: zarr-python's own pipeline
-reads it.
+Where aiozarr can address the zarr store's objects itself, it does: zarr's `LocalStore`
+(an aiozarr `LocalStore` on the same directory), its obstore-backed `ObjectStore` (an
+aiozarr `ObjectStore` on the same obstore store: aiozarr's request policy, coalescing and
+versions) and `aiozarr.zarr.Store` (the aiozarr store it wraps). Every other zarr store
+(`MemoryStore`, icechunk's, fsspec, zip, wrappers, subclasses of the above) is read and
+written through its own API by the `ZarrStore` adapter: the engine still batches, but each
+key's coalesced ranges are one call of the zarr store, which maps keys to objects its
+own way.
 
 The aiozarr store is made once per zarr store and kept while the zarr store lives, so
 its budgets, statistics and write locks are shared by every array read through it.
@@ -71,9 +72,12 @@ def _forget(key: tuple[int, bool]) -> None:
 
 
 def _make(zarr_store: Any) -> Store | None:
-    """A new aiozarr store for the zarr stores the pipeline knows (exact types only: a
-    subclass may change how keys map to objects)."""
-    from zarr.storage import LocalStore, MemoryStore, ObjectStore
+    """A new aiozarr store for `zarr_store`: aiozarr's own for the types it addresses
+    directly (exact types only: a subclass may change how keys map to objects), the
+    adapter over the zarr store's API for any other zarr store, None for anything else."""
+    from zarr.storage import LocalStore, ObjectStore
+
+    from aiozarr.storage.zarr_store import ZarrStore, is_zarr_store
 
     read_only = bool(zarr_store.read_only)
     kind = type(zarr_store)
@@ -85,8 +89,6 @@ def _make(zarr_store: Any) -> Store | None:
         from aiozarr.storage.object_store import ObjectStore as AiozarrObjectStore
 
         return AiozarrObjectStore(zarr_store.store, read_only=read_only)
-    if kind is MemoryStore:
-        from aiozarr.storage.zarr_store import ZarrStore
-
+    if is_zarr_store(zarr_store):
         return ZarrStore(zarr_store, read_only=read_only)
     return None

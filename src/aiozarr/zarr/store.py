@@ -1,4 +1,4 @@
-"""`aiozarr.zarr.Store`: any aiozarr store, or a URL, as a zarr-python 3 store.
+"""`aiozarr.zarr.Store`: any aiozarr store, zarr-python store or URL as a zarr-python 3 store.
 
     import zarr, aiozarr.zarr
     store = aiozarr.zarr.Store("s3://bucket/data.zarr", storage_options={"region": ...})
@@ -27,6 +27,7 @@ from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Suf
 from zarr.abc.store import Store as ZarrStoreABC
 from zarr.core.buffer import Buffer, BufferPrototype
 
+from aiozarr.api import resolve_store
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import (
     AiozarrError,
@@ -37,7 +38,7 @@ from aiozarr.errors import (
 )
 from aiozarr.storage.base import RangeRequest
 from aiozarr.storage.base import Store as AiozarrStore
-from aiozarr.storage.url import from_url
+from aiozarr.zarr.pipeline_stores import aiozarr_store_for
 
 __all__ = ["ByteRequestError", "KeyNotFoundError", "ReadOnlyStoreError", "Store"]
 
@@ -94,13 +95,18 @@ class Store(ZarrStoreABC):
     """A zarr-python store (`zarr.abc.store.Store`) over an aiozarr store or a URL.
 
     `url_or_store`: a URL or path (`s3://`, `gs://`, `az://`, `http(s)://`, a local
-    directory, `memory://NAME`, a `.zip`; opened with `aiozarr.storage.from_url` and
-    `storage_options`), or an aiozarr store (`aiozarr.storage.LocalStore(...)`, an
-    `ObjectStore`, a `CountingStore` around one, ...), used as it is.
+    directory, `memory://NAME`, a `.zip`, kerchunk references (a `.json` file, a
+    directory of Parquet ones, `reference://...`): opened with `storage_options` as
+    `aiozarr.open_*` opens them), an aiozarr store (`aiozarr.storage.LocalStore(...)`, an
+    `ObjectStore`, a `CountingStore` around one, ...), used as it is, or a zarr-python
+    store (an icechunk session's `store`, zarr's `FsspecStore`, ...), read and written
+    through aiozarr's request policy and batching (`aiozarr_store`: zarr's `LocalStore`
+    and obstore-backed `ObjectStore` as aiozarr's own stores over the same objects, any
+    other through its own API: `aiozarr.storage.zarr_store.ZarrStore`).
 
     `read_only`: writes and deletes raise `ReadOnlyStoreError` (a `ValueError`, as
     zarr-python's stores raise). A store that cannot write at all (plain HTTP, a zip
-    archive opened to read) is read-only whatever is asked.
+    archive opened to read, a read-only zarr store) is read-only whatever is asked.
 
     Equal stores are stores over equal aiozarr stores (or the same URL and options) with
     the same flag; a pickled store opens its URL again (a `memory://` one, in another
@@ -112,29 +118,24 @@ class Store(ZarrStoreABC):
 
     def __init__(
         self,
-        url_or_store: str | os.PathLike[str] | AiozarrStore,
+        url_or_store: str | os.PathLike[str] | AiozarrStore | ZarrStoreABC,
         *,
         storage_options: Mapping[str, Any] | None = None,
         read_only: bool = False,
     ) -> None:
-        if isinstance(url_or_store, AiozarrStore):
+        self._url: str | None = None
+        self._options: dict[str, Any] = {}
+        if isinstance(url_or_store, str | os.PathLike):
+            self._url = os.fspath(url_or_store)
+            self._options = dict(storage_options or {})
+            inner = _open(self._url, self._options, read_only)
+        else:
+            inner = _store_of(url_or_store, read_only)
             if storage_options:
                 raise InvalidValueError(
                     f"storage_options {sorted(storage_options)} given with the store "
                     f"{url_or_store!r}: they are for a URL; pass them to the store instead"
                 )
-            self._url: str | None = None
-            self._options: dict[str, Any] = {}
-            inner = _with_flag(url_or_store, read_only)
-        elif isinstance(url_or_store, str | os.PathLike):
-            self._url = os.fspath(url_or_store)
-            self._options = dict(storage_options or {})
-            inner = from_url(self._url, storage_options=self._options, read_only=read_only)
-        else:
-            raise InvalidValueError(
-                "aiozarr.zarr.Store takes a URL, a path or an aiozarr store, got "
-                f"{type(url_or_store).__name__}" + _zarr_store_hint(url_or_store)
-            )
         super().__init__(read_only=read_only or not inner.writable)
         self._store = inner
 
@@ -315,7 +316,7 @@ class Store(ZarrStoreABC):
         if self._store is None:
             assert self._url is not None
             options, read_only = self._options, self._read_only
-            self._store = from_url(self._url, storage_options=options, read_only=read_only)
+            self._store = _open(self._url, options, read_only)
 
 
 def _bytes_of(key: str, value: Any) -> Any:
@@ -327,7 +328,23 @@ def _bytes_of(key: str, value: Any) -> Any:
     return value.as_buffer_like()
 
 
-def _zarr_store_hint(obj: Any) -> str:
-    if isinstance(obj, ZarrStoreABC):
-        return " (a zarr-python store: give it to zarr-python as it is)"
-    return ""
+def _open(url: str, options: Mapping[str, Any], read_only: bool) -> AiozarrStore:
+    """The store a URL or path names, opened as `aiozarr.open_*` opens it (kerchunk
+    references and zip archives included)."""
+    return resolve_store(url, mode="r" if read_only else "a", storage_options=options)
+
+
+def _store_of(store: Any, read_only: bool) -> AiozarrStore:
+    """The aiozarr store every call goes to: an aiozarr store as it is (with the flag
+    asked for, where it can change it); for a zarr-python store, the one the codec
+    pipeline reads it through (`pipeline_stores.py`), read-only where asked or where the
+    zarr store is."""
+    if isinstance(store, AiozarrStore):
+        return _with_flag(store, read_only)
+    inner = aiozarr_store_for(store) if isinstance(store, ZarrStoreABC) else None
+    if inner is None:
+        raise InvalidValueError(
+            "aiozarr.zarr.Store takes a URL, a path, an aiozarr store or a zarr-python "
+            f"store, got {type(store).__name__}"
+        )
+    return _with_flag(inner, True) if read_only and not inner.read_only else inner

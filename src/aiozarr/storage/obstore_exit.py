@@ -1,0 +1,65 @@
+"""At interpreter exit, obstore's threads leave Python before the interpreter finalizes.
+
+obstore answers each request on one of tokio's threads, which hands the result to the
+event loop with `loop.call_soon_threadsafe`: Python code that appends the callback, then
+writes a byte to the loop's wake-up socket with the GIL released. A loop that is awake
+already runs the callback before that write returns, so the program can end, and the
+interpreter start finalizing, while the tokio thread is still inside the call. When it
+takes the GIL back, Python (before 3.14) ends the thread with `pthread_exit`, which cannot
+unwind through Rust's frames: the process aborts (SIGABRT, nothing printed) after
+everything it did succeeded. It happens to the last answers of a run, more often on a
+busy machine (the thread waits longer for a CPU between the two steps).
+
+So at exit (`atexit`, while the interpreter is whole) this waits until no thread that
+Python's `threading` did not start is running Python code: such a thread (tokio's) in the
+middle of a call takes the GIL as soon as it is free, finishes, and leaves. The wait is
+bounded (`EXIT_WAIT_S`) in case a native thread of another library stays in Python.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import sys
+import threading
+import time
+
+__all__ = ["EXIT_WAIT_S", "native_threads_in_python", "wait_for_native_threads"]
+
+_log = logging.getLogger("aiozarr.store")
+
+#: The longest exit waits for native threads to leave Python (obstore's take well under
+#: a second; a native thread of another library that stays in Python costs this much).
+EXIT_WAIT_S = 5.0
+
+# What `threading` makes of a native thread that asked for its current thread.
+_NATIVE = getattr(threading, "_DummyThread", ())
+
+
+def native_threads_in_python() -> list[int]:
+    """The idents of the threads in Python code now that `threading` did not start
+    (tokio's, in obstore's callbacks)."""
+    started = {t.ident for t in threading.enumerate() if not isinstance(t, _NATIVE)}
+    return [ident for ident in sys._current_frames() if ident not in started]
+
+
+def wait_for_native_threads(limit_s: float | None = None) -> bool:
+    """Wait until no native thread runs Python code (at most `limit_s`, by default
+    `EXIT_WAIT_S`); whether none does. Each pause releases the GIL, which the waiting
+    threads take to finish."""
+    deadline = time.monotonic() + (EXIT_WAIT_S if limit_s is None else limit_s)
+    threads = native_threads_in_python()
+    if threads:
+        _log.debug("exit waits for %d native thread(s) to leave Python", len(threads))
+    while threads:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.001)
+        threads = native_threads_in_python()
+    return True
+
+
+# Registered when the storage layer is imported, before the sync portal registers the
+# stop of its loop: exit handlers run last-registered first, so this runs once the
+# portal's loop (and the requests it ran) has ended.
+atexit.register(wait_for_native_threads)

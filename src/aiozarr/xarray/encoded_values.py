@@ -1,0 +1,220 @@
+"""A variable's CF encoding checked against the values it encodes.
+
+xarray's encoder casts with numpy's casts, which wrap: `dtype="int8"` stores 300 as 44,
+`scale_factor=0.01` into int16 stores 1000.0 as -310.72, times with
+`units="nanoseconds since 1970-01-01"` beyond 2262 come back as NaT. So `to_zarr`
+decodes what it encoded, with xarray's own decoder as a reader will (the variable's own
+units, scale and offset; times in the unit they were given in), and refuses with
+`ValueOutOfRangeError` any value that does not come back within the encoding's
+resolution: one step of an integer encoding (the `scale_factor`, or one unit of time),
+or a float encoding's rounding. NaN and NaT must come back missing (an integer encoding
+without a `_FillValue` cannot hold them); a value equal to the `_FillValue` may come back
+missing, as CF masking means. Inf and NaN given as such stay allowed in float encodings.
+
+Variables whose values are not numbers, datetimes or timedeltas, and times decoded to
+non-numpy calendars, are not checked. A dask-backed variable is checked block by block as
+it is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from xarray import conventions
+from xarray.coders import CFDatetimeCoder, CFTimedeltaCoder
+from xarray.namedarray.utils import is_duck_dask_array
+
+from aiozarr.errors import ValueOutOfRangeError
+
+__all__ = ["checked_encoding"]
+
+_CF_KEYS = ("units", "calendar", "scale_factor", "add_offset", "_FillValue", "missing_value")
+_FILL_KEYS = ("_FillValue", "missing_value")
+_NUMERIC = "biufcmM"
+_TIME_UNITS = ("s", "ms", "us", "ns")
+
+
+def checked_encoding(name: str, raw: xr.Variable, encoded: xr.Variable) -> xr.Variable:
+    """`encoded` (xarray's encoding of `raw`), once every value is known to read back as
+    `raw` holds it; raises `ValueOutOfRangeError` naming the variable, the values and
+    the encoding's range. A dask-backed `encoded` comes back checking each block."""
+    if raw.dtype.kind not in _NUMERIC or encoded.dtype.kind not in _NUMERIC:
+        return encoded
+    check = _Check(name, raw.dtype, encoded.dtype, _applied_attrs(raw, encoded))
+    if check.not_compared:
+        return encoded
+    if not is_duck_dask_array(encoded.data):
+        check(np.asarray(encoded.values), np.asarray(raw.values))
+        return encoded
+    import dask.array as da
+
+    data = da.map_blocks(_checked_block, encoded.data, raw.data, check, dtype=encoded.dtype)
+    return xr.Variable(encoded.dims, data, encoded.attrs, encoded.encoding)
+
+
+def _checked_block(encoded: np.ndarray, raw: np.ndarray, check: _Check) -> np.ndarray:
+    check(encoded, raw)
+    return encoded
+
+
+def _applied_attrs(raw: xr.Variable, encoded: xr.Variable) -> dict[str, Any]:
+    """The CF attributes the encoder applied (not those the variable already carried,
+    which the encoder leaves alone)."""
+    keys = (*_CF_KEYS, "dtype")
+    return {k: encoded.attrs[k] for k in keys if k in encoded.attrs and k not in raw.attrs}
+
+
+class _Check:
+    """The check of one variable's values: how its encoding decodes, and its step."""
+
+    def __init__(
+        self, name: str, raw: np.dtype[Any], encoded: np.dtype[Any], attrs: Mapping[str, Any]
+    ) -> None:
+        self.name, self.raw, self.encoded, self.attrs = name, raw, encoded, dict(attrs)
+        self.unit: str | None = None
+        if raw.kind in "mM":
+            unit = np.datetime_data(raw)[0]
+            self.unit = unit if unit in _TIME_UNITS else "s"
+        self.fills = [attrs[k] for k in _FILL_KEYS if k in attrs]
+        self.plain = {k: v for k, v in self.attrs.items() if k not in _FILL_KEYS}
+        decoded = self._decode(np.array([0, 1], dtype=encoded), self.plain)
+        # times decoded to cftime objects (another calendar): not compared
+        self.not_compared = self.unit is not None and decoded.dtype.kind not in "mM"
+        ends = np.zeros(2) if self.not_compared else self._numbers(decoded)
+        self.origin = ends[0]
+        self.step = abs(ends[1] - ends[0]) if encoded.kind in "biu" else 0.0
+
+    def _decode(self, values: np.ndarray, attrs: Mapping[str, Any]) -> np.ndarray:
+        """`values` decoded as a reader decodes them (times in the raw unit)."""
+        probe = xr.Variable(tuple(f"d{i}" for i in range(values.ndim)), values, dict(attrs))
+        times: Any = False
+        deltas: Any = False
+        if self.unit is not None:
+            times = CFDatetimeCoder(time_unit=self.unit)  # type: ignore[arg-type]
+            deltas = CFTimedeltaCoder(time_unit=self.unit)  # type: ignore[arg-type]
+        decoded = conventions.decode_cf_variable(
+            self.name, probe, decode_times=times, decode_timedelta=deltas
+        )
+        return np.asarray(decoded.values)
+
+    def _numbers(self, values: np.ndarray) -> np.ndarray:
+        """Values as numbers to compare: times as float ticks of the raw unit (NaT:
+        NaN), numbers as floats (complex stays complex)."""
+        if values.dtype.kind in "mM":
+            ticks = values.astype(f"{values.dtype.kind}8[{self.unit}]")
+            out = ticks.view(np.int64).astype(np.float64)
+            out[np.isnat(ticks)] = np.nan
+            return out
+        return values.astype(np.result_type(values.dtype, np.float64), copy=False)
+
+    def __call__(self, encoded: np.ndarray, raw: np.ndarray) -> None:
+        """Refuse the values of `raw` that `encoded` does not give back."""
+        encoded, raw = np.ravel(encoded), np.ravel(raw)
+        try:
+            decoded = self._decode(encoded, self.attrs)
+        except (ValueError, OverflowError) as error:  # out of bounds of the raw unit
+            raise ValueOutOfRangeError(
+                f"variable {self.name!r}: its values do not read back from "
+                f"{self._described()} ({error}){self._limits()}"
+            ) from None
+        if self.unit is not None and decoded.dtype.kind not in "mM":  # cftime: beyond numpy
+            raise ValueOutOfRangeError(
+                f"variable {self.name!r}: its values do not read back as {self.raw}{self._limits()}"
+            )
+        want, got = self._numbers(raw), self._numbers(decoded)
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: NaN, decided below
+            diff = np.subtract(got, want)
+            diff = np.abs(diff, out=diff) if diff.dtype.kind == "f" else np.abs(diff)
+        if self.encoded.kind in "biu":  # a cast to integers wraps: off by many steps
+            wrong = diff > self._tolerance(decoded.dtype)
+        else:  # a float encoding rounds: only an overflow to inf is wrong
+            wrong = np.isinf(diff)
+        odd = np.isnan(diff)  # NaN on either side, or inf on both: decided one by one
+        if odd.any():
+            where = np.flatnonzero(odd)
+            lost, missing = np.isnan(want.flat[where]), np.isnan(got.flat[where])
+            same = got.flat[where] == want.flat[where]
+            fill = self._is_fill(raw.flat[where])
+            wrong.flat[where] = ~lost & ~same & (~missing | ~fill)
+            kept = lost & ~missing
+            if kept.any() and not wrong.any():
+                raise ValueOutOfRangeError(self._no_missing(decoded.flat[where[kept]]))
+        if wrong.any():
+            raise ValueOutOfRangeError(self._out_of_range(raw[wrong], want[wrong]))
+
+    def _tolerance(self, decoded: np.dtype[Any]) -> float:
+        """How far an integer encoding may give a value back from the one given: one
+        step (it rounds), and the float arithmetic of scaling over its whole range."""
+        floats = [np.finfo(t) for t in (np.dtype(np.float64), decoded) if t.kind in "fc"]
+        rel = 4 * max(float(f.eps) for f in floats)
+        limits = np.iinfo(self.encoded) if self.encoded.kind in "iu" else np.iinfo(np.int8)
+        span = max(abs(int(limits.min)), abs(int(limits.max))) * float(self.step)
+        return float(self.step) + rel * (span + abs(float(self.origin)))
+
+    def _is_fill(self, raw: np.ndarray) -> np.ndarray:
+        """Where `raw` holds a fill value (masked on reading, by CF's rule)."""
+        hit = np.zeros(raw.shape, dtype=bool)
+        if raw.dtype.kind not in "mM":
+            for fill in self.fills:
+                for value in np.atleast_1d(fill):
+                    hit |= raw == value
+        return hit
+
+    def _described(self) -> str:
+        """The encoding, as the variable's encoding names it."""
+        keys = ("units", "scale_factor", "add_offset")
+        parts = [f"{k}={self.attrs[k]!r}" for k in keys if k in self.attrs]
+        return f"{self.encoded}" + (f" with {', '.join(parts)}" if parts else "")
+
+    def _limits(self) -> str:
+        """', which holds <least> to <greatest>': the encoding's range, in the variable's
+        terms where those can be decoded."""
+        if self.encoded.kind in "fc":
+            info = np.finfo(self.encoded)  # a complex type: the range of each part
+            ends = np.array([info.min, info.max], dtype=info.dtype)
+        elif self.encoded.kind in "iu":
+            limits = np.iinfo(self.encoded)
+            least = limits.min + 1 if self.unit is not None else limits.min  # the least: NaT
+            ends = np.array([least, limits.max], dtype=self.encoded)
+        else:
+            return ""
+        try:
+            decoded = self._decode(ends, self.plain)
+        except (ValueError, OverflowError):
+            decoded = ends
+        if decoded.dtype.kind in "mM" and np.isnat(decoded).any():
+            decoded = ends
+        return f", which holds {decoded[0]!s} to {decoded[1]!s}"
+
+    def _out_of_range(self, bad: np.ndarray, numbers: np.ndarray) -> str:
+        low, high = bad.min(), bad.max()
+        shown = f"{low!s}" if low == high else f"values from {low!s} to {high!s}"
+        if self.fills and self.unit is None and self._within(numbers):
+            return (  # in range, but encoded as the fill value: it would read back missing
+                f"variable {self.name!r}: {shown} would be stored as the _FillValue "
+                f"{self.fills[0]!s} of {self._described()} and read back as missing"
+            )
+        return (
+            f"variable {self.name!r}: {shown} cannot be stored as "
+            f"{self._described()}{self._limits()}"
+        )
+
+    def _within(self, numbers: np.ndarray) -> bool:
+        """Whether every number lies in the range of an integer encoding."""
+        if self.encoded.kind not in "iu" or numbers.dtype.kind == "c":
+            return False
+        limits = np.iinfo(self.encoded)
+        ends = self._decode(np.array([limits.min, limits.max], self.encoded), self.plain)
+        low, high = sorted(float(e) for e in ends)
+        return bool(((numbers >= low) & (numbers <= high)).all())
+
+    def _no_missing(self, stored: np.ndarray) -> str:
+        missing = "NaT" if self.unit is not None else "NaN"
+        return (
+            f"variable {self.name!r}: {missing} cannot be stored as {self._described()} "
+            f"without a _FillValue (it would read back as {stored.flat[0]}); give the "
+            "variable a _FillValue in its encoding"
+        )
