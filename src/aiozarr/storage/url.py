@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from aiozarr import config
 from aiozarr.errors import StoreError
@@ -196,16 +196,23 @@ def from_url(
     if scheme in _HTTP and check_redirect is not None:
         return _guarded_http(text.rstrip("/"), options, check_redirect)
     if scheme in _S3 + _GCS + _AZURE + _HTTP:
-        if not parts.netloc:  # `s3:/bucket/x`: obstore says only "Unable to recognise URL"
-            meant = f"{scheme}://{parts.path.lstrip('/')}"
-            raise StoreError(
-                f"cannot open {redact_url(text)!r}: no bucket or host after '{scheme}:' "
-                f"(URLs are {scheme}://BUCKET/PATH: did you mean {meant!r}?)"
-            )
+        _check_host(text, parts)
         if scheme in _HTTP:  # obstore joins keys with "/": a root ending in one asks "//key"
             text = text.rstrip("/")
         return _object_store(text, scheme, options).with_read_only(read_only or scheme in _HTTP)
     raise StoreError(f"cannot open {redact_url(text)!r}: unknown URL scheme {scheme!r}")
+
+
+def _check_host(text: str, parts: SplitResult) -> None:
+    """Refuse a remote URL without a bucket or host (`s3:/bucket/x`), for which obstore
+    says only "Unable to recognise URL"."""
+    if not parts.netloc:
+        scheme = parts.scheme.lower()
+        meant = f"{scheme}://{parts.path.lstrip('/')}"
+        raise StoreError(
+            f"cannot open {redact_url(text)!r}: no bucket or host after '{scheme}:' "
+            f"(URLs are {scheme}://BUCKET/PATH: did you mean {meant!r}?)"
+        )
 
 
 def is_local(url: str) -> bool:
