@@ -10,6 +10,7 @@ decoded size (a streaming writer's): numcodecs inflates those whole.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tracemalloc
@@ -224,6 +225,8 @@ def test_streamed_zstd_frames_still_decode(name: str) -> None:
     out = np.empty_like(value)
     chain.decode_into(frame, out, KEY)
     np.testing.assert_array_equal(out, value)
+    with pytest.raises(CodecError, match=re.escape(repr(KEY))):  # a frame cut short
+        chain.decode(frame[:-8], KEY)
 
 
 _MEASURE = """

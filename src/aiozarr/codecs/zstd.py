@@ -138,14 +138,26 @@ def decompress_into(data: memoryview, out: memoryview) -> None:
 
 
 def _stream_at_most(data: memoryview, size: int) -> bytearray:
-    """Decompress the frames in `data` as a stream, refusing more than `size` bytes."""
+    """Decompress the frames in `data` as a stream, refusing more than `size` bytes.
+
+    Input goes in slices small enough that no slice can decode far past `size` (256 KiB
+    and a block at most): zstandard's stream reader would bound the output too, but
+    ends a truncated frame without a word.
+    """
     out = bytearray()
+    start = 0
     try:
-        with _decompressor().stream_reader(data, read_across_frames=True) as reader:
-            while part := reader.read(min(_STEP, size + 1 - len(out))):
-                out += part
+        while start < data.nbytes:  # frames back to back, each with its own decoder
+            frame = _decompressor().decompressobj()
+            while not frame.eof:
+                if start >= data.nbytes:
+                    raise CodecError("codec 'zstd': data is truncated")
+                step = max(size + 1 - len(out), _SLACK) // _MOST_PER_INPUT_BYTE
+                out += frame.decompress(data[start : start + step])
+                start += step
                 if len(out) > size:
                     raise CodecError(f"codec 'zstd': data decompresses to more than {size} bytes")
+            start -= len(frame.unused_data)
     except zstandard.ZstdError as error:
         raise _corrupt(error) from error
     return out
@@ -156,8 +168,10 @@ def _corrupt(error: Exception) -> CodecError:
 
 
 _MAGIC = 0xFD2FB528
-#: Decompressed bytes read at a time from a frame that does not record its size.
-_STEP = 1 << 20
+#: The most a byte of a zstd frame decodes to: an RLE block, 4 bytes, fills 128 KiB.
+_MOST_PER_INPUT_BYTE = 1 << 15
+#: What a slice of input may decode to past the bound (plus the block it ends in).
+_SLACK = 256 << 10
 
 
 def content_size(view: memoryview) -> int | None:
