@@ -138,26 +138,28 @@ def decompress_into(data: memoryview, out: memoryview) -> None:
 
 
 def _stream_at_most(data: memoryview, size: int) -> bytearray:
-    """Decompress the frames in `data` as a stream, refusing more than `size` bytes.
+    """Decompress the frames in `data`, refusing more than `size` bytes.
 
-    Input goes in slices small enough that no slice can decode far past `size` (256 KiB
-    and a block at most): zstandard's stream reader would bound the output too, but
-    ends a truncated frame without a word.
+    Two passes: zstandard's stream reader counts the output in a small buffer, stopping
+    one byte past `size`, but ends a truncated frame without a word; a decoder per frame
+    then decompresses what is now known to fit, and says whether each frame ended.
     """
+    scratch = memoryview(bytearray(min(size + 1, _STEP)))
+    produced = 0
     out = bytearray()
     start = 0
     try:
+        with _decompressor().stream_reader(data, read_across_frames=True) as reader:
+            while got := reader.readinto(scratch):
+                produced += got
+                if produced > size:
+                    raise CodecError(f"codec 'zstd': data decompresses to more than {size} bytes")
         while start < data.nbytes:  # frames back to back, each with its own decoder
             frame = _decompressor().decompressobj()
-            while not frame.eof:
-                if start >= data.nbytes:
-                    raise CodecError("codec 'zstd': data is truncated")
-                step = max(size + 1 - len(out), _SLACK) // _MOST_PER_INPUT_BYTE
-                out += frame.decompress(data[start : start + step])
-                start += step
-                if len(out) > size:
-                    raise CodecError(f"codec 'zstd': data decompresses to more than {size} bytes")
-            start -= len(frame.unused_data)
+            out += frame.decompress(data[start:])
+            if not frame.eof:
+                raise CodecError("codec 'zstd': data is truncated")
+            start = data.nbytes - len(frame.unused_data)
     except zstandard.ZstdError as error:
         raise _corrupt(error) from error
     return out
@@ -168,10 +170,8 @@ def _corrupt(error: Exception) -> CodecError:
 
 
 _MAGIC = 0xFD2FB528
-#: The most a byte of a zstd frame decodes to: an RLE block, 4 bytes, fills 128 KiB.
-_MOST_PER_INPUT_BYTE = 1 << 15
-#: What a slice of input may decode to past the bound (plus the block it ends in).
-_SLACK = 256 << 10
+#: Decompressed bytes counted at a time in a frame that does not record its size.
+_STEP = 1 << 20
 
 
 def content_size(view: memoryview) -> int | None:
