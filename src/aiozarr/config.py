@@ -147,6 +147,12 @@ class Config:
     # where reads carried no ETag. True: no probe, and such writes go out without a
     # condition (the last writer wins): safe only where one process writes.
     single_writer: bool = False
+    # Whether a v3 directory without `zarr.json` but with keys below it is a group: the
+    # implicit groups of the 2020 v3 draft, which Zarr v3.0 dropped. False, as in
+    # zarr-python 3: opening it raises `GroupNotFoundError` and listings skip it, so a
+    # folder that is not Zarr (`/etc`) is not read as an empty group. The 2020 draft
+    # format keeps its implicit groups either way.
+    implicit_groups: bool = False
     # How long a sync-facade call may block before it is cancelled (None: no limit).
     sync_timeout_s: float | None = None
 

@@ -87,10 +87,17 @@ async def test_groups(store, zarr_format: int) -> None:
 
 
 async def test_implicit_v3_group(store) -> None:
+    # Zarr v3.0 has no implicit groups: only the `implicit_groups` setting opens one.
     await aiozarr.create_array_async(store, "p/q", shape=(1,), dtype="i4")
     await store.delete("p/zarr.json")
-    group = await aiozarr.open_group_async(store, "p")
-    assert await group.member_names() == ["q"]
+    with pytest.raises(errors.GroupNotFoundError):
+        await aiozarr.open_group_async(store, "p", mode="r")
+    assert await (await aiozarr.open_group_async(store, mode="r")).member_names() == []
+    with aiozarr.config.set(implicit_groups=True):
+        group = await aiozarr.open_group_async(store, "p", mode="r")
+        assert await group.member_names() == ["q"]
+        root = await aiozarr.open_group_async(store, mode="r")
+        assert await root.member_names() == ["p"]
 
 
 async def test_overwrite_and_exists(store) -> None:

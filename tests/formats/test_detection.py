@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import aiozarr
-from aiozarr.errors import NodeNotFoundError
+from aiozarr.errors import GroupNotFoundError, NodeNotFoundError
 from aiozarr.nodes import hierarchy
 from aiozarr.storage.counting import CountingStore
 from aiozarr.storage.memory import MemoryStore
@@ -83,5 +83,8 @@ async def test_implicit_v3_group_below_a_v3_root_is_not_mistaken_for_a_draft() -
     root = await aiozarr.create_group_async(store)
     await root.create_array("g/a", shape=(2,), dtype="int8")
     await store.delete("g/zarr.json")
-    group = await aiozarr.open_group_async(store, "g", mode="r")
+    with pytest.raises(GroupNotFoundError):  # Zarr v3.0 has no implicit groups
+        await aiozarr.open_group_async(store, "g", mode="r")
+    with aiozarr.config.set(implicit_groups=True):
+        group = await aiozarr.open_group_async(store, "g", mode="r")
     assert group.zarr_format == 3

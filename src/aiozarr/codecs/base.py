@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from aiozarr.errors import CodecError
 from aiozarr.metadata.model import CodecMetadata
 
 #: What a compressor may add to its input, on top of doubling it: gzip adds 18 bytes and
@@ -20,6 +21,13 @@ from aiozarr.metadata.model import CodecMetadata
 #: with room to spare: a bound for refusing a stored value that cannot be a chunk, not a
 #: size estimate.
 ENCODED_SLACK_BYTES = 4096
+
+
+#: The most bytes a bytes->bytes codec may decode to where the chunk's shape does not
+#: bound its encoded size (variable-length strings and bytes, v2 object arrays), and for
+#: `decode` called without a size: 1 GiB, far above any chunk a writer makes (zarr-python
+#: suggests chunks of 1-100 MB), low enough that a forged chunk cannot exhaust a machine.
+UNSIZED_MAX_DECODED_BYTES = 1 << 30
 
 
 def expanded(size: int) -> int:
@@ -144,15 +152,29 @@ class BytesToBytesCodec(Codec):
         exact = self.encoded_size(size)
         return expanded(size) if exact is None else exact
 
-    def decode_sized(self, data: Any, spec: ChunkSpec, size: int | None) -> bytes | memoryview:
-        """`decode` when the decoded size is known to be exactly `size` (None: unknown).
+    def decode_sized(
+        self, data: Any, spec: ChunkSpec, size: int, exact: bool = True
+    ) -> bytes | memoryview:
+        """`decode` when the decoded size is exactly `size` (`exact`) or at most `size`.
 
-        Decompressors override it to never allocate more than `size` bytes and to
-        reject output of any other size; the default ignores `size`.
+        Decompressors override it to never produce more than `size` bytes (a bounded
+        stream, or a size their header records checked first); the default decodes,
+        then refuses output of another size, which bounds codecs whose output is no
+        larger than their input (checksums, shuffles).
         """
-        return self.decode(data, spec)
+        out = self.decode(data, spec)
+        check_decoded_size(self.name, memoryview(out).nbytes, size, exact)
+        return out
 
     def decode_into_buffer(self, data: Any, out: Any) -> bytes | memoryview:
         """Decode into `out` (writable, exactly the decoded size) or, where `out` is None,
         into a new buffer. Only for codecs that set `decodes_into_buffer`."""
         raise NotImplementedError(f"codec {self.name!r} does not decode into a buffer")
+
+
+def check_decoded_size(name: str, produced: int, size: int, exact: bool) -> None:
+    """Refuse `produced` decoded bytes unless they are exactly (`exact`) or at most `size`."""
+    if produced > size:
+        raise CodecError(f"codec {name!r}: data decompresses to more than {size} bytes")
+    if exact and produced != size:
+        raise CodecError(f"codec {name!r}: data decompresses to {produced} bytes, expected {size}")

@@ -8,7 +8,12 @@ from typing import Any
 import numcodecs
 from numcodecs import blosc as _blosc
 
-from aiozarr.codecs.base import BytesToBytesCodec, ChunkSpec
+from aiozarr.codecs.base import (
+    UNSIZED_MAX_DECODED_BYTES,
+    BytesToBytesCodec,
+    ChunkSpec,
+    check_decoded_size,
+)
 from aiozarr.errors import CodecError, MetadataError
 
 SHUFFLES = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
@@ -19,9 +24,9 @@ CNAMES = ("lz4", "lz4hc", "blosclz", "zstd", "snappy", "zlib")
 _HEADER = 16
 
 
-def check_frame(data: Any, size: int | None) -> memoryview:
-    """The Blosc frame in `data`, its header checked against its length (and the
-    expected decoded size).
+def check_frame(data: Any, size: int, exact: bool = True) -> memoryview:
+    """The Blosc frame in `data`, its header checked against its length and the
+    decoded size, exactly (`exact`) or at most `size`.
 
     Blosc trusts its header: a truncated frame would be read past its end, and a
     forged one would make it allocate what the header claims. Both are refused here.
@@ -37,8 +42,7 @@ def check_frame(data: Any, size: int | None) -> memoryview:
         raise CodecError(
             f"codec 'blosc': corrupt or truncated data ({view.nbytes} bytes, header says {cbytes})"
         )
-    if size is not None and nbytes != size:
-        raise CodecError(f"codec 'blosc': data decompresses to {nbytes} bytes, expected {size}")
+    check_decoded_size("blosc", nbytes, size, exact)
     return view[:cbytes]
 
 
@@ -112,16 +116,20 @@ class BloscCodec(BytesToBytesCodec):
         )
 
     def decode(self, data: Any, spec: ChunkSpec) -> bytes | memoryview:
-        return self.decode_sized(data, spec, None)
+        return self.decode_sized(data, spec, UNSIZED_MAX_DECODED_BYTES, exact=False)
 
-    def decode_sized(self, data: Any, spec: ChunkSpec, size: int | None) -> bytes | memoryview:
-        return self.decode_into_buffer(check_frame(data, size), None)
+    def decode_sized(
+        self, data: Any, spec: ChunkSpec, size: int, exact: bool = True
+    ) -> bytes | memoryview:
+        return decode_frame(check_frame(data, size, exact))
 
     decodes_into_buffer = True
 
     def decode_into_buffer(self, data: Any, out: Any) -> bytes | memoryview:
         """Decompress into `out` (a writable buffer of the decoded size) or a new buffer."""
-        return decode_frame(check_frame(data, None if out is None else memoryview(out).nbytes), out)
+        if out is None:
+            return decode_frame(check_frame(data, UNSIZED_MAX_DECODED_BYTES, exact=False))
+        return decode_frame(check_frame(data, memoryview(out).nbytes), out)
 
 
 # Decoding needs no settings: everything is in the frame's header.

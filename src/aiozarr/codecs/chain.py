@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from aiozarr.codecs.base import (
+    UNSIZED_MAX_DECODED_BYTES,
     ArrayToArrayCodec,
     ArrayToBytesCodec,
     BytesToBytesCodec,
@@ -71,18 +72,20 @@ class CodecChain:
         # The input spec of each array->array codec, and of the array->bytes codec.
         self._array_specs = tuple(specs)
         self._bytes_spec = spec
-        sizes: list[int | None] = []
+        sizes: list[tuple[int, bool]] = []
         size = array_to_bytes.encoded_size(spec)
-        for bb in self.bytes_to_bytes:
-            _validate(bb, spec, where)
-            sizes.append(size)
-            size = None if size is None else bb.encoded_size(size)
-        # The exact decoded size of each bytes->bytes codec (None: not fixed).
-        self._decoded_sizes = tuple(sizes)
-        self._encoded_size = size
         most = array_to_bytes.max_encoded_size(spec)
         for bb in self.bytes_to_bytes:
+            _validate(bb, spec, where)
+            if size is not None:
+                sizes.append((size, True))
+            else:  # variable-length data: no bound but the ceiling
+                sizes.append((UNSIZED_MAX_DECODED_BYTES if most is None else most, False))
+            size = None if size is None else bb.encoded_size(size)
             most = None if most is None else bb.max_encoded_size(most)
+        # What each bytes->bytes codec decodes to: exactly (True) or at most that size.
+        self._decoded_sizes = tuple(sizes)
+        self._encoded_size = size
         self._max_encoded_size = most
 
     @classmethod
@@ -212,10 +215,10 @@ class CodecChain:
         self.check_fits(key)
         try:
             bytes_spec = self._bytes_spec.named(key) if key else self._bytes_spec
-            for codec, size in zip(
+            for codec, (size, exact) in zip(
                 reversed(self.bytes_to_bytes), reversed(self._decoded_sizes), strict=True
             ):
-                data = codec.decode_sized(data, bytes_spec, size)
+                data = codec.decode_sized(data, bytes_spec, size, exact)
             array = self.array_to_bytes.decode(data, bytes_spec)
             for codec, spec in zip(
                 reversed(self.array_to_array), reversed(self._array_specs), strict=True
@@ -282,8 +285,8 @@ class CodecChain:
         try:
             bytes_spec = self._bytes_spec.named(key) if key else self._bytes_spec
             pairs = list(zip(self.bytes_to_bytes, self._decoded_sizes, strict=True))[1:]
-            for codec, size in reversed(pairs):
-                data = codec.decode_sized(data, bytes_spec, size)
+            for codec, (size, exact) in reversed(pairs):
+                data = codec.decode_sized(data, bytes_spec, size, exact)
             decompress(data, target)
         except CodecError as error:
             _raise_with_key(error, key)

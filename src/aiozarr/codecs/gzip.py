@@ -7,11 +7,9 @@ import warnings
 import zlib
 from typing import Any
 
-from aiozarr.codecs.base import BytesToBytesCodec, ChunkSpec
+from aiozarr.codecs.base import UNSIZED_MAX_DECODED_BYTES, BytesToBytesCodec, ChunkSpec
 from aiozarr.errors import AiozarrWarning, CodecError, MetadataError
 
-# Read at most this much at a time when the decoded size is unknown.
-_STEP = 1 << 24
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
 
 
@@ -39,10 +37,10 @@ class GzipCodec(BytesToBytesCodec):
         return _gzip.compress(memoryview(data), compresslevel=self.level, mtime=0)
 
     def decode(self, data: Any, spec: ChunkSpec) -> bytes:
-        return self.decode_sized(data, spec, None)
+        return self.decode_sized(data, spec, UNSIZED_MAX_DECODED_BYTES, exact=False)
 
-    def decode_sized(self, data: Any, spec: ChunkSpec, size: int | None) -> bytes:
-        out, was_zlib = gunzip(data, size)
+    def decode_sized(self, data: Any, spec: ChunkSpec, size: int, exact: bool = True) -> bytes:
+        out, was_zlib = gunzip(data, size, exact)
         if was_zlib and not self._warned:
             self._warned = True  # once per array: every chunk of it was likely written alike
             warn_zlib_in_gzip(spec.key)
@@ -58,15 +56,16 @@ def is_zlib(data: Any) -> bool:
     return cmf & 0x0F == 8 and cmf >> 4 <= 7 and (cmf << 8 | flg) % 31 == 0
 
 
-def gunzip(data: Any, size: int | None) -> tuple[bytes, bool]:
-    """Inflate gzip `data`, and whether it was a zlib stream instead (a writer quirk).
+def gunzip(data: Any, size: int, exact: bool = True) -> tuple[bytes, bool]:
+    """Inflate gzip `data` to exactly (`exact`) or at most `size` bytes, and whether it
+    was a zlib stream instead (a writer quirk).
 
     A gzip stream must start with the bytes 1f 8b, which no zlib header has, so the
     two cannot be confused; zlib's own checksum then guards the data.
     """
     if is_zlib(data):
-        return inflate(data, size, zlib.MAX_WBITS, "gzip"), True
-    return inflate(data, size, _GZIP_WBITS, "gzip"), False
+        return inflate(data, size, zlib.MAX_WBITS, "gzip", exact), True
+    return inflate(data, size, _GZIP_WBITS, "gzip", exact), False
 
 
 def warn_zlib_in_gzip(key: str) -> None:
@@ -80,13 +79,14 @@ def warn_zlib_in_gzip(key: str) -> None:
     )
 
 
-def inflate(data: Any, size: int | None, wbits: int, name: str) -> bytes:
-    """Inflate deflate streams (gzip members: `wbits` 16 + 15; zlib: 15) back to back.
+def inflate(data: Any, size: int, wbits: int, name: str, exact: bool = True) -> bytes:
+    """Inflate deflate streams (gzip members: `wbits` 16 + 15; zlib: 15) back to back,
+    to exactly (`exact`) or at most `size` bytes.
 
-    With a known `size`, never produces more than `size` + 1 bytes: a decompression
-    bomb fails after allocating no more than the chunk it claims to be.
+    Never produces more than `size` + 1 bytes: a decompression bomb fails after
+    allocating no more than the chunk it claims to be.
     """
-    limit = None if size is None else size + 1
+    limit = size + 1
     parts: list[bytes] = []
     produced = 0
     pending = memoryview(data).cast("B")
@@ -96,11 +96,10 @@ def inflate(data: Any, size: int | None, wbits: int, name: str) -> bytes:
             inflater = zlib.decompressobj(wbits)
             chunk: Any = pending
             while not inflater.eof:
-                step = _STEP if limit is None else max(limit - produced, 1)
-                out = inflater.decompress(chunk, step)
+                out = inflater.decompress(chunk, max(limit - produced, 1))
                 parts.append(out)
                 produced += len(out)
-                if limit is not None and produced >= limit:
+                if produced >= limit:
                     raise CodecError(f"codec {name!r}: data decompresses to more than {size} bytes")
                 chunk = inflater.unconsumed_tail
                 if not out and not chunk:
@@ -108,6 +107,6 @@ def inflate(data: Any, size: int | None, wbits: int, name: str) -> bytes:
             pending = memoryview(inflater.unused_data)
     except zlib.error as error:
         raise CodecError(f"codec {name!r}: corrupt data: {error}") from error
-    if size is not None and produced != size:
+    if exact and produced != size:
         raise CodecError(f"codec {name!r}: data decompresses to {produced} bytes, expected {size}")
     return b"".join(parts)

@@ -20,15 +20,25 @@ from typing import Any, Literal
 import numcodecs
 import numpy as np
 from numcodecs.abc import Codec as Numcodec
-from numcodecs.compat import ensure_bytes, ensure_ndarray_like
+from numcodecs.compat import ensure_bytes, ensure_contiguous_ndarray, ensure_ndarray_like
 from numcodecs.registry import codec_registry
 
-from aiozarr.codecs.base import ENCODED_SLACK_BYTES, ArrayToBytesCodec, ChunkSpec, expanded
+from aiozarr.codecs.base import (
+    ENCODED_SLACK_BYTES,
+    UNSIZED_MAX_DECODED_BYTES,
+    ArrayToBytesCodec,
+    ChunkSpec,
+    check_decoded_size,
+    expanded,
+)
 from aiozarr.codecs.blosc import GDAL_SHUFFLES, SHUFFLES, check_frame, decode_frame
 from aiozarr.codecs.gzip import gunzip, inflate, warn_zlib_in_gzip
-from aiozarr.codecs.zstd import check_content_size
+from aiozarr.codecs.vlen import check_item_count
+from aiozarr.codecs.zstd import decompress_bounded
 from aiozarr.errors import AiozarrWarning, CodecError, MetadataError, UnsupportedError
 
+#: Object codecs whose header records the chunk's item count.
+VLEN_CODECS = frozenset({"vlen-utf8", "vlen-bytes", "vlen-array"})
 # Filters that turn an object array into something numcodecs can compress.
 OBJECT_CODECS = frozenset(
     {"vlen-utf8", "vlen-bytes", "vlen-array", "json2", "msgpack2", "categorize"}
@@ -138,46 +148,90 @@ def _warn(where: str, problem: str) -> None:
     )
 
 
-def decompress(
-    compressor: Numcodec, data: memoryview, size: int | None, on_zlib: Any = None, key: str = ""
-) -> Any:
-    """Decompress `data`; with a known decoded `size`, allocate no more than that.
+#: numcodecs codecs whose output is never larger than their input (plus a constant):
+#: shuffles and checksums keep or shed bytes, base64 shrinks them. Decoding them, then
+#: checking the size, is bounded.
+NO_LARGER = frozenset(
+    {"shuffle", "crc32", "crc32c", "adler32", "fletcher32", "jenkins_lookup3", "base64"}
+)
+#: What the highest lzma preset (9: a 64 MiB dictionary) needs to decode, with room:
+#: a stream declaring a larger dictionary than this plus its decoded size is refused.
+LZMA_WORKING_BYTES = 128 << 20
 
-    numcodecs' zlib, bz2 and lzma inflate everything before they look at `out`, so a
-    small forged chunk could claim gigabytes: those run through bounded decompressors.
-    `on_zlib(key)` is called when a gzip chunk turns out to be a zlib stream.
+
+def decompress(
+    compressor: Numcodec,
+    data: memoryview,
+    size: int,
+    exact: bool = True,
+    on_zlib: Any = None,
+    key: str = "",
+) -> Any:
+    """Decode `data` to exactly (`exact`) or at most `size` bytes, allocating no more.
+
+    numcodecs' zlib, bz2 and lzma inflate everything before they look at `out`, and its
+    zstd does so for a frame that does not record its size: those run through bounded
+    streams. blosc and lz4 record the decoded size in their header, checked first.
+    Other codecs are decoded, then checked: bounded for those `NO_LARGER` lists; a
+    codec from another package is trusted to bound itself. `on_zlib(key)` is called
+    when a gzip chunk turns out to be a zlib stream.
     """
     codec_id = compressor.codec_id
     if codec_id == "blosc":
         # Blosc reads past the end of a truncated frame: check its header first.
-        return decode_frame(check_frame(data, size))
+        return decode_frame(check_frame(data, size, exact))
     if codec_id == "gzip":
-        out, was_zlib = gunzip(data, size)
+        out, was_zlib = gunzip(data, size, exact)
         if was_zlib and on_zlib is not None:
             on_zlib(key)
         return out
-    if size is None:
-        return compressor.decode(data)
     if codec_id == "zlib":
-        return inflate(data, size, zlib.MAX_WBITS, codec_id)
+        return inflate(data, size, zlib.MAX_WBITS, codec_id, exact)
     if codec_id in ("bz2", "lzma"):
-        streaming: Any = (
-            bz2.BZ2Decompressor()
-            if codec_id == "bz2"
-            else lzma.LZMADecompressor(format=compressor.format, filters=compressor.filters)
-        )
-        try:
-            out = streaming.decompress(data, size + 1)
-        except (OSError, EOFError, ValueError, lzma.LZMAError) as error:
-            raise CodecError(f"codec {codec_id!r}: corrupt data: {error}") from error
-        if len(out) != size or not streaming.eof:
-            raise CodecError(f"codec {codec_id!r}: data does not decompress to {size} bytes")
-        return out
+        return _bz2_or_lzma(compressor, data, size, exact)
     if codec_id == "zstd":
-        check_content_size(data, size)
-    if codec_id == "lz4" and data.nbytes >= 4 and int.from_bytes(data[:4], "little") != size:
-        raise CodecError(f"codec 'lz4': data decompresses to more or less than {size} bytes")
-    return compressor.decode(data)
+        return decompress_bounded(data, size, exact, compressor)
+    if codec_id == "lz4" and data.nbytes >= 4:  # numcodecs' header: the decoded size
+        check_decoded_size(codec_id, int.from_bytes(data[:4], "little"), size, exact)
+    out = compressor.decode(data)
+    decoded = ensure_ndarray_like(out)
+    if not decoded.dtype.hasobject:
+        check_decoded_size(codec_id, decoded.nbytes, size, exact)
+    return out
+
+
+def _bz2_or_lzma(compressor: Numcodec, data: memoryview, size: int, exact: bool) -> bytes:
+    codec_id = compressor.codec_id
+    try:
+        streaming: Any = (
+            bz2.BZ2Decompressor() if codec_id == "bz2" else _lzma_decompressor(compressor, size)
+        )
+        out = streaming.decompress(data, size + 1)
+    except (OSError, EOFError, ValueError, lzma.LZMAError) as error:
+        raise CodecError(f"codec {codec_id!r}: corrupt data: {error}") from error
+    check_decoded_size(codec_id, len(out), size, exact)
+    if not streaming.eof:
+        raise CodecError(f"codec {codec_id!r}: data is truncated")
+    return out
+
+
+def _lzma_decompressor(compressor: Numcodec, size: int) -> lzma.LZMADecompressor:
+    """A decompressor for `compressor`'s format whose memory (its dictionary, which a
+    stream declares) stays under `size` + `LZMA_WORKING_BYTES`."""
+    limit = size + LZMA_WORKING_BYTES
+    if compressor.format != lzma.FORMAT_RAW:
+        return lzma.LZMADecompressor(format=compressor.format, memlimit=limit)
+    for spec in compressor.filters or ():  # raw streams take their dictionary from metadata
+        if int(spec.get("dict_size", 0)) > limit:
+            raise CodecError(f"codec 'lzma': dictionary of {spec['dict_size']} bytes is too large")
+    return lzma.LZMADecompressor(format=lzma.FORMAT_RAW, filters=compressor.filters)
+
+
+def _as_bytes(chunk: Any) -> memoryview:
+    """What a stage decoded, as the bytes the next stage decodes."""
+    if isinstance(chunk, memoryview):
+        return chunk.cast("B") if chunk.format != "B" or chunk.ndim != 1 else chunk
+    return memoryview(ensure_contiguous_ndarray(chunk).reshape(-1).view(np.uint8))
 
 
 class NumcodecsV2Codec(ArrayToBytesCodec):
@@ -243,10 +297,25 @@ class NumcodecsV2Codec(ArrayToBytesCodec):
     def max_encoded_size(self, spec: ChunkSpec) -> int | None:
         if spec.dtype.hasobject:
             return None  # strings and objects: the data decides
-        most = spec.nbytes
-        for _ in self.filters:  # a filter may widen the data type (bool -> complex128: 16x)
-            most = 16 * most + ENCODED_SLACK_BYTES
+        most = self._decoded_sizes(spec)[-1][0]
         return most if self.compressor is None else expanded(most)
+
+    def _stages(self) -> tuple[Numcodec, ...]:
+        """The filters, then the compressor: the codecs a chunk is encoded by, in order."""
+        return self.filters if self.compressor is None else (*self.filters, self.compressor)
+
+    def _decoded_sizes(self, spec: ChunkSpec) -> list[tuple[int, bool]]:
+        """What each stage decodes to: exactly the chunk's bytes for the first, at most
+        what the filters before it can make of them for the others (a filter may widen
+        the data type: bool -> complex128 is 16x); for objects, the first stage's output
+        is counted in items and the others are at most `UNSIZED_MAX_DECODED_BYTES`."""
+        first = math.prod(spec.shape) if spec.dtype.hasobject else spec.nbytes
+        sizes = [(first, True)]
+        for _ in self.filters:
+            most = sizes[-1][0]
+            most = UNSIZED_MAX_DECODED_BYTES if spec.dtype.hasobject else 16 * most
+            sizes.append((most + ENCODED_SLACK_BYTES, False))
+        return sizes
 
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes:
         chunk: Any = np.asarray(array).astype(spec.dtype, order=self.order, copy=False)
@@ -262,11 +331,17 @@ class NumcodecsV2Codec(ArrayToBytesCodec):
 
     def decode(self, data: Any, spec: ChunkSpec) -> np.ndarray:
         chunk: Any = memoryview(data).cast("B")
-        if self.compressor is not None:
-            size = None if self.filters or spec.dtype.hasobject else spec.nbytes
-            chunk = decompress(self.compressor, chunk, size, self._zlib_in_gzip, spec.key)
-        for f in reversed(self.filters):
-            chunk = f.decode(chunk)
+        stages, sizes = self._stages(), self._decoded_sizes(spec)
+        for stage in reversed(range(len(stages))):
+            codec, (size, exact) = stages[stage], sizes[stage]
+            if stage == 0 and spec.dtype.hasobject:
+                if codec.codec_id in VLEN_CODECS:
+                    check_item_count(codec.codec_id, _as_bytes(chunk), size)
+                chunk = codec.decode(chunk)  # numbered in items: checked below
+            else:
+                chunk = decompress(
+                    codec, _as_bytes(chunk), size, exact, self._zlib_in_gzip, spec.key
+                )
         chunk = ensure_ndarray_like(chunk).reshape(-1, order="A")
         if spec.dtype.hasobject:
             if not chunk.dtype.hasobject:

@@ -20,6 +20,7 @@ import numpy as np
 from numcodecs.compat import ensure_bytes, ensure_ndarray_like
 
 from aiozarr.codecs.base import (
+    UNSIZED_MAX_DECODED_BYTES,
     ArrayToArrayCodec,
     ArrayToBytesCodec,
     BytesToBytesCodec,
@@ -185,7 +186,25 @@ class NumcodecsArrayToBytes(NumcodecsCodec, ArrayToBytesCodec):
         )
 
     def decode(self, data: Any, spec: ChunkSpec) -> np.ndarray:
-        return self._as_chunk(self.numcodec(spec).decode(bytes(memoryview(data))), spec)
+        codec = self.numcodec(spec)
+        if self.codec_id != "pcodec":
+            return self._as_chunk(codec.decode(bytes(memoryview(data))), spec)
+        # Decoded into the chunk's own memory, which pcodec cannot write past; numcodecs
+        # drops what pcodec says of the rest (`finished`), so pcodec is asked directly.
+        from pcodec import standalone
+
+        out = np.empty(math.prod(spec.shape), dtype=spec.dtype)
+        try:
+            progress = standalone.simple_decompress_into(bytes(memoryview(data)), out)
+        except (RuntimeError, ValueError) as error:
+            raise CodecError(f"codec {self.name!r}: corrupt data: {error}") from error
+        if not progress.finished or progress.n_processed != out.size:
+            raise CodecError(
+                f"codec {self.name!r}: data decodes to "
+                f"{'more than ' if not progress.finished else ''}{progress.n_processed} "
+                f"items, expected {out.size}"
+            )
+        return out.reshape(spec.shape)
 
     def max_encoded_size(self, spec: ChunkSpec) -> int | None:
         return expanded(spec.nbytes)
@@ -208,22 +227,17 @@ class NumcodecsBytesToBytes(NumcodecsCodec, BytesToBytesCodec):
         return ensure_bytes(self.numcodec(spec).encode(memoryview(data).cast("B")))
 
     def decode(self, data: Any, spec: ChunkSpec) -> memoryview:
-        return self.decode_sized(data, spec, None)
+        return self.decode_sized(data, spec, UNSIZED_MAX_DECODED_BYTES, exact=False)
 
-    def decode_sized(self, data: Any, spec: ChunkSpec, size: int | None) -> memoryview:
+    def decode_sized(self, data: Any, spec: ChunkSpec, size: int, exact: bool = True) -> memoryview:
         view = memoryview(data).cast("B")
         try:
-            out = decompress(self.numcodec(spec), view, size, self._zlib_in_gzip, spec.key)
+            out = decompress(self.numcodec(spec), view, size, exact, self._zlib_in_gzip, spec.key)
         except RuntimeError as error:  # numcodecs' checksum codecs: a mismatch
             if self.codec_id in CHECKSUMS:
                 raise ChecksumError(f"codec {self.name!r}: {error}") from error
             raise
-        result = memoryview(np.ascontiguousarray(ensure_ndarray_like(out))).cast("B")
-        if size is not None and result.nbytes != size:
-            raise CodecError(
-                f"codec {self.name!r}: data decodes to {result.nbytes} bytes, expected {size}"
-            )
-        return result
+        return memoryview(np.ascontiguousarray(ensure_ndarray_like(out))).cast("B")
 
     def encoded_size(self, size: int) -> int | None:
         if self.codec_id in CHECKSUMS:

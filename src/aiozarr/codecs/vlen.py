@@ -37,8 +37,10 @@ class _VlenCodec(ArrayToBytesCodec):
             raise CodecError(f"codec {self.name!r}: cannot encode: {error}") from error
 
     def decode(self, data: Any, spec: ChunkSpec) -> np.ndarray:
+        view = memoryview(data).cast("B")
+        check_item_count(self.name, view, math.prod(spec.shape))
         try:
-            items = self._impl.decode(memoryview(data).cast("B"))
+            items = self._impl.decode(view)
         except (TypeError, ValueError, RuntimeError, UnicodeDecodeError) as error:
             raise CodecError(f"codec {self.name!r}: corrupt data: {error}") from error
         count = math.prod(spec.shape)
@@ -47,6 +49,13 @@ class _VlenCodec(ArrayToBytesCodec):
                 f"codec {self.name!r}: chunk holds {items.size} items, expected {count}"
             )
         return items.reshape(spec.shape).astype(spec.dtype, copy=False)
+
+
+def check_item_count(name: str, data: memoryview, count: int) -> None:
+    """Refuse variable-length data whose header records another item count than `count`,
+    before numcodecs allocates an array of as many items as the header says."""
+    if data.nbytes >= 4 and (recorded := int.from_bytes(data[:4], "little")) != count:
+        raise CodecError(f"codec {name!r}: chunk holds {recorded} items, expected {count}")
 
 
 class VlenUtf8Codec(_VlenCodec):

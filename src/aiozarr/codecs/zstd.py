@@ -14,7 +14,12 @@ from typing import Any
 import numcodecs
 import zstandard
 
-from aiozarr.codecs.base import BytesToBytesCodec, ChunkSpec
+from aiozarr.codecs.base import (
+    UNSIZED_MAX_DECODED_BYTES,
+    BytesToBytesCodec,
+    ChunkSpec,
+    check_decoded_size,
+)
 from aiozarr.codecs.gzip import check_level
 from aiozarr.errors import CodecError, MetadataError
 
@@ -38,13 +43,14 @@ class ZstdCodec(BytesToBytesCodec):
         return _compressor(self.level, self.checksum).compress(memoryview(data).cast("B"))
 
     def decode(self, data: Any, spec: ChunkSpec) -> bytes | memoryview:
-        return self.decode_sized(data, spec, None)
+        return self.decode_sized(data, spec, UNSIZED_MAX_DECODED_BYTES, exact=False)
 
-    def decode_sized(self, data: Any, spec: ChunkSpec, size: int | None) -> bytes | memoryview:
-        # With a destination of the expected size, numcodecs refuses a frame that
-        # claims to be larger instead of allocating for it.
-        out = None if size is None else bytearray(size)
-        return self.decode_into_buffer(data, out)
+    def decode_sized(
+        self, data: Any, spec: ChunkSpec, size: int, exact: bool = True
+    ) -> bytes | memoryview:
+        if exact:
+            return self.decode_into_buffer(data, bytearray(size))
+        return decompress_bounded(data, size, exact, self._zstd)
 
     decodes_into_buffer = True
 
@@ -52,14 +58,36 @@ class ZstdCodec(BytesToBytesCodec):
         """Decompress into `out` (a writable buffer of the decoded size) or a new buffer."""
         view = memoryview(data).cast("B")
         if out is None:
-            try:
-                return self._zstd.decode(view)
-            except (RuntimeError, ValueError) as error:
-                raise _corrupt(error) from error
+            return decompress_bounded(view, UNSIZED_MAX_DECODED_BYTES, False, self._zstd)
         target = memoryview(out).cast("B")
         check_content_size(view, target.nbytes)
         decompress_into(view, target)
         return target
+
+
+def decompress_bounded(
+    data: Any, size: int, exact: bool, numcodec: numcodecs.Zstd
+) -> bytes | memoryview:
+    """Decompress zstd `data` to exactly (`exact`) or at most `size` bytes.
+
+    A frame whose header records its decoded size is checked against `size`, then
+    decompressed in one call by `numcodec` (its output is allocated at the recorded
+    size); one that records none (a streaming writer's) is decompressed as a stream
+    that stops one byte past `size`, never "decompress, then check".
+    """
+    view = memoryview(data).cast("B")
+    recorded = content_size(view)
+    if recorded is None:
+        if not exact:
+            return _stream_at_most(view, size)
+        out = memoryview(bytearray(size))
+        decompress_into(view, out)
+        return out
+    check_decoded_size("zstd", recorded, size, exact)
+    try:
+        return numcodec.decode(view)
+    except (RuntimeError, ValueError) as error:
+        raise _corrupt(error) from error
 
 
 _local = threading.local()
@@ -109,30 +137,66 @@ def decompress_into(data: memoryview, out: memoryview) -> None:
         )
 
 
+def _stream_at_most(data: memoryview, size: int) -> bytearray:
+    """Decompress the frames in `data`, refusing more than `size` bytes.
+
+    Two passes: zstandard's stream reader counts the output in a small buffer, stopping
+    one byte past `size`, but ends a truncated frame without a word; a decoder per frame
+    then decompresses what is now known to fit, and says whether each frame ended.
+    """
+    scratch = memoryview(bytearray(min(size + 1, _STEP)))
+    produced = 0
+    out = bytearray()
+    start = 0
+    try:
+        with _decompressor().stream_reader(data, read_across_frames=True) as reader:
+            while got := reader.readinto(scratch):
+                produced += got
+                if produced > size:
+                    raise CodecError(f"codec 'zstd': data decompresses to more than {size} bytes")
+        while start < data.nbytes:  # frames back to back, each with its own decoder
+            frame = _decompressor().decompressobj()
+            out += frame.decompress(data[start:])
+            if not frame.eof:
+                raise CodecError("codec 'zstd': data is truncated")
+            start = data.nbytes - len(frame.unused_data)
+    except zstandard.ZstdError as error:
+        raise _corrupt(error) from error
+    return out
+
+
 def _corrupt(error: Exception) -> CodecError:
     return CodecError(f"codec 'zstd': corrupt or truncated data: {error}")
 
 
 _MAGIC = 0xFD2FB528
+#: Decompressed bytes counted at a time in a frame that does not record its size.
+_STEP = 1 << 20
 
 
-def check_content_size(view: memoryview, size: int) -> None:
-    """Refuse a frame whose header records a decoded size other than `size`.
-
-    numcodecs decodes a smaller frame into a larger buffer without a word, leaving
-    the rest of the chunk as it was: the header (RFC 8878, 3.1.1.1) is checked first.
-    """
+def content_size(view: memoryview) -> int | None:
+    """The decoded size a zstd frame's header records (RFC 8878, 3.1.1.1); None where it
+    records none or `view` is not a plain frame (a skippable or legacy frame)."""
     if view.nbytes < 6 or int.from_bytes(view[:4], "little") != _MAGIC:
-        return  # not a plain frame: numcodecs says what is wrong with it
+        return None
     descriptor = view[4]
     single_segment = bool(descriptor & 0x20)
     fcs_flag = descriptor >> 6
     start = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[descriptor & 0x03]
     width = (1 if single_segment else 0, 2, 4, 8)[fcs_flag]
     if width == 0:
-        return  # the size is not recorded
+        return None
     if view.nbytes < start + width:
         raise CodecError(f"codec 'zstd': frame header is truncated ({view.nbytes} bytes)")
-    recorded = int.from_bytes(view[start : start + width], "little") + (256 if width == 2 else 0)
-    if recorded != size:
+    return int.from_bytes(view[start : start + width], "little") + (256 if width == 2 else 0)
+
+
+def check_content_size(view: memoryview, size: int) -> None:
+    """Refuse a frame whose header records a decoded size other than `size`.
+
+    numcodecs decodes a smaller frame into a larger buffer without a word, leaving
+    the rest of the chunk as it was: the header is checked first.
+    """
+    recorded = content_size(view)
+    if recorded is not None and recorded != size:
         raise CodecError(f"codec 'zstd': data decompresses to {recorded} bytes, expected {size}")

@@ -8,13 +8,20 @@ from typing import Any, Literal
 
 import numpy as np
 
-from aiozarr.errors import NodeNotFoundError, ReadOnlyError
+from aiozarr import config
+from aiozarr.errors import GroupNotFoundError, NodeNotFoundError, ReadOnlyError
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.nodes import hierarchy, hierarchy_walk, node_updates
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.creation import check_options
 from aiozarr.nodes.description import GroupInfo, group_info
 from aiozarr.storage.base import Store
+
+
+async def _implicit(store: Store, path: str, v3: bool) -> bool:
+    """Whether `path`, which holds no node's documents, is an implicit v3 group: only
+    where the `implicit_groups` setting allows them, and keys lie below it."""
+    return v3 and config.get().implicit_groups and await hierarchy_walk.has_children(store, path)
 
 
 class AsyncGroup(hierarchy.NodeLocation):
@@ -32,21 +39,26 @@ class AsyncGroup(hierarchy.NodeLocation):
     async def open(
         cls, store: Store, path: str = "", *, zarr_format: Literal[2, 3] | None = None
     ) -> AsyncGroup:
-        """Open the group at `path`.
+        """Open the group at `path`; `GroupNotFoundError` where there is none.
 
-        A v3 path with no `zarr.json` but with nodes below it opens as an implicit group.
+        A v3 path with no `zarr.json` is no group, whatever lies below it, unless the
+        `implicit_groups` setting is on: then one with keys below it is an implicit group.
         """
         path = hierarchy.normalize_path(path)
         try:
             meta = await hierarchy.read_node(store, path, zarr_format)
-        except NodeNotFoundError:
-            if zarr_format != 2 and await hierarchy_walk.has_children(store, path):
+        except NodeNotFoundError as error:
+            if await _implicit(store, path, zarr_format != 2):
                 group = cls(store, path, GroupMetadata(zarr_format=3))
                 group.implicit = True
                 return group
-            raise
+            raise GroupNotFoundError(
+                f"{error}: no zarr.json or .zgroup there (Zarr v3 has no implicit groups; "
+                "aiozarr.config.set(implicit_groups=True) or AIOZARR_IMPLICIT_GROUPS=1 "
+                "opens a folder of nodes as one)"
+            ) from None
         if isinstance(meta, ArrayMetadata):
-            raise NodeNotFoundError(f"{path or '/'!r} in {store!r} is an array, not a group")
+            raise GroupNotFoundError(f"{path or '/'!r} in {store!r} is an array, not a group")
         return cls(store, path, meta)
 
     @classmethod
@@ -109,10 +121,9 @@ class AsyncGroup(hierarchy.NodeLocation):
             try:
                 meta = await hierarchy.read_node(self._store, path, fmt)
             except NodeNotFoundError:
-                if fmt == 3 and await hierarchy_walk.has_children(self._store, path):
-                    meta = GroupMetadata(zarr_format=3)  # an implicit group
-                else:
+                if not await _implicit(self._store, path, fmt == 3):
                     return None
+                meta = GroupMetadata(zarr_format=3)
         if isinstance(meta, ArrayMetadata):
             return AsyncArray(self._store, path, meta)
         return AsyncGroup(self._store, path, meta)

@@ -15,6 +15,7 @@ from typing import Literal
 
 import anyio
 
+from aiozarr import config
 from aiozarr.errors import unwrap_group
 from aiozarr.metadata.model import GroupMetadata
 from aiozarr.nodes import hierarchy
@@ -26,8 +27,9 @@ from aiozarr.storage.base import Store
 WALK_BATCH = 256
 
 #: The metadata of every implicit v3 group (a directory without `zarr.json` with keys
-#: below it) the reader finds: callers that must tell it from an explicit group with
-#: no attributes compare by identity (`node is IMPLICIT_GROUP`).
+#: below it, where the `implicit_groups` setting allows them) the reader finds: callers
+#: that must tell it from an explicit group with no attributes compare by identity
+#: (`node is IMPLICIT_GROUP`).
 IMPLICIT_GROUP = GroupMetadata(zarr_format=3)
 
 #: One group's direct children by name (sorted), as `children` reads them.
@@ -61,15 +63,16 @@ async def children(
     meta: GroupMetadata,
     *,
     use_consolidated: bool = True,
-    implicit: bool = True,
+    implicit: bool | None = None,
 ) -> Children:
     """The direct children of the group at `path` whose metadata is `meta`, by name.
 
     From consolidated metadata when `meta` has it (no request); else one listing and
     one batch of the children's documents, never a request per listed name in turn.
-    A v3 directory without `zarr.json` but with keys below it is an implicit group.
-    Without `use_consolidated` consolidated metadata is neither used nor returned;
-    without `implicit` a directory without a node's documents is not a child.
+    With `implicit` (by default the `implicit_groups` setting, off) a v3 directory
+    without `zarr.json` but with keys below it is an implicit group; without, a
+    directory without a node's documents is not a child.
+    Without `use_consolidated` consolidated metadata is neither used nor returned.
     """
     listed = hierarchy.consolidated_names(meta) if use_consolidated else None
     if listed is not None:
@@ -86,6 +89,8 @@ async def children(
     names = [name for name, is_dir in kinds.items() if is_dir is not False]
     fmt: Literal[2, 3] = 3 if meta.zarr_format == 3 else 2
     metas = await hierarchy.read_members(store, path, names, fmt)
+    if implicit is None:
+        implicit = config.get().implicit_groups
     if fmt == 3 and implicit:  # a directory without zarr.json is an implicit group
         unknown = [n for n, m in metas.items() if m is None and kinds[n] is None]
         below = await have_children(store, [hierarchy.join(path, n) for n in unknown])
@@ -109,7 +114,7 @@ async def children_of(
     groups: Sequence[tuple[str, GroupMetadata]],
     *,
     use_consolidated: bool = True,
-    implicit: bool = True,
+    implicit: bool | None = None,
 ) -> list[Children]:
     """`children` of every `(path, metadata)` group, all read concurrently."""
     found: list[Children] = [{} for _ in groups]
@@ -133,7 +138,7 @@ async def levels(
     max_depth: int | None = None,
     *,
     use_consolidated: bool = True,
-    implicit: bool = True,
+    implicit: bool | None = None,
 ) -> AsyncIterator[list[tuple[str, Children]]]:
     """The hierarchy below the group at `path` (metadata `meta`), one level at a time.
 
@@ -157,7 +162,7 @@ async def levels_from(
     max_depth: int | None = None,
     *,
     use_consolidated: bool = True,
-    implicit: bool = True,
+    implicit: bool | None = None,
 ) -> AsyncIterator[list[tuple[str, Children]]]:
     """`levels`, starting from the groups `level` (paths relative to `path`) at once."""
     depth = 1
