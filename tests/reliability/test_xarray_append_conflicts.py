@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,10 @@ from aiozarr import config
 from aiozarr.emulator import Emulator
 from aiozarr.errors import VersionConflictError
 from aiozarr.nodes import hierarchy
-from aiozarr.storage.base import Store
+from aiozarr.storage.base import Buffer, Store, Version
 from aiozarr.storage.local import LocalStore
 from aiozarr.storage.url import from_url
+from aiozarr.storage.wrapper import WrapperStore
 
 xr = pytest.importorskip("xarray")
 
@@ -180,6 +181,45 @@ def test_a_variable_left_behind_is_waited_for_then_a_conflict(make_store: StoreF
     ):
         to_zarr(_rows([5]), make_store(own_locks=True), append_dim="time")
     assert aiozarr.open_array(make_store(), path="x", mode="r").shape == (2,)
+
+
+class _AnotherAppendFirst(WrapperStore):
+    """Before its first write of the group's consolidated snapshot (read before), lets
+    another appender append and consolidate: the snapshot then misses its rows."""
+
+    def __init__(self, inner: Store, other: Callable[[], Awaitable[Any]]) -> None:
+        super().__init__(inner)
+        self.other: Callable[[], Awaitable[Any]] | None = other
+
+    async def _before(self, key: str) -> None:
+        if key in ("zarr.json", ".zmetadata") and self.other is not None:
+            other, self.other = self.other, None
+            await other()
+
+    async def set(self, key: str, value: Buffer) -> None:
+        await self._before(key)
+        await super().set(key, value)
+
+    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
+        await self._before(key)
+        await super().set_if(key, value, expected)
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize("make_store", ["local", "s3"], indirect=True)
+def test_a_snapshot_that_misses_another_append_is_written_again(
+    make_store: StoreFactory, zarr_format: int
+) -> None:
+    to_zarr(_rows([0]), make_store(), zarr_format=zarr_format)
+    other = make_store(own_locks=True)
+    store = _AnotherAppendFirst(
+        make_store(own_locks=True),
+        lambda: to_zarr_async(_rows([200]), other, append_dim="time"),
+    )
+    to_zarr(_rows([100]), store, append_dim="time")
+    assert store.other is None  # the other appender ran in between
+    ds = xr.open_dataset(make_store(), engine="aiozarr", consolidated=True)
+    assert sorted(ds["time"].values.tolist()) == [0, 100, 200]
 
 
 def _attributes_writer(attrs: dict[str, Any], consolidated: bool) -> Callable[[Store], Any]:
