@@ -564,8 +564,10 @@ def to_zarr(ds: xr.Dataset, store: StoreLike, **options: Any) -> Any:
     and xarray's CF keys `dtype`, `units`, `calendar`, `scale_factor`, `add_offset`,
     `_FillValue`),
     `region` (`{dim: slice or "auto"}`, or "auto": found from the stored coordinates),
-    `append_dim`, `consolidated` (True), `write_empty_chunks` (store chunks equal to the
-    fill value too), `compute` (True), `storage_options`.
+    `append_dim` (every variable along it grows from its stored shape and takes its rows
+    at one offset, so concurrent appenders all land), `consolidated` (True),
+    `write_empty_chunks` (store chunks equal to the fill value too), `compute` (True),
+    `storage_options`.
 
     Dask-backed variables are written block by block by dask's scheduler (a distributed
     cluster's workers each write their blocks), never gathered in this process; each
