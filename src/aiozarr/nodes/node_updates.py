@@ -206,8 +206,8 @@ async def write_consolidated(
     `update_node`, keeping the attributes another writer stored meanwhile; a document of
     their own (v2 `.zmetadata`, a snapshot) is written as it is."""
     fmt = formats.format_of(group)
-    own = fmt.documents(path, group)
-    if set(fmt.consolidated_documents(path, group, members)) <= set(own):
+    docs = fmt.consolidated_documents(path, group, members)  # a format without any refuses
+    if set(docs) <= set(fmt.documents(path, group)):
         await update_node(store, path, group, with_consolidated(members))
     else:
         await hierarchy.write_consolidated(store, path, group, members)
