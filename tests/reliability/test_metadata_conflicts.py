@@ -356,3 +356,40 @@ def test_a_metadata_change_where_conditions_are_dropped_raises_and_writes_nothin
         with config.set(single_writer=True):
             arr.update_attributes({"a": 1})
     assert aiozarr.open_array(store(emulator.endpoint), mode="r").attrs.asdict() == {"a": 1}
+
+
+class _GroupInterleaving(WrapperStore):
+    """Before its first write of the root group's `zarr.json`, lets another writer add
+    an attribute to that group."""
+
+    def __init__(self, inner: Store, other: Store) -> None:
+        super().__init__(inner)
+        self.other: Store | None = other
+
+    async def _before(self, key: str) -> None:
+        if key == "zarr.json" and self.other is not None:
+            other, self.other = self.other, None
+            group = await aiozarr.open_group_async(other, mode="r+")
+            await group.update_attributes({"other": True})
+
+    async def set(self, key: str, value: Buffer) -> None:
+        await self._before(key)
+        await super().set(key, value)
+
+    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
+        await self._before(key)
+        await super().set_if(key, value, expected)
+
+
+@pytest.mark.parametrize("make_store", ["local", "s3"], indirect=True)
+def test_consolidating_keeps_attributes_stored_meanwhile(make_store: StoreFactory) -> None:
+    """A v3 snapshot goes in the group's own document: written on its version, so an
+    attribute another writer stored after the group was read stays."""
+    root = aiozarr.create_group(make_store(), zarr_format=3, attributes={"first": 1})
+    root.create_array("x", shape=(2,), dtype="i4", chunks=(2,))
+    store = _GroupInterleaving(make_store(own_locks=True), make_store(own_locks=True))
+    aiozarr.consolidate_metadata(store)
+    assert store.other is None  # the other writer ran between the read and the write
+    group = aiozarr.open_group(make_store(), mode="r")
+    assert group.attrs.asdict() == {"first": 1, "other": True}
+    assert group.metadata.consolidated is not None

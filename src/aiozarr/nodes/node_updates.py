@@ -45,7 +45,9 @@ __all__ = [
     "merged_attributes",
     "replaced_attributes",
     "update_node",
+    "with_consolidated",
     "without_attributes",
+    "write_consolidated",
 ]
 
 N = TypeVar("N", bound=Node)
@@ -189,3 +191,23 @@ def without_attributes(names: Iterable[str]) -> Apply[N]:
     return lambda meta: dataclasses.replace(
         meta, attributes={k: v for k, v in meta.attributes.items() if k not in gone}
     )
+
+
+def with_consolidated(members: Mapping[str, Node] | None) -> Apply[GroupMetadata]:
+    """The change that makes `members` the group's consolidated metadata (None: none)."""
+    return lambda meta: dataclasses.replace(meta, consolidated=members)
+
+
+async def write_consolidated(
+    store: Store, path: str, group: GroupMetadata, members: Mapping[str, Node]
+) -> None:
+    """Store `members` as the consolidated metadata of the group at `path` (of `group`'s
+    format). Where they go inside the group's own document (v3), it is changed through
+    `update_node`, keeping the attributes another writer stored meanwhile; a document of
+    their own (v2 `.zmetadata`, a snapshot) is written as it is."""
+    fmt = formats.format_of(group)
+    docs = fmt.consolidated_documents(path, group, members)  # a format without any refuses
+    if set(docs) <= set(fmt.documents(path, group)):
+        await update_node(store, path, group, with_consolidated(members))
+    else:
+        await hierarchy.write_consolidated(store, path, group, members)

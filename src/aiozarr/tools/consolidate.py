@@ -16,7 +16,7 @@ from typing import Any
 from aiozarr.api import StoreLike, resolve_store
 from aiozarr.errors import MetadataError, NodeNotFoundError
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
-from aiozarr.nodes import hierarchy, hierarchy_walk
+from aiozarr.nodes import hierarchy, hierarchy_walk, node_updates
 from aiozarr.nodes.group import AsyncGroup
 from aiozarr.storage.base import Store
 from aiozarr.sync import Group, run
@@ -57,7 +57,7 @@ async def consolidate_metadata_async(
     if root.zarr_format not in (2, 3):
         raise MetadataError(f"cannot consolidate Zarr format {root.zarr_format} metadata")
     members = await _members(resolved, root, path)
-    await hierarchy.write_consolidated(resolved, path, root, members)
+    await node_updates.write_consolidated(resolved, path, root, members)
     return AsyncGroup(resolved, path, dataclasses.replace(root, consolidated=members))
 
 

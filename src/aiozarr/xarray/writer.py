@@ -3,6 +3,7 @@ variables block by block."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -18,13 +19,15 @@ from aiozarr import config
 from aiozarr.api import StoreLike, resolve_store
 from aiozarr.errors import NodeNotFoundError, unwrap_group
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
-from aiozarr.nodes import hierarchy
+from aiozarr.nodes import hierarchy, node_updates
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.storage.base import Store
 from aiozarr.sync import run
+from aiozarr.xarray import appends
+from aiozarr.xarray.consolidation import consolidate_async, consolidate_current
 from aiozarr.xarray.encoded_values import checked_encoding
 from aiozarr.xarray.lazy_array import AiozarrBackendArray
-from aiozarr.xarray.tree import Node, read_tree
+from aiozarr.xarray.tree import read_tree
 from aiozarr.xarray.variables import DIMENSION_KEY, dimensions, raw_variable
 
 __all__ = ["consolidate_async", "to_zarr", "to_zarr_async", "write_metadata_async"]
@@ -237,22 +240,30 @@ async def write_metadata_async(
         ds = ds.drop_vars(list(ds.indexes))  # a region write never changes an index
     prepared, attrs = await anyio.to_thread.run_sync(_encode, ds, encoding, existing, zarr_format)
     _check_targets(prepared, existing, mode, slices)
+    _check_placements(prepared, existing, slices, append_dim)
     empties = _write_empty_chunks(prepared, write_empty_chunks)
     fmt = await _write_group(resolved, path, meta, attrs, zarr_format, mode, slices is not None)
     target = _Target(resolved, path, fmt, existing, slices, append_dim)
     writes: list[DaskWrite] = []
 
-    async def write(name: str) -> None:
+    async def write(name: str, target: _Target) -> _Target:
         var, options = prepared[name]
-        pending = await _write_variable(target, name, var, options, empties[name])
+        pending, target = await _write_variable(target, name, var, options, empties[name])
         if pending is not None:
             writes.append(pending)
+        return target
 
+    first = appends.leader(append_dim, prepared, existing)
     with unwrap_group():
+        if first is not None:  # its growth sets the offset of every other variable's rows
+            target = await write(first, target)
         async with anyio.create_task_group() as tg:
             for name in prepared:
-                tg.start_soon(write, name)
-    if consolidated:
+                if name != first:
+                    tg.start_soon(write, name, target)
+    if consolidated and meta is not None:  # into a group other writers may write too
+        await consolidate_current(resolved, path)
+    elif consolidated:
         await consolidate_async(resolved, path)
     return writes
 
@@ -301,17 +312,21 @@ async def _write_group(
         )
         return zarr_format
     if mode == "a" and attrs and not region_write:
-        merged = GroupMetadata(
-            zarr_format=meta.zarr_format, attributes={**meta.attributes, **attrs}
+        # Merged into the attributes as stored (another writer's kept). The group's inline
+        # snapshot of its members is dropped: this write changes them, and writes a new
+        # one at its end when `consolidated`.
+        merged = node_updates.merged_attributes(attrs)
+        await node_updates.update_node(
+            store, path, meta, lambda m: node_updates.with_consolidated(None)(merged(m))
         )
-        await hierarchy.write_node(store, path, merged)
     return meta.zarr_format
 
 
 @dataclass(frozen=True)
 class _Target:
     """Where a dataset's variables go: the group, its arrays already there, and the part
-    of them written (`slices` of a region write, or `append_dim`)."""
+    of them written (`slices` of a region write, or `append_dim` with the `offset` the
+    first variable's growth committed)."""
 
     store: Store
     path: str
@@ -319,6 +334,7 @@ class _Target:
     existing: Mapping[str, ArrayMetadata]
     slices: Mapping[str, slice] | None
     append_dim: str | None
+    offset: int | None = None
 
 
 async def _write_variable(
@@ -327,13 +343,13 @@ async def _write_variable(
     var: xr.Variable,
     options: Mapping[str, Any],
     write_empty: bool | None,
-) -> DaskWrite | None:
+) -> tuple[DaskWrite | None, _Target]:
     """Create the array of `name` (or place `var` in the one there, grown for an append)
-    and write its values; a dask-backed variable is returned still to write."""
+    and write its values; a dask-backed variable is returned still to write, with the
+    target (its `offset` set by the first variable an append grows)."""
     key = hierarchy.join(target.path, name)
     if name in target.existing:
-        array = AsyncArray(target.store, key, target.existing[name])
-        where = await _place_existing(name, array, var, target.slices, target.append_dim)
+        array, where, target = await _place_existing(target, name, var)
     else:
         creation = {k: v for k, v in options.items() if k != "write_empty_chunks"}
         array = await AsyncArray.create(
@@ -347,10 +363,10 @@ async def _write_variable(
         )
         where = None
     if is_duck_dask_array(var.data):
-        return DaskWrite(var.data, array, where, write_empty)
+        return DaskWrite(var.data, array, where, write_empty), target
     with config.set(**({} if write_empty is None else {"write_empty_chunks": write_empty})):
         await array.setitem(... if where is None else where, var.values)
-    return None
+    return None, target
 
 
 def _written(*_: Any) -> None:
@@ -482,46 +498,58 @@ def _check_targets(
             )
 
 
-async def _place_existing(
-    name: str,
-    array: AsyncArray,
-    var: xr.Variable,
+def _check_placements(
+    prepared: Mapping[str, tuple[xr.Variable, dict[str, Any]]],
+    existing: Mapping[str, ArrayMetadata],
     region: Mapping[str, slice] | None,
     append_dim: str | None,
-) -> tuple[slice, ...] | None:
-    """Where `var` goes in the stored `array` (None: all of it); grows it for an append."""
-    dims = dimensions(name, array.metadata)
-    if dims != var.dims:
-        raise ValueError(f"variable {name!r} has dimensions {var.dims}, the stored one {dims}")
-    if region is not None:
-        return tuple(region.get(d, slice(None)) for d in dims)
-    if append_dim is not None and append_dim in dims:
-        axis = dims.index(append_dim)
-        old = array.shape
-        for d, (have, new) in enumerate(zip(old, var.shape, strict=True)):
-            if d != axis and have != new:
+) -> None:
+    """Refuse, before writing anything, variables that do not fit their stored arrays:
+    other dimensions, or (neither a region write nor an append) another shape."""
+    for name, (var, _) in prepared.items():
+        if name not in existing:
+            continue
+        meta = existing[name]
+        dims = dimensions(name, meta)
+        if dims != var.dims:
+            raise ValueError(f"variable {name!r} has dimensions {var.dims}, the stored one {dims}")
+        if region is not None or meta.shape == var.shape:
+            continue
+        if append_dim not in dims:
+            raise ValueError(
+                f"variable {name!r} has shape {var.shape}, the stored array {meta.shape}"
+            )
+        for d, (have, new) in enumerate(zip(meta.shape, var.shape, strict=True)):
+            if have != new and dims[d] != append_dim:
                 raise ValueError(
                     f"variable {name!r}: dimension {dims[d]!r} has size {new}, "
                     f"the stored array {have}; only {append_dim!r} can grow"
                 )
-        await array.resize(tuple(s + (var.shape[d] if d == axis else 0) for d, s in enumerate(old)))
-        return tuple(slice(old[axis], None) if d == axis else slice(None) for d in range(len(old)))
-    if array.shape != var.shape:
-        raise ValueError(f"variable {name!r} has shape {var.shape}, the stored array {array.shape}")
-    return None
 
 
-async def consolidate_async(store: Store, path: str = "") -> None:
-    """Store every node's metadata below the group `path` in the group (v3 inline, v2
-    `.zmetadata`), so that opening it takes one request."""
-    tree = await read_tree(store, path, consolidated=False, recursive=True)
-    members: dict[str, Node] = {}
-    for rel, (meta, arrays) in tree.items():
-        if rel:
-            members[rel] = meta
-        members.update({hierarchy.join(rel, n): m for n, m in arrays.items()})
-    root = tree[""][0]
-    await hierarchy.write_consolidated(store, path, root, members)
+async def _place_existing(
+    target: _Target, name: str, var: xr.Variable
+) -> tuple[AsyncArray, tuple[slice, ...] | None, _Target]:
+    """The stored array of `name`, where `var` goes in it (None: all of it), and the
+    target; an append grows the array first, from its shape as stored (`appends`)."""
+    key = hierarchy.join(target.path, name)
+    meta = target.existing[name]
+    dims = dimensions(name, meta)
+    if target.slices is not None:
+        where = tuple(target.slices.get(d, slice(None)) for d in dims)
+        return AsyncArray(target.store, key, meta), where, target
+    if target.append_dim is None or target.append_dim not in dims:
+        return AsyncArray(target.store, key, meta), None, target
+    axis = dims.index(target.append_dim)
+    if target.offset is None:  # the first variable: its committed growth sets the offset
+        meta, offset = await appends.grow_first(target.store, key, meta, var.shape, axis, name)
+        target = dataclasses.replace(target, offset=offset)
+    else:
+        offset = target.offset
+        meta = await appends.grow_at(target.store, key, meta, var.shape, axis, name, offset)
+    rows = slice(offset, offset + var.shape[axis])
+    where = tuple(rows if d == axis else slice(None) for d in range(len(dims)))
+    return AsyncArray(target.store, key, meta), where, target
 
 
 def to_zarr(ds: xr.Dataset, store: StoreLike, **options: Any) -> Any:
@@ -536,8 +564,10 @@ def to_zarr(ds: xr.Dataset, store: StoreLike, **options: Any) -> Any:
     and xarray's CF keys `dtype`, `units`, `calendar`, `scale_factor`, `add_offset`,
     `_FillValue`),
     `region` (`{dim: slice or "auto"}`, or "auto": found from the stored coordinates),
-    `append_dim`, `consolidated` (True), `write_empty_chunks` (store chunks equal to the
-    fill value too), `compute` (True), `storage_options`.
+    `append_dim` (every variable along it grows from its stored shape and takes its rows
+    at one offset, so concurrent appenders all land), `consolidated` (True),
+    `write_empty_chunks` (store chunks equal to the fill value too), `compute` (True),
+    `storage_options`.
 
     Dask-backed variables are written block by block by dask's scheduler (a distributed
     cluster's workers each write their blocks), never gathered in this process; each

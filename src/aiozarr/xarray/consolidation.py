@@ -1,0 +1,77 @@
+"""Consolidated metadata for `to_zarr`: every node's metadata below a group, stored in
+the group (v3 inline in its `zarr.json`, v2 `.zmetadata`).
+
+A write into a group other writers may be writing too (`to_zarr` in mode "a" or "r+")
+consolidates until the tree read after its snapshot is stored is the one it stored:
+of two writers that consolidate at once, the one whose snapshot stays read the tree
+after the other's change, so the snapshot holds both (appended rows, attributes).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+import anyio
+
+from aiozarr.engine.settings import WriteSettings
+from aiozarr.errors import VersionConflictError
+from aiozarr.metadata import formats
+from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
+from aiozarr.nodes import hierarchy, node_updates
+from aiozarr.storage.base import Store
+from aiozarr.xarray.tree import Node, read_tree
+
+__all__ = ["consolidate_async", "consolidate_current"]
+
+Tree = dict[str, tuple[GroupMetadata, dict[str, ArrayMetadata]]]
+
+
+async def consolidate_async(store: Store, path: str = "") -> None:
+    """Store every node's metadata below the group `path` in the group (v3 inline, v2
+    `.zmetadata`), so that opening it takes one request."""
+    await _consolidate(store, path)
+
+
+async def consolidate_current(store: Store, path: str = "") -> None:
+    """`consolidate_async`, again until what is stored below the group is what the
+    snapshot holds; `VersionConflictError` when other writers kept changing it."""
+    settings = WriteSettings.of()
+    started = time.monotonic()
+    for attempt in range(node_updates.MAX_ATTEMPTS):
+        written = await _consolidate(store, path)
+        if await _snapshot(store, path) == written:
+            return
+        if time.monotonic() - started > settings.retry_deadline_s:
+            break
+        grown = settings.retry_base_delay_s * 2 ** min(attempt, 30)
+        await anyio.sleep(random.uniform(0, min(settings.retry_max_delay_s, grown)))
+    raise VersionConflictError(
+        f"the consolidated metadata of {path or '/'!r} in {store!r} may miss changes: "
+        f"other writers kept changing the group after {attempt + 1} tries"
+    )
+
+
+async def _consolidate(store: Store, path: str) -> dict[str, bytes]:
+    """Store the snapshot of what is below the group now; its documents as built."""
+    tree = await read_tree(store, path, consolidated=False, recursive=True)
+    root, members = _members(tree)
+    await node_updates.write_consolidated(store, path, root, members)
+    return formats.format_of(root).consolidated_documents(path, root, members)
+
+
+async def _snapshot(store: Store, path: str) -> dict[str, bytes]:
+    """The documents a snapshot of what is below the group now would be."""
+    tree = await read_tree(store, path, consolidated=False, recursive=True)
+    root, members = _members(tree)
+    return formats.format_of(root).consolidated_documents(path, root, members)
+
+
+def _members(tree: Tree) -> tuple[GroupMetadata, dict[str, Node]]:
+    """The group at the tree's root, and every node below it by relative path."""
+    members: dict[str, Node] = {}
+    for rel, (meta, arrays) in tree.items():
+        if rel:
+            members[rel] = meta
+        members.update({hierarchy.join(rel, n): m for n, m in arrays.items()})
+    return tree[""][0], members
