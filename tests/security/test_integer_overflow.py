@@ -9,7 +9,6 @@ Stores: a local directory and the S3 emulator.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -19,31 +18,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.security.written import snapshot
 
 import aiozarr
-from aiozarr.emulator import Emulator
 from aiozarr.errors import InvalidValueError, MetadataError, ValueOutOfRangeError
 from aiozarr.storage.base import Store
 from aiozarr.storage.local import LocalStore
-from aiozarr.storage.url import from_url
-
-
-@pytest.fixture(params=["local", "s3"])
-def store(request: pytest.FixtureRequest, tmp_path: Path, emulator: Emulator) -> Store:
-    if request.param == "local":
-        return LocalStore(tmp_path / "data.zarr")
-    url = emulator.s3_url(f"overflow-{request.node.name}-{id(request)}.zarr".replace("[", "-"))
-    return from_url(url.replace("]", ""), storage_options=emulator.storage_options())
-
-
-async def _snapshot(store: Store) -> dict[str, bytes]:
-    keys = [k async for k in store.list_prefix("")]
-    values = await asyncio.gather(*(store.get(k) for k in keys))
-    return {k: bytes(v) for k, v in zip(keys, values, strict=True) if v is not None}
-
-
-def snapshot(store: Store) -> dict[str, bytes]:
-    return aiozarr.sync.run(_snapshot, store)
 
 
 def _refused(call: Callable[[], Any], *shown: str) -> ValueOutOfRangeError:

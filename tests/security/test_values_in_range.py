@@ -11,7 +11,6 @@ inf and NaN given as such are stored. Stores: a local directory and the S3 emula
 
 from __future__ import annotations
 
-import asyncio
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -22,33 +21,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from tests.security.written import snapshot
 
 import aiozarr
-from aiozarr.emulator import Emulator
 from aiozarr.errors import InvalidValueError, ValueOutOfRangeError
 from aiozarr.storage.base import Store
-from aiozarr.storage.local import LocalStore
 from aiozarr.storage.memory import MemoryStore
-from aiozarr.storage.url import from_url
-
-
-@pytest.fixture(params=["local", "s3"])
-def store(request: pytest.FixtureRequest, tmp_path: Path, emulator: Emulator) -> Store:
-    if request.param == "local":
-        return LocalStore(tmp_path / "data.zarr")
-    name = f"range-{request.node.name}-{id(request)}.zarr"
-    url = emulator.s3_url("".join(c if c.isalnum() or c in ".-" else "-" for c in name))
-    return from_url(url, storage_options=emulator.storage_options())
-
-
-async def _snapshot(store: Store) -> dict[str, bytes]:
-    keys = [k async for k in store.list_prefix("")]
-    values = await asyncio.gather(*(store.get(k) for k in keys))
-    return {k: bytes(v) for k, v in zip(keys, values, strict=True) if v is not None}
-
-
-def snapshot(store: Store) -> dict[str, bytes]:
-    return aiozarr.sync.run(_snapshot, store)
 
 
 def _refused(call: Callable[[], Any], *shown: str) -> str:

@@ -11,7 +11,6 @@ leaves the store as it was. Stores: a local directory and the S3 emulator.
 
 from __future__ import annotations
 
-import asyncio
 import warnings
 from pathlib import Path
 from typing import Any
@@ -21,34 +20,14 @@ import pytest
 
 xr = pytest.importorskip("xarray")
 
-from aiozarr.emulator import Emulator  # noqa: E402
+from tests.security.written import snapshot  # noqa: E402
+
 from aiozarr.errors import ValueOutOfRangeError  # noqa: E402
 from aiozarr.storage.base import Store  # noqa: E402
 from aiozarr.storage.local import LocalStore  # noqa: E402
-from aiozarr.storage.url import from_url  # noqa: E402
-from aiozarr.sync import run  # noqa: E402
 from aiozarr.xarray import to_zarr  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::xarray.SerializationWarning")
-
-
-@pytest.fixture(params=["local", "s3"])
-def store(request: pytest.FixtureRequest, tmp_path: Path, emulator: Emulator) -> Store:
-    if request.param == "local":
-        return LocalStore(tmp_path / "data.zarr")
-    name = f"xr-range-{request.node.name}-{id(request)}.zarr"
-    url = emulator.s3_url("".join(c if c.isalnum() or c in ".-" else "-" for c in name))
-    return from_url(url, storage_options=emulator.storage_options())
-
-
-async def _snapshot(store: Store) -> dict[str, bytes]:
-    keys = [k async for k in store.list_prefix("")]
-    values = await asyncio.gather(*(store.get(k) for k in keys))
-    return {k: bytes(v) for k, v in zip(keys, values, strict=True) if v is not None}
-
-
-def snapshot(store: Store) -> dict[str, bytes]:
-    return run(_snapshot, store)
 
 
 def opened(store: Store) -> Any:

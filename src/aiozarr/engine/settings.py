@@ -8,8 +8,11 @@ overrides (its `max_request_bytes`) are applied in one place.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from typing import Any
+
+import anyio
 
 from aiozarr import config
 
@@ -64,3 +67,10 @@ class WriteSettings:
             retry_base_delay_s=settings.retry_base_delay_s,
             retry_max_delay_s=settings.retry_max_delay_s,
         )
+
+    async def back_off(self, attempt: int) -> None:
+        """Wait before try `attempt + 1` of a write that met another writer's version: a
+        random while up to a bound that doubles with each try (writers that collided
+        would collide again in step)."""
+        grown = self.retry_base_delay_s * 2 ** min(attempt, 30)
+        await anyio.sleep(random.uniform(0, min(self.retry_max_delay_s, grown)))

@@ -20,7 +20,6 @@ honours them and each read carried a version; otherwise the write raises
 from __future__ import annotations
 
 import itertools
-import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -240,10 +239,7 @@ async def _until_no_conflict(
                 f"in {time.monotonic() - started:.1f} s: other writers kept changing them"
             )
         pending = [item for item in pending if item.key in conflicts]
-        # Writers that collided would collide again in step: spread them out.
-        grown = settings.retry_base_delay_s * 2 ** min(attempt, 30)
-        backoff = min(settings.retry_max_delay_s, grown)
-        await anyio.sleep(random.uniform(0, backoff))
+        await settings.back_off(attempt)
 
 
 async def _write_chunks(

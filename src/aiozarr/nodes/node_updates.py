@@ -23,13 +23,10 @@ docs/decisions/failure-model.md says why and what a reader sees.
 from __future__ import annotations
 
 import dataclasses
-import random
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
-
-import anyio
 
 from aiozarr.engine.settings import WriteSettings
 from aiozarr.errors import AiozarrError, NodeNotFoundError, VersionConflictError
@@ -107,8 +104,7 @@ async def update_node(
                 return Change(before, after)  # type: ignore[arg-type]
             if time.monotonic() - started > settings.retry_deadline_s:
                 break
-            grown = settings.retry_base_delay_s * 2 ** min(attempt, 30)
-            await anyio.sleep(random.uniform(0, min(settings.retry_max_delay_s, grown)))
+            await settings.back_off(attempt)
     raise VersionConflictError(
         f"could not change the metadata {shown} in {store!r} "
         f"after {attempt + 1} tries in {time.monotonic() - started:.1f} s: other writers "

@@ -15,11 +15,8 @@ offset. docs/decisions/failure-model.md ("Metadata writes") says what a reader s
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Iterable, Mapping
-
-import anyio
 
 from aiozarr.engine.settings import WriteSettings
 from aiozarr.errors import VersionConflictError
@@ -96,6 +93,5 @@ async def grow_at(
                 f"{offset} where this append's rows go: the append that took the rows "
                 "before them has not grown it (it may have failed)"
             )
-        grown = settings.retry_base_delay_s * 2 ** min(attempt, 30)
-        await anyio.sleep(random.uniform(0, min(settings.retry_max_delay_s, grown)))
+        await settings.back_off(attempt)
         attempt += 1

@@ -9,10 +9,7 @@ after the other's change, so the snapshot holds both (appended rows, attributes)
 
 from __future__ import annotations
 
-import random
 import time
-
-import anyio
 
 from aiozarr.engine.settings import WriteSettings
 from aiozarr.errors import VersionConflictError
@@ -44,8 +41,7 @@ async def consolidate_current(store: Store, path: str = "") -> None:
             return
         if time.monotonic() - started > settings.retry_deadline_s:
             break
-        grown = settings.retry_base_delay_s * 2 ** min(attempt, 30)
-        await anyio.sleep(random.uniform(0, min(settings.retry_max_delay_s, grown)))
+        await settings.back_off(attempt)
     raise VersionConflictError(
         f"the consolidated metadata of {path or '/'!r} in {store!r} may miss changes: "
         f"other writers kept changing the group after {attempt + 1} tries"
