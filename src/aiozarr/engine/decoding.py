@@ -91,9 +91,15 @@ def _decode_all(group: list[DecodeJob], out: np.ndarray) -> None:
 def decode_one(chunk: LocatedChunk, data: Buffer, out: np.ndarray) -> None:
     """Decode one chunk into its place in `out` (straight into it when it covers a block)."""
     projection = chunk.projection
-    if projection.is_complete_chunk:
+    if projection.is_complete_chunk and _is_view(projection.out_selection):
         chunk.chain.decode_into(data, out[projection.out_selection], chunk.key)
     else:
         out[projection.out_selection] = chunk.chain.decode_transient(data, chunk.key)[
             projection.chunk_selection
         ]
+
+
+def _is_view(selection: tuple[object, ...]) -> bool:
+    """Whether `out[selection]` is a view of `out`: no index arrays (an output placed
+    in another order, as zarr-python's coordinate selections place theirs, is a copy)."""
+    return not any(isinstance(part, np.ndarray) for part in selection)

@@ -224,18 +224,42 @@ def _compose(outer: list[_OutAxis], inner: tuple[Any, ...]) -> tuple[Any, ...]:
             else:
                 parts.append(i + o.start)
         else:
-            parts.append(o[i])
+            parts.append(_as_slice(o[i]))
     arrays = sum(isinstance(p, np.ndarray) for p in parts)
     if arrays < 2:
         return tuple(parts)
     n = len(parts)
     shaped = []
     for k, p in enumerate(parts):
-        values = np.arange(p.start, p.stop, p.step) if isinstance(p, slice) else p
+        values = _positions(p) if isinstance(p, slice) else p
         shape = [1] * n
         shape[k] = -1
         shaped.append(values.reshape(shape))
     return tuple(shaped)
+
+
+def _as_slice(positions: np.ndarray) -> _OutAxis:
+    """Output positions that step evenly (zarr-python's sorted, descending or permuted
+    placements of a run of a chunk) as a slice, so that `out[...]` of them is a view;
+    other positions as they are."""
+    if positions.size == 0:
+        return positions
+    first = int(positions[0])
+    if positions.size == 1:
+        return slice(first, first + 1)
+    steps = np.diff(positions)
+    step = int(steps[0])
+    if step == 0 or not (steps == step).all():
+        return positions
+    last = int(positions[-1])
+    stop = last + (1 if step > 0 else -1)
+    return slice(first, stop if stop >= 0 else None, step)
+
+
+def _positions(part: slice) -> np.ndarray:
+    """The output positions a slice of `_compose` stands for."""
+    stop = -1 if part.stop is None else part.stop  # a descending slice down to 0
+    return np.arange(part.start, stop, part.step)
 
 
 def _pointwise(
