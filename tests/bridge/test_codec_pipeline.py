@@ -123,6 +123,40 @@ def test_an_empty_array_reads_as_its_fill_value(make_store: Callable[[str], Any]
         np.testing.assert_array_equal(arr.vindex[[0, 8], [8, 0]], [42, 42])
 
 
+@pytest.mark.parametrize("shards", [None, (10,)])
+def test_missing_chunks_are_reported_to_zarr_python(
+    kind: str, shards: Any, make_store: Callable[[str], Any], fallbacks: Fallbacks
+) -> None:
+    """zarr-python 3.4 asks each read which chunks (shards, not their inner chunks) are
+    missing: with `read_missing_chunks` off, reading one is a `ChunkNotFoundError`."""
+    missing_error = getattr(zarr.errors, "ChunkNotFoundError", None)
+    if missing_error is None:
+        pytest.skip(f"zarr {zarr.__version__} has no read_missing_chunks")
+    store = make_store(kind)
+    with aiozarr_pipeline():
+        arr = zarr.create_array(
+            store=store,
+            shape=(30,),
+            chunks=(5,),
+            shards=shards,
+            dtype="i2",
+            fill_value=-1,
+            config={"read_missing_chunks": False},
+        )
+        with pytest.raises(missing_error, match="c/0"):
+            arr[:]
+        arr[10:15] = 3  # one chunk (of the second shard)
+        np.testing.assert_array_equal(arr[10:15], 3)
+        if shards is not None:  # an inner chunk missing from a stored shard: the fill
+            np.testing.assert_array_equal(arr[15:20], -1)
+        with pytest.raises(missing_error, match="c/0") as raised:
+            arr.vindex[[12, 1]]
+        assert "c/1" not in str(raised.value)
+        with pytest.raises(missing_error):
+            zarr.open_array(store, mode="r", config={"read_missing_chunks": False})[:]
+    assert fallbacks.reasons == []
+
+
 def _apply_writes(arr: Any) -> None:
     """The same writes, of every kind, to an array of SHAPE."""
     arr[:20, :] = DATA[:20]

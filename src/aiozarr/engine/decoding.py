@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 import numpy as np
@@ -40,13 +40,15 @@ class DecodeJob:
 @dataclass(frozen=True, slots=True)
 class Reads:
     """What every stage of one read shares: the array, the output, the progress, the
-    settings, the memory it has freed."""
+    settings, the memory it has freed, the stored objects found missing."""
 
     array: StoredArray
     out: np.ndarray
     progress: ChunkProgress
     settings: ReadSettings
     memory: FreedMemory
+    #: the keys of the stored objects (chunks, shards) the store does not hold
+    missing: set[str] = field(default_factory=set)
 
     def fill(self, projection: ChunkProjection) -> None:
         self.out[projection.out_selection] = self.array.fill_value

@@ -66,6 +66,8 @@ log = logging.getLogger("aiozarr.zarr")
 #: One zarr-python item: (byte getter or setter, spec, chunk selection, output
 #: selection, whether it is a complete chunk).
 Item = tuple[Any, "ArraySpec", Any, Any, bool]
+#: What a read says of each item: zarr-python 3.4's `GetResult`s.
+Results = tuple[dict[str, str], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,19 +173,23 @@ class CodecPipeline(ZarrCodecPipeline):
         batch_info: Iterable[tuple[ByteGetter, ArraySpec, Any, Any, bool]],
         out: NDBuffer,
         drop_axes: tuple[int, ...] = (),
-    ) -> None:
+    ) -> Results | None:
         """Read a batch into `out`: through aiozarr's engine where it can, else through
-        zarr-python's default pipeline."""
+        zarr-python's default pipeline. Returns, per item, whether its chunk or shard
+        is stored (`{"status": "present"}` or `"missing"`): zarr-python 3.4 raises
+        `ChunkNotFoundError` on a missing one where the array says so."""
         batch = list(batch_info)
         target = _numpy_of(out)
         if target is not None and not target.flags.writeable:
             target = None  # zarr-python's own pipeline says what is wrong
         plan = None if target is None else self._plan(batch, target, drop_axes, False)
         if plan is None or target is None:
-            await self._default.read(batch, out, drop_axes)
-            return
+            return await self._default.read(batch, out, drop_axes)  # type: ignore[func-returns-value]
         # zarr-python's fresh output, paged as aiozarr pages its own (engine/output.py)
-        await engine_read.read(plan.array, plan.projections, small_pages(target))
+        missing = await engine_read.read(plan.array, plan.projections, small_pages(target))
+        return tuple(
+            {"status": "missing" if item[0].path in missing else "present"} for item in batch
+        )
 
     async def write(
         self,
