@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 from tests.bridge.pipeline_helpers import STORES, Fallbacks, aiozarr_pipeline, zarr
 
+import aiozarr.errors
+
 SHAPE = (37, 23)
 DATA = np.arange(np.prod(SHAPE), dtype="int32").reshape(SHAPE) * 7 - 1000
 
@@ -155,6 +157,22 @@ def test_missing_chunks_are_reported_to_zarr_python(
         with pytest.raises(missing_error):
             zarr.open_array(store, mode="r", config={"read_missing_chunks": False})[:]
     assert fallbacks.reasons == []
+
+
+def test_a_read_only_store_refuses_writes_as_zarr_python_does(
+    kind: str, make_store: Callable[[str], Any]
+) -> None:
+    """A write through a read-only store is zarr-python's `ValueError` (and aiozarr's
+    `ReadOnlyError`), naming the key; nothing is written."""
+    store = make_store(kind)
+    zarr.create_array(store=store, shape=(8,), chunks=(2,), shards=(4,), dtype="i1")
+    with aiozarr_pipeline():
+        arr = zarr.open_array(store.with_read_only(True), mode="r")
+        with pytest.raises(ValueError, match="'c/0': the store was opened in read-only mode"):
+            arr[:3] = 1
+        with pytest.raises(aiozarr.errors.ReadOnlyError):
+            arr.vindex[[7]] = 1
+        np.testing.assert_array_equal(arr[:], 0)
 
 
 def _apply_writes(arr: Any) -> None:

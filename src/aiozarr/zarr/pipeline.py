@@ -48,6 +48,7 @@ from aiozarr.zarr.pipeline_array import (
     why_not_written,
 )
 from aiozarr.zarr.pipeline_stores import aiozarr_store_for
+from aiozarr.zarr.store import ReadOnlyStoreError
 
 if TYPE_CHECKING:
     from zarr.abc.codec import Codec
@@ -209,6 +210,11 @@ class CodecPipeline(ZarrCodecPipeline):
             self._forget_indexes(batch)
             await self._default.write(batch, value, drop_axes)
             return
+        if plan.array.store.read_only:  # as zarr-python's stores refuse it: a ValueError
+            raise ReadOnlyStoreError(
+                f"cannot write {batch[0][0].path!r}: the store was opened in read-only mode "
+                f"and does not support writing ({batch[0][0].store!r})"
+            )
         if plan.edges:
             await self._default.write([batch[i] for i in plan.edges], value, drop_axes)
         write_empty = bool(batch[0][1].config.write_empty_chunks)
