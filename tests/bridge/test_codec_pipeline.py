@@ -12,7 +12,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tests.bridge.pipeline_helpers import STORES, Fallbacks, aiozarr_pipeline, zarr
+from tests.bridge.pipeline_helpers import (
+    DEFAULT,
+    PIPELINE,
+    READ_STORES,
+    STORES,
+    Fallbacks,
+    aiozarr_pipeline,
+    zarr,
+)
 
 import aiozarr.errors
 
@@ -75,6 +83,7 @@ def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.mark.parametrize("kind", READ_STORES)
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_reads_are_the_default_pipelines(
     kind: str, layout: str, make_store: Callable[[str], Any], fallbacks: Fallbacks
@@ -378,3 +387,44 @@ def test_a_codec_after_sharding_falls_back(fallbacks: Fallbacks) -> None:
         arr[:] = data
         np.testing.assert_array_equal(arr[1:7, 3], data[1:7, 3])
     assert any("after sharding_indexed" in r for r in fallbacks.reasons)
+
+
+@pytest.mark.parametrize("shards", [None, [[6, 9], [4, 4, 3]]])
+def test_rectilinear_grids_are_read_and_written_by_the_engine(
+    shards: Any, fallbacks: Fallbacks
+) -> None:
+    """Chunks (or shards) of different shapes: every selection kind, read and written,
+    gives zarr-python's values, with no batch left to it."""
+    if "rectilinear_chunks" not in zarr.config.get("array"):
+        pytest.skip(f"zarr {zarr.__version__} has no rectilinear chunk grids")
+    data = np.arange(15 * 11, dtype="i4").reshape(15, 11)
+    found = []
+    for pipeline in [PIPELINE, DEFAULT]:
+        with zarr.config.set({"codec_pipeline.path": pipeline, "array.rectilinear_chunks": True}):
+            if shards is None:
+                chunks: Any = [[4, 5, 6], [2, 9]]
+            else:
+                chunks = (3, 1)
+            arr = zarr.create_array(
+                zarr.storage.MemoryStore(),
+                shape=(15, 11),
+                chunks=chunks,
+                shards=shards,
+                dtype="i4",
+                fill_value=-1,
+            )
+            arr[2:13, 1:] = data[2:13, 1:]
+            arr.vindex[[14, 0, 7], [10, 0, 3]] = [1, 2, 3]
+            arr.oindex[[12, 4], [3, 0, 9]] = 5
+            found.append(
+                [
+                    arr[:],
+                    arr.oindex[[14, 3, 2, 9], [10, 1, 0]],
+                    arr.vindex[[5, 4, 13], [2, 9, 1]],
+                    arr[1:14:3, ::2],
+                    arr.blocks[1, 1],
+                ]
+            )
+    for mine, theirs in zip(*found, strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+    assert fallbacks.reasons == []

@@ -20,9 +20,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.bridge.pipeline_helpers import PIPELINE, Fallbacks, zarr
+from tests.bridge.pipeline_helpers import DEFAULT, PIPELINE, Fallbacks, zarr
 
-DEFAULT = "zarr.core.codec_pipeline.BatchedCodecPipeline"
 FILL = -7
 #: `AIOZARR_PIPELINE_EXAMPLES=N`: N random examples instead (a longer search by hand).
 EXAMPLES = os.environ.get("AIOZARR_PIPELINE_EXAMPLES")

@@ -239,6 +239,10 @@ class CodecPipeline(ZarrCodecPipeline):
         )
         if why is None:
             array, why = self._array_for(batch[0][0])
+            if array is not None and writes and not array.store.capabilities.deletes:
+                # the engine deletes chunks written as the fill value; zarr-python's
+                # pipeline writes to such a store (a zip archive) as it expects
+                array, why = None, f"{array.store!r} cannot delete"
             if array is not None:
                 plan, edges, why = _projections(array, batch, target.ndim, drop_axes, writes)
                 if plan is not None:
@@ -318,9 +322,6 @@ def _projections(
     engine would read such a chunk first to keep its values past the edge, which no read
     can see, and zarr-python writes them without reading.
     """
-    layout = array.layout
-    outer = array.meta.chunk_shape
-    grid = pipeline_plan.Grid(outer, outer if layout is None else layout.chunk_shape)
     store = getattr(batch[0][0], "store", None)
     found: list[ChunkProjection] = []
     edges: list[int] = []
@@ -330,10 +331,11 @@ def _projections(
         split = pipeline_plan.chunk_coords(array.meta, getter.path)
         if split is None or array.prefix + array.meta.chunk_key(split[1]) != getter.path:
             return None, [], f"{getter.path!r} is not a chunk key of the array"
-        if tuple(spec.shape) != outer:
-            return None, [], f"chunk spec of shape {spec.shape}, chunks of {outer}"
+        grid, origin = _object_grid(array, split[1])
+        if tuple(spec.shape) != grid.outer:
+            return None, [], f"chunk spec of shape {spec.shape}, chunk of {grid.outer}"
         projections = pipeline_plan.projections(
-            grid, split[1], chunk_selection, out_selection, drop_axes, out_ndim
+            grid, split[1], chunk_selection, out_selection, drop_axes, out_ndim, origin
         )
         if projections is None:
             return None, [], f"selection {chunk_selection!r} -> {out_selection!r}"
@@ -342,6 +344,27 @@ def _projections(
         else:
             found.extend(projections)
     return found, edges, ""
+
+
+def _object_grid(
+    array: StoredArray, coords: tuple[int, ...]
+) -> tuple[pipeline_plan.Grid, tuple[int, ...] | None]:
+    """The grid of the stored object at `coords` (its shape, the inner chunks read in
+    it) and, on a rectilinear grid, the read-grid coordinates of its first inner chunk."""
+    layout = array.layout
+    rectilinear = array.rectilinear
+    if rectilinear is None:
+        outer = array.meta.chunk_shape
+        return pipeline_plan.Grid(outer, outer if layout is None else layout.chunk_shape), None
+    shape = rectilinear.chunk_shape(coords)
+    if layout is None:
+        return pipeline_plan.Grid(shape, shape), coords
+    inner = layout.chunk_shape
+    origin = tuple(
+        int(axis.start_of(c)) // n
+        for axis, c, n in zip(rectilinear.axes, coords, inner, strict=True)
+    )
+    return pipeline_plan.Grid(shape, inner), origin
 
 
 def _numpy_of(buffer: Any) -> np.ndarray | None:

@@ -81,17 +81,22 @@ def projections(
     out_selection: Any,
     drop_axes: tuple[int, ...],
     out_ndim: int,
+    origin: tuple[int, ...] | None = None,
 ) -> list[ChunkProjection] | None:
     """The projections, over the read grid, of one zarr-python item: the object at
     `coords` (outer grid), what it gives and where it goes in an output of `out_ndim`
-    dimensions; None where the selection is of a form this does not know."""
+    dimensions; None where the selection is of a form this does not know. `origin`:
+    the read-grid coordinates of the object's first inner chunk, where the objects
+    differ in shape (a rectilinear grid); else they follow from `coords`."""
+    if origin is None:
+        origin = tuple(c * p for c, p in zip(coords, grid.per, strict=True))
     ndim = len(grid.outer)
     if not isinstance(chunk_selection, tuple) or len(chunk_selection) != ndim:
         return None
     if ndim == 0:  # a 0-d array: its one chunk, whole
         return [ChunkProjection(coords, (), (...,), True)] if out_ndim == 0 else None
     if _is_pointwise(chunk_selection, ndim, out_ndim):
-        return _pointwise(grid, coords, chunk_selection, out_selection)
+        return _pointwise(grid, coords, origin, chunk_selection, out_selection)
     axes = _chunk_axes(chunk_selection, drop_axes)
     if axes is None:
         return None
@@ -104,7 +109,6 @@ def projections(
         inner = orthogonal_indexer(tuple(axes), grid.outer, grid.inner)
     except (AiozarrError, IndexError, ValueError, TypeError):
         return None
-    origin = tuple(c * p for c, p in zip(coords, grid.per, strict=True))
     found = []
     for p in inner:
         found.append(
@@ -263,7 +267,11 @@ def _positions(part: slice) -> np.ndarray:
 
 
 def _pointwise(
-    grid: Grid, coords: tuple[int, ...], selection: tuple[np.ndarray, ...], out_selection: Any
+    grid: Grid,
+    coords: tuple[int, ...],
+    origin: tuple[int, ...],
+    selection: tuple[np.ndarray, ...],
+    out_selection: Any,
 ) -> list[ChunkProjection] | None:
     """Points of one object grouped by the inner chunk holding them."""
     if isinstance(out_selection, slice):
@@ -285,7 +293,6 @@ def _pointwise(
     order = np.argsort(linear, kind="stable")
     linear = linear[order]
     bounds = np.flatnonzero(np.diff(linear)) + 1
-    origin = tuple(c * p for c, p in zip(coords, grid.per, strict=True))
     found = []
     for group in np.split(order, bounds):
         cell = tuple(int(i[group[0]]) for i in inner)

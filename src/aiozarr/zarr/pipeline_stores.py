@@ -3,10 +3,11 @@
 The pipeline reads through aiozarr only where it can address the zarr store's objects
 itself: zarr's `LocalStore` (an aiozarr `LocalStore` on the same directory), its
 obstore-backed `ObjectStore` (an aiozarr `ObjectStore` on the same obstore store: aiozarr's
-request policy, coalescing and versions), its `MemoryStore` (read through the zarr store,
-whose values live in this process) and `aiozarr.zarr.Store` (the aiozarr store it wraps).
-Any other store (fsspec, zip, wrappers, icechunk) gives None: zarr-python's own pipeline
-reads it.
+request policy, coalescing and versions), its `MemoryStore` and `ZipStore` (through the
+zarr store itself: values in this process, or a zip archive zarr-python's store keeps
+open; a zip cannot delete, so the pipeline leaves its writes to zarr-python) and
+`aiozarr.zarr.Store` (the aiozarr store it wraps). Any other store (fsspec, wrappers,
+icechunk) gives None: zarr-python's own pipeline reads it.
 
 The aiozarr store is made once per zarr store and kept while the zarr store lives, so
 its budgets, statistics and write locks are shared by every array read through it.
@@ -73,7 +74,7 @@ def _forget(key: tuple[int, bool]) -> None:
 def _make(zarr_store: Any) -> Store | None:
     """A new aiozarr store for the zarr stores the pipeline knows (exact types only: a
     subclass may change how keys map to objects)."""
-    from zarr.storage import LocalStore, MemoryStore, ObjectStore
+    from zarr.storage import LocalStore, MemoryStore, ObjectStore, ZipStore
 
     read_only = bool(zarr_store.read_only)
     kind = type(zarr_store)
@@ -85,7 +86,8 @@ def _make(zarr_store: Any) -> Store | None:
         from aiozarr.storage.object_store import ObjectStore as AiozarrObjectStore
 
         return AiozarrObjectStore(zarr_store.store, read_only=read_only)
-    if kind is MemoryStore:
+    if kind is MemoryStore or kind is ZipStore:
+        # values in this process (a zip being written has no directory to read yet)
         from aiozarr.storage.zarr_store import ZarrStore
 
         return ZarrStore(zarr_store, read_only=read_only)
