@@ -60,13 +60,14 @@ SUITES = {
     ],
 }
 #: Tests left out, and why: each replaces a piece of zarr-python's own sharding codec
-#: (monkeypatch) to see what its read path does then; aiozarr's pipeline reads shards
-#: with its own code, which the patch does not reach. (zip runs: that store is zarr's.)
+#: (monkeypatch: `_ShardIndex.get_chunk_slice` answers None) to see what its read path
+#: does then; aiozarr's pipeline reads shards with its own code, which the patch does
+#: not reach, and reads the values stored.
 DESELECTED = {
     "3.4.2": [
         f"tests/test_codecs/test_sharding.py::"
         f"test_sharding_partial_shard_read__index_chunk_slice_fails[{store}-{where}]"
-        for store in ("local", "memory")
+        for store in ("local", "memory", "zip")
         for where in ("start", "end")
     ],
 }

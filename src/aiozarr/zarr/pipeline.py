@@ -242,7 +242,7 @@ class CodecPipeline(ZarrCodecPipeline):
             if array is not None and writes and not array.store.capabilities.deletes:
                 # the engine deletes chunks written as the fill value; zarr-python's
                 # pipeline writes to such a store (a zip archive) as it expects
-                array, why = None, f"{array.store!r} cannot delete"
+                array, why = None, f"store {type(array.store).__name__} cannot delete"
             if array is not None:
                 plan, edges, why = _projections(array, batch, target.ndim, drop_axes, writes)
                 if plan is not None:
