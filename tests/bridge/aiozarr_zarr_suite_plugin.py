@@ -18,6 +18,7 @@ import os
 from typing import Any
 
 import zarr
+from hypothesis import HealthCheck, settings
 from zarr.registry import get_pipeline_class
 
 from aiozarr.engine import read as engine_read
@@ -44,7 +45,22 @@ def _counted(name: str, run: Any) -> Any:
     return counted
 
 
+#: zarr-python's property tests (`test_properties.py`) under a budget CI can afford:
+#: the same examples every run (derandomized), no example database.
+SUITE_PROFILE = "aiozarr-zarr-suite"
+settings.register_profile(
+    SUITE_PROFILE,
+    max_examples=int(os.environ.get("AIOZARR_ZARR_SUITE_EXAMPLES", "30")),
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow],
+)
+
+
 def pytest_configure(config: Any) -> None:
+    # after zarr-python's conftest loaded its own profile
+    settings.load_profile(SUITE_PROFILE)
     zarr.config.reset()
     found = get_pipeline_class()
     if found is not CodecPipeline:

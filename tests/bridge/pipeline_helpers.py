@@ -19,6 +19,8 @@ import aiozarr.zarr  # noqa: E402,F401  (registers the pipeline with zarr-python
 from aiozarr.emulator import Emulator  # noqa: E402
 
 PIPELINE = "aiozarr.zarr.CodecPipeline"
+#: zarr-python's own pipeline, the one the pipeline's values are compared with.
+DEFAULT = "zarr.core.codec_pipeline.BatchedCodecPipeline"
 
 
 @contextlib.contextmanager
@@ -55,6 +57,9 @@ def _emulator_store(emulator: Emulator) -> Any:
 
 #: The zarr stores the pipeline reads through aiozarr, by name.
 STORES = ["memory", "local", "obstore-memory", "emulator"]
+#: ... and zarr's ZipStore (written and read while open; it cannot delete, so the write
+#: tests, which delete chunks, leave it out).
+READ_STORES = [*STORES, "zip"]
 
 
 def new_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Any:
@@ -65,6 +70,10 @@ def new_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Any:
         return zarr.storage.LocalStore(tmp_path / f"store-{uuid.uuid4().hex}")
     if kind == "obstore-memory":
         return zarr.storage.ObjectStore(obstore.store.MemoryStore())
+    if kind == "zip":  # written and read while open
+        store = zarr.storage.ZipStore(tmp_path / f"store-{uuid.uuid4().hex}.zip", mode="a")
+        request.addfinalizer(store.close)
+        return store
     if kind == "emulator":
         return _emulator_store(request.getfixturevalue("emulator"))
     raise ValueError(kind)

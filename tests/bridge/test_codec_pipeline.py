@@ -12,7 +12,17 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tests.bridge.pipeline_helpers import STORES, Fallbacks, aiozarr_pipeline, zarr
+from tests.bridge.pipeline_helpers import (
+    DEFAULT,
+    PIPELINE,
+    READ_STORES,
+    STORES,
+    Fallbacks,
+    aiozarr_pipeline,
+    zarr,
+)
+
+import aiozarr.errors
 
 SHAPE = (37, 23)
 DATA = np.arange(np.prod(SHAPE), dtype="int32").reshape(SHAPE) * 7 - 1000
@@ -73,6 +83,7 @@ def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.mark.parametrize("kind", READ_STORES)
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_reads_are_the_default_pipelines(
     kind: str, layout: str, make_store: Callable[[str], Any], fallbacks: Fallbacks
@@ -121,6 +132,56 @@ def test_an_empty_array_reads_as_its_fill_value(make_store: Callable[[str], Any]
         arr = zarr.open_array(store)
         np.testing.assert_array_equal(arr[:], np.full((9, 9), 42, dtype="u2"))
         np.testing.assert_array_equal(arr.vindex[[0, 8], [8, 0]], [42, 42])
+
+
+@pytest.mark.parametrize("shards", [None, (10,)])
+def test_missing_chunks_are_reported_to_zarr_python(
+    kind: str, shards: Any, make_store: Callable[[str], Any], fallbacks: Fallbacks
+) -> None:
+    """zarr-python 3.4 asks each read which chunks (shards, not their inner chunks) are
+    missing: with `read_missing_chunks` off, reading one is a `ChunkNotFoundError`."""
+    missing_error = getattr(zarr.errors, "ChunkNotFoundError", None)
+    if missing_error is None:
+        pytest.skip(f"zarr {zarr.__version__} has no read_missing_chunks")
+    store = make_store(kind)
+    with aiozarr_pipeline():
+        arr = zarr.create_array(
+            store=store,
+            shape=(30,),
+            chunks=(5,),
+            shards=shards,
+            dtype="i2",
+            fill_value=-1,
+            config={"read_missing_chunks": False},
+        )
+        with pytest.raises(missing_error, match="c/0"):
+            arr[:]
+        arr[10:15] = 3  # one chunk (of the second shard)
+        np.testing.assert_array_equal(arr[10:15], 3)
+        if shards is not None:  # an inner chunk missing from a stored shard: the fill
+            np.testing.assert_array_equal(arr[15:20], -1)
+        with pytest.raises(missing_error, match="c/0") as raised:
+            arr.vindex[[12, 1]]
+        assert "c/1" not in str(raised.value)
+        with pytest.raises(missing_error):
+            zarr.open_array(store, mode="r", config={"read_missing_chunks": False})[:]
+    assert fallbacks.reasons == []
+
+
+def test_a_read_only_store_refuses_writes_as_zarr_python_does(
+    kind: str, make_store: Callable[[str], Any]
+) -> None:
+    """A write through a read-only store is zarr-python's `ValueError` (and aiozarr's
+    `ReadOnlyError`), naming the key; nothing is written."""
+    store = make_store(kind)
+    zarr.create_array(store=store, shape=(8,), chunks=(2,), shards=(4,), dtype="i1")
+    with aiozarr_pipeline():
+        arr = zarr.open_array(store.with_read_only(True), mode="r")
+        with pytest.raises(ValueError, match="'c/0': the store was opened in read-only mode"):
+            arr[:3] = 1
+        with pytest.raises(aiozarr.errors.ReadOnlyError):
+            arr.vindex[[7]] = 1
+        np.testing.assert_array_equal(arr[:], 0)
 
 
 def _apply_writes(arr: Any) -> None:
@@ -344,3 +405,44 @@ def test_a_codec_after_sharding_falls_back(fallbacks: Fallbacks) -> None:
         arr[:] = data
         np.testing.assert_array_equal(arr[1:7, 3], data[1:7, 3])
     assert any("after sharding_indexed" in r for r in fallbacks.reasons)
+
+
+@pytest.mark.parametrize("shards", [None, [[6, 9], [4, 4, 3]]])
+def test_rectilinear_grids_are_read_and_written_by_the_engine(
+    shards: Any, fallbacks: Fallbacks
+) -> None:
+    """Chunks (or shards) of different shapes: every selection kind, read and written,
+    gives zarr-python's values, with no batch left to it."""
+    if "rectilinear_chunks" not in zarr.config.get("array"):
+        pytest.skip(f"zarr {zarr.__version__} has no rectilinear chunk grids")
+    data = np.arange(15 * 11, dtype="i4").reshape(15, 11)
+    found = []
+    for pipeline in [PIPELINE, DEFAULT]:
+        with zarr.config.set({"codec_pipeline.path": pipeline, "array.rectilinear_chunks": True}):
+            if shards is None:
+                chunks: Any = [[4, 5, 6], [2, 9]]
+            else:
+                chunks = (3, 1)
+            arr = zarr.create_array(
+                zarr.storage.MemoryStore(),
+                shape=(15, 11),
+                chunks=chunks,
+                shards=shards,
+                dtype="i4",
+                fill_value=-1,
+            )
+            arr[2:13, 1:] = data[2:13, 1:]
+            arr.vindex[[14, 0, 7], [10, 0, 3]] = [1, 2, 3]
+            arr.oindex[[12, 4], [3, 0, 9]] = 5
+            found.append(
+                [
+                    arr[:],
+                    arr.oindex[[14, 3, 2, 9], [10, 1, 0]],
+                    arr.vindex[[5, 4, 13], [2, 9, 1]],
+                    arr[1:14:3, ::2],
+                    arr.blocks[1, 1],
+                ]
+            )
+    for mine, theirs in zip(*found, strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+    assert fallbacks.reasons == []

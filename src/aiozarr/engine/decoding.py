@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 import numpy as np
@@ -40,13 +40,15 @@ class DecodeJob:
 @dataclass(frozen=True, slots=True)
 class Reads:
     """What every stage of one read shares: the array, the output, the progress, the
-    settings, the memory it has freed."""
+    settings, the memory it has freed, the stored objects found missing."""
 
     array: StoredArray
     out: np.ndarray
     progress: ChunkProgress
     settings: ReadSettings
     memory: FreedMemory
+    #: the keys of the stored objects (chunks, shards) the store does not hold
+    missing: set[str] = field(default_factory=set)
 
     def fill(self, projection: ChunkProjection) -> None:
         self.out[projection.out_selection] = self.array.fill_value
@@ -91,9 +93,15 @@ def _decode_all(group: list[DecodeJob], out: np.ndarray) -> None:
 def decode_one(chunk: LocatedChunk, data: Buffer, out: np.ndarray) -> None:
     """Decode one chunk into its place in `out` (straight into it when it covers a block)."""
     projection = chunk.projection
-    if projection.is_complete_chunk:
+    if projection.is_complete_chunk and _is_view(projection.out_selection):
         chunk.chain.decode_into(data, out[projection.out_selection], chunk.key)
     else:
         out[projection.out_selection] = chunk.chain.decode_transient(data, chunk.key)[
             projection.chunk_selection
         ]
+
+
+def _is_view(selection: tuple[object, ...]) -> bool:
+    """Whether `out[selection]` is a view of `out`: no index arrays (an output placed
+    in another order, as zarr-python's coordinate selections place theirs, is a copy)."""
+    return not any(isinstance(part, np.ndarray) for part in selection)

@@ -4,9 +4,9 @@ A `LocatedChunk` says where a chunk's bytes are (an object, or a byte range of o
 shard index gave), how to decode them and where its values go. What a read fetches is
 either such a chunk or a `WholeShard`: a shard needed in full whose index is not known
 yet, fetched as one object, whose chunks are located in its own bytes once it lands
-("expand after fetch"). Both answer `request()` (what to ask the store), `size` (the
-bytes to expect, for the byte budget) and `expand(...)` (the landed bytes as located
-chunks and their data; None: the fill value).
+("expand after fetch"). Both answer `key` (the object), `request()` (what to ask the
+store), `size` (the bytes to expect, for the byte budget) and `expand(...)` (the landed
+bytes as located chunks and their data; None: the fill value).
 
 `plan_reads` (pure) turns a selection into what to fetch at once and the shards whose
 index must be read first; `locate` (pure) turns those shards and their indexes into
@@ -91,6 +91,10 @@ class WholeShard:
     taken from its own bytes."""
 
     shard: ShardSelection
+
+    @property
+    def key(self) -> str:
+        return self.shard.key
 
     def request(self, unbounded: int) -> RangeRequest:
         """What to ask the store: the whole shard, within its bound (see `LocatedChunk`)."""

@@ -65,25 +65,28 @@ async def read(
     projections: Sequence[ChunkProjection],
     out: np.ndarray,
     progress: ProgressCallback | None = None,
-) -> None:
+) -> frozenset[str]:
     """Fill `out` with the selected values; `projections` are over `array.read_grid`.
+    Returns the keys of the stored objects (chunks; shards, not their inner chunks) the
+    selection needs that the store does not hold: they read as the fill value.
 
     `progress(done, total)` is called as each chunk (inner chunk when sharded) is finished.
     """
     if progress is None and reads_inline(array, len(projections)):
-        _read_inline(array, projections, out)
-        return
+        return _read_inline(array, projections, out)
     counter = ChunkProgress(len(projections), progress)
     settings = ReadSettings.of(array.store)
     memory = FreedMemory(out.nbytes)
     for tries in range(1, _STALE_RETRIES + 1):
+        reads = Reads(array, out, counter, settings, memory)
         try:
             with unwrap_group():
-                await _read_once(Reads(array, out, counter, settings, memory), projections)
+                await _read_once(reads, projections)
             break
         except StaleIndexError as exc:
             _forget_stale(array, exc, tries)
     await memory.give_back()
+    return frozenset(reads.missing)
 
 
 def _forget_stale(array: StoredArray, stale: StaleIndexError, tries: int) -> None:
@@ -138,6 +141,7 @@ async def _read_indexed(reads: Reads, shards: list[ShardSelection]) -> None:
     """Shards read by their index: one batch for the indexes not cached, then one
     stream for every chunk they locate."""
     indexes = await shard_indexes(reads.array, [(s.key, s.layout) for s in shards])
+    reads.missing.update(key for key, index in indexes.items() if index is None)
     located, missing = locate(shards, indexes, reads.settings.unbounded_value_bytes)
     for projection in missing:
         reads.fill(projection)
@@ -157,6 +161,8 @@ async def _fetch_and_decode(reads: Reads, fetches: Sequence[Fetch]) -> None:
         jobs = []
         fetched = 0
         for i, data, version in burst:
+            if data is None:
+                reads.missing.add(fetches[i].key)
             fetched += 0 if data is None else memoryview(data).nbytes
             for chunk, chunk_data in fetches[i].expand(array, data, version):
                 if chunk_data is None:
@@ -266,6 +272,7 @@ async def _read_shard_in_parts(reads: Reads, whole: WholeShard) -> None:
                 tg.start_soon(ahead.fetch, i)
             indexes = await shard_indexes(array, [(shard.key, shard.layout)])
             if indexes[shard.key] is None:  # no shard: nothing the parts hold is needed
+                reads.missing.add(shard.key)
                 ahead.close()
             located, missing = locate([shard], indexes, reads.settings.unbounded_value_bytes)
             for projection in missing:
@@ -317,7 +324,7 @@ def read_inline(
 
 def _read_inline(
     array: StoredArray, projections: Sequence[ChunkProjection], out: np.ndarray
-) -> None:
+) -> frozenset[str]:
     """`read` on the calling thread, chunk after chunk: no task, no thread hop.
 
     Only for stores that `reads_inline` (values in memory), where each step of `read`
@@ -326,18 +333,19 @@ def _read_inline(
     """
     for tries in range(1, _STALE_RETRIES + 1):
         try:
-            _read_inline_once(array, projections, out)
-            return
+            return _read_inline_once(array, projections, out)
         except StaleIndexError as exc:
             _forget_stale(array, exc, tries)
+    raise AssertionError("unreachable: the last stale try raises")
 
 
 def _read_inline_once(
     array: StoredArray, projections: Sequence[ChunkProjection], out: np.ndarray
-) -> None:
+) -> frozenset[str]:
     unbounded = ReadSettings.of(array.store).unbounded_value_bytes
     ready, indexed = plan_reads(array, projections)
     indexes = {s.key: _index_inline(array, s) for s in indexed}
+    absent = {key for key, index in indexes.items() if index is None}
     located, missing = locate(indexed, indexes, unbounded)
     for projection in missing:
         out[projection.out_selection] = array.fill_value
@@ -348,6 +356,7 @@ def _read_inline_once(
         answer = store.get_inline(request.key, request.byte_range)
         if answer is None:
             data, version = None, None
+            absent.add(request.key)
         else:
             data, version = answer
             if request.max_bytes is not None:  # refused as a file or object would be
@@ -357,6 +366,7 @@ def _read_inline_once(
                 out[chunk.projection.out_selection] = array.fill_value
             else:
                 decode_one(chunk, chunk_data, out)
+    return frozenset(absent)
 
 
 def _index_inline(array: StoredArray, shard: ShardSelection) -> LocatedIndex | None:

@@ -44,8 +44,9 @@ class ChunkProjection:
 
     `is_complete_chunk` is true only when the selection takes the whole chunk, in order,
     with step 1, and the chunk lies entirely inside the array; then `out[out_selection]`
-    is a view with exactly the chunk's shape (its own shape on a rectilinear grid): a chunk
-    may be decoded straight into it, and a write need not read the old chunk first.
+    has exactly the chunk's shape (its own shape on a rectilinear grid): a write need not
+    read the old chunk first, and where `out_selection` holds no index array (a view:
+    every selection this module makes) a chunk may be decoded straight into it.
     """
 
     chunk_coords: tuple[int, ...]

@@ -48,6 +48,7 @@ from aiozarr.zarr.pipeline_array import (
     why_not_written,
 )
 from aiozarr.zarr.pipeline_stores import aiozarr_store_for
+from aiozarr.zarr.store import ReadOnlyStoreError
 
 if TYPE_CHECKING:
     from zarr.abc.codec import Codec
@@ -66,6 +67,8 @@ log = logging.getLogger("aiozarr.zarr")
 #: One zarr-python item: (byte getter or setter, spec, chunk selection, output
 #: selection, whether it is a complete chunk).
 Item = tuple[Any, "ArraySpec", Any, Any, bool]
+#: What a read says of each item: zarr-python 3.4's `GetResult`s.
+Results = tuple[dict[str, str], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,19 +174,23 @@ class CodecPipeline(ZarrCodecPipeline):
         batch_info: Iterable[tuple[ByteGetter, ArraySpec, Any, Any, bool]],
         out: NDBuffer,
         drop_axes: tuple[int, ...] = (),
-    ) -> None:
+    ) -> Results | None:
         """Read a batch into `out`: through aiozarr's engine where it can, else through
-        zarr-python's default pipeline."""
+        zarr-python's default pipeline. Returns, per item, whether its chunk or shard
+        is stored (`{"status": "present"}` or `"missing"`): zarr-python 3.4 raises
+        `ChunkNotFoundError` on a missing one where the array says so."""
         batch = list(batch_info)
         target = _numpy_of(out)
         if target is not None and not target.flags.writeable:
             target = None  # zarr-python's own pipeline says what is wrong
         plan = None if target is None else self._plan(batch, target, drop_axes, False)
         if plan is None or target is None:
-            await self._default.read(batch, out, drop_axes)
-            return
+            return await self._default.read(batch, out, drop_axes)  # type: ignore[func-returns-value]
         # zarr-python's fresh output, paged as aiozarr pages its own (engine/output.py)
-        await engine_read.read(plan.array, plan.projections, small_pages(target))
+        missing = await engine_read.read(plan.array, plan.projections, small_pages(target))
+        return tuple(
+            {"status": "missing" if item[0].path in missing else "present"} for item in batch
+        )
 
     async def write(
         self,
@@ -203,6 +210,11 @@ class CodecPipeline(ZarrCodecPipeline):
             self._forget_indexes(batch)
             await self._default.write(batch, value, drop_axes)
             return
+        if plan.array.store.read_only:  # as zarr-python's stores refuse it: a ValueError
+            raise ReadOnlyStoreError(
+                f"cannot write {batch[0][0].path!r}: the store was opened in read-only mode "
+                f"and does not support writing ({batch[0][0].store!r})"
+            )
         if plan.edges:
             await self._default.write([batch[i] for i in plan.edges], value, drop_axes)
         write_empty = bool(batch[0][1].config.write_empty_chunks)
@@ -227,6 +239,10 @@ class CodecPipeline(ZarrCodecPipeline):
         )
         if why is None:
             array, why = self._array_for(batch[0][0])
+            if array is not None and writes and not array.store.capabilities.deletes:
+                # the engine deletes chunks written as the fill value; zarr-python's
+                # pipeline writes to such a store (a zip archive) as it expects
+                array, why = None, f"store {type(array.store).__name__} cannot delete"
             if array is not None:
                 plan, edges, why = _projections(array, batch, target.ndim, drop_axes, writes)
                 if plan is not None:
@@ -306,9 +322,6 @@ def _projections(
     engine would read such a chunk first to keep its values past the edge, which no read
     can see, and zarr-python writes them without reading.
     """
-    layout = array.layout
-    outer = array.meta.chunk_shape
-    grid = pipeline_plan.Grid(outer, outer if layout is None else layout.chunk_shape)
     store = getattr(batch[0][0], "store", None)
     found: list[ChunkProjection] = []
     edges: list[int] = []
@@ -318,10 +331,11 @@ def _projections(
         split = pipeline_plan.chunk_coords(array.meta, getter.path)
         if split is None or array.prefix + array.meta.chunk_key(split[1]) != getter.path:
             return None, [], f"{getter.path!r} is not a chunk key of the array"
-        if tuple(spec.shape) != outer:
-            return None, [], f"chunk spec of shape {spec.shape}, chunks of {outer}"
+        grid, origin = _object_grid(array, split[1])
+        if tuple(spec.shape) != grid.outer:
+            return None, [], f"chunk spec of shape {spec.shape}, chunk of {grid.outer}"
         projections = pipeline_plan.projections(
-            grid, split[1], chunk_selection, out_selection, drop_axes, out_ndim
+            grid, split[1], chunk_selection, out_selection, drop_axes, out_ndim, origin
         )
         if projections is None:
             return None, [], f"selection {chunk_selection!r} -> {out_selection!r}"
@@ -330,6 +344,27 @@ def _projections(
         else:
             found.extend(projections)
     return found, edges, ""
+
+
+def _object_grid(
+    array: StoredArray, coords: tuple[int, ...]
+) -> tuple[pipeline_plan.Grid, tuple[int, ...] | None]:
+    """The grid of the stored object at `coords` (its shape, the inner chunks read in
+    it) and, on a rectilinear grid, the read-grid coordinates of its first inner chunk."""
+    layout = array.layout
+    rectilinear = array.rectilinear
+    if rectilinear is None:
+        outer = array.meta.chunk_shape
+        return pipeline_plan.Grid(outer, outer if layout is None else layout.chunk_shape), None
+    shape = rectilinear.chunk_shape(coords)
+    if layout is None:
+        return pipeline_plan.Grid(shape, shape), coords
+    inner = layout.chunk_shape
+    origin = tuple(
+        int(axis.start_of(c)) // n
+        for axis, c, n in zip(rectilinear.axes, coords, inner, strict=True)
+    )
+    return pipeline_plan.Grid(shape, inner), origin
 
 
 def _numpy_of(buffer: Any) -> np.ndarray | None:

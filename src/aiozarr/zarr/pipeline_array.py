@@ -53,8 +53,6 @@ def aiozarr_array(metadata: Any) -> AiozarrArray | str:
         chain.shard_layout()  # a sharding codec the engine cannot lay out fails here
     except Exception as error:  # anything aiozarr refuses stays with zarr-python
         return f"{type(error).__name__}: {error}"
-    if meta.chunk_grid is not None:
-        return "a rectilinear chunk grid"
     if chain.array_to_bytes.shards and chain.bytes_to_bytes:
         # the stored shard is the encoded one: no range of it is an inner chunk
         return "bytes->bytes codecs after sharding_indexed"

@@ -81,17 +81,22 @@ def projections(
     out_selection: Any,
     drop_axes: tuple[int, ...],
     out_ndim: int,
+    origin: tuple[int, ...] | None = None,
 ) -> list[ChunkProjection] | None:
     """The projections, over the read grid, of one zarr-python item: the object at
     `coords` (outer grid), what it gives and where it goes in an output of `out_ndim`
-    dimensions; None where the selection is of a form this does not know."""
+    dimensions; None where the selection is of a form this does not know. `origin`:
+    the read-grid coordinates of the object's first inner chunk, where the objects
+    differ in shape (a rectilinear grid); else they follow from `coords`."""
+    if origin is None:
+        origin = tuple(c * p for c, p in zip(coords, grid.per, strict=True))
     ndim = len(grid.outer)
     if not isinstance(chunk_selection, tuple) or len(chunk_selection) != ndim:
         return None
     if ndim == 0:  # a 0-d array: its one chunk, whole
         return [ChunkProjection(coords, (), (...,), True)] if out_ndim == 0 else None
     if _is_pointwise(chunk_selection, ndim, out_ndim):
-        return _pointwise(grid, coords, chunk_selection, out_selection)
+        return _pointwise(grid, coords, origin, chunk_selection, out_selection)
     axes = _chunk_axes(chunk_selection, drop_axes)
     if axes is None:
         return None
@@ -104,7 +109,6 @@ def projections(
         inner = orthogonal_indexer(tuple(axes), grid.outer, grid.inner)
     except (AiozarrError, IndexError, ValueError, TypeError):
         return None
-    origin = tuple(c * p for c, p in zip(coords, grid.per, strict=True))
     found = []
     for p in inner:
         found.append(
@@ -224,22 +228,50 @@ def _compose(outer: list[_OutAxis], inner: tuple[Any, ...]) -> tuple[Any, ...]:
             else:
                 parts.append(i + o.start)
         else:
-            parts.append(o[i])
+            parts.append(_as_slice(o[i]))
     arrays = sum(isinstance(p, np.ndarray) for p in parts)
     if arrays < 2:
         return tuple(parts)
     n = len(parts)
     shaped = []
     for k, p in enumerate(parts):
-        values = np.arange(p.start, p.stop, p.step) if isinstance(p, slice) else p
+        values = _positions(p) if isinstance(p, slice) else p
         shape = [1] * n
         shape[k] = -1
         shaped.append(values.reshape(shape))
     return tuple(shaped)
 
 
+def _as_slice(positions: np.ndarray) -> _OutAxis:
+    """Output positions that step evenly (zarr-python's sorted, descending or permuted
+    placements of a run of a chunk) as a slice, so that `out[...]` of them is a view;
+    other positions as they are."""
+    if positions.size == 0:
+        return positions
+    first = int(positions[0])
+    if positions.size == 1:
+        return slice(first, first + 1)
+    steps = np.diff(positions)
+    step = int(steps[0])
+    if step == 0 or not (steps == step).all():
+        return positions
+    last = int(positions[-1])
+    stop = last + (1 if step > 0 else -1)
+    return slice(first, stop if stop >= 0 else None, step)
+
+
+def _positions(part: slice) -> np.ndarray:
+    """The output positions a slice of `_compose` stands for."""
+    stop = -1 if part.stop is None else part.stop  # a descending slice down to 0
+    return np.arange(part.start, stop, part.step)
+
+
 def _pointwise(
-    grid: Grid, coords: tuple[int, ...], selection: tuple[np.ndarray, ...], out_selection: Any
+    grid: Grid,
+    coords: tuple[int, ...],
+    origin: tuple[int, ...],
+    selection: tuple[np.ndarray, ...],
+    out_selection: Any,
 ) -> list[ChunkProjection] | None:
     """Points of one object grouped by the inner chunk holding them."""
     if isinstance(out_selection, slice):
@@ -261,7 +293,6 @@ def _pointwise(
     order = np.argsort(linear, kind="stable")
     linear = linear[order]
     bounds = np.flatnonzero(np.diff(linear)) + 1
-    origin = tuple(c * p for c, p in zip(coords, grid.per, strict=True))
     found = []
     for group in np.split(order, bounds):
         cell = tuple(int(i[group[0]]) for i in inner)

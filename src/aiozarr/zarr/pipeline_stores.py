@@ -7,7 +7,8 @@ versions) and `aiozarr.zarr.Store` (the aiozarr store it wraps). Every other zar
 (`MemoryStore`, icechunk's, fsspec, zip, wrappers, subclasses of the above) is read and
 written through its own API by the `ZarrStore` adapter: the engine still batches, but each
 key's coalesced ranges are one call of the zarr store, which maps keys to objects its
-own way.
+own way. A store that cannot delete (a zip) leaves its writes to zarr-python's pipeline:
+the engine deletes chunks written as the fill value.
 
 The aiozarr store is made once per zarr store and kept while the zarr store lives, so
 its budgets, statistics and write locks are shared by every array read through it.
