@@ -118,8 +118,14 @@ async def test_overwrite_drops_chunks_left_without_metadata(store, zarr_format: 
     await old.setitem(..., np.arange(1, 5, dtype="i4"))
     await store.delete("s/zarr.json" if zarr_format == 3 else "s/.zarray")
     new = await aiozarr.create_array_async(
-        store, "s", shape=(4,), dtype="i4", chunks=(4,), fill_value=0,
-        zarr_format=zarr_format, overwrite=True,
+        store,
+        "s",
+        shape=(4,),
+        dtype="i4",
+        chunks=(4,),
+        fill_value=0,
+        zarr_format=zarr_format,
+        overwrite=True,
     )
     assert np.array_equal(await new.getitem(...), np.zeros(4, "i4"))
     group = await aiozarr.create_group_async(store, "s", overwrite=True)

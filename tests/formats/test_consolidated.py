@@ -100,6 +100,7 @@ async def test_unconsolidated_open_lists_and_reads_per_member() -> None:
 @pytest.mark.parametrize("zarr_format", [2, 3])
 async def test_use_consolidated_false_ignores_it(zarr_format: int) -> None:
     from aiozarr.nodes import hierarchy
+
     store = MemoryStore()
     await _hierarchy(store, zarr_format)
     await consolidate_metadata_async(store)

@@ -65,8 +65,12 @@ def test_v2_object_arrays_with_vlen_bytes_written_for_zarr_python(tmp_path: Path
 
     values = np.array([b"a", b"\x00bb", b"", b"ccc", b"d"], dtype=object)
     arr = aiozarr.create_array(
-        tmp_path / "b.zarr", shape=(5,), dtype=object, chunks=(2,),
-        filters=[numcodecs.VLenBytes()], zarr_format=2,
+        tmp_path / "b.zarr",
+        shape=(5,),
+        dtype=object,
+        chunks=(2,),
+        filters=[numcodecs.VLenBytes()],
+        zarr_format=2,
     )
     arr[:] = values  # the broadcast input is read-only: numcodecs must get a copy
     got = zarr.open_array(tmp_path / "b.zarr", mode="r")[:]

@@ -181,8 +181,12 @@ def test_nested_sharding_both_ways(tmp_path: Path) -> None:
         codecs=[zarr.codecs.ShardingCodec(chunk_shape=(4, 4), codecs=[zarr.codecs.BytesCodec()])],
     )
     z = zarr.create_array(
-        store=str(tmp_path / "zp.zarr"), shape=data.shape, dtype="i4", chunks=(16, 16),
-        serializer=nested, compressors=None,
+        store=str(tmp_path / "zp.zarr"),
+        shape=data.shape,
+        dtype="i4",
+        chunks=(16, 16),
+        serializer=nested,
+        compressors=None,
     )
     z[...] = data
     arr = aiozarr.open_array(str(tmp_path / "zp.zarr"))

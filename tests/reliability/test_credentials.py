@@ -58,7 +58,10 @@ def test_a_pickled_array_holds_no_secret_and_the_reader_signs_with_its_own_keys(
     keys = {"AWS_ACCESS_KEY_ID": "worker", "AWS_SECRET_ACCESS_KEY": "its-own"}
     clean = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     worker = subprocess.run(
-        [sys.executable, "-c", read], env={**clean, **keys}, capture_output=True, text=True,
+        [sys.executable, "-c", read],
+        env={**clean, **keys},
+        capture_output=True,
+        text=True,
         timeout=60,
     )
     assert worker.stdout.strip() == "[0, 1, 2, 3, 4, 5]", worker.stderr

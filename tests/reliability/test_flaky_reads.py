@@ -34,8 +34,12 @@ SHARD_BYTES = 64 * 64 * 8
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("flaky")
     arr = aiozarr.create_array(
-        LocalStore(root / "a.zarr"), shape=DATA.shape, dtype="f8", chunks=(16, 16),
-        shards=(64, 64), compressors=[{"name": "zstd"}],
+        LocalStore(root / "a.zarr"),
+        shape=DATA.shape,
+        dtype="f8",
+        chunks=(16, 16),
+        shards=(64, 64),
+        compressors=[{"name": "zstd"}],
     )
     arr[...] = DATA
     return root
@@ -50,8 +54,12 @@ async def test_every_read_is_exact_under_a_seeded_fault_mix(
     # 16 tries: the 20 reads here send ~600 requests that fail 27 % of the time; the
     # default's 10 give each a 2e-6 chance of giving up, this test's runs 1e-9.
     settings = config.set(
-        read_ahead_fraction=ahead, max_request_bytes=part, retry_attempts=16,
-        retry_base_delay_s=0.002, retry_max_delay_s=0.05, hedge_min_delay_s=0.05,
+        read_ahead_fraction=ahead,
+        max_request_bytes=part,
+        retry_attempts=16,
+        retry_base_delay_s=0.002,
+        retry_max_delay_s=0.05,
+        hedge_min_delay_s=0.05,
     )
     faults = 0
     with settings:
@@ -59,8 +67,9 @@ async def test_every_read_is_exact_under_a_seeded_fault_mix(
             async with Emulator(root, latency_ms=1, seed=seed) as emulator:
                 for kind, rate in MIX:
                     emulator.inject(kind, rate=rate, methods=["GET"], delay_s=1.0)
-                store = from_url(emulator.s3_url("a.zarr"),
-                                 storage_options=emulator.storage_options())
+                store = from_url(
+                    emulator.s3_url("a.zarr"), storage_options=emulator.storage_options()
+                )
                 arr = await aiozarr.open_array_async(store, mode="r")
                 got = await arr.getitem(...)
                 assert np.array_equal(got, DATA), f"seed {seed}"

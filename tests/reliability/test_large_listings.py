@@ -49,8 +49,9 @@ def big_prefix(emulator_server: Emulator) -> Iterator[str]:
 
 
 def _store(emulator: Emulator, prefix: str) -> ObjectStore:
-    return ObjectStore(obstore.store.S3Store(emulator.bucket, prefix=prefix,
-                                             **emulator.storage_options()))
+    return ObjectStore(
+        obstore.store.S3Store(emulator.bucket, prefix=prefix, **emulator.storage_options())
+    )
 
 
 def _faults_midway(emulator: Emulator, stop: threading.Event) -> threading.Thread:

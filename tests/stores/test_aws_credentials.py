@@ -35,16 +35,30 @@ from aiozarr.storage.credentials import ProfileCredentials
 from aiozarr.storage.url import from_url
 
 ENVIRONMENT = (
-    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-    "AWS_DEFAULT_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN",
-    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-    "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3",
-    "AWS_ENDPOINT", "AWS_METADATA_ENDPOINT", "AWS_CONFIG_FILE",
-    "AWS_SHARED_CREDENTIALS_FILE", "AWS_REQUEST_PAYER", "AWS_SKIP_SIGNATURE",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_ROLE_ARN",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+    "AWS_ENDPOINT",
+    "AWS_METADATA_ENDPOINT",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_REQUEST_PAYER",
+    "AWS_SKIP_SIGNATURE",
 )
 DENIED_KEY = "AKDENIED"
-DENIED = (b"<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code>"
-          b"<Message>Access Denied</Message></Error>")
+DENIED = (
+    b'<?xml version="1.0"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>'
+)
 
 
 @dataclass
@@ -98,10 +112,15 @@ def _metadata(recorder: Recorder, request: web.Request) -> web.Response:
         return web.Response(text=recorder.role)
     if request.path == roles + recorder.role and recorder.role:
         expires = (datetime.now(UTC) + timedelta(hours=6)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return web.json_response({
-            "Code": "Success", "AccessKeyId": "ASIAINSTANCE", "SecretAccessKey": "s",
-            "Token": "instance-token", "Expiration": expires,
-        })
+        return web.json_response(
+            {
+                "Code": "Success",
+                "AccessKeyId": "ASIAINSTANCE",
+                "SecretAccessKey": "s",
+                "Token": "instance-token",
+                "Expiration": expires,
+            }
+        )
     return web.Response(status=404)
 
 
@@ -155,8 +174,7 @@ def write(path: Path, text: str) -> Path:
 
 
 def s3(recorder: Recorder, **options: Any) -> Any:
-    return from_url("s3://bucket/data.zarr", storage_options={"endpoint": recorder.url,
-                                                              **options})
+    return from_url("s3://bucket/data.zarr", storage_options={"endpoint": recorder.url, **options})
 
 
 async def read(store: Any) -> bytes:
@@ -203,9 +221,13 @@ async def test_the_default_profile_is_used_without_aws_profile(
 async def test_config_file_keys_with_a_session_token(
     home: Path, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = write(home / "elsewhere.ini", (
-        "[profile temp]\naws_access_key_id = ASIATEMP\naws_secret_access_key = t\n"
-        "aws_session_token = session-token-1\n"))
+    config = write(
+        home / "elsewhere.ini",
+        (
+            "[profile temp]\naws_access_key_id = ASIATEMP\naws_secret_access_key = t\n"
+            "aws_session_token = session-token-1\n"
+        ),
+    )
     monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(home / "missing"))
     await read(s3(recorder, profile="temp"))
@@ -271,9 +293,13 @@ async def test_a_role_profile_is_assumed_through_boto3_with_stss_answer(
 ) -> None:
     pytest.importorskip("boto3")
     write(home / ".aws" / "credentials", KEYS)
-    write(home / ".aws" / "config", (
-        "[profile reader]\nrole_arn = arn:aws:iam::123456789012:role/reader\n"
-        "source_profile = analysis\nregion = eu-north-1\n"))
+    write(
+        home / ".aws" / "config",
+        (
+            "[profile reader]\nrole_arn = arn:aws:iam::123456789012:role/reader\n"
+            "source_profile = analysis\nregion = eu-north-1\n"
+        ),
+    )
     monkeypatch.setenv("AWS_ENDPOINT_URL_STS", moto_server)  # boto3 asks moto's STS
     monkeypatch.setenv("AWS_PROFILE", "reader")
     await read(s3(recorder))
@@ -284,9 +310,7 @@ async def test_a_role_profile_is_assumed_through_boto3_with_stss_answer(
     assert b"ASIA" not in pickle.dumps(s3(recorder))
 
 
-async def test_a_credential_process_profile_through_boto3(
-    home: Path, recorder: Recorder
-) -> None:
+async def test_a_credential_process_profile_through_boto3(home: Path, recorder: Recorder) -> None:
     pytest.importorskip("boto3")
     answer = {"Version": 1, "AccessKeyId": "AKPROCESS", "SecretAccessKey": "p"}
     script = write(home / "creds.py", f"print({json.dumps(answer)!r})\n")
@@ -299,8 +323,10 @@ async def test_a_credential_process_profile_through_boto3(
 def test_without_boto3_a_role_profile_says_which_extra_to_install(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    write(home / ".aws" / "config", (
-        "[profile sso]\nsso_session = corp\nsso_account_id = 1\nsso_role_name = r\n"))
+    write(
+        home / ".aws" / "config",
+        ("[profile sso]\nsso_session = corp\nsso_account_id = 1\nsso_role_name = r\n"),
+    )
     monkeypatch.setitem(sys.modules, "boto3", None)  # an environment without boto3
     with pytest.raises(StoreError, match=r"profile 'sso' .* sso_session.*'aiozarr\[aws\]'"):
         from_url("s3://bucket/x", storage_options={"profile": "sso"})
@@ -361,8 +387,10 @@ def test_use_ssl_false_sends_requests_over_http(home: Path) -> None:
     assert store.obstore.config["endpoint"] == "http://s3.eu-west-1.amazonaws.com"
     assert store.obstore.client_options["allow_http"] in (True, "true")
     # As for boto3, an endpoint given keeps its scheme; use_ssl=True changes nothing.
-    kept = from_url("s3://bucket/x", storage_options={
-        "use_ssl": False, "endpoint_url": "https://minio.example:9000"})
+    kept = from_url(
+        "s3://bucket/x",
+        storage_options={"use_ssl": False, "endpoint_url": "https://minio.example:9000"},
+    )
     assert kept.obstore.config["endpoint"] == "https://minio.example:9000"
     default = from_url("s3://bucket/x", storage_options={"use_ssl": True})
     assert "endpoint" not in default.obstore.config
@@ -370,13 +398,11 @@ def test_use_ssl_false_sends_requests_over_http(home: Path) -> None:
         from_url("s3://bucket/x", storage_options={"use_ssl": "sometimes"})
 
 
-async def test_the_command_lines_spellings_reach_the_store(
-    home: Path, recorder: Recorder
-) -> None:
+async def test_the_command_lines_spellings_reach_the_store(home: Path, recorder: Recorder) -> None:
     write(home / ".aws" / "credentials", KEYS)
     options = parse_storage_options(
-        ["profile=analysis", "requester_pays=true", "use_ssl=false",
-         f"endpoint_url={recorder.url}"])
+        ["profile=analysis", "requester_pays=true", "use_ssl=false", f"endpoint_url={recorder.url}"]
+    )
     await read(from_url("s3://bucket/data.zarr", storage_options=options))
     assert recorder.credential() == "AKANALYSIS"
     assert recorder.headers()["x-amz-request-payer"] == "requester"
@@ -395,16 +421,17 @@ async def test_an_anonymous_refusal_says_so_and_names_the_ways_to_give_credentia
     assert "Authorization" not in recorder.headers()
     assert "cannot read 'zarr.json' in s3://bucket/data.zarr" in message
     assert "refused an anonymous request (403 Forbidden, AccessDenied)" in message
-    for way in ("AWS_PROFILE", "profile=", "AWS_ACCESS_KEY_ID", "key and secret",
-                "anon=True"):
+    for way in ("AWS_PROFILE", "profile=", "AWS_ACCESS_KEY_ID", "key and secret", "anon=True"):
         assert way in message, way
 
 
 async def test_a_signed_refusal_names_where_the_credentials_came_from(
     home: Path, recorder: Recorder
 ) -> None:
-    write(home / ".aws" / "credentials",
-          f"[default]\naws_access_key_id = {DENIED_KEY}\naws_secret_access_key = d\n")
+    write(
+        home / ".aws" / "credentials",
+        f"[default]\naws_access_key_id = {DENIED_KEY}\naws_secret_access_key = d\n",
+    )
     with pytest.raises(StoreError) as info:
         await read(s3(recorder))
     message = str(info.value)
@@ -424,7 +451,9 @@ def test_profile_credentials_read_the_files_of_the_process_asking(
     write(home / ".aws" / "credentials", KEYS)
     answer = provider()
     assert (answer["access_key_id"], answer["secret_access_key"]) == (
-        "AKANALYSIS", "analysis-secret")
+        "AKANALYSIS",
+        "analysis-secret",
+    )
     assert answer["expires_at"] > datetime.now(UTC)
     write(home / ".aws" / "credentials", "[analysis]\nregion = x\n")
     with pytest.raises(StoreError, match="holds no credentials"):

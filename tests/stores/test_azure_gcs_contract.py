@@ -49,8 +49,10 @@ async def test_azure_url_is_rooted_at_its_path(
     scheme: str, azure_options: dict[str, Any], azure_store: Callable[..., ObjectStore]
 ) -> None:
     prefix = unique_prefix()
-    store = from_url(f"{scheme}://{AZURE_CONTAINER}/{prefix}/data.zarr",
-                     storage_options=_url_options(azure_options))
+    store = from_url(
+        f"{scheme}://{AZURE_CONTAINER}/{prefix}/data.zarr",
+        storage_options=_url_options(azure_options),
+    )
     assert isinstance(store, ObjectStore)
     await store.set("c/0", b"chunk")
     assert bytes(await store.get("c/0", ByteRange.last(3))) == b"unk"
@@ -60,19 +62,21 @@ async def test_azure_url_is_rooted_at_its_path(
     assert bytes(await plain.get("data.zarr/c/0")) == b"chunk"
 
 
-async def test_azure_url_read_only(azure_options: dict[str, Any],
-                                   azure_store: Callable[..., ObjectStore]) -> None:
+async def test_azure_url_read_only(
+    azure_options: dict[str, Any], azure_store: Callable[..., ObjectStore]
+) -> None:
     prefix = unique_prefix()
     await azure_store(prefix=prefix).set("k", b"v")
-    store = from_url(f"az://{AZURE_CONTAINER}/{prefix}",
-                     storage_options=_url_options(azure_options), read_only=True)
+    store = from_url(
+        f"az://{AZURE_CONTAINER}/{prefix}",
+        storage_options=_url_options(azure_options),
+        read_only=True,
+    )
     assert store.read_only
     assert bytes(await store.get("k")) == b"v"
 
 
-async def test_azure_missing_container_is_an_error(
-    azure_store: Callable[..., ObjectStore]
-) -> None:
+async def test_azure_missing_container_is_an_error(azure_store: Callable[..., ObjectStore]) -> None:
     store = azure_store(container="no-such-container")
     with pytest.raises(StoreError, match="no-such-container"):
         await store.get("k")
@@ -82,8 +86,9 @@ async def test_azure_missing_container_is_an_error(
 
 async def test_azure_wrong_key_is_an_error(azure_options: dict[str, Any]) -> None:
     options = dict(azure_options, account_key="d3Jvbmcga2V5")  # base64 of "wrong key"
-    store = from_url(f"az://{AZURE_CONTAINER}/{unique_prefix()}",
-                     storage_options=_url_options(options))
+    store = from_url(
+        f"az://{AZURE_CONTAINER}/{unique_prefix()}", storage_options=_url_options(options)
+    )
     with pytest.raises(StoreError) as caught:
         await store.get("some/key")
     assert "some/key" in str(caught.value)
@@ -92,7 +97,7 @@ async def test_azure_wrong_key_is_an_error(azure_options: dict[str, Any]) -> Non
 
 
 async def test_azure_repr_names_account_and_container(
-    azure_store: Callable[..., ObjectStore]
+    azure_store: Callable[..., ObjectStore],
 ) -> None:
     text = repr(azure_store(prefix="p/q"))
     assert f"{AZURITE_ACCOUNT}/{AZURE_CONTAINER}/p/q" in text
@@ -107,8 +112,10 @@ async def test_gcs_url_is_rooted_at_its_path(
     scheme: str, emulator: Emulator, gcs_options: dict[str, Any]
 ) -> None:
     prefix = unique_prefix()
-    store = from_url(f"{scheme}://{emulator.bucket}/{prefix}/data.zarr",
-                     storage_options=_url_options(gcs_options))
+    store = from_url(
+        f"{scheme}://{emulator.bucket}/{prefix}/data.zarr",
+        storage_options=_url_options(gcs_options),
+    )
     await store.set("c/0", b"chunk")
     assert bytes(await store.get("c/0", ByteRange.of(1, 2))) == b"hu"
     assert [k async for k in store.list_prefix("")] == ["c/0"]
@@ -119,8 +126,9 @@ async def test_gcs_public_read_needs_no_credentials(emulator: Emulator) -> None:
     prefix = unique_prefix()
     (emulator.root / prefix).mkdir()
     (emulator.root / prefix / "zarr.json").write_bytes(b"{}")
-    store = from_url(f"gs://{emulator.bucket}/{prefix}",
-                     storage_options={"base_url": emulator.endpoint})
+    store = from_url(
+        f"gs://{emulator.bucket}/{prefix}", storage_options={"base_url": emulator.endpoint}
+    )
     assert bytes(await store.get("zarr.json")) == b"{}"
     assert await store.get("missing") is None
 
@@ -141,10 +149,14 @@ async def test_gcs_url_with_a_token_signs_reads() -> None:
     await site.start()
     try:
         port = runner.addresses[0][1]
-        store = from_url("gs://bucket/data.zarr",
-                         storage_options={"base_url": f"http://127.0.0.1:{port}",
-                                          "bearer_token": "secret-token",
-                                          "client_options": {"allow_http": True}})
+        store = from_url(
+            "gs://bucket/data.zarr",
+            storage_options={
+                "base_url": f"http://127.0.0.1:{port}",
+                "bearer_token": "secret-token",
+                "client_options": {"allow_http": True},
+            },
+        )
         assert await store.get("zarr.json") is None
         assert seen == ["Bearer secret-token"]
     finally:

@@ -74,11 +74,19 @@ async def test_forbidden(emulator: Emulator) -> None:
 
 async def test_unreachable_endpoint(closed_port: int) -> None:
     endpoint = f"http://127.0.0.1:{closed_port}"
-    store = ObjectStore(S3Store("bucket", endpoint=endpoint, region="us-east-1",
-                                skip_signature=True, client_options={"allow_http": True},
-                                retry_config=FAST_RETRY))
-    http = ObjectStore(HTTPStore(f"{endpoint}/data", client_options={"allow_http": True},
-                                 retry_config=FAST_RETRY))
+    store = ObjectStore(
+        S3Store(
+            "bucket",
+            endpoint=endpoint,
+            region="us-east-1",
+            skip_signature=True,
+            client_options={"allow_http": True},
+            retry_config=FAST_RETRY,
+        )
+    )
+    http = ObjectStore(
+        HTTPStore(f"{endpoint}/data", client_options={"allow_http": True}, retry_config=FAST_RETRY)
+    )
     with config.set(retry_attempts=2, retry_base_delay_s=0.001, retry_max_delay_s=0.01):
         with pytest.raises(StoreError, match=rf"'c/0'.*{endpoint}.*connection refused"):
             await store.get("c/0")
@@ -88,9 +96,15 @@ async def test_unreachable_endpoint(closed_port: int) -> None:
 
 async def test_credentials_never_in_messages(emulator: Emulator) -> None:
     options = {k: v for k, v in emulator.storage_options().items() if k != "skip_signature"}
-    store = ObjectStore(S3Store("no-such-bucket", access_key_id="AKIDSECRETID",
-                                secret_access_key="hunter2-secret", retry_config=FAST_RETRY,
-                                **options))
+    store = ObjectStore(
+        S3Store(
+            "no-such-bucket",
+            access_key_id="AKIDSECRETID",
+            secret_access_key="hunter2-secret",
+            retry_config=FAST_RETRY,
+            **options,
+        )
+    )
     with pytest.raises(StoreError) as info:
         await store.get("k")
     for text in (str(info.value), repr(store)):
@@ -151,6 +165,7 @@ def test_store_error_is_an_os_error() -> None:
     assert issubclass(StoreError, OSError)
 
 
-async def test_emulator_fixture_resets(emulator_s3_store: Callable[..., ObjectStore],
-                                       emulator: Emulator) -> None:
+async def test_emulator_fixture_resets(
+    emulator_s3_store: Callable[..., ObjectStore], emulator: Emulator
+) -> None:
     assert emulator.stats()["requests"] == 0 and emulator.stats()["faults"] == 0

@@ -142,7 +142,12 @@ async def test_every_operation_is_counted() -> None:
     await counting.delete_many(["a/2"])
     await counting.delete_prefix("a/")
     assert counting.counts == {
-        "set": 3, "get": 2, "exists": 1, "getsize": 1, "list": 2, "delete": 2,
+        "set": 3,
+        "get": 2,
+        "exists": 1,
+        "getsize": 1,
+        "list": 2,
+        "delete": 2,
         "delete_prefix": 1,
     }
     assert counting.bytes_written == 8
@@ -162,7 +167,10 @@ async def test_batches_and_their_order() -> None:
         assert [i async for i, _ in answers] == [0]
     assert counting.batches == [first, second]
     assert counting.events == [
-        ("batch_start", 0), ("batch_end", 0), ("batch_start", 1), ("batch_end", 1)
+        ("batch_start", 0),
+        ("batch_end", 0),
+        ("batch_start", 1),
+        ("batch_end", 1),
     ]
 
 
@@ -172,7 +180,10 @@ async def test_concurrent_batches_show_as_overlapping_events() -> None:
         for _ in range(2):
             tg.start_soon(counting.get_partial_values, [RangeRequest("k")])
     assert [event for event, _ in counting.events] == [
-        "batch_start", "batch_start", "batch_end", "batch_end"
+        "batch_start",
+        "batch_start",
+        "batch_end",
+        "batch_end",
     ]
 
 
@@ -188,10 +199,11 @@ async def test_peak_inflight_is_bounded_by_the_inner_limiter() -> None:
     inner = DefaultRangesStore({f"k{i}": BLOB for i in range(10)}, max_concurrency=3)
     counting = CountingStore(inner)
     assert counting.budget is inner.budget
-    requests = [RangeRequest(f"k{i}", ByteRange.of(j * 100, 10)) for i in range(10)
-                for j in range(2)]
+    requests = [
+        RangeRequest(f"k{i}", ByteRange.of(j * 100, 10)) for i in range(10) for j in range(2)
+    ]
     answers = await counting.get_partial_values(requests)
-    assert [bytes(a) for a in answers] == [BLOB[r.byte_range.offset:][:10] for r in requests]
+    assert [bytes(a) for a in answers] == [BLOB[r.byte_range.offset :][:10] for r in requests]
     assert counting.counts["get"] == 20
     assert counting.peak_inflight == 3
     assert counting.inflight == 0
@@ -203,7 +215,11 @@ async def test_reset_forgets_everything() -> None:
     await counting.set("x", b"1")
     counting.reset()
     assert counting.stats() == {
-        "counts": {}, "requests": 0, "bytes_read": 0, "bytes_written": 0, "batches": 0,
+        "counts": {},
+        "requests": 0,
+        "bytes_read": 0,
+        "bytes_written": 0,
+        "batches": 0,
         "peak_inflight": 0,
     }
     assert counting.events == [] and counting.batches == []

@@ -37,8 +37,9 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
         yield session
 
 
-async def fetch(http: aiohttp.ClientSession, method: str, url: str, **kwargs: object
-                ) -> tuple[int, CIMultiDict[str], bytes]:
+async def fetch(
+    http: aiohttp.ClientSession, method: str, url: str, **kwargs: object
+) -> tuple[int, CIMultiDict[str], bytes]:
     async with http.request(method, url, **kwargs) as resp:  # type: ignore[arg-type]
         return resp.status, CIMultiDict(resp.headers), await resp.read()
 
@@ -62,19 +63,27 @@ def error_code(body: bytes) -> str:
         ("bytes=0-1,5-6", 200, DATA, None),  # like S3: several ranges get the whole object
     ],
 )
-async def test_get_ranges(emu: Emulator, http: aiohttp.ClientSession, header: str | None,
-                          status: int, expected: bytes, content_range: str | None) -> None:
+async def test_get_ranges(
+    emu: Emulator,
+    http: aiohttp.ClientSession,
+    header: str | None,
+    status: int,
+    expected: bytes,
+    content_range: str | None,
+) -> None:
     headers = {"Range": header} if header else {}
-    got_status, got_headers, body = await fetch(http, "GET", emu.http_url("a/data"),
-                                                headers=headers)
+    got_status, got_headers, body = await fetch(
+        http, "GET", emu.http_url("a/data"), headers=headers
+    )
     assert (got_status, body) == (status, expected)
     assert got_headers.get("Content-Range") == content_range
     assert got_headers["Content-Length"] == str(len(expected))
 
 
 @pytest.mark.parametrize("header", ["bytes=100-", "bytes=150-160", "bytes=-0"])
-async def test_unsatisfiable_range_is_416(emu: Emulator, http: aiohttp.ClientSession,
-                                          header: str) -> None:
+async def test_unsatisfiable_range_is_416(
+    emu: Emulator, http: aiohttp.ClientSession, header: str
+) -> None:
     status, _, body = await fetch(http, "GET", emu.http_url("a/data"), headers={"Range": header})
     assert status == 416
     assert error_code(body) == "InvalidRange"
@@ -115,8 +124,13 @@ async def test_key_cannot_escape_root(emu: Emulator, http: aiohttp.ClientSession
 
 
 async def test_put_get_delete(emu: Emulator, http: aiohttp.ClientSession) -> None:
-    status, headers, _ = await fetch(http, "PUT", emu.http_url("x/y/z"), data=b"hello",
-                                     headers={"Authorization": "AWS4-HMAC-SHA256 ignored"})
+    status, headers, _ = await fetch(
+        http,
+        "PUT",
+        emu.http_url("x/y/z"),
+        data=b"hello",
+        headers={"Authorization": "AWS4-HMAC-SHA256 ignored"},
+    )
     assert status == 200 and "ETag" in headers
     assert (emu.root / "x" / "y" / "z").read_bytes() == b"hello"
     assert (await fetch(http, "GET", emu.http_url("x/y/z")))[2] == b"hello"
@@ -126,28 +140,36 @@ async def test_put_get_delete(emu: Emulator, http: aiohttp.ClientSession) -> Non
 
 
 async def test_put_aws_chunked_payload(emu: Emulator, http: aiohttp.ClientSession) -> None:
-    body = (b"5;chunk-signature=abc\r\nhello\r\n3;chunk-signature=def\r\n!!!\r\n"
-            b"0;chunk-signature=0\r\n\r\n")
+    body = (
+        b"5;chunk-signature=abc\r\nhello\r\n3;chunk-signature=def\r\n!!!\r\n"
+        b"0;chunk-signature=0\r\n\r\n"
+    )
     headers = {"x-amz-content-sha256": "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"}
     assert (await fetch(http, "PUT", emu.http_url("chunked"), data=body, headers=headers))[0] == 200
     assert (emu.root / "chunked").read_bytes() == b"hello!!!"
 
 
 async def test_put_aws_chunked_payload_streamed_in_odd_pieces(
-        emu: Emulator, http: aiohttp.ClientSession) -> None:
+    emu: Emulator, http: aiohttp.ClientSession
+) -> None:
     """A large framed body goes to a temp file as it comes: frames cut across pieces."""
     payload = bytes(range(256)) * (3 * 4096 + 7)  # ~3 MiB: past the in-memory limit
-    framed = b"".join(b"%x;chunk-signature=s\r\n" % len(payload[i : i + 65_536])
-                      + payload[i : i + 65_536] + b"\r\n"
-                      for i in range(0, len(payload), 65_536)) + b"0;chunk-signature=s\r\n\r\n"
+    framed = (
+        b"".join(
+            b"%x;chunk-signature=s\r\n" % len(payload[i : i + 65_536])
+            + payload[i : i + 65_536]
+            + b"\r\n"
+            for i in range(0, len(payload), 65_536)
+        )
+        + b"0;chunk-signature=s\r\n\r\n"
+    )
 
     async def pieces() -> AsyncIterator[bytes]:
         for i in range(0, len(framed), 40_009):
             yield framed[i : i + 40_009]
 
     headers = {"x-amz-content-sha256": "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"}
-    status, _, _ = await fetch(http, "PUT", emu.http_url("framed"), data=pieces(),
-                               headers=headers)
+    status, _, _ = await fetch(http, "PUT", emu.http_url("framed"), data=pieces(), headers=headers)
     assert status == 200
     assert (emu.root / "framed").read_bytes() == payload
     assert emu.stats()["bytes_written"] == len(framed)
@@ -156,8 +178,10 @@ async def test_put_aws_chunked_payload_streamed_in_odd_pieces(
 async def test_delete_objects(emu: Emulator, http: aiohttp.ClientSession) -> None:
     for name in ("k1", "k2"):
         (emu.root / name).write_bytes(b"x")
-    xml = ('<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Object><Key>k1</Key>'
-           "</Object><Object><Key>k2</Key></Object><Object><Key>missing</Key></Object></Delete>")
+    xml = (
+        '<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Object><Key>k1</Key>'
+        "</Object><Object><Key>k2</Key></Object><Object><Key>missing</Key></Object></Delete>"
+    )
     status, _, body = await fetch(http, "POST", f"{emu.endpoint}/{emu.bucket}?delete", data=xml)
     assert status == 200
     deleted = [e.text for e in ElementTree.fromstring(body).iter(f"{NS}Key")]
@@ -187,8 +211,9 @@ async def test_multipart_upload_through_obstore(emu: Emulator) -> None:
 # -- listing -----------------------------------------------------------------------------
 
 
-async def list_v2(http: aiohttp.ClientSession, emu: Emulator, **params: str
-                  ) -> tuple[list[str], list[str], str | None]:
+async def list_v2(
+    http: aiohttp.ClientSession, emu: Emulator, **params: str
+) -> tuple[list[str], list[str], str | None]:
     query = {"list-type": "2", **params}
     status, _, body = await fetch(http, "GET", f"{emu.endpoint}/{emu.bucket}", params=query)
     assert status == 200
@@ -221,8 +246,9 @@ async def test_list_pagination(emu: Emulator, http: aiohttp.ClientSession) -> No
     token: str | None = None
     while True:
         extra = {"continuation-token": token} if token else {}
-        keys, prefixes, token = await list_v2(http, emu, prefix="p/", delimiter="/",
-                                              **{"max-keys": "3"}, **extra)
+        keys, prefixes, token = await list_v2(
+            http, emu, prefix="p/", delimiter="/", **{"max-keys": "3"}, **extra
+        )
         pages.append((keys, prefixes))
         if token is None:
             break
@@ -246,9 +272,15 @@ async def test_cors(emu: Emulator, http: aiohttp.ClientSession) -> None:
     assert headers["Access-Control-Allow-Origin"] == "*"
     assert "Content-Range" in headers["Access-Control-Expose-Headers"]
     status, headers, _ = await fetch(
-        http, "OPTIONS", emu.http_url("a/data"),
-        headers={"Origin": "http://viewer.example", "Access-Control-Request-Method": "GET",
-                 "Access-Control-Request-Headers": "range"})
+        http,
+        "OPTIONS",
+        emu.http_url("a/data"),
+        headers={
+            "Origin": "http://viewer.example",
+            "Access-Control-Request-Method": "GET",
+            "Access-Control-Request-Headers": "range",
+        },
+    )
     assert status == 204
     assert headers["Access-Control-Allow-Origin"] == "*"
     assert "GET" in headers["Access-Control-Allow-Methods"]
@@ -278,8 +310,7 @@ async def test_counters(emu: Emulator, http: aiohttp.ClientSession) -> None:
     assert emu.stats()["requests"] == 0
 
 
-async def test_latency_holds_requests_in_flight(emu: Emulator,
-                                                http: aiohttp.ClientSession) -> None:
+async def test_latency_holds_requests_in_flight(emu: Emulator, http: aiohttp.ClientSession) -> None:
     emu.set_latency(30_000)  # far past the test: the five are held however slow it runs
     gets = [asyncio.ensure_future(fetch(http, "GET", emu.http_url("a/data"))) for _ in range(5)]
     try:
@@ -301,13 +332,18 @@ async def test_control_endpoints(emu: Emulator, http: aiohttp.ClientSession) -> 
     await fetch(http, "GET", emu.http_url("a/data"))
     status, _, body = await fetch(http, "GET", f"{emu.endpoint}/_emulator/stats")
     assert status == 200 and json.loads(body)["requests"] == 1
-    status, _, body = await fetch(http, "POST", f"{emu.endpoint}/_emulator/faults",
-                                  json={"kind": "status", "status": 500, "count": 1})
+    status, _, body = await fetch(
+        http,
+        "POST",
+        f"{emu.endpoint}/_emulator/faults",
+        json={"kind": "status", "status": 500, "count": 1},
+    )
     assert status == 200 and json.loads(body)[0]["status"] == 500
     assert (await fetch(http, "GET", emu.http_url("a/data")))[0] == 500
     assert (await fetch(http, "GET", emu.http_url("a/data")))[0] == 200
-    status, _, _ = await fetch(http, "POST", f"{emu.endpoint}/_emulator/faults",
-                               json={"kind": "nonsense"})
+    status, _, _ = await fetch(
+        http, "POST", f"{emu.endpoint}/_emulator/faults", json={"kind": "nonsense"}
+    )
     assert status == 400
     await fetch(http, "POST", f"{emu.endpoint}/_emulator/latency", json={"ms": 5})
     assert emu.stats()["latency_ms"] == 5
@@ -395,8 +431,9 @@ async def test_truncate_fault(emu: Emulator, http: aiohttp.ClientSession) -> Non
 
 async def test_slow_fault_still_delivers(emu: Emulator, http: aiohttp.ClientSession) -> None:
     emu.inject("slow", count=1, delay_s=0.05)
-    status, _, body = await fetch(http, "GET", emu.http_url("a/data"),
-                                  headers={"Range": "bytes=1-50"})
+    status, _, body = await fetch(
+        http, "GET", emu.http_url("a/data"), headers={"Range": "bytes=1-50"}
+    )
     assert (status, body) == (206, DATA[1:51])
     assert emu.stats()["faults"] == 1
 
@@ -410,8 +447,9 @@ async def headers_and_body_times(http: aiohttp.ClientSession, url: str) -> tuple
     return headers_at, time.monotonic() - began
 
 
-async def test_late_fault_holds_back_the_first_byte(emu: Emulator,
-                                                    http: aiohttp.ClientSession) -> None:
+async def test_late_fault_holds_back_the_first_byte(
+    emu: Emulator, http: aiohttp.ClientSession
+) -> None:
     emu.inject("late", count=1, delay_s=1.0)
     headers_at, done_at = await headers_and_body_times(http, emu.http_url("a/data"))
     assert headers_at >= 1.0
@@ -419,8 +457,9 @@ async def test_late_fault_holds_back_the_first_byte(emu: Emulator,
     assert emu.stats()["faults"] == 1
 
 
-async def test_a_late_answer_is_dropped_when_its_client_goes(emu: Emulator,
-                                                              http: aiohttp.ClientSession) -> None:
+async def test_a_late_answer_is_dropped_when_its_client_goes(
+    emu: Emulator, http: aiohttp.ClientSession
+) -> None:
     emu.inject("late", count=1, delay_s=30.0)
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(fetch(http, "GET", emu.http_url("a/data")), 0.2)
@@ -428,7 +467,8 @@ async def test_a_late_answer_is_dropped_when_its_client_goes(emu: Emulator,
 
 
 async def test_a_request_begun_before_a_reset_is_not_in_the_next_peak(
-        emu: Emulator, http: aiohttp.ClientSession) -> None:
+    emu: Emulator, http: aiohttp.ClientSession
+) -> None:
     # A straggler of one test must not count in the next test's peak of requests.
     emu.inject("late", count=1, delay_s=30.0)
     straggler = asyncio.ensure_future(fetch(http, "GET", emu.http_url("a/data")))
@@ -456,7 +496,8 @@ async def until_idle(emu: Emulator) -> None:
 
 
 async def test_an_answer_held_for_latency_is_dropped_when_its_client_goes(
-        emu: Emulator, http: aiohttp.ClientSession, caplog: pytest.LogCaptureFixture) -> None:
+    emu: Emulator, http: aiohttp.ClientSession, caplog: pytest.LogCaptureFixture
+) -> None:
     # The abandoned copy of a hedged read meets the slow tail: it must not count as in
     # flight for the whole of its wait, nor end as a server error.
     emu.set_latency(30_000)
@@ -467,7 +508,8 @@ async def test_an_answer_held_for_latency_is_dropped_when_its_client_goes(
 
 
 async def test_a_client_gone_mid_body_is_not_a_server_error(
-        tmp_path: Path, http: aiohttp.ClientSession, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, http: aiohttp.ClientSession, caplog: pytest.LogCaptureFixture
+) -> None:
     (tmp_path / "big").write_bytes(b"z" * 4_000_000)
     async with Emulator(tmp_path, bandwidth_mbps=10) as emu:  # a 0.4 s body
         async with http.get(emu.http_url("big")) as response:
@@ -500,15 +542,17 @@ def test_addresses_and_options(tmp_path: Path) -> None:
 # -- `aiozarr serve` ---------------------------------------------------------------------
 
 
-async def test_serve_command(tmp_path: Path, http: aiohttp.ClientSession,
-                             capsys: pytest.CaptureFixture[str]) -> None:
+async def test_serve_command(
+    tmp_path: Path, http: aiohttp.ClientSession, capsys: pytest.CaptureFixture[str]
+) -> None:
     from aiozarr.cli.serve import build_parser, run_serve
 
     args = build_parser().parse_args([str(tmp_path), "--port", "0", "--latency-ms", "5"])
     assert (args.port, args.latency_ms, args.host) == (0, 5.0, "127.0.0.1")
     assert (args.bandwidth_mbps, args.tail_rate, args.tail_ms) == (0.0, 0.0, 200.0)
-    args = build_parser().parse_args([str(tmp_path), "--bandwidth-mbps", "90",
-                                      "--tail-rate", "0.02", "--tail-ms", "150"])
+    args = build_parser().parse_args(
+        [str(tmp_path), "--bandwidth-mbps", "90", "--tail-rate", "0.02", "--tail-ms", "150"]
+    )
     assert (args.bandwidth_mbps, args.tail_rate, args.tail_ms) == (90.0, 0.02, 150.0)
     help_text = build_parser().format_help()
     for option in ("--bandwidth-mbps", "--tail-rate", "--tail-ms", "--latency-ms"):
@@ -516,13 +560,25 @@ async def test_serve_command(tmp_path: Path, http: aiohttp.ClientSession,
     assert help_text.count("(default:") >= 7
     (tmp_path / "zarr.json").write_bytes(b"{}")
     started: asyncio.Future[Emulator] = asyncio.get_running_loop().create_future()
-    task = asyncio.create_task(run_serve(tmp_path, port=0, latency_ms=5, bandwidth_mbps=90,
-                                         tail_rate=0.02, tail_ms=150,
-                                         on_start=started.set_result))
+    task = asyncio.create_task(
+        run_serve(
+            tmp_path,
+            port=0,
+            latency_ms=5,
+            bandwidth_mbps=90,
+            tail_rate=0.02,
+            tail_ms=150,
+            on_start=started.set_result,
+        )
+    )
     emu = await asyncio.wait_for(started, 30)
     assert emu.bucket == tmp_path.name
-    assert emu.network() == {"latency_ms": 5, "bandwidth_mbps": 90, "tail_rate": 0.02,
-                             "tail_ms": 150}
+    assert emu.network() == {
+        "latency_ms": 5,
+        "bandwidth_mbps": 90,
+        "tail_rate": 0.02,
+        "tail_ms": 150,
+    }
     assert (await fetch(http, "GET", emu.http_url("zarr.json")))[2] == b"{}"
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -559,8 +615,9 @@ async def test_bandwidth_caps_each_response(tmp_path: Path, http: aiohttp.Client
         # Two responses at once each get the full rate: together they move twice the
         # bytes of one in less time than one connection would need for both.
         emu.reset_stats()
-        (a, got_a), (b, got_b) = await asyncio.gather(timed_get(http, emu.http_url("big")),
-                                                      timed_get(http, emu.http_url("big")))
+        (a, got_a), (b, got_b) = await asyncio.gather(
+            timed_get(http, emu.http_url("big")), timed_get(http, emu.http_url("big"))
+        )
         assert got_a == got_b == body
         assert emu.stats()["peak_inflight"] == 2
         assert min(a, b) >= 0.99 * len(body) / 40e6
@@ -568,7 +625,8 @@ async def test_bandwidth_caps_each_response(tmp_path: Path, http: aiohttp.Client
 
 
 async def test_bandwidth_caps_a_body_streamed_from_its_file(
-        tmp_path: Path, http: aiohttp.ClientSession) -> None:
+    tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
     """Bodies over 16 MiB are sent from the open file piece by piece: paced all the same."""
     (tmp_path / "huge").write_bytes(b"z" * 20_000_000)
     async with Emulator(tmp_path, bandwidth_mbps=200) as emu:
@@ -589,36 +647,41 @@ async def test_bandwidth_caps_each_upload(tmp_path: Path, http: aiohttp.ClientSe
 
 
 async def test_bandwidth_applies_to_ranges_and_can_change(
-        tmp_path: Path, http: aiohttp.ClientSession) -> None:
+    tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
     (tmp_path / "big").write_bytes(b"x" * 2_000_000)
     async with Emulator(tmp_path) as emu:
         emu.set_network(bandwidth_mbps=20)
         started = asyncio.get_running_loop().time()
-        status, _, got = await fetch(http, "GET", emu.http_url("big"),
-                                     headers={"Range": "bytes=0-999999"})
+        status, _, got = await fetch(
+            http, "GET", emu.http_url("big"), headers={"Range": "bytes=0-999999"}
+        )
         assert (status, len(got)) == (206, 1_000_000)
         assert asyncio.get_running_loop().time() - started >= 0.99 * 1_000_000 / 20e6
         assert emu.network()["bandwidth_mbps"] == 20
-        status, _, got = await fetch(http, "POST", f"{emu.endpoint}/_emulator/network",
-                                     json={"bandwidth_mbps": 0, "tail_rate": 0.5})
+        status, _, got = await fetch(
+            http,
+            "POST",
+            f"{emu.endpoint}/_emulator/network",
+            json={"bandwidth_mbps": 0, "tail_rate": 0.5},
+        )
         assert status == 200 and json.loads(got)["tail_rate"] == 0.5
         assert emu.network()["bandwidth_mbps"] == 0
-        status, _, _ = await fetch(http, "POST", f"{emu.endpoint}/_emulator/network",
-                                   json={"tail_rate": 2})
+        status, _, _ = await fetch(
+            http, "POST", f"{emu.endpoint}/_emulator/network", json={"tail_rate": 2}
+        )
         assert status == 400
     with pytest.raises(ValueError, match="bandwidth_mbps"):
         Emulator(tmp_path, bandwidth_mbps=-1)
 
 
-async def test_slow_tail_fraction_is_binomial(tmp_path: Path,
-                                              http: aiohttp.ClientSession) -> None:
+async def test_slow_tail_fraction_is_binomial(tmp_path: Path, http: aiohttp.ClientSession) -> None:
     (tmp_path / "k").write_bytes(b"k")
     n, rate, tail_ms = 400, 0.1, 100
     async with Emulator(tmp_path, tail_rate=rate, tail_ms=tail_ms, seed=7) as emu:
         times: list[float] = []
         for _ in range(n // 20):
-            batch = await asyncio.gather(*(timed_get(http, emu.http_url("k"))
-                                           for _ in range(20)))
+            batch = await asyncio.gather(*(timed_get(http, emu.http_url("k")) for _ in range(20)))
             times += [t for t, _ in batch]
         tails = emu.stats()["tails"]
     # Binomial(400, 0.1): mean 40, sd 6; +-4 sd.
@@ -639,7 +702,8 @@ async def test_slow_tail_fraction_is_binomial(tmp_path: Path,
 
 
 async def test_get_serves_one_version_under_concurrent_puts(
-        tmp_path: Path, http: aiohttp.ClientSession) -> None:
+    tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
     sizes = [100_000, 300_000, 50_000, 200_000]
     versions = {size: bytes([i + 1]) * size for i, size in enumerate(sizes)}
     async with Emulator(tmp_path) as emu:
@@ -666,6 +730,9 @@ async def test_get_serves_one_version_under_concurrent_puts(
         results = [result for batch in batches for result in batch]
         stop.set()
         assert sum(await asyncio.gather(*putters)) > 10
-    torn = [(n, len(body)) for status, n, body in results
-            if status != 200 or n not in versions or body != versions[n]]
+    torn = [
+        (n, len(body))
+        for status, n, body in results
+        if status != 200 or n not in versions or body != versions[n]
+    ]
     assert torn == []

@@ -31,13 +31,21 @@ FAULT_RATE = 0.20 + 0.05 + 0.02  # requests that fail and need one more try each
 async def test_fault_matrix_reads_exact_bytes(emulator: Emulator) -> None:
     rng = random.Random(7)
     values = {f"shard/{i}": rng.randbytes(VALUE_BYTES) for i in range(KEYS)}
-    store = ObjectStore(S3Store(emulator.bucket, prefix=unique_prefix(),
-                                retry_config=FAST_RETRY, **emulator.storage_options()),
-                        max_concurrency=32)
+    store = ObjectStore(
+        S3Store(
+            emulator.bucket,
+            prefix=unique_prefix(),
+            retry_config=FAST_RETRY,
+            **emulator.storage_options(),
+        ),
+        max_concurrency=32,
+    )
     await store.set_many(values.items())
-    requests = [RangeRequest(key, ByteRange.of(j * (16 << 10) + rng.randrange(4096),
-                                               RANGE_BYTES))
-                for key in values for j in range(RANGES_PER_KEY)]
+    requests = [
+        RangeRequest(key, ByteRange.of(j * (16 << 10) + rng.randrange(4096), RANGE_BYTES))
+        for key in values
+        for j in range(RANGES_PER_KEY)
+    ]
     rng.shuffle(requests)
     emulator.reset_stats()
     store.reset_stats()
@@ -47,8 +55,13 @@ async def test_fault_matrix_reads_exact_bytes(emulator: Emulator) -> None:
     emulator.inject("truncate", rate=0.02, methods=["GET"])
     emulator.inject("slow", rate=0.01, methods=["GET"], delay_s=0.5)
 
-    with config.set(coalesce_gap_bytes=0, retry_attempts=12, retry_base_delay_s=0.002,
-                    retry_max_delay_s=0.02, hedge_min_delay_s=0.05):
+    with config.set(
+        coalesce_gap_bytes=0,
+        retry_attempts=12,
+        retry_base_delay_s=0.002,
+        retry_max_delay_s=0.02,
+        hedge_min_delay_s=0.05,
+    ):
         answers = await store.get_partial_values(requests)
 
     for request, answer in zip(requests, answers, strict=True):

@@ -174,7 +174,10 @@ async def test_ranges_of_one_key_are_one_open_and_one_thread_hop(
     ranges = [ByteRange.of(0, 4), ByteRange.of(100, 4), ByteRange.last(4), None]
     answers = await store.get_partial_values([RangeRequest("k", r) for r in ranges])
     assert [bytes(a) for a in answers] == [
-        bytes(range(4)), bytes(range(100, 104)), bytes(range(252, 256)), bytes(range(256))
+        bytes(range(4)),
+        bytes(range(100, 104)),
+        bytes(range(252, 256)),
+        bytes(range(256)),
     ]
     assert len(opened) == 1  # one open (one thread hop) for all four ranges
     assert len(opened[0]) == 4  # gap 0: nothing coalesced on local disk

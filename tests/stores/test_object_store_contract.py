@@ -175,8 +175,12 @@ async def test_http_store_reads(
     assert await store.get("g/c/1") is None
     assert await store.exists("g/c/0") and not await store.exists("g/c/1")
     got = await store.get_partial_values(
-        [RangeRequest("g/c/0", ByteRange.of(0, 2)), RangeRequest("g/c/0", ByteRange.last(2)),
-         RangeRequest("g/nope")])
+        [
+            RangeRequest("g/c/0", ByteRange.of(0, 2)),
+            RangeRequest("g/c/0", ByteRange.last(2)),
+            RangeRequest("g/nope"),
+        ]
+    )
     assert [None if g is None else bytes(g) for g in got] == [DATA[:2], DATA[-2:], None]
     with pytest.raises(ReadOnlyError):
         await store.set("g/c/1", b"x")

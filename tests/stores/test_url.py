@@ -17,12 +17,22 @@ from aiozarr.storage.object_store import ObjectStore
 from aiozarr.storage.url import from_url
 
 CREDENTIAL_ENV = (
-    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
     "AWS_DEFAULT_PROFILE",
-    "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-    "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_ROLE_ARN", "GOOGLE_APPLICATION_CREDENTIALS",
-    "GOOGLE_SERVICE_ACCOUNT", "GOOGLE_SERVICE_ACCOUNT_PATH", "GOOGLE_SERVICE_ACCOUNT_KEY",
-    "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_SAS_KEY", "AZURE_CLIENT_ID",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_ROLE_ARN",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "GOOGLE_SERVICE_ACCOUNT",
+    "GOOGLE_SERVICE_ACCOUNT_PATH",
+    "GOOGLE_SERVICE_ACCOUNT_KEY",
+    "AZURE_STORAGE_ACCOUNT_KEY",
+    "AZURE_STORAGE_SAS_KEY",
+    "AZURE_CLIENT_ID",
 )
 
 
@@ -39,8 +49,9 @@ def no_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 async def test_s3_on_the_emulator_rooted_at_the_path(emulator: Emulator) -> None:
     (emulator.root / "url-test" / "data.zarr").mkdir(parents=True, exist_ok=True)
     (emulator.root / "url-test" / "data.zarr" / "zarr.json").write_bytes(b"{}")
-    store = from_url(emulator.s3_url("url-test/data.zarr"),
-                     storage_options=emulator.storage_options())
+    store = from_url(
+        emulator.s3_url("url-test/data.zarr"), storage_options=emulator.storage_options()
+    )
     assert isinstance(store, ObjectStore) and store.writable
     assert bytes(await store.get("zarr.json")) == b"{}"
     await store.set("c/0", b"chunk")
@@ -66,9 +77,15 @@ async def test_fsspec_spellings(emulator: Emulator, no_credentials: None) -> Non
 
 
 async def test_s3_with_keys_on_moto(moto_server: str) -> None:
-    store = from_url(f"s3://{MOTO_BUCKET}/via-url", storage_options={
-        "key": "testing", "secret": "testing", "endpoint_url": moto_server,
-        "region_name": "us-east-1"})
+    store = from_url(
+        f"s3://{MOTO_BUCKET}/via-url",
+        storage_options={
+            "key": "testing",
+            "secret": "testing",
+            "endpoint_url": moto_server,
+            "region_name": "us-east-1",
+        },
+    )
     await store.set("k", b"signed")
     assert bytes(await store.get("k", ByteRange.last(6))) == b"signed"
     assert "testing" not in repr(store)
@@ -133,8 +150,7 @@ async def test_local_paths(tmp_path: Path, form: str) -> None:
         ("s3://public-bucket/data.zarr", "s3://public-bucket/data.zarr"),
     ],
 )
-def test_public_buckets_need_no_credentials(url: str, expected: str,
-                                            no_credentials: None) -> None:
+def test_public_buckets_need_no_credentials(url: str, expected: str, no_credentials: None) -> None:
     store = from_url(url)  # builds without network access or credentials
     assert isinstance(store, ObjectStore)
     assert repr(store).startswith(f"ObjectStore('{expected}")
@@ -169,8 +185,14 @@ def test_obstore_clients_are_built_once_per_url_options_and_credentials(
 
 
 def test_explicit_credentials_are_used_not_shown(no_credentials: None) -> None:
-    store = from_url("s3://bucket/x", storage_options={
-        "access_key_id": "AKIDSECRET", "secret_access_key": "hunter2", "region": "us-east-1"})
+    store = from_url(
+        "s3://bucket/x",
+        storage_options={
+            "access_key_id": "AKIDSECRET",
+            "secret_access_key": "hunter2",
+            "region": "us-east-1",
+        },
+    )
     assert "skip_signature" not in store.obstore.config
     assert "hunter2" not in repr(store) and "AKIDSECRET" not in repr(store)
 
@@ -192,8 +214,7 @@ def test_explicit_credentials_are_used_not_shown(no_credentials: None) -> None:
         ("https:/host/x", None, "no bucket or host after 'https:'"),
     ],
 )
-def test_bad_urls_and_options(url: str, options: dict[str, object] | None,
-                              message: str) -> None:
+def test_bad_urls_and_options(url: str, options: dict[str, object] | None, message: str) -> None:
     with pytest.raises(StoreError, match=message):
         from_url(url, storage_options=options)
 
@@ -202,8 +223,10 @@ async def test_retry_settings_come_from_config(closed_port: int) -> None:
     from aiozarr import config
 
     with config.set(retry_attempts=1, retry_base_delay_s=0.01, retry_max_delay_s=0.02):
-        store = from_url("s3://bucket/x", storage_options={
-            "endpoint": f"http://127.0.0.1:{closed_port}", "anon": True})
+        store = from_url(
+            "s3://bucket/x",
+            storage_options={"endpoint": f"http://127.0.0.1:{closed_port}", "anon": True},
+        )
     assert store.obstore.retry_config["max_retries"] == 0  # aiozarr retries, not obstore
     with pytest.raises(StoreError, match=f"127.0.0.1:{closed_port}"):
         await store.get("k")

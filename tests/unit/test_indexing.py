@@ -328,9 +328,7 @@ def test_one_int_per_axis_is_one_element_of_one_chunk() -> None:
         # the same projection as the general path takes for mixed int kinds
         general = basic_indexer(tuple(np.int64(i) for i in point), a.shape, chunks)
         assert list(indexer) == list(general)
-        np.testing.assert_array_equal(
-            indexer.chunk_coords_array(), general.chunk_coords_array()
-        )
+        np.testing.assert_array_equal(indexer.chunk_coords_array(), general.chunk_coords_array())
     for point in [(7, 0, 0), (0, -6, 0), (0, 0, 6)]:
         with pytest.raises(BoundsCheckError, match="out of bounds"):
             basic_indexer(point, a.shape, chunks)

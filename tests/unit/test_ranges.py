@@ -52,7 +52,9 @@ def test_plan_separate_ranges_with_gap_zero_stay_apart() -> None:
     assert sorted(r.offset for r in plan.fetch) == [0, 20, 40]
     blob = bytes(range(100))
     assert [bytes(v) for v in plan.slice_back(answer(blob, plan))] == [
-        blob[40:50], blob[0:10], blob[20:25]
+        blob[40:50],
+        blob[0:10],
+        blob[20:25],
     ]
 
 
@@ -71,7 +73,11 @@ def test_unbounded_ranges_are_their_own_requests_and_shared() -> None:
     assert plan.fetch == (ByteRange.last(8), None, ByteRange.from_offset(3))
     blob = bytes(range(30))
     assert [bytes(v) for v in plan.slice_back(answer(blob, plan))] == [
-        blob[-8:], blob, blob[-8:], blob[3:], blob
+        blob[-8:],
+        blob,
+        blob[-8:],
+        blob[3:],
+        blob,
     ]
 
 
