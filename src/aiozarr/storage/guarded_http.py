@@ -10,8 +10,11 @@ to another scheme, host or port carries none of the store's headers, and its cer
 is checked as by default (`allow_invalid_certificates` and `root_certificate` stay home).
 
 One GET per read (`Range` for a byte range, `bytes=-N` for a suffix), a HEAD for a size;
-the version of an answer is its ETag. Bodies are read as sent (no decompression) and a
-whole value is bounded by its `Content-Length` before its body is read. Each request has
+the version of an answer is its ETag. Bodies are read as sent (no decompression) and as
+they come, no further than needed: a whole value up to its bound (refused from its
+`Content-Length` unread), a `206` up to the length of the range asked for (its
+`Content-Range` must be that range, or that range clipped at the value's end), a `200`
+to a range up to the range's end. Anything longer is refused, its rest unread. Each request has
 the connection pool of its batch (`stream_versioned_values`), closed when the batch ends:
 no pool outlives a batch, so a store serves any event loop and leaves nothing to close.
 """
@@ -196,33 +199,16 @@ class GuardedHTTPStore(Store):
             if response.status not in (200, 206):
                 raise self._failed(key, response)
             version = response.headers.get("ETag")
-            if response.status == 200 or byte_range is None:
-                data = await self._whole_body(key, response, max_bytes)
-                if byte_range is not None:  # the server ignored Range: slice the value
-                    start, stop = byte_range.resolve(len(data))
-                    data = data[start:stop]
-                return memoryview(data), version
-            data = await response.read()
-            _check_partial(key, byte_range, response.headers.get("Content-Range", ""), len(data))
+            bound = memory_bytes() if max_bytes is None else max_bytes
+            if byte_range is None:
+                return memoryview(await _body(key, response, bound, self)), version
+            if response.status == 200:  # the server ignored Range: cut the range out
+                return memoryview(
+                    await _range_of_whole(key, response, byte_range, bound, self)
+                ), version
+            start, last = _check_partial(key, byte_range, response.headers.get("Content-Range", ""))
+            data = await _body(key, response, last + 1 - start, self, exact=True)
             return memoryview(data), version
-
-    async def _whole_body(
-        self, key: str, response: aiohttp.ClientResponse, max_bytes: int | None
-    ) -> bytes:
-        announced = response.content_length
-        bound = memory_bytes() if max_bytes is None else max_bytes
-        if announced is not None:
-            check_size(key, announced, bound, self)
-        parts: list[bytes] = []
-        got = 0
-        async for part in response.content.iter_any():  # no Content-Length: up to the bound
-            got += len(part)
-            check_size(key, got, bound, self)
-            parts.append(part)
-        data = b"".join(parts)
-        if announced is not None and len(data) < announced:
-            raise ShortReadError(f"cannot read {key!r}: {len(data)} of {announced} bytes came")
-        return data
 
     async def _head(self, key: str) -> tuple[int, str | None] | None:
         async with self._send("HEAD", key, {}) as response:
@@ -312,23 +298,88 @@ def _range_header(byte_range: ByteRange) -> str:
     return f"bytes={byte_range.offset}-{byte_range.offset + byte_range.length - 1}"
 
 
-def _check_partial(key: str, byte_range: ByteRange, content_range: str, got: int) -> None:
-    """Refuse a 206 answer for another range than asked; a body cut short is retried."""
+def _announced(key: str, response: aiohttp.ClientResponse, bound: int, where: object) -> int | None:
+    """The body length the headers announce, refused when over `bound`."""
+    announced = response.content_length
+    if announced is not None:
+        check_size(key, announced, bound, where)
+    return announced
+
+
+async def _body(
+    key: str, response: aiohttp.ClientResponse, bound: int, where: object, *, exact: bool = False
+) -> bytes:
+    """The body, read as it comes and refused as soon as more than `bound` bytes (or
+    than its `Content-Length`) have come; `exact`: `bound` is the length asked for."""
+    if exact and response.content_length not in (None, bound):
+        raise StoreError(
+            f"cannot read {key!r}: {response.content_length} bytes announced for a range of {bound}"
+        )
+    announced = _announced(key, response, bound, where)
+    limit = bound if announced is None else announced
+    parts: list[bytes] = []
+    got = 0
+    async for part in response.content.iter_any():
+        got += len(part)
+        if got > limit:
+            response.close()  # the rest is not read
+            if announced is None and not exact:
+                check_size(key, got, bound, where)
+            said = "asked for" if announced is None else "announced"
+            raise StoreError(f"cannot read {key!r}: more than the {limit} bytes {said} came")
+        parts.append(part)
+    expected = bound if exact else announced
+    if expected is not None and got < expected:
+        raise ShortReadError(f"cannot read {key!r}: {got} of {expected} bytes came")
+    return b"".join(parts)
+
+
+async def _range_of_whole(
+    key: str, response: aiohttp.ClientResponse, byte_range: ByteRange, bound: int, where: object
+) -> bytes:
+    """`byte_range` of a whole value sent for it (at most `bound` bytes), read no further
+    than the range's end."""
+    if byte_range.end is None:  # to the end, or a suffix: the value whole
+        data = await _body(key, response, bound, where)
+        start, stop = byte_range.resolve(len(data))
+        return data[start:stop]
+    announced = _announced(key, response, bound, where)
+    stop = byte_range.end
+    parts: list[bytes] = []
+    got = 0
+    async for part in response.content.iter_any():
+        parts.append(part[max(byte_range.offset - got, 0) : max(stop - got, 0)])
+        got += len(part)
+        if got >= stop:
+            response.close()  # the rest is not needed
+            return b"".join(parts)
+        check_size(key, got, bound, where)
+    if announced is not None and got < announced:
+        raise ShortReadError(f"cannot read {key!r}: {got} of {announced} bytes came")
+    return b"".join(parts)
+
+
+def _check_partial(key: str, byte_range: ByteRange, content_range: str) -> tuple[int, int]:
+    """`(start, last)` of a 206 answer, refused unless it is the range asked for, or that
+    range clipped at the value's end."""
     found = _CONTENT_RANGE.fullmatch(content_range.strip())
     if found is None:
         raise StoreError(f"cannot read {key!r}: a partial answer without a valid Content-Range")
     start, last = int(found[1]), int(found[2])
     size = None if found[3] == "*" else int(found[3])
-    if size is not None and byte_range.suffix is None:
+    length = last + 1 - start
+    if size is not None:
         want_start, want_stop = byte_range.resolve(size)
-        if start != want_start or last + 1 > want_stop:
-            raise StoreError(
-                f"cannot read {key!r}: asked for {byte_range}, answered bytes {start}-{last}"
-            )
-    if got < last + 1 - start:
-        raise ShortReadError(
-            f"cannot read {key!r}: bytes {start}-{last} answered with {got} bytes of them"
+        good = start == want_start and last + 1 == want_stop
+    elif byte_range.suffix is not None:  # unknown size: all N bytes, or the value from 0
+        good = length == byte_range.suffix or (length < byte_range.suffix and start == 0)
+    else:  # unknown size: only the whole range asked for shows no cut
+        good = start == byte_range.offset and (byte_range.end is None or last + 1 == byte_range.end)
+    if not good or length <= 0:
+        raise StoreError(
+            f"cannot read {key!r}: asked for {byte_range}, answered {content_range.strip()!r}"
         )
+    return start, last
 
 
 def _ssl_setting(options: Mapping[str, Any]) -> ssl.SSLContext | bool:

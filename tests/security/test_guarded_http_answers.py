@@ -1,0 +1,162 @@
+"""A server cannot make `GuardedHTTPStore` take more or other bytes than it asked for.
+
+The host of a reference file is read by default, so whoever serves it chooses the answers:
+
+- a `206` longer than the range asked for (announced or chunked) is refused as soon as
+  the extra bytes come, the rest unread;
+- a `206` for another range (`Content-Range` start, end or total not the request's) is
+  refused, `/*` included; a range cut short of the value's end is not taken as clipped;
+- a `200` that ignores `Range` is read no further than the range's end and cut to it; a
+  whole value is read no further than its bound.
+
+A plain HTTP server on 127.0.0.1 plays the hostile part. It streams its bodies in pieces
+and counts what it managed to send, so the tests see that the client stopped reading.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from aiohttp import web
+
+from aiozarr.byte_range import ByteRange
+from aiozarr.errors import StoreError, ValueTooLargeError
+from aiozarr.storage.guarded_http import GuardedHTTPStore
+
+HUGE = 50_000_000
+PIECE = bytes(range(256)) * 4096  # 1 MiB
+# What can sit in socket buffers and the client's read buffer before it stops reading.
+UNREAD = 20_000_000
+
+
+@dataclass(frozen=True)
+class _Answer:
+    status: int
+    content_range: str | None
+    size: int
+    announce: bool = True  # Content-Length, else chunked
+
+
+ANSWERS = {
+    "big206": _Answer(206, "bytes 0-99/1000", HUGE),
+    "chunked206": _Answer(206, "bytes 0-99/1000", HUGE, announce=False),
+    "elsewhere206": _Answer(206, "bytes 500-599/*", 100),
+    "cut206": _Answer(206, "bytes 0-9/1000", 10),
+    "suffix206": _Answer(206, "bytes 0-99/1000", 100),
+    "ignored": _Answer(200, None, HUGE),
+    "ignored_chunked": _Answer(200, None, HUGE, announce=False),
+}
+
+
+class _Server:
+    """Answers each path of `ANSWERS` as it says, counting the body bytes sent."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.done = threading.Event()
+        self.port = 0
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        answer = ANSWERS[request.path.lstrip("/")]
+        response = web.StreamResponse(status=answer.status)
+        if answer.content_range is not None:
+            response.headers["Content-Range"] = answer.content_range
+        if answer.announce:
+            response.content_length = answer.size
+        else:
+            response.enable_chunked_encoding()
+        try:
+            await response.prepare(request)
+            left = answer.size
+            while left:
+                piece = PIECE[: min(left, len(PIECE))]
+                await response.write(piece)
+                self.sent += len(piece)
+                left -= len(piece)
+            await response.write_eof()
+        except ConnectionError:
+            pass  # the client stopped reading
+        finally:
+            self.done.set()
+        return response
+
+    def finished(self) -> int:
+        """The body bytes sent, once the answer is over."""
+        assert self.done.wait(60), "the server never finished its answer"
+        return self.sent
+
+
+@pytest.fixture
+def server() -> Iterator[_Server]:
+    found = _Server()
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    async def start() -> web.AppRunner:
+        app = web.Application()
+        app.router.add_route("GET", "/{path:.*}", found.handle)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        found.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return runner
+
+    runner = asyncio.run_coroutine_threadsafe(start(), loop).result(30)
+    try:
+        yield found
+    finally:
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(timeout=30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=30)
+        loop.close()
+
+
+def _refuse(from_url: str, to_url: str) -> str:
+    raise AssertionError(f"no redirect expected: {from_url} -> {to_url}")
+
+
+def _get(server: _Server, key: str, byte_range: ByteRange | None, max_bytes: int | None = None):
+    store = GuardedHTTPStore(f"http://127.0.0.1:{server.port}", check_redirect=_refuse)
+    return asyncio.run(store.get(key, byte_range, max_bytes=max_bytes))
+
+
+@pytest.mark.parametrize("key", ["big206", "chunked206"])
+def test_a_partial_answer_longer_than_asked_is_refused_unread(server: _Server, key: str) -> None:
+    with pytest.raises(StoreError, match=key):
+        _get(server, key, ByteRange.of(0, 100))
+    assert server.finished() < UNREAD
+
+
+@pytest.mark.parametrize(
+    ("key", "byte_range"),
+    [
+        ("elsewhere206", ByteRange.of(0, 100)),  # another start, total unknown
+        ("cut206", ByteRange.of(0, 100)),  # ends before the value does
+        ("suffix206", ByteRange.last(100)),  # the first 100 of 1000, not the last
+    ],
+)
+def test_a_partial_answer_for_another_range_is_refused(
+    server: _Server, key: str, byte_range: ByteRange
+) -> None:
+    with pytest.raises(StoreError, match=f"{key}.*asked for {byte_range}"):
+        _get(server, key, byte_range)
+
+
+@pytest.mark.parametrize("key", ["ignored", "ignored_chunked"])
+def test_a_whole_answer_to_a_range_is_read_to_the_range_end_only(server: _Server, key: str) -> None:
+    got = _get(server, key, ByteRange.of(1000, 100))
+    assert bytes(got) == (PIECE * 2)[1000:1100]
+    assert server.finished() < UNREAD
+
+
+@pytest.mark.parametrize("key", ["ignored", "ignored_chunked"])
+def test_a_whole_value_over_its_bound_is_refused_unread(server: _Server, key: str) -> None:
+    with pytest.raises(ValueTooLargeError, match=key):
+        _get(server, key, None, max_bytes=1000)
+    assert server.finished() < UNREAD
