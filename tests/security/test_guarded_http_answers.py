@@ -26,6 +26,7 @@ from aiohttp import web
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import StoreError, ValueTooLargeError
 from aiozarr.storage.guarded_http import GuardedHTTPStore
+from aiozarr.storage.retry import ShortReadError
 
 HUGE = 50_000_000
 PIECE = bytes(range(256)) * 4096  # 1 MiB
@@ -47,6 +48,9 @@ ANSWERS = {
     "elsewhere206": _Answer(206, "bytes 500-599/*", 100),
     "cut206": _Answer(206, "bytes 0-9/1000", 10),
     "suffix206": _Answer(206, "bytes 0-99/1000", 100),
+    "clipped206": _Answer(206, "bytes 900-999/1000", 100),
+    "unsized206": _Answer(206, "bytes 0-99/*", 100),
+    "short206": _Answer(206, "bytes 0-99/1000", 10, announce=False),
     "ignored": _Answer(200, None, HUGE),
     "ignored_chunked": _Answer(200, None, HUGE, announce=False),
 }
@@ -121,9 +125,12 @@ def _refuse(from_url: str, to_url: str) -> str:
     raise AssertionError(f"no redirect expected: {from_url} -> {to_url}")
 
 
+def _store(server: _Server) -> GuardedHTTPStore:
+    return GuardedHTTPStore(f"http://127.0.0.1:{server.port}", check_redirect=_refuse)
+
+
 def _get(server: _Server, key: str, byte_range: ByteRange | None, max_bytes: int | None = None):
-    store = GuardedHTTPStore(f"http://127.0.0.1:{server.port}", check_redirect=_refuse)
-    return asyncio.run(store.get(key, byte_range, max_bytes=max_bytes))
+    return asyncio.run(_store(server).get(key, byte_range, max_bytes=max_bytes))
 
 
 @pytest.mark.parametrize("key", ["big206", "chunked206"])
@@ -160,3 +167,21 @@ def test_a_whole_value_over_its_bound_is_refused_unread(server: _Server, key: st
     with pytest.raises(ValueTooLargeError, match=key):
         _get(server, key, None, max_bytes=1000)
     assert server.finished() < UNREAD
+
+
+@pytest.mark.parametrize(
+    ("key", "byte_range"),
+    [
+        ("clipped206", ByteRange.of(900, 200)),  # clipped at the value's end
+        ("unsized206", ByteRange.of(0, 100)),  # all of the range, total unknown
+    ],
+)
+def test_a_partial_answer_for_the_range_is_taken(
+    server: _Server, key: str, byte_range: ByteRange
+) -> None:
+    assert bytes(_get(server, key, byte_range)) == PIECE[:100]
+
+
+def test_a_partial_answer_cut_short_is_a_short_read(server: _Server) -> None:
+    with pytest.raises(ShortReadError, match="short206"):
+        asyncio.run(_store(server).read("short206", ByteRange.of(0, 100), None))
