@@ -7,6 +7,12 @@
   where the store cannot list), never from every chunk of the declared grid (which
   built 10**9 keys in memory). That part runs in a child process with 1 GiB of heap, so
   a regression fails the test instead of taking the machine's memory.
+- A record file holding 5,000,000 rows where `record_size` is 10 (about 100 KB of
+  zstd) is a `MetadataError` naming the file and both numbers, from its footer, before
+  a row is read (it took over 1 GB to open before); checked in the same capped child.
+- A store that cannot list is listed by reading every record the grid can have, at
+  most `ParquetRefs._MAX_UNLISTED_RECORDS`: a grid of 10**9 records is refused before
+  any record is requested (it requested every one before).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import pytest
 
 import aiozarr
 from aiozarr.emulator import Emulator
-from aiozarr.errors import MetadataError
+from aiozarr.errors import MetadataError, UnsupportedError
 from aiozarr.storage.references import ReferenceStore
 
 pytest.importorskip("pyarrow")
@@ -103,3 +109,64 @@ async def test_a_store_that_cannot_list_reads_the_records_the_grid_can_have(
     emulator.reset_stats()
     assert [key async for key in store.list_prefix("x/")] == ["x/.zarray", "x/0", "x/1"]
     assert emulator.stats()["by_method"] == {"GET": 1 + 10}  # .zmetadata, 10 records
+
+
+READ_CHUNK = r"""
+import asyncio, resource, sys
+resource.setrlimit(resource.RLIMIT_DATA, (int(sys.argv[2]), int(sys.argv[2])))
+from aiozarr.errors import MetadataError
+from aiozarr.storage.references import ReferenceStore
+
+async def main():
+    try:
+        await ReferenceStore(sys.argv[1]).get("x/1")
+    except MetadataError as error:
+        print(error)
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+
+asyncio.run(main())
+"""
+
+
+def test_a_record_file_with_more_rows_than_record_size_is_refused_from_its_footer(
+    tmp_path: Path,
+) -> None:
+    root = _references(tmp_path / "refs.parq", record_size=10, chunks=10)
+    rows, batch = 5_000_000, 500_000
+    url = "/nonexistent/" + "a" * 55
+    table = pa.table(
+        {
+            "path": pa.array([url] * batch),
+            "offset": pa.array([0] * batch, pa.int64()),
+            "size": pa.array([0] * batch, pa.int64()),
+            "raw": pa.array([b"\7"] * batch, pa.binary()),
+        }
+    )
+    with pq.ParquetWriter(root / "x" / "refs.0.parq", table.schema, compression="zstd") as out:
+        for _ in range(rows // batch):
+            out.write_table(table)
+    child = subprocess.run(
+        [sys.executable, "-c", READ_CHUNK, str(root), str(CHILD_HEAP)],
+        env={**os.environ, "PYTHONPATH": SRC},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert child.returncode == 0, child.stderr[-2000:]
+    message, peak = child.stdout.splitlines()
+    assert "x/refs.0.parq holds 5000000 rows" in message
+    assert "record_size = 10 rows" in message
+    assert int(peak) < 400 << 20  # the interpreter, numpy and pyarrow; not the rows
+
+
+async def test_a_store_that_cannot_list_refuses_a_grid_of_more_records_than_it_reads(
+    emulator: Emulator,
+) -> None:
+    prefix = f"parquet-grid-{os.getpid()}"
+    _references(emulator.root / prefix / "refs.parq", record_size=2, chunks=2 * 10**9)
+    store = ReferenceStore(emulator.http_url(f"{prefix}/refs.parq"))
+    emulator.reset_stats()
+    with pytest.raises(UnsupportedError, match=r"cannot list x: .* 1000000000 records"):
+        [key async for key in store.list_prefix("x/")]
+    assert emulator.stats()["by_method"] == {"GET": 1}  # .zmetadata, no record
+    assert bytes(await store.get("x/1")) == b"\6"  # reading a chunk still works

@@ -7,6 +7,14 @@ over the chunk grid. A row with raw bytes is inline; one without a path is a mis
 chunk; offset = size = 0 means the whole object. Records are read when a key needs them
 and kept in a small LRU. Nothing is sized by what `.zmetadata` declares: a grid of 10**9
 chunks is listed from the record files there are, a batch of records at a time.
+
+Record files are untrusted input, bounded before they are parsed: a file is read only
+up to `_RECORD_FILE_OVERHEAD + record_size * _MAX_ROW_BYTES` bytes (else
+`ValueTooLargeError`), and its Parquet footer must declare at most `record_size` rows
+and at most that many bytes uncompressed (else `MetadataError`) before any row is read.
+A store that cannot list (plain HTTP) is listed by reading every record the grid can
+have, at most `_MAX_UNLISTED_RECORDS` per array: a larger grid is an `UnsupportedError`
+before any record is requested.
 """
 
 from __future__ import annotations
@@ -33,6 +41,12 @@ class ParquetRefs:
     `.zmetadata`; `where`: how to name it in errors)."""
 
     _CACHED_RECORDS = 64
+    #: Bytes one row may take in a record file: a URL and an inlined small chunk.
+    _MAX_ROW_BYTES = 16 * 1024
+    #: Bytes of a record file that are not rows: footer, schema, page headers.
+    _RECORD_FILE_OVERHEAD = 64 * 1024
+    #: Records read one by one to list an array where the store cannot list.
+    _MAX_UNLISTED_RECORDS = 10_000
 
     def __init__(self, store: Store, root: str, doc: Mapping[str, Any], where: str) -> None:
         self._store = store
@@ -112,19 +126,33 @@ class ParquetRefs:
                 "reading Parquet references needs pyarrow: pip install 'aiozarr[references]'"
             ) from None
         keys = [f"{self._root}/{field}/refs.{record}.parq" for field, record in records]
-        datas = await self._store.get_partial_values([RangeRequest(k, None) for k in keys])
+        limit = self._RECORD_FILE_OVERHEAD + self._record_size * self._MAX_ROW_BYTES
+        datas = await self._store.get_partial_values([RangeRequest(k, None, limit) for k in keys])
 
-        def parse(data: Buffer) -> list[Any]:
-            table = pq.read_table(pa.BufferReader(bytes(memoryview(data))))
+        def parse(key: str, data: Buffer) -> list[Any]:
+            file = pq.ParquetFile(pa.BufferReader(bytes(memoryview(data))))
+            rows = file.metadata.num_rows
+            size = sum(
+                file.metadata.row_group(i).total_byte_size for i in range(file.num_row_groups)
+            )
+            if rows > self._record_size or size > limit:
+                raise MetadataError(
+                    f"{self._where}: {key} holds {rows} rows ({size} bytes uncompressed); "
+                    f"a record holds at most record_size = {self._record_size} rows "
+                    f"({limit} bytes)"
+                )
+            wanted = [n for n in ("path", "offset", "size", "raw") if n in file.schema_arrow.names]
+            table = file.read(columns=wanted)
             columns = [
-                table.column(name).to_pylist() if name in table.column_names else None
+                table.column(name).to_pylist() if name in wanted else None
                 for name in ("path", "offset", "size", "raw")
             ]
             return [_row(columns, i) for i in range(table.num_rows)]
 
         # No file: no chunk of that record is stored. Parsing is CPU work: a thread.
         return [
-            [] if data is None else await anyio.to_thread.run_sync(parse, data) for data in datas
+            [] if data is None else await anyio.to_thread.run_sync(parse, key, data)
+            for key, data in zip(keys, datas, strict=True)
         ]
 
     async def lookup(self, keys: Sequence[str]) -> list[Any]:
@@ -159,14 +187,21 @@ class ParquetRefs:
         self, field: str, chunks: int
     ) -> AsyncIterator[tuple[int, list[Any]]]:
         """(record number, rows) of each record file of `field`, a batch at a time: those
-        a listing finds (a store that lists), else every record the grid can have."""
+        a listing finds (a store that lists), else every record the grid can have (at
+        most `_MAX_UNLISTED_RECORDS`)."""
         count = -(-chunks // self._record_size)
         if self._store.listable:
             folder = f"{self._root}/{field}/"
             found = [_RECORD_FILE.fullmatch(n) async for n in self._store.list_dir(folder)]
             numbers: Any = sorted(int(m[1]) for m in found if m and int(m[1]) < count)
-        else:
+        elif count <= self._MAX_UNLISTED_RECORDS:
             numbers = range(count)
+        else:
+            raise UnsupportedError(
+                f"{self._where}: cannot list {field}: the store cannot list, and its grid "
+                f"has {count} records, over the {self._MAX_UNLISTED_RECORDS} read one by one"
+                " to find the stored ones; open it from a store that lists"
+            )
         for start in range(0, len(numbers), self._CACHED_RECORDS):
             batch = [(field, n) for n in numbers[start : start + self._CACHED_RECORDS]]
             for (_, number), rows in zip(batch, await self._fetch_records(batch), strict=True):
