@@ -49,6 +49,11 @@ def _zstd_sized(total: int) -> bytes:
     return b"".join(parts) + compressor.flush()
 
 
+def _zstd_one_frame(total: int) -> bytes:
+    """A zstd frame of `total` zero bytes whose header records `total`, in one call."""
+    return zstandard.ZstdCompressor(level=1, write_content_size=True).compress(bytes(total))
+
+
 def _numcodec(config: dict[str, Any]) -> Callable[[], bytes]:
     return lambda: bytes(numcodecs.get_codec(config).encode(np.zeros(BOMB, dtype="u1")))
 
@@ -230,6 +235,32 @@ def test_streamed_zstd_frames_still_decode(name: str) -> None:
         chain.decode(frame[:-8], KEY)
 
 
+@pytest.mark.parametrize("name", ["v2-zstd", "v3-numcodecs.zstd", "v3-zstd-after-zstd"])
+def test_zstd_chunk_of_several_sized_frames_decodes(name: str) -> None:
+    # Frames back to back, each recording its size, decode to their concatenation.
+    chain = CASES[name][0]()
+    value = np.arange(CHUNK, dtype="u1")
+    inner = value.tobytes()
+    if name == "v3-zstd-after-zstd":
+        inner = bytes(chain.bytes_to_bytes[0].encode(inner, chain.spec))
+    half = len(inner) // 2
+    frames = b"".join(
+        zstandard.ZstdCompressor(write_content_size=True).compress(part)
+        for part in (inner[:half], inner[half:])
+    )
+    np.testing.assert_array_equal(chain.decode(frames, KEY), value)
+
+
+@pytest.mark.parametrize("dtype", ["<u4", "<f8", "<i2"])
+def test_v2_pcodec_chunk_decodes(dtype: str) -> None:
+    chain = _v2({"id": "pcodec"}, dtype=dtype)
+    value = np.arange(CHUNK // np.dtype(dtype).itemsize).astype(dtype)
+    np.testing.assert_array_equal(chain.decode(chain.encode(value), KEY), value)
+    short = bytes(numcodecs.get_codec({"id": "pcodec"}).encode(value[:-1]))
+    with pytest.raises(CodecError, match=re.escape(repr(KEY))):
+        chain.decode(short, KEY)
+
+
 _MEASURE = """
 import sys
 import numpy as np
@@ -267,7 +298,14 @@ print(status("VmHWM:") - before)
     ("name", "chain"),
     [
         ("pcodec", ("<u4", {"name": "numcodecs.pcodec"}, None, 3)),
+        ("v2-pcodec", ("<u4", "auto", [{"id": "pcodec"}], 2)),
         ("v2-zstd-streamed", ("<u4", "auto", [{"id": "zstd"}], 2)),
+        # A first frame that records the chunk's size, then one that records none: the
+        # first frame's header does not bound the chunk.
+        ("v2-zstd-two-frames", ("<u4", "auto", [{"id": "zstd"}], 2)),
+        ("v3-numcodecs.zstd-two-frames", ("<u4", "auto", [{"name": "numcodecs.zstd"}], 3)),
+        ("v3-zstd-after-zstd-two-frames", ("<u4", "auto", [_zstd(), _zstd()], 3)),
+        ("v3-zstd-variable-length-two-frames", ("T", "auto", [_zstd()], 3)),
     ],
 )
 def test_bombs_inflated_outside_python_stay_small(
@@ -278,9 +316,13 @@ def test_bombs_inflated_outside_python_stay_small(
     # own high-water mark, reset before the decode: ru_maxrss would start from the
     # parent's size at fork).
     total = 128 << 20
-    if name == "pcodec":
+    if name.endswith("pcodec"):
         codec = numcodecs.get_codec({"id": "pcodec"})
         bomb = bytes(codec.encode(np.zeros(total // 4, dtype="<u4")))
+    elif name.endswith("variable-length-two-frames"):  # past the unsized 1 GiB ceiling
+        bomb = _zstd_one_frame(4096) + _zstd_stream(UNSIZED_MAX_DECODED_BYTES + total)
+    elif name.endswith("two-frames"):
+        bomb = _zstd_one_frame(4096) + _zstd_stream(total)
     else:
         bomb = _zstd_stream(total)
     path = tmp_path / "bomb"

@@ -166,6 +166,7 @@ def decompress(
     exact: bool = True,
     on_zlib: Any = None,
     key: str = "",
+    dtype: np.dtype[Any] | None = None,
 ) -> Any:
     """Decode `data` to exactly (`exact`) or at most `size` bytes, allocating no more.
 
@@ -174,7 +175,8 @@ def decompress(
     streams. blosc and lz4 record the decoded size in their header, checked first.
     Other codecs are decoded, then checked: bounded for those `NO_LARGER` lists; a
     codec from another package is trusted to bound itself. `on_zlib(key)` is called
-    when a gzip chunk turns out to be a zlib stream.
+    when a gzip chunk turns out to be a zlib stream; `dtype` is the data type pcodec
+    data is expected to hold, where known.
     """
     codec_id = compressor.codec_id
     if codec_id == "blosc":
@@ -190,7 +192,9 @@ def decompress(
     if codec_id in ("bz2", "lzma"):
         return _bz2_or_lzma(compressor, data, size, exact)
     if codec_id == "zstd":
-        return decompress_bounded(data, size, exact, compressor)
+        return decompress_bounded(data, size, exact)
+    if codec_id == "pcodec":
+        return decode_pcodec(data, size, exact, dtype)
     if codec_id == "lz4" and data.nbytes >= 4:  # numcodecs' header: the decoded size
         check_decoded_size(codec_id, int.from_bytes(data[:4], "little"), size, exact)
     out = compressor.decode(data)
@@ -198,6 +202,44 @@ def decompress(
     if not decoded.dtype.hasobject:
         check_decoded_size(codec_id, decoded.nbytes, size, exact)
     return out
+
+
+#: The data types pcodec compresses; a stream records which one it holds.
+PCODEC_DTYPES = tuple(
+    np.dtype(t) for t in ("<u2", "<u4", "<u8", "<i2", "<i4", "<i8", "<f2", "<f4", "<f8")
+)
+
+
+def decode_pcodec(
+    data: memoryview, size: int, exact: bool, dtype: np.dtype[Any] | None = None
+) -> np.ndarray:
+    """Decode pcodec `data` to exactly (`exact`) or at most `size` bytes, into an array
+    allocated first: pcodec cannot write past it, and says whether values were left.
+
+    The stream's data type is `dtype` where it is one pcodec writes, else each in turn
+    (pcodec refuses the wrong one at the stream's header, before decoding).
+    """
+    src = bytes(data)
+    tried = [dtype] if dtype in PCODEC_DTYPES else []
+    first: Exception | None = None
+    for candidate in (*tried, *PCODEC_DTYPES):
+        out = np.empty(size // candidate.itemsize + (0 if exact else 1), dtype=candidate)
+        try:
+            progress = standalone_pcodec().simple_decompress_into(src, out)
+        except (RuntimeError, TypeError, ValueError) as error:
+            first = first or error
+            continue
+        produced = progress.n_processed * candidate.itemsize
+        check_decoded_size("pcodec", produced if progress.finished else size + 1, size, exact)
+        return out[: progress.n_processed]
+    raise CodecError(f"codec 'pcodec': corrupt data: {first}")
+
+
+def standalone_pcodec() -> Any:
+    """pcodec's standalone module (an optional dependency, imported when first used)."""
+    from pcodec import standalone
+
+    return standalone
 
 
 def _bz2_or_lzma(compressor: Numcodec, data: memoryview, size: int, exact: bool) -> bytes:
@@ -339,8 +381,9 @@ class NumcodecsV2Codec(ArrayToBytesCodec):
                     check_item_count(codec.codec_id, _as_bytes(chunk), size)
                 chunk = codec.decode(chunk)  # numbered in items: checked below
             else:
+                dtype = spec.dtype if stage == 0 else None  # what the filters made: unknown
                 chunk = decompress(
-                    codec, _as_bytes(chunk), size, exact, self._zlib_in_gzip, spec.key
+                    codec, _as_bytes(chunk), size, exact, self._zlib_in_gzip, spec.key, dtype
                 )
         chunk = ensure_ndarray_like(chunk).reshape(-1, order="A")
         if spec.dtype.hasobject:

@@ -29,7 +29,7 @@ from aiozarr.codecs.base import (
     expanded,
 )
 from aiozarr.codecs.gzip import warn_zlib_in_gzip
-from aiozarr.codecs.numcodecs_v2 import build_numcodec, decompress
+from aiozarr.codecs.numcodecs_v2 import build_numcodec, decode_pcodec, decompress
 from aiozarr.errors import ChecksumError, CodecError, MetadataError
 from aiozarr.metadata.model import CodecMetadata
 
@@ -189,22 +189,9 @@ class NumcodecsArrayToBytes(NumcodecsCodec, ArrayToBytesCodec):
         codec = self.numcodec(spec)
         if self.codec_id != "pcodec":
             return self._as_chunk(codec.decode(bytes(memoryview(data))), spec)
-        # Decoded into the chunk's own memory, which pcodec cannot write past; numcodecs
-        # drops what pcodec says of the rest (`finished`), so pcodec is asked directly.
-        from pcodec import standalone
-
-        out = np.empty(math.prod(spec.shape), dtype=spec.dtype)
-        try:
-            progress = standalone.simple_decompress_into(bytes(memoryview(data)), out)
-        except (RuntimeError, ValueError) as error:
-            raise CodecError(f"codec {self.name!r}: corrupt data: {error}") from error
-        if not progress.finished or progress.n_processed != out.size:
-            raise CodecError(
-                f"codec {self.name!r}: data decodes to "
-                f"{'more than ' if not progress.finished else ''}{progress.n_processed} "
-                f"items, expected {out.size}"
-            )
-        return out.reshape(spec.shape)
+        # Decoded into an array of the chunk's size, which pcodec cannot write past.
+        out = decode_pcodec(memoryview(data).cast("B"), spec.nbytes, True, spec.dtype)
+        return self._as_chunk(out, spec)
 
     def max_encoded_size(self, spec: ChunkSpec) -> int | None:
         return expanded(spec.nbytes)

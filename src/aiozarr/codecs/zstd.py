@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import numcodecs
 import zstandard
 
 from aiozarr.codecs.base import (
@@ -34,7 +33,6 @@ class ZstdCodec(BytesToBytesCodec):
         if not isinstance(checksum, bool):
             raise MetadataError(f"field 'checksum' must be true or false, got {checksum!r}")
         self.checksum = checksum
-        self._zstd = numcodecs.Zstd(level=self.level, checksum=checksum)
 
     def configuration(self) -> dict[str, Any]:
         return {"level": self.level, "checksum": self.checksum}
@@ -50,7 +48,7 @@ class ZstdCodec(BytesToBytesCodec):
     ) -> bytes | memoryview:
         if exact:
             return self.decode_into_buffer(data, bytearray(size))
-        return decompress_bounded(data, size, exact, self._zstd)
+        return decompress_bounded(data, size, exact)
 
     decodes_into_buffer = True
 
@@ -58,36 +56,38 @@ class ZstdCodec(BytesToBytesCodec):
         """Decompress into `out` (a writable buffer of the decoded size) or a new buffer."""
         view = memoryview(data).cast("B")
         if out is None:
-            return decompress_bounded(view, UNSIZED_MAX_DECODED_BYTES, False, self._zstd)
+            return decompress_bounded(view, UNSIZED_MAX_DECODED_BYTES, False)
         target = memoryview(out).cast("B")
         check_content_size(view, target.nbytes)
         decompress_into(view, target)
         return target
 
 
-def decompress_bounded(
-    data: Any, size: int, exact: bool, numcodec: numcodecs.Zstd
-) -> bytes | memoryview:
+def decompress_bounded(data: Any, size: int, exact: bool) -> bytes | memoryview:
     """Decompress zstd `data` to exactly (`exact`) or at most `size` bytes.
 
-    A frame whose header records its decoded size is checked against `size`, then
-    decompressed in one call by `numcodec` (its output is allocated at the recorded
-    size); one that records none (a streaming writer's) is decompressed as a stream
-    that stops one byte past `size`, never "decompress, then check".
+    A chunk that is one frame recording a decoded size within `size` is decompressed in
+    one call (its output allocated at the recorded size). Any other (a frame that records
+    no size, or more frames after the first, which the first's header does not count) is
+    decompressed as a stream that stops one byte past `size`, never "decompress, then
+    check".
     """
     view = memoryview(data).cast("B")
     recorded = content_size(view)
-    if recorded is None:
-        if not exact:
-            return _stream_at_most(view, size)
-        out = memoryview(bytearray(size))
-        decompress_into(view, out)
-        return out
-    check_decoded_size("zstd", recorded, size, exact)
-    try:
-        return numcodec.decode(view)
-    except (RuntimeError, ValueError) as error:
-        raise _corrupt(error) from error
+    if recorded is not None:
+        check_decoded_size("zstd", recorded, size, False)
+        try:  # refuses anything after the first frame before it decompresses past it
+            out = _decompressor().decompress(view, allow_extra_data=False)
+        except zstandard.ZstdError:
+            out = None  # more frames, or corrupt: the streams below bound both and say which
+        if out is not None:
+            check_decoded_size("zstd", len(out), size, exact)
+            return out
+    if not exact:
+        return _stream_at_most(view, size)
+    whole = memoryview(bytearray(size))
+    decompress_into(view, whole)
+    return whole
 
 
 _local = threading.local()
