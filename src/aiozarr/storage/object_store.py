@@ -102,11 +102,11 @@ def _capabilities_of(store: Any) -> Capabilities:
 
 
 def _version(meta: Any) -> Version | None:
-    """An answer's version: its ETag and version id (None when it carries neither)."""
-    e_tag, version = meta.get("e_tag"), meta.get("version")
-    if e_tag is None and version is None:
+    """An answer's ETag and version id, its Last-Modified beside (None: none of them)."""
+    e_tag, version, modified = meta.get("e_tag"), meta.get("version"), meta.get("last_modified")
+    if e_tag is None and version is None and modified is None:
         return None
-    return ObjectVersion(e_tag, version, meta.get("last_modified"))
+    return ObjectVersion(e_tag, version, modified)
 
 
 def _checked_body(key: str, byte_range: ByteRange, result: Any, data: Buffer) -> Buffer:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,27 @@ def test_bad_files_are_named(tmp_path: Path, written: Written) -> None:
         parse_snapshot(snapshot[:36] + b"\x09" + snapshot[37:], "snapshots/X")
     with pytest.raises(MetadataError, match="snapshots/X"):
         parse_snapshot(snapshot[:60], "snapshots/X")
+
+
+def test_a_vector_declared_past_the_buffer_is_refused_unread() -> None:
+    import flatbuffers
+
+    from aiozarr.storage.icechunk.format import _T, _manifest_ref, _parse
+
+    builder = flatbuffers.Builder(0)
+    builder.StartVector(8, 1, 4)
+    builder.PrependUint32(1)
+    builder.PrependUint32(0)
+    extents = builder.EndVector()
+    builder.StartObject(2)
+    builder.PrependUOffsetTRelativeSlot(1, extents, 0)
+    builder.Finish(builder.EndObject())
+    buf = bytearray(builder.Output())
+    table = _T.root(bytes(buf))
+    start = table.t.Vector(table._off(1))
+    struct.pack_into("<I", buf, start - 4, 20_000_000)  # 20 million extents in 32 bytes
+    with pytest.raises(MetadataError, match="runs past the end"):
+        _parse("manifest ref", _manifest_ref, _T.root(bytes(buf)))
+    # a [uint8] vector (an inline chunk, a zarr.json) declared past the end, too
+    with pytest.raises(MetadataError, match="runs past the end"):
+        _parse("inline chunk", lambda t: t.raw(1), _T.root(bytes(buf)))
