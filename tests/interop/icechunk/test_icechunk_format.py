@@ -119,3 +119,22 @@ def test_a_vector_declared_past_the_buffer_is_refused_unread() -> None:
     # a [uint8] vector (an inline chunk, a zarr.json) declared past the end, too
     with pytest.raises(MetadataError, match="runs past the end"):
         _parse("inline chunk", lambda t: t.raw(1), _T.root(bytes(buf)))
+
+
+def test_every_store_version_shape_is_compared_with_a_checksum() -> None:
+    import datetime
+
+    from aiozarr.storage.icechunk.checksums import checksum_problem
+    from aiozarr.storage.icechunk.format import ChunkRef
+    from aiozarr.storage.protocol import ObjectVersion
+
+    by_etag = ChunkRef(None, None, "http://h/a", 0, 1, etag='"abc"', last_modified=None)
+    assert checksum_problem(by_etag, '"abc"') is None  # GuardedHTTPStore: the header
+    assert checksum_problem(by_etag, 'W/"abc"') is None  # weak: its opaque value
+    assert "ETag 'other'" in (checksum_problem(by_etag, '"other"') or "")
+    assert "ETag 'other'" in (checksum_problem(by_etag, ObjectVersion('"other"', None)) or "")
+    by_time = ChunkRef(None, None, "s3://b/a", 0, 1, etag=None, last_modified=1000)
+    later = datetime.datetime.fromtimestamp(2000, datetime.UTC)
+    # an answer with no ETag and no version id still carries its Last-Modified
+    assert "modified at 2000" in (checksum_problem(by_time, ObjectVersion(None, None, later)) or "")
+    assert "modified at 2000" in (checksum_problem(by_time, (1, 2000 * 10**9, 5)) or "")

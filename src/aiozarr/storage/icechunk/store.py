@@ -29,6 +29,7 @@ from aiozarr.errors import MetadataError, NodeNotFoundError, SourceChangedError,
 from aiozarr.storage.base import Capabilities, RangeRequest, Store, dir_entries
 from aiozarr.storage.cache import LRUByteCache
 from aiozarr.storage.conditional_reads import ConditionalReads
+from aiozarr.storage.guarded_http import GuardedHTTPStore
 from aiozarr.storage.icechunk.checksums import checksum_problem
 from aiozarr.storage.icechunk.format import (
     ChunkRef,
@@ -242,14 +243,18 @@ class IcechunkStore(ReferenceStore):
         return found
 
     def _target(self, value: list[Any], key: str) -> tuple[Store, str, int, int | None]:
-        """A virtual chunk with a checksum, on an object store, is read through a store
-        that sends the checksum as the GET's condition (`ConditionalReads`)."""
+        """A virtual chunk with a checksum, on an object store or over http(s), is read
+        with the checksum as the GET's condition (`ConditionalReads`,
+        `GuardedHTTPStore.expect`); it is compared on the answer too (`_verify`)."""
         store, name, offset, length = super()._target(value, key)
         chunk = value[3] if len(value) > 3 else None
         if chunk is None or (chunk.etag is None and chunk.last_modified is None):
             return store, name, offset, length
+        if isinstance(store, GuardedHTTPStore):
+            store.expect(name, etag=chunk.etag, modified_by=chunk.last_modified)
+            return store, name, offset, length
         if not isinstance(store, ObjectStore):
-            return store, name, offset, length  # compared on the answer (`_verify`)
+            return store, name, offset, length  # a local file: compared on the answer
         conditional = self._conditional.get(id(store))
         if conditional is None:
             conditional = self._conditional[id(store)] = ConditionalReads(store)
