@@ -138,3 +138,13 @@ def test_every_store_version_shape_is_compared_with_a_checksum() -> None:
     # an answer with no ETag and no version id still carries its Last-Modified
     assert "modified at 2000" in (checksum_problem(by_time, ObjectVersion(None, None, later)) or "")
     assert "modified at 2000" in (checksum_problem(by_time, (1, 2000 * 10**9, 5)) or "")
+
+
+def test_a_conditional_read_answer_with_no_etag_keeps_its_time() -> None:
+    import datetime
+
+    from aiozarr.storage.conditional_reads import ConditionalReads
+
+    when = datetime.datetime.fromtimestamp(2000, datetime.UTC)
+    version = ConditionalReads._version_of({"e_tag": None, "version": None, "last_modified": when})
+    assert version is not None and version.last_modified == when
