@@ -92,6 +92,14 @@ class Config:
     # Shard indexes kept per array (bytes). A 32 MiB shard of 256 KiB chunks has a 2 KiB
     # index, so 16 MiB holds the indexes of about 256 TB of such shards.
     shard_index_cache_bytes: int = 16 << 20
+    # Parsed icechunk manifests kept per repository store (bytes of their payloads): a
+    # manifest is immutable and read before any chunk it lists, but a repository may
+    # have more of them than fit in memory; the least recently used go first.
+    icechunk_manifest_cache_bytes: int = 256 << 20
+    # The most an icechunk metadata file (snapshot, manifest, repo) may inflate to: a
+    # larger one raises `MetadataError` naming the file, a bound against a hostile zstd
+    # frame. A manifest of a million virtual chunks is ~100 MiB.
+    icechunk_max_payload_bytes: int = 1 << 30
     # Retries for idempotent store operations (storage/retry.py). `retry_attempts` counts
     # every try, the first included; each wait is uniform in [0, min(max, base * 2**n)]
     # ("full jitter": retrying clients spread out instead of returning in lockstep), and

@@ -18,12 +18,22 @@ from obstore.exceptions import PreconditionError
 from aiozarr.errors import SourceChangedError
 from aiozarr.storage import obstore_errors
 from aiozarr.storage.object_store import ObjectStore
+from aiozarr.storage.protocol import ObjectVersion
 
 __all__ = ["ConditionalReads"]
 
 
+def _timed_version(meta: Any) -> ObjectVersion:
+    """An answer's version, its Last-Modified kept even where it carries no ETag and no
+    version id (a time is all a checksum can be compared with then)."""
+    return ObjectVersion(meta.get("e_tag"), meta.get("version"), meta.get("last_modified"))
+
+
 class ConditionalReads(ObjectStore):
-    """`store`'s objects, each key read under the condition `expect` gave it (if any)."""
+    """`store`'s objects, each key read under the condition `expect` gave it (if any);
+    an answer's version always carries its Last-Modified."""
+
+    _version_of = staticmethod(_timed_version)
 
     def __init__(self, store: ObjectStore) -> None:
         super().__init__(store.obstore, read_only=True, max_concurrency=store._max_concurrency)

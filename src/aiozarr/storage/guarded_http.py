@@ -27,6 +27,7 @@ import copy
 import re
 import ssl
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from email.utils import formatdate
 from typing import Any
 from urllib.parse import quote, urljoin, urlsplit
 
@@ -34,7 +35,7 @@ import aiohttp
 from yarl import URL
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import StoreError
+from aiozarr.errors import SourceChangedError, StoreError
 from aiozarr.sizes import memory_bytes
 from aiozarr.storage.base import (
     Capabilities,
@@ -116,6 +117,7 @@ class GuardedHTTPStore(Store):
         self._proxy = options.get("proxy_url")
         self._tls = {k: options.get(k) for k in ("allow_invalid_certificates", "root_certificate")}
         self._ssl: ssl.SSLContext | bool | None = None  # made on first use; not pickled
+        self._conditions: dict[str, dict[str, str]] = {}  # key -> its GETs' conditions
 
     def __getstate__(self) -> dict[str, Any]:
         return {**super().__getstate__(), "_ssl": None}
@@ -127,6 +129,20 @@ class GuardedHTTPStore(Store):
         other._read_only = read_only
         other._runtime = self.runtime
         return other
+
+    def expect(self, key: str, *, etag: str | None = None, modified_by: int | None = None) -> None:
+        """Read `key` only as the version with ETag `etag` (`If-Match`), or one last
+        modified at or before `modified_by`, seconds since the epoch
+        (`If-Unmodified-Since`): a server that honours them answers 412 for another,
+        raised as `SourceChangedError`. A weak ETag is not sent (`If-Match` compares
+        strongly): the reader compares it with the answer's."""
+        condition: dict[str, str] = {}
+        if etag is not None and not etag.strip().startswith(("W/", "w/")):
+            tag = etag.strip()
+            condition["If-Match"] = tag if tag.startswith('"') else f'"{tag}"'
+        if modified_by is not None:
+            condition["If-Unmodified-Since"] = formatdate(modified_by, usegmt=True)
+        self._conditions.setdefault(key, condition)
 
     # -- requests ----------------------------------------------------------------------
 
@@ -190,10 +206,17 @@ class GuardedHTTPStore(Store):
             size = await self._head(key)  # HTTP cannot ask for 0 bytes
             return None if size is None else (memoryview(b""), size[1])
         headers = {} if byte_range is None else {"Range": _range_header(byte_range)}
-        async with self._send("GET", key, headers) as response:
+        condition = self._conditions.get(key, {})
+        async with self._send("GET", key, {**headers, **condition}) as response:
             answer_began()
             if response.status in (404, 410):
                 return None
+            if response.status == 412 and condition:
+                said = ", ".join(f"{name}: {value}" for name, value in condition.items())
+                raise SourceChangedError(
+                    f"cannot read {key!r} in {self!r}: it is no longer the version "
+                    f"referenced ({said}: the server answered 412 Precondition Failed)"
+                )
             if response.status == 416:  # the range starts past the end: nothing there
                 return memoryview(b""), None
             if response.status not in (200, 206):

@@ -104,9 +104,8 @@ def _capabilities_of(store: Any) -> Capabilities:
 def _version(meta: Any) -> Version | None:
     """An answer's version: its ETag and version id (None when it carries neither)."""
     e_tag, version = meta.get("e_tag"), meta.get("version")
-    if e_tag is None and version is None:
-        return None
-    return ObjectVersion(e_tag, version, meta.get("last_modified"))
+    unversioned = e_tag is None and version is None
+    return None if unversioned else ObjectVersion(e_tag, version, meta.get("last_modified"))
 
 
 def _checked_body(key: str, byte_range: ByteRange, result: Any, data: Buffer) -> Buffer:
@@ -221,6 +220,7 @@ class ObjectStore(Store):
     """
 
     # Tail latency is the network's: slow reads are hedged.
+    _version_of = staticmethod(_version)  # an answer's meta -> its version
     CAPABILITIES = Capabilities(hedge_reads=True)
 
     def __init__(
@@ -370,28 +370,28 @@ class ObjectStore(Store):
         if byte_range is None:
             result = await self._get(key)
             answer_began()
-            return await self._body(key, result, 0, max_bytes), _version(result.meta)
+            return await self._body(key, result, 0, max_bytes), self._version_of(result.meta)
         if byte_range.length == 0 or byte_range.suffix == 0:  # HTTP cannot ask for 0 bytes
-            return memoryview(b""), _version(await obstore.head_async(store, key))
+            return memoryview(b""), self._version_of(await obstore.head_async(store, key))
         if byte_range.suffix is not None:
             if isinstance(store, AzureStore):
                 # Azure Blob takes no suffix ranges (obstore refuses them): size first.
                 meta = await obstore.head_async(store, key)
                 start = max(0, meta["size"] - byte_range.suffix)
                 if start == meta["size"]:
-                    return memoryview(b""), _version(meta)
+                    return memoryview(b""), self._version_of(meta)
                 return await self._fetch(key, ByteRange.of(start, meta["size"] - start))
             options: Any = {"range": {"suffix": byte_range.suffix}}
             result = await self._get(key, options)
             answer_began()
             data = _checked_body(key, byte_range, result, await result.bytes_async())
-            return data, _version(result.meta)
+            return data, self._version_of(result.meta)
         if byte_range.length is None:
             options = {"range": {"offset": byte_range.offset}}
             result = await self._get(key, options)
             answer_began()
             data = await self._body(key, result, byte_range.offset, None)
-            return _checked_body(key, byte_range, result, data), _version(result.meta)
+            return _checked_body(key, byte_range, result, data), self._version_of(result.meta)
         stop = byte_range.offset + byte_range.length
         result = await self._get(key, {"range": (byte_range.offset, stop)})
         answer_began()
@@ -405,7 +405,7 @@ class ObjectStore(Store):
                 f"expected {min(stop, result.meta['size']) - byte_range.offset} "
                 f"(the value has {result.meta['size']})"
             )
-        return data, _version(result.meta)
+        return data, self._version_of(result.meta)
 
     async def exists(self, key: str) -> bool:
         """Whether `key` is stored (one HEAD request)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,56 @@ def test_bad_files_are_named(tmp_path: Path, written: Written) -> None:
         parse_snapshot(snapshot[:36] + b"\x09" + snapshot[37:], "snapshots/X")
     with pytest.raises(MetadataError, match="snapshots/X"):
         parse_snapshot(snapshot[:60], "snapshots/X")
+
+
+def test_a_vector_declared_past_the_buffer_is_refused_unread() -> None:
+    import flatbuffers
+
+    from aiozarr.storage.icechunk.format import _T, _manifest_ref, _parse
+
+    builder = flatbuffers.Builder(0)
+    builder.StartVector(8, 1, 4)
+    builder.PrependUint32(1)
+    builder.PrependUint32(0)
+    extents = builder.EndVector()
+    builder.StartObject(2)
+    builder.PrependUOffsetTRelativeSlot(1, extents, 0)
+    builder.Finish(builder.EndObject())
+    buf = bytearray(builder.Output())
+    table = _T.root(bytes(buf))
+    start = table.t.Vector(table._off(1))
+    struct.pack_into("<I", buf, start - 4, 20_000_000)  # 20 million extents in 32 bytes
+    with pytest.raises(MetadataError, match="runs past the end"):
+        _parse("manifest ref", _manifest_ref, _T.root(bytes(buf)))
+    # a [uint8] vector (an inline chunk, a zarr.json) declared past the end, too
+    with pytest.raises(MetadataError, match="runs past the end"):
+        _parse("inline chunk", lambda t: t.raw(1), _T.root(bytes(buf)))
+
+
+def test_every_store_version_shape_is_compared_with_a_checksum() -> None:
+    import datetime
+
+    from aiozarr.storage.icechunk.checksums import checksum_problem
+    from aiozarr.storage.icechunk.format import ChunkRef
+    from aiozarr.storage.protocol import ObjectVersion
+
+    by_etag = ChunkRef(None, None, "http://h/a", 0, 1, etag='"abc"', last_modified=None)
+    assert checksum_problem(by_etag, '"abc"') is None  # GuardedHTTPStore: the header
+    assert checksum_problem(by_etag, 'W/"abc"') is None  # weak: its opaque value
+    assert "ETag 'other'" in (checksum_problem(by_etag, '"other"') or "")
+    assert "ETag 'other'" in (checksum_problem(by_etag, ObjectVersion('"other"', None)) or "")
+    by_time = ChunkRef(None, None, "s3://b/a", 0, 1, etag=None, last_modified=1000)
+    later = datetime.datetime.fromtimestamp(2000, datetime.UTC)
+    # an answer with no ETag and no version id still carries its Last-Modified
+    assert "modified at 2000" in (checksum_problem(by_time, ObjectVersion(None, None, later)) or "")
+    assert "modified at 2000" in (checksum_problem(by_time, (1, 2000 * 10**9, 5)) or "")
+
+
+def test_a_conditional_read_answer_with_no_etag_keeps_its_time() -> None:
+    import datetime
+
+    from aiozarr.storage.conditional_reads import ConditionalReads
+
+    when = datetime.datetime.fromtimestamp(2000, datetime.UTC)
+    version = ConditionalReads._version_of({"e_tag": None, "version": None, "last_modified": when})
+    assert version is not None and version.last_modified == when

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import secrets
 import time
 from pathlib import Path
 from typing import Any
@@ -146,3 +147,54 @@ def test_a_changed_local_source_is_refused_by_its_time(written: Written) -> None
     finally:
         os.utime(part, (0, 0))  # older than the references again
     np.testing.assert_array_equal(arr[80:100], expected[80:100])
+
+
+def test_a_changed_source_over_http_is_refused_by_its_etag(tmp_path: Path) -> None:
+    # icechunk keeps no port in a virtual chunk's http location: the sources are served
+    # at port 80, on a loopback address of this test's own
+    host = f"127.{os.getpid() % 250 + 1}.{secrets.randbelow(250) + 1}.{secrets.randbelow(250) + 1}"
+    try:
+        served = Emulator(tmp_path / "served", host=host, port=80).running_in_thread()
+        emulator = served.__enter__()
+    except OSError as error:  # not allowed to listen on port 80 here
+        pytest.skip(f"cannot serve http://{host}:80 ({error})")
+    try:
+        folder = emulator.root / "virtual"
+        sources = emulator.http_url("virtual/sources/").replace(":80/", "/")
+        versions = from_url(sources)
+
+        def etag_of(path: Path) -> str:  # the ETag the server gives each source now
+            return run(versions.get_versioned, path.name)[1][0]  # (ETag, version id)
+
+        expected = write_virtual_repository(
+            folder / "repo", folder / "sources", lambda p: sources + p.name, etag_of
+        )
+        options = {"allowed_targets": [sources]}
+        repo = str(folder / "repo")
+        arr = aiozarr.open_array(repo, "virtual", mode="r", storage_options=options)
+        np.testing.assert_array_equal(arr[...], expected)
+        part = folder / "sources" / "part1.h5"
+        part.write_bytes(part.read_bytes()[::-1])  # rewritten: same size, other bytes
+        np.testing.assert_array_equal(arr[0:20], expected[0:20])  # part0.h5: unchanged
+        emulator.reset_stats()
+        with pytest.raises(SourceChangedError, match=r"part1\.h5.*If-Match"):
+            arr[20:40]
+        # the condition went with the GET: the server refused it, no byte of part1.h5 read
+        assert emulator.stats()["by_status"] == {"412": 1}
+    finally:
+        served.__exit__(None, None, None)
+
+
+def test_manifests_kept_are_bounded_in_bytes(written: Written) -> None:
+    options = {"allowed_targets": [str(written.sources)]}
+    with aiozarr.config.set(icechunk_manifest_cache_bytes=0):
+        store = IcechunkStore(written.path, storage_options=options)
+        arr = aiozarr.open_array(store, "virtual", mode="r")
+        expected = written.snapshots[written.refs["branch:main"]]["virtual"]
+        np.testing.assert_array_equal(arr[...], expected)  # read, though none is kept
+        assert len(store._manifests) == 0
+    store = IcechunkStore(written.path, storage_options=options)
+    arr = aiozarr.open_array(store, "virtual", mode="r")
+    arr[...]
+    assert len(store._manifests) >= 1
+    assert store._manifests.nbytes <= aiozarr.config.get().icechunk_manifest_cache_bytes

@@ -25,6 +25,7 @@ import zstandard
 from flatbuffers import number_types as N
 from flatbuffers.table import Table
 
+from aiozarr import config
 from aiozarr.errors import MetadataError, UnsupportedError
 
 __all__ = [
@@ -48,8 +49,6 @@ MAGIC = "ICE🧊CHUNK".encode()
 HEADER_SIZE = len(MAGIC) + 24 + 3
 SNAPSHOT, MANIFEST, REPO_INFO = 1, 2, 6
 _FILE_TYPES = {SNAPSHOT: "snapshot", MANIFEST: "manifest", 4: "transaction log", REPO_INFO: "repo"}
-#: The most a metadata file may inflate to: a bound against a hostile zstd frame.
-MAX_PAYLOAD_BYTES = 1 << 31
 
 _U32, _I32, _U16 = struct.Struct("<I"), struct.Struct("<i"), struct.Struct("<H")
 _CROCKFORD = bytes.maketrans(
@@ -75,14 +74,18 @@ def payload(data: bytes, file_type: int, where: str) -> tuple[int, bytes]:
         found = _FILE_TYPES.get(kind, str(kind))
         raise MetadataError(f"{where}: a {found} file, expected a {_FILE_TYPES[file_type]}")
     body = data[HEADER_SIZE:]
+    limit = config.get().icechunk_max_payload_bytes  # a bound against a hostile zstd frame
     if compression == 1:
         try:
             reader = zstandard.ZstdDecompressor().stream_reader(body)
-            body = reader.read(MAX_PAYLOAD_BYTES + 1)
+            body = reader.read(limit + 1)
         except zstandard.ZstdError as error:
             raise MetadataError(f"{where}: corrupt zstd payload ({error})") from None
-        if len(body) > MAX_PAYLOAD_BYTES:
-            raise MetadataError(f"{where}: payload larger than {MAX_PAYLOAD_BYTES} bytes")
+        if len(body) > limit:
+            raise MetadataError(
+                f"{where}: the payload inflates past {limit} bytes "
+                "(aiozarr.config icechunk_max_payload_bytes)"
+            )
     elif compression != 0:
         raise UnsupportedError(f"{where}: compression {compression} (0 and 1, zstd, are read)")
     return version, body
@@ -111,17 +114,28 @@ class _T:
         o = self._off(slot)
         return self.t.Get(flags, o + self.t.Pos) if o else default
 
+    def _vector(self, o: int, size: int) -> tuple[int, int]:
+        """(start, count) of the vector at field offset `o`, its `count * size` bytes
+        checked to lie in the buffer: a declared length is never trusted."""
+        start, count = self.t.Vector(o), self.t.VectorLen(o)
+        if start < 0 or start + count * size > len(self.t.Bytes):
+            raise MetadataError(
+                f"a vector of {count} {size}-byte items at byte {start} runs past the "
+                f"end of the {len(self.t.Bytes)}-byte payload"
+            )
+        return start, count
+
     def string(self, slot: int) -> str | None:
-        o = self._off(slot)
-        return self.t.String(o + self.t.Pos).decode() if o else None
+        raw = self.raw(slot)
+        return None if raw is None else raw.decode()
 
     def raw(self, slot: int) -> bytes | None:
-        """A `[uint8]` vector's bytes."""
+        """A `[uint8]` vector's bytes (a string's, too)."""
         o = self._off(slot)
         if not o:
             return None
-        start = self.t.Vector(o)
-        return bytes(self.t.Bytes[start : start + self.t.VectorLen(o)])
+        start, count = self._vector(o, 1)
+        return bytes(self.t.Bytes[start : start + count])
 
     def struct(self, slot: int, size: int) -> bytes | None:
         """An inline struct's bytes (an object id)."""
@@ -136,26 +150,22 @@ class _T:
         o = self._off(slot)
         if not o:
             return []
-        start = self.t.Vector(o)
-        return [
-            _T(Table(self.t.Bytes, self.t.Indirect(start + 4 * i)))
-            for i in range(self.t.VectorLen(o))
-        ]
+        start, count = self._vector(o, 4)
+        return [_T(Table(self.t.Bytes, self.t.Indirect(start + 4 * i))) for i in range(count)]
 
     def structs(self, slot: int, size: int) -> list[bytes]:
         o = self._off(slot)
         if not o:
             return []
-        start = self.t.Vector(o)
+        start, count = self._vector(o, size)
         buf = self.t.Bytes
-        count = self.length(slot)
         return [bytes(buf[start + size * i : start + size * (i + 1)]) for i in range(count)]
 
     def uint32s(self, slot: int) -> tuple[int, ...]:
         o = self._off(slot)
         if not o:
             return ()
-        start, n = self.t.Vector(o), self.t.VectorLen(o)
+        start, n = self._vector(o, 4)
         return tuple(int(v) for v in np.frombuffer(self.t.Bytes, "<u4", n, start))
 
     def union(self, type_slot: int) -> tuple[int, _T | None]:
@@ -327,6 +337,7 @@ class Manifest:
         root = _T.root(body)
         # Manifest: id 0, arrays 1, location_dictionary 2, compression_algorithm 3.
         self._where = where
+        self.nbytes = len(body)  # what the cache of manifests counts
         self._expand = _location_expander(root.raw(2), where)
         self._arrays = {  # ArrayManifest: node_id 0, refs 1
             object_id(array.struct(0, 8) or b""): _Refs(array, 1) for array in root.tables(1)
@@ -357,8 +368,7 @@ class _Refs:
     def __init__(self, array: _T, slot: int) -> None:
         o = array._off(slot)
         self._buf = array.t.Bytes
-        self._start = array.t.Vector(o) if o else 0
-        self._n = array.t.VectorLen(o) if o else 0
+        self._start, self._n = array._vector(o, 4) if o else (0, 0)
         self._table: dict[tuple[int, ...], int] | None = None
 
     def __len__(self) -> int:

@@ -24,9 +24,12 @@ import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
-from aiozarr.errors import MetadataError, NodeNotFoundError, StoreError
+from aiozarr import config
+from aiozarr.errors import MetadataError, NodeNotFoundError, SourceChangedError, StoreError
 from aiozarr.storage.base import Capabilities, RangeRequest, Store, dir_entries
+from aiozarr.storage.cache import LRUByteCache
 from aiozarr.storage.conditional_reads import ConditionalReads
+from aiozarr.storage.guarded_http import GuardedHTTPStore
 from aiozarr.storage.icechunk.checksums import checksum_problem
 from aiozarr.storage.icechunk.format import (
     ChunkRef,
@@ -105,7 +108,7 @@ class IcechunkStore(ReferenceStore):
         self._snapshot: Snapshot | None = None
         self._meta: dict[str, bytes] = {}
         self._arrays: dict[str, tuple[Node, ChunkKeys]] = {}
-        self._manifests: dict[str, Manifest] = {}
+        self._manifests = _manifest_cache()
         self._conditional: dict[int, ConditionalReads] = {}  # by id of the store wrapped
 
     # -- the snapshot ------------------------------------------------------------------
@@ -225,26 +228,33 @@ class IcechunkStore(ReferenceStore):
 
     async def _fetch_manifests(self, ids: set[str]) -> dict[str, Manifest]:
         """The manifests `ids`, those not cached read in one batch."""
-        missing = sorted(i for i in ids if i not in self._manifests)
+        found = {i: m for i in ids if (m := self._manifests.get(i)) is not None}
+        missing = sorted(ids - found.keys())
         if missing:
             repo = self._repository()
             keys = [f"manifests/{i}" for i in missing]
-            found = await repo.get_partial_values([RangeRequest(key) for key in keys])
-            for manifest_id, key, data in zip(missing, keys, found, strict=True):
+            answers = await repo.get_partial_values([RangeRequest(key) for key in keys])
+            for manifest_id, key, data in zip(missing, keys, answers, strict=True):
                 if data is None:
                     raise StoreError(f"{self._url!r}: manifest {key!r} is missing")
-                self._manifests[manifest_id] = parse_manifest(data, f"{self._url}/{key}")
-        return {i: self._manifests[i] for i in ids}
+                manifest = parse_manifest(data, f"{self._url}/{key}")
+                self._manifests.put(manifest_id, manifest, manifest.nbytes)
+                found[manifest_id] = manifest
+        return found
 
     def _target(self, value: list[Any], key: str) -> tuple[Store, str, int, int | None]:
-        """A virtual chunk with a checksum, on an object store, is read through a store
-        that sends the checksum as the GET's condition (`ConditionalReads`)."""
+        """A virtual chunk with a checksum, on an object store or over http(s), is read
+        with the checksum as the GET's condition (`ConditionalReads`,
+        `GuardedHTTPStore.expect`); it is compared on the answer too (`_verify`)."""
         store, name, offset, length = super()._target(value, key)
         chunk = value[3] if len(value) > 3 else None
         if chunk is None or (chunk.etag is None and chunk.last_modified is None):
             return store, name, offset, length
+        if isinstance(store, GuardedHTTPStore):
+            store.expect(name, etag=chunk.etag, modified_by=chunk.last_modified)
+            return store, name, offset, length
         if not isinstance(store, ObjectStore):
-            return store, name, offset, length  # compared on the answer (`_verify`)
+            return store, name, offset, length  # a local file: compared on the answer
         conditional = self._conditional.get(id(store))
         if conditional is None:
             conditional = self._conditional[id(store)] = ConditionalReads(store)
@@ -257,8 +267,6 @@ class IcechunkStore(ReferenceStore):
             return
         problem = checksum_problem(chunk, version)
         if problem is not None:
-            from aiozarr.errors import SourceChangedError
-
             raise SourceChangedError(
                 f"cannot read {key!r} of {self._url!r}: its virtual chunk source "
                 f"{chunk.location!r} changed since it was referenced ({problem})"
@@ -307,13 +315,21 @@ class IcechunkStore(ReferenceStore):
         state = super().__getstate__()
         if self._snapshot is not None:
             state["_ref"] = ("snapshot", self._snapshot.id)
-        state["_manifests"] = {}
+        state["_manifests"] = None  # its lock belongs to this process
         state["_conditional"] = {}
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._manifests = _manifest_cache()
 
     def __repr__(self) -> str:
         kind, name = self._ref
         return f"IcechunkStore({self._url!r}, {kind}={name!r})"
+
+
+def _manifest_cache() -> LRUByteCache:
+    return LRUByteCache(config.get().icechunk_manifest_cache_bytes)
 
 
 def _document(node: Node, url: str) -> Mapping[str, Any]:
