@@ -30,9 +30,10 @@ __all__ = ["ZarrStore", "is_zarr_store"]
 
 
 def is_zarr_store(obj: Any) -> bool:
-    """Whether `obj` is a zarr-python 3 store (without importing zarr)."""
+    """Whether `obj` is a zarr-python 3 store (without importing zarr): by its type, so
+    a stand-in that only claims to be one (a mock made with `spec=`) is not."""
     module = sys.modules.get("zarr.abc.store")
-    return module is not None and isinstance(obj, module.Store)
+    return module is not None and issubclass(type(obj), module.Store)
 
 
 def _byte_request(byte_range: ByteRange | None) -> Any:
