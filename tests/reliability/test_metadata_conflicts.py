@@ -10,7 +10,6 @@ metadata as stored and written on its version (`nodes/node_updates.py`).
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import os
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import pytest
 from obstore.store import S3Store
 from tests.reliability.locations import StoreFactory
 from tests.reliability.proxies import Proxy
+from tests.reliability.spawned import run_writers
 from tests.servers import unique_prefix
 
 import aiozarr
@@ -111,17 +111,7 @@ def test_two_processes_appending_lose_no_row(kind: str, tmp_path: Path, emulator
         where, options = emulator.s3_url("two-appenders.zarr"), emulator.storage_options()
         store = from_url(where, storage_options=options)
     _create(store)
-    context = multiprocessing.get_context("spawn")
-    start = context.Barrier(2)
-    workers = [
-        context.Process(target=_process_appender, args=(kind, where, options, w, start))
-        for w in range(2)
-    ]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(150)
-        assert worker.exitcode == 0
+    run_writers(_process_appender, 2, kind, where, options)
     _check_appends(aiozarr.open_array(store, mode="r"), 2)
 
 

@@ -10,7 +10,6 @@ of the metadata is stale by the time it writes (`xarray/appends.py`).
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 from tests.reliability.locations import StoreFactory
+from tests.reliability.spawned import run_writers
 
 import aiozarr
 from aiozarr import config
@@ -142,17 +142,7 @@ def test_two_processes_appending_with_xarray_lose_no_row(
         where, options = emulator.s3_url("two-xarray-appenders.zarr"), emulator.storage_options()
         store = from_url(where, storage_options=options)
     to_zarr(_rows([0]), store)
-    context = multiprocessing.get_context("spawn")
-    start = context.Barrier(2)
-    workers = [
-        context.Process(target=_process_appender, args=(kind, where, options, w, start))
-        for w in range(2)
-    ]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(150)
-        assert worker.exitcode == 0
+    run_writers(_process_appender, 2, kind, where, options)
     expected = {0} | {1000 * (w + 1) + r for w in range(2) for r in range(ROUNDS)}
     _check_rows(store, expected)
 
