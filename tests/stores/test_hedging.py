@@ -337,6 +337,27 @@ async def test_the_hedge_timer_gives_an_answer_woken_with_it_one_more_look() -> 
     assert sent == ["raced"]
 
 
+async def test_a_body_trickling_alone_is_raced_after_a_crowd_held_its_wait() -> None:
+    # Under load, a read's wait for its first byte can fall due while a crowd of its
+    # batch is still waiting too (held: not hedged then). Once the crowd has answered,
+    # its own body trickling alone is a straggler's and is raced all the same.
+    sent: list[str] = []
+    in_flight = InFlight()
+    crowd = [object() for _ in range(retry._CROWD)]
+    for read in crowd:
+        in_flight.add(read, time.monotonic() - 1.0)
+    timer = retry._HedgeTimer(0.0, 0.05, lambda: sent.append("copy"), in_flight)
+    timer.start()
+    await asyncio.sleep(0.02)  # the wait's limit fired: held, the crowd still waiting
+    assert sent == []
+    for read in crowd:
+        in_flight.discard(read)
+    timer.answer_began()
+    await asyncio.sleep(0.2)
+    assert sent == ["copy"]
+    timer.cancel()
+
+
 def test_local_stores_do_not_hedge(tmp_path: object) -> None:
     assert ObjectStore.CAPABILITIES.hedge_reads
     assert not MemoryStore.CAPABILITIES.hedge_reads

@@ -381,7 +381,7 @@ class _HedgeTimer:
         self._sent = 0.0  # time.monotonic(), the clock `in_flight` shares across loops
         self.slot: Slot | None = None  # the budget slot the read holds
         self._answering = False  # the answer has begun
-        self._held = False  # slow in a crowd: not hedged then
+        self._held = False  # its wait was slow in a crowd
         self._cancelled = False  # the read is over: no more copies
         self._handle: asyncio.Handle | None = None  # the limit's timer, or its last look
 
@@ -400,12 +400,14 @@ class _HedgeTimer:
             return
         self._handle.cancel()
         self._handle = None
-        # A read held in a crowd is not raced on its body: the crowd's answers come
-        # together, and a busy process reads their bodies late as it read their heads.
-        if self._whole_s is not None and not self._held:
-            self._handle = self._loop.call_later(
-                max(0.0, self._sent + self._whole_s - time.monotonic()), self._fire
-            )
+        if self._whole_s is None:
+            return
+        # A read whose wait a crowd held is late through no fault of its own: its body
+        # gets the whole limit from now (a crowd still reading then holds it again), so
+        # a body trickling alone after the crowd has gone is raced all the same.
+        now = time.monotonic()
+        since = now if self._held else self._sent
+        self._handle = self._loop.call_later(max(0.0, since + self._whole_s - now), self._fire)
 
     def cancel(self) -> None:
         self._cancelled = True
