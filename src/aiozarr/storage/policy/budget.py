@@ -202,11 +202,15 @@ class RequestBudget:
         """Take a slot for this task; a task already holding one just nests."""
         task = asyncio.current_task()
         assert task is not None
-        with self._lock:
+        with self._lock:  # one lock for the common case: a free slot, taken at once
             held = self._holders.get(task)
             if held is not None:
                 self._holders[task] = (held[0], held[1] + 1)
                 return held[0]
+            if self._inflight < self._limit and not self._waiters:
+                slot = self._take()
+                self._holders[task] = (slot, 1)
+                return slot
         slot = await self.acquire()
         with self._lock:
             self._holders[task] = (slot, 1)
@@ -221,7 +225,8 @@ class RequestBudget:
                 self._holders[task] = (slot, depth - 1)
                 return
             del self._holders[task]
-        self.release()
+            self._inflight -= 1  # `release`, under the lock already held
+            self._hand_over()
 
     def _after_fork(self) -> None:
         """Forget what belonged to the parent: its requests in flight, its waiters (futures

@@ -176,20 +176,21 @@ async def run_request(runtime: StoreRuntime, request: Request[T], settings: conf
     A failure that `classify` says is final is raised as itself (a missing key stays
     `FileNotFoundError`, a refusal stays the backend's `StoreError`).
     """
-    policy = RetryPolicy.from_config(settings)
     started = time.monotonic()
     attempt = 0
     cause: Exception | None = None  # what the error reports: the last real failure
+    hedged = request.hedge and settings.hedge_reads
     while True:
         attempt += 1
-        remaining = policy.deadline_s - (time.monotonic() - started)
+        remaining = settings.retry_deadline_s - (time.monotonic() - started)
         try:
-            if request.hedge and settings.hedge_reads:
+            if hedged:
                 return await _hedged(runtime, request, remaining, settings)
             return await _attempt(runtime, request, remaining, settings)
         except Exception as exc:
             if not classify(exc).retryable:
                 raise
+            policy = RetryPolicy.from_config(settings)  # only once a try has failed
             # A try cut short by the overall deadline says nothing about the store: keep
             # the failure before it (a 503, a reset) as the reason for giving up.
             clipped = isinstance(exc, RequestTimeoutError) and remaining < request_timeout_s(
@@ -288,13 +289,8 @@ async def _send(
         _answer_began.reset(listening)
     budget.succeeded()
     seconds = time.monotonic() - began
-    statistics.count(f"{action}s")
-    if action == "read":
-        received = 0 if result is None else _buffer_size(result)
-        statistics.count("bytes_read", received)
-        statistics.latencies.add(nbytes, seconds)
-    elif action == "write":
-        statistics.count("bytes_written", nbytes or 0)
+    received = 0 if result is None or action != "read" else _buffer_size(result)
+    statistics.finished(action, nbytes, received, seconds)
     if log.isEnabledFor(logging.DEBUG):
         outcome = "missing" if result is None else "ok"
         log.debug(

@@ -38,6 +38,9 @@ EVENTS = (
     "gave_up",
 )
 
+#: A finished request's counter, by action (`RequestStats.finished`).
+_FINISHED = {name[:-1]: name for name in ("reads", "writes", "deletes", "stats", "lists")}
+
 # Latencies kept per size class; p95 over the last 128 is stable yet follows change.
 _WINDOW = 128
 # Fewer samples than this: no p95 yet (no peers to compare with, so no hedging).
@@ -58,9 +61,11 @@ class LatencyWindow:
 
     def add(self, nbytes: int | None, seconds: float) -> None:
         """Record how long a successful request of `nbytes` took."""
-        size_class = self._size_class(nbytes)
+        size_class = -1 if nbytes is None else nbytes.bit_length() // 2
         with self._lock:
-            window = self._samples.setdefault(size_class, deque(maxlen=_WINDOW))
+            window = self._samples.get(size_class)
+            if window is None:
+                window = self._samples[size_class] = deque(maxlen=_WINDOW)
             window.append(seconds)
             self._p95[size_class] = None  # recomputed on demand
 
@@ -176,6 +181,20 @@ class RequestStats:
         """Add `n` to the counter `event`."""
         with self._lock:
             self._counts[event] += n
+
+    def finished(self, action: str, nbytes: int | None, received: int, seconds: float) -> None:
+        """Count one request of `action` that succeeded in `seconds`: its kind, the bytes
+        it moved (`received` for a read, `nbytes` for a write), a read's latency. One
+        call per request: the request path pays for one lock here, not one per counter."""
+        with self._lock:
+            counts = self._counts
+            counts[_FINISHED.get(action) or f"{action}s"] += 1
+            if action == "read":
+                counts["bytes_read"] += received
+            elif action == "write":
+                counts["bytes_written"] += nbytes or 0
+        if action == "read":
+            self.latencies.add(nbytes, seconds)
 
     def counts(self) -> dict[str, int]:
         """Every counter: each of `EVENTS` (0 until it happens), then any other counted."""
