@@ -386,6 +386,7 @@ class _HedgeTimer:
         self._held = False  # its wait was slow in a crowd
         self._cancelled = False  # the read is over: no more copies
         self._handle: asyncio.Handle | None = None  # the limit's timer, or its last look
+        self._due: float | None = None  # when the body's limit is up, on the loop's clock
 
     def start(self, slot: Slot | None = None) -> None:
         self.slot = slot
@@ -398,18 +399,26 @@ class _HedgeTimer:
     def answer_began(self) -> None:
         self._answering = True
         self._in_flight.began(self, time.monotonic())
-        if self._handle is None:  # fired already (or never started)
+        handle = self._handle
+        if handle is None:  # fired already (or never started)
             return
-        self._handle.cancel()
-        self._handle = None
         if self._whole_s is None:
+            handle.cancel()
+            self._handle = None
             return
         # A read whose wait a crowd held is late through no fault of its own: its body
         # gets the whole limit from now (a crowd still reading then holds it again), so
         # a body trickling alone after the crowd has gone is raced all the same.
         now = time.monotonic()
         since = now if self._held else self._sent
-        self._handle = self._loop.call_later(max(0.0, since + self._whole_s - now), self._fire)
+        due = self._loop.time() + max(0.0, since + self._whole_s - now)
+        if isinstance(handle, asyncio.TimerHandle) and handle.when() <= due:
+            # The timer set to fire sooner looks again then: most reads end before it,
+            # so a read pays for one timer, not a second one and a cancelled first.
+            self._due = due
+            return
+        handle.cancel()
+        self._handle = self._loop.call_at(due, self._fire)
 
     def cancel(self) -> None:
         self._cancelled = True
@@ -420,6 +429,10 @@ class _HedgeTimer:
             self._handle = None
 
     def _fire(self) -> None:
+        due, self._due = self._due, None
+        if due is not None and due > self._loop.time():  # the body's limit is later
+            self._handle = self._loop.call_at(due, self._fire)
+            return
         # One more look, after what this turn of the loop has woken: on a busy process
         # the answer may be in already, its task not yet run to say so.
         self._handle = self._loop.call_soon(self._send_now)
