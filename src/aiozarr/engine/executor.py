@@ -8,13 +8,13 @@ so chunks under `INLINE_BYTES` are decoded on the event loop itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import os
-import weakref
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
-
-import anyio
-import anyio.to_thread
 
 from aiozarr import config
 
@@ -24,13 +24,6 @@ T = TypeVar("T")
 # decoding 64 KiB with zstd is ~20 us (benchmarks: random single-element reads).
 INLINE_BYTES = 64 << 10
 
-# anyio's worker threads, and the limiters that bound them, belong to one event loop.
-# Weak keys: a loop that is gone takes its limiter with it.
-_limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 _CPUS = os.cpu_count() or 1
 
 
@@ -39,20 +32,54 @@ def codec_threads() -> int:
     return config.get().codec_threads or _CPUS
 
 
-def _limiter() -> anyio.CapacityLimiter:
-    """The running loop's codec limiter, sized by the current `codec_threads` setting."""
-    loop = asyncio.get_running_loop()
-    threads = codec_threads()
-    limiter = _limiters.get(loop)
-    if limiter is None:
-        limiter = _limiters[loop] = anyio.CapacityLimiter(threads)
-    elif limiter.total_tokens != threads:
-        limiter.total_tokens = threads
-    return limiter
+class _Pool:
+    """The process's codec threads, sized by the `codec_threads` setting, shared by every
+    event loop. A plain thread pool: a hop through it is a submit and one wake of the
+    loop, where anyio's worker threads add a limiter and checkpoints to each."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
+        self._threads = 0
+
+    def executor(self) -> ThreadPoolExecutor:
+        threads = codec_threads()
+        executor = self._executor
+        if executor is None or self._threads != threads:
+            with self._lock:
+                if self._executor is None or self._threads != threads:
+                    old = self._executor
+                    self._executor = ThreadPoolExecutor(threads, "aiozarr-codec")
+                    self._threads = threads
+                    if old is not None:  # its jobs finish; its threads then end
+                        old.shutdown(wait=False)
+                executor = self._executor
+        return executor
+
+    def _after_fork(self) -> None:
+        # The parent's threads are not the child's: a pool that thinks it has them
+        # would never start one.
+        self._lock = threading.Lock()
+        self._executor = None
+
+
+_POOL = _Pool()
+os.register_at_fork(after_in_child=_POOL._after_fork)
 
 
 async def run_codec(fn: Callable[..., T], *args: Any, nbytes: int | None = None) -> T:
-    """Run `fn(*args)` on the codec pool, or inline when `nbytes` is small."""
+    """Run `fn(*args)` on the codec pool, or inline when `nbytes` is small.
+
+    A cancelled caller waits for a job already running to end (it writes into the
+    caller's output), and is then cancelled; a job not yet started never runs.
+    """
     if nbytes is not None and nbytes <= INLINE_BYTES:
         return fn(*args)
-    return await anyio.to_thread.run_sync(fn, *args, limiter=_limiter(), abandon_on_cancel=False)
+    job = _POOL.executor().submit(contextvars.copy_context().run, fn, *args)
+    try:
+        return await asyncio.wrap_future(job)
+    except asyncio.CancelledError:
+        while not job.done():  # running: cannot be stopped, so wait it out
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.shield(asyncio.wrap_future(job))
+        raise
