@@ -135,6 +135,21 @@ async def test_timeout_is_retried(emulator: Emulator) -> None:
     assert emulator.stats()["requests"] == 2
 
 
+async def test_a_hedged_read_times_out_too(emulator: Emulator) -> None:
+    # With recent latencies known, a read runs under a hedge timer, which sets the
+    # read's timeout only when it fires: a read held past every limit must still time out.
+    store = await stored(emulator)
+    for i in range(20):
+        await store.get("k", ByteRange.of(i, 100))
+    emulator.inject("slow", count=1000, delay_s=60.0, methods=["GET"])
+    with (
+        config.set(request_timeout_s=2.0, retry_attempts=1, hedge_reads=True),
+        pytest.raises(StoreError, match="no answer within"),
+    ):
+        await store.get("k", ByteRange.of(0, 100))
+    assert store.stats()["timeouts"] >= 1
+
+
 # -- final answers are not retried ---------------------------------------------------------
 
 

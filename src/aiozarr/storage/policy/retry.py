@@ -267,11 +267,14 @@ async def _send(
     timeout = max(0.0, min(request_timeout_s(nbytes, settings), remaining_s))
     statistics.count("requests")
     began = time.monotonic()
+    scope = asyncio.timeout(timeout)
     if timer is not None:
         timer.start(slot)
+        if timer.fires_within(timeout):  # the hedge timer sets the timeout if it fires
+            scope = timer.guard(asyncio.timeout(None), timeout)
     listening = _answer_began.set(_FirstByte(statistics, began, timer))
     try:
-        async with asyncio.timeout(timeout):
+        async with scope:
             result = await request.operation()
     except TimeoutError:
         statistics.count("timeouts")
@@ -287,6 +290,8 @@ async def _send(
         raise
     finally:
         _answer_began.reset(listening)
+        if timer is not None:
+            timer.guard(None, 0.0)
     budget.succeeded()
     seconds = time.monotonic() - began
     received = 0 if result is None or action != "read" else _buffer_size(result)
@@ -387,6 +392,7 @@ class _HedgeTimer:
         self._cancelled = False  # the read is over: no more copies
         self._handle: asyncio.Handle | None = None  # the limit's timer, or its last look
         self._due: float | None = None  # when the body's limit is up, on the loop's clock
+        self._guarded: tuple[asyncio.Timeout, float] | None = None  # see `guard`
 
     def start(self, slot: Slot | None = None) -> None:
         self.slot = slot
@@ -395,6 +401,23 @@ class _HedgeTimer:
         first_limit = self._wait_s if self._wait_s is not None else self._whole_s
         if first_limit is not None:
             self._handle = self._loop.call_later(first_limit, self._fire)
+
+    def fires_within(self, seconds: float) -> bool:
+        """Whether the timer started fires before `seconds` have passed."""
+        first_limit = self._wait_s if self._wait_s is not None else self._whole_s
+        return first_limit is not None and first_limit < seconds
+
+    def guard(self, scope: asyncio.Timeout | None, seconds: float) -> asyncio.Timeout | None:
+        """Set `scope` (entered by the read, never expiring yet) to expire `seconds` from
+        now once the timer fires or is dropped: nearly every read ends sooner, and pays
+        for one timer, not two (None: the read is over, forget it)."""
+        self._guarded = None if scope is None else (scope, self._loop.time() + seconds)
+        return scope
+
+    def _arm(self) -> None:
+        guarded, self._guarded = self._guarded, None
+        if guarded is not None:
+            guarded[0].reschedule(guarded[1])
 
     def answer_began(self) -> None:
         self._answering = True
@@ -405,6 +428,7 @@ class _HedgeTimer:
         if self._whole_s is None:
             handle.cancel()
             self._handle = None
+            self._arm()
             return
         # A read whose wait a crowd held is late through no fault of its own: its body
         # gets the whole limit from now (a crowd still reading then holds it again), so
@@ -418,6 +442,7 @@ class _HedgeTimer:
             self._due = due
             return
         handle.cancel()
+        self._arm()
         self._handle = self._loop.call_at(due, self._fire)
 
     def cancel(self) -> None:
@@ -429,6 +454,7 @@ class _HedgeTimer:
             self._handle = None
 
     def _fire(self) -> None:
+        self._arm()
         due, self._due = self._due, None
         if due is not None and due > self._loop.time():  # the body's limit is later
             self._handle = self._loop.call_at(due, self._fire)
