@@ -151,6 +151,47 @@ def test_the_codec_chain_does_not_import_the_sharding_codec() -> None:
             assert node.module != "aiozarr.codecs.sharding", f"chain.py:{node.lineno}"
 
 
+# The engine reaches storage through the store protocol and the request policy's entry
+# points (`RequestShape`, `HeldBytes`), never a backend or the policy's inner modules:
+# how requests are shaped is the policy's to decide (CONTRIBUTING, "Request size").
+ENGINE_STORAGE_DOORS = {"aiozarr.storage.protocol", "aiozarr.storage.policy"}
+
+
+def _storage_imports(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        found += [
+            f"{node.lineno}: {name}"
+            for name in names
+            if name.startswith("aiozarr.storage") and name not in ENGINE_STORAGE_DOORS
+        ]
+    return found
+
+
+@pytest.mark.parametrize(
+    "path", sorted((SRC / "engine").rglob("*.py")), ids=lambda p: str(p.relative_to(SRC))
+)
+def test_the_engine_enters_storage_by_the_protocol_and_the_policy(path: Path) -> None:
+    assert not _storage_imports(path), f"{path.relative_to(SRC)}: {_storage_imports(path)}"
+
+
+def test_the_storage_door_check_catches_a_backend_and_an_inner_module(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        "from aiozarr.storage.protocol import Store\n"
+        "from aiozarr.storage.policy import RequestShape\n"
+        "from aiozarr.storage.backends.local import LocalStore\n"
+        "import aiozarr.storage.policy.ranges\n"
+    )
+    assert [found.split(":")[0] for found in _storage_imports(source)] == ["3", "4"]
+
+
 # The engine's view of an array (`AsyncArray.stored`, a `StoredArray`) belongs to nodes/array.py
 # and the engine: the layers above ask AsyncArray's documented properties (`is_sharded`,
 # `rectilinear_grid`, `chunk_key`, ...), so a change inside the engine cannot break them.
