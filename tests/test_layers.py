@@ -358,3 +358,47 @@ def test_no_function_is_over_its_size() -> None:
                 if lines > FUNCTION_LINES:
                     long[f"{path.relative_to(SRC)}:{node.name}"] = lines
     assert long == {}
+
+
+# -- where tests are -------------------------------------------------------------------------
+
+TESTS = Path(__file__).resolve().parent
+# Folders of tests by what they prove across the packages, not by module.
+TEST_KINDS = {
+    "benchmarks": "the benchmark suite's own smoke tests",
+    "bridge": "aiozarr.zarr: zarr-python's store and codec pipeline",
+    "formats": "every format and writer, read end to end",
+    "integrations": "the README, the examples, installs, dask, xarray",
+    "interop": "peers write, aiozarr reads, and back",
+    "reliability": "failures, conflicts, cancellation, memory",
+    "security": "hostile input and what is refused",
+    "xarray_suite": "xarray's own backend tests with aiozarr's engine",
+}
+
+
+def _test_folders(tests: Path) -> list[str]:
+    return sorted(
+        p.name for p in tests.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))
+    )
+
+
+def misplaced_test_folders(tests: Path, src: Path) -> list[str]:
+    """Folders of `tests` that are neither a module of `src` (its tests: `tests/<module>/`)
+    nor one of `TEST_KINDS`."""
+    modules = {p.stem for p in src.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    return [name for name in _test_folders(tests) if name not in modules and name not in TEST_KINDS]
+
+
+def test_a_modules_tests_are_found_from_its_path() -> None:
+    """`src/aiozarr/storage/policy/shaping.py` is tested in `tests/storage/`; the root
+    modules in `tests/` itself; the rest of `tests/` is a folder per kind."""
+    assert not misplaced_test_folders(TESTS, SRC)
+
+
+def test_the_test_folder_check_catches_a_folder_by_kind_not_listed(tmp_path: Path) -> None:
+    (tmp_path / "src" / "storage").mkdir(parents=True)
+    (tmp_path / "src" / "storage" / "__init__.py").write_text("")
+    (tmp_path / "src" / "api.py").write_text("")
+    for folder in ("storage", "api", "security", "unit"):
+        (tmp_path / "tests" / folder).mkdir(parents=True)
+    assert misplaced_test_folders(tmp_path / "tests", tmp_path / "src") == ["unit"]
