@@ -36,6 +36,7 @@ from aiozarr.storage.backends.memory import MemoryStore
 from aiozarr.storage.backends.object_store import ObjectStore
 from aiozarr.storage.opening.url import from_url
 from aiozarr.storage.policy import retry
+from aiozarr.storage.policy.hedge_timer import CROWD, HedgeTimer
 from aiozarr.storage.policy.runtime import StoreRuntime
 from aiozarr.storage.policy.statistics import InFlight, RequestStats
 from aiozarr.storage.protocol import RangeRequest
@@ -328,8 +329,8 @@ async def test_the_hedge_timer_gives_an_answer_woken_with_it_one_more_look() -> 
     loop = asyncio.get_running_loop()
     sent: list[str] = []
     in_flight = InFlight()
-    raced = retry._HedgeTimer(0.0, None, lambda: sent.append("raced"), in_flight)
-    answered = retry._HedgeTimer(0.0, None, lambda: sent.append("answered"), in_flight)
+    raced = HedgeTimer(0.0, None, lambda: sent.append("raced"), in_flight)
+    answered = HedgeTimer(0.0, None, lambda: sent.append("answered"), in_flight)
     raced.start()
     answered.start()
     loop.call_later(0.0, answered.answer_began)
@@ -343,10 +344,10 @@ async def test_a_body_trickling_alone_is_raced_after_a_crowd_held_its_wait() -> 
     # its own body trickling alone is a straggler's and is raced all the same.
     sent: list[str] = []
     in_flight = InFlight()
-    crowd = [object() for _ in range(retry._CROWD)]
+    crowd = [object() for _ in range(CROWD)]
     for read in crowd:
         in_flight.add(read, time.monotonic() - 1.0)
-    timer = retry._HedgeTimer(0.0, 0.05, lambda: sent.append("copy"), in_flight)
+    timer = HedgeTimer(0.0, 0.05, lambda: sent.append("copy"), in_flight)
     timer.start()
     await asyncio.sleep(0.02)  # the wait's limit fired: held, the crowd still waiting
     assert sent == []
