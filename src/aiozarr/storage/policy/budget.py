@@ -202,6 +202,16 @@ class RequestBudget:
         """Take a slot for this task; a task already holding one just nests."""
         task = asyncio.current_task()
         assert task is not None
+        return await self.hold(task)
+
+    async def __aexit__(self, *exc: object) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.let_go(task)
+
+    async def hold(self, task: asyncio.Task[Any]) -> Slot:
+        """`async with budget:` for `task` (the running one), found once by the caller:
+        asking asyncio for it costs a system call on every ask (its fork check)."""
         with self._lock:  # one lock for the common case: a free slot, taken at once
             held = self._holders.get(task)
             if held is not None:
@@ -216,9 +226,8 @@ class RequestBudget:
             self._holders[task] = (slot, 1)
         return slot
 
-    async def __aexit__(self, *exc: object) -> None:
-        task = asyncio.current_task()
-        assert task is not None
+    def let_go(self, task: asyncio.Task[Any]) -> None:
+        """Leave what `hold(task)` entered."""
         with self._lock:
             slot, depth = self._holders[task]
             if depth > 1:

@@ -247,8 +247,13 @@ async def _attempt(
     """
     if lent is not None:
         return await _send(runtime, request, remaining_s, settings, timer, lent)
-    async with runtime.requests as slot:
+    budget, task = runtime.requests, asyncio.current_task()
+    assert task is not None
+    slot = await budget.hold(task)
+    try:
         return await _send(runtime, request, remaining_s, settings, timer, slot)
+    finally:
+        budget.let_go(task)
 
 
 async def _send(
