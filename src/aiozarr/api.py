@@ -6,6 +6,7 @@ returns the sync facade (`Array` / `Group`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
@@ -16,6 +17,7 @@ from obstore.store import AzureStore, GCSStore, HTTPStore, S3Store
 from obstore.store import LocalStore as ObstoreLocal
 from obstore.store import MemoryStore as ObstoreMemory
 
+from aiozarr.engine.chunk_cache import CacheSettings
 from aiozarr.errors import AiozarrError, NodeNotFoundError
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.creation import check_options
@@ -87,6 +89,8 @@ async def open_array_async(
     mode: Mode = "a",
     zarr_format: Literal[2, 3] | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    cache_bytes: int | None = None,
+    cache_recheck: bool | Literal["open"] | float | None = None,
 ) -> AsyncArray:
     """Open an existing array; the blocking twin is `open_array`.
 
@@ -106,6 +110,14 @@ async def open_array_async(
         storage_options: Settings of the store a URL opens (region, endpoint,
             credentials, ...): see the storage options reference. A store object
             takes none.
+        cache_bytes: Keep decoded chunks in memory, up to this many bytes, in a pool
+            shared by the arrays opened with the same bound (0: none; None: the
+            `cache_bytes` setting, 0 by default). Repeated and overlapping reads then
+            decode each chunk once.
+        cache_recheck: When cached chunks are checked against the store again: "open"
+            (those cached before this open are revalidated once), True (on every
+            read: one conditional request per object, no bytes when unchanged), False
+            (never), or a maximum age in seconds. None: the `cache_recheck` setting.
 
     Returns:
         The array, to read with `await arr.getitem(selection)`.
@@ -119,13 +131,14 @@ async def open_array_async(
         StoreError: The store failed or refused (a missing bucket, no permission).
     """
     resolved = resolve_store(store, mode=mode, storage_options=storage_options)
+    cache = CacheSettings.of(cache_bytes, cache_recheck)
     try:
-        return await AsyncArray.open(resolved, path, zarr_format=zarr_format)
+        return await AsyncArray.open(resolved, path, zarr_format=zarr_format, cache=cache)
     except NodeNotFoundError:
         repository = await _repository_instead(store, resolved, storage_options)
         if repository is None:
             raise
-        return await AsyncArray.open(repository, path, zarr_format=zarr_format)
+        return await AsyncArray.open(repository, path, zarr_format=zarr_format, cache=cache)
 
 
 async def _group_or_repository(
@@ -136,12 +149,13 @@ async def _group_or_repository(
     storage_options: Mapping[str, Any] | None,
     *,
     any_node: bool = False,
+    cache: CacheSettings | None = None,
 ) -> AsyncGroup | AsyncArray:
     """The group at `path`; where there is none, or only an implicit one (a directory:
     an icechunk repository looks like one), the group (`any_node`: the node) at `path`
     in the repository at URL `store` if there is one, so no group is created in it."""
     try:
-        group = await AsyncGroup.open(resolved, path, zarr_format=zarr_format)
+        group = await AsyncGroup.open(resolved, path, zarr_format=zarr_format, cache=cache)
     except NodeNotFoundError:
         repository = await _repository_instead(store, resolved, storage_options)
         if repository is None:
@@ -153,8 +167,9 @@ async def _group_or_repository(
         if repository is None:
             return group
     if any_node:
-        return await open_async(repository, path, zarr_format=zarr_format)
-    return await AsyncGroup.open(repository, path, zarr_format=zarr_format)
+        with contextlib.suppress(NodeNotFoundError):
+            return await AsyncArray.open(repository, path, zarr_format=zarr_format, cache=cache)
+    return await AsyncGroup.open(repository, path, zarr_format=zarr_format, cache=cache)
 
 
 async def _repository_instead(
@@ -176,6 +191,8 @@ async def open_group_async(
     zarr_format: Literal[2, 3] | None = None,
     storage_options: Mapping[str, Any] | None = None,
     attributes: Mapping[str, Any] | None = None,
+    cache_bytes: int | None = None,
+    cache_recheck: bool | Literal["open"] | float | None = None,
 ) -> AsyncGroup:
     """Open a group, or create it; the blocking twin is `open_group`.
 
@@ -191,12 +208,13 @@ async def open_group_async(
             is at `path`; "w-" creates it only where nothing is.
         zarr_format: 2 or 3 to read only that format; None detects it (`zarr.json`
             and `.zmetadata` in one batch, then the v2 documents, then v1 and the 2020
-            draft).
-            A group created without it is v3.
+            draft). A group created without it is v3.
         storage_options: Settings of the store a URL opens (region, endpoint,
             credentials, ...): see the storage options reference. A store object
             takes none.
         attributes: The attributes of a group this call creates.
+        cache_bytes: The chunk cache of arrays opened through it (`open_array_async`).
+        cache_recheck: As `open_array_async`'s.
 
     Returns:
         The group: `await group.members()`, `await group.create_array(...)`, ...
@@ -206,6 +224,7 @@ async def open_group_async(
         NodeExistsError: Mode "w-" and something is at `path`.
     """
     resolved = resolve_store(store, mode=mode, storage_options=storage_options)
+    cache = CacheSettings.of(cache_bytes, cache_recheck)
     if mode in ("w", "w-"):
         return await AsyncGroup.create(
             resolved,
@@ -216,7 +235,7 @@ async def open_group_async(
         )
     try:
         return await _group_or_repository(
-            store, resolved, path, zarr_format, storage_options, any_node=True
+            store, resolved, path, zarr_format, storage_options, any_node=True, cache=cache
         )
     except NodeNotFoundError:
         if mode != "a":
@@ -233,6 +252,8 @@ async def open_async(
     mode: Mode = "a",
     zarr_format: Literal[2, 3] | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    cache_bytes: int | None = None,
+    cache_recheck: bool | Literal["open"] | float | None = None,
 ) -> AsyncArray | AsyncGroup:
     """Open whatever node is at `path`, an array or a group; the blocking twin is `open`.
 
@@ -250,6 +271,8 @@ async def open_async(
         storage_options: Settings of the store a URL opens (region, endpoint,
             credentials, ...): see the storage options reference. A store object
             takes none.
+        cache_bytes: As `open_array_async`'s: the chunk cache of an array opened here.
+        cache_recheck: As `open_array_async`'s.
 
     Returns:
         An `AsyncArray` or an `AsyncGroup`.
@@ -258,11 +281,12 @@ async def open_async(
         NodeNotFoundError: Nothing is at `path`.
     """
     resolved = resolve_store(store, mode=mode, storage_options=storage_options)
+    cache = CacheSettings.of(cache_bytes, cache_recheck)
     try:
-        return await AsyncArray.open(resolved, path, zarr_format=zarr_format)
+        return await AsyncArray.open(resolved, path, zarr_format=zarr_format, cache=cache)
     except NodeNotFoundError:
         return await _group_or_repository(
-            store, resolved, path, zarr_format, storage_options, any_node=True
+            store, resolved, path, zarr_format, storage_options, any_node=True, cache=cache
         )
 
 

@@ -92,6 +92,16 @@ class Config:
     # Shard indexes kept per array (bytes). A 32 MiB shard of 256 KiB chunks has a 2 KiB
     # index, so 16 MiB holds the indexes of about 256 TB of such shards.
     shard_index_cache_bytes: int = 16 << 20
+    # Decoded chunks kept in memory across reads (bytes; 0: none), in one pool shared by
+    # every array opened with the same bound (`open_array(cache_bytes=...)` sets one
+    # array's). Off by default: a read that is not repeated only pays for the copy.
+    # Sliding windows and repeated reads decode each chunk once (benchmarks: cache rows).
+    cache_bytes: int = 0
+    # When cached chunks are checked against the store again, as TensorStore's
+    # `recheck_cached_data`: "open" (those cached before the array was opened are
+    # revalidated once), True (every read revalidates: one conditional request per
+    # object, no bytes when unchanged), False (never), or a maximum age in seconds.
+    cache_recheck: bool | str | float = "open"
     # Parsed icechunk manifests kept per repository store (bytes of their payloads): a
     # manifest is immutable and read before any chunk it lists, but a repository may
     # have more of them than fit in memory; the least recently used go first.

@@ -31,6 +31,7 @@ from aiozarr.emulator.files import (
     FileSlice,
     check_get_condition,
     move_into_place,
+    not_modified,
     read_version,
     version_headers,
     write_atomic,
@@ -183,6 +184,10 @@ class Bucket:
                 os.close(body.fd)
             exc.key = key
             raise
+        if not head and not_modified(st, request.headers):
+            if isinstance(body, FileSlice):
+                os.close(body.fd)
+            return web.Response(status=304, headers=version_headers(st))
         headers = {
             **version_headers(st),
             "Accept-Ranges": "bytes",

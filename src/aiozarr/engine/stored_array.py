@@ -13,6 +13,7 @@ import numpy as np
 from aiozarr import config
 from aiozarr.byte_cache import LRUByteCache
 from aiozarr.codecs import CodecChain, ShardLayout
+from aiozarr.engine.chunk_cache import ArrayCache
 from aiozarr.metadata.model import ArrayMetadata
 from aiozarr.selection.chunk_grid import RectilinearGrid
 from aiozarr.storage.protocol import Store
@@ -38,6 +39,15 @@ class StoredArray:
     index_cache: LRUByteCache = field(default_factory=_index_cache)
     #: Shard indexes being read now, by key: a read that needs one waits for it.
     index_loads: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
+    #: Decoded chunks kept (`engine/chunk_cache.py`); None: not cached.
+    chunk_cache: ArrayCache | None = None
+
+    def forget(self, *keys: str, written: bool = False) -> None:
+        """Forget what the caches hold of the objects `keys` (`written`: they were
+        just written or deleted through this process)."""
+        self.index_cache.invalidate(*keys)
+        if self.chunk_cache is not None:
+            self.chunk_cache.forget(*keys, written=written)
 
     @cached_property
     def rectilinear(self) -> RectilinearGrid | None:

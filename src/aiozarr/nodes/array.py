@@ -24,6 +24,7 @@ from aiozarr.codecs import CodecChain
 from aiozarr.engine import output as engine_output
 from aiozarr.engine import read as engine_read
 from aiozarr.engine import write as engine_write
+from aiozarr.engine.chunk_cache import ArrayCache, CacheSettings
 from aiozarr.engine.progress import ShowProgress, as_callback
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import (
@@ -65,6 +66,7 @@ class AsyncArray(hierarchy.NodeLocation):
         metadata: ArrayMetadata,
         *,
         config: Mapping[str, Any] | None = None,
+        cache: CacheSettings | None = None,
     ) -> None:
         #: Settings this array applies to its own calls (`create_array(config=...)`).
         self._config = array_config(config)
@@ -80,20 +82,27 @@ class AsyncArray(hierarchy.NodeLocation):
             prefix=hierarchy.chunk_prefix(self._path, metadata),
             meta=metadata,
             chain=chain,
+            chunk_cache=ArrayCache.opened(store, cache),  # `cache` None: aiozarr.config's
         )
 
     # -- opening and creating ------------------------------------------------------------
 
     @classmethod
     async def open(
-        cls, store: Store, path: str = "", *, zarr_format: Literal[2, 3] | None = None
+        cls,
+        store: Store,
+        path: str = "",
+        *,
+        zarr_format: Literal[2, 3] | None = None,
+        cache: CacheSettings | None = None,
     ) -> AsyncArray:
-        """Open the array at `path`; `NodeNotFoundError` if there is none."""
+        """Open the array at `path` (decoded chunks kept per `cache`, else per
+        `aiozarr.config`); `NodeNotFoundError` if there is none."""
         path = hierarchy.normalize_path(path)
         meta = await hierarchy.read_node(store, path, zarr_format, array_only=True)
         if isinstance(meta, GroupMetadata):
             raise NodeNotFoundError(f"{path or '/'!r} in {store!r} is a group, not an array")
-        return cls(store, path, meta)
+        return cls(store, path, meta, cache=cache)
 
     @classmethod
     async def create(
@@ -205,9 +214,8 @@ class AsyncArray(hierarchy.NodeLocation):
 
     @property
     def rectilinear_grid(self) -> RectilinearGrid | None:
-        """The grid of stored objects (shards when sharded, else chunks) when their shapes
-        differ, else None. A rectilinear grid whose objects all have one shape is None
-        here: `chunks` and `shards` describe it as a regular grid."""
+        """The grid of stored objects when their shapes differ, else None (one shape:
+        `chunks` and `shards` describe it as a regular grid)."""
         return self._stored.rectilinear
 
     @property
@@ -245,13 +253,11 @@ class AsyncArray(hierarchy.NodeLocation):
     @property
     def stored(self) -> StoredArray:
         """The engine's view of this array (store, key prefix, chain, caches): for the
-        engine and its tests only; layers above use the properties of this class
-        (tests/test_layers.py keeps them so)."""
+        engine and its tests only (tests/test_layers.py keeps it so)."""
         return self._stored
 
     def chunk_key(self, chunk_coords: tuple[int, ...]) -> str:
-        """The store key of the stored object (shard when sharded, else chunk) at grid
-        coordinates `chunk_coords`, with the array's path in front."""
+        """The key (path included) of the stored object at grid coords `chunk_coords`."""
         return self._stored.key(chunk_coords)
 
     # -- zarr-python's descriptions ------------------------------------------------------
@@ -283,8 +289,7 @@ class AsyncArray(hierarchy.NodeLocation):
 
     @property
     def compressors(self) -> tuple[Any, ...]:
-        """Bytes-to-bytes codecs (v3: `CodecMetadata`), or v2's compressor (a numcodecs
-        codec) in a tuple, as zarr-python's."""
+        """Bytes-to-bytes codecs (v3: `CodecMetadata`; v2: its compressor in a tuple)."""
         return codec_roles.compressors(self.metadata)
 
     async def _stored_keys(self) -> list[str]:
@@ -292,19 +297,14 @@ class AsyncArray(hierarchy.NodeLocation):
         return await stored_size.array_keys(self._store, self._path, self._stored.prefix)
 
     async def nchunks_initialized(self) -> int:
-        """Chunks stored: stored objects times the chunks of a shard, as zarr-python
-        counts them (one listing)."""
+        """Chunks stored, as zarr-python counts them: objects x chunks per shard (one listing)."""
         stored = stored_size.chunk_objects(await self._stored_keys())
-        per_object = 1
-        if self._stored.layout is not None and self._stored.rectilinear is None:
-            per_object = math.prod(
-                s // c for s, c in zip(self.metadata.chunk_shape, self.chunks, strict=True)
-            )
-        return len(stored) * per_object
+        if self._stored.layout is None or self._stored.rectilinear is not None:
+            return len(stored)
+        return len(stored) * (math.prod(self.metadata.chunk_shape) // math.prod(self.chunks))
 
     async def nbytes_stored(self) -> int:
-        """Bytes the array takes in its store: metadata and chunks (one listing, then
-        every key's size)."""
+        """Bytes the array takes in its store, metadata and chunks (one listing, then sizes)."""
         return await stored_size.total_bytes(self._store, await self._stored_keys())
 
     async def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
@@ -502,7 +502,7 @@ class AsyncArray(hierarchy.NodeLocation):
             _, outside = shape_changes.resized(before, after.shape, self.name)
             stale = [self._stored.key(coords) for coords in outside]
             await self._store.delete_many(stale)
-            self._stored.index_cache.invalidate(*stale)
+            self._stored.forget(*stale, written=True)
 
         self._check_writable()
         await self._update_metadata(

@@ -47,6 +47,7 @@ from aiozarr.storage.policy.runtime import StoreRuntime, runtime_for
 T = TypeVar("T")
 
 __all__ = [
+    "UNCHANGED",
     "Answer",
     "Buffer",
     "ByteRange",
@@ -54,11 +55,22 @@ __all__ = [
     "RangeRequest",
     "Store",
     "TornReadError",
+    "Unchanged",
     "Version",
     "Versioned",
     "check_key",
     "check_size",
 ]
+
+
+class Unchanged:
+    """The answer to a conditional read whose value is still the version named."""
+
+    def __repr__(self) -> str:
+        return "UNCHANGED"
+
+
+UNCHANGED = Unchanged()
 
 
 class Store(ABC):
@@ -235,7 +247,33 @@ class Store(ABC):
             version = answer[1]
         return out, version
 
+    async def read_if_changed(
+        self, key: str, byte_range: ByteRange | None, version: Version, max_bytes: int | None
+    ) -> Versioned | Unchanged | None:
+        """One request, no retries: `read`, or `UNCHANGED` where the value is still
+        `version`. Backends that can ask the server to send nothing in that case (an
+        HTTP `If-None-Match`, answered 304) override it; this one reads and compares."""
+        answer = await self.read(key, byte_range, max_bytes)
+        if answer is not None and answer[1] is not None and answer[1] == version:
+            return UNCHANGED
+        return answer
+
     # -- reads -------------------------------------------------------------------------
+
+    async def get_if_changed(
+        self,
+        key: str,
+        byte_range: ByteRange | None,
+        version: Version,
+        *,
+        max_bytes: int | None = None,
+    ) -> Versioned | Unchanged | None:
+        """`get_versioned`, or `UNCHANGED` (nothing read, where the backend can) when the
+        value is still `version`: revalidating a cached value. Under the request policy."""
+        check_key(key)
+        return await self._request(
+            "revalidate", key, lambda: self.read_if_changed(key, byte_range, version, max_bytes)
+        )
 
     @contextlib.asynccontextmanager
     async def stream_versioned_values(
