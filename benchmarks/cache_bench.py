@@ -14,9 +14,10 @@ Workloads (the datasets are written by aiozarr into `benchmarks/data/cache/`):
   under `recheck="open"` the second makes no request, under `True` one conditional
   request per shard, each answered 304.
 
-Each row is the median wall time over the repeats, every repeat in the same process
-(the first opens the array), with the requests and bytes the emulator served in the
-last one. TensorStore's rows use a context whose `cache_pool` holds the same bytes.
+Each row is the median wall time over the repeats, every repeat in the same process,
+with the requests and bytes the emulator served in the last one. A sliding-slabs repeat
+opens the array and starts with an empty cache; TensorStore's rows use a new context
+whose `cache_pool` holds the same bytes.
 """
 
 from __future__ import annotations
@@ -121,6 +122,9 @@ def _sliding(emu: EmulatorProcess, edge: int, repeats: int, ts: bool) -> list[di
 
         def run(cache: dict[str, Any] = cache) -> None:
             async def slabs() -> None:
+                from aiozarr.engine.chunk_cache import ChunkCache
+
+                ChunkCache.shared(CACHE_BYTES).clear()  # every repeat starts cold
                 arr = await _aiozarr(path, emu, cache)
                 for sel in sels:
                     await arr.getitem(sel)

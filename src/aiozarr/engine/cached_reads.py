@@ -47,14 +47,14 @@ async def serve_cached(
 ) -> list[ChunkProjection]:
     """Put every chunk of `projections` the cache may serve into `reads.out`; the
     projections left to read."""
-    array, pool, store = reads.array, session.cache.pool, session.cache.store
+    array, pool, place = reads.array, session.cache.pool, session.cache.place
     wanted = _by_object(array, projections)
     good: dict[str, Hashable] = {}
     stale: list[tuple[str, ShardLayout | None, list[ChunkProjection], Hashable]] = []
     for key, layout, needed in wanted:
-        record = pool.record(store, key)
+        record = pool.record(place, key)
         if record is None or not any(
-            pool.chunk(store, key, p.chunk_coords, record.version) is not None for p in needed
+            pool.chunk(place, key, p.chunk_coords, record.version) is not None for p in needed
         ):
             continue
         if record.checked >= session.threshold:
@@ -71,11 +71,11 @@ async def serve_cached(
             continue
         version = good.get(key)
         for p in needed:
-            chunk = None if version is None else pool.chunk(store, key, p.chunk_coords, version)
+            chunk = None if version is None else pool.chunk(place, key, p.chunk_coords, version)
             if chunk is None:
                 rest.append(p)
             else:
-                pool.touch(store, key, p.chunk_coords, version)
+                pool.touch(place, key, p.chunk_coords, version)
                 hits.append((chunk, p))
     session.count("cache_hits", len(hits))
     session.count("cache_misses", len(rest))
@@ -113,7 +113,7 @@ async def _revalidate(
         bound = None if chain is None else chunk_bound(chain, unbounded)
         answer = await array.store.get_if_changed(key, byte_range, version, max_bytes=bound)
         if answer is UNCHANGED:
-            cache.pool.confirm(cache.store, key, version, sent)
+            cache.pool.confirm(cache.place, key, version, sent)
             good[key] = version
             return
         cache.forget(key)

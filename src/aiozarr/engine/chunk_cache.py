@@ -102,7 +102,8 @@ class ChunkCache:
     def __init__(self, max_bytes: int) -> None:
         self._lru = LRUByteCache(max_bytes)
         self._lock = threading.Lock()
-        self._written: dict[tuple[Hashable, str], float] = {}
+        self._written: dict[tuple[int, str], float] = {}
+        self._places: dict[Hashable, int] = {}
 
     @classmethod
     def shared(cls, max_bytes: int) -> ChunkCache:
@@ -113,6 +114,12 @@ class ChunkCache:
                 pool = cls._pools[max_bytes] = cls(max_bytes)
             return pool
 
+    def place_of(self, store: Hashable) -> int:
+        """A small number for `store` (the same for equal stores): keys carry it, as
+        hashing a store (its location) for every lookup costs more than the lookup."""
+        with self._lock:
+            return self._places.setdefault(store, len(self._places))
+
     @property
     def max_bytes(self) -> int:
         return self._lru.max_bytes
@@ -122,30 +129,30 @@ class ChunkCache:
         """Bytes held now (decoded chunks and records), never more than `max_bytes`."""
         return self._lru.nbytes
 
-    def record(self, store: Hashable, key: str) -> _Record | None:
-        found: _Record | None = self._lru.peek(("object", store, key))
+    def record(self, place: int, key: str) -> _Record | None:
+        found: _Record | None = self._lru.peek(("object", place, key))
         return found
 
     def chunk(
-        self, store: Hashable, key: str, coords: tuple[int, ...], version: Hashable
+        self, place: int, key: str, coords: tuple[int, ...], version: Hashable
     ) -> np.ndarray | None:
-        found: np.ndarray | None = self._lru.peek(("chunk", store, key, coords, version))
+        found: np.ndarray | None = self._lru.peek(("chunk", place, key, coords, version))
         return found
 
-    def touch(self, store: Hashable, key: str, coords: tuple[int, ...], version: Hashable) -> None:
+    def touch(self, place: int, key: str, coords: tuple[int, ...], version: Hashable) -> None:
         """Mark a chunk served (most recently used)."""
-        self._lru.get(("chunk", store, key, coords, version))
+        self._lru.get(("chunk", place, key, coords, version))
 
-    def confirm(self, store: Hashable, key: str, version: Hashable, checked: float) -> None:
+    def confirm(self, place: int, key: str, version: Hashable, checked: float) -> None:
         """`version` of `key` was current at `checked`."""
         with self._lock:
-            found = self.record(store, key)
+            found = self.record(place, key)
             if found is not None and found.version == version:
                 found.checked = max(found.checked, checked)
 
     def keep(
         self,
-        store: Hashable,
+        place: int,
         key: str,
         coords: tuple[int, ...],
         version: Hashable,
@@ -156,38 +163,43 @@ class ChunkCache:
         `checked` or later; not when `key` was written since (a write through this
         process drops what it replaced) or a newer version is known."""
         with self._lock:
-            if self._written.get((store, key), -1.0) >= checked:
+            if self._written.get((place, key), -1.0) >= checked:
                 return
-            found = self.record(store, key)
+            found = self.record(place, key)
             if found is None or found.version != version:
                 if found is not None and found.checked > checked:
                     return  # a newer version is known: this one is stale
-                self._drop(store, key)
+                self._drop(place, key)
                 found = _Record(version, checked, set())
             found.coords.add(coords)
-            self._lru.put(("object", store, key), found, _RECORD_BYTES)
+            self._lru.put(("object", place, key), found, _RECORD_BYTES)
             chunk.flags.writeable = False
-            self._lru.put(("chunk", store, key, coords, version), chunk, chunk.nbytes)
+            self._lru.put(("chunk", place, key, coords, version), chunk, chunk.nbytes)
 
-    def forget(self, store: Hashable, *keys: str, written: bool = False) -> None:
-        """Drop everything held of `keys`; `written`: they were just written, and a read
-        that began before now must not cache what it read of them."""
+    def forget(self, place: int, *keys: str, written: bool = False) -> None:
+        """Drop everything held of `keys` in the store at `place`; `written`: they were
+        just written, and a read that began before now must not cache what it read."""
         now = time.monotonic()
         with self._lock:
             for key in keys:
-                self._drop(store, key)
+                self._drop(place, key)
                 if written:
-                    self._written[(store, key)] = now
+                    self._written[(place, key)] = now
             while len(self._written) > _WRITES_REMEMBERED:
                 del self._written[next(iter(self._written))]
 
-    def _drop(self, store: Hashable, key: str) -> None:
-        found = self.record(store, key)
+    def clear(self) -> None:
+        """Drop every chunk held."""
+        with self._lock:
+            self._lru.clear()
+
+    def _drop(self, place: int, key: str) -> None:
+        found = self.record(place, key)
         if found is None:
             return
         self._lru.invalidate(
-            ("object", store, key),
-            *(("chunk", store, key, c, found.version) for c in found.coords),
+            ("object", place, key),
+            *(("chunk", place, key, c, found.version) for c in found.coords),
         )
 
 
@@ -197,6 +209,7 @@ class ArrayCache:
 
     pool: ChunkCache
     store: Any
+    place: int  # the store's number in the pool
     recheck: Recheck
     opened_at: float
 
@@ -208,7 +221,7 @@ class ArrayCache:
         if settings.max_bytes == 0:
             return None
         pool = ChunkCache.shared(settings.max_bytes)
-        return cls(pool, store, settings.recheck, time.monotonic())
+        return cls(pool, store, pool.place_of(store), settings.recheck, time.monotonic())
 
     def session(self) -> ReadSession:
         """The cache as one read, beginning now, sees it."""
@@ -225,7 +238,7 @@ class ArrayCache:
         return ReadSession(self, began, threshold)
 
     def forget(self, *keys: str, written: bool = False) -> None:
-        self.pool.forget(self.store, *keys, written=written)
+        self.pool.forget(self.place, *keys, written=written)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,5 +271,5 @@ class ReadSession:
         out[projection.out_selection] = chunk[projection.chunk_selection]
         if version is not None:
             self.cache.pool.keep(
-                self.cache.store, key, projection.chunk_coords, version, self.began, chunk
+                self.cache.place, key, projection.chunk_coords, version, self.began, chunk
             )
