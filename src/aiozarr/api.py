@@ -13,12 +13,14 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
+import anyio
 from obstore.store import AzureStore, GCSStore, HTTPStore, S3Store
 from obstore.store import LocalStore as ObstoreLocal
 from obstore.store import MemoryStore as ObstoreMemory
 
+from aiozarr.engine import many as engine_many
 from aiozarr.engine.chunk_cache import CacheSettings
-from aiozarr.errors import AiozarrError, NodeNotFoundError
+from aiozarr.errors import AiozarrError, NodeNotFoundError, unwrap_group
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.creation import check_options
 from aiozarr.nodes.group import AsyncGroup
@@ -398,6 +400,32 @@ async def create_group_async(
     )
 
 
+async def read_many_async(reads: Iterable[tuple[AsyncArray | Array, Any]]) -> list[Any]:
+    """The values of many selections, `[(array, selection), ...]`, read as one: the shard
+    indexes of every array not cached in one batch per store, then every chunk in one
+    stream per store, ranges of one shard coalesced across selections. Arrays may be in
+    different stores; a selection is anything `getitem` takes. The blocking twin is
+    `read_many`.
+
+    Returns:
+        The values of each selection, in order, as `getitem` returns them.
+    """
+    pairs = [(a.async_array if isinstance(a, Array) else a, sel) for a, sel in reads]
+    results: list[Any] = [None] * len(pairs)
+    collector = engine_many.Collector(len(pairs))
+
+    async def one(i: int, array: AsyncArray, selection: Any) -> None:
+        results[i] = await array.getitem(selection)
+        collector.task_ended()  # (a failure cancels the others and the read instead)
+
+    with unwrap_group(), engine_many.gather(collector):
+        async with anyio.create_task_group() as tg:
+            for i, (array, selection) in enumerate(pairs):
+                tg.start_soon(one, i, array, selection)
+            await collector.read()
+    return results
+
+
 # -- sync -------------------------------------------------------------------------------------
 
 
@@ -486,3 +514,9 @@ def create_group(store: StoreLike, path: str = "", **options: Any) -> Group:
     `overwrite`, `storage_options`), which documents them, and returns a `Group`.
     """
     return Group(run(create_group_async, store, path, **options))
+
+
+def read_many(reads: Iterable[tuple[Array | AsyncArray, Any]]) -> list[Any]:
+    """The values of many selections, `[(array, selection), ...]`, read as one, for
+    blocking use: see `read_many_async`."""
+    return run(read_many_async, list(reads))  # type: ignore[no-any-return]

@@ -45,6 +45,7 @@ from aiozarr.engine.located_index import (
     remember_index,
     shard_indexes,
 )
+from aiozarr.engine.many import gathering
 from aiozarr.engine.output import empty_output
 from aiozarr.engine.parts_ahead import PartsAhead, parts_ahead
 from aiozarr.engine.plan import ShardSelection, batches_by_size
@@ -72,7 +73,11 @@ async def read(
     selection needs that the store does not hold: they read as the fill value.
 
     `progress(done, total)` is called as each chunk (inner chunk when sharded) is finished.
+    Inside `aiozarr.read_many` the read is handed to its collector, read with the others.
     """
+    collector = gathering()
+    if collector is not None:
+        return await collector.join(array, projections, out)
     if progress is None and reads_inline(array, len(projections)):
         return _read_inline(array, projections, out)
     counter = ChunkProgress(len(projections), progress)
