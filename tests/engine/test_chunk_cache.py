@@ -130,6 +130,16 @@ def test_a_second_handle_sees_writes_of_the_first(tmp_path: Path) -> None:
     assert np.array_equal(reader[...], values)
 
 
+def test_a_write_through_a_handle_without_the_cache_drops_it_too(tmp_path: Path) -> None:
+    values = _write(tmp_path, shards=(16, 16, 16))
+    reader = aiozarr.open_array(LocalStore(tmp_path), cache_bytes=6 << 20, cache_recheck=False)
+    writer = aiozarr.open_array(LocalStore(tmp_path))  # no cache of its own
+    assert np.array_equal(reader[...], values)
+    writer[20:30, :, 5] = 3
+    values[20:30, :, 5] = 3
+    assert np.array_equal(reader[...], values)
+
+
 @pytest.mark.parametrize(
     ("text", "policy"),
     [("open", "open"), ("true", True), ("False", False), ("30", 30.0), (2, 2.0), (True, True)],

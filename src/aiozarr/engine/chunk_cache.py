@@ -203,6 +203,15 @@ class ChunkCache:
         )
 
 
+def forget_written(store: Hashable, keys: tuple[str, ...]) -> None:
+    """`keys` of `store` were just written (or deleted) through this process: every pool
+    drops what it holds of them, whichever array handle cached it."""
+    for pool in list(ChunkCache._pools.values()):
+        place = pool._places.get(store)
+        if place is not None:
+            pool.forget(place, *keys, written=True)
+
+
 @dataclass(frozen=True, slots=True)
 class ArrayCache:
     """One array's use of a pool: its store, its recheck policy and when it was opened."""

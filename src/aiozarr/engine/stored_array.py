@@ -13,7 +13,7 @@ import numpy as np
 from aiozarr import config
 from aiozarr.byte_cache import LRUByteCache
 from aiozarr.codecs import CodecChain, ShardLayout
-from aiozarr.engine.chunk_cache import ArrayCache
+from aiozarr.engine.chunk_cache import ArrayCache, forget_written
 from aiozarr.metadata.model import ArrayMetadata
 from aiozarr.selection.chunk_grid import RectilinearGrid
 from aiozarr.storage.protocol import Store
@@ -46,8 +46,10 @@ class StoredArray:
         """Forget what the caches hold of the objects `keys` (`written`: they were
         just written or deleted through this process)."""
         self.index_cache.invalidate(*keys)
-        if self.chunk_cache is not None:
-            self.chunk_cache.forget(*keys, written=written)
+        if written:  # whichever handle, cached or not, wrote them
+            forget_written(self.store, keys)
+        elif self.chunk_cache is not None:
+            self.chunk_cache.forget(*keys)
 
     @cached_property
     def rectilinear(self) -> RectilinearGrid | None:
