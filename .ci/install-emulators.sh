@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the node tools the test suite starts by itself into
 # ${AIOZARR_CI_CACHE:-~/.cache/aiozarr-ci}: azurite (Azure Blob emulator, from npm;
-# tests/stores/azure_gcs_fixtures.py looks for it there) and zarrita (zarrita.js, a Zarr
+# tests/storage/conftest.py looks for it there) and zarrita (zarrita.js, a Zarr
 # client aiozarr did not write; tests/cli/test_zarrita.py reads `aiozarr serve` with it).
 # Idempotent and quiet: a second run with the pinned versions in place does nothing.
 # (No GCS emulator: obstore's GCSStore cannot use gcp-storage-emulator, see

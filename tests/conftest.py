@@ -4,7 +4,7 @@ temporary directory.
 
 Hedged reads are off in the test suite (child processes inherit it through the
 environment): a hedge is a second request sent when a read is slower than its peers,
-so request counts would depend on the machine's load. tests/stores/test_hedging.py
+so request counts would depend on the machine's load. tests/storage/test_hedging.py
 turns it on.
 """
 

@@ -1,6 +1,6 @@
 """Names the tests share about the servers they start: retry settings for obstore
 clients, the moto bucket, azurite's account, fresh key prefixes. The servers themselves
-are fixtures (tests/conftest.py; azurite in tests/stores/conftest.py)."""
+are fixtures (tests/conftest.py; azurite in tests/storage/conftest.py)."""
 
 from __future__ import annotations
 

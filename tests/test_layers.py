@@ -151,6 +151,47 @@ def test_the_codec_chain_does_not_import_the_sharding_codec() -> None:
             assert node.module != "aiozarr.codecs.sharding", f"chain.py:{node.lineno}"
 
 
+# The engine reaches storage through the store protocol and the request policy's entry
+# points (`RequestShape`, `HeldBytes`), never a backend or the policy's inner modules:
+# how requests are shaped is the policy's to decide (CONTRIBUTING, "Request size").
+ENGINE_STORAGE_DOORS = {"aiozarr.storage.protocol", "aiozarr.storage.policy"}
+
+
+def _storage_imports(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        found += [
+            f"{node.lineno}: {name}"
+            for name in names
+            if name.startswith("aiozarr.storage") and name not in ENGINE_STORAGE_DOORS
+        ]
+    return found
+
+
+@pytest.mark.parametrize(
+    "path", sorted((SRC / "engine").rglob("*.py")), ids=lambda p: str(p.relative_to(SRC))
+)
+def test_the_engine_enters_storage_by_the_protocol_and_the_policy(path: Path) -> None:
+    assert not _storage_imports(path), f"{path.relative_to(SRC)}: {_storage_imports(path)}"
+
+
+def test_the_storage_door_check_catches_a_backend_and_an_inner_module(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        "from aiozarr.storage.protocol import Store\n"
+        "from aiozarr.storage.policy import RequestShape\n"
+        "from aiozarr.storage.backends.local import LocalStore\n"
+        "import aiozarr.storage.policy.ranges\n"
+    )
+    assert [found.split(":")[0] for found in _storage_imports(source)] == ["3", "4"]
+
+
 # The engine's view of an array (`AsyncArray.stored`, a `StoredArray`) belongs to nodes/array.py
 # and the engine: the layers above ask AsyncArray's documented properties (`is_sharded`,
 # `rectilinear_grid`, `chunk_key`, ...), so a change inside the engine cannot break them.
@@ -317,3 +358,47 @@ def test_no_function_is_over_its_size() -> None:
                 if lines > FUNCTION_LINES:
                     long[f"{path.relative_to(SRC)}:{node.name}"] = lines
     assert long == {}
+
+
+# -- where tests are -------------------------------------------------------------------------
+
+TESTS = Path(__file__).resolve().parent
+# Folders of tests by what they prove across the packages, not by module.
+TEST_KINDS = {
+    "benchmarks": "the benchmark suite's own smoke tests",
+    "bridge": "aiozarr.zarr: zarr-python's store and codec pipeline",
+    "formats": "every format and writer, read end to end",
+    "integrations": "the README, the examples, installs, dask, xarray",
+    "interop": "peers write, aiozarr reads, and back",
+    "reliability": "failures, conflicts, cancellation, memory",
+    "security": "hostile input and what is refused",
+    "xarray_suite": "xarray's own backend tests with aiozarr's engine",
+}
+
+
+def _test_folders(tests: Path) -> list[str]:
+    return sorted(
+        p.name for p in tests.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))
+    )
+
+
+def misplaced_test_folders(tests: Path, src: Path) -> list[str]:
+    """Folders of `tests` that are neither a module of `src` (its tests: `tests/<module>/`)
+    nor one of `TEST_KINDS`."""
+    modules = {p.stem for p in src.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    return [name for name in _test_folders(tests) if name not in modules and name not in TEST_KINDS]
+
+
+def test_a_modules_tests_are_found_from_its_path() -> None:
+    """`src/aiozarr/storage/policy/shaping.py` is tested in `tests/storage/`; the root
+    modules in `tests/` itself; the rest of `tests/` is a folder per kind."""
+    assert not misplaced_test_folders(TESTS, SRC)
+
+
+def test_the_test_folder_check_catches_a_folder_by_kind_not_listed(tmp_path: Path) -> None:
+    (tmp_path / "src" / "storage").mkdir(parents=True)
+    (tmp_path / "src" / "storage" / "__init__.py").write_text("")
+    (tmp_path / "src" / "api.py").write_text("")
+    for folder in ("storage", "api", "security", "unit"):
+        (tmp_path / "tests" / folder).mkdir(parents=True)
+    assert misplaced_test_folders(tmp_path / "tests", tmp_path / "src") == ["unit"]

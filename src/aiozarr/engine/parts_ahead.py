@@ -1,34 +1,21 @@
 """The first parts of a shard needed whole, read before its index says what they hold.
 
-A shard's stored size is known only from its index, one round trip in. `parts_ahead`
-guesses how many parts to send beside the index (`read_ahead_fraction` of its decoded
-size); `PartsAhead` reads them, drops those the index shows to lie past the shard's
+A shard's stored size is known only from its index, one round trip in. The store's
+`RequestShape.parts_ahead` says how many parts to send beside the index; `PartsAhead`
+reads them, drops those the index shows to lie past the shard's
 data, and decodes each chunk as soon as every part holding its bytes has landed.
 """
 
 from __future__ import annotations
 
-import math
-
 import anyio
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.codecs import ShardLayout
 from aiozarr.engine.decoding import DecodeJob, Reads
 from aiozarr.engine.located import LocatedChunk
 from aiozarr.engine.located_index import StaleIndexError, check_version
-from aiozarr.engine.settings import ReadSettings
 from aiozarr.errors import CodecError
 from aiozarr.storage.protocol import Buffer, Version
-
-
-def parts_ahead(layout: ShardLayout, settings: ReadSettings, budget_bytes: int) -> int:
-    """Parts of a shard asked for before its index lands: those within
-    `read_ahead_fraction` of its decoded size, at least one, at most one wave of
-    `parts_per_object` and half the byte budget."""
-    part = settings.part_bytes
-    guess = math.ceil(layout.nbytes * settings.read_ahead_fraction / part)
-    return max(1, min(guess, settings.parts_per_object, budget_bytes // 2 // part))
 
 
 class PartsAhead:

@@ -13,7 +13,8 @@ the record they pass on, a chunk located in the store):
    scattered into `out`.
 
 A large shard needed whole may instead be read in parts while few requests are in
-flight (`engine/parts_ahead.py`, `storage/ranges.request_counts`). The inline read
+flight (`engine/parts_ahead.py`; how many requests of what size is the store's
+`RequestShape`'s to say). The inline read
 (values in this process) runs the same plan with a synchronous fetcher.
 
 A shard index is only good for the version of the shard it was read from
@@ -47,15 +48,14 @@ from aiozarr.engine.located_index import (
 )
 from aiozarr.engine.many import gathering
 from aiozarr.engine.output import empty_output
-from aiozarr.engine.parts_ahead import PartsAhead, parts_ahead
+from aiozarr.engine.parts_ahead import PartsAhead
 from aiozarr.engine.plan import ShardSelection, batches_by_size
 from aiozarr.engine.progress import ChunkProgress, ProgressCallback
 from aiozarr.engine.settings import ReadSettings
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import StoreError, unwrap_group
 from aiozarr.selection.indexing import ChunkProjection, Indexer
-from aiozarr.storage.policy.bytes_budget import ByteBudget
-from aiozarr.storage.policy.ranges import request_counts
+from aiozarr.storage.policy import HeldBytes
 from aiozarr.storage.protocol import Buffer, Version, check_size
 
 # Times a read starts over because a shard was rewritten under it before it fails.
@@ -128,17 +128,13 @@ async def _read_once(reads: Reads, projections: Sequence[ChunkProjection]) -> No
 
 def _parts_where_they_pay(reads: Reads, ready: list[Fetch]) -> tuple[list[Fetch], list[WholeShard]]:
     """`ready` split into what is fetched one request each and the shards read in parts:
-    those `request_counts` gives more than one request (a read of few large shards,
-    while the store has few requests in flight)."""
+    those the request shape reads in more than one request (a read of few large
+    shards, while the store has few requests in flight)."""
     whole = [f for f in ready if isinstance(f, WholeShard)]
     if not whole:
         return ready, []
-    counts = request_counts(
-        [w.size for w in whole],
-        reads.settings.part_bytes,
-        reads.settings.connection_target,
-        reads.array.store.runtime.requests.inflight,
-    )
+    busy = reads.array.store.runtime.requests.inflight
+    counts = reads.settings.shape.counts([w.size for w in whole], busy)
     in_parts = [w for w, count in zip(whole, counts, strict=True) if count > 1]
     if not in_parts:
         return ready, []
@@ -195,7 +191,7 @@ async def _stream_in_batches(
     store = reads.array.store
     unbounded = reads.settings.unbounded_value_bytes
     sizes = [f.size for f in fetches]
-    if len(fetches) == 1 and sizes[0] <= reads.settings.part_bytes:
+    if len(fetches) == 1 and sizes[0] <= reads.settings.shape.part_bytes:
         # the common tiny read: no stream, no task group
         request = fetches[0].request(unbounded)
         answer = await store.get_versioned(
@@ -204,13 +200,13 @@ async def _stream_in_batches(
         await on_answers([(0, None, None) if answer is None else (0, *answer)])
         return
     budget = store.runtime.bytes
-    batch_bytes = max(budget.capacity // 2, 1)
+    batch_bytes = reads.settings.shape.batch_bytes(budget.capacity)
 
     async def run_batch(batch: list[int]) -> None:
         # A batch takes its bytes at once, so batches waiting on each other cannot deadlock;
         # it gives each burst's back once the burst is decoded, so the next batch can start
         # while the rest of this one is still landing.
-        held = _HeldBytes(budget, await budget.acquire(sum(sizes[i] for i in batch)))
+        held = HeldBytes(budget, await budget.acquire(sum(sizes[i] for i in batch)))
 
         async def answer(burst: Answers) -> None:
             await on_answers(burst)
@@ -243,22 +239,6 @@ async def _stream_in_batches(
             tg.start_soon(run_batch, batch)
 
 
-class _HeldBytes:
-    """The bytes one batch took from the store's byte budget, given back as its answers
-    are decoded (at most what was taken: a batch larger than the budget took all of it)."""
-
-    def __init__(self, budget: ByteBudget, taken: int) -> None:
-        self.budget, self.left = budget, taken
-
-    def release(self, nbytes: int) -> None:
-        nbytes = min(nbytes, self.left)
-        self.left -= nbytes
-        self.budget.release(nbytes)
-
-    def release_all(self) -> None:
-        self.release(self.left)
-
-
 async def _read_shard_in_parts(reads: Reads, whole: WholeShard) -> None:
     """A shard needed whole that may be larger than a part, its index not cached.
 
@@ -272,9 +252,9 @@ async def _read_shard_in_parts(reads: Reads, whole: WholeShard) -> None:
     array = reads.array
     store = array.store
     shard = whole.shard
-    part = reads.settings.part_bytes
-    count = parts_ahead(shard.layout, reads.settings, store.runtime.bytes.capacity)
-    ahead = PartsAhead(reads, shard.key, part, count)
+    shape = reads.settings.shape
+    count = shape.parts_ahead(shard.layout.nbytes, store.runtime.bytes.capacity)
+    ahead = PartsAhead(reads, shard.key, shape.part_bytes, count)
     try:
         async with anyio.create_task_group() as tg:
             for i in range(ahead.count):

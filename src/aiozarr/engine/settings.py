@@ -2,8 +2,9 @@
 
 A read's or a write's stages run in tasks and on threads; resolving `config` once at
 the start (the innermost `config.set` block there, else the process's settings) and
-carrying the result means every stage sees the same values, and a store's own
-overrides (its `max_request_bytes`) are applied in one place.
+carrying the result means every stage sees the same values. How many requests of what
+size a read sends is the store's request policy's (`RequestShape`), resolved here once
+with the rest.
 """
 
 from __future__ import annotations
@@ -15,33 +16,27 @@ from typing import Any
 import anyio
 
 from aiozarr import config
+from aiozarr.storage.policy import RequestShape
 
 
 @dataclass(frozen=True, slots=True)
 class ReadSettings:
     """What a read's stages need of the settings (see `aiozarr.config.Config`)."""
 
-    #: Requests larger than this are read as concurrent parts (the store's own size, else
-    #: `max_request_bytes`).
-    part_bytes: int
+    #: The requests the read sends: their sizes and counts (the store's sizes where it
+    #: has its own).
+    shape: RequestShape
     #: The bound on a value whose size the data decides (variable-length types):
     #: `max_inflight_bytes`, since a value larger than it cannot be read within it.
     unbounded_value_bytes: int
-    connection_target: int
-    read_ahead_fraction: float
-    parts_per_object: int
 
     @classmethod
     def of(cls, store: Any) -> ReadSettings:
-        """The settings in force here, with `store`'s own part size where it has one."""
+        """The settings in force here, for a read of `store`."""
         settings = config.get()
-        own = store.max_request_bytes
         return cls(
-            part_bytes=settings.max_request_bytes if own is None else own,
+            shape=RequestShape.of(store.capabilities, settings),
             unbounded_value_bytes=settings.max_inflight_bytes,
-            connection_target=settings.connection_target,
-            read_ahead_fraction=settings.read_ahead_fraction,
-            parts_per_object=settings.parts_per_object,
         )
 
 

@@ -27,7 +27,6 @@ from obstore.exceptions import AlreadyExistsError, NotFoundError, PreconditionEr
 from obstore.exceptions import BaseError as ObstoreError
 from obstore.store import AzureStore, GCSStore, HTTPStore, LocalStore, MemoryStore, S3Store
 
-from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import StoreError, ValueTooLargeError, VersionConflictError
 from aiozarr.sizes import memory_bytes
@@ -41,6 +40,7 @@ from aiozarr.storage.backends.object_revalidation import read_if_changed
 from aiozarr.storage.backends.redaction import redact_url
 from aiozarr.storage.policy.backend import ObjectVersion
 from aiozarr.storage.policy.retry import ShortReadError, answer_began
+from aiozarr.storage.policy.shaping import RequestShape
 from aiozarr.storage.protocol import (
     Buffer,
     Capabilities,
@@ -437,9 +437,8 @@ class ObjectStore(Store):
         PUT, ~0.1 s in 8 parallel parts, for 2 more requests (create, complete)."""
         self._check_writable(key)
         data = memoryview(value).cast("B")
-        settings = config.get()
-        # S3 takes no part smaller than 5 MiB but the last.
-        part = max(self.max_request_bytes or settings.max_request_bytes, 5 << 20)
+        shape = RequestShape.of(self.capabilities)
+        part = shape.upload_part_bytes
         multipart = data.nbytes > part
 
         async def put() -> None:  # the whole value at once: safe to repeat
@@ -450,7 +449,7 @@ class ObjectStore(Store):
                     data,
                     use_multipart=multipart,
                     chunk_size=part,
-                    max_concurrency=max(1, settings.parts_per_object),
+                    max_concurrency=shape.parts_per_object,
                 )
 
         await self._request("write", key, put, nbytes=data.nbytes)

@@ -9,3 +9,8 @@ caller of one store shares: the request and byte budgets (`budget.py`,
 and what was learnt of the server (`whole_reads.py`). `backend.py` is what a backend
 offers the policy; `keys.py` what a key may be.
 """
+
+from aiozarr.storage.policy.bytes_budget import HeldBytes
+from aiozarr.storage.policy.shaping import RequestShape
+
+__all__ = ["HeldBytes", "RequestShape"]

@@ -3,9 +3,9 @@
     async with batching.stream(store, requests) as answers:
         async for index, data, version in answers: ...
 
-Requests are grouped by key; the ranges of one key are coalesced when closer than
-`coalesce_gap_bytes` and cut into parts of at most `max_request_bytes`
-(`storage/policy/ranges.py`, pure); each resulting request runs under the store's request
+Requests are grouped by key; the ranges of one key are coalesced and cut into parts
+as the batch's `RequestShape` says (`storage/policy/shaping.py`; the range algebra is
+`storage/policy/ranges.py`, pure); each resulting request runs under the store's request
 policy (`storage/policy/retry.py`), concurrently, at most `parts_per_object` of one key at once;
 answers are sliced back into the ranges asked for and yielded as each key lands
 (`storage/policy/fanin.py`). Every answer of one key in one batch comes from one version of
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 
 import anyio.abc
@@ -43,6 +42,7 @@ from aiozarr.storage.policy.backend import (
 )
 from aiozarr.storage.policy.fanin import Emit, Spawn, fan_in
 from aiozarr.storage.policy.keys import check_key
+from aiozarr.storage.policy.shaping import RequestShape
 
 __all__ = ["read_one", "stream"]
 
@@ -138,14 +138,6 @@ async def _check_length(store: ReadBackend, key: str, byte_range: ByteRange, dat
         )
 
 
-def _coalescing(caps: Capabilities, settings: config.Config) -> tuple[int, int]:
-    gap, most = caps.coalesce_gap_bytes, caps.max_request_bytes
-    return (
-        settings.coalesce_gap_bytes if gap is None else gap,
-        settings.max_request_bytes if most is None else most,
-    )
-
-
 @contextlib.asynccontextmanager
 async def stream(
     store: ReadBackend, requests: Sequence[RangeRequest]
@@ -180,12 +172,13 @@ class _Batch:
         self.requests = requests
         self.by_key = by_key
         self.settings = settings
-        self.caps = caps = store.capabilities
-        self.gap, self.most = _coalescing(caps, settings)
+        self.caps = store.capabilities
+        self.shape = RequestShape.of(self.caps, settings)
+        self.gap = self.shape.gap_bytes
         # Parts of one object in flight at once, across every group of its ranges.
         # (An asyncio semaphore: it takes a free slot without a turn of the loop, where
         # anyio's CapacityLimiter yields once per acquire; this is paid per request.)
-        self.per_object = max(1, settings.parts_per_object)
+        self.per_object = self.shape.parts_per_object
         self.parts: dict[str, asyncio.Semaphore] = {}
         self.emit: Emit  # the batch's stream, once `produce` runs
 
@@ -193,7 +186,7 @@ class _Batch:
         """Start one task per backend request (per key where `batched_reads`)."""
         self.emit = emit
         requests, by_key = self.requests, self.by_key
-        groups = _groups(requests, by_key, self.gap, self.most, self.settings.connection_target)
+        groups = self.shape.groups(requests, by_key)
         if self.caps.batched_reads:  # one request (one file open) serves every range of a key
             part_of: dict[str, int] = {}
             for key, _, part in groups:
@@ -301,45 +294,6 @@ class _Batch:
                 return await self.read(key, byte_range, max_bytes)
 
         return await _gather_ranges(key, byte_ranges, read_part)
-
-
-def _groups(
-    requests: Sequence[RangeRequest],
-    by_key: dict[str, list[int]],
-    gap: int,
-    most: int,
-    connection_target: int,
-) -> list[tuple[str, list[int], int]]:
-    """The requests of a batch in groups, one request each, with the largest request
-    each is read with: the coalesced runs of each key, read in parts of `most` bytes
-    where parts pay (`ranges.request_counts`), else whole."""
-    runs: list[tuple[str, list[int]]] = []
-    for key, indices in by_key.items():
-        wanted = [requests[i].byte_range for i in indices]
-        for members in ranges.group(wanted, gap_bytes=gap, max_request_bytes=sys.maxsize):
-            runs.append((key, [indices[m] for m in members]))
-    sizes = [_span(requests, members) for _, members in runs]
-    # The batch's own runs only: the store's requests in flight include the read's own
-    # (the parts of a large shard read ahead of its index), which must not keep the rest
-    # of that shard from its parts.
-    counts = ranges.request_counts(sizes, most, connection_target)
-    out: list[tuple[str, list[int], int]] = []
-    for (key, members), count in zip(runs, counts, strict=True):
-        if count == 1:
-            out.append((key, members, sys.maxsize))
-            continue
-        wanted = [requests[i].byte_range for i in members]
-        for part in ranges.group(wanted, gap_bytes=gap, max_request_bytes=most):
-            out.append((key, [members[m] for m in part], most))
-    return out
-
-
-def _span(requests: Sequence[RangeRequest], members: list[int]) -> int:
-    """The bytes one request for `members` (a coalesced run) moves; 0 where unknown."""
-    bounded = [requests[i].byte_range for i in members]
-    if any(r is None or r.end is None for r in bounded):
-        return 0
-    return max(r.end for r in bounded) - min(r.offset for r in bounded)  # type: ignore[union-attr]
 
 
 async def _read_ranges_checked(

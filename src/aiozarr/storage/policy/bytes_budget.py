@@ -12,7 +12,7 @@ import asyncio
 import threading
 from collections import deque
 
-__all__ = ["ByteBudget"]
+__all__ = ["ByteBudget", "HeldBytes"]
 
 _Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[int]", int]
 
@@ -95,3 +95,21 @@ class ByteBudget:
         self._lock = threading.Lock()
         self.held = 0
         self._waiters = deque()
+
+
+class HeldBytes:
+    """Bytes one batch of a read took from a `ByteBudget`, given back as its answers are
+    decoded (at most what was taken: a batch larger than the budget took all of it)."""
+
+    def __init__(self, budget: ByteBudget, taken: int) -> None:
+        self.budget, self.left = budget, taken
+
+    def release(self, nbytes: int) -> None:
+        """Give back `nbytes` of those held (fewer if fewer are left)."""
+        nbytes = min(nbytes, self.left)
+        self.left -= nbytes
+        self.budget.release(nbytes)
+
+    def release_all(self) -> None:
+        """Give back every byte still held."""
+        self.release(self.left)

@@ -151,20 +151,6 @@ def plan(
     return RangePlan(tuple(wanted), tuple(fetch), tuple(p for p in pieces if p is not None))
 
 
-def request_counts(sizes: Sequence[int], part_bytes: int, target: int, busy: int = 0) -> list[int]:
-    """How many requests read each of some objects (or runs of one) of `sizes` bytes.
-
-    Parts only where they pay: while the objects and the `busy` requests the store
-    already has in flight are fewer than `target`, each object is cut into parts of
-    `part_bytes` (more connections, each decoded as it lands); at `target` or more, the
-    objects alone keep that many connections busy, and parts would only add requests
-    (and their CPU): one request each.
-    """
-    if len(sizes) + busy >= target:
-        return [1] * len(sizes)
-    return [max(1, -(-size // max(part_bytes, 1))) for size in sizes]
-
-
 def group(
     wanted: Sequence[ByteRange | None], *, gap_bytes: int, max_request_bytes: int
 ) -> list[list[int]]:

@@ -137,11 +137,6 @@ class Store(ABC):
         """Whether `get_inline` serves reads (`Capabilities.inline_reads`)."""
         return self.capabilities.inline_reads
 
-    @property
-    def max_request_bytes(self) -> int | None:
-        """`Capabilities.max_request_bytes` (None: the config's)."""
-        return self.capabilities.max_request_bytes
-
     def get_inline(self, key: str, byte_range: ByteRange | None = None) -> Versioned | None:
         """`get_versioned`, answered on the calling thread (only where `reads_inline`)."""
         raise NotImplementedError(f"{type(self).__name__} cannot read inline")

@@ -149,25 +149,3 @@ def test_plan_then_slice_back_returns_exactly_the_wanted_bytes(
     assert sum(stop - start for start, stop in bounded) <= max(
         [r.end for r in wanted if r is not None and r.end is not None], default=0
     )
-
-
-MiB = 1 << 20
-
-
-def test_as_many_objects_as_the_target_are_one_request_each() -> None:
-    assert ranges.request_counts([32 * MiB] * 16, 2 * MiB, target=16) == [1] * 16
-    assert ranges.request_counts([32 * MiB] * 40, 2 * MiB, target=16) == [1] * 40
-
-
-def test_one_object_is_cut_into_parts() -> None:
-    assert ranges.request_counts([128 * MiB], 2 * MiB, target=16) == [64]
-    assert ranges.request_counts([5 * MiB + 1], 2 * MiB, target=16) == [3]
-    assert ranges.request_counts([MiB], 2 * MiB, target=16) == [1]
-
-
-def test_a_mix_cuts_the_large_objects_of_a_read_of_few() -> None:
-    sizes = [32 * MiB, 100, 3 * MiB, 0]
-    assert ranges.request_counts(sizes, 2 * MiB, target=16) == [16, 1, 2, 1]
-    # The store's requests already in flight count: a busy store gets no parts.
-    assert ranges.request_counts(sizes, 2 * MiB, target=16, busy=12) == [1, 1, 1, 1]
-    assert ranges.request_counts(sizes, 2 * MiB, target=16, busy=11) == [16, 1, 2, 1]
