@@ -201,6 +201,7 @@ async def _fetch_from(store: Store, items: list[_Item]) -> None:
     """`items` of one store, in batches within its byte budget."""
     budget = store.runtime.bytes
     sizes = [fetch.size for _, fetch in items]
+    batch_bytes = items[0][0].settings.shape.batch_bytes(budget.capacity)
 
     async def run_batch(batch: list[int]) -> None:
         taken = await budget.acquire(sum(sizes[i] for i in batch))
@@ -225,7 +226,7 @@ async def _fetch_from(store: Store, items: list[_Item]) -> None:
             budget.release(taken)
 
     async with anyio.create_task_group() as tg:
-        for batch in batches_by_size(sizes, max(budget.capacity // 2, 1)):
+        for batch in batches_by_size(sizes, batch_bytes):
             tg.start_soon(run_batch, batch)
 
 
