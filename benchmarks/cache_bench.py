@@ -196,12 +196,12 @@ def render(rows: list[dict[str, Any]], edge: int, repeats: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_readme(section: str, readme: Path) -> None:
+def write_readme(section: str, readme: Path, start: str = START, end: str = END) -> None:
     """Put `section` between its markers, or just above the main suite's results marker."""
     text = readme.read_text()
-    if START in text and END in text:
-        before, rest = text.split(START, 1)
-        text = before + section + rest.split(END, 1)[1].lstrip("\n")
+    if start in text and end in text:
+        before, rest = text.split(start, 1)
+        text = before + section + rest.split(end, 1)[1].lstrip("\n")
     elif RESULTS_MARKER in text:
         before, after = text.split(RESULTS_MARKER, 1)
         text = before + section + "\n" + RESULTS_MARKER + after

@@ -74,6 +74,19 @@ def test_ranges_of_one_shard_coalesce_across_selections(
     assert store.counts["get"] == 2  # the control: each selection on its own
 
 
+def test_overlapping_selections_share_their_chunks(emulator_s3_store: S3) -> None:
+    """Chunks two selections both need are fetched once and land in both outputs."""
+    store, arrays = _arrays(emulator_s3_store)
+    arr = arrays["c"]
+    arr[0:1, 0:1]  # the index cached
+    store.reset()
+    sels = [(slice(0, 6), slice(0, 10)), (slice(2, 8), slice(5, 12)), (slice(0, 8), slice(0, 16))]
+    got = aiozarr.read_many([(arr, sel) for sel in sels])
+    for sel, values in zip(sels, got, strict=True):
+        assert np.array_equal(values, _values("c")[sel])
+    assert store.counts["get"] == 1
+
+
 def test_arrays_in_several_stores(tmp_path: Path) -> None:
     local = CountingStore(LocalStore(tmp_path))
     memory = MemoryStore()

@@ -24,6 +24,7 @@ import numpy as np
 
 from aiozarr.engine.cached_reads import serve_cached
 from aiozarr.engine.decoding import DecodeJob, Reads
+from aiozarr.engine.executor import codec_threads, run_codec
 from aiozarr.engine.freed_memory import FreedMemory
 from aiozarr.engine.located import Fetch, locate, plan_reads
 from aiozarr.engine.located_index import (
@@ -231,8 +232,9 @@ async def _fetch_from(store: Store, items: list[_Item]) -> None:
 
 
 async def _decode_burst(items: list[_Item], burst: list[tuple[int, object, object]]) -> None:
-    """Decode answers that landed together, each selection's on the codec pool at once."""
-    jobs: dict[int, tuple[Reads, list[DecodeJob]]] = {}
+    """Decode answers that landed together: a chunk that several selections need (the
+    same bytes of one object) once for all of them, the rest each selection's own."""
+    landed: dict[tuple[str, object, object], list[tuple[Reads, DecodeJob]]] = {}
     for i, data, version in burst:
         r, fetch = items[i]
         if data is None:
@@ -241,10 +243,44 @@ async def _decode_burst(items: list[_Item], burst: list[tuple[int, object, objec
             if chunk_data is None:
                 r.fill(chunk.projection)
             else:
-                jobs.setdefault(id(r), (r, []))[1].append(DecodeJob(chunk, chunk_data, version))
+                slot = (chunk.key, chunk.byte_range, version)
+                landed.setdefault(slot, []).append((r, DecodeJob(chunk, chunk_data, version)))
+    own: dict[int, tuple[Reads, list[DecodeJob]]] = {}
+    shared: list[list[tuple[Reads, DecodeJob]]] = []
+    for members in landed.values():
+        if len(members) > 1 and all(r.cache is None for r, _ in members):
+            shared.append(members)
+        else:
+            for r, job in members:
+                own.setdefault(id(r), (r, []))[1].append(job)
+    size = max(-(-len(shared) // codec_threads()), 1)
     async with anyio.create_task_group() as tg:
-        for r, group in jobs.values():
+        for r, group in own.values():
             tg.start_soon(r.decode, group)
+        for start in range(0, len(shared), size):
+            tg.start_soon(_decode_shared, shared[start : start + size])
+
+
+#: Selections that need one chunk, each with its job (the same bytes in every job).
+_Shared = list[tuple[Reads, DecodeJob]]
+
+
+async def _decode_shared(groups: list[_Shared]) -> None:
+    """Decode each chunk of `groups` once, on the codec pool, into every output needing it."""
+    nbytes = sum(members[0][1].chunk.chain.spec.nbytes for members in groups)
+    await run_codec(_decode_once, groups, nbytes=nbytes)
+    for members in groups:
+        for r, _ in members:
+            r.progress.advance()
+
+
+def _decode_once(groups: list[_Shared]) -> None:
+    for members in groups:
+        first = members[0][1]
+        values = first.chunk.chain.decode_transient(first.data, first.chunk.key)
+        for r, job in members:
+            projection = job.chunk.projection
+            r.out[projection.out_selection] = values[projection.chunk_selection]
 
 
 # -- gathering the reads of many getitem calls ------------------------------------------------
