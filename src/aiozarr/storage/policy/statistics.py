@@ -36,6 +36,12 @@ EVENTS = (
     "hedges_issued",
     "hedges_won",
     "gave_up",
+    # the chunk cache (engine/chunk_cache.py): chunks served and decoded, objects
+    # revalidated, and the conditional requests that did it
+    "cache_hits",
+    "cache_misses",
+    "cache_revalidations",
+    "revalidates",
 )
 
 # Latencies kept per size class; p95 over the last 128 is stable yet follows change.

@@ -173,9 +173,11 @@ class Store(ABC):
         sent and finished by kind (`reads`, `writes`, `deletes`, `stats`, `lists`),
         `bytes_read` / `bytes_written` (downloaded from / uploaded to the store),
         `retries`, `errors`, `timeouts`, `throttled`, `hedges_issued` / `hedges_won`,
-        `gave_up`; the request `limit`, `maximum`, `lowest_limit`, `inflight`,
-        `peak_inflight` and `waiting`; and `latency_p50_ms` / `_p95_ms` / `_p99_ms` of
-        recent reads (None before the first)."""
+        `gave_up`; the chunk cache's `cache_hits` (chunks served), `cache_misses`
+        (chunks read and decoded), `cache_revalidations` (objects checked again) and
+        `revalidates` (their conditional requests); the request `limit`, `maximum`,
+        `lowest_limit`, `inflight`, `peak_inflight` and `waiting`; and `latency_p50_ms` /
+        `_p95_ms` / `_p99_ms` of recent reads (None before the first)."""
         runtime = self.runtime
         return {**runtime.requests.stats(), **runtime.statistics.snapshot()}
 
