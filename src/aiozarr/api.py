@@ -465,8 +465,8 @@ def open_array(store: StoreLike, path: str = "", **options: Any) -> Array:
     """Open an existing array, for blocking use (`arr[...]`, `arr[...] = v`).
 
     Takes the arguments of `open_array_async` (`store`, `path`, `mode`, `zarr_format`,
-    `storage_options`, `cache_bytes`, `cache_recheck`), which documents them, and returns an `Array` in place of an
-    `AsyncArray`. Works inside a running event loop too (Jupyter): the call runs on
+    `storage_options`, `cache_bytes`, `cache_recheck`), which documents them, and
+    returns an `Array` in place of an `AsyncArray`. Works inside a running event loop too (Jupyter): the call runs on
     aiozarr's own loop thread.
     """
     return Array(run(open_array_async, store, path, **options))
@@ -477,7 +477,8 @@ def open_group(store: StoreLike, path: str = "", **options: Any) -> Group:
     """Open a group, or create it, for blocking use.
 
     Takes the arguments of `open_group_async` (`store`, `path`, `mode`, `zarr_format`,
-    `storage_options`, `attributes`, `cache_bytes`, `cache_recheck`), which documents them, and returns a `Group`.
+    `storage_options`, `attributes`, `cache_bytes`, `cache_recheck`), which documents
+    them, and returns a `Group`.
     """
     return Group(run(open_group_async, store, path, **options))
 
