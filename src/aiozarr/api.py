@@ -466,8 +466,8 @@ def open_array(store: StoreLike, path: str = "", **options: Any) -> Array:
 
     Takes the arguments of `open_array_async` (`store`, `path`, `mode`, `zarr_format`,
     `storage_options`, `cache_bytes`, `cache_recheck`), which documents them, and
-    returns an `Array` in place of an `AsyncArray`. Works inside a running event loop too (Jupyter): the call runs on
-    aiozarr's own loop thread.
+    returns an `Array` in place of an `AsyncArray`. Works inside a running event loop
+    too (Jupyter): the call runs on aiozarr's own loop thread.
     """
     return Array(run(open_array_async, store, path, **options))
 
