@@ -19,6 +19,7 @@ import anyio.lowlevel
 from aiozarr.api import read_many_async
 from aiozarr.nodes.array import AsyncArray
 
+_MOST_TURNS = 8
 #: The window open on each event loop: the reads that joined it and their futures.
 _windows: dict[object, list[tuple[AsyncArray, Any, asyncio.Future[Any]]]] = {}
 
@@ -40,9 +41,11 @@ async def read_together(array: AsyncArray, selection: Any) -> Any:
             return await array.getitem(selection)
     window = _windows[token] = [(array, selection, asyncio.get_running_loop().create_future())]
     try:
-        seen = 0
-        while seen != len(window):  # until a turn of the loop brings no one new
-            seen = len(window)
+        seen, turns = 0, 0
+        # until a turn of the loop brings no one new (a few turns at most: reads that
+        # keep arriving, as a thread pool's, do not hold the first one back for long)
+        while seen != len(window) and turns < _MOST_TURNS:
+            seen, turns = len(window), turns + 1
             await anyio.lowlevel.checkpoint()
     finally:
         del _windows[token]
