@@ -59,6 +59,8 @@ T = TypeVar("T")
 
 # Statuses worth another try: request timeout, throttling, server-side failures.
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+# Bodies at least this large tell how fast the link moves one answer (`Link`).
+_BODY_SAMPLE_BYTES = 1 << 20
 # Hedges allowed beyond `hedge_max_fraction` of requests, so a short batch can hedge too.
 _HEDGE_BURST = 10
 # Until the p95 of first-byte waits is known, a wait this many times their median is
@@ -268,7 +270,8 @@ async def _send(
     began = time.monotonic()
     if timer is not None:
         timer.start(slot)
-    listening = _answer_began.set(_FirstByte(statistics, began, timer))
+    first_byte = _FirstByte(statistics, began, timer)
+    listening = _answer_began.set(first_byte)
     try:
         async with asyncio.timeout(timeout):
             result = await request.operation()
@@ -293,6 +296,9 @@ async def _send(
         received = 0 if result is None else _buffer_size(result)
         statistics.count("bytes_read", received)
         statistics.latencies.add(nbytes, seconds)
+        if received >= _BODY_SAMPLE_BYTES and first_byte.at is not None:
+            body_s = began + seconds - first_byte.at
+            statistics.body_times.add(None, body_s * (1 << 20) / received)
     elif action == "write":
         statistics.count("bytes_written", nbytes or 0)
     if log.isEnabledFor(logging.DEBUG):
@@ -319,17 +325,17 @@ def answer_began() -> None:
 class _FirstByte:
     """Records one try's wait for its first byte, once, and tells its hedge timer."""
 
-    __slots__ = ("_began", "_heard", "_statistics", "_timer")
+    __slots__ = ("_began", "_statistics", "_timer", "at")
 
     def __init__(self, statistics: RequestStats, began: float, timer: _HedgeTimer | None) -> None:
         self._statistics, self._began, self._timer = statistics, began, timer
-        self._heard = False
+        self.at: float | None = None  # when the first byte came
 
     def __call__(self) -> None:
-        if self._heard:  # a fallback inside one try may begin a second answer
+        if self.at is not None:  # a fallback inside one try may begin a second answer
             return
-        self._heard = True
-        self._statistics.first_bytes.add(None, time.monotonic() - self._began)
+        self.at = time.monotonic()
+        self._statistics.first_bytes.add(None, self.at - self._began)
         if self._timer is not None:
             self._timer.answer_began()
 
