@@ -20,7 +20,7 @@ from typing import Any, Literal, NoReturn
 import numpy as np
 
 from aiozarr import config as settings
-from aiozarr.codecs import CodecChain
+from aiozarr.codecs import CodecChain, layout_of
 from aiozarr.engine import output as engine_output
 from aiozarr.engine import read as engine_read
 from aiozarr.engine import write as engine_write
@@ -74,7 +74,7 @@ class AsyncArray(hierarchy.NodeLocation):
         if metadata.chunk_grid is not None:
             shape_changes.check_rectilinear(metadata, key)
         chain = CodecChain.from_metadata(metadata, key)
-        chain.shard_layout()  # a sharding codec the engine cannot lay out fails here
+        layout_of(chain)  # a sharding codec the engine cannot lay out fails here
         self._stored = StoredArray(
             store=store,
             prefix=hierarchy.chunk_prefix(self._path, metadata),
