@@ -20,7 +20,7 @@ def main() -> None:
     import icechunk
     import zarr
 
-    from aiozarr.storage.icechunk.format import parse_manifest, parse_snapshot
+    from aiozarr.storage.references.icechunk.format import parse_manifest, parse_snapshot
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.icechunk_manifest")
     parser.add_argument("--rows", type=int, default=1000, help="rows of 100 chunks")

@@ -125,7 +125,7 @@ def _workload(engine: Any, job: dict[str, Any], result: dict[str, Any]) -> None:
 def _memory_point(mode: spec.Mode, calls: int = 2000) -> list[float]:
     """Seconds per one-element read of an in-memory array through the sync facade."""
     import aiozarr
-    from aiozarr.storage.memory import MemoryStore
+    from aiozarr.storage.backends.memory import MemoryStore
 
     arr = aiozarr.create_array(
         MemoryStore(),

@@ -236,7 +236,7 @@ def _open(engine: str, job: dict[str, Any], path: str, consolidated: bool) -> An
 def _round_trip_store(job: dict[str, Any], url: str) -> Any:
     """aiozarr's store for `url`, counting the round trips on the critical path; the
     job keeps the last one (`job["_store"]`) to report them."""
-    from aiozarr.storage.url import from_url
+    from aiozarr.storage.opening.url import from_url
     from aiozarr.testing.round_trips import RoundTripStore
 
     store = RoundTripStore(from_url(url, storage_options=job["storage_options"]))

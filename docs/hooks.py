@@ -251,7 +251,7 @@ and `target_options`. A local repository takes these and no other option.
 def storage_options_reference() -> str:
     """Per scheme: aiozarr's own options and spellings, then obstore's, read from the
     installed obstore's type stubs (name, type and the first paragraph of each)."""
-    from aiozarr.storage import url
+    from aiozarr.storage.opening import url
 
     stubs = {name: _typed_dict(name, file) for name, file in _STUB_CLASSES.items()}
     aliases = "\n".join(
@@ -292,7 +292,7 @@ def storage_options_reference() -> str:
 
 
 def _credentials_text(url: Any, kind: str) -> str:
-    """Where a store of `kind` looks for credentials, from `storage/url.py`."""
+    """Where a store of `kind` looks for credentials, from `storage/opening/url.py`."""
     names = getattr(url, "_CREDENTIALS", {}).get(kind)
     if names is None:  # found another way: `from_url` says how
         return "Credentials are found as [`from_url`](stores.md) says."

@@ -27,7 +27,7 @@ from tests.servers import FAST_RETRY, MOTO_BUCKET, unique_prefix
 
 from aiozarr import config
 from aiozarr.emulator import Emulator
-from aiozarr.storage.object_store import ObjectStore
+from aiozarr.storage.backends.object_store import ObjectStore
 
 
 @pytest.fixture(scope="session", autouse=True)

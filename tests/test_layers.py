@@ -33,7 +33,7 @@ LAYERS = [
     {"engine"},
     {"codecs", "metadata", "selection"},
     {"storage", "testing", "emulator"},
-    {"byte_range", "config", "errors", "sizes"},
+    {"byte_cache", "byte_range", "config", "errors", "sizes"},
 ]
 # Folders whose modules are layered among themselves, in the same way.
 INNER_LAYERS = {
@@ -44,6 +44,15 @@ INNER_LAYERS = {
         {"hierarchy", "hierarchy_walk", "creation"},
         {"codec_roles", "selection_plans", "shape_changes", "stored_size", "write_values"},
         {"casting"},
+    ],
+    # The store protocol stands on the request policy; backends implement the protocol;
+    # URLs open backends; references open their targets by URL.
+    "storage": [
+        {"references"},
+        {"opening"},
+        {"backends"},
+        {"protocol"},
+        {"policy"},
     ],
 }
 # Beyond the order above: these may not import these, whatever their rank.
@@ -237,6 +246,27 @@ def _called(call: ast.Call) -> str | None:
     return func.attr if isinstance(func, ast.Attribute) else None
 
 
+# What the engine sees of storage: the store protocol and the request policy, never a
+# backend, a way of opening stores or references (CONTRIBUTING, "The map").
+ENGINE_STORAGE = ("storage.protocol", "storage.policy")
+
+
+def engine_past_protocol_and_policy(root: Path) -> list[str]:
+    """Imports by `engine/` of a storage module outside the protocol and the policy."""
+    allowed = tuple(f"{root.name}.{room}" for room in ENGINE_STORAGE)
+    found = []
+    for module in parse(root).values():
+        if module.parts[0] != "engine":
+            continue
+        for imp in imports(root, module):
+            name = imp.module if imp.name is None else f"{imp.module}.{imp.name}"
+            if _target(root, imp.module)[0] == "storage" and not any(
+                name == room or name.startswith(f"{room}.") for room in allowed
+            ):
+                found.append(f"{module.where(imp.node)} imports {name}")
+    return found
+
+
 # The engine's view of an array (`AsyncArray.stored`) belongs to nodes/array.py and the
 # engine: the layers above ask AsyncArray's documented properties (`is_sharded`,
 # `rectilinear_grid`, `chunk_key`, ...), so a change inside the engine cannot break them.
@@ -374,7 +404,17 @@ def _cycles(graph: dict[str, set[str]]) -> list[set[str]]:
 # The package's root: its entry points (the namespace, the CLI's `-m`, the top-level
 # functions, settings, errors, dask) and the two primitives every layer uses; everything
 # else lives in the folder of its layer.
-ROOT_MODULES = {"__init__", "__main__", "api", "byte_range", "config", "dask", "errors", "sizes"}
+ROOT_MODULES = {
+    "__init__",
+    "__main__",
+    "api",
+    "byte_cache",
+    "byte_range",
+    "config",
+    "dask",
+    "errors",
+    "sizes",
+}
 
 
 def modules_at_the_root(root: Path) -> list[str]:
@@ -420,14 +460,18 @@ def map_mismatches(root: Path, contributing: Path) -> list[str]:
 def _map_names(root: Path, contributing: Path) -> Iterator[str]:
     text = contributing.read_text()
     block = text.split("## The map", 1)[1].split("```", 2)[1]
+    top: str | None = ""  # the folder an unindented entry opened (None: not the package's)
     folder: str | None = ""
     for line in block.splitlines():
-        if line and not line[0].isspace():
-            head = line.split()[0]
+        head = (line.split() or [""])[0]
+        if line[:1].strip():
             if head.endswith("/"):
-                folder = head.rstrip("/") if (root / head).is_dir() else None
+                top = head.rstrip("/") if (root / head).is_dir() else None
             elif head.endswith(".py"):
-                folder = ""
+                top = ""
+            folder = top
+        elif top and head.endswith("/") and (root / top / head).is_dir():
+            folder = f"{top}/{head.rstrip('/')}"  # an indented entry: a folder inside it
         if folder is None:
             continue
         for name in re.findall(r"(?<![\w/.])((?:\w+/)*\w+\.py)\b", line):
@@ -447,6 +491,10 @@ def test_no_private_name_crosses_a_module() -> None:
 
 def test_the_engine_has_one_door() -> None:
     assert past_the_engine_door(SRC) == []
+
+
+def test_the_engine_sees_only_the_store_protocol_and_the_request_policy() -> None:
+    assert engine_past_protocol_and_policy(SRC) == []
 
 
 def test_no_reach_past_the_array() -> None:
@@ -501,6 +549,14 @@ CLEAN = {
     "engine/stored_array.py": (
         "from aiozarr.codecs.chain import CodecChain\nclass StoredArray: ...\n"
     ),
+    "engine/inner/__init__.py": "",
+    "engine/inner/deep.py": "from aiozarr.storage.protocol import Store\n",
+    "storage/__init__.py": "",
+    "storage/protocol/__init__.py": "from aiozarr.storage.policy import retry\nclass Store: ...\n",
+    "storage/policy/__init__.py": "",
+    "storage/policy/retry.py": "",
+    "storage/backends/__init__.py": "",
+    "storage/backends/local.py": "from aiozarr.storage.protocol import Store\n",
     "codecs/__init__.py": "",
     "codecs/base.py": "class Codec: ...\nclass BytesCodec(Codec): ...\n",
     "codecs/chain.py": (
@@ -519,6 +575,10 @@ MAP = """# Contributing
 api.py            the functions
 nodes/            array.py (AsyncArray), casting.py
 engine/           entry.py stored_array.py
+  inner/          deep.py
+storage/          the rooms:
+  policy/         retry.py
+  backends/       local.py
 codecs/           base.py chain.py
 errors.py         leaf
 docs/             hooks.py (not a module of the package)
@@ -543,6 +603,7 @@ RULES: dict[str, Callable[[Path], list[object]]] = {
     "upward": upward_imports,
     "private": private_imports,
     "door": past_the_engine_door,
+    "engine_storage": engine_past_protocol_and_policy,
     "array": reach_past_the_array,
     "codec_class": codecs_tested_by_class,
     "shadow": shadowed_modules,
@@ -582,6 +643,9 @@ PLANTED: dict[str, dict[str, str | None]] = {
     "size": {"nodes/casting.py": LONG_FUNCTION},
     "size-module": {"nodes/casting.py": "x = 1\n" * (MODULE_LINES + 1)},
     "map": {"codecs/extra.py": ""},
+    "map-nested": {"engine/inner/other.py": ""},
+    "upward-storage": {"storage/policy/retry.py": "from aiozarr.storage.backends import local\n"},
+    "engine_storage": {"engine/inner/deep.py": "from aiozarr.storage.backends.local import X\n"},
     "map-stale": {"codecs/chain.py": None},
 }
 

@@ -20,13 +20,13 @@ from aiozarr.errors import AiozarrError, NodeNotFoundError
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.creation import check_options
 from aiozarr.nodes.group import AsyncGroup
-from aiozarr.storage.base import Store
-from aiozarr.storage.icechunk import IcechunkStore, is_repository, probe_repository
-from aiozarr.storage.object_store import ObjectStore
-from aiozarr.storage.references import ReferenceStore, is_reference_source
-from aiozarr.storage.url import from_url, open_zip
-from aiozarr.storage.zarr_store import ZarrStore, is_zarr_store
-from aiozarr.storage.zip import ZipMode, is_zip
+from aiozarr.storage.backends.object_store import ObjectStore
+from aiozarr.storage.backends.zarr_store import ZarrStore, is_zarr_store
+from aiozarr.storage.backends.zip import ZipMode, is_zip
+from aiozarr.storage.opening.url import from_url, open_zip
+from aiozarr.storage.protocol import Store
+from aiozarr.storage.references.icechunk import IcechunkStore, is_repository, probe_repository
+from aiozarr.storage.references.reference_store import ReferenceStore, is_reference_source
 from aiozarr.sync import Array, Group, run
 
 F = TypeVar("F", bound=Callable[..., Any])

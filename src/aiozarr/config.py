@@ -51,7 +51,7 @@ class Config:
     # Requests a read aims to keep in flight: a read of fewer objects (shards needed whole,
     # coalesced runs; for shards, counting the store's requests already in flight) than
     # this reads them in parts of max_request_bytes; of as many or more, one request each
-    # (`storage/ranges.py::request_counts`). Full mode (512 MiB, 16 shards of 32 MiB),
+    # (`storage/policy/ranges.py::request_counts`). Full mode (512 MiB, 16 shards of 32 MiB),
     # median of 3 against TensorStore in the same run, at 16 (16 whole GETs) and at 32 (the
     # shards in 2 MiB parts, 145 requests): full read on the cloud profile 0.82x vs 0.60x
     # TensorStore's time, client CPU 1.00x vs 1.69x its CPU; at 20 ms 0.86x vs 0.88x, CPU
@@ -100,7 +100,7 @@ class Config:
     # larger one raises `MetadataError` naming the file, a bound against a hostile zstd
     # frame. A manifest of a million virtual chunks is ~100 MiB.
     icechunk_max_payload_bytes: int = 1 << 30
-    # Retries for idempotent store operations (storage/retry.py). `retry_attempts` counts
+    # Retries for idempotent store operations (storage/policy/retry.py). `retry_attempts` counts
     # every try, the first included; each wait is uniform in [0, min(max, base * 2**n)]
     # ("full jitter": retrying clients spread out instead of returning in lockstep), and
     # the whole operation gives up once `retry_deadline_s` has passed. Ten tries, as
@@ -148,7 +148,8 @@ class Config:
     write_empty_chunks: bool = False
     # Whether only this process writes the arrays it writes. False: a read-modify-write
     # (part of a chunk or shard) goes out only on a condition the store's server was
-    # found to honour (If-Match / If-None-Match: one probe per store, storage/conditions.py)
+    # found to honour (If-Match / If-None-Match: one probe per store,
+    # storage/protocol/write_conditions.py)
     # with the version its read carried, else it raises `ConditionalWriteUnsupportedError`
     # before writing anything: behind a proxy that dropped the conditions, four writer
     # processes lost 30-32 of 48 updates with every call succeeding, and 28-30 of 48

@@ -9,9 +9,9 @@ import pytest
 
 import aiozarr
 from aiozarr import errors
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.backends.memory import MemoryStore
 
 
 @pytest.fixture(params=["memory", "local"])
@@ -206,7 +206,7 @@ async def test_read_only_store_refuses_writes(tmp_path: Path) -> None:
 
 
 async def test_members_read_each_child_metadata_once() -> None:
-    from aiozarr.storage.counting import CountingStore
+    from aiozarr.storage.backends.counting import CountingStore
 
     counting = CountingStore(MemoryStore())
     root = await aiozarr.create_group_async(counting)

@@ -10,7 +10,7 @@ import pytest
 import aiozarr
 from aiozarr import config
 from aiozarr.errors import InvalidValueError, SelectionTooLargeError, StoreError
-from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.backends.memory import MemoryStore
 
 
 def test_a_refused_connection_says_nothing_listens_at_the_endpoint() -> None:

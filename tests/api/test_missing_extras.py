@@ -17,7 +17,7 @@ NEEDS = {
     "import aiozarr.xarray": ("xarray", "xarray"),
     "import aiozarr.dask": ("dask", "dask"),
     "import aiozarr; aiozarr.to_dask": ("dask", "dask"),
-    "import aiozarr; from aiozarr.storage.memory import MemoryStore; "
+    "import aiozarr; from aiozarr.storage.backends.memory import MemoryStore; "
     "aiozarr.create_array(MemoryStore(), shape=(2,), dtype='i1').getitem(..., progress=True)": (
         "tqdm",
         "progress",

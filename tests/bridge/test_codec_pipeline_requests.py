@@ -15,8 +15,8 @@ import pytest
 from tests.bridge.pipeline_helpers import Fallbacks, aiozarr_pipeline, obstore, zarr
 
 from aiozarr.emulator import Emulator
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.url import from_url
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.opening.url import from_url
 from aiozarr.zarr import Store
 
 SHAPE = (40, 40)

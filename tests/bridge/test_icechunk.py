@@ -13,7 +13,7 @@ from tests.bridge.pipeline_helpers import Fallbacks, aiozarr_pipeline, zarr
 
 import aiozarr
 from aiozarr.errors import ReadOnlyError
-from aiozarr.storage.zarr_store import ZarrStore
+from aiozarr.storage.backends.zarr_store import ZarrStore
 from aiozarr.zarr import Store
 
 icechunk = pytest.importorskip("icechunk")

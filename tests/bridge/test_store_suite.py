@@ -22,7 +22,7 @@ from zarr.core.buffer import cpu
 from zarr.testing.store import StoreTests
 
 from aiozarr.emulator import Emulator
-from aiozarr.storage.local import LocalStore
+from aiozarr.storage.backends.local import LocalStore
 from aiozarr.zarr import Store
 
 

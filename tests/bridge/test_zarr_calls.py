@@ -17,9 +17,9 @@ from zarr.core.buffer import default_buffer_prototype
 import aiozarr
 from aiozarr.emulator import Emulator
 from aiozarr.errors import ReadOnlyError
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.memory import MemoryStore
-from aiozarr.storage.url import from_url
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.memory import MemoryStore
+from aiozarr.storage.opening.url import from_url
 from aiozarr.zarr import Store
 from aiozarr.zarr.pipeline_stores import aiozarr_store_for
 

@@ -11,8 +11,8 @@ from tests.cli.test_cli import aiozarr_cli
 
 import aiozarr
 from aiozarr.errors import InvalidValueError, NodeExistsError
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.memory import MemoryStore
 from aiozarr.tools.copying import CopyProgress, copy, copy_async, parse_codec
 
 

@@ -12,9 +12,9 @@ import pytest
 import aiozarr
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
-from aiozarr.storage.base import Versioned
-from aiozarr.storage.memory import MemoryStore
-from aiozarr.storage.wrapper import WrapperStore
+from aiozarr.storage.backends.memory import MemoryStore
+from aiozarr.storage.protocol import Versioned
+from aiozarr.storage.protocol.wrapper import WrapperStore
 
 pytestmark = pytest.mark.timeout(30)
 

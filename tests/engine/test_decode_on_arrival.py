@@ -20,9 +20,9 @@ import aiozarr
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator
-from aiozarr.storage.base import Buffer, Store, Version, Versioned
-from aiozarr.storage.url import from_url
-from aiozarr.storage.wrapper import WrapperStore
+from aiozarr.storage.opening.url import from_url
+from aiozarr.storage.protocol import Buffer, Store, Version, Versioned
+from aiozarr.storage.protocol.wrapper import WrapperStore
 
 pytestmark = pytest.mark.timeout(60)
 

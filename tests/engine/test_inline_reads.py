@@ -10,8 +10,8 @@ import pytest
 import aiozarr
 from aiozarr.engine import entry as engine
 from aiozarr.engine import read as engine_read
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.memory import MemoryStore
 
 SELECTIONS = [
     (5, 6),

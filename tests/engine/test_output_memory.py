@@ -14,10 +14,10 @@ from aiozarr.byte_range import ByteRange
 from aiozarr.engine import freed_memory
 from aiozarr.errors import SelectionTooLargeError
 from aiozarr.sizes import memory_bytes
-from aiozarr.storage.base import Versioned
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.memory import MemoryStore
-from aiozarr.storage.wrapper import WrapperStore
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.memory import MemoryStore
+from aiozarr.storage.protocol import Versioned
+from aiozarr.storage.protocol.wrapper import WrapperStore
 
 
 def _array(shape: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[aiozarr.Array, CountingStore]:

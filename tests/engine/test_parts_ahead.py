@@ -21,10 +21,10 @@ import aiozarr
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator
-from aiozarr.storage.base import Versioned
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.memory import MemoryStore
-from aiozarr.storage.url import from_url
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.memory import MemoryStore
+from aiozarr.storage.opening.url import from_url
+from aiozarr.storage.protocol import Versioned
 
 pytestmark = pytest.mark.timeout(60)
 

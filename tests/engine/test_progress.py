@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import aiozarr
-from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.backends.memory import MemoryStore
 
 
 def _recorder() -> tuple[list[tuple[int, int]], object]:

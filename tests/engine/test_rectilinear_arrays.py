@@ -11,8 +11,8 @@ import pytest
 
 import aiozarr
 from aiozarr.errors import IrregularGridError, MetadataError, UnsupportedError
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.backends.memory import MemoryStore
 
 SHAPE = (10, 7)
 EDGES = [[3, 5, 4], [2, 2, 2, 1]]  # axis 0 overflows by 2: the last row of chunks is 4 long

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import aiozarr
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.memory import MemoryStore
 
 SHAPE = (30, 20)
 EDGES = [[1, 2, 3, 4, 5, 6, 9], [7, 1, 1, 1, 10]]  # axis 0 overflows by 0, axis 1 by 0

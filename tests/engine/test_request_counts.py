@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import aiozarr
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.backends.memory import MemoryStore
 
 SHAPE = (64, 64)
 SHARDS = (16, 16)

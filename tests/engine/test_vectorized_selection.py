@@ -7,8 +7,8 @@ import pytest
 
 import aiozarr
 from aiozarr.errors import BoundsCheckError, SelectionError
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.memory import MemoryStore
 
 SHAPE = (12, 10)
 DATA = np.arange(120, dtype="int32").reshape(SHAPE)

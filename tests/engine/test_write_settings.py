@@ -13,7 +13,7 @@ import pytest
 import aiozarr
 from aiozarr import config
 from aiozarr.engine.settings import WriteSettings
-from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.backends.memory import MemoryStore
 
 
 @pytest.fixture

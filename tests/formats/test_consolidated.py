@@ -13,9 +13,9 @@ import zarr
 import aiozarr
 from aiozarr.errors import MetadataError
 from aiozarr.metadata import consolidated, v3
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.backends.memory import MemoryStore
 from aiozarr.tools.consolidate import consolidate_metadata, consolidate_metadata_async
 
 N_ARRAYS = 200

@@ -7,8 +7,8 @@ import pytest
 import aiozarr
 from aiozarr.errors import GroupNotFoundError, NodeNotFoundError
 from aiozarr.nodes import hierarchy
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.memory import MemoryStore
 
 
 async def _counting(zarr_format: int) -> CountingStore:

@@ -23,8 +23,8 @@ from test_v1 import write_v1
 
 import aiozarr
 from aiozarr.errors import InvalidValueError, NodeExistsError, NodeNotFoundError, UnsupportedError
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.local import LocalStore
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.local import LocalStore
 from aiozarr.tools.migration import MigrateProgress, migrate, migrate_async
 
 DRAFT = Path(__file__).parent / "data" / "v3draft.zarr"

@@ -13,8 +13,8 @@ import pytest
 import aiozarr
 from aiozarr.errors import MetadataError, UnsupportedError
 from aiozarr.metadata import v3draft
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.local import LocalStore
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.local import LocalStore
 
 FIXTURE = Path(__file__).parent / "data" / "v3draft.zarr"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from aiozarr.emulator import Emulator
-from aiozarr.storage.url import from_url
+from aiozarr.storage.opening.url import from_url
 from aiozarr.testing.round_trips import RoundTripStore
 
 __all__ = ["LATENCY_MS", "RoundTripStore"]

@@ -146,7 +146,7 @@ def test_packaging_declares_what_users_need() -> None:
     assert project["optional-dependencies"]["all"] == [
         "aiozarr[xarray,zarr,dask,progress,references,legacy,aws]"
     ]
-    assert "boto3" in extras["aws"]  # role and SSO profiles (storage/credentials.py)
+    assert "boto3" in extras["aws"]  # role and SSO profiles (storage/backends/credentials.py)
     # a linter is a developer's tool, not a test dependency
     assert "ruff" not in extras["test"] and "ruff" in extras["dev"]
     # numcodecs warns on import when it finds the deprecated `crc32c` binding

@@ -20,7 +20,7 @@ from tests.reliability.proxies import Proxy  # noqa: E402
 import aiozarr  # noqa: E402
 from aiozarr.emulator import Emulator  # noqa: E402
 from aiozarr.errors import MetadataError, NodeExistsError  # noqa: E402
-from aiozarr.storage.url import from_url  # noqa: E402
+from aiozarr.storage.opening.url import from_url  # noqa: E402
 from aiozarr.testing.round_trips import RoundTripStore  # noqa: E402
 from aiozarr.xarray import AiozarrBackendEntrypoint, to_zarr  # noqa: E402
 

@@ -20,7 +20,7 @@ pytest.importorskip("zarr")
 import aiozarr  # noqa: E402
 from aiozarr.emulator import Emulator  # noqa: E402
 from aiozarr.errors import CodecError, GroupNotFoundError  # noqa: E402
-from aiozarr.storage.url import from_url  # noqa: E402
+from aiozarr.storage.opening.url import from_url  # noqa: E402
 from aiozarr.xarray import store_of  # noqa: E402
 
 pytestmark = [

@@ -24,14 +24,14 @@ from obstore.store import S3Store
 from tests.servers import MOTO_BUCKET
 
 from aiozarr.emulator import Emulator
-from aiozarr.storage.base import Store
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.memory import MemoryStore
-from aiozarr.storage.object_store import ObjectStore
-from aiozarr.storage.runtime import StoreRuntime
-from aiozarr.storage.url import from_url
-from aiozarr.storage.wrapper import WrapperStore
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.backends.memory import MemoryStore
+from aiozarr.storage.backends.object_store import ObjectStore
+from aiozarr.storage.opening.url import from_url
+from aiozarr.storage.policy.runtime import StoreRuntime
+from aiozarr.storage.protocol import Store
+from aiozarr.storage.protocol.wrapper import WrapperStore
 
 #: The backends a test may name: `@pytest.mark.parametrize("make_store", [...], indirect=True)`.
 BACKENDS = ("memory", "local", "s3", "moto")

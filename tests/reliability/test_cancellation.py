@@ -19,7 +19,7 @@ import pytest
 import aiozarr
 from aiozarr import config
 from aiozarr.emulator import Emulator
-from aiozarr.storage.url import from_url
+from aiozarr.storage.opening.url import from_url
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -21,11 +21,11 @@ from tests.reliability.locations import StoreFactory
 
 import aiozarr
 from aiozarr.emulator import Emulator
-from aiozarr.storage.base import Store
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.memory import MemoryStore
-from aiozarr.storage.url import from_url
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.backends.memory import MemoryStore
+from aiozarr.storage.opening.url import from_url
+from aiozarr.storage.protocol import Store
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -17,7 +17,7 @@ from tests.servers import MOTO_BUCKET
 
 import aiozarr
 from aiozarr.storage import EnvironmentCredentials
-from aiozarr.storage.url import from_url
+from aiozarr.storage.opening.url import from_url
 
 SECRET = "never-in-a-pickle-3f9c"
 

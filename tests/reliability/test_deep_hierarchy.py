@@ -15,7 +15,7 @@ import aiozarr
 from aiozarr import sync
 from aiozarr.cli import tree as tree_cli
 from aiozarr.nodes.group import walk
-from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.backends.memory import MemoryStore
 from aiozarr.sync import portal
 
 pytestmark = pytest.mark.timeout(180)

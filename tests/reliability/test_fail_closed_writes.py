@@ -3,7 +3,8 @@
 Behind a server or proxy that drops `If-Match` / `If-None-Match`, or whose reads carry
 no ETag, a conditional PUT is an unconditional one, and writers in other processes
 lose each other's updates with every call succeeding. The store's server is probed
-once (storage/conditions.py); where conditions cannot be trusted a partial write raises
+once (storage/protocol/write_conditions.py); where conditions cannot be trusted a partial
+write raises
 `ConditionalWriteUnsupportedError` and writes nothing, unless `single_writer` is set.
 The proxy (proxies.py) sits on 127.0.0.1 before the emulator and breaks one rule.
 """
@@ -28,10 +29,10 @@ import aiozarr
 from aiozarr import config
 from aiozarr.emulator import Emulator
 from aiozarr.errors import ConditionalWriteUnsupportedError
-from aiozarr.storage.conditions import PROBE_NAME
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.object_store import ObjectStore
-from aiozarr.storage.url import from_url
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.object_store import ObjectStore
+from aiozarr.storage.opening.url import from_url
+from aiozarr.storage.protocol.write_conditions import PROBE_NAME
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -16,8 +16,8 @@ import pytest
 import aiozarr
 from aiozarr import config
 from aiozarr.emulator import Emulator
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.url import from_url
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.opening.url import from_url
 
 pytestmark = pytest.mark.timeout(300)
 

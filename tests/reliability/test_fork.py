@@ -24,9 +24,9 @@ import pytest
 
 import aiozarr
 from aiozarr.emulator import Emulator
-from aiozarr.storage.base import Store
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.url import from_url
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.opening.url import from_url
+from aiozarr.storage.protocol import Store
 
 pytestmark = [
     pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform"),

@@ -15,12 +15,12 @@ import aiozarr
 from aiozarr import config
 from aiozarr.emulator import Emulator
 from aiozarr.errors import InvalidKeyError, StoreError
-from aiozarr.storage.base import Store
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.memory import MemoryStore
-from aiozarr.storage.object_store import ObjectStore
-from aiozarr.storage.url import from_url
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.backends.memory import MemoryStore
+from aiozarr.storage.backends.object_store import ObjectStore
+from aiozarr.storage.opening.url import from_url
+from aiozarr.storage.protocol import Store
 
 BAD_KEYS = ["../x", "a/../../x", "a\x00b", "/abs", "a//b", "./a"]
 # Only LocalStore checks keys today; the patch in /tmp/notes/reliability2.md moves the

@@ -23,10 +23,10 @@ import pytest
 import aiozarr
 from aiozarr import config
 from aiozarr.emulator import Emulator
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.memory import MemoryStore
-from aiozarr.storage.object_store import ObjectStore
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.backends.memory import MemoryStore
+from aiozarr.storage.backends.object_store import ObjectStore
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -27,11 +27,11 @@ from aiozarr import config
 from aiozarr.emulator import Emulator
 from aiozarr.errors import ConditionalWriteUnsupportedError, VersionConflictError
 from aiozarr.nodes import node_updates
-from aiozarr.storage.base import Buffer, Store, Version
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.object_store import ObjectStore
-from aiozarr.storage.url import from_url
-from aiozarr.storage.wrapper import WrapperStore
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.backends.object_store import ObjectStore
+from aiozarr.storage.opening.url import from_url
+from aiozarr.storage.protocol import Buffer, Store, Version
+from aiozarr.storage.protocol.wrapper import WrapperStore
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -29,7 +29,7 @@ import pytest
 import aiozarr
 from aiozarr.emulator import Emulator
 from aiozarr.errors import MetadataError, UnsupportedError
-from aiozarr.storage.references import ReferenceStore
+from aiozarr.storage.references.reference_store import ReferenceStore
 
 pytest.importorskip("pyarrow")
 import pyarrow as pa
@@ -74,7 +74,7 @@ async def test_a_record_size_that_is_not_a_positive_integer_is_refused(
 LIST_KEYS = r"""
 import asyncio, json, resource, sys
 resource.setrlimit(resource.RLIMIT_DATA, (int(sys.argv[2]), int(sys.argv[2])))
-from aiozarr.storage.references import ReferenceStore
+from aiozarr.storage.references.reference_store import ReferenceStore
 
 async def main():
     store = ReferenceStore(sys.argv[1])
@@ -115,7 +115,7 @@ READ_CHUNK = r"""
 import asyncio, resource, sys
 resource.setrlimit(resource.RLIMIT_DATA, (int(sys.argv[2]), int(sys.argv[2])))
 from aiozarr.errors import MetadataError
-from aiozarr.storage.references import ReferenceStore
+from aiozarr.storage.references.reference_store import ReferenceStore
 
 async def main():
     try:

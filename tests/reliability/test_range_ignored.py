@@ -20,8 +20,8 @@ from tests.servers import unique_prefix
 import aiozarr
 from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator
-from aiozarr.storage.base import RangeRequest
-from aiozarr.storage.object_store import ObjectStore
+from aiozarr.storage.backends.object_store import ObjectStore
+from aiozarr.storage.protocol import RangeRequest
 
 SIZE = 4 << 20
 # 16 ranges of 64 KiB, 256 KiB apart: too far apart to coalesce, 16 requests.

@@ -22,8 +22,8 @@ import aiozarr
 from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator
 from aiozarr.errors import StoreError
-from aiozarr.storage.base import RangeRequest
-from aiozarr.storage.object_store import ObjectStore
+from aiozarr.storage.backends.object_store import ObjectStore
+from aiozarr.storage.protocol import RangeRequest
 
 VALUE = os.urandom(1000)
 RANGES = {

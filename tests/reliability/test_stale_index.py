@@ -17,9 +17,9 @@ import pytest
 from tests.reliability.locations import StoreFactory
 
 import aiozarr
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.backends.memory import MemoryStore
 
 SHAPE = (64, 64)  # one shard of 8 x 8 inner chunks of 8 x 8
 

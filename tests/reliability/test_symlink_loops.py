@@ -13,7 +13,7 @@ import aiozarr
 from aiozarr.cli import info as info_cli
 from aiozarr.cli import tree as tree_cli
 from aiozarr.errors import StoreError
-from aiozarr.storage.local import LocalStore
+from aiozarr.storage.backends.local import LocalStore
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from aiozarr.storage.local import TEMP_SUFFIX, LocalStore
+from aiozarr.storage.backends.local import TEMP_SUFFIX, LocalStore
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -32,7 +32,7 @@ def _killed_mid_write(root: Path, times: int) -> None:
     """Start a writer of a large value `times` times; SIGKILL each once its temp exists."""
     script = textwrap.dedent(f"""
         import asyncio
-        from aiozarr.storage.local import LocalStore
+        from aiozarr.storage.backends.local import LocalStore
         store = LocalStore({str(root)!r})
         asyncio.run(store.set("c/big", bytes(1 << 30)))  # 1 GiB: long enough to be killed
     """)

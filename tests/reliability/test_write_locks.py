@@ -18,11 +18,11 @@ import pytest
 from tests.reliability.locations import StoreFactory
 
 import aiozarr
-from aiozarr.storage.base import Store
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.locks import KeyLocks
-from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.backends.memory import MemoryStore
+from aiozarr.storage.policy.locks import KeyLocks
+from aiozarr.storage.protocol import Store
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -25,10 +25,10 @@ from aiozarr import config
 from aiozarr.emulator import Emulator
 from aiozarr.errors import VersionConflictError
 from aiozarr.nodes import hierarchy
-from aiozarr.storage.base import Buffer, Store, Version
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.url import from_url
-from aiozarr.storage.wrapper import WrapperStore
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.opening.url import from_url
+from aiozarr.storage.protocol import Buffer, Store, Version
+from aiozarr.storage.protocol.wrapper import WrapperStore
 
 xr = pytest.importorskip("xarray")
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from aiozarr.emulator import Emulator
-from aiozarr.storage.base import Store
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.url import from_url
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.opening.url import from_url
+from aiozarr.storage.protocol import Store
 
 
 @pytest.fixture(params=["local", "s3"])

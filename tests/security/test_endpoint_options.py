@@ -10,8 +10,8 @@ import pytest
 import aiozarr
 from aiozarr.emulator import Emulator
 from aiozarr.errors import StoreError
-from aiozarr.storage.redaction import redact_url
-from aiozarr.storage.url import from_url
+from aiozarr.storage.backends.redaction import redact_url
+from aiozarr.storage.opening.url import from_url
 
 BAD = [
     ("not a url", "white space"),

@@ -25,8 +25,8 @@ from aiohttp import web
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import StoreError, ValueTooLargeError
-from aiozarr.storage.guarded_http import GuardedHTTPStore
-from aiozarr.storage.retry import ShortReadError
+from aiozarr.storage.backends.guarded_http import GuardedHTTPStore
+from aiozarr.storage.policy.retry import ShortReadError
 
 HUGE = 50_000_000
 PIECE = bytes(range(256)) * 4096  # 1 MiB

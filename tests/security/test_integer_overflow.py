@@ -22,8 +22,8 @@ from tests.security.written import snapshot
 
 import aiozarr
 from aiozarr.errors import InvalidValueError, MetadataError, ValueOutOfRangeError
-from aiozarr.storage.base import Store
-from aiozarr.storage.local import LocalStore
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.protocol import Store
 
 
 def _refused(call: Callable[[], Any], *shown: str) -> ValueOutOfRangeError:

@@ -30,7 +30,7 @@ from aiohttp import web
 
 import aiozarr
 from aiozarr.errors import ReferenceTargetError, StoreError
-from aiozarr.storage.references import ReferenceStore
+from aiozarr.storage.references.reference_store import ReferenceStore
 
 DATA = bytes(range(16))
 SECRET = b"internal secret"

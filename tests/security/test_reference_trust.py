@@ -31,7 +31,7 @@ import aiozarr
 from aiozarr.emulator import Emulator
 from aiozarr.errors import ReferenceTargetError, ValueTooLargeError
 from aiozarr.storage import LocalStore
-from aiozarr.storage.references import ReferenceStore
+from aiozarr.storage.references.reference_store import ReferenceStore
 
 SECRET = b"root:x:0:0:the secret"
 DATA = bytes(range(16))

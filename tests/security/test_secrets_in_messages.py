@@ -21,8 +21,8 @@ from aiozarr import config
 from aiozarr.cli import info as info_cli
 from aiozarr.emulator import Emulator
 from aiozarr.errors import AiozarrError, StoreError
-from aiozarr.storage.redaction import redact_text, redact_url
-from aiozarr.storage.url import from_url
+from aiozarr.storage.backends.redaction import redact_text, redact_url
+from aiozarr.storage.opening.url import from_url
 
 SECRET = "Zk9SEKRET0sig0Value"
 PRESIGNED = (

@@ -25,8 +25,8 @@ from tests.security.written import snapshot
 
 import aiozarr
 from aiozarr.errors import InvalidValueError, ValueOutOfRangeError
-from aiozarr.storage.base import Store
-from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.backends.memory import MemoryStore
+from aiozarr.storage.protocol import Store
 
 
 def _refused(call: Callable[[], Any], *shown: str) -> str:

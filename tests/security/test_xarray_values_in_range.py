@@ -23,8 +23,8 @@ xr = pytest.importorskip("xarray")
 from tests.security.written import snapshot  # noqa: E402
 
 from aiozarr.errors import ValueOutOfRangeError  # noqa: E402
-from aiozarr.storage.base import Store  # noqa: E402
-from aiozarr.storage.local import LocalStore  # noqa: E402
+from aiozarr.storage.backends.local import LocalStore  # noqa: E402
+from aiozarr.storage.protocol import Store  # noqa: E402
 from aiozarr.xarray import to_zarr  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::xarray.SerializationWarning")

@@ -41,9 +41,9 @@ from aiozarr.errors import (
     ValueTooLargeError,
 )
 from aiozarr.storage import LocalStore
-from aiozarr.storage import zip as zip_module
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.zip import ZipStore
+from aiozarr.storage.backends import zip as zip_module
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.zip import ZipStore
 
 MEMBERS = {  # name -> (value, compression)
     "zarr.json": (b'{"zarr_format": 3, "node_type": "group"}', zipfile.ZIP_STORED),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from aiozarr.storage.base import Store
+from aiozarr.storage.protocol import Store
 from aiozarr.sync import run
 
 

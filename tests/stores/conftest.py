@@ -36,7 +36,7 @@ from tests.servers import (
 )
 
 from aiozarr.emulator import Emulator
-from aiozarr.storage.object_store import ObjectStore
+from aiozarr.storage.backends.object_store import ObjectStore
 
 _STARTUP_TIMEOUT_S = 60.0
 _LISTENING = re.compile(r"successfully listens on (http://\S+?)/?\s*$", re.MULTILINE)

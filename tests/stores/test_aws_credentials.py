@@ -31,8 +31,8 @@ from tests.servers import MOTO_BUCKET
 import aiozarr
 from aiozarr.cli.storage_options import parse_storage_options
 from aiozarr.errors import StoreError
-from aiozarr.storage.credentials import ProfileCredentials
-from aiozarr.storage.url import from_url
+from aiozarr.storage.backends.credentials import ProfileCredentials
+from aiozarr.storage.opening.url import from_url
 
 ENVIRONMENT = (
     "AWS_ACCESS_KEY_ID",

@@ -16,9 +16,9 @@ from tests.servers import AZURE_CONTAINER, AZURITE_ACCOUNT, unique_prefix
 from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator
 from aiozarr.errors import StoreError
-from aiozarr.storage.base import Store
-from aiozarr.storage.object_store import ObjectStore
-from aiozarr.storage.url import from_url
+from aiozarr.storage.backends.object_store import ObjectStore
+from aiozarr.storage.opening.url import from_url
+from aiozarr.storage.protocol import Store
 from aiozarr.testing.store_contract import StoreContract
 
 

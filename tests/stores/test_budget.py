@@ -14,10 +14,10 @@ from tests.servers import FAST_RETRY, unique_prefix
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator
-from aiozarr.storage.base import RangeRequest
-from aiozarr.storage.budget import RequestBudget, Slot
-from aiozarr.storage.memory import MemoryStore
-from aiozarr.storage.object_store import ObjectStore
+from aiozarr.storage.backends.memory import MemoryStore
+from aiozarr.storage.backends.object_store import ObjectStore
+from aiozarr.storage.policy.budget import RequestBudget, Slot
+from aiozarr.storage.protocol import RangeRequest
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("fast_retries")]
 RETRY_ATTEMPTS = 12  # throttling tests meet many 503s in a row

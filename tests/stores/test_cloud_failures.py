@@ -13,9 +13,9 @@ from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator
 from aiozarr.errors import StoreError
-from aiozarr.storage.base import RangeRequest
-from aiozarr.storage.object_store import ObjectStore
-from aiozarr.storage.url import from_url
+from aiozarr.storage.backends.object_store import ObjectStore
+from aiozarr.storage.opening.url import from_url
+from aiozarr.storage.protocol import RangeRequest
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.backends.memory import MemoryStore
 from aiozarr.testing.store_contract import StoreContract
 
 

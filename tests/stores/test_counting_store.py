@@ -10,13 +10,13 @@ import anyio
 import anyio.lowlevel
 import pytest
 
+from aiozarr.byte_cache import LRUByteCache
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import CodecError
-from aiozarr.storage.base import Capabilities, RangeRequest, Store, Versioned
-from aiozarr.storage.cache import LRUByteCache
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.backends.memory import MemoryStore
+from aiozarr.storage.protocol import Capabilities, RangeRequest, Store, Versioned
 
 BLOB = bytes(range(256)) * 4
 

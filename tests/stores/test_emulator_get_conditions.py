@@ -1,5 +1,5 @@
 """The emulator honours S3's GET conditions (`If-Match`, `If-Unmodified-Since`), as the
-stores that send them (`storage/conditional_reads.py`) need a server that does."""
+stores that send them (`storage/references/conditional_reads.py`) need a server that does."""
 
 from __future__ import annotations
 

@@ -11,8 +11,8 @@ from tests.servers import unique_prefix
 
 from aiozarr.emulator import Emulator
 from aiozarr.errors import ReferenceTargetError
-from aiozarr.storage.base import Store
-from aiozarr.storage.guarded_http import GuardedHTTPStore
+from aiozarr.storage.backends.guarded_http import GuardedHTTPStore
+from aiozarr.storage.protocol import Store
 from aiozarr.testing.store_contract import StoreContract
 
 

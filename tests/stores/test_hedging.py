@@ -31,14 +31,14 @@ import aiozarr
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator
-from aiozarr.storage import retry
-from aiozarr.storage.base import RangeRequest
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.memory import MemoryStore
-from aiozarr.storage.object_store import ObjectStore
-from aiozarr.storage.runtime import StoreRuntime
-from aiozarr.storage.statistics import InFlight, RequestStats
-from aiozarr.storage.url import from_url
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.backends.memory import MemoryStore
+from aiozarr.storage.backends.object_store import ObjectStore
+from aiozarr.storage.opening.url import from_url
+from aiozarr.storage.policy import retry
+from aiozarr.storage.policy.runtime import StoreRuntime
+from aiozarr.storage.policy.statistics import InFlight, RequestStats
+from aiozarr.storage.protocol import RangeRequest
 
 pytestmark = pytest.mark.timeout(60)
 

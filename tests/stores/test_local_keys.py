@@ -11,9 +11,9 @@ import pytest
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import InvalidKeyError, ReadOnlyError, StoreError
-from aiozarr.storage import local
-from aiozarr.storage.base import RangeRequest
-from aiozarr.storage.local import TEMP_SUFFIX, LocalStore
+from aiozarr.storage.backends import local
+from aiozarr.storage.backends.local import TEMP_SUFFIX, LocalStore
+from aiozarr.storage.protocol import RangeRequest
 
 BAD_KEYS = [
     "../x",

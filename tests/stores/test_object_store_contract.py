@@ -20,8 +20,8 @@ from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator
 from aiozarr.errors import ReadOnlyError
-from aiozarr.storage.base import RangeRequest, Store
-from aiozarr.storage.object_store import ObjectStore
+from aiozarr.storage.backends.object_store import ObjectStore
+from aiozarr.storage.protocol import RangeRequest, Store
 from aiozarr.testing.store_contract import StoreContract
 
 DATA = bytes(range(256)) * 4  # 1 KiB
@@ -146,7 +146,7 @@ async def test_one_request_per_coalesced_range(
 async def test_counts_agree_with_counting_store(
     emulator: Emulator, emulator_s3_store: Callable[..., ObjectStore]
 ) -> None:
-    counting = pytest.importorskip("aiozarr.storage.counting")
+    counting = pytest.importorskip("aiozarr.storage.backends.counting")
     store = emulator_s3_store()
     await store.set("k", bytes(4 << 20))
     wrapped = counting.CountingStore(store)

@@ -1,6 +1,6 @@
 """A process that used obstore exits only once obstore's threads have left Python.
 
-The abort this prevents (storage/obstore_exit.py) needs a tokio thread to be inside
+The abort this prevents (storage/backends/obstore_exit.py) needs a tokio thread to be inside
 Python at the moment the interpreter finalizes. Here a thread that Python's `threading`
 did not start (as tokio's are not) sits inside Python code, blocked reading stdin, when
 the program ends; the test lets it go only once the exit says it waits for it.
@@ -17,8 +17,8 @@ pytestmark = pytest.mark.timeout(120)
 
 CHILD = """
 import _thread, logging, sys
-import aiozarr.storage.object_store
-from aiozarr.storage import obstore_exit
+import aiozarr.storage.backends.object_store
+from aiozarr.storage.backends import obstore_exit
 
 obstore_exit.EXIT_WAIT_S = 100  # the test lets the thread go, however busy the machine
 

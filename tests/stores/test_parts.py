@@ -19,9 +19,9 @@ from tests.servers import FAST_RETRY, unique_prefix
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator
-from aiozarr.storage.base import RangeRequest
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.object_store import ObjectStore
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.object_store import ObjectStore
+from aiozarr.storage.protocol import RangeRequest
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -15,7 +15,11 @@ import aiozarr
 from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator
 from aiozarr.errors import UnsupportedError
-from aiozarr.storage.references import ReferenceStore, is_reference_source, open_references
+from aiozarr.storage.references.reference_store import (
+    ReferenceStore,
+    is_reference_source,
+    open_references,
+)
 
 h5py = pytest.importorskip("h5py")
 kerchunk_hdf = pytest.importorskip("kerchunk.hdf")

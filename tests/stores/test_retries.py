@@ -19,16 +19,16 @@ from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator
 from aiozarr.errors import StoreError
-from aiozarr.storage.base import RangeRequest, Versioned
-from aiozarr.storage.memory import MemoryStore
-from aiozarr.storage.object_store import ObjectStore
-from aiozarr.storage.retry import (
+from aiozarr.storage.backends.memory import MemoryStore
+from aiozarr.storage.backends.object_store import ObjectStore
+from aiozarr.storage.policy.retry import (
     Failure,
     RetryPolicy,
     ShortReadError,
     classify,
     request_timeout_s,
 )
+from aiozarr.storage.protocol import RangeRequest, Versioned
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("fast_retries")]
 
@@ -313,7 +313,7 @@ def test_classify() -> None:
 def test_classify_obstore_errors() -> None:
     from obstore.exceptions import GenericError, NotFoundError, PermissionDeniedError
 
-    from aiozarr.storage import obstore_errors
+    from aiozarr.storage.backends import obstore_errors
 
     slow_down = GenericError("S3 error: status code: 503 SlowDown\n\nDebug source:\nx")
     seen = obstore_errors.classify(slow_down)

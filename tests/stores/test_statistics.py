@@ -7,9 +7,9 @@ import threading
 from pathlib import Path
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.storage.budget import RequestBudget
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.statistics import EVENTS, RequestStats
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.policy.budget import RequestBudget
+from aiozarr.storage.policy.statistics import EVENTS, RequestStats
 
 BUDGET_KEYS = ["limit", "maximum", "lowest_limit", "inflight", "peak_inflight", "waiting"]
 LATENCY_KEYS = ["latency_p50_ms", "latency_p95_ms", "latency_p99_ms"]

@@ -15,15 +15,15 @@ from obstore.store import HTTPStore, S3Store
 import aiozarr.storage
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import StoreError, ValueTooLargeError
-from aiozarr.storage.base import RangeRequest, Versioned
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.fanin import Emit, Spawn, fan_in
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.memory import MemoryStore
-from aiozarr.storage.object_store import ObjectStore
-from aiozarr.storage.references import ReferenceStore
-from aiozarr.storage.url import from_url
-from aiozarr.storage.zip import ZipStore
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.backends.memory import MemoryStore
+from aiozarr.storage.backends.object_store import ObjectStore
+from aiozarr.storage.backends.zip import ZipStore
+from aiozarr.storage.opening.url import from_url
+from aiozarr.storage.policy.fanin import Emit, Spawn, fan_in
+from aiozarr.storage.protocol import RangeRequest, Versioned
+from aiozarr.storage.references.reference_store import ReferenceStore
 
 pytestmark = pytest.mark.timeout(30)
 

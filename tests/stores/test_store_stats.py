@@ -10,7 +10,7 @@ import pytest
 
 import aiozarr
 from aiozarr.emulator import Emulator
-from aiozarr.storage.base import RangeRequest
+from aiozarr.storage.protocol import RangeRequest
 
 
 async def test_stats_match_the_emulator_on_a_mixed_workload(
@@ -105,7 +105,7 @@ async def test_requests_are_logged_at_debug(
 
 
 def test_a_crowd_is_other_reads_sent_by_then_and_still_waiting() -> None:
-    from aiozarr.storage.statistics import InFlight
+    from aiozarr.storage.policy.statistics import InFlight
 
     in_flight = InFlight()
     me, early, began, late = object(), [object() for _ in range(3)], object(), object()

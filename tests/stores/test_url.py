@@ -11,10 +11,10 @@ from tests.servers import MOTO_BUCKET
 from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator
 from aiozarr.errors import ReadOnlyError, StoreError
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.memory import MemoryStore
-from aiozarr.storage.object_store import ObjectStore
-from aiozarr.storage.url import from_url
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.backends.memory import MemoryStore
+from aiozarr.storage.backends.object_store import ObjectStore
+from aiozarr.storage.opening.url import from_url
 
 CREDENTIAL_ENV = (
     "AWS_ACCESS_KEY_ID",

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import aiozarr
-from aiozarr.storage.object_store import ObjectStore
-from aiozarr.storage.zarr_store import ZarrStore
+from aiozarr.storage.backends.object_store import ObjectStore
+from aiozarr.storage.backends.zarr_store import ZarrStore
 from aiozarr.testing.store_contract import StoreContract
 
 zarr = pytest.importorskip("zarr")

@@ -18,10 +18,10 @@ import aiozarr
 from aiozarr.emulator import Emulator
 from aiozarr.errors import StoreError, UnsupportedError
 from aiozarr.storage import LocalStore
-from aiozarr.storage.base import Store
-from aiozarr.storage.counting import CountingStore
-from aiozarr.storage.url import from_url
-from aiozarr.storage.zip import ZipStore
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.zip import ZipStore
+from aiozarr.storage.opening.url import from_url
+from aiozarr.storage.protocol import Store
 from aiozarr.testing.store_contract import StoreContract
 
 

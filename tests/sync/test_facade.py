@@ -20,7 +20,7 @@ from aiozarr import sync
 from aiozarr.errors import SyncInLoopError
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.group import AsyncGroup
-from aiozarr.storage.memory import MemoryStore
+from aiozarr.storage.backends.memory import MemoryStore
 from aiozarr.sync import facade, portal
 
 SYNC_SOURCE = Path(facade.__file__).read_text()

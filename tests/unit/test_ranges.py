@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import CodecError
-from aiozarr.storage import ranges
+from aiozarr.storage.policy import ranges
 
 
 def answer(blob: bytes, plan: ranges.RangePlan) -> list[bytes]:

@@ -52,9 +52,9 @@ async def listed_sizes(store: Any, prefix: str) -> AsyncIterator[tuple[str, int]
     ObjectStore: obstore's listing (sizes included); LocalStore: file sizes; MemoryStore:
     value sizes; other stores: one `getsize` per key.
     """
-    from aiozarr.storage.local import LocalStore
-    from aiozarr.storage.memory import MemoryStore
-    from aiozarr.storage.object_store import ObjectStore
+    from aiozarr.storage.backends.local import LocalStore
+    from aiozarr.storage.backends.memory import MemoryStore
+    from aiozarr.storage.backends.object_store import ObjectStore
 
     if isinstance(store, ObjectStore) and store.listable:
         import obstore

@@ -22,7 +22,7 @@ from aiozarr.engine.progress import ChunkProgress
 from aiozarr.engine.settings import ReadSettings
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.selection.indexing import ChunkProjection
-from aiozarr.storage.base import Buffer
+from aiozarr.storage.protocol import Buffer
 
 #: Debug lines per decode group (chunks, bytes, time): with the store's request lines
 #: they make a read's timeline (`python -m benchmarks.timeline`).

@@ -18,7 +18,7 @@ from aiozarr.engine.stored_array import StoredArray
 from aiozarr.engine.transfer import ChunkMove, MovedChunks, move_chunks
 from aiozarr.engine.write import write
 from aiozarr.metadata.model import ArrayMetadata
-from aiozarr.storage.base import Store
+from aiozarr.storage.protocol import Store
 
 __all__ = [
     "ChunkMove",

@@ -31,7 +31,7 @@ from aiozarr.engine.plan import ShardSelection, plan_chunks, plan_shards
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import ValueTooLargeError
 from aiozarr.selection.indexing import ChunkProjection
-from aiozarr.storage.base import Buffer, RangeRequest, Version
+from aiozarr.storage.protocol import Buffer, RangeRequest, Version
 
 #: A located chunk and its bytes (None: not stored, it reads as the fill value).
 Landed = tuple["LocatedChunk", Buffer | None]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from aiozarr.codecs import ShardIndex, ShardLayout
 from aiozarr.engine.stored_array import StoredArray
-from aiozarr.storage.base import RangeRequest, Version
+from aiozarr.storage.protocol import RangeRequest, Version
 
 
 class StaleIndexError(Exception):

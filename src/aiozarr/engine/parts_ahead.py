@@ -19,7 +19,7 @@ from aiozarr.engine.located import LocatedChunk
 from aiozarr.engine.located_index import StaleIndexError, check_version
 from aiozarr.engine.settings import ReadSettings
 from aiozarr.errors import CodecError
-from aiozarr.storage.base import Buffer, Version
+from aiozarr.storage.protocol import Buffer, Version
 
 
 def parts_ahead(layout: ShardLayout, settings: ReadSettings, budget_bytes: int) -> int:

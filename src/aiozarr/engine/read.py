@@ -52,9 +52,9 @@ from aiozarr.engine.settings import ReadSettings
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import StoreError, unwrap_group
 from aiozarr.selection.indexing import ChunkProjection, Indexer
-from aiozarr.storage.base import Buffer, Version, check_size
-from aiozarr.storage.bytes_budget import ByteBudget
-from aiozarr.storage.ranges import request_counts
+from aiozarr.storage.policy.bytes_budget import ByteBudget
+from aiozarr.storage.policy.ranges import request_counts
+from aiozarr.storage.protocol import Buffer, Version, check_size
 
 # Times a read starts over because a shard was rewritten under it before it fails.
 _STALE_RETRIES = 5

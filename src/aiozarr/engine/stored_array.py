@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 
 from aiozarr import config
+from aiozarr.byte_cache import LRUByteCache
 from aiozarr.codecs import CodecChain, ShardLayout, layout_of
 from aiozarr.metadata.model import ArrayMetadata
 from aiozarr.selection.chunk_grid import RectilinearGrid
-from aiozarr.storage.base import Store
-from aiozarr.storage.cache import LRUByteCache
+from aiozarr.storage.protocol import Store
 
 
 def _index_cache() -> LRUByteCache:

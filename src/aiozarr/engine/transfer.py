@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from aiozarr.codecs import CodecChain
 from aiozarr.engine.executor import run_codec
-from aiozarr.storage.base import Buffer, RangeRequest, Store
+from aiozarr.storage.protocol import Buffer, RangeRequest, Store
 
 __all__ = ["ChunkMove", "MovedChunks", "move_chunks"]
 

@@ -14,7 +14,7 @@ replaced whole (nothing read) are written unconditionally: the last writer wins.
 Where a server checks the conditions, they are trusted only once a probe found it
 honours them and each read carried a version; otherwise the write raises
 `ConditionalWriteUnsupportedError` before writing anything, unless `single_writer`
-(`storage/conditions.py`).
+(`storage/protocol/write_conditions.py`).
 """
 
 from __future__ import annotations
@@ -37,8 +37,7 @@ from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import StoreError, VersionConflictError
 from aiozarr.metadata.fill_value import is_fill
 from aiozarr.selection.indexing import ChunkProjection
-from aiozarr.storage import conditions
-from aiozarr.storage.base import Buffer, RangeRequest, Store, Versioned
+from aiozarr.storage.protocol import Buffer, RangeRequest, Store, Versioned, write_conditions
 
 W = TypeVar("W", ChunkSelection, ShardSelection)
 
@@ -159,7 +158,7 @@ class _Stores:
         self.array = array
         store = array.store
         if store.supports_conditional_writes:
-            conditions.check_versions(store, read)  # before anything is written
+            write_conditions.check_versions(store, read)  # before anything is written
         self.based_on = (
             {k: v for k, v in read.items() if v is None or v[1] is not None}
             if store.supports_conditional_writes
@@ -252,7 +251,7 @@ async def _write_chunks(
     writes = plan_chunks(array.meta, array.prefix, projections)
     partial = [w.key for w in writes if not w.projection.is_complete_chunk]
     if partial:
-        await conditions.ensure_trusted(array.store, array.prefix, partial)
+        await write_conditions.ensure_trusted(array.store, array.prefix, partial)
 
     async def write_once(pending: list[ChunkSelection]) -> set[str]:
         partial = [w.key for w in pending if not w.projection.is_complete_chunk]
@@ -286,7 +285,7 @@ async def _write_shards(
     shards = plan_shards(array, projections)
     partial = [s.key for s in shards if not _replaces_whole_shard(s)]
     if partial:
-        await conditions.ensure_trusted(array.store, array.prefix, partial)
+        await write_conditions.ensure_trusted(array.store, array.prefix, partial)
 
     async def write_once(pending: list[ShardSelection]) -> set[str]:
         # A shard rewritten in full needs nothing from the store; others are read once.

@@ -44,7 +44,7 @@ from aiozarr.selection.indexing import (
     orthogonal_indexer,
 )
 from aiozarr.selection.vectorized import coordinate_indexer, mask_indexer
-from aiozarr.storage.base import Store
+from aiozarr.storage.protocol import Store
 
 Selection = Any
 

@@ -15,7 +15,7 @@ from aiozarr.nodes import hierarchy, hierarchy_walk, node_updates
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.creation import check_options
 from aiozarr.nodes.description import GroupInfo, group_info
-from aiozarr.storage.base import Store
+from aiozarr.storage.protocol import Store
 
 
 async def _implicit(store: Store, path: str, v3: bool) -> bool:

@@ -37,7 +37,7 @@ from aiozarr.metadata.format_protocol import (
     join,
 )
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata, Node
-from aiozarr.storage.base import RangeRequest, Store, Versioned
+from aiozarr.storage.protocol import RangeRequest, Store, Versioned
 
 #: A v3 node's document (a name a group's listing skips).
 V3_KEY = v3.ZARR_JSON

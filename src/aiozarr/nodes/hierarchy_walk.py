@@ -20,7 +20,7 @@ from aiozarr.errors import unwrap_group
 from aiozarr.metadata.model import GroupMetadata
 from aiozarr.nodes import hierarchy
 from aiozarr.nodes.hierarchy import Node
-from aiozarr.storage.base import Store
+from aiozarr.storage.protocol import Store
 
 #: Groups whose members are read at once while walking a level: bounds the tasks (and
 #: the listings in flight) of a wide level; requests are bounded by the store's budget.

@@ -14,7 +14,7 @@ fit the handle's own metadata is refused before any I/O.
 
 The read is the handle's own, made as the change starts: a handle's cached metadata
 (possibly from a group's consolidated snapshot) is never written back. Within a process
-the documents' keys are locked for the read-apply-write (`storage/locks.py`), so
+the documents' keys are locked for the read-apply-write (`storage/policy/locks.py`), so
 handles of one store never conflict with each other; a store that cannot write on a
 condition is written unconditionally, protected by those locks alone.
 docs/decisions/failure-model.md says why and what a reader sees.
@@ -33,8 +33,7 @@ from aiozarr.errors import AiozarrError, NodeNotFoundError, VersionConflictError
 from aiozarr.metadata import formats
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata, Node
 from aiozarr.nodes import hierarchy
-from aiozarr.storage import conditions
-from aiozarr.storage.base import Store, Versioned
+from aiozarr.storage.protocol import Store, Versioned, write_conditions
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -146,8 +145,8 @@ async def _write_changed(
         return
     conditional = store.supports_conditional_writes
     if conditional:
-        await conditions.ensure_trusted(store, f"{path}/" if path else "", [*changed, *stale])
-        conditions.check_versions(store, {k: read.get(k) for k in [*changed, *stale]})
+        await write_conditions.ensure_trusted(store, f"{path}/" if path else "", [*changed, *stale])
+        write_conditions.check_versions(store, {k: read.get(k) for k in [*changed, *stale]})
     for key, doc in changed.items():
         await _put(store, key, doc, read.get(key), conditional)
     for key in stale:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 
 from aiozarr.errors import unwrap_group
-from aiozarr.storage.base import Store
+from aiozarr.storage.protocol import Store
 
 #: The names of metadata documents; every other key of an array is a stored chunk object.
 _METADATA_NAMES = frozenset({"zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"})

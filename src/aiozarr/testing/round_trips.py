@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import TypeVar
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.storage.base import Buffer, Store, Version, Versioned
-from aiozarr.storage.counting import CountingStore
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.protocol import Buffer, Store, Version, Versioned
 
 __all__ = ["RoundTripStore"]
 

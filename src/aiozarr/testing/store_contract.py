@@ -32,7 +32,7 @@ import pytest
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import ReadOnlyError, ValueTooLargeError, VersionConflictError
-from aiozarr.storage.base import Capabilities, RangeRequest, Store
+from aiozarr.storage.protocol import Capabilities, RangeRequest, Store
 
 __all__ = ["StoreContract", "expected_slice"]
 

@@ -18,7 +18,7 @@ from aiozarr.errors import MetadataError, NodeNotFoundError
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.nodes import hierarchy, hierarchy_walk, node_updates
 from aiozarr.nodes.group import AsyncGroup
-from aiozarr.storage.base import Store
+from aiozarr.storage.protocol import Store
 from aiozarr.sync import Group, run
 
 Node = ArrayMetadata | GroupMetadata

@@ -31,8 +31,8 @@ from aiozarr.metadata.fill_value import is_fill
 from aiozarr.nodes import hierarchy
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.group import AsyncGroup, walk
-from aiozarr.storage.base import Store
-from aiozarr.storage.zip import ZipStore
+from aiozarr.storage.backends.zip import ZipStore
+from aiozarr.storage.protocol import Store
 from aiozarr.sync import run
 
 __all__ = ["CopyProgress", "CopyReport", "copy", "copy_async", "parse_codec"]

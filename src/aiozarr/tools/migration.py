@@ -39,8 +39,8 @@ from aiozarr.metadata.v3draft import is_draft
 from aiozarr.nodes import hierarchy
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.group import AsyncGroup, walk
-from aiozarr.storage.base import Store
-from aiozarr.storage.zip import ZipStore
+from aiozarr.storage.backends.zip import ZipStore
+from aiozarr.storage.protocol import Store
 from aiozarr.sync import Array, Group, run
 
 __all__ = ["MigrateProgress", "migrate", "migrate_async", "target_metadata"]

@@ -22,7 +22,7 @@ from aiozarr.engine.entry import WriteSettings
 from aiozarr.errors import VersionConflictError
 from aiozarr.metadata.model import ArrayMetadata
 from aiozarr.nodes import node_updates, shape_changes
-from aiozarr.storage.base import Store
+from aiozarr.storage.protocol import Store
 from aiozarr.xarray.variables import dimensions
 
 __all__ = ["grow_at", "grow_first", "leader"]

@@ -29,7 +29,7 @@ from aiozarr.errors import (
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.nodes import hierarchy
 from aiozarr.nodes.array import AsyncArray
-from aiozarr.storage.base import Store
+from aiozarr.storage.protocol import Store
 from aiozarr.sync import run
 from aiozarr.xarray.target import Target
 from aiozarr.xarray.tree import read_tree

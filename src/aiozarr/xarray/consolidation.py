@@ -16,7 +16,7 @@ from aiozarr.errors import VersionConflictError
 from aiozarr.metadata import formats
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.nodes import hierarchy, node_updates
-from aiozarr.storage.base import Store
+from aiozarr.storage.protocol import Store
 from aiozarr.xarray.tree import Node, read_tree
 
 __all__ = ["consolidate_async", "consolidate_current"]

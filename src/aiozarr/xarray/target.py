@@ -19,10 +19,10 @@ from aiozarr.api import resolve_store
 from aiozarr.errors import AiozarrError
 from aiozarr.nodes import hierarchy
 from aiozarr.nodes.array import AsyncArray
-from aiozarr.storage.base import Store
-from aiozarr.storage.local import LocalStore
-from aiozarr.storage.references import is_reference_source
-from aiozarr.storage.zarr_store import ZarrStore, is_zarr_store
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.backends.zarr_store import ZarrStore, is_zarr_store
+from aiozarr.storage.protocol import Store
+from aiozarr.storage.references.reference_store import is_reference_source
 
 __all__ = ["Target"]
 

@@ -23,7 +23,7 @@ from aiozarr.metadata import consolidated as v2_consolidated
 from aiozarr.metadata import v3
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.nodes import hierarchy, hierarchy_walk
-from aiozarr.storage.base import Store
+from aiozarr.storage.protocol import Store
 
 __all__ = ["UNCONSOLIDATED_WARNING", "Node", "read_tree"]
 

@@ -18,7 +18,7 @@ from aiozarr.errors import DimensionNamesError, MetadataError
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.nodes import hierarchy
 from aiozarr.nodes.array import AsyncArray
-from aiozarr.storage.base import Store
+from aiozarr.storage.protocol import Store
 from aiozarr.xarray.encoding import chunk_encoding, codec_encoding
 from aiozarr.xarray.lazy_array import AiozarrBackendArray
 

@@ -21,7 +21,7 @@ from aiozarr.errors import NodeNotFoundError, unwrap_group
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.nodes import hierarchy, node_updates
 from aiozarr.nodes.array import AsyncArray
-from aiozarr.storage.base import Store
+from aiozarr.storage.protocol import Store
 from aiozarr.sync import run
 from aiozarr.xarray import appends
 from aiozarr.xarray.consolidation import consolidate_async, consolidate_current

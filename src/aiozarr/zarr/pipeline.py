@@ -35,8 +35,8 @@ from aiozarr.engine import entry as engine
 from aiozarr.engine.entry import StoredArray
 from aiozarr.errors import ConditionalWriteUnsupportedError
 from aiozarr.selection.indexing import ChunkProjection
-from aiozarr.storage.base import Store
-from aiozarr.storage.zarr_store import ZarrStore
+from aiozarr.storage.backends.zarr_store import ZarrStore
+from aiozarr.storage.protocol import Store
 from aiozarr.zarr import pipeline_plan
 from aiozarr.zarr.pipeline_array import (
     AiozarrArray,

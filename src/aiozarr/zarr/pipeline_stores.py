@@ -20,7 +20,7 @@ import threading
 import weakref
 from typing import Any
 
-from aiozarr.storage.base import Store
+from aiozarr.storage.protocol import Store
 
 __all__ = ["aiozarr_store_for"]
 
@@ -78,16 +78,16 @@ def _make(zarr_store: Any) -> Store | None:
     adapter over the zarr store's API for any other zarr store, None for anything else."""
     from zarr.storage import LocalStore, ObjectStore
 
-    from aiozarr.storage.zarr_store import ZarrStore, is_zarr_store
+    from aiozarr.storage.backends.zarr_store import ZarrStore, is_zarr_store
 
     read_only = bool(zarr_store.read_only)
     kind = type(zarr_store)
     if kind is LocalStore:
-        from aiozarr.storage.local import LocalStore as AiozarrLocalStore
+        from aiozarr.storage.backends.local import LocalStore as AiozarrLocalStore
 
         return AiozarrLocalStore(zarr_store.root, read_only=read_only)
     if kind is ObjectStore:
-        from aiozarr.storage.object_store import ObjectStore as AiozarrObjectStore
+        from aiozarr.storage.backends.object_store import ObjectStore as AiozarrObjectStore
 
         return AiozarrObjectStore(zarr_store.store, read_only=read_only)
     if is_zarr_store(zarr_store):

@@ -4,7 +4,7 @@
     store = aiozarr.zarr.Store("s3://bucket/data.zarr", storage_options={"region": ...})
     arr = zarr.open_array(store=store, path="temperature")
 
-The opposite of `storage/zarr_store.py` (a zarr store as an aiozarr store). Every call is
+The opposite of `storage/backends/zarr_store.py` (a zarr store as an aiozarr store). Every call is
 one of the aiozarr store's public calls, so zarr-python's reads run under aiozarr's
 request policy (the shared request budget, retries, timeouts, hedging, the byte budget,
 versions): `get` is `Store.get`, `get_partial_values` is ONE `Store.get_partial_values`
@@ -36,8 +36,8 @@ from aiozarr.errors import (
     StoreError,
     VersionConflictError,
 )
-from aiozarr.storage.base import RangeRequest
-from aiozarr.storage.base import Store as AiozarrStore
+from aiozarr.storage.protocol import RangeRequest
+from aiozarr.storage.protocol import Store as AiozarrStore
 from aiozarr.zarr.pipeline_stores import aiozarr_store_for
 
 __all__ = ["ByteRequestError", "KeyNotFoundError", "ReadOnlyStoreError", "Store"]
@@ -102,7 +102,7 @@ class Store(ZarrStoreABC):
     store (an icechunk session's `store`, zarr's `FsspecStore`, ...), read and written
     through aiozarr's request policy and batching (`aiozarr_store`: zarr's `LocalStore`
     and obstore-backed `ObjectStore` as aiozarr's own stores over the same objects, any
-    other through its own API: `aiozarr.storage.zarr_store.ZarrStore`).
+    other through its own API: `aiozarr.storage.backends.zarr_store.ZarrStore`).
 
     `read_only`: writes and deletes raise `ReadOnlyStoreError` (a `ValueError`, as
     zarr-python's stores raise). A store that cannot write at all (plain HTTP, a zip

@@ -9,7 +9,7 @@ import pytest
 from tests.interop.icechunk.generate import Written
 
 from aiozarr.errors import MetadataError, UnsupportedError
-from aiozarr.storage.icechunk.format import (
+from aiozarr.storage.references.icechunk.format import (
     object_id,
     parse_manifest,
     parse_ref_json,
@@ -100,7 +100,7 @@ def test_bad_files_are_named(tmp_path: Path, written: Written) -> None:
 def test_a_vector_declared_past_the_buffer_is_refused_unread() -> None:
     import flatbuffers
 
-    from aiozarr.storage.icechunk.format import _T, _manifest_ref, _parse
+    from aiozarr.storage.references.icechunk.format import _T, _manifest_ref, _parse
 
     builder = flatbuffers.Builder(0)
     builder.StartVector(8, 1, 4)
@@ -124,9 +124,9 @@ def test_a_vector_declared_past_the_buffer_is_refused_unread() -> None:
 def test_every_store_version_shape_is_compared_with_a_checksum() -> None:
     import datetime
 
-    from aiozarr.storage.icechunk.checksums import checksum_problem
-    from aiozarr.storage.icechunk.format import ChunkRef
-    from aiozarr.storage.protocol import ObjectVersion
+    from aiozarr.storage.policy.backend import ObjectVersion
+    from aiozarr.storage.references.icechunk.checksums import checksum_problem
+    from aiozarr.storage.references.icechunk.format import ChunkRef
 
     by_etag = ChunkRef(None, None, "http://h/a", 0, 1, etag='"abc"', last_modified=None)
     assert checksum_problem(by_etag, '"abc"') is None  # GuardedHTTPStore: the header
@@ -143,7 +143,7 @@ def test_every_store_version_shape_is_compared_with_a_checksum() -> None:
 def test_a_conditional_read_answer_with_no_etag_keeps_its_time() -> None:
     import datetime
 
-    from aiozarr.storage.conditional_reads import ConditionalReads
+    from aiozarr.storage.references.conditional_reads import ConditionalReads
 
     when = datetime.datetime.fromtimestamp(2000, datetime.UTC)
     version = ConditionalReads._version_of({"e_tag": None, "version": None, "last_modified": when})

@@ -11,7 +11,7 @@ from tests.interop.icechunk.generate import Written, open_repository
 
 import aiozarr
 from aiozarr.errors import NodeNotFoundError, ReferenceTargetError, StoreError
-from aiozarr.storage.icechunk import IcechunkStore
+from aiozarr.storage.references.icechunk import IcechunkStore
 from aiozarr.sync import run
 
 

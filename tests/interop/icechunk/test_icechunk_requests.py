@@ -17,8 +17,8 @@ from tests.interop.icechunk.generate import Written, write_virtual_repository
 import aiozarr
 from aiozarr.emulator import Emulator
 from aiozarr.errors import SourceChangedError
-from aiozarr.storage.icechunk import IcechunkStore
-from aiozarr.storage.url import from_url
+from aiozarr.storage.opening.url import from_url
+from aiozarr.storage.references.icechunk import IcechunkStore
 from aiozarr.sync import run
 
 

@@ -1,0 +1,600 @@
+"""`ObjectStore`: a `Store` over any obstore store (S3, GCS, Azure, HTTP, local, memory).
+
+After the base class has coalesced the ranges of a key, each range is one GET of its
+own (`obstore.get_async` with a range), run by the base class's request policy: a slot of the
+store's budget, a timeout, retries of just that range, hedging. Suffix reads (shard
+indexes) are one GET with `Range: bytes=-N`, never a HEAD first. Answers are obstore
+`Bytes`, handed on without a copy; a short answer is told clipped or cut from the
+value size and range the answer carries (cut: `ShortReadError`, retried), and its
+version is the ETag (and version id) it carries. A server found to ignore ranges is
+read whole, once per batch for all the ranges of a value (`storage/policy/whole_reads.py`).
+obstore's own retries are switched off (the store is rebuilt with `max_retries: 0`),
+so aiozarr's policy is the only one. Conditional writes are PUTs with `If-Match` /
+`If-None-Match: *` (obstore's put modes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+import obstore
+from obstore.exceptions import AlreadyExistsError, NotFoundError, PreconditionError
+from obstore.exceptions import BaseError as ObstoreError
+from obstore.store import AzureStore, GCSStore, HTTPStore, LocalStore, MemoryStore, S3Store
+
+from aiozarr import config
+from aiozarr.byte_range import ByteRange
+from aiozarr.errors import StoreError, ValueTooLargeError, VersionConflictError
+from aiozarr.sizes import memory_bytes
+from aiozarr.storage.backends import (
+    credentials,
+    object_listing,
+    obstore_errors,
+    obstore_exit,  # noqa: F401 (registers the wait at exit: obstore's threads leave Python)
+)
+from aiozarr.storage.backends.redaction import redact_url
+from aiozarr.storage.policy.backend import ObjectVersion
+from aiozarr.storage.policy.retry import ShortReadError, answer_began
+from aiozarr.storage.protocol import (
+    Buffer,
+    Capabilities,
+    Store,
+    Version,
+    Versioned,
+    check_key,
+    check_size,
+)
+
+__all__ = ["ObjectStore"]
+
+# obstore's S3 bulk delete takes up to 1000 keys per request.
+_DELETE_BATCH = 1000
+# obstore's whole-request timeout (default 30 s) would cut big range reads short; the
+# request policy's timeout, scaled to each request's size, is the one that counts.
+CLIENT_TIMEOUT = "24h"
+
+
+def without_retries(store: Any) -> Any:
+    """The same obstore store with obstore's retries off (aiozarr retries, once).
+
+    A built-in remote store is rebuilt from its own settings (config, prefix, client
+    options, credential provider) with `max_retries: 0`, and with no whole-request
+    timeout unless one was set. Anything else, or a store that cannot be rebuilt, is
+    returned as it is.
+    """
+    retry_config = dict(getattr(store, "retry_config", None) or {})
+    client = dict(getattr(store, "client_options", None) or {})
+    if retry_config.get("max_retries") == 0 and "timeout" in client:
+        return store
+    retry_config["max_retries"] = 0
+    client.setdefault("timeout", CLIENT_TIMEOUT)
+    try:
+        if isinstance(store, HTTPStore):
+            return HTTPStore(store.url, client_options=client, retry_config=retry_config)
+        if isinstance(store, S3Store | GCSStore | AzureStore):
+            return type(store)(
+                prefix=store.prefix,
+                config=store.config,
+                client_options=client,
+                retry_config=retry_config,
+                credential_provider=store.credential_provider,
+            )
+    except Exception:  # an exotic configuration: keep the user's store as given
+        return store
+    return store
+
+
+def _capabilities_of(store: Any) -> Capabilities:
+    """What an `ObjectStore` over obstore's `store` can do: S3 (obstore's default
+    `conditional_put: etag`), GCS and Azure take If-Match / If-None-Match on PUT, which a
+    probe checks the server honours (storage/protocol/write_conditions.py); HTTP cannot list."""
+    cond = isinstance(store, S3Store | GCSStore | AzureStore)
+    listing = not isinstance(store, HTTPStore)
+    caps = ObjectStore.CAPABILITIES
+    return dataclasses.replace(
+        caps, listing=listing, conditional_writes=cond, conditions_from_server=cond
+    )
+
+
+def _version(meta: Any) -> Version | None:
+    """An answer's version: its ETag and version id (None when it carries neither)."""
+    e_tag, version = meta.get("e_tag"), meta.get("version")
+    unversioned = e_tag is None and version is None
+    return None if unversioned else ObjectVersion(e_tag, version, meta.get("last_modified"))
+
+
+def _checked_body(key: str, byte_range: ByteRange, result: Any, data: Buffer) -> Buffer:
+    """`data`, unless it is shorter than the range its answer says it holds (its
+    `Content-Range`): a body cut short, which obstore hands on as it is; then
+    `ShortReadError`, which is retried."""
+    start, stop = result.range
+    got = memoryview(data).nbytes
+    if got < stop - start:
+        raise ShortReadError(
+            f"cannot read {key!r}: {byte_range} answered bytes {start}-{stop - 1} with "
+            f"{got} bytes of them"
+        )
+    return data
+
+
+def describe(store: Any) -> str:
+    """Where an obstore store points, as a URL-like string without credentials (no keys;
+    a URL's query and password redacted: `redact_url`)."""
+    try:
+        return _describe(store)
+    except BaseException as exc:  # obstore panics on some configs (client keys in config)
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise
+        return type(store).__name__
+
+
+def _describe(store: Any) -> str:
+    prefix = str(getattr(store, "prefix", None) or "").strip("/")
+    tail = f"/{prefix}" if prefix else ""
+    if isinstance(store, S3Store):
+        config = store.config
+        where = f"s3://{config.get('bucket', '')}{tail}"
+        endpoint = config.get("endpoint")
+        return f"{where} (endpoint {redact_url(endpoint)})" if endpoint else where
+    if isinstance(store, GCSStore):
+        return f"gs://{store.config.get('bucket', '')}{tail}"
+    if isinstance(store, AzureStore):
+        config = store.config
+        return f"az://{config.get('account_name', '')}/{config.get('container_name', '')}{tail}"
+    if isinstance(store, HTTPStore):
+        return redact_url(store.url)
+    if isinstance(store, LocalStore):
+        return f"file://{prefix and '/' + prefix}"
+    if isinstance(store, MemoryStore):
+        return "memory://"
+    return type(store).__name__
+
+
+def _missing_bucket(store: Any) -> str:
+    """What to tell a user whose bucket (or Azure container) is not there."""
+    config = store.config
+    if isinstance(store, AzureStore):
+        return f"container {config.get('container_name', '')!r} does not exist ({describe(store)})"
+    where = f" at {redact_url(config['endpoint'])}" if config.get("endpoint") else ""
+    return f"bucket {config.get('bucket', '')!r} does not exist{where}"
+
+
+def _server(store: Any) -> str:
+    """The server `store` sends its requests to, without credentials: its endpoint, the
+    origin of an HTTP store's URL, else where it points (`describe`)."""
+    config = getattr(store, "config", None) or {}
+    endpoint = config.get("endpoint") if isinstance(config, dict) else None
+    if endpoint:
+        return redact_url(str(endpoint))
+    if isinstance(store, HTTPStore):
+        parts = urlsplit(store.url)
+        return redact_url(f"{parts.scheme}://{parts.netloc}")
+    return describe(store)
+
+
+# obstore's runtime does not survive fork: once a process has made an obstore request,
+# every obstore request of a child forked from it hangs (obstore 0.12.1, a fresh client
+# too). Such a child fails at once, with a named error, instead of timing out.
+_used = False
+_forked_after_use = False
+
+
+def _mark_forked() -> None:
+    global _forked_after_use
+    _forked_after_use = _forked_after_use or _used
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_mark_forked)
+
+
+def _check_not_forked(action: str, key: str) -> None:
+    global _used
+    if _forked_after_use:
+        raise StoreError(
+            f"cannot {action} {key!r}: this process was forked from one that had used an "
+            "object store, and obstore's runtime does not survive fork; start workers with "
+            "multiprocessing's 'spawn' or 'forkserver' method"
+        )
+    _used = True
+
+
+class ObjectStore(Store):
+    """A `Store` over an obstore store.
+
+        ObjectStore(obstore.store.S3Store("bucket", prefix="data.zarr", region="us-west-2"))
+
+    Missing keys read as None; every other backend failure raises `StoreError` naming
+    the key, the backend (never its credentials) and the backend's message. `HTTPStore`
+    cannot list. The wrapper pickles when the obstore store does (all built-in remote
+    stores do, unless given a credential provider that does not pickle).
+
+    Reads, writes, deletes and HEADs are retried on transient failures by aiozarr's
+    request policy (`aiozarr.config` `retry_*`), never by obstore: the wrapped store is
+    rebuilt with obstore's retries off (see `without_retries`). Slow reads are hedged.
+    """
+
+    # Tail latency is the network's: slow reads are hedged.
+    _version_of = staticmethod(_version)  # an answer's meta -> its version
+    CAPABILITIES = Capabilities(hedge_reads=True)
+
+    def __init__(
+        self, store: Any, *, read_only: bool = False, max_concurrency: int | None = None
+    ) -> None:
+        super().__init__(read_only=read_only, max_concurrency=max_concurrency)
+        self._store = without_retries(store)
+        self._capabilities = _capabilities_of(self._store)
+        # Once its server is found to ignore ranges: the ranges of a key in a batch are
+        # one read (`read_ranges`, slices of one whole read).
+        self._whole = dataclasses.replace(self._capabilities, batched_reads=True)
+
+    @property
+    def obstore(self) -> Any:
+        """The wrapped obstore store."""
+        return self._store
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._whole if self.runtime.whole_reads.ignored else self._capabilities
+
+    def with_read_only(self, read_only: bool = True) -> ObjectStore:
+        """A store over the same data with another flag, sharing this one's request budget."""
+        other = ObjectStore(self._store, read_only=read_only, max_concurrency=self._max_concurrency)
+        other._runtime = self._runtime
+        return other
+
+    # -- errors ------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _errors(self, action: str, key: str) -> Iterator[None]:
+        """Turn backend failures into `StoreError`; a missing key passes through."""
+        _check_not_forked(action, key)
+        try:
+            yield
+        except StoreError:
+            raise
+        except Exception as exc:
+            failure = obstore_errors.classify(exc)
+            if failure.not_found and not failure.missing_bucket:
+                raise
+            if not isinstance(exc, ObstoreError | OSError | ValueError | RuntimeError):
+                raise
+            if failure.missing_bucket:  # the cause in words; the server's text stays in __cause__
+                raise StoreError(
+                    f"cannot {action} {key!r}: {_missing_bucket(self._store)}"
+                ) from exc
+            if failure.denied and isinstance(self._store, S3Store | GCSStore | AzureStore):
+                # Say whether it went unsigned, and how to give credentials.
+                why = credentials.refusal(self._store, action, failure.denied, failure.said)
+                raise StoreError(
+                    f"cannot {action} {key!r} in {describe(self._store)}: {why}"
+                ) from exc
+            if failure.refused:  # obstore says "error sending request"; the dump says why
+                raise StoreError(
+                    f"cannot {action} {key!r} in {describe(self._store)}: connection refused: "
+                    f"nothing listens at {_server(self._store)}"
+                ) from exc
+            raise StoreError(
+                f"cannot {action} {key!r} in {describe(self._store)}: {failure.message}"
+            ) from exc
+
+    # -- reads -------------------------------------------------------------------------
+
+    async def read(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+    ) -> Versioned | None:
+        """One GET (a range or all of `key`); a whole value over `max_bytes` is refused
+        from its headers, its body unread."""
+        try:
+            with self._errors("read", key):
+                return await self._fetch(key, byte_range, max_bytes)
+        except Exception as exc:
+            if obstore_errors.is_not_found(exc):
+                return None
+            cause = (
+                obstore_errors.classify(exc.__cause__)
+                if isinstance(exc.__cause__, ObstoreError)
+                else None
+            )
+            if cause is not None and cause.bad_range:
+                # The range starts past the end: nothing there, like a clipped local read.
+                # (No version: the answer is the same for every version that short.)
+                return memoryview(b""), None
+            if cause is not None and cause.not_partial and byte_range is not None:
+                # The server sent the whole value (refused unread): read it whole, once
+                # for every range of it asked for meanwhile, and remember it does.
+                answer = await self._ranges_of_whole(key, [byte_range], max_bytes)
+                return None if answer is None else (answer[0][0], answer[1])
+            if cause is not None and cause.short_range:
+                raise ShortReadError(
+                    f"cannot read {key!r}: {byte_range} answered with fewer bytes than "
+                    f"asked ({cause.message})"
+                ) from exc
+            raise
+
+    async def read_ranges(
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None
+    ) -> tuple[list[Buffer], Version | None] | None:
+        """Ranges of `key` from one read: read only once the server is found to ignore
+        ranges (`capabilities.batched_reads`), so one whole read serves them all."""
+        if not self.runtime.whole_reads.ignored:
+            return await super().read_ranges(key, byte_ranges, max_bytes)
+        return await self._ranges_of_whole(key, byte_ranges, max_bytes)
+
+    async def _ranges_of_whole(
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None
+    ) -> tuple[list[Buffer], Version | None] | None:
+        """`byte_ranges` of `key` sliced from one whole read (`storage/policy/whole_reads.py`)."""
+        runtime = self.runtime
+        return await runtime.whole_reads.slices(
+            key,
+            byte_ranges,
+            lambda: self.read(key, None, max_bytes),
+            runtime.statistics,
+        )
+
+    async def _body(self, key: str, result: Any, skip: int, max_bytes: int | None) -> Buffer:
+        """The body of a whole-value (or offset-to-end, from `skip`) GET whose headers have
+        come, read only if the size they announce is one the caller takes: at most
+        `max_bytes` (None: the memory this process may use).
+
+        obstore's `bytes_async` allocates the announced size at once, so a server that
+        announces `Content-Length: 10**12` aborted the process instead of raising.
+        Bounded ranges need no check here: obstore refuses an answer whose range is not
+        the one asked for ("Requested 0..10, got 0..1000000000000").
+        """
+        announced = int(result.meta["size"]) - skip
+        if max_bytes is not None:
+            check_size(key, announced, max_bytes, self)
+        elif announced > memory_bytes():
+            raise ValueTooLargeError(
+                f"cannot read {key!r} in {self!r}: the answer announces {announced} bytes, "
+                f"more than the {memory_bytes()} of memory this process may use; it was "
+                "not read"
+            )
+        return await result.bytes_async()
+
+    async def _get(self, key: str, options: Any = None) -> Any:
+        """One GET with obstore's `options` (a range); `ConditionalReads` adds to them."""
+        return await obstore.get_async(self._store, key, options=options)
+
+    async def _fetch(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None = None
+    ) -> Versioned:
+        store = self._store
+        if byte_range is None:
+            result = await self._get(key)
+            answer_began()
+            return await self._body(key, result, 0, max_bytes), self._version_of(result.meta)
+        if byte_range.length == 0 or byte_range.suffix == 0:  # HTTP cannot ask for 0 bytes
+            return memoryview(b""), self._version_of(await obstore.head_async(store, key))
+        if byte_range.suffix is not None:
+            if isinstance(store, AzureStore):
+                # Azure Blob takes no suffix ranges (obstore refuses them): size first.
+                meta = await obstore.head_async(store, key)
+                start = max(0, meta["size"] - byte_range.suffix)
+                if start == meta["size"]:
+                    return memoryview(b""), self._version_of(meta)
+                return await self._fetch(key, ByteRange.of(start, meta["size"] - start))
+            options: Any = {"range": {"suffix": byte_range.suffix}}
+            result = await self._get(key, options)
+            answer_began()
+            data = _checked_body(key, byte_range, result, await result.bytes_async())
+            return data, self._version_of(result.meta)
+        if byte_range.length is None:
+            options = {"range": {"offset": byte_range.offset}}
+            result = await self._get(key, options)
+            answer_began()
+            data = await self._body(key, result, byte_range.offset, None)
+            return _checked_body(key, byte_range, result, data), self._version_of(result.meta)
+        stop = byte_range.offset + byte_range.length
+        result = await self._get(key, {"range": (byte_range.offset, stop)})
+        answer_began()
+        data = _checked_body(key, byte_range, result, await result.bytes_async())
+        # The answer says where the value ends: a short answer is a clipped range (fine)
+        # or a cut body (retried), told apart without asking for the size again.
+        got_stop = byte_range.offset + len(data)
+        if got_stop < stop and got_stop < result.meta["size"]:
+            raise ShortReadError(
+                f"cannot read {key!r}: {byte_range} answered with {len(data)} bytes, "
+                f"expected {min(stop, result.meta['size']) - byte_range.offset} "
+                f"(the value has {result.meta['size']})"
+            )
+        return data, self._version_of(result.meta)
+
+    async def exists(self, key: str) -> bool:
+        """Whether `key` is stored (one HEAD request)."""
+        check_key(key)
+        return await self.getsize(key) is not None
+
+    async def getsize(self, key: str) -> int | None:
+        """Size in bytes of `key` from a HEAD request; None if missing."""
+
+        async def head() -> Any:
+            with self._errors("stat", key):
+                return await obstore.head_async(self._store, key)
+
+        try:
+            meta = await self._request("stat", key, head)
+        except Exception as exc:
+            if obstore_errors.is_not_found(exc):
+                return None
+            raise
+        return int(meta["size"])
+
+    # -- writes ------------------------------------------------------------------------
+
+    async def set(self, key: str, value: Buffer) -> None:
+        """Store `value` at `key`: one PUT, or past the part size (`max_request_bytes`) a
+        multipart upload of parts of that size, `parts_per_object` at once.
+
+        One connection uploads at ~90 MB/s to S3: a 64 MiB shard takes 0.7 s in one
+        PUT, ~0.1 s in 8 parallel parts, for 2 more requests (create, complete)."""
+        self._check_writable(key)
+        data = memoryview(value).cast("B")
+        settings = config.get()
+        # S3 takes no part smaller than 5 MiB but the last.
+        part = max(self.max_request_bytes or settings.max_request_bytes, 5 << 20)
+        multipart = data.nbytes > part
+
+        async def put() -> None:  # the whole value at once: safe to repeat
+            with self._errors("write", key):
+                await obstore.put_async(
+                    self._store,
+                    key,
+                    data,
+                    use_multipart=multipart,
+                    chunk_size=part,
+                    max_concurrency=max(1, settings.parts_per_object),
+                )
+
+        await self._request("write", key, put, nbytes=data.nbytes)
+
+    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
+        """One PUT that succeeds only if `key` is still version `expected` (None: absent);
+        else `VersionConflictError`. Never multipart: a multipart upload takes no
+        condition."""
+        self._check_writable(key)
+        data = memoryview(value).cast("B")
+        mode: Any = "create"
+        if expected is not None:
+            e_tag, version = expected  # type: ignore[misc]
+            mode = {name: v for name, v in (("e_tag", e_tag), ("version", version)) if v}
+
+        async def put() -> None:
+            try:
+                with self._errors("write", key):
+                    await obstore.put_async(self._store, key, data, mode=mode)
+            except Exception as exc:
+                cause = exc.__cause__ if isinstance(exc, StoreError) else exc
+                # Gone (If-Match on a deleted value) or another version: not ours.
+                if isinstance(cause, PreconditionError | AlreadyExistsError | NotFoundError):
+                    raise VersionConflictError(
+                        f"cannot write {key!r} in {describe(self._store)}: another writer "
+                        "changed it since it was read"
+                    ) from None
+                raise
+
+        await self._request("write", key, put, nbytes=data.nbytes)
+
+    async def delete(self, key: str) -> None:
+        """Remove `key`; a missing key is not an error."""
+        await self.delete_many([key])
+
+    async def delete_many(self, keys: Iterable[str]) -> None:
+        """Remove keys in batches (S3 and Azure delete many objects per request)."""
+        keys = list(keys)
+        for key in keys:
+            self._check_writable(key)
+
+        async def delete(name: str, what: str | list[str]) -> None:
+            with self._errors("delete", name):
+                await obstore.delete_async(self._store, what)
+
+        for start in range(0, len(keys), _DELETE_BATCH):
+            batch = keys[start : start + _DELETE_BATCH]
+            try:
+                await self._request("delete", batch[0], lambda b=batch: delete(b[0], b))
+            except Exception as exc:
+                if not obstore_errors.is_not_found(exc):
+                    raise
+                # Local, GCS and Azure refuse to delete what is missing: go one by one.
+                for key in batch:
+                    with contextlib.suppress(FileNotFoundError, NotFoundError):
+                        await self._request("delete", key, lambda k=key: delete(k, k))
+
+    # -- listing -----------------------------------------------------------------------
+
+    def _check_listable(self) -> None:
+        if not self.listable:  # obstore would try WebDAV's PROPFIND, which servers refuse
+            raise StoreError(
+                f"an http(s):// store cannot list ({describe(self._store)}): open the array "
+                "by its path, or write consolidated metadata"
+            )
+
+    @property
+    def _pages_resume(self) -> bool:
+        """Whether listings go page by page, each page resumable after its last key.
+
+        S3 and GCS list in key order and take a start-after key (obstore's `offset`).
+        Azure takes none through obstore (an offset is filtered client-side, after
+        listing from the start), and obstore's local store lists unsorted: those list
+        in one call.
+        """
+        return isinstance(self._store, S3Store | GCSStore)
+
+    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
+        """Every key starting with `prefix` (a plain string prefix), page by page: each
+        page of 1000 keys is one request with its own timeout and retries."""
+        self._check_listable()
+        # obstore lists whole path segments, so list the parent "directory" and filter.
+        parent = prefix.rpartition("/")[0]
+        if not self._pages_resume:
+            async for key in self._list_at_once(parent, prefix):
+                yield key
+            return
+        guard = lambda: self._errors("list", prefix)  # noqa: E731
+        async for page in object_listing.pages(self._store, parent, self._request, guard):
+            for meta in page:
+                if meta["path"].startswith(prefix):
+                    yield meta["path"]
+
+    async def _list_at_once(self, parent: str, prefix: str) -> AsyncIterator[str]:
+        pages = 0
+        try:
+            with self._errors("list", prefix):
+                async for chunk in obstore.list(self._store, parent or None, chunk_size=1000):
+                    pages += 1
+                    for meta in chunk:
+                        if meta["path"].startswith(prefix):
+                            yield meta["path"]
+        finally:
+            self.runtime.statistics.count("lists", max(pages, 1))
+
+    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        """Names of the keys and "directories" directly under `prefix`."""
+        async for name, _ in self.list_dir_entries(prefix):
+            yield name
+
+    async def list_dir_entries(self, prefix: str) -> AsyncIterator[tuple[str, bool | None]]:
+        """`(name, is_directory)` directly under `prefix`: S3 and GCS page by page (each
+        page its own request, resumed after its last key), others in one request."""
+        self._check_listable()
+        parent = prefix.strip("/")
+        if self._pages_resume:
+            guard = lambda: self._errors("list", prefix)  # noqa: E731
+            async for entry in object_listing.children(self._store, parent, self._request, guard):
+                yield entry
+            return
+
+        async def list_once() -> Any:
+            with self._errors("list", prefix):
+                return await obstore.list_with_delimiter_async(self._store, parent or None)
+
+        result = await self._request("list", prefix, list_once)
+        cut = len(parent) + 1 if parent else 0
+        for meta in result["objects"]:
+            yield meta["path"][cut:], False
+        for common in result["common_prefixes"]:
+            yield common.rstrip("/")[cut:], True
+
+    # -- identity ----------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        flag = ", read_only=True" if self.read_only else ""
+        return f"ObjectStore({describe(self._store)!r}{flag})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, ObjectStore)
+            and other.read_only == self.read_only
+            and (other._store is self._store or bool(other._store == self._store))
+        )
+
+    def __hash__(self) -> int:
+        return hash((ObjectStore, describe(self._store), self.read_only))

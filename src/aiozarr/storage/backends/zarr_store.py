@@ -1,0 +1,242 @@
+"""`ZarrStore`: any zarr-python 3 store (`zarr.abc.store.Store`) as an aiozarr `Store`.
+
+One adapter brings zarr-python's `LocalStore`, `MemoryStore`, `FsspecStore`,
+`ObjectStore` and `ZipStore`, and icechunk's sessions' stores, to every aiozarr call that
+takes a store. aiozarr's primitives are implemented on the zarr store's async API:
+`read` is `get(key, prototype, byte_range)`, and the coalesced ranges of one key (what
+the engine's batches become, `Store.read_ranges`) are ONE `get_partial_values` call, so
+a zarr store that reads many ranges at once (fsspec's `cat_ranges`, obstore's
+`get_ranges`) still does. zarr is never imported by this module at `import aiozarr`:
+the names it needs are imported when a zarr store is wrapped (`is_zarr_store` looks in
+`sys.modules`, since a caller holding a zarr store has imported zarr).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import PurePath
+from typing import Any
+
+import numpy as np
+
+from aiozarr.byte_range import ByteRange
+from aiozarr.errors import AiozarrError, StoreError
+from aiozarr.storage.protocol import Buffer, Capabilities, Store, Version, Versioned, check_size
+
+__all__ = ["ZarrStore", "is_zarr_store"]
+
+
+def is_zarr_store(obj: Any) -> bool:
+    """Whether `obj` is a zarr-python 3 store (without importing zarr): by its type, so
+    a stand-in that only claims to be one (a mock made with `spec=`) is not."""
+    module = sys.modules.get("zarr.abc.store")
+    return module is not None and issubclass(type(obj), module.Store)
+
+
+def _byte_request(byte_range: ByteRange | None) -> Any:
+    """aiozarr's `ByteRange` as zarr-python's `ByteRequest`."""
+    from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+
+    if byte_range is None:
+        return None
+    if byte_range.suffix is not None:
+        return SuffixByteRequest(byte_range.suffix)
+    if byte_range.length is None:
+        return OffsetByteRequest(byte_range.offset)
+    return RangeByteRequest(byte_range.offset, byte_range.offset + byte_range.length)
+
+
+def _bytes_of(buffer: Any) -> Buffer | None:
+    """The bytes of a zarr `Buffer` without a copy (a uint8 numpy array)."""
+    return None if buffer is None else np.asarray(buffer.as_numpy_array()).view(np.uint8)
+
+
+class ZarrStore(Store):
+    """A zarr-python 3 store (`zarr.storage.LocalStore(...)`, an icechunk session's
+    `store`, ...) seen as an aiozarr store. Its read-only flag is the zarr store's."""
+
+    # One call of the zarr store serves every range of a value: `read_ranges`.
+    CAPABILITIES = Capabilities(batched_reads=True)
+
+    def __init__(
+        self, store: Any, *, read_only: bool | None = None, max_concurrency: int | None = None
+    ) -> None:
+        if not is_zarr_store(store):
+            raise AiozarrError(f"expected a zarr-python store, got {type(store).__name__}")
+        flag = bool(store.read_only) if read_only is None else read_only
+        super().__init__(read_only=flag, max_concurrency=max_concurrency)
+        self._zarr = store
+        self._capabilities = dataclasses.replace(
+            self.CAPABILITIES,
+            writes=bool(store.supports_writes),
+            deletes=bool(store.supports_deletes),
+            listing=bool(store.supports_listing),
+            partial_reads=bool(getattr(store, "supports_partial_reads", True)),
+        )
+
+    @property
+    def zarr_store(self) -> Any:
+        """The wrapped zarr-python store."""
+        return self._zarr
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What the zarr store says it supports (writes, deletes, listing, partial reads)."""
+        return self._capabilities
+
+    def with_read_only(self, read_only: bool = True) -> ZarrStore:
+        if read_only == self._read_only:
+            return self
+        if not read_only and self._zarr.read_only:
+            return ZarrStore(self._zarr.with_read_only(False), read_only=False)
+        return ZarrStore(self._zarr, read_only=read_only)
+
+    @staticmethod
+    def _prototype() -> Any:
+        from zarr.core.buffer import default_buffer_prototype
+
+        return default_buffer_prototype()
+
+    @contextlib.contextmanager
+    def _errors(self, action: str, key: str) -> Iterator[None]:
+        """The zarr store's own exceptions as `StoreError` naming the key."""
+        try:
+            yield
+        except AiozarrError:
+            raise
+        except Exception as error:
+            raise StoreError(
+                f"cannot {action} {key!r} in {self!r}: {type(error).__name__}: {error}"
+            ) from error
+
+    # -- reads -------------------------------------------------------------------------
+
+    async def read(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+    ) -> Versioned | None:
+        """`get` of the zarr store (a value over `max_bytes` is refused once read: zarr's
+        stores tell no size first); no version."""
+        with self._errors("read", key):
+            try:
+                found = await self._zarr.get(key, self._prototype(), _byte_request(byte_range))
+            except FileNotFoundError:
+                return None
+        data = _bytes_of(found)
+        if data is None:
+            return None
+        if byte_range is None:
+            check_size(key, memoryview(data).nbytes, max_bytes, self)
+        return data, None
+
+    async def read_ranges(
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None
+    ) -> tuple[list[Buffer], Version | None] | None:
+        """Every range of `key` in one `get_partial_values` of the zarr store (a value
+        over `max_bytes` is refused once read: zarr's stores tell no size first)."""
+        requests = [(key, _byte_request(r)) for r in byte_ranges]
+        with self._errors("read", key):
+            try:
+                found = await self._zarr.get_partial_values(self._prototype(), requests)
+            except FileNotFoundError:
+                return None
+        if not found or any(f is None for f in found):
+            return None
+        answers = [_bytes_of(f) for f in found]
+        for byte_range, data in zip(byte_ranges, answers, strict=True):
+            if byte_range is None:
+                check_size(key, memoryview(data).nbytes, max_bytes, self)
+        return answers, None
+
+    async def exists(self, key: str) -> bool:
+        with self._errors("check", key):
+            return bool(await self._zarr.exists(key))
+
+    async def getsize(self, key: str) -> int | None:
+        with self._errors("stat", key):
+            try:
+                return int(await self._zarr.getsize(key))
+            except FileNotFoundError:
+                return None
+
+    # -- writes ------------------------------------------------------------------------
+
+    async def set(self, key: str, value: Buffer) -> None:
+        self._check_writable(key)
+        data = bytes(
+            memoryview(
+                np.ascontiguousarray(value) if isinstance(value, np.ndarray) else value
+            ).cast("B")
+        )
+        buffer = self._prototype().buffer.from_bytes(data)
+        with self._errors("write", key):
+            await self._zarr.set(key, buffer)
+
+    async def delete(self, key: str) -> None:
+        self._check_writable(key)
+        if not self.capabilities.deletes:
+            raise StoreError(f"cannot delete {key!r}: {self!r} does not support deletes")
+        with self._errors("delete", key), contextlib.suppress(FileNotFoundError, KeyError):
+            await self._zarr.delete(key)
+
+    async def delete_prefix(self, prefix: str) -> None:
+        """Remove every key that starts with `prefix`: under a directory (`"a/b/"`), the
+        zarr store's own `delete_dir`, one call (icechunk deletes a node, and lists only
+        the prefixes of nodes); any other prefix, the keys listed and deleted."""
+        directory = prefix.rstrip("/")
+        if not directory or not prefix.endswith("/"):
+            await super().delete_prefix(prefix)
+            return
+        self._check_writable(prefix)
+        if not self.capabilities.deletes:
+            raise StoreError(f"cannot delete {prefix!r}: {self!r} does not support deletes")
+        with self._errors("delete", prefix):
+            await self._zarr.delete_dir(directory)
+
+    # -- listing -----------------------------------------------------------------------
+
+    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
+        # zarr's LocalStore lists a directory, not a string prefix: ask for the directory
+        # the prefix ends in and keep the keys that start with it.
+        directory = prefix.rpartition("/")[0]
+        with self._errors("list", prefix):
+            async for key in self._zarr.list_prefix(f"{directory}/" if directory else ""):
+                if key.startswith(prefix):
+                    yield key
+
+    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        directory = prefix.rstrip("/")
+        # zarr's LocalStore leaves empty directories behind when it deletes: a name
+        # with no key below it is no child (as aiozarr's LocalStore lists it). Only for
+        # stores of local directories, where asking costs no request.
+        on_disk = isinstance(getattr(self._zarr, "root", None), PurePath)
+        with self._errors("list", prefix):
+            async for name in self._zarr.list_dir(directory):
+                if on_disk and not await self._holds_keys(f"{directory}/{name}".lstrip("/")):
+                    continue
+                yield name
+
+    async def _holds_keys(self, name: str) -> bool:
+        """Whether `name` is a key or has a key below it."""
+        if await self._zarr.exists(name):
+            return True
+        async for _ in self._zarr.list_prefix(f"{name}/"):
+            return True
+        return False
+
+    # -- identity ----------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return f"ZarrStore({self._zarr!r}{', read_only=True' if self._read_only else ''})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, ZarrStore)
+            and self._read_only == other._read_only
+            and (self._zarr is other._zarr or bool(self._zarr == other._zarr))
+        )
+
+    def __hash__(self) -> int:
+        return hash((ZarrStore, type(self._zarr)))

@@ -1,0 +1,471 @@
+"""`from_url`: pick and configure the store for a URL or a local path.
+
+    from_url("s3://bucket/data.zarr", storage_options={"region": "us-west-2"})
+    from_url("gs://bucket/data.zarr")            # public bucket: no credentials needed
+    from_url("https://example.org/data.zarr")    # read-only
+    from_url("memory://scratch")                 # one MemoryStore per name, per process
+    from_url("/tmp/data.zarr")                   # LocalStore
+    from_url("/tmp/data.zarr.zip")               # ZipStore (a local one can be written)
+
+The store is rooted at the URL's path: keys are relative to it. This module is the one
+that turns strings into stores: `open_zip` opens a `.zip` path or URL, a remote archive
+through the store of its parent URL (zip.py itself only takes a path or a store).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import SplitResult, urlsplit
+
+from aiozarr import config
+from aiozarr.errors import StoreError
+from aiozarr.storage.backends import aws_config, credentials
+from aiozarr.storage.backends.redaction import redact_url
+from aiozarr.storage.backends.zip import ZipMode, ZipStore, is_zip
+from aiozarr.storage.opening.option_names import closest_option
+from aiozarr.storage.protocol import Store
+
+if TYPE_CHECKING:
+    from aiozarr.storage.backends.object_store import ObjectStore
+
+__all__ = ["from_url", "open_zip"]
+
+_S3 = ("s3", "s3a")
+_GCS = ("gs", "gcs")
+_AZURE = ("az", "azure", "abfs", "abfss", "adl")
+_HTTP = ("http", "https")
+
+# obstore client settings (`ClientConfig`); anything else goes to the store's config.
+_CLIENT_KEYS = frozenset(
+    {
+        "allow_http",
+        "allow_invalid_certificates",
+        "connect_timeout",
+        "default_content_type",
+        "default_headers",
+        "pool_idle_timeout",
+        "pool_max_idle_per_host",
+        "proxy_url",
+        "proxy_ca_certificate",
+        "proxy_excludes",
+        "root_certificate",
+        "randomize_addresses",
+        "read_timeout",
+        "timeout",
+        "user_agent",
+    }
+)
+# fsspec (s3fs / gcsfs / adlfs) spellings -> obstore's.
+_ALIASES = {
+    "endpoint_url": "endpoint",
+    "region_name": "region",
+    "key": "access_key_id",
+    "secret": "secret_access_key",
+    "token": "session_token",
+    "aws_access_key_id": "access_key_id",
+    "aws_secret_access_key": "secret_access_key",
+    "aws_session_token": "session_token",
+    "requester_pays": "request_payer",
+}
+# Options that name the server to send requests to (S3 `endpoint`, fsspec's `endpoint_url`,
+# obstore's `aws_endpoint`, GCS `base_url`, ...): each must be an http(s) URL.
+_ENDPOINT_OPTION = re.compile(r"(?:^|_)(?:endpoint(?:_url)?|base_url)$", re.IGNORECASE)
+# S3-compatible servers are often named by the environment, as the AWS tools read it.
+_ENDPOINT_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT")
+# Where GCS and Azure credentials may come from: option names and environment
+# variables. With none of them, the store signs nothing (anonymous access to public
+# data). S3 looks where the AWS tools look (`credentials.choose_s3_signing`).
+_CREDENTIALS = {
+    "gcs": (
+        (
+            "service_account",
+            "service_account_key",
+            "application_credentials",
+            "service_account_path",
+            "bearer_token",
+        ),
+        (
+            "GOOGLE_SERVICE_ACCOUNT",
+            "GOOGLE_SERVICE_ACCOUNT_PATH",
+            "GOOGLE_SERVICE_ACCOUNT_KEY",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "GOOGLE_BEARER_TOKEN",
+        ),
+    ),
+    "azure": (
+        (
+            "account_key",
+            "access_key",
+            "sas_key",
+            "sas_token",
+            "bearer_token",
+            "client_id",
+            "client_secret",
+            "use_azure_cli",
+            "token",
+            "use_emulator",
+        ),
+        (
+            "AZURE_STORAGE_ACCOUNT_KEY",
+            "AZURE_STORAGE_ACCESS_KEY",
+            "AZURE_STORAGE_SAS_KEY",
+            "AZURE_STORAGE_SAS_TOKEN",
+            "AZURE_STORAGE_TOKEN",
+            "AZURE_CLIENT_ID",
+            "AZURE_FEDERATED_TOKEN_FILE",
+            "AZURE_USE_AZURE_CLI",
+            "AZURE_STORAGE_USE_EMULATOR",
+        ),
+    ),
+}
+
+_memory_stores: dict[str, Store] = {}
+_memory_lock = threading.Lock()
+_OBSTORE_CACHE_SIZE = 64
+_object_stores: dict[str, ObjectStore] = {}
+_obstore_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child builds its own obstore clients (a client's connections and the
+    runtime behind them belong to the parent) and gets new locks (a parent thread may
+    have held one at fork time)."""
+    global _memory_lock, _obstore_lock
+    _memory_lock, _obstore_lock = threading.Lock(), threading.Lock()
+    _object_stores.clear()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def from_url(
+    url: str | os.PathLike[str],
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    read_only: bool = False,
+    check_redirect: Callable[[str, str], str] | None = None,
+) -> Store:
+    """The store for `url`, rooted at its path.
+
+    Schemes: `s3://`, `gs://` / `gcs://`, `az://` / `azure://` / `abfs[s]://`,
+    `http[s]://` (always read-only), `file://` or a plain path (`LocalStore`) and
+    `memory://NAME` (a `MemoryStore` shared by every open of the same name in this
+    process). `storage_options` go to obstore (`region`, `endpoint`, credentials,
+    `client_options`, ...); fsspec spellings (`anon`, `endpoint_url`, `key`/`secret`/
+    `token`, `client_kwargs`, `profile`, `requester_pays`, `use_ssl`) are understood too.
+    A `retry_config` is accepted, but obstore's retries are always off: aiozarr retries,
+    as `aiozarr.config` `retry_*` say.
+
+    S3 credentials are found where boto3 and s3fs find them: the options, the
+    environment's keys, the profile of `~/.aws/credentials` and `~/.aws/config` that
+    `AWS_PROFILE` (or `profile=`) names or their `[default]`, an instance or container
+    role (`storage.credentials`). GCS and Azure stores take the options' and the
+    environment's. A store with none signs nothing, so public data needs no account;
+    `anon=True` never signs; `anon=False`, where nothing is found, leaves the signing to
+    obstore's own sources (an EC2 instance role, a GCE service account). `use_ssl=False`
+    sends S3 requests over http to AWS (an `endpoint` keeps its own scheme, as for boto3).
+
+    `check_redirect(from, to)`: an http(s) store follows a redirect only where this
+    returns the URL to read (it raises to refuse), and sends none of its headers to
+    another scheme, host or port (`storage/backends/guarded_http.py`); without it, obstore's client
+    follows redirects. Other schemes ignore it.
+    """
+    text = os.fspath(url)
+    parts = urlsplit(text)
+    scheme = parts.scheme.lower()
+    options = dict(storage_options or {})
+    if is_zip(text):
+        mode: ZipMode = "r" if read_only else "a"
+        return open_zip(text, mode=mode, storage_options=options, check_redirect=check_redirect)
+    if is_local(text):
+        if options:  # the names only: the values may be credentials
+            raise StoreError(f"local path {text!r} takes no storage options, got {sorted(options)}")
+        from aiozarr.storage.backends.local import LocalStore
+
+        path = parts.path if scheme == "file" else text
+        return LocalStore(Path(path), read_only=read_only)
+    if scheme == "memory":
+        return _memory_store(parts.netloc + parts.path, read_only=read_only)
+    if scheme in _HTTP and check_redirect is not None:
+        return _guarded_http(text.rstrip("/"), options, check_redirect)
+    if scheme in _S3 + _GCS + _AZURE + _HTTP:
+        _check_host(text, parts)
+        if scheme in _HTTP:  # obstore joins keys with "/": a root ending in one asks "//key"
+            text = text.rstrip("/")
+        return _object_store(text, scheme, options).with_read_only(read_only or scheme in _HTTP)
+    raise StoreError(f"cannot open {redact_url(text)!r}: unknown URL scheme {scheme!r}")
+
+
+def _check_host(text: str, parts: SplitResult) -> None:
+    """Refuse a remote URL without a bucket or host (`s3:/bucket/x`), for which obstore
+    says only "Unable to recognise URL"."""
+    if not parts.netloc:
+        scheme = parts.scheme.lower()
+        meant = f"{scheme}://{parts.path.lstrip('/')}"
+        raise StoreError(
+            f"cannot open {redact_url(text)!r}: no bucket or host after '{scheme}:' "
+            f"(URLs are {scheme}://BUCKET/PATH: did you mean {meant!r}?)"
+        )
+
+
+def is_local(url: str) -> bool:
+    """Whether `url` is a local path (or a `file://` URL)."""
+    scheme = urlsplit(url).scheme.lower()
+    return scheme in ("", "file") or len(scheme) == 1  # len 1: a Windows drive letter
+
+
+def _can_write(path: str) -> bool:
+    """Whether the archive at `path` can be opened for writing (True if missing: "a"
+    creates it). Tried, not guessed from permission bits: root, read-only mounts and
+    immutable files each answer differently."""
+    try:
+        fd = os.open(Path(path).expanduser(), os.O_RDWR)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    os.close(fd)
+    return True
+
+
+def open_zip(
+    url: str,
+    *,
+    mode: ZipMode,
+    storage_options: Mapping[str, Any] | None = None,
+    check_redirect: Callable[[str, str], str] | None = None,
+) -> ZipStore:
+    """The `ZipStore` for a `.zip` path or URL: a local file in `mode`, or a remote archive
+    (read only) through the store of its parent URL. Mode "a" (append, the default of
+    `aiozarr.open_*`) opens a remote archive, or a local file that cannot be written, for
+    reading; "w" and "x" on a remote archive raise."""
+    if is_local(url):
+        if storage_options:
+            raise StoreError(f"local path {url!r} takes no storage options")
+        path = url[len("file://") :] if url.startswith("file://") else url
+        if mode == "a" and not _can_write(path):  # "a" writes if it can: reads otherwise
+            mode = "r"
+        return ZipStore(path, mode=mode)
+    if mode not in ("r", "a"):  # "a" (open_*'s default) reads, as http:// stores do
+        raise StoreError(
+            f"cannot write {url!r}: zip archives are written locally (ZipStore(path, mode="
+            "'w')), then uploaded; remote ones are read only"
+        )
+    parent, _, name = url.rstrip("/").rpartition("/")
+    parent_store = from_url(
+        parent, storage_options=storage_options, read_only=True, check_redirect=check_redirect
+    )
+    return ZipStore.over(parent_store, name)
+
+
+def _guarded_http(
+    url: str, options: dict[str, Any], check_redirect: Callable[[str, str], str]
+) -> Store:
+    from aiozarr.storage.backends.guarded_http import GuardedHTTPStore
+
+    store_options, client = _normalize(urlsplit(url).scheme.lower(), options)
+    if store_options:
+        raise StoreError(
+            f"HTTP store {redact_url(url)!r} takes only client options, got {sorted(store_options)}"
+        )
+    return GuardedHTTPStore(url, check_redirect=check_redirect, client_options=client)
+
+
+def _memory_store(name: str, *, read_only: bool) -> Store:
+    from aiozarr.storage.backends.memory import MemoryStore
+
+    with _memory_lock:
+        store = _memory_stores.get(name)
+        if store is None:
+            store = _memory_stores[name] = MemoryStore()
+    return store.with_read_only(read_only) if read_only else store
+
+
+def _default_retry() -> dict[str, Any]:
+    # aiozarr retries in one place (storage/policy/retry.py, `aiozarr.config` retry_*); obstore
+    # retrying too would multiply the attempts. ObjectStore enforces this for any store.
+    return {"max_retries": 0, "retry_timeout": timedelta(seconds=config.get().retry_deadline_s)}
+
+
+def _normalize(scheme: str, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split options into (store config, client options), mapping fsspec spellings."""
+    client: dict[str, Any] = dict(options.pop("client_options", None) or {})
+    for name, value in (options.pop("client_kwargs", None) or {}).items():
+        options.setdefault(name, value)  # s3fs passes endpoint_url / region_name here
+    store: dict[str, Any] = {}
+    for name, value in options.items():
+        if _ENDPOINT_OPTION.search(name):
+            _check_endpoint(f"storage option {name!r}", value)
+        name = _ALIASES.get(name, name)
+        (client if name in _CLIENT_KEYS else store)[name] = value
+    anon = store.pop("anon", None)
+    if anon is not None:
+        store.setdefault("skip_signature", bool(anon))
+    variable = _env_endpoint()
+    if scheme in _S3 and "endpoint" not in store and variable:
+        _check_endpoint(f"environment variable {variable}", os.environ[variable])
+        store["endpoint"] = os.environ[variable]
+    endpoint = str(store.get("endpoint") or store.get("base_url") or "")  # base_url: GCS
+    if endpoint.startswith("http://") or scheme == "http":
+        client.setdefault("allow_http", True)
+    return store, client
+
+
+def _env_endpoint() -> str:
+    """The environment variable that names an S3 endpoint (MinIO, `aiozarr serve`), or
+    ""."""
+    return next((e for e in _ENDPOINT_ENV if os.environ.get(e)), "")
+
+
+def _check_endpoint(where: str, value: Any) -> None:
+    """Refuse an endpoint that is not `http(s)://host[:port][/path]`: obstore takes any
+    text and panics on the first request (a Rust panic on stderr, then `RustPanic`)."""
+    problem = _endpoint_problem(value)
+    if problem:
+        shown = repr(redact_url(value)) if isinstance(value, str) else type(value).__name__
+        raise StoreError(
+            f"{where} must be an http(s)://host[:port][/path] URL, got {shown}: {problem}"
+        )
+
+
+def _endpoint_problem(value: Any) -> str:
+    """What is wrong with `value` as an endpoint, or ""."""
+    if not isinstance(value, str):
+        return "not a string"
+    if not value:
+        return "empty"
+    if any(c.isspace() or not c.isprintable() for c in value):
+        return "it has white space or control characters"
+    try:
+        parts = urlsplit(value)
+        port = parts.port  # checks the port: a number below 65536
+    except ValueError as error:
+        return str(error)
+    if parts.scheme.lower() not in _HTTP:
+        return "the scheme must be http or https"
+    if not parts.hostname:
+        return "no host"
+    if parts.username is not None or parts.password is not None:
+        return "credentials belong in the storage options, not in the endpoint"
+    if parts.query or parts.fragment or value.endswith(("?", "#")):
+        return "no query or fragment is taken"
+    if port == 0:
+        return "port 0"
+    return ""
+
+
+def _use_ssl(value: Any, store: dict[str, Any], client: dict[str, Any]) -> None:
+    """fsspec's `use_ssl`: False sends requests to AWS's S3 endpoint over http. As for
+    boto3, an endpoint given (option or environment) keeps its own scheme."""
+    if value is None:
+        return
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        value = value.strip().lower() == "true"
+    if not isinstance(value, bool):
+        raise StoreError(f"storage option 'use_ssl' must be true or false, got {value!r}")
+    if value or store.get("endpoint") or store.get("aws_endpoint_url_s3"):
+        return
+    env = os.environ
+    region = store.get("region") or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+    endpoint = f"http://s3.{region or 'us-east-1'}.amazonaws.com"
+    _check_endpoint("the endpoint use_ssl=False makes of the region", endpoint)
+    store["endpoint"] = endpoint
+    client["allow_http"] = True
+
+
+def _has_credentials(kind: str, store: dict[str, Any], extra: dict[str, Any]) -> bool:
+    names, env = _CREDENTIALS[kind]
+    if extra.get("credential_provider") is not None:
+        return True
+    return any(n in store for n in names) or any(os.environ.get(e) for e in env)
+
+
+def _object_store(url: str, scheme: str, options: dict[str, Any]) -> ObjectStore:
+    """The store for `url`, shared by every open with the same URL, options and
+    credential environment: building its obstore client costs ~7 ms (the HTTP client
+    and TLS roots), which a dask task or a reopened dataset would otherwise pay each
+    time; and its runtime (the budgets, and the waits for first bytes that hedging
+    compares a read with) serves every open, not only those alive at once: a reopened
+    dataset's first read, its metadata, is hedged like any other."""
+    from aiozarr.storage.backends.object_store import ObjectStore
+
+    if "credential_provider" in options:  # a callable: identity is not configuration
+        return ObjectStore(_build_obstore_store(url, scheme, options))
+    names = [*_ENDPOINT_ENV, *(name for _, env in _CREDENTIALS.values() for name in env)]
+    names += credentials.S3_ENVIRONMENT
+    # The AWS files too: a profile written since, or changed, may change how it signs.
+    env = (*(os.environ.get(name) for name in names), aws_config.files_state())
+    # The pid: a forked child builds its own (a client's connections are not fork-safe).
+    key = repr((os.getpid(), url, sorted(options.items(), key=lambda item: item[0]), env))
+    with _obstore_lock:
+        store = _object_stores.get(key)
+    if store is None:
+        store = ObjectStore(_build_obstore_store(url, scheme, dict(options)))
+        store.runtime  # noqa: B018 (made now, so the stores `with_read_only` gives share it)
+        with _obstore_lock:
+            _object_stores[key] = store
+            while len(_object_stores) > _OBSTORE_CACHE_SIZE:
+                del _object_stores[next(iter(_object_stores))]
+    return store
+
+
+def _build_obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
+    from obstore.store import HTTPStore
+    from obstore.store import from_url as obstore_from_url
+
+    from aiozarr.storage.backends import obstore_errors
+    from aiozarr.storage.backends.object_store import CLIENT_TIMEOUT
+
+    extra = {k: options.pop(k) for k in ("retry_config", "credential_provider") if k in options}
+    extra.setdefault("retry_config", _default_retry())
+    store_options, client = _normalize(scheme, options)
+    # Set here what ObjectStore would otherwise rebuild the store for (a ~8 ms rebuild).
+    client.setdefault("timeout", CLIENT_TIMEOUT)
+    try:
+        if scheme in _HTTP:
+            if store_options:
+                raise StoreError(
+                    f"HTTP store {redact_url(url)!r} takes only client options, got "
+                    f"{sorted(store_options)}"
+                )
+            return HTTPStore(url, client_options=client, retry_config=extra["retry_config"])
+        if scheme in _S3:
+            use_ssl = store_options.pop("use_ssl", None)
+            credentials.choose_s3_signing(store_options, extra)
+            _use_ssl(use_ssl, store_options, client)
+        elif "skip_signature" not in store_options and not _has_credentials(
+            "gcs" if scheme in _GCS else "azure", store_options, extra
+        ):
+            store_options["skip_signature"] = True
+        if scheme == "gcs":
+            url = "gs" + url[len("gcs") :]
+        return obstore_from_url(url, client_options=client, **extra, **store_options)
+    except StoreError:
+        raise
+    except Exception as exc:  # obstore: unknown option, malformed URL
+        message = obstore_errors.classify(exc).text
+        meant = _option_meant(message, scheme)
+        if meant:
+            message = f"{message.rstrip('.')}; did you mean {meant!r}?"
+        raise StoreError(f"cannot open {redact_url(url)!r}: {message}") from exc
+
+
+# obstore's words for a store option (first) and a client option it does not know
+_REFUSED_OPTION = re.compile(r"Configuration key: '([^']+)' is not valid|Invalid key: ([\w.-]+)")
+
+
+def _option_meant(message: str, scheme: str) -> str | None:
+    """The option meant, when obstore's `message` refuses a misspelled option name."""
+    refused = _REFUSED_OPTION.search(message)
+    if refused is None:
+        return None
+    kind = "s3" if scheme in _S3 else "gcs" if scheme in _GCS else "azure"
+    own = {*_ALIASES, "anon", "use_ssl", "client_options", "retry_config"}
+    return closest_option(refused.group(1) or refused.group(2), kind, own)

@@ -1,0 +1,356 @@
+"""How one batch of read requests becomes backend requests, and the answers come back.
+
+    async with batching.stream(store, requests) as answers:
+        async for index, data, version in answers: ...
+
+Requests are grouped by key; the ranges of one key are coalesced when closer than
+`coalesce_gap_bytes` and cut into parts of at most `max_request_bytes`
+(`storage/policy/ranges.py`, pure); each resulting request runs under the store's request
+policy (`storage/policy/retry.py`), concurrently, at most `parts_per_object` of one key at once;
+answers are sliced back into the ranges asked for and yielded as each key lands
+(`storage/policy/fanin.py`). Every answer of one key in one batch comes from one version of
+its value: parts that came from different versions (the value was replaced between
+them) are read again.
+
+Backends never see a batch: a store is read here through its `ReadBackend` protocol
+alone (`storage/policy/backend.py`): `read` (one range) and, where one open serves many ranges
+of a value (a file, a dict) and its capabilities say `batched_reads`, `read_ranges`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+
+import anyio.abc
+
+from aiozarr import config
+from aiozarr.byte_range import ByteRange
+from aiozarr.errors import StoreError, unwrap_group
+from aiozarr.storage.policy import ranges, retry
+from aiozarr.storage.policy.backend import (
+    Answer,
+    Buffer,
+    Capabilities,
+    RangeRequest,
+    ReadBackend,
+    TornReadError,
+    Version,
+    Versioned,
+    check_size,
+)
+from aiozarr.storage.policy.fanin import Emit, Spawn, fan_in
+from aiozarr.storage.policy.keys import check_key
+
+__all__ = ["read_one", "stream"]
+
+# Times the ranges of one value are read again when its parts came from different
+# versions (a writer replaced it between them) before the read fails.
+_TORN_RETRIES = 5
+
+
+def _total_bytes(byte_ranges: Sequence[ByteRange]) -> int | None:
+    sizes = [ranges.requested_bytes(r) for r in byte_ranges]
+    return None if any(n is None for n in sizes) else sum(sizes)  # type: ignore[misc]
+
+
+def _loosest(bounds: Iterable[int | None]) -> int | None:
+    """The bound that admits every request of a fetch (None: any is unbounded)."""
+    most = 0
+    for bound in bounds:
+        if bound is None:
+            return None
+        most = max(most, bound)
+    return most
+
+
+async def _gather_ranges(
+    key: str,
+    byte_ranges: Sequence[ByteRange],
+    fetch: Callable[[str, ByteRange], Awaitable[Versioned | None]],
+) -> tuple[list[Buffer], Version | None] | None:
+    """`fetch` every range of `key` concurrently: the answers and the version they all
+    come from; None if the key is missing. `TornReadError` if the versions differ."""
+    results: list[Versioned | None] = [None] * len(byte_ranges)
+
+    async def one(i: int, byte_range: ByteRange) -> None:
+        results[i] = await fetch(key, byte_range)
+
+    if len(byte_ranges) == 1:
+        results[0] = await fetch(key, byte_ranges[0])
+    else:
+        with unwrap_group():
+            async with anyio.create_task_group() as tg:
+                for i, byte_range in enumerate(byte_ranges):
+                    tg.start_soon(one, i, byte_range)
+    if any(r is None for r in results):
+        return None
+    versions = {version for _, version in results}  # type: ignore[misc]
+    if len(versions) > 1:
+        raise TornReadError(f"{key!r} changed while its ranges were read")
+    return [data for data, _ in results], versions.pop()  # type: ignore[misc]
+
+
+async def read_one(
+    store: ReadBackend,
+    key: str,
+    byte_range: ByteRange | None,
+    max_bytes: int | None,
+    settings: config.Config,
+    capabilities: Capabilities | None = None,
+) -> Versioned | None:
+    """One read of `store` under its request policy (budget, timeout, retries, hedging),
+    a short answer told apart from a clipped one. A store that `delegates_reads` is
+    read as it is: the stores it reads apply their own policies."""
+    caps = store.capabilities if capabilities is None else capabilities
+    if caps.delegates_reads:
+        return await store.read(key, byte_range, max_bytes)
+
+    async def attempt() -> Versioned | None:
+        answer = await store.read(key, byte_range, max_bytes)
+        if answer is not None and byte_range is not None and caps.verify_short_reads:
+            await _check_length(store, key, byte_range, answer[0])
+        return answer
+
+    request = retry.Request(
+        "read", key, attempt, ranges.requested_bytes(byte_range), caps.hedge_reads
+    )
+    return await retry.run_request(store.runtime, request, settings)
+
+
+async def _check_length(store: ReadBackend, key: str, byte_range: ByteRange, data: Buffer) -> None:
+    """Raise `ShortReadError` if `data` is shorter than asked and the value is not."""
+    wanted = ranges.requested_bytes(byte_range)
+    got = memoryview(data).nbytes
+    if wanted is None or got >= wanted:
+        return
+    size = await store.getsize(key)
+    if size is None:  # deleted meanwhile: the short answer is all there was
+        return
+    start, stop = byte_range.resolve(size)  # a value ending inside the range clips it
+    expected = stop - start
+    if got < expected:
+        raise retry.ShortReadError(
+            f"cannot read {key!r}: {byte_range} answered with {got} bytes, "
+            f"expected {expected} (the value has {size})"
+        )
+
+
+def _coalescing(caps: Capabilities, settings: config.Config) -> tuple[int, int]:
+    gap, most = caps.coalesce_gap_bytes, caps.max_request_bytes
+    return (
+        settings.coalesce_gap_bytes if gap is None else gap,
+        settings.max_request_bytes if most is None else most,
+    )
+
+
+@contextlib.asynccontextmanager
+async def stream(
+    store: ReadBackend, requests: Sequence[RangeRequest]
+) -> AsyncIterator[anyio.abc.ObjectReceiveStream[Answer]]:
+    """`(request index, answer, version)` for each of `requests` as its key lands.
+
+    Leaving the block early cancels the requests still in flight. The settings in
+    force when the batch starts are its settings, to its last request.
+    """
+    by_key: dict[str, list[int]] = {}
+    for i, request in enumerate(requests):
+        if request.key not in by_key:
+            check_key(request.key)
+        by_key.setdefault(request.key, []).append(i)
+    batch = _Batch(store, requests, by_key, config.get())
+    async with fan_in(len(requests), batch.produce) as answers:
+        yield answers
+
+
+class _Batch:
+    """One batch of reads of one store: its requests, grouped into backend requests,
+    each answered into the batch's stream (`emit`) as it lands."""
+
+    def __init__(
+        self,
+        store: ReadBackend,
+        requests: Sequence[RangeRequest],
+        by_key: dict[str, list[int]],
+        settings: config.Config,
+    ) -> None:
+        self.store = store
+        self.requests = requests
+        self.by_key = by_key
+        self.settings = settings
+        self.caps = caps = store.capabilities
+        self.gap, self.most = _coalescing(caps, settings)
+        # Parts of one object in flight at once, across every group of its ranges.
+        # (An asyncio semaphore: it takes a free slot without a turn of the loop, where
+        # anyio's CapacityLimiter yields once per acquire; this is paid per request.)
+        self.per_object = max(1, settings.parts_per_object)
+        self.parts: dict[str, asyncio.Semaphore] = {}
+        self.emit: Emit  # the batch's stream, once `produce` runs
+
+    async def produce(self, emit: Emit, spawn: Spawn) -> None:
+        """Start one task per backend request (per key where `batched_reads`)."""
+        self.emit = emit
+        requests, by_key = self.requests, self.by_key
+        groups = _groups(requests, by_key, self.gap, self.most, self.settings.connection_target)
+        if self.caps.batched_reads:  # one request (one file open) serves every range of a key
+            part_of: dict[str, int] = {}
+            for key, _, part in groups:
+                part_of[key] = min(part, part_of.get(key, part))
+            for key, indices in by_key.items():
+                spawn(self.fetch, key, indices, part_of[key])
+            return
+        for key, members, part in groups:
+            spawn(self.fetch, key, members, part)  # each answered as it lands
+
+    async def fetch(self, key: str, indices: list[int], part: int) -> None:
+        """Answer `requests[indices]` of `key`, read in requests of at most `part` bytes."""
+        requests, store = self.requests, self.store
+        if len(indices) == 1:
+            request = requests[indices[0]]
+            if request.byte_range is None:
+                await self.fetch_whole(key, indices[0])
+                return
+            wanted = ranges.requested_bytes(request.byte_range)
+            if not self.caps.batched_reads and wanted is not None and wanted <= part:
+                await self.fetch_one_range(key, indices[0])
+                return
+        plan = ranges.plan(
+            [requests[i].byte_range for i in indices], gap_bytes=self.gap, max_request_bytes=part
+        )
+        bound = _loosest(requests[i].max_bytes for i in indices)
+        answers, version = await self.fetch_planned(key, plan, bound)
+        for i, data in zip(indices, answers, strict=True):
+            if data is not None and requests[i].byte_range is None:  # each its own bound
+                check_size(key, memoryview(data).nbytes, requests[i].max_bytes, store)
+            self.emit((i, data, version))
+
+    def part_limiter(self, key: str) -> asyncio.Semaphore:
+        limiter = self.parts.get(key)
+        if limiter is None:
+            limiter = self.parts[key] = asyncio.Semaphore(self.per_object)
+        return limiter
+
+    async def fetch_one_range(self, key: str, i: int) -> None:
+        # One range within a part (an inner chunk, a shard index): one request, with
+        # nothing to plan, coalesce or slice back.
+        byte_range = self.requests[i].byte_range
+        async with self.part_limiter(key):
+            answer = await self.read(key, byte_range, self.requests[i].max_bytes)
+        if answer is not None:
+            ranges.refuse_long(byte_range, answer[0])
+        self.emit((i, None, None) if answer is None else (i, *answer))
+
+    async def fetch_whole(self, key: str, i: int) -> None:
+        # One whole value (a metadata document, an unsharded chunk): one request, with
+        # nothing to plan, coalesce or slice back.
+        max_bytes = self.requests[i].max_bytes
+        answer = await self.read(key, None, max_bytes)
+        if answer is None:
+            self.emit((i, None, None))
+            return
+        data, version = answer
+        check_size(key, memoryview(data).nbytes, max_bytes, self.store)
+        self.emit((i, data, version))
+
+    async def read(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+    ) -> Versioned | None:
+        """`read_one` with the batch's store, settings and capabilities."""
+        return await read_one(self.store, key, byte_range, max_bytes, self.settings, self.caps)
+
+    async def fetch_planned(
+        self, key: str, plan: ranges.RangePlan, max_bytes: int | None
+    ) -> tuple[list[Buffer | None], Version | None]:
+        """The ranges `plan` fetches of `key`, from one version of it, sliced back."""
+        store, caps = self.store, self.caps
+        for attempt in range(_TORN_RETRIES):
+            try:
+                if caps.batched_reads:
+                    request = retry.Request(
+                        "read",
+                        key,
+                        lambda: _read_ranges_checked(store, caps, key, plan.fetch, max_bytes),
+                        _total_bytes(plan.fetch),
+                    )
+                    fetched = await retry.run_request(store.runtime, request, self.settings)
+                else:
+                    fetched = await self.read_parts(key, plan.fetch, max_bytes)
+                break
+            except TornReadError as exc:
+                if attempt == _TORN_RETRIES - 1:
+                    raise StoreError(
+                        f"cannot read {key!r} in {store!r}: it was replaced while its "
+                        f"ranges were read, {_TORN_RETRIES} times in a row"
+                    ) from exc
+        if fetched is None:
+            return [None] * len(plan.wanted), None
+        answers, version = fetched
+        return plan.slice_back(answers), version
+
+    async def read_parts(
+        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None
+    ) -> tuple[list[Buffer], Version | None] | None:
+        """Each range as its own request under the policy, concurrently: at most
+        `parts_per_object` of this key at once."""
+        parts = self.part_limiter(key)
+
+        async def read_part(key: str, byte_range: ByteRange) -> Versioned | None:
+            async with parts:
+                return await self.read(key, byte_range, max_bytes)
+
+        return await _gather_ranges(key, byte_ranges, read_part)
+
+
+def _groups(
+    requests: Sequence[RangeRequest],
+    by_key: dict[str, list[int]],
+    gap: int,
+    most: int,
+    connection_target: int,
+) -> list[tuple[str, list[int], int]]:
+    """The requests of a batch in groups, one request each, with the largest request
+    each is read with: the coalesced runs of each key, read in parts of `most` bytes
+    where parts pay (`ranges.request_counts`), else whole."""
+    runs: list[tuple[str, list[int]]] = []
+    for key, indices in by_key.items():
+        wanted = [requests[i].byte_range for i in indices]
+        for members in ranges.group(wanted, gap_bytes=gap, max_request_bytes=sys.maxsize):
+            runs.append((key, [indices[m] for m in members]))
+    sizes = [_span(requests, members) for _, members in runs]
+    # The batch's own runs only: the store's requests in flight include the read's own
+    # (the parts of a large shard read ahead of its index), which must not keep the rest
+    # of that shard from its parts.
+    counts = ranges.request_counts(sizes, most, connection_target)
+    out: list[tuple[str, list[int], int]] = []
+    for (key, members), count in zip(runs, counts, strict=True):
+        if count == 1:
+            out.append((key, members, sys.maxsize))
+            continue
+        wanted = [requests[i].byte_range for i in members]
+        for part in ranges.group(wanted, gap_bytes=gap, max_request_bytes=most):
+            out.append((key, [members[m] for m in part], most))
+    return out
+
+
+def _span(requests: Sequence[RangeRequest], members: list[int]) -> int:
+    """The bytes one request for `members` (a coalesced run) moves; 0 where unknown."""
+    bounded = [requests[i].byte_range for i in members]
+    if any(r is None or r.end is None for r in bounded):
+        return 0
+    return max(r.end for r in bounded) - min(r.offset for r in bounded)  # type: ignore[union-attr]
+
+
+async def _read_ranges_checked(
+    store: ReadBackend,
+    caps: Capabilities,
+    key: str,
+    byte_ranges: Sequence[ByteRange],
+    max_bytes: int | None,
+) -> tuple[list[Buffer], Version | None] | None:
+    answer = await store.read_ranges(key, byte_ranges, max_bytes)
+    if answer is not None and caps.verify_short_reads:
+        for byte_range, data in zip(byte_ranges, answer[0], strict=False):
+            await _check_length(store, key, byte_range, data)
+    return answer

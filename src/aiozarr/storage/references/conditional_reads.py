@@ -1,0 +1,70 @@
+"""`ConditionalReads`: an object store whose reads of some keys carry a condition.
+
+A reader that knows which version of an object it must read (icechunk's virtual chunks
+carry their source's ETag, or a time it was last modified at or before) sends that with
+each GET, `If-Match` / `If-Unmodified-Since`: a source that changed answers 412 and no
+byte of it is sent, raised as `SourceChangedError` naming the key and the condition
+(final, never retried). Everything else is the wrapped store's: its client, budgets and
+retry policy (the two share one runtime).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from obstore.exceptions import PreconditionError
+
+from aiozarr.errors import SourceChangedError
+from aiozarr.storage.backends import obstore_errors
+from aiozarr.storage.backends.object_store import ObjectStore
+from aiozarr.storage.policy.backend import ObjectVersion
+
+__all__ = ["ConditionalReads"]
+
+
+def _timed_version(meta: Any) -> ObjectVersion:
+    """An answer's version, its Last-Modified kept even where it carries no ETag and no
+    version id (a time is all a checksum can be compared with then)."""
+    return ObjectVersion(meta.get("e_tag"), meta.get("version"), meta.get("last_modified"))
+
+
+class ConditionalReads(ObjectStore):
+    """`store`'s objects, each key read under the condition `expect` gave it (if any);
+    an answer's version always carries its Last-Modified."""
+
+    _version_of = staticmethod(_timed_version)
+
+    def __init__(self, store: ObjectStore) -> None:
+        super().__init__(store.obstore, read_only=True, max_concurrency=store._max_concurrency)
+        self._runtime = store.runtime  # its budgets, statistics and hedging history
+        self._conditions: dict[str, dict[str, Any]] = {}
+
+    def expect(self, key: str, *, etag: str | None = None, modified_by: int | None = None) -> None:
+        """Read `key` only as the version with ETag `etag`, or one last modified at or
+        before `modified_by` (seconds since the epoch)."""
+        condition: dict[str, Any] = {}
+        if etag is not None:
+            condition["if_match"] = etag
+        if modified_by is not None:
+            when = datetime.datetime.fromtimestamp(modified_by, datetime.UTC)
+            condition["if_unmodified_since"] = when
+        self._conditions.setdefault(key, condition)
+
+    async def _get(self, key: str, options: Any = None) -> Any:
+        condition = self._conditions.get(key)
+        if not condition:
+            return await super()._get(key, options)
+        try:
+            return await super()._get(key, {**(options or {}), **condition})
+        except Exception as exc:
+            failed = obstore_errors.is_obstore(exc) and (
+                isinstance(exc, PreconditionError) or obstore_errors.classify(exc).status == 412
+            )
+            if not failed:
+                raise
+            said = ", ".join(f"{name}={value}" for name, value in condition.items())
+            raise SourceChangedError(
+                f"cannot read {key!r} in {self!r}: it is no longer the version referenced "
+                f"({said}: the server answered 412 Precondition Failed)"
+            ) from exc

@@ -1,0 +1,69 @@
+"""Whether a virtual chunk's source is still the object it was referenced in (pure).
+
+icechunk stores a checksum with a virtual chunk reference: the source object's ETag, or
+a time (seconds since the epoch) it was last modified at or before. The answer that
+brings a chunk's bytes carries the version of the object they came from, in its store's
+shape: an object store's `protocol.ObjectVersion` (`(ETag, version id)`, its
+Last-Modified beside), an HTTP server's ETag header (a `str`), a local file's
+`(inode, mtime in ns, size)`. It is compared before the bytes are used:
+
+- an ETag is compared with the answer's ETag by its opaque value (quotes and a weak
+  `W/` prefix aside); an answer that carries none cannot be compared;
+- a time is compared with a local file's mtime, or with an object store answer's
+  Last-Modified: changed later, refused.
+
+A local file has no ETag: a local source referenced with an ETag only is read without
+a check (there is nothing on disk to compare it with; the file is the reader's own).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiozarr.storage.references.icechunk.format import ChunkRef
+
+__all__ = ["checksum_problem"]
+
+
+def _is_file_version(version: Any) -> bool:
+    if not isinstance(version, tuple) or len(version) != 3:
+        return False
+    return all(isinstance(v, int) for v in version)
+
+
+def _opaque(etag: Any) -> str:
+    """An ETag's opaque value: without its weakness mark and quotes."""
+    text = str(etag).strip()
+    if text[:2] in ("W/", "w/"):
+        text = text[2:]
+    return text.strip('"')
+
+
+def _etag_of(version: Any) -> Any:
+    if isinstance(version, str | bytes):
+        return version.decode() if isinstance(version, bytes) else version
+    if isinstance(version, tuple) and version:
+        return version[0]
+    return None
+
+
+def _later(modified_s: int, referenced: int) -> str | None:
+    if modified_s > referenced:
+        return f"modified at {modified_s}, after {referenced}"
+    return None
+
+
+def checksum_problem(chunk: ChunkRef, version: Any) -> str | None:
+    """What differs between `chunk`'s checksum and the `version` its bytes came from;
+    None when nothing that can be compared differs."""
+    if _is_file_version(version):
+        if chunk.last_modified is not None:
+            return _later(version[1] // 1_000_000_000, chunk.last_modified)
+        return None
+    found = _etag_of(version)
+    if chunk.etag is not None and found and _opaque(found) != _opaque(chunk.etag):
+        return f"ETag {_opaque(found)!r}, referenced with {_opaque(chunk.etag)!r}"
+    modified = getattr(version, "last_modified", None)
+    if chunk.last_modified is not None and modified is not None:
+        return _later(int(modified.timestamp()), chunk.last_modified)
+    return None

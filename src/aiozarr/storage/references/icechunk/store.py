@@ -1,0 +1,342 @@
+"""`IcechunkStore`: one snapshot of an icechunk repository, read as a Zarr store.
+
+An icechunk manifest is a reference file in another form: it turns each chunk key into
+inline bytes or a byte range of another object (`chunks/<id>` in the repository, or a
+virtual chunk's file). So the store is a `ReferenceStore` whose references come from the
+snapshot and its manifests instead of a JSON document: each node's `zarr.json` is the
+document the snapshot holds, each chunk key the reference its manifest gives. Reads then
+plan, batch and coalesce as kerchunk's do: one batch for the manifests the keys need
+(fetched once per store: they are immutable, and cached by id), then every range grouped
+by object, coalesced and fetched concurrently under the target store's request policy.
+
+Native chunks lie in the repository, read with its options. Virtual chunks are read only
+under the prefixes the caller allows (`allowed_targets`, with `target_options` per
+prefix: `storage/references/targets.py`), never because the repository lists a
+container. A virtual chunk stored with a checksum is read only from the object it was
+referenced in (`format.ChunkRef`): an answer whose ETag differs, or a local file changed
+after the recorded time, raises `SourceChangedError` (see `checksums.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from aiozarr import config
+from aiozarr.byte_cache import LRUByteCache
+from aiozarr.errors import MetadataError, NodeNotFoundError, SourceChangedError, StoreError
+from aiozarr.storage.backends.guarded_http import GuardedHTTPStore
+from aiozarr.storage.backends.object_store import ObjectStore
+from aiozarr.storage.protocol import Capabilities, RangeRequest, Store, dir_entries
+from aiozarr.storage.references.conditional_reads import ConditionalReads
+from aiozarr.storage.references.icechunk.checksums import checksum_problem
+from aiozarr.storage.references.icechunk.format import (
+    ChunkRef,
+    Manifest,
+    Node,
+    Snapshot,
+    parse_manifest,
+    parse_ref_json,
+    parse_repo_info,
+    parse_snapshot,
+)
+from aiozarr.storage.references.icechunk.keys import ChunkKeys
+from aiozarr.storage.references.reference_store import ReferenceStore
+
+__all__ = ["IcechunkStore"]
+
+
+class IcechunkStore(ReferenceStore):
+    """A read-only `Store` presenting one snapshot of the icechunk repository at `url`
+    (`"s3://bucket/repo"`, a local path, ...), spec version 1 or 2.
+
+    The snapshot is the one branch `branch` points at (`"main"` by default), or tag
+    `tag`, or snapshot `snapshot` (its id); give at most one. It is resolved on first
+    use and kept: a branch moved later is not followed (open the store again).
+    `storage_options` open the repository (and may carry `branch`, `tag`, `snapshot`,
+    `allowed_targets` and `target_options`, as `aiozarr.open_*` passes them);
+    `allowed_targets` are the url prefixes virtual chunks may be read under
+    (`["s3://noaa-goes16/", "/data/nc/"]`) and `target_options` their options (one dict,
+    or `{url prefix: options}`).
+    """
+
+    # Values are the snapshot's documents or ranges of other objects (read through
+    # their stores' request policies); every node's metadata is in the snapshot.
+    CAPABILITIES = Capabilities(
+        writes=False, deletes=False, delegates_reads=True, metadata_in_hand=True
+    )
+
+    def __init__(
+        self,
+        url: str | os.PathLike[str],
+        *,
+        branch: str | None = None,
+        tag: str | None = None,
+        snapshot: str | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        target_options: Mapping[str, Any] | None = None,
+        allowed_targets: Sequence[str] | str | None = None,
+    ) -> None:
+        options = dict(storage_options or {})
+        given = {"branch": branch, "tag": tag, "snapshot": snapshot}
+        for name in given:
+            value = options.pop(name, None)
+            if value is not None and given[name] is not None:
+                raise StoreError(f"{name} given twice (argument and storage_options)")
+            given[name] = given[name] if given[name] is not None else value
+        named = {k: v for k, v in given.items() if v is not None}
+        if len(named) > 1:
+            raise StoreError(f"give one of branch, tag or snapshot, got {sorted(named)}")
+        self._ref = next(iter(named.items()), ("branch", "main"))
+        self._url = os.fspath(url).rstrip("/")
+        # The repository's entry file names its directory: chunks/<id> resolve there, and
+        # its options go to targets in its own bucket (or, local, its own directory).
+        super().__init__(
+            f"{self._url}/repo",
+            storage_options=options,
+            target_options=target_options,
+            allowed_targets=allowed_targets,
+        )
+        assert self._base is not None
+        if (self._base.is_local or self._base.scheme == "memory") and self._options:
+            raise StoreError(  # the names only: the values may be credentials
+                f"local repository {self._url!r} takes no storage options but branch, tag, "
+                f"snapshot, allowed_targets and target_options; got {sorted(self._options)}"
+            )
+        self._snapshot: Snapshot | None = None
+        self._meta: dict[str, bytes] = {}
+        self._arrays: dict[str, tuple[Node, ChunkKeys]] = {}
+        self._manifests = _manifest_cache()
+        self._conditional: dict[int, ConditionalReads] = {}  # by id of the store wrapped
+
+    # -- the snapshot ------------------------------------------------------------------
+
+    def _repository(self) -> Store:
+        """The store of the repository's own directory."""
+        assert self._base is not None
+        remote = not self._base.is_local and self._base.scheme != "memory"
+        return self._store_for(self._base.url, ("home", self._options if remote else None))
+
+    async def _snapshot_id(self, repo: Store) -> str:
+        """The id of the snapshot the branch, tag or id given names: one batch reads
+        the spec-2 `repo` file and the spec-1 ref file together."""
+        kind, name = self._ref
+        if kind == "snapshot":
+            return name
+        ref_key = f"refs/{kind}.{name}/ref.json"
+        info, ref = await repo.get_partial_values([RangeRequest("repo"), RangeRequest(ref_key)])
+        where = f"{self._url}/"
+        if info is not None:
+            refs = parse_repo_info(info, f"{where}repo")
+            found = (refs.branches if kind == "branch" else refs.tags).get(name)
+        elif ref is not None:
+            found = parse_ref_json(ref, where + ref_key)
+        else:
+            raise NodeNotFoundError(
+                f"{self._url!r}: not an icechunk repository, or it has no {kind} {name!r} "
+                f"(neither {where}repo nor {where}{ref_key} exists)"
+            )
+        if found is None:
+            raise NodeNotFoundError(f"{self._url!r}: the repository has no {kind} {name!r}")
+        return found
+
+    async def snapshot(self) -> Snapshot:
+        """The snapshot read (its id, its nodes), read on first use.
+
+        Raises:
+            NodeNotFoundError: There is no repository at the URL, or it has no such
+                branch, tag or snapshot.
+        """
+        await self._load()
+        assert self._snapshot is not None
+        return self._snapshot
+
+    async def _load(self) -> dict[str, Any]:
+        if self._snapshot is None:
+            repo = self._repository()
+            snapshot_id = await self._snapshot_id(repo)
+            key = f"snapshots/{snapshot_id}"
+            data = await repo.get(key)
+            if data is None:
+                raise NodeNotFoundError(f"{self._url!r}: snapshot {snapshot_id!r} not found")
+            self._index(parse_snapshot(data, f"{self._url}/{key}"))
+        self._refs = {}
+        return self._refs
+
+    def _index(self, snapshot: Snapshot) -> None:
+        """Each node's `zarr.json` key and each array's chunk key grammar."""
+        for path, node in snapshot.nodes.items():
+            prefix = path.strip("/")
+            self._meta[f"{prefix}/zarr.json" if prefix else "zarr.json"] = node.zarr_json
+            if node.is_array:
+                self._arrays[prefix] = (node, ChunkKeys.of(_document(node, self._url)))
+        self._snapshot = snapshot
+
+    # -- keys -> references ------------------------------------------------------------
+
+    def _chunk_of(self, key: str) -> tuple[Node, tuple[int, ...]] | None:
+        """The array node and chunk coordinates `key` names, None if it names none."""
+        parts = key.split("/")
+        for i in range(len(parts) - 1, -1, -1):
+            found = self._arrays.get("/".join(parts[:i]))
+            if found is not None:
+                node, keys = found
+                coords = keys.parse("/".join(parts[i:]))
+                return None if coords is None else (node, coords)
+        return None
+
+    async def _lookup(self, keys: Sequence[str]) -> list[Any]:
+        """Each key's reference: inline bytes, `[url, offset, length, chunk]`, or None."""
+        await self._load()
+        out: list[Any] = [None] * len(keys)
+        wanted: list[tuple[int, Node, tuple[int, ...], list[str]]] = []
+        for i, key in enumerate(keys):
+            if key in self._meta:
+                out[i] = self._meta[key]
+            elif (found := self._chunk_of(key)) is not None:
+                node, coords = found
+                ids = [m.manifest_id for m in node.manifests if m.covers(coords)]
+                if ids:
+                    wanted.append((i, node, coords, ids))
+        manifests = await self._fetch_manifests({m for *_, ids in wanted for m in ids})
+        # Each key in the first manifest covering it, then (absent there) the next.
+        while wanted:
+            groups: dict[tuple[str, str], list[tuple[int, tuple[int, ...]]]] = {}
+            later = []
+            for i, node, coords, ids in wanted:
+                groups.setdefault((ids[0], node.node_id), []).append((i, coords))
+                if len(ids) > 1:
+                    later.append((i, node, coords, ids[1:]))
+            for (manifest_id, node_id), items in groups.items():
+                chunks = manifests[manifest_id].get_many(node_id, [c for _, c in items])
+                for (i, _), chunk in zip(items, chunks, strict=True):
+                    if chunk is not None and out[i] is None:
+                        out[i] = self._reference(chunk, keys[i])
+            wanted = [item for item in later if out[item[0]] is None]
+        return out
+
+    def _reference(self, chunk: ChunkRef, key: str) -> Any:
+        if chunk.inline is not None:
+            return chunk.inline
+        if chunk.chunk_id is not None:
+            return [f"chunks/{chunk.chunk_id}", chunk.offset, chunk.length, chunk]
+        assert chunk.location is not None
+        self._resolve(chunk.location, key)  # refused before any request if not allowed
+        return [chunk.location, chunk.offset, chunk.length, chunk]
+
+    async def _fetch_manifests(self, ids: set[str]) -> dict[str, Manifest]:
+        """The manifests `ids`, those not cached read in one batch."""
+        found = {i: m for i in ids if (m := self._manifests.get(i)) is not None}
+        missing = sorted(ids - found.keys())
+        if missing:
+            repo = self._repository()
+            keys = [f"manifests/{i}" for i in missing]
+            answers = await repo.get_partial_values([RangeRequest(key) for key in keys])
+            for manifest_id, key, data in zip(missing, keys, answers, strict=True):
+                if data is None:
+                    raise StoreError(f"{self._url!r}: manifest {key!r} is missing")
+                manifest = parse_manifest(data, f"{self._url}/{key}")
+                self._manifests.put(manifest_id, manifest, manifest.nbytes)
+                found[manifest_id] = manifest
+        return found
+
+    def _target(self, value: list[Any], key: str) -> tuple[Store, str, int, int | None]:
+        """A virtual chunk with a checksum, on an object store or over http(s), is read
+        with the checksum as the GET's condition (`ConditionalReads`,
+        `GuardedHTTPStore.expect`); it is compared on the answer too (`_verify`)."""
+        store, name, offset, length = super()._target(value, key)
+        chunk = value[3] if len(value) > 3 else None
+        if chunk is None or (chunk.etag is None and chunk.last_modified is None):
+            return store, name, offset, length
+        if isinstance(store, GuardedHTTPStore):
+            store.expect(name, etag=chunk.etag, modified_by=chunk.last_modified)
+            return store, name, offset, length
+        if not isinstance(store, ObjectStore):
+            return store, name, offset, length  # a local file: compared on the answer
+        conditional = self._conditional.get(id(store))
+        if conditional is None:
+            conditional = self._conditional[id(store)] = ConditionalReads(store)
+        conditional.expect(name, etag=chunk.etag, modified_by=chunk.last_modified)
+        return conditional, name, offset, length
+
+    def _verify(self, key: str, value: list[Any], version: Any) -> None:
+        chunk = value[3] if len(value) > 3 else None
+        if chunk is None or chunk.location is None:
+            return
+        problem = checksum_problem(chunk, version)
+        if problem is not None:
+            raise SourceChangedError(
+                f"cannot read {key!r} of {self._url!r}: its virtual chunk source "
+                f"{chunk.location!r} changed since it was referenced ({problem})"
+            )
+
+    # -- listing -----------------------------------------------------------------------
+
+    async def _keys(self) -> list[str]:
+        """Every key: the documents, and the chunk keys of every manifest (all read)."""
+        await self._load()
+        keys = list(self._meta)
+        for prefix, (node, grammar) in self._arrays.items():
+            keys.extend(await self._chunk_keys(prefix, node, grammar))
+        return sorted(keys)
+
+    async def _chunk_keys(self, prefix: str, node: Node, grammar: ChunkKeys) -> list[str]:
+        manifests = await self._fetch_manifests({m.manifest_id for m in node.manifests})
+        head = f"{prefix}/" if prefix else ""
+        coords: set[tuple[int, ...]] = set()
+        for manifest in manifests.values():
+            coords.update(manifest.coords(node.node_id))
+        return [head + grammar.key(c) for c in coords]
+
+    async def _keys_below(self, prefix: str) -> list[str]:
+        """The keys to list directory `prefix` with: the documents, and the chunk keys
+        only of an array `prefix` lies in (listing a group reads no manifest)."""
+        await self._load()
+        head = prefix.strip("/")
+        keys = list(self._meta)
+        for path, (node, grammar) in self._arrays.items():
+            if not path or head == path or head.startswith(f"{path}/"):
+                keys.extend(await self._chunk_keys(path, node, grammar))
+        return sorted(keys)
+
+    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        async for name, _ in self.list_dir_entries(prefix):
+            yield name
+
+    async def list_dir_entries(self, prefix: str) -> AsyncIterator[tuple[str, bool | None]]:
+        for entry in dir_entries(await self._keys_below(prefix), prefix):
+            yield entry
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pinned to the snapshot read, so every process (dask's workers) reads that one
+        even where the branch moved since; manifests are read again where needed."""
+        state = super().__getstate__()
+        if self._snapshot is not None:
+            state["_ref"] = ("snapshot", self._snapshot.id)
+        state["_manifests"] = None  # its lock belongs to this process
+        state["_conditional"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._manifests = _manifest_cache()
+
+    def __repr__(self) -> str:
+        kind, name = self._ref
+        return f"IcechunkStore({self._url!r}, {kind}={name!r})"
+
+
+def _manifest_cache() -> LRUByteCache:
+    return LRUByteCache(config.get().icechunk_manifest_cache_bytes)
+
+
+def _document(node: Node, url: str) -> Mapping[str, Any]:
+    try:
+        doc = json.loads(node.zarr_json)
+    except ValueError as error:
+        raise MetadataError(f"{url}: node {node.path!r}: zarr.json is not JSON ({error})") from None
+    if not isinstance(doc, Mapping):
+        raise MetadataError(f"{url}: node {node.path!r}: zarr.json is not a JSON object")
+    return doc
