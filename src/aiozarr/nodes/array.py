@@ -1,8 +1,9 @@
 """`AsyncArray`: an array's metadata, store and bound codec chain; reads and writes.
 
 Every I/O method here is the one implementation; the sync `Array` forwards to it. It
-is the one module above the engine that holds the engine's view of the array
-(`StoredArray`); what needs only values lives beside it: planning selections
+is the one node that holds the engine's view of the array (`StoredArray`, made by the
+engine's door `engine/entry.py::stored_array`, as the zarr-python pipeline makes its
+own); what needs only values lives beside it: planning selections
 (`selection_plans.py`), converting a value to store (`write_values.py`), shape and grid
 changes (`shape_changes.py`), codecs by role (`codec_roles.py`), the stored size
 (`stored_size.py`) and the description (`description.py`).
