@@ -1,14 +1,18 @@
-"""How many GETs a slab costs, and what they buy: stock zarr-python against aiozarr under
-request-shaping settings, on the layout of the zarr-python issue.
+"""How many GETs a slab (and a drill) costs, and what they buy: stock zarr-python against
+aiozarr under request-shaping settings.
 
-    python -m benchmarks.slab_requests [--profiles 20ms,cloud] [--repeats 3]
+    python -m benchmarks.slab_requests [--layout issue|quick] [--profiles 20ms,cloud]
 
-The array: 256 MiB float32 `(64, 1024, 1024)`, 16 shards of `(16, 512, 512)`, inner
-chunks of 256 KiB `(1, 256, 256)`, zstd, written by the zarr-python that runs this. The
-slab is the suite's (half of each axis from n/7: 12 of the 16 shards, none whole). Each
-row is a median of `repeats` cold reads (open, then read) and the emulator's GETs and
-MB of one of them. Run it with the newest zarr-python (the Python 3.12 venv) to compare
-with it; aiozarr's rows take `aiozarr.config` settings, named in the row.
+Layouts (`LAYOUTS`), float32, inner chunks of 256 KiB `(1, 256, 256)`, zstd, written by
+the zarr-python that runs this: `issue`, the zarr-python issue's 256 MiB `(64, 1024,
+1024)` in 16 shards of `(16, 512, 512)` (the slab meets 12 shards; in the edge shards it
+needs one or two of each time step's four chunks, so its ranges are broken by gaps of
+one to three compressed chunks); `quick`, the suite's quick mode, 64 MiB in 2 shards
+(the slab is two long runs). The selections are the suite's (`spec.selection`). Each
+row: the median time and client CPU of `repeats` cold reads (open, then read; every
+reader once per repeat, in turn), the GETs and MB the emulator counted in the last.
+Run it with the newest zarr-python (the Python 3.12 venv) to compare with it; aiozarr's
+rows take the `aiozarr.config` settings named in the row.
 """
 
 from __future__ import annotations
@@ -29,32 +33,36 @@ from benchmarks import spec
 from benchmarks.server import EmulatorProcess
 
 PATH = "slab/sharded.zarr"
-SHAPE, CHUNKS, SHARDS = (64, 1024, 1024), (1, 256, 256), (16, 512, 512)
+CHUNKS = (1, 256, 256)
+#: name -> (shape, shards): the issue's (slab: 12 shards, runs broken by gaps of one to
+#: three chunks) and the suite's quick mode (slab: 2 shards, two long runs).
+LAYOUTS = {
+    "issue": ((64, 1024, 1024), (16, 512, 512)),
+    "quick": ((64, 512, 512), (32, 512, 512)),
+}
 MiB = 1 << 20
 #: aiozarr settings tried, by row name (the defaults first).
 SETTINGS: dict[str, dict[str, Any]] = {
-    "aiozarr": {},  # gap 64 KiB, parts of 2 MiB where a batch has < 16 runs
+    "aiozarr": {},  # gap 64 KiB; runs cut into 2 MiB parts where a batch has < 16 runs
     "aiozarr part=16MiB": {"max_request_bytes": 16 * MiB},
-    "aiozarr gap=512KiB": {"coalesce_gap_bytes": 512 << 10},
     "aiozarr gap=512KiB part=16MiB": {
         "coalesce_gap_bytes": 512 << 10,
         "max_request_bytes": 16 * MiB,
     },
+    # zarr-python 3.4's own shape: sharding_coalesce_max_gap_bytes, _max_bytes
     "aiozarr gap=1MiB part=16MiB": {"coalesce_gap_bytes": MiB, "max_request_bytes": 16 * MiB},
-    "aiozarr gap=32KiB": {"coalesce_gap_bytes": 32 << 10},
 }
 
 
-def _write(root: Path) -> np.ndarray:
+def _write(root: Path, mode: spec.Mode) -> np.ndarray:
     import zarr
 
-    mode = spec.Mode("slab", SHAPE, CHUNKS, SHARDS, CHUNKS, 0, 1)
     data = spec.generate(mode)
     arr = zarr.create_array(
         zarr.storage.LocalStore(root / PATH),
-        shape=SHAPE,
+        shape=mode.shape,
         chunks=CHUNKS,
-        shards=SHARDS,
+        shards=mode.shards,
         dtype=spec.DTYPE,
         fill_value=0.0,
     )
@@ -97,58 +105,64 @@ def _readers(endpoint: str) -> dict[str, Callable[[Any], Any]]:
     return readers
 
 
-def _measure(emu: EmulatorProcess, read: Any, sel: Any, want: np.ndarray, repeats: int) -> dict:
-    """Median seconds of `repeats` cold reads, and the GETs and MB of the last one."""
-    times, stats = [], {}
-    for _ in range(repeats):
-        emu.reset()
-        began = time.perf_counter()
-        got = read(sel)
-        times.append(time.perf_counter() - began)
-        stats = emu.stats()
-        if not np.array_equal(np.asarray(got), want):
-            raise AssertionError("a read gave other values than were written")
-    return {
-        "seconds": statistics.median(times),
-        "gets": stats["by_method"].get("GET", 0),
-        "mb": stats["bytes_read"] / 1e6,
-    }
+def _once(emu: EmulatorProcess, read: Any, sel: Any, want: np.ndarray) -> dict[str, Any]:
+    """One cold read: seconds, client CPU seconds, and the emulator's GETs and MB."""
+    emu.reset()
+    cpu, began = time.process_time(), time.perf_counter()
+    got = read(sel)
+    seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
+    stats = emu.stats()
+    if not np.array_equal(np.asarray(got), want):
+        raise AssertionError("a read gave other values than were written")
+    gets = stats["by_method"].get("GET", 0)
+    return {"seconds": seconds, "cpu": cpu, "gets": gets, "mb": stats["bytes_read"] / 1e6}
 
 
-def run(profiles: list[str], workloads: list[str], repeats: int) -> list[dict[str, Any]]:
-    mode = spec.Mode("slab", SHAPE, CHUNKS, SHARDS, CHUNKS, 0, 1)
+def run(layout: str, profiles: list[str], workloads: list[str], repeats: int) -> list[dict]:
+    """Every reader once per repeat, in turn (a busy machine's drift meets them alike);
+    per row the median time and CPU, and the GETs and MB of the last repeat."""
+    shape, shards = LAYOUTS[layout]
+    mode = spec.Mode(layout, shape, CHUNKS, shards, CHUNKS, 0, 1)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        data = _write(root)
+        data = _write(root, mode)
         with EmulatorProcess(root) as emu:
             readers = _readers(emu.endpoint)
             for profile, workload in itertools.product(profiles, workloads):
                 emu.set_profile(spec.PROFILES[profile])
                 sel = spec.selection(workload, mode)
-                for name, read in readers.items():
-                    row = {"profile": profile, "workload": workload, "reader": name}
-                    rows.append(row | _measure(emu, read, sel, data[sel], repeats))
-                    print(_line(rows[-1]), flush=True)
+                want = data[sel]
+                seen: dict[str, list[dict[str, Any]]] = {name: [] for name in readers}
+                for _, (name, read) in itertools.product(range(repeats), readers.items()):
+                    seen[name].append(_once(emu, read, sel, want))
+                for name, runs in seen.items():
+                    row = {"profile": profile, "workload": workload, "reader": name} | runs[-1]
+                    row["seconds"] = statistics.median(r["seconds"] for r in runs)
+                    row["cpu"] = statistics.median(r["cpu"] for r in runs)
+                    rows.append(row)
+                    print(_line(row), flush=True)
     return rows
 
 
 def _line(row: dict[str, Any]) -> str:
     return (
         f"| {row['profile']} | {row['workload']} | {row['reader']} "
-        f"| {row['seconds'] * 1e3:.0f} | {row['gets']} | {row['mb']:.1f} |"
+        f"| {row['seconds'] * 1e3:.0f} | {row['cpu'] * 1e3:.0f} | {row['gets']} | {row['mb']:.1f} |"
     )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layout", default="issue", choices=sorted(LAYOUTS))
     parser.add_argument("--profiles", default="20ms,cloud")
     parser.add_argument("--workloads", default="slab,drill")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    print("| profile | workload | reader | median ms | GETs | MB read |")
-    print("|---|---|---|--:|--:|--:|")
-    run(args.profiles.split(","), args.workloads.split(","), args.repeats)
+    print(f"layout {args.layout}: shape, shards {LAYOUTS[args.layout]}, inner chunks {CHUNKS}")
+    print("| profile | workload | reader | median ms | client CPU ms | GETs | MB read |")
+    print("|---|---|---|--:|--:|--:|--:|")
+    run(args.layout, args.profiles.split(","), args.workloads.split(","), args.repeats)
 
 
 if __name__ == "__main__":
