@@ -67,6 +67,31 @@ VARIANTS = [
     Variant("probe-decode", "probe-decode"),
 ]
 
+#: The modules each engine imports in its job: an engine lacking one is left out, and
+#: the suite says which.
+REQUIRES = {
+    "aiozarr-async": ("aiozarr",),
+    "aiozarr-sync": ("aiozarr",),
+    "tensorstore": ("tensorstore",),
+    "zarr-obstore": ("zarr", "obstore"),
+    "zarr-fsspec": ("zarr", "s3fs"),
+    "zarrista": ("zarrista", "obstore"),
+    "probe-network": ("obstore",),
+    "probe-decode": ("numcodecs",),
+}
+
+
+def _runnable(variant: Variant) -> bool:
+    """Whether `variant`'s interpreter can be had and imports what its engine needs;
+    if not, print why."""
+    if interpreters.resolve(variant.interpreter) is None:
+        return False  # `resolve` said why
+    lacking = interpreters.missing(variant.interpreter, REQUIRES.get(variant.engine, ()))
+    if lacking:
+        print(f"skipping {variant.name}: no module {', '.join(lacking)}", flush=True)
+    return not lacking
+
+
 #: (row name, workload, dataset); which variants run each is decided in `_applies`.
 WORKLOADS = [
     ("full", "full", "sharded"),
@@ -206,8 +231,8 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
     manifest = datasets.ensure(mode, root)
     print(f"datasets ready in {root} ({time.perf_counter() - t0:.1f} s)", flush=True)
     variants = [v for v in VARIANTS if args.engines is None or v.name in args.engines]
-    # A peer whose interpreter cannot be had is left out, with the reason printed.
-    variants = [v for v in variants if interpreters.resolve(v.interpreter) is not None]
+    # An engine whose interpreter or modules cannot be had is left out, with the reason.
+    variants = [v for v in variants if _runnable(v)]
     rows = [r for r in WORKLOADS if args.workloads is None or r[0] in args.workloads]
     profiles = profiles_of(args, mode)
     repeats = args.repeats or mode.repeats

@@ -123,3 +123,23 @@ def resolve(name: str) -> str | None:
         print(f"skipping the engines of {name} ({python}): {why}", flush=True)
     _resolved[name] = None if why else python
     return _resolved[name]
+
+
+_missing: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+
+
+def missing(name: str, modules: tuple[str, ...]) -> list[str]:
+    """Those of `modules` the interpreter `name` cannot import (all, if it has none)."""
+    python = resolve(name)
+    if python is None:
+        return list(modules)
+    if (name, modules) not in _missing:
+        code = (
+            "import importlib.util, sys; "
+            "print(' '.join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))"
+        )
+        done = subprocess.run(
+            [python, "-c", code, *modules], capture_output=True, text=True, env=child_env()
+        )
+        _missing[(name, modules)] = done.stdout.split() if done.returncode == 0 else list(modules)
+    return _missing[(name, modules)]

@@ -48,6 +48,32 @@ def test_a_peer_without_its_interpreter_is_skipped_with_the_reason(
     assert status == 0
 
 
+def test_an_engine_without_its_module_is_skipped_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    monkeypatch.setitem(suite.REQUIRES, "probe-decode", ("numcodecs", "no_such_module_here"))
+    out = tmp_path / "results.json"
+    status = suite.main(
+        [
+            "--mode",
+            "tiny",
+            "--engines",
+            "aiozarr-async,probe-decode",
+            "--workloads",
+            "drill",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--out",
+            str(out),
+            "--no-readme",
+        ]
+    )
+    assert "skipping probe-decode: no module no_such_module_here" in capsys.readouterr().out
+    document = json.loads(out.read_text())
+    assert [r["engine"] for r in document["results"]] == ["aiozarr-async"]
+    assert status == 0
+
+
 def test_jobs_measure_this_checkout() -> None:
     paths = interpreters.child_env()["PYTHONPATH"].split(":")
     assert paths[:2] == [str(REPO / "src"), str(REPO)]
