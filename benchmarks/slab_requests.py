@@ -9,8 +9,9 @@ the zarr-python that runs this: `issue`, the zarr-python issue's 256 MiB `(64, 1
 needs one or two of each time step's four chunks, so its ranges are broken by gaps of
 one to three compressed chunks); `quick`, the suite's quick mode, 64 MiB in 2 shards
 (the slab is two long runs). The selections are the suite's (`spec.selection`). Each
-row: the median time and client CPU of `repeats` cold reads (open, then read; every
-reader once per repeat, in turn), the GETs and MB the emulator counted in the last.
+row: the median time and CPU (this process's, the emulator's) of `repeats` cold reads
+(open, then read; every reader once per repeat, in turn), and the GETs and MB the
+emulator counted in the last.
 Run it with the newest zarr-python (the Python 3.12 venv) to compare with it; aiozarr's
 rows take the `aiozarr.config` settings named in the row.
 """
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import spec
+from benchmarks.runner import server_cpu_s
 from benchmarks.server import EmulatorProcess
 
 PATH = "slab/sharded.zarr"
@@ -106,16 +108,19 @@ def _readers(endpoint: str) -> dict[str, Callable[[Any], Any]]:
 
 
 def _once(emu: EmulatorProcess, read: Any, sel: Any, want: np.ndarray) -> dict[str, Any]:
-    """One cold read: seconds, client CPU seconds, and the emulator's GETs and MB."""
+    """One cold read: seconds, client and emulator CPU seconds, the emulator's GETs, MB."""
     emu.reset()
+    server = server_cpu_s(emu.pid) or 0.0
     cpu, began = time.process_time(), time.perf_counter()
     got = read(sel)
     seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
+    server = (server_cpu_s(emu.pid) or 0.0) - server
     stats = emu.stats()
     if not np.array_equal(np.asarray(got), want):
         raise AssertionError("a read gave other values than were written")
     gets = stats["by_method"].get("GET", 0)
-    return {"seconds": seconds, "cpu": cpu, "gets": gets, "mb": stats["bytes_read"] / 1e6}
+    mb = stats["bytes_read"] / 1e6
+    return {"seconds": seconds, "cpu": cpu, "server_cpu": server, "gets": gets, "mb": mb}
 
 
 def run(layout: str, profiles: list[str], workloads: list[str], repeats: int) -> list[dict]:
@@ -139,7 +144,8 @@ def run(layout: str, profiles: list[str], workloads: list[str], repeats: int) ->
                 for name, runs in seen.items():
                     row = {"profile": profile, "workload": workload, "reader": name} | runs[-1]
                     row["seconds"] = statistics.median(r["seconds"] for r in runs)
-                    row["cpu"] = statistics.median(r["cpu"] for r in runs)
+                    for what in ("cpu", "server_cpu"):
+                        row[what] = statistics.median(r[what] for r in runs)
                     rows.append(row)
                     print(_line(row), flush=True)
     return rows
@@ -148,7 +154,8 @@ def run(layout: str, profiles: list[str], workloads: list[str], repeats: int) ->
 def _line(row: dict[str, Any]) -> str:
     return (
         f"| {row['profile']} | {row['workload']} | {row['reader']} "
-        f"| {row['seconds'] * 1e3:.0f} | {row['cpu'] * 1e3:.0f} | {row['gets']} | {row['mb']:.1f} |"
+        f"| {row['seconds'] * 1e3:.0f} | {row['cpu'] * 1e3:.0f} / {row['server_cpu'] * 1e3:.0f} "
+        f"| {row['gets']} | {row['mb']:.1f} |"
     )
 
 
@@ -160,7 +167,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     print(f"layout {args.layout}: shape, shards {LAYOUTS[args.layout]}, inner chunks {CHUNKS}")
-    print("| profile | workload | reader | median ms | client CPU ms | GETs | MB read |")
+    print(
+        "| profile | workload | reader | median ms | CPU ms: client / emulator | GETs | MB read |"
+    )
     print("|---|---|---|--:|--:|--:|--:|")
     run(args.layout, args.profiles.split(","), args.workloads.split(","), args.repeats)
 
