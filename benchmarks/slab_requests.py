@@ -3,15 +3,15 @@ aiozarr under request-shaping settings.
 
     python -m benchmarks.slab_requests [--layout issue|quick] [--profiles 20ms,cloud]
 
-Layouts (`LAYOUTS`), float32, inner chunks of 256 KiB `(1, 256, 256)`, zstd, written by
-the zarr-python that runs this: `issue`, the zarr-python issue's 256 MiB `(64, 1024,
-1024)` in 16 shards of `(16, 512, 512)` (the slab meets 12 shards; in the edge shards it
-needs one or two of each time step's four chunks, so its ranges are broken by gaps of
-one to three compressed chunks); `quick`, the suite's quick mode, 64 MiB in 2 shards
-(the slab is two long runs). The selections are the suite's (`spec.selection`). Each
-row: the median time and CPU (this process's, the emulator's) of `repeats` cold reads
-(open, then read; every reader once per repeat, in turn), and the GETs and MB the
-emulator counted in the last.
+Layouts (`LAYOUTS`), float32, zstd, written by the zarr-python that runs this, inner
+chunks of 256 KiB `(1, 256, 256)` (but in `tiny`, the smoke test's): `issue`, the
+zarr-python issue's 256 MiB `(64, 1024, 1024)` in 16 shards of `(16, 512, 512)` (the
+slab meets 12 shards; in the edge shards it needs one or two of each time step's four
+chunks, so its ranges are broken by gaps of one to three compressed chunks); `quick`,
+the suite's quick mode, 64 MiB in 2 shards (the slab is two long runs). The selections
+are the suite's (`spec.selection`). Each row: the median time and CPU (this process's,
+the emulator's) of `repeats` cold reads (open, then read; every reader once per repeat,
+in turn), and the GETs and MB the emulator counted in the last.
 Run it with the newest zarr-python (the Python 3.12 venv) to compare with it; aiozarr's
 rows take the `aiozarr.config` settings named in the row.
 """
@@ -35,12 +35,13 @@ from benchmarks.runner import server_cpu_s
 from benchmarks.server import EmulatorProcess
 
 PATH = "slab/sharded.zarr"
-CHUNKS = (1, 256, 256)
-#: name -> (shape, shards): the issue's (slab: 12 shards, runs broken by gaps of one to
-#: three chunks) and the suite's quick mode (slab: 2 shards, two long runs).
+#: name -> (shape, inner chunks, shards): the issue's (slab: 12 shards, runs broken by
+#: gaps of one to three chunks), the suite's quick mode (slab: 2 shards, two long runs),
+#: and a tiny one for the smoke test.
 LAYOUTS = {
-    "issue": ((64, 1024, 1024), (16, 512, 512)),
-    "quick": ((64, 512, 512), (32, 512, 512)),
+    "issue": ((64, 1024, 1024), (1, 256, 256), (16, 512, 512)),
+    "quick": ((64, 512, 512), (1, 256, 256), (32, 512, 512)),
+    "tiny": ((8, 64, 64), (1, 16, 16), (4, 32, 32)),
 }
 MiB = 1 << 20
 #: aiozarr settings tried, by row name (the defaults first).
@@ -63,7 +64,7 @@ def _write(root: Path, mode: spec.Mode) -> np.ndarray:
     arr = zarr.create_array(
         zarr.storage.LocalStore(root / PATH),
         shape=mode.shape,
-        chunks=CHUNKS,
+        chunks=mode.inner_chunks,
         shards=mode.shards,
         dtype=spec.DTYPE,
         fill_value=0.0,
@@ -123,11 +124,13 @@ def _once(emu: EmulatorProcess, read: Any, sel: Any, want: np.ndarray) -> dict[s
     return {"seconds": seconds, "cpu": cpu, "server_cpu": server, "gets": gets, "mb": mb}
 
 
-def run(layout: str, profiles: list[str], workloads: list[str], repeats: int) -> list[dict]:
+def run(
+    layout: str, profiles: list[str], workloads: list[str], repeats: int, echo: bool = True
+) -> list[dict[str, Any]]:
     """Every reader once per repeat, in turn (a busy machine's drift meets them alike);
     per row the median time and CPU, and the GETs and MB of the last repeat."""
-    shape, shards = LAYOUTS[layout]
-    mode = spec.Mode(layout, shape, CHUNKS, shards, CHUNKS, 0, 1)
+    shape, chunks, shards = LAYOUTS[layout]
+    mode = spec.Mode(layout, shape, chunks, shards, chunks, 0, 1)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -147,7 +150,8 @@ def run(layout: str, profiles: list[str], workloads: list[str], repeats: int) ->
                     for what in ("cpu", "server_cpu"):
                         row[what] = statistics.median(r[what] for r in runs)
                     rows.append(row)
-                    print(_line(row), flush=True)
+                    if echo:
+                        print(_line(row), flush=True)
     return rows
 
 
@@ -166,7 +170,7 @@ def main() -> None:
     parser.add_argument("--workloads", default="slab,drill")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    print(f"layout {args.layout}: shape, shards {LAYOUTS[args.layout]}, inner chunks {CHUNKS}")
+    print(f"layout {args.layout}: shape, inner chunks, shards {LAYOUTS[args.layout]}")
     print(
         "| profile | workload | reader | median ms | CPU ms: client / emulator | GETs | MB read |"
     )

@@ -124,3 +124,14 @@ def test_ratios_against_stock_zarr_and_their_targets() -> None:
         "**not met**: slab on cloud 0.93x"
     )
     assert "### Against zarr-python 3.4.2" in report.results_section(document)
+
+
+def test_slab_requests_counts_each_shape_on_the_emulator() -> None:
+    from benchmarks import slab_requests
+
+    rows = slab_requests.run("tiny", ["0ms"], ["slab", "drill"], 1, echo=False)
+    readers = {r["reader"] for r in rows}
+    assert set(slab_requests.SETTINGS) <= readers  # zarr-python's rows too, by version
+    assert len(readers) == len(slab_requests.SETTINGS) + 2
+    for row in rows:  # each read was checked against what was written
+        assert row["gets"] > 0 and row["mb"] > 0 and row["seconds"] > 0
