@@ -82,7 +82,10 @@ class AiozarrAsync(Engine):
 
         self.aiozarr = aiozarr
         self.loop = asyncio.new_event_loop()
+        # `aiozarr.config` settings every call runs under: `max_inflight_bytes`, and any
+        # named in the option `config`
         self.settings = {k: v for k, v in options.items() if k == "max_inflight_bytes"}
+        self.settings.update(options.get("config", {}))
         # A service's loop has one long-lived task; `run_until_complete` per call would
         # make each call the loop's root task, and anyio stops its worker threads (the
         # codec pool) when the root task ends, so every repeat would start them anew.

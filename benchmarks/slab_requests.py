@@ -19,12 +19,12 @@ rows take the `aiozarr.config` settings named in the row.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import itertools
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -73,16 +73,15 @@ def _write(root: Path, mode: spec.Mode) -> np.ndarray:
     return data
 
 
-def _readers(endpoint: str) -> dict[str, Callable[[Any], Any]]:
-    """Each way of reading: a function of the selection that opens afresh and reads."""
+def _readers(endpoint: str) -> tuple[dict[str, Callable[[Any], Any]], list[Any]]:
+    """Each way of reading, as a function of the selection that opens afresh and reads;
+    and the engines to close after."""
     import obstore
     import zarr
 
-    import aiozarr
+    from benchmarks.engines import AiozarrAsync
 
-    options = spec.storage_options(endpoint)
-    s3 = obstore.store.S3Store(spec.BUCKET, prefix=PATH, **options)
-    url = f"s3://{spec.BUCKET}/{PATH}"
+    s3 = obstore.store.S3Store(spec.BUCKET, prefix=PATH, **spec.storage_options(endpoint))
 
     def stock(sel: Any) -> Any:
         return zarr.open_array(zarr.storage.ObjectStore(s3, read_only=True), mode="r")[sel]
@@ -92,20 +91,16 @@ def _readers(endpoint: str) -> dict[str, Callable[[Any], Any]]:
             arr = zarr.open_array(zarr.storage.ObjectStore(s3, read_only=True), mode="r")
         return arr[sel]
 
-    def with_settings(settings: dict[str, Any]) -> Callable[[Any], Any]:
-        async def go(sel: Any) -> Any:
-            with aiozarr.config.set(**settings):
-                arr = await aiozarr.open_array_async(url, mode="r", storage_options=options)
-                return await arr.getitem(sel)
-
-        return lambda sel: asyncio.run(go(sel))
-
     readers: dict[str, Callable[[Any], Any]] = {
         f"zarr {zarr.__version__}": stock,
         f"zarr {zarr.__version__} + aiozarr.zarr.CodecPipeline": pipeline,
     }
-    readers.update({name: with_settings(s) for name, s in SETTINGS.items()})
-    return readers
+    # aiozarr as the suite runs it: one long-lived event loop per engine (as zarr-python
+    # keeps its own), each call under the row's settings
+    engines = [AiozarrAsync(endpoint, {"config": s}) for s in SETTINGS.values()]
+    for name, engine in zip(SETTINGS, engines, strict=True):
+        readers[name] = partial(engine.cold_read, PATH, 3)
+    return readers, engines
 
 
 def _once(emu: EmulatorProcess, read: Any, sel: Any, want: np.ndarray) -> dict[str, Any]:
@@ -124,6 +119,28 @@ def _once(emu: EmulatorProcess, read: Any, sel: Any, want: np.ndarray) -> dict[s
     return {"seconds": seconds, "cpu": cpu, "server_cpu": server, "gets": gets, "mb": mb}
 
 
+def _rows(
+    emu: EmulatorProcess, readers: dict[str, Any], mode: spec.Mode, data: np.ndarray, args: Any
+) -> list[dict[str, Any]]:
+    profiles, workloads, repeats, echo = args
+    rows = []
+    for profile, workload in itertools.product(profiles, workloads):
+        emu.set_profile(spec.PROFILES[profile])
+        sel = spec.selection(workload, mode)
+        want = data[sel]
+        seen: dict[str, list[dict[str, Any]]] = {name: [] for name in readers}
+        for _, (name, read) in itertools.product(range(repeats), readers.items()):
+            seen[name].append(_once(emu, read, sel, want))
+        for name, runs in seen.items():
+            row = {"profile": profile, "workload": workload, "reader": name} | runs[-1]
+            for what in ("seconds", "cpu", "server_cpu"):
+                row[what] = statistics.median(r[what] for r in runs)
+            rows.append(row)
+            if echo:
+                print(_line(row), flush=True)
+    return rows
+
+
 def run(
     layout: str, profiles: list[str], workloads: list[str], repeats: int, echo: bool = True
 ) -> list[dict[str, Any]]:
@@ -131,28 +148,16 @@ def run(
     per row the median time and CPU, and the GETs and MB of the last repeat."""
     shape, chunks, shards = LAYOUTS[layout]
     mode = spec.Mode(layout, shape, chunks, shards, chunks, 0, 1)
-    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         data = _write(root, mode)
         with EmulatorProcess(root) as emu:
-            readers = _readers(emu.endpoint)
-            for profile, workload in itertools.product(profiles, workloads):
-                emu.set_profile(spec.PROFILES[profile])
-                sel = spec.selection(workload, mode)
-                want = data[sel]
-                seen: dict[str, list[dict[str, Any]]] = {name: [] for name in readers}
-                for _, (name, read) in itertools.product(range(repeats), readers.items()):
-                    seen[name].append(_once(emu, read, sel, want))
-                for name, runs in seen.items():
-                    row = {"profile": profile, "workload": workload, "reader": name} | runs[-1]
-                    row["seconds"] = statistics.median(r["seconds"] for r in runs)
-                    for what in ("cpu", "server_cpu"):
-                        row[what] = statistics.median(r[what] for r in runs)
-                    rows.append(row)
-                    if echo:
-                        print(_line(row), flush=True)
-    return rows
+            readers, engines = _readers(emu.endpoint)
+            try:
+                return _rows(emu, readers, mode, data, (profiles, workloads, repeats, echo))
+            finally:
+                for engine in engines:
+                    engine.close()
 
 
 def _line(row: dict[str, Any]) -> str:
