@@ -120,9 +120,14 @@ def _once(emu: EmulatorProcess, read: Any, sel: Any, want: np.ndarray) -> dict[s
 
 
 def _rows(
-    emu: EmulatorProcess, readers: dict[str, Any], mode: spec.Mode, data: np.ndarray, args: Any
+    emu: EmulatorProcess,
+    readers: dict[str, Any],
+    mode: spec.Mode,
+    data: np.ndarray,
+    plan: tuple[list[str], list[str], int, bool],
 ) -> list[dict[str, Any]]:
-    profiles, workloads, repeats, echo = args
+    """The rows of `run`; `plan`: its profiles, workloads, repeats and echo."""
+    profiles, workloads, repeats, echo = plan
     rows = []
     for profile, workload in itertools.product(profiles, workloads):
         emu.set_profile(spec.PROFILES[profile])
