@@ -6,7 +6,7 @@ virtual chunk's file). So the store is a `ReferenceStore` whose references come 
 snapshot and its manifests instead of a JSON document: each node's `zarr.json` is the
 document the snapshot holds, each chunk key the reference its manifest gives. Reads then
 plan, batch and coalesce as kerchunk's do: one batch for the manifests the keys need
-(fetched once per store: they are immutable, and cached by id), then every range grouped
+(fetched once per process: they are immutable, and kept by id), then every range grouped
 by object, coalesced and fetched concurrently under the target store's request policy.
 
 Native chunks lie in the repository, read with its options. Virtual chunks are read only
@@ -24,8 +24,6 @@ import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
-from aiozarr import config
-from aiozarr.byte_cache import LRUByteCache
 from aiozarr.errors import MetadataError, NodeNotFoundError, SourceChangedError, StoreError
 from aiozarr.storage.backends.guarded_http import GuardedHTTPStore
 from aiozarr.storage.backends.object_store import ObjectStore
@@ -42,6 +40,7 @@ from aiozarr.storage.references.icechunk.format import (
     parse_repo_info,
     parse_snapshot,
 )
+from aiozarr.storage.references.icechunk.kept import kept_files, repository_scope
 from aiozarr.storage.references.icechunk.keys import ChunkKeys
 from aiozarr.storage.references.reference_store import ReferenceStore
 
@@ -108,7 +107,7 @@ class IcechunkStore(ReferenceStore):
         self._snapshot: Snapshot | None = None
         self._meta: dict[str, bytes] = {}
         self._arrays: dict[str, tuple[Node, ChunkKeys]] = {}
-        self._manifests = _manifest_cache()
+        self._scope = repository_scope(self._url, self._options)  # its keys in kept_files
         self._conditional: dict[int, ConditionalReads] = {}  # by id of the store wrapped
 
     # -- the snapshot ------------------------------------------------------------------
@@ -156,12 +155,15 @@ class IcechunkStore(ReferenceStore):
     async def _load(self) -> dict[str, Any]:
         if self._snapshot is None:
             repo = self._repository()
-            snapshot_id = await self._snapshot_id(repo)
-            key = f"snapshots/{snapshot_id}"
-            data = await repo.get(key)
-            if data is None:
-                raise NodeNotFoundError(f"{self._url!r}: snapshot {snapshot_id!r} not found")
-            self._index(parse_snapshot(data, f"{self._url}/{key}"))
+            key = f"snapshots/{await self._snapshot_id(repo)}"
+            snapshot = kept_files().get(self._scope + key)
+            if snapshot is None:  # immutable: read once per process
+                data = await repo.get(key)
+                if data is None:
+                    raise NodeNotFoundError(f"{self._url!r}: {key!r} not found")
+                snapshot = parse_snapshot(data, f"{self._url}/{key}")
+                kept_files().put(self._scope + key, snapshot, len(data))
+            self._index(snapshot)
         self._refs = {}
         return self._refs
 
@@ -227,8 +229,9 @@ class IcechunkStore(ReferenceStore):
         return [chunk.location, chunk.offset, chunk.length, chunk]
 
     async def _fetch_manifests(self, ids: set[str]) -> dict[str, Manifest]:
-        """The manifests `ids`, those not cached read in one batch."""
-        found = {i: m for i in ids if (m := self._manifests.get(i)) is not None}
+        """The manifests `ids`, those not kept (`kept.py`) read in one batch."""
+        kept = kept_files()
+        found = {i: m for i in ids if (m := kept.get(f"{self._scope}manifests/{i}")) is not None}
         missing = sorted(ids - found.keys())
         if missing:
             repo = self._repository()
@@ -238,7 +241,7 @@ class IcechunkStore(ReferenceStore):
                 if data is None:
                     raise StoreError(f"{self._url!r}: manifest {key!r} is missing")
                 manifest = parse_manifest(data, f"{self._url}/{key}")
-                self._manifests.put(manifest_id, manifest, manifest.nbytes)
+                kept.put(self._scope + key, manifest, manifest.nbytes)
                 found[manifest_id] = manifest
         return found
 
@@ -315,21 +318,12 @@ class IcechunkStore(ReferenceStore):
         state = super().__getstate__()
         if self._snapshot is not None:
             state["_ref"] = ("snapshot", self._snapshot.id)
-        state["_manifests"] = None  # its lock belongs to this process
         state["_conditional"] = {}
         return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._manifests = _manifest_cache()
 
     def __repr__(self) -> str:
         kind, name = self._ref
         return f"IcechunkStore({self._url!r}, {kind}={name!r})"
-
-
-def _manifest_cache() -> LRUByteCache:
-    return LRUByteCache(config.get().icechunk_manifest_cache_bytes)
 
 
 def _document(node: Node, url: str) -> Mapping[str, Any]:
