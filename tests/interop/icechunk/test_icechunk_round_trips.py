@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import re
 
+import icechunk
 import numpy as np
 import pytest
+import zarr
 from tests.interop.icechunk.round_trips import RoundTrips
 from tests.interop.icechunk.test_icechunk_requests import _virtual_on_emulator
 
@@ -85,3 +87,34 @@ def test_opening_the_repository_again_reads_no_snapshot_or_manifest_twice(
     other = {**options, "region": "eu-west-1"}  # other options: files read with them
     _open_and_read(url, other, expected, snapshot=snapshot_id)
     assert _named(round_trips) == [["snapshots/ID"], ["manifests/ID"], ["part0.h5"]]
+
+
+def test_a_sharded_read_reads_its_manifest_once(
+    emulator: Emulator, prefix: str, round_trips: RoundTrips
+) -> None:
+    """A shard's index and its parts ahead (2 MiB each) are looked up at once: one
+    manifest read serves them all (each lookup read it again before)."""
+    repo = icechunk.Repository.create(
+        icechunk.local_filesystem_storage(str(emulator.root / prefix / "repo"))
+    )
+    session = repo.writable_session("main")
+    expected = np.random.default_rng(1).normal(size=(1024, 1024)).astype("f4")  # 4 MiB
+    arr = zarr.create_array(
+        session.store,
+        name="a",
+        shape=expected.shape,
+        chunks=(256, 256),
+        shards=(1024, 1024),
+        dtype="f4",
+    )
+    arr[...] = expected
+    session.commit("one shard")
+    kept_files().clear()
+    options = {**emulator.storage_options(), "branch": "main"}
+    url = emulator.s3_url(f"{prefix}/repo")
+    arr = aiozarr.open_array(url, "a", mode="r", storage_options=options)
+    round_trips.clear()
+    np.testing.assert_array_equal(arr[...], expected)
+    keys = [key for _, key in round_trips.reads]
+    assert len([key for key in keys if key.startswith("manifests/")]) == 1
+    assert len([key for key in keys if ID.fullmatch(key)]) == 3  # the index, 2 parts

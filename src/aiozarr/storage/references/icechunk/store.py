@@ -19,6 +19,7 @@ after the recorded time, raises `SourceChangedError` (see `checksums.py`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -108,6 +109,7 @@ class IcechunkStore(ReferenceStore):
         self._meta: dict[str, bytes] = {}
         self._arrays: dict[str, tuple[Node, ChunkKeys]] = {}
         self._scope = repository_scope(self._url, self._options)  # its keys in kept_files
+        self._loading: dict[str, asyncio.Future[Manifest]] = {}  # manifests being read
         self._conditional: dict[int, ConditionalReads] = {}  # by id of the store wrapped
 
     # -- the snapshot ------------------------------------------------------------------
@@ -229,21 +231,56 @@ class IcechunkStore(ReferenceStore):
         return [chunk.location, chunk.offset, chunk.length, chunk]
 
     async def _fetch_manifests(self, ids: set[str]) -> dict[str, Manifest]:
-        """The manifests `ids`, those not kept (`kept.py`) read in one batch."""
+        """The manifests `ids`: those kept (`kept.py`), those another lookup is reading
+        (awaited, not read again: a read's lookups run at once, a sharded array's index
+        and parts each asking for the same manifest), the rest read in one batch."""
         kept = kept_files()
         found = {i: m for i in ids if (m := kept.get(f"{self._scope}manifests/{i}")) is not None}
-        missing = sorted(ids - found.keys())
-        if missing:
-            repo = self._repository()
-            keys = [f"manifests/{i}" for i in missing]
-            answers = await repo.get_partial_values([RangeRequest(key) for key in keys])
-            for manifest_id, key, data in zip(missing, keys, answers, strict=True):
+        loop = asyncio.get_running_loop()
+        mine: list[str] = []
+        theirs: dict[str, asyncio.Future[Manifest]] = {}
+        for manifest_id in sorted(ids - found.keys()):
+            pending = self._loading.get(manifest_id)
+            if pending is None:
+                mine.append(manifest_id)
+                self._loading[manifest_id] = loop.create_future()
+            elif pending.get_loop() is loop:
+                theirs[manifest_id] = pending
+            else:  # read in another event loop, whose future this one cannot await
+                found.update(await self._read_manifests([manifest_id]))
+        if mine:
+            found.update(await self._read_manifests(mine, handing_over=True))
+        for manifest_id, pending in theirs.items():
+            await asyncio.wait([pending])  # its outcome, not its cancellation, is ours
+            if pending.cancelled():  # the read that was to bring it failed: read it here
+                found.update(await self._fetch_manifests({manifest_id}))
+            else:
+                found[manifest_id] = pending.result()
+        return found
+
+    async def _read_manifests(
+        self, ids: list[str], *, handing_over: bool = False
+    ) -> dict[str, Manifest]:
+        """Read the manifests `ids` in one batch and keep them; `handing_over`: hand each
+        to the lookups waiting on it (its future cancelled where the read failed)."""
+        out: dict[str, Manifest] = {}
+        try:
+            keys = [f"manifests/{i}" for i in ids]
+            answers = await self._repository().get_partial_values([RangeRequest(k) for k in keys])
+            for manifest_id, key, data in zip(ids, keys, answers, strict=True):
                 if data is None:
                     raise StoreError(f"{self._url!r}: manifest {key!r} is missing")
                 manifest = parse_manifest(data, f"{self._url}/{key}")
-                kept.put(self._scope + key, manifest, manifest.nbytes)
-                found[manifest_id] = manifest
-        return found
+                kept_files().put(self._scope + key, manifest, manifest.nbytes)
+                out[manifest_id] = manifest
+        finally:
+            for manifest_id in ids if handing_over else ():
+                pending = self._loading.pop(manifest_id)
+                if manifest_id in out:
+                    pending.set_result(out[manifest_id])
+                else:
+                    pending.cancel()
+        return out
 
     def _target(self, value: list[Any], key: str) -> tuple[Store, str, int, int | None]:
         """A virtual chunk with a checksum, on an object store or over http(s), is read
@@ -319,6 +356,7 @@ class IcechunkStore(ReferenceStore):
         if self._snapshot is not None:
             state["_ref"] = ("snapshot", self._snapshot.id)
         state["_conditional"] = {}
+        state["_loading"] = {}  # futures of this process's event loop
         return state
 
     def __repr__(self) -> str:
