@@ -84,8 +84,22 @@ def test_selections_match(written: Written) -> None:
 
 def test_virtual_chunks_need_their_folder_allowed(written: Written) -> None:
     arr = aiozarr.open_array(written.path, "virtual", mode="r")  # metadata reads no target
-    with pytest.raises(ReferenceTargetError, match=r"part0\.h5"):
+    with pytest.raises(ReferenceTargetError, match=r"part0\.h5") as refused:
         arr[0, 0]
+    container = written.source_url()
+    if written.spec_version >= 2:  # the container the repository declares is named
+        assert f"virtual chunk container {container!r} (local_file_system)" in str(refused.value)
+        assert f"allowed_targets=[{container!r}]" in str(refused.value)
+
+
+def test_the_declared_virtual_chunk_containers_are_read(written: Written) -> None:
+    containers = run(
+        IcechunkStore(written.path, snapshot=written.refs["tag:v1"]).virtual_chunk_containers
+    )
+    if written.spec_version == 1:
+        assert containers is None  # config.yaml is not read
+    else:
+        assert containers == {written.source_url(): {"local_file_system": str(written.sources)}}
 
 
 def test_a_repository_is_known_by_its_layout_not_its_name(written: Written, tmp_path) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 import flatbuffers
 import numpy as np
 import zstandard
+from flatbuffers import flexbuffers
 from flatbuffers import number_types as N
 from flatbuffers.table import Table
 
@@ -43,6 +44,7 @@ __all__ = [
     "parse_ref_json",
     "parse_repo_info",
     "parse_snapshot",
+    "virtual_chunk_containers",
 ]
 
 MAGIC = "ICE🧊CHUNK".encode()
@@ -191,13 +193,15 @@ def _parse(what: str, fn: Any, *args: Any) -> Any:
 
 @dataclass(frozen=True)
 class RepoInfo:
-    """What a repository's entry point says: its branches and tags (name -> snapshot id)
-    and the ids of its snapshots."""
+    """What a repository's entry point says: its branches and tags (name -> snapshot id),
+    the ids of its snapshots, and its configuration (FlexBuffers, read on demand:
+    `virtual_chunk_containers`)."""
 
     spec_version: int
     branches: dict[str, str]
     tags: dict[str, str]
     snapshots: frozenset[str] = field(default_factory=frozenset)
+    config: bytes | None = None
 
 
 def parse_repo_info(data: bytes, where: str = "repo") -> RepoInfo:
@@ -215,7 +219,29 @@ def _repo_info(version: int, body: bytes) -> RepoInfo:
     def refs(slot: int) -> dict[str, str]:
         return {ref.string(0) or "": ids[ref.scalar(1, N.Uint32Flags)] for ref in repo.tables(slot)}
 
-    return RepoInfo(version, branches=refs(2), tags=refs(1), snapshots=frozenset(ids))
+    # ..., config 9 (FlexBuffers)
+    return RepoInfo(
+        version, branches=refs(2), tags=refs(1), snapshots=frozenset(ids), config=repo.raw(9)
+    )
+
+
+def virtual_chunk_containers(info: RepoInfo, where: str) -> dict[str, dict[str, Any]]:
+    """The virtual chunk containers a spec-2 repository's configuration declares: url
+    prefix -> the settings of its store as written (`{"s3": {"region": ...}}`,
+    `{"local_file_system": "/data"}`)."""
+    if info.config is None:
+        return {}
+    try:
+        config = flexbuffers.Loads(info.config)
+    except (IndexError, ValueError, TypeError, KeyError, RecursionError, struct.error) as error:
+        raise MetadataError(f"{where}: malformed configuration ({error!r})") from None
+    found = config.get("virtual_chunk_containers") if isinstance(config, dict) else None
+    out: dict[str, dict[str, Any]] = {}
+    for container in found.values() if isinstance(found, dict) else ():
+        if isinstance(container, dict) and isinstance(container.get("url_prefix"), str):
+            store = container.get("store")
+            out[container["url_prefix"]] = store if isinstance(store, dict) else {}
+    return out
 
 
 def parse_ref_json(data: bytes, where: str) -> str:

@@ -25,7 +25,13 @@ import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
-from aiozarr.errors import MetadataError, NodeNotFoundError, SourceChangedError, StoreError
+from aiozarr.errors import (
+    MetadataError,
+    NodeNotFoundError,
+    ReferenceTargetError,
+    SourceChangedError,
+    StoreError,
+)
 from aiozarr.storage.backends.guarded_http import GuardedHTTPStore
 from aiozarr.storage.backends.object_store import ObjectStore
 from aiozarr.storage.protocol import Capabilities, RangeRequest, Store, dir_entries
@@ -35,11 +41,13 @@ from aiozarr.storage.references.icechunk.format import (
     ChunkRef,
     Manifest,
     Node,
+    RepoInfo,
     Snapshot,
     parse_manifest,
     parse_ref_json,
     parse_repo_info,
     parse_snapshot,
+    virtual_chunk_containers,
 )
 from aiozarr.storage.references.icechunk.kept import kept_files, repository_scope
 from aiozarr.storage.references.icechunk.keys import ChunkKeys
@@ -106,6 +114,7 @@ class IcechunkStore(ReferenceStore):
                 f"snapshot, allowed_targets and target_options; got {sorted(self._options)}"
             )
         self._snapshot: Snapshot | None = None
+        self._info: RepoInfo | None = None  # the spec-2 `repo` file, where it was read
         self._meta: dict[str, bytes] = {}
         self._arrays: dict[str, tuple[Node, ChunkKeys]] = {}
         self._scope = repository_scope(self._url, self._options)  # its keys in kept_files
@@ -130,7 +139,7 @@ class IcechunkStore(ReferenceStore):
         info, ref = await repo.get_partial_values([RangeRequest("repo"), RangeRequest(ref_key)])
         where = f"{self._url}/"
         if info is not None:
-            refs = parse_repo_info(info, f"{where}repo")
+            refs = self._info = parse_repo_info(info, f"{where}repo")
             found = (refs.branches if kind == "branch" else refs.tags).get(name)
         elif ref is not None:
             found = parse_ref_json(ref, where + ref_key)
@@ -227,8 +236,38 @@ class IcechunkStore(ReferenceStore):
         if chunk.chunk_id is not None:
             return [f"chunks/{chunk.chunk_id}", chunk.offset, chunk.length, chunk]
         assert chunk.location is not None
-        self._resolve(chunk.location, key)  # refused before any request if not allowed
+        try:
+            self._resolve(chunk.location, key)  # refused before any request if not allowed
+        except ReferenceTargetError as error:
+            raise ReferenceTargetError(f"{error}{self._container_hint(chunk.location)}") from None
         return [chunk.location, chunk.offset, chunk.length, chunk]
+
+    def _container_hint(self, location: str) -> str:
+        """Where the repository read declares a container for `location`: its name and
+        how to allow it (the declaration itself authorizes nothing)."""
+        info = self._info
+        containers = {} if info is None else virtual_chunk_containers(info, f"{self._url}/repo")
+        prefix = max((p for p in containers if location.startswith(p)), key=len, default=None)
+        if prefix is None:
+            return ""
+        kinds = ", ".join(containers[prefix]) or "no store"
+        return (
+            f"; the repository declares virtual chunk container {prefix!r} ({kinds}): "
+            f"allowed_targets=[{prefix!r}] reads it (its options in target_options)"
+        )
+
+    async def virtual_chunk_containers(self) -> dict[str, dict[str, Any]] | None:
+        """The virtual chunk containers the repository's configuration declares: url
+        prefix -> the settings of its store as written (`{"s3": {"region": ...}}`).
+        None for a spec-1 repository (its configuration, YAML, is not read). They
+        authorize nothing: virtual chunks are read under `allowed_targets`."""
+        await self._load()
+        if self._info is None:
+            data = await self._repository().get("repo")
+            if data is None:
+                return None
+            self._info = parse_repo_info(data, f"{self._url}/repo")
+        return virtual_chunk_containers(self._info, f"{self._url}/repo")
 
     async def _fetch_manifests(self, ids: set[str]) -> dict[str, Manifest]:
         """The manifests `ids`: those kept (`kept.py`), those another lookup is reading
