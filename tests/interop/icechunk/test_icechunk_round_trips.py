@@ -16,6 +16,7 @@ import icechunk
 import numpy as np
 import pytest
 import zarr
+from tests.interop.icechunk.generate import write_virtual_repository
 from tests.interop.icechunk.round_trips import RoundTrips
 from tests.interop.icechunk.test_icechunk_requests import _virtual_on_emulator
 
@@ -118,3 +119,21 @@ def test_a_sharded_read_reads_its_manifest_once(
     keys = [key for _, key in round_trips.reads]
     assert len([key for key in keys if key.startswith("manifests/")]) == 1
     assert len([key for key in keys if ID.fullmatch(key)]) == 3  # the index, 2 parts
+
+
+def test_a_tile_in_five_files_is_one_round_trip_once_its_manifest_is_read(
+    emulator: Emulator, prefix: str, round_trips: RoundTrips
+) -> None:
+    folder = emulator.root / prefix
+    expected = write_virtual_repository(
+        folder / "repo",
+        folder / "sources",
+        lambda path: emulator.s3_url(f"{prefix}/sources/{path.name}"),
+        rows=4,  # five files of one row of 5 chunks: the 5 x 5 tile lies in 5 runs
+    )
+    options = {**emulator.storage_options(), "branch": "main"}
+    arr = aiozarr.open_array(emulator.s3_url(f"{prefix}/repo"), "virtual", storage_options=options)
+    arr[0, 0]  # the manifest read
+    round_trips.clear()
+    np.testing.assert_array_equal(arr[...], expected)  # 25 chunks
+    assert round_trips.by_round_trip() == [[f"part{n}.h5" for n in range(5)]]
