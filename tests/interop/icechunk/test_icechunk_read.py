@@ -11,7 +11,12 @@ from tests.interop.icechunk.generate import Written, open_repository
 from tests.interop.icechunk.round_trips import RoundTrips
 
 import aiozarr
-from aiozarr.errors import NodeNotFoundError, ReferenceTargetError, StoreError
+from aiozarr.errors import (
+    NodeNotFoundError,
+    ReferenceTargetError,
+    StoreError,
+    UnsupportedError,
+)
 from aiozarr.storage.references.icechunk import IcechunkStore
 from aiozarr.storage.references.icechunk.kept import kept_files
 from aiozarr.sync import run
@@ -140,3 +145,30 @@ def test_a_pickled_array_reads_the_snapshot_it_was_opened_at(written: Written) -
 def test_a_local_repository_refuses_options_it_cannot_use(written: Written) -> None:
     with pytest.raises(StoreError, match=r"takes no storage options.*\['anon'\]"):
         aiozarr.open_group(written.path, storage_options={"anon": True, "tag": "v1"})
+
+
+def test_as_of_opens_the_snapshot_icechunk_opens(written: Written) -> None:
+    repo = open_repository(written)
+    history = list(repo.ancestry(branch="main"))  # newest first: second, first, initial
+    second, first = written.refs["branch:main"], written.refs["tag:v1"]
+    assert [info.id for info in history[:2]] == [second, first]
+    between = history[1].written_at + (history[0].written_at - history[1].written_at) / 2
+    if written.spec_version == 1:
+        with pytest.raises(UnsupportedError, match="spec-2"):
+            aiozarr.open_group(written.path, mode="r", storage_options={"as_of": between})
+        return
+    for when, expected in [(between, first), (history[0].written_at, second)]:
+        assert repo.readonly_session("main", as_of=when).snapshot_id == expected
+        for as_of in (when, when.isoformat()):  # a time, or its text
+            store = IcechunkStore(
+                written.path, storage_options={**_options(written), "as_of": as_of}
+            )
+            assert run(store.snapshot).id == expected
+    arr = aiozarr.open_array(
+        written.path, "late", mode="r", storage_options={"as_of": history[0].written_at}
+    )
+    np.testing.assert_array_equal(arr[...], written.snapshots[second]["late"])
+    with pytest.raises(NodeNotFoundError, match="no snapshot as old as 2000-01-01"):
+        aiozarr.open_group(written.path, mode="r", storage_options={"as_of": "2000-01-01"})
+    with pytest.raises(StoreError, match="as_of goes with a branch, not a tag"):
+        IcechunkStore(written.path, tag="v1", as_of="2000-01-01")

@@ -202,6 +202,23 @@ class RepoInfo:
     tags: dict[str, str]
     snapshots: frozenset[str] = field(default_factory=frozenset)
     config: bytes | None = None
+    #: snapshot id -> (its parent's id or None, when it was committed: microseconds
+    #: since 1970, UTC)
+    history: dict[str, tuple[str | None, int]] = field(default_factory=dict)
+
+    def as_of(self, snapshot_id: str, when_us: int) -> str | None:
+        """The snapshot of `snapshot_id`'s ancestry (itself first) that was the newest
+        at `when_us` (microseconds since 1970, UTC): the first committed at or before
+        it; None if every one is later."""
+        seen: set[str] = set()
+        found: str | None = snapshot_id
+        while found is not None and found not in seen:
+            seen.add(found)  # a cycle in a malformed file ends the walk
+            parent, flushed_at = self.history.get(found, (None, 0))
+            if flushed_at <= when_us:
+                return found
+            found = parent
+        return None
 
 
 def parse_repo_info(data: bytes, where: str = "repo") -> RepoInfo:
@@ -214,14 +231,27 @@ def _repo_info(version: int, body: bytes) -> RepoInfo:
     repo = _T.root(body)
     # Repo: spec_version 0, tags 1, branches 2, deleted_tags 3, snapshots 4, ...
     # SnapshotInfo: id 0, ...; Ref: name 0, snapshot_index 1.
-    ids = [object_id(info.struct(0, 12) or b"") for info in repo.tables(4)]
+    infos = repo.tables(4)
+    ids = [object_id(info.struct(0, 12) or b"") for info in infos]
+    history: dict[str, tuple[str | None, int]] = {}
+    for snapshot_id, info in zip(ids, infos, strict=True):
+        # SnapshotInfo: parent_offset 1 (its parent's index in the list; -1: none),
+        # flushed_at 2
+        parent = info.scalar(1, N.Int32Flags)
+        flushed_at = info.scalar(2, N.Uint64Flags)
+        history[snapshot_id] = (ids[parent] if 0 <= parent < len(ids) else None, flushed_at)
 
     def refs(slot: int) -> dict[str, str]:
         return {ref.string(0) or "": ids[ref.scalar(1, N.Uint32Flags)] for ref in repo.tables(slot)}
 
     # ..., config 9 (FlexBuffers)
     return RepoInfo(
-        version, branches=refs(2), tags=refs(1), snapshots=frozenset(ids), config=repo.raw(9)
+        version,
+        branches=refs(2),
+        tags=refs(1),
+        snapshots=frozenset(ids),
+        config=repo.raw(9),
+        history=history,
     )
 
 

@@ -20,6 +20,7 @@ after the recorded time, raises `SourceChangedError` (see `checksums.py`).
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -31,6 +32,7 @@ from aiozarr.errors import (
     ReferenceTargetError,
     SourceChangedError,
     StoreError,
+    UnsupportedError,
 )
 from aiozarr.storage.backends.guarded_http import GuardedHTTPStore
 from aiozarr.storage.backends.object_store import ObjectStore
@@ -61,10 +63,12 @@ class IcechunkStore(ReferenceStore):
     (`"s3://bucket/repo"`, a local path, ...), spec version 1 or 2.
 
     The snapshot is the one branch `branch` points at (`"main"` by default), or tag
-    `tag`, or snapshot `snapshot` (its id); give at most one. It is resolved on first
-    use and kept: a branch moved later is not followed (open the store again).
+    `tag`, or snapshot `snapshot` (its id); give at most one. `as_of` (a time, or its
+    ISO 8601 text; without a zone: UTC) takes the branch's snapshot that was newest
+    then (spec-2 repositories: their `repo` file holds the history). It is resolved on
+    first use and kept: a branch moved later is not followed (open the store again).
     `storage_options` open the repository (and may carry `branch`, `tag`, `snapshot`,
-    `allowed_targets` and `target_options`, as `aiozarr.open_*` passes them);
+    `as_of`, `allowed_targets` and `target_options`, as `aiozarr.open_*` passes them);
     `allowed_targets` are the url prefixes virtual chunks may be read under
     (`["s3://noaa-goes16/", "/data/nc/"]`) and `target_options` their options (one dict,
     or `{url prefix: options}`).
@@ -83,21 +87,19 @@ class IcechunkStore(ReferenceStore):
         branch: str | None = None,
         tag: str | None = None,
         snapshot: str | None = None,
+        as_of: datetime.datetime | str | None = None,
         storage_options: Mapping[str, Any] | None = None,
         target_options: Mapping[str, Any] | None = None,
         allowed_targets: Sequence[str] | str | None = None,
     ) -> None:
         options = dict(storage_options or {})
-        given = {"branch": branch, "tag": tag, "snapshot": snapshot}
+        given = {"branch": branch, "tag": tag, "snapshot": snapshot, "as_of": as_of}
         for name in given:
             value = options.pop(name, None)
             if value is not None and given[name] is not None:
                 raise StoreError(f"{name} given twice (argument and storage_options)")
             given[name] = given[name] if given[name] is not None else value
-        named = {k: v for k, v in given.items() if v is not None}
-        if len(named) > 1:
-            raise StoreError(f"give one of branch, tag or snapshot, got {sorted(named)}")
-        self._ref = next(iter(named.items()), ("branch", "main"))
+        self._ref, self._as_of = _chosen_ref(given)
         self._url = os.fspath(url).rstrip("/")
         # The repository's entry file names its directory: chunks/<id> resolve there, and
         # its options go to targets in its own bucket (or, local, its own directory).
@@ -111,7 +113,8 @@ class IcechunkStore(ReferenceStore):
         if (self._base.is_local or self._base.scheme == "memory") and self._options:
             raise StoreError(  # the names only: the values may be credentials
                 f"local repository {self._url!r} takes no storage options but branch, tag, "
-                f"snapshot, allowed_targets and target_options; got {sorted(self._options)}"
+                f"snapshot, as_of, allowed_targets and target_options; got "
+                f"{sorted(self._options)}"
             )
         self._snapshot: Snapshot | None = None
         self._info: RepoInfo | None = None  # the spec-2 `repo` file, where it was read
@@ -141,6 +144,8 @@ class IcechunkStore(ReferenceStore):
         if info is not None:
             refs = self._info = parse_repo_info(info, f"{where}repo")
             found = (refs.branches if kind == "branch" else refs.tags).get(name)
+            if found is not None and self._as_of is not None:
+                return self._snapshot_as_of(refs, found)
         elif ref is not None:
             found = parse_ref_json(ref, where + ref_key)
         else:
@@ -150,6 +155,22 @@ class IcechunkStore(ReferenceStore):
             )
         if found is None:
             raise NodeNotFoundError(f"{self._url!r}: the repository has no {kind} {name!r}")
+        if self._as_of is not None:
+            raise UnsupportedError(
+                f"{self._url!r}: as_of reads the history of spec-2 repositories (icechunk "
+                "2.x); this one is spec 1: open one of its snapshot ids instead"
+            )
+        return found
+
+    def _snapshot_as_of(self, refs: RepoInfo, tip: str) -> str:
+        assert self._as_of is not None
+        when = self._as_of.timestamp()
+        found = refs.as_of(tip, round(when * 1_000_000))
+        if found is None:
+            raise NodeNotFoundError(
+                f"{self._url!r}: branch {self._ref[1]!r} has no snapshot as old as "
+                f"{self._as_of.isoformat()}"
+            )
         return found
 
     async def snapshot(self) -> Snapshot:
@@ -393,14 +414,41 @@ class IcechunkStore(ReferenceStore):
         even where the branch moved since; manifests are read again where needed."""
         state = super().__getstate__()
         if self._snapshot is not None:
-            state["_ref"] = ("snapshot", self._snapshot.id)
+            state["_ref"], state["_as_of"] = ("snapshot", self._snapshot.id), None
         state["_conditional"] = {}
         state["_loading"] = {}  # futures of this process's event loop
         return state
 
     def __repr__(self) -> str:
         kind, name = self._ref
-        return f"IcechunkStore({self._url!r}, {kind}={name!r})"
+        as_of = "" if self._as_of is None else f", as_of={self._as_of.isoformat()!r}"
+        return f"IcechunkStore({self._url!r}, {kind}={name!r}{as_of})"
+
+
+def _chosen_ref(
+    given: Mapping[str, Any],
+) -> tuple[tuple[str, str], datetime.datetime | None]:
+    """((kind, name) of the snapshot to read, as_of as an aware time or None) from the
+    branch, tag, snapshot and as_of given (None: not given)."""
+    named = {k: v for k, v in given.items() if v is not None and k != "as_of"}
+    if len(named) > 1:
+        raise StoreError(f"give one of branch, tag or snapshot, got {sorted(named)}")
+    ref = next(iter(named.items()), ("branch", "main"))
+    as_of = given.get("as_of")
+    if as_of is None:
+        return ref, None
+    if ref[0] != "branch":
+        raise StoreError(f"as_of goes with a branch, not a {ref[0]}")
+    if isinstance(as_of, str):
+        try:
+            as_of = datetime.datetime.fromisoformat(as_of)
+        except ValueError:
+            raise StoreError(f"as_of: {as_of!r} is not an ISO 8601 time") from None
+    if not isinstance(as_of, datetime.datetime):
+        raise StoreError(f"as_of must be a datetime or its ISO 8601 text, got {as_of!r}")
+    if as_of.tzinfo is None:
+        as_of = as_of.replace(tzinfo=datetime.UTC)
+    return ref, as_of
 
 
 def _document(node: Node, url: str) -> Mapping[str, Any]:
