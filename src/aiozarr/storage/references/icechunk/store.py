@@ -164,8 +164,8 @@ class IcechunkStore(ReferenceStore):
 
     def _snapshot_as_of(self, refs: RepoInfo, tip: str) -> str:
         assert self._as_of is not None
-        when = self._as_of.timestamp()
-        found = refs.as_of(tip, round(when * 1_000_000))
+        epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+        found = refs.as_of(tip, (self._as_of - epoch) // datetime.timedelta(microseconds=1))
         if found is None:
             raise NodeNotFoundError(
                 f"{self._url!r}: branch {self._ref[1]!r} has no snapshot as old as "
