@@ -97,9 +97,10 @@ class Config:
     # Shard indexes kept per array (bytes). A 32 MiB shard of 256 KiB chunks has a 2 KiB
     # index, so 16 MiB holds the indexes of about 256 TB of such shards.
     shard_index_cache_bytes: int = 16 << 20
-    # Parsed icechunk manifests kept per repository store (bytes of their payloads): a
-    # manifest is immutable and read before any chunk it lists, but a repository may
-    # have more of them than fit in memory; the least recently used go first.
+    # Parsed icechunk snapshots and manifests kept for the process (bytes of their
+    # payloads): they are immutable and read before any chunk they list, but a
+    # repository may have more of them than fit in memory; the least recently used go
+    # first (storage/references/icechunk/kept.py).
     icechunk_manifest_cache_bytes: int = 256 << 20
     # The most an icechunk metadata file (snapshot, manifest, repo) may inflate to: a
     # larger one raises `MetadataError` naming the file, a bound against a hostile zstd
