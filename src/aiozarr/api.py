@@ -18,8 +18,8 @@ from obstore.store import AzureStore, GCSStore, HTTPStore, S3Store
 from obstore.store import LocalStore as ObstoreLocal
 from obstore.store import MemoryStore as ObstoreMemory
 
-from aiozarr.engine import many as engine_many
-from aiozarr.engine.chunk_cache import CacheSettings
+from aiozarr.engine import entry as engine
+from aiozarr.engine.entry import CacheSettings
 from aiozarr.errors import AiozarrError, NodeNotFoundError, unwrap_group
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.creation import check_options
@@ -412,13 +412,13 @@ async def read_many_async(reads: Iterable[tuple[AsyncArray | Array, Any]]) -> li
     """
     pairs = [(a.async_array if isinstance(a, Array) else a, sel) for a, sel in reads]
     results: list[Any] = [None] * len(pairs)
-    collector = engine_many.Collector(len(pairs))
+    collector = engine.Collector(len(pairs))
 
     async def one(i: int, array: AsyncArray, selection: Any) -> None:
         results[i] = await array.getitem(selection)
         collector.task_ended()  # (a failure cancels the others and the read instead)
 
-    with unwrap_group(), engine_many.gather(collector):
+    with unwrap_group(), engine.gather(collector):
         async with anyio.create_task_group() as tg:
             for i, (array, selection) in enumerate(pairs):
                 tg.start_soon(one, i, array, selection)

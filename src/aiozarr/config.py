@@ -107,9 +107,10 @@ class Config:
     # revalidated once), True (every read revalidates: one conditional request per
     # object, no bytes when unchanged), False (never), or a maximum age in seconds.
     cache_recheck: bool | str | float = "open"
-    # Parsed icechunk manifests kept per repository store (bytes of their payloads): a
-    # manifest is immutable and read before any chunk it lists, but a repository may
-    # have more of them than fit in memory; the least recently used go first.
+    # Parsed icechunk snapshots and manifests kept for the process (bytes of their
+    # payloads): they are immutable and read before any chunk they list, but a
+    # repository may have more of them than fit in memory; the least recently used go
+    # first (storage/references/icechunk/kept.py).
     icechunk_manifest_cache_bytes: int = 256 << 20
     # The most an icechunk metadata file (snapshot, manifest, repo) may inflate to: a
     # larger one raises `MetadataError` naming the file, a bound against a hostile zstd

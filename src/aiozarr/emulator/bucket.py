@@ -24,7 +24,6 @@ from aiohttp import web
 
 from aiozarr.emulator.answers import Pacer, stream_file
 from aiozarr.emulator.bodies import read_small, receive
-from aiozarr.emulator.conditions import Conditions
 from aiozarr.emulator.files import (
     PUT_CONDITIONS,
     TMP_DIR,
@@ -40,6 +39,7 @@ from aiozarr.emulator.listing import list_objects_v2
 from aiozarr.emulator.multipart import MultipartUploads
 from aiozarr.emulator.paths import object_path
 from aiozarr.emulator.s3 import S3_NS, S3Error, parse_xml, xml_response
+from aiozarr.emulator.serving_conditions import Conditions
 
 __all__ = ["MAX_UPLOAD_BYTES", "Bucket"]
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from aiozarr import config
 from aiozarr.byte_cache import LRUByteCache
-from aiozarr.codecs import CodecChain, ShardLayout
+from aiozarr.codecs import CodecChain, ShardLayout, layout_of
 from aiozarr.engine.chunk_cache import ArrayCache, forget_written
 from aiozarr.metadata.model import ArrayMetadata
 from aiozarr.selection.chunk_grid import RectilinearGrid
@@ -60,7 +60,7 @@ class StoredArray:
     @cached_property
     def layout(self) -> ShardLayout | None:
         """The shard layout when the array is sharded (of the largest shard), else None."""
-        return self.chain.shard_layout()
+        return layout_of(self.chain)
 
     @property
     def read_chunk_shape(self) -> tuple[int, ...]:
@@ -94,7 +94,7 @@ class StoredArray:
     def layout_for(self, shard_coords: tuple[int, ...]) -> ShardLayout:
         """The layout of shard `shard_coords` of a sharded array."""
         grid = self.rectilinear
-        layout = self.chain.shard_layout(None if grid is None else grid.chunk_shape(shard_coords))
+        layout = layout_of(self.chain, None if grid is None else grid.chunk_shape(shard_coords))
         assert layout is not None
         return layout
 

@@ -1,9 +1,10 @@
 """`AsyncArray`: an array's metadata, store and bound codec chain; reads and writes.
 
 Every I/O method here is the one implementation; the sync `Array` forwards to it. It
-is the one module above the engine that holds the engine's view of the array
-(`StoredArray`); what needs only values lives beside it: planning selections
-(`selections.py`), converting a value to store (`write_values.py`), shape and grid
+is the one node that holds the engine's view of the array (`StoredArray`, made by the
+engine's door `engine/entry.py::stored_array`, as the zarr-python pipeline makes its
+own); what needs only values lives beside it: planning selections
+(`selection_plans.py`), converting a value to store (`write_values.py`), shape and grid
 changes (`shape_changes.py`), codecs by role (`codec_roles.py`), the stored size
 (`stored_size.py`) and the description (`description.py`).
 """
@@ -21,12 +22,8 @@ import numpy as np
 
 from aiozarr import config as settings
 from aiozarr.codecs import CodecChain
-from aiozarr.engine import output as engine_output
-from aiozarr.engine import read as engine_read
-from aiozarr.engine import write as engine_write
-from aiozarr.engine.chunk_cache import ArrayCache, CacheSettings
-from aiozarr.engine.progress import ShowProgress, as_callback
-from aiozarr.engine.stored_array import StoredArray
+from aiozarr.engine import entry as engine
+from aiozarr.engine.entry import CacheSettings, ShowProgress, StoredArray, as_callback
 from aiozarr.errors import (
     IrregularGridError,
     MetadataError,
@@ -35,7 +32,7 @@ from aiozarr.errors import (
     unwrap_group,
 )
 from aiozarr.metadata.model import ArrayMetadata, CodecMetadata, GroupMetadata
-from aiozarr.nodes import codec_roles, hierarchy, selections, shape_changes, stored_size
+from aiozarr.nodes import codec_roles, hierarchy, selection_plans, shape_changes, stored_size
 from aiozarr.nodes import node_updates as updates
 from aiozarr.nodes.creation import array_config, array_metadata
 from aiozarr.nodes.description import ArrayDescription, ArrayInfo, array_info, describe_array
@@ -76,13 +73,8 @@ class AsyncArray(hierarchy.NodeLocation):
         if metadata.chunk_grid is not None:
             shape_changes.check_rectilinear(metadata, key)
         chain = CodecChain.from_metadata(metadata, key)
-        chain.shard_layout()  # a sharding codec the engine cannot lay out fails here
-        self._stored = StoredArray(
-            store=store,
-            prefix=hierarchy.chunk_prefix(self._path, metadata),
-            meta=metadata,
-            chain=chain,
-            chunk_cache=ArrayCache.opened(store, cache),  # `cache` None: aiozarr.config's
+        self._stored = engine.stored_array(
+            store, hierarchy.chunk_prefix(self._path, metadata), metadata, chain, cache
         )
 
     # -- opening and creating ------------------------------------------------------------
@@ -344,20 +336,18 @@ class AsyncArray(hierarchy.NodeLocation):
         """`(True, values)` read on the calling thread when the values are in memory
         (`MemoryStore`) and few chunks are needed; otherwise `(False, None)`: await
         `getitem` instead. The sync facade uses it to skip its thread hop."""
-        read = engine_read.read_inline(
-            self._stored, partial(self._indexer, selection), self._describe
-        )
+        read = engine.read_inline(self._stored, partial(self._indexer, selection), self._describe)
         if read is None:
             return False, None
         indexer, out = read
-        return True, selections.result(out, indexer)
+        return True, selection_plans.result(out, indexer)
 
     def _indexer(self, selection: Selection) -> Indexer:
-        return self._plan(selections.indexer_for(selection, self.ndim), selection)
+        return self._plan(selection_plans.indexer_for(selection, self.ndim), selection)
 
-    def _plan(self, build: selections.Build, selection: Selection) -> Indexer:
-        """`build(selection, shape, grid)` over this array (`selections.plan`)."""
-        return selections.plan(
+    def _plan(self, build: selection_plans.Build, selection: Selection) -> Indexer:
+        """`build(selection, shape, grid)` over this array (`selection_plans.plan`)."""
+        return selection_plans.plan(
             build, selection, self.shape, self.dtype, self._stored.read_grid, self._describe
         )
 
@@ -365,7 +355,7 @@ class AsyncArray(hierarchy.NodeLocation):
         return f"array {self.name} in {self._store!r}"
 
     def _vindexer(self, selection: Selection) -> Indexer:
-        build = selections.vindexer_for(selection, self.ndim)
+        build = selection_plans.vindexer_for(selection, self.ndim)
         return build(selection, self.shape, self._stored.read_grid)
 
     def _block_indexer(self, selection: Selection) -> Indexer:
@@ -413,10 +403,10 @@ class AsyncArray(hierarchy.NodeLocation):
         return await self._read(self._block_indexer(selection), progress)
 
     async def _read(self, indexer: Indexer, progress: ShowProgress) -> Any:
-        out = engine_output.empty_output(indexer.shape, self.dtype, self._describe)
+        out = engine.empty_output(indexer.shape, self.dtype, self._describe)
         with unwrap_group():
-            await engine_read.read(self._stored, list(indexer), out, as_callback(progress))
-        return selections.result(out, indexer)
+            await engine.read(self._stored, list(indexer), out, as_callback(progress))
+        return selection_plans.result(out, indexer)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -472,7 +462,7 @@ class AsyncArray(hierarchy.NodeLocation):
         self._check_writable()
         value = self._as_value(value, indexer.result_shape).reshape(indexer.shape)
         with self._settings(), unwrap_group():
-            await engine_write.write(self._stored, list(indexer), value, as_callback(progress))
+            await engine.write(self._stored, list(indexer), value, as_callback(progress))
 
     def _as_value(self, value: Any, shape: tuple[int, ...]) -> np.ndarray:
         """`value` in the array's dtype, broadcast to `shape`: the one conversion every

@@ -9,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 
 from aiozarr import config
-from aiozarr.engine.chunk_cache import CacheSettings
+from aiozarr.engine.entry import CacheSettings
 from aiozarr.errors import GroupNotFoundError, NodeNotFoundError, ReadOnlyError
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.nodes import hierarchy, hierarchy_walk, node_updates
