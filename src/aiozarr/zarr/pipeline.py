@@ -283,7 +283,9 @@ class CodecPipeline(ZarrCodecPipeline):
         key = (id(store), split[0])
         array = self._arrays.get(key)
         if array is None or array.store is not store:
-            array = engine.stored_array(store, split[0], found.meta, found.chain)
+            # No chunk cache: zarr-python writes some batches itself, unseen by aiozarr.
+            no_cache = engine.CacheSettings(0, False)
+            array = engine.stored_array(store, split[0], found.meta, found.chain, no_cache)
             if _tells_versions(store):
                 self._arrays[key] = array
             # else: a fresh index cache for every batch (see _tells_versions)
