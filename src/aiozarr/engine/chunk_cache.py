@@ -171,6 +171,7 @@ class ChunkCache:
                     return  # a newer version is known: this one is stale
                 self._drop(place, key)
                 found = _Record(version, checked, set())
+            found.checked = max(found.checked, checked)
             found.coords.add(coords)
             self._lru.put(("object", place, key), found, _RECORD_BYTES)
             chunk.flags.writeable = False
@@ -183,7 +184,8 @@ class ChunkCache:
         with self._lock:
             for key in keys:
                 self._drop(place, key)
-                if written:
+                if written:  # the newest last, so the oldest go first
+                    self._written.pop((place, key), None)
                     self._written[(place, key)] = now
             while len(self._written) > _WRITES_REMEMBERED:
                 del self._written[next(iter(self._written))]
