@@ -411,6 +411,8 @@ async def read_many_async(reads: Iterable[tuple[AsyncArray | Array, Any]]) -> li
         The values of each selection, in order, as `getitem` returns them.
     """
     pairs = [(a.async_array if isinstance(a, Array) else a, sel) for a, sel in reads]
+    if len(pairs) == 1:  # nothing to plan together: the single read's plan
+        return [await pairs[0][0].getitem(pairs[0][1])]
     results: list[Any] = [None] * len(pairs)
     collector = engine.Collector(len(pairs))
 

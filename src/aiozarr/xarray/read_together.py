@@ -49,6 +49,8 @@ async def read_together(array: AsyncArray, selection: Any) -> Any:
             await anyio.lowlevel.checkpoint()
     finally:
         del _windows[token]
+    if len(window) == 1:  # alone: the single read's plan (a large shard in parts)
+        return await array.getitem(selection)
     others = [future for _, _, future in window[1:]]
     try:
         values = await read_many_async([(a, sel) for a, sel, _ in window])
