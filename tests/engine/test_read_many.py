@@ -14,6 +14,7 @@ from aiozarr.storage.backends.counting import CountingStore
 from aiozarr.storage.backends.local import LocalStore
 from aiozarr.storage.backends.memory import MemoryStore
 from aiozarr.storage.protocol import Store
+from aiozarr.testing.round_trips import RoundTripStore
 
 S3 = Callable[[], Store]
 
@@ -85,6 +86,29 @@ def test_overlapping_selections_share_their_chunks(emulator_s3_store: S3) -> Non
     for sel, values in zip(sels, got, strict=True):
         assert np.array_equal(values, _values("c")[sel])
     assert store.counts["get"] == 1
+
+
+def test_random_windows_over_four_arrays_take_two_round_trips(emulator_s3_store: S3) -> None:
+    inner = emulator_s3_store()
+    for name in NAMES:
+        aiozarr.create_array(inner, name, data=_values(name), chunks=(8, 8), shards=(32, 32))
+    store = RoundTripStore(inner)
+    arrays = {name: aiozarr.open_array(store, name, mode="r") for name in NAMES}
+    rng = np.random.default_rng(5)
+    windows = []
+    for _ in range(64):
+        name = NAMES[int(rng.integers(4))]
+        y, x = (int(v) for v in rng.integers(0, 64 - 12, size=2))
+        windows.append((arrays[name], (slice(y, y + 12), slice(x, x + 12))))
+    store.reset()
+    got = aiozarr.read_many(windows)
+    for (arr, sel), values in zip(windows, got, strict=True):
+        assert np.array_equal(values, _values(arr.path)[sel])
+    assert store.depth == 2
+    gets = [(key, r) for op, key, r in store.requests if op == "get"]
+    indexes = {key for key, r in gets if _is_index(r)}
+    assert len(indexes) == sum(1 for key, r in gets if _is_index(r))  # each index once
+    assert len(gets) == len(set(gets))  # no range asked twice
 
 
 def test_arrays_in_several_stores(tmp_path: Path) -> None:
