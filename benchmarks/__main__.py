@@ -16,9 +16,7 @@ latency, bandwidth per response, slow tail); results go to
 from __future__ import annotations
 
 import argparse
-import glob
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -27,12 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks import datasets, report, spec
+from benchmarks import datasets, interpreters, report, spec
 from benchmarks.server import EmulatorProcess
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-VENV312 = HERE / ".venv312" / "bin" / "python"
+NEWEST = "newest-zarr"
 
 
 @dataclass(frozen=True)
@@ -42,7 +40,7 @@ class Variant:
     name: str
     engine: str
     options: dict[str, Any] = field(default_factory=dict)
-    newest: bool = False  # runs in the Python 3.12 venv with the newest zarr-python
+    interpreter: str = interpreters.PROJECT  # or one of `interpreters.INTERPRETERS`
 
 
 VARIANTS = [
@@ -52,11 +50,47 @@ VARIANTS = [
     Variant("zarr-obstore", "zarr-obstore"),
     Variant("zarr-obstore-c64", "zarr-obstore", {"concurrency": 64}),
     Variant("zarr-fsspec", "zarr-fsspec"),
-    Variant("zarr-newest-obstore", "zarr-obstore", newest=True),
-    Variant("zarr-newest-obstore-c64", "zarr-obstore", {"concurrency": 64}, newest=True),
+    # The newest zarr-python (3.4 when written) alone, then with aiozarr's store, its
+    # codec pipeline, and both: what a zarr-python user can switch on.
+    Variant("zarr-newest-obstore", "zarr-obstore", interpreter=NEWEST),
+    Variant("zarr-newest-obstore-c64", "zarr-obstore", {"concurrency": 64}, interpreter=NEWEST),
+    Variant("zarr-newest+Store", "zarr-obstore", {"store": "aiozarr"}, interpreter=NEWEST),
+    Variant("zarr-newest+pipeline", "zarr-obstore", {"pipeline": True}, interpreter=NEWEST),
+    Variant(
+        "zarr-newest+pipeline+Store",
+        "zarr-obstore",
+        {"store": "aiozarr", "pipeline": True},
+        interpreter=NEWEST,
+    ),
+    Variant("zarrista", "zarrista", interpreter="zarrista"),
     Variant("probe-network", "probe-network"),
     Variant("probe-decode", "probe-decode"),
 ]
+
+#: The modules each engine imports in its job: an engine lacking one is left out, and
+#: the suite says which.
+REQUIRES = {
+    "aiozarr-async": ("aiozarr",),
+    "aiozarr-sync": ("aiozarr",),
+    "tensorstore": ("tensorstore",),
+    "zarr-obstore": ("zarr", "obstore"),
+    "zarr-fsspec": ("zarr", "s3fs"),
+    "zarrista": ("zarrista", "obstore"),
+    "probe-network": ("obstore",),
+    "probe-decode": ("numcodecs",),
+}
+
+
+def _runnable(variant: Variant) -> bool:
+    """Whether `variant`'s interpreter can be had and imports what its engine needs;
+    if not, print why."""
+    if interpreters.resolve(variant.interpreter) is None:
+        return False  # `resolve` said why
+    lacking = interpreters.missing(variant.interpreter, REQUIRES.get(variant.engine, ()))
+    if lacking:
+        print(f"skipping {variant.name}: no module {', '.join(lacking)}", flush=True)
+    return not lacking
+
 
 #: (row name, workload, dataset); which variants run each is decided in `_applies`.
 WORKLOADS = [
@@ -82,6 +116,8 @@ def _applies(variant: Variant, workload: str, profile: spec.Profile) -> bool:
         return variant.name == "aiozarr-async"
     if variant.engine.startswith("probe-"):
         return workload in ("full", "slab", "drill", "large_shard")
+    if variant.engine == "zarrista":
+        return workload in ("full", "slab", "drill", "random", "large_shard")  # reads
     return True
 
 
@@ -127,41 +163,6 @@ def _job(
     return job
 
 
-def _python312() -> str | None:
-    """A working Python 3.12 interpreter (PATH first, then pyenv's), or None."""
-    candidates = [shutil.which("python3.12") or ""]
-    candidates += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.12*/bin/python3.12")))
-    for python in filter(None, candidates):
-        probe = subprocess.run([python, "-c", "pass"], capture_output=True)
-        if probe.returncode == 0:
-            return python
-    return None
-
-
-def ensure_venv312() -> bool:
-    """Create `benchmarks/.venv312` with the newest zarr-python when it is missing."""
-    if VENV312.exists():
-        return True
-    python = _python312()
-    if python is None:
-        print("skipping the newest zarr-python: no working python3.12", flush=True)
-        return False
-    venv = VENV312.parent.parent
-    print(f"creating {venv} with {python} (newest zarr-python, obstore)", flush=True)
-    made = subprocess.run([python, "-m", "venv", str(venv)], capture_output=True, text=True)
-    if made.returncode == 0:
-        made = subprocess.run(
-            [str(VENV312), "-m", "pip", "install", "-q", "zarr>=3.2", "obstore"],
-            capture_output=True,
-            text=True,
-        )
-    if made.returncode != 0:
-        print(f"skipping the newest zarr-python: {made.stderr.strip()[-300:]}", flush=True)
-        shutil.rmtree(venv, ignore_errors=True)
-        return False
-    return True
-
-
 def profiles_of(args: argparse.Namespace, mode: spec.Mode) -> list[spec.Profile]:
     """The profiles to run: `--profiles`, else `--latencies`, else the mode's default."""
     known = dict(spec.PROFILES)
@@ -182,7 +183,9 @@ def profiles_of(args: argparse.Namespace, mode: spec.Mode) -> list[spec.Profile]
 
 
 def _run_job(variant: Variant, job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-    python = str(VENV312) if variant.newest else sys.executable
+    python = interpreters.resolve(variant.interpreter)
+    if python is None:
+        return {"ok": False, "error": f"no interpreter for {variant.interpreter}"}
     try:
         done = subprocess.run(
             [python, "-m", "benchmarks.runner"],
@@ -190,6 +193,7 @@ def _run_job(variant: Variant, job: dict[str, Any], timeout_s: float) -> dict[st
             capture_output=True,
             text=True,
             cwd=REPO,
+            env=interpreters.child_env(),
             timeout=timeout_s,
         )
     except subprocess.TimeoutExpired:
@@ -227,8 +231,8 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
     manifest = datasets.ensure(mode, root)
     print(f"datasets ready in {root} ({time.perf_counter() - t0:.1f} s)", flush=True)
     variants = [v for v in VARIANTS if args.engines is None or v.name in args.engines]
-    if any(v.newest for v in variants) and not ensure_venv312():
-        variants = [v for v in variants if not v.newest]
+    # An engine whose interpreter or modules cannot be had is left out, with the reason.
+    variants = [v for v in variants if _runnable(v)]
     rows = [r for r in WORKLOADS if args.workloads is None or r[0] in args.workloads]
     profiles = profiles_of(args, mode)
     repeats = args.repeats or mode.repeats

@@ -1,8 +1,10 @@
-"""The engines compared: aiozarr (async and sync), zarr-python (obstore, fsspec) and
-TensorStore, each behind the same small interface the runner times.
+"""The engines compared: aiozarr (async and sync), zarr-python (obstore, fsspec, and with
+aiozarr's store and pipeline), TensorStore and zarrista, each behind the same small interface
+the runner times.
 
 Every engine module is imported lazily, so this file loads in an interpreter that lacks
-some of them (the Python 3.12 venv has zarr-python and obstore only).
+some of them (the Python 3.12 venv has no TensorStore; the zarrista venv has only
+zarrista, obstore and numpy).
 """
 
 from __future__ import annotations
@@ -80,7 +82,10 @@ class AiozarrAsync(Engine):
 
         self.aiozarr = aiozarr
         self.loop = asyncio.new_event_loop()
+        # `aiozarr.config` settings every call runs under: `max_inflight_bytes`, and any
+        # named in the option `config`
         self.settings = {k: v for k, v in options.items() if k == "max_inflight_bytes"}
+        self.settings.update(options.get("config", {}))
         # A service's loop has one long-lived task; `run_until_complete` per call would
         # make each call the loop's root task, and anyio stops its worker threads (the
         # codec pool) when the root task ends, so every repeat would start them anew.
@@ -222,8 +227,10 @@ class AiozarrSync(Engine):
 
 
 class ZarrObstore(Engine):
-    """zarr-python with its obstore-backed `ObjectStore`; option `concurrency` sets
-    `async.concurrency` (zarr-python's default is 10)."""
+    """zarr-python with its obstore-backed `ObjectStore`. Options: `concurrency` sets
+    `async.concurrency` (zarr-python's default is 10); `store: "aiozarr"` reads through
+    `aiozarr.zarr.Store` instead; `pipeline` sets `codec_pipeline.path` to
+    `aiozarr.zarr.CodecPipeline` (zarr-python's own pipeline otherwise)."""
 
     name = "zarr-obstore"
 
@@ -234,13 +241,26 @@ class ZarrObstore(Engine):
         self.zarr = zarr
         if options.get("concurrency"):
             zarr.config.set({"async.concurrency": int(options["concurrency"])})
+        if options.get("pipeline"):
+            zarr.config.set({"codec_pipeline.path": "aiozarr.zarr.CodecPipeline"})
 
     def versions(self) -> dict[str, str]:
         import obstore
 
-        return {"zarr": self.zarr.__version__, "obstore": obstore.__version__}
+        found = {"zarr": self.zarr.__version__, "obstore": obstore.__version__}
+        if self.options.get("store") == "aiozarr" or self.options.get("pipeline"):
+            import aiozarr
+
+            found["aiozarr"] = aiozarr.__version__
+        return found
 
     def _store(self, read_only: bool) -> Any:
+        if self.options.get("store") == "aiozarr":
+            from aiozarr.zarr import Store
+
+            return Store(
+                f"s3://{spec.BUCKET}", storage_options=self.obstore_options(), read_only=read_only
+            )
         from obstore.store import S3Store
         from zarr.storage import ObjectStore
 
@@ -382,6 +402,77 @@ class TensorStore(Engine):
         arr.write(data).result()
 
 
+# -- zarrista ---------------------------------------------------------------------------------
+
+
+class Zarrista(Engine):
+    """zarrista (zarrs in Rust) through its async API over an obstore `S3Store`, on one
+    event loop; reads only (v3 arrays)."""
+
+    name = "zarrista"
+
+    def __init__(self, endpoint: str, options: dict[str, Any]) -> None:
+        super().__init__(endpoint, options)
+        import zarrista
+
+        self.zarrista = zarrista
+        self.loop = asyncio.new_event_loop()
+
+    def versions(self) -> dict[str, str]:
+        import obstore
+
+        return {"zarrista": self.zarrista.__version__, "obstore": obstore.__version__}
+
+    def close(self) -> None:
+        self.loop.close()
+
+    async def _open(self, path: str) -> Any:
+        from obstore.store import S3Store
+
+        store = S3Store(spec.BUCKET, prefix=path, **self.obstore_options())
+        return await self.zarrista.AsyncArray.open(store, "/")
+
+    def open(self, path: str, zarr_format: int) -> Any:
+        if zarr_format != 3:
+            raise NotImplementedError("the zarrista engine reads v3 arrays only")
+        return self.loop.run_until_complete(self._open(path))
+
+    @staticmethod
+    def _numpy(tensor: Any, sel: Any) -> np.ndarray:
+        # zarrista keeps an axis an integer selects (a zarrs array subset); numpy drops it
+        out = np.asarray(tensor.to_numpy())
+        keep = [not isinstance(s, int) for s in (sel if isinstance(sel, tuple) else (sel,))]
+        keep += [True] * (out.ndim - len(keep))
+        return out.reshape([n for n, k in zip(out.shape, keep, strict=True) if k])
+
+    def read(self, handle: Any, sel: Any) -> np.ndarray:
+        async def go() -> Any:  # zarrista makes its future on the running loop
+            return await handle.retrieve_array_subset(sel)
+
+        return self._numpy(self.loop.run_until_complete(go()), sel)
+
+    def cold_read(self, path: str, zarr_format: int, sel: Any) -> np.ndarray:
+        async def go() -> Any:
+            return await (await self._open(path)).retrieve_array_subset(sel)
+
+        if zarr_format != 3:
+            raise NotImplementedError("the zarrista engine reads v3 arrays only")
+        return self._numpy(self.loop.run_until_complete(go()), sel)
+
+    def read_points(
+        self, handle: Any, points: list[tuple[int, ...]]
+    ) -> tuple[list[Any], list[float]]:
+        async def go() -> tuple[list[Any], list[float]]:
+            values, times = [], []
+            for p in points:
+                t0 = time.perf_counter()
+                values.append(self._numpy(await handle.retrieve_array_subset(p), p))
+                times.append(time.perf_counter() - t0)
+            return values, times
+
+        return self.loop.run_until_complete(go())  # type: ignore[no-any-return]
+
+
 ENGINES: dict[str, type[Engine]] = {
-    e.name: e for e in (AiozarrAsync, AiozarrSync, ZarrObstore, ZarrFsspec, TensorStore)
+    e.name: e for e in (AiozarrAsync, AiozarrSync, ZarrObstore, ZarrFsspec, TensorStore, Zarrista)
 }

@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks import peers
+
 RESULTS_MARKER = "<!-- results: written by `python -m benchmarks`, do not edit below -->"
 BASE = "aiozarr-async"
 _BULK = ("full", "full-unsharded", "full-v2", "slab", "large-shard")  # bytes <= 1.05x TS
@@ -459,6 +461,7 @@ def results_section(document: dict[str, Any]) -> str:
             *(f"| {name} | {value} |" for name, value in cloud),
             "",
         ]
+    lines += peers.section(document)
     lines.append(tables(document))
     return "\n".join(lines)
 

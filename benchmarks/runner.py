@@ -37,7 +37,7 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
-def _server_cpu_s(pid: int | None) -> float | None:
+def server_cpu_s(pid: int | None) -> float | None:
     """CPU seconds the emulator's threads have run (ns resolution); None off Linux."""
     try:
         tasks = Path(f"/proc/{pid}/task")
@@ -55,13 +55,13 @@ def _repeat(job: dict[str, Any], fn: Any) -> tuple[list[float], list[dict[str, A
     for _ in range(job["repeats"]):
         server.reset(job["endpoint"])
         value = None  # the last repeat's result must not count in this one's peak memory
-        s0 = _server_cpu_s(job.get("server_pid"))
+        s0 = server_cpu_s(job.get("server_pid"))
         c0 = time.process_time()  # every thread of this process: loop, pools, runtimes
         t0 = time.perf_counter()
         value = fn()
         times.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
-        s1 = _server_cpu_s(job.get("server_pid"))
+        s1 = server_cpu_s(job.get("server_pid"))
         if s0 is not None and s1 is not None:
             server_cpu.append(s1 - s0)
         # One job's peak in a fresh process: later repeats add what the allocator keeps

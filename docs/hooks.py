@@ -204,6 +204,7 @@ aiozarr's own options, taken by `s3://`, `gs://` and `az://` URLs (`http(s)://` 
 | `retry_config` | accepted, but obstore's retries are always off: aiozarr retries, as the `retry_*` [settings](settings.md) say |
 | `allowed_targets`, `target_options` | kerchunk reference files and icechunk repositories only: which targets (virtual chunks) may be read, and the options each target gets |
 | `branch`, `tag`, `snapshot` | icechunk repositories only: the snapshot to read (default: branch `main`); naming one opens the URL as a repository |
+| `as_of` | icechunk repositories only (spec 2): the branch's snapshot newest at this time (a `datetime` or ISO 8601 text; UTC unless it says otherwise) |
 
 [`from_url`](stores.md) says how credentials are found and lists any other option
 aiozarr reads itself.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -132,12 +133,20 @@ def emulator_http_store(emulator: Emulator) -> Callable[[str], tuple[ObjectStore
 @pytest.fixture(scope="session")
 def moto_server() -> Iterator[str]:
     """moto's S3 server with bucket `aiozarr-test`; yields its endpoint URL."""
-    moto_server_mod = pytest.importorskip("moto.server")
+    werkzeug_app = pytest.importorskip("moto.moto_server.werkzeug_app")
     boto3 = pytest.importorskip("boto3")
-    server = moto_server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
+    from werkzeug.serving import make_server
+
+    app = werkzeug_app.DomainDispatcherApplication(werkzeug_app.create_backend_app)
+    server = make_server(
+        "127.0.0.1",
+        0,
+        _one_write_at_a_time(app),
+        threaded=True,
+        request_handler=werkzeug_app.MotoRequestHandler,
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
     client = boto3.client(
         "s3",
         endpoint_url=endpoint,
@@ -147,7 +156,25 @@ def moto_server() -> Iterator[str]:
     )
     client.create_bucket(Bucket=MOTO_BUCKET)
     yield endpoint
-    server.stop()
+    server.shutdown()
+
+
+def _one_write_at_a_time(app: Any) -> Any:
+    """moto's WSGI `app` with its writes made one at a time, as S3 makes each write
+    atomic. moto checks a PUT's If-Match / If-None-Match and then stores the object in
+    two steps, and its server answers each request on a thread of its own: two writers
+    on the same version could both pass the check (seen on a busy machine: two updates
+    lost by `test_conditional_writes.py`'s writers on moto, none on S3 or the emulator).
+    """
+    lock = threading.Lock()
+
+    def serve(environ: dict[str, Any], start_response: Any) -> Any:
+        if environ["REQUEST_METHOD"] in {"PUT", "POST", "DELETE"}:
+            with lock:
+                return app(environ, start_response)
+        return app(environ, start_response)
+
+    return serve
 
 
 @pytest.fixture

@@ -22,6 +22,8 @@ from aiozarr.api import (
     open_async,
     open_group,
     open_group_async,
+    read_many,
+    read_many_async,
 )
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.group import AsyncGroup
@@ -77,5 +79,7 @@ __all__ = [
     "open_async",
     "open_group",
     "open_group_async",
+    "read_many",
+    "read_many_async",
     "to_dask",
 ]

@@ -6,17 +6,21 @@ returns the sync facade (`Array` / `Group`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
+import anyio
 from obstore.store import AzureStore, GCSStore, HTTPStore, S3Store
 from obstore.store import LocalStore as ObstoreLocal
 from obstore.store import MemoryStore as ObstoreMemory
 
-from aiozarr.errors import AiozarrError, NodeNotFoundError
+from aiozarr.engine import entry as engine
+from aiozarr.engine.entry import CacheSettings
+from aiozarr.errors import AiozarrError, NodeNotFoundError, unwrap_group
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.creation import check_options
 from aiozarr.nodes.group import AsyncGroup
@@ -87,6 +91,8 @@ async def open_array_async(
     mode: Mode = "a",
     zarr_format: Literal[2, 3] | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    cache_bytes: int | None = None,
+    cache_recheck: bool | Literal["open"] | float | None = None,
 ) -> AsyncArray:
     """Open an existing array; the blocking twin is `open_array`.
 
@@ -106,6 +112,14 @@ async def open_array_async(
         storage_options: Settings of the store a URL opens (region, endpoint,
             credentials, ...): see the storage options reference. A store object
             takes none.
+        cache_bytes: Keep decoded chunks in memory, up to this many bytes, in a pool
+            shared by the arrays opened with the same bound (0: none; None: the
+            `cache_bytes` setting, 0 by default). Repeated and overlapping reads then
+            decode each chunk once.
+        cache_recheck: When cached chunks are checked against the store again: "open"
+            (those cached before this open are revalidated once), True (on every
+            read: one conditional request per object, no bytes when unchanged), False
+            (never), or a maximum age in seconds. None: the `cache_recheck` setting.
 
     Returns:
         The array, to read with `await arr.getitem(selection)`.
@@ -119,13 +133,14 @@ async def open_array_async(
         StoreError: The store failed or refused (a missing bucket, no permission).
     """
     resolved = resolve_store(store, mode=mode, storage_options=storage_options)
+    cache = CacheSettings.of(cache_bytes, cache_recheck)
     try:
-        return await AsyncArray.open(resolved, path, zarr_format=zarr_format)
+        return await AsyncArray.open(resolved, path, zarr_format=zarr_format, cache=cache)
     except NodeNotFoundError:
         repository = await _repository_instead(store, resolved, storage_options)
         if repository is None:
             raise
-        return await AsyncArray.open(repository, path, zarr_format=zarr_format)
+        return await AsyncArray.open(repository, path, zarr_format=zarr_format, cache=cache)
 
 
 async def _group_or_repository(
@@ -136,12 +151,13 @@ async def _group_or_repository(
     storage_options: Mapping[str, Any] | None,
     *,
     any_node: bool = False,
+    cache: CacheSettings | None = None,
 ) -> AsyncGroup | AsyncArray:
     """The group at `path`; where there is none, or only an implicit one (a directory:
     an icechunk repository looks like one), the group (`any_node`: the node) at `path`
     in the repository at URL `store` if there is one, so no group is created in it."""
     try:
-        group = await AsyncGroup.open(resolved, path, zarr_format=zarr_format)
+        group = await AsyncGroup.open(resolved, path, zarr_format=zarr_format, cache=cache)
     except NodeNotFoundError:
         repository = await _repository_instead(store, resolved, storage_options)
         if repository is None:
@@ -153,8 +169,9 @@ async def _group_or_repository(
         if repository is None:
             return group
     if any_node:
-        return await open_async(repository, path, zarr_format=zarr_format)
-    return await AsyncGroup.open(repository, path, zarr_format=zarr_format)
+        with contextlib.suppress(NodeNotFoundError):
+            return await AsyncArray.open(repository, path, zarr_format=zarr_format, cache=cache)
+    return await AsyncGroup.open(repository, path, zarr_format=zarr_format, cache=cache)
 
 
 async def _repository_instead(
@@ -176,6 +193,8 @@ async def open_group_async(
     zarr_format: Literal[2, 3] | None = None,
     storage_options: Mapping[str, Any] | None = None,
     attributes: Mapping[str, Any] | None = None,
+    cache_bytes: int | None = None,
+    cache_recheck: bool | Literal["open"] | float | None = None,
 ) -> AsyncGroup:
     """Open a group, or create it; the blocking twin is `open_group`.
 
@@ -191,12 +210,13 @@ async def open_group_async(
             is at `path`; "w-" creates it only where nothing is.
         zarr_format: 2 or 3 to read only that format; None detects it (`zarr.json`
             and `.zmetadata` in one batch, then the v2 documents, then v1 and the 2020
-            draft).
-            A group created without it is v3.
+            draft). A group created without it is v3.
         storage_options: Settings of the store a URL opens (region, endpoint,
             credentials, ...): see the storage options reference. A store object
             takes none.
         attributes: The attributes of a group this call creates.
+        cache_bytes: The chunk cache of arrays opened through it (`open_array_async`).
+        cache_recheck: As `open_array_async`'s.
 
     Returns:
         The group: `await group.members()`, `await group.create_array(...)`, ...
@@ -206,6 +226,7 @@ async def open_group_async(
         NodeExistsError: Mode "w-" and something is at `path`.
     """
     resolved = resolve_store(store, mode=mode, storage_options=storage_options)
+    cache = CacheSettings.of(cache_bytes, cache_recheck)
     if mode in ("w", "w-"):
         return await AsyncGroup.create(
             resolved,
@@ -216,7 +237,7 @@ async def open_group_async(
         )
     try:
         return await _group_or_repository(
-            store, resolved, path, zarr_format, storage_options, any_node=True
+            store, resolved, path, zarr_format, storage_options, any_node=True, cache=cache
         )
     except NodeNotFoundError:
         if mode != "a":
@@ -233,6 +254,8 @@ async def open_async(
     mode: Mode = "a",
     zarr_format: Literal[2, 3] | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    cache_bytes: int | None = None,
+    cache_recheck: bool | Literal["open"] | float | None = None,
 ) -> AsyncArray | AsyncGroup:
     """Open whatever node is at `path`, an array or a group; the blocking twin is `open`.
 
@@ -250,6 +273,8 @@ async def open_async(
         storage_options: Settings of the store a URL opens (region, endpoint,
             credentials, ...): see the storage options reference. A store object
             takes none.
+        cache_bytes: As `open_array_async`'s: the chunk cache of an array opened here.
+        cache_recheck: As `open_array_async`'s.
 
     Returns:
         An `AsyncArray` or an `AsyncGroup`.
@@ -258,11 +283,12 @@ async def open_async(
         NodeNotFoundError: Nothing is at `path`.
     """
     resolved = resolve_store(store, mode=mode, storage_options=storage_options)
+    cache = CacheSettings.of(cache_bytes, cache_recheck)
     try:
-        return await AsyncArray.open(resolved, path, zarr_format=zarr_format)
+        return await AsyncArray.open(resolved, path, zarr_format=zarr_format, cache=cache)
     except NodeNotFoundError:
         return await _group_or_repository(
-            store, resolved, path, zarr_format, storage_options, any_node=True
+            store, resolved, path, zarr_format, storage_options, any_node=True, cache=cache
         )
 
 
@@ -374,6 +400,34 @@ async def create_group_async(
     )
 
 
+async def read_many_async(reads: Iterable[tuple[AsyncArray | Array, Any]]) -> list[Any]:
+    """The values of many selections, `[(array, selection), ...]`, read as one: the shard
+    indexes of every array not cached in one batch per store, then every chunk in one
+    stream per store, ranges of one shard coalesced across selections. Arrays may be in
+    different stores; a selection is anything `getitem` takes. The blocking twin is
+    `read_many`.
+
+    Returns:
+        The values of each selection, in order, as `getitem` returns them.
+    """
+    pairs = [(a.async_array if isinstance(a, Array) else a, sel) for a, sel in reads]
+    if len(pairs) == 1:  # nothing to plan together: the single read's plan
+        return [await pairs[0][0].getitem(pairs[0][1])]
+    results: list[Any] = [None] * len(pairs)
+    collector = engine.Collector(len(pairs))
+
+    async def one(i: int, array: AsyncArray, selection: Any) -> None:
+        results[i] = await array.getitem(selection)
+        collector.task_ended()  # (a failure cancels the others and the read instead)
+
+    with unwrap_group(), engine.gather(collector):
+        async with anyio.create_task_group() as tg:
+            for i, (array, selection) in enumerate(pairs):
+                tg.start_soon(one, i, array, selection)
+            await collector.read()
+    return results
+
+
 # -- sync -------------------------------------------------------------------------------------
 
 
@@ -413,9 +467,9 @@ def open_array(store: StoreLike, path: str = "", **options: Any) -> Array:
     """Open an existing array, for blocking use (`arr[...]`, `arr[...] = v`).
 
     Takes the arguments of `open_array_async` (`store`, `path`, `mode`, `zarr_format`,
-    `storage_options`), which documents them, and returns an `Array` in place of an
-    `AsyncArray`. Works inside a running event loop too (Jupyter): the call runs on
-    aiozarr's own loop thread.
+    `storage_options`, `cache_bytes`, `cache_recheck`), which documents them, and
+    returns an `Array` in place of an `AsyncArray`. Works inside a running event loop
+    too (Jupyter): the call runs on aiozarr's own loop thread.
     """
     return Array(run(open_array_async, store, path, **options))
 
@@ -425,7 +479,8 @@ def open_group(store: StoreLike, path: str = "", **options: Any) -> Group:
     """Open a group, or create it, for blocking use.
 
     Takes the arguments of `open_group_async` (`store`, `path`, `mode`, `zarr_format`,
-    `storage_options`, `attributes`), which documents them, and returns a `Group`.
+    `storage_options`, `attributes`, `cache_bytes`, `cache_recheck`), which documents
+    them, and returns a `Group`.
     """
     return Group(run(open_group_async, store, path, **options))
 
@@ -462,3 +517,9 @@ def create_group(store: StoreLike, path: str = "", **options: Any) -> Group:
     `overwrite`, `storage_options`), which documents them, and returns a `Group`.
     """
     return Group(run(create_group_async, store, path, **options))
+
+
+def read_many(reads: Iterable[tuple[Array | AsyncArray, Any]]) -> list[Any]:
+    """The values of many selections, `[(array, selection), ...]`, read as one, for
+    blocking use: see `read_many_async`."""
+    return run(read_many_async, list(reads))  # type: ignore[no-any-return]

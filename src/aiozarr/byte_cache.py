@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Hashable
 from typing import Any
 
 __all__ = ["LRUByteCache"]
 
 
 class LRUByteCache:
-    """Values keyed by `str`, each with a size in bytes; the total stays <= `max_bytes`.
+    """Values under hashable keys, each with a size in bytes; the total stays <= `max_bytes`.
 
     Putting a value evicts the least recently used ones until it fits. A value larger
     than `max_bytes` is not kept (`max_bytes=0` disables the cache). A lock makes each
@@ -25,7 +26,7 @@ class LRUByteCache:
         if max_bytes < 0:
             raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
         self.max_bytes = max_bytes
-        self._items: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._nbytes = 0
         self._lock = threading.Lock()
         self.hits = 0
@@ -42,7 +43,7 @@ class LRUByteCache:
     def __contains__(self, key: object) -> bool:
         return key in self._items
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: Hashable, default: Any = None) -> Any:
         """The value at `key` (now the most recently used), or `default`."""
         with self._lock:
             item = self._items.get(key)
@@ -53,7 +54,13 @@ class LRUByteCache:
             self.hits += 1
             return item[0]
 
-    def put(self, key: str, value: Any, nbytes: int) -> None:
+    def peek(self, key: Hashable, default: Any = None) -> Any:
+        """The value at `key`, or `default`, leaving the order and the counters as they are."""
+        with self._lock:
+            item = self._items.get(key)
+            return default if item is None else item[0]
+
+    def put(self, key: Hashable, value: Any, nbytes: int) -> None:
         """Keep `value` (of `nbytes` bytes) at `key`, evicting old values to make room."""
         if nbytes < 0:
             raise ValueError(f"nbytes must be >= 0, got {nbytes} for {key!r}")
@@ -67,7 +74,7 @@ class LRUByteCache:
                 _, (_, size) = self._items.popitem(last=False)
                 self._nbytes -= size
 
-    def invalidate(self, *keys: str) -> None:
+    def invalidate(self, *keys: Hashable) -> None:
         """Forget the values at `keys`, if any."""
         with self._lock:
             for key in keys:
@@ -79,7 +86,7 @@ class LRUByteCache:
             self._items.clear()
             self._nbytes = 0
 
-    def _drop(self, key: str) -> None:
+    def _drop(self, key: Hashable) -> None:
         item = self._items.pop(key, None)
         if item is not None:
             self._nbytes -= item[1]

@@ -34,7 +34,9 @@ class Config:
     # Two ranges of one key closer than this are fetched as one request. Requests run in
     # parallel, so merging saves request count more than time, and a gap as large as a
     # compressed inner chunk reads mostly unneeded bytes: at 256 KiB the drill workload
-    # read 29 MB for 8 MB of chunks (benchmarks: drill and slab workloads).
+    # read 29 MB for 8 MB of chunks (benchmarks: drill and slab workloads). Once a store's
+    # large reads have measured its link, the gap grows to what one answer's body moves
+    # in the time one more request costs (at most 1 MiB; `storage/policy/shaping.py`).
     coalesce_gap_bytes: int = 64 << 10
     # The part size: a request larger than this (a coalesced run, a shard needed whole) is
     # read as concurrent ranged parts, each decoded as it lands (a value written goes up
@@ -46,12 +48,15 @@ class Config:
     # 166-170, large-shard 149-188 vs 168-179, big-read 472-505 vs 502-522; 1 MiB was no
     # faster than 2 (slab 126-128). Where bandwidth is free (20 ms profile) the extra
     # requests cost CPU: full 141-145 vs 128-134 ms, large-shard 129-133 vs 125-128.
-    # Earlier, 16 MiB 0.28 / 0.26 s and 8 MiB 0.19 / 0.20 s on full / large-shard.
+    # Earlier, 16 MiB 0.28 / 0.26 s and 8 MiB 0.19 / 0.20 s on full / large-shard. Once a
+    # store's large reads have measured its link, a part grows to what one answer moves in
+    # the time another takes to begin (at most 16 MiB): fewer requests where bandwidth is
+    # free, this size where bodies are slow (`storage/policy/shaping.py`).
     max_request_bytes: int = 2 << 20
     # Requests a read aims to keep in flight: a read of fewer objects (shards needed whole,
     # coalesced runs; for shards, counting the store's requests already in flight) than
     # this reads them in parts of max_request_bytes; of as many or more, one request each
-    # (`storage/policy/ranges.py::request_counts`). Full mode (512 MiB, 16 shards of 32 MiB),
+    # (`storage/policy/shaping.py::RequestShape.counts`). Full mode (512 MiB, 16 shards of 32 MiB),
     # median of 3 against TensorStore in the same run, at 16 (16 whole GETs) and at 32 (the
     # shards in 2 MiB parts, 145 requests): full read on the cloud profile 0.82x vs 0.60x
     # TensorStore's time, client CPU 1.00x vs 1.69x its CPU; at 20 ms 0.86x vs 0.88x, CPU
@@ -92,9 +97,20 @@ class Config:
     # Shard indexes kept per array (bytes). A 32 MiB shard of 256 KiB chunks has a 2 KiB
     # index, so 16 MiB holds the indexes of about 256 TB of such shards.
     shard_index_cache_bytes: int = 16 << 20
-    # Parsed icechunk manifests kept per repository store (bytes of their payloads): a
-    # manifest is immutable and read before any chunk it lists, but a repository may
-    # have more of them than fit in memory; the least recently used go first.
+    # Decoded chunks kept in memory across reads (bytes; 0: none), in one pool shared by
+    # every array opened with the same bound (`open_array(cache_bytes=...)` sets one
+    # array's). Off by default: a read that is not repeated only pays for the copy.
+    # Sliding windows and repeated reads decode each chunk once (benchmarks: cache rows).
+    cache_bytes: int = 0
+    # When cached chunks are checked against the store again, as TensorStore's
+    # `recheck_cached_data`: "open" (those cached before the array was opened are
+    # revalidated once), True (every read revalidates: one conditional request per
+    # object, no bytes when unchanged), False (never), or a maximum age in seconds.
+    cache_recheck: bool | str | float = "open"
+    # Parsed icechunk snapshots and manifests kept for the process (bytes of their
+    # payloads): they are immutable and read before any chunk they list, but a
+    # repository may have more of them than fit in memory; the least recently used go
+    # first (storage/references/icechunk/kept.py).
     icechunk_manifest_cache_bytes: int = 256 << 20
     # The most an icechunk metadata file (snapshot, manifest, repo) may inflate to: a
     # larger one raises `MetadataError` naming the file, a bound against a hostile zstd

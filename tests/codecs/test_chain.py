@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import zarr
 
-from aiozarr.codecs import ChunkSpec, CodecChain
+from aiozarr.codecs import ChunkSpec, CodecChain, layout_of
 from aiozarr.codecs.bytes import BytesCodec
 from aiozarr.codecs.gzip import GzipCodec
 from aiozarr.codecs.numcodecs_v2 import NumcodecsV2Codec
@@ -87,7 +87,7 @@ def test_decode_runs_codecs_in_reverse_and_spec_resolves_through_transpose() -> 
     assert chain.spec.shape == (6, 4)
     np.testing.assert_array_equal(chain.decode(encoded), DATA)
     assert chain.to_metadata() == [c.to_json() for c in codecs]
-    assert not chain.array_to_bytes.shards and chain.shard_layout() is None
+    assert not chain.array_to_bytes.decodes_parts and layout_of(chain) is None
 
 
 def test_library_errors_become_codec_errors_naming_the_key() -> None:

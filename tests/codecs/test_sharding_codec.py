@@ -11,7 +11,7 @@ import pytest
 import zarr
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.codecs import ChunkSpec, CodecChain, ShardingCodec, ShardLayout, get_codec
+from aiozarr.codecs import ChunkSpec, CodecChain, ShardingCodec, ShardLayout, get_codec, layout_of
 from aiozarr.codecs.sharding import EMPTY, morton_order
 from aiozarr.errors import ChecksumError, CodecError, MetadataError
 from aiozarr.metadata.model import ArrayMetadata, CodecMetadata
@@ -152,13 +152,13 @@ def test_nested_sharding_round_trip() -> None:
     }
     outer = sharding(chunk_shape=[8, 6], codecs=[inner_sharding])
     chain = CodecChain.from_codecs([outer], spec, "n")
-    assert chain.array_to_bytes is outer and outer.shards
+    assert chain.array_to_bytes is outer and outer.decodes_parts
     values = np.arange(16 * 12, dtype="<f4").reshape(16, 12)
     values[8:, :6] = 0
     encoded = chain.encode(values)
     np.testing.assert_array_equal(chain.decode(encoded, "n/c/0/0"), values)
     layout: ShardLayout = outer.layout(spec)
-    assert layout.inner_chain.shard_layout() is not None
+    assert layout_of(layout.inner_chain) is not None
     assert layout.index_of_shard(encoded, "n").range_of((1, 0)) is None
 
 
@@ -195,7 +195,7 @@ def test_shards_are_byte_exact_with_zarr_python(
     assert codecs[0].configuration["index_location"] == location
     meta = ArrayMetadata(shape, np.dtype("<u2"), shard_shape, np.uint16(3), codecs=codecs)
     chain = CodecChain.from_metadata(meta, "a/zarr.json")
-    layout = chain.shard_layout()
+    layout = layout_of(chain)
 
     shard_path = tmp_path / "a" / "c" / "0" / "0"
     stored = shard_path.read_bytes()

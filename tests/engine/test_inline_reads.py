@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import aiozarr
+from aiozarr.engine import entry as engine
 from aiozarr.engine import read as engine_read
 from aiozarr.storage.backends.counting import CountingStore
 from aiozarr.storage.backends.memory import MemoryStore
@@ -44,13 +45,13 @@ def test_sync_reads_from_memory_stay_on_the_calling_thread(monkeypatch) -> None:
     arr = aiozarr.create_array(MemoryStore(), shape=(64, 64), dtype="i4", chunks=(8, 8))
     arr[:] = 7
     threads = []
-    real = engine_read.read_inline
+    real = engine.read_inline
 
     def spy(*args):  # records which thread decodes
         threads.append(threading.current_thread())
         return real(*args)
 
-    monkeypatch.setattr(engine_read, "read_inline", spy)
+    monkeypatch.setattr(engine, "read_inline", spy)
     assert arr[3, 4] == 7
     assert threads == [threading.current_thread()]
 

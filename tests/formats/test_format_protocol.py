@@ -14,7 +14,7 @@ import pytest
 import aiozarr
 from aiozarr.errors import MetadataError, NodeNotFoundError
 from aiozarr.metadata import formats, v1, v2, v3, v3draft
-from aiozarr.metadata.format import LAST, Fetch, Format, Node, Reading, ReadOptions, join
+from aiozarr.metadata.format_protocol import LAST, Fetch, Format, Node, Reading, ReadOptions, join
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding
 from aiozarr.storage import CountingStore, MemoryStore
 

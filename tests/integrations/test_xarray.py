@@ -20,6 +20,7 @@ from tests.reliability.proxies import Proxy  # noqa: E402
 import aiozarr  # noqa: E402
 from aiozarr.emulator import Emulator  # noqa: E402
 from aiozarr.errors import MetadataError, NodeExistsError  # noqa: E402
+from aiozarr.storage.backends.counting import CountingStore  # noqa: E402
 from aiozarr.storage.opening.url import from_url  # noqa: E402
 from aiozarr.testing.round_trips import RoundTripStore  # noqa: E402
 from aiozarr.xarray import AiozarrBackendEntrypoint, to_zarr  # noqa: E402
@@ -364,3 +365,22 @@ def test_string_variables_round_trip(tmp_path: Path, zarr_format: int) -> None:
         xr.open_dataset(tmp_path / "theirs.zarr", engine=ENGINE),
         xr.open_zarr(tmp_path / "theirs.zarr").load(),
     )
+
+
+async def test_load_async_of_several_variables_is_one_plan(
+    emulator: Emulator, local_path: Callable[[str], Path]
+) -> None:
+    """The variables' reads go out as one `read_many`: one batch of requests in all."""
+    path = fresh("one-plan")
+    write_with_zarr_python(wide_dataset(), local_path(path), zarr_format=3)
+    store = CountingStore(
+        from_url(emulator.s3_url(path), storage_options=emulator.storage_options())
+    )
+    ds = xr.open_dataset(store, engine=ENGINE)
+    names = [f"v{i}" for i in range(4)]
+    store.reset()
+    loaded = await ds[names].load_async()
+    assert len(store.batches) == 1
+    assert store.counts["get"] == 4
+    for i, name in enumerate(names):
+        np.testing.assert_array_equal(loaded[name].values, np.full((3, 2, 4, 5), float(i)))

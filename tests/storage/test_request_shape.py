@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiozarr import config
 from aiozarr.storage.policy import RequestShape
 from aiozarr.storage.policy.backend import Capabilities
+from aiozarr.storage.policy.statistics import Link, RequestStats
 
 MiB = 1 << 20
 
@@ -60,3 +61,47 @@ def test_parts_ahead_of_an_index_are_bounded_by_a_wave_and_the_budget() -> None:
 def test_uploads_take_parts_s3_accepts() -> None:
     assert shape(part=MiB).upload_part_bytes == 5 * MiB
     assert shape(part=16 * MiB).upload_part_bytes == 16 * MiB
+
+
+def test_without_a_link_the_configs_sizes_stand() -> None:
+    with config.set(max_request_bytes=2 * MiB, coalesce_gap_bytes=64 << 10):
+        plain = RequestShape.of(Capabilities(), link=None)
+    assert (plain.part_bytes, plain.gap_bytes) == (2 * MiB, 64 << 10)
+
+
+def test_a_fast_link_grows_the_gap_and_the_parts() -> None:
+    # 600 MB/s once an answer begins 20 ms in: a request costs more than a MiB of gap,
+    # and one answer moves 12 MB in the time another takes to begin.
+    with config.set(max_request_bytes=2 * MiB, coalesce_gap_bytes=64 << 10):
+        fast = RequestShape.of(Capabilities(), link=Link(0.020, 600e6))
+    assert fast.gap_bytes == MiB  # at most a MiB read for nothing
+    assert fast.part_bytes == 12_000_000
+    assert fast.counts([11 * MiB]) == [1]  # read whole: parts would not pay
+    assert fast.counts([48 * MiB]) == [5]
+
+
+def test_a_slow_body_keeps_the_parts_small() -> None:
+    # The cloud: 90 MB/s per answer after a 20 ms wait. Parts in parallel win.
+    with config.set(max_request_bytes=2 * MiB, coalesce_gap_bytes=64 << 10):
+        cloud = RequestShape.of(Capabilities(), link=Link(0.020, 90e6))
+    assert cloud.part_bytes == 2 * MiB
+    assert cloud.gap_bytes == 180_000
+    assert cloud.counts([11 * MiB]) == [6]
+
+
+def test_a_stores_own_sizes_stand_whatever_the_link() -> None:
+    own = Capabilities(max_request_bytes=MiB, coalesce_gap_bytes=0)
+    shaped = RequestShape.of(own, link=Link(0.020, 600e6))
+    assert (shaped.part_bytes, shaped.gap_bytes) == (MiB, 0)
+
+
+def test_the_link_is_known_once_a_large_read_has_told_both() -> None:
+    statistics = RequestStats()
+    assert statistics.link() is None
+    statistics.first_bytes.add(None, 0.020)
+    assert statistics.link() is None  # no body measured yet
+    statistics.body_times.add(None, 0.010)  # 10 ms per MiB
+    link = statistics.link()
+    assert link is not None
+    assert link.wait_s == 0.020
+    assert round(link.body_bytes_per_s) == round(MiB / 0.010)

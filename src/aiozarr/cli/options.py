@@ -38,18 +38,27 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def add_snapshot_options(parser: argparse.ArgumentParser) -> None:
-    """`--branch`, `--tag`, `--snapshot`: which snapshot of an icechunk repository."""
+    """`--branch`, `--tag`, `--snapshot`, `--as-of`: which snapshot of an icechunk
+    repository."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--branch", help="icechunk repository: read this branch (default main)")
     group.add_argument("--tag", help="icechunk repository: read this tag")
     group.add_argument("--snapshot", help="icechunk repository: read this snapshot id")
+    parser.add_argument(
+        "--as-of",
+        dest="as_of",
+        metavar="TIME",
+        help="icechunk repository (spec 2): the branch's snapshot newest at this ISO 8601 "
+        "time (UTC unless it says otherwise)",
+    )
 
 
 def with_snapshot(
     args: argparse.Namespace, options: dict[str, Any] | None
 ) -> dict[str, Any] | None:
     """`options` with the snapshot `add_snapshot_options` named (which any path takes)."""
-    named = {k: getattr(args, k) for k in ("branch", "tag", "snapshot") if getattr(args, k)}
+    names = ("branch", "tag", "snapshot", "as_of")
+    named = {k: getattr(args, k) for k in names if getattr(args, k)}
     return {**(options or {}), **named} or None
 
 

@@ -10,6 +10,7 @@ from aiozarr.codecs.base import (
     BytesToBytesCodec,
     ChunkSpec,
     Codec,
+    CodecRole,
 )
 from aiozarr.codecs.chain import CodecChain
 from aiozarr.codecs.numcodecs_v2 import NumcodecsV2Codec
@@ -19,7 +20,7 @@ from aiozarr.codecs.registry import (
     register_codec,
     registered_codecs,
 )
-from aiozarr.codecs.sharding import ShardIndex, ShardingCodec, ShardLayout
+from aiozarr.codecs.sharding import ShardIndex, ShardingCodec, ShardLayout, layout_of
 
 __all__ = [
     "ArrayToArrayCodec",
@@ -28,12 +29,14 @@ __all__ = [
     "ChunkSpec",
     "Codec",
     "CodecChain",
+    "CodecRole",
     "NumcodecsV2Codec",
     "ShardIndex",
     "ShardLayout",
     "ShardingCodec",
     "get_codec",
     "get_codec_class",
+    "layout_of",
     "register_codec",
     "registered_codecs",
 ]

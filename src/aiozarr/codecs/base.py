@@ -4,6 +4,7 @@ they turn bytes into arrays and back, and never see a store, a loop or a thread.
 
 from __future__ import annotations
 
+import enum
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -54,11 +55,28 @@ class ChunkSpec:
         return math.prod(self.shape) * self.dtype.itemsize
 
 
+class CodecRole(enum.Enum):
+    """Where a codec stands in a chain (v3 core spec): what it takes and what it gives."""
+
+    ARRAY_TO_ARRAY = "array->array"
+    ARRAY_TO_BYTES = "array->bytes"
+    BYTES_TO_BYTES = "bytes->bytes"
+
+
 class Codec(ABC):
-    """Common part of every codec: its metadata name and configuration."""
+    """Common part of every codec: its metadata name and configuration, and what it
+    declares of itself (its `role`, whether it `decodes_parts`), which is all a chain
+    asks of it."""
 
     #: The name used in metadata documents; set by each subclass.
     name: ClassVar[str]
+    #: Where the codec stands in a chain; set by each of the three kinds.
+    role: ClassVar[CodecRole]
+    #: Whether a part of a chunk is decoded from a part of this codec's output, without
+    #: the rest, as the engine reads parts: an array->array codec's block of the chunk
+    #: (`elementwise`, `axis_order`), an array->bytes codec's inner chunks located by
+    #: an index (sharding). No bytes->bytes codec does.
+    decodes_parts: ClassVar[bool] = False
 
     @classmethod
     def from_config(cls, configuration: Mapping[str, Any]) -> Codec:
@@ -90,7 +108,24 @@ class Codec(ABC):
 
 
 class ArrayToArrayCodec(Codec):
-    """Array in, array out (e.g. transpose)."""
+    """Array in, array out (e.g. transpose).
+
+    One that `decodes_parts` says how a block of its input lies in its output: in the
+    same place (`elementwise`), or on reordered axes (`axis_order`, a pure view). Such
+    codecs may come before `sharding_indexed` with inner chunks still read alone.
+    """
+
+    role = CodecRole.ARRAY_TO_ARRAY
+    #: Whether each element is encoded alone and stays in its place (the shape kept,
+    #: no element reordered), and the fill value encodes to itself: a block of the
+    #: output decodes to the same block of the input.
+    elementwise: ClassVar[bool] = False
+
+    def axis_order(self, ndim: int) -> tuple[int, ...] | None:
+        """When the codec only reorders the axes of a chunk of `ndim` dimensions (its
+        output is a view of its input, axis i of the output being axis `order[i]` of
+        the input), that order; None for any other codec."""
+        return None
 
     @abstractmethod
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray: ...
@@ -103,6 +138,8 @@ class ArrayToArrayCodec(Codec):
 class ArrayToBytesCodec(Codec):
     """Array in, bytes out (e.g. bytes, sharding_indexed, vlen-utf8)."""
 
+    role = CodecRole.ARRAY_TO_BYTES
+
     @abstractmethod
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes | memoryview: ...
 
@@ -110,14 +147,12 @@ class ArrayToBytesCodec(Codec):
     def decode(self, data: Any, spec: ChunkSpec) -> np.ndarray:
         """`data` is any buffer; the result has `spec.shape` and `spec.dtype`."""
 
-    #: Whether this codec stores a chunk as a shard of inner chunks (`shard_layout`).
-    shards: bool = False
-
-    def shard_layout(self, spec: ChunkSpec, axes: tuple[int, ...] | None) -> Any:
-        """How a chunk of `spec` is laid out as a shard of inner chunks (a `ShardLayout`);
-        only for codecs that `shards`. `axes`: the chunk is stored transposed by it
-        (transpose codecs before this one)."""
-        raise NotImplementedError(f"codec {self.name!r} does not shard")
+    def memory_dtype(self, dtype: np.dtype[Any]) -> np.dtype[Any] | None:
+        """The dtype in which this codec's output for chunks of `dtype` is the chunk's
+        elements as they lie in memory (C order, nothing added or changed), or None
+        where it is not such a plain view of them. A chain then decompresses straight
+        into an output array."""
+        return None
 
     def encoded_size(self, spec: ChunkSpec) -> int | None:
         """Exact encoded size when it depends only on `spec`, else None."""
@@ -131,6 +166,8 @@ class ArrayToBytesCodec(Codec):
 
 class BytesToBytesCodec(Codec):
     """Bytes in, bytes out (e.g. gzip, zstd, blosc, crc32c)."""
+
+    role = CodecRole.BYTES_TO_BYTES
 
     #: Whether `decode_into_buffer` writes the decoded bytes into the caller's memory:
     #: the chain then decodes a chunk straight into its place in the output.

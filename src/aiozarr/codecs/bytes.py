@@ -43,6 +43,10 @@ class BytesCodec(ArrayToBytesCodec):
             return dtype
         return dtype.newbyteorder("<" if self.endian in ("little", None) else ">")
 
+    def memory_dtype(self, dtype: np.dtype[Any]) -> np.dtype[Any] | None:
+        """The stored dtype: the encoded bytes are the elements in it, in C order."""
+        return None if dtype.hasobject or dtype.kind == "T" else self.stored_dtype(dtype)
+
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes | memoryview:
         stored = np.ascontiguousarray(array, dtype=self.stored_dtype(spec.dtype))
         return memoryview(stored.reshape(-1).view(np.uint8))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import numpy as np
 
@@ -22,10 +22,9 @@ from aiozarr.codecs.base import (
     BytesToBytesCodec,
     ChunkSpec,
     Codec,
+    CodecRole,
 )
-from aiozarr.codecs.bytes import BytesCodec
 from aiozarr.codecs.registry import get_codec
-from aiozarr.codecs.transpose import TransposeCodec
 from aiozarr.errors import AiozarrError, CodecError, MetadataError, UnsupportedError
 from aiozarr.metadata.model import ArrayMetadata, CodecMetadata
 from aiozarr.sizes import memory_bytes
@@ -99,7 +98,7 @@ class CodecChain:
         """
         where = key or "metadata"
         built = [c if isinstance(c, Codec) else get_codec(c, key) for c in codecs]
-        to_bytes = [i for i, c in enumerate(built) if isinstance(c, ArrayToBytesCodec)]
+        to_bytes = [i for i, c in enumerate(built) if c.role is CodecRole.ARRAY_TO_BYTES]
         if len(to_bytes) != 1:
             names = [c.name for c in built]
             raise MetadataError(
@@ -108,15 +107,21 @@ class CodecChain:
             )
         split = to_bytes[0]
         for i, codec in enumerate(built):
-            expected = ArrayToArrayCodec if i < split else BytesToBytesCodec
-            if i != split and not isinstance(codec, expected):
+            expected = CodecRole.ARRAY_TO_ARRAY if i < split else CodecRole.BYTES_TO_BYTES
+            if i != split and codec.role is not expected:
                 place = "before" if i < split else "after"
                 raise MetadataError(
                     f"{where}: codec {codec.name!r} (position {i}) cannot come {place} the "
                     f"array->bytes codec {built[split].name!r}: 'codecs' must be "
                     "array->array codecs, one array->bytes codec, then bytes->bytes codecs"
                 )
-        return cls(built[:split], built[split], built[split + 1 :], spec, key)  # type: ignore[arg-type]
+        return cls(
+            cast("list[ArrayToArrayCodec]", built[:split]),
+            cast("ArrayToBytesCodec", built[split]),
+            cast("list[BytesToBytesCodec]", built[split + 1 :]),
+            spec,
+            key,
+        )
 
     @classmethod
     def from_metadata(cls, meta: ArrayMetadata, key: str = "") -> CodecChain:
@@ -160,38 +165,26 @@ class CodecChain:
         """Every codec, in metadata order."""
         return (*self.array_to_array, self.array_to_bytes, *self.bytes_to_bytes)
 
-    def shard_layout(self, shape: tuple[int, ...] | None = None) -> Any:
-        """The layout, on the array's axes, of a shard of `shape` (this chain's chunk shape
-        by default) when the array is sharded, else None: what the array->bytes codec's
-        `shard_layout` describes (a `ShardLayout` of `codecs/sharding.py`; the chain asks
-        the codec and names no sharding type, so the sharding codec can build its inner
-        chains from this module).
-
-        `transpose` codecs before `sharding_indexed` (zarr-python 3.4 and zarrs write them)
-        make the stored shard a transposed one; the layout maps inner chunks back.
-        """
-        if not self.array_to_bytes.shards:
-            return None
-        spec = (
-            self._spec
-            if shape is None
-            else ChunkSpec(shape, self._spec.dtype, self._spec.fill_value)
-        )
-        return self.array_to_bytes.shard_layout(spec, self._sharding_axes())
-
-    def _sharding_axes(self) -> tuple[int, ...] | None:
-        """The one permutation the array->array codecs before sharding amount to."""
-        if not self.array_to_array:
-            return None
-        axes = tuple(range(len(self._spec.shape)))
+    def encoded_axes(self) -> tuple[int, ...] | None:
+        """How a block of a decoded chunk lies in the array the array->bytes codec
+        encodes: that array's axis i is the chunk's axis `axes[i]` (None: the same
+        axes, no array->array codec reorders them), as the array->array codecs declare
+        it. A codec that does not declare `decodes_parts` raises `UnsupportedError`:
+        no part of its output stands for a part of the chunk (sharding's inner chunks
+        could not be read alone)."""
+        ndim = len(self._spec.shape)
+        axes = tuple(range(ndim))
         for codec in self.array_to_array:
-            if not isinstance(codec, TransposeCodec):
+            order = codec.axis_order(ndim)
+            if not codec.decodes_parts or (order is None and not codec.elementwise):
                 raise UnsupportedError(
                     f"{self._key or 'metadata'}: array->array codec {codec.name!r} before "
-                    "sharding_indexed is not supported (only transpose is)"
+                    f"{self.array_to_bytes.name!r} does not decode parts of a chunk (only "
+                    "codecs that reorder axes or encode each element alone can come there)"
                 )
-            axes = tuple(axes[i] for i in codec.order)
-        return axes
+            if order is not None:
+                axes = tuple(axes[i] for i in order)
+        return None if axes == tuple(range(ndim)) else axes
 
     def encoded_size(self) -> int | None:
         """The exact size of every encoded chunk when it is fixed, else None."""
@@ -297,15 +290,14 @@ class CodecChain:
 
     def _direct_decompressor(self, dtype: np.dtype[Any]) -> Any:
         """The first decompressor's `decode_into_buffer` when its output is the chunk's
-        values as they lie in memory (bytes codec in native order, nothing after it)."""
-        ab = self.array_to_bytes
+        values as they lie in memory (an array->bytes codec that declares its output a
+        plain view of them in this dtype, `memory_dtype`; nothing before it)."""
         if (
             self.array_to_array
             or not self.bytes_to_bytes
-            or not isinstance(ab, BytesCodec)
             or dtype != self._spec.dtype
-            or ab.stored_dtype(dtype) != dtype
             or dtype.hasobject
+            or self.array_to_bytes.memory_dtype(dtype) != dtype
         ):
             return None
         first = self.bytes_to_bytes[0]

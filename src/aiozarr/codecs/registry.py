@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
-from aiozarr.codecs.base import BytesToBytesCodec, Codec
+from aiozarr.codecs.base import Codec, CodecRole
 from aiozarr.codecs.numcodecs_v3 import numcodecs_class
 from aiozarr.errors import AiozarrError, AiozarrWarning, MetadataError, UnsupportedError
 from aiozarr.metadata.model import CodecMetadata
@@ -160,7 +160,8 @@ def _unknown_fields(cls: type[Codec], configuration: Mapping[str, Any]) -> list[
 def _accepted_fields(cls: type[Codec]) -> frozenset[str] | None:
     """The keyword arguments a default-built bytes->bytes codec takes; None: any (or not
     such a codec). Cached: `inspect.signature` costs ~80 us, paid per array opened."""
-    if not issubclass(cls, BytesToBytesCodec) or cls.from_config.__func__ is not _FROM_CONFIG:  # type: ignore[attr-defined]
+    role = getattr(cls, "role", None)
+    if role is not CodecRole.BYTES_TO_BYTES or cls.from_config.__func__ is not _FROM_CONFIG:  # type: ignore[attr-defined]
         return None
     try:
         params = inspect.signature(cls).parameters

@@ -17,10 +17,9 @@ from typing import Any, Literal
 import numpy as np
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.codecs.base import ArrayToBytesCodec, ChunkSpec, Codec
+from aiozarr.codecs.base import ArrayToArrayCodec, ArrayToBytesCodec, ChunkSpec, Codec
 from aiozarr.codecs.chain import CodecChain
 from aiozarr.codecs.registry import get_codec
-from aiozarr.codecs.transpose import TransposeCodec
 from aiozarr.errors import CodecError, MetadataError
 from aiozarr.metadata.fill_value import is_fill
 from aiozarr.metadata.model import CodecMetadata
@@ -94,11 +93,12 @@ class ShardIndex:
 class ShardLayout:
     """Where things lie in a shard of one shape, and how to encode and decode them.
 
-    Shapes and inner-chunk coordinates are on the array's axes. When `transpose` comes
-    before `sharding_indexed`, the stored shard is the array's shard transposed by
-    `axes` (stored axis i is array axis `axes[i]`): the index is stored on those axes
-    and `inner_chain` starts with the transpose, so everything here still speaks of
-    the array's axes.
+    Shapes and inner-chunk coordinates are on the array's axes. When array->array
+    codecs come before `sharding_indexed` (each one declaring that it `decodes_parts`),
+    the stored shard is the array's shard encoded by them: on reordered axes `axes`
+    (stored axis i is array axis `axes[i]`; None: the array's axes) where one reorders
+    them. The index is stored on those axes and `inner_chain` starts with those
+    codecs, so everything here still speaks of the array's axes and values.
     """
 
     shard_shape: tuple[int, ...]
@@ -282,28 +282,33 @@ class ShardingCodec(ArrayToBytesCodec):
     def validate(self, spec: ChunkSpec) -> None:
         self.layout(spec)
 
-    shards = True
-
-    def shard_layout(self, spec: ChunkSpec, axes: tuple[int, ...] | None) -> ShardLayout:
-        """The layout of a shard of `spec` (see `layout`)."""
-        return self.layout(spec, axes)
+    decodes_parts = True  # each inner chunk is read and decoded alone
 
     def max_encoded_size(self, spec: ChunkSpec) -> int | None:
         return self.layout(spec).max_stored_bytes
 
-    def layout(self, shard_spec: ChunkSpec, axes: tuple[int, ...] | None = None) -> ShardLayout:
+    def layout(
+        self,
+        shard_spec: ChunkSpec,
+        before: Sequence[ArrayToArrayCodec] = (),
+        axes: tuple[int, ...] | None = None,
+    ) -> ShardLayout:
         """The layout of shards of `shard_spec` (built once per spec, then cached).
 
-        `axes`: the shard is stored transposed by it (a `transpose` codec before this
-        one); `shard_spec` and the layout are then on the array's axes.
+        `before`: the array->array codecs before this one, which encode the shard on
+        the axes `axes` (`CodecChain.encoded_axes`); `shard_spec` and the layout are
+        then on the array's axes and values.
         """
-        cache_key = (shard_spec.shape, shard_spec.dtype, repr(shard_spec.fill_value), axes)
+        before = tuple(before)
+        cache_key = (shard_spec.shape, shard_spec.dtype, repr(shard_spec.fill_value), before, axes)
         layout = self._layouts.get(cache_key)
         if layout is None:
-            layout = self._layouts[cache_key] = self._build_layout(shard_spec, axes)
+            layout = self._layouts[cache_key] = self._build_layout(shard_spec, before, axes)
         return layout
 
-    def _build_layout(self, spec: ChunkSpec, axes: tuple[int, ...] | None) -> ShardLayout:
+    def _build_layout(
+        self, spec: ChunkSpec, before: tuple[ArrayToArrayCodec, ...], axes: tuple[int, ...] | None
+    ) -> ShardLayout:
         inner = self.chunk_shape
         shape = spec.shape if axes is None else tuple(spec.shape[a] for a in axes)
         if len(inner) != len(shape) or any(s % c for s, c in zip(shape, inner, strict=False)):
@@ -313,12 +318,12 @@ class ShardingCodec(ArrayToBytesCodec):
             )
         per_shard = tuple(s // c for s, c in zip(shape, inner, strict=True))
         index_spec = ChunkSpec((*per_shard, 2), np.dtype(np.uint64), EMPTY)
-        codecs: tuple[Any, ...] = self.codecs
-        if axes is not None:  # on the array's axes: inner chunks start with the transpose
+        if axes is not None:  # the inner chunks and the index on the array's axes
             inverse = tuple(int(i) for i in np.argsort(axes))
             inner = tuple(inner[i] for i in inverse)
             per_shard = tuple(per_shard[i] for i in inverse)
-            codecs = (TransposeCodec(axes), *codecs)
+        # an inner chunk (array side) goes through the codecs before sharding, then its own
+        codecs: tuple[Codec, ...] = (*before, *self.codecs)
         inner_spec = ChunkSpec(inner, spec.dtype, spec.fill_value)
         inner_chain = CodecChain.from_codecs(codecs, inner_spec, "sharding_indexed codecs")
         index_chain = CodecChain.from_codecs(
@@ -357,3 +362,20 @@ class ShardingCodec(ArrayToBytesCodec):
 
     def decode(self, data: Any, spec: ChunkSpec) -> np.ndarray:
         return self.layout(spec).decode_shard(data)
+
+
+def layout_of(chain: CodecChain, shape: tuple[int, ...] | None = None) -> ShardLayout | None:
+    """The layout, on the array's axes, of a shard of `shape` (the chain's chunk shape by
+    default) when the chain's array->bytes codec is `sharding_indexed`, else None.
+
+    The array->array codecs before it must each declare that they decode parts (they
+    reorder axes or encode each element alone: `CodecChain.encoded_axes` refuses
+    others), so that an inner chunk is still read and decoded alone.
+    """
+    codec = chain.array_to_bytes
+    if not isinstance(codec, ShardingCodec):
+        return None
+    spec = (
+        chain.spec if shape is None else ChunkSpec(shape, chain.spec.dtype, chain.spec.fill_value)
+    )
+    return codec.layout(spec, chain.array_to_array, chain.encoded_axes())

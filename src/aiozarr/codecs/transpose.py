@@ -15,6 +15,7 @@ class TransposeCodec(ArrayToArrayCodec):
     """Encode `a` as `a.transpose(order)`; decode with the inverse permutation."""
 
     name = "transpose"
+    decodes_parts = True  # a block of the chunk is a block of the transposed chunk
 
     def __init__(self, order: Sequence[int] | str) -> None:
         self._named = order if order in ("C", "F") else None  # a pre-1.0 spelling
@@ -57,6 +58,12 @@ class TransposeCodec(ArrayToArrayCodec):
                 f"codec 'transpose': field 'order' {list(self.order)} has {len(self.order)} "
                 f"entries but the chunk has {len(spec.shape)} dimensions"
             )
+
+    def axis_order(self, ndim: int) -> tuple[int, ...]:
+        """The permutation: a transpose only reorders axes."""
+        if self._named is not None and len(self.order) != ndim:
+            return tuple(range(ndim)) if self._named == "C" else tuple(range(ndim))[::-1]
+        return self.order
 
     def resolve(self, spec: ChunkSpec) -> ChunkSpec:
         return ChunkSpec(tuple(spec.shape[i] for i in self.order), spec.dtype, spec.fill_value)

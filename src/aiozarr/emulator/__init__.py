@@ -5,7 +5,7 @@ faults on request.
     async with Emulator(root, latency_ms=20) as emu:
         store = obstore.store.S3Store(emu.bucket, **emu.storage_options())
 
-server.py (the Emulator: settings, running, the path of a request), conditions.py (its
+server.py (the Emulator: settings, running, the path of a request), serving_conditions.py (its
 counters, network shaping and fault rules), answers.py (held-back, paced, faulty and
 streamed answers), bucket.py (the S3 operations on the folder), control.py (the
 /_emulator/ endpoints), s3.py (the S3 wire format: errors, XML, ranges), files.py

@@ -24,13 +24,13 @@ from aiohttp import web
 
 from aiozarr.emulator.answers import Pacer, stream_file
 from aiozarr.emulator.bodies import read_small, receive
-from aiozarr.emulator.conditions import Conditions
 from aiozarr.emulator.files import (
     PUT_CONDITIONS,
     TMP_DIR,
     FileSlice,
     check_get_condition,
     move_into_place,
+    not_modified,
     read_version,
     version_headers,
     write_atomic,
@@ -39,6 +39,7 @@ from aiozarr.emulator.listing import list_objects_v2
 from aiozarr.emulator.multipart import MultipartUploads
 from aiozarr.emulator.paths import object_path
 from aiozarr.emulator.s3 import S3_NS, S3Error, parse_xml, xml_response
+from aiozarr.emulator.serving_conditions import Conditions
 
 __all__ = ["MAX_UPLOAD_BYTES", "Bucket"]
 
@@ -183,6 +184,10 @@ class Bucket:
                 os.close(body.fd)
             exc.key = key
             raise
+        if not head and not_modified(st, request.headers):
+            if isinstance(body, FileSlice):
+                os.close(body.fd)
+            return web.Response(status=304, headers=version_headers(st))
         headers = {
             **version_headers(st),
             "Accept-Ranges": "bytes",

@@ -11,7 +11,7 @@ The POSTs exist only when the emulator is made with `control=True` (`aiozarr ser
 application/json`, which a page cannot send cross-site without a preflight that is never
 granted; anything else is 415) and every value is checked (400 with what was wrong).
 
-They act on the emulator's `Conditions` (conditions.py), its counters and the shaping
+They act on the emulator's `Conditions` (serving_conditions.py), its counters and the shaping
 and fault rules in force, and on nothing else.
 """
 
@@ -25,8 +25,8 @@ from typing import Any
 from aiohttp import web
 
 from aiozarr.emulator.bodies import read_small
-from aiozarr.emulator.conditions import Conditions
 from aiozarr.emulator.s3 import S3Error
+from aiozarr.emulator.serving_conditions import Conditions
 
 __all__ = ["add_control_routes"]
 

@@ -28,6 +28,7 @@ __all__ = [
     "generation_of",
     "move_into_place",
     "new_temp_file",
+    "not_modified",
     "read_version",
     "version_headers",
     "write_atomic",
@@ -120,6 +121,18 @@ def check_get_condition(st: os.stat_result, headers: Mapping[str, str]) -> None:
             held = held and int(st.st_mtime) <= parsedate_to_datetime(since).timestamp()
     if not held:
         raise S3Error(412, "At least one of the pre-conditions you specified did not hold")
+
+
+def not_modified(st: os.stat_result, headers: Mapping[str, str]) -> bool:
+    """Whether a GET's `If-None-Match` names the version there (or is `*`): S3 then
+    answers 304 Not Modified, no body."""
+    tags = headers.get("If-None-Match")
+    if tags is None:
+        return False
+    current = etag_of(st).strip('"')
+    return any(
+        tag.strip().removeprefix("W/").strip('"') in (current, "*") for tag in tags.split(",")
+    )
 
 
 def version_headers(st: os.stat_result) -> dict[str, str]:

@@ -25,7 +25,7 @@ always; the POSTs that change it (reset, faults, latency, network) with `control
 
 This module is the server: its settings, running it, its addresses, and the path every
 request takes (the guard, counting, holding back, faults). What it counts and the
-shaping and fault rules in force are conditions.py's; how a shaped or broken answer goes
+shaping and fault rules in force are serving_conditions.py's; how a shaped or broken answer goes
 out is answers.py's; the S3 operations on the folder are bucket.py's.
 
 It is safe to run on a machine with a browser (guard.py, paths.py): every key and
@@ -53,12 +53,12 @@ from aiohttp import web
 from aiozarr.emulator.answers import faulty_body, hold, paced_body
 from aiozarr.emulator.bodies import SMALL_BODY_BYTES
 from aiozarr.emulator.bucket import MAX_UPLOAD_BYTES, Bucket
-from aiozarr.emulator.conditions import Conditions
 from aiozarr.emulator.control import add_control_routes
 from aiozarr.emulator.faults import FAULT_KINDS, Fault
 from aiozarr.emulator.guard import Guard
 from aiozarr.emulator.listener import BoundedSite
 from aiozarr.emulator.s3 import S3Error, error_response
+from aiozarr.emulator.serving_conditions import Conditions
 
 __all__ = ["FAULT_KINDS", "MAX_UPLOAD_BYTES", "Emulator", "Fault", "request_kind"]
 
@@ -255,7 +255,7 @@ class Emulator:
             "client_options": {"allow_http": True},
         }
 
-    # -- counters, latency, faults (conditions.py) -------------------------------------
+    # -- counters, latency, faults (serving_conditions.py) -----------------------------
 
     def stats(self) -> dict[str, Any]:
         """A snapshot of the counters (plain dicts and ints; JSON-ready)."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import anyio
 import numpy as np
 
+from aiozarr.engine.chunk_cache import ReadSession
 from aiozarr.engine.executor import codec_threads, run_codec
 from aiozarr.engine.freed_memory import FreedMemory
 from aiozarr.engine.located import LocatedChunk
@@ -22,7 +23,7 @@ from aiozarr.engine.progress import ChunkProgress
 from aiozarr.engine.settings import ReadSettings
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.selection.indexing import ChunkProjection
-from aiozarr.storage.protocol import Buffer
+from aiozarr.storage.protocol import Buffer, Version
 
 #: Debug lines per decode group (chunks, bytes, time): with the store's request lines
 #: they make a read's timeline (`python -m benchmarks.timeline`).
@@ -35,6 +36,8 @@ class DecodeJob:
 
     chunk: LocatedChunk
     data: Buffer
+    #: the version of the object the bytes came from (None: that of the chunk's index)
+    version: Version | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,8 @@ class Reads:
     memory: FreedMemory
     #: the keys of the stored objects (chunks, shards) the store does not hold
     missing: set[str] = field(default_factory=set)
+    #: the chunk cache as this read sees it (None: no cache), which keeps what is decoded
+    cache: ReadSession | None = None
 
     def fill(self, projection: ChunkProjection) -> None:
         self.out[projection.out_selection] = self.array.fill_value
@@ -73,7 +78,7 @@ class Reads:
     async def _decode_group(self, group: list[DecodeJob]) -> None:
         nbytes = sum(job.chunk.chain.spec.nbytes for job in group)
         began = time.monotonic()
-        await run_codec(_decode_all, group, self.out, nbytes=nbytes)
+        await run_codec(_decode_all, group, self.out, self.cache, nbytes=nbytes)
         self.progress.advance(len(group))
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
@@ -85,9 +90,20 @@ class Reads:
             )
 
 
-def _decode_all(group: list[DecodeJob], out: np.ndarray) -> None:
+def _decode_all(group: list[DecodeJob], out: np.ndarray, cache: ReadSession | None) -> None:
     for job in group:
-        decode_one(job.chunk, job.data, out)
+        if cache is None:
+            decode_one(job.chunk, job.data, out)
+        else:
+            _decode_kept(job, out, cache)
+
+
+def _decode_kept(job: DecodeJob, out: np.ndarray, cache: ReadSession) -> None:
+    """Decode one chunk into `out`, and keep it in the cache."""
+    chunk = job.chunk
+    index = chunk.index
+    version = job.version if job.version is not None or index is None else index.version
+    cache.decode_kept(chunk.key, chunk.chain, job.data, chunk.projection, version, out)
 
 
 def decode_one(chunk: LocatedChunk, data: Buffer, out: np.ndarray) -> None:

@@ -29,6 +29,7 @@ from functools import partial
 import anyio
 import numpy as np
 
+from aiozarr.engine.cached_reads import serve_cached
 from aiozarr.engine.decoding import DecodeJob, Reads, decode_one
 from aiozarr.engine.freed_memory import FreedMemory
 from aiozarr.engine.located import (
@@ -45,6 +46,7 @@ from aiozarr.engine.located_index import (
     remember_index,
     shard_indexes,
 )
+from aiozarr.engine.many import gathering
 from aiozarr.engine.output import empty_output
 from aiozarr.engine.parts_ahead import PartsAhead
 from aiozarr.engine.plan import ShardSelection, batches_by_size
@@ -71,14 +73,19 @@ async def read(
     selection needs that the store does not hold: they read as the fill value.
 
     `progress(done, total)` is called as each chunk (inner chunk when sharded) is finished.
+    Inside `aiozarr.read_many` the read is handed to its collector, read with the others.
     """
+    collector = gathering()
+    if collector is not None:
+        return await collector.join(array, projections, out)
     if progress is None and reads_inline(array, len(projections)):
         return _read_inline(array, projections, out)
     counter = ChunkProgress(len(projections), progress)
     settings = ReadSettings.of(array.store)
     memory = FreedMemory(out.nbytes)
+    cache = None if array.chunk_cache is None else array.chunk_cache.session()
     for tries in range(1, _STALE_RETRIES + 1):
-        reads = Reads(array, out, counter, settings, memory)
+        reads = Reads(array, out, counter, settings, memory, cache=cache)
         try:
             with unwrap_group():
                 await _read_once(reads, projections)
@@ -92,7 +99,7 @@ async def read(
 def _forget_stale(array: StoredArray, stale: StaleIndexError, tries: int) -> None:
     """Forget the index that was stale, so the next try reads it again; after the last
     try, raise a `StoreError` instead. (Every try writes every element of the output.)"""
-    array.index_cache.invalidate(stale.key)
+    array.forget(stale.key)
     if tries == _STALE_RETRIES:
         raise StoreError(
             f"cannot read shard {stale.key!r}: it was rewritten while it was read, "
@@ -101,6 +108,8 @@ def _forget_stale(array: StoredArray, stale: StaleIndexError, tries: int) -> Non
 
 
 async def _read_once(reads: Reads, projections: Sequence[ChunkProjection]) -> None:
+    if reads.cache is not None:  # chunks the cache serves cost no request
+        projections = await serve_cached(reads, reads.cache, projections)
     ready, indexed = plan_reads(reads.array, projections)
     at_once, in_parts = _parts_where_they_pay(reads, ready)
     steps: list[Callable[[], Awaitable[None]]] = []
@@ -164,7 +173,7 @@ async def _fetch_and_decode(reads: Reads, fetches: Sequence[Fetch]) -> None:
                 if chunk_data is None:
                     reads.fill(chunk.projection)
                 else:
-                    jobs.append(DecodeJob(chunk, chunk_data))
+                    jobs.append(DecodeJob(chunk, chunk_data, version))
         await reads.decode(jobs)
         await reads.memory.decoded(fetched)
 

@@ -35,7 +35,7 @@ class ReadSettings:
         """The settings in force here, for a read of `store`."""
         settings = config.get()
         return cls(
-            shape=RequestShape.of(store.capabilities, settings),
+            shape=RequestShape.of(store.capabilities, settings, store.runtime.statistics.link()),
             unbounded_value_bytes=settings.max_inflight_bytes,
         )
 

@@ -12,7 +12,8 @@ import numpy as np
 
 from aiozarr import config
 from aiozarr.byte_cache import LRUByteCache
-from aiozarr.codecs import CodecChain, ShardLayout
+from aiozarr.codecs import CodecChain, ShardLayout, layout_of
+from aiozarr.engine.chunk_cache import ArrayCache, forget_written
 from aiozarr.metadata.model import ArrayMetadata
 from aiozarr.selection.chunk_grid import RectilinearGrid
 from aiozarr.storage.protocol import Store
@@ -38,6 +39,17 @@ class StoredArray:
     index_cache: LRUByteCache = field(default_factory=_index_cache)
     #: Shard indexes being read now, by key: a read that needs one waits for it.
     index_loads: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
+    #: Decoded chunks kept (`engine/chunk_cache.py`); None: not cached.
+    chunk_cache: ArrayCache | None = None
+
+    def forget(self, *keys: str, written: bool = False) -> None:
+        """Forget what the caches hold of the objects `keys` (`written`: they were
+        just written or deleted through this process)."""
+        self.index_cache.invalidate(*keys)
+        if written:  # whichever handle, cached or not, wrote them
+            forget_written(self.store, keys)
+        elif self.chunk_cache is not None:
+            self.chunk_cache.forget(*keys)
 
     @cached_property
     def rectilinear(self) -> RectilinearGrid | None:
@@ -48,7 +60,7 @@ class StoredArray:
     @cached_property
     def layout(self) -> ShardLayout | None:
         """The shard layout when the array is sharded (of the largest shard), else None."""
-        return self.chain.shard_layout()
+        return layout_of(self.chain)
 
     @property
     def read_chunk_shape(self) -> tuple[int, ...]:
@@ -82,7 +94,7 @@ class StoredArray:
     def layout_for(self, shard_coords: tuple[int, ...]) -> ShardLayout:
         """The layout of shard `shard_coords` of a sharded array."""
         grid = self.rectilinear
-        layout = self.chain.shard_layout(None if grid is None else grid.chunk_shape(shard_coords))
+        layout = layout_of(self.chain, None if grid is None else grid.chunk_shape(shard_coords))
         assert layout is not None
         return layout
 

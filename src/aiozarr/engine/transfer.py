@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from aiozarr.codecs import CodecChain
+from aiozarr.engine.chunk_cache import forget_written
 from aiozarr.engine.executor import run_codec
 from aiozarr.storage.protocol import Buffer, RangeRequest, Store
 
@@ -66,6 +67,7 @@ async def move_chunks(source: Store, target: Store, moves: Sequence[ChunkMove]) 
         encoded = await run_codec(_reencode_all, todo, nbytes=nbytes)
         out += zip((move.target_key for move, _ in todo), encoded, strict=True)
     await target.set_many(out)
+    forget_written(target, tuple(key for key, _ in out))  # what a chunk cache held of them
     return MovedChunks(copied=copied, reencoded=len(todo))
 
 

@@ -185,7 +185,7 @@ class _Stores:
         except Exception as error:  # collected and raised together by `check`
             self.failed[key] = error
         finally:
-            self.array.index_cache.invalidate(key)
+            self.array.forget(key, written=True)
 
     async def _put(self, store: Store, key: str, data: Buffer | None) -> None:
         if key not in self.based_on:

@@ -1,6 +1,6 @@
 """The metadata formats aiozarr reads, in the order they are asked.
 
-Detection runs stage by stage (`format.FIRST`, `SECOND`, `LAST`), and within a stage in
+Detection runs stage by stage (`format_protocol.FIRST`, `SECOND`, `LAST`), and within a stage in
 this order: the first format to return a node has it. `format_of` asks `owns` in this
 order too, so a format that refines another (the draft's model is v2's) comes before it.
 A new format is a module with a `Format` and one line here.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from aiozarr.errors import MetadataError
 from aiozarr.metadata import model, v1, v2, v3, v3draft
-from aiozarr.metadata.format import Format
+from aiozarr.metadata.format_protocol import Format
 from aiozarr.metadata.model import Node
 
 FORMATS: tuple[Format, ...] = (

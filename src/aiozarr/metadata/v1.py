@@ -24,7 +24,7 @@ import numpy as np
 
 from aiozarr.errors import MetadataError, UnsupportedError
 from aiozarr.metadata import dtypes, fill_value, v2
-from aiozarr.metadata.format import LAST, Fetch, Format, Node, Reading, ReadOptions, join
+from aiozarr.metadata.format_protocol import LAST, Fetch, Format, Node, Reading, ReadOptions, join
 from aiozarr.metadata.json import fail, int_list, is_int, load, require, show
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding
 

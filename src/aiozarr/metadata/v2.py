@@ -21,7 +21,16 @@ from typing import Any, ClassVar
 
 from aiozarr.errors import MetadataError
 from aiozarr.metadata import dtypes, fill_value
-from aiozarr.metadata.format import FIRST, SECOND, Fetch, Format, Node, Reading, ReadOptions, join
+from aiozarr.metadata.format_protocol import (
+    FIRST,
+    SECOND,
+    Fetch,
+    Format,
+    Node,
+    Reading,
+    ReadOptions,
+    join,
+)
 from aiozarr.metadata.json import dump, fail, int_list, is_int, load, require, show
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, GroupMetadata
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from aiozarr.errors import AiozarrError, AiozarrWarning, MetadataError, UnsupportedError
 from aiozarr.metadata import dtypes, fill_value
-from aiozarr.metadata.format import FIRST, Fetch, Format, Node, Reading, ReadOptions, join
+from aiozarr.metadata.format_protocol import FIRST, Fetch, Format, Node, Reading, ReadOptions, join
 from aiozarr.metadata.grids import chunk_grid_json, parse_chunk_grid
 from aiozarr.metadata.json import dump, fail, int_list, is_int, load, require, show
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata, GroupMetadata

@@ -25,7 +25,7 @@ import numpy as np
 
 from aiozarr.errors import MetadataError, UnsupportedError
 from aiozarr.metadata import dtypes, fill_value, v2
-from aiozarr.metadata.format import (
+from aiozarr.metadata.format_protocol import (
     FIRST,
     LAST,
     Absent,

@@ -1,9 +1,10 @@
 """`AsyncArray`: an array's metadata, store and bound codec chain; reads and writes.
 
 Every I/O method here is the one implementation; the sync `Array` forwards to it. It
-is the one module above the engine that holds the engine's view of the array
-(`StoredArray`); what needs only values lives beside it: planning selections
-(`selections.py`), converting a value to store (`write_values.py`), shape and grid
+is the one node that holds the engine's view of the array (`StoredArray`, made by the
+engine's door `engine/entry.py::stored_array`, as the zarr-python pipeline makes its
+own); what needs only values lives beside it: planning selections
+(`selection_plans.py`), converting a value to store (`write_values.py`), shape and grid
 changes (`shape_changes.py`), codecs by role (`codec_roles.py`), the stored size
 (`stored_size.py`) and the description (`description.py`).
 """
@@ -21,11 +22,8 @@ import numpy as np
 
 from aiozarr import config as settings
 from aiozarr.codecs import CodecChain
-from aiozarr.engine import output as engine_output
-from aiozarr.engine import read as engine_read
-from aiozarr.engine import write as engine_write
-from aiozarr.engine.progress import ShowProgress, as_callback
-from aiozarr.engine.stored_array import StoredArray
+from aiozarr.engine import entry as engine
+from aiozarr.engine.entry import CacheSettings, ShowProgress, StoredArray, as_callback
 from aiozarr.errors import (
     IrregularGridError,
     MetadataError,
@@ -34,7 +32,7 @@ from aiozarr.errors import (
     unwrap_group,
 )
 from aiozarr.metadata.model import ArrayMetadata, CodecMetadata, GroupMetadata
-from aiozarr.nodes import codec_roles, hierarchy, selections, shape_changes, stored_size
+from aiozarr.nodes import codec_roles, hierarchy, selection_plans, shape_changes, stored_size
 from aiozarr.nodes import node_updates as updates
 from aiozarr.nodes.creation import array_config, array_metadata
 from aiozarr.nodes.description import ArrayDescription, ArrayInfo, array_info, describe_array
@@ -65,6 +63,7 @@ class AsyncArray(hierarchy.NodeLocation):
         metadata: ArrayMetadata,
         *,
         config: Mapping[str, Any] | None = None,
+        cache: CacheSettings | None = None,
     ) -> None:
         #: Settings this array applies to its own calls (`create_array(config=...)`).
         self._config = array_config(config)
@@ -74,26 +73,28 @@ class AsyncArray(hierarchy.NodeLocation):
         if metadata.chunk_grid is not None:
             shape_changes.check_rectilinear(metadata, key)
         chain = CodecChain.from_metadata(metadata, key)
-        chain.shard_layout()  # a sharding codec the engine cannot lay out fails here
-        self._stored = StoredArray(
-            store=store,
-            prefix=hierarchy.chunk_prefix(self._path, metadata),
-            meta=metadata,
-            chain=chain,
+        self._stored = engine.stored_array(
+            store, hierarchy.chunk_prefix(self._path, metadata), metadata, chain, cache
         )
 
     # -- opening and creating ------------------------------------------------------------
 
     @classmethod
     async def open(
-        cls, store: Store, path: str = "", *, zarr_format: Literal[2, 3] | None = None
+        cls,
+        store: Store,
+        path: str = "",
+        *,
+        zarr_format: Literal[2, 3] | None = None,
+        cache: CacheSettings | None = None,
     ) -> AsyncArray:
-        """Open the array at `path`; `NodeNotFoundError` if there is none."""
+        """Open the array at `path` (decoded chunks kept per `cache`, else per
+        `aiozarr.config`); `NodeNotFoundError` if there is none."""
         path = hierarchy.normalize_path(path)
         meta = await hierarchy.read_node(store, path, zarr_format, array_only=True)
         if isinstance(meta, GroupMetadata):
             raise NodeNotFoundError(f"{path or '/'!r} in {store!r} is a group, not an array")
-        return cls(store, path, meta)
+        return cls(store, path, meta, cache=cache)
 
     @classmethod
     async def create(
@@ -205,9 +206,8 @@ class AsyncArray(hierarchy.NodeLocation):
 
     @property
     def rectilinear_grid(self) -> RectilinearGrid | None:
-        """The grid of stored objects (shards when sharded, else chunks) when their shapes
-        differ, else None. A rectilinear grid whose objects all have one shape is None
-        here: `chunks` and `shards` describe it as a regular grid."""
+        """The grid of stored objects when their shapes differ, else None (one shape:
+        `chunks` and `shards` describe it as a regular grid)."""
         return self._stored.rectilinear
 
     @property
@@ -245,13 +245,11 @@ class AsyncArray(hierarchy.NodeLocation):
     @property
     def stored(self) -> StoredArray:
         """The engine's view of this array (store, key prefix, chain, caches): for the
-        engine and its tests only; layers above use the properties of this class
-        (tests/test_layers.py keeps them so)."""
+        engine and its tests only (tests/test_layers.py keeps it so)."""
         return self._stored
 
     def chunk_key(self, chunk_coords: tuple[int, ...]) -> str:
-        """The store key of the stored object (shard when sharded, else chunk) at grid
-        coordinates `chunk_coords`, with the array's path in front."""
+        """The key (path included) of the stored object at grid coords `chunk_coords`."""
         return self._stored.key(chunk_coords)
 
     # -- zarr-python's descriptions ------------------------------------------------------
@@ -283,8 +281,7 @@ class AsyncArray(hierarchy.NodeLocation):
 
     @property
     def compressors(self) -> tuple[Any, ...]:
-        """Bytes-to-bytes codecs (v3: `CodecMetadata`), or v2's compressor (a numcodecs
-        codec) in a tuple, as zarr-python's."""
+        """Bytes-to-bytes codecs (v3: `CodecMetadata`; v2: its compressor in a tuple)."""
         return codec_roles.compressors(self.metadata)
 
     async def _stored_keys(self) -> list[str]:
@@ -292,19 +289,14 @@ class AsyncArray(hierarchy.NodeLocation):
         return await stored_size.array_keys(self._store, self._path, self._stored.prefix)
 
     async def nchunks_initialized(self) -> int:
-        """Chunks stored: stored objects times the chunks of a shard, as zarr-python
-        counts them (one listing)."""
+        """Chunks stored, as zarr-python counts them: objects x chunks per shard (one listing)."""
         stored = stored_size.chunk_objects(await self._stored_keys())
-        per_object = 1
-        if self._stored.layout is not None and self._stored.rectilinear is None:
-            per_object = math.prod(
-                s // c for s, c in zip(self.metadata.chunk_shape, self.chunks, strict=True)
-            )
-        return len(stored) * per_object
+        if self._stored.layout is None or self._stored.rectilinear is not None:
+            return len(stored)
+        return len(stored) * (math.prod(self.metadata.chunk_shape) // math.prod(self.chunks))
 
     async def nbytes_stored(self) -> int:
-        """Bytes the array takes in its store: metadata and chunks (one listing, then
-        every key's size)."""
+        """Bytes the array takes in its store, metadata and chunks (one listing, then sizes)."""
         return await stored_size.total_bytes(self._store, await self._stored_keys())
 
     async def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
@@ -344,20 +336,18 @@ class AsyncArray(hierarchy.NodeLocation):
         """`(True, values)` read on the calling thread when the values are in memory
         (`MemoryStore`) and few chunks are needed; otherwise `(False, None)`: await
         `getitem` instead. The sync facade uses it to skip its thread hop."""
-        read = engine_read.read_inline(
-            self._stored, partial(self._indexer, selection), self._describe
-        )
+        read = engine.read_inline(self._stored, partial(self._indexer, selection), self._describe)
         if read is None:
             return False, None
         indexer, out = read
-        return True, selections.result(out, indexer)
+        return True, selection_plans.result(out, indexer)
 
     def _indexer(self, selection: Selection) -> Indexer:
-        return self._plan(selections.indexer_for(selection, self.ndim), selection)
+        return self._plan(selection_plans.indexer_for(selection, self.ndim), selection)
 
-    def _plan(self, build: selections.Build, selection: Selection) -> Indexer:
-        """`build(selection, shape, grid)` over this array (`selections.plan`)."""
-        return selections.plan(
+    def _plan(self, build: selection_plans.Build, selection: Selection) -> Indexer:
+        """`build(selection, shape, grid)` over this array (`selection_plans.plan`)."""
+        return selection_plans.plan(
             build, selection, self.shape, self.dtype, self._stored.read_grid, self._describe
         )
 
@@ -365,7 +355,7 @@ class AsyncArray(hierarchy.NodeLocation):
         return f"array {self.name} in {self._store!r}"
 
     def _vindexer(self, selection: Selection) -> Indexer:
-        build = selections.vindexer_for(selection, self.ndim)
+        build = selection_plans.vindexer_for(selection, self.ndim)
         return build(selection, self.shape, self._stored.read_grid)
 
     def _block_indexer(self, selection: Selection) -> Indexer:
@@ -413,10 +403,10 @@ class AsyncArray(hierarchy.NodeLocation):
         return await self._read(self._block_indexer(selection), progress)
 
     async def _read(self, indexer: Indexer, progress: ShowProgress) -> Any:
-        out = engine_output.empty_output(indexer.shape, self.dtype, self._describe)
+        out = engine.empty_output(indexer.shape, self.dtype, self._describe)
         with unwrap_group():
-            await engine_read.read(self._stored, list(indexer), out, as_callback(progress))
-        return selections.result(out, indexer)
+            await engine.read(self._stored, list(indexer), out, as_callback(progress))
+        return selection_plans.result(out, indexer)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -472,7 +462,7 @@ class AsyncArray(hierarchy.NodeLocation):
         self._check_writable()
         value = self._as_value(value, indexer.result_shape).reshape(indexer.shape)
         with self._settings(), unwrap_group():
-            await engine_write.write(self._stored, list(indexer), value, as_callback(progress))
+            await engine.write(self._stored, list(indexer), value, as_callback(progress))
 
     def _as_value(self, value: Any, shape: tuple[int, ...]) -> np.ndarray:
         """`value` in the array's dtype, broadcast to `shape`: the one conversion every
@@ -502,7 +492,7 @@ class AsyncArray(hierarchy.NodeLocation):
             _, outside = shape_changes.resized(before, after.shape, self.name)
             stale = [self._stored.key(coords) for coords in outside]
             await self._store.delete_many(stale)
-            self._stored.index_cache.invalidate(*stale)
+            self._stored.forget(*stale, written=True)
 
         self._check_writable()
         await self._update_metadata(

@@ -1,7 +1,7 @@
 """An array's codecs by role, as zarr-python reports them (`filters`, `serializer`,
 `compressors`), from its metadata alone (pure).
 
-v3 codecs are sorted by the kind of their class (array-to-array, array-to-bytes,
+v3 codecs are sorted by the role their class declares (array-to-array, array-to-bytes,
 bytes-to-bytes); a sharded array reports its inner codecs. v2 filters and compressor
 are numcodecs codecs."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import numcodecs
 
-from aiozarr.codecs.base import ArrayToArrayCodec, ArrayToBytesCodec, BytesToBytesCodec, Codec
+from aiozarr.codecs.base import CodecRole
 from aiozarr.codecs.registry import get_codec_class
 from aiozarr.metadata.model import ArrayMetadata, CodecMetadata
 
@@ -20,14 +20,14 @@ def filters(meta: ArrayMetadata) -> tuple[Any, ...]:
     """Array-to-array codecs (v3: `CodecMetadata`), or v2's filters (numcodecs codecs)."""
     if meta.zarr_format != 3:
         return tuple(numcodecs.get_codec(dict(f)) for f in meta.filters or ())
-    return _of_kind(meta, ArrayToArrayCodec)
+    return _of_role(meta, CodecRole.ARRAY_TO_ARRAY)
 
 
 def serializer(meta: ArrayMetadata) -> CodecMetadata | None:
     """The array-to-bytes codec (v3), None for v2."""
     if meta.zarr_format != 3:
         return None
-    found = _of_kind(meta, ArrayToBytesCodec)
+    found = _of_role(meta, CodecRole.ARRAY_TO_BYTES)
     return found[0] if found else None
 
 
@@ -37,11 +37,13 @@ def compressors(meta: ArrayMetadata) -> tuple[Any, ...]:
     if meta.zarr_format != 3:
         compressor = meta.compressor
         return () if compressor is None else (numcodecs.get_codec(dict(compressor)),)
-    return _of_kind(meta, BytesToBytesCodec)
+    return _of_role(meta, CodecRole.BYTES_TO_BYTES)
 
 
-def _of_kind(meta: ArrayMetadata, kind: type[Codec]) -> tuple[CodecMetadata, ...]:
-    return tuple(c for c in _chunk_codecs(meta) if _kind(c) is kind)
+def _of_role(meta: ArrayMetadata, role: CodecRole) -> tuple[CodecMetadata, ...]:
+    return tuple(
+        c for c in _chunk_codecs(meta) if getattr(get_codec_class(c.name), "role", None) is role
+    )
 
 
 def _chunk_codecs(meta: ArrayMetadata) -> list[CodecMetadata]:
@@ -51,11 +53,3 @@ def _chunk_codecs(meta: ArrayMetadata) -> list[CodecMetadata]:
         inner = codecs[0].configuration.get("codecs", [])
         return [CodecMetadata(c["name"], dict(c.get("configuration", {}))) for c in inner]
     return codecs
-
-
-def _kind(codec: CodecMetadata) -> type[Codec]:
-    cls = get_codec_class(codec.name)
-    for kind in (ArrayToArrayCodec, ArrayToBytesCodec, BytesToBytesCodec):
-        if issubclass(cls, kind):
-            return kind
-    return Codec

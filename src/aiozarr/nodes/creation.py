@@ -23,10 +23,10 @@ import numpy as np
 
 from aiozarr.codecs.base import Codec
 from aiozarr.codecs.numcodecs_v3 import complete
-from aiozarr.engine import casting
 from aiozarr.errors import MetadataError, UnsupportedError, ValueOutOfRangeError
 from aiozarr.metadata import conversions
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata
+from aiozarr.nodes import casting
 from aiozarr.selection.chunk_grid import AxisEdges, RectilinearGrid
 
 CodecLike = Codec | CodecMetadata | Mapping[str, Any]

@@ -9,6 +9,7 @@ from typing import Any, Literal
 import numpy as np
 
 from aiozarr import config
+from aiozarr.engine.entry import CacheSettings
 from aiozarr.errors import GroupNotFoundError, NodeNotFoundError, ReadOnlyError
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.nodes import hierarchy, hierarchy_walk, node_updates
@@ -30,16 +31,26 @@ class AsyncGroup(hierarchy.NodeLocation):
     #: Opened without a `zarr.json`: a v3 implicit group (a directory with nodes below).
     implicit: bool = False
 
-    def __init__(self, store: Store, path: str, metadata: GroupMetadata) -> None:
+    def __init__(
+        self, store: Store, path: str, metadata: GroupMetadata, cache: CacheSettings | None = None
+    ) -> None:
         self._store = store
         self._path = hierarchy.normalize_path(path)
         self._metadata = metadata
+        #: The chunk cache of the arrays opened through it (None: aiozarr.config's).
+        self._cache = cache
 
     @classmethod
     async def open(
-        cls, store: Store, path: str = "", *, zarr_format: Literal[2, 3] | None = None
+        cls,
+        store: Store,
+        path: str = "",
+        *,
+        zarr_format: Literal[2, 3] | None = None,
+        cache: CacheSettings | None = None,
     ) -> AsyncGroup:
-        """Open the group at `path`; `GroupNotFoundError` where there is none.
+        """Open the group at `path`; `GroupNotFoundError` where there is none. Arrays
+        opened through it keep decoded chunks per `cache` (None: per `aiozarr.config`).
 
         A v3 path with no `zarr.json` is no group, whatever lies below it, unless the
         `implicit_groups` setting is on: then one with keys below it is an implicit group.
@@ -49,7 +60,7 @@ class AsyncGroup(hierarchy.NodeLocation):
             meta = await hierarchy.read_node(store, path, zarr_format)
         except NodeNotFoundError as error:
             if await _implicit(store, path, zarr_format != 2):
-                group = cls(store, path, GroupMetadata(zarr_format=3))
+                group = cls(store, path, GroupMetadata(zarr_format=3), cache)
                 group.implicit = True
                 return group
             raise GroupNotFoundError(
@@ -59,7 +70,7 @@ class AsyncGroup(hierarchy.NodeLocation):
             ) from None
         if isinstance(meta, ArrayMetadata):
             raise GroupNotFoundError(f"{path or '/'!r} in {store!r} is an array, not a group")
-        return cls(store, path, meta)
+        return cls(store, path, meta, cache)
 
     @classmethod
     async def create(
@@ -124,9 +135,7 @@ class AsyncGroup(hierarchy.NodeLocation):
                 if not await _implicit(self._store, path, fmt == 3):
                     return None
                 meta = GroupMetadata(zarr_format=3)
-        if isinstance(meta, ArrayMetadata):
-            return AsyncArray(self._store, path, meta)
-        return AsyncGroup(self._store, path, meta)
+        return _open(self._store, path, meta, self._cache)
 
     async def contains(self, name: str) -> bool:
         """Whether `name` is a member (array or group) of this group."""
@@ -136,7 +145,9 @@ class AsyncGroup(hierarchy.NodeLocation):
         """Every direct child, by name: from consolidated metadata, else one listing and
         every child's metadata in one batch (`hierarchy_walk.children`)."""
         found = await hierarchy_walk.children(self._store, self._path, self._metadata)
-        return {name: _open(self._store, self._child(name), m) for name, m in found.items()}
+        return {
+            name: _open(self._store, self._child(name), m, self._cache) for name, m in found.items()
+        }
 
     async def member_names(self) -> list[str]:
         """Names of the direct children that are arrays or groups, sorted."""
@@ -302,7 +313,7 @@ class AsyncGroup(hierarchy.NodeLocation):
         return "\n".join(lines)
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (AsyncGroup, (self._store, self._path, self._metadata))
+        return (AsyncGroup, (self._store, self._path, self._metadata, self._cache))
 
     def __repr__(self) -> str:
         return f"<AsyncGroup {self._store!r} {self.name}>"
@@ -324,7 +335,7 @@ async def subtree(group: AsyncGroup, max_depth: int | None = None) -> dict[str, 
         for rel, found in batch:
             parent = hierarchy_walk.under(group.path, rel)
             members[rel] = [
-                (name, _open(store, hierarchy.join(parent, name), meta))
+                (name, _open(store, hierarchy.join(parent, name), meta, group._cache))
                 for name, meta in found.items()
             ]
     return members
@@ -340,10 +351,12 @@ def _without_member(meta: GroupMetadata, member: str) -> GroupMetadata:
     return dataclasses.replace(meta, consolidated=kept)
 
 
-def _open(store: Store, path: str, meta: hierarchy.Node) -> AsyncArray | AsyncGroup:
+def _open(
+    store: Store, path: str, meta: hierarchy.Node, cache: CacheSettings | None = None
+) -> AsyncArray | AsyncGroup:
     if isinstance(meta, ArrayMetadata):
-        return AsyncArray(store, path, meta)
-    return AsyncGroup(store, path, meta)
+        return AsyncArray(store, path, meta, cache=cache)
+    return AsyncGroup(store, path, meta, cache)
 
 
 def preorder(members: Mapping[str, Members]) -> Iterator[tuple[str, AsyncArray | AsyncGroup]]:

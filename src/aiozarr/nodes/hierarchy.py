@@ -26,7 +26,7 @@ from aiozarr.errors import (
     unwrap_group,
 )
 from aiozarr.metadata import consolidated, formats, v2, v3
-from aiozarr.metadata.format import (
+from aiozarr.metadata.format_protocol import (
     Absent,
     Fetch,
     Format,

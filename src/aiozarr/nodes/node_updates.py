@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from aiozarr.engine.settings import WriteSettings
+from aiozarr.engine.entry import WriteSettings
 from aiozarr.errors import AiozarrError, NodeNotFoundError, VersionConflictError
 from aiozarr.metadata import formats
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata, Node

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from aiozarr.engine import casting
-from aiozarr.engine import output as engine_output
+from aiozarr.engine import entry as engine
 from aiozarr.errors import InvalidValueError, ValueOutOfRangeError
+from aiozarr.nodes import casting
 
 
 def as_value(
@@ -27,7 +27,7 @@ def as_value(
     A value whose shape does not fit is refused for that first, whatever its dtype: a
     value both misshapen and of another kind is most often the wrong value. A shape
     numpy cannot address at all is `SelectionTooLargeError`."""
-    engine_output.check_addressable(shape, dtype, what)
+    engine.check_addressable(shape, dtype, what)
     try:
         value_shape: tuple[int, ...] | None = np.shape(value)
     except ValueError:  # ragged: refused below with numpy's words

@@ -35,7 +35,7 @@ AxisSelection: TypeAlias = "int | slice | np.ndarray"
 # A chunk grid: a chunk shape, a rectilinear grid, or per axis a chunk length or edges.
 ChunkGrid: TypeAlias = "Sequence[int | Sequence[int] | AxisEdges] | RectilinearGrid"
 # One axis of a grid as the resolvers take it: a chunk length, or irregular edges.
-_AxisGrid: TypeAlias = "int | AxisEdges"
+AxisGrid: TypeAlias = "int | AxisEdges"
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +207,7 @@ def _outer(parts: list[Any], kept: list[bool]) -> tuple[AxisSelection, ...]:
 # -- selection normalisation -----------------------------------------------------------------
 
 
-def _is_int(key: Any) -> bool:
+def is_int(key: Any) -> bool:
     """An integer index (Python or numpy, 0-d integer arrays too); bools are not integers."""
     if isinstance(key, bool | np.bool_):
         return False
@@ -216,8 +216,9 @@ def _is_int(key: Any) -> bool:
     return isinstance(key, np.ndarray) and key.ndim == 0 and key.dtype.kind in "iu"
 
 
-def _is_array_like(key: Any) -> bool:
-    return isinstance(key, np.ndarray | list) and not _is_int(key)
+def is_array_like(key: Any) -> bool:
+    """An index array or list (of integers or bools), not a single integer."""
+    return isinstance(key, np.ndarray | list) and not is_int(key)
 
 
 def is_basic_selection(selection: Any) -> bool:
@@ -228,7 +229,7 @@ def is_basic_selection(selection: Any) -> bool:
     selections (zarr-python's `oindex`), never numpy's zipped "fancy" indexing.
     """
     keys = selection if isinstance(selection, tuple) else (selection,)
-    return not any(_is_array_like(k) for k in keys)
+    return not any(is_array_like(k) for k in keys)
 
 
 def normalize_selection(selection: Any, shape: Sequence[int]) -> tuple[Any, ...]:
@@ -245,7 +246,7 @@ def normalize_selection(selection: Any, shape: Sequence[int]) -> tuple[Any, ...]
             n_ellipsis += 1
         elif key is None:
             raise SelectionError("np.newaxis (None) is not supported in a selection")
-        elif not (_is_int(key) or isinstance(key, slice) or _is_array_like(key)):
+        elif not (is_int(key) or isinstance(key, slice) or is_array_like(key)):
             raise SelectionError(
                 f"invalid index {key!r} of type {type(key).__name__}: only integers, slices, "
                 "`...`, integer arrays and boolean masks are valid indices"
@@ -267,7 +268,7 @@ def normalize_selection(selection: Any, shape: Sequence[int]) -> tuple[Any, ...]
 # -- per-axis resolution ----------------------------------------------------------------------
 
 
-def _int_axis(key: Any, axis: int, size: int, chunk: _AxisGrid) -> _Axis:
+def _int_axis(key: Any, axis: int, size: int, chunk: AxisGrid) -> _Axis:
     index = operator.index(key)
     if not -size <= index < size:
         raise BoundsCheckError(f"index {index} is out of bounds for axis {axis} with size {size}")
@@ -280,7 +281,7 @@ def _int_axis(key: Any, axis: int, size: int, chunk: _AxisGrid) -> _Axis:
     return _Axis(np.array([k], dtype=np.int64), [local], [None], [False], None)
 
 
-def _slice_axis(key: slice, axis: int, size: int, chunk: _AxisGrid) -> _Axis:
+def _slice_axis(key: slice, axis: int, size: int, chunk: AxisGrid) -> _Axis:
     try:
         start, stop, step = key.indices(size)
     except (TypeError, ValueError) as error:
@@ -363,7 +364,7 @@ def _as_index_array(key: Any, axis: int, size: int) -> np.ndarray:
     return np.where(index < 0, index + size, index)
 
 
-def _array_axis(key: Any, axis: int, size: int, chunk: _AxisGrid) -> _Axis:
+def _array_axis(key: Any, axis: int, size: int, chunk: AxisGrid) -> _Axis:
     index = _as_index_array(key, axis, size)
     n = len(index)
     if n == 0:
@@ -406,12 +407,12 @@ def _array_axis(key: Any, axis: int, size: int, chunk: _AxisGrid) -> _Axis:
     return _Axis(sorted_chunks[starts], chunk_sels, out_sels, complete, n)
 
 
-def _axis_grids(shape: Sequence[int], grid: ChunkGrid) -> list[_AxisGrid]:
+def axis_grids(shape: Sequence[int], grid: ChunkGrid) -> list[AxisGrid]:
     """Each axis of `grid` as a chunk length (regular axes) or `AxisEdges` (irregular)."""
     parts: Sequence[Any] = grid.axes if isinstance(grid, RectilinearGrid) else grid
     if len(shape) != len(parts):
         raise ValueError(f"shape {tuple(shape)} and chunk grid {grid!r} differ in dimensions")
-    axes: list[_AxisGrid] = []
+    axes: list[AxisGrid] = []
     for size, part in zip(shape, parts, strict=True):
         if size < 0:
             raise ValueError(f"invalid grid: shape {tuple(shape)} must be >= 0 along every axis")
@@ -447,7 +448,7 @@ def basic_indexer(selection: Any, shape: Sequence[int], chunk_shape: ChunkGrid) 
     return _per_axis(selection, shape, chunk_shape, _refuse_array_axis)
 
 
-def _refuse_array_axis(key: Any, axis: int, size: int, chunk: _AxisGrid) -> _Axis:
+def _refuse_array_axis(key: Any, axis: int, size: int, chunk: AxisGrid) -> _Axis:
     raise SelectionError(
         f"a basic selection takes only integers, slices and `...`; axis {axis} got "
         f"{type(key).__name__} (use an orthogonal selection for arrays and masks)"
@@ -468,15 +469,15 @@ def _per_axis(
     selection: Any,
     shape: Sequence[int],
     chunk_shape: ChunkGrid,
-    other: Callable[[Any, int, int, _AxisGrid], _Axis],
+    other: Callable[[Any, int, int, AxisGrid], _Axis],
 ) -> Indexer:
     """The indexer of a selection made axis by axis: ints and slices as numpy takes them,
     any other key as `other(key, axis, size, chunk)` says."""
-    grid = _axis_grids(shape, chunk_shape)
+    grid = axis_grids(shape, chunk_shape)
     keys = normalize_selection(selection, shape)
     axes = []
     for axis, (key, size, chunk) in enumerate(zip(keys, shape, grid, strict=True)):
-        if _is_int(key):
+        if is_int(key):
             axes.append(_int_axis(key, axis, size, chunk))
         elif isinstance(key, slice):
             axes.append(_slice_axis(key, axis, size, chunk))
@@ -494,7 +495,7 @@ def block_selection(selection: Any, sizes: Sequence[Sequence[int]]) -> tuple[Any
     for axis, (key, lengths) in enumerate(zip(keys, sizes, strict=True)):
         n = len(lengths)
         starts = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))
-        if _is_int(key):
+        if is_int(key):
             index = operator.index(key)
             if not -n <= index < n:
                 raise BoundsCheckError(

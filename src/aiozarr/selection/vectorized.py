@@ -26,10 +26,10 @@ from aiozarr.selection.indexing import (
     ChunkGrid,
     ChunkProjection,
     Indexer,
-    _axis_grids,
-    _is_array_like,
-    _is_int,
+    axis_grids,
+    is_array_like,
     is_basic_selection,
+    is_int,
 )
 
 SelectionKind = Literal["basic", "orthogonal", "coordinate", "mask"]
@@ -72,7 +72,7 @@ def coordinate_indexer(
     """Resolve a coordinate selection: per axis an int or an integer array (negative values
     count from the end), broadcast together; the result has the broadcast shape."""
     keys = selection if isinstance(selection, tuple) else (selection,)
-    if len(keys) != len(shape) or not all(_is_int(k) or _is_int_array(k) for k in keys):
+    if len(keys) != len(shape) or not all(is_int(k) or _is_int_array(k) for k in keys):
         raise SelectionError(
             "a coordinate selection takes one integer or integer array per axis "
             f"({len(shape)} for this array), got {_describe(keys)}"
@@ -120,7 +120,7 @@ def _points(
     result_shape: tuple[int, ...],
 ) -> PointsIndexer:
     """Group in-bounds points (one flat index array per axis) by the chunk holding them."""
-    grid = _axis_grids(shape, chunk_shape)
+    grid = axis_grids(shape, chunk_shape)
     npoints = len(flat[0]) if flat else 1
     if not flat:  # a 0-d array: its one element
         return PointsIndexer([ChunkProjection((), (), (slice(None),), False)], 1, result_shape)
@@ -205,9 +205,9 @@ def kind_of(selection: Any, ndim: int) -> SelectionKind:
     keys = selection if isinstance(selection, tuple) else (selection,)
     if len(keys) == 1 and _is_mask(keys[0]) and np.ndim(keys[0]) == ndim:
         return "mask"
-    if len(keys) == ndim and all(_is_int(k) or _is_int_array(k) for k in keys):
+    if len(keys) == ndim and all(is_int(k) or _is_int_array(k) for k in keys):
         return "coordinate"
-    arrays = [k for k in keys if _is_array_like(k)]
+    arrays = [k for k in keys if is_array_like(k)]
     if len(arrays) <= 1 or sum(k is not Ellipsis for k in keys) > ndim:
         return "orthogonal"
     if len(keys) == ndim and len(arrays) == ndim and all(np.ndim(k) == 1 for k in keys):
@@ -225,7 +225,7 @@ def vindex_kind(selection: Any, ndim: int) -> Literal["coordinate", "mask"]:
     keys = selection if isinstance(selection, tuple) else (selection,)
     if len(keys) == 1 and _is_mask(keys[0]):
         return "mask"
-    if len(keys) == ndim and all(_is_int(k) or _is_int_array(k) for k in keys):
+    if len(keys) == ndim and all(is_int(k) or _is_int_array(k) for k in keys):
         return "coordinate"
     raise SelectionError(
         f"vindex takes one integer (array) per axis ({ndim} for this array) or one boolean "

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from aiozarr.engine.progress import ShowProgress
+from aiozarr.engine.entry import ShowProgress
 from aiozarr.nodes import display
 from aiozarr.nodes.array import ArrayInfo, AsyncArray
 from aiozarr.nodes.group import AsyncGroup, GroupInfo

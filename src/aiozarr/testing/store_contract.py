@@ -32,7 +32,7 @@ import pytest
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import ReadOnlyError, ValueTooLargeError, VersionConflictError
-from aiozarr.storage.protocol import Capabilities, RangeRequest, Store
+from aiozarr.storage.protocol import UNCHANGED, Capabilities, RangeRequest, Store
 
 __all__ = ["StoreContract", "expected_slice"]
 
@@ -198,6 +198,24 @@ class StoreContract:
             ]
         )
         assert [None if a is None else a[1] for a in answers] == [second, second, None]
+
+    async def test_get_if_changed_answers_unchanged_for_the_version_held(
+        self, store: Store
+    ) -> None:
+        """The chunk cache's revalidation: nothing while the value is the version held;
+        the value and its new version once it changed; None once it is gone."""
+        self._require("has_versions")
+        await self.set_raw(store, "r", b"first")
+        _, first = await store.get_versioned("r")  # type: ignore[misc]
+        assert await store.get_if_changed("r", None, first) is UNCHANGED
+        assert await store.get_if_changed("r", ByteRange.last(2), first) is UNCHANGED
+        await self.set_raw(store, "r", b"other")
+        changed = await store.get_if_changed("r", ByteRange.last(2), first)
+        assert isinstance(changed, tuple) and _bytes(changed[0]) == b"er"
+        assert changed[1] is not None and changed[1] != first
+        if self.writable:
+            await store.delete("r")
+            assert await store.get_if_changed("r", None, changed[1]) is None
 
     async def test_set_if_writes_only_over_the_version_read(self, store: Store) -> None:
         self._require("writable")

@@ -31,7 +31,7 @@ from aiozarr import config
 from aiozarr.api import StoreLike, resolve_store
 from aiozarr.codecs import CodecChain
 from aiozarr.codecs.blosc import is_legacy_zstd
-from aiozarr.engine.transfer import ChunkMove, move_chunks
+from aiozarr.engine.entry import ChunkMove, move_chunks
 from aiozarr.errors import InvalidValueError, UnsupportedError, unwrap_group
 from aiozarr.metadata import conversions
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata, GroupMetadata

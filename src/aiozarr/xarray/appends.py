@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 
-from aiozarr.engine.settings import WriteSettings
+from aiozarr.engine.entry import WriteSettings
 from aiozarr.errors import VersionConflictError
 from aiozarr.metadata.model import ArrayMetadata
 from aiozarr.nodes import node_updates, shape_changes

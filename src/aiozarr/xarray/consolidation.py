@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from aiozarr.engine.settings import WriteSettings
+from aiozarr.engine.entry import WriteSettings
 from aiozarr.errors import VersionConflictError
 from aiozarr.metadata import formats
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata

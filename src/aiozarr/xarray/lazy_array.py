@@ -17,6 +17,7 @@ from aiozarr.errors import (
 )
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.sync import run
+from aiozarr.xarray.read_together import read_together
 
 
 class AiozarrBackendArray(BackendArray):
@@ -103,7 +104,7 @@ class AiozarrBackendArray(BackendArray):
 
     async def _read_unwrapped(self, key: tuple[Any, ...]) -> Any:
         if all(isinstance(k, int | np.integer | slice) for k in key):
-            value = await self._array.getitem(key)
+            value = await read_together(self._array, key)  # with other variables
         else:
             value = await self._array.get_orthogonal_selection(key)
         if isinstance(value, str) and self.dtype.kind == "T":  # one element of a string array

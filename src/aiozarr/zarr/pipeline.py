@@ -31,10 +31,8 @@ from zarr.core.codec_pipeline import BatchedCodecPipeline
 from zarr.registry import register_pipeline
 
 from aiozarr import config
-from aiozarr.engine import read as engine_read
-from aiozarr.engine import write as engine_write
-from aiozarr.engine.output import small_pages
-from aiozarr.engine.stored_array import StoredArray
+from aiozarr.engine import entry as engine
+from aiozarr.engine.entry import StoredArray
 from aiozarr.errors import ConditionalWriteUnsupportedError
 from aiozarr.selection.indexing import ChunkProjection
 from aiozarr.storage.backends.zarr_store import ZarrStore
@@ -187,7 +185,7 @@ class CodecPipeline(ZarrCodecPipeline):
         if plan is None or target is None:
             return await self._default.read(batch, out, drop_axes)  # type: ignore[func-returns-value]
         # zarr-python's fresh output, paged as aiozarr pages its own (engine/output.py)
-        missing = await engine_read.read(plan.array, plan.projections, small_pages(target))
+        missing = await engine.read(plan.array, plan.projections, engine.small_pages(target))
         return tuple(
             {"status": "missing" if item[0].path in missing else "present"} for item in batch
         )
@@ -221,7 +219,7 @@ class CodecPipeline(ZarrCodecPipeline):
         try:
             with config.set(write_empty_chunks=write_empty):
                 if plan.projections:
-                    await engine_write.write(plan.array, plan.projections, source)
+                    await engine.write(plan.array, plan.projections, source)
         except ConditionalWriteUnsupportedError as error:  # raised before any write
             log.debug("write falls back to zarr-python's pipeline: %s", error)
             await self._default.write(batch, value, drop_axes)
@@ -285,7 +283,9 @@ class CodecPipeline(ZarrCodecPipeline):
         key = (id(store), split[0])
         array = self._arrays.get(key)
         if array is None or array.store is not store:
-            array = StoredArray(store=store, prefix=split[0], meta=found.meta, chain=found.chain)
+            # No chunk cache: zarr-python writes some batches itself, unseen by aiozarr.
+            no_cache = engine.CacheSettings(0, False)
+            array = engine.stored_array(store, split[0], found.meta, found.chain, no_cache)
             if _tells_versions(store):
                 self._arrays[key] = array
             # else: a fresh index cache for every batch (see _tells_versions)

@@ -17,7 +17,7 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.codec_pipeline import BatchedCodecPipeline
 from zarr.core.metadata import ArrayV3Metadata
 
-from aiozarr.codecs import CodecChain
+from aiozarr.codecs import CodecChain, layout_of
 from aiozarr.metadata import v2, v3
 from aiozarr.metadata.model import ArrayMetadata
 
@@ -50,10 +50,10 @@ def aiozarr_array(metadata: Any) -> AiozarrArray | str:
         else:
             meta = v2.parse_zarray(documents[".zarray"].to_bytes(), ".zarray")
         chain = CodecChain.from_metadata(meta)
-        chain.shard_layout()  # a sharding codec the engine cannot lay out fails here
+        layout_of(chain)  # a sharding codec the engine cannot lay out fails here
     except Exception as error:  # anything aiozarr refuses stays with zarr-python
         return f"{type(error).__name__}: {error}"
-    if chain.array_to_bytes.shards and chain.bytes_to_bytes:
+    if chain.array_to_bytes.decodes_parts and chain.bytes_to_bytes:
         # the stored shard is the encoded one: no range of it is an inner chunk
         return "bytes->bytes codecs after sharding_indexed"
     if meta.dtype.hasobject:

@@ -11,6 +11,7 @@ icechunk = pytest.importorskip("icechunk")
 pytest.importorskip("h5py")
 
 from tests.interop.icechunk.generate import Written, write_repository  # noqa: E402
+from tests.interop.icechunk.round_trips import round_trips  # noqa: E402, F401 (a fixture)
 
 SPEC_VERSIONS = [None, 1] if int(icechunk.__version__.split(".")[0]) >= 2 else [None]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.interop.icechunk.generate import Written
+from tests.interop.icechunk.generate import Written, open_repository
 
 from aiozarr.cli import info, tree
 
@@ -26,3 +26,13 @@ def test_tree_and_info_at_a_tag_and_a_snapshot(
     assert json.loads(capsys.readouterr().out)["shape"] == [30, 40]
     with pytest.raises(SystemExit):  # one of them only
         tree.main([str(written.path), "--tag", "v1", "--branch", "dev"])
+
+
+def test_tree_as_of_a_time(written: Written, capsys: pytest.CaptureFixture[str]) -> None:
+    if written.spec_version == 1:
+        pytest.skip("as_of reads spec-2 repositories")
+    history = list(open_repository(written).ancestry(branch="main"))
+    between = history[1].written_at + (history[0].written_at - history[1].written_at) / 2
+    assert tree.main([str(written.path), "--as-of", between.isoformat(), "--json"]) == 0
+    names = [m["name"] for m in json.loads(capsys.readouterr().out)["members"]]
+    assert "late" not in names and "virtual" in names  # the first commit

@@ -8,10 +8,17 @@ import numpy as np
 import pytest
 import zarr
 from tests.interop.icechunk.generate import Written, open_repository
+from tests.interop.icechunk.round_trips import RoundTrips
 
 import aiozarr
-from aiozarr.errors import NodeNotFoundError, ReferenceTargetError, StoreError
+from aiozarr.errors import (
+    NodeNotFoundError,
+    ReferenceTargetError,
+    StoreError,
+    UnsupportedError,
+)
 from aiozarr.storage.references.icechunk import IcechunkStore
+from aiozarr.storage.references.icechunk.kept import kept_files
 from aiozarr.sync import run
 
 
@@ -82,8 +89,22 @@ def test_selections_match(written: Written) -> None:
 
 def test_virtual_chunks_need_their_folder_allowed(written: Written) -> None:
     arr = aiozarr.open_array(written.path, "virtual", mode="r")  # metadata reads no target
-    with pytest.raises(ReferenceTargetError, match=r"part0\.h5"):
+    with pytest.raises(ReferenceTargetError, match=r"part0\.h5") as refused:
         arr[0, 0]
+    container = written.source_url()
+    if written.spec_version >= 2:  # the container the repository declares is named
+        assert f"virtual chunk container {container!r} (local_file_system)" in str(refused.value)
+        assert f"allowed_targets=[{container!r}]" in str(refused.value)
+
+
+def test_the_declared_virtual_chunk_containers_are_read(written: Written) -> None:
+    containers = run(
+        IcechunkStore(written.path, snapshot=written.refs["tag:v1"]).virtual_chunk_containers
+    )
+    if written.spec_version == 1:
+        assert containers is None  # config.yaml is not read
+    else:
+        assert containers == {written.source_url(): {"local_file_system": str(written.sources)}}
 
 
 def test_a_repository_is_known_by_its_layout_not_its_name(written: Written, tmp_path) -> None:
@@ -95,15 +116,17 @@ def test_a_repository_is_known_by_its_layout_not_its_name(written: Written, tmp_
 
 
 def test_listing_a_group_reads_no_manifest_and_an_array_lists_its_chunks(
-    written: Written,
+    written: Written, round_trips: RoundTrips
 ) -> None:
+    kept_files().clear()
     store = IcechunkStore(written.path)
 
     async def entries(prefix: str) -> list:
         return [entry async for entry in store.list_dir_entries(prefix)]
 
     assert run(entries, "group") == [("sub", True), ("zarr.json", False)]
-    assert not store._manifests  # the snapshot alone answered
+    assert not [key for _, key in round_trips.reads if "manifests/" in key]  # the snapshot
+    assert [key for _, key in round_trips.reads if "snapshots/" in key]  # alone answered
     assert run(entries, "native/i2") == [("c", True), ("zarr.json", False)]
     assert run(entries, "native/i2/c") == [(str(i), False) for i in range(5)]
     assert run(entries, "scalar") == [("c", False), ("zarr.json", False)]
@@ -122,3 +145,30 @@ def test_a_pickled_array_reads_the_snapshot_it_was_opened_at(written: Written) -
 def test_a_local_repository_refuses_options_it_cannot_use(written: Written) -> None:
     with pytest.raises(StoreError, match=r"takes no storage options.*\['anon'\]"):
         aiozarr.open_group(written.path, storage_options={"anon": True, "tag": "v1"})
+
+
+def test_as_of_opens_the_snapshot_icechunk_opens(written: Written) -> None:
+    repo = open_repository(written)
+    history = list(repo.ancestry(branch="main"))  # newest first: second, first, initial
+    second, first = written.refs["branch:main"], written.refs["tag:v1"]
+    assert [info.id for info in history[:2]] == [second, first]
+    between = history[1].written_at + (history[0].written_at - history[1].written_at) / 2
+    if written.spec_version == 1:
+        with pytest.raises(UnsupportedError, match="spec-2"):
+            aiozarr.open_group(written.path, mode="r", storage_options={"as_of": between})
+        return
+    for when, expected in [(between, first), (history[0].written_at, second)]:
+        assert repo.readonly_session("main", as_of=when).snapshot_id == expected
+        for as_of in (when, when.isoformat()):  # a time, or its text
+            store = IcechunkStore(
+                written.path, storage_options={**_options(written), "as_of": as_of}
+            )
+            assert run(store.snapshot).id == expected
+    arr = aiozarr.open_array(
+        written.path, "late", mode="r", storage_options={"as_of": history[0].written_at}
+    )
+    np.testing.assert_array_equal(arr[...], written.snapshots[second]["late"])
+    with pytest.raises(NodeNotFoundError, match="no snapshot as old as 2000-01-01"):
+        aiozarr.open_group(written.path, mode="r", storage_options={"as_of": "2000-01-01"})
+    with pytest.raises(StoreError, match="as_of goes with a branch, not a tag"):
+        IcechunkStore(written.path, tag="v1", as_of="2000-01-01")

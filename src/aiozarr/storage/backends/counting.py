@@ -13,7 +13,14 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.storage.protocol import Buffer, RangeRequest, Store, Version, Versioned
+from aiozarr.storage.protocol import (
+    Buffer,
+    RangeRequest,
+    Store,
+    Unchanged,
+    Version,
+    Versioned,
+)
 from aiozarr.storage.protocol.wrapper import WrapperStore
 
 __all__ = ["CountingStore"]
@@ -28,6 +35,8 @@ class CountingStore(WrapperStore):
 
     - `counts`: a `Counter` by operation. `"get"` is one per backend read: one per
       `read`, or one per (already coalesced) range handed to the inner `read_ranges`.
+      `"conditional_get"`: a revalidation (`read_if_changed`; its bytes, none when
+      unchanged where the server can tell, count in `bytes_read`).
       Also `"set"` (conditional ones too), `"delete"`, `"delete_prefix"`, `"exists"`,
       `"getsize"`, `"list"`.
     - `bytes_read` / `bytes_written`: bytes the backend returned / was given.
@@ -104,6 +113,18 @@ class CountingStore(WrapperStore):
         finally:
             self.inflight -= len(byte_ranges)
         self.bytes_read += sum(_nbytes(a) for a in answer[0]) if answer else 0
+        return answer
+
+    async def read_if_changed(
+        self, key: str, byte_range: ByteRange | None, version: Version, max_bytes: int | None
+    ) -> Versioned | Unchanged | None:
+        self._record("conditional_get", key, byte_range)
+        self._started(1)
+        try:
+            answer = await self.inner.read_if_changed(key, byte_range, version, max_bytes)
+        finally:
+            self.inflight -= 1
+        self.bytes_read += _nbytes(answer[0]) if isinstance(answer, tuple) else 0
         return answer
 
     def _started(self, n: int) -> None:

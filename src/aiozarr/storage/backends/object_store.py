@@ -36,6 +36,7 @@ from aiozarr.storage.backends import (
     obstore_errors,
     obstore_exit,  # noqa: F401 (registers the wait at exit: obstore's threads leave Python)
 )
+from aiozarr.storage.backends.object_revalidation import read_if_changed
 from aiozarr.storage.backends.redaction import redact_url
 from aiozarr.storage.policy.backend import ObjectVersion
 from aiozarr.storage.policy.retry import ShortReadError, answer_began
@@ -214,13 +215,12 @@ class ObjectStore(Store):
     cannot list. The wrapper pickles when the obstore store does (all built-in remote
     stores do, unless given a credential provider that does not pickle).
 
-    Reads, writes, deletes and HEADs are retried on transient failures by aiozarr's
-    request policy (`aiozarr.config` `retry_*`), never by obstore: the wrapped store is
-    rebuilt with obstore's retries off (see `without_retries`). Slow reads are hedged.
+    Requests are retried by aiozarr's policy (`retry_*`), never by obstore (see
+    `without_retries`); slow reads are hedged (tail latency is the network's).
     """
 
-    # Tail latency is the network's: slow reads are hedged.
     _version_of = staticmethod(_version)  # an answer's meta -> its version
+    read_if_changed = read_if_changed  # a GET with If-None-Match: a 304 moves no bytes
     CAPABILITIES = Capabilities(hedge_reads=True)
 
     def __init__(

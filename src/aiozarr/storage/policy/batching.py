@@ -179,7 +179,7 @@ class _Batch:
         self.by_key = by_key
         self.settings = settings
         self.caps = store.capabilities
-        self.shape = RequestShape.of(self.caps, settings)
+        self.shape = RequestShape.of(self.caps, settings, store.runtime.statistics.link())
         self.gap = self.shape.gap_bytes
         # Parts of one object in flight at once, across every group of its ranges.
         # (An asyncio semaphore: it takes a free slot without a turn of the loop, where

@@ -60,6 +60,8 @@ T = TypeVar("T")
 
 # Statuses worth another try: request timeout, throttling, server-side failures.
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+# Bodies at least this large tell how fast the link moves one answer (`Link`).
+_BODY_SAMPLE_BYTES = 1 << 20
 # Hedges allowed beyond `hedge_max_fraction` of requests, so a short batch can hedge too.
 _HEDGE_BURST = 10
 # Until the p95 of first-byte waits is known, a wait this many times their median is
@@ -275,7 +277,8 @@ async def _send(
         timer.start(slot)
         if timer.fires_within(timeout):  # the hedge timer sets the timeout if it fires
             scope = timer.guard(asyncio.timeout(None), timeout)
-    listening = _answer_began.set(_FirstByte(statistics, began, timer))
+    first_byte = _FirstByte(statistics, began, timer)
+    listening = _answer_began.set(first_byte)
     try:
         async with scope:
             result = await request.operation()
@@ -299,6 +302,9 @@ async def _send(
     seconds = time.monotonic() - began
     received = 0 if result is None or action != "read" else _buffer_size(result)
     statistics.finished(action, nbytes, received, seconds)
+    if received >= _BODY_SAMPLE_BYTES and first_byte.at is not None:  # a large read
+        body_s = began + seconds - first_byte.at
+        statistics.body_times.add(None, body_s * (1 << 20) / received)
     if log.isEnabledFor(logging.DEBUG):
         outcome = "missing" if result is None else "ok"
         log.debug(
@@ -323,17 +329,17 @@ def answer_began() -> None:
 class _FirstByte:
     """Records one try's wait for its first byte, once, and tells its hedge timer."""
 
-    __slots__ = ("_began", "_heard", "_statistics", "_timer")
+    __slots__ = ("_began", "_statistics", "_timer", "at")
 
     def __init__(self, statistics: RequestStats, began: float, timer: _HedgeTimer | None) -> None:
         self._statistics, self._began, self._timer = statistics, began, timer
-        self._heard = False
+        self.at: float | None = None  # when the first byte came
 
     def __call__(self) -> None:
-        if self._heard:  # a fallback inside one try may begin a second answer
+        if self.at is not None:  # a fallback inside one try may begin a second answer
             return
-        self._heard = True
-        self._statistics.first_bytes.add(None, time.monotonic() - self._began)
+        self.at = time.monotonic()
+        self._statistics.first_bytes.add(None, self.at - self._began)
         if self._timer is not None:
             self._timer.answer_began()
 

@@ -5,8 +5,10 @@ A caller says what it needs (these ranges of these keys; a shard of this size wh
 index is not known yet; a value to upload); `RequestShape`, resolved once per read or
 batch from the store's capabilities and the settings in force, decides:
 
-- `part_bytes`: the largest request (a store's own `max_request_bytes`, else the
-  config's); `gap_bytes`: ranges of one key closer than this are one request;
+- `part_bytes`: the size of a part where an object is cut (a store's own
+  `max_request_bytes`, else the config's, grown to what the link moves in one round
+  trip); `gap_bytes`: ranges of one key closer than this are one request (the config's,
+  grown to what the link moves in the time one more request costs);
 - `counts`: how many requests read each object or coalesced run: parts only where
   they pay (fewer objects than `connection_target` with the requests in flight);
 - `groups`: a batch's wanted ranges as backend requests (`batching.py` sends them);
@@ -16,7 +18,13 @@ batch from the store's capabilities and the settings in force, decides:
   budget at once;
 - `upload_part_bytes`: the part size of a multipart upload.
 
-Pure: it reads settings, never a store's state; the caller passes what is in flight.
+Pure: it reads settings and what the caller says of the store (the `Link` its recent
+reads measured, the requests in flight), never the store itself.
+
+Where the link is fast (a fast network, a store in the same region, the emulator), a
+request costs more than the bytes a wider gap or a larger part moves: fewer, larger
+requests win. Where one answer's body is slow (~90 MB/s per connection to S3), parts in
+parallel win. Before a large read has measured the link, the config's sizes stand.
 """
 
 from __future__ import annotations
@@ -29,11 +37,20 @@ from dataclasses import dataclass
 from aiozarr import config
 from aiozarr.storage.policy import ranges
 from aiozarr.storage.policy.backend import Capabilities, RangeRequest
+from aiozarr.storage.policy.statistics import Link
 
 __all__ = ["RequestShape"]
 
 # S3 takes no part of a multipart upload smaller than 5 MiB but the last.
 _MIN_UPLOAD_PART = 5 << 20
+# What one more request costs, both ends (CPU per request and answer, a turn of a
+# connection): 0.5-3 ms measured on two cores. A gap the link moves in less time is
+# cheaper read than asked for apart.
+_REQUEST_COST_S = 0.002
+# The most the link's speed grows a gap or a part to: a gap's bytes are read for
+# nothing, and a hedge copies a whole request.
+_MAX_GAP_BYTES = 1 << 20
+_MAX_PART_BYTES = 16 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,14 +69,29 @@ class RequestShape:
     read_ahead_fraction: float
 
     @classmethod
-    def of(cls, capabilities: Capabilities, settings: config.Config | None = None) -> RequestShape:
+    def of(
+        cls,
+        capabilities: Capabilities,
+        settings: config.Config | None = None,
+        link: Link | None = None,
+    ) -> RequestShape:
         """The shape for a store of `capabilities` under `settings` (default: those in
-        force here); the store's own sizes win over the config's."""
+        force here) over a `link` as its recent reads measured it (None: not known).
+
+        A store's own sizes stand as they are; the config's grow with a fast link: the
+        gap to what the link moves in the time a request costs, a part to what one
+        answer moves in the time another takes to begin.
+        """
         s = config.get() if settings is None else settings
         own_part, own_gap = capabilities.max_request_bytes, capabilities.coalesce_gap_bytes
+        part, gap = s.max_request_bytes, s.coalesce_gap_bytes
+        if link is not None:
+            rate = link.body_bytes_per_s
+            gap = max(gap, min(int(rate * _REQUEST_COST_S), _MAX_GAP_BYTES))
+            part = max(part, min(int(rate * link.wait_s), _MAX_PART_BYTES))
         return cls(
-            part_bytes=max(1, s.max_request_bytes if own_part is None else own_part),
-            gap_bytes=s.coalesce_gap_bytes if own_gap is None else own_gap,
+            part_bytes=max(1, part if own_part is None else own_part),
+            gap_bytes=gap if own_gap is None else own_gap,
             connection_target=s.connection_target,
             parts_per_object=max(1, s.parts_per_object),
             read_ahead_fraction=s.read_ahead_fraction,

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, deque
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["EVENTS", "InFlight", "LatencyWindow", "RequestStats"]
+__all__ = ["EVENTS", "InFlight", "LatencyWindow", "Link", "RequestStats"]
 
 #: The counters `RequestStats.snapshot()` always reports (zero until they happen):
 #: requests sent, requests finished by kind, bytes moved, and what the request policy did.
@@ -36,6 +36,12 @@ EVENTS = (
     "hedges_issued",
     "hedges_won",
     "gave_up",
+    # the chunk cache (engine/chunk_cache.py): chunks served and decoded, objects
+    # revalidated, and the conditional requests that did it
+    "cache_hits",
+    "cache_misses",
+    "cache_revalidations",
+    "revalidates",
 )
 
 #: A finished request's counter, by action (`RequestStats.finished`).
@@ -54,6 +60,7 @@ class LatencyWindow:
         self._lock = threading.Lock()
         self._samples: dict[int, deque[float]] = {}
         self._p95: dict[int, float | None] = {}
+        self._median: dict[int, float | None] = {}
 
     @staticmethod
     def _size_class(nbytes: int | None) -> int:
@@ -67,7 +74,7 @@ class LatencyWindow:
             if window is None:
                 window = self._samples[size_class] = deque(maxlen=_WINDOW)
             window.append(seconds)
-            self._p95[size_class] = None  # recomputed on demand
+            self._p95[size_class] = self._median[size_class] = None  # recomputed on demand
 
     def percentiles(self) -> dict[str, float | None]:
         """p50/p95/p99 in milliseconds over every recent request, whatever its size
@@ -88,6 +95,7 @@ class LatencyWindow:
         with self._lock:
             self._samples.clear()
             self._p95.clear()
+            self._median.clear()
 
     def _after_fork(self) -> None:
         # A parent thread may have held the lock at fork time: the child's copy would
@@ -110,9 +118,23 @@ class LatencyWindow:
     def median(self, nbytes: int | None) -> float | None:
         """The median recent latency of requests of about this size, from however few
         (None before one)."""
+        size_class = self._size_class(nbytes)
         with self._lock:
-            window = self._samples.get(self._size_class(nbytes))
-            return sorted(window)[len(window) // 2] if window else None
+            window = self._samples.get(size_class)
+            if not window:
+                return None
+            cached = self._median.get(size_class)
+            if cached is None:
+                cached = self._median[size_class] = sorted(window)[len(window) // 2]
+            return cached
+
+
+class Link(NamedTuple):
+    """What recent reads say of the link to a store: how long an answer takes to begin,
+    and how fast one answer's body then comes (bytes per second)."""
+
+    wait_s: float
+    body_bytes_per_s: float
 
 
 class InFlight:
@@ -169,6 +191,8 @@ class RequestStats:
     def __init__(self) -> None:
         self.latencies = LatencyWindow()
         self.first_bytes = LatencyWindow()
+        # Seconds per MiB of the bodies of large reads: how fast one answer comes.
+        self.body_times = LatencyWindow()
         self.in_flight = InFlight()
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
@@ -201,6 +225,14 @@ class RequestStats:
         with self._lock:
             return {**dict.fromkeys(EVENTS, 0), **self._counts}
 
+    def link(self) -> Link | None:
+        """The link as recent reads found it (median wait, median body rate); None
+        before a large read has told both."""
+        wait, per_mib = self.first_bytes.median(None), self.body_times.median(None)
+        if wait is None or per_mib is None:
+            return None
+        return Link(wait, (1 << 20) / max(per_mib, 1e-9))
+
     def snapshot(self) -> dict[str, float | None]:
         """`counts()` and the p50/p95/p99 latencies of recent reads, as a plain dict."""
         return {**self.counts(), **self.latencies.percentiles()}
@@ -211,6 +243,7 @@ class RequestStats:
             self._counts.clear()
         self.latencies.clear()
         self.first_bytes.clear()
+        self.body_times.clear()
 
     def _after_fork(self) -> None:
         # The counters stay; the locks, which a parent thread may have held at fork
@@ -218,4 +251,5 @@ class RequestStats:
         self._lock = threading.Lock()
         self.latencies._after_fork()
         self.first_bytes._after_fork()
+        self.body_times._after_fork()
         self.in_flight._after_fork()

@@ -6,6 +6,7 @@ a read asks for and gets back; `wrapper.py` the base of stores that pass request
 """
 
 from aiozarr.storage.protocol.store import (
+    UNCHANGED,
     Answer,
     Buffer,
     ByteRange,
@@ -13,6 +14,7 @@ from aiozarr.storage.protocol.store import (
     RangeRequest,
     Store,
     TornReadError,
+    Unchanged,
     Version,
     Versioned,
     check_key,
@@ -22,6 +24,7 @@ from aiozarr.storage.protocol.store import (
 )
 
 __all__ = [
+    "UNCHANGED",
     "Answer",
     "Buffer",
     "ByteRange",
@@ -29,6 +32,7 @@ __all__ = [
     "RangeRequest",
     "Store",
     "TornReadError",
+    "Unchanged",
     "Version",
     "Versioned",
     "check_key",

@@ -47,6 +47,7 @@ from aiozarr.storage.policy.runtime import StoreRuntime, runtime_for
 T = TypeVar("T")
 
 __all__ = [
+    "UNCHANGED",
     "Answer",
     "Buffer",
     "ByteRange",
@@ -54,11 +55,22 @@ __all__ = [
     "RangeRequest",
     "Store",
     "TornReadError",
+    "Unchanged",
     "Version",
     "Versioned",
     "check_key",
     "check_size",
 ]
+
+
+class Unchanged:
+    """The answer to a conditional read whose value is still the version named."""
+
+    def __repr__(self) -> str:
+        return "UNCHANGED"
+
+
+UNCHANGED = Unchanged()
 
 
 class Store(ABC):
@@ -161,9 +173,11 @@ class Store(ABC):
         sent and finished by kind (`reads`, `writes`, `deletes`, `stats`, `lists`),
         `bytes_read` / `bytes_written` (downloaded from / uploaded to the store),
         `retries`, `errors`, `timeouts`, `throttled`, `hedges_issued` / `hedges_won`,
-        `gave_up`; the request `limit`, `maximum`, `lowest_limit`, `inflight`,
-        `peak_inflight` and `waiting`; and `latency_p50_ms` / `_p95_ms` / `_p99_ms` of
-        recent reads (None before the first)."""
+        `gave_up`; the chunk cache's `cache_hits` (chunks served), `cache_misses`
+        (chunks read and decoded), `cache_revalidations` (objects checked again) and
+        `revalidates` (their conditional requests); the request `limit`, `maximum`,
+        `lowest_limit`, `inflight`, `peak_inflight` and `waiting`; and `latency_p50_ms` /
+        `_p95_ms` / `_p99_ms` of recent reads (None before the first)."""
         runtime = self.runtime
         return {**runtime.requests.stats(), **runtime.statistics.snapshot()}
 
@@ -230,7 +244,33 @@ class Store(ABC):
             version = answer[1]
         return out, version
 
+    async def read_if_changed(
+        self, key: str, byte_range: ByteRange | None, version: Version, max_bytes: int | None
+    ) -> Versioned | Unchanged | None:
+        """One request, no retries: `read`, or `UNCHANGED` where the value is still
+        `version`. Backends that can ask the server to send nothing in that case (an
+        HTTP `If-None-Match`, answered 304) override it; this one reads and compares."""
+        answer = await self.read(key, byte_range, max_bytes)
+        if answer is not None and answer[1] is not None and answer[1] == version:
+            return UNCHANGED
+        return answer
+
     # -- reads -------------------------------------------------------------------------
+
+    async def get_if_changed(
+        self,
+        key: str,
+        byte_range: ByteRange | None,
+        version: Version,
+        *,
+        max_bytes: int | None = None,
+    ) -> Versioned | Unchanged | None:
+        """`get_versioned`, or `UNCHANGED` (nothing read, where the backend can) when the
+        value is still `version`: revalidating a cached value. Under the request policy."""
+        check_key(key)
+        return await self._request(
+            "revalidate", key, lambda: self.read_if_changed(key, byte_range, version, max_bytes)
+        )
 
     @contextlib.asynccontextmanager
     async def stream_versioned_values(

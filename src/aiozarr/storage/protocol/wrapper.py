@@ -15,7 +15,14 @@ from dataclasses import replace
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.storage.policy.runtime import StoreRuntime
-from aiozarr.storage.protocol import Buffer, Capabilities, Store, Version, Versioned
+from aiozarr.storage.protocol import (
+    Buffer,
+    Capabilities,
+    Store,
+    Unchanged,
+    Version,
+    Versioned,
+)
 
 __all__ = ["WrapperStore"]
 
@@ -55,6 +62,11 @@ class WrapperStore(Store):
         self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None
     ) -> tuple[list[Buffer], Version | None] | None:
         return await self.inner.read_ranges(key, byte_ranges, max_bytes)
+
+    async def read_if_changed(
+        self, key: str, byte_range: ByteRange | None, version: Version, max_bytes: int | None
+    ) -> Versioned | Unchanged | None:
+        return await self.inner.read_if_changed(key, byte_range, version, max_bytes)
 
     async def exists(self, key: str) -> bool:
         return await self.inner.exists(key)

@@ -21,7 +21,7 @@ from aiozarr.storage.references.icechunk.store import IcechunkStore
 __all__ = ["REF_OPTIONS", "IcechunkStore", "is_repository", "probe_repository"]
 
 #: The storage options that name a snapshot of a repository.
-REF_OPTIONS = ("branch", "tag", "snapshot")
+REF_OPTIONS = ("branch", "tag", "snapshot", "as_of")
 
 
 def _local_path(url: str) -> Path | None:

@@ -22,6 +22,7 @@ from typing import Any
 import flatbuffers
 import numpy as np
 import zstandard
+from flatbuffers import flexbuffers
 from flatbuffers import number_types as N
 from flatbuffers.table import Table
 
@@ -43,6 +44,7 @@ __all__ = [
     "parse_ref_json",
     "parse_repo_info",
     "parse_snapshot",
+    "virtual_chunk_containers",
 ]
 
 MAGIC = "ICE🧊CHUNK".encode()
@@ -191,13 +193,32 @@ def _parse(what: str, fn: Any, *args: Any) -> Any:
 
 @dataclass(frozen=True)
 class RepoInfo:
-    """What a repository's entry point says: its branches and tags (name -> snapshot id)
-    and the ids of its snapshots."""
+    """What a repository's entry point says: its branches and tags (name -> snapshot id),
+    the ids of its snapshots, and its configuration (FlexBuffers, read on demand:
+    `virtual_chunk_containers`)."""
 
     spec_version: int
     branches: dict[str, str]
     tags: dict[str, str]
     snapshots: frozenset[str] = field(default_factory=frozenset)
+    config: bytes | None = None
+    #: snapshot id -> (its parent's id or None, when it was committed: microseconds
+    #: since 1970, UTC)
+    history: dict[str, tuple[str | None, int]] = field(default_factory=dict)
+
+    def as_of(self, snapshot_id: str, when_us: int) -> str | None:
+        """The snapshot of `snapshot_id`'s ancestry (itself first) that was the newest
+        at `when_us` (microseconds since 1970, UTC): the first committed at or before
+        it; None if every one is later."""
+        seen: set[str] = set()
+        found: str | None = snapshot_id
+        while found is not None and found not in seen:
+            seen.add(found)  # a cycle in a malformed file ends the walk
+            parent, flushed_at = self.history.get(found, (None, 0))
+            if flushed_at <= when_us:
+                return found
+            found = parent
+        return None
 
 
 def parse_repo_info(data: bytes, where: str = "repo") -> RepoInfo:
@@ -210,12 +231,47 @@ def _repo_info(version: int, body: bytes) -> RepoInfo:
     repo = _T.root(body)
     # Repo: spec_version 0, tags 1, branches 2, deleted_tags 3, snapshots 4, ...
     # SnapshotInfo: id 0, ...; Ref: name 0, snapshot_index 1.
-    ids = [object_id(info.struct(0, 12) or b"") for info in repo.tables(4)]
+    infos = repo.tables(4)
+    ids = [object_id(info.struct(0, 12) or b"") for info in infos]
+    history: dict[str, tuple[str | None, int]] = {}
+    for snapshot_id, info in zip(ids, infos, strict=True):
+        # SnapshotInfo: parent_offset 1 (its parent's index in the list; -1: none),
+        # flushed_at 2
+        parent = info.scalar(1, N.Int32Flags)
+        flushed_at = info.scalar(2, N.Uint64Flags)
+        history[snapshot_id] = (ids[parent] if 0 <= parent < len(ids) else None, flushed_at)
 
     def refs(slot: int) -> dict[str, str]:
         return {ref.string(0) or "": ids[ref.scalar(1, N.Uint32Flags)] for ref in repo.tables(slot)}
 
-    return RepoInfo(version, branches=refs(2), tags=refs(1), snapshots=frozenset(ids))
+    # ..., config 9 (FlexBuffers)
+    return RepoInfo(
+        version,
+        branches=refs(2),
+        tags=refs(1),
+        snapshots=frozenset(ids),
+        config=repo.raw(9),
+        history=history,
+    )
+
+
+def virtual_chunk_containers(info: RepoInfo, where: str) -> dict[str, dict[str, Any]]:
+    """The virtual chunk containers a spec-2 repository's configuration declares: url
+    prefix -> the settings of its store as written (`{"s3": {"region": ...}}`,
+    `{"local_file_system": "/data"}`)."""
+    if info.config is None:
+        return {}
+    try:
+        config = flexbuffers.Loads(info.config)
+    except (IndexError, ValueError, TypeError, KeyError, RecursionError, struct.error) as error:
+        raise MetadataError(f"{where}: malformed configuration ({error!r})") from None
+    found = config.get("virtual_chunk_containers") if isinstance(config, dict) else None
+    out: dict[str, dict[str, Any]] = {}
+    for container in found.values() if isinstance(found, dict) else ():
+        if isinstance(container, dict) and isinstance(container.get("url_prefix"), str):
+            store = container.get("store")
+            out[container["url_prefix"]] = store if isinstance(store, dict) else {}
+    return out
 
 
 def parse_ref_json(data: bytes, where: str) -> str:

@@ -6,7 +6,7 @@ virtual chunk's file). So the store is a `ReferenceStore` whose references come 
 snapshot and its manifests instead of a JSON document: each node's `zarr.json` is the
 document the snapshot holds, each chunk key the reference its manifest gives. Reads then
 plan, batch and coalesce as kerchunk's do: one batch for the manifests the keys need
-(fetched once per store: they are immutable, and cached by id), then every range grouped
+(fetched once per process: they are immutable, and kept by id), then every range grouped
 by object, coalesced and fetched concurrently under the target store's request policy.
 
 Native chunks lie in the repository, read with its options. Virtual chunks are read only
@@ -19,14 +19,21 @@ after the recorded time, raises `SourceChangedError` (see `checksums.py`).
 
 from __future__ import annotations
 
+import asyncio
+import datetime
 import json
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
-from aiozarr import config
-from aiozarr.byte_cache import LRUByteCache
-from aiozarr.errors import MetadataError, NodeNotFoundError, SourceChangedError, StoreError
+from aiozarr.errors import (
+    MetadataError,
+    NodeNotFoundError,
+    ReferenceTargetError,
+    SourceChangedError,
+    StoreError,
+    UnsupportedError,
+)
 from aiozarr.storage.backends.guarded_http import GuardedHTTPStore
 from aiozarr.storage.backends.object_store import ObjectStore
 from aiozarr.storage.protocol import Capabilities, RangeRequest, Store, dir_entries
@@ -36,12 +43,15 @@ from aiozarr.storage.references.icechunk.format import (
     ChunkRef,
     Manifest,
     Node,
+    RepoInfo,
     Snapshot,
     parse_manifest,
     parse_ref_json,
     parse_repo_info,
     parse_snapshot,
+    virtual_chunk_containers,
 )
+from aiozarr.storage.references.icechunk.kept import kept_files, repository_scope
 from aiozarr.storage.references.icechunk.keys import ChunkKeys
 from aiozarr.storage.references.reference_store import ReferenceStore
 
@@ -53,10 +63,12 @@ class IcechunkStore(ReferenceStore):
     (`"s3://bucket/repo"`, a local path, ...), spec version 1 or 2.
 
     The snapshot is the one branch `branch` points at (`"main"` by default), or tag
-    `tag`, or snapshot `snapshot` (its id); give at most one. It is resolved on first
-    use and kept: a branch moved later is not followed (open the store again).
+    `tag`, or snapshot `snapshot` (its id); give at most one. `as_of` (a time, or its
+    ISO 8601 text; without a zone: UTC) takes the branch's snapshot that was newest
+    then (spec-2 repositories: their `repo` file holds the history). It is resolved on
+    first use and kept: a branch moved later is not followed (open the store again).
     `storage_options` open the repository (and may carry `branch`, `tag`, `snapshot`,
-    `allowed_targets` and `target_options`, as `aiozarr.open_*` passes them);
+    `as_of`, `allowed_targets` and `target_options`, as `aiozarr.open_*` passes them);
     `allowed_targets` are the url prefixes virtual chunks may be read under
     (`["s3://noaa-goes16/", "/data/nc/"]`) and `target_options` their options (one dict,
     or `{url prefix: options}`).
@@ -75,21 +87,19 @@ class IcechunkStore(ReferenceStore):
         branch: str | None = None,
         tag: str | None = None,
         snapshot: str | None = None,
+        as_of: datetime.datetime | str | None = None,
         storage_options: Mapping[str, Any] | None = None,
         target_options: Mapping[str, Any] | None = None,
         allowed_targets: Sequence[str] | str | None = None,
     ) -> None:
         options = dict(storage_options or {})
-        given = {"branch": branch, "tag": tag, "snapshot": snapshot}
+        given = {"branch": branch, "tag": tag, "snapshot": snapshot, "as_of": as_of}
         for name in given:
             value = options.pop(name, None)
             if value is not None and given[name] is not None:
                 raise StoreError(f"{name} given twice (argument and storage_options)")
             given[name] = given[name] if given[name] is not None else value
-        named = {k: v for k, v in given.items() if v is not None}
-        if len(named) > 1:
-            raise StoreError(f"give one of branch, tag or snapshot, got {sorted(named)}")
-        self._ref = next(iter(named.items()), ("branch", "main"))
+        self._ref, self._as_of = _chosen_ref(given)
         self._url = os.fspath(url).rstrip("/")
         # The repository's entry file names its directory: chunks/<id> resolve there, and
         # its options go to targets in its own bucket (or, local, its own directory).
@@ -103,12 +113,15 @@ class IcechunkStore(ReferenceStore):
         if (self._base.is_local or self._base.scheme == "memory") and self._options:
             raise StoreError(  # the names only: the values may be credentials
                 f"local repository {self._url!r} takes no storage options but branch, tag, "
-                f"snapshot, allowed_targets and target_options; got {sorted(self._options)}"
+                f"snapshot, as_of, allowed_targets and target_options; got "
+                f"{sorted(self._options)}"
             )
         self._snapshot: Snapshot | None = None
+        self._info: RepoInfo | None = None  # the spec-2 `repo` file, where it was read
         self._meta: dict[str, bytes] = {}
         self._arrays: dict[str, tuple[Node, ChunkKeys]] = {}
-        self._manifests = _manifest_cache()
+        self._scope = repository_scope(self._url, self._options)  # its keys in kept_files
+        self._loading: dict[str, asyncio.Future[Manifest]] = {}  # manifests being read
         self._conditional: dict[int, ConditionalReads] = {}  # by id of the store wrapped
 
     # -- the snapshot ------------------------------------------------------------------
@@ -129,8 +142,10 @@ class IcechunkStore(ReferenceStore):
         info, ref = await repo.get_partial_values([RangeRequest("repo"), RangeRequest(ref_key)])
         where = f"{self._url}/"
         if info is not None:
-            refs = parse_repo_info(info, f"{where}repo")
+            refs = self._info = parse_repo_info(info, f"{where}repo")
             found = (refs.branches if kind == "branch" else refs.tags).get(name)
+            if found is not None and self._as_of is not None:
+                return self._snapshot_as_of(refs, found)
         elif ref is not None:
             found = parse_ref_json(ref, where + ref_key)
         else:
@@ -140,6 +155,22 @@ class IcechunkStore(ReferenceStore):
             )
         if found is None:
             raise NodeNotFoundError(f"{self._url!r}: the repository has no {kind} {name!r}")
+        if self._as_of is not None:
+            raise UnsupportedError(
+                f"{self._url!r}: as_of reads the history of spec-2 repositories (icechunk "
+                "2.x); this one is spec 1: open one of its snapshot ids instead"
+            )
+        return found
+
+    def _snapshot_as_of(self, refs: RepoInfo, tip: str) -> str:
+        assert self._as_of is not None
+        epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+        found = refs.as_of(tip, (self._as_of - epoch) // datetime.timedelta(microseconds=1))
+        if found is None:
+            raise NodeNotFoundError(
+                f"{self._url!r}: branch {self._ref[1]!r} has no snapshot as old as "
+                f"{self._as_of.isoformat()}"
+            )
         return found
 
     async def snapshot(self) -> Snapshot:
@@ -156,12 +187,15 @@ class IcechunkStore(ReferenceStore):
     async def _load(self) -> dict[str, Any]:
         if self._snapshot is None:
             repo = self._repository()
-            snapshot_id = await self._snapshot_id(repo)
-            key = f"snapshots/{snapshot_id}"
-            data = await repo.get(key)
-            if data is None:
-                raise NodeNotFoundError(f"{self._url!r}: snapshot {snapshot_id!r} not found")
-            self._index(parse_snapshot(data, f"{self._url}/{key}"))
+            key = f"snapshots/{await self._snapshot_id(repo)}"
+            snapshot = kept_files().get(self._scope + key)
+            if snapshot is None:  # immutable: read once per process
+                data = await repo.get(key)
+                if data is None:
+                    raise NodeNotFoundError(f"{self._url!r}: {key!r} not found")
+                snapshot = parse_snapshot(data, f"{self._url}/{key}")
+                kept_files().put(self._scope + key, snapshot, len(data))
+            self._index(snapshot)
         self._refs = {}
         return self._refs
 
@@ -223,24 +257,90 @@ class IcechunkStore(ReferenceStore):
         if chunk.chunk_id is not None:
             return [f"chunks/{chunk.chunk_id}", chunk.offset, chunk.length, chunk]
         assert chunk.location is not None
-        self._resolve(chunk.location, key)  # refused before any request if not allowed
+        try:
+            self._resolve(chunk.location, key)  # refused before any request if not allowed
+        except ReferenceTargetError as error:
+            raise ReferenceTargetError(f"{error}{self._container_hint(chunk.location)}") from None
         return [chunk.location, chunk.offset, chunk.length, chunk]
 
+    def _container_hint(self, location: str) -> str:
+        """Where the repository read declares a container for `location`: its name and
+        how to allow it (the declaration itself authorizes nothing)."""
+        info = self._info
+        containers = {} if info is None else virtual_chunk_containers(info, f"{self._url}/repo")
+        prefix = max((p for p in containers if location.startswith(p)), key=len, default=None)
+        if prefix is None:
+            return ""
+        kinds = ", ".join(containers[prefix]) or "no store"
+        return (
+            f"; the repository declares virtual chunk container {prefix!r} ({kinds}): "
+            f"allowed_targets=[{prefix!r}] reads it (its options in target_options)"
+        )
+
+    async def virtual_chunk_containers(self) -> dict[str, dict[str, Any]] | None:
+        """The virtual chunk containers the repository's configuration declares: url
+        prefix -> the settings of its store as written (`{"s3": {"region": ...}}`).
+        None for a spec-1 repository (its configuration, YAML, is not read). They
+        authorize nothing: virtual chunks are read under `allowed_targets`."""
+        await self._load()
+        if self._info is None:
+            data = await self._repository().get("repo")
+            if data is None:
+                return None
+            self._info = parse_repo_info(data, f"{self._url}/repo")
+        return virtual_chunk_containers(self._info, f"{self._url}/repo")
+
     async def _fetch_manifests(self, ids: set[str]) -> dict[str, Manifest]:
-        """The manifests `ids`, those not cached read in one batch."""
-        found = {i: m for i in ids if (m := self._manifests.get(i)) is not None}
-        missing = sorted(ids - found.keys())
-        if missing:
-            repo = self._repository()
-            keys = [f"manifests/{i}" for i in missing]
-            answers = await repo.get_partial_values([RangeRequest(key) for key in keys])
-            for manifest_id, key, data in zip(missing, keys, answers, strict=True):
+        """The manifests `ids`: those kept (`kept.py`), those another lookup is reading
+        (awaited, not read again: a read's lookups run at once, a sharded array's index
+        and parts each asking for the same manifest), the rest read in one batch."""
+        kept = kept_files()
+        found = {i: m for i in ids if (m := kept.get(f"{self._scope}manifests/{i}")) is not None}
+        loop = asyncio.get_running_loop()
+        mine: list[str] = []
+        theirs: dict[str, asyncio.Future[Manifest]] = {}
+        for manifest_id in sorted(ids - found.keys()):
+            pending = self._loading.get(manifest_id)
+            if pending is None:
+                mine.append(manifest_id)
+                self._loading[manifest_id] = loop.create_future()
+            elif pending.get_loop() is loop:
+                theirs[manifest_id] = pending
+            else:  # read in another event loop, whose future this one cannot await
+                found.update(await self._read_manifests([manifest_id]))
+        if mine:
+            found.update(await self._read_manifests(mine, handing_over=True))
+        for manifest_id, pending in theirs.items():
+            await asyncio.wait([pending])  # its outcome, not its cancellation, is ours
+            if pending.cancelled():  # the read that was to bring it failed: read it here
+                found.update(await self._fetch_manifests({manifest_id}))
+            else:
+                found[manifest_id] = pending.result()
+        return found
+
+    async def _read_manifests(
+        self, ids: list[str], *, handing_over: bool = False
+    ) -> dict[str, Manifest]:
+        """Read the manifests `ids` in one batch and keep them; `handing_over`: hand each
+        to the lookups waiting on it (its future cancelled where the read failed)."""
+        out: dict[str, Manifest] = {}
+        try:
+            keys = [f"manifests/{i}" for i in ids]
+            answers = await self._repository().get_partial_values([RangeRequest(k) for k in keys])
+            for manifest_id, key, data in zip(ids, keys, answers, strict=True):
                 if data is None:
                     raise StoreError(f"{self._url!r}: manifest {key!r} is missing")
                 manifest = parse_manifest(data, f"{self._url}/{key}")
-                self._manifests.put(manifest_id, manifest, manifest.nbytes)
-                found[manifest_id] = manifest
-        return found
+                kept_files().put(self._scope + key, manifest, manifest.nbytes)
+                out[manifest_id] = manifest
+        finally:
+            for manifest_id in ids if handing_over else ():
+                pending = self._loading.pop(manifest_id)
+                if manifest_id in out:
+                    pending.set_result(out[manifest_id])
+                else:
+                    pending.cancel()
+        return out
 
     def _target(self, value: list[Any], key: str) -> tuple[Store, str, int, int | None]:
         """A virtual chunk with a checksum, on an object store or over http(s), is read
@@ -314,22 +414,41 @@ class IcechunkStore(ReferenceStore):
         even where the branch moved since; manifests are read again where needed."""
         state = super().__getstate__()
         if self._snapshot is not None:
-            state["_ref"] = ("snapshot", self._snapshot.id)
-        state["_manifests"] = None  # its lock belongs to this process
+            state["_ref"], state["_as_of"] = ("snapshot", self._snapshot.id), None
         state["_conditional"] = {}
+        state["_loading"] = {}  # futures of this process's event loop
         return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._manifests = _manifest_cache()
 
     def __repr__(self) -> str:
         kind, name = self._ref
-        return f"IcechunkStore({self._url!r}, {kind}={name!r})"
+        as_of = "" if self._as_of is None else f", as_of={self._as_of.isoformat()!r}"
+        return f"IcechunkStore({self._url!r}, {kind}={name!r}{as_of})"
 
 
-def _manifest_cache() -> LRUByteCache:
-    return LRUByteCache(config.get().icechunk_manifest_cache_bytes)
+def _chosen_ref(
+    given: Mapping[str, Any],
+) -> tuple[tuple[str, str], datetime.datetime | None]:
+    """((kind, name) of the snapshot to read, as_of as an aware time or None) from the
+    branch, tag, snapshot and as_of given (None: not given)."""
+    named = {k: v for k, v in given.items() if v is not None and k != "as_of"}
+    if len(named) > 1:
+        raise StoreError(f"give one of branch, tag or snapshot, got {sorted(named)}")
+    ref = next(iter(named.items()), ("branch", "main"))
+    as_of = given.get("as_of")
+    if as_of is None:
+        return ref, None
+    if ref[0] != "branch":
+        raise StoreError(f"as_of goes with a branch, not a {ref[0]}")
+    if isinstance(as_of, str):
+        try:
+            as_of = datetime.datetime.fromisoformat(as_of)
+        except ValueError:
+            raise StoreError(f"as_of: {as_of!r} is not an ISO 8601 time") from None
+    if not isinstance(as_of, datetime.datetime):
+        raise StoreError(f"as_of must be a datetime or its ISO 8601 text, got {as_of!r}")
+    if as_of.tzinfo is None:
+        as_of = as_of.replace(tzinfo=datetime.UTC)
+    return ref, as_of
 
 
 def _document(node: Node, url: str) -> Mapping[str, Any]:

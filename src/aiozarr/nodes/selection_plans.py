@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from aiozarr.engine import output as engine_output
+from aiozarr.engine import entry as engine
 from aiozarr.selection.chunk_grid import RectilinearGrid
 from aiozarr.selection.indexing import (
     Indexer,
@@ -68,12 +68,12 @@ def plan(
         except (TypeError, ValueError, IndexError):  # the planner says what is wrong
             pass
         else:
-            engine_output.check_addressable(out_shape, dtype, what)
+            engine.check_addressable(out_shape, dtype, what)
     try:
         return build(selection, shape, grid)
     except MemoryError:
         out_shape = _selection_shape(normalize_selection(selection, shape), shape)
-        engine_output.check_output_size(out_shape, dtype, what)
+        engine.check_output_size(out_shape, dtype, what)
         raise
 
 

@@ -1,0 +1,286 @@
+"""The chunk cache: decoded chunks kept in memory, bounded in bytes, served per a recheck policy.
+
+A pool (`ChunkCache`) holds decoded chunks keyed by the store, the object's key, the
+chunk's coordinates (inner coordinates' place in the read grid when sharded) and the
+version of the object they came from; beside them, per object, the version last seen
+and when it was last known current (`checked`: the time the request that showed it was
+sent, so never later than the truth). Arrays opened with the same `cache_bytes` share
+one pool, so a reopened array finds what an earlier handle cached.
+
+How long a version stays good is the recheck policy, as TensorStore's
+`recheck_cached_data`: a read serves an object's cached chunks only when it was checked
+at or after its threshold (`ReadSession.threshold`):
+
+- `False`: always (never rechecked);
+- `"open"`: at or after the array was opened;
+- `True`: at or after this read began (every read revalidates);
+- a number of seconds: at most that old.
+
+An object checked earlier is revalidated first (`engine/cached_reads.py`): one
+conditional request (`If-None-Match` with its version) that answers "unchanged"
+without its bytes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+import numpy as np
+
+from aiozarr import config
+from aiozarr.byte_cache import LRUByteCache
+from aiozarr.codecs import CodecChain
+from aiozarr.errors import AiozarrError
+from aiozarr.selection.indexing import ChunkProjection
+
+#: When a cached chunk must be checked against the store again (see the module's doc).
+Recheck: TypeAlias = bool | Literal["open"] | float
+
+#: What an object's record costs in the pool besides its chunks (its key, its version).
+_RECORD_BYTES = 256
+#: Writes remembered so that a read that began before one cannot cache what it replaced.
+_WRITES_REMEMBERED = 4096
+
+
+def as_recheck(value: Any, where: str = "cache_recheck") -> Recheck:
+    """`value` as a recheck policy (`True`, `False`, `"open"` or seconds >= 0); the
+    environment's text forms ("true", "false", "open", "30") too."""
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("open", "true", "false"):
+            return "open" if text == "open" else text == "true"
+        try:
+            value = float(text)
+        except ValueError:
+            value = None
+    if isinstance(value, bool) or value == "open":
+        return value  # type: ignore[no-any-return]
+    if isinstance(value, int | float) and value >= 0:
+        return float(value)
+    raise AiozarrError(
+        f"{where}={value!r}: expected True, False, 'open' or a maximum age in seconds (>= 0)"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CacheSettings:
+    """A chunk cache's bound in bytes (0: no cache) and recheck policy."""
+
+    max_bytes: int
+    recheck: Recheck
+
+    @classmethod
+    def of(cls, cache_bytes: int | None = None, recheck: Any = None) -> CacheSettings:
+        """The given settings, the missing ones from `aiozarr.config`."""
+        settings = config.get()
+        max_bytes = settings.cache_bytes if cache_bytes is None else cache_bytes
+        if not isinstance(max_bytes, int) or max_bytes < 0:
+            raise AiozarrError(f"cache_bytes={max_bytes!r}: expected a number of bytes >= 0")
+        return cls(max_bytes, as_recheck(settings.cache_recheck if recheck is None else recheck))
+
+
+@dataclass(slots=True)
+class _Record:
+    """What the pool knows of one object: its version and when it was last known current,
+    and the coordinates of its chunks held."""
+
+    version: Hashable
+    checked: float
+    coords: set[tuple[int, ...]]
+
+
+class ChunkCache:
+    """A pool of decoded chunks bounded by `max_bytes` (records included)."""
+
+    _pools: dict[int, ChunkCache] = {}
+    _pools_lock = threading.Lock()
+
+    def __init__(self, max_bytes: int) -> None:
+        self._lru = LRUByteCache(max_bytes)
+        self._lock = threading.Lock()
+        self._written: dict[tuple[int, str], float] = {}
+        self._places: dict[Hashable, int] = {}
+
+    @classmethod
+    def shared(cls, max_bytes: int) -> ChunkCache:
+        """The process's pool of `max_bytes` (one per bound, made on first use)."""
+        with cls._pools_lock:
+            pool = cls._pools.get(max_bytes)
+            if pool is None:
+                pool = cls._pools[max_bytes] = cls(max_bytes)
+            return pool
+
+    def place_of(self, store: Hashable) -> int:
+        """A small number for `store` (the same for equal stores): keys carry it, as
+        hashing a store (its location) for every lookup costs more than the lookup."""
+        with self._lock:
+            return self._places.setdefault(store, len(self._places))
+
+    @property
+    def max_bytes(self) -> int:
+        return self._lru.max_bytes
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held now (decoded chunks and records), never more than `max_bytes`."""
+        return self._lru.nbytes
+
+    def record(self, place: int, key: str) -> _Record | None:
+        found: _Record | None = self._lru.peek(("object", place, key))
+        return found
+
+    def chunk(
+        self, place: int, key: str, coords: tuple[int, ...], version: Hashable
+    ) -> np.ndarray | None:
+        found: np.ndarray | None = self._lru.peek(("chunk", place, key, coords, version))
+        return found
+
+    def touch(self, place: int, key: str, coords: tuple[int, ...], version: Hashable) -> None:
+        """Mark a chunk served (most recently used)."""
+        self._lru.get(("chunk", place, key, coords, version))
+
+    def confirm(self, place: int, key: str, version: Hashable, checked: float) -> None:
+        """`version` of `key` was current at `checked`."""
+        with self._lock:
+            found = self.record(place, key)
+            if found is not None and found.version == version:
+                found.checked = max(found.checked, checked)
+
+    def keep(
+        self,
+        place: int,
+        key: str,
+        coords: tuple[int, ...],
+        version: Hashable,
+        checked: float,
+        chunk: np.ndarray,
+    ) -> None:
+        """Hold `chunk`, decoded from `version` of `key` read by a request sent at
+        `checked` or later; not when `key` was written since (a write through this
+        process drops what it replaced) or a newer version is known."""
+        with self._lock:
+            if self._written.get((place, key), -1.0) >= checked:
+                return
+            found = self.record(place, key)
+            if found is None or found.version != version:
+                if found is not None and found.checked > checked:
+                    return  # a newer version is known: this one is stale
+                self._drop(place, key)
+                found = _Record(version, checked, set())
+            found.checked = max(found.checked, checked)
+            found.coords.add(coords)
+            self._lru.put(("object", place, key), found, _RECORD_BYTES)
+            chunk.flags.writeable = False
+            self._lru.put(("chunk", place, key, coords, version), chunk, chunk.nbytes)
+
+    def forget(self, place: int, *keys: str, written: bool = False) -> None:
+        """Drop everything held of `keys` in the store at `place`; `written`: they were
+        just written, and a read that began before now must not cache what it read."""
+        now = time.monotonic()
+        with self._lock:
+            for key in keys:
+                self._drop(place, key)
+                if written:  # the newest last, so the oldest go first
+                    self._written.pop((place, key), None)
+                    self._written[(place, key)] = now
+            while len(self._written) > _WRITES_REMEMBERED:
+                del self._written[next(iter(self._written))]
+
+    def clear(self) -> None:
+        """Drop every chunk held."""
+        with self._lock:
+            self._lru.clear()
+
+    def _drop(self, place: int, key: str) -> None:
+        found = self.record(place, key)
+        if found is None:
+            return
+        self._lru.invalidate(
+            ("object", place, key),
+            *(("chunk", place, key, c, found.version) for c in found.coords),
+        )
+
+
+def forget_written(store: Hashable, keys: tuple[str, ...]) -> None:
+    """`keys` of `store` were just written (or deleted) through this process: every pool
+    drops what it holds of them, whichever array handle cached it."""
+    for pool in list(ChunkCache._pools.values()):
+        place = pool._places.get(store)
+        if place is not None:
+            pool.forget(place, *keys, written=True)
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayCache:
+    """One array's use of a pool: its store, its recheck policy and when it was opened."""
+
+    pool: ChunkCache
+    store: Any
+    place: int  # the store's number in the pool
+    recheck: Recheck
+    opened_at: float
+
+    @classmethod
+    def opened(cls, store: Any, settings: CacheSettings | None = None) -> ArrayCache | None:
+        """The cache of an array in `store` opened now, per `settings` (None: those of
+        `aiozarr.config`); None when off."""
+        settings = CacheSettings.of() if settings is None else settings
+        if settings.max_bytes == 0:
+            return None
+        pool = ChunkCache.shared(settings.max_bytes)
+        return cls(pool, store, pool.place_of(store), settings.recheck, time.monotonic())
+
+    def session(self) -> ReadSession:
+        """The cache as one read, beginning now, sees it."""
+        began = time.monotonic()
+        recheck = self.recheck
+        if recheck is False:
+            threshold = float("-inf")
+        elif recheck == "open":
+            threshold = self.opened_at
+        elif recheck is True:
+            threshold = began
+        else:
+            threshold = began - float(recheck)
+        return ReadSession(self, began, threshold)
+
+    def forget(self, *keys: str, written: bool = False) -> None:
+        self.pool.forget(self.place, *keys, written=written)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadSession:
+    """The cache within one read: objects checked at or after `threshold` are served
+    as held; what the read fetches counts as checked at `began`."""
+
+    cache: ArrayCache
+    began: float
+    threshold: float
+
+    def count(self, event: str, n: int = 1) -> None:
+        """Add to the store's statistics (`store.stats()`: `cache_hits`, ...)."""
+        if n:
+            self.cache.store.runtime.statistics.count(event, n)
+
+    def decode_kept(
+        self,
+        key: str,
+        chain: CodecChain,
+        data: Any,
+        projection: ChunkProjection,
+        version: Hashable | None,
+        out: np.ndarray,
+    ) -> None:
+        """Decode a chunk whole into a new array, keep it (when its version is known) and
+        put its selected values in `out`."""
+        chunk = np.empty(chain.spec.shape, dtype=chain.spec.dtype)
+        chain.decode_into(data, chunk, key)
+        out[projection.out_selection] = chunk[projection.chunk_selection]
+        if version is not None:
+            self.cache.pool.keep(
+                self.cache.place, key, projection.chunk_coords, version, self.began, chunk
+            )

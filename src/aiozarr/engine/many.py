@@ -1,0 +1,344 @@
+"""Many selections, on any arrays in one or more stores, read as one plan.
+
+`read_many` reads every selection together: chunks a chunk cache holds are served first
+(per array); then each store gets one batch of the shard indexes not cached, of every
+array in it, beside one stream of the shards needed whole; then one stream per store
+fetches every located chunk of every selection, ranges of one object coalesced across
+selections. Each answer is decoded into the output of the selection that asked for it.
+
+`Collector` gathers what `engine/read.py::read` is asked while it is in force
+(`gathering`): `aiozarr.read_many` starts one `getitem` per selection, each hands its
+plan here and waits, and the whole lot is read by `read_many` once all have.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import anyio
+import numpy as np
+
+from aiozarr.engine.cached_reads import serve_cached
+from aiozarr.engine.decoding import DecodeJob, Reads
+from aiozarr.engine.executor import codec_threads, run_codec
+from aiozarr.engine.freed_memory import FreedMemory
+from aiozarr.engine.located import Fetch, locate, plan_reads
+from aiozarr.engine.located_index import (
+    LocatedIndex,
+    StaleIndexError,
+    cached_index,
+    remember_index,
+)
+from aiozarr.engine.plan import ShardSelection, batches_by_size
+from aiozarr.engine.progress import ChunkProgress
+from aiozarr.engine.settings import ReadSettings
+from aiozarr.engine.stored_array import StoredArray
+from aiozarr.errors import StoreError, unwrap_group
+from aiozarr.selection.indexing import ChunkProjection
+from aiozarr.storage.protocol import RangeRequest, Store
+
+# Times the reads start over because a shard was rewritten under them before they fail.
+_STALE_RETRIES = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Selected:
+    """One selection to read: its array, its projections (over `array.read_grid`) and
+    the output they fill."""
+
+    array: StoredArray
+    projections: Sequence[ChunkProjection]
+    out: np.ndarray
+
+
+async def read_many(selected: Sequence[Selected]) -> list[frozenset[str]]:
+    """Fill every selection's output; per selection, the keys of the stored objects it
+    needs that the store does not hold (as `engine/read.py::read` returns)."""
+    sessions = [
+        None if s.array.chunk_cache is None else s.array.chunk_cache.session() for s in selected
+    ]
+    for tries in range(1, _STALE_RETRIES + 1):
+        reads = [
+            Reads(
+                s.array,
+                s.out,
+                ChunkProgress(len(s.projections), None),
+                ReadSettings.of(s.array.store),
+                FreedMemory(s.out.nbytes),
+                cache=session,
+            )
+            for s, session in zip(selected, sessions, strict=True)
+        ]
+        try:
+            with unwrap_group():
+                await _read_once(reads, [s.projections for s in selected])
+            break
+        except StaleIndexError as stale:
+            for s in selected:
+                s.array.forget(stale.key)
+            if tries == _STALE_RETRIES:
+                raise StoreError(
+                    f"cannot read shard {stale.key!r}: it was rewritten while it was read, "
+                    f"{_STALE_RETRIES} times in a row"
+                ) from stale
+    for r in reads:
+        await r.memory.give_back()
+    return [frozenset(r.missing) for r in reads]
+
+
+#: What one selection fetches: its reads and one fetch.
+_Item = tuple[Reads, Fetch]
+
+
+async def _read_once(reads: list[Reads], projections: list[Sequence[ChunkProjection]]) -> None:
+    """Cache, then the indexes of all beside the whole shards of all, then the chunks."""
+    left = list(projections)
+    if any(r.cache is not None for r in reads):
+
+        async def from_cache(i: int, r: Reads) -> None:
+            assert r.cache is not None
+            left[i] = await serve_cached(r, r.cache, projections[i])
+
+        async with anyio.create_task_group() as tg:
+            for i, r in enumerate(reads):
+                if r.cache is not None:
+                    tg.start_soon(from_cache, i, r)
+    ready: list[_Item] = []
+    indexed: list[tuple[Reads, ShardSelection]] = []
+    for r, p in zip(reads, left, strict=True):
+        at_once, shards = plan_reads(r.array, p)
+        ready.extend((r, f) for f in at_once)
+        indexed.extend((r, s) for s in shards)
+    async with anyio.create_task_group() as tg:
+        if ready:
+            tg.start_soon(_fetch_all, ready)
+        if indexed:
+            located = _locate(indexed, await _indexes(indexed))
+            if located:
+                await _fetch_all(located)
+
+
+def _locate(
+    indexed: list[tuple[Reads, ShardSelection]],
+    indexes: dict[tuple[int, str], LocatedIndex | None],
+) -> list[_Item]:
+    """Every chunk the shards of `indexed` locate with their `indexes`; chunks not stored
+    are filled now."""
+    items: list[_Item] = []
+    for r, shard in indexed:
+        found = {shard.key: indexes[id(r.array), shard.key]}
+        if found[shard.key] is None:
+            r.missing.add(shard.key)
+        located, missing = locate([shard], found, r.settings.unbounded_value_bytes)
+        for projection in missing:
+            r.fill(projection)
+        items.extend((r, chunk) for chunk in located)
+    return items
+
+
+def _by_store(items: Sequence[tuple[Reads, object]]) -> dict[Store, list[int]]:
+    """Item numbers by store (equal stores: one), each store's in order."""
+    groups: dict[Store, list[int]] = {}
+    stores: dict[int, Store] = {}  # a store object hashed once per call
+    for i, (r, _) in enumerate(items):
+        store = r.array.store
+        key = stores.setdefault(id(store), store)
+        groups.setdefault(key, []).append(i)
+    return groups
+
+
+async def _indexes(
+    indexed: list[tuple[Reads, ShardSelection]],
+) -> dict[tuple[int, str], LocatedIndex | None]:
+    """The index of every shard of `indexed`, by `(id(array), key)`: from each array's
+    cache, else from one batch per store of all the indexes not cached."""
+    found: dict[tuple[int, str], LocatedIndex | None] = {}
+    wanted: list[tuple[Reads, ShardSelection]] = []
+    seen: set[tuple[int, str]] = set()
+    for r, shard in indexed:
+        slot = (id(r.array), shard.key)
+        if slot in seen:
+            continue
+        seen.add(slot)
+        cached = cached_index(r.array, shard.key)
+        if cached is None:
+            wanted.append((r, shard))
+        else:
+            found[slot] = cached
+
+    async def batch(store: Store, numbers: list[int]) -> None:
+        requests = [
+            RangeRequest(wanted[i][1].key, wanted[i][1].layout.index_range) for i in numbers
+        ]
+        answers = await store.get_versioned_values(requests)
+        for i, answer in zip(numbers, answers, strict=True):
+            r, shard = wanted[i]
+            slot = (id(r.array), shard.key)
+            if answer is None:
+                found[slot] = None
+            else:
+                index = shard.layout.decode_index(answer[0], shard.key)
+                found[slot] = remember_index(r.array, shard.key, index, answer[1])
+
+    async with anyio.create_task_group() as tg:
+        for store, numbers in _by_store(wanted).items():
+            tg.start_soon(batch, store, numbers)
+    return found
+
+
+async def _fetch_all(items: list[_Item]) -> None:
+    """Fetch `items`, one stream per store (its ranges of one object coalesced whatever
+    selection asked for them), and decode each answer into its selection's output."""
+    async with anyio.create_task_group() as tg:
+        for store, numbers in _by_store(items).items():
+            tg.start_soon(_fetch_from, store, [items[i] for i in numbers])
+
+
+async def _fetch_from(store: Store, items: list[_Item]) -> None:
+    """`items` of one store, in batches within its byte budget."""
+    budget = store.runtime.bytes
+    sizes = [fetch.size for _, fetch in items]
+    batch_bytes = items[0][0].settings.shape.batch_bytes(budget.capacity)
+
+    async def run_batch(batch: list[int]) -> None:
+        taken = await budget.acquire(sum(sizes[i] for i in batch))
+        try:
+            requests = [
+                items[i][1].request(items[i][0].settings.unbounded_value_bytes) for i in batch
+            ]
+            async with (
+                anyio.create_task_group() as tg,
+                store.stream_versioned_values(requests) as answers,
+            ):
+                async for j, data, version in answers:
+                    burst = [(batch[j], data, version)]
+                    while True:
+                        try:
+                            j, data, version = answers.receive_nowait()
+                        except (anyio.WouldBlock, anyio.EndOfStream):
+                            break
+                        burst.append((batch[j], data, version))
+                    tg.start_soon(_decode_burst, items, burst)
+        finally:
+            budget.release(taken)
+
+    async with anyio.create_task_group() as tg:
+        for batch in batches_by_size(sizes, batch_bytes):
+            tg.start_soon(run_batch, batch)
+
+
+async def _decode_burst(items: list[_Item], burst: list[tuple[int, object, object]]) -> None:
+    """Decode answers that landed together: a chunk that several selections need (the
+    same bytes of one object) once for all of them, the rest each selection's own."""
+    landed: dict[tuple[str, object, object], list[tuple[Reads, DecodeJob]]] = {}
+    for i, data, version in burst:
+        r, fetch = items[i]
+        if data is None:
+            r.missing.add(fetch.key)
+        for chunk, chunk_data in fetch.expand(r.array, data, version):  # type: ignore[arg-type]
+            if chunk_data is None:
+                r.fill(chunk.projection)
+            else:
+                slot = (chunk.key, chunk.byte_range, version)
+                landed.setdefault(slot, []).append((r, DecodeJob(chunk, chunk_data, version)))
+    own: dict[int, tuple[Reads, list[DecodeJob]]] = {}
+    shared: list[list[tuple[Reads, DecodeJob]]] = []
+    for members in landed.values():
+        if len(members) > 1 and all(r.cache is None for r, _ in members):
+            shared.append(members)
+        else:
+            for r, job in members:
+                own.setdefault(id(r), (r, []))[1].append(job)
+    size = max(-(-len(shared) // codec_threads()), 1)
+    async with anyio.create_task_group() as tg:
+        for r, group in own.values():
+            tg.start_soon(r.decode, group)
+        for start in range(0, len(shared), size):
+            tg.start_soon(_decode_shared, shared[start : start + size])
+
+
+#: Selections that need one chunk, each with its job (the same bytes in every job).
+_Shared = list[tuple[Reads, DecodeJob]]
+
+
+async def _decode_shared(groups: list[_Shared]) -> None:
+    """Decode each chunk of `groups` once, on the codec pool, into every output needing it."""
+    nbytes = sum(members[0][1].chunk.chain.spec.nbytes for members in groups)
+    await run_codec(_decode_once, groups, nbytes=nbytes)
+    for members in groups:
+        for r, _ in members:
+            r.progress.advance()
+
+
+def _decode_once(groups: list[_Shared]) -> None:
+    for members in groups:
+        first = members[0][1]
+        values = first.chunk.chain.decode_transient(first.data, first.chunk.key)
+        for r, job in members:
+            projection = job.chunk.projection
+            r.out[projection.out_selection] = values[projection.chunk_selection]
+
+
+# -- gathering the reads of many getitem calls ------------------------------------------------
+
+_gathering: contextvars.ContextVar[Collector | None] = contextvars.ContextVar(
+    "aiozarr_gathering", default=None
+)
+_joined: contextvars.ContextVar[bool] = contextvars.ContextVar("aiozarr_joined", default=False)
+
+
+class Collector:
+    """The reads of `expected` tasks, gathered to be read as one (`read_many`)."""
+
+    def __init__(self, expected: int) -> None:
+        self.expected = expected
+        self.entries: list[tuple[Selected, asyncio.Future[frozenset[str]]]] = []
+        self.passed = 0  # tasks that ended without a read to gather
+        self.ready = anyio.Event()
+        self._check()
+
+    async def join(
+        self, array: StoredArray, projections: Sequence[ChunkProjection], out: np.ndarray
+    ) -> frozenset[str]:
+        """Hand this read over and wait until all of them have been read."""
+        future: asyncio.Future[frozenset[str]] = asyncio.get_running_loop().create_future()
+        self.entries.append((Selected(array, projections, out), future))
+        _joined.set(True)
+        self._check()
+        return await future
+
+    def task_ended(self) -> None:
+        """A task of the `expected` ended; one that read nothing through `join` counts as done."""
+        if not _joined.get():
+            self.passed += 1
+            self._check()
+
+    def _check(self) -> None:
+        if len(self.entries) + self.passed >= self.expected:
+            self.ready.set()
+
+    async def read(self) -> None:
+        """Once every task has handed its read over (or ended), read them all as one."""
+        await self.ready.wait()
+        missing = await read_many([selected for selected, _ in self.entries])
+        for (_, future), keys in zip(self.entries, missing, strict=True):
+            future.set_result(keys)
+
+
+def gathering() -> Collector | None:
+    """The collector in force here, if any."""
+    return _gathering.get()
+
+
+@contextlib.contextmanager
+def gather(collector: Collector) -> Iterator[Collector]:
+    """Reads started in this block (and in tasks it starts) join `collector`."""
+    token = _gathering.set(collector)
+    try:
+        yield collector
+    finally:
+        _gathering.reset(token)

@@ -1,0 +1,217 @@
+"""The chunk cache: what a read with it asks of the store (request counts), its bound,
+its recheck policies, and writes through aiozarr dropping what they replace."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aiozarr
+from aiozarr import config
+from aiozarr.engine.chunk_cache import ChunkCache, as_recheck
+from aiozarr.errors import AiozarrError
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.local import LocalStore
+from aiozarr.storage.backends.object_store import ObjectStore
+
+SHAPE = (64, 32, 32)
+CHUNKS = (8, 8, 8)
+NCHUNKS = 8 * 4 * 4
+
+
+def _values() -> np.ndarray:
+    return np.random.default_rng(7).integers(0, 200, size=SHAPE, dtype="u1")
+
+
+def _slabs() -> list[slice]:
+    """Slabs of 8 rows every 4: each chunk row is read by three slabs."""
+    return [slice(start, start + 8) for start in range(0, SHAPE[0] - 7, 4)]
+
+
+def _write(path: Path, **options: object) -> np.ndarray:
+    values = _values()
+    aiozarr.create_array(LocalStore(path), data=values, chunks=CHUNKS, **options)
+    return values
+
+
+def _gets(store: CountingStore) -> Counter[tuple[str, object]]:
+    return Counter((key, byte_range) for op, key, byte_range in store.requests if op == "get")
+
+
+@pytest.mark.parametrize("sharded", [False, True], ids=["chunks", "shards"])
+def test_sliding_slabs_fetch_and_decode_every_chunk_once(tmp_path: Path, sharded: bool) -> None:
+    values = _write(tmp_path, **({"shards": (16, 16, 16)} if sharded else {}))
+    store = CountingStore(LocalStore(tmp_path))
+    arr = aiozarr.open_array(store, mode="r", cache_bytes=64 << 20, cache_recheck=False)
+    for rows in _slabs():
+        assert np.array_equal(arr[rows], values[rows])
+    gets = _gets(store)
+    data = {k: n for k, n in gets.items() if k[0] != "zarr.json"}
+    assert data and max(data.values()) == 1  # every range fetched once
+    stats = store.inner.stats()
+    assert stats["cache_misses"] == NCHUNKS  # each chunk decoded once...
+    assert stats["cache_hits"] == 2 * NCHUNKS - 4 * 4 * 2  # ...and served twice more
+
+
+def test_without_the_cache_slabs_fetch_chunks_again(tmp_path: Path) -> None:
+    """The control: the same slabs read each chunk row two or three times."""
+    values = _write(tmp_path)
+    store = CountingStore(LocalStore(tmp_path))
+    arr = aiozarr.open_array(store, mode="r")
+    assert arr.async_array.stored.chunk_cache is None  # off by default
+    for rows in _slabs():
+        assert np.array_equal(arr[rows], values[rows])
+    assert max(_gets(store).values()) == 3
+
+
+def test_config_turns_it_on_for_every_array(tmp_path: Path) -> None:
+    values = _write(tmp_path)
+    store = CountingStore(LocalStore(tmp_path))
+    with config.set(cache_bytes=8 << 20):
+        arr = aiozarr.open_array(store, mode="r")
+    assert arr[...].tobytes() == values.tobytes()
+    store.reset()
+    assert np.array_equal(arr[...], values)
+    assert store.counts == Counter()
+
+
+def test_open_group_gives_its_arrays_the_cache(tmp_path: Path) -> None:
+    values = np.arange(64, dtype="i4").reshape(8, 8)
+    root = aiozarr.open_group(LocalStore(tmp_path), mode="w")
+    root.create_array("a", data=values, chunks=(4, 4))
+    store = CountingStore(LocalStore(tmp_path))
+    arr = aiozarr.open_group(store, mode="r", cache_bytes=1 << 20)["a"]
+    assert np.array_equal(arr[...], values)
+    store.reset()
+    assert np.array_equal(arr[...], values)
+    assert store.counts == Counter()
+
+
+def test_the_cache_never_holds_more_than_its_bound(tmp_path: Path) -> None:
+    values = _write(tmp_path)
+    bound = 20 * 512 + 1000  # a few of the 512-byte chunks, and their records
+    arr = aiozarr.open_array(LocalStore(tmp_path), mode="r", cache_bytes=bound)
+    pool = ChunkCache.shared(bound)
+    for rows in _slabs():
+        assert np.array_equal(arr[rows], values[rows])
+        assert 0 < pool.nbytes <= bound
+    assert np.array_equal(arr[...], values)
+    assert pool.nbytes <= bound
+
+
+def test_a_write_through_aiozarr_drops_what_it_replaces(tmp_path: Path) -> None:
+    values = _write(tmp_path, shards=(16, 16, 16))
+    arr = aiozarr.open_array(LocalStore(tmp_path), cache_bytes=32 << 20, cache_recheck=False)
+    assert np.array_equal(arr[...], values)
+    arr[3:5, 3:5, 3:5] = 255  # a partial write: read, merged, written
+    values[3:5, 3:5, 3:5] = 255
+    assert np.array_equal(arr[...], values)
+    arr[:16, :16, :16] = 1  # a whole shard
+    values[:16, :16, :16] = 1
+    assert np.array_equal(arr[...], values)
+    arr.resize((8, 32, 32))  # the shards past row 16 deleted
+    arr.resize(SHAPE)
+    values[16:] = 0
+    assert np.array_equal(arr[...], values)
+
+
+def test_a_second_handle_sees_writes_of_the_first(tmp_path: Path) -> None:
+    """Two handles share one pool (same bound): a write through one drops the other's."""
+    values = _write(tmp_path)
+    reader = aiozarr.open_array(LocalStore(tmp_path), cache_bytes=4 << 20, cache_recheck=False)
+    writer = aiozarr.open_array(LocalStore(tmp_path), cache_bytes=4 << 20, cache_recheck=False)
+    assert np.array_equal(reader[...], values)
+    writer[0:8, 0:8, 0:8] = 9
+    values[0:8, 0:8, 0:8] = 9
+    assert np.array_equal(reader[...], values)
+
+
+def test_a_write_through_a_handle_without_the_cache_drops_it_too(tmp_path: Path) -> None:
+    values = _write(tmp_path, shards=(16, 16, 16))
+    reader = aiozarr.open_array(LocalStore(tmp_path), cache_bytes=6 << 20, cache_recheck=False)
+    writer = aiozarr.open_array(LocalStore(tmp_path))  # no cache of its own
+    assert np.array_equal(reader[...], values)
+    writer[20:30, :, 5] = 3
+    values[20:30, :, 5] = 3
+    assert np.array_equal(reader[...], values)
+
+
+@pytest.mark.parametrize(
+    ("text", "policy"),
+    [("open", "open"), ("true", True), ("False", False), ("30", 30.0), (2, 2.0), (True, True)],
+)
+def test_recheck_policies_read(text: object, policy: object) -> None:
+    assert as_recheck(text) == policy
+
+
+@pytest.mark.parametrize("bad", ["sometimes", -1, None])
+def test_a_bad_recheck_policy_is_refused_naming_it(bad: object) -> None:
+    with pytest.raises(AiozarrError, match="cache_recheck"):
+        as_recheck(bad)
+
+
+def test_a_bad_bound_is_refused(tmp_path: Path) -> None:
+    _write(tmp_path)
+    with pytest.raises(AiozarrError, match="cache_bytes"):
+        aiozarr.open_array(LocalStore(tmp_path), cache_bytes=-1)
+
+
+# -- on the emulator: versions are ETags, revalidation is a conditional GET -----------------
+
+
+def _on_emulator(make: Callable[..., ObjectStore]) -> tuple[ObjectStore, np.ndarray]:
+    """A 16-shard array (4 x 2 x 2 shards of 16^3, inner chunks of 8^3) on the emulator."""
+    store = make()
+    values = _values()
+    aiozarr.create_array(store, data=values, chunks=CHUNKS, shards=(16, 16, 16))
+    return store, values
+
+
+def test_a_second_full_read_under_open_makes_no_request(
+    emulator_s3_store: Callable[..., ObjectStore],
+) -> None:
+    store, values = _on_emulator(emulator_s3_store)
+    counting = CountingStore(store)
+    arr = aiozarr.open_array(counting, mode="r", cache_bytes=16 << 20)  # recheck "open"
+    assert np.array_equal(arr[...], values)
+    counting.reset()
+    assert np.array_equal(arr[...], values)
+    assert counting.counts == Counter()
+
+
+def test_under_true_every_read_is_one_conditional_request_per_object(
+    emulator_s3_store: Callable[..., ObjectStore],
+) -> None:
+    store, values = _on_emulator(emulator_s3_store)
+    counting = CountingStore(store)
+    arr = aiozarr.open_array(counting, mode="r", cache_bytes=16 << 20, cache_recheck=True)
+    assert np.array_equal(arr[...], values)
+    for _ in range(2):
+        counting.reset()
+        assert np.array_equal(arr[...], values)
+        assert counting.counts == Counter({"conditional_get": 16})
+        assert counting.bytes_read == 0  # each answered 304
+        assert {key for _, key, _ in counting.requests} == {
+            f"c/{i}/{j}/{k}" for i in range(4) for j in range(2) for k in range(2)
+        }
+
+
+def test_a_reopened_array_revalidates_once_under_open(
+    emulator_s3_store: Callable[..., ObjectStore],
+) -> None:
+    store, values = _on_emulator(emulator_s3_store)
+    counting = CountingStore(store)
+    first = aiozarr.open_array(counting, mode="r", cache_bytes=16 << 20)
+    assert np.array_equal(first[...], values)
+    again = aiozarr.open_array(counting, mode="r", cache_bytes=16 << 20)
+    counting.reset()
+    assert np.array_equal(again[...], values)
+    assert counting.counts == Counter({"conditional_get": 16})
+    assert counting.bytes_read == 0
+    counting.reset()
+    assert np.array_equal(again[...], values)  # checked since it was opened
+    assert counting.counts == Counter()
