@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from aiozarr.codecs import ShardIndex, ShardLayout
 from aiozarr.engine.stored_array import StoredArray
+from aiozarr.errors import StoreError
 from aiozarr.storage.protocol import RangeRequest, Version
 
 
@@ -24,6 +25,21 @@ class StaleIndexError(Exception):
     def __init__(self, key: str) -> None:
         super().__init__(f"shard {key!r} was rewritten while it was read")
         self.key = key
+
+
+#: Times a read starts over because a shard was rewritten under it before it fails.
+STALE_RETRIES = 5
+
+
+def forget_stale(array: StoredArray, stale: StaleIndexError, tries: int) -> None:
+    """Forget the index that was stale, so the next try reads it again; after the last
+    try, raise a `StoreError` instead. (Every try writes every element of the output.)"""
+    array.forget(stale.key)
+    if tries == STALE_RETRIES:
+        raise StoreError(
+            f"cannot read shard {stale.key!r}: it was rewritten while it was read, "
+            f"{STALE_RETRIES} times in a row"
+        ) from stale
 
 
 @dataclass(frozen=True, slots=True)

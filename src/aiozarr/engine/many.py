@@ -18,6 +18,7 @@ import contextlib
 import contextvars
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import anyio
 import numpy as np
@@ -28,21 +29,21 @@ from aiozarr.engine.executor import codec_threads, run_codec
 from aiozarr.engine.freed_memory import FreedMemory
 from aiozarr.engine.located import Fetch, locate, plan_reads
 from aiozarr.engine.located_index import (
+    STALE_RETRIES,
     LocatedIndex,
     StaleIndexError,
     cached_index,
+    forget_stale,
     remember_index,
 )
-from aiozarr.engine.plan import ShardSelection, batches_by_size
+from aiozarr.engine.plan import ShardSelection
 from aiozarr.engine.progress import ChunkProgress
 from aiozarr.engine.settings import ReadSettings
 from aiozarr.engine.stored_array import StoredArray
-from aiozarr.errors import StoreError, unwrap_group
+from aiozarr.engine.streaming import Answers, stream_in_batches
+from aiozarr.errors import unwrap_group
 from aiozarr.selection.indexing import ChunkProjection
 from aiozarr.storage.protocol import RangeRequest, Store
-
-# Times the reads start over because a shard was rewritten under them before they fail.
-_STALE_RETRIES = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +62,7 @@ async def read_many(selected: Sequence[Selected]) -> list[frozenset[str]]:
     sessions = [
         None if s.array.chunk_cache is None else s.array.chunk_cache.session() for s in selected
     ]
-    for tries in range(1, _STALE_RETRIES + 1):
+    for tries in range(1, STALE_RETRIES + 1):
         reads = [
             Reads(
                 s.array,
@@ -79,12 +80,7 @@ async def read_many(selected: Sequence[Selected]) -> list[frozenset[str]]:
             break
         except StaleIndexError as stale:
             for s in selected:
-                s.array.forget(stale.key)
-            if tries == _STALE_RETRIES:
-                raise StoreError(
-                    f"cannot read shard {stale.key!r}: it was rewritten while it was read, "
-                    f"{_STALE_RETRIES} times in a row"
-                ) from stale
+                forget_stale(s.array, stale, tries)
     for r in reads:
         await r.memory.give_back()
     return [frozenset(r.missing) for r in reads]
@@ -199,39 +195,14 @@ async def _fetch_all(items: list[_Item]) -> None:
 
 
 async def _fetch_from(store: Store, items: list[_Item]) -> None:
-    """`items` of one store, in batches within its byte budget."""
-    budget = store.runtime.bytes
+    """`items` of one store, within its byte budget (`engine/streaming.py`)."""
+    requests = [fetch.request(r.settings.unbounded_value_bytes) for r, fetch in items]
     sizes = [fetch.size for _, fetch in items]
-    batch_bytes = items[0][0].settings.shape.batch_bytes(budget.capacity)
-
-    async def run_batch(batch: list[int]) -> None:
-        taken = await budget.acquire(sum(sizes[i] for i in batch))
-        try:
-            requests = [
-                items[i][1].request(items[i][0].settings.unbounded_value_bytes) for i in batch
-            ]
-            async with (
-                anyio.create_task_group() as tg,
-                store.stream_versioned_values(requests) as answers,
-            ):
-                async for j, data, version in answers:
-                    burst = [(batch[j], data, version)]
-                    while True:
-                        try:
-                            j, data, version = answers.receive_nowait()
-                        except (anyio.WouldBlock, anyio.EndOfStream):
-                            break
-                        burst.append((batch[j], data, version))
-                    tg.start_soon(_decode_burst, items, burst)
-        finally:
-            budget.release(taken)
-
-    async with anyio.create_task_group() as tg:
-        for batch in batches_by_size(sizes, batch_bytes):
-            tg.start_soon(run_batch, batch)
+    shape = items[0][0].settings.shape
+    await stream_in_batches(store, requests, sizes, shape, partial(_decode_burst, items))
 
 
-async def _decode_burst(items: list[_Item], burst: list[tuple[int, object, object]]) -> None:
+async def _decode_burst(items: list[_Item], burst: Answers) -> None:
     """Decode answers that landed together: a chunk that several selections need (the
     same bytes of one object) once for all of them, the rest each selection's own."""
     landed: dict[tuple[str, object, object], list[tuple[Reads, DecodeJob]]] = {}

@@ -40,26 +40,25 @@ from aiozarr.engine.located import (
     plan_reads,
 )
 from aiozarr.engine.located_index import (
+    STALE_RETRIES,
     LocatedIndex,
     StaleIndexError,
     cached_index,
+    forget_stale,
     remember_index,
     shard_indexes,
 )
 from aiozarr.engine.many import gathering
 from aiozarr.engine.output import empty_output
 from aiozarr.engine.parts_ahead import PartsAhead
-from aiozarr.engine.plan import ShardSelection, batches_by_size
+from aiozarr.engine.plan import ShardSelection
 from aiozarr.engine.progress import ChunkProgress, ProgressCallback
 from aiozarr.engine.settings import ReadSettings
 from aiozarr.engine.stored_array import StoredArray
-from aiozarr.errors import StoreError, unwrap_group
+from aiozarr.engine.streaming import Answers, stream_in_batches
+from aiozarr.errors import unwrap_group
 from aiozarr.selection.indexing import ChunkProjection, Indexer
-from aiozarr.storage.policy import HeldBytes
-from aiozarr.storage.protocol import Buffer, Version, check_size
-
-# Times a read starts over because a shard was rewritten under it before it fails.
-_STALE_RETRIES = 5
+from aiozarr.storage.protocol import check_size
 
 
 async def read(
@@ -84,27 +83,16 @@ async def read(
     settings = ReadSettings.of(array.store)
     memory = FreedMemory(out.nbytes)
     cache = None if array.chunk_cache is None else array.chunk_cache.session()
-    for tries in range(1, _STALE_RETRIES + 1):
+    for tries in range(1, STALE_RETRIES + 1):
         reads = Reads(array, out, counter, settings, memory, cache=cache)
         try:
             with unwrap_group():
                 await _read_once(reads, projections)
             break
         except StaleIndexError as exc:
-            _forget_stale(array, exc, tries)
+            forget_stale(array, exc, tries)
     await memory.give_back()
     return frozenset(reads.missing)
-
-
-def _forget_stale(array: StoredArray, stale: StaleIndexError, tries: int) -> None:
-    """Forget the index that was stale, so the next try reads it again; after the last
-    try, raise a `StoreError` instead. (Every try writes every element of the output.)"""
-    array.forget(stale.key)
-    if tries == _STALE_RETRIES:
-        raise StoreError(
-            f"cannot read shard {stale.key!r}: it was rewritten while it was read, "
-            f"{_STALE_RETRIES} times in a row"
-        ) from stale
 
 
 async def _read_once(reads: Reads, projections: Sequence[ChunkProjection]) -> None:
@@ -154,10 +142,6 @@ async def _read_indexed(reads: Reads, shards: list[ShardSelection]) -> None:
         await _fetch_and_decode(reads, located)
 
 
-#: Answers that landed together: (fetch number, bytes or None if missing, version).
-Answers = list[tuple[int, Buffer | None, Version | None]]
-
-
 async def _fetch_and_decode(reads: Reads, fetches: Sequence[Fetch]) -> None:
     """Fetch `fetches` and decode each answer (missing: the fill value) as it lands."""
     array = reads.array
@@ -183,11 +167,8 @@ async def _fetch_and_decode(reads: Reads, fetches: Sequence[Fetch]) -> None:
 async def _stream_in_batches(
     reads: Reads, fetches: Sequence[Fetch], on_answers: Callable[[Answers], Awaitable[None]]
 ) -> None:
-    """Fetch `fetches` in budget-sized batches; run `on_answers` on each burst that lands.
-
-    A burst is every answer already waiting when one arrives (e.g. all coalesced ranges
-    of one shard), so they can be decoded with one thread hop per codec thread.
-    """
+    """Fetch `fetches` within the store's byte budget (`engine/streaming.py`); run
+    `on_answers` on each burst that lands."""
     store = reads.array.store
     unbounded = reads.settings.unbounded_value_bytes
     sizes = [f.size for f in fetches]
@@ -199,44 +180,8 @@ async def _stream_in_batches(
         )
         await on_answers([(0, None, None) if answer is None else (0, *answer)])
         return
-    budget = store.runtime.bytes
-    batch_bytes = reads.settings.shape.batch_bytes(budget.capacity)
-
-    async def run_batch(batch: list[int]) -> None:
-        # A batch takes its bytes at once, so batches waiting on each other cannot deadlock;
-        # it gives each burst's back once the burst is decoded, so the next batch can start
-        # while the rest of this one is still landing.
-        held = HeldBytes(budget, await budget.acquire(sum(sizes[i] for i in batch)))
-
-        async def answer(burst: Answers) -> None:
-            await on_answers(burst)
-            held.release(sum(sizes[i] for i, _, _ in burst))
-
-        try:
-            requests = [fetches[i].request(unbounded) for i in batch]
-            async with (
-                anyio.create_task_group() as tg,
-                store.stream_versioned_values(requests) as answers,
-            ):
-                async for j, data, version in answers:
-                    burst = [(batch[j], data, version)]
-                    while True:
-                        try:
-                            j, data, version = answers.receive_nowait()
-                        except (anyio.WouldBlock, anyio.EndOfStream):
-                            break
-                        burst.append((batch[j], data, version))
-                    tg.start_soon(answer, burst)
-        finally:
-            held.release_all()
-
-    batches = list(batches_by_size(sizes, batch_bytes))
-    if len(batches) == 1:
-        await run_batch(batches[0])
-        return
-    async with anyio.create_task_group() as tg:
-        for batch in batches:
-            tg.start_soon(run_batch, batch)
+    requests = [f.request(unbounded) for f in fetches]
+    await stream_in_batches(store, requests, sizes, reads.settings.shape, on_answers)
 
 
 async def _read_shard_in_parts(reads: Reads, whole: WholeShard) -> None:
@@ -320,11 +265,11 @@ def _read_inline(
     would cost more in scheduling than in work. The plan is `read`'s; only the fetching
     differs.
     """
-    for tries in range(1, _STALE_RETRIES + 1):
+    for tries in range(1, STALE_RETRIES + 1):
         try:
             return _read_inline_once(array, projections, out)
         except StaleIndexError as exc:
-            _forget_stale(array, exc, tries)
+            forget_stale(array, exc, tries)
     raise AssertionError("unreachable: the last stale try raises")
 
 
