@@ -292,12 +292,15 @@ class CodecChain:
         """The first decompressor's `decode_into_buffer` when its output is the chunk's
         values as they lie in memory (an array->bytes codec that declares its output a
         plain view of them in this dtype, `memory_dtype`; nothing before it)."""
+        memory = self.array_to_bytes.memory_dtype(dtype)
+        # `memory is None` first: numpy reads `None` as float64 in a dtype comparison.
         if (
-            self.array_to_array
+            memory is None
+            or memory != dtype
+            or self.array_to_array
             or not self.bytes_to_bytes
             or dtype != self._spec.dtype
             or dtype.hasobject
-            or self.array_to_bytes.memory_dtype(dtype) != dtype
         ):
             return None
         first = self.bytes_to_bytes[0]
