@@ -180,11 +180,9 @@ class _Batch:
         self.settings = settings
         self.caps = store.capabilities
         self.shape = RequestShape.of(self.caps, settings, store.runtime.statistics.link())
-        self.gap = self.shape.gap_bytes
         # Parts of one object in flight at once, across every group of its ranges.
         # (An asyncio semaphore: it takes a free slot without a turn of the loop, where
         # anyio's CapacityLimiter yields once per acquire; this is paid per request.)
-        self.per_object = self.shape.parts_per_object
         self.parts: dict[str, asyncio.Semaphore] = {}
         self.emit: Emit  # the batch's stream, once `produce` runs
 
@@ -215,9 +213,8 @@ class _Batch:
             if not self.caps.batched_reads and wanted is not None and wanted <= part:
                 await self.fetch_one_range(key, indices[0])
                 return
-        plan = ranges.plan(
-            [requests[i].byte_range for i in indices], gap_bytes=self.gap, max_request_bytes=part
-        )
+        wanted = [requests[i].byte_range for i in indices]
+        plan = ranges.plan(wanted, gap_bytes=self.shape.gap_bytes, max_request_bytes=part)
         bound = _loosest(requests[i].max_bytes for i in indices)
         answers, version = await self.fetch_planned(key, plan, bound)
         for i, data in zip(indices, answers, strict=True):
@@ -228,7 +225,7 @@ class _Batch:
     def part_limiter(self, key: str) -> asyncio.Semaphore:
         limiter = self.parts.get(key)
         if limiter is None:
-            limiter = self.parts[key] = asyncio.Semaphore(self.per_object)
+            limiter = self.parts[key] = asyncio.Semaphore(self.shape.parts_per_object)
         return limiter
 
     async def fetch_one_range(self, key: str, i: int) -> None:
