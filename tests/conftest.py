@@ -1,6 +1,6 @@
 """Fixtures every test folder shares: one emulator for the whole session (and stores on
 it), moto's S3 server, fast retries, and dask's scratch space kept inside pytest's
-temporary directory.
+temporary directory; and how many workers `-n auto` starts.
 
 Hedged reads are off in the test suite (child processes inherit it through the
 environment): a hedge is a second request sent when a read is slower than its peers,
@@ -29,6 +29,19 @@ from tests.servers import FAST_RETRY, MOTO_BUCKET, unique_prefix
 from aiozarr import config
 from aiozarr.emulator import Emulator
 from aiozarr.storage.backends.object_store import ObjectStore
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """One worker per CPU this process may run on: a container's CPU quota and affinity,
+    not the host's count, which would start dozens of workers on a 2-CPU slice."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()
+        if quota != "max":
+            cpus = min(cpus or 1, max(1, int(quota) // int(period)))
+    except (OSError, ValueError):
+        pass
+    return cpus or 1
 
 
 @pytest.fixture(scope="session", autouse=True)
