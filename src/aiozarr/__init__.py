@@ -12,6 +12,8 @@ from typing import Any
 
 from aiozarr import config, errors
 from aiozarr.api import (
+    Batch,
+    batch,
     create_array,
     create_array_async,
     create_group,
@@ -59,7 +61,9 @@ __all__ = [
     "Array",
     "AsyncArray",
     "AsyncGroup",
+    "Batch",
     "Group",
+    "batch",
     "config",
     "consolidate_metadata",
     "consolidate_metadata_async",

@@ -6,6 +6,7 @@ returns the sync facade (`Array` / `Group`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import inspect
@@ -426,6 +427,51 @@ async def read_many_async(reads: Iterable[tuple[AsyncArray | Array, Any]]) -> li
                 tg.start_soon(one, i, array, selection)
             await collector.read()
     return results
+
+
+class Batch:
+    """Reads started inside it, in this task and in tasks it starts, read together: see
+    `batch`. Use it as `with` or `async with`."""
+
+    def __init__(self, *, shared: bool = False) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError(
+                "aiozarr.batch() gathers reads started in async code; blocking code reads "
+                "many selections as one with aiozarr.read_many([(array, selection), ...])"
+            ) from None
+        self._gather = engine.gather(engine.loop_window() if shared else engine.Window())
+
+    def __enter__(self) -> Batch:
+        self._gather.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._gather.__exit__(*exc)
+
+    async def __aenter__(self) -> Batch:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.__exit__(*exc)
+
+
+def batch(*, shared: bool = False) -> Batch:
+    """Read the selections started inside the block together, as `read_many_async` does:
+    reads that are under way at the same time (`asyncio.gather`, tasks started inside)
+    form one plan (one batch of shard indexes per store, one stream of coalesced chunk
+    ranges), each read still returning its own values or raising its own error. A read
+    alone is read as without the block.
+
+        async with aiozarr.batch():
+            a, b = await asyncio.gather(temp.getitem(sel), wind.getitem(sel))
+
+    With `shared=True` the reads also join those of other tasks on the same event loop
+    that are in a shared batch (e.g. the handlers of a web service, or xarray's variables
+    in `load_async`). For async code; blocking code uses `read_many`.
+    """
+    return Batch(shared=shared)
 
 
 # -- sync -------------------------------------------------------------------------------------

@@ -384,3 +384,28 @@ async def test_load_async_of_several_variables_is_one_plan(
     assert store.counts["get"] == 4
     for i, name in enumerate(names):
         np.testing.assert_array_equal(loaded[name].values, np.full((3, 2, 4, 5), float(i)))
+
+
+def test_blocking_load_of_several_variables_is_one_plan(
+    emulator: Emulator, local_path: Callable[[str], Path]
+) -> None:
+    """`aiozarr.xarray.load` reads the variables together; xarray's `load()` one by one."""
+    path = fresh("one-plan-blocking")
+    write_with_zarr_python(wide_dataset(), local_path(path), zarr_format=3)
+    store = CountingStore(
+        from_url(emulator.s3_url(path), storage_options=emulator.storage_options())
+    )
+    names = [f"v{i}" for i in range(4)]
+    ds = xr.open_dataset(store, engine=ENGINE)[names]
+    store.reset()
+    loaded = aiozarr.xarray.load(ds)
+    assert loaded is ds
+    assert len(store.batches) == 1
+    assert store.counts["get"] == 4
+    for i, name in enumerate(names):
+        np.testing.assert_array_equal(loaded[name].values, np.full((3, 2, 4, 5), float(i)))
+    one_by_one = xr.open_dataset(store, engine=ENGINE)[names]
+    store.reset()
+    one_by_one.load()
+    # the control: xarray's load, a read (a lone request) per variable
+    assert store.counts["get"] == 4 and store.batches == []

@@ -2,8 +2,9 @@
 bridge, the tools, the integrations) use to read and write arrays.
 
 `stored_array` makes the engine's view of an array (with its chunk cache, per
-`CacheSettings`); `read`, `read_inline` and `write` run selections on it; `Collector` and
-`gather` read the selections of many reads as one (`aiozarr.read_many`); the output
+`CacheSettings`); `read`, `read_inline` and `write` run selections on it; under `gather`,
+a `Collector` (`aiozarr.read_many`) or a `Window` (`aiozarr.batch()`, `loop_window()`
+for reads started apart) reads the selections of many reads as one; the output
 helpers refuse an output that cannot fit before anything is read. Everything else in
 `engine/` is the engine's own (`tests/test_layers.py` fails on an import of it from
 outside).
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from aiozarr.codecs import CodecChain, layout_of
 from aiozarr.engine.chunk_cache import ArrayCache, CacheSettings
-from aiozarr.engine.many import Collector, gather
+from aiozarr.engine.gathering import Collector, Window, gather, loop_window
 from aiozarr.engine.output import check_addressable, check_output_size, empty_output, small_pages
 from aiozarr.engine.progress import ShowProgress, as_callback
 from aiozarr.engine.read import read, read_inline
@@ -31,12 +32,14 @@ __all__ = [
     "MovedChunks",
     "ShowProgress",
     "StoredArray",
+    "Window",
     "WriteSettings",
     "as_callback",
     "check_addressable",
     "check_output_size",
     "empty_output",
     "gather",
+    "loop_window",
     "move_chunks",
     "read",
     "read_inline",

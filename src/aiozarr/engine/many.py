@@ -6,17 +6,12 @@ array in it, beside one stream of the shards needed whole; then one stream per s
 fetches every located chunk of every selection, ranges of one object coalesced across
 selections. Each answer is decoded into the output of the selection that asked for it.
 
-`Collector` gathers what `engine/read.py::read` is asked while it is in force
-(`gathering`): `aiozarr.read_many` starts one `getitem` per selection, each hands its
-plan here and waits, and the whole lot is read by `read_many` once all have.
+How the reads of many `getitem` calls reach `read_many` is `engine/gathering.py`'s.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import contextvars
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -252,64 +247,3 @@ def _decode_once(groups: list[_Shared]) -> None:
         for r, job in members:
             projection = job.chunk.projection
             r.out[projection.out_selection] = values[projection.chunk_selection]
-
-
-# -- gathering the reads of many getitem calls ------------------------------------------------
-
-_gathering: contextvars.ContextVar[Collector | None] = contextvars.ContextVar(
-    "aiozarr_gathering", default=None
-)
-_joined: contextvars.ContextVar[bool] = contextvars.ContextVar("aiozarr_joined", default=False)
-
-
-class Collector:
-    """The reads of `expected` tasks, gathered to be read as one (`read_many`)."""
-
-    def __init__(self, expected: int) -> None:
-        self.expected = expected
-        self.entries: list[tuple[Selected, asyncio.Future[frozenset[str]]]] = []
-        self.passed = 0  # tasks that ended without a read to gather
-        self.ready = anyio.Event()
-        self._check()
-
-    async def join(
-        self, array: StoredArray, projections: Sequence[ChunkProjection], out: np.ndarray
-    ) -> frozenset[str]:
-        """Hand this read over and wait until all of them have been read."""
-        future: asyncio.Future[frozenset[str]] = asyncio.get_running_loop().create_future()
-        self.entries.append((Selected(array, projections, out), future))
-        _joined.set(True)
-        self._check()
-        return await future
-
-    def task_ended(self) -> None:
-        """A task of the `expected` ended; one that read nothing through `join` counts as done."""
-        if not _joined.get():
-            self.passed += 1
-            self._check()
-
-    def _check(self) -> None:
-        if len(self.entries) + self.passed >= self.expected:
-            self.ready.set()
-
-    async def read(self) -> None:
-        """Once every task has handed its read over (or ended), read them all as one."""
-        await self.ready.wait()
-        missing = await read_many([selected for selected, _ in self.entries])
-        for (_, future), keys in zip(self.entries, missing, strict=True):
-            future.set_result(keys)
-
-
-def gathering() -> Collector | None:
-    """The collector in force here, if any."""
-    return _gathering.get()
-
-
-@contextlib.contextmanager
-def gather(collector: Collector) -> Iterator[Collector]:
-    """Reads started in this block (and in tasks it starts) join `collector`."""
-    token = _gathering.set(collector)
-    try:
-        yield collector
-    finally:
-        _gathering.reset(token)

@@ -32,6 +32,7 @@ import numpy as np
 from aiozarr.engine.cached_reads import serve_cached
 from aiozarr.engine.decoding import DecodeJob, Reads, decode_one
 from aiozarr.engine.freed_memory import FreedMemory
+from aiozarr.engine.gathering import gathering
 from aiozarr.engine.located import (
     Fetch,
     LocatedChunk,
@@ -48,7 +49,6 @@ from aiozarr.engine.located_index import (
     remember_index,
     shard_indexes,
 )
-from aiozarr.engine.many import gathering
 from aiozarr.engine.output import empty_output
 from aiozarr.engine.parts_ahead import PartsAhead
 from aiozarr.engine.plan import ShardSelection
@@ -72,11 +72,14 @@ async def read(
     selection needs that the store does not hold: they read as the fill value.
 
     `progress(done, total)` is called as each chunk (inner chunk when sharded) is finished.
-    Inside `aiozarr.read_many` the read is handed to its collector, read with the others.
+    Inside `aiozarr.read_many` or `aiozarr.batch()` the read is handed over, read with
+    the others (`engine/gathering.py`).
     """
-    collector = gathering()
-    if collector is not None:
-        return await collector.join(array, projections, out)
+    together = gathering()
+    if together is not None:
+        missing = await together.join(array, projections, out)
+        if missing is not None:
+            return missing
     if progress is None and reads_inline(array, len(projections)):
         return _read_inline(array, projections, out)
     counter = ChunkProgress(len(projections), progress)
