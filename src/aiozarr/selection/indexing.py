@@ -290,6 +290,8 @@ def _slice_axis(key: slice, axis: int, size: int, chunk: AxisGrid) -> _Axis:
     n = len(range(start, stop, step))
     if n == 0:
         return _Axis(np.zeros(0, dtype=np.int64), [], [], [], 0)
+    if step == 1 and isinstance(chunk, int) and (stop - 1) // chunk - start // chunk < _FEW:
+        return _few_chunks_axis(start, stop, chunk)
     reverse = step < 0
     if reverse:  # the same elements in ascending order; output positions flip below
         start, step = start + (n - 1) * step, -step
@@ -332,6 +334,27 @@ def _slice_axis(key: slice, axis: int, size: int, chunk: AxisGrid) -> _Axis:
         slice(o, o + c) for o, c in zip(out_start, counts, strict=True)
     ]
     return _Axis(k, chunk_sels, out_sels, complete, n)
+
+
+#: Below this many chunks a contiguous slice is resolved in plain Python: numpy's calls
+#: cost more than the arithmetic for the few chunks a typical read touches.
+_FEW = 16
+
+
+def _few_chunks_axis(start: int, stop: int, chunk: int) -> _Axis:
+    """`_slice_axis` of `start:stop` (step 1, non-empty) over regular chunks, few of them."""
+    first, last = start // chunk, (stop - 1) // chunk
+    chunk_sels: list[AxisSelection] = []
+    out_sels: list[slice | np.ndarray | None] = []
+    complete = []
+    for k in range(first, last + 1):
+        origin = k * chunk
+        lo, hi = max(origin, start), min(origin + chunk, stop)
+        chunk_sels.append(slice(lo - origin, hi - origin, 1))
+        out_sels.append(slice(lo - start, hi - start))
+        complete.append(hi - lo == chunk)
+    chunks = np.arange(first, last + 1, dtype=np.int64)
+    return _Axis(chunks, chunk_sels, out_sels, complete, stop - start)
 
 
 def _as_index_array(key: Any, axis: int, size: int) -> np.ndarray:
