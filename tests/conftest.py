@@ -31,9 +31,12 @@ from aiozarr.emulator import Emulator
 from aiozarr.storage.backends.object_store import ObjectStore
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """One worker per CPU this process may run on: a container's CPU quota and affinity,
-    not the host's count, which would start dozens of workers on a 2-CPU slice."""
+    not the host's count, which would start dozens of workers on a 2-CPU slice.
+    `PYTEST_XDIST_AUTO_NUM_WORKERS` still decides where it is set (xdist reads it)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     try:
         quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()
