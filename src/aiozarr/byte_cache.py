@@ -74,6 +74,11 @@ class LRUByteCache:
                 _, (_, size) = self._items.popitem(last=False)
                 self._nbytes -= size
 
+    def held_keys(self) -> list[Hashable]:
+        """The keys held now, least recently used first."""
+        with self._lock:
+            return list(self._items)
+
     def invalidate(self, *keys: Hashable) -> None:
         """Forget the values at `keys`, if any."""
         with self._lock:

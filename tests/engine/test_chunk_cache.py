@@ -140,6 +140,29 @@ def test_a_write_through_a_handle_without_the_cache_drops_it_too(tmp_path: Path)
     assert np.array_equal(reader[...], values)
 
 
+def test_an_overwrite_through_aiozarr_drops_what_it_deleted(tmp_path: Path) -> None:
+    """An array made again over the old one (`overwrite=True`) with no data: its chunks
+    were deleted, none written; a handle still open reads the fill value, not its cache."""
+    values = _write(tmp_path)
+    reader = aiozarr.open_array(LocalStore(tmp_path), cache_bytes=4 << 20, cache_recheck=False)
+    assert np.array_equal(reader[...], values)
+    aiozarr.create_array(
+        LocalStore(tmp_path), shape=SHAPE, dtype=values.dtype, chunks=CHUNKS, overwrite=True
+    )
+    assert not reader[...].any()
+
+
+def test_deleting_a_member_drops_what_the_cache_held_of_it(tmp_path: Path) -> None:
+    group = aiozarr.create_group(LocalStore(tmp_path))
+    values = _values()
+    group.create_array("a", data=values, chunks=CHUNKS)
+    reader = aiozarr.open_array(LocalStore(tmp_path), "a", cache_bytes=4 << 20, cache_recheck=False)
+    assert np.array_equal(reader[...], values)
+    del group["a"]
+    group.create_array("a", shape=SHAPE, dtype=values.dtype, chunks=CHUNKS)
+    assert not reader[...].any()
+
+
 @pytest.mark.parametrize(
     ("text", "policy"),
     [("open", "open"), ("true", True), ("False", False), ("30", 30.0), (2, 2.0), (True, True)],

@@ -190,6 +190,14 @@ class ChunkCache:
             while len(self._written) > _WRITES_REMEMBERED:
                 del self._written[next(iter(self._written))]
 
+    def objects_under(self, place: int, prefix: str) -> list[str]:
+        """The keys under `prefix` of the store at `place` that chunks are held of."""
+        return [
+            k[2]
+            for k in self._lru.held_keys()
+            if k[0] == "object" and k[1] == place and k[2].startswith(prefix)
+        ]
+
     def clear(self) -> None:
         """Drop every chunk held."""
         with self._lock:
@@ -212,6 +220,15 @@ def forget_written(store: Hashable, keys: tuple[str, ...]) -> None:
         place = pool._places.get(store)
         if place is not None:
             pool.forget(place, *keys, written=True)
+
+
+def forget_deleted(store: Hashable, prefix: str) -> None:
+    """Every key of `store` under `prefix` was just deleted through this process (a node
+    overwritten or removed): every pool drops what it holds of them."""
+    for pool in list(ChunkCache._pools.values()):
+        place = pool._places.get(store)
+        if place is not None:
+            pool.forget(place, *pool.objects_under(place, prefix), written=True)
 
 
 @dataclass(frozen=True, slots=True)

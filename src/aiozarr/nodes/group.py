@@ -9,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 
 from aiozarr import config
-from aiozarr.engine.entry import CacheSettings
+from aiozarr.engine.entry import CacheSettings, forget_deleted
 from aiozarr.errors import GroupNotFoundError, NodeNotFoundError, ReadOnlyError
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.nodes import hierarchy, hierarchy_walk, node_updates
@@ -190,6 +190,7 @@ class AsyncGroup(hierarchy.NodeLocation):
         if await self._open_member(name) is None:
             raise NodeNotFoundError(f"no member {name!r} in group {self.name} of {self._store!r}")
         await self._store.delete_prefix(self._child(name) + "/")
+        forget_deleted(self._store, self._child(name) + "/")
         if self._metadata.consolidated is not None:
             member = hierarchy.normalize_path(name)
             await self._update_metadata(lambda meta: _without_member(meta, member))

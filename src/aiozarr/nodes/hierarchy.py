@@ -18,6 +18,7 @@ from typing import Any, Literal
 import anyio
 
 from aiozarr import config
+from aiozarr.engine.entry import forget_deleted
 from aiozarr.errors import (
     MetadataError,
     NodeExistsError,
@@ -377,6 +378,7 @@ async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(store.delete_prefix, under)
                 found = await get_documents(store, parent_keys)
+        forget_deleted(store, under)
     else:
         node_keys = [k for writer in formats.writable() for k in writer.node_keys(path)]
         found = await get_documents(store, node_keys + parent_keys)
@@ -386,6 +388,7 @@ async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: 
                     f"an array or group already exists at {path or '/'!r} in {store!r}"
                 )
             await store.delete_prefix(under)
+            forget_deleted(store, under)
         found = found[len(node_keys) :]
     missing = [p for p, data in zip(parents, found, strict=True) if data is None]
     for parent in missing:
