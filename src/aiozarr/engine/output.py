@@ -54,6 +54,9 @@ def check_output_size(
         _too_large(shape, dtype, what, nbytes)
 
 
+_LARGEST_INTP = int(np.iinfo(np.intp).max)
+
+
 def check_addressable(
     shape: tuple[int, ...], dtype: np.dtype[Any], what: Callable[[], str]
 ) -> None:
@@ -62,7 +65,7 @@ def check_addressable(
     write of a scalar broadcasts it to the selection's shape. Larger than memory but
     addressable is left to the write, which goes a chunk at a time."""
     nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes > np.iinfo(np.intp).max:
+    if nbytes > _LARGEST_INTP:
         _too_large(shape, dtype, what, nbytes)
 
 

@@ -53,7 +53,7 @@ from aiozarr.engine.output import empty_output
 from aiozarr.engine.parts_ahead import PartsAhead
 from aiozarr.engine.plan import ShardSelection
 from aiozarr.engine.progress import ChunkProgress, ProgressCallback
-from aiozarr.engine.settings import ReadSettings
+from aiozarr.engine.settings import ReadSettings, unbounded_value_bytes
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.engine.streaming import Answers, stream_in_batches
 from aiozarr.errors import unwrap_group
@@ -279,7 +279,7 @@ def _read_inline(
 def _read_inline_once(
     array: StoredArray, projections: Sequence[ChunkProjection], out: np.ndarray
 ) -> frozenset[str]:
-    unbounded = ReadSettings.of(array.store).unbounded_value_bytes
+    unbounded = unbounded_value_bytes()
     ready, indexed = plan_reads(array, projections)
     indexes = {s.key: _index_inline(array, s) for s in indexed}
     absent = {key for key, index in indexes.items() if index is None}

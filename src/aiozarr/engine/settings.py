@@ -36,8 +36,14 @@ class ReadSettings:
         settings = config.get()
         return cls(
             shape=RequestShape.of(store.capabilities, settings, store.runtime.statistics.link()),
-            unbounded_value_bytes=settings.max_inflight_bytes,
+            unbounded_value_bytes=unbounded_value_bytes(settings),
         )
+
+
+def unbounded_value_bytes(settings: config.Config | None = None) -> int:
+    """`ReadSettings.unbounded_value_bytes` alone, for a read that needs no request shape
+    (values in memory, read inline)."""
+    return (config.get() if settings is None else settings).max_inflight_bytes
 
 
 @dataclass(frozen=True, slots=True)
