@@ -77,13 +77,16 @@ async def test_tasks_started_inside_are_gathered_when_awaited_after() -> None:
 
 async def test_reads_one_after_another_in_a_batch_read_as_alone() -> None:
     store, arrays = await _arrays(MemoryStore())
+    _check([await arrays[n].getitem(sel) for n, sel in SELECTIONS])  # the indexes known
+    store.reset()
     async with aiozarr.batch():
         got = [await arrays[n].getitem(sel) for n, sel in SELECTIONS]
     _check(got)
+    inside = [len(batch) for batch in store.batches]
     store.reset()
-    again = [await arrays[n].getitem(sel) for n, sel in SELECTIONS]
-    _check(again)
-    assert len(store.batches) == len(SELECTIONS)  # as without the block
+    _check([await arrays[n].getitem(sel) for n, sel in SELECTIONS])
+    assert inside == [len(batch) for batch in store.batches]  # as without the block
+    assert len(inside) == len(SELECTIONS)
 
 
 async def test_shared_batches_of_separate_tasks_read_together() -> None:

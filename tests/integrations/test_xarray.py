@@ -367,15 +367,22 @@ def test_string_variables_round_trip(tmp_path: Path, zarr_format: int) -> None:
     )
 
 
+def _wide_dataset_counted(
+    emulator: Emulator, local_path: Callable[[str], Path], name: str
+) -> CountingStore:
+    """`wide_dataset()`, written by zarr-python, behind a counting store."""
+    path = fresh(name)
+    write_with_zarr_python(wide_dataset(), local_path(path), zarr_format=3)
+    return CountingStore(
+        from_url(emulator.s3_url(path), storage_options=emulator.storage_options())
+    )
+
+
 async def test_load_async_of_several_variables_is_one_plan(
     emulator: Emulator, local_path: Callable[[str], Path]
 ) -> None:
     """The variables' reads go out as one `read_many`: one batch of requests in all."""
-    path = fresh("one-plan")
-    write_with_zarr_python(wide_dataset(), local_path(path), zarr_format=3)
-    store = CountingStore(
-        from_url(emulator.s3_url(path), storage_options=emulator.storage_options())
-    )
+    store = _wide_dataset_counted(emulator, local_path, "one-plan")
     ds = xr.open_dataset(store, engine=ENGINE)
     names = [f"v{i}" for i in range(4)]
     store.reset()
@@ -390,11 +397,7 @@ def test_blocking_load_of_several_variables_is_one_plan(
     emulator: Emulator, local_path: Callable[[str], Path]
 ) -> None:
     """`aiozarr.xarray.load` reads the variables together; xarray's `load()` one by one."""
-    path = fresh("one-plan-blocking")
-    write_with_zarr_python(wide_dataset(), local_path(path), zarr_format=3)
-    store = CountingStore(
-        from_url(emulator.s3_url(path), storage_options=emulator.storage_options())
-    )
+    store = _wide_dataset_counted(emulator, local_path, "one-plan-blocking")
     names = [f"v{i}" for i in range(4)]
     ds = xr.open_dataset(store, engine=ENGINE)[names]
     store.reset()

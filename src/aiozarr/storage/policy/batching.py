@@ -213,8 +213,8 @@ class _Batch:
             if not self.caps.batched_reads and wanted is not None and wanted <= part:
                 await self.fetch_one_range(key, indices[0])
                 return
-        wanted = [requests[i].byte_range for i in indices]
-        plan = ranges.plan(wanted, gap_bytes=self.shape.gap_bytes, max_request_bytes=part)
+        asked = [requests[i].byte_range for i in indices]
+        plan = ranges.plan(asked, gap_bytes=self.shape.gap_bytes, max_request_bytes=part)
         bound = _loosest(requests[i].max_bytes for i in indices)
         answers, version = await self.fetch_planned(key, plan, bound)
         for i, data in zip(indices, answers, strict=True):
