@@ -61,6 +61,7 @@ class LatencyWindow:
         self._samples: dict[int, deque[float]] = {}
         self._p95: dict[int, float | None] = {}
         self._median: dict[int, float | None] = {}
+        self._since: dict[int, int] = {}  # samples added since the two were worked out
 
     @staticmethod
     def _size_class(nbytes: int | None) -> int:
@@ -74,7 +75,13 @@ class LatencyWindow:
             if window is None:
                 window = self._samples[size_class] = deque(maxlen=_WINDOW)
             window.append(seconds)
-            self._p95[size_class] = self._median[size_class] = None  # recomputed on demand
+            # Recomputed on demand, once a sixteenth of the window is new: a p95 over 128
+            # hardly moves with one sample, and sorting them cost every request.
+            since = self._since.get(size_class, 0) + 1
+            if since >= len(window) >> 4:
+                self._p95[size_class] = self._median[size_class] = None
+                since = 0
+            self._since[size_class] = since
 
     def percentiles(self) -> dict[str, float | None]:
         """p50/p95/p99 in milliseconds over every recent request, whatever its size
@@ -96,6 +103,7 @@ class LatencyWindow:
             self._samples.clear()
             self._p95.clear()
             self._median.clear()
+            self._since.clear()
 
     def _after_fork(self) -> None:
         # A parent thread may have held the lock at fork time: the child's copy would
