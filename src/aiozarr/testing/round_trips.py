@@ -63,6 +63,22 @@ class RoundTripStore(CountingStore):
     ) -> tuple[list[Buffer], Version | None] | None:
         return await self._request(super().read_ranges(key, byte_ranges, max_bytes))
 
+    def range_began(self, key: str) -> object:
+        return self._begin()
+
+    def range_ended(self, token: object) -> None:
+        # As `_request`: the answer counts as finished once the loop has turned
+        # `_SETTLE_TURNS` times more (a range sent by callbacks is handed on at once).
+        loop = asyncio.get_running_loop()
+
+        def turn(left: int) -> None:
+            if left:
+                loop.call_soon(turn, left - 1)
+            else:
+                self._end(token)  # type: ignore[arg-type]
+
+        turn(_SETTLE_TURNS)
+
     async def _request(self, request: Awaitable[T]) -> T:
         """`await request` at its depth, its answer settled before it counts as finished."""
         level = self._begin()

@@ -58,6 +58,12 @@ class _Logged(CountingStore):
         finally:
             self._log.ended(depth)
 
+    def range_began(self, key: str) -> object:
+        return self._log.began(key)
+
+    def range_ended(self, token: object) -> None:
+        self._log.ended(token)  # type: ignore[arg-type]
+
     async def read_ranges(self, key: str, byte_ranges: Sequence[Any], max_bytes: int | None) -> Any:
         depth = self._log.began(key)  # one request however many ranges it coalesced
         try:

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
 
 from aiozarr.byte_range import ByteRange
+from aiozarr.storage.policy.backend import RangeListener, RangeSend, RangeSender
 from aiozarr.storage.protocol import (
     Buffer,
     RangeRequest,
@@ -127,6 +128,20 @@ class CountingStore(WrapperStore):
         self.bytes_read += _nbytes(answer[0]) if isinstance(answer, tuple) else 0
         return answer
 
+    def range_sender(self) -> RangeSender | None:
+        """The inner store's sender, its ranges counted as `read`'s are."""
+        inner = self.inner.range_sender()
+        return None if inner is None else _CountedSender(self, inner)
+
+    def range_began(self, key: str) -> object:
+        """A range of `key` was sent by the inner store's sender; what it returns is
+        handed to `range_ended` once the range is answered or cancelled. For subclasses
+        that watch requests as `read` does (nothing here)."""
+        return None
+
+    def range_ended(self, token: object) -> None:
+        """The range `range_began` returned `token` for is over."""
+
     def _started(self, n: int) -> None:
         self.inflight += n
         self.peak_inflight = max(self.peak_inflight, self.inflight)
@@ -215,3 +230,61 @@ class CountingStore(WrapperStore):
 
     def __hash__(self) -> int:
         return id(self)
+
+
+class _CountedSender:
+    """The inner store's `RangeSender`, each range sent recorded as a "get"."""
+
+    def __init__(self, counting: CountingStore, inner: RangeSender) -> None:
+        self._counting, self._inner = counting, inner
+
+    def sends(self, byte_range: ByteRange) -> bool:
+        return self._inner.sends(byte_range)
+
+    def send_range(self, key: str, byte_range: ByteRange, listener: RangeListener) -> RangeSend:
+        counting = self._counting
+        counting._record("get", key, byte_range)
+        counting._started(1)
+        counted = _CountedRange(counting, listener, counting.range_began(key))
+        try:
+            counted.send = self._inner.send_range(key, byte_range, counted)
+        except BaseException:
+            counted.cancel()
+            raise
+        return counted
+
+    async def range_failed(
+        self, key: str, byte_range: ByteRange, max_bytes: int | None, error: BaseException
+    ) -> Versioned | None:
+        return await self._inner.range_failed(key, byte_range, max_bytes, error)
+
+
+class _CountedRange:
+    """One range in flight through `_CountedSender`: in flight until answered or cancelled."""
+
+    __slots__ = ("_counting", "_listener", "_open", "_token", "send")
+
+    def __init__(self, counting: CountingStore, listener: RangeListener, token: object) -> None:
+        self._counting, self._listener, self._token = counting, listener, token
+        self._open = True
+        self.send: RangeSend | None = None
+
+    def _close(self) -> None:
+        if self._open:
+            self._open = False
+            self._counting.inflight -= 1
+            self._counting.range_ended(self._token)
+
+    def began(self) -> None:
+        self._listener.began()
+
+    def done(self, answer: Versioned | BaseException) -> None:
+        self._close()
+        if isinstance(answer, tuple):
+            self._counting.bytes_read += _nbytes(answer[0])
+        self._listener.done(answer)
+
+    def cancel(self) -> None:
+        self._close()
+        if self.send is not None:
+            self.send.cancel()

@@ -20,12 +20,11 @@ import dataclasses
 import os
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 import obstore
 from obstore.exceptions import AlreadyExistsError, NotFoundError, PreconditionError
 from obstore.exceptions import BaseError as ObstoreError
-from obstore.store import AzureStore, GCSStore, HTTPStore, LocalStore, MemoryStore, S3Store
+from obstore.store import AzureStore, GCSStore, HTTPStore, S3Store
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import StoreError, ValueTooLargeError, VersionConflictError
@@ -36,9 +35,10 @@ from aiozarr.storage.backends import (
     obstore_errors,
     obstore_exit,  # noqa: F401 (registers the wait at exit: obstore's threads leave Python)
 )
+from aiozarr.storage.backends.object_naming import describe, missing_bucket, server
+from aiozarr.storage.backends.object_ranges import RangeSend, answer_of, checked_body, range_options
 from aiozarr.storage.backends.object_revalidation import read_if_changed
-from aiozarr.storage.backends.redaction import redact_url
-from aiozarr.storage.policy.backend import ObjectVersion
+from aiozarr.storage.policy.backend import ObjectVersion, RangeListener
 from aiozarr.storage.policy.retry import ShortReadError, answer_began
 from aiozarr.storage.policy.shaping import RequestShape
 from aiozarr.storage.protocol import (
@@ -107,75 +107,6 @@ def _version(meta: Any) -> Version | None:
     e_tag, version = meta.get("e_tag"), meta.get("version")
     unversioned = e_tag is None and version is None
     return None if unversioned else ObjectVersion(e_tag, version, meta.get("last_modified"))
-
-
-def _checked_body(key: str, byte_range: ByteRange, result: Any, data: Buffer) -> Buffer:
-    """`data`, unless it is shorter than the range its answer says it holds (its
-    `Content-Range`): a body cut short, which obstore hands on as it is; then
-    `ShortReadError`, which is retried."""
-    start, stop = result.range
-    got = memoryview(data).nbytes
-    if got < stop - start:
-        raise ShortReadError(
-            f"cannot read {key!r}: {byte_range} answered bytes {start}-{stop - 1} with "
-            f"{got} bytes of them"
-        )
-    return data
-
-
-def describe(store: Any) -> str:
-    """Where an obstore store points, as a URL-like string without credentials (no keys;
-    a URL's query and password redacted: `redact_url`)."""
-    try:
-        return _describe(store)
-    except BaseException as exc:  # obstore panics on some configs (client keys in config)
-        if isinstance(exc, KeyboardInterrupt | SystemExit):
-            raise
-        return type(store).__name__
-
-
-def _describe(store: Any) -> str:
-    prefix = str(getattr(store, "prefix", None) or "").strip("/")
-    tail = f"/{prefix}" if prefix else ""
-    if isinstance(store, S3Store):
-        config = store.config
-        where = f"s3://{config.get('bucket', '')}{tail}"
-        endpoint = config.get("endpoint")
-        return f"{where} (endpoint {redact_url(endpoint)})" if endpoint else where
-    if isinstance(store, GCSStore):
-        return f"gs://{store.config.get('bucket', '')}{tail}"
-    if isinstance(store, AzureStore):
-        config = store.config
-        return f"az://{config.get('account_name', '')}/{config.get('container_name', '')}{tail}"
-    if isinstance(store, HTTPStore):
-        return redact_url(store.url)
-    if isinstance(store, LocalStore):
-        return f"file://{prefix and '/' + prefix}"
-    if isinstance(store, MemoryStore):
-        return "memory://"
-    return type(store).__name__
-
-
-def _missing_bucket(store: Any) -> str:
-    """What to tell a user whose bucket (or Azure container) is not there."""
-    config = store.config
-    if isinstance(store, AzureStore):
-        return f"container {config.get('container_name', '')!r} does not exist ({describe(store)})"
-    where = f" at {redact_url(config['endpoint'])}" if config.get("endpoint") else ""
-    return f"bucket {config.get('bucket', '')!r} does not exist{where}"
-
-
-def _server(store: Any) -> str:
-    """The server `store` sends its requests to, without credentials: its endpoint, the
-    origin of an HTTP store's URL, else where it points (`describe`)."""
-    config = getattr(store, "config", None) or {}
-    endpoint = config.get("endpoint") if isinstance(config, dict) else None
-    if endpoint:
-        return redact_url(str(endpoint))
-    if isinstance(store, HTTPStore):
-        parts = urlsplit(store.url)
-        return redact_url(f"{parts.scheme}://{parts.netloc}")
-    return describe(store)
 
 
 # obstore's runtime does not survive fork: once a process has made an obstore request,
@@ -265,9 +196,7 @@ class ObjectStore(Store):
             if not isinstance(exc, ObstoreError | OSError | ValueError | RuntimeError):
                 raise
             if failure.missing_bucket:  # the cause in words; the server's text stays in __cause__
-                raise StoreError(
-                    f"cannot {action} {key!r}: {_missing_bucket(self._store)}"
-                ) from exc
+                raise StoreError(f"cannot {action} {key!r}: {missing_bucket(self._store)}") from exc
             if failure.denied and isinstance(self._store, S3Store | GCSStore | AzureStore):
                 # Say whether it went unsigned, and how to give credentials.
                 why = credentials.refusal(self._store, action, failure.denied, failure.said)
@@ -277,7 +206,7 @@ class ObjectStore(Store):
             if failure.refused:  # obstore says "error sending request"; the dump says why
                 raise StoreError(
                     f"cannot {action} {key!r} in {describe(self._store)}: connection refused: "
-                    f"nothing listens at {_server(self._store)}"
+                    f"nothing listens at {server(self._store)}"
                 ) from exc
             raise StoreError(
                 f"cannot {action} {key!r} in {describe(self._store)}: {failure.message}"
@@ -294,28 +223,40 @@ class ObjectStore(Store):
             with self._errors("read", key):
                 return await self._fetch(key, byte_range, max_bytes)
         except Exception as exc:
-            if obstore_errors.is_not_found(exc):
-                return None
-            cause = (
-                obstore_errors.classify(exc.__cause__)
-                if isinstance(exc.__cause__, ObstoreError)
-                else None
-            )
-            if cause is not None and cause.bad_range:
-                # The range starts past the end: nothing there, like a clipped local read.
-                # (No version: the answer is the same for every version that short.)
-                return memoryview(b""), None
-            if cause is not None and cause.not_partial and byte_range is not None:
-                # The server sent the whole value (refused unread): read it whole, once
-                # for every range of it asked for meanwhile, and remember it does.
-                answer = await self._ranges_of_whole(key, [byte_range], max_bytes)
-                return None if answer is None else (answer[0][0], answer[1])
-            if cause is not None and cause.short_range:
-                raise ShortReadError(
-                    f"cannot read {key!r}: {byte_range} answered with fewer bytes than "
-                    f"asked ({cause.message})"
-                ) from exc
-            raise
+            return await self._read_failed(key, byte_range, max_bytes, exc)
+
+    async def _read_failed(
+        self, key: str, byte_range: ByteRange | None, max_bytes: int | None, exc: Exception
+    ) -> Versioned | None:
+        """What a read whose GET failed with `exc` (as `_errors` put it) answers, or
+        raises."""
+        if obstore_errors.is_not_found(exc):
+            return None
+        cause = (
+            obstore_errors.classify(exc.__cause__)
+            if isinstance(exc.__cause__, ObstoreError)
+            else None
+        )
+        if cause is not None and cause.bad_range:
+            # The range starts past the end: nothing there, like a clipped local read.
+            # (No version: the answer is the same for every version that short.)
+            return memoryview(b""), None
+        if cause is not None and cause.not_partial and byte_range is not None:
+            # The server sent the whole value (refused unread): read it whole, once
+            # for every range of it asked for meanwhile, and remember it does.
+            answer = await self._ranges_of_whole(key, [byte_range], max_bytes)
+            return None if answer is None else (answer[0][0], answer[1])
+        if cause is not None and cause.short_range:
+            raise ShortReadError(
+                f"cannot read {key!r}: {byte_range} answered with fewer bytes than "
+                f"asked ({cause.message})"
+            ) from exc
+        raise exc
+
+    def _range_answer(
+        self, key: str, byte_range: ByteRange, result: Any, data: Buffer
+    ) -> Versioned:
+        return answer_of(key, byte_range, result, data, self._version_of)
 
     async def read_ranges(
         self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None
@@ -360,8 +301,22 @@ class ObjectStore(Store):
         return await result.bytes_async()
 
     async def _get(self, key: str, options: Any = None) -> Any:
-        """One GET with obstore's `options` (a range); `ConditionalReads` adds to them."""
-        return await obstore.get_async(self._store, key, options=options)
+        """One GET with obstore's `options` (a range)."""
+        try:
+            return await self._get_future(key, options)
+        except Exception as exc:
+            error = self._get_error(key, exc)
+            if error is exc:
+                raise
+            raise error from exc
+
+    def _get_future(self, key: str, options: Any) -> Any:
+        """A GET sent, as obstore's future of its headers."""
+        return obstore.get_async(self._store, key, options=options)
+
+    def _get_error(self, key: str, exc: BaseException) -> BaseException:
+        """What a failed GET raises: `exc`, unless a subclass says it means more."""
+        return exc
 
     async def _fetch(
         self, key: str, byte_range: ByteRange | None, max_bytes: int | None = None
@@ -381,31 +336,14 @@ class ObjectStore(Store):
                 if start == meta["size"]:
                     return memoryview(b""), self._version_of(meta)
                 return await self._fetch(key, ByteRange.of(start, meta["size"] - start))
-            options: Any = {"range": {"suffix": byte_range.suffix}}
-            result = await self._get(key, options)
-            answer_began()
-            data = _checked_body(key, byte_range, result, await result.bytes_async())
-            return data, self._version_of(result.meta)
-        if byte_range.length is None:
-            options = {"range": {"offset": byte_range.offset}}
-            result = await self._get(key, options)
+        elif byte_range.length is None:
+            result = await self._get(key, {"range": {"offset": byte_range.offset}})
             answer_began()
             data = await self._body(key, result, byte_range.offset, None)
-            return _checked_body(key, byte_range, result, data), self._version_of(result.meta)
-        stop = byte_range.offset + byte_range.length
-        result = await self._get(key, {"range": (byte_range.offset, stop)})
+            return checked_body(key, byte_range, result, data), self._version_of(result.meta)
+        result = await self._get(key, range_options(byte_range))
         answer_began()
-        data = _checked_body(key, byte_range, result, await result.bytes_async())
-        # The answer says where the value ends: a short answer is a clipped range (fine)
-        # or a cut body (retried), told apart without asking for the size again.
-        got_stop = byte_range.offset + len(data)
-        if got_stop < stop and got_stop < result.meta["size"]:
-            raise ShortReadError(
-                f"cannot read {key!r}: {byte_range} answered with {len(data)} bytes, "
-                f"expected {min(stop, result.meta['size']) - byte_range.offset} "
-                f"(the value has {result.meta['size']})"
-            )
-        return data, self._version_of(result.meta)
+        return self._range_answer(key, byte_range, result, await result.bytes_async())
 
     async def exists(self, key: str) -> bool:
         """Whether `key` is stored (one HEAD request)."""
@@ -426,6 +364,35 @@ class ObjectStore(Store):
                 return None
             raise
         return int(meta["size"])
+
+    # -- ranges sent with callbacks (`RangeSender`, `storage/policy/pump.py`) ------------
+
+    def range_sender(self) -> ObjectStore:
+        """This store: it sends bounded and suffix ranges as obstore futures."""
+        return self
+
+    def sends(self, byte_range: ByteRange) -> bool:
+        """Bounded ranges and suffixes, but no empty one (HTTP cannot ask for 0 bytes)
+        and no suffix of Azure's (it takes none)."""
+        if byte_range.suffix is not None:
+            return byte_range.suffix > 0 and not isinstance(self._store, AzureStore)
+        return byte_range.length is not None and byte_range.length > 0
+
+    def send_range(self, key: str, byte_range: ByteRange, listener: RangeListener) -> RangeSend:
+        """One GET of `byte_range`, its headers and then its body awaited by callbacks."""
+        _check_not_forked("read", key)
+        future = self._get_future(key, range_options(byte_range))
+        return RangeSend(key, byte_range, listener, future, self._range_answer)
+
+    async def range_failed(
+        self, key: str, byte_range: ByteRange, max_bytes: int | None, error: BaseException
+    ) -> Versioned | None:
+        """What `read` answers for a sent range that failed with `error`, or raises."""
+        try:
+            with self._errors("read", key):
+                raise self._get_error(key, error)
+        except Exception as exc:
+            return await self._read_failed(key, byte_range, max_bytes, exc)
 
     # -- writes ------------------------------------------------------------------------
 

@@ -4,7 +4,9 @@ capabilities it declares, and the values a read asks for and gets back.
 A backend implements one read primitive, `read(key, byte_range, max_bytes)` (one
 request, no retries: bytes and the version they came from), and may implement a batched
 one, `read_ranges(key, byte_ranges, max_bytes)` (many ranges of one value at once, when
-`Capabilities.batched_reads`). It declares what it can do, and how it is best read, in
+`Capabilities.batched_reads`), and a `RangeSender`: ranges sent with callbacks rather
+than awaited, so a batch's first tries need no task each (`storage/policy/pump.py`).
+It declares what it can do, and how it is best read, in
 one frozen `Capabilities`. `storage/policy/batching.py` reads any `ReadBackend` through these
 alone, and `storage/protocol/store.py`'s `Store` is the ABC backends subclass.
 docs/decisions/store-protocol.md is the recipe for a new backend.
@@ -25,7 +27,10 @@ __all__ = [
     "Buffer",
     "Capabilities",
     "ObjectVersion",
+    "RangeListener",
     "RangeRequest",
+    "RangeSend",
+    "RangeSender",
     "ReadBackend",
     "TornReadError",
     "Version",
@@ -153,6 +158,46 @@ class ReadBackend(Protocol):
     ) -> tuple[list[Buffer], Version | None] | None: ...
 
     async def getsize(self, key: str) -> int | None: ...
+
+    def range_sender(self) -> RangeSender | None: ...
+
+
+class RangeListener(Protocol):
+    """Hears how one range sent by a `RangeSender` goes, on the loop that sent it."""
+
+    def began(self) -> None:
+        """The answer has begun (its headers are in): what is left is the body."""
+
+    def done(self, answer: Versioned | BaseException) -> None:
+        """The range's bytes and version, or why the try failed (never after `cancel`)."""
+
+
+class RangeSend(Protocol):
+    """One range in flight."""
+
+    def cancel(self) -> None:
+        """Stop it: its listener hears nothing more."""
+
+
+class RangeSender(Protocol):
+    """Sends single ranges of a backend with callbacks, one try each, no task: what the
+    first tries of a batch's ranges go through. A try that fails is handed to
+    `range_failed`, and any retry to the backend's `read` under the request policy."""
+
+    def sends(self, byte_range: ByteRange) -> bool:
+        """Whether `send_range` takes this kind of range (others are `read`)."""
+        ...
+
+    def send_range(self, key: str, byte_range: ByteRange, listener: RangeListener) -> RangeSend:
+        """Send one try for `byte_range` of `key`; `listener` hears how it goes."""
+        ...
+
+    async def range_failed(
+        self, key: str, byte_range: ByteRange, max_bytes: int | None, error: BaseException
+    ) -> Versioned | None:
+        """What `read` answers for a try that failed with `error` (None: the key is
+        missing), or the error `read` raises for it."""
+        ...
 
 
 def check_size(key: str, size: int, max_bytes: int | None, where: object = None) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from functools import partial
 
@@ -41,8 +42,10 @@ from aiozarr.storage.policy.backend import (
     Versioned,
     check_size,
 )
+from aiozarr.storage.policy.budget import Slot
 from aiozarr.storage.policy.fanin import Emit, Spawn, fan_in
 from aiozarr.storage.policy.keys import check_key
+from aiozarr.storage.policy.pump import RangePump
 from aiozarr.storage.policy.shaping import RequestShape
 
 __all__ = ["read_one", "stream"]
@@ -101,10 +104,14 @@ async def read_one(
     max_bytes: int | None,
     settings: config.Config,
     capabilities: Capabilities | None = None,
+    *,
+    failed: Exception | None = None,
+    started: float | None = None,
 ) -> Versioned | None:
     """One read of `store` under its request policy (budget, timeout, retries, hedging),
     a short answer told apart from a clipped one. A store that `delegates_reads` is
-    read as it is: the stores it reads apply their own policies."""
+    read as it is: the stores it reads apply their own policies. `failed`, `started`:
+    a first try made elsewhere, as `retry.run_request` takes them."""
     caps = store.capabilities if capabilities is None else capabilities
     if caps.delegates_reads:
         return await store.read(key, byte_range, max_bytes)
@@ -123,7 +130,7 @@ async def read_one(
     request = retry.Request(
         "read", key, operation, ranges.requested_bytes(byte_range), caps.hedge_reads
     )
-    return await retry.run_request(store.runtime, request, settings)
+    return await retry.run_request(store.runtime, request, settings, failed=failed, started=started)
 
 
 async def _check_length(store: ReadBackend, key: str, byte_range: ByteRange, data: Buffer) -> None:
@@ -185,9 +192,14 @@ class _Batch:
         # anyio's CapacityLimiter yields once per acquire; this is paid per request.)
         self.parts: dict[str, asyncio.Semaphore] = {}
         self.emit: Emit  # the batch's stream, once `produce` runs
+        caps = self.caps
+        one_at_a_time = caps.batched_reads or caps.delegates_reads or caps.verify_short_reads
+        # What sends single ranges without a task each (`storage/policy/pump.py`).
+        self.sender = None if one_at_a_time else store.range_sender()
 
     async def produce(self, emit: Emit, spawn: Spawn) -> None:
-        """Start one task per backend request (per key where `batched_reads`)."""
+        """Start one task per backend request (per key where `batched_reads`); send the
+        single ranges the store's `RangeSender` takes from this task, by callbacks."""
         self.emit = emit
         requests, by_key = self.requests, self.by_key
         groups = self.shape.groups(requests, by_key)
@@ -198,8 +210,70 @@ class _Batch:
             for key, indices in by_key.items():
                 spawn(self.fetch, key, indices, part_of[key])
             return
+        sent: list[int] = []
         for key, members, part in groups:
-            spawn(self.fetch, key, members, part)  # each answered as it lands
+            if self.sends(members, part):
+                sent.append(members[0])
+            else:
+                spawn(self.fetch, key, members, part)  # each answered as it lands
+        if sent:
+            assert self.sender is not None
+            pump = RangePump(
+                self.store,
+                self.sender,
+                requests,
+                self.settings,
+                self.shape.parts_per_object,
+                emit,
+                spawn,
+                self.fetch_after_failure,
+            )
+            await pump.run(sent)
+
+    def sends(self, members: list[int], part: int) -> bool:
+        """Whether `members` is one range within a part that the sender takes."""
+        if self.sender is None or len(members) != 1:
+            return False
+        byte_range = self.requests[members[0]].byte_range
+        if byte_range is None:
+            return False
+        wanted = ranges.requested_bytes(byte_range)
+        return wanted is not None and wanted <= part and self.sender.sends(byte_range)
+
+    async def fetch_after_failure(
+        self, i: int, error: Exception, started: float, slot: Slot
+    ) -> None:
+        """Answer `requests[i]`, whose first try (sent by the pump at `started`, in
+        `slot`) failed with `error`: what the backend makes of the failure (a missing
+        key, a server that ignores ranges), or the policy's retries."""
+        assert self.sender is not None
+        request = self.requests[i]
+        key, byte_range, max_bytes = request.key, request.byte_range, request.max_bytes
+        assert byte_range is not None
+        nbytes = ranges.requested_bytes(byte_range)
+        runtime = self.store.runtime
+        try:
+            answer = await self.sender.range_failed(key, byte_range, max_bytes, error)
+        except Exception as failure:
+            if not isinstance(failure, retry.RequestTimeoutError):  # counted as a timeout
+                retry.try_failed(runtime, slot, failure, "read", key, nbytes)
+            answer = await read_one(
+                self.store,
+                key,
+                byte_range,
+                max_bytes,
+                self.settings,
+                self.caps,
+                failed=failure,
+                started=started,
+            )
+        else:  # the try's answer after all: a read, as `run_request` counts one
+            received = 0 if answer is None else memoryview(answer[0]).nbytes
+            seconds = time.monotonic() - started
+            retry.read_succeeded(runtime.statistics, nbytes, received, seconds, None, started)
+        if answer is not None:
+            ranges.refuse_long(byte_range, answer[0])
+        self.emit((i, None, None) if answer is None else (i, *answer))
 
     async def fetch(self, key: str, indices: list[int], part: int) -> None:
         """Answer `requests[indices]` of `key`, read in requests of at most `part` bytes."""

@@ -135,13 +135,17 @@ class RequestBudget:
     def succeeded(self) -> None:
         """A request succeeded: one step toward growing the limit back by one."""
         with self._lock:
-            if self._limit >= self.maximum:
-                return
-            self._successes += 1
-            if self._successes >= self.recovery_successes:
-                self._successes = 0
-                self._limit += 1
-                self._hand_over()
+            self._step_up()
+
+    def _step_up(self) -> None:
+        # Lock held.
+        if self._limit >= self.maximum:
+            return
+        self._successes += 1
+        if self._successes >= self.recovery_successes:
+            self._successes = 0
+            self._limit += 1
+            self._hand_over()
 
     # -- slots -------------------------------------------------------------------------
 
@@ -168,6 +172,29 @@ class RequestBudget:
             raise
         with self._lock:
             return Slot(self._epoch)
+
+    def take_free(self) -> Slot | None:
+        """A slot if one is free now and nobody waits for one (pair with `release`);
+        None, never waiting, if not."""
+        with self._lock:
+            if self._inflight < self._limit and not self._waiters:
+                return self._take()
+            return None
+
+    def pass_on(self, succeeded: bool, want: int) -> tuple[int, Slot]:
+        """`release` (and `succeeded`, if it did), then take up to `want` slots that are
+        free with nobody waiting: a batch's next requests, for one lock. How many were
+        taken, and the slot they hold."""
+        with self._lock:
+            self._inflight -= 1
+            if succeeded:
+                self._step_up()
+            self._hand_over()
+            taken = 0
+            while taken < want and self._inflight < self._limit and not self._waiters:
+                self._take()
+                taken += 1
+            return taken, Slot(self._epoch)
 
     def release(self) -> None:
         """Give a slot back and wake the next waiter, whatever loop or thread it is on."""

@@ -52,8 +52,12 @@ __all__ = [
     "TransientStoreError",
     "answer_began",
     "classify",
+    "hedge_delays",
+    "may_hedge",
+    "read_succeeded",
     "request_timeout_s",
     "run_request",
+    "try_failed",
 ]
 
 T = TypeVar("T")
@@ -169,52 +173,64 @@ def request_timeout_s(nbytes: int | None, s: config.Config) -> float:
     return s.request_timeout_s + size / s.request_timeout_min_bytes_per_s
 
 
-async def run_request(runtime: StoreRuntime, request: Request[T], settings: config.Config) -> T:
+async def run_request(
+    runtime: StoreRuntime,
+    request: Request[T],
+    settings: config.Config,
+    *,
+    failed: Exception | None = None,
+    started: float | None = None,
+) -> T:
     """Run the idempotent `request` (one backend request) with the store's policy, as
     `settings` (resolved once by the store operation it is part of) set it.
 
     A failure that `classify` says is final is raised as itself (a missing key stays
-    `FileNotFoundError`, a refusal stays the backend's `StoreError`).
+    `FileNotFoundError`, a refusal stays the backend's `StoreError`). `failed`: how a
+    first try, made elsewhere and begun at `started` (`storage/policy/pump.py`), ended;
+    the request goes on from there as if this had made it.
     """
-    started = time.monotonic()
+    started = time.monotonic() if started is None else started
     attempt = 0
     cause: Exception | None = None  # what the error reports: the last real failure
     hedged = request.hedge and settings.hedge_reads
     while True:
         attempt += 1
         remaining = settings.retry_deadline_s - (time.monotonic() - started)
-        try:
-            if hedged:
-                return await _hedged(runtime, request, remaining, settings)
-            return await _attempt(runtime, request, remaining, settings)
-        except Exception as exc:
-            if not classify(exc).retryable:
-                raise
-            policy = RetryPolicy.from_config(settings)  # only once a try has failed
-            # A try cut short by the overall deadline says nothing about the store: keep
-            # the failure before it (a 503, a reset) as the reason for giving up.
-            clipped = isinstance(exc, RequestTimeoutError) and remaining < request_timeout_s(
-                request.nbytes, settings
-            )
-            if cause is None or not clipped:
-                cause = exc
-            delay = policy.delay_s(attempt - 1)
-            elapsed = time.monotonic() - started
-            if attempt >= policy.attempts or elapsed + delay >= policy.deadline_s:
-                runtime.statistics.count("gave_up")
-                error = _gave_up(request, cause, attempt, elapsed)
-                log.warning("%s", error)
-                raise error from cause
-            runtime.statistics.count("retries")
-            log.info(
-                "%s %r: retry %d in %.2f s after %s: %s",
-                request.action,
-                request.key,
-                attempt,
-                delay,
-                type(exc).__name__,
-                exc,
-            )
+        if failed is None:
+            try:
+                if hedged:
+                    return await _hedged(runtime, request, remaining, settings)
+                return await _attempt(runtime, request, remaining, settings)
+            except Exception as exc:
+                failed = exc
+        exc, failed = failed, None
+        if not classify(exc).retryable:
+            raise exc
+        policy = RetryPolicy.from_config(settings)  # only once a try has failed
+        # A try cut short by the overall deadline says nothing about the store: keep
+        # the failure before it (a 503, a reset) as the reason for giving up.
+        clipped = isinstance(exc, RequestTimeoutError) and remaining < request_timeout_s(
+            request.nbytes, settings
+        )
+        if cause is None or not clipped:
+            cause = exc
+        delay = policy.delay_s(attempt - 1)
+        elapsed = time.monotonic() - started
+        if attempt >= policy.attempts or elapsed + delay >= policy.deadline_s:
+            runtime.statistics.count("gave_up")
+            error = _gave_up(request, cause, attempt, elapsed)
+            log.warning("%s", error)
+            raise error from cause
+        runtime.statistics.count("retries")
+        log.info(
+            "%s %r: retry %d in %.2f s after %s: %s",
+            request.action,
+            request.key,
+            attempt,
+            delay,
+            type(exc).__name__,
+            exc,
+        )
         await anyio.sleep(delay)
 
 
@@ -288,11 +304,7 @@ async def _send(
             f"cannot {action} {key!r}: no answer within {timeout:.1f} s"
         ) from None
     except Exception as exc:
-        if classify(exc).throttled:
-            budget.throttled(slot)
-            statistics.count("throttled")
-        statistics.count("errors")
-        log.debug("%s %r %s: %s: %s", action, key, _size_text(nbytes), type(exc).__name__, exc)
+        try_failed(runtime, slot, exc, action, key, nbytes)
         raise
     finally:
         _answer_began.reset(listening)
@@ -300,17 +312,45 @@ async def _send(
             timer.guard(None, 0.0)
     budget.succeeded()
     seconds = time.monotonic() - began
-    received = 0 if result is None or action != "read" else _buffer_size(result)
-    statistics.finished(action, nbytes, received, seconds)
-    if received >= _BODY_SAMPLE_BYTES and first_byte.at is not None:  # a large read
-        body_s = began + seconds - first_byte.at
-        statistics.body_times.add(None, body_s * (1 << 20) / received)
+    if action == "read":
+        received = 0 if result is None else _buffer_size(result)
+        read_succeeded(statistics, nbytes, received, seconds, first_byte.at, began)
+    else:
+        statistics.finished(action, nbytes, 0, seconds)
     if log.isEnabledFor(logging.DEBUG):
         outcome = "missing" if result is None else "ok"
         log.debug(
             "%s %r %s: %s in %.1f ms", action, key, _size_text(nbytes), outcome, seconds * 1000
         )
     return result
+
+
+def try_failed(
+    runtime: StoreRuntime, slot: Slot, exc: Exception, action: str, key: str, nbytes: int | None
+) -> None:
+    """What the budget and statistics learn from a try (holding `slot`) to `action` `key`
+    that failed with `exc`: a throttling answer halves the budget."""
+    if classify(exc).throttled:
+        runtime.requests.throttled(slot)
+        runtime.statistics.count("throttled")
+    runtime.statistics.count("errors")
+    log.debug("%s %r %s: %s: %s", action, key, _size_text(nbytes), type(exc).__name__, exc)
+
+
+def read_succeeded(
+    statistics: RequestStats,
+    nbytes: int | None,
+    received: int,
+    seconds: float,
+    first_byte_at: float | None,
+    began: float,
+) -> None:
+    """Count a read that moved `received` bytes in `seconds` (sent at `began`, its
+    first byte at `first_byte_at`); a large one also tells how fast bodies come."""
+    statistics.finished("read", nbytes, received, seconds)
+    if received >= _BODY_SAMPLE_BYTES and first_byte_at is not None:
+        body_s = began + seconds - first_byte_at
+        statistics.body_times.add(None, body_s * (1 << 20) / received)
 
 
 def answer_began() -> None:
@@ -364,13 +404,13 @@ def _buffer_size(result: Any) -> int:
         return sum(memoryview(part).nbytes for part in result)
 
 
-def _may_hedge(statistics: RequestStats, settings: config.Config) -> bool:
+def may_hedge(statistics: RequestStats, settings: config.Config) -> bool:
     counts = statistics.counts()
     allowed = _HEDGE_BURST + settings.hedge_max_fraction * counts["requests"]
     return counts["hedges_issued"] < allowed
 
 
-def _hedge_delays(
+def hedge_delays(
     statistics: RequestStats, nbytes: int | None, settings: config.Config
 ) -> tuple[float | None, float | None]:
     """How long a read may wait for its first byte, and take in all, before a second
@@ -402,10 +442,10 @@ def _hedge_delays(
 async def _hedged(
     runtime: StoreRuntime, request: Request[T], remaining_s: float, settings: config.Config
 ) -> T:
-    """One try that sends a second copy if the first is slow (`_hedge_delays`); the
+    """One try that sends a second copy if the first is slow (`hedge_delays`); the
     first answer wins. Before there are peers to compare with, the try is a plain one.
     """
-    wait_s, whole_s = _hedge_delays(runtime.statistics, request.nbytes, settings)
+    wait_s, whole_s = hedge_delays(runtime.statistics, request.nbytes, settings)
     if wait_s is None and whole_s is None:
         return await _attempt(runtime, request, remaining_s, settings)
     # The first copy runs in this task; a timer sends the others, so a read that is not
@@ -451,7 +491,7 @@ class _Copies:
 
     def send(self) -> None:
         statistics = self.runtime.statistics
-        if _may_hedge(statistics, self.settings):
+        if may_hedge(statistics, self.settings):
             statistics.count("hedges_issued")
             self.tasks.append(asyncio.get_running_loop().create_task(self._copy()))
 

@@ -35,6 +35,7 @@ from aiozarr.storage.policy.backend import (
     Buffer,
     Capabilities,
     RangeRequest,
+    RangeSender,
     TornReadError,
     Version,
     Versioned,
@@ -243,6 +244,11 @@ class Store(ABC):
             out.append(answer[0])
             version = answer[1]
         return out, version
+
+    def range_sender(self) -> RangeSender | None:
+        """What sends this store's single ranges without a task each, if anything does
+        (`RangeSender`; None: each is a `read` of its own)."""
+        return None
 
     async def read_if_changed(
         self, key: str, byte_range: ByteRange | None, version: Version, max_bytes: int | None

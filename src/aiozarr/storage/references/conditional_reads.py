@@ -51,20 +51,23 @@ class ConditionalReads(ObjectStore):
             condition["if_unmodified_since"] = when
         self._conditions.setdefault(key, condition)
 
-    async def _get(self, key: str, options: Any = None) -> Any:
+    def _get_future(self, key: str, options: Any) -> Any:
         condition = self._conditions.get(key)
-        if not condition:
-            return await super()._get(key, options)
-        try:
-            return await super()._get(key, {**(options or {}), **condition})
-        except Exception as exc:
-            failed = obstore_errors.is_obstore(exc) and (
-                isinstance(exc, PreconditionError) or obstore_errors.classify(exc).status == 412
-            )
-            if not failed:
-                raise
-            said = ", ".join(f"{name}={value}" for name, value in condition.items())
-            raise SourceChangedError(
-                f"cannot read {key!r} in {self!r}: it is no longer the version referenced "
-                f"({said}: the server answered 412 Precondition Failed)"
-            ) from exc
+        return super()._get_future(key, {**(options or {}), **condition} if condition else options)
+
+    def _get_error(self, key: str, exc: BaseException) -> BaseException:
+        condition = self._conditions.get(key)
+        failed = (
+            condition
+            and obstore_errors.is_obstore(exc)
+            and (isinstance(exc, PreconditionError) or obstore_errors.classify(exc).status == 412)
+        )
+        if not failed:
+            return exc
+        said = ", ".join(f"{name}={value}" for name, value in condition.items())  # type: ignore[union-attr]
+        error = SourceChangedError(
+            f"cannot read {key!r} in {self!r}: it is no longer the version referenced "
+            f"({said}: the server answered 412 Precondition Failed)"
+        )
+        error.__cause__ = exc
+        return error

@@ -1,0 +1,111 @@
+"""A range GET of an object store, from the options that ask for it to the bytes and
+version of its answer; and `RangeSend`, such a GET awaited by callbacks rather than a
+task (`ObjectStore.send_range`, for `storage/policy/pump.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aiozarr.byte_range import ByteRange
+from aiozarr.storage.policy.backend import Buffer, RangeListener, Version, Versioned
+from aiozarr.storage.policy.retry import ShortReadError
+
+__all__ = ["RangeSend", "answer_of", "checked_body", "range_options"]
+
+
+def range_options(byte_range: ByteRange) -> dict[str, Any]:
+    """obstore's options for a bounded or suffix range."""
+    if byte_range.suffix is not None:
+        return {"range": {"suffix": byte_range.suffix}}
+    assert byte_range.length is not None
+    return {"range": (byte_range.offset, byte_range.offset + byte_range.length)}
+
+
+def checked_body(key: str, byte_range: ByteRange, result: Any, data: Buffer) -> Buffer:
+    """`data`, unless it is shorter than the range its answer says it holds (its
+    `Content-Range`): a body cut short, which obstore hands on as it is; then
+    `ShortReadError`, which is retried."""
+    start, stop = result.range
+    got = memoryview(data).nbytes
+    if got < stop - start:
+        raise ShortReadError(
+            f"cannot read {key!r}: {byte_range} answered bytes {start}-{stop - 1} with "
+            f"{got} bytes of them"
+        )
+    return data
+
+
+def answer_of(
+    key: str,
+    byte_range: ByteRange,
+    result: Any,
+    data: Buffer,
+    version_of: Callable[[Any], Version | None],
+) -> Versioned:
+    """The bytes and version (`version_of` its meta) of a bounded or suffix range's
+    answer, unless the body was cut short (`ShortReadError`, retried)."""
+    data = checked_body(key, byte_range, result, data)
+    meta = result.meta  # made anew on each ask
+    if byte_range.length is not None:
+        # The answer says where the value ends: a short answer is a clipped range
+        # (fine) or a cut body, told apart without asking for the size again.
+        stop = byte_range.offset + byte_range.length
+        got_stop = byte_range.offset + len(data)
+        size = meta["size"]
+        if got_stop < stop and got_stop < size:
+            raise ShortReadError(
+                f"cannot read {key!r}: {byte_range} answered with {len(data)} bytes, "
+                f"expected {min(stop, size) - byte_range.offset} (the value has {size})"
+            )
+    return data, version_of(meta)
+
+
+class RangeSend:
+    """One range GET sent: obstore's future of its headers, then of its body, each heard
+    by a callback; `listener` is told what came (`answer` makes the bytes and version
+    of the headers and body)."""
+
+    __slots__ = ("_answer", "_byte_range", "_future", "_key", "_listener", "_result")
+
+    def __init__(
+        self,
+        key: str,
+        byte_range: ByteRange,
+        listener: RangeListener,
+        future: Any,
+        answer: Callable[[str, ByteRange, Any, Buffer], Versioned],
+    ) -> None:
+        self._key, self._byte_range, self._listener = key, byte_range, listener
+        self._future, self._answer = future, answer
+        self._result: Any = None
+        future.add_done_callback(self._headers)
+
+    def cancel(self) -> None:
+        self._future.cancel()
+
+    def _headers(self, future: Any) -> None:
+        if future.cancelled():
+            return
+        if (error := future.exception()) is not None:
+            self._listener.done(error)
+            return
+        self._result = future.result()
+        self._listener.began()
+        self._future = self._result.bytes_async()
+        self._future.add_done_callback(self._body)
+
+    def _body(self, future: Any) -> None:
+        if future.cancelled():
+            return
+        answer: Versioned | BaseException
+        if (error := future.exception()) is not None:
+            answer = error
+        else:
+            try:
+                answer = self._answer(self._key, self._byte_range, self._result, future.result())
+            except Exception as failed:  # a body cut short; the listener hears it
+                answer = failed
+        self._result = None
+        self._listener.done(answer)
