@@ -36,6 +36,7 @@ from aiozarr.storage.policy.backend import (
     Buffer,
     Capabilities,
     RangeRequest,
+    RangeSender,
     ReadBackend,
     TornReadError,
     Version,
@@ -115,6 +116,11 @@ async def read_one(
     caps = store.capabilities if capabilities is None else capabilities
     if caps.delegates_reads:
         return await store.read(key, byte_range, max_bytes)
+    if failed is None and byte_range is not None:
+        sender = _sender_of(store, caps)
+        if sender is not None and sender.sends(byte_range):
+            request = RangeRequest(key, byte_range, max_bytes)
+            return await _read_sent(store, sender, request, settings, caps)
 
     async def attempt() -> Versioned | None:
         answer = await store.read(key, byte_range, max_bytes)
@@ -131,6 +137,69 @@ async def read_one(
         "read", key, operation, ranges.requested_bytes(byte_range), caps.hedge_reads
     )
     return await retry.run_request(store.runtime, request, settings, failed=failed, started=started)
+
+
+def _sender_of(store: ReadBackend, caps: Capabilities) -> RangeSender | None:
+    """What sends the store's single ranges without a task each, where one request is
+    one range and its answer's length needs no check (`storage/policy/pump.py`)."""
+    if caps.batched_reads or caps.delegates_reads or caps.verify_short_reads:
+        return None
+    return store.range_sender()
+
+
+async def _read_sent(
+    store: ReadBackend,
+    sender: RangeSender,
+    request: RangeRequest,
+    settings: config.Config,
+    caps: Capabilities,
+) -> Versioned | None:
+    """`request` read alone, its first try sent by a `RangePump`."""
+    answers: list[Answer] = []
+    handed: list[tuple[int, Exception, float, Slot]] = []
+    pump = RangePump(
+        store, sender, [request], settings, 1, answers.append, lambda *a: handed.append(a)
+    )
+    await pump.run([0])
+    if handed:
+        _, error, started, slot = handed[0]
+        return await _after_failure(store, sender, request, settings, caps, error, started, slot)
+    _, data, version = answers[0]
+    return None if data is None else (data, version)
+
+
+async def _after_failure(
+    store: ReadBackend,
+    sender: RangeSender,
+    request: RangeRequest,
+    settings: config.Config,
+    caps: Capabilities,
+    error: Exception,
+    started: float,
+    slot: Slot,
+) -> Versioned | None:
+    """The answer to `request`, whose first try (sent by a `RangePump` at `started`, in
+    `slot`) failed with `error`: what the backend makes of the failure (a missing key,
+    a server that ignores ranges), or the policy's retries after that try."""
+    key, byte_range, max_bytes = request.key, request.byte_range, request.max_bytes
+    assert byte_range is not None
+    nbytes = ranges.requested_bytes(byte_range)
+    runtime = store.runtime
+    try:
+        answer = await sender.range_failed(key, byte_range, max_bytes, error)
+    except Exception as failure:
+        if not isinstance(failure, retry.RequestTimeoutError):  # counted as a timeout
+            retry.try_failed(runtime, slot, failure, "read", key, nbytes)
+        answer = await read_one(
+            store, key, byte_range, max_bytes, settings, caps, failed=failure, started=started
+        )
+    else:  # the try's answer after all: a read, as `run_request` counts one
+        received = 0 if answer is None else memoryview(answer[0]).nbytes
+        seconds = time.monotonic() - started
+        retry.read_succeeded(runtime.statistics, nbytes, received, seconds, None, started)
+    if answer is not None:
+        ranges.refuse_long(byte_range, answer[0])
+    return answer
 
 
 async def _check_length(store: ReadBackend, key: str, byte_range: ByteRange, data: Buffer) -> None:
@@ -191,16 +260,14 @@ class _Batch:
         # (An asyncio semaphore: it takes a free slot without a turn of the loop, where
         # anyio's CapacityLimiter yields once per acquire; this is paid per request.)
         self.parts: dict[str, asyncio.Semaphore] = {}
-        self.emit: Emit  # the batch's stream, once `produce` runs
-        caps = self.caps
-        one_at_a_time = caps.batched_reads or caps.delegates_reads or caps.verify_short_reads
-        # What sends single ranges without a task each (`storage/policy/pump.py`).
-        self.sender = None if one_at_a_time else store.range_sender()
+        self.emit: Emit  # the batch's stream, and its tasks, once `produce` runs
+        self.spawn: Spawn
+        self.sender = _sender_of(store, self.caps)
 
     async def produce(self, emit: Emit, spawn: Spawn) -> None:
         """Start one task per backend request (per key where `batched_reads`); send the
         single ranges the store's `RangeSender` takes from this task, by callbacks."""
-        self.emit = emit
+        self.emit, self.spawn = emit, spawn
         requests, by_key = self.requests, self.by_key
         groups = self.shape.groups(requests, by_key)
         if self.caps.batched_reads:  # one request (one file open) serves every range of a key
@@ -225,8 +292,7 @@ class _Batch:
                 self.settings,
                 self.shape.parts_per_object,
                 emit,
-                spawn,
-                self.fetch_after_failure,
+                self.hand_on,
             )
             await pump.run(sent)
 
@@ -240,39 +306,18 @@ class _Batch:
         wanted = ranges.requested_bytes(byte_range)
         return wanted is not None and wanted <= part and self.sender.sends(byte_range)
 
+    def hand_on(self, i: int, error: Exception, started: float, slot: Slot) -> None:
+        """Answer `requests[i]`, whose first try the pump sent, in a task of its own."""
+        self.spawn(self.fetch_after_failure, i, error, started, slot)
+
     async def fetch_after_failure(
         self, i: int, error: Exception, started: float, slot: Slot
     ) -> None:
-        """Answer `requests[i]`, whose first try (sent by the pump at `started`, in
-        `slot`) failed with `error`: what the backend makes of the failure (a missing
-        key, a server that ignores ranges), or the policy's retries."""
         assert self.sender is not None
         request = self.requests[i]
-        key, byte_range, max_bytes = request.key, request.byte_range, request.max_bytes
-        assert byte_range is not None
-        nbytes = ranges.requested_bytes(byte_range)
-        runtime = self.store.runtime
-        try:
-            answer = await self.sender.range_failed(key, byte_range, max_bytes, error)
-        except Exception as failure:
-            if not isinstance(failure, retry.RequestTimeoutError):  # counted as a timeout
-                retry.try_failed(runtime, slot, failure, "read", key, nbytes)
-            answer = await read_one(
-                self.store,
-                key,
-                byte_range,
-                max_bytes,
-                self.settings,
-                self.caps,
-                failed=failure,
-                started=started,
-            )
-        else:  # the try's answer after all: a read, as `run_request` counts one
-            received = 0 if answer is None else memoryview(answer[0]).nbytes
-            seconds = time.monotonic() - started
-            retry.read_succeeded(runtime.statistics, nbytes, received, seconds, None, started)
-        if answer is not None:
-            ranges.refuse_long(byte_range, answer[0])
+        answer = await _after_failure(
+            self.store, self.sender, request, self.settings, self.caps, error, started, slot
+        )
         self.emit((i, None, None) if answer is None else (i, *answer))
 
     async def fetch(self, key: str, indices: list[int], part: int) -> None:

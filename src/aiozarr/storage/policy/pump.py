@@ -1,6 +1,6 @@
 """`RangePump`: the first tries of a batch's single ranges, sent from the batch's task.
 
-    await RangePump(store, sender, requests, settings, parts, emit, spawn, after).run(indices)
+    await RangePump(store, sender, requests, settings, parts, emit, hand_on).run(indices)
 
 Read one by one, a batch of small ranges (a shard index per shard, an inner chunk per
 range) is a task per range, each a stack of coroutines: the request policy, its timeout
@@ -21,9 +21,9 @@ a read could be late, looking at every read in flight when it fires: a read that
 on time (nearly all) costs no timer. The crowd is found among the batch's reads and the
 store's other hedged reads (`InFlight`; a pump's own reads are not entered there).
 
-A try that fails is handed, with when it began, to `after_failure` (a task of its own,
-as rare as failures are), which goes on as `run_request` would have after it: the
-retries, their backoff and the final error are the policy's. Leaving `run` (done,
+A try that fails is handed on, with when it began, to `hand_on`, which goes on (in a
+task of its own: failures are rare) as `run_request` would have after it: the retries,
+their backoff and the final error are the policy's. Leaving `run` (done,
 failed or cancelled) cancels what is still in flight and gives its slots back.
 """
 
@@ -34,7 +34,7 @@ import logging
 import math
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from aiozarr import config
 from aiozarr.storage.policy import ranges, retry
@@ -50,14 +50,14 @@ from aiozarr.storage.policy.backend import (
 from aiozarr.storage.policy.budget import Slot
 from aiozarr.storage.policy.hedge_timer import CROWD
 
-__all__ = ["RangePump"]
+__all__ = ["HandOn", "RangePump"]
 
 # Sends between fresh looks at the hedge delays (recent latencies move slowly).
 _DELAYS_KEPT_FOR = 64
 
-#: Goes on with request `index` after its first try, begun at the time (on
-#: `time.monotonic()`) in the slot, failed with the exception; run as a task of the batch.
-AfterFailure = Callable[[int, Exception, float, Slot], Awaitable[None]]
+#: Takes over request `index` after its first try, begun at the time (on
+#: `time.monotonic()`) in the slot, failed with the exception.
+HandOn = Callable[[int, Exception, float, Slot], None]
 
 
 class RangePump:
@@ -74,14 +74,13 @@ class RangePump:
         settings: config.Config,
         parts_per_object: int,
         emit: Callable[[Answer], None],
-        spawn: Callable[..., None],
-        after_failure: AfterFailure,
+        hand_on: HandOn,
     ) -> None:
         self._sender, self._requests, self._settings = sender, requests, settings
         self._runtime = runtime = store.runtime
         self._budget, self._statistics = runtime.requests, runtime.statistics
         self._parts_per_object = parts_per_object
-        self._emit, self._spawn, self._after_failure = emit, spawn, after_failure
+        self._emit, self._hand_on = emit, hand_on
         self._hedging = settings.hedge_reads and store.capabilities.hedge_reads
         self._queue: deque[int] = deque()  # to send, in order
         self._parked: dict[str, deque[int]] = {}  # to send once their key has a part free
@@ -238,7 +237,8 @@ class RangePump:
         self._settle(read, succeeded=False)
         if not isinstance(error, Exception):  # a cancellation, never the backend's
             raise error
-        self._spawn(self._after_failure, read.index, error, read.sent, read.slot)
+        assert read.slot is not None
+        self._hand_on(read.index, error, read.sent, read.slot)
 
     def _settle(self, read: _Read, *, succeeded: bool) -> None:
         """`read` is over: its copies stopped, its slot and part free for the next."""
