@@ -18,8 +18,9 @@ whole limit; not while a crowd of others is slow too; a copy in the straggler's 
 the first answer wins, the other is cancelled); the statistics. Two timers serve the
 whole batch, one for the timeouts and one for hedging, each set for the earliest moment
 a read could be late, looking at every read in flight when it fires: a read that ends
-on time (nearly all) costs no timer. The crowd is found among the batch's reads and the
-store's other hedged reads (`InFlight`; a pump's own reads are not entered there).
+on time (nearly all) costs no timer. A hedged read is entered in the store's `InFlight`,
+as every hedged read is: the crowd is found among all of them, whatever batch, task or
+thread sent them.
 
 A try that fails is handed on, with when it began, to `hand_on`, which goes on (in a
 task of its own: failures are rare) as `run_request` would have after it: the retries,
@@ -164,6 +165,7 @@ class RangePump:
         if self._hedging:
             read.wait_s, read.whole_s = self._hedge_delays(read.nbytes)
             if (due := read.due()) is not None:
+                self._statistics.in_flight.add(read, read.sent)
                 self._hedge_by(due)
         read.send = self._send_range(index, read)
 
@@ -305,6 +307,7 @@ class RangePump:
             self._delays.clear()
             now = time.monotonic()
             next_due = math.inf
+            in_flight = self._statistics.in_flight
             for read in list(self._reads.values()):
                 due = read.due()
                 if due is None:
@@ -314,7 +317,8 @@ class RangePump:
                     assert limit is not None
                     # The others as they were half a limit ago: a crowd whose answers
                     # are coming in now is still a crowd.
-                    if self._crowded(read, now - limit / 2, waiting):
+                    since = now - limit / 2
+                    if in_flight.crowded(read, since, waiting=waiting, crowd=CROWD):
                         read.held = True
                         read.look_at = now + limit
                     else:
@@ -326,22 +330,6 @@ class RangePump:
                 self._hedge_by(next_due)
         except BaseException as exc:
             self._fail(exc)
-
-    def _crowded(self, read: _Read, since: float, waiting: bool) -> bool:
-        """Whether `CROWD` or more reads besides `read`, sent by `since`, are still in
-        flight (`waiting`: and had no answer begun by then), here or in the store."""
-        found = 0
-        for other in self._reads.values():
-            if other.sent > since:
-                break  # sent later, as is every read after it
-            began = other.began_at
-            if other is read or (waiting and began is not None and began <= since):
-                continue
-            found += 1
-            if found >= CROWD:
-                return True
-        in_flight = self._statistics.in_flight
-        return in_flight.crowded(self, since, waiting=waiting, crowd=CROWD - found)
 
     def _fail(self, error: BaseException) -> None:
         """End the batch with `error` (raised by the task)."""
@@ -414,7 +402,10 @@ class _Read:
             return
         pump = self.pump
         self.began_at = now = time.monotonic()
-        pump._statistics.first_bytes.add(None, now - self.sent)
+        statistics = pump._statistics
+        statistics.first_bytes.add(None, now - self.sent)
+        if self.wait_s is not None or self.whole_s is not None:  # entered in `InFlight`
+            statistics.in_flight.began(self, now)
         if self.look_at is not None and self.look_at < math.inf:
             self.look_at = None  # held while waiting: the body's limit counts now
         if pump._hedging and (due := self.due()) is not None:
@@ -469,6 +460,8 @@ class _Read:
 
     def end(self) -> None:
         self.over = True
+        if self.wait_s is not None or self.whole_s is not None:
+            self.pump._statistics.in_flight.discard(self)
         if self.send is not None:
             self.send.cancel()
             self.send = None
