@@ -159,6 +159,7 @@ class ObjectStore(Store):
     ) -> None:
         super().__init__(read_only=read_only, max_concurrency=max_concurrency)
         self._store = without_retries(store)
+        self._hash: int | None = None
         self._capabilities = _capabilities_of(self._store)
         # Once its server is found to ignore ranges: the ranges of a key in a batch are
         # one read (`read_ranges`, slices of one whole read).
@@ -563,4 +564,11 @@ class ObjectStore(Store):
         )
 
     def __hash__(self) -> int:
-        return hash((ObjectStore, describe(self._store), self.read_only))
+        # Worked out once: a read looks its stores up by them (describing the obstore
+        # store took ~20 us), and neither the store nor the flag changes.
+        if self._hash is None:
+            self._hash = hash((ObjectStore, describe(self._store), self.read_only))
+        return self._hash
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**super().__getstate__(), "_hash": None}  # str hashes are per process
