@@ -13,6 +13,8 @@ import contextlib
 import json
 import subprocess
 import sys
+import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,19 @@ def _control(endpoint: str, path: str, body: dict[str, Any] | None = None) -> An
         method=method,
         headers={"Content-Type": "application/json"},  # the control endpoints take JSON only
     )
+    # A 503 is the emulator's connection cap: a client's pooled connections from the run
+    # before (each kept alive until it idles out) can fill it for a moment.
+    for wait_s in (0.1, 0.3, 1.0, 3.0):
+        try:
+            return _answer(request)
+        except urllib.error.HTTPError as error:
+            if error.code != 503:
+                raise
+        time.sleep(wait_s)
+    return _answer(request)
+
+
+def _answer(request: urllib.request.Request) -> Any:
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())
 
