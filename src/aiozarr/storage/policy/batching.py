@@ -262,6 +262,11 @@ class _Batch:
         self.parts: dict[str, asyncio.Semaphore] = {}
         self.emit: Emit  # the batch's stream, and its tasks, once `produce` runs
         self.spawn: Spawn
+        # What the pump sends: the requests, and after them one request for each run of
+        # ranges of a key that coalesce into one (`sent_run`), with how to cut it back.
+        self.pumped: Sequence[RangeRequest] = requests
+        self.run_requests: list[RangeRequest] = []
+        self.runs: dict[int, tuple[list[int], ranges.RangePlan]] = {}
         self.sender = _sender_of(store, self.caps)
 
     async def produce(self, emit: Emit, spawn: Spawn) -> None:
@@ -281,17 +286,21 @@ class _Batch:
         for key, members, part in groups:
             if self.sends(members, part):
                 sent.append(members[0])
+            elif (run := self.sent_run(key, members, part)) is not None:
+                sent.append(run)
             else:
                 spawn(self.fetch, key, members, part)  # each answered as it lands
         if sent:
             assert self.sender is not None
+            if self.run_requests:
+                self.pumped = [*requests, *self.run_requests]
             pump = RangePump(
                 self.store,
                 self.sender,
-                requests,
+                self.pumped,
                 self.settings,
                 self.shape.parts_per_object,
-                emit,
+                self.answered,
                 self.hand_on,
             )
             await pump.run(sent)
@@ -306,6 +315,39 @@ class _Batch:
         wanted = ranges.requested_bytes(byte_range)
         return wanted is not None and wanted <= part and self.sender.sends(byte_range)
 
+    def sent_run(self, key: str, members: list[int], part: int) -> int | None:
+        """Where the ranges `members` coalesce into one request the sender takes: that
+        request's index among `pumped` (its answer sliced back by `answered`)."""
+        if self.sender is None:
+            return None
+        asked = [self.requests[i].byte_range for i in members]
+        if any(r is None or r.suffix is not None or r.length is None for r in asked):
+            return None
+        plan = ranges.plan(asked, gap_bytes=self.shape.gap_bytes, max_request_bytes=part)
+        fetch = plan.fetch[0]
+        if len(plan.fetch) != 1 or fetch is None or not self.sender.sends(fetch):
+            return None
+        index = len(self.requests) + len(self.run_requests)
+        self.runs[index] = (members, plan)
+        self.run_requests.append(RangeRequest(key, fetch))
+        return index
+
+    def answered(self, answer: Answer) -> None:
+        """A pumped request's answer: a request's own, or a run's, cut back into its
+        members' (one version for all: one request)."""
+        i, data, version = answer
+        run = self.runs.get(i)
+        if run is None:
+            self.emit(answer)
+            return
+        members, plan = run
+        if data is None:
+            for member in members:
+                self.emit((member, None, None))
+            return
+        for member, piece in zip(members, plan.slice_back([data]), strict=True):
+            self.emit((member, piece, version))
+
     def hand_on(self, i: int, error: Exception, started: float, slot: Slot) -> None:
         """Answer `requests[i]`, whose first try the pump sent, in a task of its own."""
         self.spawn(self.fetch_after_failure, i, error, started, slot)
@@ -314,11 +356,11 @@ class _Batch:
         self, i: int, error: Exception, started: float, slot: Slot
     ) -> None:
         assert self.sender is not None
-        request = self.requests[i]
+        request = self.pumped[i]
         answer = await _after_failure(
             self.store, self.sender, request, self.settings, self.caps, error, started, slot
         )
-        self.emit((i, None, None) if answer is None else (i, *answer))
+        self.answered((i, None, None) if answer is None else (i, *answer))
 
     async def fetch(self, key: str, indices: list[int], part: int) -> None:
         """Answer `requests[indices]` of `key`, read in requests of at most `part` bytes."""
