@@ -31,3 +31,20 @@ AZURE_CONTAINER = "aiozarr-test"
 def unique_prefix() -> str:
     """A fresh key prefix, so tests sharing one server do not see each other's keys."""
     return f"t-{uuid.uuid4().hex[:12]}"
+
+
+def emulator_object_store(emulator: Any) -> Any:
+    """An `ObjectStore` over the emulator's bucket under a prefix of its own, obstore's
+    retries fast (aiozarr switches them off anyway)."""
+    from obstore.store import S3Store
+
+    from aiozarr.storage.backends.object_store import ObjectStore
+
+    return ObjectStore(
+        S3Store(
+            emulator.bucket,
+            prefix=unique_prefix(),
+            retry_config=FAST_RETRY,
+            **emulator.storage_options(),
+        )
+    )

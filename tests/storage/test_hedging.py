@@ -24,8 +24,7 @@ from typing import NamedTuple, TypeVar
 
 import numpy as np
 import pytest
-from obstore.store import S3Store
-from tests.servers import FAST_RETRY, unique_prefix
+from tests.servers import emulator_object_store, unique_prefix
 
 import aiozarr
 from aiozarr import config
@@ -75,14 +74,7 @@ async def warmed_store(emulator: Emulator, keys: list[str]) -> Warmed:
 
     Its counters are not reset (that would forget the latencies too): `counted` says
     what happened since."""
-    store = ObjectStore(
-        S3Store(
-            emulator.bucket,
-            prefix=unique_prefix(),
-            retry_config=FAST_RETRY,
-            **emulator.storage_options(),
-        )
-    )
+    store = emulator_object_store(emulator)
     await store.set_many([(key, DATA) for key in keys])
     # Not hedged: no copy of theirs may reach the server after its counters are reset.
     with config.set(hedge_reads=False):
@@ -167,14 +159,7 @@ async def test_a_late_answer_is_hedged_before_reads_of_its_size_are_known(
 
 async def test_a_store_hedges_from_its_first_answer_on(emulator: Emulator) -> None:
     # One read seen: a wait of twice its first byte's is slow already.
-    store = ObjectStore(
-        S3Store(
-            emulator.bucket,
-            prefix=unique_prefix(),
-            retry_config=FAST_RETRY,
-            **emulator.storage_options(),
-        )
-    )
+    store = emulator_object_store(emulator)
     await store.set_many([("a", DATA), ("b", DATA)])
     assert bytes(await store.get("a", ByteRange.of(0, 1024))) == DATA[:1024]
     assert store.runtime.statistics.first_bytes.median(None) is not None
@@ -208,14 +193,7 @@ async def test_a_large_read_waits_longer_before_its_hedge(
 
 
 async def test_a_slow_first_answer_does_not_stop_hedging_after_it(emulator: Emulator) -> None:
-    store = ObjectStore(
-        S3Store(
-            emulator.bucket,
-            prefix=unique_prefix(),
-            retry_config=FAST_RETRY,
-            **emulator.storage_options(),
-        )
-    )
+    store = emulator_object_store(emulator)
     keys = ["a", "b", "c", "d"]
     await store.set_many([(key, DATA) for key in keys])
     emulator.inject("late", count=1, key_glob="*a", methods=["GET"], delay_s=1.0)

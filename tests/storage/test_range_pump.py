@@ -13,14 +13,12 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 import pytest
-from obstore.store import S3Store
-from tests.servers import FAST_RETRY, unique_prefix
+from tests.servers import emulator_object_store
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator
 from aiozarr.storage.backends.counting import CountingStore
-from aiozarr.storage.backends.object_store import ObjectStore
 from aiozarr.storage.protocol import RangeRequest
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("fast_retries")]
@@ -33,14 +31,7 @@ RANGES = [ByteRange.of(i * 512, 100) for i in range(32)]
 
 async def counted(emulator: Emulator, keys: list[str]) -> CountingStore:
     """A counting store over the emulator holding DATA at `keys`, its counts at zero."""
-    store = ObjectStore(
-        S3Store(
-            emulator.bucket,
-            prefix=unique_prefix(),
-            retry_config=FAST_RETRY,
-            **emulator.storage_options(),
-        )
-    )
+    store = emulator_object_store(emulator)
     await store.set_many([(key, DATA) for key in keys])
     emulator.reset_stats()
     return CountingStore(store)

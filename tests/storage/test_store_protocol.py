@@ -167,7 +167,7 @@ async def test_fan_in_streams_what_it_is_given_and_what_its_tasks_emit() -> None
         for i in (1, 2):
             spawn(later, i)
 
-    async with fan_in(3, produce) as answers:
+    async with fan_in(produce) as answers:
         got = sorted([answer async for answer in answers])
     assert got == [(0, b"now", None), (1, b"later", 1), (2, b"later", 2)]
 
@@ -182,7 +182,7 @@ async def test_fan_in_raises_a_task_failure_as_itself() -> None:
 
     seen = []
     with pytest.raises(StoreError, match="cannot read 'k'") as info:
-        async with fan_in(2, produce) as answers:
+        async with fan_in(produce) as answers:
             async for answer in answers:
                 seen.append(answer)
     assert not isinstance(info.value, BaseExceptionGroup)

@@ -344,7 +344,7 @@ class ZipStore(Store):
                     for i, answer in await self._answers(requests, targets[n], found, data):
                         emit((i, answer, None))
 
-        async with fan_in(len(requests), fetch) as answers:
+        async with fan_in(fetch) as answers:
             yield answers
 
     async def _answers(

@@ -235,7 +235,7 @@ async def stream(
             check_key(request.key)
         by_key.setdefault(request.key, []).append(i)
     batch = _Batch(store, requests, by_key, config.get())
-    async with fan_in(len(requests), batch.produce) as answers:
+    async with fan_in(batch.produce) as answers:
         yield answers
 
 

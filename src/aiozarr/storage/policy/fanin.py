@@ -4,7 +4,7 @@
         emit((0, b"inline", None))           # an answer known at once
         spawn(read_and_emit, "k", [1, 2])    # a task that emits its answers as they land
 
-    async with fan_in(n, produce) as answers:
+    async with fan_in(produce) as answers:
         async for index, data, version in answers: ...
 
 Every batch read of a store (`storage/policy/batching.py`, a zip archive's members, kerchunk
@@ -37,12 +37,11 @@ Spawn = Callable[..., None]
 
 @contextlib.asynccontextmanager
 async def fan_in(
-    capacity: int, produce: Callable[[Emit, Spawn], Awaitable[None]]
+    produce: Callable[[Emit, Spawn], Awaitable[None]],
 ) -> AsyncIterator[anyio.abc.ObjectReceiveStream[Answer]]:
     """The answers `produce` emits, itself or through the tasks it spawns, as a stream
-    that ends once `produce` and every task have finished. `capacity`: the most answers
-    there will be (the stream holds them all, so emitting never waits)."""
-    del capacity  # the stream's deque takes what comes
+    that ends once `produce` and every task have finished (it holds every answer, so
+    emitting never waits)."""
     answers = _Answers()
 
     async def run() -> None:

@@ -362,7 +362,7 @@ class ReferenceStore(Store):
             for store, indices, reads in by_store.values():
                 spawn(fetch, emit, store, indices, reads)
 
-        async with fan_in(len(requests), fetch_all) as answers:
+        async with fan_in(fetch_all) as answers:
             yield answers
 
     async def exists(self, key: str) -> bool:
