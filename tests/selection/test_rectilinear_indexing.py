@@ -82,6 +82,7 @@ def check_read(indexer: Indexer, array: np.ndarray, edges: Edges, expected: np.n
     assert len(projections) == indexer.nchunks
     coords = [p.chunk_coords for p in projections]
     assert coords == sorted(set(coords)), "grid order, each chunk once"
+    regions = _regions(edges)
     assert indexer.chunk_coords_array().tolist() == [list(c) for c in coords] or not coords
     for p in projections:
         chunk = chunked[p.chunk_coords]
@@ -91,7 +92,7 @@ def check_read(indexer: Indexer, array: np.ndarray, edges: Edges, expected: np.n
         out[p.out_selection] = taken
         written[p.out_selection] += 1
         inside = all(
-            r.stop <= n for r, n in zip(_regions(edges)[p.chunk_coords], array.shape, strict=True)
+            r.stop <= n for r, n in zip(regions[p.chunk_coords], array.shape, strict=True)
         )
         whole = inside and taken.shape == chunk.shape and np.array_equal(taken, chunk)
         if p.is_complete_chunk:
