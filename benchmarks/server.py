@@ -122,10 +122,19 @@ class EmulatorProcess:
         reset(self.endpoint)
 
 
+#: The connections the benchmarks' emulator holds at once. It stands for an object store,
+#: which caps no client's connections; the emulator's default (1,000) counts the idle
+#: pooled connections of a job's earlier repeats too, and four arrays' stores each keep
+#: up to `max_concurrency` (256) of their own.
+MAX_CONNECTIONS = 8192
+
+
 async def _serve(root: str, latency_ms: float) -> None:
     from aiozarr.emulator import Emulator
 
-    async with Emulator(root, latency_ms=latency_ms, bucket=spec.BUCKET) as emu:
+    async with Emulator(
+        root, latency_ms=latency_ms, bucket=spec.BUCKET, max_connections=MAX_CONNECTIONS
+    ) as emu:
         print(emu.port, flush=True)
         await asyncio.Event().wait()
 

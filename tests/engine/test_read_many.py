@@ -88,6 +88,35 @@ def test_overlapping_selections_share_their_chunks(emulator_s3_store: S3) -> Non
     assert store.counts["get"] == 1
 
 
+def test_one_answer_for_many_selections_is_decoded_in_one_codec_call_per_thread(
+    emulator_s3_store: S3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A burst of answers serving many selections costs a codec call (a thread hop) per
+    codec thread, not one per selection it serves."""
+    from aiozarr.engine import decoding, executor, many
+
+    calls: list[int] = []
+
+    async def counted(fn: Callable[..., object], jobs: list[object], *args: object, nbytes: int):
+        calls.append(len(jobs))
+        return await executor.run_codec(fn, jobs, *args, nbytes=nbytes)
+
+    store, arrays = _arrays(emulator_s3_store)
+    arr = arrays["d"]
+    arr[0:1, 0:1]  # the index cached
+    store.reset()
+    for module in (many, decoding):  # a selection's own decode, and the shared one
+        monkeypatch.setattr(module, "run_codec", counted)
+    # 16 selections, one inner chunk each, of one shard: one coalesced range, one answer
+    sels = [(slice(y, y + 8), slice(x, x + 8)) for y in range(0, 32, 8) for x in range(0, 32, 8)]
+    with aiozarr.config.set(codec_threads=2):
+        got = aiozarr.read_many([(arr, sel) for sel in sels])
+    for sel, values in zip(sels, got, strict=True):
+        assert np.array_equal(values, _values("d")[sel])
+    assert store.counts["get"] == 1
+    assert sorted(calls) == [8, 8]  # two codec calls of 8 chunks, not 16 of one
+
+
 def test_random_windows_over_four_arrays_take_two_round_trips(emulator_s3_store: S3) -> None:
     inner = emulator_s3_store()
     for name in NAMES:

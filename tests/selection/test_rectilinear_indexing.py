@@ -91,9 +91,7 @@ def check_read(indexer: Indexer, array: np.ndarray, edges: Edges, expected: np.n
         assert (taken != -1).all(), "nothing is read from past the array's end"
         out[p.out_selection] = taken
         written[p.out_selection] += 1
-        inside = all(
-            r.stop <= n for r, n in zip(regions[p.chunk_coords], array.shape, strict=True)
-        )
+        inside = all(r.stop <= n for r, n in zip(regions[p.chunk_coords], array.shape, strict=True))
         whole = inside and taken.shape == chunk.shape and np.array_equal(taken, chunk)
         if p.is_complete_chunk:
             view = out[p.out_selection]

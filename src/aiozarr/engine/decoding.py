@@ -92,10 +92,15 @@ class Reads:
 
 def _decode_all(group: list[DecodeJob], out: np.ndarray, cache: ReadSession | None) -> None:
     for job in group:
-        if cache is None:
-            decode_one(job.chunk, job.data, out)
-        else:
-            _decode_kept(job, out, cache)
+        decode_job(job, out, cache)
+
+
+def decode_job(job: DecodeJob, out: np.ndarray, cache: ReadSession | None) -> None:
+    """Decode one job into its place in `out`, kept in `cache` if there is one."""
+    if cache is None:
+        decode_one(job.chunk, job.data, out)
+    else:
+        _decode_kept(job, out, cache)
 
 
 def _decode_kept(job: DecodeJob, out: np.ndarray, cache: ReadSession) -> None:

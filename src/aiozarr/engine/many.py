@@ -19,7 +19,7 @@ import anyio
 import numpy as np
 
 from aiozarr.engine.cached_reads import serve_cached
-from aiozarr.engine.decoding import DecodeJob, Reads
+from aiozarr.engine.decoding import DecodeJob, Reads, decode_job
 from aiozarr.engine.executor import codec_threads, run_codec
 from aiozarr.engine.freed_memory import FreedMemory
 from aiozarr.engine.located import Fetch, locate, plan_reads
@@ -198,9 +198,10 @@ async def _fetch_from(store: Store, items: list[_Item]) -> None:
 
 
 async def _decode_burst(items: list[_Item], burst: Answers) -> None:
-    """Decode answers that landed together: a chunk that several selections need (the
+    """Decode answers that landed together, a thread hop per codec thread for the whole
+    burst whatever the selections it serves: a chunk that several selections need (the
     same bytes of one object) once for all of them, the rest each selection's own."""
-    landed: dict[tuple[str, object, object], list[tuple[Reads, DecodeJob]]] = {}
+    landed: dict[tuple[str, object, object], _Shared] = {}
     for i, data, version in burst:
         r, fetch = items[i]
         if data is None:
@@ -211,37 +212,42 @@ async def _decode_burst(items: list[_Item], burst: Answers) -> None:
             else:
                 slot = (chunk.key, chunk.byte_range, version)
                 landed.setdefault(slot, []).append((r, DecodeJob(chunk, chunk_data, version)))
-    own: dict[int, tuple[Reads, list[DecodeJob]]] = {}
-    shared: list[list[tuple[Reads, DecodeJob]]] = []
+    units: list[_Shared] = []
     for members in landed.values():
         if len(members) > 1 and all(r.cache is None for r, _ in members):
-            shared.append(members)
-        else:
-            for r, job in members:
-                own.setdefault(id(r), (r, []))[1].append(job)
-    size = max(-(-len(shared) // codec_threads()), 1)
+            units.append(members)
+        else:  # a cached read keeps its own decode
+            units.extend([member] for member in members)
+    size = max(-(-len(units) // codec_threads()), 1)
+    if size >= len(units):
+        await _decode_units(units)
+        return
     async with anyio.create_task_group() as tg:
-        for r, group in own.values():
-            tg.start_soon(r.decode, group)
-        for start in range(0, len(shared), size):
-            tg.start_soon(_decode_shared, shared[start : start + size])
+        for start in range(0, len(units), size):
+            tg.start_soon(_decode_units, units[start : start + size])
 
 
 #: Selections that need one chunk, each with its job (the same bytes in every job).
 _Shared = list[tuple[Reads, DecodeJob]]
 
 
-async def _decode_shared(groups: list[_Shared]) -> None:
-    """Decode each chunk of `groups` once, on the codec pool, into every output needing it."""
-    nbytes = sum(members[0][1].chunk.chain.spec.nbytes for members in groups)
-    await run_codec(_decode_once, groups, nbytes=nbytes)
-    for members in groups:
+async def _decode_units(units: list[_Shared]) -> None:
+    """Decode each chunk of `units` once, in one codec call, into every output needing it."""
+    if not units:
+        return
+    nbytes = sum(members[0][1].chunk.chain.spec.nbytes for members in units)
+    await run_codec(_decode_each, units, nbytes=nbytes)
+    for members in units:
         for r, _ in members:
             r.progress.advance()
 
 
-def _decode_once(groups: list[_Shared]) -> None:
-    for members in groups:
+def _decode_each(units: list[_Shared]) -> None:
+    for members in units:
+        if len(members) == 1:
+            r, job = members[0]
+            decode_job(job, r.out, r.cache)
+            continue
         first = members[0][1]
         values = first.chunk.chain.decode_transient(first.data, first.chunk.key)
         for r, job in members:
