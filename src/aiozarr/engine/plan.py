@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -50,7 +51,24 @@ class ShardSelection:
 
 def inner_grid_shape(meta: ArrayMetadata, layout: ShardLayout) -> tuple[int, ...]:
     """Shape of the inner-chunk grid over the whole array."""
-    return tuple(math.ceil(s / c) for s, c in zip(meta.shape, layout.chunk_shape, strict=True))
+    return _grid_shape(meta.shape, layout.chunk_shape)
+
+
+@lru_cache(maxsize=256)
+def _grid_shape(shape: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(math.ceil(s / c) for s, c in zip(shape, chunks, strict=True))
+
+
+@lru_cache(maxsize=4096)
+def _inner_chunks_inside(
+    shard_coords: tuple[int, ...], per: tuple[int, ...], grid: tuple[int, ...]
+) -> int:
+    """How many inner chunks of a regular shard lie (at least partly) inside the array:
+    fewer than it holds at the array's far edges. Worked out once per shard, as a point
+    read asks for it on every read."""
+    return math.prod(
+        max(min(n, total - s * n), 0) for s, n, total in zip(shard_coords, per, grid, strict=True)
+    )
 
 
 def _is_whole(read: ShardSelection, inside: int) -> bool:
@@ -87,12 +105,7 @@ def plan_shards(array: StoredArray, projections: Sequence[ChunkProjection]) -> l
         )
     grid = inner_grid_shape(meta, layout)
     for read in shards.values():
-        # inner chunks of this shard that lie (at least partly) inside the array
-        inside = math.prod(
-            max(min(n, total - s * n), 0)
-            for s, n, total in zip(read.shard_coords, per, grid, strict=True)
-        )
-        read.whole = _is_whole(read, inside)
+        read.whole = _is_whole(read, _inner_chunks_inside(read.shard_coords, per, grid))
     return list(shards.values())
 
 
