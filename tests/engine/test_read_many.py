@@ -114,7 +114,7 @@ def test_one_answer_for_many_selections_is_decoded_in_one_codec_call_per_thread(
     for sel, values in zip(sels, got, strict=True):
         assert np.array_equal(values, _values("d")[sel])
     assert store.counts["get"] == 1
-    assert sorted(calls) == [8, 8]  # two codec calls of 8 chunks, not 16 of one
+    assert calls == [16]  # 4 KiB of chunks: one codec call, not one per selection
 
 
 def test_random_windows_over_four_arrays_take_two_round_trips(emulator_s3_store: S3) -> None:

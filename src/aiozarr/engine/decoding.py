@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import anyio
 import numpy as np
 
 from aiozarr.engine.chunk_cache import ReadSession
-from aiozarr.engine.executor import codec_threads, run_codec
+from aiozarr.engine.executor import run_codec, split_for_threads
 from aiozarr.engine.freed_memory import FreedMemory
 from aiozarr.engine.located import LocatedChunk
 from aiozarr.engine.progress import ChunkProgress
@@ -60,22 +61,23 @@ class Reads:
         self.progress.advance()
 
     async def decode(self, jobs: list[DecodeJob]) -> None:
-        """Decode `jobs` on the codec pool: one thread hop per group, a group per thread.
+        """Decode `jobs` on the codec pool: one thread hop per group, a group per thread
+        (`split_for_threads`).
 
         A hop costs about as much as decoding a small chunk, so answers that land
         together are decoded together rather than one hop each.
         """
         if not jobs:
             return
-        size = -(-len(jobs) // codec_threads())
-        if size >= len(jobs):
+        groups = split_for_threads(jobs, sum(job.chunk.chain.spec.nbytes for job in jobs))
+        if len(groups) == 1:
             await self._decode_group(jobs)
             return
         async with anyio.create_task_group() as tg:
-            for start in range(0, len(jobs), size):
-                tg.start_soon(self._decode_group, jobs[start : start + size])
+            for group in groups:
+                tg.start_soon(self._decode_group, group)
 
-    async def _decode_group(self, group: list[DecodeJob]) -> None:
+    async def _decode_group(self, group: Sequence[DecodeJob]) -> None:
         nbytes = sum(job.chunk.chain.spec.nbytes for job in group)
         began = time.monotonic()
         await run_codec(_decode_all, group, self.out, self.cache, nbytes=nbytes)
@@ -90,7 +92,7 @@ class Reads:
             )
 
 
-def _decode_all(group: list[DecodeJob], out: np.ndarray, cache: ReadSession | None) -> None:
+def _decode_all(group: Sequence[DecodeJob], out: np.ndarray, cache: ReadSession | None) -> None:
     for job in group:
         decode_job(job, out, cache)
 

@@ -12,7 +12,7 @@ import contextlib
 import contextvars
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -26,10 +26,23 @@ INLINE_BYTES = 64 << 10
 
 _CPUS = os.cpu_count() or 1
 
+#: Decoded bytes each codec thread must get before a burst of chunks is split between
+#: threads: below it, one hop serves the burst (a hop and its task cost the event loop
+#: ~50 us; the other bursts of a read keep the other threads busy meanwhile).
+SPLIT_BYTES = 1 << 20
+
 
 def codec_threads() -> int:
     """Threads in the codec pool: the `codec_threads` setting, or one per CPU."""
     return config.get().codec_threads or _CPUS
+
+
+def split_for_threads(items: Sequence[T], nbytes: int) -> list[Sequence[T]]:
+    """`items` (`nbytes` decoded bytes in all) cut into groups of one codec call each: a
+    group per codec thread, but no more groups than whole `SPLIT_BYTES` in them."""
+    groups = max(1, min(codec_threads(), nbytes // SPLIT_BYTES, len(items)))
+    size = max(-(-len(items) // groups), 1)
+    return [items[start : start + size] for start in range(0, len(items), size)]
 
 
 class _Pool:

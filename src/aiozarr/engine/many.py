@@ -20,7 +20,7 @@ import numpy as np
 
 from aiozarr.engine.cached_reads import serve_cached
 from aiozarr.engine.decoding import DecodeJob, Reads, decode_job
-from aiozarr.engine.executor import codec_threads, run_codec
+from aiozarr.engine.executor import run_codec, split_for_threads
 from aiozarr.engine.freed_memory import FreedMemory
 from aiozarr.engine.located import Fetch, locate, plan_reads
 from aiozarr.engine.located_index import (
@@ -218,20 +218,21 @@ async def _decode_burst(items: list[_Item], burst: Answers) -> None:
             units.append(members)
         else:  # a cached read keeps its own decode
             units.extend([member] for member in members)
-    size = max(-(-len(units) // codec_threads()), 1)
-    if size >= len(units):
+    nbytes = sum(members[0][1].chunk.chain.spec.nbytes for members in units)
+    groups = split_for_threads(units, nbytes)
+    if len(groups) == 1:
         await _decode_units(units)
         return
     async with anyio.create_task_group() as tg:
-        for start in range(0, len(units), size):
-            tg.start_soon(_decode_units, units[start : start + size])
+        for group in groups:
+            tg.start_soon(_decode_units, group)
 
 
 #: Selections that need one chunk, each with its job (the same bytes in every job).
 _Shared = list[tuple[Reads, DecodeJob]]
 
 
-async def _decode_units(units: list[_Shared]) -> None:
+async def _decode_units(units: Sequence[_Shared]) -> None:
     """Decode each chunk of `units` once, in one codec call, into every output needing it."""
     if not units:
         return
@@ -242,7 +243,7 @@ async def _decode_units(units: list[_Shared]) -> None:
             r.progress.advance()
 
 
-def _decode_each(units: list[_Shared]) -> None:
+def _decode_each(units: Sequence[_Shared]) -> None:
     for members in units:
         if len(members) == 1:
             r, job = members[0]
