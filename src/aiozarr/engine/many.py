@@ -197,11 +197,16 @@ async def _fetch_from(store: Store, items: list[_Item]) -> None:
     await stream_in_batches(store, requests, sizes, shape, partial(_decode_burst, items))
 
 
+#: One chunk's bytes and every selection that needs them, each with its job (the same
+#: bytes in every job).
+_Unit = list[tuple[Reads, DecodeJob]]
+
+
 async def _decode_burst(items: list[_Item], burst: Answers) -> None:
     """Decode answers that landed together, a thread hop per codec thread for the whole
     burst whatever the selections it serves: a chunk that several selections need (the
     same bytes of one object) once for all of them, the rest each selection's own."""
-    landed: dict[tuple[str, object, object], _Shared] = {}
+    landed: dict[tuple[str, object, object], _Unit] = {}
     for i, data, version in burst:
         r, fetch = items[i]
         if data is None:
@@ -212,7 +217,7 @@ async def _decode_burst(items: list[_Item], burst: Answers) -> None:
             else:
                 slot = (chunk.key, chunk.byte_range, version)
                 landed.setdefault(slot, []).append((r, DecodeJob(chunk, chunk_data, version)))
-    units: list[_Shared] = []
+    units: list[_Unit] = []
     for members in landed.values():
         if len(members) > 1 and all(r.cache is None for r, _ in members):
             units.append(members)
@@ -228,11 +233,7 @@ async def _decode_burst(items: list[_Item], burst: Answers) -> None:
             tg.start_soon(_decode_units, group)
 
 
-#: Selections that need one chunk, each with its job (the same bytes in every job).
-_Shared = list[tuple[Reads, DecodeJob]]
-
-
-async def _decode_units(units: Sequence[_Shared]) -> None:
+async def _decode_units(units: Sequence[_Unit]) -> None:
     """Decode each chunk of `units` once, in one codec call, into every output needing it."""
     if not units:
         return
@@ -243,7 +244,7 @@ async def _decode_units(units: Sequence[_Shared]) -> None:
             r.progress.advance()
 
 
-def _decode_each(units: Sequence[_Shared]) -> None:
+def _decode_each(units: Sequence[_Unit]) -> None:
     for members in units:
         if len(members) == 1:
             r, job = members[0]
