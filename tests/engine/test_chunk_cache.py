@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -238,3 +239,73 @@ def test_a_reopened_array_revalidates_once_under_open(
     counting.reset()
     assert np.array_equal(again[...], values)  # checked since it was opened
     assert counting.counts == Counter()
+
+
+def _without_versions(recheck: object) -> tuple[CountingStore, aiozarr.Array, np.ndarray, Any]:
+    """An array in a zarr-python memory store (`ZarrStore`: its answers carry no
+    version), opened with the cache through a counting store."""
+    zarr = pytest.importorskip("zarr")
+    from aiozarr.storage.backends.zarr_store import ZarrStore
+
+    held = zarr.storage.MemoryStore()
+    values = _values()
+    aiozarr.create_array(ZarrStore(held), data=values, chunks=CHUNKS)
+    store = CountingStore(ZarrStore(held))
+    arr = aiozarr.open_array(store, mode="r", cache_bytes=32 << 20, cache_recheck=recheck)
+    return store, arr, values, held
+
+
+def _rewrite(held: Any, values: np.ndarray) -> None:
+    """Another writer (zarr-python) replaces every chunk."""
+    import zarr
+
+    zarr.open_array(store=held, mode="r+")[...] = values
+
+
+@pytest.mark.parametrize("recheck", [False, "open", 3600.0])
+def test_chunks_without_a_version_are_served_while_their_policy_needs_no_check(
+    recheck: object,
+) -> None:
+    store, arr, values, _ = _without_versions(recheck)
+    assert np.array_equal(arr[...], values)
+    store.reset()
+    hits = store.inner.stats()["cache_hits"]
+    assert np.array_equal(arr[...], values)
+    assert store.counts == Counter()  # every chunk from the cache
+    assert store.inner.stats()["cache_hits"] - hits == NCHUNKS
+
+
+def test_chunks_without_a_version_are_read_again_once_a_check_is_due() -> None:
+    """No request can revalidate them: past the policy's threshold they are dropped
+    and read as usual, never served stale and never checked with a condition."""
+    store, arr, values, held = _without_versions("open")
+    assert np.array_equal(arr[...], values)
+    _rewrite(held, values + 1)
+    assert np.array_equal(arr[...], values)  # "open": as the array was opened
+    again = aiozarr.open_array(store, mode="r", cache_bytes=32 << 20)
+    store.reset()
+    assert np.array_equal(again[...], values + 1)  # reopened: read afresh
+    assert store.counts == Counter({"get": NCHUNKS})
+    store.reset()
+    assert np.array_equal(again[...], values + 1)  # and kept again
+    assert store.counts == Counter()
+
+
+def test_chunks_without_a_version_past_their_age_are_read_again() -> None:
+    store, arr, values, held = _without_versions(0.0)
+    assert np.array_equal(arr[...], values)
+    _rewrite(held, values + 2)
+    store.reset()
+    assert np.array_equal(arr[...], values + 2)
+    assert store.counts == Counter({"get": NCHUNKS})
+
+
+def test_chunks_without_a_version_are_not_kept_where_every_read_checks() -> None:
+    store, arr, values, _ = _without_versions(True)
+    pool = arr.async_array.stored.chunk_cache
+    assert pool is not None
+    assert np.array_equal(arr[...], values)
+    assert pool.pool.objects_under(pool.place, "") == []
+    store.reset()
+    assert np.array_equal(arr[...], values)
+    assert store.counts == Counter({"get": NCHUNKS})

@@ -128,3 +128,28 @@ def test_zarr_store_errors_are_store_errors() -> None:
 
     with pytest.raises(aiozarr.errors.StoreError, match="disk on fire"):
         aiozarr.open_array(Broken(), "x")
+
+
+def test_a_zarr_memory_store_is_one_place_with_its_own_dict_only(tmp_path: Path) -> None:
+    """zarr's in-memory stores compare their contents; as places (what caches key by)
+    two are one only when they hold one dict. Local stores are one place by their root."""
+    one, twin = zarr.storage.MemoryStore(), zarr.storage.MemoryStore()
+    assert one == twin  # zarr's own equality: both empty
+    assert ZarrStore(one) != ZarrStore(twin)
+    assert ZarrStore(one) == ZarrStore(zarr.storage.MemoryStore(one._store_dict))
+    local = tmp_path / "local"
+    assert ZarrStore(zarr.storage.LocalStore(local)) == ZarrStore(zarr.storage.LocalStore(local))
+
+
+def test_two_zarr_memory_stores_with_equal_contents_never_share_cached_chunks() -> None:
+    values = np.arange(64, dtype="i4").reshape(8, 8)
+    first, second = zarr.storage.MemoryStore(), zarr.storage.MemoryStore()
+    for held in (first, second):
+        aiozarr.create_array(ZarrStore(held), data=values, chunks=(4, 4))
+    options = {"cache_bytes": 8 << 20, "cache_recheck": False}
+    a = aiozarr.open_array(ZarrStore(first), mode="a", **options)
+    b = aiozarr.open_array(ZarrStore(second), mode="a", **options)
+    assert np.array_equal(a[...], values) and np.array_equal(b[...], values)
+    b[...] = values + 1  # through aiozarr: drops what b's place holds
+    assert np.array_equal(b[...], values + 1)
+    assert np.array_equal(a[...], values)

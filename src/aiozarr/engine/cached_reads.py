@@ -5,7 +5,9 @@ the selection's chunks by stored object, revalidates in one batch each object wh
 cached chunks are older than the recheck policy allows (one conditional request each:
 "unchanged" moves no bytes; a changed shard's answer is its new index, a changed chunk's
 its new bytes, decoded at once), copies every chunk still good into the output, and
-returns what is left to read as usual. Chunks served cost no request.
+returns what is left to read as usual. Chunks served cost no request. Chunks of a store
+that tells no version cannot be revalidated: once too old they are dropped and read as
+usual.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import anyio
 import numpy as np
 
 from aiozarr.codecs import ShardLayout
-from aiozarr.engine.chunk_cache import ReadSession
+from aiozarr.engine.chunk_cache import UNVERSIONED, ReadSession
 from aiozarr.engine.decoding import DecodeJob, Reads
 from aiozarr.engine.executor import run_codec
 from aiozarr.engine.located import LocatedChunk, chunk_bound
@@ -59,6 +61,8 @@ async def serve_cached(
             continue
         if record.checked >= session.threshold:
             good[key] = record.version
+        elif record.version is UNVERSIONED:  # nothing can revalidate it: read it again
+            session.cache.forget(key)
         else:
             stale.append((key, layout, needed, record.version))
     served: set[str] = set()  # objects revalidation answered with their new bytes

@@ -18,7 +18,8 @@ at or after its threshold (`ReadSession.threshold`):
 
 An object checked earlier is revalidated first (`engine/cached_reads.py`): one
 conditional request (`If-None-Match` with its version) that answers "unchanged"
-without its bytes.
+without its bytes. Chunks of a store that tells no version cannot be revalidated:
+past their threshold they are dropped and read again (`UNVERSIONED`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,23 @@ from aiozarr.selection.indexing import ChunkProjection
 
 #: When a cached chunk must be checked against the store again (see the module's doc).
 Recheck: TypeAlias = bool | Literal["open"] | float
+
+
+class _Unversioned:
+    """The version of a chunk whose store tells none (see `UNVERSIONED`)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNVERSIONED"
+
+
+#: The version kept with chunks of a store that tells none (a zarr-python store through
+#: `ZarrStore`, an HTTP server without ETags). No request can revalidate them, so they
+#: are served only while their policy needs no check (`False`: always; `"open"`: until
+#: the array is opened again; seconds: while that young) and read afresh after; under
+#: `True` they are not kept.
+UNVERSIONED: Hashable = _Unversioned()
 
 #: What an object's record costs in the pool besides its chunks (its key, its version).
 _RECORD_BYTES = 256
@@ -292,12 +310,16 @@ class ReadSession:
         version: Hashable | None,
         out: np.ndarray,
     ) -> None:
-        """Decode a chunk whole into a new array, keep it (when its version is known) and
-        put its selected values in `out`."""
+        """Decode a chunk whole into a new array, keep it and put its selected values in
+        `out`. A chunk without a version is kept as `UNVERSIONED`, except where every
+        read checks (`True`): nothing could ever serve it there."""
         chunk = np.empty(chain.spec.shape, dtype=chain.spec.dtype)
         chain.decode_into(data, chunk, key)
         out[projection.out_selection] = chunk[projection.chunk_selection]
-        if version is not None:
-            self.cache.pool.keep(
-                self.cache.place, key, projection.chunk_coords, version, self.began, chunk
-            )
+        if version is None:
+            if self.cache.recheck is True:
+                return
+            version = UNVERSIONED
+        self.cache.pool.keep(
+            self.cache.place, key, projection.chunk_coords, version, self.began, chunk
+        )

@@ -235,8 +235,20 @@ class ZarrStore(Store):
         return (
             isinstance(other, ZarrStore)
             and self._read_only == other._read_only
-            and (self._zarr is other._zarr or bool(self._zarr == other._zarr))
+            and _same_place(self._zarr, other._zarr)
         )
 
     def __hash__(self) -> int:
         return hash((ZarrStore, type(self._zarr)))
+
+
+def _same_place(one: Any, other: Any) -> bool:
+    """Whether two zarr-python stores are one place (what aiozarr's caches key by). Its
+    in-memory stores compare their contents: two of them are one place only when they
+    hold one dict, or a cache filled through one would serve the other once they part."""
+    if one is other:
+        return True
+    held = getattr(one, "_store_dict", None), getattr(other, "_store_dict", None)
+    if held != (None, None):
+        return held[0] is held[1] and bool(one == other)
+    return bool(one == other)
