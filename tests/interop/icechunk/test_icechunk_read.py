@@ -172,3 +172,21 @@ def test_as_of_opens_the_snapshot_icechunk_opens(written: Written) -> None:
         aiozarr.open_group(written.path, mode="r", storage_options={"as_of": "2000-01-01"})
     with pytest.raises(StoreError, match="as_of goes with a branch, not a tag"):
         IcechunkStore(written.path, tag="v1", as_of="2000-01-01")
+
+
+@pytest.mark.parametrize("path", ["native/f8", "sharded"])
+def test_a_session_store_with_the_cache_is_read_once(written: Written, path: str) -> None:
+    """icechunk's session store answers with no version; the chunk cache keeps its chunks
+    all the same (under "open": until the array is opened again)."""
+    from aiozarr.storage.backends.counting import CountingStore
+    from aiozarr.storage.backends.zarr_store import ZarrStore
+
+    snapshot, arrays = next(iter(written.snapshots.items()))
+    session = open_repository(written).readonly_session(snapshot_id=snapshot)
+    store = CountingStore(ZarrStore(session.store, read_only=True))
+    arr = aiozarr.open_array(store, path, mode="r", cache_bytes=16 << 20)
+    np.testing.assert_array_equal(arr[...], arrays[path])
+    assert store.counts["get"] > 0
+    store.reset()
+    np.testing.assert_array_equal(arr[...], arrays[path])
+    assert store.counts["get"] == 0
