@@ -13,11 +13,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import anyio
 import numpy as np
 
 from aiozarr.engine.chunk_cache import ReadSession
-from aiozarr.engine.executor import run_codec, split_for_threads
+from aiozarr.engine.executor import run_codec, run_in_groups
 from aiozarr.engine.freed_memory import FreedMemory
 from aiozarr.engine.located import LocatedChunk
 from aiozarr.engine.progress import ChunkProgress
@@ -62,20 +61,14 @@ class Reads:
 
     async def decode(self, jobs: list[DecodeJob]) -> None:
         """Decode `jobs` on the codec pool: one thread hop per group, a group per thread
-        (`split_for_threads`).
+        (`executor.split_for_threads`).
 
         A hop costs about as much as decoding a small chunk, so answers that land
         together are decoded together rather than one hop each.
         """
-        if not jobs:
-            return
-        groups = split_for_threads(jobs, sum(job.chunk.chain.spec.nbytes for job in jobs))
-        if len(groups) == 1:
-            await self._decode_group(jobs)
-            return
-        async with anyio.create_task_group() as tg:
-            for group in groups:
-                tg.start_soon(self._decode_group, group)
+        if jobs:
+            nbytes = sum(job.chunk.chain.spec.nbytes for job in jobs)
+            await run_in_groups(jobs, nbytes, self._decode_group)
 
     async def _decode_group(self, group: Sequence[DecodeJob]) -> None:
         nbytes = sum(job.chunk.chain.spec.nbytes for job in group)

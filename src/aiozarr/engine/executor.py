@@ -12,9 +12,11 @@ import contextlib
 import contextvars
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
+
+import anyio
 
 from aiozarr import config
 
@@ -43,6 +45,20 @@ def split_for_threads(items: Sequence[T], nbytes: int) -> list[Sequence[T]]:
     groups = max(1, min(codec_threads(), nbytes // SPLIT_BYTES, len(items)))
     size = max(-(-len(items) // groups), 1)
     return [items[start : start + size] for start in range(0, len(items), size)]
+
+
+async def run_in_groups(
+    items: Sequence[T], nbytes: int, run: Callable[[Sequence[T]], Awaitable[None]]
+) -> None:
+    """`run(group)` for each group `split_for_threads` cuts `items` into, concurrently
+    (no task group for one)."""
+    groups = split_for_threads(items, nbytes)
+    if len(groups) == 1:
+        await run(groups[0])
+        return
+    async with anyio.create_task_group() as tg:
+        for group in groups:
+            tg.start_soon(run, group)
 
 
 class _Pool:

@@ -20,7 +20,7 @@ import numpy as np
 
 from aiozarr.engine.cached_reads import serve_cached
 from aiozarr.engine.decoding import DecodeJob, Reads, decode_job
-from aiozarr.engine.executor import run_codec, split_for_threads
+from aiozarr.engine.executor import run_codec, run_in_groups
 from aiozarr.engine.freed_memory import FreedMemory
 from aiozarr.engine.located import Fetch, locate, plan_reads
 from aiozarr.engine.located_index import (
@@ -223,20 +223,13 @@ async def _decode_burst(items: list[_Item], burst: Answers) -> None:
             units.append(members)
         else:  # a cached read keeps its own decode
             units.extend([member] for member in members)
-    nbytes = sum(members[0][1].chunk.chain.spec.nbytes for members in units)
-    groups = split_for_threads(units, nbytes)
-    if len(groups) == 1:
-        await _decode_units(units)
-        return
-    async with anyio.create_task_group() as tg:
-        for group in groups:
-            tg.start_soon(_decode_units, group)
+    if units:
+        nbytes = sum(members[0][1].chunk.chain.spec.nbytes for members in units)
+        await run_in_groups(units, nbytes, _decode_units)
 
 
 async def _decode_units(units: Sequence[_Unit]) -> None:
     """Decode each chunk of `units` once, in one codec call, into every output needing it."""
-    if not units:
-        return
     nbytes = sum(members[0][1].chunk.chain.spec.nbytes for members in units)
     await run_codec(_decode_each, units, nbytes=nbytes)
     for members in units:
