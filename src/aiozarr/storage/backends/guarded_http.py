@@ -28,11 +28,8 @@ import re
 import ssl
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from email.utils import formatdate
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urljoin, urlsplit
-
-import aiohttp
-from yarl import URL
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import SourceChangedError, StoreError
@@ -52,6 +49,12 @@ from aiozarr.storage.protocol import (
     check_key,
     check_size,
 )
+
+if TYPE_CHECKING:
+    import aiohttp
+
+# aiohttp (~0.2 s to import, TLS roots included) is imported where a request is first
+# made: most sessions never read a reference target over plain HTTP.
 
 __all__ = ["CLIENT_OPTIONS", "GuardedHTTPStore"]
 
@@ -158,6 +161,9 @@ class GuardedHTTPStore(Store):
         pass; a transport failure is a `TransientStoreError` (retried)."""
         url = f"{self._url}/{quote(key, safe=_SAFE)}"
         home = _origin(self._url)
+        from aiohttp import ClientError
+        from yarl import URL
+
         if self._ssl is None:
             self._ssl = _ssl_setting(self._tls)
         async with _session() as session:
@@ -175,7 +181,7 @@ class GuardedHTTPStore(Store):
                         proxy=self._proxy,
                         ssl=self._ssl if at_home else True,
                     )
-                except aiohttp.ClientError as error:
+                except ClientError as error:
                     raise TransientStoreError(
                         f"cannot read {key!r} in {self!r}: {type(error).__name__}: {error}"
                     ) from error
@@ -285,6 +291,8 @@ _BATCH: contextvars.ContextVar[aiohttp.ClientSession | None] = contextvars.Conte
 def _new_session() -> aiohttp.ClientSession:
     """Headers, TLS settings and the proxy go with each request, and cookies nowhere: a
     session serves any store."""
+    import aiohttp
+
     return aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=0),  # the request budget bounds requests
         auto_decompress=False,
