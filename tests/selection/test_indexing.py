@@ -50,7 +50,7 @@ def test_full_selection_projects_every_chunk_in_grid_order() -> None:
     assert coords(indexer) == [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1)]
     first = next(iter(indexer))
     assert first == ChunkProjection(
-        (0, 0), (slice(0, 4, 1), slice(0, 5, 1)), (slice(0, 4), slice(0, 5)), True
+        (0, 0), (slice(0, 4, 1), slice(0, 5, 1)), (slice(0, 4), slice(0, 5)), True, True
     )
     np.testing.assert_array_equal(read(indexer, A, (4, 5)), A)
 

@@ -65,11 +65,13 @@ def _encode_one(
     else:
         spec = job.chain.spec
         job.chain.check_fits(job.key)
-        if job.existing is None:
+        if job.existing is None or projection.covers_chunk_in_array:
             chunk = np.full(spec.shape, fill_value, dtype=spec.dtype)
         else:
             chunk = np.array(job.chain.decode(job.existing, job.key), copy=True)
-        chunk[projection.chunk_selection] = value[projection.out_selection]
+        part = value[projection.out_selection]
+        # One element: numpy would store a 0-d object array as the element itself.
+        chunk[projection.chunk_selection] = part[()] if part.ndim == 0 else part
     if not (write_empty or job.keep_fill) and is_fill(chunk, fill_value):
         return None
     return job.chain.encode(chunk)
@@ -249,12 +251,12 @@ async def _write_chunks(
     settings: WriteSettings,
 ) -> None:
     writes = plan_chunks(array.meta, array.prefix, projections)
-    partial = [w.key for w in writes if not w.projection.is_complete_chunk]
+    partial = [w.key for w in writes if not w.projection.covers_chunk_in_array]
     if partial:
         await write_conditions.ensure_trusted(array.store, array.prefix, partial)
 
     async def write_once(pending: list[ChunkSelection]) -> set[str]:
-        partial = [w.key for w in pending if not w.projection.is_complete_chunk]
+        partial = [w.key for w in pending if not w.projection.covers_chunk_in_array]
         read = await _read_versioned(array.store, partial)
         stores = _Stores(array, read)
         jobs = [
@@ -313,7 +315,7 @@ async def _write_shards(
 
 
 def _replaces_whole_shard(shard: ShardSelection) -> bool:
-    return shard.whole and all(r.projection.is_complete_chunk for r in shard.inner)
+    return shard.whole and all(r.projection.covers_chunk_in_array for r in shard.inner)
 
 
 async def _encode_shard(

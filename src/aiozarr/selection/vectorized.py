@@ -123,7 +123,9 @@ def _points(
     grid = axis_grids(shape, chunk_shape)
     npoints = len(flat[0]) if flat else 1
     if not flat:  # a 0-d array: its one element
-        return PointsIndexer([ChunkProjection((), (), (slice(None),), False)], 1, result_shape)
+        return PointsIndexer(
+            [ChunkProjection((), (), (slice(None),), False, True)], 1, result_shape
+        )
     if npoints == 0:
         return PointsIndexer([], 0, result_shape)
     chunk_ids, local = [], []
@@ -147,6 +149,7 @@ def _points(
             chunk_selection=tuple(loc[s:e] for loc in local_sorted),
             out_selection=(order[s:e],),
             is_complete_chunk=False,
+            covers_chunk_in_array=False,
         )
         for s, e in zip(starts.tolist(), ends.tolist(), strict=True)
     ]

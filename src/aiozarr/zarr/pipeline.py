@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -76,8 +76,6 @@ class _Plan:
 
     array: StoredArray
     projections: list[ChunkProjection]
-    #: Writes: items of whole edge chunks (see `_projections`), left to zarr-python.
-    edges: list[int]
 
 
 class CodecPipeline(ZarrCodecPipeline):
@@ -213,8 +211,6 @@ class CodecPipeline(ZarrCodecPipeline):
                 f"cannot write {batch[0][0].path!r}: the store was opened in read-only mode "
                 f"and does not support writing ({batch[0][0].store!r})"
             )
-        if plan.edges:
-            await self._default.write([batch[i] for i in plan.edges], value, drop_axes)
         write_empty = bool(batch[0][1].config.write_empty_chunks)
         try:
             with config.set(write_empty_chunks=write_empty):
@@ -242,9 +238,9 @@ class CodecPipeline(ZarrCodecPipeline):
                 # pipeline writes to such a store (a zip archive) as it expects
                 array, why = None, f"store {type(array.store).__name__} cannot delete"
             if array is not None:
-                plan, edges, why = _projections(array, batch, target.ndim, drop_axes, writes)
+                plan, why = _projections(array, batch, target.ndim, drop_axes)
                 if plan is not None:
-                    return _Plan(array, plan, edges)
+                    return _Plan(array, plan)
         log.debug("batch of %d falls back to zarr-python's pipeline: %s", len(batch), why)
         return None
 
@@ -309,41 +305,35 @@ def _tells_versions(store: Store) -> bool:
 
 
 def _projections(
-    array: StoredArray,
-    batch: list[Item],
-    out_ndim: int,
-    drop_axes: tuple[int, ...],
-    writes: bool,
-) -> tuple[list[ChunkProjection] | None, list[int], str]:
+    array: StoredArray, batch: list[Item], out_ndim: int, drop_axes: tuple[int, ...]
+) -> tuple[list[ChunkProjection] | None, str]:
     """The engine's projections of `batch` (None and why, where it cannot run it).
 
-    Writing, the items of chunks at the array's edge that zarr-python writes whole (the
-    selection covers the chunk's part inside the array) are left out and listed: the
-    engine would read such a chunk first to keep its values past the edge, which no read
-    can see, and zarr-python writes them without reading.
+    An item zarr-python calls complete covers its chunk's part inside the array (a chunk
+    at the far edge included): its projection says so, so that a write starts from the
+    fill value, as zarr-python's does, rather than keep the stored chunk's values past
+    the edge.
     """
     store = getattr(batch[0][0], "store", None)
     found: list[ChunkProjection] = []
-    edges: list[int] = []
-    for i, (getter, spec, chunk_selection, out_selection, complete) in enumerate(batch):
+    for getter, spec, chunk_selection, out_selection, complete in batch:
         if getattr(getter, "store", None) is not store:
-            return None, [], "items of the batch in different stores"
+            return None, "items of the batch in different stores"
         split = pipeline_plan.chunk_coords(array.meta, getter.path)
         if split is None or array.prefix + array.meta.chunk_key(split[1]) != getter.path:
-            return None, [], f"{getter.path!r} is not a chunk key of the array"
+            return None, f"{getter.path!r} is not a chunk key of the array"
         grid, origin = _object_grid(array, split[1])
         if tuple(spec.shape) != grid.outer:
-            return None, [], f"chunk spec of shape {spec.shape}, chunk of {grid.outer}"
+            return None, f"chunk spec of shape {spec.shape}, chunk of {grid.outer}"
         projections = pipeline_plan.projections(
             grid, split[1], chunk_selection, out_selection, drop_axes, out_ndim, origin
         )
         if projections is None:
-            return None, [], f"selection {chunk_selection!r} -> {out_selection!r}"
-        if writes and complete and not grid.sharded and not projections[0].is_complete_chunk:
-            edges.append(i)
-        else:
-            found.extend(projections)
-    return found, edges, ""
+            return None, f"selection {chunk_selection!r} -> {out_selection!r}"
+        if complete and not grid.sharded and len(projections) == 1:
+            projections = [replace(projections[0], covers_chunk_in_array=True)]
+        found.extend(projections)
+    return found, ""
 
 
 def _object_grid(

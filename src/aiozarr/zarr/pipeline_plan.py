@@ -94,7 +94,7 @@ def projections(
     if not isinstance(chunk_selection, tuple) or len(chunk_selection) != ndim:
         return None
     if ndim == 0:  # a 0-d array: its one chunk, whole
-        return [ChunkProjection(coords, (), (...,), True)] if out_ndim == 0 else None
+        return [ChunkProjection(coords, (), (...,), True, True)] if out_ndim == 0 else None
     if _is_pointwise(chunk_selection, ndim, out_ndim):
         return _pointwise(grid, coords, origin, chunk_selection, out_selection)
     axes = _chunk_axes(chunk_selection, drop_axes)
@@ -117,6 +117,7 @@ def projections(
                 p.chunk_selection,
                 _compose(out, p.out_selection),
                 p.is_complete_chunk,
+                p.covers_chunk_in_array,
             )
         )
     return found
@@ -147,8 +148,8 @@ def _whole_object(
         else:
             complete = False
     if not complete:  # as zarr-python gave them
-        return ChunkProjection(coords, tuple(axes), tuple(out) or (...,), False)
-    return ChunkProjection(coords, tuple(chunk_sel), tuple(out_sel), True)
+        return ChunkProjection(coords, tuple(axes), tuple(out) or (...,), False, False)
+    return ChunkProjection(coords, tuple(chunk_sel), tuple(out_sel), True, True)
 
 
 def _is_int(value: Any) -> bool:
@@ -287,7 +288,7 @@ def _pointwise(
     if any(len(p) != len(positions) for p in points):
         return None
     if not grid.sharded:
-        return [ChunkProjection(coords, points, (positions,), False)]
+        return [ChunkProjection(coords, points, (positions,), False, False)]
     inner = tuple(p // n for p, n in zip(points, grid.inner, strict=True))
     linear = np.ravel_multi_index(inner, grid.per)
     order = np.argsort(linear, kind="stable")
@@ -302,6 +303,7 @@ def _pointwise(
                 tuple(o + c for o, c in zip(origin, cell, strict=True)),
                 local,
                 (positions[group],),
+                False,
                 False,
             )
         )
