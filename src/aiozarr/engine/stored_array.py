@@ -8,12 +8,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-import numpy as np
-
 from aiozarr import config
 from aiozarr.byte_cache import LRUByteCache
 from aiozarr.codecs import CodecChain, ShardLayout, layout_of
 from aiozarr.engine.chunk_cache import ArrayCache, forget_written
+from aiozarr.metadata.fill_value import unset_fill
 from aiozarr.metadata.model import ArrayMetadata
 from aiozarr.selection.chunk_grid import RectilinearGrid
 from aiozarr.storage.protocol import Store
@@ -119,9 +118,9 @@ class StoredArray:
 
     @property
     def fill_value(self) -> Any:
-        """The value of unwritten elements (zero of the dtype when none is set)."""
+        """The value of unwritten elements (`fill_value.unset_fill` when none is set)."""
         if self.meta.fill_value is None:
-            return np.zeros((), dtype=self.meta.dtype)[()]
+            return unset_fill(self.meta.dtype, self.meta.filters)
         return self.meta.fill_value
 
     def key(self, chunk_coords: tuple[int, ...]) -> str:

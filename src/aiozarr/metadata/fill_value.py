@@ -246,6 +246,17 @@ def to_v2_json(value: Any, dtype: np.dtype[Any]) -> Any:
     return _common_json(_scalar(value, dtype), dtype)
 
 
+def unset_fill(dtype: np.dtype[Any], filters: Any) -> Any:
+    """What unwritten elements of a v2 array with a null fill value read as: an empty
+    string (or bytes) where the first filter makes variable-length strings (or bytes),
+    as zarr-python reads them; None for other objects, as zarr-python 2 left them; zero
+    for every other dtype."""
+    if not dtype.hasobject:
+        return np.zeros((), dtype=dtype)[()]
+    first = (filters or [{}])[0].get("id")
+    return {"vlen-utf8": "", "vlen-bytes": b""}.get(first)
+
+
 def is_fill(chunk: np.ndarray, fill_value: Any) -> bool:
     """Whether every element's bytes equal the fill value's bytes.
 
