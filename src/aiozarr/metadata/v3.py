@@ -87,7 +87,9 @@ def _named(value: Any, key: str, field: str) -> tuple[str, Mapping[str, Any]]:
     return value["name"], config
 
 
-def _chunk_key_encoding(value: Any, key: str) -> ChunkKeyEncoding:
+def chunk_key_encoding_of(value: Any, key: str) -> ChunkKeyEncoding:
+    """A v3 `chunk_key_encoding` (its JSON, or a name) as aiozarr's; `key` names the
+    document in errors."""
     name, config = _named(value, key, "chunk_key_encoding")
     if name not in _DEFAULT_SEPARATOR:
         raise UnsupportedError(
@@ -177,7 +179,7 @@ def _array(data: Mapping[str, Any], key: str) -> ArrayMetadata:
     dtype = dtypes.parse_v3(data_type, key)
     grid_name, grid_config = _named(require(data, "chunk_grid", key), key, "chunk_grid")
     chunk_shape, chunk_grid = parse_chunk_grid(grid_name, grid_config, shape, key)
-    encoding = _chunk_key_encoding(require(data, "chunk_key_encoding", key), key)
+    encoding = chunk_key_encoding_of(require(data, "chunk_key_encoding", key), key)
     fill = fill_value.parse_v3(
         require(data, "fill_value", key), dtype, dtypes.v3_name(data_type), key
     )

@@ -50,6 +50,10 @@ def as_dtype(value: Any, dtype: np.dtype[Any]) -> np.ndarray:
         if array.dtype.kind in "iuO" and _all_integers(array):
             check_integer_range(array, dtype)
             return array.astype(dtype)
+    if array.dtype.kind == "O":
+        array = _from_objects(array, dtype)
+        if array.dtype == dtype:
+            return array
     if not np.can_cast(array.dtype, dtype, casting="same_kind") and not (
         array.dtype.kind in "iub" and dtype.kind in "iufc"
     ):
@@ -107,6 +111,25 @@ def _exact_integers(value: Any, array: np.ndarray) -> np.ndarray:
     except (TypeError, ValueError):
         return array
     return exact if _all_integers(exact) else array
+
+
+def _from_objects(array: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
+    """Objects that numpy's `same_kind` rule refuses but whose values `dtype` holds: Python
+    ints beyond 64 bits for a float or complex type (as float64, so that one past its
+    range is refused here and one past `dtype`'s after the cast), `str`s for a
+    variable-length string type (numpy would take any object, as its `str()`)."""
+    if dtype.kind in "fc" and array.size and _all_integers(array):
+        try:
+            return array.astype(np.float64)
+        except OverflowError:
+            big = [int(v) for v in array.flat if abs(int(v)) > int(np.finfo(np.float64).max)]
+            info = np.finfo(dtype)
+            _refuse(
+                min(big), max(big), len(big), f"{dtype.name} holds {info.min!s} to {info.max!s}"
+            )
+    if dtype.kind == "T" and all(isinstance(v, str) for v in array.flat):
+        return array.astype(dtype)
+    return array
 
 
 def _all_integers(array: np.ndarray) -> bool:

@@ -24,9 +24,10 @@ import numpy as np
 from aiozarr.codecs.base import Codec
 from aiozarr.codecs.numcodecs_v3 import complete
 from aiozarr.errors import MetadataError, UnsupportedError, ValueOutOfRangeError
-from aiozarr.metadata import conversions
+from aiozarr.metadata import conversions, v3
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata
 from aiozarr.nodes import casting
+from aiozarr.nodes.shape_changes import checked_shape
 from aiozarr.selection.chunk_grid import AxisEdges, RectilinearGrid
 
 CodecLike = Codec | CodecMetadata | Mapping[str, Any]
@@ -161,6 +162,11 @@ def _dtype(dtype: Any, zarr_format: int) -> np.dtype[Any]:
     if dtype is str or dtype == "str":
         return np.dtype(object) if zarr_format == 2 else np.dtypes.StringDType()
     np_dtype = np.dtype(dtype)
+    if np_dtype.kind in "SUV" and np_dtype.itemsize == 0:  # `bytes` is "S0"
+        raise MetadataError(
+            f"dtype {dtype!r} ({np_dtype.str}) holds no bytes: give a length (e.g. 'S8'), "
+            "or str for variable-length strings"
+        )
     if zarr_format == 2 and np_dtype.kind == "T":
         return np.dtype(object)  # v2 stores variable-length strings as object + vlen-utf8
     return np_dtype
@@ -184,15 +190,6 @@ def _fill_value(value: Any, dtype: np.dtype[Any], zarr_format: int) -> Any:
         return np.array(value, dtype=dtype)[()]
     except (TypeError, ValueError, OverflowError) as error:
         raise MetadataError(f"fill_value {value!r} is not a valid {dtype}: {error}") from None
-
-
-def _shape(value: Any, name: str, ndim: int | None = None) -> tuple[int, ...]:
-    shape = (value,) if isinstance(value, int | np.integer) else tuple(value)
-    if not all(isinstance(s, int | np.integer) and s >= 0 for s in shape):
-        raise MetadataError(f"{name} must be non-negative integers, got {value!r}")
-    if ndim is not None and len(shape) != ndim:
-        raise MetadataError(f"{name} {shape} has {len(shape)} dimensions, the array has {ndim}")
-    return tuple(int(s) for s in shape)
 
 
 def _is_edges(value: Any) -> bool:
@@ -271,7 +268,7 @@ def array_metadata(
     zarr_format: Literal[2, 3] = 3,
     attributes: Mapping[str, Any] | None = None,
     dimension_names: Sequence[str | None] | None = None,
-    chunk_key_encoding: ChunkKeyEncoding | None = None,
+    chunk_key_encoding: ChunkKeyEncoding | Mapping[str, Any] | str | None = None,
 ) -> ArrayMetadata:
     """Metadata for a new array from `create_array`'s arguments.
 
@@ -281,6 +278,7 @@ def array_metadata(
     """
     if isinstance(chunks, str) and chunks == "auto":
         chunks = None  # zarr-python's spelling of "choose for me"
+    key_encoding = _key_encoding(chunk_key_encoding, zarr_format)
     args = _check_arguments(
         shape=shape,
         dtype=dtype,
@@ -298,7 +296,7 @@ def array_metadata(
             filters=filters,
             compressors=compressors,
             order=order,
-            chunk_key_encoding=chunk_key_encoding,
+            chunk_key_encoding=key_encoding,
         )
     return _v3_metadata(
         args,
@@ -307,8 +305,29 @@ def array_metadata(
         compressors=compressors,
         serializer=serializer,
         order=order,
-        chunk_key_encoding=chunk_key_encoding,
+        chunk_key_encoding=key_encoding,
     )
+
+
+def _key_encoding(value: Any, zarr_format: int) -> ChunkKeyEncoding | None:
+    """`chunk_key_encoding=` as zarr-python takes it too: aiozarr's, zarr-python's object,
+    its metadata (`{"name": "v2", "configuration": {"separator": "/"}}`, or flat:
+    `{"name": "v2", "separator": "/"}`), or a name. A v2 array's keys are v2's."""
+    if value is None or isinstance(value, ChunkKeyEncoding):
+        found = value
+    else:
+        if hasattr(value, "to_dict"):  # zarr-python's
+            value = value.to_dict()
+        if isinstance(value, Mapping) and "separator" in value:
+            rest = {k: v for k, v in value.items() if k != "separator"}
+            value = {**rest, "configuration": {"separator": value["separator"]}}
+        found = v3.chunk_key_encoding_of(value, "chunk_key_encoding")
+    if found is not None and zarr_format == 2 and found.name != "v2":
+        raise MetadataError(
+            f"chunk_key_encoding: a v2 array's chunk keys are v2's ('0.0' or '0/0'), "
+            f"got {found.name!r}"
+        )
+    return found
 
 
 def _check_arguments(
@@ -324,7 +343,7 @@ def _check_arguments(
 ) -> _Arguments:
     """The arguments every format shares, checked: shape, dtype, the chunk (and shard)
     grid, dimension names, fill value."""
-    array_shape = _shape(shape, "shape")
+    array_shape = checked_shape(shape, "shape")
     np_dtype = _dtype(dtype, zarr_format)
     if zarr_format == 3 and np_dtype.byteorder == ">":
         np_dtype = np_dtype.newbyteorder("<")  # v3 keeps byte order in the bytes codec
@@ -340,7 +359,7 @@ def _check_arguments(
     if chunk_grid is not None:
         inner = chunk_grid.max_shape
     elif chunks is not None:
-        inner = _shape(chunks, "chunks", len(array_shape))
+        inner = checked_shape(chunks, "chunks", len(array_shape))
     else:
         inner = auto_chunks(array_shape, np_dtype.itemsize)
     inner = tuple(max(c, 1) for c in inner)
@@ -464,7 +483,7 @@ def _shard_shape(args: _Arguments, shards: Any) -> tuple[tuple[int, ...], Rectil
                     f"axis {axis} has an edge of {bad[0]}"
                 )
         return args.shard_grid.max_shape, args.shard_grid
-    grid = _shape(shards, "shards", len(args.shape))
+    grid = checked_shape(shards, "shards", len(args.shape))
     for s, c in zip(grid, inner, strict=True):
         if c == 0 or s % c:
             raise MetadataError(f"shards {grid} must be a multiple of chunks {inner}")

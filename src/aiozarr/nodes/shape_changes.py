@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -34,6 +35,25 @@ def check_rectilinear(meta: ArrayMetadata, key: str) -> None:
             )
 
 
+def checked_shape(value: Any, name: str, ndim: int | None = None) -> tuple[int, ...]:
+    """`value` (an int or a sequence of them) as a shape; `MetadataError` naming `name`
+    for anything else (floats, strings and bools are no sizes) or a wrong `ndim`."""
+    shape = (value,) if isinstance(value, int | np.integer) else tuple(value)
+    if not all(_is_size(s) for s in shape):
+        raise MetadataError(f"{name} must be non-negative integers, got {value!r}")
+    if ndim is not None and len(shape) != ndim:
+        raise MetadataError(f"{name} {shape} has {len(shape)} dimensions, the array has {ndim}")
+    return tuple(int(s) for s in shape)
+
+
+def _is_size(value: Any) -> bool:
+    return (
+        isinstance(value, int | np.integer)
+        and not isinstance(value, bool | np.bool_)
+        and value >= 0
+    )
+
+
 def resized(
     old: ArrayMetadata, new_shape: int | Sequence[int], name: str
 ) -> tuple[ArrayMetadata, list[tuple[int, ...]]]:
@@ -43,12 +63,10 @@ def resized(
     On a rectilinear grid the edges stay as they are when shrinking (edges past the end
     are allowed); growing past the last edge repeats the last edge of that axis as often
     as needed."""
-    shape = (new_shape,) if isinstance(new_shape, int) else tuple(int(s) for s in new_shape)
-    if len(shape) != len(old.shape) or any(s < 0 for s in shape):
-        raise MetadataError(
-            f"cannot resize {name} from {old.shape} to {shape}: "
-            f"expected {len(old.shape)} non-negative sizes"
-        )
+    try:
+        shape = checked_shape(new_shape, "the new shape", len(old.shape))
+    except MetadataError as error:
+        raise MetadataError(f"cannot resize {name} from {old.shape}: {error}") from None
     new = dataclasses.replace(old, shape=shape)
     if old.chunk_grid is None:
         grid = old.chunk_shape
