@@ -111,3 +111,22 @@ def test_a_chunk_key_encoding_it_cannot_use_is_refused(tmp_path: Path, encoding:
             chunk_key_encoding=encoding,
         )
     assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value"),
+    [
+        ("U3", "abcdef"),
+        ("U3", ["ab", "abcd"]),
+        ("S2", b"abc"),
+        ("U3", np.array(["ab", "abcd"], dtype="U4")),
+    ],
+)
+def test_strings_longer_than_a_fixed_width_type_are_refused(dtype: str, value: Any) -> None:
+    arr = aiozarr.create_array(MemoryStore(), shape=(2,), chunks=(2,), dtype=dtype)
+    with pytest.raises(ValueOutOfRangeError, match="characters is out of range"):
+        arr[:] = value
+    with pytest.raises(ValueOutOfRangeError, match="fill_value"):
+        aiozarr.create_array(MemoryStore(), shape=(2,), chunks=(2,), dtype=dtype, fill_value=value)
+    arr[:] = np.array(["ab", "c"], dtype=dtype)  # what fits is stored
+    assert arr[:].tolist() == np.array(["ab", "c"], dtype=dtype).tolist()

@@ -14,7 +14,8 @@ greatest offending values, and the data type's range:
 - finite numbers that overflow a float or complex type (inf and NaN given as such are
   kept; rounding to the nearest float, and underflow towards zero, are not refused);
 - datetimes and timedeltas whose change to a finer unit leaves the 64-bit range (NaT
-  stays NaT; a change to a coarser unit floors, as numpy does).
+  stays NaT; a change to a coarser unit floors, as numpy does);
+- strings longer than a fixed-width string type holds (numpy keeps the first characters).
 
 The rest is numpy's `same_kind` rule, with ints and bools also taken into floats: floats
 into integer arrays are refused (they would truncate), ints into bool arrays too (2 is no
@@ -60,6 +61,8 @@ def as_dtype(value: Any, dtype: np.dtype[Any]) -> np.ndarray:
         raise TypeError(f"cannot cast {array.dtype} to {dtype}")
     if dtype.kind in "mM" and array.dtype.kind == dtype.kind:
         _check_time_range(array, dtype)
+    if dtype.kind in "SU":
+        _check_string_width(array, dtype)
     try:
         with np.errstate(over="ignore"):  # an overflow is refused below, not warned about
             result = array.astype(dtype)
@@ -130,6 +133,26 @@ def _from_objects(array: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
     if dtype.kind == "T" and all(isinstance(v, str) for v in array.flat):
         return array.astype(dtype)
     return array
+
+
+def _check_string_width(array: np.ndarray, dtype: np.dtype[Any]) -> None:
+    """Refuse strings longer than a fixed-width string type holds (numpy keeps their
+    first characters)."""
+    width = _characters(dtype)
+    if array.size == 0 or (array.dtype.kind in "SU" and _characters(array.dtype) <= width):
+        return
+    if array.dtype.kind in "SU":
+        longest = int(np.char.str_len(array).max())
+    else:  # objects: numpy's conversion refuses what is not text
+        longest = max(len(v) if isinstance(v, str | bytes) else 0 for v in array.flat)
+    if longest > width:
+        raise ValueOutOfRangeError(
+            f"a string of {longest} characters is out of range: {dtype.str} holds {width}"
+        )
+
+
+def _characters(dtype: np.dtype[Any]) -> int:
+    return dtype.itemsize // (4 if dtype.kind == "U" else 1)
 
 
 def _all_integers(array: np.ndarray) -> bool:

@@ -179,7 +179,7 @@ def _fill_value(value: Any, dtype: np.dtype[Any], zarr_format: int) -> Any:
         if dtype.kind in "OT":
             return ""
         return np.zeros((), dtype=dtype)[()]
-    if dtype.kind in "iufcmM":  # numpy's casts give wrong values silently (300 is 44)
+    if dtype.kind in "iufcmMSU":  # numpy's casts give wrong values silently (300 is 44)
         try:
             return casting.as_fill_value(value, dtype)
         except ValueOutOfRangeError as error:
