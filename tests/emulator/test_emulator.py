@@ -18,6 +18,7 @@ from multidict import CIMultiDict
 from obstore.store import S3Store
 
 from aiozarr.emulator import Emulator
+from aiozarr.emulator.paths import TMP_DIR
 
 NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 DATA = bytes(range(100))
@@ -137,6 +138,20 @@ async def test_put_get_delete(emu: Emulator, http: aiohttp.ClientSession) -> Non
     assert (await fetch(http, "DELETE", emu.http_url("x/y/z")))[0] == 204
     assert not (emu.root / "x" / "y" / "z").exists()
     assert (await fetch(http, "DELETE", emu.http_url("x/y/z")))[0] == 204  # missing: fine
+
+
+@pytest.mark.parametrize(("first", "second"), [("k/foo", "k/foo/bar"), ("k/foo/bar", "k/foo")])
+async def test_a_key_that_is_also_a_prefix_is_refused_not_failed(
+    emu: Emulator, http: aiohttp.ClientSession, first: str, second: str
+) -> None:
+    """Objects are files here, so `a` and `a/b` cannot both be: a 400 that says so (a 500
+    would be retried), the first object intact and no temp file left."""
+    assert (await fetch(http, "PUT", emu.http_url(first), data=b"one"))[0] == 200
+    status, _, body = await fetch(http, "PUT", emu.http_url(second), data=b"two")
+    assert status == 400 and error_code(body) == "InvalidArgument"
+    assert b"both an object and a prefix" in body
+    assert (await fetch(http, "GET", emu.http_url(first)))[2] == b"one"
+    assert not list((emu.root / TMP_DIR).glob("*"))
 
 
 async def test_put_aws_chunked_payload(emu: Emulator, http: aiohttp.ClientSession) -> None:

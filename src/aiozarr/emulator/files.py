@@ -175,7 +175,10 @@ def move_into_place(
 ) -> None:
     """Rename the temp file `tmp` to `path` (its folders made); with `condition` (a lock
     and the request's headers), check it and rename as one step under the lock. The
-    temp file is gone afterwards, whatever happened."""
+    temp file is gone afterwards, whatever happened.
+
+    Objects are files, so a key cannot be an object and the folder of others at once
+    (`a` and `a/b`), as it can on S3: such a PUT is a 400, never retried, saying so."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if condition is None:
@@ -185,5 +188,12 @@ def move_into_place(
         with lock:
             check_put_condition(path, headers)
             os.replace(tmp, path)
+    except (FileExistsError, NotADirectoryError, IsADirectoryError):
+        raise S3Error(
+            400,
+            "this emulator keeps objects as files: a key cannot be both an object and a "
+            "prefix of other objects (as 'a' and 'a/b')",
+            code="InvalidArgument",
+        ) from None
     finally:
         tmp.unlink(missing_ok=True)
