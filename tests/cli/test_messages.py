@@ -39,6 +39,7 @@ def _rows(table: str) -> dict[str, str]:
         ),
         ({"chunks": (2,), "zarr_format": 2}, "zstd(level=0)"),
         ({"chunks": (2,), "compressors": None}, "bytes(endian=little)"),
+        ({"chunks": (2,), "dtype": "i1", "compressors": None}, "bytes"),  # no configuration
     ],
 )
 def test_info_html_and_the_cli_show_one_description(
@@ -46,7 +47,8 @@ def test_info_html_and_the_cli_show_one_description(
 ) -> None:
     """`arr.info`, the notebook's table and `aiozarr info` render one description: the
     codecs read the same in all three, from the JSON form `--json` prints."""
-    arr = aiozarr.create_array(tmp_path / "a.zarr", shape=(8,), dtype="f4", **options)
+    options = {"dtype": "f4", **options}
+    arr = aiozarr.create_array(tmp_path / "a.zarr", shape=(8,), **options)
     assert _rows(arr.info)["Codecs"] == codecs
     assert f"<td style='text-align:left'>{html.escape(codecs)}</td>" in arr._repr_html_()
     assert main(["info", str(tmp_path / "a.zarr")]) == 0
@@ -219,3 +221,30 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path, comman
         os.close(write)
     assert result.stderr == ""
     assert result.returncode == 141  # as SIGPIPE would
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["tree", "{src}", "--depth", "-1"], ["cp", "{src}", "{dst}", "--max-inflight-bytes", "-5"]],
+)
+def test_counts_and_sizes_below_their_range_are_refused(
+    tmp_path: Path, capsys, argv: list[str]
+) -> None:
+    aiozarr.create_group(tmp_path / "src.zarr")
+    paths = {"src": str(tmp_path / "src.zarr"), "dst": str(tmp_path / "dst.zarr")}
+    with pytest.raises(SystemExit) as exited:
+        main([part.format(**paths) for part in argv])
+    assert exited.value.code == 2
+    assert "expected an integer of at least" in capsys.readouterr().err
+    assert not (tmp_path / "dst.zarr").exists()
+
+
+@pytest.mark.parametrize("codec", ["zstd:99", "blosc:nope:5", "gzip:x"])
+def test_cp_refuses_a_codec_before_creating_anything(tmp_path: Path, capsys, codec: str) -> None:
+    group = aiozarr.create_group(tmp_path / "src.zarr")
+    group.create_group("sub").create_array("y", shape=(4,), dtype="i1")[:] = 1
+    dst = tmp_path / "dst.zarr"
+    assert main(["cp", str(tmp_path / "src.zarr"), str(dst), "--codec", codec]) == 1
+    assert f"codec {codec!r}" in capsys.readouterr().err
+    assert not dst.exists()
+    assert main(["cp", str(tmp_path / "src.zarr"), str(dst), "--codec", "zstd:5"]) == 0

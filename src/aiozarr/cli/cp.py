@@ -15,7 +15,7 @@ import json
 import sys
 
 from aiozarr.cli.errors import run_command
-from aiozarr.cli.options import Parser, add_transfer_options, parse_shape
+from aiozarr.cli.options import Parser, add_transfer_options, parse_shape, positive
 from aiozarr.cli.progress import ProgressDisplay, human_bytes, plural
 from aiozarr.cli.storage_options import transfer_storage_options
 
@@ -70,7 +70,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--overwrite", action="store_true", help="replace what is at DST")
     parser.add_argument(
         "--max-inflight-bytes",
-        type=int,
+        type=positive,
         default=None,
         metavar="BYTES",
         help="about this many decoded bytes in memory (default: config)",

@@ -11,7 +11,9 @@ __all__ = [
     "add_common",
     "add_snapshot_options",
     "add_transfer_options",
+    "non_negative",
     "parse_shape",
+    "positive",
     "with_snapshot",
 ]
 
@@ -79,6 +81,26 @@ def add_transfer_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_common(parser)
+
+
+def positive(text: str) -> int:
+    """An argument that is a count or a size greater than zero."""
+    return _at_least(text, 1)
+
+
+def non_negative(text: str) -> int:
+    """An argument that is a count of zero or more."""
+    return _at_least(text, 0)
+
+
+def _at_least(text: str, low: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"expected an integer of at least {low}, got {value}")
+    return value
 
 
 def parse_shape(text: str | None) -> tuple[int, ...] | None:

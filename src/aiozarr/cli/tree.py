@@ -13,7 +13,13 @@ import json
 from typing import Any
 
 from aiozarr.cli.errors import run_command
-from aiozarr.cli.options import Parser, add_common, add_snapshot_options, with_snapshot
+from aiozarr.cli.options import (
+    Parser,
+    add_common,
+    add_snapshot_options,
+    non_negative,
+    with_snapshot,
+)
 from aiozarr.cli.storage_options import options_for, parse_storage_options
 from aiozarr.errors import UnsupportedError
 
@@ -27,7 +33,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     )
     parser.add_argument("url", help="path or URL of the group (or array)")
     parser.add_argument("--path", default="", help="node inside the store (default: its root)")
-    parser.add_argument("--depth", type=int, default=None, help="levels to show (default: all)")
+    parser.add_argument(
+        "--depth", type=non_negative, default=None, help="levels to show (default: all)"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_snapshot_options(parser)
     add_common(parser)

@@ -320,7 +320,11 @@ def codecs_text(codecs: Sequence[Mapping[str, Any]]) -> str:
     parts = []
     for codec in codecs:
         name = codec.get("name") or codec.get("id")
-        conf = codec.get("configuration") or {k: v for k, v in codec.items() if k != "id"}
+        conf = codec.get("configuration") or {
+            k: v
+            for k, v in codec.items()
+            if k not in ("id", "name")  # a v2 config is flat
+        }
         if name == "sharding_indexed":
             inner = codecs_text(list(conf.get("codecs", [])))
             parts.append(f"sharding_indexed[{inner}]")

@@ -25,6 +25,7 @@ import numpy as np
 
 from aiozarr import config
 from aiozarr.api import StoreLike, resolve_store
+from aiozarr.codecs.registry import get_codec
 from aiozarr.errors import InvalidValueError, MetadataError, NodeNotFoundError, unwrap_group
 from aiozarr.metadata import conversions
 from aiozarr.metadata.fill_value import is_fill
@@ -85,8 +86,19 @@ class _Job:
 def parse_codec(spec: str, zarr_format: int, itemsize: int = 1) -> list[Any]:
     """The compressors for `spec`: "zstd:5", "gzip:6", "blosc:lz4:5", "none".
 
-    Returns v3 codec dicts for `zarr_format` 3, numcodecs configs for 2.
+    Returns v3 codec dicts for `zarr_format` 3, numcodecs configs for 2. Settings no codec
+    takes (a zstd level of 99, blosc's "nope") are refused here, before a copy creates
+    anything.
     """
+    for codec in _compressors(spec, 3, itemsize):
+        try:
+            get_codec(codec)
+        except MetadataError as error:
+            raise InvalidValueError(f"codec {spec!r}: {error}") from None
+    return _compressors(spec, zarr_format, itemsize)
+
+
+def _compressors(spec: str, zarr_format: int, itemsize: int) -> list[Any]:
     name, _, rest = spec.strip().lower().partition(":")
     args = [a for a in rest.split(":") if a]
     try:
@@ -294,6 +306,8 @@ async def copy_async(
     value by default), at least one unit.
     """
     started = time.perf_counter()
+    if codec is not None:
+        parse_codec(codec, zarr_format or 3)  # refused before anything is created
     src_store = resolve_store(src, mode="r", storage_options=storage_options)
     dst_options = storage_options if dst_storage_options is None else dst_storage_options
     dst_store = resolve_store(dst, mode="a", storage_options=dst_options)
