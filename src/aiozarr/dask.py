@@ -123,6 +123,7 @@ def store(
     safe: bool = True,
     compute: bool = True,
     write_empty_chunks: bool | None = None,
+    partial_edges: bool = False,
     **kwargs: Any,
 ) -> Any:
     """`dask.array.store(source, target)`, refusing block layouts that lose data.
@@ -131,7 +132,10 @@ def store(
     doing that at once for the same shard lose one task's values. Unless `lock` is given
     (a lock every writer shares, such as `distributed.Lock`) or `safe=False`, blocks must
     start and end on shard boundaries (chunk boundaries when unsharded), or at the array's
-    edge: otherwise `OverlappingWriteError` names the first bad boundary.
+    edge: otherwise `OverlappingWriteError` names the first bad boundary. With
+    `partial_edges`, a `region` may start and end inside a shard, as xarray lets appends
+    (mode "a") do: its first and last blocks are the only writers of those shards in this
+    call (another writer of their other part is the caller's to rule out).
     `write_empty_chunks` is the aiozarr setting of that name, in force on every worker.
     With `compute=False`, a `dask.delayed.Delayed` that writes when computed.
     """
@@ -139,7 +143,7 @@ def store(
     if source.shape != (_region_shape(region, sync.shape) if region else sync.shape):
         raise ValueError(f"cannot store a dask array of shape {source.shape} into {sync!r}")
     if safe and not lock:
-        _check_aligned(source, sync, region)
+        _check_aligned(source, sync, region, partial_edges)
     writer: Any = sync
     if write_empty_chunks is not None:
         writer = _Settings(sync, {"write_empty_chunks": write_empty_chunks})
@@ -150,14 +154,16 @@ def _region_shape(region: tuple[slice, ...], shape: tuple[int, ...]) -> tuple[in
     return tuple(len(range(*s.indices(n))) for s, n in zip(region, shape, strict=False))
 
 
-def _check_aligned(source: da.Array, target: Array, region: tuple[slice, ...] | None) -> None:
+def _check_aligned(
+    source: da.Array, target: Array, region: tuple[slice, ...] | None, partial_edges: bool
+) -> None:
     grid = write_grid(target)
     what = "shard" if target.is_sharded else "chunk"
     starts = [0] * target.ndim
     if region is not None:
         starts = [s.indices(n)[0] for s, n in zip(region, target.shape, strict=True)]
     for axis, offset in enumerate(starts):
-        if not _is_boundary(target, axis, offset):
+        if not partial_edges and not _is_boundary(target, axis, offset):
             raise OverlappingWriteError(
                 f"the region starts at {offset} on axis {axis}, inside a {what} of "
                 f"{grid[axis]}: writes there would race with the neighbouring {what}'s "
@@ -175,8 +181,8 @@ def _check_aligned(source: da.Array, target: Array, region: tuple[slice, ...] | 
                     f"dask blocks {source.chunks[axis]} on axis {axis} put a block edge at "
                     f"{edge}, inside a {what} of {grid[axis]} in {target!r}: two tasks would "
                     f"write the same {what} and one write would be lost. Rechunk to multiples "
-                    f"of {grid} (`darr.rechunk({grid})`), or pass lock= (shared by all "
-                    "workers) or safe=False"
+                    f"of {grid} (`darr.rechunk({grid})`); `aiozarr.dask.store` also takes "
+                    "lock= (shared by all workers) or safe=False"
                 )
 
 

@@ -62,6 +62,21 @@ def test_aligned_and_explicitly_unsafe_writes(tmp_path: Path) -> None:
     np.testing.assert_array_equal(region[40:80], DATA[40:80])
     with pytest.raises(OverlappingWriteError, match=r"region starts at 30"):
         store(da.from_array(DATA[30:70]), region, region=(slice(30, 70), slice(None)))
+    # as xarray's appends: a region starting inside a shard, its first block that
+    # shard's only writer here; the edges between blocks still on shard boundaries
+    inside = (slice(30, 70), slice(None))
+    store(
+        da.from_array(DATA[30:70] + 1, chunks=((10, 30), 80)),
+        region,
+        region=inside,
+        partial_edges=True,
+    )
+    np.testing.assert_array_equal(region[30:70], DATA[30:70] + 1)
+    assert not region[:30].any()
+    with pytest.raises(OverlappingWriteError, match=r"edge at 50"):
+        store(
+            da.from_array(DATA[30:70], chunks=(20, 80)), region, region=inside, partial_edges=True
+        )
 
 
 def test_from_dask(tmp_path: Path) -> None:
