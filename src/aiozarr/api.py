@@ -27,8 +27,8 @@ from aiozarr.nodes.creation import check_options
 from aiozarr.nodes.group import AsyncGroup
 from aiozarr.storage.backends.object_store import ObjectStore
 from aiozarr.storage.backends.zarr_store import ZarrStore, is_zarr_store
-from aiozarr.storage.backends.zip import ZipMode, is_zip
-from aiozarr.storage.opening.url import from_url, open_zip
+from aiozarr.storage.backends.zip import ZipMode
+from aiozarr.storage.opening.url import from_url, names_zip, open_zip
 from aiozarr.storage.protocol import Store
 from aiozarr.storage.references.icechunk import IcechunkStore, is_repository, probe_repository
 from aiozarr.storage.references.reference_store import ReferenceStore, is_reference_source
@@ -77,7 +77,7 @@ def resolve_store(
         return IcechunkStore(store, storage_options=storage_options)
     if not isinstance(store, str):
         raise AiozarrError(f"expected a Store, a URL or a path, got {type(store).__name__}")
-    if is_zip(store):  # "w" starts a new archive, "w-" one that must not exist yet
+    if names_zip(store):  # "w" starts a new archive, "w-" one that must not exist yet
         return open_zip(store, mode=_ZIP_MODES[mode], storage_options=storage_options)
     return from_url(store, storage_options=storage_options, read_only=read_only)
 

@@ -37,7 +37,6 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 import anyio
 import anyio.to_thread
@@ -523,8 +522,3 @@ async def _off_loop(nbytes: int, function: Any, *args: Any) -> Any:
     if nbytes <= _INLINE_BYTES:
         return function(*args)
     return await anyio.to_thread.run_sync(function, *args)
-
-
-def is_zip(url: str) -> bool:
-    """Whether `url` (a path or URL) names a zip archive: its path ends with `.zip`."""
-    return urlsplit(url).path.rstrip("/").endswith(".zip")

@@ -10,6 +10,15 @@
 The store is rooted at the URL's path: keys are relative to it. This module is the one
 that turns strings into stores: `open_zip` opens a `.zip` path or URL, a remote archive
 through the store of its parent URL (zip.py itself only takes a path or a store).
+
+How a path is read from a URL:
+
+- `s3://`, `gs://`, `az://` (...): everything after the bucket (container) is the key
+  prefix exactly as written, as s3fs and gcsfs (and so zarr-python) read it: `#` and `?`
+  are part of the key (`s3://b/run#1.zarr` is key prefix `run#1.zarr`, not `run`), and
+  `%` is a character (`s%20p` is not `s p`). Object keys may hold any of them.
+- `file:` URLs: see `local_path` (percent-decoded; `#` and `?` kept in the path; no host).
+- `http(s)://` URLs are URLs: a query is sent as one.
 """
 
 from __future__ import annotations
@@ -21,20 +30,21 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import SplitResult, quote, urlsplit
+from urllib.request import url2pathname
 
 from aiozarr import config
 from aiozarr.errors import StoreError
 from aiozarr.storage.backends import aws_config, credentials
 from aiozarr.storage.backends.redaction import redact_url
-from aiozarr.storage.backends.zip import ZipMode, ZipStore, is_zip
+from aiozarr.storage.backends.zip import ZipMode, ZipStore
 from aiozarr.storage.opening.option_names import closest_option
 from aiozarr.storage.protocol import Store
 
 if TYPE_CHECKING:
     from aiozarr.storage.backends.object_store import ObjectStore
 
-__all__ = ["from_url", "open_zip"]
+__all__ = ["from_url", "is_local", "local_path", "names_zip", "open_zip"]
 
 _S3 = ("s3", "s3a")
 _GCS = ("gs", "gcs")
@@ -181,7 +191,7 @@ def from_url(
     parts = urlsplit(text)
     scheme = parts.scheme.lower()
     options = dict(storage_options or {})
-    if is_zip(text):
+    if names_zip(text):
         mode: ZipMode = "r" if read_only else "a"
         return open_zip(text, mode=mode, storage_options=options, check_redirect=check_redirect)
     if is_local(text):
@@ -189,10 +199,9 @@ def from_url(
             raise StoreError(f"local path {text!r} takes no storage options, got {sorted(options)}")
         from aiozarr.storage.backends.local import LocalStore
 
-        path = parts.path if scheme == "file" else text
-        return LocalStore(Path(path), read_only=read_only)
-    if scheme == "memory":
-        return _memory_store(parts.netloc + parts.path, read_only=read_only)
+        return LocalStore(Path(local_path(text)), read_only=read_only)
+    if scheme == "memory":  # the name as written: `memory://run#1` is not `memory://run`
+        return _memory_store(text.partition(":")[2].removeprefix("//"), read_only=read_only)
     if scheme in _HTTP and check_redirect is not None:
         return _guarded_http(text.rstrip("/"), options, check_redirect)
     if scheme in _S3 + _GCS + _AZURE + _HTTP:
@@ -205,20 +214,76 @@ def from_url(
 
 def _check_host(text: str, parts: SplitResult) -> None:
     """Refuse a remote URL without a bucket or host (`s3:/bucket/x`), for which obstore
-    says only "Unable to recognise URL"."""
+    says only "Unable to recognise URL", and a bucket name holding `?` or `#` (obstore
+    would read the bucket before them, and the key after them as another key)."""
+    scheme = parts.scheme.lower()
     if not parts.netloc:
-        scheme = parts.scheme.lower()
         meant = f"{scheme}://{parts.path.lstrip('/')}"
         raise StoreError(
             f"cannot open {redact_url(text)!r}: no bucket or host after '{scheme}:' "
             f"(URLs are {scheme}://BUCKET/PATH: did you mean {meant!r}?)"
         )
+    bucket = _bucket_and_key(text)[0]
+    if scheme not in _HTTP and ("?" in bucket or "#" in bucket):
+        raise StoreError(f"cannot open {text!r}: bucket {bucket!r} holds '?' or '#'")
+
+
+def _bucket_and_key(url: str) -> tuple[str, str]:
+    """`"s3://b/run#1.zarr"` -> `("b", "run#1.zarr")`: the key as written, nothing parsed
+    away (`urlsplit` would make `#1.zarr` a fragment)."""
+    bucket, _, key = url.partition("://")[2].partition("/")
+    return bucket, key
+
+
+def _obstore_url(url: str) -> str:
+    """`url` (`s3://`, `gs://`, `az://`, ...) as obstore's `from_url` must be given it to
+    root its store at the key as written: obstore parses the path as a URL's (a `#` or
+    `?` ends it) and percent-decodes it, so every character is given percent-encoded."""
+    scheme = url.partition("://")[0]
+    bucket, key = _bucket_and_key(url)
+    return f"{scheme}://{bucket}/{quote(key, safe='/')}"
 
 
 def is_local(url: str) -> bool:
     """Whether `url` is a local path (or a `file://` URL)."""
     scheme = urlsplit(url).scheme.lower()
     return scheme in ("", "file") or len(scheme) == 1  # len 1: a Windows drive letter
+
+
+def local_path(url: str) -> str:
+    """The local path that a plain path or a `file:` URL names (a plain path as it is).
+
+    A `file:` URL is read as `Path.as_uri()` writes one (RFC 8089): its path is
+    percent-decoded (`file:///tmp/s%20p.zarr` is `/tmp/s p.zarr`), and its host is
+    empty or `localhost` (`file://tmp/x` names host `tmp`: a `StoreError` says so).
+    `#` and `?` are part of the path, as fsspec (and so zarr-python) read a `file://`
+    URL: a local file has no query or fragment, and `file:///d/x#1.zarr` means the
+    directory `x#1.zarr` (`Path.as_uri()` writes it `x%231.zarr`, read the same).
+    """
+    if urlsplit(url).scheme.lower() != "file":
+        return url
+    rest = url[len("file:") :]
+    if rest.startswith("//"):
+        host, slash, path = rest[2:].partition("/")
+        if host.lower() not in ("", "localhost"):
+            raise StoreError(
+                f"cannot open {url!r}: a file URL names no host, got {host!r} "
+                f"(for the local path /{host}/{path}, write 'file:///{host}/{path}')"
+            )
+        rest = slash + path
+    return url2pathname(rest)
+
+
+def names_zip(url: str) -> bool:
+    """Whether `url` (a path or URL) names a zip archive: its path ends with `.zip`
+    (for an object store's or a `file:` URL, the path as `from_url` reads it, with any
+    `#` or `?` in it)."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() in (*_HTTP, "memory"):
+        path = parts.path
+    else:
+        path = local_path(url) if is_local(url) else _bucket_and_key(url)[1]
+    return path.rstrip("/").endswith(".zip")
 
 
 def _can_write(path: str) -> bool:
@@ -249,7 +314,7 @@ def open_zip(
     if is_local(url):
         if storage_options:
             raise StoreError(f"local path {url!r} takes no storage options")
-        path = url[len("file://") :] if url.startswith("file://") else url
+        path = local_path(url)
         if mode == "a" and not _can_write(path):  # "a" writes if it can: reads otherwise
             mode = "r"
         return ZipStore(path, mode=mode)
@@ -446,7 +511,7 @@ def _build_obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
             store_options["skip_signature"] = True
         if scheme == "gcs":
             url = "gs" + url[len("gcs") :]
-        return obstore_from_url(url, client_options=client, **extra, **store_options)
+        return obstore_from_url(_obstore_url(url), client_options=client, **extra, **store_options)
     except StoreError:
         raise
     except Exception as exc:  # obstore: unknown option, malformed URL

@@ -30,8 +30,10 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import numbers
 import os
 import re
+import reprlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -213,9 +215,10 @@ class ReferenceStore(Store):
     def _check_targets(self, refs: Mapping[str, Any]) -> None:
         """Check every distinct target once, as the references are loaded: a refused one
         fails the open, not some later read (no request is made)."""
-        for key, value in refs.items():
-            if isinstance(value, list) and value and str(value[0]) not in self._resolved:
-                self._resolve(str(value[0]), key)
+        for key, value in refs.items():  # a malformed entry fails when it is read
+            url = value[0] if isinstance(value, list) and value else None
+            if isinstance(url, str) and url and url not in self._resolved:
+                self._resolve(url, key)
 
     async def _lookup(self, keys: Sequence[str]) -> list[Any]:
         """The reference (inline value or `[url, ...]` list) of each key; None if absent."""
@@ -280,10 +283,24 @@ class ReferenceStore(Store):
 
     def _target(self, value: list[Any], key: str) -> tuple[Store, str, int, int | None]:
         """(target store, key in it, offset, length or None for all) of a reference."""
-        store, name = self._resolve(str(value[0]), key)
+        url, offset, length = self._entry(value, key)
+        store, name = self._resolve(url, key)
+        return store, name, offset, length
+
+    def _entry(self, value: list[Any], key: str) -> tuple[str, int, int | None]:
+        """(target URL, offset, length or None for all) of reference `value` of `key`:
+        `[url]` or `[url, offset, length]` (a subclass may append items of its own).
+        Raises `MetadataError` naming the reference file, the key and the entry."""
+        problem = _entry_problem(value)
+        if problem:
+            where = self._source if isinstance(self._source, str) else "references"
+            raise MetadataError(
+                f"{where}: the reference of {key!r} is malformed: {reprlib.repr(value)} "
+                f"({problem}; a reference is [url] or [url, offset, length])"
+            )
         if len(value) == 1:
-            return store, name, 0, None
-        return store, name, int(value[1]), int(value[2])
+            return value[0], 0, None
+        return value[0], int(value[1]), int(value[2])
 
     def _verify(self, key: str, value: list[Any], version: Any) -> None:
         """Check a target's answer before its bytes are used: here nothing; a store whose
@@ -348,7 +365,10 @@ class ReferenceStore(Store):
             try:
                 async with store.stream_versioned_values(reads) as answers:
                     async for j, data, version in answers:
-                        self._verify(requests[indices[j]].key, values[indices[j]], version)
+                        key, value = requests[indices[j]].key, values[indices[j]]
+                        if data is None:
+                            raise self._missing(key, value, reads[j].key, store)
+                        self._verify(key, value, version)
                         emit((indices[j], data, version))
             except ValueTooLargeError as error:  # a whole target: name the keys read too
                 keys = [requests[i].key for i, r in zip(indices, reads, strict=True) if r.max_bytes]
@@ -376,7 +396,20 @@ class ReferenceStore(Store):
         if not isinstance(value, list):
             return len(self._inline(value))
         store, name, _, length = self._target(value, key)
-        return length if length is not None else await store.getsize(name)
+        if length is not None:
+            return length
+        size = await store.getsize(name)
+        if size is None:
+            raise self._missing(key, value, name, store)
+        return size
+
+    def _missing(self, key: str, value: list[Any], name: str, store: Store) -> StoreError:
+        """The error for a reference whose target object does not exist: an absent key
+        would read as fill values, hiding that the data is gone."""
+        return StoreError(
+            f"cannot read {key!r} in {self!r}: its target {value[0]!r} ({name!r} in "
+            f"{store!r}) does not exist"
+        )
 
     # -- listing -----------------------------------------------------------------------
 
@@ -410,6 +443,21 @@ def _json_doc(data: Buffer, where: str) -> Any:
         return json.loads(bytes(memoryview(data)))
     except ValueError as error:
         raise MetadataError(f"{where}: not valid JSON ({error})") from None
+
+
+def _entry_problem(value: list[Any]) -> str:
+    """What is wrong with reference list `value`, or "". Offsets and lengths are
+    integers (not bools, which Python counts as 0 and 1) at least 0."""
+    if len(value) in (0, 2):  # 1 or 3 (more: a subclass's own items after them)
+        return f"{len(value)} items"
+    if not isinstance(value[0], str) or not value[0]:
+        return "its target is not a URL"
+    for what, number in zip(("offset", "length"), value[1:3], strict=False):
+        if isinstance(number, bool) or not isinstance(number, numbers.Integral):
+            return f"the {what} is not an integer"
+        if number < 0:
+            return f"the {what} is negative"
+    return ""
 
 
 def _compose(offset: int, length: int | None, byte_range: ByteRange | None) -> ByteRange | None:

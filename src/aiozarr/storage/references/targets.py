@@ -25,7 +25,8 @@ credentials. `TargetPolicy` decides, for each target URL of a reference file:
 Targets are compared after normalisation, and the target read is the normalised one:
 scheme and host in lower case (`s3a` is `s3`, `gcs` is `gs`), default ports dropped,
 `.` and `..` resolved (climbing above a bucket's or host's root is refused), local paths
-made absolute with symbolic links resolved. What a server could read as another path than
+made absolute with symbolic links resolved (a `file:` URL's path read as `from_url` reads
+it: percent-decoded, `#` and `?` in it). What a server could read as another path than
 the one checked is refused: a percent-encoded `/`, `\\` or `.` (`..%2F`, `%2e%2e`), a
 backslash, a query or a fragment (`a?/../../private`) in a remote target.
 A host part with a user (`http://allowed@evil/`) is refused outright (Azure's
@@ -44,6 +45,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from aiozarr.errors import ReferenceTargetError, StoreError
+from aiozarr.storage.opening.url import local_path
 
 __all__ = ["Location", "TargetPolicy", "locate"]
 
@@ -134,9 +136,9 @@ def locate(
     scheme = parts.scheme.lower()
     if scheme == "file" or len(scheme) <= 1:  # a path (len 1: a Windows drive letter)
         if scheme == "file":
-            if parts.netloc not in ("", "localhost"):
+            if parts.netloc.lower() not in ("", "localhost"):
                 raise _refused(text, "a file:// URL naming a host")
-            text = parts.path
+            text = local_path(text)  # what `from_url` opens: decoded, `#` and `?` kept
         if not os.path.isabs(text) and base is not None and not base.is_local:
             return _remote(base.scheme, base.authority, [*base.segments, *text.split("/")], "")
         if not os.path.isabs(text) and base is not None:
