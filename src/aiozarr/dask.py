@@ -167,7 +167,8 @@ def _check_aligned(
             raise OverlappingWriteError(
                 f"the region starts at {offset} on axis {axis}, inside a {what} of "
                 f"{grid[axis]}: writes there would race with the neighbouring {what}'s "
-                "writer; pass lock= or safe=False"
+                "writer; `aiozarr.dask.store` takes lock=, safe=False or partial_edges=True "
+                "(xarray's to_zarr: mode='a')"
             )
     # every block edge inside the target, in the target's coordinates
     shifted = [

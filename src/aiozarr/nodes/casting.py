@@ -31,7 +31,7 @@ import numpy as np
 
 from aiozarr.errors import ValueOutOfRangeError
 
-__all__ = ["as_dtype", "as_fill_value", "check_integer_range"]
+__all__ = ["as_dtype", "as_fill_value", "check_integer_range", "string_lengths"]
 
 _NAT = np.iinfo(np.int64).min
 
@@ -141,14 +141,19 @@ def _check_string_width(array: np.ndarray, dtype: np.dtype[Any]) -> None:
     width = _characters(dtype)
     if array.size == 0 or (array.dtype.kind in "SU" and _characters(array.dtype) <= width):
         return
-    if array.dtype.kind in "SU":
-        longest = int(np.char.str_len(array).max())
-    else:  # objects: numpy's conversion refuses what is not text
-        longest = max(len(v) if isinstance(v, str | bytes) else 0 for v in array.flat)
+    longest = int(string_lengths(array).max())
     if longest > width:
         raise ValueOutOfRangeError(
             f"a string of {longest} characters is out of range: {dtype.str} holds {width}"
         )
+
+
+def string_lengths(values: np.ndarray) -> np.ndarray:
+    """The length of each string in `values` (text, bytes, or objects: those not text
+    count 0), flat."""
+    if values.dtype.kind in "SU":
+        return np.char.str_len(np.ravel(values))
+    return np.array([len(v) if isinstance(v, str | bytes) else 0 for v in np.ravel(values)])
 
 
 def _characters(dtype: np.dtype[Any]) -> int:

@@ -5,21 +5,28 @@ A write into a group other writers may be writing too (`to_zarr` in mode "a" or 
 consolidates until the tree read after its snapshot is stored is the one it stored:
 of two writers that consolidate at once, the one whose snapshot stays read the tree
 after the other's change, so the snapshot holds both (appended rows, attributes).
+
+After a write into a group below the root, every group above it that holds a snapshot
+is consolidated again too, as xarray consolidates the store's root after its writes: a
+reader of the root's snapshot (a data tree, `group=` opened through the root) sees the
+rows and groups written.
 """
 
 from __future__ import annotations
 
 import time
 
+import anyio
+
 from aiozarr.engine.entry import WriteSettings
-from aiozarr.errors import VersionConflictError
+from aiozarr.errors import NodeNotFoundError, VersionConflictError, unwrap_group
 from aiozarr.metadata import formats
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.nodes import hierarchy, node_updates
 from aiozarr.storage.protocol import Store
 from aiozarr.xarray.tree import Node, read_tree
 
-__all__ = ["consolidate_async", "consolidate_current"]
+__all__ = ["consolidate_async", "consolidate_current", "consolidate_written"]
 
 Tree = dict[str, tuple[GroupMetadata, dict[str, ArrayMetadata]]]
 
@@ -46,6 +53,37 @@ async def consolidate_current(store: Store, path: str = "") -> None:
         f"the consolidated metadata of {path or '/'!r} in {store!r} may miss changes: "
         f"other writers kept changing the group after {attempt + 1} tries"
     )
+
+
+async def consolidate_written(store: Store, path: str, *, shared: bool) -> None:
+    """The snapshots after a write into the group `path`: its own (`consolidate_current`
+    when other writers may be writing the group, `shared`; else `consolidate_async`),
+    then, nearest first, that of every group above it holding one (`consolidate_current`:
+    other writers may be writing below them)."""
+    await (consolidate_current if shared else consolidate_async)(store, path)
+    for parent in await _consolidated_above(store, path):
+        await consolidate_current(store, parent)
+
+
+async def _consolidated_above(store: Store, path: str) -> list[str]:
+    """The groups above `path` that hold a snapshot, nearest first (all read at once)."""
+    parts = path.split("/") if path else []
+    above = ["/".join(parts[:i]) for i in reversed(range(len(parts)))]
+    held: set[str] = set()
+
+    async def read(parent: str) -> None:
+        try:
+            node = await hierarchy.read_node(store, parent)
+        except NodeNotFoundError:  # an implicit group (v3) holds none
+            return
+        if isinstance(node, GroupMetadata) and node.consolidated is not None:
+            held.add(parent)
+
+    with unwrap_group():
+        async with anyio.create_task_group() as tg:
+            for parent in above:
+                tg.start_soon(read, parent)
+    return [p for p in above if p in held]
 
 
 async def _consolidate(store: Store, path: str) -> dict[str, bytes]:

@@ -11,9 +11,13 @@ or a float encoding's rounding. NaN and NaT must come back missing (an integer e
 without a `_FillValue` cannot hold them); a value equal to the `_FillValue` may come back
 missing, as CF masking means. Inf and NaN given as such stay allowed in float encodings.
 
-Variables whose values are not numbers, datetimes or timedeltas, and times decoded to
-non-numpy calendars, are not checked. A dask-backed variable is checked block by block as
-it is written.
+Strings stored with a fixed width (numpy's `U` and `S`: an append to, or a write into,
+an array stored that way, or a `dtype` encoding) are cut by the same casts: a string
+longer than the width is refused with `StringTooLongError`, as xarray refuses an append
+of wider strings.
+
+Other variables (objects but strings, booleans), and times decoded to non-numpy calendars,
+are not checked. A dask-backed variable is checked block by block as it is written.
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ from xarray.coders import CFDatetimeCoder, CFTimedeltaCoder
 from xarray.namedarray.utils import is_duck_dask_array
 
 from aiozarr.errors import ValueOutOfRangeError
+from aiozarr.nodes.casting import string_lengths
 
-__all__ = ["checked_encoding"]
+__all__ = ["StringTooLongError", "checked_encoding"]
 
 _CF_KEYS = ("units", "calendar", "scale_factor", "add_offset", "_FillValue", "missing_value")
 _FILL_KEYS = ("_FillValue", "missing_value")
@@ -37,13 +42,23 @@ _NUMERIC = "biufcmM"
 _TIME_UNITS = ("s", "ms", "us", "ns")
 
 
+class StringTooLongError(ValueOutOfRangeError, ValueError):
+    """A string is longer than the fixed width it is stored with (`<U2`, `|S2`): it would
+    be cut. Also a `ValueError`, as xarray's refusal of an append of wider strings."""
+
+
 def checked_encoding(name: str, raw: xr.Variable, encoded: xr.Variable) -> xr.Variable:
     """`encoded` (xarray's encoding of `raw`), once every value is known to read back as
     `raw` holds it; raises `ValueOutOfRangeError` naming the variable, the values and
-    the encoding's range. A dask-backed `encoded` comes back checking each block."""
-    if raw.dtype.kind not in _NUMERIC or encoded.dtype.kind not in _NUMERIC:
+    the encoding's range (`StringTooLongError` for a string cut to a fixed width). A
+    dask-backed `encoded` comes back checking each block."""
+    check: Any
+    if encoded.dtype.kind in "US" and raw.dtype.kind in "USO" and raw.shape == encoded.shape:
+        check = _WidthCheck(name, raw.dtype, encoded.dtype)
+    elif raw.dtype.kind not in _NUMERIC or encoded.dtype.kind not in _NUMERIC:
         return encoded
-    check = _Check(name, raw.dtype, encoded.dtype, _applied_attrs(raw, encoded))
+    else:
+        check = _Check(name, raw.dtype, encoded.dtype, _applied_attrs(raw, encoded))
     if check.not_compared:
         return encoded
     if not is_duck_dask_array(encoded.data):
@@ -55,7 +70,7 @@ def checked_encoding(name: str, raw: xr.Variable, encoded: xr.Variable) -> xr.Va
     return xr.Variable(encoded.dims, data, encoded.attrs, encoded.encoding)
 
 
-def _checked_block(encoded: np.ndarray, raw: np.ndarray, check: _Check) -> np.ndarray:
+def _checked_block(encoded: np.ndarray, raw: np.ndarray, check: Any) -> np.ndarray:
     check(encoded, raw)
     return encoded
 
@@ -218,3 +233,30 @@ class _Check:
             f"without a _FillValue (it would read back as {stored.flat[0]}); give the "
             "variable a _FillValue in its encoding"
         )
+
+
+class _WidthCheck:
+    """The check of strings cast to a fixed width: none may be longer than the width."""
+
+    def __init__(self, name: str, raw: np.dtype[Any], encoded: np.dtype[Any]) -> None:
+        self.name, self.encoded = name, encoded
+        self.width = encoded.itemsize // (4 if encoded.kind == "U" else 1)
+        # as wide as the strings given: none can be cut
+        self.not_compared = raw.kind == encoded.kind and raw.itemsize <= encoded.itemsize
+
+    def __call__(self, encoded: np.ndarray, raw: np.ndarray) -> None:
+        """Refuse the strings of `raw` longer than the width (objects but strings pass)."""
+        del encoded  # cut already: the lengths are those of `raw`
+        values = np.ravel(raw)
+        lengths = string_lengths(values)
+        if lengths.size and lengths.max() > self.width:
+            longest = np.asarray(values[int(np.argmax(lengths))]).item()  # str or bytes
+            raise StringTooLongError(
+                f"variable {self.name!r}: {longest!r} ({lengths.max()} {self._unit}) does "
+                f"not fit its dtype {self.encoded} ({self.width} at most) and would be cut; "
+                "store the variable with a wider or variable-length string dtype"
+            )
+
+    @property
+    def _unit(self) -> str:
+        return "bytes" if self.encoded.kind == "S" else "characters"

@@ -16,9 +16,7 @@ from typing import Any, Literal
 import anyio
 import anyio.lowlevel
 
-from aiozarr.errors import (
-    GroupNotFoundError,
-)
+from aiozarr.errors import GroupNotFoundError, unwrap_group
 from aiozarr.metadata import consolidated as v2_consolidated
 from aiozarr.metadata import v3
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
@@ -116,13 +114,14 @@ async def _read_group(
     """
     keys = _group_keys(path, consolidated, zarr_format)
     listing = _Listing()
-    async with anyio.create_task_group() as tg:
-        if store.listable and consolidated is not True:
-            tg.start_soon(listing.run, store, path)
-        found = await hierarchy.get_documents(store, keys)
-        meta = _parse_group(store, path, dict(zip(keys, found, strict=True)), consolidated)
-        if meta.consolidated is not None:
-            tg.cancel_scope.cancel()
+    with unwrap_group():  # a missing group raises GroupNotFoundError, not a group of it
+        async with anyio.create_task_group() as tg:
+            if store.listable and consolidated is not True:
+                tg.start_soon(listing.run, store, path)
+            found = await hierarchy.get_documents(store, keys)
+            meta = _parse_group(store, path, dict(zip(keys, found, strict=True)), consolidated)
+            if meta.consolidated is not None:
+                tg.cancel_scope.cancel()
     if meta.consolidated is not None:
         return meta, None
     if not store.listable:

@@ -24,7 +24,7 @@ from aiozarr.nodes.array import AsyncArray
 from aiozarr.storage.protocol import Store
 from aiozarr.sync import run
 from aiozarr.xarray import appends
-from aiozarr.xarray.consolidation import consolidate_async, consolidate_current
+from aiozarr.xarray.consolidation import consolidate_async, consolidate_written
 from aiozarr.xarray.encoded_values import checked_encoding
 from aiozarr.xarray.lazy_array import AiozarrBackendArray
 from aiozarr.xarray.tree import read_tree
@@ -69,7 +69,7 @@ def _user_encoding(ds: xr.Dataset, encoding: Mapping[str, Mapping[str, Any]] | N
 def _existing_cf_encoding(meta: ArrayMetadata) -> dict[str, Any]:
     """The CF encoding of a stored variable, so appended values are encoded the same way."""
     enc: dict[str, Any] = {"dtype": meta.dtype}
-    for key in ("units", "calendar", "scale_factor", "add_offset"):
+    for key in ("units", "calendar", "scale_factor", "add_offset", "missing_value"):
         if key in meta.attributes:
             enc[key] = meta.attributes[key]
     if meta.zarr_format == 2 and meta.fill_value is not None:
@@ -156,9 +156,11 @@ Region = Mapping[str, "slice | Literal['auto']"] | Literal["auto"]
 
 class DaskWrite:
     """One dask-backed variable still to be written: its blocks, the array, the region,
-    and whether chunks equal to the fill value are stored (None: the settings')."""
+    whether chunks equal to the fill value are stored (None: the settings'), and whether
+    the region may start and end inside a chunk (`aiozarr.dask.store`'s `partial_edges`:
+    xarray's rule, in mode "a" but not "r+")."""
 
-    __slots__ = ("array", "region", "source", "write_empty_chunks")
+    __slots__ = ("array", "partial_edges", "region", "source", "write_empty_chunks")
 
     def __init__(
         self,
@@ -166,9 +168,10 @@ class DaskWrite:
         array: AsyncArray,
         region: tuple[slice, ...] | None,
         write_empty_chunks: bool | None = None,
+        partial_edges: bool = False,
     ) -> None:
         self.source, self.array, self.region = source, array, region
-        self.write_empty_chunks = write_empty_chunks
+        self.write_empty_chunks, self.partial_edges = write_empty_chunks, partial_edges
 
 
 async def to_zarr_async(
@@ -234,6 +237,8 @@ async def write_metadata_async(
     resolved = resolve_store(store, mode="a", storage_options=storage_options)
     path = hierarchy.normalize_path(group or "")
     meta, existing = await _read_existing(resolved, path, mode, append_dim)
+    if meta is not None:  # new variables are encoded as the group there stores them
+        zarr_format = 2 if meta.zarr_format == 2 else 3
     slices: dict[str, slice] | None = None
     if region is not None:
         slices = await _resolve_region(ds, region, resolved, path, existing, mode)
@@ -243,7 +248,7 @@ async def write_metadata_async(
     _check_placements(prepared, existing, slices, append_dim)
     empties = _write_empty_chunks(prepared, write_empty_chunks)
     fmt = await _write_group(resolved, path, meta, attrs, zarr_format, mode, slices is not None)
-    target = _Target(resolved, path, fmt, existing, slices, append_dim)
+    target = _Target(resolved, path, fmt, existing, slices, append_dim, mode == "a")
     writes: list[DaskWrite] = []
 
     async def write(name: str, target: _Target) -> _Target:
@@ -261,10 +266,8 @@ async def write_metadata_async(
             for name in prepared:
                 if name != first:
                     tg.start_soon(write, name, target)
-    if consolidated and meta is not None:  # into a group other writers may write too
-        await consolidate_current(resolved, path)
-    elif consolidated:
-        await consolidate_async(resolved, path)
+    if consolidated:  # the group's snapshot, and those above it (as xarray's, the root's)
+        await consolidate_written(resolved, path, shared=meta is not None)
     return writes
 
 
@@ -334,6 +337,7 @@ class _Target:
     existing: Mapping[str, ArrayMetadata]
     slices: Mapping[str, slice] | None
     append_dim: str | None
+    partial_edges: bool
     offset: int | None = None
 
 
@@ -363,7 +367,7 @@ async def _write_variable(
         )
         where = None
     if is_duck_dask_array(var.data):
-        return DaskWrite(var.data, array, where, write_empty), target
+        return DaskWrite(var.data, array, where, write_empty, target.partial_edges), target
     with config.set(**({} if write_empty is None else {"write_empty_chunks": write_empty})):
         await array.setitem(... if where is None else where, var.values)
     return None, target
@@ -406,6 +410,7 @@ def _delayed(writes: list[DaskWrite]) -> Any:
             region=w.region,
             compute=False,
             write_empty_chunks=w.write_empty_chunks,
+            partial_edges=w.partial_edges,
         )
         for w in writes
     ]
@@ -557,15 +562,17 @@ def to_zarr(ds: xr.Dataset, store: StoreLike, **options: Any) -> Any:
     encoding (xarray's coders), so xarray with zarr-python reads it back identical.
 
     Options: `group`, `mode` ("w-" default: fail if the group exists; "w" overwrite; "a"
-    add or append; "r+" write into existing arrays), `zarr_format` (3, with
-    `dimension_names`; or 2, with `_ARRAY_DIMENSIONS`), `encoding` (per variable, in place
+    add or append, creating the group if missing; "r+" write into existing arrays),
+    `zarr_format` (3, with `dimension_names`; or 2, with `_ARRAY_DIMENSIONS`; a group
+    written into keeps its own), `encoding` (per variable, in place
     of its own `.encoding` as in xarray: `chunks`, `shards`, `compressors`, `filters`,
     `serializer` (dicts, aiozarr or zarr-python codecs), `fill_value`, `write_empty_chunks`
     and xarray's CF keys `dtype`, `units`, `calendar`, `scale_factor`, `add_offset`,
-    `_FillValue`),
+    `_FillValue`, `missing_value`),
     `region` (`{dim: slice or "auto"}`, or "auto": found from the stored coordinates),
     `append_dim` (every variable along it grows from its stored shape and takes its rows
-    at one offset, so concurrent appenders all land), `consolidated` (True),
+    at one offset, so concurrent appenders all land), `consolidated` (True: the group's
+    snapshot, and those of the groups above it holding one),
     `write_empty_chunks` (store chunks equal to the fill value too), `compute` (True),
     `storage_options`.
 
