@@ -58,7 +58,16 @@ class StoredArray:
 
     @cached_property
     def layout(self) -> ShardLayout | None:
-        """The shard layout when the array is sharded (of the largest shard), else None."""
+        """The shard layout (of the largest shard) when the array is read and written by
+        inner chunks, else None. A sharded array with bytes->bytes codecs after the
+        sharding codec (`[sharding_indexed, zstd]`: each shard compressed whole) has no
+        range of its stored shards that is an inner chunk or the index: its shards are
+        read, decoded and written whole, as chunks (`shard_layout` describes them)."""
+        return None if self.chain.bytes_to_bytes else self.shard_layout
+
+    @property
+    def shard_layout(self) -> ShardLayout | None:
+        """The layout of the array's shards (of the largest) when it is sharded, else None."""
         return layout_of(self.chain)
 
     @property

@@ -175,12 +175,13 @@ class AsyncArray(hierarchy.NodeLocation):
         `IrregularGridError` then (use `read_chunk_sizes`), as zarr-python does.
         """
         stored = self._stored
-        if stored.rectilinear is not None and stored.layout is None:
+        layout = stored.shard_layout
+        if stored.rectilinear is not None and layout is None:
             raise IrregularGridError(
                 f"array {self.name} has a rectilinear chunk grid: its chunks have no one "
                 "shape (see read_chunk_sizes, or metadata.chunk_grid for every edge)"
             )
-        return stored.read_chunk_shape
+        return stored.read_chunk_shape if layout is None else layout.chunk_shape
 
     @property
     def shards(self) -> tuple[int, ...] | None:
@@ -190,7 +191,7 @@ class AsyncArray(hierarchy.NodeLocation):
         `IrregularGridError` then (use `write_chunk_sizes`).
         """
         stored = self._stored
-        if stored.layout is None:
+        if stored.shard_layout is None:
             return None
         if stored.rectilinear is not None:
             raise IrregularGridError(
@@ -202,7 +203,7 @@ class AsyncArray(hierarchy.NodeLocation):
     @property
     def is_sharded(self) -> bool:
         """Whether each stored object is a shard of inner chunks (`sharding_indexed`)."""
-        return self._stored.layout is not None
+        return self._stored.shard_layout is not None
 
     @property
     def rectilinear_grid(self) -> RectilinearGrid | None:
@@ -291,7 +292,7 @@ class AsyncArray(hierarchy.NodeLocation):
     async def nchunks_initialized(self) -> int:
         """Chunks stored, as zarr-python counts them: objects x chunks per shard (one listing)."""
         stored = stored_size.chunk_objects(await self._stored_keys())
-        if self._stored.layout is None or self._stored.rectilinear is not None:
+        if self._stored.shard_layout is None or self._stored.rectilinear is not None:
             return len(stored)
         return len(stored) * (math.prod(self.metadata.chunk_shape) // math.prod(self.chunks))
 
