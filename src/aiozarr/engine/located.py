@@ -148,7 +148,7 @@ def plan_reads(
         # Needed whole and its index unknown: one request serves the index and the
         # chunks, a round trip fewer. With the index cached the exact ranges are known,
         # and the chunks are read as coalesced ranges decoded as each lands.
-        if shard.whole and cached_index(array, shard.key) is None:
+        if shard.whole and cached_index(array, shard) is None:
             ready.append(WholeShard(shard))
         else:
             indexed.append(shard)

@@ -4,7 +4,9 @@ An index is only good for the version of the shard it was read from. Indexes are
 with that version, and every range read with an index must come from the same version:
 an answer from another one (the shard was rewritten, by this process or any other) is
 never decoded; `check_version` raises `StaleIndexError`, and the read forgets the index,
-reads it again and starts over.
+reads it again and starts over. A read that a cached index says needs none of the
+shard's stored chunks fetches nothing to compare versions with: the index is read again
+for it (`cached_index`), so chunks another writer stored since are read, not the fill.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from aiozarr.codecs import ShardIndex, ShardLayout
+from aiozarr.codecs import ShardIndex
+from aiozarr.engine.plan import ShardSelection
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import StoreError
 from aiozarr.storage.protocol import RangeRequest, Version
@@ -50,10 +53,14 @@ class LocatedIndex:
     version: Version | None
 
 
-def cached_index(array: StoredArray, key: str) -> LocatedIndex | None:
-    """The index of shard `key` in the array's cache, with its version."""
-    found: LocatedIndex | None = array.index_cache.get(key)
-    return found
+def cached_index(array: StoredArray, shard: ShardSelection) -> LocatedIndex | None:
+    """The cached index of `shard`, with its version; None where none is cached, or where
+    the cached one says that none of the inner chunks `shard` needs is stored: that read
+    would fetch nothing whose version shows the index stale, so it reads the index."""
+    found: LocatedIndex | None = array.index_cache.get(shard.key)
+    if found is None or any(found.index.range_of(i.inner_coords) for i in shard.inner):
+        return found
+    return None
 
 
 def remember_index(
@@ -72,45 +79,45 @@ def check_version(located: LocatedIndex, key: str, version: Version | None) -> N
 
 
 async def shard_indexes(
-    array: StoredArray, shards: Sequence[tuple[str, ShardLayout]]
+    array: StoredArray, shards: Sequence[ShardSelection]
 ) -> dict[str, LocatedIndex | None]:
-    """The index of each shard `(key, layout)` (None: the shard is missing): from the
-    cache, else from a read of it already on its way, else from one batch of reads.
+    """The index of each of `shards` by key (None: the shard is missing): from the cache
+    (`cached_index`), else from a read of it already on its way, else from one batch.
 
     One read of an index at a time per shard: a burst of cold reads of one shard (a
     service's first requests for a slice) reads its index once, not once each.
     """
     indexes: dict[str, LocatedIndex | None] = {}
-    mine: list[tuple[str, ShardLayout]] = []
+    mine: list[ShardSelection] = []
     theirs: dict[str, asyncio.Future[LocatedIndex | None]] = {}
     loop = asyncio.get_running_loop()
     loading = array.index_loads
-    wanted = dict(shards)  # key -> layout, each shard once
-    for key, layout in wanted.items():
-        cached = cached_index(array, key)
+    wanted = {shard.key: shard for shard in shards}  # each shard once
+    for key, shard in wanted.items():
+        cached = cached_index(array, shard)
         if cached is not None:
             indexes[key] = cached
         elif (pending := loading.get(key)) is None:
-            mine.append((key, layout))
+            mine.append(shard)
             loading[key] = loop.create_future()
         elif pending.get_loop() is loop:
             theirs[key] = pending
         else:  # loading in another event loop, whose future this one cannot await
-            mine.append((key, layout))
+            mine.append(shard)
     if mine:
         await _load(array, mine, indexes)
     for key, pending in theirs.items():
         await asyncio.wait([pending])  # its outcome, not its cancellation, is ours
         if pending.cancelled() or pending.exception() is not None:
             # The read that loaded it failed or was cancelled: read it ourselves.
-            indexes.update(await shard_indexes(array, [(key, wanted[key])]))
+            indexes.update(await shard_indexes(array, [wanted[key]]))
         else:
             indexes[key] = pending.result()
     return indexes
 
 
 async def _load(
-    array: StoredArray, shards: list[tuple[str, ShardLayout]], out: dict[str, LocatedIndex | None]
+    array: StoredArray, shards: list[ShardSelection], out: dict[str, LocatedIndex | None]
 ) -> None:
     """Read the indexes of `shards` in one batch into `out`, and hand each to the reads
     waiting for it (or their failure, for them to try again)."""
@@ -118,21 +125,20 @@ async def _load(
     store = array.store
     try:
         if len(shards) == 1:  # the common case (a shard read in parts): no batch to run
-            key, layout = shards[0]
-            answers = [await store.get_versioned(key, layout.index_range)]
+            answers = [await store.get_versioned(shards[0].key, shards[0].layout.index_range)]
         else:
             answers = await store.get_versioned_values(
-                [RangeRequest(key, layout.index_range) for key, layout in shards]
+                [RangeRequest(s.key, s.layout.index_range) for s in shards]
             )
-        for (key, layout), answer in zip(shards, answers, strict=True):
+        for shard, answer in zip(shards, answers, strict=True):
             if answer is None:
-                out[key] = None
+                out[shard.key] = None
             else:
-                index = layout.decode_index(answer[0], key)
-                out[key] = remember_index(array, key, index, answer[1])
+                index = shard.layout.decode_index(answer[0], shard.key)
+                out[shard.key] = remember_index(array, shard.key, index, answer[1])
     finally:
         loop = asyncio.get_running_loop()
-        for key, _ in shards:
+        for key in (s.key for s in shards):
             pending = loading.get(key)
             if pending is None or pending.get_loop() is not loop:
                 continue

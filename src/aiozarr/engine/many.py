@@ -155,7 +155,7 @@ async def _indexes(
         if slot in seen:
             continue
         seen.add(slot)
-        cached = cached_index(r.array, shard.key)
+        cached = cached_index(r.array, shard)
         if cached is None:
             wanted.append((r, shard))
         else:

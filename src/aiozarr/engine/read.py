@@ -136,7 +136,7 @@ def _parts_where_they_pay(reads: Reads, ready: list[Fetch]) -> tuple[list[Fetch]
 async def _read_indexed(reads: Reads, shards: list[ShardSelection]) -> None:
     """Shards read by their index: one batch for the indexes not cached, then one
     stream for every chunk they locate."""
-    indexes = await shard_indexes(reads.array, [(s.key, s.layout) for s in shards])
+    indexes = await shard_indexes(reads.array, shards)
     reads.missing.update(key for key, index in indexes.items() if index is None)
     located, missing = locate(shards, indexes, reads.settings.unbounded_value_bytes)
     for projection in missing:
@@ -207,7 +207,7 @@ async def _read_shard_in_parts(reads: Reads, whole: WholeShard) -> None:
         async with anyio.create_task_group() as tg:
             for i in range(ahead.count):
                 tg.start_soon(ahead.fetch, i)
-            indexes = await shard_indexes(array, [(shard.key, shard.layout)])
+            indexes = await shard_indexes(array, [shard])
             if indexes[shard.key] is None:  # no shard: nothing the parts hold is needed
                 reads.missing.add(shard.key)
                 ahead.close()
@@ -308,7 +308,7 @@ def _read_inline_once(
 
 def _index_inline(array: StoredArray, shard: ShardSelection) -> LocatedIndex | None:
     """The located index of `shard` (None: missing), from the cache or the store."""
-    located = cached_index(array, shard.key)
+    located = cached_index(array, shard)
     if located is None:
         answer = array.store.get_inline(shard.key, shard.layout.index_range)
         if answer is not None:
