@@ -3,6 +3,8 @@ its recheck policies, and writes through aiozarr dropping what they replace."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -309,3 +311,38 @@ def test_chunks_without_a_version_are_not_kept_where_every_read_checks() -> None
     store.reset()
     assert np.array_equal(arr[...], values)
     assert store.counts == Counter({"get": NCHUNKS})
+
+
+def test_a_read_only_handle_sees_a_writable_ones_writes(tmp_path: Path) -> None:
+    """Stores compare their read-only flag: the cache keys both handles' chunks alike,
+    so a write through one drops what the other holds."""
+    _write(tmp_path)
+    reader = aiozarr.open_array(str(tmp_path), mode="r", cache_bytes=8 << 20)
+    assert reader.store.read_only
+    reader[:8]
+    aiozarr.open_array(str(tmp_path))[:8] = 7
+    assert (reader[:8] == 7).all()
+
+
+@pytest.mark.parametrize("recheck", [False, 30])
+def test_an_array_created_again_with_other_chunks_is_never_served_the_old_ones(
+    tmp_path: Path, recheck: object
+) -> None:
+    """Under a policy that serves without checking, the chunks of an array since
+    created again elsewhere (another process) with another chunk shape or data type are
+    not served for it: read afresh, as a chunk of the new array."""
+    aiozarr.create_array(LocalStore(tmp_path), data=np.arange(16, dtype="i4"), chunks=(4,))
+    aiozarr.open_array(LocalStore(tmp_path), cache_bytes=8 << 20, cache_recheck=recheck)[:]
+    code = (
+        "import aiozarr, numpy as np; "
+        f"aiozarr.create_array({str(tmp_path)!r}, data=np.arange(16) * 0.5, chunks=(8,), "
+        "overwrite=True)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    again = aiozarr.open_array(LocalStore(tmp_path), cache_bytes=8 << 20, cache_recheck=recheck)
+    np.testing.assert_array_equal(again[:], np.arange(16) * 0.5)
+
+
+def test_a_recheck_policy_it_does_not_know_is_named_as_given() -> None:
+    with pytest.raises(AiozarrError, match="cache_recheck='sometimes'"):
+        as_recheck("sometimes")

@@ -70,12 +70,15 @@ async def serve_cached(
         await _revalidate(reads, session, stale, good, served)
     rest: list[ChunkProjection] = []
     hits: list[tuple[np.ndarray, ChunkProjection]] = []
-    for key, _, needed in wanted:
+    for key, layout, needed in wanted:
         if key in served:
             continue
         version = good.get(key)
         for p in needed:
             chunk = None if version is None else pool.chunk(place, key, p.chunk_coords, version)
+            if chunk is not None and not _fits(chunk, array, layout, p):
+                session.cache.forget(key)  # decoded for an array since re-created
+                chunk = None
             if chunk is None:
                 rest.append(p)
             else:
@@ -87,6 +90,16 @@ async def serve_cached(
         await run_codec(_copy, hits, reads.out, nbytes=sum(c.nbytes for c, _ in hits))
         reads.progress.advance(len(hits))
     return rest
+
+
+def _fits(
+    chunk: np.ndarray, array: StoredArray, layout: ShardLayout | None, p: ChunkProjection
+) -> bool:
+    """Whether a held `chunk` has the shape and data type the array's chunk `p` has now
+    (under a policy that serves without checking, an array re-created at the same path
+    with other chunks or another dtype could be served the old one's)."""
+    chain = array.chain_for(p.chunk_coords) if layout is None else layout.inner_chain
+    return chunk.shape == chain.spec.shape and chunk.dtype == chain.spec.dtype
 
 
 def _copy(hits: list[tuple[np.ndarray, ChunkProjection]], out: np.ndarray) -> None:

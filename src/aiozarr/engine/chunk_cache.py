@@ -24,6 +24,7 @@ past their threshold they are dropped and read again (`UNVERSIONED`).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Hashable
@@ -71,10 +72,8 @@ def as_recheck(value: Any, where: str = "cache_recheck") -> Recheck:
         text = value.strip().lower()
         if text in ("open", "true", "false"):
             return "open" if text == "open" else text == "true"
-        try:
+        with contextlib.suppress(ValueError):  # else refused below, as given
             value = float(text)
-        except ValueError:
-            value = None
     if isinstance(value, bool) or value == "open":
         return value  # type: ignore[no-any-return]
     if isinstance(value, int | float) and value >= 0:
@@ -132,11 +131,12 @@ class ChunkCache:
                 pool = cls._pools[max_bytes] = cls(max_bytes)
             return pool
 
-    def place_of(self, store: Hashable) -> int:
-        """A small number for `store` (the same for equal stores): keys carry it, as
-        hashing a store (its location) for every lookup costs more than the lookup."""
+    def place_of(self, store: Any) -> int:
+        """A small number for `store` (the same for stores over the same data, whatever
+        their read-only flag: `_writable`): keys carry it, as hashing a store (its
+        location) for every lookup costs more than the lookup."""
         with self._lock:
-            return self._places.setdefault(store, len(self._places))
+            return self._places.setdefault(_writable(store), len(self._places))
 
     @property
     def max_bytes(self) -> int:
@@ -235,7 +235,7 @@ def forget_written(store: Hashable, keys: tuple[str, ...]) -> None:
     """`keys` of `store` were just written (or deleted) through this process: every pool
     drops what it holds of them, whichever array handle cached it."""
     for pool in list(ChunkCache._pools.values()):
-        place = pool._places.get(store)
+        place = pool._places.get(_writable(store))
         if place is not None:
             pool.forget(place, *keys, written=True)
 
@@ -244,9 +244,21 @@ def forget_deleted(store: Hashable, prefix: str) -> None:
     """Every key of `store` under `prefix` was just deleted through this process (a node
     overwritten or removed): every pool drops what it holds of them."""
     for pool in list(ChunkCache._pools.values()):
-        place = pool._places.get(store)
+        place = pool._places.get(_writable(store))
         if place is not None:
             pool.forget(place, *pool.objects_under(place, prefix), written=True)
+
+
+def _writable(store: Any) -> Any:
+    """`store` as a writable store over the same data, where it can say so: stores
+    compare their read-only flag too, and a handle opened with mode "r" must see what
+    a writable one writes dropped from the cache."""
+    if not getattr(store, "read_only", False):
+        return store
+    try:
+        return store.with_read_only(False)
+    except NotImplementedError:
+        return store
 
 
 @dataclass(frozen=True, slots=True)
