@@ -65,7 +65,7 @@ def _encode_one(
     else:
         spec = job.chain.spec
         job.chain.check_fits(job.key)
-        if job.existing is None or projection.covers_chunk_in_array:
+        if job.existing is None:  # (a chunk covered inside the array is not read)
             chunk = np.full(spec.shape, fill_value, dtype=spec.dtype)
         else:
             chunk = np.array(job.chain.decode(job.existing, job.key), copy=True)
@@ -315,7 +315,7 @@ async def _write_shards(
 
 
 def _replaces_whole_shard(shard: ShardSelection) -> bool:
-    return shard.whole and all(r.projection.covers_chunk_in_array for r in shard.inner)
+    return shard.whole and all(r.projection.is_complete_chunk for r in shard.inner)
 
 
 async def _encode_shard(

@@ -49,9 +49,10 @@ class ChunkProjection:
     every selection this module makes) a chunk may be decoded straight into it.
 
     `covers_chunk_in_array` is true when the selection takes every element of the chunk
-    that lies inside the array (a chunk at the array's far edge included): a write then
-    replaces all the chunk holds, and starts from the fill value, never from the stored
-    chunk, whose part past the edge may hold values from before the array shrank.
+    that lies inside the array (a chunk at the array's far edge included): a write of an
+    unsharded array then replaces all the chunk holds, starting from the fill value, not
+    from the stored chunk, whose part past the edge may hold values from before the
+    array shrank (zarr-python does the same; it merges into a shard's inner chunks).
     """
 
     chunk_coords: tuple[int, ...]

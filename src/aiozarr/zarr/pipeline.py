@@ -309,10 +309,12 @@ def _projections(
 ) -> tuple[list[ChunkProjection] | None, str]:
     """The engine's projections of `batch` (None and why, where it cannot run it).
 
-    An item zarr-python calls complete covers its chunk's part inside the array (a chunk
-    at the far edge included): its projection says so, so that a write starts from the
-    fill value, as zarr-python's does, rather than keep the stored chunk's values past
-    the edge.
+    An item of an unsharded array that zarr-python calls complete covers its chunk's part
+    inside the array (a chunk at the far edge included): its projection says so, so that
+    a write starts from the fill value, as zarr-python's does, rather than keep the
+    stored chunk's values past the edge. (A sharded array's inner chunks zarr-python
+    merges into, keeping their cells past the edge: its projections say what they cover
+    of the shard.)
     """
     store = getattr(batch[0][0], "store", None)
     found: list[ChunkProjection] = []
@@ -330,7 +332,7 @@ def _projections(
         )
         if projections is None:
             return None, f"selection {chunk_selection!r} -> {out_selection!r}"
-        if complete and not grid.sharded and len(projections) == 1:
+        if complete and array.layout is None and len(projections) == 1:
             projections = [replace(projections[0], covers_chunk_in_array=True)]
         found.extend(projections)
     return found, ""
