@@ -48,11 +48,12 @@ class ChunkProjection:
     read the old chunk first, and where `out_selection` holds no index array (a view:
     every selection this module makes) a chunk may be decoded straight into it.
 
-    `covers_chunk_in_array` is true when the selection takes every element of the chunk
-    that lies inside the array (a chunk at the array's far edge included): a write of an
-    unsharded array then replaces all the chunk holds, starting from the fill value, not
-    from the stored chunk, whose part past the edge may hold values from before the
-    array shrank (zarr-python does the same; it merges into a shard's inner chunks).
+    `covers_chunk_in_array`: a write replaces all the chunk holds, starting from the fill
+    value without reading it. This module sets it where the chunk is complete; a chunk
+    at the array's far edge is merged into (its part past the edge kept), as another
+    writer may have grown the array and written there meanwhile. zarr-python's pipeline
+    items it calls complete set it for such a chunk too (`aiozarr.zarr`), as zarr-python
+    writes them.
     """
 
     chunk_coords: tuple[int, ...]
@@ -70,7 +71,6 @@ class _Axis:
     chunk_sels: list[AxisSelection]
     out_sels: list[slice | np.ndarray | None]  # None where the axis is dropped (int)
     complete: list[bool]
-    covered: list[bool]  # every element of the chunk inside the array selected
     length: int | None  # output length along this axis; None when dropped
 
 
@@ -101,9 +101,7 @@ class Indexer:
         # Slices and ints only: the selections index numpy as they are (the hot case: a
         # block of many chunks), so each projection is built from per-axis tuples.
         per_axis = [
-            list(
-                zip(a.chunks.tolist(), a.chunk_sels, a.out_sels, a.complete, a.covered, strict=True)
-            )
+            list(zip(a.chunks.tolist(), a.chunk_sels, a.out_sels, a.complete, strict=True))
             for a in axes
         ]
         for picked in itertools.product(*per_axis):
@@ -114,7 +112,7 @@ class Indexer:
                 # `...` on a 0-d output: `out[...]` is a view, where `out[()]` is a scalar.
                 out_selection=out_sel or (...,),
                 is_complete_chunk=all(p[3] for p in picked),
-                covers_chunk_in_array=all(p[4] for p in picked),
+                covers_chunk_in_array=all(p[3] for p in picked),
             )
 
     def _outer_projections(self, kept: list[bool]) -> Iterator[ChunkProjection]:
@@ -130,7 +128,7 @@ class Indexer:
                 chunk_selection=_outer(chunk_sel, kept),
                 out_selection=_outer(out_sel, [True] * len(out_sel)) if out_sel else (...,),
                 is_complete_chunk=all(a.complete[i] for a, i in picked),
-                covers_chunk_in_array=all(a.covered[i] for a, i in picked),
+                covers_chunk_in_array=all(a.complete[i] for a, i in picked),
             )
 
     def chunk_coords_array(self) -> np.ndarray:
@@ -147,10 +145,10 @@ class Indexer:
 class _PointIndexer(Indexer):
     """One element: its chunk and its place in the chunk, known without resolving axes."""
 
-    def __init__(self, chunk_coords: tuple[int, ...], local: tuple[int, ...], covers: bool) -> None:
+    def __init__(self, chunk_coords: tuple[int, ...], local: tuple[int, ...]) -> None:
         self.shape = ()
         self.nchunks = 1
-        self._projection = ChunkProjection(chunk_coords, local, (...,), False, covers)
+        self._projection = ChunkProjection(chunk_coords, local, (...,), False, False)
 
     def __iter__(self) -> Iterator[ChunkProjection]:
         yield self._projection
@@ -176,7 +174,6 @@ def _point(selection: Any, shape: Sequence[int], chunk_shape: ChunkGrid) -> Inde
     ):
         return None
     coords, local = [], []
-    covers = True  # the element is all its chunk holds inside the array
     for axis, (index, size, chunk) in enumerate(zip(selection, shape, chunk_shape, strict=True)):
         if type(index) is not int or type(chunk) is not int or chunk < 1:
             return None
@@ -187,8 +184,7 @@ def _point(selection: Any, shape: Sequence[int], chunk_shape: ChunkGrid) -> Inde
         k, i = divmod(index % size, chunk)
         coords.append(k)
         local.append(i)
-        covers = covers and min(chunk, size - k * chunk) == 1
-    return _PointIndexer(tuple(coords), tuple(local), covers)
+    return _PointIndexer(tuple(coords), tuple(local))
 
 
 def _outer(parts: list[Any], kept: list[bool]) -> tuple[AxisSelection, ...]:
@@ -289,12 +285,10 @@ def _int_axis(key: Any, axis: int, size: int, chunk: AxisGrid) -> _Axis:
     index %= size
     if isinstance(chunk, int):
         k, local = index // chunk, index % chunk
-        inside = min(chunk, size - k * chunk)
     else:
         k = int(chunk.chunk_of(index))
         local = index - int(chunk.start_of(k))
-        inside = min(int(chunk.size_of(k)), size - int(chunk.start_of(k)))
-    return _Axis(np.array([k], dtype=np.int64), [local], [None], [False], [inside == 1], None)
+    return _Axis(np.array([k], dtype=np.int64), [local], [None], [False], None)
 
 
 def _slice_axis(key: slice, axis: int, size: int, chunk: AxisGrid) -> _Axis:
@@ -305,9 +299,9 @@ def _slice_axis(key: slice, axis: int, size: int, chunk: AxisGrid) -> _Axis:
         raise SelectionError(f"invalid slice {key!r} for axis {axis}: {error}") from error
     n = len(range(start, stop, step))
     if n == 0:
-        return _Axis(np.zeros(0, dtype=np.int64), [], [], [], [], 0)
+        return _Axis(np.zeros(0, dtype=np.int64), [], [], [], 0)
     if step == 1 and isinstance(chunk, int) and (stop - 1) // chunk - start // chunk < _FEW:
-        return _few_chunks_axis(start, stop, chunk, size)
+        return _few_chunks_axis(start, stop, chunk)
     reverse = step < 0
     if reverse:  # the same elements in ascending order; output positions flip below
         start, step = start + (n - 1) * step, -step
@@ -326,15 +320,12 @@ def _slice_axis(key: slice, axis: int, size: int, chunk: AxisGrid) -> _Axis:
     hi = np.minimum(origin + length - 1, last)
     touched = first <= hi
     k, first, hi, origin = k[touched], first[touched], hi[touched], origin[touched]
-    length = length if isinstance(length, int) else length[touched]
     end = start + ((hi - start) // step) * step  # last element <= hi
     count = (end - first) // step + 1
     pos = (first - start) // step  # output position of `first` (ascending order)
     local_first = (first - origin).tolist()
     local_end = (end - origin).tolist()
     counts = count.tolist()
-    # every element of the chunk inside the array, in either direction
-    covered = ((count == np.minimum(origin + length, size) - origin) & (step == 1)).tolist()
     if reverse:
         out_start = (n - pos - count).tolist()
         chunk_sels: list[AxisSelection] = [
@@ -345,11 +336,14 @@ def _slice_axis(key: slice, axis: int, size: int, chunk: AxisGrid) -> _Axis:
     else:
         out_start = pos.tolist()
         chunk_sels = [slice(f, e + 1, step) for f, e in zip(local_first, local_end, strict=True)]
-        complete = ((count == length) & (step == 1)).tolist()
+        if isinstance(length, int):
+            complete = [step == 1 and c == length for c in counts]
+        else:
+            complete = ((count == length[touched]) & (step == 1)).tolist()
     out_sels: list[slice | np.ndarray | None] = [
         slice(o, o + c) for o, c in zip(out_start, counts, strict=True)
     ]
-    return _Axis(k, chunk_sels, out_sels, complete, covered, n)
+    return _Axis(k, chunk_sels, out_sels, complete, n)
 
 
 #: Below this many chunks a contiguous slice is resolved in plain Python: numpy's calls
@@ -357,22 +351,20 @@ def _slice_axis(key: slice, axis: int, size: int, chunk: AxisGrid) -> _Axis:
 _FEW = 16
 
 
-def _few_chunks_axis(start: int, stop: int, chunk: int, size: int) -> _Axis:
+def _few_chunks_axis(start: int, stop: int, chunk: int) -> _Axis:
     """`_slice_axis` of `start:stop` (step 1, non-empty) over regular chunks, few of them."""
     first, last = start // chunk, (stop - 1) // chunk
     chunk_sels: list[AxisSelection] = []
     out_sels: list[slice | np.ndarray | None] = []
     complete = []
-    covered = []
     for k in range(first, last + 1):
         origin = k * chunk
         lo, hi = max(origin, start), min(origin + chunk, stop)
         chunk_sels.append(slice(lo - origin, hi - origin, 1))
         out_sels.append(slice(lo - start, hi - start))
         complete.append(hi - lo == chunk)
-        covered.append(hi - lo == min(chunk, size - origin))
     chunks = np.arange(first, last + 1, dtype=np.int64)
-    return _Axis(chunks, chunk_sels, out_sels, complete, covered, stop - start)
+    return _Axis(chunks, chunk_sels, out_sels, complete, stop - start)
 
 
 def _as_index_array(key: Any, axis: int, size: int) -> np.ndarray:
@@ -409,7 +401,7 @@ def _array_axis(key: Any, axis: int, size: int, chunk: AxisGrid) -> _Axis:
     index = _as_index_array(key, axis, size)
     n = len(index)
     if n == 0:
-        return _Axis(np.zeros(0, dtype=np.int64), [], [], [], [], 0)
+        return _Axis(np.zeros(0, dtype=np.int64), [], [], [], 0)
     chunks = index // chunk if isinstance(chunk, int) else chunk.chunk_of(index)
     order = np.argsort(chunks, kind="stable")  # keeps output positions ascending per chunk
     sorted_chunks = chunks[order]
@@ -428,7 +420,6 @@ def _array_axis(key: Any, axis: int, size: int, chunk: AxisGrid) -> _Axis:
     chunk_sels: list[AxisSelection] = []
     out_sels: list[slice | np.ndarray | None] = []
     complete: list[bool] = []
-    covered: list[bool] = []
     lengths = (
         [chunk] * len(starts)
         if isinstance(chunk, int)
@@ -442,15 +433,11 @@ def _array_axis(key: Any, axis: int, size: int, chunk: AxisGrid) -> _Axis:
             chunk_sels.append(slice(lo, lo + e - s, 1))
             out_sels.append(slice(o, o + e - s))
             complete.append(lo == 0 and e - s == length)
-            origin = int(sorted_chunks[s]) * length if isinstance(chunk, int) else None
-            inside = length if origin is None else min(length, size - origin)
-            covered.append(lo == 0 and e - s == inside)
         else:
             chunk_sels.append(local[s:e])
             out_sels.append(order[s:e])
             complete.append(False)
-            covered.append(False)
-    return _Axis(sorted_chunks[starts], chunk_sels, out_sels, complete, covered, n)
+    return _Axis(sorted_chunks[starts], chunk_sels, out_sels, complete, n)
 
 
 def axis_grids(shape: Sequence[int], grid: ChunkGrid) -> list[AxisGrid]:
