@@ -401,6 +401,19 @@ async def create_group_async(
     )
 
 
+def _array_of(value: Any) -> AsyncArray:
+    """The array of one `read_many` pair; an `AiozarrError` for anything else (an
+    accessor such as `arr.vindex`: its selections are read through it)."""
+    if isinstance(value, Array):
+        return value.async_array
+    if isinstance(value, AsyncArray):
+        return value
+    raise AiozarrError(
+        f"read_many takes (array, selection) pairs, got {type(value).__name__} where the "
+        "array goes (arr.oindex / arr.vindex / arr.blocks selections are read through them)"
+    )
+
+
 async def read_many_async(reads: Iterable[tuple[AsyncArray | Array, Any]]) -> list[Any]:
     """The values of many selections, `[(array, selection), ...]`, read as one: the shard
     indexes of every array not cached in one batch per store, then every chunk in one
@@ -411,7 +424,7 @@ async def read_many_async(reads: Iterable[tuple[AsyncArray | Array, Any]]) -> li
     Returns:
         The values of each selection, in order, as `getitem` returns them.
     """
-    pairs = [(a.async_array if isinstance(a, Array) else a, sel) for a, sel in reads]
+    pairs = [(_array_of(a), sel) for a, sel in reads]
     if len(pairs) == 1:  # nothing to plan together: the single read's plan
         return [await pairs[0][0].getitem(pairs[0][1])]
     results: list[Any] = [None] * len(pairs)

@@ -201,3 +201,9 @@ def test_with_the_chunk_cache(tmp_path: Path) -> None:
 
 def test_nothing_to_read() -> None:
     assert aiozarr.read_many([]) == []
+
+
+def test_a_pair_without_an_array_is_refused_by_name() -> None:
+    arr = aiozarr.create_array(MemoryStore(), shape=(4,), chunks=(2,), dtype="i4")
+    with pytest.raises(aiozarr.errors.AiozarrError, match="got _Selector where the array goes"):
+        aiozarr.read_many([(arr.vindex, [1]), (arr, 0)])
