@@ -65,7 +65,7 @@ class StoredArray:
         read, decoded and written whole, as chunks (`shard_layout` describes them)."""
         return None if self.chain.bytes_to_bytes else self.shard_layout
 
-    @property
+    @cached_property
     def shard_layout(self) -> ShardLayout | None:
         """The layout of the array's shards (of the largest) when it is sharded, else None."""
         return layout_of(self.chain)
