@@ -4,7 +4,7 @@ path, for tests and benchmarks that hold a read or an open to a number of round 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from aiozarr.byte_range import ByteRange
@@ -66,9 +66,10 @@ class RoundTripStore(CountingStore):
     def range_began(self, key: str) -> object:
         return self._begin()
 
-    def range_ended(self, token: object) -> None:
+    def range_ended(self, token: object, hand_on: Callable[[], None]) -> None:
         # As `_request`: the answer counts as finished once the loop has turned
-        # `_SETTLE_TURNS` times more (a range sent by callbacks is handed on at once).
+        # `_SETTLE_TURNS` times more, and only then reaches the reader, so a request it
+        # leads to is always one deeper, however fast the reader acts on it.
         loop = asyncio.get_running_loop()
 
         def turn(left: int) -> None:
@@ -76,6 +77,7 @@ class RoundTripStore(CountingStore):
                 loop.call_soon(turn, left - 1)
             else:
                 self._end(token)  # type: ignore[arg-type]
+                hand_on()
 
         turn(_SETTLE_TURNS)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
 
 from aiozarr.byte_range import ByteRange
@@ -139,8 +139,10 @@ class CountingStore(WrapperStore):
         that watch requests as `read` does (nothing here)."""
         return None
 
-    def range_ended(self, token: object) -> None:
-        """The range `range_began` returned `token` for is over."""
+    def range_ended(self, token: object, hand_on: Callable[[], None]) -> None:
+        """The range `range_began` returned `token` for is over: `hand_on()` gives its
+        answer to the reader (at once here; a subclass may hold it back a while)."""
+        hand_on()
 
     def _started(self, n: int) -> None:
         self.inflight += n
@@ -259,32 +261,41 @@ class _CountedSender:
         return await self._inner.range_failed(key, byte_range, max_bytes, error)
 
 
+def _nothing() -> None:
+    pass
+
+
 class _CountedRange:
     """One range in flight through `_CountedSender`: in flight until answered or cancelled."""
 
-    __slots__ = ("_counting", "_listener", "_open", "_token", "send")
+    __slots__ = ("_cancelled", "_counting", "_listener", "_open", "_token", "send")
 
     def __init__(self, counting: CountingStore, listener: RangeListener, token: object) -> None:
         self._counting, self._listener, self._token = counting, listener, token
-        self._open = True
+        self._open, self._cancelled = True, False
         self.send: RangeSend | None = None
 
-    def _close(self) -> None:
+    def _close(self, hand_on: Callable[[], None]) -> None:
         if self._open:
             self._open = False
             self._counting.inflight -= 1
-            self._counting.range_ended(self._token)
+            self._counting.range_ended(self._token, hand_on)
 
     def began(self) -> None:
         self._listener.began()
 
     def done(self, answer: Versioned | BaseException) -> None:
-        self._close()
         if isinstance(answer, tuple):
             self._counting.bytes_read += _nbytes(answer[0])
-        self._listener.done(answer)
+
+        def hand_on() -> None:
+            if not self._cancelled:  # a range cancelled while its answer was held
+                self._listener.done(answer)
+
+        self._close(hand_on)
 
     def cancel(self) -> None:
-        self._close()
+        self._cancelled = True
+        self._close(_nothing)
         if self.send is not None:
             self.send.cancel()
