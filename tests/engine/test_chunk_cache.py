@@ -116,9 +116,9 @@ def test_a_write_through_aiozarr_drops_what_it_replaces(tmp_path: Path) -> None:
     arr[:16, :16, :16] = 1  # a whole shard
     values[:16, :16, :16] = 1
     assert np.array_equal(arr[...], values)
-    arr.resize((8, 32, 32))  # the shards past row 16 deleted
+    arr.resize((8, 32, 32))  # the shards past row 16 deleted, rows 8-15 filled
     arr.resize(SHAPE)
-    values[16:] = 0
+    values[8:] = 0
     assert np.array_equal(arr[...], values)
 
 

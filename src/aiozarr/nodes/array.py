@@ -32,7 +32,14 @@ from aiozarr.errors import (
     unwrap_group,
 )
 from aiozarr.metadata.model import ArrayMetadata, CodecMetadata, GroupMetadata
-from aiozarr.nodes import codec_roles, hierarchy, selection_plans, shape_changes, stored_size
+from aiozarr.nodes import (
+    codec_roles,
+    hierarchy,
+    selection_plans,
+    shape_changes,
+    shrinking,
+    stored_size,
+)
 from aiozarr.nodes import node_updates as updates
 from aiozarr.nodes.creation import array_config, array_metadata
 from aiozarr.nodes.description import ArrayDescription, ArrayInfo, array_info, describe_array
@@ -481,24 +488,21 @@ class AsyncArray(hierarchy.NodeLocation):
             raise ReadOnlyError(f"array {self.name} in {self._store!r} is read-only")
 
     async def resize(self, new_shape: int | Sequence[int]) -> None:
-        """Change the shape; chunks wholly outside the new shape are deleted (before the
-        new shape is stored, so an append committed after it keeps its rows).
+        """Change the shape; chunks wholly outside the new shape are deleted and the part
+        cut off of those kept is filled with the fill value (before the new shape is
+        stored, so an append committed after it keeps its rows).
 
         On a rectilinear grid the edges stay as they are when shrinking (edges past the
         end are allowed); growing past the last edge repeats the last edge of that axis
         as often as needed.
         """
 
-        async def drop_outside(before: ArrayMetadata, after: ArrayMetadata) -> None:
-            _, outside = shape_changes.resized(before, after.shape, self.name)
-            stale = [self._stored.key(coords) for coords in outside]
-            await self._store.delete_many(stale)
-            self._stored.forget(*stale, written=True)
-
         self._check_writable()
-        await self._update_metadata(
-            lambda meta: shape_changes.resized(meta, new_shape, self.name)[0], drop_outside
-        )
+        clear_cut = partial(shrinking.clear_cut, self._stored, name=self.name, what=self._describe)
+        with self._settings(), unwrap_group():
+            await self._update_metadata(
+                lambda meta: shape_changes.resized(meta, new_shape, self.name)[0], clear_cut
+            )
 
     async def update_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
         """Merge `attributes` into the array's attributes as stored; the attributes now."""

@@ -1,6 +1,7 @@
 """An array's shape and grid, and how they change (pure): the rule a rectilinear grid
 keeps (checked when the array is built), the metadata after a resize with the stored
-objects it leaves outside, and the shape and region of an append."""
+objects it leaves outside and the cut-off parts of those it keeps, and the shape and
+region of an append."""
 
 from __future__ import annotations
 
@@ -88,6 +89,41 @@ def resized(
         if any(c >= n for c, n in zip(coords, new_counts, strict=True))
     ]
     return new, outside
+
+
+def cut_regions(old: ArrayMetadata, new_shape: Sequence[int]) -> list[tuple[slice, ...]]:
+    """The parts of array `old` that a shrink to `new_shape` cuts off but that stay in
+    stored objects (shards, else chunks) the new shape still touches: disjoint boxes in
+    `old`'s coordinates, one per shrunk axis, to be filled so that a later grow shows
+    fill values there, as HDF5 prunes a shrunk dataset's edge chunks."""
+    kept = [min(b, n) for b, n in zip(old.shape, new_shape, strict=True)]
+    ends = [_object_end(old, axis, k) for axis, k in enumerate(kept)]
+    if any(n == 0 for n in new_shape):
+        return []  # no object survives: all of them are deleted
+    regions = []
+    for axis, (before, after) in enumerate(zip(old.shape, new_shape, strict=True)):
+        if after >= before or ends[axis] == after:
+            continue  # not shrunk, or cut at an object's edge: nothing left behind
+        box = [slice(0, k) for k in kept[:axis]]  # earlier axes' cuts are their own
+        box.append(slice(after, min(before, ends[axis])))
+        box.extend(
+            slice(0, min(b, e))
+            for b, e in zip(old.shape[axis + 1 :], ends[axis + 1 :], strict=True)
+        )
+        regions.append(tuple(box))
+    return regions
+
+
+def _object_end(meta: ArrayMetadata, axis: int, extent: int) -> int:
+    """Where the stored object holding element `extent - 1` along `axis` ends."""
+    if extent == 0:
+        return 0
+    if meta.chunk_grid is None:
+        step = meta.chunk_shape[axis]
+        return -(-extent // step) * step
+    edges = meta.chunk_grid.axes[axis]
+    last = edges.chunk_of(extent - 1)
+    return int(edges.start_of(last) + edges.size_of(last))
 
 
 def grown(

@@ -1,0 +1,39 @@
+"""What a shrink leaves behind, cleared before the smaller shape is stored: the stored
+objects (shards, else chunks) wholly outside it are deleted, and the part it cuts off
+inside those it keeps is filled, so that a later grow shows the fill value there and
+never the values from before (as HDF5 prunes a shrunk dataset's edge chunks; zarr-python
+and TensorStore show the old values again)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from aiozarr.engine import entry as engine
+from aiozarr.engine.entry import StoredArray
+from aiozarr.metadata.model import ArrayMetadata
+from aiozarr.nodes import selection_plans, shape_changes
+from aiozarr.nodes.write_values import as_value
+from aiozarr.selection.indexing import basic_indexer
+
+
+async def clear_cut(
+    stored: StoredArray,
+    before: ArrayMetadata,
+    after: ArrayMetadata,
+    name: str,
+    what: Callable[[], str],
+) -> None:
+    """Delete and fill what resizing array `name` (`stored`) from `before` to `after`
+    cuts off; `what()` names the array and its store in messages."""
+    _, outside = shape_changes.resized(before, after.shape, name)
+    stale = [stored.key(coords) for coords in outside]
+    await stored.store.delete_many(stale)
+    stored.forget(*stale, written=True)
+    old = dataclasses.replace(stored, meta=before)  # the cut parts are inside `before`
+    for region in shape_changes.cut_regions(before, after.shape):
+        indexer = selection_plans.plan(
+            basic_indexer, region, before.shape, before.dtype, old.read_grid, what
+        )
+        fill = as_value(old.fill_value, indexer.shape, before.dtype, name=name, what=what)
+        await engine.write(old, list(indexer), fill, None)
