@@ -92,6 +92,8 @@ async def update_node(
             before, read = await hierarchy.read_versioned(store, path, like)
             if before is None:
                 before = _missing(store, path, like)
+            if isinstance(like, ArrayMetadata):
+                _check_same_array(like, before, shown, store)  # type: ignore[arg-type]
             after = _reapplied(apply, before, shown, store)
             if prepare is not None:
                 await prepare(before, after)  # type: ignore[arg-type]
@@ -117,6 +119,38 @@ def _missing(store: Store, path: str, like: N) -> N:
     if isinstance(like, ArrayMetadata):
         raise NodeNotFoundError(f"the array at {path or '/'!r} is no longer in {store!r}")
     return GroupMetadata(zarr_format=like.zarr_format)  # type: ignore[return-value]
+
+
+def _check_same_array(like: ArrayMetadata, stored: ArrayMetadata, shown: str, store: Store) -> None:
+    """`VersionConflictError` where the array stored is no longer the handle's: another
+    writer created it again with another data type, fill value, grid or codecs. A
+    change applied to it would mix the two (an append encoded for the old dtype, a
+    handle reporting the new one), so nothing is written; shape and attributes may
+    differ (another writer's resize, append or attributes)."""
+    if _layout(like) != _layout(stored) or not _same_edges(like, stored):
+        raise VersionConflictError(
+            f"cannot change the metadata {shown} in {store!r}: another writer created "
+            "the array again with another data type, fill value, chunk grid or codecs; "
+            "open it again to change it"
+        )
+
+
+def _layout(meta: ArrayMetadata) -> dict[str, object]:
+    """What of the array's document decides how its chunks are stored and read."""
+    doc = meta.to_dict()
+    for key in ("shape", "attributes", "dimension_names"):
+        doc.pop(key, None)
+    if meta.chunk_grid is not None:
+        doc.pop("chunk_grid", None)  # edges past the end change as it grows (compared above)
+    return doc
+
+
+def _same_edges(like: ArrayMetadata, stored: ArrayMetadata) -> bool:
+    """Whether two rectilinear grids (or two regular ones) agree where both arrays are."""
+    if like.chunk_grid is None or stored.chunk_grid is None:
+        return like.chunk_grid is stored.chunk_grid
+    common = tuple(min(a, b) for a, b in zip(like.shape, stored.shape, strict=False))
+    return like.chunk_grid.sizes_within(common) == stored.chunk_grid.sizes_within(common)
 
 
 def _reapplied(apply: Apply[N], before: N, shown: str, store: Store) -> N:
