@@ -346,3 +346,35 @@ def test_an_array_created_again_with_other_chunks_is_never_served_the_old_ones(
 def test_a_recheck_policy_it_does_not_know_is_named_as_given() -> None:
     with pytest.raises(AiozarrError, match="cache_recheck='sometimes'"):
         as_recheck("sometimes")
+
+
+def _rooted_apart_local(tmp_path: Path) -> tuple[Any, Any]:
+    return LocalStore(tmp_path), LocalStore(tmp_path / "a")
+
+
+def _rooted_apart_s3(make: Callable[..., ObjectStore]) -> tuple[Any, Any]:
+    group = make()
+    return group, make(prefix=f"{group.obstore.prefix}/a")
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_handles_rooted_apart_drop_each_others_written_chunks(
+    tmp_path: Path, emulator_s3_store: Callable[..., ObjectStore], where: str
+) -> None:
+    """A group's store and a store opened at one of its arrays name one chunk by two
+    keys (`a/c/0/0/0`, `c/0/0/0`): a write through either drops what the other cached."""
+    group_store, array_store = (
+        _rooted_apart_local(tmp_path) if where == "local" else _rooted_apart_s3(emulator_s3_store)
+    )
+    values = _values()
+    aiozarr.create_array(group_store, "a", data=values, chunks=CHUNKS)
+    through_group = aiozarr.open_array(group_store, "a", cache_bytes=8 << 20, cache_recheck=False)
+    at_array = aiozarr.open_array(array_store, cache_bytes=8 << 20, cache_recheck=False)
+    assert np.array_equal(through_group[...], values)
+    assert np.array_equal(at_array[...], values)
+    at_array[0:8] = 1
+    values[0:8] = 1
+    assert np.array_equal(through_group[...], values)
+    through_group[8:16] = 2
+    values[8:16] = 2
+    assert np.array_equal(at_array[...], values)

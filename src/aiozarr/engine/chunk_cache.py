@@ -41,6 +41,9 @@ from aiozarr.selection.indexing import ChunkProjection
 
 #: When a cached chunk must be checked against the store again (see the module's doc).
 Recheck: TypeAlias = bool | Literal["open"] | float
+#: Where a store's keys are in a pool: the number of the data they name (`key_space`)
+#: and the prefix the store puts before them there.
+Place: TypeAlias = tuple[int, str]
 
 
 class _Unversioned:
@@ -120,7 +123,7 @@ class ChunkCache:
         self._lru = LRUByteCache(max_bytes)
         self._lock = threading.Lock()
         self._written: dict[tuple[int, str], float] = {}
-        self._places: dict[Hashable, int] = {}
+        self._spaces: dict[Hashable, int] = {}
 
     @classmethod
     def shared(cls, max_bytes: int) -> ChunkCache:
@@ -131,12 +134,21 @@ class ChunkCache:
                 pool = cls._pools[max_bytes] = cls(max_bytes)
             return pool
 
-    def place_of(self, store: Any) -> int:
-        """A small number for `store` (the same for stores over the same data, whatever
-        their read-only flag: `_writable`): keys carry it, as hashing a store (its
-        location) for every lookup costs more than the lookup."""
+    def place_of(self, store: Any) -> Place:
+        """Where `store`'s keys are: a small number for the data it reads (the same for
+        stores over the same data whatever their read-only flag or root: `key_space`),
+        which keys carry as hashing a store for every lookup costs more than the lookup,
+        and the prefix its keys take there."""
+        space, prefix = key_space(store)
         with self._lock:
-            return self._places.setdefault(_writable(store), len(self._places))
+            return self._spaces.setdefault(space, len(self._spaces)), prefix
+
+    def known_place(self, store: Any) -> Place | None:
+        """`place_of(store)` where the pool holds keys of its data, else None (and the
+        store is not remembered: it may be one that must be collected to close)."""
+        space, prefix = key_space(store)
+        number = self._spaces.get(space)
+        return None if number is None else (number, prefix)
 
     @property
     def max_bytes(self) -> int:
@@ -147,21 +159,22 @@ class ChunkCache:
         """Bytes held now (decoded chunks and records), never more than `max_bytes`."""
         return self._lru.nbytes
 
-    def record(self, place: int, key: str) -> _Record | None:
-        found: _Record | None = self._lru.peek(("object", place, key))
+    def record(self, place: Place, key: str) -> _Record | None:
+        found: _Record | None = self._lru.peek(("object", place[0], place[1] + key))
         return found
 
     def chunk(
-        self, place: int, key: str, coords: tuple[int, ...], version: Hashable
+        self, place: Place, key: str, coords: tuple[int, ...], version: Hashable
     ) -> np.ndarray | None:
-        found: np.ndarray | None = self._lru.peek(("chunk", place, key, coords, version))
+        name = place[1] + key
+        found: np.ndarray | None = self._lru.peek(("chunk", place[0], name, coords, version))
         return found
 
-    def touch(self, place: int, key: str, coords: tuple[int, ...], version: Hashable) -> None:
+    def touch(self, place: Place, key: str, coords: tuple[int, ...], version: Hashable) -> None:
         """Mark a chunk served (most recently used)."""
-        self._lru.get(("chunk", place, key, coords, version))
+        self._lru.get(("chunk", place[0], place[1] + key, coords, version))
 
-    def confirm(self, place: int, key: str, version: Hashable, checked: float) -> None:
+    def confirm(self, place: Place, key: str, version: Hashable, checked: float) -> None:
         """`version` of `key` was current at `checked`."""
         with self._lock:
             found = self.record(place, key)
@@ -170,7 +183,7 @@ class ChunkCache:
 
     def keep(
         self,
-        place: int,
+        place: Place,
         key: str,
         coords: tuple[int, ...],
         version: Hashable,
@@ -180,8 +193,9 @@ class ChunkCache:
         """Hold `chunk`, decoded from `version` of `key` read by a request sent at
         `checked` or later; not when `key` was written since (a write through this
         process drops what it replaced) or a newer version is known."""
+        space, name = place[0], place[1] + key
         with self._lock:
-            if self._written.get((place, key), -1.0) >= checked:
+            if self._written.get((space, name), -1.0) >= checked:
                 return
             found = self.record(place, key)
             if found is None or found.version != version:
@@ -191,11 +205,11 @@ class ChunkCache:
                 found = _Record(version, checked, set())
             found.checked = max(found.checked, checked)
             found.coords.add(coords)
-            self._lru.put(("object", place, key), found, _RECORD_BYTES)
+            self._lru.put(("object", space, name), found, _RECORD_BYTES)
             chunk.flags.writeable = False
-            self._lru.put(("chunk", place, key, coords, version), chunk, chunk.nbytes)
+            self._lru.put(("chunk", space, name, coords, version), chunk, chunk.nbytes)
 
-    def forget(self, place: int, *keys: str, written: bool = False) -> None:
+    def forget(self, place: Place, *keys: str, written: bool = False) -> None:
         """Drop everything held of `keys` in the store at `place`; `written`: they were
         just written, and a read that began before now must not cache what it read."""
         now = time.monotonic()
@@ -203,17 +217,19 @@ class ChunkCache:
             for key in keys:
                 self._drop(place, key)
                 if written:  # the newest last, so the oldest go first
-                    self._written.pop((place, key), None)
-                    self._written[(place, key)] = now
+                    name = (place[0], place[1] + key)
+                    self._written.pop(name, None)
+                    self._written[name] = now
             while len(self._written) > _WRITES_REMEMBERED:
                 del self._written[next(iter(self._written))]
 
-    def objects_under(self, place: int, prefix: str) -> list[str]:
+    def objects_under(self, place: Place, prefix: str) -> list[str]:
         """The keys under `prefix` of the store at `place` that chunks are held of."""
+        space, under = place[0], place[1] + prefix
         return [
-            k[2]
+            k[2][len(place[1]) :]
             for k in self._lru.held_keys()
-            if k[0] == "object" and k[1] == place and k[2].startswith(prefix)
+            if k[0] == "object" and k[1] == space and k[2].startswith(under)
         ]
 
     def clear(self) -> None:
@@ -221,13 +237,14 @@ class ChunkCache:
         with self._lock:
             self._lru.clear()
 
-    def _drop(self, place: int, key: str) -> None:
+    def _drop(self, place: Place, key: str) -> None:
         found = self.record(place, key)
         if found is None:
             return
+        space, name = place[0], place[1] + key
         self._lru.invalidate(
-            ("object", place, key),
-            *(("chunk", place, key, c, found.version) for c in found.coords),
+            ("object", space, name),
+            *(("chunk", space, name, c, found.version) for c in found.coords),
         )
 
 
@@ -235,7 +252,7 @@ def forget_written(store: Hashable, keys: tuple[str, ...]) -> None:
     """`keys` of `store` were just written (or deleted) through this process: every pool
     drops what it holds of them, whichever array handle cached it."""
     for pool in list(ChunkCache._pools.values()):
-        place = pool._places.get(_writable(store))
+        place = pool.known_place(store)
         if place is not None:
             pool.forget(place, *keys, written=True)
 
@@ -244,21 +261,18 @@ def forget_deleted(store: Hashable, prefix: str) -> None:
     """Every key of `store` under `prefix` was just deleted through this process (a node
     overwritten or removed): every pool drops what it holds of them."""
     for pool in list(ChunkCache._pools.values()):
-        place = pool._places.get(_writable(store))
+        place = pool.known_place(store)
         if place is not None:
             pool.forget(place, *pool.objects_under(place, prefix), written=True)
 
 
-def _writable(store: Any) -> Any:
-    """`store` as a writable store over the same data, where it can say so: stores
-    compare their read-only flag too, and a handle opened with mode "r" must see what
-    a writable one writes dropped from the cache."""
-    if not getattr(store, "read_only", False):
-        return store
-    try:
-        return store.with_read_only(False)
-    except NotImplementedError:
-        return store
+def key_space(store: Any) -> tuple[Hashable, str]:
+    """The data `store`'s keys name and the prefix it puts before them
+    (`Store.key_space`); a store that cannot say is its own, writable (stores compare
+    their read-only flag, and a mode "r" handle must see what a writable one writes)."""
+    if hasattr(store, "key_space"):
+        return store.key_space()  # type: ignore[no-any-return]
+    return store, ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +281,7 @@ class ArrayCache:
 
     pool: ChunkCache
     store: Any
-    place: int  # the store's number in the pool
+    place: Place  # where the store's keys are in the pool
     recheck: Recheck
     opened_at: float
 

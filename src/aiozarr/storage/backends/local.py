@@ -20,7 +20,7 @@ import secrets
 import shutil
 import socket
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Hashable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +166,10 @@ class LocalStore(Store):
     def root(self) -> Path:
         """The directory holding the keys (absolute)."""
         return self._root
+
+    def key_space(self) -> tuple[Hashable, str]:
+        """The file system, and this store's directory in it."""
+        return type(self), self._root.as_posix().rstrip("/") + "/"
 
     def with_read_only(self, read_only: bool = True) -> LocalStore:
         """A store over the same directory with another read-only flag."""

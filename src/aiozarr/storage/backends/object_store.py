@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import obstore
@@ -173,6 +173,16 @@ class ObjectStore(Store):
     @property
     def capabilities(self) -> Capabilities:
         return self._whole if self.runtime.whole_reads.ignored else self._capabilities
+
+    def key_space(self) -> tuple[Hashable, str]:
+        """The bucket (container, server) as its configuration names it, and this
+        store's prefix in it."""
+        config = getattr(self._store, "config", None)
+        if not isinstance(config, Mapping):
+            return super().key_space()  # an HTTP or a local obstore store: no config
+        prefix = str(getattr(self._store, "prefix", None) or "").strip("/")
+        bucket = tuple(sorted((str(k), repr(v)) for k, v in config.items()))
+        return (type(self._store), bucket), prefix + "/" if prefix else ""
 
     def with_read_only(self, read_only: bool = True) -> ObjectStore:
         """A store over the same data with another flag, sharing this one's request budget."""

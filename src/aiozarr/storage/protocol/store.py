@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Sequence
 from typing import Any, ClassVar, TypeVar
 
 import anyio
@@ -145,6 +145,18 @@ class Store(ABC):
     def with_read_only(self, read_only: bool = True) -> Store:
         """A store over the same data with another read-only flag."""
         raise NotImplementedError(f"{type(self).__name__} cannot change its read-only flag")
+
+    def key_space(self) -> tuple[Hashable, str]:
+        """The data this store's keys name, and the prefix it puts before them there:
+        stores over the same data rooted apart (a group's store and one opened at an
+        array inside it) give one space, a key's full name in it being prefix + key,
+        whatever their read-only flag. Caches key what they hold by it."""
+        if not self.read_only:
+            return self, ""
+        try:
+            return self.with_read_only(False), ""
+        except NotImplementedError:
+            return self, ""
 
     # -- what its callers share --------------------------------------------------------
 
