@@ -118,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             "arrays": report.arrays,
             "groups": report.groups,
             "chunks_written": report.chunks_written,
+            "chunks_empty": report.chunks_empty,
             "chunks_skipped": report.chunks_skipped,
             "bytes_copied": report.bytes_copied,
             "seconds": round(report.seconds, 3),
@@ -129,9 +130,10 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"copied {plural(report.arrays, 'array')}, {plural(report.groups, 'group')}: "
                 f"{plural(report.chunks_written, 'object')} written (shards or chunks), "
+                f"{report.chunks_empty} left out (all fill value), "
                 f"{report.chunks_skipped} skipped (already there, verified), "
-                f"{human_bytes(report.bytes_copied)} in {report.seconds:.2f} s "
-                f"({human_bytes(rate)}/s)",
+                f"{human_bytes(report.bytes_copied)} of values (decoded) in "
+                f"{report.seconds:.2f} s ({human_bytes(rate)}/s)",
                 file=sys.stdout,
             )
         return 0

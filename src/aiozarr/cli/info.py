@@ -7,13 +7,15 @@ Stored bytes come from one listing of the node's keys (with sizes), never from r
 chunks, so `info` stays cheap on a terabyte array. An array is shown as its
 `ArrayDescription` renders itself (`arr.info` shows the same rows); one whose codecs
 cannot be built here (a codec package missing) is described from its metadata, with a
-line saying what to install.
+line saying what to install. `--json` prints strict JSON: a NaN or infinity in the
+attributes comes as the string Zarr writes for such a fill value ("NaN", "Infinity").
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -29,7 +31,14 @@ from aiozarr.cli.storage_options import is_local, options_for, parse_storage_opt
 from aiozarr.errors import StoreError, UnsupportedError
 from aiozarr.nodes.description import ArrayDescription, describe_metadata, render_rows
 
-__all__ = ["build_parser", "describe", "describe_unreadable", "listed_sizes", "main"]
+__all__ = [
+    "build_parser",
+    "describe",
+    "describe_unreadable",
+    "listed_sizes",
+    "main",
+    "strict_json",
+]
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
@@ -172,6 +181,19 @@ def _array_info(info: dict[str, Any], described: ArrayDescription) -> dict[str, 
     return info
 
 
+def strict_json(value: Any) -> Any:
+    """`value` with each NaN and infinity, at any depth, as the string Zarr writes for a
+    fill value ("NaN", "Infinity", "-Infinity"): JSON bare NaN is not, which strict
+    parsers (jq, JSON.parse) refuse."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {key: strict_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict_json(item) for item in value]
+    return value
+
+
 def _stored_text(info: dict[str, Any]) -> str:
     if info["stored_bytes"] is None:
         return "unknown (the store cannot list)"
@@ -237,7 +259,10 @@ def main(argv: list[str] | None = None) -> int:
             described = node.description if isinstance(node, AsyncArray) else None
         if info["name"] == "/":  # the URL names the node: show its last segment, not "/"
             info["name"] = _last_segment(args.url)
-        print(json.dumps(info, indent=2, default=str) if args.json else _table(info, described))
+        if args.json:  # strict JSON: attributes may hold NaN
+            print(json.dumps(strict_json(info), indent=2, default=str, allow_nan=False))
+        else:
+            print(_table(info, described))
         return 0
 
     return run_command(parser.prog, args, body)

@@ -10,8 +10,9 @@ import numpy as np
 
 from aiozarr import config
 from aiozarr.engine.entry import CacheSettings, forget_deleted
-from aiozarr.errors import GroupNotFoundError, NodeNotFoundError, ReadOnlyError
+from aiozarr.errors import GroupNotFoundError, InvalidValueError, NodeNotFoundError, ReadOnlyError
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
+from aiozarr.metadata.v3draft import is_draft
 from aiozarr.nodes import hierarchy, hierarchy_walk, node_updates
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.creation import check_options
@@ -156,9 +157,24 @@ class AsyncGroup(hierarchy.NodeLocation):
             return listed
         return list(await self._children())
 
-    async def members(self) -> AsyncIterator[tuple[str, AsyncArray | AsyncGroup]]:
-        """`(name, node)` for each direct child, opened concurrently."""
-        for item in (await self._children()).items():
+    async def members(
+        self, max_depth: int | None = 0
+    ) -> AsyncIterator[tuple[str, AsyncArray | AsyncGroup]]:
+        """`(name, node)` for each direct child, opened concurrently; as zarr-python's,
+        `max_depth` levels below them too (None: every level), each named by its path
+        relative to this group, parents before their members."""
+        if max_depth is not None and (not isinstance(max_depth, int) or max_depth < 0):
+            raise InvalidValueError(
+                f"members of group {self.name}: max_depth must be None or an int >= 0, "
+                f"got {max_depth!r}"
+            )
+        if max_depth == 0:
+            for item in (await self._children()).items():
+                yield item
+            return
+        # subtree's depth counts levels of members: zarr-python's 0 is its 1
+        depth = None if max_depth is None else max_depth + 1
+        for item in preorder(await subtree(self, depth)):
             yield item
 
     async def arrays(self) -> list[tuple[str, AsyncArray]]:
@@ -323,16 +339,22 @@ class AsyncGroup(hierarchy.NodeLocation):
 Members = list[tuple[str, "AsyncArray | AsyncGroup"]]
 
 
-async def subtree(group: AsyncGroup, max_depth: int | None = None) -> dict[str, Members]:
+async def subtree(
+    group: AsyncGroup, max_depth: int | None = None, *, use_consolidated: bool = True
+) -> dict[str, Members]:
     """The members of `group` and of every group below it, by the group's path relative
     to `group` ("" for itself), down to `max_depth` levels of members.
 
     Read by the one hierarchy reader, `hierarchy_walk.levels`: level by level, each
-    level's groups at once, no recursion.
+    level's groups at once, no recursion. Without `use_consolidated` every group is
+    listed, consolidated metadata or not.
     """
     members: dict[str, Members] = {}
     store = group.store
-    async for batch in hierarchy_walk.levels(store, group.path, group.metadata, max_depth):
+    reading = hierarchy_walk.levels(
+        store, group.path, group.metadata, max_depth, use_consolidated=use_consolidated
+    )
+    async for batch in reading:
         for rel, found in batch:
             parent = hierarchy_walk.under(group.path, rel)
             members[rel] = [
@@ -372,11 +394,15 @@ def preorder(members: Mapping[str, Members]) -> Iterator[tuple[str, AsyncArray |
 
 
 async def walk(
-    group: AsyncGroup, path: str = ""
+    group: AsyncGroup, path: str = "", *, as_stored: bool = False
 ) -> AsyncIterator[tuple[str, AsyncArray | AsyncGroup]]:
     """Every node below `group` as `(path relative to it, node)`, parents before children.
 
     The hierarchy's metadata is read first, level by level (`subtree`), so any depth works.
+    With `as_stored` every group is listed: consolidated metadata is a snapshot, stale
+    once a node changed after it (a copy or migration of it would lose data). A 2020
+    draft hierarchy is read as always: its members come from the listing that read it.
     """
-    for child, node in preorder(await subtree(group)):
+    listed = as_stored and not is_draft(group.metadata)
+    for child, node in preorder(await subtree(group, use_consolidated=not listed)):
         yield hierarchy.join(path, child), node

@@ -20,6 +20,7 @@ import anyio
 from aiozarr import config
 from aiozarr.engine.entry import forget_deleted
 from aiozarr.errors import (
+    InvalidKeyError,
     MetadataError,
     NodeExistsError,
     NodeNotFoundError,
@@ -42,6 +43,13 @@ from aiozarr.storage.protocol import RangeRequest, Store, Versioned
 
 #: A v3 node's document (a name a group's listing skips).
 V3_KEY = v3.ZARR_JSON
+
+#: The metadata documents a group of each format keeps beside its members, by
+#: `zarr_format`: the names its listing skips, as zarr-python's does.
+DOCUMENT_NAMES: dict[int, frozenset[str]] = {
+    2: frozenset((v2.ZARRAY, v2.ZGROUP, v2.ZATTRS, v2.ZMETADATA_KEY)),
+    3: frozenset((V3_KEY,)),
+}
 
 
 class NodeLocation:
@@ -67,6 +75,20 @@ class NodeLocation:
 def normalize_path(path: str) -> str:
     """A node path without leading/trailing slashes ("" is the root)."""
     return "/".join(part for part in path.split("/") if part)
+
+
+def check_node_path(path: str) -> None:
+    """Raise `InvalidKeyError` when a name in `path` is a metadata document's name, of
+    either format (`zarr.json`, `.zarray`, `.zgroup`, `.zattrs`, `.zmetadata`)."""
+    # Such a node is never listed, and its folder takes its parent's document's place
+    # (a group `.zattrs` left the parent's attributes unwritable).
+    reserved = DOCUMENT_NAMES[2] | DOCUMENT_NAMES[3]
+    for name in path.split("/"):
+        if name in reserved:
+            raise InvalidKeyError(
+                f"invalid node name {name!r} in {path!r}: it is the name of a Zarr metadata "
+                f"document ({', '.join(sorted(reserved))}), which no array or group may have"
+            )
 
 
 def metadata_request(key: str) -> RangeRequest:
@@ -359,6 +381,7 @@ async def write_consolidated(
 async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: bool) -> None:
     """Make room for a new node at `path` and make sure its parents are groups.
 
+    A name in `path` that is a metadata document's is refused first (`check_node_path`).
     Without `overwrite` an existing node is an error; with it, everything under `path`
     is deleted, node or not, as zarr-python does: chunks an earlier array left without
     its metadata would otherwise be read as the new array's. Missing parents get group
@@ -366,6 +389,7 @@ async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: 
     missing is asked in one batch; with `overwrite` that batch and the deleting run at
     once (a store that cannot list deletes only under a node it finds).
     """
+    check_node_path(path)
     parts = path.split("/") if path else []
     parents = ["/".join(parts[:i]) for i in range(len(parts))]
     fmt = formats.numbered(zarr_format)

@@ -69,34 +69,39 @@ async def children(
 
     From consolidated metadata when `meta` has it (no request); else one listing and
     one batch of the children's documents, never a request per listed name in turn.
+    Every listed name but the group's own metadata documents may be a child, as in
+    zarr-python (a `.hidden` array is one).
     With `implicit` (by default the `implicit_groups` setting, off) a v3 directory
-    without `zarr.json` but with keys below it is an implicit group; without, a
-    directory without a node's documents is not a child.
+    without `zarr.json` but with keys below it is an implicit group (a hidden one,
+    `.git`, never is); without, a directory without a node's documents is not a child.
     Without `use_consolidated` consolidated metadata is neither used nor returned.
     """
     listed = hierarchy.consolidated_names(meta) if use_consolidated else None
     if listed is not None:
         found = {name: hierarchy.consolidated_member(meta, name) for name in listed}
         return {name: node for name, node in found.items() if node is not None}
+    fmt: Literal[2, 3] = 3 if meta.zarr_format == 3 else 2
+    documents = hierarchy.DOCUMENT_NAMES[fmt]  # any other name may be a child (".hidden")
     # A listed key (not a directory) is never a node: only directories, and names
     # the store cannot tell, are read.
     kinds: dict[str, bool | None] = {}
     async for name, is_dir in store.list_dir_entries(path):
-        if name.startswith(".") or name == hierarchy.V3_KEY:
+        if name in documents:
             continue
         both = (kinds.get(name, False), is_dir)  # a key and a directory: a directory
         kinds[name] = True if True in both else None if None in both else False
     names = [name for name, is_dir in kinds.items() if is_dir is not False]
-    fmt: Literal[2, 3] = 3 if meta.zarr_format == 3 else 2
     metas = await hierarchy.read_members(store, path, names, fmt)
     if implicit is None:
         implicit = config.get().implicit_groups
     if fmt == 3 and implicit:  # a directory without zarr.json is an implicit group
-        unknown = [n for n, m in metas.items() if m is None and kinds[n] is None]
+        # ... unless hidden: tools' folders (.git, .ipynb_checkpoints) are no groups
+        candidates = [n for n, m in metas.items() if m is None and not n.startswith(".")]
+        unknown = [n for n in candidates if kinds[n] is None]
         below = await have_children(store, [hierarchy.join(path, n) for n in unknown])
         kinds.update(zip(unknown, below, strict=True))
-        for name, m in metas.items():
-            if m is None and kinds[name]:
+        for name in candidates:
+            if kinds[name]:
                 metas[name] = IMPLICIT_GROUP
     if not use_consolidated:
         metas = {n: _unconsolidated(m) for n, m in metas.items()}

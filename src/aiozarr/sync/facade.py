@@ -345,10 +345,11 @@ class Group:
         """`del group[name]`: delete the member and everything below it."""
         return run(self._async.delitem, name)
 
-    def members(self) -> list[tuple[str, Array | Group]]:
+    def members(self, max_depth: int | None = 0) -> list[tuple[str, Array | Group]]:
         """`(name, member)` for every member: arrays as `Array`, groups as `Group` (one listing
-        and one batch of metadata reads, or the consolidated metadata)."""
-        return [(n, _wrap(m)) for n, m in run(_collect, self._async.members())]
+        and one batch of metadata reads, or the consolidated metadata); as zarr-python's,
+        `max_depth` levels below them too (None: all), named by their relative paths."""
+        return [(n, _wrap(m)) for n, m in run(_collect, self._async.members(max_depth))]
 
     def arrays(self) -> list[tuple[str, Array]]:
         """`(name, array)` for the members that are arrays."""

@@ -60,7 +60,13 @@ CopyProgressCallback = Callable[[CopyProgress], None]
 
 @dataclasses.dataclass
 class CopyReport:
-    """What a copy did."""
+    """What a copy did, counted in units (a destination shard, or a chunk when unsharded).
+
+    `chunks_written`: units written that store an object; `chunks_empty`: units written
+    that store none, all fill value (unless the `write_empty_chunks` setting is on);
+    `chunks_skipped`: units found already copied and verified (`resume`). `bytes_copied`:
+    the decoded size of every unit's values (skipped ones too), not the bytes stored.
+    """
 
     arrays: int = 0
     groups: int = 0
@@ -68,6 +74,7 @@ class CopyReport:
     chunks_skipped: int = 0
     bytes_copied: int = 0
     seconds: float = 0.0
+    chunks_empty: int = 0
 
 
 _Region = tuple[tuple[int, ...], tuple[slice, ...]]  # grid coordinates, array region
@@ -354,7 +361,8 @@ async def _create_targets(
 ) -> list[_Job]:
     """Create every destination group and array, in the source's order, counting them in
     `report`; one job (the units to copy) per array. `conversion` holds `target_options`'
-    keywords."""
+    keywords. The source's groups are listed, as stored: their consolidated metadata may
+    be stale."""
     jobs: list[_Job] = []
 
     async def add_array(node: AsyncArray, path: str) -> None:
@@ -373,10 +381,13 @@ async def _create_targets(
         await add_array(root, dst_path)
         return jobs
     fmt = zarr_format or root.zarr_format
+    # listed as stored (never a stale snapshot), and every name checked before any write
+    nodes = [item async for item in walk(root, hierarchy.normalize_path(dst_path), as_stored=True)]
+    for path, _ in nodes:
+        hierarchy.check_node_path(path)
     await _make_group(root, dst_store, dst_path, fmt, resume=resume, overwrite=overwrite)
     report.groups += 1
-    async for child, node in walk(root):
-        path = f"{dst_path.strip('/')}/{child}" if dst_path.strip("/") else child
+    for path, node in nodes:
         if isinstance(node, AsyncArray):
             await add_array(node, path)
         else:
@@ -418,6 +429,7 @@ async def _copy_units(
     `max_inflight_bytes` allows (1 to 16), counting in `report` and calling `progress`."""
     chunks_total = sum(len(job.regions) for job in jobs)
     bytes_total = sum(job.nbytes for job in jobs)
+    empty_stored = config.get().write_empty_chunks
     done = 0
 
     for job in jobs:
@@ -433,8 +445,10 @@ async def _copy_units(
                 data, skip = await _copy_unit(job, coords, region, existing, resume=resume)
                 if skip:
                     report.chunks_skipped += 1
-                else:
+                elif empty_stored or not _all_fill(data, job.dst):
                     report.chunks_written += 1
+                else:  # written as nothing: the engine stores no object of fill values
+                    report.chunks_empty += 1
                 report.bytes_copied += data.nbytes
                 done += 1
                 if progress is not None:

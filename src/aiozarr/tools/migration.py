@@ -314,10 +314,9 @@ async def _source_nodes(
     if isinstance(root_meta, ArrayMetadata):
         return root_meta, [("", AsyncArray(source, src_path, root_meta))], False
     was_consolidated = root_meta.consolidated is not None and not is_draft(root_meta)
-    if not is_draft(root_meta):  # list members: a consolidated snapshot may be stale
-        root_meta = dataclasses.replace(root_meta, consolidated=None)
     root = AsyncGroup(source, src_path, root_meta)
-    return root_meta, [("", root), *[item async for item in walk(root)]], was_consolidated
+    members = [item async for item in walk(root, as_stored=True)]
+    return root_meta, [("", root), *members], was_consolidated
 
 
 def _plan_targets(
@@ -328,12 +327,14 @@ def _plan_targets(
 ) -> tuple[list[_Job], dict[str, bytes]]:
     """One job per array and the metadata documents of every node below the root.
 
-    Every target's metadata is built (and its codecs checked) before anything is written.
+    Every target's metadata is built (and its codecs and names checked) before anything
+    is written.
     """
     jobs: list[_Job] = []
     docs: dict[str, bytes] = {}
     for rel, node in nodes:
         path = hierarchy.join(dst_path, rel)
+        hierarchy.check_node_path(path)
         if isinstance(node, AsyncArray):
             meta, copyable = target_metadata(node.metadata, zarr_format, node.name)
             jobs.append(_Job(node, AsyncArray(target, path, meta), copyable))

@@ -1,0 +1,72 @@
+"""Node names: hidden ones (`.hidden`) are members like any other, as in zarr-python;
+names of metadata documents (`zarr.json`, `.zattrs`, ...) are refused at creation."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aiozarr
+from aiozarr.errors import InvalidKeyError
+from aiozarr.tools.copying import copy
+
+DOCUMENTS = ["zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata"]
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_hidden_names_are_listed_copied_and_consolidated(tmp_path: Path, zarr_format: int) -> None:
+    # zarr-python lists every name but its format's documents: '.z' and '.hidden' too,
+    # and the other format's document names ('.zattrs' is no v3 document)
+    group = aiozarr.open_group(tmp_path / "g.zarr", mode="w", zarr_format=zarr_format)
+    group.create_array(".hidden", shape=(2,), dtype="i1")[:] = 3
+    group.create_group(".z").create_array("x", shape=(1,), dtype="i1")
+    assert group.keys() == [".hidden", ".z"]
+    assert [name for name, _ in group.members(max_depth=None)] == [".hidden", ".z", ".z/x"]
+    assert ".z/" in group.tree() and ".hidden" in group.tree()
+    report = copy(tmp_path / "g.zarr", tmp_path / "copy.zarr")
+    assert (report.arrays, report.groups) == (2, 2)
+    copied = aiozarr.open_group(tmp_path / "copy.zarr", mode="r")
+    np.testing.assert_array_equal(copied[".hidden"][:], [3, 3])
+    assert copied[".z"].keys() == ["x"]
+
+    # the other format's document name, written by another tool: a member too
+    other = ".zattrs" if zarr_format == 3 else "zarr.json"
+    group.create_group("renamed")
+    (tmp_path / "g.zarr" / "renamed").rename(tmp_path / "g.zarr" / other)
+    assert group.keys() == sorted([".hidden", ".z", other])
+    consolidated = aiozarr.consolidate_metadata(tmp_path / "g.zarr").metadata.consolidated
+    assert consolidated is not None
+    assert sorted(consolidated) == sorted([".hidden", ".z", ".z/x", other])
+    with pytest.raises(InvalidKeyError, match=f"invalid node name '{re.escape(other)}'"):
+        copy(tmp_path / "g.zarr", tmp_path / "again.zarr")  # refused by name, not lost
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_metadata_document_names_are_refused(tmp_path: Path, zarr_format: int, name: str) -> None:
+    group = aiozarr.open_group(tmp_path / "g.zarr", mode="w", zarr_format=zarr_format)
+    for create in (
+        lambda: group.create_group(name),
+        lambda: group.create_group(f"a/{name}/b"),
+        lambda: group.create_array(name, shape=(1,), dtype="i1"),
+    ):
+        with pytest.raises(InvalidKeyError, match=f"name '{re.escape(name)}'.*metadata"):
+            create()
+    # nothing was created in the document's place: the parent's attributes still write
+    group.attrs["x"] = 1
+    assert dict(aiozarr.open_group(tmp_path / "g.zarr", mode="r").attrs) == {"x": 1}
+    assert group.keys() == []
+
+
+def test_a_hidden_folder_is_no_implicit_group(tmp_path: Path) -> None:
+    group = aiozarr.open_group(tmp_path / "g.zarr", mode="w")
+    group.create_group("a").create_array("x", shape=(1,), dtype="i1")
+    (tmp_path / "g.zarr" / ".git").mkdir()
+    (tmp_path / "g.zarr" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (tmp_path / "g.zarr" / "loose").mkdir()  # a folder with keys below: implicit
+    (tmp_path / "g.zarr" / "loose" / "k").write_text("k")
+    with aiozarr.config.set(implicit_groups=True):
+        assert group.keys() == ["a", "loose"]
