@@ -31,6 +31,8 @@ class _VlenCodec(ArrayToBytesCodec):
 
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes:
         items = np.asarray(array, dtype=object).reshape(-1)
+        if not items.flags.writeable:
+            items = items.copy()  # numcodecs' VLenBytes needs a writable buffer
         try:
             return bytes(self._impl.encode(items))
         except (TypeError, ValueError) as error:

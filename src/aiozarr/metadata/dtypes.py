@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from aiozarr.errors import UnsupportedError
 from aiozarr.metadata.json import fail, show
+
+if TYPE_CHECKING:
+    from aiozarr.metadata.model import ArrayMetadata
 
 #: The core data types of the v3 specification.
 V3_CORE: dict[str, np.dtype[Any]] = {
@@ -42,6 +45,8 @@ _CORE_NAMES = {(d.kind, d.itemsize): name for name, d in V3_CORE.items()}
 STRING_NAMES = frozenset({"string"})
 BYTES_NAMES = frozenset({"bytes", "variable_length_bytes"})
 STRUCT_NAMES = frozenset({"structured", "struct"})
+#: The elements of an object array by the codec that stores them (v2: its first filter).
+OBJECT_ITEMS: dict[str, type] = {"vlen-utf8": str, "vlen-bytes": bytes}
 TIME_NAMES = {"numpy.datetime64": "M", "numpy.timedelta64": "m"}
 TIME_UNITS = frozenset(
     {"Y", "M", "W", "D", "h", "m", "s", "ms", "us", "μs", "ns", "ps", "fs", "as", "generic"}
@@ -54,6 +59,18 @@ _MAX_SCALE = 2**31 - 1
 def string_dtype() -> np.dtype[Any]:
     """The numpy dtype of variable-length UTF-8 strings (v3 `string`)."""
     return np.dtype(np.dtypes.StringDType())
+
+
+def object_items(meta: ArrayMetadata) -> type | None:
+    """What each element of an object array is: `str` or `bytes` where it holds
+    variable-length strings or bytes (v3: by its data type; v2: by its first filter);
+    None where any object goes (another object codec) or the dtype is not object."""
+    if meta.dtype.kind != "O":
+        return None
+    if meta.zarr_format == 3:
+        named = meta.data_type is not None and v3_name(meta.data_type) in BYTES_NAMES
+        return bytes if named else str
+    return OBJECT_ITEMS.get((meta.filters or [{}])[0].get("id"))
 
 
 def is_raw_bits(name: str) -> bool:

@@ -2,7 +2,9 @@
 
 v3 floats accept numbers, "NaN", "Infinity", "-Infinity" and "0x..." bit patterns
 (the only way to keep a NaN payload); writing gives "NaN" for the canonical NaN and
-the bit pattern for any other. Fixed-size byte types are base64 (or v3 byte lists).
+the bit pattern for any other. v2 has no bit patterns: every NaN is written "NaN", so
+a negative or payload NaN fill comes back as the canonical NaN. Fixed-size byte types
+are base64 (or v3 byte lists).
 """
 
 from __future__ import annotations
@@ -11,13 +13,16 @@ import base64
 import binascii
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from aiozarr.errors import MetadataError
 from aiozarr.metadata import dtypes
 from aiozarr.metadata.json import fail
+
+if TYPE_CHECKING:
+    from aiozarr.metadata.model import ArrayMetadata
 
 _FLOAT_WORDS = {"NaN": np.nan, "Infinity": np.inf, "-Infinity": -np.inf}
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
@@ -51,7 +56,9 @@ def _parse_float(value: Any, dtype: np.dtype[Any], key: str, v3: bool) -> np.flo
     fail(key, "fill_value", f'a number, "NaN", "Infinity", "-Infinity"{hexes} for {dtype}', value)
 
 
-def _float_json(value: np.floating[Any]) -> Any:
+def _float_json(value: np.floating[Any], v3: bool) -> Any:
+    if np.isnan(value) and not v3:
+        return "NaN"  # v2 knows no bit patterns: the payload (and sign) is lost
     if np.isnan(value):
         canonical = np.array(np.nan, dtype=value.dtype).view(f"u{value.itemsize}")[()]
         bits = np.array(value).view(f"u{value.itemsize}")[()]
@@ -180,19 +187,19 @@ def to_v3_json(value: Any, dtype: np.dtype[Any], name: str) -> Any:
     scalar = _scalar(value, dtype)
     if kind == "V" and dtype.names is None and dtypes.is_raw_bits(name):
         return list(scalar.tobytes())  # the core spec's r<N> form
-    return _common_json(scalar, dtype)
+    return _common_json(scalar, dtype, v3=True)
 
 
-def _common_json(scalar: Any, dtype: np.dtype[Any]) -> Any:
+def _common_json(scalar: Any, dtype: np.dtype[Any], v3: bool) -> Any:
     kind = dtype.kind
     if kind == "b":
         return bool(scalar)
     if kind in "iu":
         return int(scalar)
     if kind == "f":
-        return _float_json(scalar)
+        return _float_json(scalar, v3)
     if kind == "c":
-        return [_float_json(scalar.real), _float_json(scalar.imag)]
+        return [_float_json(scalar.real, v3), _float_json(scalar.imag, v3)]
     if kind in "Mm":
         return int(np.array(scalar, dtype=dtype).astype(np.int64)[()])  # NaT: -2**63
     if kind == "U":
@@ -202,8 +209,9 @@ def _common_json(scalar: Any, dtype: np.dtype[Any]) -> Any:
     return base64.b64encode(np.array(scalar, dtype=dtype).tobytes()).decode("ascii")
 
 
-def parse_v2(value: Any, dtype: np.dtype[Any], key: str) -> Any:
-    """The fill value of a v2 array of `dtype` as a numpy scalar, or None (null)."""
+def parse_v2(value: Any, dtype: np.dtype[Any], key: str, filters: Any = None) -> Any:
+    """The fill value of a v2 array of `dtype` as a numpy scalar, or None (null); an
+    object array's as its first filter gives it meaning (`_object_v2`)."""
     if value is None:
         return None
     kind = dtype.kind
@@ -224,7 +232,7 @@ def parse_v2(value: Any, dtype: np.dtype[Any], key: str) -> Any:
             fail(key, "fill_value", f"a string of at most {dtype.itemsize // 4} characters", value)
         return np.str_(value)
     if kind == "O":
-        return value  # object arrays: the codec gives the meaning; keep the JSON value
+        return _object_v2(value, filters, key)
     if kind == "S":
         return np.bytes_(_parse_bytes(value, dtype.itemsize, key))
     if dtype.names is not None:
@@ -235,6 +243,15 @@ def parse_v2(value: Any, dtype: np.dtype[Any], key: str) -> Any:
     return np.void(data)
 
 
+def _object_v2(value: Any, filters: Any, key: str) -> Any:
+    """An object array's fill value: bytes from base64 where the first filter makes
+    bytes (as `to_v2_json` writes them, and zarr-python reads them); else the JSON value
+    itself, the codec's to interpret (zarr-python 2 wrote 0 for every object array)."""
+    if dtypes.OBJECT_ITEMS.get((filters or [{}])[0].get("id")) is bytes and isinstance(value, str):
+        return _parse_bytes(value, None, key)
+    return value
+
+
 def to_v2_json(value: Any, dtype: np.dtype[Any]) -> Any:
     """The JSON `fill_value` of a v2 array (as zarr-python writes it)."""
     if value is None:
@@ -243,18 +260,29 @@ def to_v2_json(value: Any, dtype: np.dtype[Any]) -> Any:
         if isinstance(value, bytes):
             return base64.b64encode(value).decode("ascii")
         return value.item() if isinstance(value, np.generic) else value
-    return _common_json(_scalar(value, dtype), dtype)
+    return _common_json(_scalar(value, dtype), dtype, v3=False)
+
+
+def as_stored(meta: ArrayMetadata) -> Any:
+    """The fill value of `meta` as its document gives it back: a v2 float's with every
+    NaN canonical (`to_v2_json`)."""
+    value = meta.fill_value
+    if meta.zarr_format != 2 or meta.dtype.kind not in "fc" or value is None:
+        return value
+    return parse_v2(to_v2_json(value, meta.dtype), meta.dtype, "fill_value")
 
 
 def unset_fill(dtype: np.dtype[Any], filters: Any) -> Any:
-    """What unwritten elements of a v2 array with a null fill value read as: an empty
-    string (or bytes) where the first filter makes variable-length strings (or bytes),
-    as zarr-python reads them; None for other objects, as zarr-python 2 left them; zero
-    for every other dtype."""
+    """What unwritten elements of a v2 array with a null fill value read as, as
+    zarr-python reads them: an empty string (or bytes) where the first filter makes
+    variable-length strings (or bytes); None for other objects, as zarr-python 2 left
+    them; NaT for datetimes and timedeltas; zero for every other dtype."""
+    if dtype.kind in "Mm":
+        return np.array("NaT", dtype=_native(dtype))[()]
     if not dtype.hasobject:
         return np.zeros((), dtype=dtype)[()]
-    first = (filters or [{}])[0].get("id")
-    return {"vlen-utf8": "", "vlen-bytes": b""}.get(first)
+    items = dtypes.OBJECT_ITEMS.get((filters or [{}])[0].get("id"))
+    return None if items is None else items()
 
 
 def is_fill(chunk: np.ndarray, fill_value: Any) -> bool:

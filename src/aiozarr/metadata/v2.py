@@ -68,7 +68,6 @@ def parse_zarray(doc: Document, key: str, attrs: Mapping[str, Any] | None = None
     if len(chunks) != len(shape):
         fail(key, "chunks", f"{len(shape)} chunk lengths (one per dimension)", list(chunks))
     dtype = dtypes.parse_v2(require(data, "dtype", key), key)
-    fill = fill_value.parse_v2(require(data, "fill_value", key), dtype, key)
     order = require(data, "order", key)
     if order not in ("C", "F"):
         fail(key, "order", '"C" or "F"', order)
@@ -80,6 +79,7 @@ def parse_zarray(doc: Document, key: str, attrs: Mapping[str, Any] | None = None
         if not isinstance(filters, list):
             fail(key, "filters", "a list of numcodecs configurations or null", filters)
         filters = tuple(_codec_config(f, key, f"filters[{i}]") for i, f in enumerate(filters))
+    fill = fill_value.parse_v2(require(data, "fill_value", key), dtype, key, filters)
     separator = data.get("dimension_separator", ".")
     if separator not in ("/", "."):
         fail(key, "dimension_separator", '"." or "/"', separator)

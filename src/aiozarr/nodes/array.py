@@ -31,6 +31,7 @@ from aiozarr.errors import (
     ReadOnlyError,
     unwrap_group,
 )
+from aiozarr.metadata.dtypes import object_items
 from aiozarr.metadata.model import ArrayMetadata, CodecMetadata, GroupMetadata
 from aiozarr.nodes import (
     codec_roles,
@@ -475,7 +476,8 @@ class AsyncArray(hierarchy.NodeLocation):
     def _as_value(self, value: Any, shape: tuple[int, ...]) -> np.ndarray:
         """`value` in the array's dtype, broadcast to `shape`: the one conversion every
         write goes through (`write_values.as_value`), before anything is written."""
-        return as_value(value, shape, self.dtype, name=self.name, what=self._describe)
+        items = object_items(self.metadata)  # v2 `dtype=str`: each element a str
+        return as_value(value, shape, self.dtype, name=self.name, what=self._describe, items=items)
 
     def _settings(self) -> contextlib.AbstractContextManager[Any]:
         """The array's own settings (`create_array(config=...)`) over the caller's."""

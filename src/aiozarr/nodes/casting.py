@@ -15,12 +15,17 @@ greatest offending values, and the data type's range:
   kept; rounding to the nearest float, and underflow towards zero, are not refused);
 - datetimes and timedeltas whose change to a finer unit leaves the 64-bit range (NaT
   stays NaT; a change to a coarser unit floors, as numpy does);
-- strings longer than a fixed-width string type holds (numpy keeps the first characters).
+- strings longer than a fixed-width string type holds (numpy keeps the first characters),
+  numbers, bools and dates counted by the text numpy makes of them (123 into `U2`).
+
+Variable-length strings and bytes stored as objects (v2 `dtype=str`, v3
+`variable_length_bytes`) take `as_items`: strings as v3's string type takes them, bytes
+only as bytes.
 
 The rest is numpy's `same_kind` rule, with ints and bools also taken into floats: floats
 into integer arrays are refused (they would truncate), ints into bool arrays too (2 is no
 bool). A fill value may be a whole-number float for an integer type (JSON writers give
-0.0); a fractional one is refused as out of range.
+0.0); a fractional one is refused as out of range; a bool's may be 0 or 1, not 2.
 """
 
 from __future__ import annotations
@@ -30,8 +35,9 @@ from typing import Any
 import numpy as np
 
 from aiozarr.errors import ValueOutOfRangeError
+from aiozarr.metadata.dtypes import string_dtype
 
-__all__ = ["as_dtype", "as_fill_value", "check_integer_range", "string_lengths"]
+__all__ = ["as_dtype", "as_fill_value", "as_items", "check_integer_range", "string_lengths"]
 
 _NAT = np.iinfo(np.int64).min
 
@@ -75,10 +81,30 @@ def as_dtype(value: Any, dtype: np.dtype[Any]) -> np.ndarray:
     return result
 
 
+def as_items(value: Any, items: type) -> np.ndarray:
+    """`value` as an object array of `items` (`str` or `bytes`), the elements of
+    variable-length strings or bytes: strings as `as_dtype` makes them for v3's string
+    type (a number is its text; None and other objects are refused), bytes only as bytes.
+    Raises `TypeError` naming the first element of another kind."""
+    array = np.asarray(value)
+    if items is bytes and not isinstance(value, np.ndarray):
+        array = np.array(value, dtype=object)  # numpy's `S` would drop trailing NULs
+    if array.dtype.kind == "O" or items is bytes:
+        for item in array.flat:
+            if not isinstance(item, items):
+                what = "a string" if items is str else "bytes"
+                raise TypeError(f"{type(item).__name__} {item!r} is not {what}")
+        return array.astype(object, copy=False)
+    return as_dtype(array, string_dtype()).astype(object)
+
+
 def as_fill_value(value: Any, dtype: np.dtype[Any]) -> Any:
-    """`value` as the fill value of an array of `dtype` (a numeric, datetime or timedelta
-    type), by `as_dtype`'s rule; also a whole-number float for an integer type, and text
-    for a float ("NaN", "1e3") or datetime ("2000-01-01") type. Raises as `as_dtype`."""
+    """`value` as the fill value of an array of `dtype` (a bool, numeric, string,
+    datetime or timedelta type), by `as_dtype`'s rule; also a whole-number float for an
+    integer type, 0 or 1 for a bool, and text for a float ("NaN", "1e3") or datetime
+    ("2000-01-01") type. Raises as `as_dtype`."""
+    if dtype.kind == "b":
+        return _bool_fill(value)
     if dtype.kind in "iu" and isinstance(value, float | np.floating):
         if not float(value).is_integer():
             info = np.iinfo(dtype)
@@ -90,6 +116,14 @@ def as_fill_value(value: Any, dtype: np.dtype[Any]) -> Any:
     elif isinstance(value, str) and dtype.kind in "fcM":
         value = _parsed(value, dtype)
     return as_dtype(value, dtype)[()]
+
+
+def _bool_fill(value: Any) -> np.bool_:
+    """A bool fill value: True, False, 1 or 0 (JSON writers give numbers); 2 is no bool."""
+    numeric = isinstance(value, int | float | np.integer | np.floating)
+    if isinstance(value, bool | np.bool_) or (numeric and value in (0, 1)):
+        return np.bool_(value)
+    raise ValueOutOfRangeError(f"{value!r} is out of range: bool holds True and False (1 and 0)")
 
 
 def _parsed(text: str, dtype: np.dtype[Any]) -> Any:
@@ -137,14 +171,23 @@ def _from_objects(array: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
 
 def _check_string_width(array: np.ndarray, dtype: np.dtype[Any]) -> None:
     """Refuse strings longer than a fixed-width string type holds (numpy keeps their
-    first characters)."""
+    first characters); numbers, bools and dates by the text numpy makes of them."""
     width = _characters(dtype)
     if array.size == 0 or (array.dtype.kind in "SU" and _characters(array.dtype) <= width):
         return
-    longest = int(string_lengths(array).max())
-    if longest > width:
+    if array.dtype.kind in "SUTO":
+        longest = int(string_lengths(array).max())
+        if longest > width:
+            raise ValueOutOfRangeError(
+                f"a string of {longest} characters is out of range: {dtype.str} holds {width}"
+            )
+        return
+    lengths = np.char.str_len(np.ravel(array).astype(dtype.kind))  # unbounded: whole text
+    if lengths.max() > width:
+        value = np.ravel(array)[int(np.argmax(lengths))]
         raise ValueOutOfRangeError(
-            f"a string of {longest} characters is out of range: {dtype.str} holds {width}"
+            f"{value!s} is out of range: as text it is {lengths.max()} characters, "
+            f"{dtype.str} holds {width}"
         )
 
 

@@ -12,6 +12,7 @@ every shard edge. A `RectilinearGrid` is taken as well.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import inspect
 import math
@@ -22,9 +23,10 @@ from typing import Any, Literal
 import numpy as np
 
 from aiozarr.codecs.base import Codec
+from aiozarr.codecs.numcodecs_v2 import VLEN_CODECS
 from aiozarr.codecs.numcodecs_v3 import complete
 from aiozarr.errors import MetadataError, UnsupportedError, ValueOutOfRangeError
-from aiozarr.metadata import conversions, v3
+from aiozarr.metadata import conversions, dtypes, fill_value, v3
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata
 from aiozarr.nodes import casting
 from aiozarr.nodes.shape_changes import checked_shape
@@ -174,22 +176,35 @@ def _dtype(dtype: Any, zarr_format: int) -> np.dtype[Any]:
 
 def _fill_value(value: Any, dtype: np.dtype[Any], zarr_format: int) -> Any:
     if value is None:
-        if zarr_format == 2:
-            return None
-        if dtype.kind in "OT":
+        if zarr_format == 2 or dtype.kind == "O":
+            return None  # objects: `_stored_fill` gives v3's, by what they hold
+        if dtype.kind == "T":
             return ""
         return np.zeros((), dtype=dtype)[()]
-    if dtype.kind in "iufcmMSU":  # numpy's casts give wrong values silently (300 is 44)
+    if dtype.kind in "biufcmMSU":  # numpy's casts give wrong values silently (300 is 44)
         try:
             return casting.as_fill_value(value, dtype)
         except ValueOutOfRangeError as error:
             raise ValueOutOfRangeError(f"fill_value {error}") from None
         except (TypeError, ValueError):
-            pass  # another kind of value ("NaT", 2 for a bool...): numpy's conversion
+            pass  # another kind of value ("NaT"...): numpy's conversion
     try:
         return np.array(value, dtype=dtype)[()]
     except (TypeError, ValueError, OverflowError) as error:
         raise MetadataError(f"fill_value {value!r} is not a valid {dtype}: {error}") from None
+
+
+def _stored_fill(meta: ArrayMetadata) -> ArrayMetadata:
+    """`meta` with the fill value its document gives back (v2: every NaN canonical), that
+    of variable-length strings or bytes converted as writes are (`dtype=str` with 0
+    stores "0"; v3's empty by default)."""
+    value, items = fill_value.as_stored(meta), dtypes.object_items(meta)
+    try:
+        if items is not None and (value is not None or meta.zarr_format == 3):
+            value = items() if value is None else casting.as_items(value, items)[()]
+    except (TypeError, ValueError) as error:
+        raise MetadataError(f"fill_value: {error}") from None
+    return dataclasses.replace(meta, fill_value=value)
 
 
 def _is_edges(value: Any) -> bool:
@@ -290,7 +305,7 @@ def array_metadata(
         dimension_names=dimension_names,
     )
     if zarr_format == 2:
-        return _v2_metadata(
+        meta = _v2_metadata(
             args,
             shards=shards,
             filters=filters,
@@ -298,15 +313,17 @@ def array_metadata(
             order=order,
             chunk_key_encoding=key_encoding,
         )
-    return _v3_metadata(
-        args,
-        shards=shards,
-        filters=filters,
-        compressors=compressors,
-        serializer=serializer,
-        order=order,
-        chunk_key_encoding=key_encoding,
-    )
+    else:
+        meta = _v3_metadata(
+            args,
+            shards=shards,
+            filters=filters,
+            compressors=compressors,
+            serializer=serializer,
+            order=order,
+            chunk_key_encoding=key_encoding,
+        )
+    return _stored_fill(meta)
 
 
 def _key_encoding(value: Any, zarr_format: int) -> ChunkKeyEncoding | None:
@@ -398,6 +415,11 @@ def _v2_metadata(
     v2_filters = [_numcodecs_config(f) for f in _as_list(filters)]
     if args.dtype.kind in "OT" and not v2_filters:
         v2_filters = [{"id": "vlen-utf8"}]
+    vlen = [f["id"] for f in v2_filters if f.get("id") in VLEN_CODECS]
+    if vlen and args.dtype.kind != "O":  # its chunks would decode to objects: unreadable
+        raise MetadataError(
+            f"filters: {vlen[0]!r} encodes objects (dtype=object or str), not {args.dtype}"
+        )
     return ArrayMetadata(
         shape=args.shape,
         dtype=args.dtype,
@@ -428,6 +450,11 @@ def _v3_metadata(
         args, filters=filters, compressors=compressors, serializer=serializer, order=order
     )
     chunk_shape, chunk_grid = args.chunks, args.chunk_grid
+    data_type = None
+    if any(c.name == "vlen-bytes" for c in codecs):  # zarr-python's type for bytes objects
+        if args.dtype.kind != "O":
+            raise MetadataError(f"serializer: 'vlen-bytes' stores bytes objects, not {args.dtype}")
+        data_type = "variable_length_bytes"
     if shards is not None:
         chunk_shape, chunk_grid = _shard_shape(args, shards)
         codecs = (_sharding_codec(args.chunks, codecs),)
@@ -442,6 +469,7 @@ def _v3_metadata(
         attributes=args.attributes,
         dimension_names=args.dimension_names,
         chunk_grid=chunk_grid,
+        data_type=data_type,
     )
 
 

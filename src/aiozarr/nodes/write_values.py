@@ -20,9 +20,12 @@ def as_value(
     *,
     name: str,
     what: Callable[[], str],
+    items: type | None = None,
 ) -> np.ndarray:
     """`value` in `dtype`, broadcast to `shape` (`casting.as_dtype`); `name` is the
-    array's name in messages, `what()` the array and its store.
+    array's name in messages, `what()` the array and its store; `items` (`str` or
+    `bytes`, for an object array of variable-length strings or bytes) what each element
+    must be (`casting.as_items`), so that no chunk is written before one is refused.
 
     A value whose shape does not fit is refused for that first, whatever its dtype: a
     value both misshapen and of another kind is most often the wrong value. A shape
@@ -39,6 +42,8 @@ def as_value(
             "one that broadcasts to it (a scalar)"
         )
     try:
+        if items is not None:
+            return np.broadcast_to(casting.as_items(value, items), shape)
         return np.broadcast_to(casting.as_dtype(value, dtype), shape)
     except ValueOutOfRangeError as error:
         raise ValueOutOfRangeError(
