@@ -3,7 +3,6 @@ dask-backed variables, `compute=False`, `region="auto"`, `write_empty_chunks`.""
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +15,12 @@ da = pytest.importorskip("dask.array")
 pytest.importorskip("zarr")
 
 from dask.delayed import Delayed  # noqa: E402
+from tests.integrations.xarray_peers import theirs  # noqa: E402
 
 from aiozarr.dask import OverlappingWriteError  # noqa: E402
 from aiozarr.xarray import to_zarr  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::zarr.errors.ZarrUserWarning")
-
-
-def theirs(ds: xr.Dataset, where: Path, **kwargs: Any) -> Any:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return ds.to_zarr(where, **kwargs)
 
 
 def dataset(n_time: int = 12) -> xr.Dataset:

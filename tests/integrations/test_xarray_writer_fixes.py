@@ -15,25 +15,14 @@ import pytest
 xr = pytest.importorskip("xarray")
 pytest.importorskip("zarr")
 
+from tests.integrations.xarray_peers import read, theirs  # noqa: E402
+
 from aiozarr.dask import OverlappingWriteError  # noqa: E402
 from aiozarr.errors import ValueOutOfRangeError  # noqa: E402
 from aiozarr.xarray import to_zarr  # noqa: E402
 from aiozarr.xarray.encoded_values import StringTooLongError  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::zarr.errors.ZarrUserWarning")
-
-
-def theirs(ds: xr.Dataset, where: Path, **kwargs: Any) -> Any:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return ds.to_zarr(where, **kwargs)
-
-
-def read(where: Path, **kwargs: Any) -> xr.Dataset:
-    """What xarray's zarr engine reads (its warnings, e.g. v3 consolidated, silenced)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return xr.open_dataset(where, engine="zarr", **kwargs).load()
 
 
 def names(kind: str, *values: str) -> xr.Dataset:

@@ -150,9 +150,7 @@ class AiozarrBackendEntrypoint(BackendEntrypoint):
                 use_zarr_fill_value_as_mask,
                 _decodes_times(decoders),
             )
-        return StoreBackendEntrypoint().open_dataset(
-            GroupDataStore(target.store, variables, attrs), drop_variables=drop, **decoders
-        )
+        return _decoded(GroupDataStore(target.store, variables, attrs), drop, decoders)
 
     def open_groups_as_dict(  # type: ignore[override]
         self,
@@ -186,8 +184,8 @@ class AiozarrBackendEntrypoint(BackendEntrypoint):
                 _decodes_times(decoders),
             )
         return {
-            _tree_key(rel, relative=bool(group)): StoreBackendEntrypoint().open_dataset(
-                GroupDataStore(target.store, variables, attrs), drop_variables=drop, **decoders
+            _tree_key(rel, relative=bool(group)): _decoded(
+                GroupDataStore(target.store, variables, attrs), drop, decoders
             )
             for rel, (variables, attrs) in sorted(groups.items())
         }
@@ -197,6 +195,14 @@ class AiozarrBackendEntrypoint(BackendEntrypoint):
     ) -> xr.DataTree:
         """The groups at or below `group` as a DataTree (options as `open_dataset`)."""
         return xr.DataTree.from_dict(self.open_groups_as_dict(filename_or_obj, **kwargs))
+
+
+def _decoded(group: GroupDataStore, drop: list[str], decoders: Mapping[str, Any]) -> xr.Dataset:
+    """The group's dataset, decoded by xarray; the elements read for its datetime decoder
+    are then dropped (`AiozarrBackendArray.forget_ends`)."""
+    ds = StoreBackendEntrypoint().open_dataset(group, drop_variables=drop, **decoders)
+    group.forget_ends()
+    return ds
 
 
 def _decodes_times(decoders: Mapping[str, Any]) -> bool:

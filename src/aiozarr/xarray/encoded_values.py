@@ -4,7 +4,9 @@ xarray's encoder casts with numpy's casts, which wrap: `dtype="int8"` stores 300
 `scale_factor=0.01` into int16 stores 1000.0 as -310.72, times with
 `units="nanoseconds since 1970-01-01"` beyond 2262 come back as NaT. So `to_zarr`
 decodes what it encoded, with xarray's own decoder as a reader will (the variable's own
-units, scale and offset; times in the unit they were given in), and refuses with
+units, scale, offset and `_Unsigned`; times in the unit they were given in; for an
+array already stored, its stored units, calendar and `_Unsigned`, which a reader uses
+whatever the encoder chose), and refuses with
 `ValueOutOfRangeError` any value that does not come back within the encoding's
 resolution: one step of an integer encoding (the `scale_factor`, or one unit of time),
 or a float encoding's rounding. NaN and NaT must come back missing (an integer encoding
@@ -16,8 +18,9 @@ an array stored that way, or a `dtype` encoding) are cut by the same casts: a st
 longer than the width is refused with `StringTooLongError`, as xarray refuses an append
 of wider strings.
 
-Other variables (objects but strings, booleans), and times decoded to non-numpy calendars,
-are not checked. A dask-backed variable is checked block by block as it is written.
+Other variables (objects but strings, booleans: none can wrap), and times decoded to
+non-numpy calendars, are not checked. A dask-backed variable is checked block by block
+as it is written.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ __all__ = ["StringTooLongError", "checked_encoding"]
 
 _CF_KEYS = ("units", "calendar", "scale_factor", "add_offset", "_FillValue", "missing_value")
 _FILL_KEYS = ("_FillValue", "missing_value")
-_NUMERIC = "biufcmM"
+_STORED_KEYS = ("units", "calendar", "_Unsigned")
+_NUMERIC = "iufcmM"  # not booleans: no cast of theirs wraps
 _TIME_UNITS = ("s", "ms", "us", "ns")
 
 
@@ -47,18 +51,22 @@ class StringTooLongError(ValueOutOfRangeError, ValueError):
     be cut. Also a `ValueError`, as xarray's refusal of an append of wider strings."""
 
 
-def checked_encoding(name: str, raw: xr.Variable, encoded: xr.Variable) -> xr.Variable:
+def checked_encoding(
+    name: str, raw: xr.Variable, encoded: xr.Variable, stored: Mapping[str, Any] | None = None
+) -> xr.Variable:
     """`encoded` (xarray's encoding of `raw`), once every value is known to read back as
     `raw` holds it; raises `ValueOutOfRangeError` naming the variable, the values and
     the encoding's range (`StringTooLongError` for a string cut to a fixed width). A
-    dask-backed `encoded` comes back checking each block."""
+    dask-backed `encoded` comes back checking each block. `stored`: the attributes of
+    the array `encoded` goes into, when it is already stored (their units, calendar and
+    `_Unsigned` decode it, not the encoder's)."""
     check: Any
     if encoded.dtype.kind in "US" and raw.dtype.kind in "USO" and raw.shape == encoded.shape:
         check = _WidthCheck(name, raw.dtype, encoded.dtype)
     elif raw.dtype.kind not in _NUMERIC or encoded.dtype.kind not in _NUMERIC:
         return encoded
     else:
-        check = _Check(name, raw.dtype, encoded.dtype, _applied_attrs(raw, encoded))
+        check = _Check(name, raw.dtype, encoded.dtype, _applied_attrs(raw, encoded, stored))
     if check.not_compared:
         return encoded
     if not is_duck_dask_array(encoded.data):
@@ -75,11 +83,23 @@ def _checked_block(encoded: np.ndarray, raw: np.ndarray, check: Any) -> np.ndarr
     return encoded
 
 
-def _applied_attrs(raw: xr.Variable, encoded: xr.Variable) -> dict[str, Any]:
-    """The CF attributes the encoder applied (not those the variable already carried,
-    which the encoder leaves alone)."""
+def _applied_attrs(
+    raw: xr.Variable, encoded: xr.Variable, stored: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The CF attributes a reader decodes `encoded` with: those the encoder applied (not
+    those the variable already carried, which the encoder leaves alone), `_Unsigned`
+    however it came (stored as it is, it decodes), and the stored array's units,
+    calendar and `_Unsigned`, which a reader uses whatever units the encoder switched to
+    (days to hours, for times finer than a day)."""
     keys = (*_CF_KEYS, "dtype")
-    return {k: encoded.attrs[k] for k in keys if k in encoded.attrs and k not in raw.attrs}
+    attrs = {k: encoded.attrs[k] for k in keys if k in encoded.attrs and k not in raw.attrs}
+    if "_Unsigned" in encoded.attrs:
+        attrs["_Unsigned"] = encoded.attrs["_Unsigned"]
+    if stored is not None:
+        attrs.update({k: stored[k] for k in _STORED_KEYS if k in stored})
+    if encoded.dtype.kind not in "iu":  # a reader ignores it (with a warning)
+        attrs.pop("_Unsigned", None)
+    return attrs
 
 
 class _Check:
@@ -100,7 +120,7 @@ class _Check:
         self.not_compared = self.unit is not None and decoded.dtype.kind not in "mM"
         ends = np.zeros(2) if self.not_compared else self._numbers(decoded)
         self.origin = ends[0]
-        self.step = abs(ends[1] - ends[0]) if encoded.kind in "biu" else 0.0
+        self.step = abs(ends[1] - ends[0]) if encoded.kind in "iu" else 0.0
 
     def _decode(self, values: np.ndarray, attrs: Mapping[str, Any]) -> np.ndarray:
         """`values` decoded as a reader decodes them (times in the raw unit)."""
@@ -143,8 +163,9 @@ class _Check:
         with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: NaN, decided below
             diff = np.subtract(got, want)
             diff = np.abs(diff, out=diff) if diff.dtype.kind == "f" else np.abs(diff)
-        if self.encoded.kind in "biu":  # a cast to integers wraps: off by many steps
-            wrong = diff > self._tolerance(decoded.dtype)
+        if self.encoded.kind in "iu":  # a cast to integers wraps: off by many steps
+            with np.errstate(invalid="ignore"):  # NaN: decided below
+                wrong = diff > self._tolerance(decoded.dtype, got, want)
         else:  # a float encoding rounds: only an overflow to inf is wrong
             wrong = np.isinf(diff)
         odd = np.isnan(diff)  # NaN on either side, or inf on both: decided one by one
@@ -160,12 +181,16 @@ class _Check:
         if wrong.any():
             raise ValueOutOfRangeError(self._out_of_range(raw[wrong], want[wrong]))
 
-    def _tolerance(self, decoded: np.dtype[Any]) -> float:
+    def _tolerance(self, decoded: np.dtype[Any], got: np.ndarray, want: np.ndarray) -> Any:
         """How far an integer encoding may give a value back from the one given: one
-        step (it rounds), and the float arithmetic of scaling over its whole range."""
+        step (it rounds), and the float arithmetic of scaling over its whole range; for
+        times, decoded exactly, only that of their ticks compared as floats (a bound over
+        the range of int64 would pass times off by years)."""
         floats = [np.finfo(t) for t in (np.dtype(np.float64), decoded) if t.kind in "fc"]
         rel = 4 * max(float(f.eps) for f in floats)
-        limits = np.iinfo(self.encoded) if self.encoded.kind in "iu" else np.iinfo(np.int8)
+        if self.unit is not None:
+            return float(self.step) + rel * (np.abs(got) + np.abs(want))
+        limits = np.iinfo(self.encoded)
         span = max(abs(int(limits.min)), abs(int(limits.max))) * float(self.step)
         return float(self.step) + rel * (span + abs(float(self.origin)))
 
@@ -191,9 +216,7 @@ class _Check:
             info = np.finfo(self.encoded)  # a complex type: the range of each part
             ends = np.array([info.min, info.max], dtype=info.dtype)
         elif self.encoded.kind in "iu":
-            limits = np.iinfo(self.encoded)
-            least = limits.min + 1 if self.unit is not None else limits.min  # the least: NaT
-            ends = np.array([least, limits.max], dtype=self.encoded)
+            ends = self._integer_ends()
         else:
             return ""
         try:
@@ -204,6 +227,17 @@ class _Check:
             decoded = ends
         return f", which holds {decoded[0]!s} to {decoded[1]!s}"
 
+    def _integer_ends(self) -> np.ndarray:
+        """The stored integers that decode to the least and greatest values: the ends of
+        the encoded type, or with `_Unsigned` those of the type a reader takes it as
+        (int8 as uint8: 0 and -1)."""
+        kind = self.encoded.kind
+        if self.attrs.get("_Unsigned") == ("true" if kind == "i" else "false"):
+            kind = "u" if kind == "i" else "i"
+        limits = np.iinfo(np.dtype(f"{kind}{self.encoded.itemsize}"))
+        least = limits.min + 1 if self.unit is not None else limits.min  # the least: NaT
+        return np.array([least, limits.max]).astype(self.encoded)
+
     def _out_of_range(self, bad: np.ndarray, numbers: np.ndarray) -> str:
         low, high = bad.min(), bad.max()
         shown = f"{low!s}" if low == high else f"values from {low!s} to {high!s}"
@@ -212,17 +246,17 @@ class _Check:
                 f"variable {self.name!r}: {shown} would be stored as the _FillValue "
                 f"{self.fills[0]!s} of {self._described()} and read back as missing"
             )
+        steps = " (whole steps of its units only)" if self.unit is not None else ""
         return (
             f"variable {self.name!r}: {shown} cannot be stored as "
-            f"{self._described()}{self._limits()}"
+            f"{self._described()}{steps}{self._limits()}"
         )
 
     def _within(self, numbers: np.ndarray) -> bool:
         """Whether every number lies in the range of an integer encoding."""
         if self.encoded.kind not in "iu" or numbers.dtype.kind == "c":
             return False
-        limits = np.iinfo(self.encoded)
-        ends = self._decode(np.array([limits.min, limits.max], self.encoded), self.plain)
+        ends = self._decode(self._integer_ends(), self.plain)
         low, high = sorted(float(e) for e in ends)
         return bool(((numbers >= low) & (numbers <= high)).all())
 

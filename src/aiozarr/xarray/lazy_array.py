@@ -31,7 +31,8 @@ class AiozarrBackendArray(BackendArray):
     once (a coordinate shared by several variables loaded together); the others get a
     copy of its values. The first and last element of a CF datetime variable, which
     xarray's decoder asks for one after the other, are read while the dataset opens and
-    served without a request.
+    served to it without a request; after the opening (`forget_ends`) every read asks
+    the store, so a write since then is seen.
     """
 
     # `_array`, as xarray's own wrappers name it: xarray's checks of a variable's array
@@ -114,7 +115,8 @@ class AiozarrBackendArray(BackendArray):
     async def read_ends(self) -> None:
         """Read the selections xarray's CF datetime decoder asks for when a dataset opens,
         `first_n_items(data, 1)` and `last_item(data)`, as one coordinate selection of
-        the first and the last element, to serve them later without a request."""
+        the first and the last element, to serve them to it without a request (until
+        `forget_ends`)."""
         if 0 in self.shape:
             return
         ndim = len(self.shape)
@@ -129,6 +131,11 @@ class AiozarrBackendArray(BackendArray):
             basic = _basic_key(key, self.shape)
             shape = tuple(len(range(*k)) for k in basic if isinstance(k, tuple))  # type: ignore[union-attr]
             self._known[basic] = np.full(shape, value, dtype=ends.dtype)  # type: ignore[index]
+
+    def forget_ends(self) -> None:
+        """Drop the elements `read_ends` read, once xarray's decoder has had them: they
+        are as of the opening, and a later read must see what was written since."""
+        self._known.clear()
 
 
 class _SharedRead:

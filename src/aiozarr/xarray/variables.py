@@ -187,6 +187,16 @@ class GroupDataStore(AbstractDataStore):
     def close(self) -> None:
         pass  # nothing held open: the store's connections belong to the process
 
+    def forget_ends(self) -> None:
+        """Once xarray has decoded the variables, drop the elements read for its datetime
+        decoder (`AiozarrBackendArray.forget_ends`): later reads ask the store."""
+        for var in self._variables.values():
+            data = var._data  # not `.data`, which would read the values
+            if isinstance(data, indexing.LazilyIndexedArray):
+                data = data.array
+            if isinstance(data, AiozarrBackendArray):
+                data.forget_ends()
+
 
 def store_of(obj: xr.Dataset | xr.DataArray | xr.DataTree) -> Store:
     """The store a dataset (or data tree) opened with `engine="aiozarr"` reads from:

@@ -27,6 +27,7 @@ from aiozarr.xarray import appends
 from aiozarr.xarray.consolidation import consolidate_async, consolidate_written
 from aiozarr.xarray.encoded_values import checked_encoding
 from aiozarr.xarray.lazy_array import AiozarrBackendArray
+from aiozarr.xarray.placements import check_placements, check_targets
 from aiozarr.xarray.tree import read_tree
 from aiozarr.xarray.variables import DIMENSION_KEY, dimensions, raw_variable
 
@@ -126,7 +127,8 @@ def _encode(
             var.load()  # read once: both the encoder and its check below use the values
         with np.errstate(over="ignore", invalid="ignore"):  # refused below, naming values
             encoded = encode_zarr_variable(var, name=name, zarr_format=zarr_format)  # type: ignore[arg-type]
-        encoded = checked_encoding(name, var, encoded)  # xarray's casts wrap: refuse them
+        stored = existing[name].attributes if name in existing else None
+        encoded = checked_encoding(name, var, encoded, stored)  # xarray's casts wrap: refuse them
         var_attrs = {k: encode_zarr_attr_value(v) for k, v in encoded.attrs.items()}
         if zarr_format == 2:
             fill_value = var_attrs.pop("_FillValue", None)
@@ -244,8 +246,8 @@ async def write_metadata_async(
         slices = await _resolve_region(ds, region, resolved, path, existing, mode)
         ds = ds.drop_vars(list(ds.indexes))  # a region write never changes an index
     prepared, attrs = await anyio.to_thread.run_sync(_encode, ds, encoding, existing, zarr_format)
-    _check_targets(prepared, existing, mode, slices)
-    _check_placements(prepared, existing, slices, append_dim)
+    check_targets(prepared, existing, mode, slices)
+    check_placements(prepared, existing, slices, append_dim)
     empties = _write_empty_chunks(prepared, write_empty_chunks)
     fmt = await _write_group(resolved, path, meta, attrs, zarr_format, mode, slices is not None)
     target = _Target(resolved, path, fmt, existing, slices, append_dim, mode == "a")
@@ -306,7 +308,8 @@ async def _write_group(
     region_write: bool,
 ) -> int:
     """Create the group (`meta` None), or add `attrs` to the attributes of the one there
-    (mode 'a', not a region write). Returns the Zarr format its arrays take."""
+    and drop its inline snapshot (mode 'a', not a region write). Returns the Zarr format
+    its arrays take."""
     if meta is None:
         from aiozarr.nodes.group import AsyncGroup
 
@@ -314,10 +317,11 @@ async def _write_group(
             store, path, attributes=attrs, zarr_format=zarr_format, overwrite=mode == "w"
         )
         return zarr_format
-    if mode == "a" and attrs and not region_write:
+    if mode == "a" and not region_write and (attrs or meta.zarr_format == 3):
         # Merged into the attributes as stored (another writer's kept). The group's inline
-        # snapshot of its members is dropped: this write changes them, and writes a new
-        # one at its end when `consolidated`.
+        # snapshot of its members (v3) is dropped, attributes or not: this write changes
+        # them, and writes a new one at its end when `consolidated` (else none is left
+        # stale). No snapshot and no attributes: read, nothing written.
         merged = node_updates.merged_attributes(attrs)
         await node_updates.update_node(
             store, path, meta, lambda m: node_updates.with_consolidated(None)(merged(m))
@@ -478,58 +482,6 @@ async def _auto_slice(
     if not positions.size:
         return slice(0, 0)
     return slice(int(positions[0]), int(positions[-1]) + 1)
-
-
-def _check_targets(
-    prepared: Mapping[str, tuple[xr.Variable, dict[str, Any]]],
-    existing: Mapping[str, ArrayMetadata],
-    mode: str,
-    region: Mapping[str, slice] | None,
-) -> None:
-    """Refuse, before writing anything, variables a region or `r+` write cannot place."""
-    if mode == "r+":
-        missing = sorted(n for n in prepared if n not in existing)
-        if missing:
-            raise ValueError(
-                f"variables {missing} are not in the store: mode 'r+' only writes into "
-                "existing arrays"
-            )
-    if region is not None:
-        outside = sorted(n for n, (v, _) in prepared.items() if not set(region) & set(v.dims))
-        if outside:
-            raise ValueError(
-                f"variables {outside} have none of the region's dimensions {sorted(region)}: "
-                f"drop them from the dataset before a region write (.drop_vars({outside!r}))"
-            )
-
-
-def _check_placements(
-    prepared: Mapping[str, tuple[xr.Variable, dict[str, Any]]],
-    existing: Mapping[str, ArrayMetadata],
-    region: Mapping[str, slice] | None,
-    append_dim: str | None,
-) -> None:
-    """Refuse, before writing anything, variables that do not fit their stored arrays:
-    other dimensions, or (neither a region write nor an append) another shape."""
-    for name, (var, _) in prepared.items():
-        if name not in existing:
-            continue
-        meta = existing[name]
-        dims = dimensions(name, meta)
-        if dims != var.dims:
-            raise ValueError(f"variable {name!r} has dimensions {var.dims}, the stored one {dims}")
-        if region is not None or meta.shape == var.shape:
-            continue
-        if append_dim not in dims:
-            raise ValueError(
-                f"variable {name!r} has shape {var.shape}, the stored array {meta.shape}"
-            )
-        for d, (have, new) in enumerate(zip(meta.shape, var.shape, strict=True)):
-            if have != new and dims[d] != append_dim:
-                raise ValueError(
-                    f"variable {name!r}: dimension {dims[d]!r} has size {new}, "
-                    f"the stored array {have}; only {append_dim!r} can grow"
-                )
 
 
 async def _place_existing(

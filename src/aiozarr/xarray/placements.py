@@ -1,0 +1,108 @@
+"""Where `to_zarr` puts each variable of a write into a group already there, checked
+before anything is written: the stored arrays a region or `r+` write needs, and each
+variable's dimensions and shape against its stored array (the whole array, the rows an
+append adds, or the region's part). A value smaller than where it goes is refused, as
+xarray refuses it: writing it would broadcast it over the rest."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import xarray as xr
+
+from aiozarr.errors import InvalidValueError
+from aiozarr.metadata.model import ArrayMetadata
+from aiozarr.xarray.variables import dimensions
+
+__all__ = ["PlacementError", "check_placements", "check_targets"]
+
+Prepared = Mapping[str, tuple[xr.Variable, dict[str, Any]]]
+
+
+class PlacementError(InvalidValueError, ValueError):
+    """A variable does not fit the stored array it is written into: other dimensions,
+    another shape, or another size than the region's along one of them. Also a
+    `ValueError`, as xarray's refusal of the same write."""
+
+
+def check_targets(
+    prepared: Prepared,
+    existing: Mapping[str, ArrayMetadata],
+    mode: str,
+    region: Mapping[str, slice] | None,
+) -> None:
+    """Refuse, before writing anything, variables a region or `r+` write cannot place."""
+    if mode == "r+":
+        missing = sorted(n for n in prepared if n not in existing)
+        if missing:
+            raise ValueError(
+                f"variables {missing} are not in the store: mode 'r+' only writes into "
+                "existing arrays"
+            )
+    if region is not None:
+        outside = sorted(n for n, (v, _) in prepared.items() if not set(region) & set(v.dims))
+        if outside:
+            raise ValueError(
+                f"variables {outside} have none of the region's dimensions {sorted(region)}: "
+                f"drop them from the dataset before a region write (.drop_vars({outside!r}))"
+            )
+
+
+def check_placements(
+    prepared: Prepared,
+    existing: Mapping[str, ArrayMetadata],
+    region: Mapping[str, slice] | None,
+    append_dim: str | None,
+) -> None:
+    """Refuse with `PlacementError`, before writing anything, variables that do not fit
+    their stored arrays: other dimensions; in a region write, another size than the
+    region's slice along its dimensions or than the stored array along the others; in
+    an append, another size along a dimension but `append_dim`; else another shape."""
+    for name, (var, _) in prepared.items():
+        if name not in existing:
+            continue
+        meta = existing[name]
+        dims = dimensions(name, meta)
+        if dims != var.dims:
+            raise PlacementError(
+                f"variable {name!r} has dimensions {var.dims}, the stored one {dims}"
+            )
+        if region is not None:
+            _check_region(name, var, meta, dims, region)
+        elif meta.shape != var.shape and append_dim not in dims:
+            raise PlacementError(
+                f"variable {name!r} has shape {var.shape}, the stored array {meta.shape}"
+            )
+        else:
+            for dim, have, new in zip(dims, meta.shape, var.shape, strict=True):
+                if have != new and dim != append_dim:
+                    raise PlacementError(
+                        f"variable {name!r}: dimension {dim!r} has size {new}, "
+                        f"the stored array {have}; only {append_dim!r} can grow"
+                    )
+
+
+def _check_region(
+    name: str,
+    var: xr.Variable,
+    meta: ArrayMetadata,
+    dims: tuple[str, ...],
+    region: Mapping[str, slice],
+) -> None:
+    """Refuse a variable of another size than the region's slice along a dimension of
+    the region, or than the stored array along another (written whole)."""
+    for dim, stored, size in zip(dims, meta.shape, var.shape, strict=True):
+        if dim in region:
+            wanted = len(range(*region[dim].indices(stored)))
+            if size != wanted:
+                raise PlacementError(
+                    f"variable {name!r} has size {size} along {dim!r}, the region "
+                    f"{region[dim]} selects {wanted} of the stored {stored}; give the "
+                    "region the variable's size"
+                )
+        elif size != stored:
+            raise PlacementError(
+                f"variable {name!r} has size {size} along {dim!r}, the stored array "
+                f"{stored}; a dimension outside the region is written whole"
+            )
