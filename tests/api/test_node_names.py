@@ -4,6 +4,7 @@ names of metadata documents (`zarr.json`, `.zattrs`, ...) are refused at creatio
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -70,3 +71,18 @@ def test_a_hidden_folder_is_no_implicit_group(tmp_path: Path) -> None:
     (tmp_path / "g.zarr" / "loose" / "k").write_text("k")
     with aiozarr.config.set(implicit_groups=True):
         assert group.keys() == ["a", "loose"]
+
+
+def test_a_hidden_group_is_a_child_of_an_xarray_tree(tmp_path: Path) -> None:
+    xr = pytest.importorskip("xarray")
+    root = aiozarr.open_group(tmp_path / "g.zarr", mode="w")
+    hidden = root.create_group(".hidden").create_array(
+        "v", shape=(2,), dtype="i1", dimension_names=["x"]
+    )
+    hidden[...] = 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # xarray's on unconsolidated v3
+        theirs = xr.open_datatree(tmp_path / "g.zarr", engine="zarr")
+        ours = xr.open_datatree(tmp_path / "g.zarr", engine="aiozarr")
+    assert sorted(ours.children) == sorted(theirs.children) == [".hidden"]
+    np.testing.assert_array_equal(ours[".hidden"]["v"].values, [3, 3])

@@ -140,7 +140,7 @@ async def _read_members(
     """The metadata of each listed child that is a node, all read in one batch
     (`hierarchy.read_members`); a file or an implicit group is not a member xarray uses."""
     fmt: Literal[2, 3] = 3 if zarr_format == 3 else 2
-    wanted = [n for n in names if not n.startswith(".") and n != hierarchy.V3_KEY]
+    wanted = [n for n in names if n not in hierarchy.DOCUMENT_NAMES[fmt]]  # ".hidden" too
     found = await hierarchy.read_members(store, path, wanted, fmt)
     return {name: node for name, node in sorted(found.items()) if node is not None}
 
