@@ -11,10 +11,12 @@ dask; `import aiozarr` does not.
 
 from __future__ import annotations
 
+import uuid
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from aiozarr.errors import AiozarrError, require_extra
+from aiozarr.errors import AiozarrError, SelectionError, require_extra
 
 require_extra("aiozarr.dask", "dask", "dask")
 
@@ -26,6 +28,8 @@ from dask.base import tokenize
 from aiozarr import config
 from aiozarr.api import StoreLike, create_array
 from aiozarr.nodes.array import AsyncArray
+from aiozarr.storage.backends.memory import MemoryStore
+from aiozarr.storage.protocol import Store
 from aiozarr.sync import Array
 
 __all__ = ["OverlappingWriteError", "from_dask", "store", "to_dask", "write_grid"]
@@ -75,8 +79,9 @@ def to_dask(
     """
     sync = _sync(array)
     blocks = chunks if chunks is not None else (write_grid(sync) or sync.shape)
-    # Deterministic: the same array opened twice gives the same graph keys.
-    token = tokenize(repr(sync.store), sync.path, sync.shape, str(sync.dtype), blocks)
+    # Deterministic where the store says where its data is: the same array opened twice
+    # gives the same graph keys.
+    token = tokenize(_data_of(sync.store), sync.path, sync.shape, str(sync.dtype), blocks)
     return da.from_array(
         sync,
         chunks=blocks,
@@ -86,6 +91,21 @@ def to_dask(
         fancy=False,
         meta=np.empty((0,) * sync.ndim, dtype=sync.dtype),
     )
+
+
+#: A name for the data of each store that cannot say where it is (`_data_of`).
+_UNPLACED: weakref.WeakKeyDictionary[Store, str] = weakref.WeakKeyDictionary()
+
+
+def _data_of(store: Store) -> object:
+    """What names `store`'s data in a graph: where it is (`Store.key_space`: a directory,
+    a bucket and prefix), or for a store that cannot say (memory, a reference file's
+    dict) a name of its own. Its repr named it before, and two reference stores over
+    different files share one (`ReferenceStore('<dict>')`): dask merged their blocks."""
+    space, prefix = store.key_space()
+    if not isinstance(space, Store):
+        return space, prefix
+    return _UNPLACED.setdefault(store, uuid.uuid4().hex)
 
 
 class _Settings:
@@ -140,6 +160,8 @@ def store(
     With `compute=False`, a `dask.delayed.Delayed` that writes when computed.
     """
     sync = _sync(target)
+    if region is not None:
+        region = _checked_region(region, sync)
     if source.shape != (_region_shape(region, sync.shape) if region else sync.shape):
         raise ValueError(f"cannot store a dask array of shape {source.shape} into {sync!r}")
     if safe and not lock:
@@ -148,6 +170,20 @@ def store(
     if write_empty_chunks is not None:
         writer = _Settings(sync, {"write_empty_chunks": write_empty_chunks})
     return da.store(source, writer, regions=region, lock=lock or False, compute=compute, **kwargs)
+
+
+def _checked_region(region: Any, target: Array) -> tuple[slice, ...]:
+    """`region` as one slice of step 1 per axis of `target`, its bounds resolved (dask
+    takes no negative bounds); `SelectionError` for anything else."""
+    if not isinstance(region, tuple | list) or len(region) != target.ndim:
+        raise SelectionError(f"region {region!r}: one slice per axis of {target!r}")
+    out = []
+    for axis, (s, n) in enumerate(zip(region, target.shape, strict=True)):
+        if not isinstance(s, slice) or s.indices(n)[2] != 1:
+            raise SelectionError(f"region {region!r}: axis {axis} is not a slice of step 1")
+        start, stop, _ = s.indices(n)
+        out.append(slice(start, max(start, stop)))
+    return tuple(out)
 
 
 def _region_shape(region: tuple[slice, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -206,6 +242,10 @@ def from_dask(
     """
     if "chunks" not in create_options and "shards" not in create_options:
         create_options["chunks"] = tuple(c[0] if c else 1 for c in source.chunks)
+    if safe and not lock:  # refused before anything is created, or overwritten
+        planned = {k: v for k, v in create_options.items() if k != "overwrite"}
+        layout = create_array(MemoryStore(), shape=source.shape, dtype=source.dtype, **planned)
+        _check_aligned(source, layout, None, partial_edges=False)
     array = create_array(
         target,
         path,

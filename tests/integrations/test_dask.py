@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import pickle
 import subprocess
 import sys
@@ -15,6 +17,7 @@ da = pytest.importorskip("dask.array")
 import aiozarr  # noqa: E402
 from aiozarr.dask import OverlappingWriteError, from_dask, store, to_dask  # noqa: E402
 from aiozarr.emulator import Emulator  # noqa: E402
+from aiozarr.errors import SelectionError  # noqa: E402
 
 DATA = np.arange(120 * 80, dtype="f8").reshape(120, 80) / 7
 
@@ -118,3 +121,51 @@ def test_top_level_dask_functions_load_dask_lazily() -> None:
     lazy = "import sys, aiozarr\naiozarr.to_dask\nassert 'dask' in sys.modules\n"
     done = subprocess.run([sys.executable, "-c", lazy], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def _referenced(value: int) -> dict[str, object]:
+    """A reference file (kerchunk's form, inline data) of one 4-element array `x`."""
+    meta = {"zarr_format": 2, "shape": [4], "chunks": [4], "dtype": "<i4", "compressor": None}
+    meta |= {"fill_value": 0, "filters": None, "order": "C"}
+    chunk = base64.b64encode(np.full(4, value, "<i4").tobytes()).decode()
+    refs = {
+        ".zgroup": '{"zarr_format": 2}',
+        "x/.zarray": json.dumps(meta),
+        "x/0": f"base64:{chunk}",
+    }
+    return {"version": 1, "refs": refs}
+
+
+def test_arrays_of_stores_that_cannot_say_where_they_are_get_their_own_names() -> None:
+    """Two reference stores over different files print alike: dask merged their blocks."""
+    one = to_dask(aiozarr.open_array(_referenced(1), "x"))
+    two = to_dask(aiozarr.open_array(_referenced(2), "x"))
+    assert one.name != two.name
+    np.testing.assert_array_equal((one + two).compute(), [3, 3, 3, 3])
+
+
+def test_a_refused_layout_leaves_the_array_it_would_overwrite(tmp_path: Path) -> None:
+    old = aiozarr.create_array(tmp_path / "a.zarr", shape=(10,), dtype="i8", chunks=(5,))
+    old[...] = np.arange(10)
+    with pytest.raises(OverlappingWriteError):
+        from_dask(da.arange(10, chunks=3), tmp_path / "a.zarr", chunks=(5,), overwrite=True)
+    np.testing.assert_array_equal(aiozarr.open_array(tmp_path / "a.zarr")[...], np.arange(10))
+
+
+@pytest.mark.parametrize(
+    "region",
+    [(2,), (slice(0, 4), slice(0, 1)), (slice(8, 0, -1),), (slice(0, 8, 2),)],
+    ids=["int", "too many", "negative step", "step 2"],
+)
+def test_a_region_that_is_not_one_plain_slice_per_axis_is_refused(
+    tmp_path: Path, region: tuple[object, ...]
+) -> None:
+    target = aiozarr.create_array(tmp_path / "r.zarr", shape=(8,), dtype="i8", chunks=(4,))
+    with pytest.raises(SelectionError, match="region"):
+        store(da.zeros(4, chunks=4, dtype="i8"), target, region=region)
+
+
+def test_a_region_with_negative_bounds_is_written(tmp_path: Path) -> None:
+    target = aiozarr.create_array(tmp_path / "r.zarr", shape=(8,), dtype="i8", chunks=(4,))
+    store(da.ones(4, chunks=4, dtype="i8"), target, region=(slice(-4, None),))
+    np.testing.assert_array_equal(target[...], [0, 0, 0, 0, 1, 1, 1, 1])
