@@ -446,3 +446,26 @@ def test_rectilinear_grids_are_read_and_written_by_the_engine(
     for mine, theirs in zip(*found, strict=True):
         np.testing.assert_array_equal(mine, theirs)
     assert fallbacks.reasons == []
+
+
+def _appended(store: Any) -> np.ndarray:
+    """Five appends of ten rows into one shard of 100, through one array object."""
+    arr = zarr.create_array(
+        store=store, shape=(10,), chunks=(10,), shards=(100,), dtype="i4", fill_value=-1
+    )
+    for k in range(5):
+        arr.append(np.full(10, k, dtype="i4"))
+    return np.asarray(zarr.open_array(store=store)[...])
+
+
+@pytest.mark.parametrize("kind", STORES)
+def test_appends_through_one_array_object_all_land(
+    kind: str, make_store: Callable[[str], Any]
+) -> None:
+    """zarr-python grows an array in place (its pipeline keeps the shape it was built
+    with): a write covering the inner chunks inside that shape replaced the whole shard,
+    losing every row appended before (fifty -1 and ten 4)."""
+    expected = np.concatenate([np.full(10, -1), *(np.full(10, k) for k in range(5))])
+    with aiozarr_pipeline():
+        np.testing.assert_array_equal(_appended(make_store(kind)), expected)
+    np.testing.assert_array_equal(_appended(make_store(kind)), expected)  # zarr's own

@@ -30,6 +30,24 @@ def test_a_write_to_an_edge_chunk_keeps_what_another_writer_stored_past_it(
     np.testing.assert_array_equal(aiozarr.open_array(LocalStore(tmp_path))[4:6], [7, 99])
 
 
+def test_a_write_to_every_inner_chunk_inside_an_edge_shard_keeps_those_past_it(
+    tmp_path: Path,
+) -> None:
+    """A shard's inner chunks past this handle's edge are kept too: another writer grew
+    the array and wrote there, and replacing the shard whole lost their rows."""
+    aiozarr.create_array(
+        LocalStore(tmp_path), shape=(10,), chunks=(10,), shards=(100,), dtype="i4", fill_value=-1
+    )
+    mine = aiozarr.open_array(LocalStore(tmp_path))
+    theirs = aiozarr.open_array(LocalStore(tmp_path))
+    theirs.resize((20,))
+    theirs[10:20] = 7  # past `mine`'s edge, in the same shard
+    mine[0:10] = 1  # every inner chunk the shard holds inside `mine`'s array
+    np.testing.assert_array_equal(
+        aiozarr.open_array(LocalStore(tmp_path))[...], [1] * 10 + [7] * 10
+    )
+
+
 @pytest.mark.parametrize("zarr_format", [2, 3])
 def test_one_element_of_a_string_array_is_written_as_the_element(
     tmp_path: Path, zarr_format: int

@@ -20,6 +20,7 @@ honours them and each read carried a version; otherwise the write raises
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -315,7 +316,12 @@ async def _write_shards(
 
 
 def _replaces_whole_shard(shard: ShardSelection) -> bool:
-    return shard.whole and all(r.projection.is_complete_chunk for r in shard.inner)
+    """Whether the write gives every inner chunk of the shard whole, those past the
+    array's edge included: another writer may have grown the array and written there
+    (an edge shard is merged into, as an edge chunk is: docs/decisions/failure-model.md)."""
+    if not all(r.projection.is_complete_chunk for r in shard.inner):
+        return False
+    return len({r.inner_coords for r in shard.inner}) == math.prod(shard.layout.chunks_per_shard)
 
 
 async def _encode_shard(
