@@ -179,9 +179,9 @@ def _checked_region(region: Any, target: Array) -> tuple[slice, ...]:
         raise SelectionError(f"region {region!r}: one slice per axis of {target!r}")
     out = []
     for axis, (s, n) in enumerate(zip(region, target.shape, strict=True)):
-        if not isinstance(s, slice) or s.indices(n)[2] != 1:
+        start, stop, step = s.indices(n) if isinstance(s, slice) else (0, 0, 0)
+        if step != 1:
             raise SelectionError(f"region {region!r}: axis {axis} is not a slice of step 1")
-        start, stop, _ = s.indices(n)
         out.append(slice(start, max(start, stop)))
     return tuple(out)
 

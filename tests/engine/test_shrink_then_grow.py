@@ -31,6 +31,14 @@ def _create(layout: str, shape: tuple[int, int] = (12, 7)) -> aiozarr.Array:
     )
 
 
+def _filled(layout: str) -> tuple[aiozarr.Array, np.ndarray]:
+    """A 12 x 7 array of `layout` written whole, and its values."""
+    arr = _create(layout)
+    data = np.arange(1, 12 * 7 + 1, dtype="i4").reshape(12, 7)
+    arr[...] = data
+    return arr, data
+
+
 def _resized(model: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """`model` cut to `shape` and grown to it with the fill value."""
     out = np.full(shape, FILL, dtype=model.dtype)
@@ -41,9 +49,7 @@ def _resized(model: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_a_grow_after_a_shrink_shows_the_fill_value(layout: str) -> None:
-    arr = _create(layout)
-    data = np.arange(1, 12 * 7 + 1, dtype="i4").reshape(12, 7)
-    arr[...] = data
+    arr, data = _filled(layout)
     arr.resize((5, 3))
     arr.resize((12, 7))
     np.testing.assert_array_equal(arr[...], _resized(data[:5, :3], (12, 7)))
@@ -53,9 +59,7 @@ def test_a_grow_after_a_shrink_shows_the_fill_value(layout: str) -> None:
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_growing_one_axis_and_shrinking_another(layout: str) -> None:
-    arr = _create(layout)
-    data = np.arange(1, 12 * 7 + 1, dtype="i4").reshape(12, 7)
-    arr[...] = data
+    arr, data = _filled(layout)
     arr.resize((14, 5))
     arr.resize((14, 7))
     np.testing.assert_array_equal(arr[...], _resized(_resized(data, (14, 5)), (14, 7)))

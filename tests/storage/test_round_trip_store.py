@@ -36,12 +36,17 @@ class _Chain:
         sender.send_range("blob", ByteRange.of(0, 4), self)
 
 
+async def _blob_store(make: Callable[[], Store]) -> RoundTripStore:
+    """A `RoundTripStore` over a new emulator store holding `blob`."""
+    inner = make()
+    await inner.set("blob", b"0123456789")
+    return RoundTripStore(inner)
+
+
 async def test_a_range_sent_on_an_answer_is_one_round_trip_deeper(
     emulator_s3_store: Callable[[], Store],
 ) -> None:
-    inner = emulator_s3_store()
-    await inner.set("blob", b"0123456789")
-    store = RoundTripStore(inner)
+    store = await _blob_store(emulator_s3_store)
     chain = _Chain(store, 3)
     chain.send()
     await chain.finished
@@ -52,9 +57,7 @@ async def test_a_range_sent_on_an_answer_is_one_round_trip_deeper(
 async def test_ranges_sent_together_share_a_round_trip(
     emulator_s3_store: Callable[[], Store],
 ) -> None:
-    inner = emulator_s3_store()
-    await inner.set("blob", b"0123456789")
-    store = RoundTripStore(inner)
+    store = await _blob_store(emulator_s3_store)
     chains = [_Chain(store, 1) for _ in range(4)]
     for chain in chains:
         chain.send()

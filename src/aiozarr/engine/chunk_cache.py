@@ -160,19 +160,18 @@ class ChunkCache:
         return self._lru.nbytes
 
     def record(self, place: Place, key: str) -> _Record | None:
-        found: _Record | None = self._lru.peek(("object", place[0], place[1] + key))
+        found: _Record | None = self._lru.peek(("object", *_named(place, key)))
         return found
 
     def chunk(
         self, place: Place, key: str, coords: tuple[int, ...], version: Hashable
     ) -> np.ndarray | None:
-        name = place[1] + key
-        found: np.ndarray | None = self._lru.peek(("chunk", place[0], name, coords, version))
+        found: np.ndarray | None = self._lru.peek(("chunk", *_named(place, key), coords, version))
         return found
 
     def touch(self, place: Place, key: str, coords: tuple[int, ...], version: Hashable) -> None:
         """Mark a chunk served (most recently used)."""
-        self._lru.get(("chunk", place[0], place[1] + key, coords, version))
+        self._lru.get(("chunk", *_named(place, key), coords, version))
 
     def confirm(self, place: Place, key: str, version: Hashable, checked: float) -> None:
         """`version` of `key` was current at `checked`."""
@@ -193,7 +192,7 @@ class ChunkCache:
         """Hold `chunk`, decoded from `version` of `key` read by a request sent at
         `checked` or later; not when `key` was written since (a write through this
         process drops what it replaced) or a newer version is known."""
-        space, name = place[0], place[1] + key
+        space, name = _named(place, key)
         with self._lock:
             if self._written.get((space, name), -1.0) >= checked:
                 return
@@ -217,15 +216,15 @@ class ChunkCache:
             for key in keys:
                 self._drop(place, key)
                 if written:  # the newest last, so the oldest go first
-                    name = (place[0], place[1] + key)
-                    self._written.pop(name, None)
-                    self._written[name] = now
+                    named = _named(place, key)
+                    self._written.pop(named, None)
+                    self._written[named] = now
             while len(self._written) > _WRITES_REMEMBERED:
                 del self._written[next(iter(self._written))]
 
     def objects_under(self, place: Place, prefix: str) -> list[str]:
         """The keys under `prefix` of the store at `place` that chunks are held of."""
-        space, under = place[0], place[1] + prefix
+        space, under = _named(place, prefix)
         return [
             k[2][len(place[1]) :]
             for k in self._lru.held_keys()
@@ -241,11 +240,16 @@ class ChunkCache:
         found = self.record(place, key)
         if found is None:
             return
-        space, name = place[0], place[1] + key
+        space, name = _named(place, key)
         self._lru.invalidate(
             ("object", space, name),
             *(("chunk", space, name, c, found.version) for c in found.coords),
         )
+
+
+def _named(place: Place, key: str) -> tuple[int, str]:
+    """`key` of the store at `place` by its full name in the pool: (space, prefix + key)."""
+    return place[0], place[1] + key
 
 
 def forget_written(store: Hashable, keys: tuple[str, ...]) -> None:
@@ -268,8 +272,8 @@ def forget_deleted(store: Hashable, prefix: str) -> None:
 
 def key_space(store: Any) -> tuple[Hashable, str]:
     """The data `store`'s keys name and the prefix it puts before them
-    (`Store.key_space`); a store that cannot say is its own, writable (stores compare
-    their read-only flag, and a mode "r" handle must see what a writable one writes)."""
+    (`Store.key_space`); a store without that method (not aiozarr's) is a space of its
+    own."""
     if hasattr(store, "key_space"):
         return store.key_space()  # type: ignore[no-any-return]
     return store, ""

@@ -50,6 +50,7 @@ DOCUMENT_NAMES: dict[int, frozenset[str]] = {
     2: frozenset((v2.ZARRAY, v2.ZGROUP, v2.ZATTRS, v2.ZMETADATA_KEY)),
     3: frozenset((V3_KEY,)),
 }
+_RESERVED = DOCUMENT_NAMES[2] | DOCUMENT_NAMES[3]  # no node's name, in either format
 
 
 class NodeLocation:
@@ -82,12 +83,11 @@ def check_node_path(path: str) -> None:
     either format (`zarr.json`, `.zarray`, `.zgroup`, `.zattrs`, `.zmetadata`)."""
     # Such a node is never listed, and its folder takes its parent's document's place
     # (a group `.zattrs` left the parent's attributes unwritable).
-    reserved = DOCUMENT_NAMES[2] | DOCUMENT_NAMES[3]
     for name in path.split("/"):
-        if name in reserved:
+        if name in _RESERVED:
             raise InvalidKeyError(
                 f"invalid node name {name!r} in {path!r}: it is the name of a Zarr metadata "
-                f"document ({', '.join(sorted(reserved))}), which no array or group may have"
+                f"document ({', '.join(sorted(_RESERVED))}), which no array or group may have"
             )
 
 

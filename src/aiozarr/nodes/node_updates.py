@@ -149,7 +149,7 @@ def _same_edges(like: ArrayMetadata, stored: ArrayMetadata) -> bool:
     """Whether two rectilinear grids (or two regular ones) agree where both arrays are."""
     if like.chunk_grid is None or stored.chunk_grid is None:
         return like.chunk_grid is stored.chunk_grid
-    common = tuple(min(a, b) for a, b in zip(like.shape, stored.shape, strict=False))
+    common = tuple(min(a, b) for a, b in zip(like.shape, stored.shape, strict=True))
     return like.chunk_grid.sizes_within(common) == stored.chunk_grid.sizes_within(common)
 
 

@@ -96,10 +96,10 @@ def cut_regions(old: ArrayMetadata, new_shape: Sequence[int]) -> list[tuple[slic
     stored objects (shards, else chunks) the new shape still touches: disjoint boxes in
     `old`'s coordinates, one per shrunk axis, to be filled so that a later grow shows
     fill values there, as HDF5 prunes a shrunk dataset's edge chunks."""
-    kept = [min(b, n) for b, n in zip(old.shape, new_shape, strict=True)]
-    ends = [_object_end(old, axis, k) for axis, k in enumerate(kept)]
     if any(n == 0 for n in new_shape):
         return []  # no object survives: all of them are deleted
+    kept = [min(b, n) for b, n in zip(old.shape, new_shape, strict=True)]
+    ends = [_object_end(old, axis, k) for axis, k in enumerate(kept)]
     regions = []
     for axis, (before, after) in enumerate(zip(old.shape, new_shape, strict=True)):
         if after >= before or ends[axis] == after:
