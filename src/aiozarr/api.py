@@ -241,7 +241,7 @@ async def open_group_async(
             store, resolved, path, zarr_format, storage_options, any_node=True, cache=cache
         )
     except NodeNotFoundError:
-        if mode != "a":
+        if mode != "a" or not resolved.writable:  # nothing to create it in: say what is missing
             raise
         return await AsyncGroup.create(
             resolved, path, attributes=attributes, zarr_format=zarr_format or 3

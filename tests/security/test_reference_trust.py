@@ -278,6 +278,8 @@ def test_a_references_dict_reads_inline_values_and_targets_it_is_allowed(
         ("s3://bucket/{prefix}/../../../data.bin", "s3://bucket/{prefix}"),
         ("s3://bucket/{prefix}/%2e%2e/other/data.bin", "s3://bucket/{prefix}"),
         ("s3://bucket/{prefix}x/data.bin", "s3://bucket/{prefix}"),
+        # a NUL, which no path holds (the OS refused it with a bare ValueError)
+        ("/tmp/{prefix}/data.bin\x00", "/tmp/{prefix}"),
     ],
 )
 def test_tricks_in_a_target_do_not_pass(emulator: Emulator, target: str, allowed: str) -> None:

@@ -129,3 +129,72 @@ def test_a_changed_source_on_s3_is_refused(on_moto: dict[str, Any]) -> None:
     np.testing.assert_array_equal(arr[0:16], expected[0:16])  # part0, part1: unchanged
     with pytest.raises(SourceChangedError, match=r"part2\.bin"):
         arr[16:24]
+
+
+def _small_virtual_repo(
+    moto_server: str, prefix: str, refs: list[tuple[str, int, str | None]]
+) -> str:
+    """A repository at `<prefix>/repo` of one float32 array `a`, chunks of 2, chunk `i`
+    virtual: `refs[i]` = (name in `<prefix>/sources/` as icechunk writes it, offset,
+    checksum); returns its URL."""
+    source_url = f"s3://{MOTO_BUCKET}/{prefix}/sources/"
+    config = icechunk.RepositoryConfig.default()
+    container = icechunk.s3_store(**_s3(moto_server), s3_compatible=True)
+    config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(source_url, container))
+    storage = icechunk.s3_storage(
+        bucket=MOTO_BUCKET,
+        prefix=f"{prefix}/repo",
+        access_key_id="testing",
+        secret_access_key="testing",
+        **_s3(moto_server),
+    )
+    repo = icechunk.Repository.create(
+        storage,
+        config=config,
+        authorize_virtual_chunk_access=icechunk.containers_credentials(
+            {source_url: _credentials()}
+        ),
+    )
+    session = repo.writable_session("main")
+    root = zarr.group(store=session.store)
+    root.create_array("a", shape=(2 * len(refs),), chunks=(2,), dtype="<f4", compressors=None)
+    for i, (name, offset, checksum) in enumerate(refs):
+        session.store.set_virtual_ref(
+            f"a/c/{i}",
+            source_url + name,
+            offset=offset,
+            length=8,
+            checksum=checksum,
+            validate_container=False,
+        )
+    session.commit("virtual")
+    return f"s3://{MOTO_BUCKET}/{prefix}/repo"
+
+
+def test_a_location_is_percent_decoded_as_icechunk_reads_it(
+    moto_server: str, moto_s3_options: dict[str, Any]
+) -> None:
+    # icechunk's locations are URLs: `sp%20ace.bin` names the object `sp ace.bin`, and
+    # `%25` a percent sign; an object literally named `sp%20ace.bin` is another one.
+    prefix = unique_prefix()
+    sources = S3Store(MOTO_BUCKET, prefix=f"{prefix}/sources", **moto_s3_options)
+    obstore.put(sources, "sp ace.bin", np.full(2, 1, "<f4").tobytes())
+    obstore.put(sources, "sp%20ace.bin", np.full(2, 2, "<f4").tobytes())
+    url = _small_virtual_repo(
+        moto_server, prefix, [("sp%20ace.bin", 0, None), ("sp%2520ace.bin", 0, None)]
+    )
+    arr = aiozarr.open_array(url, "a", mode="r", storage_options=moto_s3_options)
+    np.testing.assert_array_equal(arr[...], [1, 1, 2, 2])
+
+
+def test_each_virtual_chunk_of_one_object_is_read_under_its_own_checksum(
+    moto_server: str, moto_s3_options: dict[str, Any]
+) -> None:
+    prefix = unique_prefix()
+    sources = S3Store(MOTO_BUCKET, prefix=f"{prefix}/sources", **moto_s3_options)
+    etag = obstore.put(sources, "src.bin", np.arange(4, dtype="<f4").tobytes())["e_tag"]
+    url = _small_virtual_repo(moto_server, prefix, [("src.bin", 0, "stale"), ("src.bin", 8, etag)])
+    arr = aiozarr.open_array(url, "a", mode="r", storage_options=moto_s3_options)
+    with pytest.raises(SourceChangedError, match=r"src\.bin"):
+        arr[0:2]  # referenced under another ETag than the object has now
+    np.testing.assert_array_equal(arr[2:4], [2, 3])  # its own ETag: read, on the same handle

@@ -55,8 +55,9 @@ def test_branches_and_tags_name_their_snapshots(written: Written) -> None:
     )
     with pytest.raises(NodeNotFoundError):
         aiozarr.open_array(written.path, "late", mode="r", storage_options={"tag": "v1"})
-    with pytest.raises(NodeNotFoundError, match="no branch 'nope'"):
-        aiozarr.open_group(written.path, mode="r", storage_options={"branch": "nope"})
+    for mode in ("r", "a"):  # "a" has nothing to create it in: the missing branch is named
+        with pytest.raises(NodeNotFoundError, match="no branch 'nope'"):
+            aiozarr.open_group(written.path, mode=mode, storage_options={"branch": "nope"})
 
 
 def test_groups_attributes_and_members(written: Written) -> None:

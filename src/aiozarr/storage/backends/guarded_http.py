@@ -124,7 +124,7 @@ class GuardedHTTPStore(Store):
         self._proxy = options.get("proxy_url")
         self._tls = {k: options.get(k) for k in ("allow_invalid_certificates", "root_certificate")}
         self._ssl: ssl.SSLContext | bool | None = None  # made on first use; not pickled
-        self._conditions: dict[str, dict[str, str]] = {}  # key -> its GETs' conditions
+        self._condition: dict[str, str] = {}  # every GET's (`conditioned`)
 
     def __getstate__(self) -> dict[str, Any]:
         return {**super().__getstate__(), "_ssl": None}
@@ -137,19 +137,25 @@ class GuardedHTTPStore(Store):
         other._runtime = self.runtime
         return other
 
-    def expect(self, key: str, *, etag: str | None = None, modified_by: int | None = None) -> None:
-        """Read `key` only as the version with ETag `etag` (`If-Match`), or one last
-        modified at or before `modified_by`, seconds since the epoch
+    def conditioned(
+        self, *, etag: str | None = None, modified_by: int | None = None
+    ) -> GuardedHTTPStore:
+        """This store reading only the version with ETag `etag` (`If-Match`), or one
+        last modified at or before `modified_by`, seconds since the epoch
         (`If-Unmodified-Since`): a server that honours them answers 412 for another,
         raised as `SourceChangedError`. A weak ETag is not sent (`If-Match` compares
-        strongly): the reader compares it with the answer's."""
+        strongly): the reader compares it with the answer's. The copy shares this one's
+        request budget; a store per condition keeps each chunk under its own."""
         condition: dict[str, str] = {}
         if etag is not None and not etag.strip().startswith(("W/", "w/")):
             tag = etag.strip()
             condition["If-Match"] = tag if tag.startswith('"') else f'"{tag}"'
         if modified_by is not None:
             condition["If-Unmodified-Since"] = formatdate(modified_by, usegmt=True)
-        self._conditions.setdefault(key, condition)
+        other = copy.copy(self)
+        other._condition = condition
+        other._runtime = self.runtime
+        return other
 
     # -- requests ----------------------------------------------------------------------
 
@@ -216,7 +222,7 @@ class GuardedHTTPStore(Store):
             size = await self._head(key)  # HTTP cannot ask for 0 bytes
             return None if size is None else (memoryview(b""), size[1])
         headers = {} if byte_range is None else {"Range": _range_header(byte_range)}
-        condition = self._conditions.get(key, {})
+        condition = self._condition
         async with self._send("GET", key, {**headers, **condition}) as response:
             answer_began()
             if response.status in (404, 410):

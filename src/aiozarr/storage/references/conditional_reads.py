@@ -1,11 +1,13 @@
-"""`ConditionalReads`: an object store whose reads of some keys carry a condition.
+"""`ConditionalReads`: an object store whose reads carry one condition.
 
 A reader that knows which version of an object it must read (icechunk's virtual chunks
 carry their source's ETag, or a time it was last modified at or before) sends that with
 each GET, `If-Match` / `If-Unmodified-Since`: a source that changed answers 412 and no
 byte of it is sent, raised as `SourceChangedError` naming the key and the condition
-(final, never retried). Everything else is the wrapped store's: its client, budgets and
-retry policy (the two share one runtime).
+(final, never retried). One store per condition: chunks of one object referenced under
+different checksums are each read under their own (only ranges under the same condition
+coalesce). Everything else is the wrapped store's: its client, budgets and retry policy
+(they share one runtime).
 """
 
 from __future__ import annotations
@@ -30,33 +32,31 @@ def _timed_version(meta: Any) -> ObjectVersion:
 
 
 class ConditionalReads(ObjectStore):
-    """`store`'s objects, each key read under the condition `expect` gave it (if any);
-    an answer's version always carries its Last-Modified."""
+    """`store`'s objects, read only as the version with ETag `etag`, or one last
+    modified at or before `modified_by` (seconds since the epoch); an answer's version
+    always carries its Last-Modified."""
 
     _version_of = staticmethod(_timed_version)
 
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(
+        self, store: ObjectStore, *, etag: str | None = None, modified_by: int | None = None
+    ) -> None:
         super().__init__(store.obstore, read_only=True, max_concurrency=store._max_concurrency)
         self._runtime = store.runtime  # its budgets, statistics and hedging history
-        self._conditions: dict[str, dict[str, Any]] = {}
-
-    def expect(self, key: str, *, etag: str | None = None, modified_by: int | None = None) -> None:
-        """Read `key` only as the version with ETag `etag`, or one last modified at or
-        before `modified_by` (seconds since the epoch)."""
         condition: dict[str, Any] = {}
         if etag is not None:
             condition["if_match"] = etag
         if modified_by is not None:
             when = datetime.datetime.fromtimestamp(modified_by, datetime.UTC)
             condition["if_unmodified_since"] = when
-        self._conditions.setdefault(key, condition)
+        self._condition = condition
 
     def _get_future(self, key: str, options: Any) -> Any:
-        condition = self._conditions.get(key)
+        condition = self._condition
         return super()._get_future(key, {**(options or {}), **condition} if condition else options)
 
     def _get_error(self, key: str, exc: BaseException) -> BaseException:
-        condition = self._conditions.get(key)
+        condition = self._condition
         failed = (
             condition
             and obstore_errors.is_obstore(exc)
@@ -64,7 +64,7 @@ class ConditionalReads(ObjectStore):
         )
         if not failed:
             return exc
-        said = ", ".join(f"{name}={value}" for name, value in condition.items())  # type: ignore[union-attr]
+        said = ", ".join(f"{name}={value}" for name, value in condition.items())
         error = SourceChangedError(
             f"cannot read {key!r} in {self!r}: it is no longer the version referenced "
             f"({said}: the server answered 412 Precondition Failed)"

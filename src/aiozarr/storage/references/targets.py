@@ -128,6 +128,8 @@ def locate(
     host part, encoded slashes or dots, a query or fragment, a climb above the root, a
     host on a `file://` URL).
     """
+    if "\x00" in text:  # no path or URL holds one; the OS would refuse it, unnamed
+        raise _refused(text, "a NUL character")
     try:
         parts = urlsplit(text)
         parts.port  # noqa: B018 (checks the port)

@@ -25,6 +25,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
+from urllib.parse import unquote
 
 from aiozarr.errors import (
     MetadataError,
@@ -122,7 +123,8 @@ class IcechunkStore(ReferenceStore):
         self._arrays: dict[str, tuple[Node, ChunkKeys]] = {}
         self._scope = repository_scope(self._url, self._options)  # its keys in kept_files
         self._loading: dict[str, asyncio.Future[Manifest]] = {}  # manifests being read
-        self._conditional: dict[int, ConditionalReads] = {}  # by id of the store wrapped
+        # by id of the store wrapped and the condition
+        self._conditional: dict[tuple[int, str | None, int | None], Store] = {}
 
     # -- the snapshot ------------------------------------------------------------------
 
@@ -342,23 +344,37 @@ class IcechunkStore(ReferenceStore):
                     pending.cancel()
         return out
 
+    def _resolve(self, url: str, key: str | None = None) -> tuple[Store, str]:
+        """As a reference file's, but the path of a remote location is percent-decoded
+        after it is checked, as icechunk reads it (`sp%20ace.nc` is `sp ace.nc`, `%25`
+        a `%`); encoded slashes, backslashes and dots are refused before that."""
+        store, name = super()._resolve(url, key)
+        if "%" in name and not url[:5].lower().startswith("file:"):
+            name = unquote(name)
+        return store, name
+
     def _target(self, value: list[Any], key: str) -> tuple[Store, str, int, int | None]:
         """A virtual chunk with a checksum, on an object store or over http(s), is read
-        with the checksum as the GET's condition (`ConditionalReads`,
-        `GuardedHTTPStore.expect`); it is compared on the answer too (`_verify`)."""
+        with the checksum as the GET's condition, through a store kept per target and
+        checksum (`ConditionalReads`, `GuardedHTTPStore.conditioned`): chunks of one
+        object referenced under different checksums are each read under their own. It
+        is compared on the answer too (`_verify`)."""
         store, name, offset, length = super()._target(value, key)
         chunk = value[3] if len(value) > 3 else None
         if chunk is None or (chunk.etag is None and chunk.last_modified is None):
             return store, name, offset, length
-        if isinstance(store, GuardedHTTPStore):
-            store.expect(name, etag=chunk.etag, modified_by=chunk.last_modified)
-            return store, name, offset, length
-        if not isinstance(store, ObjectStore):
+        if not isinstance(store, GuardedHTTPStore | ObjectStore):
             return store, name, offset, length  # a local file: compared on the answer
-        conditional = self._conditional.get(id(store))
+        which = (id(store), chunk.etag, chunk.last_modified)
+        conditional = self._conditional.get(which)
         if conditional is None:
-            conditional = self._conditional[id(store)] = ConditionalReads(store)
-        conditional.expect(name, etag=chunk.etag, modified_by=chunk.last_modified)
+            if isinstance(store, GuardedHTTPStore):
+                conditional = store.conditioned(etag=chunk.etag, modified_by=chunk.last_modified)
+            else:
+                conditional = ConditionalReads(
+                    store, etag=chunk.etag, modified_by=chunk.last_modified
+                )
+            self._conditional[which] = conditional
         return conditional, name, offset, length
 
     def _verify(self, key: str, value: list[Any], version: Any) -> None:
