@@ -119,3 +119,15 @@ async def test_a_missing_remote_target_is_an_error(
     group = aiozarr.open_group(url, mode="r", storage_options=options)
     with pytest.raises(StoreError, match="does not exist"):
         group["x"][:]
+
+
+@pytest.mark.parametrize("entry", [["blob.bin", 70, 20], ["blob.bin", 80, 20]])
+async def test_a_target_ending_before_its_reference_is_an_error(
+    tmp_path: Path, entry: list[Any]
+) -> None:
+    # blob.bin holds 80 bytes: the range runs past its end (clipped to 10 bytes, or none)
+    path = _write(tmp_path, entry)
+    array = aiozarr.open_group(str(path), mode="r")["x"]
+    with pytest.raises(StoreError, match=r"'x/1'.*'blob\.bin'.*of the 20 bytes at offset"):
+        array[:]  # not a codec's complaint about the chunk's size
+    np.testing.assert_array_equal(array[10:20], VALUES[10:20])

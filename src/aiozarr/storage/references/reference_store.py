@@ -368,6 +368,7 @@ class ReferenceStore(Store):
                         key, value = requests[indices[j]].key, values[indices[j]]
                         if data is None:
                             raise self._missing(key, value, reads[j].key, store)
+                        self._check_length(key, value, reads[j], data, store)
                         self._verify(key, value, version)
                         emit((indices[j], data, version))
             except ValueTooLargeError as error:  # a whole target: name the keys read too
@@ -402,6 +403,24 @@ class ReferenceStore(Store):
         if size is None:
             raise self._missing(key, value, name, store)
         return size
+
+    def _check_length(
+        self, key: str, value: list[Any], read: RangeRequest, data: Any, store: Store
+    ) -> None:
+        """Raise `StoreError` where a reference that gives its length got fewer bytes
+        than it says: its target ends before the range (a store clips such a range, and
+        the short bytes would be decoded as a corrupt chunk, naming neither)."""
+        byte_range = read.byte_range
+        if len(value) < 3 or byte_range is None or byte_range.length is None:
+            return
+        got = memoryview(data).nbytes
+        if got < byte_range.length:
+            raise StoreError(
+                f"cannot read {key!r} in {self!r}: its target {value[0]!r} ({read.key!r} in "
+                f"{store!r}) holds {got} of the {byte_range.length} bytes at offset "
+                f"{byte_range.offset} that the reference {reprlib.repr(value[:3])} names: "
+                "it ends before them"
+            )
 
     def _missing(self, key: str, value: list[Any], name: str, store: Store) -> StoreError:
         """The error for a reference whose target object does not exist: an absent key
