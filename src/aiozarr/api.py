@@ -33,6 +33,7 @@ from aiozarr.storage.protocol import Store
 from aiozarr.storage.references.icechunk import IcechunkStore, is_repository, probe_repository
 from aiozarr.storage.references.reference_store import ReferenceStore, is_reference_source
 from aiozarr.sync import Array, Group, run
+from aiozarr.sync.facade import local_data
 
 F = TypeVar("F", bound=Callable[..., Any])
 Mode = Literal["r", "r+", "a", "w", "w-"]
@@ -565,7 +566,7 @@ def create_array(store: StoreLike, path: str = "", **options: Any) -> Array:
     `dimension_names`, `chunk_key_encoding`), which documents them, and returns an
     `Array`. A wrong argument is refused before anything is written.
     """
-    return Array(run(create_array_async, store, path, **options))
+    return Array(run(create_array_async, store, path, **local_data(options)))
 
 
 @_twin_of(create_group_async)

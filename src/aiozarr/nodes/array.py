@@ -364,8 +364,7 @@ class AsyncArray(hierarchy.NodeLocation):
         return f"array {self.name} in {self._store!r}"
 
     def _vindexer(self, selection: Selection) -> Indexer:
-        build = selection_plans.vindexer_for(selection, self.ndim)
-        return build(selection, self.shape, self._stored.read_grid)
+        return self._plan(selection_plans.vindexer_for(selection, self.ndim), selection)
 
     def _block_indexer(self, selection: Selection) -> Indexer:
         region = block_selection(selection, self._stored.write_chunk_sizes())

@@ -218,12 +218,17 @@ def check_integer_range(values: Any, dtype: np.dtype[Any], what: str = "") -> No
     info = np.iinfo(dtype)
     if array.dtype.kind == "O":
         ints = [int(v) for v in array.flat]
-        low, high = min(ints), max(ints)
+        bad = [v for v in ints if not info.min <= v <= info.max]
+        if not bad:
+            return
+        low, high, count = min(bad), max(bad), len(bad)
     else:
-        low, high = int(array.min()), int(array.max())
-    if info.min <= low and high <= info.max:
-        return
-    _refuse(low, high, array.size, f"{np.dtype(dtype).name} holds {info.min} to {info.max}", what)
+        if info.min <= array.min() and array.max() <= info.max:
+            return
+        # Only the values out of range: those in range between them would mislead.
+        offending = array[(array < info.min) | (array > info.max)]
+        low, high, count = int(offending.min()), int(offending.max()), offending.size
+    _refuse(low, high, count, f"{np.dtype(dtype).name} holds {info.min} to {info.max}", what)
 
 
 def _check_time_range(array: np.ndarray, dtype: np.dtype[Any]) -> None:

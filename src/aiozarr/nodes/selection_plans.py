@@ -72,7 +72,11 @@ def plan(
     try:
         return build(selection, shape, grid)
     except MemoryError:
-        out_shape = _selection_shape(normalize_selection(selection, shape), shape)
+        if build is coordinate_indexer:  # points: the index arrays' broadcast shape
+            keys = selection if isinstance(selection, tuple) else (selection,)
+            out_shape = np.broadcast_shapes(*(np.shape(k) for k in keys))
+        else:
+            out_shape = _selection_shape(normalize_selection(selection, shape), shape)
         engine.check_output_size(out_shape, dtype, what)
         raise
 

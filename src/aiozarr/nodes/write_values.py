@@ -51,10 +51,19 @@ def as_value(
         ) from None
     except (TypeError, ValueError) as error:
         raise InvalidValueError(
-            f"cannot store a value of dtype {np.asarray(value).dtype} and shape "
-            f"{np.shape(value)} in {name} (dtype {dtype}, selection shape "
+            f"cannot store {_described(value)} in {name} (dtype {dtype}, selection shape "
             f"{shape}): {error}"
         ) from None
+
+
+def _described(value: Any) -> str:
+    """ "a value of dtype D and shape S"; a ragged value has neither, and describing it
+    must not raise numpy's ValueError in place of the `InvalidValueError` under way."""
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError):
+        return "a ragged value (nested sequences of different lengths)"
+    return f"a value of dtype {array.dtype} and shape {array.shape}"
 
 
 def _broadcasts(value_shape: tuple[int, ...], shape: tuple[int, ...]) -> bool:

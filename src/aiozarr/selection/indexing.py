@@ -297,6 +297,9 @@ def _slice_axis(key: slice, axis: int, size: int, chunk: AxisGrid) -> _Axis:
     except (TypeError, ValueError) as error:
         # slice.indices raises ValueError for step 0 and TypeError for non-integer members.
         raise SelectionError(f"invalid slice {key!r} for axis {axis}: {error}") from error
+    # A step as long as the axis takes one element at most, as any longer one does; clamped
+    # so the int64 arithmetic below cannot overflow on a step of 2**63 or more.
+    step = max(-size, min(step, size)) or 1
     n = len(range(start, stop, step))
     if n == 0:
         return _Axis(np.zeros(0, dtype=np.int64), [], [], [], 0)
@@ -369,7 +372,7 @@ def _few_chunks_axis(start: int, stop: int, chunk: int) -> _Axis:
 
 def _as_index_array(key: Any, axis: int, size: int) -> np.ndarray:
     """An integer array, bool mask or list -> sorted-or-not int64 indices in [0, size)."""
-    array = np.asarray(key)
+    array = as_index_values(key, axis, size)
     if array.ndim != 1:
         raise SelectionError(
             f"index arrays must be 1-dimensional, got {array.ndim} dimensions "
@@ -388,12 +391,42 @@ def _as_index_array(key: Any, axis: int, size: int) -> np.ndarray:
             f"index array for axis {axis} has dtype {array.dtype}: "
             "only integer arrays and boolean masks are valid"
         )
-    index = array.astype(np.int64)
-    bad = (index < -size) | (index >= size)
+    return checked_indices(array, axis, size)
+
+
+def as_index_values(key: Any, axis: int, size: int) -> np.ndarray:
+    """`key` as an array; raises `BoundsCheckError` for a list of ints too large for int64.
+
+    numpy makes such a list float64 or object, which would be refused for its dtype; every
+    one holds an index out of bounds (no axis reaches 2**63), so that index is named.
+    """
+    array = np.asarray(key)
+    if isinstance(key, list) and array.dtype.kind in "fO":
+        values = np.array(key, dtype=object).reshape(-1)
+        if all(is_int(v) for v in values):
+            first = next((v for v in values if not -size <= v < size), None)
+            if first is not None:
+                raise BoundsCheckError(
+                    f"index {first} is out of bounds for axis {axis} with size {size}"
+                )
+    return array
+
+
+def checked_indices(array: np.ndarray, axis: int, size: int) -> np.ndarray:
+    """Integer indices (of any integer dtype) -> int64 indices in [0, size).
+
+    The bounds are checked in the indices' own dtype before the cast to int64: a uint64
+    index >= 2**63 would otherwise wrap to a negative one and count from the end.
+    """
+    bad = array >= size
+    if array.dtype.kind != "u":
+        bad |= array < -size
     if bad.any():
+        first = array.reshape(-1)[bad.reshape(-1).argmax()]
         raise BoundsCheckError(
-            f"index {int(index[bad.argmax()])} is out of bounds for axis {axis} with size {size}"
+            f"index {int(first)} is out of bounds for axis {axis} with size {size}"
         )
+    index = array.astype(np.int64)
     return np.where(index < 0, index + size, index)
 
 

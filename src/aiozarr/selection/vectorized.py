@@ -21,12 +21,14 @@ from typing import Any, Literal
 
 import numpy as np
 
-from aiozarr.errors import BoundsCheckError, SelectionError
+from aiozarr.errors import SelectionError
 from aiozarr.selection.indexing import (
     ChunkGrid,
     ChunkProjection,
     Indexer,
+    as_index_values,
     axis_grids,
+    checked_indices,
     is_array_like,
     is_basic_selection,
     is_int,
@@ -77,7 +79,10 @@ def coordinate_indexer(
             "a coordinate selection takes one integer or integer array per axis "
             f"({len(shape)} for this array), got {_describe(keys)}"
         )
-    arrays = [np.asarray(k) if not _is_empty_list(k) else np.zeros(0, np.int64) for k in keys]
+    arrays = [
+        as_index_values(k, axis, size) if not _is_empty_list(k) else np.zeros(0, np.int64)
+        for axis, (k, size) in enumerate(zip(keys, shape, strict=True))
+    ]
     try:
         broadcast = np.broadcast_arrays(*arrays)
     except ValueError as error:
@@ -85,14 +90,7 @@ def coordinate_indexer(
     result_shape = broadcast[0].shape if broadcast else ()
     flat = []
     for axis, (index, size) in enumerate(zip(broadcast, shape, strict=True)):
-        index = index.reshape(-1).astype(np.int64)
-        bad = (index < -size) | (index >= size)
-        if bad.any():
-            first = int(index[bad.argmax()])
-            raise BoundsCheckError(
-                f"index {first} is out of bounds for axis {axis} with size {size}"
-            )
-        flat.append(np.where(index < 0, index + size, index))
+        flat.append(checked_indices(index.reshape(-1), axis, size))
     return _points(flat, shape, chunk_shape, result_shape)
 
 
@@ -123,9 +121,9 @@ def _points(
     grid = axis_grids(shape, chunk_shape)
     npoints = len(flat[0]) if flat else 1
     if not flat:  # a 0-d array: its one element
-        return PointsIndexer(
-            [ChunkProjection((), (), (slice(None),), False, True)], 1, result_shape
-        )
+        # Output position 0, not `slice(None)`: a write's part must be a scalar, the shape
+        # of the 0-d chunk's `chunk[()]`, not the 1-element flat output.
+        return PointsIndexer([ChunkProjection((), (), (0,), False, True)], 1, result_shape)
     if npoints == 0:
         return PointsIndexer([], 0, result_shape)
     chunk_ids, local = [], []
@@ -179,11 +177,15 @@ def _is_mask(key: Any) -> bool:
 
 
 def _list_kind(key: list[Any]) -> str:
-    """numpy's dtype kind of a (nested) list; "O" when it is ragged."""
+    """numpy's dtype kind of a (nested) list; "O" when it is ragged. A list of ints too
+    large for int64 (float64 or object to numpy) is "i": its bounds check names them."""
     try:
-        return np.asarray(key).dtype.kind
+        kind = np.asarray(key).dtype.kind
+        if kind in "fO" and all(is_int(v) for v in np.array(key, dtype=object).reshape(-1)):
+            return "i"
     except ValueError:
         return "O"
+    return kind
 
 
 def _describe(keys: tuple[Any, ...]) -> str:

@@ -17,6 +17,25 @@ from aiozarr.nodes.group import AsyncGroup, GroupInfo
 from aiozarr.sync.portal import run
 
 
+def local_value(value: Any) -> Any:
+    """`value` as numpy, converted on the caller's thread, when it is an array-like that is
+    not numpy's own (an aiozarr `Array`, a dask or xarray array, ...).
+
+    The write converts it anyway (`np.asarray`), but on aiozarr's loop: an aiozarr
+    `Array` would read itself through the sync API there (`SyncInLoopError`), and an
+    array whose reads wait on that loop (dask over aiozarr) would block it."""
+    if hasattr(value, "__array__") and not isinstance(value, np.ndarray | np.generic):
+        return np.asarray(value)
+    return value
+
+
+def local_data(options: dict[str, Any]) -> dict[str, Any]:
+    """`create_array`'s options with their `data=` converted by `local_value`."""
+    if options.get("data") is None:
+        return options
+    return {**options, "data": local_value(options["data"])}
+
+
 class Attributes(MutableMapping[str, Any]):
     """A node's attributes; setting or deleting one stores the change."""
 
@@ -62,7 +81,7 @@ class _Selector:
         return run(self._get, selection)
 
     def __setitem__(self, selection: Any, value: Any) -> None:
-        return run(self._set, selection, value)
+        return run(self._set, selection, local_value(value))
 
 
 class Array:
@@ -170,7 +189,7 @@ class Array:
         return run(self._async.getitem, selection, inline=self._async.getitem_inline)
 
     def __setitem__(self, selection: Any, value: Any) -> None:
-        return run(self._async.setitem, selection, value)
+        return run(self._async.setitem, selection, local_value(value))
 
     def getitem(self, selection: Any = ..., *, progress: ShowProgress = None) -> Any:
         """`arr[selection]`, with `progress=True` for a progress bar (or a callback)."""
@@ -178,7 +197,7 @@ class Array:
 
     def setitem(self, selection: Any, value: Any, *, progress: ShowProgress = None) -> None:
         """`arr[selection] = value`, with `progress=True` for a progress bar (or a callback)."""
-        return run(self._async.setitem, selection, value, progress=progress)
+        return run(self._async.setitem, selection, local_value(value), progress=progress)
 
     def get_basic_selection(self, selection: Any = ..., *, progress: ShowProgress = None) -> Any:
         """The values at a numpy basic selection (ints, slices with any step, `...`)."""
@@ -188,7 +207,9 @@ class Array:
         self, selection: Any, value: Any, *, progress: ShowProgress = None
     ) -> None:
         """Store `value` (broadcast to the selection's shape) at a basic selection."""
-        return run(self._async.set_basic_selection, selection, value, progress=progress)
+        return run(
+            self._async.set_basic_selection, selection, local_value(value), progress=progress
+        )
 
     def get_orthogonal_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
         """The outer product of per-axis selections (ints, slices, integer arrays, masks):
@@ -199,7 +220,9 @@ class Array:
         self, selection: Any, value: Any, *, progress: ShowProgress = None
     ) -> None:
         """Store `value` at the outer product of per-axis selections: `arr.oindex[...] = value`."""
-        return run(self._async.set_orthogonal_selection, selection, value, progress=progress)
+        return run(
+            self._async.set_orthogonal_selection, selection, local_value(value), progress=progress
+        )
 
     def get_coordinate_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
         """The points picked by one integer array per axis, broadcast together:
@@ -211,7 +234,9 @@ class Array:
     ) -> None:
         """Store `value` at the points of one integer array per axis (where a point repeats, the
         last value wins)."""
-        return run(self._async.set_coordinate_selection, selection, value, progress=progress)
+        return run(
+            self._async.set_coordinate_selection, selection, local_value(value), progress=progress
+        )
 
     def get_mask_selection(self, mask: Any, *, progress: ShowProgress = None) -> Any:
         """The elements where `mask` (a boolean array of the array's shape) is true, in C order,
@@ -220,7 +245,7 @@ class Array:
 
     def set_mask_selection(self, mask: Any, value: Any, *, progress: ShowProgress = None) -> None:
         """Store `value` where `mask` (a boolean array of the array's shape) is true."""
-        return run(self._async.set_mask_selection, mask, value, progress=progress)
+        return run(self._async.set_mask_selection, mask, local_value(value), progress=progress)
 
     def get_vectorized_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
         """`arr.vindex[selection]`: a coordinate or a mask selection."""
@@ -230,7 +255,9 @@ class Array:
         self, selection: Any, value: Any, *, progress: ShowProgress = None
     ) -> None:
         """`arr.vindex[selection] = value`: a coordinate or a mask selection."""
-        return run(self._async.set_vectorized_selection, selection, value, progress=progress)
+        return run(
+            self._async.set_vectorized_selection, selection, local_value(value), progress=progress
+        )
 
     def get_block_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
         """The elements of whole blocks (shards when sharded, else chunks) by their grid indices:
@@ -242,7 +269,9 @@ class Array:
     ) -> None:
         """Store `value` in whole blocks (shards when sharded, else chunks): `arr.blocks[...] =
         value`."""
-        return run(self._async.set_block_selection, selection, value, progress=progress)
+        return run(
+            self._async.set_block_selection, selection, local_value(value), progress=progress
+        )
 
     def resize(self, new_shape: Any) -> None:
         """Change the shape; chunks wholly outside the new shape are deleted, as in zarr-python."""
@@ -250,7 +279,7 @@ class Array:
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Grow the array along `axis` by `data` and write it there; the new shape."""
-        return run(self._async.append, data, axis)
+        return run(self._async.append, local_value(data), axis)
 
     def nbytes_stored(self) -> int:
         """Bytes the array takes in its store, metadata included."""
@@ -388,7 +417,7 @@ class Group:
                 shape=shape,
                 dtype=dtype,
                 overwrite=overwrite,
-                **options,
+                **local_data(options),
             )
         )
 
