@@ -3,8 +3,8 @@
 - A v2 float fill that is a negative or payload NaN is written "NaN" (v2 has no bit
   patterns): aiozarr, zarr-python and TensorStore all reopen the array.
 - Numbers into fixed-width strings are measured by their text: 123 does not fit `U2`.
-- v2 datetimes and timedeltas without a fill value read NaT where nothing was written,
-  as zarr-python reads them.
+- Datetimes and timedeltas without a fill value read NaT where nothing was written, v2
+  and v3, as zarr-python reads them.
 - v2 variable-length strings (and bytes) check every element before any chunk is
   written, as v3's strings do.
 - v3 variable-length bytes are zarr-python's `variable_length_bytes`; object codecs on
@@ -107,10 +107,13 @@ def test_data_and_fill_values_too_long_as_text_are_refused() -> None:
     assert ok.fill_value == b"15"
 
 
+@pytest.mark.parametrize("zarr_format", [2, 3])
 @pytest.mark.parametrize("dtype", ["M8[s]", "m8[ms]"])
-def test_v2_times_without_a_fill_read_nat_as_zarr_python(tmp_path: Path, dtype: str) -> None:
+def test_times_without_a_fill_read_nat_as_zarr_python(
+    tmp_path: Path, dtype: str, zarr_format: int
+) -> None:
     path = tmp_path / "t.zarr"
-    arr = aiozarr.create_array(path, shape=(4,), chunks=(2,), dtype=dtype, zarr_format=2)
+    arr = aiozarr.create_array(path, shape=(4,), chunks=(2,), dtype=dtype, zarr_format=zarr_format)
     arr[:1] = np.array([5], dtype=dtype)
     expected = [False, True, True, True]
     assert np.isnat(aiozarr.open_array(path, mode="r")[:]).tolist() == expected

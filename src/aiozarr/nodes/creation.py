@@ -180,6 +180,8 @@ def _fill_value(value: Any, dtype: np.dtype[Any], zarr_format: int) -> Any:
             return None  # objects: `_stored_fill` gives v3's, by what they hold
         if dtype.kind == "T":
             return ""
+        if dtype.kind in "mM":  # NaT, as zarr-python's default and aiozarr's v2 reads
+            return np.array("NaT", dtype=dtype)[()]
         return np.zeros((), dtype=dtype)[()]
     if dtype.kind in "biufcmMSU":  # numpy's casts give wrong values silently (300 is 44)
         try:
