@@ -13,13 +13,20 @@ usual.
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 
 import anyio
 import numpy as np
 
-from aiozarr.codecs import ShardLayout
-from aiozarr.engine.chunk_cache import UNVERSIONED, ReadSession
+from aiozarr.codecs import CodecChain, ShardLayout
+from aiozarr.engine.chunk_cache import (
+    UNVERSIONED,
+    ChunkCache,
+    ObjectRecord,
+    Place,
+    ReadSession,
+    decoding_of,
+)
 from aiozarr.engine.decoding import DecodeJob, Reads
 from aiozarr.engine.executor import run_codec
 from aiozarr.engine.located import LocatedChunk, chunk_bound
@@ -31,6 +38,8 @@ from aiozarr.storage.protocol import UNCHANGED
 
 #: An object's chunks a read needs: its key, its shard layout (None: a chunk), projections.
 _Wanted = tuple[str, ShardLayout | None, list[ChunkProjection]]
+#: An object's chunks to revalidate: `_Wanted` and what the pool knows of the object.
+_Stale = tuple[str, ShardLayout | None, list[ChunkProjection], ObjectRecord]
 
 
 def _by_object(array: StoredArray, projections: Sequence[ChunkProjection]) -> list[_Wanted]:
@@ -51,20 +60,20 @@ async def serve_cached(
     projections left to read."""
     array, pool, place = reads.array, session.cache.pool, session.cache.place
     wanted = _by_object(array, projections)
-    good: dict[str, Hashable] = {}
-    stale: list[tuple[str, ShardLayout | None, list[ChunkProjection], Hashable]] = []
+    good: dict[str, ObjectRecord] = {}
+    stale: list[_Stale] = []
     for key, layout, needed in wanted:
         record = pool.record(place, key)
         if record is None or not any(
-            pool.chunk(place, key, p.chunk_coords, record.version) is not None for p in needed
+            _held(pool, place, key, record, _chain(array, layout, p), p) is not None for p in needed
         ):
             continue
         if record.checked >= session.threshold:
-            good[key] = record.version
+            good[key] = record
         elif record.version is UNVERSIONED:  # nothing can revalidate it: read it again
             session.cache.forget(key)
         else:
-            stale.append((key, layout, needed, record.version))
+            stale.append((key, layout, needed, record))
     served: set[str] = set()  # objects revalidation answered with their new bytes
     if stale:
         await _revalidate(reads, session, stale, good, served)
@@ -73,16 +82,17 @@ async def serve_cached(
     for key, layout, needed in wanted:
         if key in served:
             continue
-        version = good.get(key)
+        record = good.get(key)
         for p in needed:
-            chunk = None if version is None else pool.chunk(place, key, p.chunk_coords, version)
-            if chunk is not None and not _fits(chunk, array, layout, p):
+            chain = _chain(array, layout, p)
+            chunk = None if record is None else _held(pool, place, key, record, chain, p)
+            if chunk is not None and chunk.shape != chain.spec.shape:
                 session.cache.forget(key)  # decoded for an array since re-created
                 chunk = None
-            if chunk is None:
+            if chunk is None or record is None:
                 rest.append(p)
             else:
-                pool.touch(place, key, p.chunk_coords, version)
+                pool.touch(place, key, p.chunk_coords, record)
                 hits.append((chunk, p))
     session.count("cache_hits", len(hits))
     session.count("cache_misses", len(rest))
@@ -92,14 +102,23 @@ async def serve_cached(
     return rest
 
 
-def _fits(
-    chunk: np.ndarray, array: StoredArray, layout: ShardLayout | None, p: ChunkProjection
-) -> bool:
-    """Whether a held `chunk` has the shape and data type the array's chunk `p` has now
-    (under a policy that serves without checking, an array re-created at the same path
-    with other chunks or another dtype could be served the old one's)."""
-    chain = array.chain_for(p.chunk_coords) if layout is None else layout.inner_chain
-    return chunk.shape == chain.spec.shape and chunk.dtype == chain.spec.dtype
+def _chain(array: StoredArray, layout: ShardLayout | None, p: ChunkProjection) -> CodecChain:
+    """The chain that decodes the array's chunk `p` now."""
+    return array.chain_for(p.chunk_coords) if layout is None else layout.inner_chain
+
+
+def _held(
+    pool: ChunkCache,
+    place: Place,
+    key: str,
+    record: ObjectRecord,
+    chain: CodecChain,
+    p: ChunkProjection,
+) -> np.ndarray | None:
+    """The chunk `p` of `record`'s object held in `pool`, if decoded as `chain` decodes
+    (its codecs, data type and fill value: another writer may have changed them in the
+    metadata and left the chunks' bytes and versions as they were)."""
+    return pool.chunk(place, key, p.chunk_coords, record, decoding_of(chain))
 
 
 def _copy(hits: list[tuple[np.ndarray, ChunkProjection]], out: np.ndarray) -> None:
@@ -110,8 +129,8 @@ def _copy(hits: list[tuple[np.ndarray, ChunkProjection]], out: np.ndarray) -> No
 async def _revalidate(
     reads: Reads,
     session: ReadSession,
-    stale: list[tuple[str, ShardLayout | None, list[ChunkProjection], Hashable]],
-    good: dict[str, Hashable],
+    stale: list[_Stale],
+    good: dict[str, ObjectRecord],
     served: set[str],
 ) -> None:
     """One conditional request per object of `stale` (a shard: its index; a chunk: its
@@ -122,16 +141,16 @@ async def _revalidate(
     session.count("cache_revalidations", len(stale))
 
     async def one(
-        key: str, layout: ShardLayout | None, needed: list[ChunkProjection], version: Hashable
+        key: str, layout: ShardLayout | None, needed: list[ChunkProjection], record: ObjectRecord
     ) -> None:
-        sent = time.monotonic()
+        sent, version = time.monotonic(), record.version
         byte_range = None if layout is None else layout.index_range
         chain = array.chain_for(needed[0].chunk_coords) if layout is None else None
         bound = None if chain is None else chunk_bound(chain, unbounded)
         answer = await array.store.get_if_changed(key, byte_range, version, max_bytes=bound)
         if answer is UNCHANGED:
             cache.pool.confirm(cache.place, key, version, sent)
-            good[key] = version
+            good[key] = record
             return
         cache.forget(key)
         if answer is None or not isinstance(answer, tuple):
@@ -147,5 +166,5 @@ async def _revalidate(
         )
 
     async with anyio.create_task_group() as tg:
-        for key, layout, needed, version in stale:
-            tg.start_soon(one, key, layout, needed, version)
+        for key, layout, needed, record in stale:
+            tg.start_soon(one, key, layout, needed, record)

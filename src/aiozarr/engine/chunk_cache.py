@@ -25,8 +25,11 @@ past their threshold they are dropped and read again (`UNVERSIONED`).
 from __future__ import annotations
 
 import contextlib
+import itertools
+import json
 import threading
 import time
+import weakref
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
@@ -104,13 +107,34 @@ class CacheSettings:
 
 
 @dataclass(slots=True)
-class _Record:
+class ObjectRecord:
     """What the pool knows of one object: its version and when it was last known current,
-    and the coordinates of its chunks held."""
+    how its chunks were decoded (`decoding_of`), the coordinates of its chunks held and
+    their mark (`serial`: a number no earlier record of any object had, so a chunk left
+    behind by a record gone can never be found through a new one)."""
 
     version: Hashable
     checked: float
+    decoding: str
+    serial: int
     coords: set[tuple[int, ...]]
+
+
+#: Each chain's `decoding_of`, computed once per chain.
+_decodings: weakref.WeakKeyDictionary[CodecChain, str] = weakref.WeakKeyDictionary()
+
+
+def decoding_of(chain: CodecChain) -> str:
+    """What decides the values a chunk decodes to besides its bytes: the codecs with
+    their configuration (endianness, order, filters, the inner codecs of a shard), the
+    data type and the fill value. Another writer may change these in the metadata and
+    leave the chunks' bytes (and versions) as they were."""
+    found = _decodings.get(chain)
+    if found is None:
+        spec = chain.spec
+        described = [chain.to_metadata(), str(spec.dtype), repr(spec.fill_value)]
+        found = _decodings[chain] = json.dumps(described, sort_keys=True, default=repr)
+    return found
 
 
 class ChunkCache:
@@ -123,7 +147,15 @@ class ChunkCache:
         self._lru = LRUByteCache(max_bytes)
         self._lock = threading.Lock()
         self._written: dict[tuple[int, str], float] = {}
+        # Each space's number; a space that is an object (an in-memory store) is held
+        # by a weak reference, so the pool never keeps a store's data alive: the arrays
+        # that use it hold it (`ArrayCache.space`), and once collected its number and
+        # chunks go (`_prune`, at the next lookup: a collection may come at any time).
         self._spaces: dict[Hashable, int] = {}
+        self._weak: dict[int, weakref.ref[Any]] = {}
+        self._collected: list[weakref.ref[Any]] = []
+        self._numbers = itertools.count()
+        self._serials = itertools.count()
 
     @classmethod
     def shared(cls, max_bytes: int) -> ChunkCache:
@@ -139,15 +171,40 @@ class ChunkCache:
         stores over the same data whatever their read-only flag or root: `key_space`),
         which keys carry as hashing a store for every lookup costs more than the lookup,
         and the prefix its keys take there."""
+        return self.enter(store)[0]
+
+    def enter(self, store: Any) -> tuple[Place, Any]:
+        """`place_of(store)`, and the object that names its space in the pool: whoever
+        uses the place holds it, as the pool forgets a space once that is collected."""
         space, prefix = key_space(store)
         with self._lock:
-            return self._spaces.setdefault(space, len(self._spaces)), prefix
+            self._prune()
+            number = self._spaces.get(_lookup(space))
+            ref = None if number is None else self._weak.get(number)
+            held = space if ref is None else ref()
+            if number is None or held is None:  # new, or collected but not yet pruned
+                number, held = self._register(space), space
+            return (number, prefix), held
+
+    def _register(self, space: Hashable) -> int:
+        """A new number for `space`, held weakly where it can be."""
+        number = next(self._numbers)
+        try:
+            ref = weakref.ref(space, self._collected.append)
+        except TypeError:  # a value (a tuple, a string): nothing to keep alive
+            self._spaces[space] = number
+        else:
+            self._spaces[ref] = number
+            self._weak[number] = ref
+        return number
 
     def known_place(self, store: Any) -> Place | None:
         """`place_of(store)` where the pool holds keys of its data, else None (and the
         store is not remembered: it may be one that must be collected to close)."""
         space, prefix = key_space(store)
-        number = self._spaces.get(space)
+        with self._lock:
+            self._prune()
+            number = self._spaces.get(_lookup(space))
         return None if number is None else (number, prefix)
 
     @property
@@ -159,19 +216,34 @@ class ChunkCache:
         """Bytes held now (decoded chunks and records), never more than `max_bytes`."""
         return self._lru.nbytes
 
-    def record(self, place: Place, key: str) -> _Record | None:
-        found: _Record | None = self._lru.peek(("object", *_named(place, key)))
+    def record(self, place: Place, key: str) -> ObjectRecord | None:
+        """What the pool knows of `key` in the store at `place`, if anything."""
+        found: ObjectRecord | None = self._lru.peek(("object", *_named(place, key)))
         return found
 
     def chunk(
-        self, place: Place, key: str, coords: tuple[int, ...], version: Hashable
+        self,
+        place: Place,
+        key: str,
+        coords: tuple[int, ...],
+        record: ObjectRecord,
+        decoding: str,
     ) -> np.ndarray | None:
-        found: np.ndarray | None = self._lru.peek(("chunk", *_named(place, key), coords, version))
+        """The chunk at `coords` of `record`'s object, if held and decoded as a reader
+        whose chain is described by `decoding` (`decoding_of`) would decode it."""
+        if record.decoding != decoding or coords not in record.coords:
+            return None
+        found: np.ndarray | None = self._lru.peek(
+            ("chunk", *_named(place, key), coords, record.serial)
+        )
         return found
 
-    def touch(self, place: Place, key: str, coords: tuple[int, ...], version: Hashable) -> None:
-        """Mark a chunk served (most recently used)."""
-        self._lru.get(("chunk", *_named(place, key), coords, version))
+    def touch(self, place: Place, key: str, coords: tuple[int, ...], record: ObjectRecord) -> None:
+        """Mark a chunk served (most recently used), and its record after it: a record
+        is never evicted before the chunks it lists (a write finds them through it)."""
+        named = _named(place, key)
+        self._lru.get(("chunk", *named, coords, record.serial))
+        self._lru.get(("object", *named))
 
     def confirm(self, place: Place, key: str, version: Hashable, checked: float) -> None:
         """`version` of `key` was current at `checked`."""
@@ -188,25 +260,26 @@ class ChunkCache:
         version: Hashable,
         checked: float,
         chunk: np.ndarray,
+        decoding: str,
     ) -> None:
-        """Hold `chunk`, decoded from `version` of `key` read by a request sent at
-        `checked` or later; not when `key` was written since (a write through this
-        process drops what it replaced) or a newer version is known."""
+        """Hold `chunk`, decoded as `decoding` says from `version` of `key` read by a
+        request sent at `checked` or later; not when `key` was written since (a write
+        through this process drops what it replaced) or a newer version is known."""
         space, name = _named(place, key)
         with self._lock:
             if self._written.get((space, name), -1.0) >= checked:
                 return
             found = self.record(place, key)
-            if found is None or found.version != version:
-                if found is not None and found.checked > checked:
+            if found is None or found.version != version or found.decoding != decoding:
+                if found is not None and found.version != version and found.checked > checked:
                     return  # a newer version is known: this one is stale
                 self._drop(place, key)
-                found = _Record(version, checked, set())
+                found = ObjectRecord(version, checked, decoding, next(self._serials), set())
             found.checked = max(found.checked, checked)
             found.coords.add(coords)
-            self._lru.put(("object", space, name), found, _RECORD_BYTES)
             chunk.flags.writeable = False
-            self._lru.put(("chunk", space, name, coords, version), chunk, chunk.nbytes)
+            self._lru.put(("chunk", space, name, coords, found.serial), chunk, chunk.nbytes)
+            self._lru.put(("object", space, name), found, _RECORD_BYTES)  # after its chunk
 
     def forget(self, place: Place, *keys: str, written: bool = False) -> None:
         """Drop everything held of `keys` in the store at `place`; `written`: they were
@@ -222,13 +295,14 @@ class ChunkCache:
             while len(self._written) > _WRITES_REMEMBERED:
                 del self._written[next(iter(self._written))]
 
-    def objects_under(self, place: Place, prefix: str) -> list[str]:
-        """The keys under `prefix` of the store at `place` that chunks are held of."""
-        space, under = _named(place, prefix)
+    def objects_under(self, place: Place, *prefixes: str) -> list[str]:
+        """The keys under any of `prefixes` of the store at `place` that chunks are
+        held of (one pass over what is held)."""
+        unders = tuple(_named(place, prefix)[1] for prefix in prefixes)
         return [
             k[2][len(place[1]) :]
             for k in self._lru.held_keys()
-            if k[0] == "object" and k[1] == space and k[2].startswith(under)
+            if k[0] == "object" and k[1] == place[0] and k[2].startswith(unders)
         ]
 
     def clear(self) -> None:
@@ -243,8 +317,31 @@ class ChunkCache:
         space, name = _named(place, key)
         self._lru.invalidate(
             ("object", space, name),
-            *(("chunk", space, name, c, found.version) for c in found.coords),
+            *(("chunk", space, name, c, found.serial) for c in found.coords),
         )
+
+    def _prune(self) -> None:
+        """Forget the spaces collected since the last call, and all held of them."""
+        gone = set()
+        while self._collected:
+            ref = self._collected.pop()
+            number = self._spaces.pop(ref, None)
+            if number is not None and self._weak.get(number) is ref:
+                del self._weak[number]
+                gone.add(number)
+        if gone:
+            self._lru.invalidate(*(k for k in self._lru.held_keys() if k[1] in gone))
+            for named in [n for n in self._written if n[0] in gone]:
+                del self._written[named]
+
+
+def _lookup(space: Hashable) -> Hashable:
+    """How `space` is found among the pool's spaces: through a weak reference to it
+    where it takes one (equal to the one kept while both are alive)."""
+    try:
+        return weakref.ref(space)
+    except TypeError:
+        return space
 
 
 def _named(place: Place, key: str) -> tuple[int, str]:
@@ -261,13 +358,17 @@ def forget_written(store: Hashable, keys: tuple[str, ...]) -> None:
             pool.forget(place, *keys, written=True)
 
 
-def forget_deleted(store: Hashable, prefix: str) -> None:
-    """Every key of `store` under `prefix` was just deleted through this process (a node
-    overwritten or removed): every pool drops what it holds of them."""
+def forget_deleted(store: Hashable, *prefixes: str) -> None:
+    """Every key of `store` under any of `prefixes` was just written or deleted through
+    this process (a node overwritten or removed; keys written through a store of
+    zarr-python's, a prefix being a key there): every pool drops what it holds of them."""
     for pool in list(ChunkCache._pools.values()):
         place = pool.known_place(store)
         if place is not None:
-            pool.forget(place, *pool.objects_under(place, prefix), written=True)
+            # The prefixes themselves too: a key written alone is marked written even
+            # when nothing of it is held, as `forget_written` marks it.
+            held = pool.objects_under(place, *prefixes)
+            pool.forget(place, *prefixes, *held, written=True)
 
 
 def key_space(store: Any) -> tuple[Hashable, str]:
@@ -288,6 +389,7 @@ class ArrayCache:
     place: Place  # where the store's keys are in the pool
     recheck: Recheck
     opened_at: float
+    space: Any = None  # what names the place's space: held so the pool keeps the place
 
     @classmethod
     def opened(cls, store: Any, settings: CacheSettings | None = None) -> ArrayCache | None:
@@ -297,7 +399,8 @@ class ArrayCache:
         if settings.max_bytes == 0:
             return None
         pool = ChunkCache.shared(settings.max_bytes)
-        return cls(pool, store, pool.place_of(store), settings.recheck, time.monotonic())
+        place, space = pool.enter(store)
+        return cls(pool, store, place, settings.recheck, time.monotonic(), space)
 
     def session(self) -> ReadSession:
         """The cache as one read, beginning now, sees it."""
@@ -342,14 +445,17 @@ class ReadSession:
     ) -> None:
         """Decode a chunk whole into a new array, keep it and put its selected values in
         `out`. A chunk without a version is kept as `UNVERSIONED`, except where every
-        read checks (`True`): nothing could ever serve it there."""
+        read checks (`True`): nothing could ever serve it there. A chunk of objects
+        (strings, JSON values) is not kept: a copy of it shares its elements, which a
+        caller may change, and its bytes do not count what they hold."""
         chunk = np.empty(chain.spec.shape, dtype=chain.spec.dtype)
         chain.decode_into(data, chunk, key)
         out[projection.out_selection] = chunk[projection.chunk_selection]
+        if chunk.dtype.hasobject:
+            return
         if version is None:
             if self.cache.recheck is True:
                 return
             version = UNVERSIONED
-        self.cache.pool.keep(
-            self.cache.place, key, projection.chunk_coords, version, self.began, chunk
-        )
+        place, coords = self.cache.place, projection.chunk_coords
+        self.cache.pool.keep(place, key, coords, version, self.began, chunk, decoding_of(chain))

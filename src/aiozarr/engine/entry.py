@@ -13,7 +13,7 @@ outside).
 from __future__ import annotations
 
 from aiozarr.codecs import CodecChain, layout_of
-from aiozarr.engine.chunk_cache import ArrayCache, CacheSettings, forget_deleted
+from aiozarr.engine.chunk_cache import ArrayCache, CacheSettings, forget_deleted, forget_written
 from aiozarr.engine.gathering import Collector, Window, gather, loop_window
 from aiozarr.engine.output import check_addressable, check_output_size, empty_output, small_pages
 from aiozarr.engine.progress import ShowProgress, as_callback
@@ -39,6 +39,7 @@ __all__ = [
     "check_output_size",
     "empty_output",
     "forget_deleted",
+    "forget_written",
     "gather",
     "loop_window",
     "move_chunks",

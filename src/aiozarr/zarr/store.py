@@ -29,6 +29,7 @@ from zarr.core.buffer import Buffer, BufferPrototype
 
 from aiozarr.api import resolve_store
 from aiozarr.byte_range import ByteRange
+from aiozarr.engine.entry import forget_deleted, forget_written
 from aiozarr.errors import (
     AiozarrError,
     InvalidValueError,
@@ -220,7 +221,10 @@ class Store(ZarrStoreABC):
     async def set(self, key: str, value: Buffer) -> None:
         """Store `value` at `key` (the aiozarr store's `set`: atomic where it can be)."""
         self._check_writes(key)
-        await self._store.set(key, _bytes_of(key, value))
+        try:
+            await self._store.set(key, _bytes_of(key, value))
+        finally:  # a failed write may have written it still
+            self._forget_cached(key)
 
     async def set_if_not_exists(self, key: str, value: Buffer) -> None:
         """Store `value` at `key` unless a value is there: a conditional write where the
@@ -233,20 +237,27 @@ class Store(ZarrStoreABC):
                 return
             with contextlib.suppress(VersionConflictError):
                 await self._store.set_if(key, _bytes_of(key, value), None)
+                self._forget_cached(key)
         elif not await self._store.exists(key):
-            await self._store.set(key, _bytes_of(key, value))
+            await self.set(key, value)
 
     async def _set_many(self, values: Iterable[tuple[str, Buffer]]) -> None:
         """Store many values concurrently, under the aiozarr store's request budget."""
         items = [(key, _bytes_of(key, value)) for key, value in values]
         if items:
             self._check_writes(items[0][0])
-            await self._store.set_many(items)
+            try:
+                await self._store.set_many(items)
+            finally:
+                self._forget_cached(*(key for key, _ in items))
 
     async def delete(self, key: str) -> None:
         """Remove `key` (a missing key is not an error)."""
         self._check_writes(key)
-        await self._store.delete(key)
+        try:
+            await self._store.delete(key)
+        finally:
+            self._forget_cached(key)
 
     async def delete_dir(self, prefix: str) -> None:
         """Remove every key under the directory `prefix` ("" for all), concurrently."""
@@ -255,7 +266,16 @@ class Store(ZarrStoreABC):
         self._check_writes(prefix)
         if prefix and not prefix.endswith("/"):
             prefix += "/"
-        await self._store.delete_prefix(prefix)
+        try:
+            await self._store.delete_prefix(prefix)
+        finally:
+            forget_deleted(self._store, prefix)
+
+    def _forget_cached(self, *keys: str) -> None:
+        """`keys` were just written or deleted: every chunk cache drops what it held of
+        them, as aiozarr's own writes make it do (another handle over the same data must
+        not serve what they replaced)."""
+        forget_written(self._store, keys)
 
     # -- listing -----------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import sys
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Hashable, Iterator, Sequence
 from pathlib import PurePath
 from typing import Any
 
@@ -24,6 +24,7 @@ import numpy as np
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import AiozarrError, StoreError
+from aiozarr.storage.backends.local import LocalStore
 from aiozarr.storage.protocol import Buffer, Capabilities, Store, Version, Versioned, check_size
 
 __all__ = ["ZarrStore", "is_zarr_store"]
@@ -227,6 +228,16 @@ class ZarrStore(Store):
         return False
 
     # -- identity ----------------------------------------------------------------------
+
+    def key_space(self) -> tuple[Hashable, str]:
+        """A zarr-python `LocalStore`'s directory as aiozarr's `LocalStore` over it names
+        it, so that a write through either drops what a chunk cache holds of reads
+        through the other; any other zarr store is a space of its own (`Store.key_space`)."""
+        from zarr.storage import LocalStore as ZarrLocalStore
+
+        if isinstance(self._zarr, ZarrLocalStore):
+            return LocalStore(self._zarr.root, read_only=True).key_space()
+        return super().key_space()
 
     def __repr__(self) -> str:
         return f"ZarrStore({self._zarr!r}{', read_only=True' if self._read_only else ''})"
