@@ -217,13 +217,15 @@ class Bucket:
             condition = (self._put_lock, dict(request.headers))
         try:
             if isinstance(body, Path):
-                await asyncio.to_thread(move_into_place, body, path, condition)
+                written = await asyncio.to_thread(move_into_place, body, path, condition)
             else:
-                await asyncio.to_thread(write_atomic, path, self.root / TMP_DIR, body, condition)
+                tmp_dir = self.root / TMP_DIR
+                written = await asyncio.to_thread(write_atomic, path, tmp_dir, body, condition)
         except S3Error as exc:
             exc.key = key
             raise
-        return web.Response(headers=version_headers(path.stat()))
+        # The version this PUT wrote, whatever a racing DELETE or PUT did to it since.
+        return web.Response(headers=version_headers(written))
 
     def _delete(self, key: str) -> None:
         path = self.path(key)

@@ -154,9 +154,10 @@ def write_atomic(
     tmp_dir: Path,
     chunks: list[Path] | bytes,
     condition: tuple[threading.Lock, Mapping[str, str]] | None = None,
-) -> None:
+) -> os.stat_result:
     """Write `chunks` (bytes, or files whose contents are joined) to a temp file and
-    rename it to `path`; with `condition`, see `move_into_place`."""
+    rename it to `path`; with `condition`, see `move_into_place`. Returns the stat of
+    what was written (see `move_into_place`)."""
     tmp = new_temp_file(tmp_dir)
     with open(tmp, "wb") as f:
         if isinstance(chunks, bytes):
@@ -165,29 +166,36 @@ def write_atomic(
             for part in chunks:
                 with open(part, "rb") as source:
                     shutil.copyfileobj(source, f, 1 << 20)
-    move_into_place(tmp, path, condition)
+    return move_into_place(tmp, path, condition)
 
 
 def move_into_place(
     tmp: Path,
     path: Path,
     condition: tuple[threading.Lock, Mapping[str, str]] | None = None,
-) -> None:
+) -> os.stat_result:
     """Rename the temp file `tmp` to `path` (its folders made); with `condition` (a lock
     and the request's headers), check it and rename as one step under the lock. The
     temp file is gone afterwards, whatever happened.
+
+    Returns the temp file's stat, taken just before the rename (which keeps its inode,
+    mtime and size, hence its ETag): the version this PUT wrote. A stat of `path` after
+    the rename could find it deleted, or already replaced by a racing PUT.
 
     Objects are files, so a key cannot be an object and the folder of others at once
     (`a` and `a/b`), as it can on S3: such a PUT is a 400, never retried, saying so."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if condition is None:
+            written = os.stat(tmp)
             os.replace(tmp, path)
-            return
+            return written
         lock, headers = condition
         with lock:
             check_put_condition(path, headers)
+            written = os.stat(tmp)
             os.replace(tmp, path)
+            return written
     except (FileExistsError, NotADirectoryError, IsADirectoryError):
         raise S3Error(
             400,

@@ -89,11 +89,11 @@ class MultipartUploads:
         self._uploads.pop(upload_id, None)
         parts = [upload[1][n] for n in sorted({int(t) for t in texts})]
         try:
-            await asyncio.to_thread(write_atomic, path, self.root / TMP_DIR, parts)
+            written = await asyncio.to_thread(write_atomic, path, self.root / TMP_DIR, parts)
         finally:
             for part in upload[1].values():
                 part.unlink(missing_ok=True)
-        etag = etag_of(path.stat())
+        etag = etag_of(written)  # this upload's version, not what a racing request left
         return xml_response(
             f"<CompleteMultipartUploadResult><Bucket>{escape(bucket)}</Bucket>"
             f"<Key>{escape(key)}</Key><ETag>{escape(etag)}</ETag>"

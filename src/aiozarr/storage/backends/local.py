@@ -14,6 +14,7 @@ directory, so writers in any process on the machine take turns there.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import secrets
@@ -50,6 +51,10 @@ _TEMP_OWNER = re.compile(r"\.([A-Za-z0-9]+)-(\d+)-[0-9a-f]+" + re.escape(TEMP_SU
 
 # A missing file, or a path through something that is not a directory: no value there.
 _MISSING = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
+# What a removal racing a writer (a file created in a directory being removed) or
+# another deleter (a file removed first) meets; `_RMTREE_TRIES` removals at most.
+_RACED_REMOVAL = frozenset({errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT})
+_RMTREE_TRIES = 10
 
 
 def check_key(key: str, *, prefix: bool = False) -> None:
@@ -279,8 +284,12 @@ class LocalStore(Store):
         await super().delete_prefix(prefix)
 
     def _rmtree(self, path: Path) -> None:
-        with contextlib.suppress(*_MISSING):
-            shutil.rmtree(path)
+        # The directory is first renamed aside, in one step: readers and listings see
+        # the whole prefix gone at once (never its metadata gone and its chunks still
+        # there), and a writer racing the delete recreates its directory afresh instead
+        # of adding files to the one being removed. What still lands in the one being
+        # removed (a file already on its way in) is taken by `_remove_tree`'s retries.
+        _remove_tree(_set_aside(path) or path)
         self._remove_empty_parents(path)
 
     def _remove(self, path: Path) -> None:
@@ -324,7 +333,9 @@ class LocalStore(Store):
 
         def walk() -> list[str]:
             found: list[str] = []
-            for dirpath, _, filenames in os.walk(root / base, onerror=_raise_unless_missing):
+            for dirpath, dirnames, filenames in os.walk(root / base, onerror=_raise_unless_missing):
+                # A directory set aside by a delete under way holds no keys any more.
+                dirnames[:] = [d for d in dirnames if not d.endswith(TEMP_SUFFIX)]
                 rel = Path(dirpath).relative_to(root).as_posix()
                 head = "" if rel == "." else rel + "/"
                 found.extend(head + name for name in filenames if not name.endswith(TEMP_SUFFIX))
@@ -389,6 +400,38 @@ def _raise_unless_missing(error: OSError) -> None:
         raise error
 
 
+def _set_aside(path: Path) -> Path | None:
+    """Rename the directory `path` to a temporary name beside it (skipped by listings,
+    swept if this process dies before removing it) and return that name; None where
+    it is not a directory, or cannot be renamed (Windows, with a file open inside):
+    then it is removed where it is."""
+    if path.is_symlink() or not path.is_dir():
+        return None
+    aside = path.with_name(
+        f".{path.name}.{_HOST}-{os.getpid()}-{secrets.token_hex(6)}{TEMP_SUFFIX}"
+    )
+    try:
+        os.rename(path, aside)
+    except OSError:
+        return None
+    return aside
+
+
+def _remove_tree(path: Path) -> None:
+    """`shutil.rmtree(path)`, again while a writer's file created during the removal
+    leaves a directory not empty (or one removed by another deleter goes missing mid-walk).
+    A writer creating files without end gets `_RMTREE_TRIES` removals, then the error."""
+    for attempt in range(_RMTREE_TRIES):
+        try:
+            shutil.rmtree(path)
+            return
+        except OSError as exc:
+            if not os.path.lexists(path):
+                return  # gone: another deleter finished it
+            if exc.errno not in _RACED_REMOVAL or attempt == _RMTREE_TRIES - 1:
+                raise
+
+
 def _write_atomic(path: Path, value: Buffer) -> None:
     """Write `value` to a temporary file beside `path`, then rename it into place."""
     temp = _write_temp(path, value)
@@ -428,7 +471,10 @@ def sweep_temporary_files(directory: Path) -> int:
         return 0
     for path in stale:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
+            if os.path.isdir(path) and not os.path.islink(path):  # a killed delete's
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
             removed += 1
     return removed
 
@@ -473,7 +519,8 @@ def _kind(entry: os.DirEntry[str]) -> bool | None:
             with os.scandir(below.pop()) as listed:
                 for child in listed:
                     if child.is_dir(follow_symlinks=False):
-                        below.append(child.path)
+                        if not child.name.endswith(TEMP_SUFFIX):  # not one set aside
+                            below.append(child.path)
                     elif not child.name.endswith(TEMP_SUFFIX):
                         return True
     except FileNotFoundError:

@@ -19,6 +19,16 @@ on a key of its own that no one else names, so no user data is ever written over
 Six requests, once per store runtime (equal stores share it) for the life of the
 process; concurrent first writers wait for one probe. A failure of the probe's own
 requests (after their retries) fails the write and leaves the verdict open.
+
+The probe's object lives under the array's prefix (the one place the write is known
+to be allowed to write), so another writer deleting that prefix (`del group[name]`,
+`create_array(overwrite=True)`, in any process) can remove it mid-probe. An outcome
+that such a delete explains is inconclusive, never a verdict: the GET finding nothing,
+a refused `If-Match` with the object gone, and a successful `If-None-Match: *` (the
+object may have been deleted just before it; that one is recorded only when a second
+probe, on a fresh key, sees it again). Inconclusive probes are repeated on fresh keys
+up to `_PROBE_TRIES` times; if none concludes, the write fails and the verdict stays
+open for the next write.
 """
 
 from __future__ import annotations
@@ -42,6 +52,10 @@ log = logging.getLogger("aiozarr.store")
 PROBE_NAME = ".aiozarr-probe-"
 # The write lock the probe holds (a NUL never starts a key): one probe at a time.
 _PROBE_LOCK = "\x00conditional-write-probe"
+# Probes (on fresh keys) while another writer's delete may have spoiled them: one
+# spoiled probe is rare, three in a row mean a prefix being deleted over and over,
+# where failing this write (and probing again on the next) is the honest answer.
+_PROBE_TRIES = 3
 _ADVICE = (
     ". Written without one, another process's update could be lost, so nothing was "
     "written; if no other process or machine writes here, set "
@@ -68,7 +82,7 @@ async def ensure_trusted(store: Store, prefix: str, keys: Iterable[str]) -> None
     if not verdict.probed:
         async with runtime.locks.hold([_PROBE_LOCK]):
             if not verdict.probed:  # another writer's probe may have finished meanwhile
-                verdict.record(await _probe(store, prefix))
+                verdict.record(await _verdict(store, prefix))
     if verdict.problem is not None:
         raise ConditionalWriteUnsupportedError(
             f"cannot write {_names(keys)} in {store!r} on a condition: {verdict.problem}" + _ADVICE
@@ -89,27 +103,75 @@ def check_versions(store: Store, read: Mapping[str, Versioned | None]) -> None:
         )
 
 
-async def _probe(store: Store, prefix: str) -> str | None:
-    """Ask the server what it does with conditions; None: it honours them."""
+class _Inconclusive:
+    """A probe another writer may have spoiled (deleting its object): `problem` is what
+    the server seemed to do, to be recorded only if a fresh probe sees it again (None:
+    the object vanished; nothing seen)."""
+
+    def __init__(self, problem: str | None = None) -> None:
+        self.problem = problem
+
+
+_VANISHED = "the probe's object vanished mid-probe (another writer deleted it)"
+
+
+async def _verdict(store: Store, prefix: str) -> str | None:
+    """What to record of `store`'s server (None: it honours conditions), from probes
+    repeated while inconclusive; raise `ConditionalWriteUnsupportedError`, recording
+    nothing, if none of `_PROBE_TRIES` concludes."""
+    seen: str | None = None
+    for _ in range(_PROBE_TRIES):
+        outcome = await _probe(store, prefix)
+        if not isinstance(outcome, _Inconclusive):
+            return outcome
+        if outcome.problem is not None and outcome.problem == seen:
+            return outcome.problem  # two fresh keys agree: not a delete's doing
+        seen = outcome.problem
+    raise ConditionalWriteUnsupportedError(
+        f"cannot tell whether {store!r} honours write conditions: {_PROBE_TRIES} probes "
+        f"under {prefix!r} were inconclusive ({seen or _VANISHED}), as when another writer "
+        "is deleting that prefix; nothing was written and nothing recorded, so the next "
+        "write probes again"
+    )
+
+
+async def _probe(store: Store, prefix: str) -> str | _Inconclusive | None:
+    """Ask the server what it does with conditions, on a fresh key; None: it honours
+    them; `_Inconclusive`: another writer may have deleted the probe's object."""
     key = f"{prefix}{PROBE_NAME}{secrets.token_hex(8)}"
     await store.set(key, b"aiozarr: a probe of conditional writes")
     try:
         answer = await store.get_versioned(key)
-        version = None if answer is None else answer[1]
+        if answer is None:  # just written, so deleted since
+            return _Inconclusive()
+        version = answer[1]
         if version is None:
             return "its reads carry no version (no ETag) to write on"
         if not await _written(store, key, b"aiozarr: written on its version", version):
+            if await _vanished(store, key, version):  # 412 (or 404) for a missing object
+                return _Inconclusive()
             return "it refused a PUT with If-Match of the version it had just given (412)"
         if await _written(store, key, b"aiozarr: written on a stale version", version):
+            # A missing object fails If-Match as well: a delete cannot explain this.
             return "it ignores If-Match (a PUT on a replaced version succeeded)"
         if await _written(store, key, b"aiozarr: written where one exists", None):
-            return "it ignores If-None-Match (a PUT with If-None-Match: * over an object succeeded)"
+            return _Inconclusive(
+                "it ignores If-None-Match (a PUT with If-None-Match: * over an object "
+                "succeeded, on two probes)"
+            )
         return None
     finally:
         try:
             await store.delete(key)
         except Exception as exc:  # the verdict stands; a stray probe object is harmless
             log.warning("could not remove the probe object %r in %r: %s", key, store, exc)
+
+
+async def _vanished(store: Store, key: str, version: object) -> bool:
+    """Whether the probe's object at `key` is gone or no longer `version`: a refused
+    `If-Match` then says nothing about the server."""
+    answer = await store.get_versioned(key)
+    return answer is None or answer[1] != version
 
 
 async def _written(store: Store, key: str, value: bytes, expected: object) -> bool:
