@@ -7,6 +7,11 @@ never decoded; `check_version` raises `StaleIndexError`, and the read forgets th
 reads it again and starts over. A read that a cached index says needs none of the
 shard's stored chunks fetches nothing to compare versions with: the index is read again
 for it (`cached_index`), so chunks another writer stored since are read, not the fill.
+
+An index read with no version (a zarr-python store, an HTTP answer without an ETag) can
+never be checked against the bytes read with it later: another handle or process may
+have moved every chunk of the shard since. It is used by the read that read it only and
+never cached (`remember_index`): an unversioned store pays an index read on every read.
 """
 
 from __future__ import annotations
@@ -66,9 +71,13 @@ def cached_index(array: StoredArray, shard: ShardSelection) -> LocatedIndex | No
 def remember_index(
     array: StoredArray, key: str, index: ShardIndex, version: Version | None
 ) -> LocatedIndex:
-    """Cache the index of shard `key`, read from `version` of it."""
+    """The index of shard `key`, read from `version` of it, cached for later reads; one
+    without a version (None) is for this read only, and evicts any older one."""
     located = LocatedIndex(index, version)
-    array.index_cache.put(key, located, index.nbytes)
+    if version is None:  # no later answer could show it stale: not kept (see above)
+        array.index_cache.invalidate(key)
+    else:
+        array.index_cache.put(key, located, index.nbytes)
     return located
 
 

@@ -205,8 +205,9 @@ _Unit = list[tuple[Reads, DecodeJob]]
 async def _decode_burst(items: list[_Item], burst: Answers) -> None:
     """Decode answers that landed together, a thread hop per codec thread for the whole
     burst whatever the selections it serves: a chunk that several selections need (the
-    same bytes of one object) once for all of them, the rest each selection's own."""
-    landed: dict[tuple[str, object, object], _Unit] = {}
+    same bytes of one object, decoded by one chain) once for all of them, the rest each
+    selection's own."""
+    landed: dict[tuple[str, object, object, int], _Unit] = {}
     for i, data, version in burst:
         r, fetch = items[i]
         if data is None:
@@ -215,17 +216,26 @@ async def _decode_burst(items: list[_Item], burst: Answers) -> None:
             if chunk_data is None:
                 r.fill(chunk.projection)
             else:
-                slot = (chunk.key, chunk.byte_range, version)
+                # Same bytes, other codecs (another handle's older metadata): another
+                # decode. The chain object is its handle's for the chunk's shape.
+                slot = (chunk.key, chunk.byte_range, version, id(chunk.chain))
                 landed.setdefault(slot, []).append((r, DecodeJob(chunk, chunk_data, version)))
     units: list[_Unit] = []
     for members in landed.values():
-        if len(members) > 1 and all(r.cache is None for r, _ in members):
+        if len(members) > 1 and all(r.cache is None for r, _ in members) and _shareable(members):
             units.append(members)
-        else:  # a cached read keeps its own decode
+        else:  # a cached read, or object elements: each its own decode
             units.extend([member] for member in members)
     if units:
         nbytes = sum(members[0][1].chunk.chain.spec.nbytes for members in units)
         await run_in_groups(units, nbytes, _decode_units)
+
+
+def _shareable(members: _Unit) -> bool:
+    """Whether one decode may fill every member's output: not for elements that are
+    objects (strings, JSON values), which each output would share with the others, so
+    that a caller changing one of its elements would change another caller's."""
+    return not members[0][1].chunk.chain.spec.dtype.hasobject
 
 
 async def _decode_units(units: Sequence[_Unit]) -> None:
