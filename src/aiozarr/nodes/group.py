@@ -10,7 +10,13 @@ import numpy as np
 
 from aiozarr import config
 from aiozarr.engine.entry import CacheSettings, forget_deleted
-from aiozarr.errors import GroupNotFoundError, InvalidValueError, NodeNotFoundError, ReadOnlyError
+from aiozarr.errors import (
+    GroupNotFoundError,
+    InvalidValueError,
+    NodeExistsError,
+    NodeNotFoundError,
+    ReadOnlyError,
+)
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.metadata.v3draft import is_draft
 from aiozarr.nodes import hierarchy, hierarchy_walk, node_updates
@@ -222,10 +228,13 @@ class AsyncGroup(hierarchy.NodeLocation):
     ) -> AsyncArray:
         """The member array `name` when its shape is `shape` and its dtype casts to
         `dtype` (is `dtype`, with `exact`), else a `TypeError`, as zarr-python's; created
-        with `options` when missing."""
+        with `options` when missing (or the one another caller created meanwhile)."""
         node = await self._open_member(name)
         if node is None:
-            return await self.create_array(name, shape=shape, dtype=dtype, **options)
+            try:
+                return await self.create_array(name, shape=shape, dtype=dtype, **options)
+            except NodeExistsError as error:
+                node = await self._created_meanwhile(name, error)
         if not isinstance(node, AsyncArray):
             raise TypeError(f"member {name!r} of {self.name} is a group, not an array")
         wanted = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
@@ -236,6 +245,17 @@ class AsyncGroup(hierarchy.NodeLocation):
             fits = node.dtype == np_dtype if exact else np.can_cast(node.dtype, np_dtype)
             if not fits:
                 raise TypeError(f"incompatible dtype: {name!r} is {node.dtype}, not {np_dtype}")
+        return node
+
+    async def _created_meanwhile(
+        self, name: str, error: NodeExistsError
+    ) -> AsyncArray | AsyncGroup:
+        """The member `name` another caller created between this caller's look and its
+        create, which raised `error` (raised again when there is still none: its parent
+        is an array, or the member went again)."""
+        node = await self._open_member(name)
+        if node is None:
+            raise error
         return node
 
     async def create_group(
@@ -251,11 +271,14 @@ class AsyncGroup(hierarchy.NodeLocation):
         )
 
     async def require_group(self, name: str) -> AsyncGroup:
-        """The child group `name`, created if it does not exist."""
-        try:
-            node = await self.getitem(name)
-        except NodeNotFoundError:
-            return await self.create_group(name)
+        """The child group `name`, created if it does not exist (or the one another
+        caller created meanwhile)."""
+        node = await self._open_member(name)
+        if node is None:
+            try:
+                return await self.create_group(name)
+            except NodeExistsError as error:
+                node = await self._created_meanwhile(name, error)
         if not isinstance(node, AsyncGroup):
             raise NodeNotFoundError(f"member {name!r} of {self.name} is an array, not a group")
         return node

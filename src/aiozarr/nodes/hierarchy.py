@@ -20,11 +20,14 @@ import anyio
 from aiozarr import config
 from aiozarr.engine.entry import forget_deleted
 from aiozarr.errors import (
+    ConditionalWriteUnsupportedError,
     InvalidKeyError,
     MetadataError,
     NodeExistsError,
     NodeNotFoundError,
+    StoreError,
     ValueTooLargeError,
+    VersionConflictError,
     unwrap_group,
 )
 from aiozarr.metadata import consolidated, formats, v2, v3
@@ -39,7 +42,7 @@ from aiozarr.metadata.format_protocol import (
     join,
 )
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata, Node
-from aiozarr.storage.protocol import RangeRequest, Store, Versioned
+from aiozarr.storage.protocol import RangeRequest, Store, Versioned, write_conditions
 
 #: A v3 node's document (a name a group's listing skips).
 V3_KEY = v3.ZARR_JSON
@@ -360,12 +363,60 @@ def node_documents(path: str, meta: Node) -> dict[str, bytes]:
 
 
 async def write_node(store: Store, path: str, meta: Node) -> None:
-    """Store the metadata of one node (all its documents concurrently)."""
+    """Store the metadata of a new node: `NodeExistsError` when another writer created
+    one there since `prepare_node` looked.
+
+    The node's claim (`zarr.json`; v2: `.zarray` or `.zgroup`) is written first, only
+    if absent (`create_document`), so of creators racing for one path exactly one wins:
+    the others' handles would otherwise write chunks in a layout no longer stored. Its
+    other documents (a v2 `.zattrs`) follow, once the node is this writer's.
+    """
     fmt = formats.format_of(meta)
     docs = fmt.documents(path, meta)
+    claim = fmt.metadata_key(path, meta) if isinstance(meta, ArrayMetadata) else fmt.group_key(path)
+    if not await create_document(store, claim, docs.pop(claim)):
+        raise NodeExistsError(
+            f"an array or group was created at {path or '/'!r} in {store!r} by another "
+            "writer meanwhile"
+        )
+    # Only now: deleted before the claim, a `.zattrs` a winning creator wrote would go.
     for key in fmt.stale_keys(path, meta):
         await store.delete(key)
     await store.set_many(docs.items())
+
+
+async def create_document(store: Store, key: str, doc: bytes) -> bool:
+    """Write `doc` at `key` only if there is none there; False (nothing written) if there
+    is. On the store's condition (If-None-Match: *, or the local store's `flock`) where
+    it has one; where it has none, or its server is known not to honour it, a read and a
+    write under the key's lock in this process (other processes may still race)."""
+    if store.supports_conditional_writes and store.runtime.conditions.problem is None:
+        try:
+            await store.set_if(key, doc, None)
+        except VersionConflictError:
+            return False
+        except StoreError:
+            if not await _conditions_refused(store, key):
+                raise
+        else:
+            return True
+    async with store.runtime.locks.hold([key]):
+        if await get_document(store, key) is not None:
+            return False
+        await store.set(key, doc)
+        return True
+
+
+async def _conditions_refused(store: Store, key: str) -> bool:
+    """Whether a conditional write that failed failed because the server takes no
+    conditions (a probe says so, `write_conditions.ensure_trusted`): such a server
+    still creates nodes, as it did before creation was conditional."""
+    prefix = key.rpartition("/")[0]
+    try:
+        await write_conditions.ensure_trusted(store, f"{prefix}/" if prefix else "", [key])
+    except ConditionalWriteUnsupportedError:
+        return True
+    return False
 
 
 async def write_consolidated(
@@ -385,9 +436,10 @@ async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: 
     Without `overwrite` an existing node is an error; with it, everything under `path`
     is deleted, node or not, as zarr-python does: chunks an earlier array left without
     its metadata would otherwise be read as the new array's. Missing parents get group
-    metadata, as the specs require. Whether the node exists and which parents are
-    missing is asked in one batch; with `overwrite` that batch and the deleting run at
-    once (a store that cannot list deletes only under a node it finds).
+    metadata, as the specs require, each only if still missing when written (a parent
+    another writer created meanwhile keeps its attributes). Whether the node exists and
+    which parents are missing is asked in one batch; with `overwrite` that batch and the
+    deleting run at once (a store that cannot list deletes only under a node it finds).
     """
     check_node_path(path)
     parts = path.split("/") if path else []
@@ -420,9 +472,22 @@ async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: 
         if isinstance(parent_meta, ArrayMetadata):
             raise NodeExistsError(f"cannot create {path!r}: its parent {parent!r} is an array")
     group = GroupMetadata(zarr_format=zarr_format)  # type: ignore[arg-type]
-    await store.set_many(
-        (key, doc) for parent in missing for key, doc in fmt.documents(parent, group).items()
-    )
+    with unwrap_group():
+        async with anyio.create_task_group() as tg:
+            for parent in missing:
+                tg.start_soon(_create_parent, store, parent, group, path)
+
+
+async def _create_parent(store: Store, parent: str, group: GroupMetadata, path: str) -> None:
+    """Give the missing parent `parent` group metadata, only if it is still missing:
+    another writer may have created it meanwhile, with attributes a plain write would
+    wipe. A group there is kept; an array there is an error."""
+    fmt = formats.format_of(group)
+    key = fmt.group_key(parent)
+    doc = fmt.documents(parent, group)[key]
+    created = await create_document(store, key, doc)
+    if not created and isinstance(await _existing_node(store, parent), ArrayMetadata):
+        raise NodeExistsError(f"cannot create {path!r}: its parent {parent!r} is an array")
 
 
 async def _existing_node(store: Store, path: str) -> Node | None:
