@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import aiozarr
-from aiozarr.errors import InvalidKeyError
+from aiozarr.errors import InvalidKeyError, NodeExistsError
 from aiozarr.tools.copying import copy
 
 DOCUMENTS = ["zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata"]
@@ -86,3 +86,24 @@ def test_a_hidden_group_is_a_child_of_an_xarray_tree(tmp_path: Path) -> None:
         ours = xr.open_datatree(tmp_path / "g.zarr", engine="aiozarr")
     assert sorted(ours.children) == sorted(theirs.children) == [".hidden"]
     np.testing.assert_array_equal(ours[".hidden"]["v"].values, [3, 3])
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize(("name", "options"), [("x/c", {"overwrite": True}), ("x/sub", {})])
+def test_nothing_is_created_under_an_array(
+    tmp_path: Path, zarr_format: int, name: str, options: dict[str, bool]
+) -> None:
+    # v3: the array's document is the one a group's would be, and under it lie its
+    # chunks ("x/c/"): overwriting a group there deleted them all
+    path = tmp_path / "g.zarr"
+    encoding = {"chunk_key_encoding": {"name": "v2", "separator": "/"}} if zarr_format == 2 else {}
+    x = aiozarr.create_array(
+        path, "x", shape=(4,), chunks=(2,), dtype="i4", zarr_format=zarr_format, **encoding
+    )
+    x[:] = [1, 2, 3, 4]
+    for create in (aiozarr.create_group, aiozarr.create_array):
+        kwargs = {} if create is aiozarr.create_group else {"shape": (1,), "dtype": "i1"}
+        with pytest.raises(NodeExistsError, match="its parent 'x' is an array"):
+            create(path, name, zarr_format=zarr_format, **options, **kwargs)
+    assert aiozarr.open_array(path, "x")[:].tolist() == [1, 2, 3, 4]
+    assert sorted(aiozarr.open_group(path).keys()) == ["x"]

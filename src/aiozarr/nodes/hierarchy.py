@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
@@ -437,9 +438,11 @@ async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: 
     is deleted, node or not, as zarr-python does: chunks an earlier array left without
     its metadata would otherwise be read as the new array's. Missing parents get group
     metadata, as the specs require, each only if still missing when written (a parent
-    another writer created meanwhile keeps its attributes). Whether the node exists and
-    which parents are missing is asked in one batch; with `overwrite` that batch and the
-    deleting run at once (a store that cannot list deletes only under a node it finds).
+    another writer created meanwhile keeps its attributes); a parent that is an array is
+    an error, found before anything is deleted (under a v3 array lie its chunks). Whether
+    the node exists and which parents are missing is asked in one batch; with `overwrite`
+    the parents are asked, then everything under `path` deleted (a store that cannot list
+    deletes only under a node it finds).
     """
     check_node_path(path)
     parts = path.split("/") if path else []
@@ -450,14 +453,15 @@ async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: 
     parent_keys = [fmt.group_key(p) for p in parents]
     under = f"{path}/" if path else ""  # the metadata keys too
     if overwrite and store.listable:
-        with unwrap_group():
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(store.delete_prefix, under)
-                found = await get_documents(store, parent_keys)
+        # The parents first: under an array, `under` holds its chunks (v3 "x/c/").
+        found = await get_documents(store, parent_keys) if parents else []
+        missing = await _missing_parents(store, path, parents, found)
+        await store.delete_prefix(under)
         forget_deleted(store, under)
     else:
         node_keys = [k for writer in formats.writable() for k in writer.node_keys(path)]
         found = await get_documents(store, node_keys + parent_keys)
+        missing = await _missing_parents(store, path, parents, found[len(node_keys) :])
         if any(data is not None for data in found[: len(node_keys)]):
             if not overwrite:
                 raise NodeExistsError(
@@ -465,17 +469,38 @@ async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: 
                 )
             await store.delete_prefix(under)
             forget_deleted(store, under)
-        found = found[len(node_keys) :]
-    missing = [p for p, data in zip(parents, found, strict=True) if data is None]
-    for parent in missing:
-        parent_meta = await _existing_node(store, parent)
-        if isinstance(parent_meta, ArrayMetadata):
-            raise NodeExistsError(f"cannot create {path!r}: its parent {parent!r} is an array")
     group = GroupMetadata(zarr_format=zarr_format)  # type: ignore[arg-type]
     with unwrap_group():
         async with anyio.create_task_group() as tg:
             for parent in missing:
                 tg.start_soon(_create_parent, store, parent, group, path)
+
+
+async def _missing_parents(
+    store: Store, path: str, parents: list[str], found: list[bytes | None]
+) -> list[str]:
+    """The parents of `path` with no group document (`found`, by `parents`), once none
+    is an array: a v3 array's document is the one a group's would be (`zarr.json`), a v2
+    array's is another (a missing `.zgroup`, read to tell)."""
+    missing = []
+    for parent, data in zip(parents, found, strict=True):
+        if data is None:
+            missing.append(parent)
+            is_array = isinstance(await _existing_node(store, parent), ArrayMetadata)
+        else:
+            is_array = _node_type(data) == "array"
+        if is_array:
+            raise NodeExistsError(f"cannot create {path!r}: its parent {parent!r} is an array")
+    return missing
+
+
+def _node_type(document: bytes) -> str | None:
+    """A v3 document's `node_type` (None where it is not readable as one)."""
+    try:
+        found = json.loads(bytes(document))
+    except ValueError:
+        return None
+    return found.get("node_type") if isinstance(found, dict) else None
 
 
 async def _create_parent(store: Store, parent: str, group: GroupMetadata, path: str) -> None:
