@@ -62,6 +62,13 @@ def error_code(body: bytes) -> str:
         ("bytes=-500", 206, DATA, "bytes 0-99/100"),
         ("bytes=95-200", 206, DATA[95:], "bytes 95-99/100"),
         ("bytes=0-1,5-6", 200, DATA, None),  # like S3: several ranges get the whole object
+        # not one valid byte range (RFC 9110: ignored): what int() would have taken
+        ("bytes=1_0-", 200, DATA, None),
+        ("bytes=0-1_0", 200, DATA, None),
+        ("bytes=+2-4", 200, DATA, None),
+        ("bytes=\u0662-4", 200, DATA, None),
+        ("bytes=5-2", 200, DATA, None),  # a last position before the first
+        ("bytes=2--4", 200, DATA, None),
     ],
 )
 async def test_get_ranges(

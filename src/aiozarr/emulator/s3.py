@@ -3,6 +3,7 @@ headers, `aws-chunked` upload bodies (decoded as they stream in)."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
@@ -77,23 +78,28 @@ def parse_xml(body: bytes) -> list[ElementTree.Element]:
         raise S3Error(400, f"the request body is not XML: {exc}", code="MalformedXML") from None
 
 
+#: One byte range as RFC 9110 writes it: ASCII digits only (`int` takes `+`, `_`, spaces
+#: and other scripts' digits), a first position, a last, or a suffix length.
+_RANGE = re.compile(r"bytes=([0-9]*)-([0-9]*)", re.ASCII)
+
+
 def parse_range(header: str, size: int) -> tuple[int, int] | None:
-    """`(start, stop)` for one `bytes=` range; None: serve everything; raises on 416."""
-    unit, _, spec = header.partition("=")
-    if unit.strip() != "bytes" or "," in spec:
-        return None  # like S3: anything but one byte range gets the whole object
-    first, _, last = spec.strip().partition("-")
-    try:
-        if first == "":
-            n = int(last)
-            if n <= 0 or size == 0:
-                raise S3Error(416, f"suffix range {header!r} of a {size}-byte object")
-            return max(size - n, 0), size
-        start = int(first)
-        stop = size if last == "" else min(int(last) + 1, size)
-    except ValueError:
+    """`(start, stop)` for one `bytes=` range; None: serve everything (a range that is
+    not one valid byte range is ignored, as RFC 9110 and S3 do); raises on 416."""
+    found = _RANGE.fullmatch(header.strip())
+    if found is None or found.group(1) == found.group(2) == "":
         return None
-    if start >= size or stop <= start:
+    first, last = found.groups()
+    if first == "":
+        n = int(last)
+        if n <= 0 or size == 0:
+            raise S3Error(416, f"suffix range {header!r} of a {size}-byte object")
+        return max(size - n, 0), size
+    start = int(first)
+    if last != "" and int(last) < start:
+        return None  # a last position before the first: invalid, so ignored
+    stop = size if last == "" else min(int(last) + 1, size)
+    if start >= size:
         raise S3Error(416, f"range {header!r} not satisfiable for a {size}-byte object")
     return start, stop
 
