@@ -72,6 +72,12 @@ class InvalidValueError(AiozarrError, TypeError):
     """A value cannot be stored in an array (wrong data type or shape)."""
 
 
+class ValueShapeError(InvalidValueError, ValueError):
+    """A value's shape does not fit where it goes (it does not broadcast to the
+    selection, or an append's other dimensions differ from the array's). Also a
+    `ValueError`, which is what zarr-python (numpy's broadcasting) raises."""
+
+
 class ValueOutOfRangeError(InvalidValueError, OverflowError):
     """An integer value does not fit the array's integer data type (300 into `uint8`,
     -1 into `uint64`): numpy would wrap it silently. Also an `OverflowError`, which is
@@ -132,6 +138,11 @@ class InvalidKeyError(StoreError, ValueError):
 
 class SelectionError(AiozarrError, IndexError):
     """A selection is malformed for the array it indexes."""
+
+
+class AxisError(SelectionError, ValueError):
+    """An axis number out of the array's dimensions (an append's `axis`). Also a
+    `ValueError`, as zarr-python's and numpy's (`numpy.exceptions.AxisError`) are."""
 
 
 class BoundsCheckError(SelectionError):

@@ -74,3 +74,18 @@ def test_a_selection_numpy_cannot_address_is_too_large(chunks: tuple[int, int]) 
         arr[...]
     with pytest.raises(SelectionTooLargeError, match="read or write it in parts"):
         arr.oindex[:, :]
+
+
+def test_shape_and_axis_errors_are_value_errors_as_in_zarr_python() -> None:
+    # zarr-python raises ValueError for both (numpy's broadcasting, its append checks):
+    # code written for it catches them
+    arr = aiozarr.create_array(MemoryStore(), shape=(3, 4), chunks=(2, 2), dtype="i4")
+    with pytest.raises(ValueError, match="every other dimension must match"):
+        arr.append(np.zeros((2, 5), "i4"), axis=0)
+    with pytest.raises(ValueError, match="axis 2 is out of bounds"):
+        arr.append(np.zeros((2, 4), "i4"), axis=2)
+    with pytest.raises(ValueError, match="cannot be broadcast"):
+        arr[0:2, 0:2] = np.zeros((3,), "i4")
+    with pytest.raises(InvalidValueError):  # and still the kinds they were
+        arr[0:2, 0:2] = np.zeros((3,), "i4")
+    assert arr.shape == (3, 4)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from aiozarr.errors import InvalidValueError, MetadataError, SelectionError, UnsupportedError
+from aiozarr.errors import AxisError, MetadataError, UnsupportedError, ValueShapeError
 from aiozarr.metadata.model import ArrayMetadata
 
 
@@ -142,12 +142,12 @@ def appended(
     `values_shape`, and the region those values go to."""
     ndim = len(shape)
     if not -ndim <= axis < ndim:
-        raise SelectionError(f"axis {axis} is out of bounds for {ndim}-d {name}")
+        raise AxisError(f"axis {axis} is out of bounds for {ndim}-d {name}")
     axis %= ndim
     if len(values_shape) != ndim or any(
         v != s for i, (v, s) in enumerate(zip(values_shape, shape, strict=True)) if i != axis
     ):
-        raise InvalidValueError(
+        raise ValueShapeError(
             f"cannot append data of shape {values_shape} to {name} of shape "
             f"{shape} along axis {axis}: every other dimension must match"
         )

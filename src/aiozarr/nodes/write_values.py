@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from aiozarr.engine import entry as engine
-from aiozarr.errors import InvalidValueError, ValueOutOfRangeError
+from aiozarr.errors import InvalidValueError, ValueOutOfRangeError, ValueShapeError
 from aiozarr.nodes import casting
 
 
@@ -36,7 +36,7 @@ def as_value(
     except ValueError:  # ragged: refused below with numpy's words
         value_shape = None
     if value_shape is not None and not _broadcasts(value_shape, shape):
-        raise InvalidValueError(
+        raise ValueShapeError(
             f"cannot store a value of shape {value_shape} in {name}: it cannot be "
             f"broadcast to the selection's shape {shape}; give a value of that shape, or "
             "one that broadcasts to it (a scalar)"
