@@ -10,7 +10,9 @@ change to what that writer stored, so both changes land; after `MAX_ATTEMPTS` tr
 `retry_deadline_s`, it raises `VersionConflictError` naming the keys. A change that does
 not fit what is stored any more (an append whose other dimensions another writer
 changed) raises `VersionConflictError` too, and nothing is written; one that does not
-fit the handle's own metadata is refused before any I/O.
+fit the handle's own metadata is refused before any I/O. A group's documents include
+the one holding its consolidated metadata (v2's `.zmetadata`), so a change of its own
+attributes or members reaches the snapshot readers take them from, on its version too.
 
 The read is the handle's own, made as the change starts: a handle's cached metadata
 (possibly from a group's consolidated snapshot) is never written back. Within a process
@@ -31,6 +33,7 @@ from typing import Generic, TypeVar
 from aiozarr.engine.entry import WriteSettings
 from aiozarr.errors import AiozarrError, NodeNotFoundError, VersionConflictError
 from aiozarr.metadata import formats
+from aiozarr.metadata.format_protocol import Format
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata, Node
 from aiozarr.nodes import hierarchy
 from aiozarr.storage.protocol import Store, Versioned, write_conditions
@@ -172,7 +175,7 @@ async def _write_changed(
     condition that it is still the version `read` gave; delete (on that condition) the
     ones `after` no longer has. `VersionConflictError` at the first that changed."""
     fmt = formats.format_of(after)
-    old, new = fmt.documents(path, before), fmt.documents(path, after)
+    old, new = _documents(fmt, path, before), _documents(fmt, path, after)
     changed = {k: doc for k, doc in new.items() if old.get(k) != doc or read.get(k) is None}
     stale = [k for k in fmt.stale_keys(path, after) if read.get(k) is not None]
     if not changed and not stale:
@@ -190,6 +193,18 @@ async def _write_changed(
             await store.delete_if(key, read[key][1])  # type: ignore[index]
         else:  # an empty document, written on its condition, says what a delete would
             await _put(store, key, _EMPTY_ATTRIBUTES, read[key], conditional)
+
+
+def _documents(fmt: Format, path: str, node: Node) -> dict[str, bytes]:
+    """The documents that store `node`: its own and, for a group holding consolidated
+    metadata, the one that holds it. A v2 group's is `.zmetadata`, from which readers take
+    the group's own attributes and its list of members: left as it was, an attribute
+    update would not be seen and a deleted member would come back (zarr-python rewrites
+    it too). A v3 group's is its `zarr.json`, already among its own."""
+    docs = fmt.documents(path, node)
+    if isinstance(node, GroupMetadata) and node.consolidated is not None:
+        docs.update(fmt.consolidated_documents(path, node, node.consolidated))
+    return docs
 
 
 async def _put(
