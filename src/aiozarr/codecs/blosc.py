@@ -92,6 +92,19 @@ class BloscCodec(BytesToBytesCodec):
             ]
         return config, []
 
+    @classmethod
+    def completed_config(cls, config: Mapping[str, Any], dtype: Any) -> dict[str, Any]:
+        """`config` for a new array of `dtype` with `typesize` and `shuffle` chosen as
+        zarr-python chooses them when left out (TensorStore refuses blosc without a
+        typesize). Its variable-length types have no item size: shuffled as bytes."""
+        size = 1 if dtype.kind in "OT" else dtype.itemsize
+        config = dict(config)
+        if config.get("typesize") is None:
+            config["typesize"] = size
+        if config.get("shuffle") is None:
+            config["shuffle"] = "bitshuffle" if size == 1 else "shuffle"
+        return config
+
     def configuration(self) -> dict[str, Any]:
         config: dict[str, Any] = {
             "cname": self.cname,

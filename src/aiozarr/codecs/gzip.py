@@ -104,7 +104,9 @@ def inflate(data: Any, size: int, wbits: int, name: str, exact: bool = True) -> 
                 chunk = inflater.unconsumed_tail
                 if not out and not chunk:
                     raise CodecError(f"codec {name!r}: data is truncated")
-            pending = memoryview(inflater.unused_data)
+            # Zero bytes after a member are padding (tape blocks, preallocated files),
+            # skipped as Python's gzip and gzip(1) do: no gzip or zlib header starts with 0.
+            pending = memoryview(inflater.unused_data.lstrip(b"\0"))
     except zlib.error as error:
         raise CodecError(f"codec {name!r}: corrupt data: {error}") from error
     if exact and produced != size:

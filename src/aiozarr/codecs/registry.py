@@ -79,11 +79,16 @@ def get_codec_class(name: str, key: str = "") -> type[Codec]:
     return cls
 
 
-def get_codec(meta: CodecMetadata | Mapping[str, Any], key: str = "") -> Codec:
+def get_codec(
+    meta: CodecMetadata | Mapping[str, Any], key: str = "", *, strict: bool = False
+) -> Codec:
     """Build the codec `meta` names.
 
     Raises `UnsupportedError` for an unknown name and `MetadataError` (naming `key`,
-    the codec and the problem) for a bad configuration.
+    the codec and the problem) for a bad configuration. `strict` is for a codec the
+    caller wrote for a new array: no writer quirk is undone and a configuration member
+    the codec does not take is a `MetadataError` naming it, since storing it would make
+    other readers refuse the array (reading what other writers stored stays lenient).
     """
     if isinstance(meta, Mapping):
         meta = _codec_metadata(meta, key)
@@ -102,7 +107,10 @@ def get_codec(meta: CodecMetadata | Mapping[str, Any], key: str = "") -> Codec:
         raise MetadataError(
             f"{_at(key)}codec {meta.name!r}: configuration must be an object, got {configuration!r}"
         )
-    configuration = _tolerate(cls, meta.name, configuration, key)
+    if strict:
+        _refuse_unknown(cls, meta.name, configuration, key)
+    else:
+        configuration = _tolerate(cls, meta.name, configuration, key)
     try:
         return cls.from_config(configuration)
     except AiozarrError as error:
@@ -114,6 +122,25 @@ def get_codec(meta: CodecMetadata | Mapping[str, Any], key: str = "") -> Codec:
         raise MetadataError(
             f"{_at(key)}codec {meta.name!r}: invalid configuration {dict(configuration)!r}: {error}"
         ) from error
+
+
+def new_codec(doc: Mapping[str, Any], key: str, dtype: Any) -> Codec:
+    """The codec a caller wrote as `doc` for a new array of `dtype`: completed
+    (`completed`) and built `strict`, so that what is stored is the whole codec, as it
+    writes itself: zarr-python and TensorStore refuse a partial one."""
+    return get_codec(completed(doc, dtype), key, strict=True)
+
+
+def completed(doc: Mapping[str, Any], dtype: Any) -> Mapping[str, Any]:
+    """`doc` with the members its codec fills from the array's dtype when left out: the
+    codec's `completed_config(configuration, dtype)`, where it offers one (zarr-python's
+    `evolve_from_array_spec`: blosc's `typesize`, ...)."""
+    name, config = doc.get("name"), doc.get("configuration") or {}
+    cls = _codecs.get(name) if isinstance(name, str) else None
+    complete = getattr(cls, "completed_config", None)
+    if complete is None or dtype is None or not isinstance(config, Mapping):
+        return doc  # a bad name or configuration is for `get_codec` to refuse
+    return {"name": name, "configuration": complete(config, dtype)}
 
 
 def _codec_metadata(doc: Mapping[str, Any], key: str) -> CodecMetadata:
@@ -148,6 +175,21 @@ def _tolerate(
     return configuration
 
 
+def _refuse_unknown(
+    cls: type[Codec], name: str, configuration: Mapping[str, Any], key: str
+) -> None:
+    """`MetadataError` naming the members of `configuration` that `cls` does not take
+    (a codec with its own `from_config` reads its configuration itself, and judges it)."""
+    default_built = cls.from_config.__func__ is _FROM_CONFIG  # type: ignore[attr-defined]
+    params = _init_fields(cls) if default_built else None
+    unknown = [] if params is None else sorted(set(configuration) - params)
+    if unknown:
+        raise MetadataError(
+            f"{_at(key)}codec {name!r}: unknown configuration member(s) "
+            f"{', '.join(map(repr, unknown))} (it takes {', '.join(sorted(params or ()))})"
+        )
+
+
 def _unknown_fields(cls: type[Codec], configuration: Mapping[str, Any]) -> list[str]:
     """The fields a bytes->bytes codec built by `cls(**configuration)` cannot take."""
     if not configuration:
@@ -163,6 +205,12 @@ def _accepted_fields(cls: type[Codec]) -> frozenset[str] | None:
     role = getattr(cls, "role", None)
     if role is not CodecRole.BYTES_TO_BYTES or cls.from_config.__func__ is not _FROM_CONFIG:  # type: ignore[attr-defined]
         return None
+    return _init_fields(cls)
+
+
+@functools.cache
+def _init_fields(cls: type[Codec]) -> frozenset[str] | None:
+    """The keyword arguments `cls(...)` takes; None: any (or its signature is unknown)."""
     try:
         params = inspect.signature(cls).parameters
     except (TypeError, ValueError):

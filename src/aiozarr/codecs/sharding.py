@@ -19,7 +19,7 @@ import numpy as np
 from aiozarr.byte_range import ByteRange
 from aiozarr.codecs.base import ArrayToArrayCodec, ArrayToBytesCodec, ChunkSpec, Codec
 from aiozarr.codecs.chain import CodecChain
-from aiozarr.codecs.registry import get_codec
+from aiozarr.codecs.registry import completed, get_codec
 from aiozarr.errors import CodecError, MetadataError
 from aiozarr.metadata.fill_value import is_fill
 from aiozarr.metadata.model import CodecMetadata
@@ -270,6 +270,17 @@ class ShardingCodec(ArrayToBytesCodec):
             "field 'index_codecs' is missing (a sharding draft before 1.0), "
             "read as [bytes(endian=little), crc32c]"
         ]
+
+    @classmethod
+    def completed_config(cls, config: Mapping[str, Any], dtype: Any) -> dict[str, Any]:
+        """`config` for a new array of `dtype`, its inner codecs completed (an inner
+        blosc's `typesize`, ...)."""
+        inner = config.get("codecs")
+        if not isinstance(inner, list):
+            return dict(config)
+        named = [isinstance(c, Mapping) and isinstance(c.get("name"), str) for c in inner]
+        codecs = [completed(c, dtype) if ok else c for c, ok in zip(inner, named, strict=True)]
+        return {**config, "codecs": codecs}
 
     def configuration(self) -> dict[str, Any]:
         return {

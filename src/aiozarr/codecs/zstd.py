@@ -192,11 +192,15 @@ def content_size(view: memoryview) -> int | None:
 
 
 def check_content_size(view: memoryview, size: int) -> None:
-    """Refuse a frame whose header records a decoded size other than `size`.
+    """Refuse a first frame whose header records more than `size` decoded bytes, before
+    anything is decompressed.
 
-    numcodecs decodes a smaller frame into a larger buffer without a word, leaving
-    the rest of the chunk as it was: the header is checked first.
+    Only more: the header counts the first frame alone, and a chunk may hold several
+    frames (pzstd, concatenated files), each recording its own part. A total short of
+    `size` (which numcodecs would leave unnoticed) is refused by `decompress_into`.
     """
     recorded = content_size(view)
-    if recorded is not None and recorded != size:
-        raise CodecError(f"codec 'zstd': data decompresses to {recorded} bytes, expected {size}")
+    if recorded is not None and recorded > size:
+        raise CodecError(
+            f"codec 'zstd': data decompresses to at least {recorded} bytes, expected {size}"
+        )

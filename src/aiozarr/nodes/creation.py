@@ -25,6 +25,7 @@ import numpy as np
 from aiozarr.codecs.base import Codec
 from aiozarr.codecs.numcodecs_v2 import VLEN_CODECS
 from aiozarr.codecs.numcodecs_v3 import complete
+from aiozarr.codecs.registry import NUMCODECS_PREFIX, new_codec
 from aiozarr.errors import MetadataError, UnsupportedError, ValueOutOfRangeError
 from aiozarr.metadata import conversions, dtypes, fill_value, v3
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata
@@ -77,7 +78,9 @@ def _codec_metadata(
     if isinstance(codec, Codec):
         return codec.to_metadata()
     if isinstance(codec, Mapping) and isinstance(codec.get("name"), str):
-        return CodecMetadata(codec["name"], dict(codec.get("configuration", {})))
+        if codec["name"].startswith(NUMCODECS_PREFIX):  # completed by `complete`
+            return CodecMetadata(codec["name"], dict(codec.get("configuration") or {}))
+        return new_codec(codec, what, dtype).to_metadata()
     if not isinstance(codec, Mapping):
         converted = _zarr_codec(codec, dtype) or _numcodecs_as_v3(codec, what, dtype)
         if converted is not None:
