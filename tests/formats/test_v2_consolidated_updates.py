@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 import zarr
+from tests.reliability.interleaving import BeforeWrites
 
 import aiozarr
 from aiozarr.storage.backends.local import LocalStore
-from aiozarr.storage.protocol import Buffer, Store, Version
-from aiozarr.storage.protocol.wrapper import WrapperStore
+from aiozarr.storage.protocol import Store
 
 
 def _consolidated_root(lib: ModuleType, path: Path) -> Any:
@@ -99,7 +99,7 @@ def test_member_changes_leave_the_snapshot_as_in_zarr_python(tmp_path: Path) -> 
     assert _member_changes(aiozarr, tmp_path / "aiozarr") == expected
 
 
-class _ConsolidatedMeanwhile(WrapperStore):
+class _ConsolidatedMeanwhile(BeforeWrites):
     """Before its first write of `.zmetadata`, another writer adds the array `z` and
     consolidates again: the snapshot read is no longer the one stored."""
 
@@ -107,20 +107,12 @@ class _ConsolidatedMeanwhile(WrapperStore):
         super().__init__(inner)
         self.root: Path | None = root
 
-    async def _before(self, key: str) -> None:
+    async def before(self, key: str) -> None:
         if key == ".zmetadata" and self.root is not None:
             root, self.root = self.root, None
             other = LocalStore(root)
             await aiozarr.create_array_async(other, "z", shape=(2,), dtype="i4", zarr_format=2)
             await aiozarr.consolidate_metadata_async(other)
-
-    async def set(self, key: str, value: Buffer) -> None:
-        await self._before(key)
-        await super().set(key, value)
-
-    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
-        await self._before(key)
-        await super().set_if(key, value, expected)
 
 
 def test_the_snapshot_is_written_on_its_version(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from obstore.store import S3Store
+from tests.reliability.interleaving import BeforeWrites
 from tests.reliability.locations import StoreFactory
 from tests.reliability.proxies import Proxy
 from tests.reliability.spawned import run_writers
@@ -349,7 +350,7 @@ def test_a_metadata_change_where_conditions_are_dropped_raises_and_writes_nothin
     assert aiozarr.open_array(store(emulator.endpoint), mode="r").attrs.asdict() == {"a": 1}
 
 
-class _GroupInterleaving(WrapperStore):
+class _GroupInterleaving(BeforeWrites):
     """Before its first write of the root group's `zarr.json`, lets another writer add
     an attribute to that group."""
 
@@ -357,19 +358,11 @@ class _GroupInterleaving(WrapperStore):
         super().__init__(inner)
         self.other: Store | None = other
 
-    async def _before(self, key: str) -> None:
+    async def before(self, key: str) -> None:
         if key == "zarr.json" and self.other is not None:
             other, self.other = self.other, None
             group = await aiozarr.open_group_async(other, mode="r+")
             await group.update_attributes({"other": True})
-
-    async def set(self, key: str, value: Buffer) -> None:
-        await self._before(key)
-        await super().set(key, value)
-
-    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
-        await self._before(key)
-        await super().set_if(key, value, expected)
 
 
 @pytest.mark.parametrize("make_store", ["local", "s3"], indirect=True)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.reliability.interleaving import BeforeWrites
 from tests.reliability.locations import StoreFactory
 from tests.reliability.spawned import run_writers
 
@@ -27,8 +28,7 @@ from aiozarr.errors import VersionConflictError
 from aiozarr.nodes import hierarchy
 from aiozarr.storage.backends.local import LocalStore
 from aiozarr.storage.opening.url import from_url
-from aiozarr.storage.protocol import Buffer, Store, Version
-from aiozarr.storage.protocol.wrapper import WrapperStore
+from aiozarr.storage.protocol import Store
 
 xr = pytest.importorskip("xarray")
 
@@ -173,7 +173,7 @@ def test_a_variable_left_behind_is_waited_for_then_a_conflict(make_store: StoreF
     assert aiozarr.open_array(make_store(), path="x", mode="r").shape == (2,)
 
 
-class _AnotherAppendFirst(WrapperStore):
+class _AnotherAppendFirst(BeforeWrites):
     """Before its first write of the group's consolidated snapshot (read before), lets
     another appender append and consolidate: the snapshot then misses its rows."""
 
@@ -181,18 +181,10 @@ class _AnotherAppendFirst(WrapperStore):
         super().__init__(inner)
         self.other: Callable[[], Awaitable[Any]] | None = other
 
-    async def _before(self, key: str) -> None:
+    async def before(self, key: str) -> None:
         if key in ("zarr.json", ".zmetadata") and self.other is not None:
             other, self.other = self.other, None
             await other()
-
-    async def set(self, key: str, value: Buffer) -> None:
-        await self._before(key)
-        await super().set(key, value)
-
-    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
-        await self._before(key)
-        await super().set_if(key, value, expected)
 
 
 @pytest.mark.parametrize("zarr_format", [2, 3])

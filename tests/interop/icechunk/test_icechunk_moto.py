@@ -35,10 +35,9 @@ def _credentials() -> Any:
     return icechunk.s3_static_credentials(access_key_id="testing", secret_access_key="testing")
 
 
-def _write(moto_server: str, prefix: str, sources: S3Store) -> tuple[str, icechunk.Repository]:
-    """The repository at `s3://aiozarr-test/<prefix>/repo`, its virtual chunks in
-    `<prefix>/sources/`; returns the sources' URL prefix and the repository."""
-    source_url = f"s3://{MOTO_BUCKET}/{prefix}/sources/"
+def _repository(moto_server: str, prefix: str, source_url: str) -> icechunk.Repository:
+    """A new repository at `<prefix>/repo` whose virtual chunks may lie under
+    `source_url` (a container, authorized with moto's credentials)."""
     config = icechunk.RepositoryConfig.default()
     container = icechunk.s3_store(**_s3(moto_server), s3_compatible=True)
     config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(source_url, container))
@@ -49,13 +48,20 @@ def _write(moto_server: str, prefix: str, sources: S3Store) -> tuple[str, icechu
         secret_access_key="testing",
         **_s3(moto_server),
     )
-    repo = icechunk.Repository.create(
+    return icechunk.Repository.create(
         storage,
         config=config,
         authorize_virtual_chunk_access=icechunk.containers_credentials(
             {source_url: _credentials()}
         ),
     )
+
+
+def _write(moto_server: str, prefix: str, sources: S3Store) -> tuple[str, icechunk.Repository]:
+    """The repository at `s3://aiozarr-test/<prefix>/repo`, its virtual chunks in
+    `<prefix>/sources/`; returns the sources' URL prefix and the repository."""
+    source_url = f"s3://{MOTO_BUCKET}/{prefix}/sources/"
+    repo = _repository(moto_server, prefix, source_url)
     session = repo.writable_session("main")
     root = zarr.group(store=session.store, attributes={"on": "s3"})
     rng = np.random.default_rng(5)
@@ -138,23 +144,7 @@ def _small_virtual_repo(
     virtual: `refs[i]` = (name in `<prefix>/sources/` as icechunk writes it, offset,
     checksum); returns its URL."""
     source_url = f"s3://{MOTO_BUCKET}/{prefix}/sources/"
-    config = icechunk.RepositoryConfig.default()
-    container = icechunk.s3_store(**_s3(moto_server), s3_compatible=True)
-    config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(source_url, container))
-    storage = icechunk.s3_storage(
-        bucket=MOTO_BUCKET,
-        prefix=f"{prefix}/repo",
-        access_key_id="testing",
-        secret_access_key="testing",
-        **_s3(moto_server),
-    )
-    repo = icechunk.Repository.create(
-        storage,
-        config=config,
-        authorize_virtual_chunk_access=icechunk.containers_credentials(
-            {source_url: _credentials()}
-        ),
-    )
+    repo = _repository(moto_server, prefix, source_url)
     session = repo.writable_session("main")
     root = zarr.group(store=session.store)
     root.create_array("a", shape=(2 * len(refs),), chunks=(2,), dtype="<f4", compressors=None)
