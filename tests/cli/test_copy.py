@@ -153,3 +153,19 @@ def test_resumed_copy_keeps_minus_zero_and_nan_payloads(tmp_path: Path) -> None:
     assert fresh.chunks_written == 3 and fresh.chunks_skipped == 1  # the +0.0 chunk: the fill
     again = aiozarr.open_array(tmp_path / "new.zarr", mode="r")[...]
     assert again.view("<u8").tolist() == data.view("<u8").tolist()
+
+
+def test_copying_with_overwrite_onto_the_source_is_refused(tmp_path: Path) -> None:
+    # overwriting deletes the destination first: here, what is being copied
+    src, values = _source(tmp_path / "a.zarr")
+    group = aiozarr.open_group(tmp_path / "g.zarr", mode="w")
+    group.create_array("sub/x", shape=(2,), dtype="i4")[:] = [1, 2]
+    for source, destination, options in [
+        (src, src, {}),
+        (tmp_path / "g.zarr", tmp_path / "g.zarr", {"src_path": "sub/x"}),  # onto its parent
+        (tmp_path / "g.zarr", tmp_path / "g.zarr", {"dst_path": "sub"}),  # into itself
+    ]:
+        with pytest.raises(InvalidValueError, match="would delete what is being copied"):
+            copy(source, destination, overwrite=True, **options)
+    np.testing.assert_array_equal(aiozarr.open_array(src)[...], values)
+    assert aiozarr.open_array(tmp_path / "g.zarr", "sub/x")[:].tolist() == [1, 2]

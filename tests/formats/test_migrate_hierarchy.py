@@ -382,3 +382,16 @@ def test_variable_length_bytes_and_a_numeric_string_fill(tmp_path: Path) -> None
     zroot = zarr.open_group(tmp_path / "v3", mode="r", zarr_format=3)
     assert list(zroot["b"][...]) == [b"x", b"", b"zz"]
     assert list(zroot["s"][...]) == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("dtype", ["M8[D]", "m8[s]"])
+def test_a_v2_time_without_fill_migrates_to_a_nat_fill(tmp_path: Path, dtype: str) -> None:
+    # v2 null read NaT where nothing was written: the v3 fill keeps it (not the epoch)
+    src = aiozarr.create_array(
+        tmp_path / "src.zarr", shape=(4,), chunks=(2,), dtype=dtype, zarr_format=2
+    )
+    src[2:] = np.array([5, 5], dtype=dtype)
+    migrate(tmp_path / "src.zarr", tmp_path / "dst.zarr")
+    migrated = aiozarr.open_array(tmp_path / "dst.zarr")
+    assert np.isnat(migrated.fill_value)
+    assert np.isnat(migrated[:]).tolist() == [True, True, False, False]

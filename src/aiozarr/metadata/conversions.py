@@ -245,6 +245,8 @@ def _v3_fill(src: ArrayMetadata, dtype: np.dtype[Any], data_type: Any) -> Any:
         return fill if isinstance(fill, bytes) else b""
     if dtype.kind in "OT":
         return fill if isinstance(fill, str) else ""
-    if fill is None:  # v2 "no fill value": v3 needs one; zero, as every reader gave
+    if fill is None:  # v2 "no fill value": v3 needs one; what every reader gave
+        if dtype.kind in "mM":
+            return np.array("NaT", dtype=dtype)[()]
         return np.zeros((), dtype=dtype)[()]
     return np.asarray(fill, dtype=src.dtype).astype(dtype)[()]

@@ -430,6 +430,21 @@ async def write_consolidated(
     await store.set_many(docs.items())
 
 
+def overlapping(a: Store, a_path: str, b: Store, b_path: str) -> bool:
+    """Whether node `a_path` of store `a` and node `b_path` of `b` are one node or one
+    lies inside the other (the same data, whatever each store's read-only flag): a copy
+    that replaces the second would delete what it reads from the first."""
+    try:
+        same = a.with_read_only(False) == b.with_read_only(False)
+    except NotImplementedError:
+        same = a is b
+    if not same:
+        return False
+    a_parts, b_parts = a_path.split("/") if a_path else [], b_path.split("/") if b_path else []
+    n = min(len(a_parts), len(b_parts))
+    return a_parts[:n] == b_parts[:n]
+
+
 async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: bool) -> None:
     """Make room for a new node at `path` and make sure its parents are groups.
 

@@ -318,6 +318,12 @@ async def copy_async(
     src_store = resolve_store(src, mode="r", storage_options=storage_options)
     dst_options = storage_options if dst_storage_options is None else dst_storage_options
     dst_store = resolve_store(dst, mode="a", storage_options=dst_options)
+    if overwrite and hierarchy.overlapping(src_store, src_path, dst_store, dst_path):
+        raise InvalidValueError(
+            f"cannot copy {src_path or '/'!r} of {src_store!r} with overwrite onto itself, "
+            f"a node inside it or one holding it ({dst_path or '/'!r}): overwriting would "
+            "delete what is being copied; copy to another path or store"
+        )
     report = CopyReport()
     root = await _open(src_store, src_path)
     conversion = {"zarr_format": zarr_format, "chunks": chunks, "shards": shards, "codec": codec}

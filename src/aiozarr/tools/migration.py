@@ -148,18 +148,6 @@ async def _stored_coords(array: AsyncArray) -> list[tuple[int, ...]]:
     return [c for c in every if array.chunk_key(c) in keys]
 
 
-def _same_place(a: Store, a_path: str, b: Store, b_path: str) -> bool:
-    try:
-        same = a.with_read_only(False) == b.with_read_only(False)
-    except NotImplementedError:
-        same = a is b
-    if not same:
-        return False
-    a_parts, b_parts = a_path.split("/") if a_path else [], b_path.split("/") if b_path else []
-    n = min(len(a_parts), len(b_parts))
-    return a_parts[:n] == b_parts[:n]
-
-
 # -- moving chunks ----------------------------------------------------------------------------
 
 
@@ -272,7 +260,7 @@ async def migrate_async(
     dst_options = storage_options if dst_storage_options is None else dst_storage_options
     target = resolve_store(dst, mode="a", storage_options=dst_options)
     src_path, dst_path = hierarchy.normalize_path(src_path), hierarchy.normalize_path(dst_path)
-    if _same_place(source, src_path, target, dst_path):
+    if hierarchy.overlapping(source, src_path, target, dst_path):
         raise InvalidValueError(
             f"cannot migrate {src_path or '/'!r} of {source!r} onto itself or a node inside "
             f"it ({dst_path or '/'!r}): migrate to another path or store"
