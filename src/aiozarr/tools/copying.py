@@ -29,6 +29,7 @@ from aiozarr.codecs.registry import get_codec
 from aiozarr.errors import InvalidValueError, MetadataError, NodeNotFoundError, unwrap_group
 from aiozarr.metadata import conversions
 from aiozarr.metadata.fill_value import is_fill
+from aiozarr.metadata.v3draft import is_draft
 from aiozarr.nodes import hierarchy
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.group import AsyncGroup, walk
@@ -173,7 +174,8 @@ def target_options(
     meta = src.metadata
     new_chunks = _shape_option(chunks, "chunks", src)
     new_shards = _shape_option(shards, "shards", src)
-    if fmt == meta.zarr_format and new_chunks is None and new_shards is None and codec is None:
+    as_is = new_chunks is None and new_shards is None and codec is None
+    if fmt == meta.zarr_format and as_is and not is_draft(meta):  # a draft is not written
         return None
     if fmt not in (2, 3):
         raise InvalidValueError(f"zarr_format must be 2 or 3, got {fmt}")
