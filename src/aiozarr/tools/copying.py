@@ -288,6 +288,32 @@ async def _existing_keys(dst: AsyncArray) -> set[str]:
     return {key async for key in dst.store.list_prefix(prefix)}
 
 
+def _stores(
+    src: StoreLike,
+    dst: StoreLike,
+    options: Mapping[str, Any] | None,
+    dst_options: Mapping[str, Any] | None,
+) -> tuple[Store, Store]:
+    """The source's store, read-only, and the destination's (its own options, else the
+    source's)."""
+    src_store = resolve_store(src, mode="r", storage_options=options)
+    dst_store = resolve_store(
+        dst, mode="a", storage_options=options if dst_options is None else dst_options
+    )
+    return src_store, dst_store
+
+
+def _check_apart(src: Store, src_path: str, dst: Store, dst_path: str) -> None:
+    """Refuse to overwrite the source, a node inside it or one holding it: overwriting
+    deletes the destination before anything is read."""
+    if hierarchy.overlapping(src, src_path, dst, dst_path):
+        raise InvalidValueError(
+            f"cannot copy {src_path or '/'!r} of {src!r} with overwrite onto itself, a node "
+            f"inside it or one holding it ({dst_path or '/'!r}): overwriting would delete "
+            "what is being copied; copy to another path or store"
+        )
+
+
 async def copy_async(
     src: StoreLike,
     dst: StoreLike,
@@ -317,15 +343,9 @@ async def copy_async(
     started = time.perf_counter()
     if codec is not None:
         parse_codec(codec, zarr_format or 3)  # refused before anything is created
-    src_store = resolve_store(src, mode="r", storage_options=storage_options)
-    dst_options = storage_options if dst_storage_options is None else dst_storage_options
-    dst_store = resolve_store(dst, mode="a", storage_options=dst_options)
-    if overwrite and hierarchy.overlapping(src_store, src_path, dst_store, dst_path):
-        raise InvalidValueError(
-            f"cannot copy {src_path or '/'!r} of {src_store!r} with overwrite onto itself, "
-            f"a node inside it or one holding it ({dst_path or '/'!r}): overwriting would "
-            "delete what is being copied; copy to another path or store"
-        )
+    src_store, dst_store = _stores(src, dst, storage_options, dst_storage_options)
+    if overwrite:
+        _check_apart(src_store, src_path, dst_store, dst_path)
     report = CopyReport()
     root = await _open(src_store, src_path)
     conversion = {"zarr_format": zarr_format, "chunks": chunks, "shards": shards, "codec": codec}
