@@ -210,3 +210,27 @@ def test_a_lazy_datetime_variable_reads_what_was_written_since_it_opened(
     np.testing.assert_array_equal(ds["t"].isel(x=slice(-1, None)).values, later[-1:])
     np.testing.assert_array_equal(ds["t"].isel(x=slice(0, 1)).values, later[:1])
     np.testing.assert_array_equal(ds["t"].values, later)
+
+
+# -- a variable already stored is encoded as stored ----------------------------------------
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize("write", ["append", "region"])
+def test_a_stored_variable_takes_none_of_its_new_packing(
+    tmp_path: Path, zarr_format: int, write: str
+) -> None:
+    # a dataset opened from a packed source carries its packing: written into a float
+    # array stored without it, the values were packed and the attributes to unpack them
+    # never written (the region read [0 1 -16 -14 4 5]); xarray replaces it by the stored
+    base = xr.Dataset({"v": ("t", np.arange(6, dtype="f4"))})
+    to_zarr(base, tmp_path / "a.zarr", zarr_format=zarr_format)
+    new = base.copy(deep=True)
+    new["v"].encoding = {"dtype": "int16", "scale_factor": 0.5, "add_offset": 10.0}
+    if write == "append":
+        to_zarr(new, tmp_path / "a.zarr", mode="a", append_dim="t")
+        expected = np.concatenate([np.arange(6), np.arange(6)])
+    else:
+        to_zarr(new.isel(t=slice(2, 4)), tmp_path / "a.zarr", mode="r+", region={"t": slice(2, 4)})
+        expected = np.arange(6)
+    np.testing.assert_array_equal(read(tmp_path / "a.zarr")["v"].values, expected)

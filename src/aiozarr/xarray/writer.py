@@ -110,8 +110,9 @@ def _encode(
         var = var.copy(deep=False)
         if name in (encoding or {}):  # it replaces the variable's own, as in xarray
             var.encoding = dict(encoding[name])  # type: ignore[index]
-        if name in existing:
-            var.encoding.update(_existing_cf_encoding(existing[name]))
+        if name in existing:  # encoded as stored: none of its own CF keys (as xarray)
+            own = {k: v for k, v in var.encoding.items() if k not in _CF_ENCODINGS}
+            var.encoding = own | _existing_cf_encoding(existing[name])
         enc = var.encoding
         options: dict[str, Any] = {
             k: enc[k] for k in ("shards", "compressors", "filters", "serializer") if k in enc
