@@ -15,7 +15,7 @@ from obstore.store import S3Store
 from tests.servers import MOTO_BUCKET, unique_prefix
 
 import aiozarr
-from aiozarr.errors import SourceChangedError
+from aiozarr.errors import ReferenceTargetError, SourceChangedError
 from aiozarr.storage.references.icechunk import IcechunkStore
 
 CHUNK = (8, 8)  # float64: 512 bytes each, raw in the source objects
@@ -175,6 +175,10 @@ def test_a_location_is_percent_decoded_as_icechunk_reads_it(
     )
     arr = aiozarr.open_array(url, "a", mode="r", storage_options=moto_s3_options)
     np.testing.assert_array_equal(arr[...], [1, 1, 2, 2])
+    url = _small_virtual_repo(moto_server, unique_prefix(), [("nul%00.bin", 0, None)])
+    arr = aiozarr.open_array(url, "a", mode="r", storage_options=moto_s3_options)
+    with pytest.raises(ReferenceTargetError, match="control character"):
+        arr[...]  # decoded, no object name holds one
 
 
 def test_each_virtual_chunk_of_one_object_is_read_under_its_own_checksum(

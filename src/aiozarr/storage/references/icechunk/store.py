@@ -347,10 +347,16 @@ class IcechunkStore(ReferenceStore):
     def _resolve(self, url: str, key: str | None = None) -> tuple[Store, str]:
         """As a reference file's, but the path of a remote location is percent-decoded
         after it is checked, as icechunk reads it (`sp%20ace.nc` is `sp ace.nc`, `%25`
-        a `%`); encoded slashes, backslashes and dots are refused before that."""
+        a `%`); encoded slashes, backslashes and dots are refused before that, and
+        encoded control characters (`%00`) after it."""
         store, name = super()._resolve(url, key)
         if "%" in name and not url[:5].lower().startswith("file:"):
             name = unquote(name)
+            if any(ord(c) < 32 or ord(c) == 127 for c in name):
+                raise ReferenceTargetError(
+                    f"virtual chunk location {url!r} is refused: its path encodes a control "
+                    "character, which no object name should hold"
+                )
         return store, name
 
     def _target(self, value: list[Any], key: str) -> tuple[Store, str, int, int | None]:
