@@ -7,6 +7,7 @@ the new values, never another chunk's bytes nor a "corrupt data" error.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import textwrap
@@ -20,6 +21,7 @@ import aiozarr
 from aiozarr.storage.backends.counting import CountingStore
 from aiozarr.storage.backends.local import LocalStore
 from aiozarr.storage.backends.memory import MemoryStore
+from aiozarr.storage.protocol.wrapper import WrapperStore
 
 SHAPE = (64, 64)  # one shard of 8 x 8 inner chunks of 8 x 8
 
@@ -114,3 +116,51 @@ def test_a_shard_that_keeps_changing_fails_with_a_named_error(tmp_path: Path) ->
     with pytest.raises(aiozarr.errors.StoreError, match=r"'c/0/0'.*rewritten"):
         arr[5:9, 5:9]
     assert store.rewrites == 5
+
+
+@pytest.mark.parametrize("together", [False, True], ids=["getitem", "read_many"])
+async def test_a_shard_this_process_keeps_rewriting_is_read_while_its_writer_waits(
+    tmp_path: Path, together: bool
+) -> None:
+    """A writer of this process rewrites the shard right after every index read it can
+    get in before: the retry holds the shard's write lock, so the writer queues behind
+    the read instead of making it stale five times (a StoreError before)."""
+    writer = await aiozarr.create_array_async(
+        LocalStore(tmp_path), shape=SHAPE, dtype="i8", chunks=(8, 8), shards=SHAPE
+    )
+    await writer.setitem(..., _values(1))
+    locks = LocalStore(tmp_path).runtime.locks  # equal stores share one runtime
+    queued: list[asyncio.Future[None]] = []
+    generation = iter(range(2, 9))
+
+    class RewrittenAfterItsIndex(WrapperStore):
+        async def read(self, key, byte_range, max_bytes):  # type: ignore[no-untyped-def]
+            answer = await super().read(key, byte_range, max_bytes)
+            await self._after(key, [byte_range])
+            return answer
+
+        async def read_ranges(self, key, byte_ranges, max_bytes):  # type: ignore[no-untyped-def]
+            answer = await super().read_ranges(key, byte_ranges, max_bytes)
+            await self._after(key, byte_ranges)
+            return answer
+
+        async def _after(self, key, byte_ranges) -> None:  # type: ignore[no-untyped-def]
+            if key != "c/0/0" or not any(r is not None and r.suffix for r in byte_ranges):
+                return  # not the shard's index
+            rewrite = writer.setitem(..., _values(next(generation)))
+            if len(locks) == 0:  # the shard is free: the writer gets in first
+                await rewrite
+            else:  # the read holds it: the writer waits for it
+                queued.append(asyncio.ensure_future(rewrite))
+
+    reader = await aiozarr.open_array_async(RewrittenAfterItsIndex(LocalStore(tmp_path)), mode="r")
+    window = (slice(5, 40), slice(5, 40))
+    if together:
+        got, other = await aiozarr.read_many_async([(reader, window), (reader, (60, 1))])
+        assert other == _values(2)[60, 1]
+    else:
+        got = await reader.getitem(window)
+    assert len(queued) == 1 and not queued[0].done()  # one rewrite under the first try
+    assert np.array_equal(got, _values(2)[window])
+    await queued[0]  # the writer then goes on, and its write is kept
+    assert np.array_equal(await writer.getitem(...), _values(3))

@@ -177,6 +177,20 @@ async def test_a_waiter_cancelled_as_it_is_granted_passes_the_key_on() -> None:
     assert len(locks) == 0
 
 
+async def test_a_block_and_the_tasks_it_starts_know_they_hold_keys() -> None:
+    locks = KeyLocks()
+    assert not KeyLocks.holds_any()
+    async with locks.hold(["a"]):
+        assert KeyLocks.holds_any()
+        assert await asyncio.ensure_future(_holds_any())
+    assert not KeyLocks.holds_any()
+    assert not await asyncio.ensure_future(_holds_any())
+
+
+async def _holds_any() -> bool:
+    return KeyLocks.holds_any()
+
+
 async def test_settings_changed_after_a_first_read_take_effect_on_the_open_store() -> None:
     store = CountingStore(MemoryStore())  # reads through the engine, not inline
     arr = await aiozarr.create_array_async(

@@ -12,18 +12,24 @@ An index read with no version (a zarr-python store, an HTTP answer without an ET
 never be checked against the bytes read with it later: another handle or process may
 have moved every chunk of the shard since. It is used by the read that read it only and
 never cached (`remember_index`): an unversioned store pays an index read on every read.
+
+A retry holds the write locks of the shards that went stale under the tries before
+(`writers_kept_out`): a writer in this process rewriting one shard in a loop waits
+for the retry instead of making it stale again, and only another process can.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from aiozarr.codecs import ShardIndex
 from aiozarr.engine.plan import ShardSelection
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import StoreError
+from aiozarr.storage.policy import KeyLocks
 from aiozarr.storage.protocol import RangeRequest, Version
 
 
@@ -48,6 +54,27 @@ def forget_stale(array: StoredArray, stale: StaleIndexError, tries: int) -> None
             f"cannot read shard {stale.key!r}: it was rewritten while it was read, "
             f"{STALE_RETRIES} times in a row"
         ) from stale
+
+
+def writers_kept_out(
+    arrays: Sequence[StoredArray], stale: list[str]
+) -> contextlib.AbstractAsyncContextManager[None]:
+    """Around one try of a read of `arrays`: the write locks of the `stale` shard keys
+    (those rewritten under the tries before), in each of the arrays' stores. None on a
+    first try, and none for a read inside a writer's own locked block: taking more
+    locks there could deadlock against another writer's order."""
+    if not stale or KeyLocks.holds_any():
+        return contextlib.nullcontext()
+    return _holding(arrays, stale)
+
+
+@contextlib.asynccontextmanager
+async def _holding(arrays: Sequence[StoredArray], keys: list[str]) -> AsyncIterator[None]:
+    runtimes = {id(a.store.runtime): a.store.runtime for a in arrays}
+    async with contextlib.AsyncExitStack() as held:
+        for runtime in runtimes.values():
+            await held.enter_async_context(runtime.locks.hold(keys))
+        yield
 
 
 @dataclass(frozen=True, slots=True)

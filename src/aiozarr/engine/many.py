@@ -30,6 +30,7 @@ from aiozarr.engine.located_index import (
     cached_index,
     forget_stale,
     remember_index,
+    writers_kept_out,
 )
 from aiozarr.engine.plan import ShardSelection
 from aiozarr.engine.progress import ChunkProgress
@@ -57,6 +58,7 @@ async def read_many(selected: Sequence[Selected]) -> list[frozenset[str]]:
     sessions = [
         None if s.array.chunk_cache is None else s.array.chunk_cache.session() for s in selected
     ]
+    stale: list[str] = []
     for tries in range(1, STALE_RETRIES + 1):
         reads = [
             Reads(
@@ -70,12 +72,14 @@ async def read_many(selected: Sequence[Selected]) -> list[frozenset[str]]:
             for s, session in zip(selected, sessions, strict=True)
         ]
         try:
-            with unwrap_group():
-                await _read_once(reads, [s.projections for s in selected])
+            async with writers_kept_out([s.array for s in selected], stale):
+                with unwrap_group():
+                    await _read_once(reads, [s.projections for s in selected])
             break
-        except StaleIndexError as stale:
+        except StaleIndexError as exc:
             for s in selected:
-                forget_stale(s.array, stale, tries)
+                forget_stale(s.array, exc, tries)
+            stale.append(exc.key)
     for r in reads:
         await r.memory.give_back()
     return [frozenset(r.missing) for r in reads]

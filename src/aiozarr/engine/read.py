@@ -48,6 +48,7 @@ from aiozarr.engine.located_index import (
     forget_stale,
     remember_index,
     shard_indexes,
+    writers_kept_out,
 )
 from aiozarr.engine.output import empty_output
 from aiozarr.engine.parts_ahead import PartsAhead
@@ -86,14 +87,17 @@ async def read(
     settings = ReadSettings.of(array.store)
     memory = FreedMemory(out.nbytes)
     cache = None if array.chunk_cache is None else array.chunk_cache.session()
+    stale: list[str] = []
     for tries in range(1, STALE_RETRIES + 1):
         reads = Reads(array, out, counter, settings, memory, cache=cache)
         try:
-            with unwrap_group():
-                await _read_once(reads, projections)
+            async with writers_kept_out([array], stale):
+                with unwrap_group():
+                    await _read_once(reads, projections)
             break
         except StaleIndexError as exc:
             forget_stale(array, exc, tries)
+            stale.append(exc.key)
     await memory.give_back()
     return frozenset(reads.missing)
 

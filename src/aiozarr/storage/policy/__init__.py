@@ -11,6 +11,7 @@ offers the policy; `keys.py` what a key may be.
 """
 
 from aiozarr.storage.policy.bytes_budget import HeldBytes
+from aiozarr.storage.policy.locks import KeyLocks
 from aiozarr.storage.policy.shaping import RequestShape
 
-__all__ = ["HeldBytes", "RequestShape"]
+__all__ = ["HeldBytes", "KeyLocks", "RequestShape"]

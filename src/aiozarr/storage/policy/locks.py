@@ -9,6 +9,10 @@ runs on. anyio and asyncio locks belong to one loop, so the table is guarded by 
 An entry exists only while its key is held or waited for, so the table stays as
 small as the writes in flight however many keys are ever written.
 
+A task knows whether it runs inside a `hold` block, or was started by one
+(`holds_any`): a read that would take locks of its own there does not, since taking
+more keys in another order than sorted could deadlock.
+
     async with locks.hold(["c/0/0", "c/0/1"]):   # sorted order: no deadlock
         ...
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Iterable
@@ -24,6 +29,9 @@ from collections.abc import AsyncIterator, Iterable
 __all__ = ["KeyLocks"]
 
 _Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
+
+# Whether the running task is inside a `hold` block; tasks started in one inherit it.
+_in_hold: contextvars.ContextVar[bool] = contextvars.ContextVar("aiozarr_in_hold", default=False)
 
 
 class KeyLocks:
@@ -96,7 +104,17 @@ class KeyLocks:
             for key in sorted(set(keys)):
                 await self.acquire(key)
                 taken.append(key)
-            yield
+            token = _in_hold.set(True)
+            try:
+                yield
+            finally:
+                _in_hold.reset(token)
         finally:
             for key in reversed(taken):
                 self.release(key)
+
+    @staticmethod
+    def holds_any() -> bool:
+        """Whether the running task runs inside a `hold` block (of any table), or was
+        started by one: it must not wait for more keys (another order than sorted)."""
+        return _in_hold.get()
