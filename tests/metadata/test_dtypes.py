@@ -229,3 +229,25 @@ def test_to_v2_refuses_padding() -> None:
     padded = np.dtype({"names": ["a", "b"], "formats": ["u1", "<i4"], "offsets": [0, 4]})
     with pytest.raises(UnsupportedError, match="padding"):
         dtypes.to_v2(padded)
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "int4", "float4_e2m1fn"])
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_an_extension_type_is_refused_not_stored_as_raw_bytes(
+    name: str, zarr_format: int, tmp_path: Any
+) -> None:
+    """ml_dtypes' types are kind "V" without fields: as `raw_bytes` / "<V2" they read
+    back as opaque bytes everywhere, the numbers lost."""
+    import aiozarr
+
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    dtype = np.dtype(getattr(ml_dtypes, name))
+    with pytest.raises(UnsupportedError, match=rf"{name}.*no Zarr representation"):
+        (dtypes.to_v3 if zarr_format == 3 else dtypes.to_v2)(dtype)
+    with pytest.raises(UnsupportedError, match=name):
+        aiozarr.create_array(tmp_path, shape=(4,), dtype=dtype, zarr_format=zarr_format)
+    struct = np.dtype([("x", dtype), ("y", "<i4")])
+    with pytest.raises(UnsupportedError, match=name):
+        aiozarr.create_array(tmp_path, shape=(4,), dtype=struct, zarr_format=zarr_format)
+    assert list(tmp_path.iterdir()) == []  # nothing written
+    assert dtypes.to_v3(np.dtype("V4")) == sized("raw_bytes", 4)  # numpy's void still is

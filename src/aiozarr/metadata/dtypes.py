@@ -178,8 +178,20 @@ def _parse_struct(fields: Any, key: str, field: str) -> np.dtype[Any]:
     return np.dtype(parsed)
 
 
+def _check_numpy_type(dtype: np.dtype[Any]) -> None:
+    # Extension types (ml_dtypes' bfloat16, float8_*, int4, ...) are kind "V" without
+    # fields: stored as raw bytes they would read back as opaque `V2` everywhere.
+    if dtype.kind == "V" and dtype.names is None and dtype.type is not np.void:
+        raise UnsupportedError(
+            f"data type {dtype} ({dtype.type.__module__}.{dtype.type.__name__}) has no Zarr "
+            "representation aiozarr writes: store the values as a Zarr data type (e.g. "
+            "values.astype('float32'), or values.view('uint16') to keep the bits)"
+        )
+
+
 def to_v3(dtype: np.dtype[Any]) -> str | dict[str, Any]:
     """The v3 `data_type` value zarr-python writes for a numpy dtype."""
+    _check_numpy_type(dtype)
     kind = dtype.kind
     if (kind, dtype.itemsize) in _CORE_NAMES and kind in "biufc":
         return _CORE_NAMES[(kind, dtype.itemsize)]
@@ -268,6 +280,7 @@ def to_v2(dtype: np.dtype[Any]) -> str | list[Any]:
     if dtype.kind == "T":
         return "|O"  # variable-length strings are object arrays in v2
     if dtype.names is None:
+        _check_numpy_type(dtype)
         if dtype.subdtype is not None:
             raise UnsupportedError(f"data type {dtype}: a sub-array needs a structured field")
         return dtype.str
