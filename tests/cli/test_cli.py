@@ -99,6 +99,7 @@ def test_tree_json(tmp_path: Path) -> None:
         "chunks": [2],
         "shards": [4],
         "zarr_format": 3,
+        "format": "Zarr v3",
     }
     text = aiozarr_cli("tree", str(tmp_path / "g.zarr")).stdout
     assert "b (8,) uint8 chunks (2,) shards (4,)" in text

@@ -156,3 +156,33 @@ def test_arr_info_and_the_cli_render_the_same_rows(tmp_path: Path, capsys) -> No
         if label not in ("Name", "Store"):  # the CLI opens it read-only, by the URL
             assert cli[label] == value, label
         assert f"<td style='text-align:left'>{escape(value)}</td>" in html
+
+
+DRAFT = Path(__file__).parents[1] / "formats" / "data" / "v3draft.zarr"
+
+
+def test_info_and_tree_name_the_2020_draft_format(tmp_path: Path, capsys) -> None:
+    # its zarr_format says 2 (as zarr-python 2 reported it): it is not Zarr v2
+    assert main(["info", str(DRAFT)]) == 0
+    assert _rows(capsys.readouterr().out)["Type"] == "Group (2020 Zarr v3 draft)"
+    assert main(["info", str(DRAFT), "--path", "grp/ints"]) == 0
+    assert _rows(capsys.readouterr().out)["Type"] == "Array (2020 Zarr v3 draft)"
+    assert main(["info", str(DRAFT), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["zarr_format"], shown["format"]) == (2, "2020 Zarr v3 draft")
+    assert main(["tree", str(DRAFT)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "/ (2020 Zarr v3 draft)"
+    assert main(["tree", str(DRAFT), "--json"]) == 0
+    tree = json.loads(capsys.readouterr().out)
+    assert tree["format"] == tree["members"][0]["format"] == "2020 Zarr v3 draft"
+    group = aiozarr.open_group(DRAFT, mode="r")  # and the handles' own info
+    assert "Group (2020 Zarr v3 draft)" in str(group.info)
+    assert "Array (2020 Zarr v3 draft)" in str(group["grp/ints"].info)
+    # a real v2 hierarchy still says so
+    aiozarr.create_group(tmp_path / "v2.zarr", zarr_format=2).create_array(
+        "a", shape=(2,), dtype="u1"
+    )
+    assert main(["tree", str(tmp_path / "v2.zarr")]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "/ (Zarr v2)"
+    assert main(["info", str(tmp_path / "v2.zarr"), "--path", "a"]) == 0
+    assert _rows(capsys.readouterr().out)["Type"] == "Array (Zarr v2)"

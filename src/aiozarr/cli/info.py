@@ -29,6 +29,7 @@ from aiozarr.cli.options import Parser, add_common, add_snapshot_options, with_s
 from aiozarr.cli.progress import human_bytes, plural
 from aiozarr.cli.storage_options import is_local, options_for, parse_storage_options
 from aiozarr.errors import StoreError, UnsupportedError
+from aiozarr.metadata import formats
 from aiozarr.nodes.description import ArrayDescription, describe_metadata, render_rows
 
 __all__ = [
@@ -130,6 +131,7 @@ async def describe(node: Any) -> dict[str, Any]:
         "name": node.name,
         "store": repr(node.store),
         "zarr_format": node.zarr_format,
+        "format": formats.label(node.metadata),
         "attributes": {k: v for k, v in node.attrs.items()},
         "stored_objects": objects,
         "stored_bytes": stored,
@@ -166,6 +168,7 @@ async def describe_unreadable(
         "name": name,
         "store": repr(store),
         "zarr_format": meta.zarr_format,
+        "format": formats.label(meta),
         "attributes": dict(meta.attributes),
         "stored_objects": objects,
         "stored_bytes": stored,
@@ -213,7 +216,7 @@ def _table(info: dict[str, Any], described: ArrayDescription | None) -> str:
         )
     else:
         rows = [
-            ("Type", f"Group (Zarr v{info['zarr_format']})"),
+            ("Type", f"Group ({info['format']})"),
             ("Name", info["name"]),
             ("Store", info["store"]),
             ("Members", ", ".join(info["members"]) or "None"),

@@ -22,6 +22,7 @@ from aiozarr.cli.options import (
 )
 from aiozarr.cli.storage_options import options_for, parse_storage_options
 from aiozarr.errors import UnsupportedError
+from aiozarr.metadata import formats
 
 __all__ = ["build_parser", "main", "walk"]
 
@@ -79,8 +80,15 @@ def _describe(node: Any) -> dict[str, Any]:
             "chunks": described["chunks"],
             "shards": described["shards"],
             "zarr_format": described["zarr_format"],
+            "format": formats.label(node.metadata),
         }
-    return {"name": name, "node": "group", "zarr_format": node.zarr_format, "members": []}
+    return {
+        "name": name,
+        "node": "group",
+        "zarr_format": node.zarr_format,
+        "format": formats.label(node.metadata),
+        "members": [],
+    }
 
 
 def _label(tree: dict[str, Any], top: bool) -> str:
@@ -90,7 +98,7 @@ def _label(tree: dict[str, Any], top: bool) -> str:
             f"{tree['name']} {tuple(tree['shape'])} {tree['dtype']} "
             f"chunks {tuple(tree['chunks'])}{shards}"
         )
-    return f"{tree['name']} (Zarr v{tree['zarr_format']})" if top else f"{tree['name']}/"
+    return f"{tree['name']} ({tree['format']})" if top else f"{tree['name']}/"
 
 
 def _lines(tree: dict[str, Any]) -> list[str]:

@@ -29,6 +29,12 @@ def format_of(meta: Node) -> Format:
     raise MetadataError(f"no metadata format reads or writes Zarr format {meta.zarr_format}")
 
 
+def label(meta: Node) -> str:
+    """The name of the format `meta` was read in, for display: "Zarr v3", "Zarr v2", the
+    2020 draft's own (its `zarr_format` says 2, as zarr-python 2 reported it)."""
+    return format_of(meta).name
+
+
 def numbered(zarr_format: int | None) -> Format | None:
     """The format `zarr_format=` asks for (None when no format has that number)."""
     return next((fmt for fmt in FORMATS if fmt.zarr_format == zarr_format), None)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 import numpy as np
 
+from aiozarr.metadata import formats
 from aiozarr.selection.chunk_grid import RectilinearGrid
 from aiozarr.sizes import human_bytes
 
@@ -59,6 +60,7 @@ class ArrayDescription:
     name: str
     store: str  # the store's repr
     zarr_format: int
+    format_name: str  # "Zarr v3", ... (the 2020 draft's `zarr_format` says 2)
     shape: tuple[int, ...]
     dtype: str
     chunks: tuple[Any, ...]
@@ -92,7 +94,7 @@ class ArrayDescription:
         unit = "shards" if self.shards is not None else "chunks"
         names = self.dimension_names
         rows = [
-            ("Type", f"Array (Zarr v{self.zarr_format})"),
+            ("Type", f"Array ({self.format_name})"),
             ("Name", self.name),
             ("Store", self.store),
             ("Shape", str(self.shape)),
@@ -158,6 +160,7 @@ def describe_array(
         name=name,
         store=store,
         zarr_format=meta.zarr_format,
+        format_name=formats.label(meta),
         shape=meta.shape,
         dtype=str(meta.dtype),
         chunks=chunks,
@@ -233,12 +236,14 @@ def group_info(
     *,
     name: str,
     zarr_format: int,
+    format_name: str,
     store: Any,
     read_only: bool,
     members: tuple[int, int] | None = None,
 ) -> GroupInfo:
-    """A group as `Group.info` shows it; `members`: its (arrays, groups), when counted."""
-    rows = [("Type", f"Group (Zarr v{zarr_format})"), ("Name", name), ("Store", repr(store))]
+    """A group as `Group.info` shows it; `members`: its (arrays, groups), when counted;
+    `format_name` as `formats.label` gives it."""
+    rows = [("Type", f"Group ({format_name})"), ("Name", name), ("Store", repr(store))]
     fields: dict[str, Any] = {
         "type": "Group",
         "zarr_format": zarr_format,

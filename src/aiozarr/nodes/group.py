@@ -17,6 +17,7 @@ from aiozarr.errors import (
     NodeNotFoundError,
     ReadOnlyError,
 )
+from aiozarr.metadata import formats
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.metadata.v3draft import is_draft
 from aiozarr.nodes import hierarchy, hierarchy_walk, node_updates
@@ -329,6 +330,7 @@ class AsyncGroup(hierarchy.NodeLocation):
         return group_info(
             name=self.name,
             zarr_format=self.zarr_format,
+            format_name=formats.label(self._metadata),
             store=self._store,
             read_only=not self._store.writable,
             members=members,
