@@ -760,3 +760,47 @@ async def test_get_serves_one_version_under_concurrent_puts(
         if status != 200 or n not in versions or body != versions[n]
     ]
     assert torn == []
+
+
+# -- as S3 answers: a 416's size, a HEAD's range, a conditional DELETE ---------------------
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+async def test_an_unsatisfiable_range_says_the_size(
+    emu: Emulator, http: aiohttp.ClientSession, method: str
+) -> None:
+    status, headers, _ = await fetch(
+        http, method, emu.http_url("a/data"), headers={"Range": "bytes=100-"}
+    )
+    assert (status, headers.get("Content-Range")) == (416, "bytes */100")
+
+
+@pytest.mark.parametrize(
+    ("header", "length", "content_range"),
+    [("bytes=10-19", "10", "bytes 10-19/100"), ("bytes=-5", "5", "bytes 95-99/100")],
+)
+async def test_head_with_a_range_is_206_with_the_ranges_length(
+    emu: Emulator, http: aiohttp.ClientSession, header: str, length: str, content_range: str
+) -> None:
+    status, headers, body = await fetch(
+        http, "HEAD", emu.http_url("a/data"), headers={"Range": header}
+    )
+    assert (status, body) == (206, b"")
+    assert (headers["Content-Length"], headers["Content-Range"]) == (length, content_range)
+
+
+async def test_delete_with_if_match_deletes_only_the_version_named(
+    emu: Emulator, http: aiohttp.ClientSession
+) -> None:
+    url = emu.http_url("a/data")
+    etag = (await fetch(http, "HEAD", url))[1]["ETag"]
+    status, _, body = await fetch(http, "DELETE", url, headers={"If-Match": '"other"'})
+    assert (status, error_code(body)) == (412, "PreconditionFailed")
+    assert (emu.root / "a" / "data").read_bytes() == DATA  # kept
+    assert (await fetch(http, "DELETE", url, headers={"If-Match": etag}))[0] == 204
+    assert not (emu.root / "a" / "data").exists()
+    status, _, body = await fetch(http, "DELETE", url, headers={"If-Match": etag})
+    assert (status, error_code(body)) == (404, "NoSuchKey")  # S3: nothing to match
+    (emu.root / "a" / "data").write_bytes(DATA)
+    assert (await fetch(http, "DELETE", url, headers={"If-Match": "*"}))[0] == 204
+    assert not (emu.root / "a" / "data").exists()

@@ -1,5 +1,5 @@
-"""The S3 operations on the served folder: GET (one `Range`) and HEAD, PUT (plain and
-conditional), DELETE, DeleteObjects, ListObjectsV2 and multipart uploads, the bucket's
+"""The S3 operations on the served folder: GET and HEAD (one `Range`), PUT and DELETE
+(plain and conditional), DeleteObjects, ListObjectsV2 and multipart uploads, the bucket's
 own HEAD and PUT. Every key passes the one key check (paths.py); `read_only` refuses a
 write before a byte of its body is read. Listings walk the disk on threads of their own,
 so they never hold up the reads' threads or the loop.
@@ -29,6 +29,7 @@ from aiozarr.emulator.files import (
     TMP_DIR,
     FileSlice,
     check_get_condition,
+    delete_if_match,
     move_into_place,
     not_modified,
     read_version,
@@ -134,6 +135,10 @@ class Bucket:
         elif method == "DELETE":
             if "uploadId" in query:
                 self._uploads.abort(query["uploadId"])
+            elif "If-Match" in request.headers:
+                await asyncio.to_thread(
+                    delete_if_match, self.path(key), request.headers["If-Match"], self._put_lock
+                )
             else:
                 self._delete(key)
             return web.Response(status=204)
@@ -166,7 +171,7 @@ class Bucket:
     # -- objects -----------------------------------------------------------------------
 
     async def _get(self, request: web.Request, key: str, *, head: bool) -> web.StreamResponse:
-        range_header = None if head else request.headers.get("Range")
+        range_header = request.headers.get("Range")  # a HEAD's too: S3 answers it 206
         try:
             found = await asyncio.to_thread(
                 lambda: read_version(self.path(key), range_header, body=not head)
@@ -194,14 +199,15 @@ class Bucket:
             "Last-Modified": formatdate(st.st_mtime, usegmt=True),
             "Content-Type": "application/octet-stream",
         }
-        if head:
-            headers["Content-Length"] = str(st.st_size)
-            return web.Response(headers=headers)
         status = 200
         if bounds is not None:
             start, stop = bounds
             headers["Content-Range"] = f"bytes {start}-{stop - 1}/{st.st_size}"
             status = 206
+        if head:
+            length = st.st_size if bounds is None else bounds[1] - bounds[0]
+            headers["Content-Length"] = str(length)
+            return web.Response(status=status, headers=headers)
         if isinstance(body, FileSlice):
             conditions = self._conditions
             return await stream_file(

@@ -24,6 +24,7 @@ __all__ = [
     "TMP_DIR",
     "FileSlice",
     "check_put_condition",
+    "delete_if_match",
     "etag_of",
     "generation_of",
     "move_into_place",
@@ -109,6 +110,23 @@ def check_put_condition(path: Path, headers: Mapping[str, str]) -> None:
     )
     if not held:
         raise S3Error(412, "At least one of the pre-conditions you specified did not hold")
+
+
+def delete_if_match(path: Path, if_match: str, lock: threading.Lock) -> None:
+    """Delete the object at `path` if it is the version `if_match` names (an ETag, or `*`:
+    any), as S3's conditional DeleteObject: 412 when it is another, 404 when there is
+    none. Checked and deleted under `lock`, the one conditional PUTs take."""
+    with lock:
+        try:
+            st = path.stat()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            st = None
+        if st is None or not stat.S_ISREG(st.st_mode):
+            raise S3Error(404, "The specified key does not exist.")
+        tags = [tag.strip().strip('"') for tag in if_match.split(",")]
+        if "*" not in tags and etag_of(st).strip('"') not in tags:
+            raise S3Error(412, "At least one of the pre-conditions you specified did not hold")
+        path.unlink()
 
 
 def check_get_condition(st: os.stat_result, headers: Mapping[str, str]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Mapping
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
@@ -41,18 +42,33 @@ ERROR_CODES = {
 
 class S3Error(Exception):
     """An S3 error answer; `close`: close the connection after it (the rest of the
-    request's body is not worth reading)."""
+    request's body is not worth reading); `headers`: the answer's own (a 416's
+    `Content-Range`)."""
 
     def __init__(
-        self, status: int, message: str, *, key: str = "", code: str = "", close: bool = False
+        self,
+        status: int,
+        message: str,
+        *,
+        key: str = "",
+        code: str = "",
+        close: bool = False,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.status, self.key, self.code = status, key, code or ERROR_CODES.get(status, "Error")
         self.close = close
+        self.headers = dict(headers or {})
 
 
 def error_response(
-    status: int, code: str, message: str, key: str, bucket: str, method: str
+    status: int,
+    code: str,
+    message: str,
+    key: str,
+    bucket: str,
+    method: str,
+    headers: Mapping[str, str] | None = None,
 ) -> web.Response:
     body = (
         f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
@@ -61,8 +77,10 @@ def error_response(
         f"<RequestId>{uuid.uuid4().hex[:16]}</RequestId></Error>"
     )
     if method == "HEAD":
-        return web.Response(status=status)
-    return web.Response(status=status, body=body.encode(), content_type="application/xml")
+        return web.Response(status=status, headers=headers)
+    return web.Response(
+        status=status, body=body.encode(), content_type="application/xml", headers=headers
+    )
 
 
 def xml_response(body: str) -> web.Response:
@@ -85,7 +103,9 @@ _RANGE = re.compile(r"bytes=([0-9]*)-([0-9]*)", re.ASCII)
 
 def parse_range(header: str, size: int) -> tuple[int, int] | None:
     """`(start, stop)` for one `bytes=` range; None: serve everything (a range that is
-    not one valid byte range is ignored, as RFC 9110 and S3 do); raises on 416."""
+    not one valid byte range is ignored, as RFC 9110 and S3 do); raises on 416, whose
+    answer says the object's size (`Content-Range: bytes */SIZE`, as S3's does)."""
+    unsatisfiable = {"Content-Range": f"bytes */{size}"}
     found = _RANGE.fullmatch(header.strip())
     if found is None or found.group(1) == found.group(2) == "":
         return None
@@ -93,14 +113,20 @@ def parse_range(header: str, size: int) -> tuple[int, int] | None:
     if first == "":
         n = int(last)
         if n <= 0 or size == 0:
-            raise S3Error(416, f"suffix range {header!r} of a {size}-byte object")
+            raise S3Error(
+                416, f"suffix range {header!r} of a {size}-byte object", headers=unsatisfiable
+            )
         return max(size - n, 0), size
     start = int(first)
     if last != "" and int(last) < start:
         return None  # a last position before the first: invalid, so ignored
     stop = size if last == "" else min(int(last) + 1, size)
     if start >= size:
-        raise S3Error(416, f"range {header!r} not satisfiable for a {size}-byte object")
+        raise S3Error(
+            416,
+            f"range {header!r} not satisfiable for a {size}-byte object",
+            headers=unsatisfiable,
+        )
     return start, stop
 
 

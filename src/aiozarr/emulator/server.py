@@ -426,7 +426,9 @@ class Emulator:
                 )
             return response
         except S3Error as exc:
-            answer = error_response(exc.status, exc.code, str(exc), exc.key or key, bucket, method)
+            answer = error_response(
+                exc.status, exc.code, str(exc), exc.key or key, bucket, method, exc.headers
+            )
             if exc.close:
                 answer.force_close()
             return answer
