@@ -95,9 +95,15 @@ def test_bytes_structured_and_strings_round_trip() -> None:
     ]
 
 
-def test_bytes_needs_endian_for_multi_byte_numbers() -> None:
-    with pytest.raises(MetadataError, match="endian"):
+def test_bytes_without_endian_for_multi_byte_numbers_is_little_endian() -> None:
+    # the spec requires it: read as zarr-python 3.1 reads it, with a warning
+    with pytest.warns(AiozarrWarning, match="'endian' is missing"):
         BytesCodec().validate(SPEC)
+    assert BytesCodec().encode(DATA, SPEC) == BytesCodec(endian="little").encode(DATA, SPEC)
+    # a new array's codec is stored complete
+    assert BytesCodec.completed_config({}, np.dtype("i4")) == {"endian": "little"}
+    assert BytesCodec.completed_config({"endian": "big"}, np.dtype("i4")) == {"endian": "big"}
+    assert BytesCodec.completed_config({}, np.dtype("u1")) == {}
     BytesCodec().validate(ChunkSpec((4,), np.dtype("u1"), 0))  # one byte: no endian needed
     with pytest.raises(MetadataError, match="endian"):
         get_codec(CodecMetadata("bytes", {"endian": "middle"}), "arr/zarr.json")

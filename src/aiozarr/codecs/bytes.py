@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import numpy as np
 
 from aiozarr.codecs.base import ArrayToBytesCodec, ChunkSpec
-from aiozarr.errors import CodecError, MetadataError
+from aiozarr.errors import AiozarrWarning, CodecError, MetadataError
 
 # Kinds whose byte order matters; strings and structs without endian are read as little.
 _ENDIAN_KINDS = "iufcmM"
 
 
+def _has_byte_order(dtype: np.dtype[Any]) -> bool:
+    return dtype.itemsize > 1 and dtype.kind in _ENDIAN_KINDS
+
+
 class BytesCodec(ArrayToBytesCodec):
-    """Serialize a fixed-size array as raw bytes; `endian` is needed for multi-byte numbers."""
+    """Serialize a fixed-size array as raw bytes; `endian` is stored for multi-byte
+    numbers (little where a new array's codec gives none)."""
 
     name = "bytes"
 
@@ -22,6 +29,15 @@ class BytesCodec(ArrayToBytesCodec):
         if endian not in ("little", "big", None):
             raise MetadataError(f"field 'endian' must be 'little' or 'big', got {endian!r}")
         self.endian = endian
+
+    @classmethod
+    def completed_config(cls, config: Mapping[str, Any], dtype: Any) -> dict[str, Any]:
+        """`config` for a new array of `dtype`, little endian where the type has a byte
+        order and none was given (as zarr-python 3.1 takes `{"name": "bytes"}`)."""
+        config = dict(config)
+        if config.get("endian") is None and _has_byte_order(np.dtype(dtype)):
+            config["endian"] = "little"
+        return config
 
     def configuration(self) -> dict[str, Any]:
         return {} if self.endian is None else {"endian": self.endian}
@@ -32,9 +48,15 @@ class BytesCodec(ArrayToBytesCodec):
                 f"codec 'bytes' cannot encode variable-length data type {spec.dtype}: "
                 "use 'vlen-utf8' or 'vlen-bytes'"
             )
-        if self.endian is None and spec.dtype.itemsize > 1 and spec.dtype.kind in _ENDIAN_KINDS:
-            raise MetadataError(
-                f"codec 'bytes': field 'endian' is required for data type {spec.dtype}"
+        if self.endian is None and _has_byte_order(spec.dtype):
+            # zarr-python 3.1 reads it so; 3.4 and TensorStore refuse it (the spec
+            # requires the field): read, and said, as the other writer quirks are
+            warnings.warn(
+                f"codec 'bytes': field 'endian' is missing for data type {spec.dtype}, "
+                "read as little endian (a writer quirk: the spec requires it for this "
+                "type, and zarr-python 3.4 and TensorStore refuse the array)",
+                AiozarrWarning,
+                stacklevel=3,
             )
 
     def stored_dtype(self, dtype: np.dtype[Any]) -> np.dtype[Any]:

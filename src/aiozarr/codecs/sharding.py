@@ -19,7 +19,7 @@ import numpy as np
 from aiozarr.byte_range import ByteRange
 from aiozarr.codecs.base import ArrayToArrayCodec, ArrayToBytesCodec, ChunkSpec, Codec
 from aiozarr.codecs.chain import CodecChain
-from aiozarr.codecs.registry import completed, get_codec
+from aiozarr.codecs.registry import get_codec, new_codec
 from aiozarr.errors import CodecError, MetadataError
 from aiozarr.metadata.fill_value import is_fill
 from aiozarr.metadata.model import CodecMetadata
@@ -229,6 +229,17 @@ def _codec_list(codecs: Sequence[Any], field: str) -> tuple[Codec, ...]:
     )
 
 
+def _new_inner(codec: Any, field: str, dtype: Any) -> Any:
+    """An inner codec a caller wrote as a dict for a new array, built `strict` as the
+    outer chain's codecs are; anything else is left for `_codec_list` to judge."""
+    if not (isinstance(codec, Mapping) and isinstance(codec.get("name"), str)):
+        return codec
+    try:
+        return new_codec(codec, "", dtype).to_metadata().to_json()
+    except MetadataError as error:
+        raise MetadataError(f"codec 'sharding_indexed', field {field!r}: {error}") from error
+
+
 class ShardingCodec(ArrayToBytesCodec):
     """Store a shard's inner chunks, each through `codecs`, plus an index."""
 
@@ -273,14 +284,15 @@ class ShardingCodec(ArrayToBytesCodec):
 
     @classmethod
     def completed_config(cls, config: Mapping[str, Any], dtype: Any) -> dict[str, Any]:
-        """`config` for a new array of `dtype`, its inner codecs completed (an inner
-        blosc's `typesize`, ...)."""
-        inner = config.get("codecs")
-        if not isinstance(inner, list):
-            return dict(config)
-        named = [isinstance(c, Mapping) and isinstance(c.get("name"), str) for c in inner]
-        codecs = [completed(c, dtype) if ok else c for c, ok in zip(inner, named, strict=True)]
-        return {**config, "codecs": codecs}
+        """`config` for a new array of `dtype`: its inner codecs, and its index codecs
+        (for the index's uint64 pairs), each built as a new array's codec is (completed,
+        an unknown member a `MetadataError`) and stored as it writes itself."""
+        config = dict(config)
+        for field, of in (("codecs", dtype), ("index_codecs", np.dtype("<u8"))):
+            inner = config.get(field)
+            if isinstance(inner, list):
+                config[field] = [_new_inner(c, field, of) for c in inner]
+        return config
 
     def configuration(self) -> dict[str, Any]:
         return {
