@@ -239,3 +239,40 @@ def test_group_info_describes_without_io_and_counts_members_on_request(zarr_form
     complete = group.info_complete()
     assert (complete.count_members, complete.count_arrays, complete.count_groups) == (3, 2, 1)
     assert "Members            : 3 (2 arrays, 1 group)" in complete
+
+
+BYTES_FOR_TEXT = {
+    "a bytes scalar": (b"ab", ["ab", "ab"]),
+    "a list of bytes": ([b"ab", "cd"], ["ab", "cd"]),
+    "an object array of bytes": (np.array([b"ab", "\u00e9".encode()], dtype=object), ["ab", "é"]),
+    "a bytes array": (np.array([b"ab", b"cd"]), ["ab", "cd"]),
+}
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize("given", BYTES_FOR_TEXT, ids=list(BYTES_FOR_TEXT))
+def test_bytes_written_into_a_string_array_are_their_utf8_text(
+    zarr_format: int, given: str
+) -> None:
+    # as zarr-python 3.4 takes all of them; the object array was refused, the rest taken
+    value, stored = BYTES_FOR_TEXT[given]
+    arr = aiozarr.create_array(
+        MemoryStore(), shape=(2,), dtype=str, chunks=(2,), zarr_format=zarr_format
+    )
+    arr[...] = value
+    assert arr[...].tolist() == stored
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize(
+    "value", [b"\xff", [b"a", b"\xff"], np.array([b"a", b"\xff"], dtype=object)]
+)
+def test_bytes_that_are_not_utf8_are_refused_for_a_string_array(
+    zarr_format: int, value: object
+) -> None:
+    arr = aiozarr.create_array(
+        MemoryStore(), shape=(2,), dtype=str, chunks=(2,), zarr_format=zarr_format
+    )
+    with pytest.raises(errors.InvalidValueError, match=r"b'\\xff' are not UTF-8 text"):
+        arr[...] = value
+    assert arr.nchunks_initialized == 0  # refused before anything is written

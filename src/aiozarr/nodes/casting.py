@@ -20,7 +20,9 @@ greatest offending values, and the data type's range:
 
 Variable-length strings and bytes stored as objects (v2 `dtype=str`, v3
 `variable_length_bytes`) take `as_items`: strings as v3's string type takes them, bytes
-only as bytes.
+only as bytes. Bytes given for strings (a scalar, a list, an `S` or object array) are
+the text they encode in UTF-8, as zarr-python takes them; bytes that are not UTF-8 are
+refused.
 
 The rest is numpy's `same_kind` rule, with ints and bools also taken into floats: floats
 into integer arrays are refused (they would truncate), ints into bool arrays too (2 is no
@@ -52,6 +54,8 @@ def as_dtype(value: Any, dtype: np.dtype[Any]) -> np.ndarray:
     array = np.asarray(value)
     if array.dtype == dtype:
         return array
+    if dtype.kind == "T":
+        array = _decoded(array)
     if dtype.kind in "iu":
         array = _exact_integers(value, array)
         if array.dtype.kind in "iuO" and _all_integers(array):
@@ -89,6 +93,8 @@ def as_items(value: Any, items: type) -> np.ndarray:
     array = np.asarray(value)
     if items is bytes and not isinstance(value, np.ndarray):
         array = np.array(value, dtype=object)  # numpy's `S` would drop trailing NULs
+    if items is str:
+        array = _decoded(array)
     if array.dtype.kind == "O" or items is bytes:
         for item in array.flat:
             if not isinstance(item, items):
@@ -96,6 +102,22 @@ def as_items(value: Any, items: type) -> np.ndarray:
                 raise TypeError(f"{type(item).__name__} {item!r} is not {what}")
         return array.astype(object, copy=False)
     return as_dtype(array, string_dtype()).astype(object)
+
+
+def _decoded(array: np.ndarray) -> np.ndarray:
+    """`array` with bytes (a bytes dtype, or bytes objects) as the text they encode in
+    UTF-8, for a string type: a `ValueError` naming the first that is not UTF-8."""
+    if array.dtype.kind == "S":
+        array = array.astype(object)
+    elif array.dtype.kind != "O" or not any(isinstance(v, bytes) for v in array.flat):
+        return array
+    text = np.empty(array.shape, dtype=object)
+    for index, item in np.ndenumerate(array):
+        try:
+            text[index] = item.decode("utf-8") if isinstance(item, bytes) else item
+        except UnicodeDecodeError as error:
+            raise ValueError(f"bytes {item!r} are not UTF-8 text ({error.reason})") from None
+    return text
 
 
 def as_fill_value(value: Any, dtype: np.dtype[Any]) -> Any:
