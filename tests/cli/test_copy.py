@@ -10,7 +10,7 @@ import pytest
 from tests.cli.test_cli import aiozarr_cli
 
 import aiozarr
-from aiozarr.errors import InvalidValueError, NodeExistsError
+from aiozarr.errors import InvalidValueError, MetadataError, NodeExistsError
 from aiozarr.storage.backends.counting import CountingStore
 from aiozarr.storage.backends.memory import MemoryStore
 from aiozarr.tools.copying import CopyProgress, copy, copy_async, parse_codec
@@ -169,3 +169,37 @@ def test_copying_with_overwrite_onto_the_source_is_refused(tmp_path: Path) -> No
             copy(source, destination, overwrite=True, **options)
     np.testing.assert_array_equal(aiozarr.open_array(src)[...], values)
     assert aiozarr.open_array(tmp_path / "g.zarr", "sub/x")[:].tolist() == [1, 2]
+
+
+@pytest.mark.parametrize(("zarr_format", "conversion"), [(3, {}), (2, {}), (2, {"zarr_format": 3})])
+def test_resume_ends_with_the_sources_attributes_everywhere(
+    tmp_path: Path, zarr_format: int, conversion: dict[str, int]
+) -> None:
+    src, dst = tmp_path / "g.zarr", tmp_path / "h.zarr"
+    group = aiozarr.create_group(src, attributes={"title": "old"}, zarr_format=zarr_format)
+    sub = group.create_group("sub", attributes={"k": 1, "gone": True})
+    arr = sub.create_array("x", shape=(6,), dtype="i2", chunks=(2,), attributes={"v": 1})
+    arr[...] = np.arange(6, dtype="i2")
+    copy(src, dst, **conversion)
+    # the source's attributes change between the interrupted copy and the resume
+    aiozarr.open_group(src).attrs["title"] = "new"
+    del aiozarr.open_group(src, path="sub").attrs["gone"]
+    aiozarr.open_array(src, path="sub/x").attrs.update({"v": 2, "units": "m"})
+    report = copy(src, dst, resume=True, **conversion)
+    assert (report.chunks_written, report.chunks_skipped) == (0, 3)  # nothing copied again
+    fresh = tmp_path / "fresh.zarr"
+    copy(src, fresh, **conversion)
+    for path, attributes in (("", {"title": "new"}), ("sub", {"k": 1})):
+        assert aiozarr.open_group(dst, path=path, mode="r").attrs == attributes
+        assert aiozarr.open_group(fresh, path=path, mode="r").attrs == attributes
+    resumed = aiozarr.open_array(dst, path="sub/x", mode="r")
+    assert resumed.attrs == {"v": 2, "units": "m"}
+    assert resumed.metadata == aiozarr.open_array(fresh, path="sub/x", mode="r").metadata
+    np.testing.assert_array_equal(resumed[...], np.arange(6, dtype="i2"))
+
+
+def test_resume_into_an_array_stored_with_other_codecs_is_refused(tmp_path: Path) -> None:
+    src, _ = _source(tmp_path / "a.zarr", zarr_format=3)
+    copy(src, tmp_path / "b.zarr", codec="gzip:1")
+    with pytest.raises(MetadataError, match="cannot resume into"):
+        copy(src, tmp_path / "b.zarr", codec="zstd:3", resume=True)

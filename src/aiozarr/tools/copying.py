@@ -29,9 +29,11 @@ from aiozarr.codecs.registry import get_codec
 from aiozarr.errors import InvalidValueError, MetadataError, NodeNotFoundError, unwrap_group
 from aiozarr.metadata import conversions
 from aiozarr.metadata.fill_value import is_fill
+from aiozarr.metadata.model import ArrayMetadata
 from aiozarr.metadata.v3draft import is_draft
-from aiozarr.nodes import hierarchy
+from aiozarr.nodes import hierarchy, node_updates
 from aiozarr.nodes.array import AsyncArray
+from aiozarr.nodes.creation import array_metadata
 from aiozarr.nodes.group import AsyncGroup, walk
 from aiozarr.storage.backends.zip import ZipStore
 from aiozarr.storage.protocol import Store
@@ -241,31 +243,47 @@ async def _make_target(
     resume: bool,
     overwrite: bool,
 ) -> AsyncArray:
+    planned = src.metadata if options is None else None
     if resume:
         try:
             existing = await AsyncArray.open(store, path)
         except NodeNotFoundError:
             pass
         else:
-            planned = src.metadata if options is None else None
-            shape_ok = existing.shape == src.shape and existing.dtype == src.dtype
-            grid_ok = planned is None or (
-                existing.metadata.chunk_shape == planned.chunk_shape
-                and existing.metadata.chunk_grid == planned.chunk_grid
-            )
-            if not (shape_ok and grid_ok):
-                raise MetadataError(
-                    f"cannot resume into {existing.name}: it has shape {existing.shape}, "
-                    f"dtype {existing.dtype}, grid {existing.metadata.chunk_shape}; "
-                    f"the copy needs shape {src.shape}, dtype {src.dtype}"
-                )
-            return existing
-    if options is None:
-        meta = src.metadata
-        await hierarchy.prepare_node(store, path, meta.zarr_format, overwrite=overwrite)
-        await hierarchy.write_node(store, path, meta)
-        return AsyncArray(store, path, meta)
-    return await AsyncArray.create(store, path, overwrite=overwrite, **options)
+            wanted = planned or array_metadata(**(options or {}))
+            return await _resumed_target(existing, wanted)
+    if planned is not None:
+        await hierarchy.prepare_node(store, path, planned.zarr_format, overwrite=overwrite)
+        await hierarchy.write_node(store, path, planned)
+        return AsyncArray(store, path, planned)
+    return await AsyncArray.create(store, path, overwrite=overwrite, **(options or {}))
+
+
+def _layout(meta: ArrayMetadata) -> dict[str, Any]:
+    """What of an array's document decides how its stored chunks decode (not the fill
+    value: a unit the copy finds missing is judged by the fill value it writes)."""
+    doc = meta.to_dict()
+    for key in ("attributes", "dimension_names", "fill_value"):
+        doc.pop(key, None)
+    return doc
+
+
+async def _resumed_target(existing: AsyncArray, planned: ArrayMetadata) -> AsyncArray:
+    """`existing`, given the metadata a fresh copy writes (`planned`) before its units are
+    verified; refused where its stored chunks would not decode under it."""
+    before = existing.metadata
+    if _layout(before) != _layout(planned):
+        raise MetadataError(
+            f"cannot resume into {existing.name}: it has shape {existing.shape}, "
+            f"dtype {existing.dtype}, grid {before.chunk_shape} and its codecs; "
+            f"the copy needs shape {planned.shape}, dtype {planned.dtype}, grid "
+            f"{planned.chunk_shape} and the codecs it writes (copy with overwrite)"
+        )
+    if before.to_dict() == planned.to_dict():
+        return existing
+    # the source's attributes (or fill value, ...) changed since the interrupted copy
+    await node_updates.update_node(existing.store, existing.path, before, lambda _: planned)
+    return AsyncArray(existing.store, existing.path, planned)
 
 
 def _equal(a: np.ndarray, b: np.ndarray) -> bool:
@@ -434,14 +452,23 @@ async def _open(store: Store, path: str) -> AsyncArray | AsyncGroup:
 async def _make_group(
     src: AsyncGroup, store: Store, path: str, fmt: int, *, resume: bool, overwrite: bool
 ) -> None:
+    attributes = dict(src.attrs)
     if resume:
         try:
-            await AsyncGroup.open(store, path)
-            return
+            existing = await AsyncGroup.open(store, path)
         except NodeNotFoundError:
             pass
+        else:
+            if dict(existing.attrs) != attributes:  # changed since the interrupted copy
+                await node_updates.update_node(
+                    store,
+                    path,
+                    existing.metadata,
+                    lambda stored: dataclasses.replace(stored, attributes=attributes),
+                )
+            return
     await AsyncGroup.create(
-        store, path, attributes=dict(src.attrs), zarr_format=fmt, overwrite=overwrite
+        store, path, attributes=attributes, zarr_format=fmt, overwrite=overwrite
     )
 
 
