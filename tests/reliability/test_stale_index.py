@@ -164,3 +164,23 @@ async def test_a_shard_this_process_keeps_rewriting_is_read_while_its_writer_wai
     assert np.array_equal(got, _values(2)[window])
     await queued[0]  # the writer then goes on, and its write is kept
     assert np.array_equal(await writer.getitem(...), _values(3))
+
+
+def test_a_read_after_every_shard_was_rewritten_reads_every_index_again_at_once(
+    tmp_path: Path,
+) -> None:
+    """16 cached indexes all stale (another program rewrote the array): one stale try,
+    then every shard read afresh; not one try per stale index (a StoreError after 5,
+    and the next reads failing too)."""
+    kwargs = {"shape": SHAPE, "dtype": "i8", "chunks": (8, 8), "shards": (16, 16)}
+    writer = aiozarr.create_array(LocalStore(tmp_path), **kwargs)
+    writer[...] = _values(1)
+    counting = CountingStore(LocalStore(tmp_path))
+    reader = aiozarr.open_array(counting, mode="r")
+    assert np.array_equal(reader[...], _values(1))  # 16 indexes cached
+    writer[...] = _values(2)
+    counting.reset()
+    assert np.array_equal(reader[...], _values(2))
+    # 16 ranges by the stale indexes (never decoded), then the 16 shards whole: the
+    # read needs all of each, and no index is cached any more
+    assert counting.counts["get"] == 32

@@ -46,9 +46,13 @@ STALE_RETRIES = 5
 
 
 def forget_stale(array: StoredArray, stale: StaleIndexError, tries: int) -> None:
-    """Forget the index that was stale, so the next try reads it again; after the last
-    try, raise a `StoreError` instead. (Every try writes every element of the output.)"""
+    """Forget the index that was stale, and every other index of the array: a shard
+    rewritten since its index was read was most often rewritten with the others (a
+    whole-array write by another program), and each stale one left would cost a try.
+    The next try reads the indexes it needs again, in one batch; after the last try,
+    raise a `StoreError` instead. (Every try writes every element of the output.)"""
     array.forget(stale.key)
+    array.index_cache.clear()
     if tries == STALE_RETRIES:
         raise StoreError(
             f"cannot read shard {stale.key!r}: it was rewritten while it was read, "
