@@ -76,3 +76,30 @@ def test_v2_object_arrays_with_vlen_bytes_written_for_zarr_python(tmp_path: Path
     got = zarr.open_array(tmp_path / "b.zarr", mode="r")[:]
     assert list(got) == list(values)
     assert list(arr[:]) == list(values)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("compressor", [None, "zstd", "blosc"])
+def test_v2_records_holding_dates_are_written_and_read_by_zarr_python(
+    tmp_path: Path, order: str, compressor: str | None
+) -> None:
+    """Python's buffer protocol cannot describe a record with a datetime64 field: the
+    compressor got the array itself and the write failed (numcodecs' ValueError)."""
+    dtype = np.dtype([("i", "<i4"), ("t", "<M8[s]"), ("d", "<m8[ms]")])
+    values = np.zeros((3, 4), dtype=dtype)
+    values["i"] = np.arange(12).reshape(3, 4)
+    values["t"] = np.datetime64("2000-01-01", "s") + np.arange(12).reshape(3, 4)
+    values["d"][1] = np.timedelta64("NaT")
+    compressors = None if compressor is None else {"id": compressor}
+    arr = aiozarr.create_array(
+        tmp_path,
+        shape=(3, 4),
+        chunks=(2, 3),
+        dtype=dtype,
+        zarr_format=2,
+        order=order,
+        compressors=compressors,
+    )
+    arr[...] = values
+    for got in (aiozarr.open_array(tmp_path)[...], zarr.open_array(tmp_path, mode="r")[...]):
+        assert got.tobytes() == values.tobytes()  # bit for bit (NaT equals nothing)

@@ -368,7 +368,7 @@ class NumcodecsV2Codec(ArrayToBytesCodec):
         if ensure_ndarray_like(chunk).dtype.hasobject:
             raise CodecError("cannot encode an object array without an object codec filter")
         if self.compressor is not None:
-            chunk = self.compressor.encode(chunk)
+            chunk = self.compressor.encode(_exported(chunk))
         return ensure_bytes(chunk)
 
     def decode(self, data: Any, spec: ChunkSpec) -> np.ndarray:
@@ -400,3 +400,14 @@ class NumcodecsV2Codec(ArrayToBytesCodec):
         if chunk.size != count:
             raise CodecError(f"chunk decodes to {chunk.size} items, expected {count}")
         return chunk.reshape(spec.shape, order=self.order)
+
+
+def _exported(chunk: Any) -> Any:
+    """`chunk` as a buffer a compressor takes: records holding dates or times (which
+    Python's buffer protocol cannot describe) as their bytes, in their memory order."""
+    if isinstance(chunk, np.ndarray) and chunk.dtype.names is not None:
+        try:
+            memoryview(chunk)
+        except ValueError:
+            return chunk.reshape(-1, order="A").view(np.uint8)
+    return chunk
