@@ -237,3 +237,51 @@ def test_a_bool_fill_other_than_0_or_1_is_refused(fill: Any) -> None:
 def test_a_bool_fill_of_0_or_1_is_taken(fill: Any, expected: bool) -> None:
     arr = aiozarr.create_array(MemoryStore(), shape=(2,), chunks=(2,), dtype=bool, fill_value=fill)
     assert arr.fill_value is np.bool_(expected) or arr.fill_value == expected
+
+
+@pytest.mark.parametrize(
+    ("dtype", "text", "bits"),
+    [
+        ("float32", "0x7fc00001", 0x7FC00001),
+        ("float16", "0x7e01", 0x7E01),
+        ("float64", "0x" + "7ff8" + "0" * 12, 0x7FF8 << 48),
+    ],
+)
+def test_a_hex_fill_value_is_the_bits_as_stored_in_zarr_json(
+    tmp_path: Path, dtype: str, text: str, bits: int
+) -> None:
+    """The text `zarr.json` holds for a NaN's bits, given to create_array, is those bits
+    (C reads "0x7fc00001" as the number 2143289345.0)."""
+    arr = aiozarr.create_array(tmp_path, shape=(2,), dtype=dtype, fill_value=text)
+    stored = json.loads((tmp_path / "zarr.json").read_text())["fill_value"]
+    assert stored in (text, "NaN")  # the canonical NaN is written "NaN"
+    assert int(np.array(arr.fill_value).view(f"u{np.dtype(dtype).itemsize}")) == bits
+    assert np.isnan(aiozarr.open_array(tmp_path)[:]).all()
+
+
+@pytest.mark.parametrize("text", ["0x10", "0x1p-3", "-0x7fc00000", "0x7fc0000g"])
+def test_other_hex_text_is_no_float_fill_value(text: str) -> None:
+    with pytest.raises(ValueOutOfRangeError, match="hex digits"):
+        aiozarr.create_array(MemoryStore(), shape=(2,), dtype="float32", fill_value=text)
+
+
+def test_a_struct_element_is_written_as_a_tuple(tmp_path: Path) -> None:
+    """As numpy and zarr-python take it: a tuple is one element, a list of them several."""
+    dtype = np.dtype([("a", "<i4"), ("b", "<f8")])
+    arr = aiozarr.create_array(tmp_path, shape=(4,), chunks=(2,), dtype=dtype)
+    expected = np.zeros(4, dtype=dtype)
+    for selection, value in [
+        (0, (1, 2.5)),
+        (slice(1, 3), (7, -1.0)),
+        (slice(2, 4), [(3, 3.5), (4, 4.5)]),
+    ]:
+        arr[selection] = value
+        expected[selection] = value
+        assert np.array_equal(arr[:], expected)
+    with pytest.raises(ValueOutOfRangeError, match="1099511627776"):
+        arr[0] = (2**40, 1.0)  # numpy's conversion would wrap it
+    with pytest.raises(InvalidValueError):
+        arr[1] = (1.5, 1.0)  # or truncate it
+    with pytest.raises(InvalidValueError):
+        arr[0:2] = [(1, 2.0, 3)]
+    assert np.array_equal(aiozarr.open_array(tmp_path)[:], expected)

@@ -51,6 +51,8 @@ def as_dtype(value: Any, dtype: np.dtype[Any]) -> np.ndarray:
     of another kind, and numpy's `ValueError` for one that does not convert at all; the
     caller names the array.
     """
+    if dtype.names is not None and isinstance(value, tuple | list):
+        return _records(value, dtype)
     array = np.asarray(value)
     if array.dtype == dtype:
         return array
@@ -104,6 +106,24 @@ def as_items(value: Any, items: type) -> np.ndarray:
     return as_dtype(array, string_dtype()).astype(object)
 
 
+def _records(value: tuple[Any, ...] | list[Any], dtype: np.dtype[Any]) -> np.ndarray:
+    """A tuple (one element) or a list of them as a structured `dtype`: each number or
+    text field by this module's rule (numpy's own conversion would truncate 1.5 into an
+    int field, wrap 2**40 into an int32 one, cut text to the field's width), the others
+    (dates, nested records, sub-arrays) as numpy converts them; `np.asarray` alone makes
+    a tuple a row of numbers."""
+    loose = np.asarray(value, dtype=[(name, object) for name in dtype.names or ()])
+    checked = {
+        name: as_dtype(loose[name].tolist(), field)
+        for name, (field, *_) in (dtype.fields or {}).items()
+        if field.kind in "biufcSU" and field.subdtype is None
+    }
+    out = np.asarray(value, dtype=dtype)
+    for name, column in checked.items():
+        out[name] = column
+    return out
+
+
 def _decoded(array: np.ndarray) -> np.ndarray:
     """`array` with bytes (a bytes dtype, or bytes objects) as the text they encode in
     UTF-8, for a string type: a `ValueError` naming the first that is not UTF-8."""
@@ -151,6 +171,8 @@ def _bool_fill(value: Any) -> np.bool_:
 def _parsed(text: str, dtype: np.dtype[Any]) -> Any:
     """`text` at full precision: a number as the widest float, a date in its own unit
     (NaT in `dtype`'s: numpy deprecates NaT without one)."""
+    if dtype.kind == "f" and text.strip().lstrip("+-")[:2].lower() == "0x":
+        return _float_bits(text.strip(), dtype)
     if dtype.kind == "f":
         return np.array(text, dtype=np.longdouble)
     if dtype.kind == "c":
@@ -158,6 +180,18 @@ def _parsed(text: str, dtype: np.dtype[Any]) -> Any:
     if text.strip().lower() == "nat":
         return np.array("NaT", dtype=dtype)
     return np.datetime64(text)
+
+
+def _float_bits(text: str, dtype: np.dtype[Any]) -> np.ndarray:
+    """Hexadecimal text for a float type: its bits, as a v3 `fill_value` writes a NaN's
+    ("0x7fc00000" for float32), never the number (C would read 2143289344.0)."""
+    digits = 2 * dtype.itemsize
+    if len(text) != 2 + digits or not all(c in "0123456789abcdefABCDEF" for c in text[2:]):
+        raise ValueOutOfRangeError(
+            f"{text!r} is no {dtype.name} fill value: hexadecimal text gives the bits, "
+            f"'0x' and {digits} hex digits"
+        )
+    return np.array(int(text, 16), dtype=f"<u{dtype.itemsize}").view(f"<f{dtype.itemsize}")
 
 
 def _exact_integers(value: Any, array: np.ndarray) -> np.ndarray:

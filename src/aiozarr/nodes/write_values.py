@@ -31,10 +31,7 @@ def as_value(
     value both misshapen and of another kind is most often the wrong value. A shape
     numpy cannot address at all is `SelectionTooLargeError`."""
     engine.check_addressable(shape, dtype, what)
-    try:
-        value_shape: tuple[int, ...] | None = np.shape(value)
-    except ValueError:  # ragged: refused below with numpy's words
-        value_shape = None
+    value_shape = _shape_of(value, dtype)
     if value_shape is not None and not _broadcasts(value_shape, shape):
         raise ValueShapeError(
             f"cannot store a value of shape {value_shape} in {name}: it cannot be "
@@ -64,6 +61,18 @@ def _described(value: Any) -> str:
     except (TypeError, ValueError):
         return "a ragged value (nested sequences of different lengths)"
     return f"a value of dtype {array.dtype} and shape {array.shape}"
+
+
+def _shape_of(value: Any, dtype: np.dtype[Any]) -> tuple[int, ...] | None:
+    """The shape of `value` in elements of `dtype` (a tuple is one element of a structured
+    type, as numpy reads it); None where numpy cannot tell (ragged: refused later with
+    numpy's words)."""
+    try:
+        if dtype.names is not None and isinstance(value, tuple | list):
+            return np.asarray(value, dtype=dtype).shape
+        return np.shape(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 def _broadcasts(value_shape: tuple[int, ...], shape: tuple[int, ...]) -> bool:
