@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 import urllib.request
 from collections.abc import AsyncIterator
@@ -804,3 +805,21 @@ async def test_delete_with_if_match_deletes_only_the_version_named(
     (emu.root / "a" / "data").write_bytes(DATA)
     assert (await fetch(http, "DELETE", url, headers={"If-Match": "*"}))[0] == 204
     assert not (emu.root / "a" / "data").exists()
+
+
+async def test_a_file_rewritten_in_place_keeping_size_and_mtime_gets_a_new_etag(
+    emu: Emulator, http: aiohttp.ClientSession
+) -> None:
+    """A file replaced under the emulator's root as `cp -p` does (same inode, size and
+    mtime) is another version: a reader's If-Match must not take it for the old one."""
+    path = emu.root / "kept-mtime"
+    path.write_bytes(b"first")
+    before = (await fetch(http, "HEAD", emu.http_url("kept-mtime")))[1]["ETag"]
+    stat = path.stat()
+    path.write_bytes(b"other")
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert path.stat().st_ino == stat.st_ino
+    after = (await fetch(http, "HEAD", emu.http_url("kept-mtime")))[1]["ETag"]
+    assert after != before
+    stale = await fetch(http, "GET", emu.http_url("kept-mtime"), headers={"If-Match": before})
+    assert stale[0] == 412

@@ -8,10 +8,12 @@ the new values, never another chunk's bytes nor a "corrupt data" error.
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -184,3 +186,32 @@ def test_a_read_after_every_shard_was_rewritten_reads_every_index_again_at_once(
     # 16 ranges by the stale indexes (never decoded), then the 16 shards whole: the
     # read needs all of each, and no index is cached any more
     assert counting.counts["get"] == 32
+
+
+@pytest.mark.parametrize("cached", ["index", "chunk"])
+def test_a_file_rewritten_in_place_keeping_size_and_mtime_is_a_new_version(
+    tmp_path: Path, cached: str
+) -> None:
+    """`cp -p` (or `tar x`) over a file keeps its inode, and puts its size and mtime
+    back: the cached shard index, or the chunk cache under recheck=True, must still
+    see new bytes (the index's old offsets gave the other inner chunk's values)."""
+    sharded = cached == "index"
+    kwargs: dict[str, Any] = {"shape": (8,), "dtype": "i4", "compressors": None}
+    kwargs.update(chunks=(4,), shards=(8,)) if sharded else kwargs.update(chunks=(8,))
+    kwargs["config"] = {"write_empty_chunks": False}
+    old = aiozarr.create_array(LocalStore(tmp_path / "old"), **kwargs)
+    new = aiozarr.create_array(LocalStore(tmp_path / "new"), **kwargs)
+    if sharded:  # one inner chunk each, at the same offset: equal sizes
+        old[0:4], new[4:8] = 1, 2
+    else:
+        old[...], new[...] = 1, 2
+    expected = new[...]
+    live = LocalStore(tmp_path / "old")
+    reader = aiozarr.open_array(live, cache_bytes=1 << 20, cache_recheck=True)
+    assert np.array_equal(reader[...], old[...])
+    target, source = tmp_path / "old" / "c" / "0", tmp_path / "new" / "c" / "0"
+    stat = target.stat()
+    assert source.stat().st_size == stat.st_size
+    target.write_bytes(source.read_bytes())  # in place: the same inode
+    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # what `cp -p` does
+    assert np.array_equal(reader[...], expected)

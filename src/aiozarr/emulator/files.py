@@ -80,8 +80,9 @@ def read_version(
 
 
 def etag_of(st: os.stat_result) -> str:
-    """A version's ETag: a rename-into-place makes a new inode, so a new tag."""
-    return f'"{st.st_ino:x}-{st.st_mtime_ns:x}-{st.st_size:x}"'
+    """A version's ETag: a rename-into-place makes a new inode, so a new tag; ctime as
+    well, which a copy that keeps mtime (`cp -p`) still changes."""
+    return f'"{st.st_ino:x}-{st.st_mtime_ns:x}-{st.st_ctime_ns:x}-{st.st_size:x}"'
 
 
 def generation_of(st: os.stat_result) -> int:

@@ -68,7 +68,9 @@ def check_key(key: str, *, prefix: bool = False) -> None:
 
 
 def _version(st: os.stat_result) -> Version:
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
+    # ctime too: `cp -p`, `tar x` and `os.utime` put mtime back (a rewrite in place with
+    # the same size kept its version), ctime no program sets; the device, for inodes.
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 
 
 def _read_ranges(
