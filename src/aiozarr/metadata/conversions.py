@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from aiozarr.errors import UnsupportedError
-from aiozarr.metadata import xarray_attrs
+from aiozarr.metadata import dtypes, xarray_attrs
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata
 
 #: numcodecs' blosc shuffle numbers and v3's names for them.
@@ -135,11 +135,15 @@ def v2_compressors(compressors: Sequence[Mapping[str, Any]]) -> list[Any] | None
 # -- arrays ------------------------------------------------------------------------------------
 
 
-def create_options(meta: ArrayMetadata, zarr_format: int, *, sharded: bool) -> dict[str, Any]:
+def create_options(
+    meta: ArrayMetadata, zarr_format: int, *, sharded: bool, where: str = "array"
+) -> dict[str, Any]:
     """The `create_array` options (codecs, order, attributes, dimension names, fill value)
     that write the values of the array `meta` in `zarr_format`: codecs of the other
-    format become their twins ("auto", the default compressor, where there is none), and
-    xarray's dimension names and missing-value marker cross formats (`xarray_attrs`)."""
+    format become their twins ("auto", the default compressor, where there is none),
+    variable-length bytes stay bytes, and xarray's dimension names and missing-value
+    marker cross formats (`xarray_attrs`). An object array whose object codec has no
+    twin in `zarr_format` is refused (`UnsupportedError` naming `where`)."""
     options: dict[str, Any] = {}
     if meta.zarr_format == 3:
         filters, serializer, compressors = v3_parts(meta.codecs)
@@ -148,6 +152,8 @@ def create_options(meta: ArrayMetadata, zarr_format: int, *, sharded: bool) -> d
         else:
             twins = v2_compressors(compressors)
             options["compressors"] = "auto" if twins is None else twins
+            if dtypes.object_items(meta) is bytes:  # else create_array's default: vlen-utf8
+                options["filters"] = [{"id": "vlen-bytes"}]
     elif zarr_format == 2:
         options.update(
             compressors=[meta.compressor] if meta.compressor else [],
@@ -155,6 +161,8 @@ def create_options(meta: ArrayMetadata, zarr_format: int, *, sharded: bool) -> d
             order=meta.order,
         )
     else:
+        if meta.dtype.hasobject:
+            options.update(_object_options(meta, where))
         twins = v3_compressors(meta.compressor, meta.dtype.itemsize)
         options["compressors"] = "auto" if twins is None else twins
         if meta.order == "F" and not sharded:
@@ -212,18 +220,36 @@ def v3_array(src: ArrayMetadata, where: str) -> tuple[ArrayMetadata, bool]:
     return meta, copyable
 
 
+def _object_codec(src: ArrayMetadata, where: str) -> str:
+    """The v2 object array `src`'s object codec (its first filter), refused where v3 has
+    no twin: only vlen-utf8 and vlen-bytes have one."""
+    filters = list(src.filters or ())
+    first = filters[0].get("id") if filters else None
+    if first not in _VLEN_V3:
+        raise UnsupportedError(
+            f"{where}: object array encoded with {filters or 'no object codec'} "
+            "has no Zarr v3 equivalent (v3 knows vlen-utf8 and vlen-bytes); "
+            "migrate it with zarr_format=2"
+        )
+    return str(first)
+
+
+def _object_options(src: ArrayMetadata, where: str) -> dict[str, Any]:
+    """The v3 `create_array` options of the v2 object array `src`: its items' serializer
+    (bytes stay bytes) and a fill value of that kind (zarr-python 2 wrote 0)."""
+    codec = _object_codec(src, where)
+    fill = _v3_fill(src, src.dtype, _VLEN_V3[codec])
+    if codec == "vlen-bytes":
+        return {"serializer": CodecMetadata(codec).to_json(), "fill_value": fill}
+    return {"fill_value": fill}
+
+
 def _serializer(src: ArrayMetadata, where: str) -> tuple[CodecMetadata, Any, bool]:
     """The v3 array -> bytes codec for `src`, its v3 data type, and whether the bytes carry."""
     dtype = src.dtype
     filters = list(src.filters or ())
     if dtype.hasobject:
-        first = filters[0].get("id") if filters else None
-        if first not in _VLEN_V3:
-            raise UnsupportedError(
-                f"{where}: object array encoded with {filters or 'no object codec'} "
-                "has no Zarr v3 equivalent (v3 knows vlen-utf8 and vlen-bytes); "
-                "migrate it with zarr_format=2"
-            )
+        first = _object_codec(src, where)
         return CodecMetadata(first), _VLEN_V3[first], len(filters) == 1
     little = dtype.newbyteorder("<")
     if dtype.kind in "SV" or dtype.itemsize == 1:

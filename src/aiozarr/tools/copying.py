@@ -196,7 +196,9 @@ def target_options(
         "attributes": dict(meta.attributes),
         "dimension_names": meta.dimension_names,
     }
-    options.update(conversions.create_options(meta, fmt, sharded=new_shards is not None))
+    options.update(
+        conversions.create_options(meta, fmt, sharded=new_shards is not None, where=src.name)
+    )
     if codec is not None:
         options["compressors"] = parse_codec(codec, fmt, src.dtype.itemsize)
     return options
@@ -410,13 +412,14 @@ async def _create_targets(
     keywords. The source's groups are listed, as stored: their consolidated metadata may
     be stale."""
     jobs: list[_Job] = []
+    planned: dict[str, dict[str, Any] | None] = {}  # every array's, refused before any write
 
     async def add_array(node: AsyncArray, path: str) -> None:
         target = await _make_target(
             node,
             dst_store,
             path,
-            target_options(node, **conversion),
+            planned[path],
             resume=resume,
             overwrite=overwrite,
         )
@@ -424,13 +427,16 @@ async def _create_targets(
         report.arrays += 1
 
     if isinstance(root, AsyncArray):
+        planned[dst_path] = target_options(root, **conversion)
         await add_array(root, dst_path)
         return jobs
     fmt = zarr_format or root.zarr_format
     # listed as stored (never a stale snapshot), and every name checked before any write
     nodes = [item async for item in walk(root, hierarchy.normalize_path(dst_path), as_stored=True)]
-    for path, _ in nodes:
+    for path, node in nodes:
         hierarchy.check_node_path(path)
+        if isinstance(node, AsyncArray):
+            planned[path] = target_options(node, **conversion)
     await _make_group(root, dst_store, dst_path, fmt, resume=resume, overwrite=overwrite)
     report.groups += 1
     for path, node in nodes:
