@@ -208,3 +208,14 @@ def test_shards_are_byte_exact_with_zarr_python(
     edge[:4] = values[8:] * 2
     (tmp_path / "a" / "c" / "1" / "0").write_bytes(bytes(chain.encode(edge)))
     np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "a"))[8:], values[8:] * 2)
+
+
+def test_inner_chunks_not_stored_decode_as_the_fill_itself() -> None:
+    """Each missing element is the fill value as given: bytes ending in NUL keep it
+    (numpy's `full` passed them through a fixed-size string, which strips it)."""
+    spec = ChunkSpec((4,), np.dtype(object), b"q\x00")
+    codec = sharding(chunk_shape=[2], codecs=[{"name": "vlen-bytes"}])
+    layout = codec.layout(spec)
+    stored = np.array([b"z", b"y"], dtype=object)
+    shard = layout.encode_shard({(0,): bytes(layout.inner_chain.encode(stored))})
+    assert codec.decode(shard, spec).tolist() == [b"z", b"y", b"q\x00", b"q\x00"]

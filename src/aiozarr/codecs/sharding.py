@@ -21,7 +21,7 @@ from aiozarr.codecs.base import ArrayToArrayCodec, ArrayToBytesCodec, ChunkSpec,
 from aiozarr.codecs.chain import CodecChain
 from aiozarr.codecs.registry import get_codec, new_codec
 from aiozarr.errors import CodecError, MetadataError
-from aiozarr.metadata.fill_value import is_fill
+from aiozarr.metadata.fill_value import filled, is_fill
 from aiozarr.metadata.model import CodecMetadata
 
 #: Offset and length of an inner chunk that is not stored.
@@ -210,7 +210,7 @@ class ShardLayout:
         view = memoryview(data).cast("B")
         index = self.index_of_shard(view, key)
         spec = self.inner_chain.spec
-        out = np.full(self.shard_shape, spec.fill_value, dtype=spec.dtype)
+        out = filled(self.shard_shape, spec.dtype, spec.fill_value)
         for coords in np.ndindex(*self.chunks_per_shard):
             byte_range = index.range_of(coords)
             if byte_range is not None:

@@ -22,6 +22,7 @@ from aiozarr.engine.located import LocatedChunk
 from aiozarr.engine.progress import ChunkProgress
 from aiozarr.engine.settings import ReadSettings
 from aiozarr.engine.stored_array import StoredArray
+from aiozarr.metadata.fill_value import fill_at
 from aiozarr.selection.indexing import ChunkProjection
 from aiozarr.storage.protocol import Buffer, Version
 
@@ -56,7 +57,7 @@ class Reads:
     cache: ReadSession | None = None
 
     def fill(self, projection: ChunkProjection) -> None:
-        self.out[projection.out_selection] = self.array.fill_value
+        fill_at(self.out, projection.out_selection, self.array.fill_value)
         self.progress.advance()
 
     async def decode(self, jobs: list[DecodeJob]) -> None:

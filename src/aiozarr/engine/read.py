@@ -58,6 +58,7 @@ from aiozarr.engine.settings import ReadSettings, unbounded_value_bytes
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.engine.streaming import Answers, stream_in_batches
 from aiozarr.errors import unwrap_group
+from aiozarr.metadata.fill_value import fill_at
 from aiozarr.selection.indexing import ChunkProjection, Indexer
 from aiozarr.storage.protocol import check_size
 
@@ -289,7 +290,7 @@ def _read_inline_once(
     absent = {key for key, index in indexes.items() if index is None}
     located, missing = locate(indexed, indexes, unbounded)
     for projection in missing:
-        out[projection.out_selection] = array.fill_value
+        fill_at(out, projection.out_selection, array.fill_value)
     store = array.store
     fetches: list[Fetch] = [*ready, *located]
     for fetch in fetches:
@@ -304,7 +305,7 @@ def _read_inline_once(
                 check_size(request.key, memoryview(data).nbytes, request.max_bytes, store)
         for chunk, chunk_data in fetch.expand(array, data, version):
             if chunk_data is None:
-                out[chunk.projection.out_selection] = array.fill_value
+                fill_at(out, chunk.projection.out_selection, array.fill_value)
             else:
                 decode_one(chunk, chunk_data, out)
     return frozenset(absent)

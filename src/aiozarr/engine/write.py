@@ -36,7 +36,7 @@ from aiozarr.engine.progress import ChunkProgress, ProgressCallback
 from aiozarr.engine.settings import WriteSettings
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import StoreError, VersionConflictError
-from aiozarr.metadata.fill_value import is_fill
+from aiozarr.metadata.fill_value import filled, is_fill
 from aiozarr.selection.indexing import ChunkProjection
 from aiozarr.storage.protocol import Buffer, RangeRequest, Store, Versioned, write_conditions
 
@@ -67,7 +67,7 @@ def _encode_one(
         spec = job.chain.spec
         job.chain.check_fits(job.key)
         if job.existing is None:  # (a chunk covered inside the array is not read)
-            chunk = np.full(spec.shape, fill_value, dtype=spec.dtype)
+            chunk = filled(spec.shape, spec.dtype, fill_value)
         else:
             chunk = np.array(job.chain.decode(job.existing, job.key), copy=True)
         part = value[projection.out_selection]

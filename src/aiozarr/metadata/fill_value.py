@@ -40,8 +40,11 @@ def _is_number(value: Any) -> bool:
 def _parse_float(value: Any, dtype: np.dtype[Any], key: str, v3: bool) -> np.floating[Any]:
     native = _native(dtype)
     if _is_number(value):
-        with np.errstate(over="ignore"):  # the spec: round to the nearest representable value
-            return native.type(value)
+        try:
+            with np.errstate(over="ignore"):  # the spec: round to the nearest representable value
+                return native.type(value)
+        except OverflowError:  # an integer past every float (10**400): no nearest value
+            fail(key, "fill_value", f"a number within the range of {dtype}", value)
     if isinstance(value, str) and value in _FLOAT_WORDS:
         return native.type(_FLOAT_WORDS[value])
     if (
@@ -290,12 +293,12 @@ def is_fill(chunk: np.ndarray, fill_value: Any) -> bool:
 
     Bytes, not values: -0.0 is not a fill of 0.0, and a NaN is a fill only of a NaN
     with the same payload, so a chunk left unwritten always reads back bit for bit.
-    Object arrays (no fixed bytes) compare values.
+    Object arrays (no fixed bytes) compare values, of str or bytes items only.
     """
     if fill_value is None:
         return False
     if chunk.dtype.hasobject:
-        return all(v == fill_value for v in chunk.flat)
+        return _objects_are_fill(chunk, fill_value)
     itemsize = chunk.dtype.itemsize
     if not chunk.size or not itemsize:
         return True
@@ -309,3 +312,39 @@ def is_fill(chunk: np.ndarray, fill_value: Any) -> bool:
     rows = np.ascontiguousarray(chunk).reshape(-1).view(np.uint8).reshape(-1, itemsize)
     target_bytes = fill.view(np.uint8)
     return bool(np.array_equal(rows[0], target_bytes) and np.all(rows == target_bytes))
+
+
+def _objects_are_fill(chunk: np.ndarray, fill_value: Any) -> bool:
+    """Whether every item of an object (or variable-length string) chunk is the string
+    or bytes fill value. Other items are never fill: `==` says 0 == False == 0.0, and
+    an array item answers with an array, so the chunk is stored and reads back as written."""
+    if isinstance(fill_value, str):
+        kind: type = str
+    elif isinstance(fill_value, bytes):
+        kind = bytes
+    else:
+        return False
+    return all(isinstance(v, kind) and v == fill_value for v in chunk.flat)
+
+
+def fill_at(out: np.ndarray, selection: Any, fill_value: Any) -> None:
+    """Set `out[selection]` to the fill value, each element the value itself: an object
+    fill that is a list is each element's list, and a bytes or str fill ending in NUL
+    keeps it (numpy would broadcast the list, and strip the NULs on its way through a
+    fixed-size string)."""
+    if not out.dtype.hasobject:
+        out[selection] = fill_value
+        return
+    box = np.empty((), dtype=object)
+    box[()] = fill_value
+    parts = selection if isinstance(selection, tuple) else (selection,)
+    if not any(part is Ellipsis for part in parts):
+        parts = (*parts, Ellipsis)  # an element's place broadcasts the box, never holds it
+    out[parts] = box
+
+
+def filled(shape: tuple[int, ...], dtype: np.dtype[Any], fill_value: Any) -> np.ndarray:
+    """A new array of `shape` and `dtype` holding the fill value everywhere (`fill_at`)."""
+    out = np.empty(shape, dtype=dtype)
+    fill_at(out, (), fill_value)
+    return out
