@@ -74,6 +74,8 @@ class ArrayMetadata:
     filters: tuple[Mapping[str, Any], ...] | None = None
     compressor: Mapping[str, Any] | None = None
     chunk_grid: RectilinearGrid | None = None
+    # v3: fields the spec lets a reader ignore ("must_understand": false), written back
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def ndim(self) -> int:
@@ -100,6 +102,8 @@ class GroupMetadata:
     zarr_format: Literal[1, 2, 3] = 3
     attributes: Mapping[str, Any] = field(default_factory=dict)
     consolidated: Mapping[str, ArrayMetadata | GroupMetadata] | None = None
+    # v3: fields the spec lets a reader ignore ("must_understand": false), written back
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The metadata as its JSON document holds it (`zarr.json`; v2: `.zgroup` with

@@ -58,16 +58,20 @@ def _check_header(doc: Mapping[str, Any], key: str, node_type: str | None) -> st
     return str(found)
 
 
-def _check_unknown(doc: Mapping[str, Any], known: frozenset[str], key: str) -> None:
+def _check_unknown(doc: Mapping[str, Any], known: frozenset[str], key: str) -> dict[str, Any]:
+    """The fields of `doc` a reader may ignore, by name; any other unknown one is refused."""
+    extra: dict[str, Any] = {}
     for name, value in doc.items():
         if name in known:
             continue
         if isinstance(value, Mapping) and value.get("must_understand") is False:
-            continue  # the spec: an unknown extension that may be ignored
+            extra[name] = value  # the spec: an unknown extension that may be ignored
+            continue
         raise MetadataError(
             f'{key}: unknown field "{name}" (only fields that are objects with '
             f'"must_understand": false may be ignored), got {show(value)}'
         )
+    return extra
 
 
 def _named(value: Any, key: str, field: str) -> tuple[str, Mapping[str, Any]]:
@@ -173,7 +177,7 @@ def parse_array(doc: Document, key: str) -> ArrayMetadata:
 
 
 def _array(data: Mapping[str, Any], key: str) -> ArrayMetadata:
-    _check_unknown(data, _ARRAY_FIELDS, key)
+    extra = _check_unknown(data, _ARRAY_FIELDS, key)
     shape = int_list(require(data, "shape", key), key, "shape", 0)
     data_type = require(data, "data_type", key)
     dtype = dtypes.parse_v3(data_type, key)
@@ -197,6 +201,7 @@ def _array(data: Mapping[str, Any], key: str) -> ArrayMetadata:
         dimension_names=_dimension_names(data.get("dimension_names"), len(shape), key),
         data_type=data_type,
         chunk_grid=chunk_grid,
+        extra=extra,
     )
 
 
@@ -208,12 +213,13 @@ def parse_group(doc: Document, key: str) -> GroupMetadata:
 
 
 def _group(data: Mapping[str, Any], key: str) -> GroupMetadata:
-    _check_unknown(data, _GROUP_FIELDS, key)
+    extra = _check_unknown(data, _GROUP_FIELDS, key)
     consolidated = data.get("consolidated_metadata")
     if consolidated is not None and not isinstance(consolidated, Mapping):
         fail(key, "consolidated_metadata", "an object or null", consolidated)
     members = None if consolidated is None else _consolidated(consolidated, key)
-    return GroupMetadata(zarr_format=3, attributes=_attributes(data, key), consolidated=members)
+    attributes = _attributes(data, key)
+    return GroupMetadata(3, attributes, consolidated=members, extra=extra)
 
 
 def _consolidated(value: Mapping[str, Any], key: str) -> dict[str, ArrayMetadata | GroupMetadata]:
@@ -286,6 +292,7 @@ def array_to_json(meta: ArrayMetadata) -> bytes:
     if meta.dimension_names is not None:
         doc["dimension_names"] = list(meta.dimension_names)
     doc.update(zarr_format=3, node_type="array", storage_transformers=[])
+    doc.update(_extra(meta.extra, doc))
     return dump(doc)
 
 
@@ -295,7 +302,13 @@ def group_to_json(meta: GroupMetadata) -> bytes:
     if meta.consolidated is not None:
         doc["consolidated_metadata"] = consolidated_json(meta.consolidated)
     doc["node_type"] = "group"
+    doc.update(_extra(meta.extra, doc))
     return dump(doc)
+
+
+def _extra(extra: Mapping[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The ignorable fields read with a node, as they were (none over a field written)."""
+    return {name: value for name, value in extra.items() if name not in doc}
 
 
 def consolidated_json(members: Mapping[str, ArrayMetadata | GroupMetadata]) -> dict[str, Any]:
@@ -306,7 +319,8 @@ def consolidated_json(members: Mapping[str, ArrayMetadata | GroupMetadata]) -> d
         if isinstance(node, ArrayMetadata):
             docs[path] = json.loads(array_to_json(node))
         else:
-            docs[path] = json.loads(group_to_json(GroupMetadata(3, node.attributes)))
+            group = GroupMetadata(3, node.attributes, extra=node.extra)
+            docs[path] = json.loads(group_to_json(group))
     return {"kind": "inline", "must_understand": False, "metadata": docs}
 
 
