@@ -8,12 +8,13 @@ the v2 codec bridge decodes into exactly that dtype).
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from aiozarr.errors import UnsupportedError
+from aiozarr.errors import MetadataError, UnsupportedError
 from aiozarr.metadata.json import fail, show
 
 if TYPE_CHECKING:
@@ -294,3 +295,75 @@ def to_v2(dtype: np.dtype[Any]) -> str | list[Any]:
         else:
             fields.append([name, to_v2(sub)])
     return fields
+
+
+# -- create_array's dtype -------------------------------------------------------------------
+
+
+def requested_dtype(dtype: Any, zarr_format: int) -> tuple[np.dtype[Any], bool]:
+    """The numpy dtype to store for `create_array`'s `dtype`, and whether its elements
+    are variable-length bytes (stored with `vlen-bytes`), as zarr-python 3 reads it: a
+    numpy dtype or its spelling, `str` (variable-length strings), a v3 data type name
+    ("string", "variable_length_bytes") or JSON object, or a zarr-python data type object
+    (one with `to_json`). Anything else is a `MetadataError` naming it."""
+    if dtype is str or (isinstance(dtype, str) and dtype == "str"):
+        wanted, holds_bytes = string_dtype(), False
+    elif _is_v3_json(dtype) or _is_zarr_dtype(dtype):
+        try:
+            document = _zarr_json(dtype) if _is_zarr_dtype(dtype) else dtype
+            wanted = parse_v3(document, "create_array", "dtype")
+        except (UnsupportedError, TypeError, ValueError) as error:
+            if isinstance(error, MetadataError):
+                raise
+            raise MetadataError(f"dtype {_shown(dtype)}: {error}") from None
+        holds_bytes = v3_name(document) in BYTES_NAMES
+    else:
+        wanted, holds_bytes = _numpy_dtype(dtype), False
+    if wanted.kind in "SUV" and wanted.itemsize == 0:  # `bytes` is "S0"
+        raise MetadataError(
+            f"dtype {_shown(dtype)} ({wanted.str}) holds no bytes: give a length (e.g. 'S8'), "
+            "or str for variable-length strings"
+        )
+    if zarr_format == 2 and wanted.kind == "T":
+        return np.dtype(object), False  # v2 stores variable-length strings as object + vlen-utf8
+    return wanted, holds_bytes
+
+
+def _is_v3_json(dtype: Any) -> bool:
+    """A v3 `data_type`: a name numpy does not read the same way, or `{"name": ...}`
+    (numpy's own dict spelling has "names" and "formats")."""
+    if isinstance(dtype, str):
+        return dtype in STRING_NAMES or dtype in BYTES_NAMES
+    return isinstance(dtype, Mapping) and "name" in dtype
+
+
+def _is_zarr_dtype(dtype: Any) -> bool:
+    """A zarr-python 3 data type object (`zarr.dtype.*`), known by what it can do."""
+    return (
+        not isinstance(dtype, type | np.dtype)
+        and callable(getattr(dtype, "to_json", None))
+        and callable(getattr(dtype, "to_native_dtype", None))
+    )
+
+
+def _zarr_json(dtype: Any) -> Any:
+    """A zarr-python data type's v3 JSON, its meaning only: zarr's warning that a type
+    has no v3 specification yet is about writing v3, which the format decides here."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return dtype.to_json(zarr_format=3)
+
+
+def _numpy_dtype(dtype: Any) -> np.dtype[Any]:
+    try:
+        return np.dtype(dtype)
+    except (TypeError, ValueError) as error:
+        raise MetadataError(
+            f"dtype {_shown(dtype)} is not a data type (a numpy dtype, str, a Zarr v3 data "
+            f"type name or object, or a zarr-python data type): {error}"
+        ) from None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."

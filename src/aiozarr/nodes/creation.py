@@ -152,29 +152,14 @@ def _as_list(value: Any) -> list[Any]:
     return [value]
 
 
-def _v3_serializer(dtype: np.dtype[Any]) -> CodecMetadata:
+def _v3_serializer(dtype: np.dtype[Any], holds_bytes: bool) -> CodecMetadata:
     if dtype.kind in "OT":
-        return CodecMetadata("vlen-utf8")
+        return CodecMetadata("vlen-bytes" if holds_bytes else "vlen-utf8")
     # Fixed-length unicode is 4-byte code points: it has a byte order too (zarr-python
     # 3.4 refuses a `bytes` codec without one there).
     if dtype.itemsize > 1 and dtype.kind not in "SV":
         return CodecMetadata("bytes", {"endian": "little"})
     return CodecMetadata("bytes")
-
-
-def _dtype(dtype: Any, zarr_format: int) -> np.dtype[Any]:
-    """The numpy dtype to store; `str` means variable-length strings, as in zarr-python."""
-    if dtype is str or dtype == "str":
-        return np.dtype(object) if zarr_format == 2 else np.dtypes.StringDType()
-    np_dtype = np.dtype(dtype)
-    if np_dtype.kind in "SUV" and np_dtype.itemsize == 0:  # `bytes` is "S0"
-        raise MetadataError(
-            f"dtype {dtype!r} ({np_dtype.str}) holds no bytes: give a length (e.g. 'S8'), "
-            "or str for variable-length strings"
-        )
-    if zarr_format == 2 and np_dtype.kind == "T":
-        return np.dtype(object)  # v2 stores variable-length strings as object + vlen-utf8
-    return np_dtype
 
 
 def _fill_value(value: Any, dtype: np.dtype[Any], zarr_format: int) -> Any:
@@ -272,6 +257,8 @@ class _Arguments:
     fill_value: Any
     attributes: dict[str, Any]
     dimension_names: tuple[str | None, ...] | None
+    #: objects stored with `vlen-bytes` by default (dtype "variable_length_bytes")
+    holds_bytes: bool = False
 
 
 def array_metadata(
@@ -366,7 +353,7 @@ def _check_arguments(
     """The arguments every format shares, checked: shape, dtype, the chunk (and shard)
     grid, dimension names, fill value."""
     array_shape = checked_shape(shape, "shape")
-    np_dtype = _dtype(dtype, zarr_format)
+    np_dtype, holds_bytes = dtypes.requested_dtype(dtype, zarr_format)
     if zarr_format == 3 and np_dtype.byteorder == ">":
         np_dtype = np_dtype.newbyteorder("<")  # v3 keeps byte order in the bytes codec
     chunk_grid = _rectilinear(chunks, "chunks", array_shape)
@@ -399,6 +386,7 @@ def _check_arguments(
         fill_value=_fill_value(fill_value, np_dtype, zarr_format),
         attributes=dict(attributes or {}),
         dimension_names=None if dimension_names is None else tuple(dimension_names),
+        holds_bytes=holds_bytes,
     )
 
 
@@ -419,7 +407,7 @@ def _v2_metadata(
         raise MetadataError("Zarr v2 arrays take at most one compressor")
     v2_filters = [_numcodecs_config(f) for f in _as_list(filters)]
     if args.dtype.kind in "OT" and not v2_filters:
-        v2_filters = [{"id": "vlen-utf8"}]
+        v2_filters = [{"id": "vlen-bytes" if args.holds_bytes else "vlen-utf8"}]
     vlen = [f["id"] for f in v2_filters if f.get("id") in VLEN_CODECS]
     if vlen and args.dtype.kind != "O":  # its chunks would decode to objects: unreadable
         raise MetadataError(
@@ -491,7 +479,7 @@ def _v3_codecs(
             CodecMetadata("transpose", {"order": list(range(len(args.shape)))[::-1]})
         )
     to_bytes = (
-        _v3_serializer(args.dtype)
+        _v3_serializer(args.dtype, args.holds_bytes)
         if serializer == "auto"
         else _codec_metadata(serializer, "serializer", args.dtype)
     )

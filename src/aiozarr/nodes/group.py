@@ -17,7 +17,7 @@ from aiozarr.errors import (
     NodeNotFoundError,
     ReadOnlyError,
 )
-from aiozarr.metadata import formats
+from aiozarr.metadata import dtypes, formats
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.metadata.v3draft import is_draft
 from aiozarr.nodes import hierarchy, hierarchy_walk, node_updates
@@ -242,7 +242,7 @@ class AsyncGroup(hierarchy.NodeLocation):
         if wanted != node.shape:
             raise TypeError(f"incompatible shape: {name!r} has {node.shape}, not {wanted}")
         if dtype is not None:
-            np_dtype = np.dtype(dtype)
+            np_dtype = dtypes.requested_dtype(dtype, node.zarr_format)[0]
             fits = node.dtype == np_dtype if exact else np.can_cast(node.dtype, np_dtype)
             if not fits:
                 raise TypeError(f"incompatible dtype: {name!r} is {node.dtype}, not {np_dtype}")
