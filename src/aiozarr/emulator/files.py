@@ -188,6 +188,15 @@ def write_atomic(
     return move_into_place(tmp, path, condition)
 
 
+def _renamed(tmp: Path, path: Path) -> os.stat_result:
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.replace(tmp, path)
+        return os.fstat(fd)
+    finally:
+        os.close(fd)
+
+
 def move_into_place(
     tmp: Path,
     path: Path,
@@ -197,24 +206,20 @@ def move_into_place(
     and the request's headers), check it and rename as one step under the lock. The
     temp file is gone afterwards, whatever happened.
 
-    Returns the temp file's stat, taken just before the rename (which keeps its inode,
-    mtime and size, hence its ETag): the version this PUT wrote. A stat of `path` after
-    the rename could find it deleted, or already replaced by a racing PUT.
+    Returns the stat of the file this PUT wrote, taken through a descriptor opened
+    before the rename: its version after the rename (which changes its ctime), even
+    where `path` was deleted or replaced by a racing PUT since.
 
     Objects are files, so a key cannot be an object and the folder of others at once
     (`a` and `a/b`), as it can on S3: such a PUT is a 400, never retried, saying so."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if condition is None:
-            written = os.stat(tmp)
-            os.replace(tmp, path)
-            return written
+            return _renamed(tmp, path)
         lock, headers = condition
         with lock:
             check_put_condition(path, headers)
-            written = os.stat(tmp)
-            os.replace(tmp, path)
-            return written
+            return _renamed(tmp, path)
     except (FileExistsError, NotADirectoryError, IsADirectoryError):
         raise S3Error(
             400,

@@ -124,7 +124,7 @@ def test_a_vector_declared_past_the_buffer_is_refused_unread() -> None:
 def test_every_store_version_shape_is_compared_with_a_checksum() -> None:
     import datetime
 
-    from aiozarr.storage.policy.backend import ObjectVersion
+    from aiozarr.storage.policy.backend import FileVersion, ObjectVersion
     from aiozarr.storage.references.icechunk.checksums import checksum_problem
     from aiozarr.storage.references.icechunk.format import ChunkRef
 
@@ -137,7 +137,8 @@ def test_every_store_version_shape_is_compared_with_a_checksum() -> None:
     later = datetime.datetime.fromtimestamp(2000, datetime.UTC)
     # an answer with no ETag and no version id still carries its Last-Modified
     assert "modified at 2000" in (checksum_problem(by_time, ObjectVersion(None, None, later)) or "")
-    assert "modified at 2000" in (checksum_problem(by_time, (1, 2000 * 10**9, 5)) or "")
+    local = FileVersion(1, 2, 2000 * 10**9, 2001 * 10**9, 5)  # a LocalStore answer's
+    assert "modified at 2000" in (checksum_problem(by_time, local) or "")
 
 
 def test_a_conditional_read_answer_with_no_etag_keeps_its_time() -> None:

@@ -29,6 +29,7 @@ import anyio.to_thread
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import InvalidKeyError, StoreError, ValueTooLargeError, VersionConflictError
+from aiozarr.storage.policy.backend import FileVersion
 from aiozarr.storage.protocol import Buffer, Capabilities, Store, Version, Versioned
 from aiozarr.storage.protocol import check_key as base_check_key
 
@@ -68,9 +69,7 @@ def check_key(key: str, *, prefix: bool = False) -> None:
 
 
 def _version(st: os.stat_result) -> Version:
-    # ctime too: `cp -p`, `tar x` and `os.utime` put mtime back (a rewrite in place with
-    # the same size kept its version), ctime no program sets; the device, for inodes.
-    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+    return FileVersion(st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 
 
 def _read_ranges(

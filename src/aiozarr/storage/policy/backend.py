@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias
+from typing import Any, NamedTuple, Protocol, TypeAlias
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import ValueTooLargeError
@@ -26,6 +26,7 @@ __all__ = [
     "Answer",
     "Buffer",
     "Capabilities",
+    "FileVersion",
     "ObjectVersion",
     "RangeListener",
     "RangeRequest",
@@ -65,6 +66,17 @@ class ObjectVersion(tuple):  # type: ignore[type-arg]
 
     def __reduce__(self) -> Any:
         return ObjectVersion, (self[0], self[1], self.last_modified)
+
+
+class FileVersion(NamedTuple):
+    """A local file's version: what `os.stat` tells of the file a read opened. ctime is
+    in it because `cp -p` and `tar x` rewrite a file in place and put its mtime back."""
+
+    device: int
+    inode: int
+    mtime_ns: int
+    ctime_ns: int
+    size: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ a time (seconds since the epoch) it was last modified at or before. The answer t
 brings a chunk's bytes carries the version of the object they came from, in its store's
 shape: an object store's `protocol.ObjectVersion` (`(ETag, version id)`, its
 Last-Modified beside), an HTTP server's ETag header (a `str`), a local file's
-`(inode, mtime in ns, size)`. It is compared before the bytes are used:
+`FileVersion` (its mtime). It is compared before the bytes are used:
 
 - an ETag is compared with the answer's ETag by its opaque value (quotes and a weak
   `W/` prefix aside); an answer that carries none cannot be compared;
@@ -20,15 +20,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from aiozarr.storage.policy.backend import FileVersion
 from aiozarr.storage.references.icechunk.format import ChunkRef
 
 __all__ = ["checksum_problem"]
-
-
-def _is_file_version(version: Any) -> bool:
-    if not isinstance(version, tuple) or len(version) != 3:
-        return False
-    return all(isinstance(v, int) for v in version)
 
 
 def _opaque(etag: Any) -> str:
@@ -56,9 +51,9 @@ def _later(modified_s: int, referenced: int) -> str | None:
 def checksum_problem(chunk: ChunkRef, version: Any) -> str | None:
     """What differs between `chunk`'s checksum and the `version` its bytes came from;
     None when nothing that can be compared differs."""
-    if _is_file_version(version):
+    if isinstance(version, FileVersion):
         if chunk.last_modified is not None:
-            return _later(version[1] // 1_000_000_000, chunk.last_modified)
+            return _later(version.mtime_ns // 1_000_000_000, chunk.last_modified)
         return None
     found = _etag_of(version)
     if chunk.etag is not None and found and _opaque(found) != _opaque(chunk.etag):
