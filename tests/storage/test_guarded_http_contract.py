@@ -3,6 +3,8 @@ on the emulator's plain HTTP: read-only, no listing."""
 
 from __future__ import annotations
 
+import itertools
+import os
 from pathlib import Path
 from typing import NoReturn
 
@@ -14,6 +16,8 @@ from aiozarr.errors import ReferenceTargetError
 from aiozarr.storage.backends.guarded_http import GuardedHTTPStore
 from aiozarr.storage.protocol import Store
 from aiozarr.testing.store_contract import StoreContract
+
+_STAMPS = itertools.count(1_000_000_000 * 10**9, 1_000)  # 2001, a microsecond apart
 
 
 def _no_redirect(source: str, location: str) -> NoReturn:
@@ -36,3 +40,7 @@ class TestGuardedHTTP(StoreContract):
         path: Path = self.directory / key
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(value)
+        # Modified long ago (each write at its own time): an answer whose Last-Modified
+        # is within a second of its Date is no version (docs/decisions/storage.md).
+        stamp = next(_STAMPS)
+        os.utime(path, ns=(stamp, stamp))

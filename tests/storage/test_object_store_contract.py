@@ -6,6 +6,8 @@ particular to object stores: multipart uploads, paging, pickling, request counts
 
 from __future__ import annotations
 
+import itertools
+import os
 import pickle
 from collections.abc import Callable
 from pathlib import Path
@@ -55,6 +57,13 @@ class TestEmulatorHTTP(StoreContract):
         path = self.directory / key
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(value)
+        # Modified long ago (each write at its own time): a plain HTTP answer modified
+        # within a minute of now is no version (docs/decisions/storage.md).
+        stamp = next(_STAMPS)
+        os.utime(path, ns=(stamp, stamp))
+
+
+_STAMPS = itertools.count(1_000_000_000 * 10**9, 1_000)  # 2001, a microsecond apart
 
 
 async def test_large_values_go_up_in_parallel_parts(emulator: Emulator) -> None:

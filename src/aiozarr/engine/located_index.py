@@ -13,6 +13,13 @@ never be checked against the bytes read with it later: another handle or process
 have moved every chunk of the shard since. It is used by the read that read it only and
 never cached (`remember_index`): an unversioned store pays an index read on every read.
 
+A server whose versions of a shard change while its content does not (a load balancer
+over servers that tag one file differently: Apache's inode ETags on two hosts) would
+make every such read stale. When an index read again after a stale try is the index
+the try had (the same bytes), the array's indexes are taken as unversioned from then
+on (`remember_index`): read again by every read, as on a store that tells no versions
+(docs/decisions/storage.md, "Versions that change without the content").
+
 A retry holds the write locks of the shards that went stale under the tries before
 (`writers_kept_out`): a writer in this process rewriting one shard in a loop waits
 for the retry instead of making it stale again, and only another process can.
@@ -22,8 +29,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import weakref
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from aiozarr.codecs import ShardIndex
 from aiozarr.engine.plan import ShardSelection
@@ -45,19 +55,54 @@ class StaleIndexError(Exception):
 STALE_RETRIES = 5
 
 
+@dataclass
+class _Versions:
+    """What the stale tries of one array's reads showed: the index each shard had when
+    it went stale, and whether one read again was the same (`flapping`)."""
+
+    stale: dict[str, ShardIndex] = field(default_factory=dict)
+    flapping: bool = False
+
+
+# Per array, by its index cache (an array's lives as long as the array).
+_VERSIONS: weakref.WeakKeyDictionary[object, _Versions] = weakref.WeakKeyDictionary()
+
+
 def forget_stale(array: StoredArray, stale: StaleIndexError, tries: int) -> None:
     """Forget the index that was stale, and every other index of the array: a shard
     rewritten since its index was read was most often rewritten with the others (a
     whole-array write by another program), and each stale one left would cost a try.
     The next try reads the indexes it needs again, in one batch; after the last try,
     raise a `StoreError` instead. (Every try writes every element of the output.)"""
+    found: LocatedIndex | None = array.index_cache.get(stale.key)
+    versions = _VERSIONS.setdefault(array.index_cache, _Versions())
+    if found is not None:
+        versions.stale[stale.key] = found.index
     array.forget(stale.key)
     array.index_cache.clear()
     if tries == STALE_RETRIES:
+        why = "it was rewritten while it was read"
+        if versions.flapping:
+            why = (
+                "its server's versions (ETags) change while its content does not (a load "
+                "balancer over servers that tag the same file differently?); read it "
+                "through a store that tells no versions"
+            )
         raise StoreError(
-            f"cannot read shard {stale.key!r}: it was rewritten while it was read, "
-            f"{STALE_RETRIES} times in a row"
+            f"cannot read shard {stale.key!r}: {why}, {STALE_RETRIES} times in a row"
         ) from stale
+
+
+def _unversioned(array: StoredArray, key: str, index: ShardIndex) -> bool:
+    """Whether `index`, just read, is to be taken as unversioned: the array's versions
+    were seen to change without its content (`index` is the one its last stale try had)."""
+    versions = _VERSIONS.get(array.index_cache)
+    if versions is None:
+        return False
+    before = versions.stale.pop(key, None)
+    if before is not None and np.array_equal(before.offsets_and_lengths, index.offsets_and_lengths):
+        versions.flapping = True
+    return versions.flapping
 
 
 def writers_kept_out(
@@ -104,6 +149,8 @@ def remember_index(
 ) -> LocatedIndex:
     """The index of shard `key`, read from `version` of it, cached for later reads; one
     without a version (None) is for this read only, and evicts any older one."""
+    if version is not None and _unversioned(array, key, index):
+        version = None
     located = LocatedIndex(index, version)
     if version is None:  # no later answer could show it stale: not kept (see above)
         array.index_cache.invalidate(key)

@@ -9,14 +9,17 @@ raises to refuse it before any request to it is made and returns the URL to read
 to another scheme, host or port carries none of the store's headers, and its certificate
 is checked as by default (`allow_invalid_certificates` and `root_certificate` stay home).
 
-One GET per read (`Range` for a byte range, `bytes=-N` for a suffix), a HEAD for a size;
-the version of an answer is its ETag. Bodies are read as sent (no decompression) and as
-they come, no further than needed: a whole value up to its bound (refused from its
-`Content-Length` unread), a `206` up to the length of the range asked for (its
-`Content-Range` must be that range, or that range clipped at the value's end), a `200`
-to a range up to the range's end. Anything longer is refused, its rest unread. Each request has
-the connection pool of its batch (`stream_versioned_values`), closed when the batch ends:
-no pool outlives a batch, so a store serves any event loop and leaves nothing to close.
+Bodies are asked for as stored (`Accept-Encoding: identity`); an answer encoded anyway
+(`Content-Encoding: gzip` ...) is refused, final. One GET per read (`Range` for a byte
+range, `bytes=-N` for a suffix), a HEAD for a size; the version of an answer is its
+ETag, where that is a strong validator (`strong_etag`). Bodies are read as sent (no
+decompression) and as they come, no further than needed: a whole value up to its bound
+(refused from its `Content-Length` unread), a `206` up to the length of the range asked
+for (its `Content-Range` must be that range, or that range clipped at the value's end), a
+`200` to a range up to the range's end. Anything longer is refused, its rest unread. Each
+request has the connection pool of its batch (`stream_versioned_values`), closed when
+the batch ends: no pool outlives a batch, so a store serves any event loop and leaves
+nothing to close.
 """
 
 from __future__ import annotations
@@ -26,14 +29,16 @@ import contextvars
 import copy
 import re
 import ssl
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from email.utils import formatdate
+from email.utils import formatdate, parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urljoin, urlsplit
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import SourceChangedError, StoreError
 from aiozarr.sizes import memory_bytes
+from aiozarr.storage.backends.object_ranges import RECENT_S, is_weak
 from aiozarr.storage.backends.redaction import redact_url
 from aiozarr.storage.policy.retry import (
     RETRY_STATUS,
@@ -56,7 +61,7 @@ if TYPE_CHECKING:
 # aiohttp (~0.2 s to import, TLS roots included) is imported where a request is first
 # made: most sessions never read a reference target over plain HTTP.
 
-__all__ = ["CLIENT_OPTIONS", "GuardedHTTPStore"]
+__all__ = ["CLIENT_OPTIONS", "GuardedHTTPStore", "strong_etag"]
 
 #: The client options taken: headers, TLS and a proxy. The timeouts and connection
 #: tuning are accepted and not used (the request policy's timeout bounds each request).
@@ -164,7 +169,8 @@ class GuardedHTTPStore(Store):
         self, method: str, key: str, headers: Mapping[str, str]
     ) -> AsyncIterator[aiohttp.ClientResponse]:
         """The answer to `method` on `key`, through the redirects `check_redirect` lets
-        pass; a transport failure is a `TransientStoreError` (retried)."""
+        pass; a transport failure is a `TransientStoreError`, a body that breaks off a
+        `ShortReadError` (both retried)."""
         url = f"{self._url}/{quote(key, safe=_SAFE)}"
         home = _origin(self._url)
         from aiohttp import ClientError
@@ -198,6 +204,11 @@ class GuardedHTTPStore(Store):
                     continue
                 try:
                     yield response
+                except ClientError as error:  # the body broke off: cut short, reset
+                    raise ShortReadError(
+                        f"cannot read {key!r} in {self!r}: the answer's body broke off "
+                        f"({type(error).__name__}: {error})"
+                    ) from error
                 finally:
                     response.release()
                 return
@@ -210,8 +221,11 @@ class GuardedHTTPStore(Store):
             yield answers
 
     def _failed(self, key: str, response: aiohttp.ClientResponse) -> StoreError:
-        kind = TransientStoreError if response.status in RETRY_STATUS else StoreError
-        return kind(f"cannot read {key!r} in {self!r}: HTTP {response.status} {response.reason}")
+        said = f"cannot read {key!r} in {self!r}: HTTP {response.status} {response.reason}"
+        if response.status not in RETRY_STATUS:
+            return StoreError(said)
+        wait = _retry_after_s(response.headers.get("Retry-After"))
+        return TransientStoreError(said, retry_after_s=wait)
 
     async def read(
         self, key: str, byte_range: ByteRange | None, max_bytes: int | None
@@ -237,7 +251,8 @@ class GuardedHTTPStore(Store):
                 return memoryview(b""), None
             if response.status not in (200, 206):
                 raise self._failed(key, response)
-            version = response.headers.get("ETag")
+            _check_encoding(key, response, self)
+            version = self._version(response.headers)
             bound = memory_bytes() if max_bytes is None else max_bytes
             if byte_range is None:
                 return memoryview(await _body(key, response, bound, self)), version
@@ -249,6 +264,13 @@ class GuardedHTTPStore(Store):
             data = await _body(key, response, last + 1 - start, self, exact=True)
             return memoryview(data), version
 
+    def _version(self, headers: Mapping[str, str]) -> str | None:
+        """The answer's ETag where it is a strong validator (`strong_etag`); a store
+        reading on a condition keeps it as sent (a checksum compares it)."""
+        if self._condition:
+            return headers.get("ETag")
+        return strong_etag(headers)
+
     async def _head(self, key: str) -> tuple[int, str | None] | None:
         async with self._send("HEAD", key, {}) as response:
             if response.status in (404, 410):
@@ -257,7 +279,7 @@ class GuardedHTTPStore(Store):
                 raise self._failed(key, response)
             if response.content_length is None:
                 raise StoreError(f"cannot stat {key!r} in {self!r}: no Content-Length")
-            return response.content_length, response.headers.get("ETag")
+            return response.content_length, self._version(response.headers)
 
     async def getsize(self, key: str) -> int | None:
         """Size in bytes of `key` from a HEAD request; None if missing."""
@@ -329,6 +351,58 @@ async def _session() -> AsyncIterator[aiohttp.ClientSession]:
         return
     async with _new_session() as session:
         yield session
+
+
+def strong_etag(headers: Mapping[str, str]) -> str | None:
+    """An answer's ETag if it tells versions apart (RFC 9110 §8.8.1-8.8.3), else None.
+
+    A `W/` ETag is weak. A strong-looking one sent beside a Last-Modified less than a
+    second before the answer's Date may not change on a rewrite within that second
+    (nginx's is "<mtime seconds>-<size>"): not one either, with a margin (2 s). Without a
+    Date, the Last-Modified is compared with this machine's clock, `RECENT_S` either way.
+    Without a Last-Modified nothing tells whether the ETag is strong: None.
+    """
+    e_tag = headers.get("ETag")
+    modified = _seconds(headers.get("Last-Modified"))
+    if e_tag is None or is_weak(e_tag) or modified is None:
+        return None
+    date = _seconds(headers.get("Date"))
+    if date is not None:
+        return None if date - modified < 2 else e_tag
+    return None if abs(time.time() - modified) < RECENT_S else e_tag
+
+
+def _retry_after_s(value: str | None) -> float | None:
+    """A `Retry-After` (seconds, or an HTTP date) as seconds from now; None if absent or
+    unreadable."""
+    if value is None:
+        return None
+    if value.strip().isdigit():
+        return float(value.strip())
+    when = _seconds(value)
+    return None if when is None else max(when - time.time(), 0.0)
+
+
+def _seconds(http_date: str | None) -> float | None:
+    """An HTTP date in seconds since the epoch; None when absent or unreadable."""
+    if not http_date:
+        return None
+    try:
+        return parsedate_to_datetime(http_date).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+def _check_encoding(key: str, response: aiohttp.ClientResponse, where: object) -> None:
+    """Refuse (final) a body sent encoded (gzip ...) though asked for as stored
+    (`Accept-Encoding: identity`): its bytes are not the value's."""
+    encoding = response.headers.get("Content-Encoding", "identity").strip()
+    if encoding.lower() != "identity":
+        raise StoreError(
+            f"cannot read {key!r} in {where!r}: the server answered with Content-Encoding: "
+            f"{encoding}, although asked for the stored bytes (Accept-Encoding: identity); "
+            "aiozarr does not decode transfer encodings: serve the value unencoded"
+        )
 
 
 def _range_header(byte_range: ByteRange) -> str:

@@ -5,14 +5,57 @@ task (`ObjectStore.send_range`, for `storage/policy/pump.py`).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.storage.policy.backend import Buffer, RangeListener, Version, Versioned
+from aiozarr.errors import StoreError
+from aiozarr.storage.policy.backend import (
+    Buffer,
+    ObjectVersion,
+    RangeListener,
+    Version,
+    Versioned,
+)
 from aiozarr.storage.policy.retry import ShortReadError
 
-__all__ = ["RangeSend", "answer_of", "checked_body", "range_options"]
+__all__ = [
+    "RECENT_S",
+    "RangeSend",
+    "answer_of",
+    "check_encoding",
+    "checked_body",
+    "http_version",
+    "is_weak",
+    "range_options",
+]
+
+#: An HTTP answer whose Last-Modified is this close to the clock it is compared with
+#: (the answer's Date, else this machine's, either way round) does not tell versions
+#: apart: a rewrite within the same second may keep its validators (nginx's ETag is
+#: "<mtime seconds>-<size>"). Wide enough to cover clocks a minute apart
+#: (docs/decisions/storage.md, "Versions of plain HTTP answers").
+RECENT_S = 60.0
+
+
+def is_weak(e_tag: Any) -> bool:
+    """Whether `e_tag` is a weak validator (`W/"..."`, RFC 9110 §8.8.3)."""
+    return str(e_tag).lstrip()[:2] in ("W/", "w/")
+
+
+def http_version(meta: Any) -> Version | None:
+    """The version of a plain HTTP server's answer (obstore's `HTTPStore`), only where it
+    is a strong validator: None (unversioned: a shard index is read again by every read)
+    for a weak ETag, no ETag, no Last-Modified to judge it by (obstore's placeholder is
+    the Epoch), or an object last modified within `RECENT_S` of now (obstore gives no
+    Date header: this machine's clock)."""
+    e_tag, modified = meta.get("e_tag"), meta.get("last_modified")
+    if e_tag is None or is_weak(e_tag) or modified is None or modified.timestamp() <= 0:
+        return None
+    if abs(time.time() - modified.timestamp()) < RECENT_S:
+        return None
+    return ObjectVersion(e_tag, meta.get("version"), modified)
 
 
 def range_options(byte_range: ByteRange) -> dict[str, Any]:
@@ -21,6 +64,21 @@ def range_options(byte_range: ByteRange) -> dict[str, Any]:
         return {"range": {"suffix": byte_range.suffix}}
     assert byte_range.length is not None
     return {"range": (byte_range.offset, byte_range.offset + byte_range.length)}
+
+
+def check_encoding(key: str, result: Any) -> None:
+    """Refuse (`StoreError`, final) a plain HTTP server's answer whose body is encoded
+    (`Content-Encoding` other than identity, e.g. gzip): obstore hands such bytes on as
+    they came, and they are not the value's. (An object store's Content-Encoding is
+    metadata its uploader set, its bytes the object's: not checked.)"""
+    attributes = getattr(result, "attributes", None) or {}
+    encoding = str(attributes.get("Content-Encoding") or "identity").strip()
+    if encoding.lower() != "identity":
+        raise StoreError(
+            f"cannot read {key!r}: the server answered with Content-Encoding: {encoding}, "
+            "although asked for the stored bytes (Accept-Encoding: identity); aiozarr does "
+            "not decode transfer encodings: serve the value unencoded"
+        )
 
 
 def checked_body(key: str, byte_range: ByteRange, result: Any, data: Buffer) -> Buffer:

@@ -16,6 +16,7 @@ from obstore.store import AzureStore
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.storage.backends import obstore_errors
+from aiozarr.storage.backends.object_ranges import check_encoding
 from aiozarr.storage.policy.backend import ObjectVersion
 from aiozarr.storage.policy.retry import answer_began
 from aiozarr.storage.protocol import UNCHANGED, Store, Unchanged, Version, Versioned
@@ -58,6 +59,8 @@ async def read_if_changed(
             if byte_range is None:
                 data = await store._body(key, result, 0, max_bytes)
             else:
+                if store._http:
+                    check_encoding(key, result)
                 data = await result.bytes_async()
             return data, store._version_of(result.meta)
     except Exception as exc:

@@ -36,7 +36,14 @@ from aiozarr.storage.backends import (
     obstore_exit,  # noqa: F401 (registers the wait at exit: obstore's threads leave Python)
 )
 from aiozarr.storage.backends.object_naming import describe, missing_bucket, server
-from aiozarr.storage.backends.object_ranges import RangeSend, answer_of, checked_body, range_options
+from aiozarr.storage.backends.object_ranges import (
+    RangeSend,
+    answer_of,
+    check_encoding,
+    checked_body,
+    http_version,
+    range_options,
+)
 from aiozarr.storage.backends.object_revalidation import read_if_changed
 from aiozarr.storage.policy.backend import ObjectVersion, RangeListener
 from aiozarr.storage.policy.retry import ShortReadError, answer_began
@@ -161,6 +168,9 @@ class ObjectStore(Store):
         self._store = without_retries(store)
         self._hash: int | None = None
         self._capabilities = _capabilities_of(self._store)
+        self._http = isinstance(self._store, HTTPStore)  # answers: `check_encoding`
+        if self._http and type(self)._version_of is _version:
+            self._version_of = http_version  # strong validators only
         # Once its server is found to ignore ranges: the ranges of a key in a batch are
         # one read (`read_ranges`, slices of one whole read).
         self._whole = dataclasses.replace(self._capabilities, batched_reads=True)
@@ -267,6 +277,8 @@ class ObjectStore(Store):
     def _range_answer(
         self, key: str, byte_range: ByteRange, result: Any, data: Buffer
     ) -> Versioned:
+        if self._http:
+            check_encoding(key, result)
         return answer_of(key, byte_range, result, data, self._version_of)
 
     async def read_ranges(
@@ -300,6 +312,8 @@ class ObjectStore(Store):
         Bounded ranges need no check here: obstore refuses an answer whose range is not
         the one asked for ("Requested 0..10, got 0..1000000000000").
         """
+        if self._http:
+            check_encoding(key, result)
         announced = int(result.meta["size"]) - skip
         if max_bytes is not None:
             check_size(key, announced, max_bytes, self)

@@ -27,8 +27,38 @@ from aiozarr.storage.policy import retry
 __all__ = ["ObstoreFailure", "classify", "is_not_found", "is_obstore", "message_of"]
 
 _STATUS = re.compile(r"status code: (\d{3})")
-# obstore's words for a failure below HTTP (connect, reset, truncated or timed-out body).
-_TRANSPORT = ("HTTP error", "error sending request", "connection", "body error")
+# obstore's words for a failure below HTTP (connect, reset, truncated or timed-out body):
+# reqwest's ("error sending request", "request or response body error", "error decoding
+# response body"), hyper's and the OS's. Not "HTTP error", which every GenericError says.
+_TRANSPORT = (
+    "error sending request",
+    "body error",
+    "error decoding response body",
+    "connection",
+    "timed out",
+    "timeout",
+    "broken pipe",
+    "unexpected eof",
+)
+# Answers obstore refuses whatever the try: final, with what they mean.
+_REFUSED_ANSWERS = (
+    (
+        "Content-Length Header missing",
+        "the server sent the body without a Content-Length (chunked transfer encoding, or "
+        "compressed on the fly), which obstore's HTTP client does not read: serve the "
+        "value with a Content-Length",
+    ),
+    (
+        "Failed to parse value for CONTENT_RANGE header",
+        "the server's answer to a range request carries a Content-Range that is not "
+        "'bytes start-end/size'",
+    ),
+    (
+        "error following redirect",
+        "the server's redirects go round in a loop or past obstore's limit of 10",
+    ),
+    ("builder error", "the request could not be made (an http:// URL needs allow_http)"),
+)
 # Statuses that mean "too many requests" (S3's SlowDown is a 503).
 _THROTTLE_STATUS = frozenset({429, 503})
 # Words in a backend's "not found" answer that mean the bucket / container, not the key,
@@ -82,6 +112,8 @@ class ObstoreFailure:
     missing_bucket: bool = False
     #: The range asked for starts at or after the end of the value.
     bad_range: bool = False
+    #: What an answer obstore refuses whatever the try means ("" for any other): final.
+    refusal: str = ""
     #: The server answered a range request with the whole value.
     not_partial: bool = False
     #: The server answered a range request with less of it than asked for, though not
@@ -102,8 +134,10 @@ class ObstoreFailure:
 
     @property
     def message(self) -> str:
-        """The backend's message on one line, without obstore's debug dump."""
-        return " ".join(self.text.split())
+        """The backend's message on one line, without obstore's debug dump, and what it
+        means where obstore refused the answer itself."""
+        line = " ".join(self.text.split())
+        return f"{line} ({self.refusal})" if self.refusal else line
 
 
 def is_obstore(exc: BaseException) -> bool:
@@ -130,20 +164,23 @@ def classify(exc: BaseException) -> ObstoreFailure:
     status: int | None = None
     transport = False
     refused = isinstance(exc, ConnectionRefusedError)
+    line = " ".join(text.split())
+    refusal = _refusal(line) if from_obstore else ""
     if from_obstore and isinstance(exc, GenericError):
         found = _STATUS.search(text)
         if found is not None:
             status = int(found.group(1))
-        else:
-            transport = any(word in text for word in _TRANSPORT)
+        elif not refusal:
+            lower = text.lower()
+            transport = any(word in lower for word in _TRANSPORT)
             refused = transport and any(word in str(exc) for word in _REFUSED)
-    line = " ".join(text.split())
     return ObstoreFailure(
         text=text,
         from_obstore=from_obstore,
         status=status,
         transport=transport,
         refused=refused,
+        refusal=refusal,
         not_found=is_not_found(exc),
         missing_bucket=any(word in line for word in _MISSING_BUCKET),
         bad_range=any(word in line for word in _BAD_RANGE),
@@ -152,6 +189,23 @@ def classify(exc: BaseException) -> ObstoreFailure:
         denied=_denied(line) if from_obstore else "",
         said=_said(line) if from_obstore else "",
     )
+
+
+def _refusal(line: str) -> str:
+    """What an answer obstore refused means: a missing Content-Length, an unreadable
+    Content-Range, a redirect loop, a 206 of another range than asked (one ending short
+    is a cut body: `short_range`, retried); "" for anything else."""
+    for words, meaning in _REFUSED_ANSWERS:
+        if words in line:
+            return meaning
+    found = _OTHER_RANGE.search(line)
+    if found is not None and not _is_short_range(line):
+        start, stop, got_start, got_stop = found.groups()
+        return (
+            f"the server answered a request for bytes {start}..{stop} with bytes "
+            f"{got_start}..{got_stop}: it does not serve the ranges asked for"
+        )
+    return ""
 
 
 def _denied(line: str) -> str:

@@ -44,7 +44,15 @@ from aiozarr.storage.protocol import Store
 if TYPE_CHECKING:
     from aiozarr.storage.backends.object_store import ObjectStore
 
-__all__ = ["from_url", "is_local", "local_path", "names_zip", "open_zip"]
+__all__ = [
+    "from_url",
+    "identity_encoding",
+    "is_local",
+    "local_path",
+    "names_zip",
+    "open_zip",
+    "without_trailing_slash",
+]
 
 _S3 = ("s3", "s3a")
 _GCS = ("gs", "gcs")
@@ -202,14 +210,22 @@ def from_url(
         return LocalStore(Path(local_path(text)), read_only=read_only)
     if scheme == "memory":  # the name as written: `memory://run#1` is not `memory://run`
         return _memory_store(text.partition(":")[2].removeprefix("//"), read_only=read_only)
+    if scheme in _HTTP:  # keys are joined with "/": a root ending in one asks "//key"
+        text = without_trailing_slash(text)
     if scheme in _HTTP and check_redirect is not None:
-        return _guarded_http(text.rstrip("/"), options, check_redirect)
+        return _guarded_http(text, options, check_redirect)
     if scheme in _S3 + _GCS + _AZURE + _HTTP:
         _check_host(text, parts)
-        if scheme in _HTTP:  # obstore joins keys with "/": a root ending in one asks "//key"
-            text = text.rstrip("/")
         return _object_store(text, scheme, options).with_read_only(read_only or scheme in _HTTP)
     raise StoreError(f"cannot open {redact_url(text)!r}: unknown URL scheme {scheme!r}")
+
+
+def without_trailing_slash(url: str) -> str:
+    """`url` without the slashes that end its path, its query and fragment kept
+    (`http://h/a.zarr/?sig=1` -> `http://h/a.zarr?sig=1`)."""
+    marks = [at for at in (url.find("?"), url.find("#")) if at >= 0]
+    end = min(marks, default=len(url))
+    return url[:end].rstrip("/") + url[end:]
 
 
 def _check_host(text: str, parts: SplitResult) -> None:
@@ -500,6 +516,7 @@ def _build_obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
                     f"HTTP store {redact_url(url)!r} takes only client options, got "
                     f"{sorted(store_options)}"
                 )
+            client["default_headers"] = identity_encoding(client.get("default_headers"))
             return HTTPStore(url, client_options=client, retry_config=extra["retry_config"])
         if scheme in _S3:
             use_ssl = store_options.pop("use_ssl", None)
@@ -520,6 +537,16 @@ def _build_obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
         if meant:
             message = f"{message.rstrip('.')}; did you mean {meant!r}?"
         raise StoreError(f"cannot open {redact_url(url)!r}: {message}") from exc
+
+
+def identity_encoding(headers: Any) -> dict[str, Any]:
+    """`headers` asking for bodies as stored (`Accept-Encoding: identity`) unless they
+    ask otherwise: without it a server may gzip its answers, which are then refused
+    (`object_ranges.check_encoding`)."""
+    given = dict(headers or {})
+    if not any(str(name).lower() == "accept-encoding" for name in given):
+        given["Accept-Encoding"] = "identity"
+    return given
 
 
 # obstore's words for a store option (first) and a client option it does not know

@@ -9,8 +9,9 @@ where aiozarr retries (obstore's own retries are switched off, so they never mul
 - each attempt holds one slot of the store's `RequestBudget` (`runtime.requests`) and
   runs under a timeout of `request_timeout_s + nbytes / request_timeout_min_bytes_per_s`;
 - a transient failure (`classify`) is retried after a full-jitter exponential backoff,
-  up to `retry_attempts` tries and `retry_deadline_s` in all; a 503 / 429 also halves
-  the budget's limit;
+  or after the wait the server asked for (`Retry-After`, where the backend hears it:
+  `TransientStoreError.retry_after_s`) if longer, up to `retry_attempts` tries and
+  `retry_deadline_s` in all; a 503 / 429 also halves the budget's limit;
 - a hedged read whose answer has not begun long after recent answers did (the backend
   says when through `answer_began`), or that runs far longer than recent reads of its
   size, is sent again, and the first answer wins (the other is cancelled);
@@ -74,7 +75,14 @@ _COLD_WAIT_MULTIPLE = 2.0
 
 
 class TransientStoreError(StoreError):
-    """A failure that may not happen again: retried by `run_request`."""
+    """A failure that may not happen again: retried by `run_request`, not sooner than
+    `retry_after_s` where the server said when (`Retry-After`)."""
+
+    retry_after_s: float | None = None
+
+    def __init__(self, *args: object, retry_after_s: float | None = None) -> None:
+        super().__init__(*args)
+        self.retry_after_s = retry_after_s
 
 
 class ShortReadError(TransientStoreError):
@@ -91,6 +99,8 @@ class Failure:
 
     retryable: bool
     throttled: bool = False
+    #: How long the server asked to wait before the next try (`Retry-After`), if it did.
+    retry_after_s: float | None = None
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -110,7 +120,9 @@ def classify(exc: BaseException) -> Failure:
     requests (400), invalid keys, read-only stores, anything unknown.
     """
     for cause in _chain(exc):
-        if isinstance(cause, TransientStoreError | TimeoutError | ConnectionError):
+        if isinstance(cause, TransientStoreError):
+            return Failure(True, retry_after_s=cause.retry_after_s)
+        if isinstance(cause, TimeoutError | ConnectionError):
             return Failure(True)
         for read in _FAILURE_READERS:
             if (failure := read(cause)) is not None:
@@ -204,7 +216,8 @@ async def run_request(
             except Exception as exc:
                 failed = exc
         exc, failed = failed, None
-        if not classify(exc).retryable:
+        failure = classify(exc)
+        if not failure.retryable:
             raise exc
         policy = RetryPolicy.from_config(settings)  # only once a try has failed
         # A try cut short by the overall deadline says nothing about the store: keep
@@ -214,7 +227,7 @@ async def run_request(
         )
         if cause is None or not clipped:
             cause = exc
-        delay = policy.delay_s(attempt - 1)
+        delay = max(policy.delay_s(attempt - 1), failure.retry_after_s or 0.0)
         elapsed = time.monotonic() - started
         if attempt >= policy.attempts or elapsed + delay >= policy.deadline_s:
             runtime.statistics.count("gave_up")

@@ -57,6 +57,8 @@ async def probe_repository(
     hierarchy costs no request more."""
     if not isinstance(url, str) or _local_path(url) is not None or url.startswith("memory:"):
         return None
+    if urlsplit(url).query or urlsplit(url).fragment:
+        return None  # a signed URL's query: a repository's objects could not be named
     store = IcechunkStore(url, storage_options=storage_options)
     try:
         await store.snapshot()
