@@ -32,7 +32,7 @@ from aiozarr.storage.opening.url import from_url, names_zip, open_zip
 from aiozarr.storage.protocol import Store
 from aiozarr.storage.references.icechunk import IcechunkStore, is_repository, probe_repository
 from aiozarr.storage.references.reference_store import ReferenceStore, is_reference_source
-from aiozarr.sync import Array, Group, run
+from aiozarr.sync import Array, Group, asyncio_only, run
 from aiozarr.sync.facade import local_data
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -86,6 +86,7 @@ def resolve_store(
 # -- async ------------------------------------------------------------------------------------
 
 
+@asyncio_only
 async def open_array_async(
     store: StoreLike,
     path: str = "",
@@ -187,6 +188,7 @@ async def _repository_instead(
     return await probe_repository(store, storage_options)
 
 
+@asyncio_only
 async def open_group_async(
     store: StoreLike,
     path: str = "",
@@ -249,6 +251,7 @@ async def open_group_async(
         )
 
 
+@asyncio_only
 async def open_async(
     store: StoreLike,
     path: str = "",
@@ -294,6 +297,7 @@ async def open_async(
         )
 
 
+@asyncio_only
 async def create_array_async(
     store: StoreLike,
     path: str = "",
@@ -365,6 +369,7 @@ def _path_or_name(path: str, name: str | None) -> str:
     return name
 
 
+@asyncio_only
 async def create_group_async(
     store: StoreLike,
     path: str = "",
@@ -415,6 +420,7 @@ def _array_of(value: Any) -> AsyncArray:
     )
 
 
+@asyncio_only
 async def read_many_async(reads: Iterable[tuple[AsyncArray | Array, Any]]) -> list[Any]:
     """The values of many selections, `[(array, selection), ...]`, read as one: the shard
     indexes of every array not cached in one batch per store, then every chunk in one

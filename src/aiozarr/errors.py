@@ -158,6 +158,11 @@ class SyncInLoopError(AiozarrError, RuntimeError):
     """The sync API was called from aiozarr's own event loop thread."""
 
 
+class SyncDeadlockError(SyncInLoopError):
+    """A sync call made on the thread of a running event loop would wait for a lock or
+    budget that a task of that loop holds: it can never run while the call blocks it."""
+
+
 class MissingExtraError(AiozarrError, ModuleNotFoundError):
     """A part of aiozarr needs a package that is not installed; the message names the
     extra that installs it (`pip install 'aiozarr[zarr]'`)."""

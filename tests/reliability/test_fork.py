@@ -205,3 +205,47 @@ def test_os_fork_child_of_an_s3_user_fails_at_once_naming_spawn(emulator: Emulat
             aiozarr.open_array(url, storage_options=options)[...]
 
     _run_in_fork(child, deadline=10)
+
+
+def test_child_does_not_keep_a_directory_lock_a_parent_thread_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flock belongs to the open file description, which a child shares: a child forked
+    while a parent thread held one must not keep the directory locked while it lives."""
+    import fcntl
+
+    store = LocalStore(tmp_path / "a.zarr")
+    asyncio.run(store.set("k", b"old"))  # the directory exists
+    holding, fork_done = threading.Event(), threading.Event()
+    real_replace = os.replace
+
+    def replace_when_forked(src: Any, dst: Any) -> None:  # runs under the directory lock
+        holding.set()
+        assert fork_done.wait(10)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace_when_forked)
+    writer = threading.Thread(target=asyncio.run, args=(store.set_if("new", b"v", None),))
+    writer.start()
+    assert holding.wait(10)
+    go_read, go_write = os.pipe()
+    ready_read, ready_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child lives on, using nothing, until the parent has checked
+        os.write(ready_write, b"x")  # its at-fork hooks have run
+        os.read(go_read, 1)
+        os._exit(0)
+    try:
+        assert os.read(ready_read, 1) == b"x"
+        fork_done.set()
+        writer.join(10)
+        fd = os.open(tmp_path / "a.zarr", os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free again: nobody keeps it
+        finally:
+            os.close(fd)
+    finally:
+        os.write(go_write, b"x")
+        _wait(pid, CHILD_DEADLINE_S)
+        for fd in (go_read, go_write, ready_read, ready_write):
+            os.close(fd)

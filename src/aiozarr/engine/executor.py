@@ -8,12 +8,13 @@ so chunks under `INLINE_BYTES` are decoded on the event loop itself.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import contextvars
 import os
+import queue
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import anyio
@@ -61,39 +62,83 @@ async def run_in_groups(
             tg.start_soon(run, group)
 
 
-class _Pool:
+class CodecPool:
     """The process's codec threads, sized by the `codec_threads` setting, shared by every
-    event loop. A plain thread pool: a hop through it is a submit and one wake of the
-    loop, where anyio's worker threads add a limiter and checkpoints to each."""
+    event loop: daemon threads taking jobs from one queue.
+
+    Not a `ThreadPoolExecutor`: concurrent.futures shuts those down as the main thread
+    returns, before non-daemon threads end and `atexit` handlers run, so their writes
+    would fail. A change of size never replaces the pool under a submitter: threads are
+    added at once, and surplus ones end after their next job.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._executor: ThreadPoolExecutor | None = None
-        self._threads = 0
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._alive = 0  # threads started and not ended
+        self._idle = 0  # of those, waiting for a job
+        self._queued = 0  # jobs no thread has taken yet
+        self._size = 0
 
-    def executor(self) -> ThreadPoolExecutor:
-        threads = codec_threads()
-        executor = self._executor
-        if executor is None or self._threads != threads:
+    @property
+    def threads(self) -> int:
+        """Threads alive now."""
+        return self._alive
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> concurrent.futures.Future[T]:
+        """Run `fn(*args)` on a codec thread; raises RuntimeError when no thread exists
+        and none can start (late in interpreter exit)."""
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        size = codec_threads()
+        with self._lock:
+            self._size = size
+            self._queued += 1
+            start = self._queued > self._idle and self._alive < size
+            if start:
+                self._alive += 1
+        if start:
+            try:
+                threading.Thread(target=self._work, name="aiozarr-codec", daemon=True).start()
+            except RuntimeError:  # "can't create new thread at interpreter shutdown"
+                with self._lock:
+                    self._alive -= 1
+                    if self._alive == 0:
+                        self._queued -= 1
+                        raise
+        self._jobs.put((future, fn, args))
+        return future
+
+    def _work(self) -> None:
+        while True:
             with self._lock:
-                if self._executor is None or self._threads != threads:
-                    old = self._executor
-                    self._executor = ThreadPoolExecutor(threads, "aiozarr-codec")
-                    self._threads = threads
-                    if old is not None:  # its jobs finish; its threads then end
-                        old.shutdown(wait=False)
-                executor = self._executor
-        return executor
+                self._idle += 1
+            job = self._jobs.get()
+            with self._lock:
+                self._idle -= 1
+                self._queued -= 1
+            future, fn, args = job
+            if future.set_running_or_notify_cancel():  # else cancelled before it ran
+                try:
+                    future.set_result(fn(*args))
+                except BaseException as error:
+                    future.set_exception(error)
+            del future, fn, args, job  # nothing of a job kept alive while idle
+            with self._lock:
+                if self._alive > self._size:  # the setting shrank: this one is surplus
+                    self._alive -= 1
+                    return
 
-    def _after_fork(self) -> None:
-        # The parent's threads are not the child's: a pool that thinks it has them
-        # would never start one.
+    def after_fork(self) -> None:
+        """Forget the parent's threads and queue: the child has neither."""
         self._lock = threading.Lock()
-        self._executor = None
+        self._jobs = queue.SimpleQueue()
+        self._alive = self._idle = self._queued = 0
 
 
-_POOL = _Pool()
-os.register_at_fork(after_in_child=_POOL._after_fork)
+_Job = tuple["concurrent.futures.Future[Any]", Callable[..., Any], tuple[Any, ...]]
+
+POOL = CodecPool()
+os.register_at_fork(after_in_child=POOL.after_fork)
 
 
 async def run_codec(fn: Callable[..., T], *args: Any, nbytes: int | None = None) -> T:
@@ -104,7 +149,10 @@ async def run_codec(fn: Callable[..., T], *args: Any, nbytes: int | None = None)
     """
     if nbytes is not None and nbytes <= INLINE_BYTES:
         return fn(*args)
-    job = _POOL.executor().submit(contextvars.copy_context().run, fn, *args)
+    try:
+        job = POOL.submit(contextvars.copy_context().run, fn, *args)
+    except RuntimeError:  # no codec thread can start any more: do the work here
+        return fn(*args)
     try:
         return await asyncio.wrap_future(job)
     except asyncio.CancelledError:

@@ -2,6 +2,6 @@
 classes over the async objects (`facade`)."""
 
 from aiozarr.sync.facade import Array, Group
-from aiozarr.sync.portal import run
+from aiozarr.sync.portal import asyncio_only, run
 
-__all__ = ["Array", "Group", "run"]
+__all__ = ["Array", "Group", "asyncio_only", "run"]

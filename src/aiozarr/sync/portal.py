@@ -17,19 +17,24 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar
 
 import anyio
 
 from aiozarr import config
-from aiozarr.errors import SyncInLoopError
+from aiozarr.errors import SyncInLoopError, UnsupportedError
+from aiozarr.storage.policy.locks import blocking
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 _log = logging.getLogger("aiozarr")
 
 _lock = threading.Lock()
+
+# The loop running on this thread, or None: a C call, cheap on every sync call.
+_get_running_loop = asyncio._get_running_loop
 
 
 class _Loop:
@@ -192,9 +197,14 @@ def run(
     settings = config.get()
     call = _Call(functools.partial(fn, *args, **kwargs), settings)
     future: concurrent.futures.Future[T] | None = None
+    caller = _get_running_loop()  # a loop of this thread (Jupyter's) waits with the call
     try:
-        future = _start(call)
-        return future.result(timeout=settings.sync_timeout_s)
+        if caller is None:
+            future = _start(call)
+            return future.result(timeout=settings.sync_timeout_s)
+        with blocking(caller):  # before the call starts: its waits look for it
+            future = _start(call)
+            return future.result(timeout=settings.sync_timeout_s)
     except BaseException as error:
         if future is not None and future.done():
             raise  # the call's own outcome
@@ -205,3 +215,35 @@ def run(
                 f"sync_timeout_s={settings.sync_timeout_s}; it was cancelled"
             ) from None
         raise
+
+
+def asyncio_only(fn: Callable[P, Awaitable[T]]) -> Callable[P, Coroutine[Any, Any, T]]:
+    """`fn`, an async entry point, raising `UnsupportedError` at once unless asyncio runs
+    it: aiozarr's async API runs on asyncio only."""
+
+    @functools.wraps(fn)
+    async def entry(*args: P.args, **kwargs: P.kwargs) -> T:
+        if _get_running_loop() is None:
+            _refuse_other_library()
+        return await fn(*args, **kwargs)
+
+    return entry
+
+
+def _refuse_other_library() -> None:
+    raise UnsupportedError(
+        f"aiozarr's async API runs on asyncio, but this code runs under "
+        f"{_async_library()}; trio users: run it through trio-asyncio, or use the "
+        "sync API (aiozarr.open_array, ...)"
+    )
+
+
+def _async_library() -> str:
+    try:
+        import sniffio
+    except ImportError:  # an optional dependency: only to name the library
+        return "no asyncio event loop"
+    try:
+        return sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        return "no asyncio event loop"

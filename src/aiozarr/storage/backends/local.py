@@ -21,9 +21,9 @@ import secrets
 import shutil
 import socket
 import time
-from collections.abc import AsyncIterator, Hashable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio.to_thread
 
@@ -39,6 +39,8 @@ except ImportError:  # Windows: no flock, so no conditional writes
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["LocalStore"]
+
+T = TypeVar("T")
 
 #: Temporary files end with this; listings skip them (a key may not end with it).
 TEMP_SUFFIX = ".aiozarr-tmp"
@@ -66,6 +68,17 @@ def check_key(key: str, *, prefix: bool = False) -> None:
             f"invalid key {key!r}: keys may not end with {TEMP_SUFFIX!r} "
             "(reserved for temporary files)"
         )
+
+
+async def _off_loop(fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` on a worker thread; on this one where no thread can start any more
+    (Python 3.12+, once the main thread has returned): a write at exit still completes."""
+    try:
+        return await anyio.to_thread.run_sync(fn, *args)
+    except RuntimeError as error:
+        if "at interpreter shutdown" not in str(error):
+            raise
+    return fn(*args)
 
 
 def _version(st: os.stat_result) -> Version:
@@ -109,14 +122,33 @@ def _current_version(path: Path) -> Version | None:
     return _version(st)
 
 
+# The descriptors of the directory locks this process holds or waits for. A flock
+# belongs to the open file description, which a forked child shares: the child closes
+# its copies at once, or the lock would stay held while the child lives.
+_LOCK_FDS: set[int] = set()
+
+
+def _close_inherited_locks() -> None:
+    # Never LOCK_UN here: that would release the parent's lock too.
+    for fd in _LOCK_FDS:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _LOCK_FDS.clear()
+
+
+os.register_at_fork(after_in_child=_close_inherited_locks)
+
+
 @contextlib.contextmanager
 def _directory_locked(directory: Path) -> Iterator[None]:
     """Hold an exclusive `flock` on `directory` (every process on this machine)."""
     fd = os.open(directory, os.O_RDONLY)
+    _LOCK_FDS.add(fd)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
+        _LOCK_FDS.discard(fd)
         os.close(fd)  # closing drops the lock
 
 
@@ -193,7 +225,7 @@ class LocalStore(Store):
         """One range (or all) of the file at `key`; a whole file over `max_bytes` is
         refused from its size, unread."""
         path = self._path(key)
-        answer = await anyio.to_thread.run_sync(
+        answer = await _off_loop(
             self._guarded, "read", key, _read_ranges, path, [byte_range], max_bytes
         )
         return None if answer is None else (answer[0][0], answer[1])
@@ -203,13 +235,13 @@ class LocalStore(Store):
     ) -> tuple[list[Buffer], Version | None] | None:
         """All ranges of `key` with one open, in one thread hop."""
         path = self._path(key)
-        return await anyio.to_thread.run_sync(
+        return await _off_loop(
             self._guarded, "read", key, _read_ranges, path, byte_ranges, max_bytes
         )
 
     async def exists(self, key: str) -> bool:
         """Whether a file is stored at `key`."""
-        return await anyio.to_thread.run_sync(self._path(key).is_file)
+        return await _off_loop(self._path(key).is_file)
 
     async def getsize(self, key: str) -> int | None:
         """Size of the file at `key` in bytes, or None if missing."""
@@ -222,7 +254,7 @@ class LocalStore(Store):
                 return None
             return stat.st_size if path.is_file() else None
 
-        return await anyio.to_thread.run_sync(size)
+        return await _off_loop(size)
 
     # -- writes ------------------------------------------------------------------------
 
@@ -230,7 +262,7 @@ class LocalStore(Store):
         """Write `value` to `key` atomically: temporary file, then rename over the old one."""
         self._check_writable(key)
         path = self._path(key)
-        await anyio.to_thread.run_sync(self._guarded, "write", key, self._write, path, value)
+        await _off_loop(self._guarded, "write", key, self._write, path, value)
 
     def _write(self, path: Path, value: Buffer) -> None:
         self._sweep_once(path.parent)
@@ -252,7 +284,7 @@ class LocalStore(Store):
             self._sweep_once(path.parent)
             _replace_if(path, value, expected)
 
-        await anyio.to_thread.run_sync(self._guarded, "write", key, replace)
+        await _off_loop(self._guarded, "write", key, replace)
 
     async def delete_if(self, key: str, expected: Version) -> None:
         """`delete`, only if the file at `key` is still version `expected`."""
@@ -266,13 +298,13 @@ class LocalStore(Store):
                 raise VersionConflictError(f"{key!r} is no longer the version read") from exc
             self._remove_empty_parents(path)
 
-        await anyio.to_thread.run_sync(self._guarded, "delete", key, remove)
+        await _off_loop(self._guarded, "delete", key, remove)
 
     async def delete(self, key: str) -> None:
         """Remove `key` and any parent directories left empty; a missing key is fine."""
         self._check_writable(key)
         path = self._path(key)
-        await anyio.to_thread.run_sync(self._guarded, "delete", key, self._remove, path)
+        await _off_loop(self._guarded, "delete", key, self._remove, path)
 
     async def delete_prefix(self, prefix: str) -> None:
         """Remove every key starting with `prefix` (a whole directory at once for `dir/`)."""
@@ -280,7 +312,7 @@ class LocalStore(Store):
         check_key(prefix, prefix=True)
         if prefix.endswith("/"):
             path = self._root / prefix
-            await anyio.to_thread.run_sync(self._guarded, "delete", prefix, self._rmtree, path)
+            await _off_loop(self._guarded, "delete", prefix, self._rmtree, path)
             return
         await super().delete_prefix(prefix)
 
@@ -342,7 +374,7 @@ class LocalStore(Store):
                 found.extend(head + name for name in filenames if not name.endswith(TEMP_SUFFIX))
             return sorted(key for key in found if key.startswith(prefix))
 
-        for key in await anyio.to_thread.run_sync(self._guarded, "list", prefix, walk):
+        for key in await _off_loop(self._guarded, "list", prefix, walk):
             yield key
 
     async def list_dir(self, prefix: str) -> AsyncIterator[str]:
@@ -357,7 +389,7 @@ class LocalStore(Store):
             except _MISSING:
                 return []
 
-        for name in await anyio.to_thread.run_sync(self._guarded, "list", prefix, scan):
+        for name in await _off_loop(self._guarded, "list", prefix, scan):
             yield name
 
     async def list_dir_entries(self, prefix: str) -> AsyncIterator[tuple[str, bool | None]]:
@@ -374,7 +406,7 @@ class LocalStore(Store):
                 return []
             return sorted((e.name, _kind(e)) for e in entries)
 
-        for entry in await anyio.to_thread.run_sync(self._guarded, "list", prefix, scan):
+        for entry in await _off_loop(self._guarded, "list", prefix, scan):
             yield entry
 
     # -- identity ----------------------------------------------------------------------

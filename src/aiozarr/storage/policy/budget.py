@@ -25,7 +25,12 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from aiozarr.storage.policy.locks import blocked_loops, refuse_blocked_wait
+
 __all__ = ["RequestBudget", "Slot"]
+
+# The loop running on this thread, or None: a C call, cheap on every slot's way.
+_get_running_loop = asyncio._get_running_loop
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +61,8 @@ class RequestBudget:
         self._successes = 0
         self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = deque()
         self._holders: dict[asyncio.Task[Any], tuple[Slot, int]] = {}
+        # Slots in flight per event loop (a sync call must not wait on a blocked one's).
+        self._by_loop: dict[asyncio.AbstractEventLoop | None, int] = {}
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Requests in flight belong to this process: a copy starts afresh.
@@ -154,7 +161,10 @@ class RequestBudget:
         loop = asyncio.get_running_loop()
         with self._lock:
             if self._inflight < self._limit and not self._waiters:
-                return self._take()
+                return self._take(loop)
+            blocked = blocked_loops()
+            if blocked and self._stuck(blocked - {loop}) >= self._limit:
+                refuse_blocked_wait("a request slot of the store")
             waiter: asyncio.Future[None] = loop.create_future()
             entry = (loop, waiter)
             self._waiters.append(entry)
@@ -178,44 +188,60 @@ class RequestBudget:
         None, never waiting, if not."""
         with self._lock:
             if self._inflight < self._limit and not self._waiters:
-                return self._take()
+                return self._take(_get_running_loop())
             return None
 
     def pass_on(self, succeeded: bool, want: int) -> tuple[int, Slot]:
         """`release` (and `succeeded`, if it did), then take up to `want` slots that are
         free with nobody waiting: a batch's next requests, for one lock. How many were
         taken, and the slot they hold."""
+        loop = _get_running_loop()
         with self._lock:
-            self._inflight -= 1
+            self._give(loop)
             if succeeded:
                 self._step_up()
             self._hand_over()
             taken = 0
             while taken < want and self._inflight < self._limit and not self._waiters:
-                self._take()
+                self._take(loop)
                 taken += 1
             return taken, Slot(self._epoch)
 
     def release(self) -> None:
         """Give a slot back and wake the next waiter, whatever loop or thread it is on."""
+        loop = _get_running_loop()
         with self._lock:
-            self._inflight -= 1
+            self._give(loop)
             self._hand_over()
 
-    def _take(self) -> Slot:
+    def _take(self, loop: asyncio.AbstractEventLoop | None) -> Slot:
         self._inflight += 1
         self._peak = max(self._peak, self._inflight)
+        self._by_loop[loop] = self._by_loop.get(loop, 0) + 1
         return Slot(self._epoch)
+
+    def _give(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        self._inflight -= 1
+        left = self._by_loop.get(loop, 0) - 1
+        if left > 0:
+            self._by_loop[loop] = left
+        else:
+            self._by_loop.pop(loop, None)
+
+    def _stuck(self, blocked: frozenset[asyncio.AbstractEventLoop]) -> int:
+        # Lock held. Slots that tasks of `blocked` loops hold, or will be granted first.
+        held = sum(self._by_loop.get(loop, 0) for loop in blocked)
+        return held + sum(loop in blocked for loop, _ in self._waiters)
 
     def _hand_over(self) -> None:
         # Lock held. The slot is counted for the waiter now, before its loop runs.
         while self._waiters and self._inflight < self._limit:
             loop, waiter = self._waiters.popleft()
-            self._take()
+            self._take(loop)
             try:
                 loop.call_soon_threadsafe(self._grant, waiter)
             except RuntimeError:  # that loop is closed: nobody will use the slot
-                self._inflight -= 1
+                self._give(loop)
 
     def _grant(self, waiter: asyncio.Future[None]) -> None:
         if waiter.done():  # cancelled while the grant was on its way
@@ -245,7 +271,7 @@ class RequestBudget:
                 self._holders[task] = (held[0], held[1] + 1)
                 return held[0]
             if self._inflight < self._limit and not self._waiters:
-                slot = self._take()
+                slot = self._take(task.get_loop())
                 self._holders[task] = (slot, 1)
                 return slot
         slot = await self.acquire()
@@ -261,7 +287,7 @@ class RequestBudget:
                 self._holders[task] = (slot, depth - 1)
                 return
             del self._holders[task]
-            self._inflight -= 1  # `release`, under the lock already held
+            self._give(task.get_loop())  # `release`, under the lock already held
             self._hand_over()
 
     def _after_fork(self) -> None:
@@ -272,3 +298,4 @@ class RequestBudget:
         self._inflight = 0
         self._waiters = deque()
         self._holders = {}
+        self._by_loop = {}

@@ -12,7 +12,12 @@ import asyncio
 import threading
 from collections import deque
 
+from aiozarr.storage.policy.locks import blocked_loops, refuse_blocked_wait
+
 __all__ = ["ByteBudget", "HeldBytes"]
+
+# The loop running on this thread, or None: a C call, cheap on every release.
+_get_running_loop = asyncio._get_running_loop
 
 _Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[int]", int]
 
@@ -26,6 +31,8 @@ class ByteBudget:
         self.peak = 0
         self._lock = threading.Lock()
         self._waiters: deque[_Waiter] = deque()
+        # Bytes held per event loop (a sync call must not wait on a blocked one's).
+        self._by_loop: dict[asyncio.AbstractEventLoop | None, int] = {}
 
     def set_capacity(self, capacity: int) -> None:
         """Change the capacity (a setting changed); waiters that now fit go ahead."""
@@ -44,7 +51,10 @@ class ByteBudget:
         with self._lock:
             want = min(int(nbytes), self.capacity)
             if not self._waiters and self.held + want <= self.capacity:
-                return self._take(want)
+                return self._take(want, loop)
+            blocked = blocked_loops()
+            if blocked and self._stuck(blocked - {loop}) > self.capacity - want:
+                refuse_blocked_wait("the store's bytes in flight (`max_inflight_bytes`)")
             waiter: asyncio.Future[int] = loop.create_future()
             entry = (loop, waiter, int(nbytes))
             self._waiters.append(entry)
@@ -61,14 +71,31 @@ class ByteBudget:
 
     def release(self, taken: int) -> None:
         """Give `taken` bytes back and wake the waiters that now fit, in order."""
+        loop = _get_running_loop()
         with self._lock:
-            self.held -= taken
+            self._give(taken, loop)
             self._hand_over()
 
-    def _take(self, want: int) -> int:
+    def _take(self, want: int, loop: asyncio.AbstractEventLoop | None) -> int:
         self.held += want
         self.peak = max(self.peak, self.held)
+        self._by_loop[loop] = self._by_loop.get(loop, 0) + want
         return want
+
+    def _give(self, taken: int, loop: asyncio.AbstractEventLoop | None) -> None:
+        self.held -= taken
+        left = self._by_loop.get(loop, 0) - taken
+        if left > 0:
+            self._by_loop[loop] = left
+        else:
+            self._by_loop.pop(loop, None)
+
+    def _stuck(self, blocked: frozenset[asyncio.AbstractEventLoop]) -> int:
+        # Lock held. Bytes that tasks of `blocked` loops hold, or will be granted first.
+        held = sum(self._by_loop.get(loop, 0) for loop in blocked)
+        return held + sum(
+            min(nbytes, self.capacity) for loop, _, nbytes in self._waiters if loop in blocked
+        )
 
     def _hand_over(self) -> None:
         # Lock held. The bytes are counted for the waiter now, before its loop runs.
@@ -78,11 +105,11 @@ class ByteBudget:
             if self.held + want > self.capacity:
                 return
             self._waiters.popleft()
-            self._take(want)
+            self._take(want, loop)
             try:
                 loop.call_soon_threadsafe(self._grant, waiter, want)
             except RuntimeError:  # that loop is closed: nobody will use the bytes
-                self.held -= want
+                self._give(want, loop)
 
     def _grant(self, waiter: asyncio.Future[int], want: int) -> None:
         if waiter.done():  # cancelled while the grant was on its way
@@ -95,6 +122,7 @@ class ByteBudget:
         self._lock = threading.Lock()
         self.held = 0
         self._waiters = deque()
+        self._by_loop = {}
 
 
 class HeldBytes:

@@ -15,6 +15,10 @@ more keys in another order than sorted could deadlock.
 
     async with locks.hold(["c/0/0", "c/0/1"]):   # sorted order: no deadlock
         ...
+
+A sync call made on the thread of a running event loop blocks that loop until it ends
+(`blocking`): a wait here, or in a store's budgets, for what a task of that loop holds
+would never end, so it raises `SyncDeadlockError` instead (`refuse_blocked_wait`).
 """
 
 from __future__ import annotations
@@ -24,14 +28,50 @@ import contextlib
 import contextvars
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 
-__all__ = ["KeyLocks"]
+from aiozarr.errors import SyncDeadlockError
+
+__all__ = ["KeyLocks", "blocked_loops", "blocking", "refuse_blocked_wait"]
 
 _Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
 
 # Whether the running task is inside a `hold` block; tasks started in one inherit it.
 _in_hold: contextvars.ContextVar[bool] = contextvars.ContextVar("aiozarr_in_hold", default=False)
+
+
+# The event loops whose thread waits for a sync call now; replaced whole, never changed
+# in place, so reading it needs no lock.
+_blocked: frozenset[asyncio.AbstractEventLoop] = frozenset()
+_blocked_lock = threading.Lock()
+
+
+def blocked_loops() -> frozenset[asyncio.AbstractEventLoop]:
+    """The event loops whose thread waits for a sync call now (their tasks cannot run)."""
+    return _blocked
+
+
+@contextlib.contextmanager
+def blocking(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
+    """Mark `loop` blocked for the block: its thread waits for a sync call."""
+    global _blocked
+    with _blocked_lock:
+        _blocked = _blocked | {loop}
+    try:
+        yield
+    finally:
+        with _blocked_lock:
+            _blocked = _blocked - {loop}
+
+
+def refuse_blocked_wait(what: str) -> None:
+    """Raise `SyncDeadlockError`: a wait for `what`, held by a task of a blocked loop."""
+    raise SyncDeadlockError(
+        f"a sync aiozarr call made on the thread of a running event loop waits for "
+        f"{what}, held by a task of that same loop, which cannot run until the call "
+        "returns; await the async API (`arr.async_array`, `await ...`) inside async "
+        "code instead"
+    )
 
 
 class KeyLocks:
@@ -41,12 +81,14 @@ class KeyLocks:
         self._lock = threading.Lock()
         # key -> waiters queued behind the holder; present exactly while the key is held.
         self._held: dict[str, deque[_Waiter]] = {}
+        self._holder: dict[str, asyncio.AbstractEventLoop] = {}  # the loop holding a key
 
     def _after_fork(self) -> None:
         # In a forked child no parent thread runs to release its keys, and the table's
         # lock may have been held at fork time: start with every key free.
         self._lock = threading.Lock()
         self._held = {}
+        self._holder = {}
 
     def __len__(self) -> int:
         """Keys held or waited for now."""
@@ -60,7 +102,10 @@ class KeyLocks:
             queue = self._held.get(key)
             if queue is None:
                 self._held[key] = deque()
+                self._holder[key] = loop
                 return
+            if _blocked and self._waits_on_blocked(key, queue, loop):
+                refuse_blocked_wait(f"the write lock of {key!r}")
             waiter: asyncio.Future[None] = loop.create_future()
             entry = (loop, waiter)
             queue.append(entry)
@@ -85,10 +130,20 @@ class KeyLocks:
                 loop, waiter = queue.popleft()
                 try:
                     loop.call_soon_threadsafe(self._grant, key, waiter)
+                    self._holder[key] = loop
                     return  # the key stays held, now on the waiter's behalf
                 except RuntimeError:  # that loop is closed: nobody there will take it
                     continue
             del self._held[key]
+            del self._holder[key]
+
+    def _waits_on_blocked(
+        self, key: str, queue: deque[_Waiter], loop: asyncio.AbstractEventLoop
+    ) -> bool:
+        # Lock held. The key's holder, or a waiter granted it first, is on a loop whose
+        # thread waits for a sync call (not this waiter's loop, which runs).
+        blocked = _blocked - {loop}
+        return self._holder[key] in blocked or any(other in blocked for other, _ in queue)
 
     def _grant(self, key: str, waiter: asyncio.Future[None]) -> None:
         if waiter.done():  # cancelled while the grant was on its way: pass it on
