@@ -15,6 +15,7 @@ import contextvars
 import dataclasses
 import difflib
 import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import Any, overload
@@ -259,20 +260,24 @@ class Change(contextlib.AbstractContextManager[Config]):
         unknown = sorted(k for k in changes if k not in {f.name for f in fields(Config)})
         if unknown:
             raise AiozarrError(f"unknown aiozarr setting(s): {', '.join(unknown)}")
+        self._changes = changes
         self._previous = get()
         self.config = dataclasses.replace(self._previous, **changes)
         self._token: contextvars.Token[Config | None] | None = None
-        _put(self.config)  # a plain call: in force at once, as zarr.config.set
+        self._in_block = _current.get() is not None
+        self._published = True
+        _put(self._changes, self.config)  # a plain call: in force at once
 
     def __enter__(self) -> Config:
-        global _base
-        # Entered: the change belongs to the block, so take back the plain call's effect
-        # on the process, or on the enclosing block.
-        current = _current.get()
-        if current is None and _base is self.config:
-            _base = self._previous
-        elif current is self.config:
-            _current.set(self._previous)
+        if self._published:
+            # Entered after all: the change belongs to the block, so take back the plain
+            # call's effect on the process, or on the enclosing block.
+            self._published = False
+            if self._in_block:
+                if _current.get() is self.config:
+                    _current.set(self._previous)
+            else:
+                _take_back(self._changes, self._previous, self.config)
         self._token = _current.set(self.config)
         return self.config
 
@@ -282,20 +287,39 @@ class Change(contextlib.AbstractContextManager[Config]):
             self._token = None
 
 
-def _put(settings: Config) -> None:
-    """Make `settings` current: for the enclosing `set` block if there is one, else for
-    the whole process."""
+_base_lock = threading.Lock()
+
+
+def _put(changes: dict[str, Any], settings: Config) -> None:
+    """Make a change current: for the enclosing `set` block if there is one, else for
+    the whole process (on top of what other threads set meanwhile)."""
     global _base
     if _current.get() is not None:
         _current.set(settings)
-    else:
-        _base = settings
+        return
+    with _base_lock:
+        _base = dataclasses.replace(process_settings(), **changes)
+
+
+def _take_back(changes: dict[str, Any], previous: Config, settings: Config) -> None:
+    """Undo a process-wide change: each setting back to `previous` where it still has
+    the change's value (another thread's later change stays)."""
+    global _base
+    with _base_lock:
+        base = process_settings()
+        undo = {
+            name: getattr(previous, name)
+            for name in changes
+            if getattr(base, name) == getattr(settings, name)
+        }
+        _base = dataclasses.replace(base, **undo)
 
 
 def set(**changes: Any) -> Change:
     """Change settings: `config.set(max_concurrency=64)` changes them for the process (or
     for the rest of the enclosing `with config.set(...)` block); `with config.set(...):`
-    changes them only inside the block, and in tasks it starts."""
+    changes them only inside the block, and in tasks it starts (other threads see it
+    only between the call and the block's start)."""
     return Change(changes)
 
 
