@@ -3,8 +3,10 @@ its recheck policies, and writes through aiozarr dropping what they replace."""
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
+import weakref
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -378,3 +380,21 @@ def test_handles_rooted_apart_drop_each_others_written_chunks(
     through_group[8:16] = 2
     values[8:16] = 2
     assert np.array_equal(at_array[...], values)
+
+
+def test_a_pool_goes_with_the_last_array_using_it(tmp_path: Path) -> None:
+    """Each bound's pool lives only while an array uses it: opens with many distinct
+    `cache_bytes` leave nothing held once their arrays are gone."""
+    values = _write(tmp_path)
+    bound = (1 << 20) + 12345  # a bound of this test's own
+    arr = aiozarr.open_array(LocalStore(tmp_path), cache_bytes=bound)
+    assert np.array_equal(arr[...], values)
+    pool = weakref.ref(ChunkCache.shared(bound))
+    assert pool() is not None and pool().nbytes > 0  # the array's pool, holding chunks
+    writer = aiozarr.open_array(LocalStore(tmp_path), mode="r+")
+    writer[0:8, 0:8, 0:8] = 0  # a write through another handle still reaches the pool
+    values[0:8, 0:8, 0:8] = 0
+    assert np.array_equal(arr[...], values)
+    del arr
+    gc.collect()
+    assert pool() is None

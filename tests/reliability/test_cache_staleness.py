@@ -75,7 +75,8 @@ def test_under_open_a_rewrite_is_read_once_reopened(s3: tuple[str, dict[str, Any
 def test_under_false_the_cache_is_never_rechecked(s3: tuple[str, dict[str, Any]]) -> None:
     url, options = s3
     _create(url, options, sharded=False)
-    assert np.array_equal(_reader(url, options, False)[...], _values(1))
+    first = _reader(url, options, False)  # kept: a pool lives while an array uses it
+    assert np.array_equal(first[...], _values(1))
     run_writers(_rewrite, 1, url, options)
     assert np.array_equal(_reader(url, options, False)[...], _values(1))
     assert np.array_equal(_reader(url, options, True)[...], _values(2))

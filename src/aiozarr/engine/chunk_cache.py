@@ -140,7 +140,9 @@ def decoding_of(chain: CodecChain) -> str:
 class ChunkCache:
     """A pool of decoded chunks bounded by `max_bytes` (records included)."""
 
-    _pools: dict[int, ChunkCache] = {}
+    # Held weakly: a pool lives as long as an array uses it (`ArrayCache.pool`), so a
+    # bound no longer used gives its memory back.
+    _pools: weakref.WeakValueDictionary[int, ChunkCache] = weakref.WeakValueDictionary()
     _pools_lock = threading.Lock()
 
     def __init__(self, max_bytes: int) -> None:
@@ -159,7 +161,7 @@ class ChunkCache:
 
     @classmethod
     def shared(cls, max_bytes: int) -> ChunkCache:
-        """The process's pool of `max_bytes` (one per bound, made on first use)."""
+        """The process's pool of `max_bytes` (one per bound while an array uses it)."""
         with cls._pools_lock:
             pool = cls._pools.get(max_bytes)
             if pool is None:
@@ -349,10 +351,16 @@ def _named(place: Place, key: str) -> tuple[int, str]:
     return place[0], place[1] + key
 
 
+def _live_pools() -> list[ChunkCache]:
+    """Every pool an array uses now (a pool nobody uses holds nothing to forget)."""
+    with ChunkCache._pools_lock:
+        return list(ChunkCache._pools.values())
+
+
 def forget_written(store: Hashable, keys: tuple[str, ...]) -> None:
     """`keys` of `store` were just written (or deleted) through this process: every pool
     drops what it holds of them, whichever array handle cached it."""
-    for pool in list(ChunkCache._pools.values()):
+    for pool in _live_pools():
         place = pool.known_place(store)
         if place is not None:
             pool.forget(place, *keys, written=True)
@@ -362,7 +370,7 @@ def forget_deleted(store: Hashable, *prefixes: str) -> None:
     """Every key of `store` under any of `prefixes` was just written or deleted through
     this process (a node overwritten or removed; keys written through a store of
     zarr-python's, a prefix being a key there): every pool drops what it holds of them."""
-    for pool in list(ChunkCache._pools.values()):
+    for pool in _live_pools():
         place = pool.known_place(store)
         if place is not None:
             # The prefixes themselves too: a key written alone is marked written even
