@@ -25,7 +25,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from aiozarr.storage.policy.locks import blocked_loops, refuse_blocked_wait
+from aiozarr.storage.policy.locks import HeldByLoop, blocked_loops, refuse_blocked_wait
 
 __all__ = ["RequestBudget", "Slot"]
 
@@ -62,7 +62,7 @@ class RequestBudget:
         self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = deque()
         self._holders: dict[asyncio.Task[Any], tuple[Slot, int]] = {}
         # Slots in flight per event loop (a sync call must not wait on a blocked one's).
-        self._by_loop: dict[asyncio.AbstractEventLoop | None, int] = {}
+        self._by_loop = HeldByLoop()
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Requests in flight belong to this process: a copy starts afresh.
@@ -217,20 +217,16 @@ class RequestBudget:
     def _take(self, loop: asyncio.AbstractEventLoop | None) -> Slot:
         self._inflight += 1
         self._peak = max(self._peak, self._inflight)
-        self._by_loop[loop] = self._by_loop.get(loop, 0) + 1
+        self._by_loop.add(loop, 1)
         return Slot(self._epoch)
 
     def _give(self, loop: asyncio.AbstractEventLoop | None) -> None:
         self._inflight -= 1
-        left = self._by_loop.get(loop, 0) - 1
-        if left > 0:
-            self._by_loop[loop] = left
-        else:
-            self._by_loop.pop(loop, None)
+        self._by_loop.remove(loop, 1)
 
     def _stuck(self, blocked: frozenset[asyncio.AbstractEventLoop]) -> int:
         # Lock held. Slots that tasks of `blocked` loops hold, or will be granted first.
-        held = sum(self._by_loop.get(loop, 0) for loop in blocked)
+        held = self._by_loop.by(blocked)
         return held + sum(loop in blocked for loop, _ in self._waiters)
 
     def _hand_over(self) -> None:
@@ -298,4 +294,4 @@ class RequestBudget:
         self._inflight = 0
         self._waiters = deque()
         self._holders = {}
-        self._by_loop = {}
+        self._by_loop = HeldByLoop()

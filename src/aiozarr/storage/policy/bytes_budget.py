@@ -12,7 +12,7 @@ import asyncio
 import threading
 from collections import deque
 
-from aiozarr.storage.policy.locks import blocked_loops, refuse_blocked_wait
+from aiozarr.storage.policy.locks import HeldByLoop, blocked_loops, refuse_blocked_wait
 
 __all__ = ["ByteBudget", "HeldBytes"]
 
@@ -32,7 +32,7 @@ class ByteBudget:
         self._lock = threading.Lock()
         self._waiters: deque[_Waiter] = deque()
         # Bytes held per event loop (a sync call must not wait on a blocked one's).
-        self._by_loop: dict[asyncio.AbstractEventLoop | None, int] = {}
+        self._by_loop = HeldByLoop()
 
     def set_capacity(self, capacity: int) -> None:
         """Change the capacity (a setting changed); waiters that now fit go ahead."""
@@ -79,20 +79,16 @@ class ByteBudget:
     def _take(self, want: int, loop: asyncio.AbstractEventLoop | None) -> int:
         self.held += want
         self.peak = max(self.peak, self.held)
-        self._by_loop[loop] = self._by_loop.get(loop, 0) + want
+        self._by_loop.add(loop, want)
         return want
 
     def _give(self, taken: int, loop: asyncio.AbstractEventLoop | None) -> None:
         self.held -= taken
-        left = self._by_loop.get(loop, 0) - taken
-        if left > 0:
-            self._by_loop[loop] = left
-        else:
-            self._by_loop.pop(loop, None)
+        self._by_loop.remove(loop, taken)
 
     def _stuck(self, blocked: frozenset[asyncio.AbstractEventLoop]) -> int:
         # Lock held. Bytes that tasks of `blocked` loops hold, or will be granted first.
-        held = sum(self._by_loop.get(loop, 0) for loop in blocked)
+        held = self._by_loop.by(blocked)
         return held + sum(
             min(nbytes, self.capacity) for loop, _, nbytes in self._waiters if loop in blocked
         )
@@ -122,7 +118,7 @@ class ByteBudget:
         self._lock = threading.Lock()
         self.held = 0
         self._waiters = deque()
-        self._by_loop = {}
+        self._by_loop = HeldByLoop()
 
 
 class HeldBytes:

@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 
 from aiozarr.errors import SyncDeadlockError
 
-__all__ = ["KeyLocks", "blocked_loops", "blocking", "refuse_blocked_wait"]
+__all__ = ["HeldByLoop", "KeyLocks", "blocked_loops", "blocking", "refuse_blocked_wait"]
 
 _Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
 
@@ -72,6 +72,28 @@ def refuse_blocked_wait(what: str) -> None:
         "returns; await the async API (`arr.async_array`, `await ...`) inside async "
         "code instead"
     )
+
+
+class HeldByLoop:
+    """How much of a budget (slots, bytes) the tasks of each event loop hold; the
+    budget's own lock guards it."""
+
+    def __init__(self) -> None:
+        self._held: dict[asyncio.AbstractEventLoop | None, int] = {}
+
+    def add(self, loop: asyncio.AbstractEventLoop | None, amount: int) -> None:
+        self._held[loop] = self._held.get(loop, 0) + amount
+
+    def remove(self, loop: asyncio.AbstractEventLoop | None, amount: int) -> None:
+        left = self._held.get(loop, 0) - amount
+        if left > 0:
+            self._held[loop] = left
+        else:
+            self._held.pop(loop, None)
+
+    def by(self, loops: frozenset[asyncio.AbstractEventLoop]) -> int:
+        """What the tasks of `loops` hold together."""
+        return sum(self._held.get(loop, 0) for loop in loops)
 
 
 class KeyLocks:
