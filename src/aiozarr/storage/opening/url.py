@@ -38,6 +38,7 @@ from aiozarr.errors import StoreError
 from aiozarr.storage.backends import aws_config, credentials
 from aiozarr.storage.backends.redaction import redact_url
 from aiozarr.storage.backends.zip import ZipMode, ZipStore
+from aiozarr.storage.opening import cloud_credentials
 from aiozarr.storage.opening.option_names import closest_option
 from aiozarr.storage.protocol import Store
 
@@ -79,10 +80,13 @@ _CLIENT_KEYS = frozenset(
         "user_agent",
     }
 )
-# fsspec (s3fs / gcsfs / adlfs) spellings -> obstore's.
+# fsspec spellings -> obstore's: any store's, then s3fs's (gcsfs's `token` and adlfs's
+# `connection_string`: `cloud_credentials`).
 _ALIASES = {
     "endpoint_url": "endpoint",
     "region_name": "region",
+}
+_S3_ALIASES = {
     "key": "access_key_id",
     "secret": "secret_access_key",
     "token": "session_token",
@@ -96,53 +100,6 @@ _ALIASES = {
 _ENDPOINT_OPTION = re.compile(r"(?:^|_)(?:endpoint(?:_url)?|base_url)$", re.IGNORECASE)
 # S3-compatible servers are often named by the environment, as the AWS tools read it.
 _ENDPOINT_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT")
-# Where GCS and Azure credentials may come from: option names and environment
-# variables. With none of them, the store signs nothing (anonymous access to public
-# data). S3 looks where the AWS tools look (`credentials.choose_s3_signing`).
-_CREDENTIALS = {
-    "gcs": (
-        (
-            "service_account",
-            "service_account_key",
-            "application_credentials",
-            "service_account_path",
-            "bearer_token",
-        ),
-        (
-            "GOOGLE_SERVICE_ACCOUNT",
-            "GOOGLE_SERVICE_ACCOUNT_PATH",
-            "GOOGLE_SERVICE_ACCOUNT_KEY",
-            "GOOGLE_APPLICATION_CREDENTIALS",
-            "GOOGLE_BEARER_TOKEN",
-        ),
-    ),
-    "azure": (
-        (
-            "account_key",
-            "access_key",
-            "sas_key",
-            "sas_token",
-            "bearer_token",
-            "client_id",
-            "client_secret",
-            "use_azure_cli",
-            "token",
-            "use_emulator",
-        ),
-        (
-            "AZURE_STORAGE_ACCOUNT_KEY",
-            "AZURE_STORAGE_ACCESS_KEY",
-            "AZURE_STORAGE_SAS_KEY",
-            "AZURE_STORAGE_SAS_TOKEN",
-            "AZURE_STORAGE_TOKEN",
-            "AZURE_CLIENT_ID",
-            "AZURE_FEDERATED_TOKEN_FILE",
-            "AZURE_USE_AZURE_CLI",
-            "AZURE_STORAGE_USE_EMULATOR",
-        ),
-    ),
-}
-
 _memory_stores: dict[str, Store] = {}
 _memory_lock = threading.Lock()
 _OBSTORE_CACHE_SIZE = 64
@@ -380,15 +337,20 @@ def _normalize(scheme: str, options: dict[str, Any]) -> tuple[dict[str, Any], di
     client: dict[str, Any] = dict(options.pop("client_options", None) or {})
     for name, value in (options.pop("client_kwargs", None) or {}).items():
         options.setdefault(name, value)  # s3fs passes endpoint_url / region_name here
+    if scheme in _AZURE:
+        options = cloud_credentials.adlfs_options(options)
+    aliases = {**_ALIASES, **_S3_ALIASES} if scheme in _S3 else _ALIASES
     store: dict[str, Any] = {}
     for name, value in options.items():
         if _ENDPOINT_OPTION.search(name):
             _check_endpoint(f"storage option {name!r}", value)
-        name = _ALIASES.get(name, name)
+        name = aliases.get(name, name)
         (client if name in _CLIENT_KEYS else store)[name] = value
+    if scheme in _GCS and "token" in store:
+        store.update(cloud_credentials.gcsfs_token(store.pop("token")))
     anon = store.pop("anon", None)
     if anon is not None:
-        store.setdefault("skip_signature", bool(anon))
+        store.setdefault("skip_signature", _flag("anon", anon))
     variable = _env_endpoint()
     if scheme in _S3 and "endpoint" not in store and variable:
         _check_endpoint(f"environment variable {variable}", os.environ[variable])
@@ -461,11 +423,13 @@ def _use_ssl(value: Any, store: dict[str, Any], client: dict[str, Any]) -> None:
     client["allow_http"] = True
 
 
-def _has_credentials(kind: str, store: dict[str, Any], extra: dict[str, Any]) -> bool:
-    names, env = _CREDENTIALS[kind]
-    if extra.get("credential_provider") is not None:
-        return True
-    return any(n in store for n in names) or any(os.environ.get(e) for e in env)
+def _flag(name: str, value: Any) -> bool:
+    """A true/false option, as a bool or as the text `-o name=False` gives."""
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
+        return value.strip().lower() in ("true", "1")
+    if not isinstance(value, bool | int):
+        raise StoreError(f"storage option {name!r} must be true or false, got {value!r}")
+    return bool(value)
 
 
 def _object_store(url: str, scheme: str, options: dict[str, Any]) -> ObjectStore:
@@ -479,10 +443,13 @@ def _object_store(url: str, scheme: str, options: dict[str, Any]) -> ObjectStore
 
     if "credential_provider" in options:  # a callable: identity is not configuration
         return ObjectStore(_build_obstore_store(url, scheme, options))
-    names = [*_ENDPOINT_ENV, *(name for _, env in _CREDENTIALS.values() for name in env)]
-    names += credentials.S3_ENVIRONMENT
+    names = [*_ENDPOINT_ENV, *credentials.S3_ENVIRONMENT]
     # The AWS files too: a profile written since, or changed, may change how it signs.
-    env = (*(os.environ.get(name) for name in names), aws_config.files_state())
+    env = (
+        *(os.environ.get(name) for name in names),
+        cloud_credentials.credential_environment(),
+        aws_config.files_state(),
+    )
     # The pid: a forked child builds its own (a client's connections are not fork-safe).
     key = repr((os.getpid(), url, sorted(options.items(), key=lambda item: item[0]), env))
     with _obstore_lock:
@@ -522,7 +489,7 @@ def _build_obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
             use_ssl = store_options.pop("use_ssl", None)
             credentials.choose_s3_signing(store_options, extra)
             _use_ssl(use_ssl, store_options, client)
-        elif "skip_signature" not in store_options and not _has_credentials(
+        elif "skip_signature" not in store_options and not cloud_credentials.has_credentials(
             "gcs" if scheme in _GCS else "azure", store_options, extra
         ):
             store_options["skip_signature"] = True
@@ -559,5 +526,5 @@ def _option_meant(message: str, scheme: str) -> str | None:
     if refused is None:
         return None
     kind = "s3" if scheme in _S3 else "gcs" if scheme in _GCS else "azure"
-    own = {*_ALIASES, "anon", "use_ssl", "client_options", "retry_config"}
+    own = {*_ALIASES, *_S3_ALIASES, "anon", "use_ssl", "client_options", "retry_config"}
     return closest_option(refused.group(1) or refused.group(2), kind, own)

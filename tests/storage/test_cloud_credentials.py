@@ -1,0 +1,110 @@
+"""GCS and Azure credentials in any spelling obstore takes, and gcsfs's and adlfs's own,
+sign the requests; without one the store reads unsigned (public data). A server on
+127.0.0.1 records what each request carried."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from aiozarr.errors import StoreError
+from aiozarr.storage.opening import cloud_credentials
+from aiozarr.storage.opening.url import from_url
+from aiozarr.sync import run
+
+# azurite's well-known development key (public, documented by Microsoft)
+KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+
+class Recorder:
+    """An HTTP server answering 404 to everything, keeping each request's signature."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self.url = ""
+
+    async def _record(self, request: web.Request) -> web.Response:
+        auth = request.headers.get("Authorization", "")
+        self.seen.append(auth.split(" ")[0] if auth else f"query:{request.query_string}")
+        return web.Response(status=404)
+
+    async def start(self) -> web.AppRunner:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self._record)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        self.url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+        return runner
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    found = Recorder()
+    runner = run(found.start)
+    yield found
+    run(runner.cleanup)
+
+
+def _signature(recorder: Recorder, scheme: str, options: dict[str, Any]) -> str:
+    where = (
+        {"account_name": "acc", "endpoint": f"{recorder.url}/acc"}
+        if scheme == "az"
+        else {"base_url": recorder.url}
+    )
+    recorder.seen.clear()
+    store = from_url(f"{scheme}://c/p", storage_options={**options, **where})
+    assert run(store.get, "zarr.json") is None
+    return recorder.seen[0]
+
+
+@pytest.mark.parametrize(
+    ("scheme", "options", "signed"),
+    [
+        ("az", {"account_key": KEY}, "SharedKey"),
+        ("az", {"azure_storage_account_key": KEY}, "SharedKey"),
+        ("az", {"master_key": KEY}, "SharedKey"),
+        ("az", {"azure_storage_token": "t"}, "Bearer"),
+        ("az", {"token": "t"}, "Bearer"),  # not S3's session token
+        ("az", {"azure_storage_sas_token": "sv=1&sig=x"}, "query:sv=1&sig=x"),
+        ("az", {"account_key": KEY, "anon": "False"}, "SharedKey"),  # `-o anon=False`
+        ("az", {"account_key": KEY, "anon": "true"}, "query:"),
+        ("az", {"connection_string": f"AccountName=acc;AccountKey={KEY}"}, "SharedKey"),
+        ("az", {}, "query:"),  # public data: unsigned
+        ("gs", {"google_bearer_token": "t"}, "Bearer"),
+        ("gs", {"token": "anon"}, "query:"),  # gcsfs's anonymous
+        ("gs", {}, "query:"),
+    ],
+)
+def test_each_spelling_of_a_credential_signs(
+    recorder: Recorder, scheme: str, options: dict[str, Any], signed: str
+) -> None:
+    assert _signature(recorder, scheme, options) == signed
+
+
+def test_a_credential_in_the_environment_signs(
+    recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AZURE_STORAGE_MASTER_KEY", KEY)
+    assert _signature(recorder, "az", {}) == "SharedKey"
+
+
+def test_gcsfs_tokens_are_obstores_options(tmp_path: Any) -> None:
+    key = tmp_path / "sa.json"
+    key.write_text("{}")
+    assert cloud_credentials.gcsfs_token(str(key)) == {"service_account_path": str(key)}
+    assert cloud_credentials.gcsfs_token({"type": "service_account"}) == {
+        "service_account_key": '{"type": "service_account"}'
+    }
+    assert cloud_credentials.gcsfs_token("google_default") == {"skip_signature": False}
+    with pytest.raises(StoreError, match="gcsfs's values"):
+        cloud_credentials.gcsfs_token("/no/such/file.json")
+
+
+def test_a_connection_string_part_with_no_counterpart_is_refused() -> None:
+    with pytest.raises(StoreError, match="'QueueEndpoint' has no obstore counterpart"):
+        from_url("az://c/p", storage_options={"connection_string": "QueueEndpoint=http://x"})
