@@ -34,16 +34,20 @@ def test_coalesce() -> None:
     assert ranges.coalesce([(0, 100), (10, 20), (50, 60)], 0) == [(0, 100)]  # contained
 
 
+def _bounds(parts: ranges.Parts) -> list[tuple[int, int | None]]:
+    return [(p.offset, p.end) for p in parts]
+
+
 def test_split() -> None:
-    assert ranges.split(0, 10, 4) == [(0, 4), (4, 8), (8, 10)]
-    assert ranges.split(5, 9, 4) == [(5, 9)]
-    assert ranges.split(0, 100, 0) == [(0, 100)]  # 0: never split
+    assert _bounds(ranges.split(0, 10, 4)) == [(0, 4), (4, 8), (8, 10)]
+    assert _bounds(ranges.split(5, 9, 4)) == [(5, 9)]
+    assert _bounds(ranges.split(0, 100, 0)) == [(0, 100)]  # 0: never split
 
 
 def test_plan_adjacent_ranges_with_gap_zero_are_one_request() -> None:
     wanted = [ByteRange.of(0, 10), ByteRange.of(10, 10), ByteRange.of(20, 5)]
     plan = ranges.plan(wanted, gap_bytes=0, max_request_bytes=0)
-    assert plan.fetch == (ByteRange.of(0, 25),)
+    assert tuple(plan.fetch) == (ByteRange.of(0, 25),)
 
 
 def test_plan_separate_ranges_with_gap_zero_stay_apart() -> None:
@@ -60,9 +64,11 @@ def test_plan_separate_ranges_with_gap_zero_stay_apart() -> None:
 
 def test_plan_large_gap_merges_and_max_request_bytes_splits() -> None:
     wanted = [ByteRange.of(0, 10), ByteRange.of(90, 10)]
-    assert ranges.plan(wanted, gap_bytes=100, max_request_bytes=0).fetch == (ByteRange.of(0, 100),)
+    assert tuple(ranges.plan(wanted, gap_bytes=100, max_request_bytes=0).fetch) == (
+        ByteRange.of(0, 100),
+    )
     split = ranges.plan(wanted, gap_bytes=100, max_request_bytes=40)
-    assert split.fetch == (ByteRange.of(0, 40), ByteRange.of(40, 40), ByteRange.of(80, 20))
+    assert tuple(split.fetch) == (ByteRange.of(0, 40), ByteRange.of(40, 40), ByteRange.of(80, 20))
     blob = bytes(range(200))
     assert [bytes(v) for v in split.slice_back(answer(blob, split))] == [blob[:10], blob[90:100]]
 
@@ -70,7 +76,7 @@ def test_plan_large_gap_merges_and_max_request_bytes_splits() -> None:
 def test_unbounded_ranges_are_their_own_requests_and_shared() -> None:
     wanted = [ByteRange.last(8), None, ByteRange.last(8), ByteRange.from_offset(3), None]
     plan = ranges.plan(wanted, gap_bytes=1 << 20, max_request_bytes=4)
-    assert plan.fetch == (ByteRange.last(8), None, ByteRange.from_offset(3))
+    assert tuple(plan.fetch) == (ByteRange.last(8), None, ByteRange.from_offset(3))
     blob = bytes(range(30))
     assert [bytes(v) for v in plan.slice_back(answer(blob, plan))] == [
         blob[-8:],
@@ -83,7 +89,7 @@ def test_unbounded_ranges_are_their_own_requests_and_shared() -> None:
 
 def test_slice_back_is_zero_copy_inside_one_request() -> None:
     plan = ranges.plan([ByteRange.of(2, 3), ByteRange.of(6, 2)], gap_bytes=10, max_request_bytes=0)
-    assert plan.fetch == (ByteRange.of(2, 6),)
+    assert tuple(plan.fetch) == (ByteRange.of(2, 6),)
     fetched = bytearray(b"cdefgh")
     views = plan.slice_back([fetched])
     fetched[0] = ord("X")  # the answers are views of the fetched buffer
@@ -112,7 +118,7 @@ def test_slice_back_refuses_answers_it_cannot_place() -> None:
 
 def test_plan_of_nothing() -> None:
     plan = ranges.plan([], gap_bytes=0, max_request_bytes=0)
-    assert plan.fetch == () and plan.slice_back([]) == []
+    assert tuple(plan.fetch) == () and plan.slice_back([]) == []
 
 
 byte_ranges = st.one_of(

@@ -22,8 +22,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from functools import partial
+from typing import Any
 
 import anyio.abc
 
@@ -71,31 +72,59 @@ def _loosest(bounds: Iterable[int | None]) -> int | None:
     return most
 
 
+def _one_version(key: str, answers: Sequence[Versioned]) -> Version | None:
+    """The version every answer of `key` comes from; `TornReadError` if they differ. An
+    empty answer without a version (a part past the value's end: the same for every
+    version) agrees with any."""
+    versions = {v for data, v in answers if v is not None or memoryview(data).nbytes}
+    if len(versions) > 1:
+        raise TornReadError(f"{key!r} changed while its ranges were read")
+    return versions.pop() if versions else None
+
+
 async def _gather_ranges(
     key: str,
     byte_ranges: Sequence[ByteRange],
     fetch: Callable[[str, ByteRange], Awaitable[Versioned | None]],
+    limiter: asyncio.Semaphore,
 ) -> tuple[list[Buffer], Version | None] | None:
-    """`fetch` every range of `key` concurrently: the answers and the version they all
-    come from; None if the key is missing. `TornReadError` if the versions differ."""
-    results: list[Versioned | None] = [None] * len(byte_ranges)
+    """`fetch` the ranges of `key` in order, `limiter` bounding those in flight: the
+    answers and the version they all come from; None if the key is missing.
+    `TornReadError` if the versions differ.
+
+    No range is sent once an answer came back short: the value ends there, and the
+    ranges after it lie past its end (`RangePlan.slice_back` reads them as empty), so a
+    length claimed far beyond the value's end costs one window of requests, not one
+    request per part of the claim. The answers are those of the ranges sent, in order."""
+    if len(byte_ranges) == 1:
+        async with limiter:
+            answer = await fetch(key, byte_ranges[0])
+        return None if answer is None else ([answer[0]], answer[1])
+    results: list[Versioned | None] = []
+    ended = False  # an answer was short (or missing): send nothing more
 
     async def one(i: int, byte_range: ByteRange) -> None:
-        results[i] = await fetch(key, byte_range)
+        nonlocal ended
+        try:
+            results[i] = answer = await fetch(key, byte_range)
+            if answer is None or ranges.is_short(byte_range, answer[0]):
+                ended = True
+        finally:
+            limiter.release()
 
-    if len(byte_ranges) == 1:
-        results[0] = await fetch(key, byte_ranges[0])
-    else:
-        with unwrap_group():
-            async with anyio.create_task_group() as tg:
-                for i, byte_range in enumerate(byte_ranges):
-                    tg.start_soon(one, i, byte_range)
+    with unwrap_group():
+        async with anyio.create_task_group() as tg:
+            for byte_range in byte_ranges:  # each part made as it is sent
+                await limiter.acquire()
+                if ended:
+                    limiter.release()
+                    break
+                results.append(None)
+                tg.start_soon(one, len(results) - 1, byte_range)
     if any(r is None for r in results):
         return None
-    versions = {version for _, version in results}  # type: ignore[misc]
-    if len(versions) > 1:
-        raise TornReadError(f"{key!r} changed while its ranges were read")
-    return [data for data, _ in results], versions.pop()  # type: ignore[misc]
+    answers: list[Versioned] = results  # type: ignore[assignment]
+    return [data for data, _ in answers], _one_version(key, answers)
 
 
 async def read_one(
@@ -427,13 +456,7 @@ class _Batch:
         for attempt in range(_TORN_RETRIES):
             try:
                 if caps.batched_reads:
-                    request = retry.Request(
-                        "read",
-                        key,
-                        lambda: _read_ranges_checked(store, caps, key, plan.fetch, max_bytes),
-                        _total_bytes(plan.fetch),
-                    )
-                    fetched = await retry.run_request(store.runtime, request, self.settings)
+                    fetched = await self.read_windows(key, plan.fetch, max_bytes)
                 else:
                     fetched = await self.read_parts(key, plan.fetch, max_bytes)
                 break
@@ -448,25 +471,61 @@ class _Batch:
         answers, version = fetched
         return plan.slice_back(answers), version
 
+    async def read_windows(
+        self, key: str, byte_ranges: Sequence[ByteRange | None], max_bytes: int | None
+    ) -> tuple[list[Buffer], Version | None] | None:
+        """The ranges of `key` from a store that reads many with one open: a window of
+        them at a time (at most `max_inflight_bytes`, one request under the policy),
+        until an answer is short (the value ends there: the rest lie past its end)."""
+        store, caps = self.store, self.caps
+        answers: list[Versioned] = []
+        for window in _windows(byte_ranges, self.settings.max_inflight_bytes):
+
+            async def read(window: list[ByteRange | None] = window) -> Any:
+                return await _read_ranges_checked(store, caps, key, window, max_bytes)
+
+            request = retry.Request("read", key, read, _total_bytes(window))
+            fetched = await retry.run_request(store.runtime, request, self.settings)
+            if fetched is None:
+                return None
+            answers += [(data, fetched[1]) for data in fetched[0]]
+            if any(ranges.is_short(r, d) for r, d in zip(window, fetched[0], strict=False)):
+                break
+        return [data for data, _ in answers], _one_version(key, answers)
+
     async def read_parts(
         self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None
     ) -> tuple[list[Buffer], Version | None] | None:
         """Each range as its own request under the policy, concurrently: at most
         `parts_per_object` of this key at once."""
-        parts = self.part_limiter(key)
+        return await _gather_ranges(
+            key, byte_ranges, partial(self.read, max_bytes=max_bytes), self.part_limiter(key)
+        )
 
-        async def read_part(key: str, byte_range: ByteRange) -> Versioned | None:
-            async with parts:
-                return await self.read(key, byte_range, max_bytes)
 
-        return await _gather_ranges(key, byte_ranges, read_part)
+def _windows(
+    byte_ranges: Iterable[ByteRange | None], most_bytes: int
+) -> Iterator[list[ByteRange | None]]:
+    """`byte_ranges` in consecutive lists of at most `most_bytes` asked for (at least
+    one range each; a range of unknown length counts nothing), made as they are taken."""
+    window: list[ByteRange | None] = []
+    total = 0
+    for byte_range in byte_ranges:
+        size = ranges.requested_bytes(byte_range) or 0
+        if window and total + size > most_bytes:
+            yield window
+            window, total = [], 0
+        window.append(byte_range)
+        total += size
+    if window:
+        yield window
 
 
 async def _read_ranges_checked(
     store: ReadBackend,
     caps: Capabilities,
     key: str,
-    byte_ranges: Sequence[ByteRange],
+    byte_ranges: Sequence[ByteRange | None],
     max_bytes: int | None,
 ) -> tuple[list[Buffer], Version | None] | None:
     answer = await store.read_ranges(key, byte_ranges, max_bytes)

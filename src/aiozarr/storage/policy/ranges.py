@@ -7,9 +7,10 @@ as zero-copy memoryviews where a wanted range lies inside one fetched range.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import bisect
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import CodecError
@@ -30,7 +31,7 @@ class RangePlan:
     """The requests to send for some wanted ranges of one key, and how to answer each."""
 
     wanted: tuple[ByteRange | None, ...]
-    fetch: tuple[ByteRange | None, ...]
+    fetch: Sequence[ByteRange | None]  # `Requests`: each part made when asked for
     _pieces: tuple[_Piece, ...]
 
     def slice_back(self, fetched: Sequence[Any]) -> list[memoryview]:
@@ -40,15 +41,23 @@ class RangePlan:
         ranges in it are clipped, as `Store.get` clips a range past the end. An answer
         longer than its request (a server that ignored the range), or a short part
         followed by more bytes, cannot be placed and raises `CodecError`.
+
+        `fetched` may stop before the last request where one of its answers is short:
+        the value ends there, so the requests after them lie past its end and would
+        answer nothing (a reader need not send them; `read_parts_until_end`).
         """
-        if len(fetched) != len(self.fetch):
-            raise ValueError(f"expected {len(self.fetch)} answers, got {len(fetched)}")
         views = [memoryview(b).cast("B") for b in fetched]
-        for asked, view in zip(self.fetch, views, strict=True):
+        if len(views) > len(self.fetch) or (
+            len(views) < len(self.fetch) and not _any_short(self.fetch, views)
+        ):
+            raise ValueError(f"expected {len(self.fetch)} answers, got {len(fetched)}")
+        for asked, view in zip(self.fetch, views, strict=False):
             refuse_long(asked, view)
         out: list[memoryview] = []
         for wanted, piece in zip(self.wanted, self._pieces, strict=True):
-            if piece.first == piece.last:
+            if piece.first >= len(views):  # past the value's end
+                view = memoryview(b"")
+            elif piece.first == piece.last:
                 view = views[piece.first]
             else:  # a range split into parts: join them (the only copy we make)
                 parts = views[piece.first : piece.last + 1]
@@ -67,6 +76,18 @@ class RangePlan:
             stop = None if piece.length is None else piece.start + piece.length
             out.append(view[piece.start : stop])
         return out
+
+
+def is_short(asked: ByteRange | None, answer: Any) -> bool:
+    """Whether `answer` holds fewer bytes than the bounded range `asked` (the value
+    ends inside it or before it)."""
+    return (
+        asked is not None and asked.length is not None and memoryview(answer).nbytes < asked.length
+    )
+
+
+def _any_short(fetch: Sequence[ByteRange | None], views: Sequence[memoryview]) -> bool:
+    return any(is_short(asked, view) for asked, view in zip(fetch, views, strict=False))
 
 
 def requested_bytes(byte_range: ByteRange | None) -> int | None:
@@ -99,11 +120,87 @@ def coalesce(bounded: Sequence[tuple[int, int]], gap_bytes: int) -> list[tuple[i
     return merged
 
 
-def split(start: int, stop: int, max_request_bytes: int) -> list[tuple[int, int]]:
-    """Cut `(start, stop)` into consecutive parts of at most `max_request_bytes`."""
+def split(start: int, stop: int, max_request_bytes: int) -> Parts:
+    """`(start, stop)` cut into consecutive parts of at most `max_request_bytes`, as a
+    sequence that makes each part when it is asked for: a range's length is a claim
+    (a reference's, an index's) that may be far beyond the value's end, and nothing is
+    built in proportion to it."""
     if max_request_bytes <= 0 or stop - start <= max_request_bytes:
-        return [(start, stop)]
-    return [(s, min(s + max_request_bytes, stop)) for s in range(start, stop, max_request_bytes)]
+        return Parts(start, stop, max(stop - start, 1))
+    return Parts(start, stop, max_request_bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class Parts(Sequence[ByteRange]):
+    """The parts of `(start, stop)`, `step` bytes each (the last one shorter), made on
+    demand: `len` and indexing cost the same for two parts as for 2**40."""
+
+    start: int
+    stop: int
+    step: int
+
+    def __len__(self) -> int:
+        return max(1, -(-(self.stop - self.start) // self.step))
+
+    @overload
+    def __getitem__(self, i: int) -> ByteRange: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[ByteRange]: ...
+    def __getitem__(self, i: int | slice) -> ByteRange | list[ByteRange]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        s = self.start + i * self.step
+        return ByteRange.of(s, min(s + self.step, self.stop) - s)
+
+
+class Requests(Sequence["ByteRange | None"]):
+    """A plan's requests, in order: runs of parts (`Parts`) and single requests, each
+    part made when it is asked for (iterate, index: never a list of them all)."""
+
+    def __init__(self) -> None:
+        self._runs: list[Parts | ByteRange | None] = []
+        self._firsts: list[int] = []  # the index of each run's first request
+        self._count = 0
+
+    def append(self, request: ByteRange | None) -> None:
+        self._add(request, 1)
+
+    def extend_parts(self, parts: Parts) -> None:
+        self._add(parts, len(parts))
+
+    def _add(self, run: Parts | ByteRange | None, count: int) -> None:
+        self._runs.append(run)
+        self._firsts.append(self._count)
+        self._count += count
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, i: int) -> ByteRange | None: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[ByteRange | None]: ...
+    def __getitem__(self, i: int | slice) -> ByteRange | list[ByteRange | None] | None:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += self._count
+        if not 0 <= i < self._count:
+            raise IndexError(i)
+        n = bisect.bisect_right(self._firsts, i) - 1
+        run = self._runs[n]
+        return run[i - self._firsts[n]] if isinstance(run, Parts) else run
+
+    def __iter__(self) -> Iterator[ByteRange | None]:
+        for run in self._runs:
+            if isinstance(run, Parts):
+                yield from (run[k] for k in range(len(run)))
+            else:
+                yield run
 
 
 def plan(
@@ -118,7 +215,7 @@ def plan(
     `max_request_bytes` are split. Suffix, open-ended and whole-value reads cannot be
     merged without knowing the size, so each is its own request (identical ones shared).
     """
-    fetch: list[ByteRange | None] = []
+    fetch = Requests()
     pieces: list[_Piece | None] = [None] * len(wanted)
 
     unbounded: dict[ByteRange | None, int] = {}
@@ -137,18 +234,20 @@ def plan(
     for start, stop in coalesce([(s, e) for s, e, _ in bounded], gap_bytes):
         first = len(fetch)
         parts = split(start, stop, max_request_bytes)
-        fetch.extend(ByteRange.of(s, e - s) for s, e in parts)
+        fetch.extend_parts(parts)
 
-        def part_of(offset: int, start: int = start, count: int = len(parts)) -> int:
-            return min((offset - start) // max(max_request_bytes, 1), count - 1)
+        def part_of(
+            offset: int, start: int = start, count: int = len(parts), step: int = parts.step
+        ) -> int:
+            return min((offset - start) // step, count - 1)
 
         # Groups are sorted and disjoint, so the wanted ranges of this group come next.
         while j < len(bounded) and bounded[j][0] <= stop:
             s, e, i = bounded[j]
             lo, hi = part_of(s), part_of(max(e - 1, s))
-            pieces[i] = _Piece(first + lo, first + hi, s - parts[lo][0], e - s)
+            pieces[i] = _Piece(first + lo, first + hi, s - parts[lo].offset, e - s)
             j += 1
-    return RangePlan(tuple(wanted), tuple(fetch), tuple(p for p in pieces if p is not None))
+    return RangePlan(tuple(wanted), fetch, tuple(p for p in pieces if p is not None))
 
 
 def group(

@@ -4,9 +4,12 @@ The directory holds `.zmetadata`, `{"metadata": {key: JSON document}, "record_si
 with every metadata key, and per array FIELD the files `FIELD/refs.R.parq` with columns
 path, offset, size, raw. Row i of record R is the chunk numbered `R * N + i` in C order
 over the chunk grid. A row with raw bytes is inline; one without a path is a missing
-chunk; offset = size = 0 means the whole object. Records are read when a key needs them
-and kept in a small LRU. Nothing is sized by what `.zmetadata` declares: a grid of 10**9
-chunks is listed from the record files there are, a batch of records at a time.
+chunk; offset = size = 0 (or both null) means the whole object, and a row whose offset
+or size alone is null is malformed: reading its key raises `MetadataError` naming the
+record file and the row (the record's other rows read). Records are read when a key
+needs them and kept in a small LRU. Nothing is sized by what `.zmetadata` declares: a
+grid of 10**9 chunks is listed from the record files there are, a batch of records at a
+time.
 
 Record files are untrusted input, bounded before they are parsed: a file is read only
 up to `_RECORD_FILE_OVERHEAD + record_size * _MAX_ROW_BYTES` bytes (else
@@ -165,7 +168,15 @@ class ParquetRefs:
                 out.append(self._meta.get(key))
                 continue
             rows = self._records.get((place[0], place[1]), [])
-            out.append(rows[place[2]] if place[2] < len(rows) else None)
+            row = rows[place[2]] if place[2] < len(rows) else None
+            if isinstance(row, _NullField):
+                field, record, i = place
+                raise MetadataError(
+                    f"{self._where}: the reference of {key!r} (row {i} of "
+                    f"{field}/refs.{record}.parq) is malformed: {row.value!r} (a null "
+                    "offset or size beside a path; a whole object has both 0)"
+                )
+            out.append(row)
         return out
 
     async def keys(self) -> list[str]:
@@ -208,15 +219,27 @@ class ParquetRefs:
                 yield number, rows
 
 
+class _NullField:
+    """A row with a path whose offset or size alone is null: fsspec reads it as
+    `[path, offset, None]`, which no reader can serve. Kept as a row (its key is listed)
+    and refused when that key is read, so the record's other rows still read."""
+
+    def __init__(self, path: str, offset: Any, size: Any) -> None:
+        self.value = [path, offset, size]
+
+
 def _row(columns: list[list[Any] | None], i: int) -> Any:
-    """One Parquet row as a reference: inline bytes, `[url]`, `[url, offset, size]`, None."""
+    """One Parquet row as a reference: inline bytes, `[url]`, `[url, offset, size]`, None
+    (a `_NullField` where the offset or the size alone is null)."""
     path, offset, size, raw = (None if c is None else c[i] for c in columns)
     if raw is not None:
         return bytes(raw)
     if path is None:
         return None
-    if not offset and not size:
+    if not offset and not size and (offset is None) == (size is None):
         return [path]
+    if offset is None or size is None:
+        return _NullField(path, offset, size)
     return [path, int(offset), int(size)]
 
 

@@ -41,6 +41,7 @@ from urllib.parse import urlsplit
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import MetadataError, StoreError, UnsupportedError, ValueTooLargeError
+from aiozarr.sizes import memory_bytes
 from aiozarr.storage.policy.fanin import Emit, Spawn, fan_in
 from aiozarr.storage.protocol import (
     Answer,
@@ -242,7 +243,12 @@ class ReferenceStore(Store):
             raise UnsupportedError(f"{where}: reference version {doc.get('version')!r}")
         if doc.get("gen"):
             raise UnsupportedError(f"{where}: 'gen' references are not supported")
-        templates = {k: str(v) for k, v in (doc.get("templates") or {}).items()}
+        for field in ("refs", "templates"):
+            if field in doc and not isinstance(doc[field], Mapping):
+                raise MetadataError(
+                    f"{where}: {field!r} must be a JSON object, got {reprlib.repr(doc[field])}"
+                )
+        templates = {k: str(v) for k, v in doc.get("templates", {}).items()}
         refs = dict(doc["refs"])
         if templates:
             for key, value in refs.items():
@@ -346,18 +352,10 @@ class ReferenceStore(Store):
                     data = data[start:stop]
                 ready.append((i, data, None))
             else:
-                store, name, offset, length = self._target(value, request.key)
-                bound = None
-                if request.byte_range is None:
-                    if length is not None:  # the reference says how long the value is
-                        check_size(request.key, length, request.max_bytes, self)
-                    else:  # a whole target object: its store checks it before reading
-                        bound = request.max_bytes
+                store, read = self._target_read(request, value)
                 _, indices, reads = by_store.setdefault(id(store), (store, [], []))
                 indices.append(i)
-                reads.append(
-                    RangeRequest(name, _compose(offset, length, request.byte_range), bound)
-                )
+                reads.append(read)
 
         async def fetch(
             emit: Emit, store: Store, indices: list[int], reads: list[RangeRequest]
@@ -385,6 +383,30 @@ class ReferenceStore(Store):
 
         async with fan_in(fetch_all) as answers:
             yield answers
+
+    def _target_read(self, request: RangeRequest, value: list[Any]) -> tuple[Store, RangeRequest]:
+        """The target store of reference `value` and the read of it that serves
+        `request`, refused before any request where it asks for more than a reader can
+        hold: over `request.max_bytes` for a whole value, else over the process's memory
+        (a length claimed far beyond the target's end would be read part by part)."""
+        key = request.key
+        store, name, offset, length = self._target(value, key)
+        bound = None
+        if request.byte_range is None:
+            if length is not None:  # the reference says how long the value is
+                check_size(key, length, request.max_bytes, self)
+            else:  # a whole target object: its store checks it before reading
+                bound = request.max_bytes
+        read = RangeRequest(name, _compose(offset, length, request.byte_range), bound)
+        asked = None if read.byte_range is None else read.byte_range.length
+        if asked is not None and asked > memory_bytes():
+            raise ValueTooLargeError(
+                f"cannot read {key!r} in {self!r}: its reference {reprlib.repr(value[:3])} "
+                f"asks for {asked} bytes of its target {value[0]!r} ({name!r} in "
+                f"{store!r}), more than the {memory_bytes()} of memory this process may "
+                "use; it was not read"
+            )
+        return store, read
 
     async def exists(self, key: str) -> bool:
         return (await self._lookup([key]))[0] is not None
