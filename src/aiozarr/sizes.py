@@ -5,6 +5,10 @@ from __future__ import annotations
 import functools
 import os
 
+#: The largest extent (a shape's, a chunk's, a shard's) an array may have: numpy indexes
+#: with int64, and the metadata readers refuse more, so nothing larger is ever written.
+MAX_EXTENT = 2**63 - 1
+
 
 def human_bytes(n: float) -> str:
     """`1536` -> `"1.5 KiB"` (binary units up to PiB)."""
@@ -25,3 +29,9 @@ def memory_bytes() -> int:
     except OSError:
         return total
     return min(total, int(limit)) if limit.isdigit() else total
+
+
+def ceil_div(n: int, d: int) -> int:
+    """`n / d` rounded up, in exact integers: `math.ceil(n / d)` goes through a float
+    and is wrong past 2**53 (a chunk count one short, a shard deleted that holds data)."""
+    return -(-n // d)

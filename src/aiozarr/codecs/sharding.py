@@ -17,12 +17,19 @@ from typing import Any, Literal
 import numpy as np
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.codecs.base import ArrayToArrayCodec, ArrayToBytesCodec, ChunkSpec, Codec
+from aiozarr.codecs.base import (
+    UNSIZED_MAX_DECODED_BYTES,
+    ArrayToArrayCodec,
+    ArrayToBytesCodec,
+    ChunkSpec,
+    Codec,
+)
 from aiozarr.codecs.chain import CodecChain
 from aiozarr.codecs.registry import get_codec, new_codec
 from aiozarr.errors import CodecError, MetadataError
 from aiozarr.metadata.fill_value import filled, is_fill
 from aiozarr.metadata.model import CodecMetadata
+from aiozarr.sizes import MAX_EXTENT
 
 #: Offset and length of an inner chunk that is not stored.
 EMPTY = 2**64 - 1
@@ -83,10 +90,48 @@ class ShardIndex:
 
     def check_within(self, size: int, key: str) -> None:
         """Raise `CodecError` if a stored inner chunk lies beyond a shard of `size` bytes."""
-        table = self.offsets_and_lengths.reshape(-1, 2)
-        stored = table[~((table[:, 0] == EMPTY) & (table[:, 1] == EMPTY))]
-        if len(stored) and np.any((stored[:, 0] > size) | (stored[:, 1] > size - stored[:, 0])):
-            raise CodecError(f"shard {key!r}: index points past the end of its {size} bytes")
+        offsets, lengths = self.offsets_and_lengths[..., 0], self.offsets_and_lengths[..., 1]
+        stored = (offsets != EMPTY) | (lengths != EMPTY)
+        beyond = stored & (
+            (offsets > size) | (lengths > np.uint64(size) - np.minimum(offsets, size))
+        )
+        _refuse_entry(self.offsets_and_lengths, beyond, key, f"past the end of its {size} bytes")
+
+    def check_entries(self, key: str) -> None:
+        """Raise `CodecError` naming the first inner chunk whose entry is neither empty
+        (both fields `EMPTY`) nor a byte range an object can hold (ending below 2**63)."""
+        offsets, lengths = self.offsets_and_lengths[..., 0], self.offsets_and_lengths[..., 1]
+        one_sided = (offsets == EMPTY) != (lengths == EMPTY)
+        _refuse_entry(self.offsets_and_lengths, one_sided, key, "only one field marked empty")
+        top = np.uint64(MAX_EXTENT)
+        stored = (offsets != EMPTY) & (lengths != EMPTY)
+        too_far = stored & ((offsets > top) | (lengths > top - np.minimum(offsets, top)))
+        _refuse_entry(self.offsets_and_lengths, too_far, key, "a range ending past 2**63")
+
+
+def _refuse_entry(table: np.ndarray, bad: np.ndarray, key: str, why: str) -> None:
+    """`CodecError` for the first inner chunk where `bad` holds, if any (`why`: its fault)."""
+    if not bad.any():
+        return
+    coords = tuple(int(i) for i in np.argwhere(bad)[0])
+    offset, length = (int(v) for v in table[coords])
+    raise CodecError(
+        f"shard {key!r}: corrupt shard index: inner chunk {coords} has offset {offset} "
+        f"and length {length}, {why}"
+    )
+
+
+def check_index_size(shard_shape: Sequence[int], chunk_shape: Sequence[int]) -> None:
+    """`MetadataError` when a shard of `shard_shape` holds so many inner chunks of
+    `chunk_shape` that its index (16 bytes each, built whole on every write) would pass
+    `UNSIZED_MAX_DECODED_BYTES`, the most any chunk decodes to."""
+    count = math.prod(s // c for s, c in zip(shard_shape, chunk_shape, strict=True) if c)
+    if 16 * count + 4 > UNSIZED_MAX_DECODED_BYTES:
+        raise MetadataError(
+            f"shards {tuple(shard_shape)} of chunks {tuple(chunk_shape)} hold {count} inner "
+            f"chunks each: their index would take {16 * count + 4} bytes, more than the "
+            f"{UNSIZED_MAX_DECODED_BYTES} a chunk may take; use larger chunks or smaller shards"
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -153,7 +198,9 @@ class ShardLayout:
             )
         table = self._to_array_axes(np.array(self.index_chain.decode(view, key), dtype=np.uint64))
         table.flags.writeable = False
-        return ShardIndex(table)
+        index = ShardIndex(table)
+        index.check_entries(key)
+        return index
 
     def index_of_shard(self, shard: Any, key: str = "") -> ShardIndex:
         """The index of a whole shard's bytes (checked to point inside them)."""

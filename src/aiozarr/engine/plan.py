@@ -20,6 +20,7 @@ from aiozarr.codecs import ShardLayout
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.metadata.model import ArrayMetadata
 from aiozarr.selection.indexing import ChunkProjection
+from aiozarr.sizes import ceil_div
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,7 @@ def inner_grid_shape(meta: ArrayMetadata, layout: ShardLayout) -> tuple[int, ...
 
 @lru_cache(maxsize=256)
 def _grid_shape(shape: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(math.ceil(s / c) for s, c in zip(shape, chunks, strict=True))
+    return tuple(ceil_div(s, c) for s, c in zip(shape, chunks, strict=True))
 
 
 @lru_cache(maxsize=4096)

@@ -14,7 +14,8 @@ from aiozarr.codecs import CodecChain, ShardLayout, layout_of
 from aiozarr.engine.chunk_cache import ArrayCache, forget_written
 from aiozarr.metadata.fill_value import unset_fill
 from aiozarr.metadata.model import ArrayMetadata
-from aiozarr.selection.chunk_grid import RectilinearGrid
+from aiozarr.selection.chunk_grid import RectilinearGrid, grid_counts
+from aiozarr.sizes import ceil_div
 from aiozarr.storage.protocol import Store
 
 
@@ -92,6 +93,11 @@ class StoredArray:
             return self.read_chunk_shape
         return self.rectilinear
 
+    def read_grid_counts(self) -> tuple[int, ...]:
+        """Per axis, how many chunks of `read_grid` hold elements (`read_chunk_sizes`'
+        lengths, counted without listing them)."""
+        return grid_counts(self.meta.shape, self.read_grid)
+
     def chain_for(self, chunk_coords: tuple[int, ...]) -> CodecChain:
         """The chain that encodes chunk (or shard) `chunk_coords`."""
         grid = self.rectilinear
@@ -138,6 +144,6 @@ class StoredArray:
 
 def _regular_sizes(shape: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
     return tuple(
-        tuple(min(c, s - i * c) for i in range(math.ceil(s / c)))
+        tuple(min(c, s - i * c) for i in range(ceil_div(s, c)))
         for s, c in zip(shape, chunks, strict=True)
     )

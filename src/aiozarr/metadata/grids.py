@@ -9,14 +9,14 @@ repeated edge, the bare length for a single one).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 from aiozarr.errors import UnsupportedError
 from aiozarr.metadata.json import fail, int_list, is_int, show
 from aiozarr.metadata.model import ArrayMetadata
-from aiozarr.selection.chunk_grid import MAX_EXTENT, AxisEdges, RectilinearGrid
+from aiozarr.selection.chunk_grid import AxisEdges, RectilinearGrid
+from aiozarr.sizes import MAX_EXTENT, ceil_div
 
 _RECTILINEAR = "chunk_grid.configuration"
 
@@ -26,7 +26,7 @@ def parse_chunk_grid(
 ) -> tuple[tuple[int, ...], RectilinearGrid | None]:
     """`(chunk_shape, rectilinear grid or None)` of a `chunk_grid` named `name`."""
     if name == "regular":
-        return _regular(config, len(shape), key), None
+        return _regular(config, shape, key), None
     if name == "rectilinear":
         grid = _rectilinear(config, shape, key)
         return grid.max_shape, grid
@@ -36,18 +36,18 @@ def parse_chunk_grid(
     )
 
 
-def _regular(config: Mapping[str, Any], ndim: int, key: str) -> tuple[int, ...]:
+def _regular(config: Mapping[str, Any], shape: tuple[int, ...], key: str) -> tuple[int, ...]:
+    """The chunk shape; an edge of 0 (zarr-python writes one for an axis of length 0, and
+    reads it) is taken along such an axis only, as 1."""
     if set(config) != {"chunk_shape"}:
         fail(key, "chunk_grid.configuration", 'exactly the member "chunk_shape"', dict(config))
-    chunk_shape = int_list(config["chunk_shape"], key, "chunk_grid.configuration.chunk_shape", 1)
-    if len(chunk_shape) != ndim:
-        fail(
-            key,
-            "chunk_grid.configuration.chunk_shape",
-            f"{ndim} chunk lengths (one per dimension)",
-            list(chunk_shape),
-        )
-    return chunk_shape
+    field = "chunk_grid.configuration.chunk_shape"
+    chunk_shape = int_list(config["chunk_shape"], key, field, 0)
+    if len(chunk_shape) != len(shape):
+        fail(key, field, f"{len(shape)} chunk lengths (one per dimension)", list(chunk_shape))
+    if any(c == 0 < s for c, s in zip(chunk_shape, shape, strict=True)):
+        fail(key, field, "positive integers (0 only along an axis of length 0)", list(chunk_shape))
+    return tuple(max(c, 1) for c in chunk_shape)
 
 
 def _rectilinear(config: Mapping[str, Any], shape: tuple[int, ...], key: str) -> RectilinearGrid:
@@ -131,6 +131,6 @@ def chunk_grid_json(meta: ArrayMetadata) -> dict[str, Any]:
 
 def _axis_json(axis: AxisEdges, size: int) -> int | list[Any]:
     step = axis.step
-    if step is not None and axis.nchunks == max(math.ceil(size / step), 1):
+    if step is not None and axis.nchunks == max(ceil_div(size, step), 1):
         return step  # reads back as exactly these edges
     return [length if count == 1 else [length, count] for length, count in axis.runs]

@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from aiozarr.errors import MetadataError
+from aiozarr.sizes import MAX_EXTENT
 
 #: zarr-python's `json_indent` default: documents written by both libraries are identical.
 JSON_INDENT = 2
@@ -62,10 +63,6 @@ def dump(obj: Mapping[str, Any], key: str = "metadata") -> bytes:
     except (TypeError, ValueError, RecursionError) as error:
         raise MetadataError(f"{key}: cannot write as JSON: {error}") from None
     return text.encode()
-
-
-#: The largest array or chunk extent: numpy's index type is int64.
-MAX_EXTENT = 2**63 - 1
 
 
 def is_int(value: Any) -> bool:

@@ -271,7 +271,7 @@ class AsyncArray(hierarchy.NodeLocation):
     @property
     def nchunks(self) -> int:
         """Number of chunks in the grid (inner chunks when sharded), as zarr-python's."""
-        return math.prod(len(sizes) for sizes in self.read_chunk_sizes)
+        return math.prod(self._stored.read_grid_counts())
 
     @property
     def order(self) -> Literal["C", "F"]:
@@ -367,8 +367,7 @@ class AsyncArray(hierarchy.NodeLocation):
         return self._plan(selection_plans.vindexer_for(selection, self.ndim), selection)
 
     def _block_indexer(self, selection: Selection) -> Indexer:
-        region = block_selection(selection, self._stored.write_chunk_sizes())
-        return self._plan(basic_indexer, region)
+        return self._plan(basic_indexer, block_selection(selection, self.shape, self.metadata.grid))
 
     async def get_basic_selection(
         self, selection: Selection = ..., *, progress: ShowProgress = None

@@ -26,12 +26,14 @@ from aiozarr.codecs.base import Codec
 from aiozarr.codecs.numcodecs_v2 import VLEN_CODECS
 from aiozarr.codecs.numcodecs_v3 import complete
 from aiozarr.codecs.registry import NUMCODECS_PREFIX, new_codec
+from aiozarr.codecs.sharding import check_index_size
 from aiozarr.errors import MetadataError, UnsupportedError, ValueOutOfRangeError
 from aiozarr.metadata import conversions, dtypes, fill_value, v3
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata
 from aiozarr.nodes import casting
 from aiozarr.nodes.shape_changes import checked_shape
 from aiozarr.selection.chunk_grid import AxisEdges, RectilinearGrid
+from aiozarr.sizes import ceil_div
 
 CodecLike = Codec | CodecMetadata | Mapping[str, Any]
 
@@ -65,7 +67,7 @@ def auto_chunks(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
             break
         if math.prod(chunks) == 1:
             break
-        chunks[axis % len(chunks)] = math.ceil(chunks[axis % len(chunks)] / 2)
+        chunks[axis % len(chunks)] = ceil_div(chunks[axis % len(chunks)], 2)
         axis += 1
     return tuple(chunks)
 
@@ -371,6 +373,11 @@ def _check_arguments(
         inner = checked_shape(chunks, "chunks", len(array_shape))
     else:
         inner = auto_chunks(array_shape, np_dtype.itemsize)
+    if any(c == 0 < s for c, s in zip(inner, array_shape, strict=True)):
+        raise MetadataError(
+            f"chunks {tuple(inner)}: an edge of 0 holds no element of shape {array_shape} "
+            "(0 is taken only along an axis of length 0, and stored as 1)"
+        )
     inner = tuple(max(c, 1) for c in inner)
     if dimension_names is not None and len(dimension_names) != len(array_shape):
         raise MetadataError(
@@ -503,11 +510,13 @@ def _shard_shape(args: _Arguments, shards: Any) -> tuple[tuple[int, ...], Rectil
                     f"shards: every shard edge must be a multiple of chunks {inner}, but "
                     f"axis {axis} has an edge of {bad[0]}"
                 )
+        check_index_size(args.shard_grid.max_shape, inner)
         return args.shard_grid.max_shape, args.shard_grid
     grid = checked_shape(shards, "shards", len(args.shape))
     for s, c in zip(grid, inner, strict=True):
         if c == 0 or s % c:
             raise MetadataError(f"shards {grid} must be a multiple of chunks {inner}")
+    check_index_size(grid, inner)
     return grid, args.chunk_grid
 
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from aiozarr.metadata import formats
 from aiozarr.selection.chunk_grid import RectilinearGrid
-from aiozarr.sizes import human_bytes
+from aiozarr.sizes import ceil_div, human_bytes
 
 if TYPE_CHECKING:
     from aiozarr.metadata.model import ArrayMetadata
@@ -153,7 +153,7 @@ def describe_array(
     codecs give it, as `ArrayDescription` holds them (`shards` None when unsharded);
     `store` is the store's repr, `problem` why it cannot be opened here (None: it can)."""
     if meta.chunk_grid is None:
-        grid = tuple(math.ceil(s / c) for s, c in zip(meta.shape, meta.chunk_shape, strict=True))
+        grid = tuple(ceil_div(s, c) for s, c in zip(meta.shape, meta.chunk_shape, strict=True))
     else:
         grid = tuple(meta.chunk_grid.counts_within(meta.shape))
     return ArrayDescription(

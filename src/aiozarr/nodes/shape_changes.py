@@ -6,7 +6,7 @@ region of an append."""
 from __future__ import annotations
 
 import dataclasses
-import math
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,6 +14,7 @@ import numpy as np
 
 from aiozarr.errors import AxisError, MetadataError, UnsupportedError, ValueShapeError
 from aiozarr.metadata.model import ArrayMetadata
+from aiozarr.sizes import MAX_EXTENT, ceil_div
 
 
 def check_rectilinear(meta: ArrayMetadata, key: str) -> None:
@@ -44,6 +45,11 @@ def checked_shape(value: Any, name: str, ndim: int | None = None) -> tuple[int, 
         raise MetadataError(f"{name} must be non-negative integers, got {value!r}")
     if ndim is not None and len(shape) != ndim:
         raise MetadataError(f"{name} {shape} has {len(shape)} dimensions, the array has {ndim}")
+    if any(s > MAX_EXTENT for s in shape):  # the metadata readers refuse it: never write it
+        raise MetadataError(
+            f"{name} {tuple(int(s) for s in shape)} is too large: every extent must be "
+            f"below 2**63 (at most {MAX_EXTENT}), or the array could not be opened again"
+        )
     return tuple(int(s) for s in shape)
 
 
@@ -71,8 +77,8 @@ def resized(
     new = dataclasses.replace(old, shape=shape)
     if old.chunk_grid is None:
         grid = old.chunk_shape
-        old_counts = [math.ceil(s / c) for s, c in zip(old.shape, grid, strict=True)]
-        new_counts = [math.ceil(s / c) for s, c in zip(shape, grid, strict=True)]
+        old_counts = [ceil_div(s, c) for s, c in zip(old.shape, grid, strict=True)]
+        new_counts = [ceil_div(s, c) for s, c in zip(shape, grid, strict=True)]
     else:
         try:
             grown = old.chunk_grid.grown(shape)
@@ -81,14 +87,24 @@ def resized(
         new = dataclasses.replace(new, chunk_grid=grown, chunk_shape=grown.max_shape)
         old_counts = list(old.chunk_grid.counts_within(old.shape))
         new_counts = list(grown.counts_within(shape))
-    if all(n >= o for n, o in zip(new_counts, old_counts, strict=True)):
-        return new, []  # grown: nothing is outside (and nothing to enumerate)
-    outside = [
-        coords
-        for coords in np.ndindex(*old_counts)
-        if any(c >= n for c, n in zip(coords, new_counts, strict=True))
-    ]
-    return new, outside
+    return new, outside_objects(old_counts, new_counts)
+
+
+def outside_objects(old_counts: Sequence[int], new_counts: Sequence[int]) -> list[tuple[int, ...]]:
+    """The grid coordinates (in C order) of a grid of `old_counts` objects outside one of
+    `new_counts`: per shrunk axis, the slab it cuts off (earlier axes within their kept
+    range, so no object is counted twice), never every object of the grid."""
+    outside: list[tuple[int, ...]] = []
+    for axis, (old_n, new_n) in enumerate(zip(old_counts, new_counts, strict=True)):
+        if new_n >= old_n:
+            continue
+        ranges = [
+            range(min(o, n)) for o, n in zip(old_counts[:axis], new_counts[:axis], strict=True)
+        ]
+        ranges.append(range(new_n, old_n))
+        ranges.extend(range(o) for o in old_counts[axis + 1 :])
+        outside.extend(itertools.product(*ranges))
+    return sorted(outside)
 
 
 def cut_regions(old: ArrayMetadata, new_shape: Sequence[int]) -> list[tuple[slice, ...]]:

@@ -3,9 +3,13 @@ them, and their bytes."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import anyio
 
 from aiozarr.errors import unwrap_group
+from aiozarr.metadata.model import ArrayMetadata
+from aiozarr.selection.chunk_grid import grid_counts
 from aiozarr.storage.protocol import Store
 
 #: The names of metadata documents; every other key of an array is a stored chunk object.
@@ -40,3 +44,49 @@ async def total_bytes(store: Store, keys: list[str]) -> int:
             for i, key in enumerate(keys):
                 tg.start_soon(size, i, key)
     return sum(s or 0 for s in sizes)
+
+
+async def listed_object_coords(
+    store: Store, prefix: str, meta: ArrayMetadata
+) -> list[tuple[int, ...]] | None:
+    """`object_coords` of the array `meta` whose chunk keys start with `prefix` (its
+    `chunk_prefix`), from one listing; None where the store cannot list."""
+    if not store.listable:
+        return None
+    return object_coords(meta, prefix, [key async for key in store.list_prefix(prefix)])
+
+
+def object_coords(
+    meta: ArrayMetadata, prefix: str, keys: Iterable[str]
+) -> list[tuple[int, ...]] | None:
+    """The grid coordinates, in C order, of the stored objects (shards, else chunks) of
+    the array `meta` among its listed `keys` (its chunk keys start with `prefix`), each
+    parsed with its chunk key encoding; objects past its shape are left out. None when a
+    key is neither a document nor a chunk key of the array: the caller walks the grid."""
+    counts = grid_counts(meta.shape, meta.grid)
+    found: set[tuple[int, ...]] = set()
+    for key in keys:
+        if key.rpartition("/")[2] in _METADATA_NAMES or not key.startswith(prefix):
+            continue
+        coords = _parsed(meta, key[len(prefix) :])
+        if coords is None:
+            return None
+        if all(c < n for c, n in zip(coords, counts, strict=True)):
+            found.add(coords)
+    return sorted(found)
+
+
+def _parsed(meta: ArrayMetadata, suffix: str) -> tuple[int, ...] | None:
+    """The coordinates chunk key `suffix` names (None: not a chunk key of `meta`)."""
+    encoding = meta.chunk_key_encoding
+    if encoding.name == "default":  # "c/1/2", "c.1.2" (the 2020 draft: "c1/2"), "c"
+        suffix_fields = suffix.removeprefix("c").removeprefix(encoding.separator)
+    else:
+        suffix_fields = suffix
+    try:
+        coords = tuple(int(f) for f in suffix_fields.split(encoding.separator)) if meta.ndim else ()
+    except ValueError:
+        return None
+    if len(coords) != meta.ndim or min(coords, default=0) < 0:
+        return None
+    return coords if meta.chunk_key(coords) == suffix else None

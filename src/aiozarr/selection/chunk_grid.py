@@ -12,8 +12,8 @@ chunks of a regular grid do: such a chunk is stored with its full edge lengths.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -21,9 +21,7 @@ from typing import Any
 import numpy as np
 
 from aiozarr.errors import MetadataError
-
-#: The largest extent a grid may cover: numpy indexes with int64.
-MAX_EXTENT = 2**63 - 1
+from aiozarr.sizes import MAX_EXTENT, ceil_div
 
 
 def _positive_int(value: Any) -> bool:
@@ -68,7 +66,7 @@ class AxisEdges:
     @classmethod
     def regular(cls, step: int, extent: int) -> AxisEdges:
         """Edges of `step` covering `extent` (at least one edge, so the step is kept)."""
-        return cls(((step, max(math.ceil(extent / step), 1)),))
+        return cls(((step, max(ceil_div(extent, step), 1)),))
 
     @property
     def nchunks(self) -> int:
@@ -83,6 +81,10 @@ class AxisEdges:
     def edges(self) -> tuple[int, ...]:
         """Every edge length, expanded (one int per chunk)."""
         return tuple(length for length, count in self.runs for _ in range(count))
+
+    def runs_text(self) -> str:
+        """The edges by their runs, for people (`(3, 5 x 4)`): never expanded."""
+        return "(" + ", ".join(str(n) if c == 1 else f"{n} x {c}" for n, c in self.runs) + ")"
 
     @property
     def step(self) -> int | None:
@@ -144,7 +146,7 @@ class AxisEdges:
                 f"an axis with no chunk edges cannot grow to {extent}: there is no edge to repeat"
             )
         last = self.runs[-1][0]
-        return AxisEdges((*self.runs, (last, math.ceil(missing / last))))
+        return AxisEdges((*self.runs, (last, ceil_div(missing, last))))
 
 
 @dataclass(frozen=True)
@@ -241,3 +243,55 @@ def _axis_text(axis: AxisEdges, limit: int) -> str:
     if axis.nchunks > limit:  # do not expand a long axis only to cut it short
         return "(" + ", ".join(f"{length} x {count}" for length, count in axis.runs) + ")"
     return str(axis.edges)
+
+
+def grid_counts(shape: Sequence[int], grid: Sequence[int] | RectilinearGrid) -> tuple[int, ...]:
+    """Per axis, how many chunks of `grid` (a chunk shape or a rectilinear grid) hold
+    elements of an array of `shape`: integer ceilings, never a list of every chunk."""
+    axes = grid.axes if isinstance(grid, RectilinearGrid) else grid
+    return tuple(axis_count(a, s) for a, s in zip(axes, shape, strict=True))
+
+
+def axis_count(axis: int | AxisEdges, extent: int) -> int:
+    """How many chunks of one axis (a chunk length or its edges) hold elements of `extent`."""
+    return ceil_div(extent, axis) if isinstance(axis, int) else axis.chunks_within(extent)
+
+
+def axis_start(axis: int | AxisEdges, chunk: int, extent: int) -> int:
+    """Where chunk `chunk` of one axis starts, cut at `extent` (also past the last chunk)."""
+    if isinstance(axis, int):
+        return min(chunk * axis, extent)
+    return extent if chunk >= axis.chunks_within(extent) else int(axis.start_of(chunk))
+
+
+def object_region(
+    grid: Sequence[int] | RectilinearGrid, coords: Sequence[int], shape: Sequence[int]
+) -> tuple[slice, ...]:
+    """The part of an array of `shape` that object `coords` of `grid` (a chunk shape or a
+    rectilinear grid) holds."""
+    if isinstance(grid, RectilinearGrid):
+        return grid.chunk_region(coords, shape)
+    return tuple(
+        slice(min(i * c, s), min((i + 1) * c, s))
+        for i, c, s in zip(coords, grid, shape, strict=True)
+    )
+
+
+def objects_covering(
+    grid: Sequence[int] | RectilinearGrid, region: Sequence[slice]
+) -> Iterator[tuple[int, ...]]:
+    """The coordinates, in C order, of the objects of `grid` holding part of `region`
+    (slices of step 1, inside the grid)."""
+    axes = grid.axes if isinstance(grid, RectilinearGrid) else grid
+    spans = []
+    for a, r in zip(axes, region, strict=True):
+        if r.stop <= r.start:
+            return iter(())
+        ends = (r.start, r.stop - 1)
+        first, last = (
+            (e // a for e in ends)
+            if isinstance(a, int)
+            else map(int, a.chunk_of(np.array(ends, dtype=np.int64)))
+        )
+        spans.append(range(first, last + 1))
+    return itertools.product(*spans)

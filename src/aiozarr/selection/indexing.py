@@ -28,7 +28,7 @@ from typing import Any, TypeAlias
 import numpy as np
 
 from aiozarr.errors import BoundsCheckError, SelectionError
-from aiozarr.selection.chunk_grid import AxisEdges, RectilinearGrid
+from aiozarr.selection.chunk_grid import AxisEdges, RectilinearGrid, axis_count, axis_start
 
 # One axis of a projection: an int (axis dropped), a slice, or an integer index array.
 AxisSelection: TypeAlias = "int | slice | np.ndarray"
@@ -309,23 +309,18 @@ def _slice_axis(key: slice, axis: int, size: int, chunk: AxisGrid) -> _Axis:
     if reverse:  # the same elements in ascending order; output positions flip below
         start, step = start + (n - 1) * step, -step
     last = start + (n - 1) * step
-    # Candidate chunks between the first and last element; with step > chunk some hold none.
-    # `origin` is each chunk's first element, `length` its edge length.
-    length: Any
-    if isinstance(chunk, int):
-        k = np.arange(start // chunk, last // chunk + 1, dtype=np.int64)
-        origin, length = k * chunk, chunk
-    else:
-        k = np.arange(chunk.chunk_of(start), chunk.chunk_of(last) + 1, dtype=np.int64)
-        origin, length = chunk.start_of(k), chunk.size_of(k)
+    k, origin, length = _candidate_chunks(start, last, step, n, chunk)
+    # Every value below stays within [0, last] (int64 cannot hold last + step or
+    # origin + length near 2**63): elements by their index j in the selection.
     lo = np.maximum(origin, start)
-    first = start + (-((start - lo) // step)) * step  # first element >= lo
-    hi = np.minimum(origin + length - 1, last)
-    touched = first <= hi
-    k, first, hi, origin = k[touched], first[touched], hi[touched], origin[touched]
-    end = start + ((hi - start) // step) * step  # last element <= hi
-    count = (end - first) // step + 1
-    pos = (first - start) // step  # output position of `first` (ascending order)
+    j_first = -((start - lo) // step)  # the first element >= lo
+    hi = np.minimum(origin, last - (length - 1)) + (length - 1)  # min(origin + length - 1, last)
+    j_end = (hi - start) // step  # the last element <= hi
+    touched = j_first <= j_end
+    k, origin, j_first, j_end = k[touched], origin[touched], j_first[touched], j_end[touched]
+    first, end = start + j_first * step, start + j_end * step
+    count = j_end - j_first + 1
+    pos = j_first  # output position of `first` (ascending order)
     local_first = (first - origin).tolist()
     local_end = (end - origin).tolist()
     counts = count.tolist()
@@ -347,6 +342,25 @@ def _slice_axis(key: slice, axis: int, size: int, chunk: AxisGrid) -> _Axis:
         slice(o, o + c) for o, c in zip(out_start, counts, strict=True)
     ]
     return _Axis(k, chunk_sels, out_sels, complete, n)
+
+
+def _candidate_chunks(
+    start: int, last: int, step: int, n: int, chunk: AxisGrid
+) -> tuple[np.ndarray, np.ndarray, Any]:
+    """The chunks that may hold elements `start, start + step, ..., last` (`n` of them),
+    their first elements and edge lengths: those spanned, or where fewer elements than
+    that are taken (a step past a chunk), their own chunks: the cost follows the output."""
+    regular = isinstance(chunk, int)
+    ends = np.array([start, last], dtype=np.int64)
+    lo, hi = (start // chunk, last // chunk) if regular else map(int, chunk.chunk_of(ends))
+    if n < hi - lo + 1:
+        elements = start + np.arange(n, dtype=np.int64) * step
+        k = np.unique(elements // chunk if regular else chunk.chunk_of(elements))
+    else:
+        k = np.arange(lo, hi + 1, dtype=np.int64)
+    if regular:
+        return k, k * chunk, chunk
+    return k, chunk.start_of(k), chunk.size_of(k)
 
 
 #: Below this many chunks a contiguous slice is resolved in plain Python: numpy's calls
@@ -490,7 +504,7 @@ def axis_grids(shape: Sequence[int], grid: ChunkGrid) -> list[AxisGrid]:
         edges = part if isinstance(part, AxisEdges) else AxisEdges.of(part)
         if edges.extent < size:
             raise ValueError(
-                f"chunk edges {list(edges.edges)} cover {edges.extent} elements, "
+                f"chunk edges {edges.runs_text()} cover {edges.extent} elements, "
                 f"less than the axis length {size}"
             )
         # Equal edges (that cover the axis) index exactly like a regular axis: take the fast path.
@@ -552,15 +566,16 @@ def _per_axis(
     return Indexer(axes)
 
 
-def block_selection(selection: Any, sizes: Sequence[Sequence[int]]) -> tuple[Any, ...]:
+def block_selection(selection: Any, shape: Sequence[int], grid: ChunkGrid) -> tuple[Any, ...]:
     """A block selection (per axis an int or a step-1 slice of blocks, zarr-python's
-    `blocks`) as the basic selection of the elements it covers; `sizes` holds, per axis,
-    every block's length. An int keeps its axis (block `i` is a slice of elements)."""
-    keys = normalize_selection(selection, [len(s) for s in sizes])
+    `blocks`) as the basic selection of the elements it covers; `grid` is the blocks'
+    chunk shape or rectilinear grid. An int keeps its axis (block `i` is a slice of
+    elements). Worked out from the grid: nothing is listed per block."""
+    axes = axis_grids(shape, grid)
+    counts = [axis_count(a, s) for s, a in zip(shape, axes, strict=True)]
+    keys = normalize_selection(selection, counts)
     out: list[slice] = []
-    for axis, (key, lengths) in enumerate(zip(keys, sizes, strict=True)):
-        n = len(lengths)
-        starts = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))
+    for axis, (key, n, size, a) in enumerate(zip(keys, counts, shape, axes, strict=True)):
         if is_int(key):
             index = operator.index(key)
             if not -n <= index < n:
@@ -575,5 +590,5 @@ def block_selection(selection: Any, sizes: Sequence[Sequence[int]]) -> tuple[Any
             raise SelectionError(
                 f"a block selection takes integers and slices with step 1; axis {axis} got {key!r}"
             )
-        out.append(slice(int(starts[first]), int(starts[last])))
+        out.append(slice(axis_start(a, first, size), axis_start(a, last, size)))
     return tuple(out)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -31,10 +31,11 @@ from aiozarr.metadata import conversions
 from aiozarr.metadata.fill_value import is_fill
 from aiozarr.metadata.model import ArrayMetadata
 from aiozarr.metadata.v3draft import is_draft
-from aiozarr.nodes import hierarchy, node_updates
+from aiozarr.nodes import hierarchy, node_updates, stored_size
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.creation import array_metadata
 from aiozarr.nodes.group import AsyncGroup, walk
+from aiozarr.selection.chunk_grid import grid_counts, object_region, objects_covering
 from aiozarr.storage.backends.zip import ZipStore
 from aiozarr.storage.protocol import Store
 from aiozarr.sync import run
@@ -91,6 +92,7 @@ class _Job:
     dst: AsyncArray
     regions: Sequence[_Region]
     nbytes: int
+    left: tuple[int, int] = (0, 0)  # units not read (fill values only), and their bytes
 
 
 def parse_codec(spec: str, zarr_format: int, itemsize: int = 1) -> list[Any]:
@@ -214,26 +216,38 @@ def _source_grid(src: AsyncArray) -> tuple[Any, Any]:
     return src.chunks, grid
 
 
-def _regions(dst: AsyncArray) -> list[_Region]:
-    """Grid coordinates and array region of every stored object of `dst`."""
-    rectilinear = dst.metadata.chunk_grid
-    if rectilinear is not None:
-        return [
-            (coords, rectilinear.chunk_region(coords, dst.shape))
-            for coords in np.ndindex(*rectilinear.counts_within(dst.shape))
-        ]
-    grid = dst.metadata.chunk_shape
-    counts = [math.ceil(s / c) for s, c in zip(dst.shape, grid, strict=True)]
-    return [
-        (
-            coords,
-            tuple(
-                slice(i * c, min((i + 1) * c, s))
-                for i, c, s in zip(coords, grid, dst.shape, strict=True)
-            ),
-        )
-        for coords in np.ndindex(*counts)
-    ]
+def _regions(dst: AsyncArray, only: Iterable[tuple[int, ...]] | None = None) -> list[_Region]:
+    """Grid coordinates and array region of the stored objects of `dst` at `only` (every
+    one when None)."""
+    grid = dst.metadata.grid
+    coords = np.ndindex(*grid_counts(dst.shape, grid)) if only is None else only
+    return [(c, object_region(grid, c, dst.shape)) for c in coords]
+
+
+async def _job(src: AsyncArray, dst: AsyncArray, *, resume: bool) -> _Job:
+    """The units of `dst` to copy from `src`: where the source lists its objects, fill
+    values agree and a unit of fill values stores nothing, only those its stored objects
+    overlap (the others are counted as left out); every unit otherwise."""
+    fills = [a.metadata.fill_value for a in (src, dst)]
+    sparse = not resume and not config.get().write_empty_chunks and None not in fills
+    prefix = hierarchy.chunk_prefix(src.path, src.metadata)
+    stored = (
+        await stored_size.listed_object_coords(src.store, prefix, src.metadata) if sparse else None
+    )
+    if stored is None or not _all_fill(np.full(1, fills[0], dtype=src.dtype), dst):
+        return _Job(src, dst, _regions(dst), src.nbytes)
+    covering = sorted(
+        {c for s in stored for c in objects_covering(dst.metadata.grid, _source_region(src, s))}
+    )
+    regions = _regions(dst, covering)
+    read = sum(math.prod(r.stop - r.start for r in region) for _, region in regions)
+    total = math.prod(grid_counts(dst.shape, dst.metadata.grid))
+    left = (total - len(regions), src.nbytes - read * src.dtype.itemsize)
+    return _Job(src, dst, regions, src.nbytes, left)
+
+
+def _source_region(src: AsyncArray, coords: tuple[int, ...]) -> tuple[slice, ...]:
+    return object_region(src.metadata.grid, coords, src.shape)
 
 
 async def _make_target(
@@ -423,7 +437,7 @@ async def _create_targets(
             resume=resume,
             overwrite=overwrite,
         )
-        jobs.append(_Job(node, target, _regions(target), node.nbytes))
+        jobs.append(await _job(node, target, resume=resume))
         report.arrays += 1
 
     if isinstance(root, AsyncArray):
@@ -488,10 +502,15 @@ async def _copy_units(
 ) -> None:
     """Copy every job's units, one array after another, each by as many workers as
     `max_inflight_bytes` allows (1 to 16), counting in `report` and calling `progress`."""
-    chunks_total = sum(len(job.regions) for job in jobs)
+    chunks_total = sum(len(job.regions) + job.left[0] for job in jobs)
     bytes_total = sum(job.nbytes for job in jobs)
     empty_stored = config.get().write_empty_chunks
     done = 0
+
+    def tell(job: _Job) -> None:
+        if progress is not None:
+            counts = (done, chunks_total, report.bytes_copied, bytes_total)
+            progress(CopyProgress(job.dst.name, *counts, report.chunks_skipped))
 
     for job in jobs:
         existing = await _existing_keys(job.dst) if resume else set()
@@ -512,22 +531,17 @@ async def _copy_units(
                     report.chunks_empty += 1
                 report.bytes_copied += data.nbytes
                 done += 1
-                if progress is not None:
-                    progress(
-                        CopyProgress(
-                            job.dst.name,
-                            done,
-                            chunks_total,
-                            report.bytes_copied,
-                            bytes_total,
-                            report.chunks_skipped,
-                        )
-                    )
+                tell(job)
 
         with unwrap_group():
             async with anyio.create_task_group() as tg:
                 for _ in range(min(workers, len(job.regions))):
                     tg.start_soon(worker, job, units, existing)
+        if job.left[0]:  # units of fill values, never read: written as nothing
+            report.chunks_empty += job.left[0]
+            report.bytes_copied += job.left[1]
+            done += job.left[0]
+            tell(job)
 
 
 async def _copy_unit(

@@ -36,9 +36,10 @@ from aiozarr.errors import InvalidValueError, UnsupportedError, unwrap_group
 from aiozarr.metadata import conversions
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata, GroupMetadata
 from aiozarr.metadata.v3draft import is_draft
-from aiozarr.nodes import hierarchy
+from aiozarr.nodes import hierarchy, stored_size
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.group import AsyncGroup, walk
+from aiozarr.sizes import ceil_div
 from aiozarr.storage.backends.zip import ZipStore
 from aiozarr.storage.protocol import Store
 from aiozarr.sync import Array, Group, run
@@ -137,13 +138,18 @@ class _Job:
 
 
 async def _stored_coords(array: AsyncArray) -> list[tuple[int, ...]]:
-    """The grid coordinates of the chunks `array` stores (all of them, unlistable stores)."""
+    """The grid coordinates of the chunks `array` stores: parsed from one listing, else
+    the grid's positions whose keys are listed (every one where the store cannot list)."""
     meta = array.metadata
-    grid = [math.ceil(s / c) for s, c in zip(meta.shape, meta.chunk_shape, strict=True)]
+    prefix = hierarchy.chunk_prefix(array.path, meta)
+    coords = await stored_size.listed_object_coords(array.store, prefix, meta)
+    if coords is not None:
+        return coords
+    # unlistable, or keys of a layout not parsed: the whole grid
+    grid = [ceil_div(s, c) for s, c in zip(meta.shape, meta.chunk_shape, strict=True)]
     every = list(itertools.product(*(range(n) for n in grid)))
     if not array.store.listable or not every:
         return every
-    prefix = hierarchy.chunk_prefix(array.path, meta)
     keys = {key async for key in array.store.list_prefix(prefix)}
     return [c for c in every if array.chunk_key(c) in keys]
 

@@ -1,0 +1,65 @@
+"""A shard index entry is either empty (offset and length both 2**64 - 1) or a byte
+range an object can hold: one field marked empty, or a range ending past 2**63 (or past
+the shard, where its size is known) is a `CodecError` naming the shard and the inner
+chunk, "corrupt shard index", never a store's or a codec's misleading error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import aiozarr
+from aiozarr.codecs.sharding import EMPTY, ShardIndex
+from aiozarr.errors import CodecError
+from aiozarr.storage.backends.memory import MemoryStore
+
+
+def _index(*entries: tuple[int, int]) -> ShardIndex:
+    return ShardIndex(np.array(entries, dtype=np.uint64).reshape(2, 2, 2))
+
+
+@pytest.mark.parametrize(
+    ("entry", "why"),
+    [
+        ((EMPTY, 2), "only one field marked empty"),
+        ((0, EMPTY), "only one field marked empty"),
+        ((2**63, 2), "past 2\\*\\*63"),
+        ((2**64 - 4, 8), "past 2\\*\\*63"),  # offset + length wraps past 2**64
+        ((2**62, 2**62), "past 2\\*\\*63"),
+    ],
+)
+def test_a_corrupt_entry_names_the_shard_and_the_inner_chunk(
+    entry: tuple[int, int], why: str
+) -> None:
+    index = _index((0, 2), (EMPTY, EMPTY), entry, (2, 2))
+    with pytest.raises(
+        CodecError, match=rf"shard 'c/0/0': corrupt shard index: inner chunk \(1, 0\).*{why}"
+    ):
+        index.check_entries("c/0/0")
+
+
+def test_valid_entries_pass() -> None:
+    _index((0, 2), (EMPTY, EMPTY), (2, 2), (2**62, 2**62 - 1)).check_entries("c/0/0")
+
+
+def test_an_entry_past_the_shard_names_the_inner_chunk() -> None:
+    index = _index((0, 2), (EMPTY, EMPTY), (2, 2), (3, 2))
+    with pytest.raises(
+        CodecError, match=r"corrupt shard index: inner chunk \(1, 1\).*past the end of its 4 bytes"
+    ):
+        index.check_within(4, "c/0/0")
+
+
+def test_a_read_through_a_one_sided_empty_entry_is_refused_as_corrupt() -> None:
+    store = MemoryStore()
+    arr = aiozarr.create_array(
+        store, "a", shape=(8,), chunks=(2,), shards=(8,), dtype="u1", fill_value=7, compressors=None
+    )
+    arr[:] = np.arange(8, dtype="u1")
+    shard = bytearray(store.data["a/c/0"])  # payload (8 bytes), then the index and its crc
+    table = np.frombuffer(bytes(shard[8:-4]), dtype="<u8").reshape(4, 2).copy()
+    table[1, 0] = EMPTY  # offset marked empty, length kept
+    index_bytes = arr._async.stored.layout.index_chain.encode(table)
+    store.data["a/c/0"] = bytes(shard[:8]) + bytes(index_bytes)
+    with pytest.raises(CodecError, match=r"'a/c/0': corrupt shard index: inner chunk \(1,\)"):
+        aiozarr.open_array(store, "a")[:]
