@@ -12,6 +12,7 @@ from aiozarr import errors
 from aiozarr.storage.backends.counting import CountingStore
 from aiozarr.storage.backends.local import LocalStore
 from aiozarr.storage.backends.memory import MemoryStore
+from aiozarr.sync import run
 
 
 @pytest.fixture(params=["memory", "local"])
@@ -276,3 +277,17 @@ def test_bytes_that_are_not_utf8_are_refused_for_a_string_array(
     with pytest.raises(errors.InvalidValueError, match=r"b'\\xff' are not UTF-8 text"):
         arr[...] = value
     assert arr.nchunks_initialized == 0  # refused before anything is written
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_nchunks_initialized_counts_chunk_keys_only(sharded: bool) -> None:
+    """Objects below an array that are no chunk of its grid (the directory marker blobs
+    `c/` and `c/0/` Azure tools write, a file of notes, a chunk a shrink left) are not
+    counted; zarr-python counts 16 of 16 here."""
+    store = MemoryStore()
+    grid = {"chunks": (2, 2), "shards": (4, 4)} if sharded else {"chunks": (2, 2)}
+    arr = aiozarr.create_array(store, "a", shape=(8, 8), dtype="i1", **grid)
+    arr[...] = 1
+    for key in ("a/c/", "a/c/0/", "a/c/notes.txt", "a/c/9/9"):
+        run(store.set, key, b"")
+    assert arr.nchunks_initialized == 16

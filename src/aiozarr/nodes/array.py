@@ -299,7 +299,8 @@ class AsyncArray(hierarchy.NodeLocation):
 
     async def nchunks_initialized(self) -> int:
         """Chunks stored, as zarr-python counts them: objects x chunks per shard (one listing)."""
-        stored = stored_size.chunk_objects(await self._stored_keys())
+        keys = await self._stored_keys()
+        stored = stored_size.chunk_objects(self.metadata, self._stored.prefix, keys)
         if self._stored.shard_layout is None or self._stored.rectilinear is not None:
             return len(stored)
         return len(stored) * (math.prod(self.metadata.chunk_shape) // math.prod(self.chunks))

@@ -26,9 +26,20 @@ async def array_keys(store: Store, path: str, chunk_prefix: str) -> list[str]:
     return keys
 
 
-def chunk_objects(keys: list[str]) -> list[str]:
-    """The keys of stored chunk objects (shards when sharded) among an array's `keys`."""
-    return [k for k in keys if k.rpartition("/")[2] not in _METADATA_NAMES]
+def chunk_objects(meta: ArrayMetadata, prefix: str, keys: Iterable[str]) -> list[str]:
+    """The keys among an array's `keys` that name one of its stored objects (shards when
+    sharded) inside its shape: chunk keys of its grid (they start with `prefix`), parsed
+    with its encoding. Other objects below the array are not chunks (a directory marker
+    blob `c/` some Azure tools write, a file of notes), nor are objects a shrink left."""
+    counts = grid_counts(meta.shape, meta.grid)
+    found = []
+    for key in keys:
+        if not key.startswith(prefix) or key.rpartition("/")[2] in _METADATA_NAMES:
+            continue
+        coords = _parsed(meta, key[len(prefix) :])
+        if coords is not None and all(c < n for c, n in zip(coords, counts, strict=True)):
+            found.append(key)
+    return found
 
 
 async def total_bytes(store: Store, keys: list[str]) -> int:
