@@ -10,7 +10,7 @@ divides every shard edge); each shard has its own layout.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -140,17 +140,3 @@ def _plan_rectilinear_shards(
             count *= max(min(per, n - int(axis.start_of(c))), 0)
         read.whole = _is_whole(read, count)
     return list(shards.values())
-
-
-def batches_by_size(sizes: list[int], budget: int) -> Iterator[list[int]]:
-    """Split item indices into consecutive batches of at most ~`budget` bytes each."""
-    batch: list[int] = []
-    total = 0
-    for i, size in enumerate(sizes):
-        if batch and total + size > budget:
-            yield batch
-            batch, total = [], 0
-        batch.append(i)
-        total += size
-    if batch:
-        yield batch

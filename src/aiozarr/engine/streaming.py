@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 
-from aiozarr.engine.plan import batches_by_size
+from aiozarr.sizes import batched_by_size
 from aiozarr.storage.policy import HeldBytes, RequestShape
 from aiozarr.storage.protocol import Buffer, RangeRequest, Store, Version
 
@@ -58,7 +58,8 @@ async def stream_in_batches(
         finally:
             held.release_all()
 
-    batches = list(batches_by_size(sizes, shape.batch_bytes(budget.capacity)))
+    indices = range(len(sizes))
+    batches = list(batched_by_size(indices, sizes.__getitem__, shape.batch_bytes(budget.capacity)))
     if len(batches) == 1:
         await run_batch(batches[0])
         return

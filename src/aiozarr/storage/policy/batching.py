@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from functools import partial
 from typing import Any
 
@@ -31,6 +31,7 @@ import anyio.abc
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import StoreError, unwrap_group
+from aiozarr.sizes import batched_by_size
 from aiozarr.storage.policy import ranges, retry
 from aiozarr.storage.policy.backend import (
     Answer,
@@ -479,7 +480,8 @@ class _Batch:
         until an answer is short (the value ends there: the rest lie past its end)."""
         store, caps = self.store, self.caps
         answers: list[Versioned] = []
-        for window in _windows(byte_ranges, self.settings.max_inflight_bytes):
+        most = self.settings.max_inflight_bytes
+        for window in batched_by_size(byte_ranges, _requested, most):
 
             async def read(window: list[ByteRange | None] = window) -> Any:
                 return await _read_ranges_checked(store, caps, key, window, max_bytes)
@@ -503,24 +505,6 @@ class _Batch:
         )
 
 
-def _windows(
-    byte_ranges: Iterable[ByteRange | None], most_bytes: int
-) -> Iterator[list[ByteRange | None]]:
-    """`byte_ranges` in consecutive lists of at most `most_bytes` asked for (at least
-    one range each; a range of unknown length counts nothing), made as they are taken."""
-    window: list[ByteRange | None] = []
-    total = 0
-    for byte_range in byte_ranges:
-        size = ranges.requested_bytes(byte_range) or 0
-        if window and total + size > most_bytes:
-            yield window
-            window, total = [], 0
-        window.append(byte_range)
-        total += size
-    if window:
-        yield window
-
-
 async def _read_ranges_checked(
     store: ReadBackend,
     caps: Capabilities,
@@ -533,3 +517,7 @@ async def _read_ranges_checked(
         for byte_range, data in zip(byte_ranges, answer[0], strict=False):
             await _check_length(store, key, byte_range, data)
     return answer
+
+
+def _requested(byte_range: ByteRange | None) -> int:
+    return ranges.requested_bytes(byte_range) or 0  # a whole value counts nothing
