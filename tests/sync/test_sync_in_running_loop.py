@@ -97,7 +97,7 @@ def test_a_lock_held_on_another_running_loop_is_waited_for(tmp_path: Path) -> No
         await locks.acquire("c/0")
         held.set()
         deadline = asyncio.get_running_loop().time() + 10
-        while not locks._held["c/0"]:  # until the sync write waits behind it
+        while not locks.waiting("c/0"):  # until the sync write waits behind it
             assert asyncio.get_running_loop().time() < deadline, "it never waited"
             await asyncio.sleep(0.001)
         locks.release("c/0")
@@ -112,3 +112,43 @@ def test_a_lock_held_on_another_running_loop_is_waited_for(tmp_path: Path) -> No
     asyncio.run(cell())
     holder.join(10)
     assert arr[0:4].tolist() == [-1, -1, 2, 3]
+
+
+def test_a_loop_blocked_by_another_threads_call_is_waited_for(tmp_path: Path) -> None:
+    """Loop A's task holds a key, and A's thread makes a sync call that waits (on loop C,
+    which runs). A plain thread writing that key waits for A's call to end and A to let
+    go: A is blocked by its own call, not by the plain thread's, so no deadlock."""
+    arr, other = _array(tmp_path / "a.zarr"), _array(tmp_path / "b.zarr")
+    locks, other_locks = arr.store.runtime.locks, other.store.runtime.locks
+    c_holds, a_holds, go_on = threading.Event(), threading.Event(), threading.Event()
+
+    async def loop_c() -> None:  # holds `other`'s chunk until told
+        await other_locks.acquire("c/0")
+        c_holds.set()
+        while not go_on.is_set():
+            await asyncio.sleep(0.001)
+        other_locks.release("c/0")
+
+    async def loop_a() -> None:  # a notebook's loop: a task holds the key, then a sync call
+        await locks.acquire("c/0")
+        a_holds.set()
+        other[0:2] = -1  # waits for loop C, which runs
+        locks.release("c/0")
+
+    threads = [threading.Thread(target=asyncio.run, args=(f(),)) for f in (loop_c, loop_a)]
+    threads[0].start()
+    assert c_holds.wait(10)
+    threads[1].start()
+    assert a_holds.wait(10)
+    writer = threading.Thread(target=arr.__setitem__, args=(slice(0, 2), -5))
+    writer.start()
+    deadline = threading.Event()
+    for _ in range(10_000):  # until the plain thread's write waits behind loop A's task
+        if locks.waiting("c/0"):
+            break
+        deadline.wait(0.001)
+    assert locks.waiting("c/0") == 1
+    go_on.set()
+    for thread in (*threads, writer):
+        thread.join(10)
+    assert arr[0:4].tolist() == [-5, -5, 2, 3] and other[0:2].tolist() == [-1, -1]

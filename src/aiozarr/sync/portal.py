@@ -146,16 +146,22 @@ class _Call:
     moment: a Ctrl-C can land while `start_task_soon` is still handing the task over,
     before there is a future to cancel."""
 
-    def __init__(self, call: Callable[[], Awaitable[Any]], settings: config.Config) -> None:
+    def __init__(
+        self,
+        call: Callable[[], Awaitable[Any]],
+        settings: config.Config,
+        caller: asyncio.AbstractEventLoop | None,
+    ) -> None:
         self._call = call
         self._settings = settings
+        self._caller = caller  # the loop of the calling thread, which waits for the call
         self._lock = threading.Lock()
         self._scope: anyio.CancelScope | None = None
         self._cancelled = False
         self.loop: asyncio.AbstractEventLoop | None = None  # where it was sent
 
     async def run(self) -> Any:
-        with config.use(self._settings), anyio.CancelScope() as scope:
+        with config.use(self._settings), blocking(self._caller), anyio.CancelScope() as scope:
             with self._lock:
                 self._scope = scope
                 if self._cancelled:
@@ -195,16 +201,12 @@ def run(
         if done:
             return result
     settings = config.get()
-    call = _Call(functools.partial(fn, *args, **kwargs), settings)
+    # A loop of this thread (Jupyter's) waits with the call: its waits look for it.
+    call = _Call(functools.partial(fn, *args, **kwargs), settings, _get_running_loop())
     future: concurrent.futures.Future[T] | None = None
-    caller = _get_running_loop()  # a loop of this thread (Jupyter's) waits with the call
     try:
-        if caller is None:
-            future = _start(call)
-            return future.result(timeout=settings.sync_timeout_s)
-        with blocking(caller):  # before the call starts: its waits look for it
-            future = _start(call)
-            return future.result(timeout=settings.sync_timeout_s)
+        future = _start(call)
+        return future.result(timeout=settings.sync_timeout_s)
     except BaseException as error:
         if future is not None and future.done():
             raise  # the call's own outcome

@@ -17,8 +17,9 @@ more keys in another order than sorted could deadlock.
         ...
 
 A sync call made on the thread of a running event loop blocks that loop until it ends
-(`blocking`): a wait here, or in a store's budgets, for what a task of that loop holds
-would never end, so it raises `SyncDeadlockError` instead (`refuse_blocked_wait`).
+(`blocking`): a wait of that call, here or in a store's budgets, for what a task of that
+loop holds would never end, so it raises `SyncDeadlockError` instead
+(`refuse_blocked_wait`).
 """
 
 from __future__ import annotations
@@ -40,28 +41,30 @@ _Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
 _in_hold: contextvars.ContextVar[bool] = contextvars.ContextVar("aiozarr_in_hold", default=False)
 
 
-# The event loops whose thread waits for a sync call now; replaced whole, never changed
-# in place, so reading it needs no lock.
-_blocked: frozenset[asyncio.AbstractEventLoop] = frozenset()
-_blocked_lock = threading.Lock()
+# The event loop whose thread waits for the running sync call (None: the call came from
+# a thread without one, or this is no sync call); set for the call's task, inherited by
+# the tasks it starts. Only waits of that call can find that loop's tasks blocked: a
+# loop blocked by another thread's call runs again when that call returns.
+_caller_loop: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
+    "aiozarr_caller_loop", default=None
+)
 
 
 def blocked_loops() -> frozenset[asyncio.AbstractEventLoop]:
-    """The event loops whose thread waits for a sync call now (their tasks cannot run)."""
-    return _blocked
+    """The event loop whose thread waits for the running sync call, if any (its tasks
+    cannot run until the call returns)."""
+    loop = _caller_loop.get()
+    return frozenset() if loop is None else frozenset((loop,))
 
 
 @contextlib.contextmanager
-def blocking(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
-    """Mark `loop` blocked for the block: its thread waits for a sync call."""
-    global _blocked
-    with _blocked_lock:
-        _blocked = _blocked | {loop}
+def blocking(loop: asyncio.AbstractEventLoop | None) -> Iterator[None]:
+    """For the block (a sync call's task): `loop`'s thread waits for it."""
+    token = _caller_loop.set(loop)
     try:
         yield
     finally:
-        with _blocked_lock:
-            _blocked = _blocked - {loop}
+        _caller_loop.reset(token)
 
 
 def refuse_blocked_wait(what: str) -> None:
@@ -112,6 +115,11 @@ class KeyLocks:
         self._held = {}
         self._holder = {}
 
+    def waiting(self, key: str) -> int:
+        """Acquirers queued behind `key`'s holder now."""
+        with self._lock:
+            return len(self._held.get(key, ()))
+
     def __len__(self) -> int:
         """Keys held or waited for now."""
         with self._lock:
@@ -126,7 +134,7 @@ class KeyLocks:
                 self._held[key] = deque()
                 self._holder[key] = loop
                 return
-            if _blocked and self._waits_on_blocked(key, queue, loop):
+            if (blocked := _caller_loop.get()) is not None and self._waits_on(key, queue, blocked):
                 refuse_blocked_wait(f"the write lock of {key!r}")
             waiter: asyncio.Future[None] = loop.create_future()
             entry = (loop, waiter)
@@ -159,13 +167,12 @@ class KeyLocks:
             del self._held[key]
             del self._holder[key]
 
-    def _waits_on_blocked(
-        self, key: str, queue: deque[_Waiter], loop: asyncio.AbstractEventLoop
+    def _waits_on(
+        self, key: str, queue: deque[_Waiter], blocked: asyncio.AbstractEventLoop
     ) -> bool:
-        # Lock held. The key's holder, or a waiter granted it first, is on a loop whose
-        # thread waits for a sync call (not this waiter's loop, which runs).
-        blocked = _blocked - {loop}
-        return self._holder[key] in blocked or any(other in blocked for other, _ in queue)
+        # Lock held. The key's holder, or a waiter granted it first, is on the loop that
+        # waits for this sync call.
+        return self._holder[key] is blocked or any(other is blocked for other, _ in queue)
 
     def _grant(self, key: str, waiter: asyncio.Future[None]) -> None:
         if waiter.done():  # cancelled while the grant was on its way: pass it on
