@@ -16,7 +16,8 @@ import dataclasses
 import difflib
 import os
 import threading
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from typing import Any, overload
 
@@ -265,8 +266,13 @@ class Change(contextlib.AbstractContextManager[Config]):
         self.config = dataclasses.replace(self._previous, **changes)
         self._token: contextvars.Token[Config | None] | None = None
         self._in_block = _current.get() is not None
-        self._published = True
-        _put(self._changes, self.config)  # a plain call: in force at once
+        self._published = True  # a plain call: in force at once
+        if self._in_block:  # for the rest of the enclosing block
+            _current.set(self.config)
+        else:  # for the process
+            with _base_lock:
+                _pending.append((weakref.ref(self), changes))
+                _refold()
 
     def __enter__(self) -> Config:
         if self._published:
@@ -277,7 +283,10 @@ class Change(contextlib.AbstractContextManager[Config]):
                 if _current.get() is self.config:
                     _current.set(self._previous)
             else:
-                _take_back(self._changes, self._previous, self.config)
+                with _base_lock:
+                    _pending[:] = [(ref, c) for ref, c in _pending if ref() is not self]
+                    _refold()
+            self.config = dataclasses.replace(get(), **self._changes)
         self._token = _current.set(self.config)
         return self.config
 
@@ -287,32 +296,39 @@ class Change(contextlib.AbstractContextManager[Config]):
             self._token = None
 
 
+# The process's settings are the environment's with every plain `set` call applied in
+# order. A call whose `Change` still lives may yet be entered as a block, which takes it
+# back (`_pending`); the rest are folded into `_settled` for good. Taking one back is
+# folding the others again: never restoring a snapshot, which held other threads'
+# changes of the moment.
 _base_lock = threading.Lock()
+_settled: Config | None = None
+_pending: list[tuple[Callable[[], Change | None], dict[str, Any]]] = []
 
 
-def _put(changes: dict[str, Any], settings: Config) -> None:
-    """Make a change current: for the enclosing `set` block if there is one, else for
-    the whole process (on top of what other threads set meanwhile)."""
-    global _base
-    if _current.get() is not None:
-        _current.set(settings)
-        return
-    with _base_lock:
-        _base = dataclasses.replace(process_settings(), **changes)
+def _gone() -> None:  # the reference of changes merged once their `Change` was gone
+    return None
 
 
-def _take_back(changes: dict[str, Any], previous: Config, settings: Config) -> None:
-    """Undo a process-wide change: each setting back to `previous` where it still has
-    the change's value (another thread's later change stays)."""
-    global _base
-    with _base_lock:
-        base = process_settings()
-        undo = {
-            name: getattr(previous, name)
-            for name in changes
-            if getattr(base, name) == getattr(settings, name)
-        }
-        _base = dataclasses.replace(base, **undo)
+def _refold() -> None:
+    """Recompute the process's settings from `_settled` and `_pending` (lock held); fold
+    changes whose `Change` is gone: into `_settled` where none before them lives, else
+    merged with the one before them if it is gone too."""
+    global _base, _settled
+    settled = _settled if _settled is not None else _from_environment()
+    kept: list[tuple[Callable[[], Change | None], dict[str, Any]]] = []
+    for ref, changes in _pending:
+        if ref() is None and not kept:
+            settled = dataclasses.replace(settled, **changes)
+        elif ref() is None and kept[-1][0]() is None:
+            kept[-1] = (_gone, {**kept[-1][1], **changes})
+        else:
+            kept.append((ref, changes))
+    _pending[:] = kept
+    _settled = base = settled
+    for _, changes in kept:
+        base = dataclasses.replace(base, **changes)
+    _base = base
 
 
 def set(**changes: Any) -> Change:
