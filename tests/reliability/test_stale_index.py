@@ -225,3 +225,22 @@ def test_a_file_rewritten_in_place_keeping_size_and_mtime_is_a_new_version(
     target.write_bytes(source.read_bytes())  # in place: the same inode
     os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # what `cp -p` does
     assert np.array_equal(reader[...], expected)
+
+
+def test_a_rewrite_keeping_the_layout_keeps_the_index_cached(tmp_path: Path) -> None:
+    """The same values written again: the shard's new version has the index it had.
+    One such stale try is a rewrite, not a server whose versions change without the
+    content: the index read again is cached, and the next read needs no index."""
+    writer = aiozarr.create_array(
+        LocalStore(tmp_path), shape=SHAPE, dtype="i8", chunks=(8, 8), shards=SHAPE
+    )
+    writer[...] = _values(1)
+    counting = CountingStore(LocalStore(tmp_path))
+    reader = aiozarr.open_array(counting, mode="r")
+    assert reader[60, 60] == _values(1)[60, 60]  # index cached
+    for _ in range(3):  # rewritten three times, one read each: one stale try each
+        writer[...] = _values(1)
+        assert reader[60, 60] == _values(1)[60, 60]
+    counting.reset()
+    assert reader[61, 61] == _values(1)[61, 61]
+    assert counting.counts["get"] == 1  # the range alone: the index is still kept

@@ -15,10 +15,11 @@ never cached (`remember_index`): an unversioned store pays an index read on ever
 
 A server whose versions of a shard change while its content does not (a load balancer
 over servers that tag one file differently: Apache's inode ETags on two hosts) would
-make every such read stale. When an index read again after a stale try is the index
-the try had (the same bytes), the array's indexes are taken as unversioned from then
-on (`remember_index`): read again by every read, as on a store that tells no versions
-(docs/decisions/storage.md, "Versions that change without the content").
+make every such read stale. When, twice in one read, an index read again after a stale
+try is the index the try had (the same bytes), the array's indexes are taken as
+unversioned from then on (`remember_index`): read again by every read, as on a store
+that tells no versions (docs/decisions/storage.md, "Versions that change without the
+content"). Once is a rewrite that kept the layout (the same values written again).
 
 A retry holds the write locks of the shards that went stale under the tries before
 (`writers_kept_out`): a writer in this process rewriting one shard in a loop waits
@@ -55,12 +56,20 @@ class StaleIndexError(Exception):
 STALE_RETRIES = 5
 
 
+#: Stale tries of one read whose shard's index, read again, was the same before the
+#: array's versions are taken to change without its content (`_Versions.flapping`):
+#: one such try is a rewrite with the same layout (the same values written again).
+FLAPPING_EVIDENCE = 2
+
+
 @dataclass
 class _Versions:
     """What the stale tries of one array's reads showed: the index each shard had when
-    it went stale, and whether one read again was the same (`flapping`)."""
+    it went stale, how many tries of the read under way found it the same read again
+    (`same`), and whether that happened `FLAPPING_EVIDENCE` times in one read."""
 
     stale: dict[str, ShardIndex] = field(default_factory=dict)
+    same: int = 0
     flapping: bool = False
 
 
@@ -76,6 +85,8 @@ def forget_stale(array: StoredArray, stale: StaleIndexError, tries: int) -> None
     raise a `StoreError` instead. (Every try writes every element of the output.)"""
     found: LocatedIndex | None = array.index_cache.get(stale.key)
     versions = _VERSIONS.setdefault(array.index_cache, _Versions())
+    if tries == 1:  # the evidence counts within one read
+        versions.same = 0
     if found is not None:
         versions.stale[stale.key] = found.index
     array.forget(stale.key)
@@ -95,13 +106,14 @@ def forget_stale(array: StoredArray, stale: StaleIndexError, tries: int) -> None
 
 def _unversioned(array: StoredArray, key: str, index: ShardIndex) -> bool:
     """Whether `index`, just read, is to be taken as unversioned: the array's versions
-    were seen to change without its content (`index` is the one its last stale try had)."""
+    were seen to change without its content, `FLAPPING_EVIDENCE` times in one read."""
     versions = _VERSIONS.get(array.index_cache)
     if versions is None:
         return False
     before = versions.stale.pop(key, None)
     if before is not None and np.array_equal(before.offsets_and_lengths, index.offsets_and_lengths):
-        versions.flapping = True
+        versions.same += 1
+        versions.flapping = versions.flapping or versions.same >= FLAPPING_EVIDENCE
     return versions.flapping
 
 
