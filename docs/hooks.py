@@ -256,7 +256,11 @@ def storage_options_reference() -> str:
 
     stubs = {name: _typed_dict(name, file) for name, file in _STUB_CLASSES.items()}
     aliases = "\n".join(
-        f"| `{alias}` | `{target}` |" for alias, target in sorted(url._ALIASES.items())
+        [f"| `{alias}` | `{target}` |" for alias, target in sorted(url._ALIASES.items())]
+        + [
+            f"| `{alias}` (`s3://`) | `{target}` |"
+            for alias, target in sorted(url._S3_ALIASES.items())
+        ]
     )
     client = _options_table(
         "HTTP client options (`client_options={...}`; those marked *direct* may also be "
@@ -268,7 +272,7 @@ def storage_options_reference() -> str:
         "With no `endpoint` option, the environment variables "
         + ", ".join(f"`{v}`" for v in url._ENDPOINT_ENV)
         + " name the server (MinIO, `aiozarr serve`). "
-        + _credentials_text(url, "s3")
+        + _credentials_text("s3")
         + " aiozarr also reads s3fs's `profile` (a profile of `~/.aws/credentials` and "
         "`~/.aws/config`, as `AWS_PROFILE` names one) and `use_ssl` (`False`: requests to "
         "AWS over http; an `endpoint` keeps its own scheme)."
@@ -280,11 +284,11 @@ def storage_options_reference() -> str:
         ("", client),
         ("`s3://`, `s3a://`: Amazon S3 and S3-compatible servers", s3),
         ("", _options_table("S3 options", stubs["S3Config"])),
-        ("`gs://`, `gcs://`: Google Cloud Storage", _credentials_text(url, "gcs")),
+        ("`gs://`, `gcs://`: Google Cloud Storage", _credentials_text("gcs")),
         ("", _options_table("GCS options", stubs["GCSConfig"])),
         (
             "`az://`, `azure://`, `abfs://`, `abfss://`, `adl://`: Azure Blob Storage",
-            _credentials_text(url, "azure"),
+            _credentials_text("azure"),
         ),
         ("", _options_table("Azure options", stubs["AzureConfig"])),
         ("", _OTHER_SCHEMES),
@@ -292,18 +296,18 @@ def storage_options_reference() -> str:
     return "\n".join((f"## {title}\n\n" if title else "") + text + "\n" for title, text in sections)
 
 
-def _credentials_text(url: Any, kind: str) -> str:
-    """Where a store of `kind` looks for credentials, from `storage/opening/url.py`."""
-    names = getattr(url, "_CREDENTIALS", {}).get(kind)
-    if names is None:  # found another way: `from_url` says how
+def _credentials_text(kind: str) -> str:
+    """Where a store of `kind` looks for credentials (`storage/opening/cloud_credentials.py`)."""
+    from aiozarr.storage.opening import cloud_credentials
+
+    if kind not in cloud_credentials.SIGNING:  # found another way: `from_url` says how
         return "Credentials are found as [`from_url`](stores.md) says."
-    options, variables = names
+    names = ", ".join(f"`{n}`" for n in sorted(cloud_credentials.SIGNING[kind]))
+    prefixes = " or ".join(f"`{p}`" for p in cloud_credentials.PREFIXES[kind])
     return (
-        "Credentials: the options "
-        + ", ".join(f"`{n}`" for n in options)
-        + " or the environment variables "
-        + ", ".join(f"`{n}`" for n in variables)
-        + ". With none, requests are unsigned (public data)."
+        f"Credentials: the options {names}, with or without the prefix {prefixes}, in any "
+        "case, or the environment variables of those names with the prefix (upper case). "
+        "With none, requests are unsigned (public data)."
     )
 
 

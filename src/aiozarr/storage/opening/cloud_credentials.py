@@ -18,12 +18,20 @@ from typing import Any
 
 from aiozarr.errors import StoreError
 
-__all__ = ["adlfs_options", "credential_environment", "gcsfs_token", "has_credentials"]
+__all__ = [
+    "PREFIXES",
+    "SIGNING",
+    "adlfs_options",
+    "credential_environment",
+    "gcsfs_token",
+    "has_credentials",
+]
 
-_PREFIXES = {"azure": ("azure_storage_", "azure_"), "gcs": ("google_",)}
+#: The prefixes obstore takes on each option name (and, upper case, its variables).
+PREFIXES = {"azure": ("azure_storage_", "azure_"), "gcs": ("google_",)}
 _ENV_PREFIXES = {"azure": "AZURE_", "gcs": "GOOGLE_"}
-# Names (prefix taken off) that sign requests, or say how to find what signs them.
-_SIGNING = {
+#: Option names (prefix taken off) that sign requests, or say how to find what does.
+SIGNING = {
     "azure": frozenset(
         {
             "account_key",
@@ -57,7 +65,7 @@ _SIGNING = {
 
 def _base(kind: str, name: str) -> str:
     name = name.lower()
-    for prefix in _PREFIXES[kind]:
+    for prefix in PREFIXES[kind]:
         if name.startswith(prefix):
             return name[len(prefix) :]
     return name
@@ -68,7 +76,7 @@ def _signing_variables(kind: str) -> dict[str, str]:
     return {
         name: value
         for name, value in os.environ.items()
-        if value and name.upper().startswith(prefix) and _base(kind, name) in _SIGNING[kind]
+        if value and name.upper().startswith(prefix) and _base(kind, name) in SIGNING[kind]
     }
 
 
@@ -78,7 +86,7 @@ def has_credentials(kind: str, options: Mapping[str, Any], extra: Mapping[str, A
     in the environment."""
     if extra.get("credential_provider") is not None:
         return True
-    return any(_base(kind, name) in _SIGNING[kind] for name in options) or bool(
+    return any(_base(kind, name) in SIGNING[kind] for name in options) or bool(
         _signing_variables(kind)
     )
 
