@@ -3,7 +3,7 @@ them, and their bytes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import anyio
 
@@ -31,15 +31,22 @@ def chunk_objects(meta: ArrayMetadata, prefix: str, keys: Iterable[str]) -> list
     sharded) inside its shape: chunk keys of its grid (they start with `prefix`), parsed
     with its encoding. Other objects below the array are not chunks (a directory marker
     blob `c/` some Azure tools write, a file of notes), nor are objects a shrink left."""
+    return [key for key, _, inside in _grid_objects(meta, prefix, keys) if inside]
+
+
+def _grid_objects(
+    meta: ArrayMetadata, prefix: str, keys: Iterable[str]
+) -> Iterator[tuple[str, tuple[int, ...] | None, bool]]:
+    """Each of `keys` below the array's chunks that is no metadata document: the key,
+    the grid coordinates it names (None: no chunk key of `meta`), and whether they lie
+    inside the array's shape."""
     counts = grid_counts(meta.shape, meta.grid)
-    found = []
     for key in keys:
         if not key.startswith(prefix) or key.rpartition("/")[2] in _METADATA_NAMES:
             continue
         coords = _parsed(meta, key[len(prefix) :])
-        if coords is not None and all(c < n for c, n in zip(coords, counts, strict=True)):
-            found.append(key)
-    return found
+        inside = coords is not None and all(c < n for c, n in zip(coords, counts, strict=True))
+        yield key, coords, inside
 
 
 async def total_bytes(store: Store, keys: list[str]) -> int:
@@ -74,15 +81,11 @@ def object_coords(
     the array `meta` among its listed `keys` (its chunk keys start with `prefix`), each
     parsed with its chunk key encoding; objects past its shape are left out. None when a
     key is neither a document nor a chunk key of the array: the caller walks the grid."""
-    counts = grid_counts(meta.shape, meta.grid)
     found: set[tuple[int, ...]] = set()
-    for key in keys:
-        if key.rpartition("/")[2] in _METADATA_NAMES or not key.startswith(prefix):
-            continue
-        coords = _parsed(meta, key[len(prefix) :])
+    for _, coords, inside in _grid_objects(meta, prefix, keys):
         if coords is None:
             return None
-        if all(c < n for c, n in zip(coords, counts, strict=True)):
+        if inside:
             found.add(coords)
     return sorted(found)
 
