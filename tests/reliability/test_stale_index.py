@@ -244,3 +244,21 @@ def test_a_rewrite_keeping_the_layout_keeps_the_index_cached(tmp_path: Path) -> 
     counting.reset()
     assert reader[61, 61] == _values(1)[61, 61]
     assert counting.counts["get"] == 1  # the range alone: the index is still kept
+
+
+def test_read_many_forgets_only_the_indexes_of_the_array_that_went_stale(
+    tmp_path: Path,
+) -> None:
+    kwargs = {"shape": SHAPE, "dtype": "i8", "chunks": (8, 8), "shards": SHAPE}
+    first = aiozarr.create_array(LocalStore(tmp_path), "a", **kwargs)
+    second = aiozarr.create_array(LocalStore(tmp_path), "b", **kwargs)
+    first[...], second[...] = _values(1), _values(2)
+    counting = CountingStore(LocalStore(tmp_path))
+    readers = [aiozarr.open_array(counting, name, mode="r") for name in ("a", "b")]
+    aiozarr.read_many([(r, (0, 0)) for r in readers])  # both indexes cached
+    first[...] = _values(3)  # a's shard moves
+    counting.reset()
+    got = aiozarr.read_many([(r, (5, 5)) for r in readers])
+    assert [int(v) for v in got] == [_values(3)[5, 5], _values(2)[5, 5]]
+    # both ranges, then a's index and range again and b's range: b's index was kept
+    assert counting.counts["get"] == 5

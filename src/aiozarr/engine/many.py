@@ -59,6 +59,7 @@ async def read_many(selected: Sequence[Selected]) -> list[frozenset[str]]:
         None if s.array.chunk_cache is None else s.array.chunk_cache.session() for s in selected
     ]
     stale: list[str] = []
+    owners: list[StoredArray] = []  # the arrays a stale shard belonged to
     for tries in range(1, STALE_RETRIES + 1):
         reads = [
             Reads(
@@ -72,13 +73,17 @@ async def read_many(selected: Sequence[Selected]) -> list[frozenset[str]]:
             for s, session in zip(selected, sessions, strict=True)
         ]
         try:
-            async with writers_kept_out([s.array for s in selected], stale):
+            async with writers_kept_out(owners, stale):
                 with unwrap_group():
                     await _read_once(reads, [s.projections for s in selected])
             break
         except StaleIndexError as exc:
-            for s in selected:
-                forget_stale(s.array, exc, tries)
+            # the arrays whose shards lie under that key's prefix (the error names no
+            # store: arrays at one path of two stores both take it)
+            found = {id(s.array): s.array for s in selected if exc.key.startswith(s.array.prefix)}
+            for array in found.values():
+                forget_stale(array, exc, tries)
+            owners += [a for a in found.values() if all(a is not o for o in owners)]
             stale.append(exc.key)
     for r in reads:
         await r.memory.give_back()
