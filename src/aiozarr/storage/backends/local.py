@@ -20,6 +20,7 @@ import re
 import secrets
 import shutil
 import socket
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Hashable, Iterator, Sequence
 from pathlib import Path
@@ -126,30 +127,41 @@ def _current_version(path: Path) -> Version | None:
 # belongs to the open file description, which a forked child shares: the child closes
 # its copies at once, or the lock would stay held while the child lives.
 _LOCK_FDS: set[int] = set()
+# Held while a descriptor is opened and recorded, or forgotten and closed, and across a
+# fork: a child never inherits one the set does not name.
+_LOCK_FDS_LOCK = threading.Lock()
 
 
 def _close_inherited_locks() -> None:
+    global _LOCK_FDS_LOCK
     # Never LOCK_UN here: that would release the parent's lock too.
     for fd in _LOCK_FDS:
         with contextlib.suppress(OSError):
             os.close(fd)
     _LOCK_FDS.clear()
+    _LOCK_FDS_LOCK = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_close_inherited_locks)
+os.register_at_fork(
+    before=lambda: _LOCK_FDS_LOCK.acquire(),
+    after_in_parent=lambda: _LOCK_FDS_LOCK.release(),
+    after_in_child=_close_inherited_locks,
+)
 
 
 @contextlib.contextmanager
 def _directory_locked(directory: Path) -> Iterator[None]:
     """Hold an exclusive `flock` on `directory` (every process on this machine)."""
-    fd = os.open(directory, os.O_RDONLY)
-    _LOCK_FDS.add(fd)
+    with _LOCK_FDS_LOCK:
+        fd = os.open(directory, os.O_RDONLY)
+        _LOCK_FDS.add(fd)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
-        _LOCK_FDS.discard(fd)
-        os.close(fd)  # closing drops the lock
+        with _LOCK_FDS_LOCK:
+            _LOCK_FDS.discard(fd)
+            os.close(fd)  # closing drops the lock
 
 
 def _replace_if(path: Path, value: Buffer | None, expected: Version | None) -> None:
