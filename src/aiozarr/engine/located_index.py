@@ -14,12 +14,12 @@ have moved every chunk of the shard since. It is used by the read that read it o
 never cached (`remember_index`): an unversioned store pays an index read on every read.
 
 A server whose versions of a shard change while its content does not (a load balancer
-over servers that tag one file differently: Apache's inode ETags on two hosts) would
-make every such read stale. When, twice in one read, an index read again after a stale
-try is the index the try had (the same bytes), the array's indexes are taken as
-unversioned from then on (`remember_index`): read again by every read, as on a store
-that tells no versions (docs/decisions/storage.md, "Versions that change without the
-content"). Once is a rewrite that kept the layout (the same values written again).
+over servers that tag one file differently: Apache's inode ETags on two hosts) makes
+every such read stale; when the index read again after a stale try was the same bytes
+in most tries of the read, its final error says so (`FLAPPING_EVIDENCE`). Versions are
+never dropped for it: the same index after a rewrite is also what a rewrite that kept
+the layout gives, and a read without a version check can read a rewrite's bytes at the
+old offsets (docs/decisions/storage.md, "Versions that change without the content").
 
 A retry holds the write locks of the shards that went stale under the tries before
 (`writers_kept_out`): a writer in this process rewriting one shard in a loop waits
@@ -56,21 +56,18 @@ class StaleIndexError(Exception):
 STALE_RETRIES = 5
 
 
-#: Stale tries of one read whose shard's index, read again, was the same before the
-#: array's versions are taken to change without its content (`_Versions.flapping`):
-#: one such try is a rewrite with the same layout (the same values written again).
+#: Stale tries of one read whose shard's index, read again, was the same before its
+#: error says the server's versions may change without its content.
 FLAPPING_EVIDENCE = 2
 
 
 @dataclass
 class _Versions:
-    """What the stale tries of one array's reads showed: the index each shard had when
-    it went stale, how many tries of the read under way found it the same read again
-    (`same`), and whether that happened `FLAPPING_EVIDENCE` times in one read."""
+    """What the stale tries of one array's read showed: the index each shard had when
+    it went stale, and how many tries found it the same read again (`same`)."""
 
     stale: dict[str, ShardIndex] = field(default_factory=dict)
     same: int = 0
-    flapping: bool = False
 
 
 # Per array, by its index cache (an array's lives as long as the array).
@@ -93,28 +90,26 @@ def forget_stale(array: StoredArray, stale: StaleIndexError, tries: int) -> None
     array.index_cache.clear()
     if tries == STALE_RETRIES:
         why = "it was rewritten while it was read"
-        if versions.flapping:
+        if versions.same >= FLAPPING_EVIDENCE:
             why = (
-                "its server's versions (ETags) change while its content does not (a load "
-                "balancer over servers that tag the same file differently?); read it "
-                "through a store that tells no versions"
+                "its index was the same each time it was read again, so its server's "
+                "versions (ETags) may change while its content does not (a load balancer "
+                "over servers that tag the same file differently?); a store that tells no "
+                "versions reads it (a zarr-python store, e.g. zarr.storage.FsspecStore)"
             )
         raise StoreError(
             f"cannot read shard {stale.key!r}: {why}, {STALE_RETRIES} times in a row"
         ) from stale
 
 
-def _unversioned(array: StoredArray, key: str, index: ShardIndex) -> bool:
-    """Whether `index`, just read, is to be taken as unversioned: the array's versions
-    were seen to change without its content, `FLAPPING_EVIDENCE` times in one read."""
+def _note_same_index(array: StoredArray, key: str, index: ShardIndex) -> None:
+    """Count it where `index`, just read, is the one the stale try before had."""
     versions = _VERSIONS.get(array.index_cache)
     if versions is None:
-        return False
+        return
     before = versions.stale.pop(key, None)
     if before is not None and np.array_equal(before.offsets_and_lengths, index.offsets_and_lengths):
         versions.same += 1
-        versions.flapping = versions.flapping or versions.same >= FLAPPING_EVIDENCE
-    return versions.flapping
 
 
 def writers_kept_out(
@@ -161,8 +156,7 @@ def remember_index(
 ) -> LocatedIndex:
     """The index of shard `key`, read from `version` of it, cached for later reads; one
     without a version (None) is for this read only, and evicts any older one."""
-    if version is not None and _unversioned(array, key, index):
-        version = None
+    _note_same_index(array, key, index)
     located = LocatedIndex(index, version)
     if version is None:  # no later answer could show it stale: not kept (see above)
         array.index_cache.invalidate(key)
