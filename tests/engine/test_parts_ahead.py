@@ -265,3 +265,17 @@ async def test_the_rest_of_a_shard_is_read_in_parts_while_its_parts_ahead_are_in
     assert sorted(asked[1:], key=lambda r: r.offset) == [
         ByteRange.of(1024 * i, 1024) for i in range(8)
     ]
+
+
+async def test_a_budget_smaller_than_a_part_reads_a_shard_no_part_ahead_holds_a_chunk_of() -> None:
+    # One part ahead takes the whole budget; no chunk (128 bytes) ends within it, so every
+    # chunk is read after the index, and that read needs the budget the part ahead held.
+    with config.set(max_request_bytes=100, max_inflight_bytes=50):
+        counting = CountingStore(CoalescingMemoryStore())
+        data = await _written(counting, compressed=False)
+        arr = await _cold(counting)
+        assert arr.store.runtime.bytes.capacity == 50
+        with anyio.fail_after(20):
+            got = await arr.getitem((slice(0, 32), slice(0, 32)))
+    assert np.array_equal(got, data[:32, :32])
+    assert arr.store.runtime.bytes.held == 0

@@ -56,6 +56,14 @@ class PartsAhead:
         end = None if chunk.byte_range is None else chunk.byte_range.end
         return end is not None and end <= self.end
 
+    def keep(self, held: list[LocatedChunk]) -> None:
+        """Drop every part no chunk of `held` lies in (past the shard's data, or holding
+        only chunks read apart), so its bytes are free for the rest of the read."""
+        needed = {i for chunk in held for i in self._parts_of(chunk.byte_range)}  # type: ignore[arg-type]
+        for i in range(self.count):
+            if i not in needed:
+                self.drop(i)
+
     def drop(self, i: int) -> None:
         """Stop part `i` (if still on its way) and give its bytes back."""
         self._dropped.add(i)
@@ -72,8 +80,8 @@ class PartsAhead:
         self._landed.close()
 
     async def decode_as_parts_land(self, held: list[LocatedChunk]) -> None:
-        """Decode each chunk of `held` (located by one index, within the parts ahead) as
-        soon as every part holding its bytes has landed."""
+        """Decode each chunk of `held` (located by one index, within the parts `keep`
+        kept) as soon as every part holding its bytes has landed."""
         located = held[0].index
         assert located is not None
         spans = [self._parts_of(chunk.byte_range) for chunk in held]  # type: ignore[arg-type]
@@ -83,9 +91,6 @@ class PartsAhead:
             for i in span:
                 waiting.setdefault(i, []).append(c)
                 users[i] += 1
-        for i in range(self.count):
-            if not users[i]:
-                self.drop(i)  # past the shard's data: never needed
         missing = [len(span) for span in spans]  # chunk -> its parts not yet landed
         landed: dict[int, memoryview] = {}
 

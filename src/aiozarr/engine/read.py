@@ -223,6 +223,7 @@ async def _read_shard_in_parts(reads: Reads, whole: WholeShard) -> None:
             rest: list[LocatedChunk] = []
             for chunk in located:
                 (held if ahead.holds(chunk) else rest).append(chunk)
+            ahead.keep(held)  # before `rest` waits for the bytes of parts it does not need
             if held:
                 tg.start_soon(ahead.decode_as_parts_land, held)
             if rest:
