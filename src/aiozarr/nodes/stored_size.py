@@ -3,12 +3,15 @@ them, and their bytes."""
 
 from __future__ import annotations
 
+import functools
+import operator
+import re
 from collections.abc import Iterable, Iterator
 
 import anyio
 
 from aiozarr.errors import unwrap_group
-from aiozarr.metadata.model import ArrayMetadata
+from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding
 from aiozarr.selection.chunk_grid import grid_counts
 from aiozarr.storage.protocol import Store
 
@@ -41,12 +44,17 @@ def _grid_objects(
     the grid coordinates it names (None: no chunk key of `meta`), and whether they lie
     inside the array's shape."""
     counts = grid_counts(meta.shape, meta.grid)
+    match = _key_pattern(meta.chunk_key_encoding, meta.ndim).fullmatch
+    start = len(prefix)
     for key in keys:
         if not key.startswith(prefix) or key.rpartition("/")[2] in _METADATA_NAMES:
             continue
-        coords = _parsed(meta, key[len(prefix) :])
-        inside = coords is not None and all(c < n for c, n in zip(coords, counts, strict=True))
-        yield key, coords, inside
+        found = match(key, start)
+        if found is None:
+            yield key, None, False
+            continue
+        coords = tuple(map(int, found.groups()))
+        yield key, coords, all(map(operator.lt, coords, counts))
 
 
 async def total_bytes(store: Store, keys: list[str]) -> int:
@@ -90,17 +98,13 @@ def object_coords(
     return sorted(found)
 
 
-def _parsed(meta: ArrayMetadata, suffix: str) -> tuple[int, ...] | None:
-    """The coordinates chunk key `suffix` names (None: not a chunk key of `meta`)."""
-    encoding = meta.chunk_key_encoding
-    if encoding.name == "default":  # "c/1/2", "c.1.2" (the 2020 draft: "c1/2"), "c"
-        suffix_fields = suffix.removeprefix("c").removeprefix(encoding.separator)
-    else:
-        suffix_fields = suffix
-    try:
-        coords = tuple(int(f) for f in suffix_fields.split(encoding.separator)) if meta.ndim else ()
-    except ValueError:
-        return None
-    if len(coords) != meta.ndim or min(coords, default=0) < 0:
-        return None
-    return coords if meta.chunk_key(coords) == suffix else None
+@functools.cache
+def _key_pattern(encoding: ChunkKeyEncoding, ndim: int) -> re.Pattern[str]:
+    """What the keys `encoding` gives chunks of `ndim` dimensions look like, written as
+    it writes them (no sign, no leading zero), each coordinate a group."""
+    fields = [r"(0|[1-9][0-9]*)"] * ndim
+    if encoding.name == "default":
+        fields.insert(0, "c")
+    elif not fields:
+        fields = ["0"]  # a 0-d array's one v2 chunk
+    return re.compile(re.escape(encoding.separator).join(fields))
