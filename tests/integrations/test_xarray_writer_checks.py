@@ -171,6 +171,23 @@ def test_an_append_to_an_unsigned_array_decodes_with_the_stored_attribute(
     assert read(path)["a"].values.tolist() == [0, 250, 250, 0]
 
 
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_unsigned_given_as_an_encoding_writes_and_appends_as_xarray(
+    tmp_path: Path, zarr_format: int
+) -> None:
+    ours, ref = tmp_path / "ours.zarr", tmp_path / "ref.zarr"
+    first = xr.Dataset({"a": ("x", np.array([1.0, np.nan, 200.0]))})
+    more = xr.Dataset({"a": ("x", np.array([254.0, 0.0]))})
+    encoding = {"a": {"dtype": "int8", "_Unsigned": "true", "_FillValue": -1}}
+    to_zarr(first, ours, encoding=encoding, zarr_format=zarr_format)
+    theirs(first, ref, encoding=encoding, zarr_format=zarr_format)
+    to_zarr(more, ours, append_dim="x")
+    theirs(more, ref, append_dim="x")
+    np.testing.assert_array_equal(read(ours)["a"].values, [1.0, np.nan, 200.0, 254.0, 0.0])
+    for engine in ("zarr", "aiozarr"):
+        xr.testing.assert_identical(read(ours, engine), read(ref, engine))
+
+
 # -- consolidated=False into a group holding a snapshot -----------------------------------------
 
 

@@ -50,7 +50,16 @@ _ENCODINGS = frozenset(
 )
 # CF encodings xarray's coders consume, plus what opening leaves behind
 _CF_ENCODINGS = frozenset(
-    {"dtype", "units", "calendar", "scale_factor", "add_offset", "_FillValue", "missing_value"}
+    {
+        "dtype",
+        "units",
+        "calendar",
+        "scale_factor",
+        "add_offset",
+        "_FillValue",
+        "missing_value",
+        "_Unsigned",
+    }
 )
 _DROPPED = frozenset({"preferred_chunks", "source", "original_shape", "coordinates"})
 
@@ -70,7 +79,7 @@ def _user_encoding(ds: xr.Dataset, encoding: Mapping[str, Mapping[str, Any]] | N
 def _existing_cf_encoding(meta: ArrayMetadata) -> dict[str, Any]:
     """The CF encoding of a stored variable, so appended values are encoded the same way."""
     enc: dict[str, Any] = {"dtype": meta.dtype}
-    for key in ("units", "calendar", "scale_factor", "add_offset", "missing_value"):
+    for key in ("units", "calendar", "scale_factor", "add_offset", "missing_value", "_Unsigned"):
         if key in meta.attributes:
             enc[key] = meta.attributes[key]
     if meta.zarr_format == 2 and meta.fill_value is not None:
