@@ -260,5 +260,65 @@ def test_read_many_forgets_only_the_indexes_of_the_array_that_went_stale(
     counting.reset()
     got = aiozarr.read_many([(r, (5, 5)) for r in readers])
     assert [int(v) for v in got] == [_values(3)[5, 5], _values(2)[5, 5]]
-    # both ranges, then a's index and range again and b's range: b's index was kept
-    assert counting.counts["get"] == 5
+    # both ranges, then, in the retry, both indexes (read again under the shards' locks:
+    # one cached before them may be stale) and both ranges
+    assert counting.counts["get"] == 6
+    counting.reset()
+    assert readers[1][7, 7] == _values(2)[7, 7]
+    assert counting.counts["get"] == 1  # b's index was kept: its range alone
+
+
+@pytest.mark.parametrize("together", [False, True], ids=["getitem", "read_many"])
+async def test_a_read_retried_holds_every_shard_it_needs_so_no_writer_here_can_stale_it(
+    tmp_path: Path, together: bool
+) -> None:
+    """Writers of this process rewrite each shard right after its index is read, while
+    they can: the first retry holds the write locks of all six shards the read needs
+    (not only the one that went stale), so it succeeds and the writers queue behind it;
+    holding only the stale ones, each try found another shard stale (a StoreError)."""
+    shape, shards = (16, 96), (16, 16)
+    writer = await aiozarr.create_array_async(
+        LocalStore(tmp_path), shape=shape, dtype="i8", chunks=(8, 8), shards=shards
+    )
+    rng = np.random.default_rng(0)
+    model = rng.integers(0, 1 << 40, size=shape)
+    await writer.setitem(..., model)
+    locks = LocalStore(tmp_path).runtime.locks  # equal stores share one runtime
+    queued: list[asyncio.Future[None]] = []
+
+    async def rewrite(column: int) -> None:
+        region = (slice(None), slice(16 * column, 16 * column + 16))
+        values = rng.integers(0, 1 << int(rng.integers(8, 40)), size=(16, 16))
+        await writer.setitem(region, values)
+        model[region] = values
+
+    class RewrittenAfterItsIndex(WrapperStore):
+        async def read(self, key, byte_range, max_bytes):  # type: ignore[no-untyped-def]
+            answer = await super().read(key, byte_range, max_bytes)
+            await self._after(key, [byte_range])
+            return answer
+
+        async def read_ranges(self, key, byte_ranges, max_bytes):  # type: ignore[no-untyped-def]
+            answer = await super().read_ranges(key, byte_ranges, max_bytes)
+            await self._after(key, byte_ranges)
+            return answer
+
+        async def _after(self, key, byte_ranges) -> None:  # type: ignore[no-untyped-def]
+            if not any(r is not None and r.suffix for r in byte_ranges):
+                return  # not a shard's index
+            written = asyncio.ensure_future(rewrite(int(key.rsplit("/", 1)[1])))
+            while not written.done() and not locks.waiting(key):
+                await asyncio.sleep(0)
+            if not written.done():  # the read holds the shard: the writer waits for it
+                queued.append(written)
+
+    reader = await aiozarr.open_array_async(RewrittenAfterItsIndex(LocalStore(tmp_path)), mode="r")
+    window = (slice(1, 7), slice(1, 95))  # 2 of each shard's 4 inner chunks: by its index
+    if together:
+        (got,) = await aiozarr.read_many_async([(reader, window)])
+    else:
+        got = await reader.getitem(window)
+    assert np.array_equal(got, model[window])
+    assert len(queued) == 6 and not any(q.done() for q in queued)
+    await asyncio.gather(*queued)  # the writers then go on, and their writes are kept
+    assert np.array_equal(await writer.getitem(...), model)

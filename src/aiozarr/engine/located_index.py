@@ -21,15 +21,16 @@ never dropped for it: the same index after a rewrite is also what a rewrite that
 the layout gives, and a read without a version check can read a rewrite's bytes at the
 old offsets (docs/decisions/storage.md, "Versions that change without the content").
 
-A retry holds the write locks of the shards that went stale under the tries before
-(`writers_kept_out`): a writer in this process rewriting one shard in a loop waits
-for the retry instead of making it stale again, and only another process can.
+A retry holds the write locks of every shard the read needs (`writers_kept_out`):
+writers in this process rewriting its shards wait for the retry instead of making it
+stale again (one shard or another on each try), and only another process can.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import weakref
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -37,9 +38,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from aiozarr.codecs import ShardIndex
-from aiozarr.engine.plan import ShardSelection
+from aiozarr.engine.plan import ShardSelection, plan_shards
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import StoreError
+from aiozarr.selection.indexing import ChunkProjection
 from aiozarr.storage.policy import KeyLocks
 from aiozarr.storage.protocol import RangeRequest, Version
 
@@ -113,24 +115,44 @@ def _note_same_index(array: StoredArray, key: str, index: ShardIndex) -> None:
 
 
 def writers_kept_out(
-    arrays: Sequence[StoredArray], stale: list[str]
+    reads: Sequence[tuple[StoredArray, Sequence[ChunkProjection]]], retry: bool
 ) -> contextlib.AbstractAsyncContextManager[None]:
-    """Around one try of a read of `arrays`: the write locks of the `stale` shard keys
-    (those rewritten under the tries before), in each of the arrays' stores. None on a
-    first try, and none for a read inside a writer's own locked block: taking more
-    locks there could deadlock against another writer's order."""
-    if not stale or KeyLocks.holds_any():
+    """Around one try of a read of `reads` (arrays and the projections read of each): on
+    a retry (a shard went stale under the try before), the write locks of every shard
+    the read needs, in each of the arrays' stores, so no writer of this process can make
+    it stale again. None on a first try, and none for a read inside a writer's own
+    locked block: taking more locks there could deadlock against another writer's order."""
+    if not retry or KeyLocks.holds_any():
         return contextlib.nullcontext()
-    return _holding(arrays, stale)
+    return _holding(reads)
 
 
 @contextlib.asynccontextmanager
-async def _holding(arrays: Sequence[StoredArray], keys: list[str]) -> AsyncIterator[None]:
-    runtimes = {id(a.store.runtime): a.store.runtime for a in arrays}
-    async with contextlib.AsyncExitStack() as held:
-        for runtime in runtimes.values():
-            await held.enter_async_context(runtime.locks.hold(keys))
-        yield
+async def _holding(
+    reads: Sequence[tuple[StoredArray, Sequence[ChunkProjection]]],
+) -> AsyncIterator[None]:
+    keys: dict[int, tuple[KeyLocks, set[str]]] = {}
+    for array, projections in reads:
+        if array.layout is not None:  # only a shard's index goes stale
+            locks = array.store.runtime.locks
+            held = keys.setdefault(id(locks), (locks, set()))[1]
+            held.update(shard.key for shard in plan_shards(array, projections))
+    async with contextlib.AsyncExitStack() as stack:
+        for locks, held in keys.values():
+            await stack.enter_async_context(locks.hold(held))
+        token = _FRESH.set(True)
+        try:
+            yield
+        finally:
+            _FRESH.reset(token)
+
+
+#: Set in a retry holding its shards: every index it needs is read again under the locks,
+#: none taken from the cache or from a read begun before (another reader may cache an
+#: index read before a writer's rewrite after the retry forgot the stale one).
+_FRESH: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "aiozarr_fresh_indexes", default=False
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +166,10 @@ class LocatedIndex:
 def cached_index(array: StoredArray, shard: ShardSelection) -> LocatedIndex | None:
     """The cached index of `shard`, with its version; None where none is cached, or where
     the cached one says that none of the inner chunks `shard` needs is stored: that read
-    would fetch nothing whose version shows the index stale, so it reads the index."""
+    would fetch nothing whose version shows the index stale, so it reads the index. None
+    in a retry (`writers_kept_out`): one cached before it held the shard may be stale."""
+    if _FRESH.get():
+        return None
     found: LocatedIndex | None = array.index_cache.get(shard.key)
     if found is None or any(found.index.range_of(i.inner_coords) for i in shard.inner):
         return found
@@ -186,19 +211,23 @@ async def shard_indexes(
     loop = asyncio.get_running_loop()
     loading = array.index_loads
     wanted = {shard.key: shard for shard in shards}  # each shard once
+    ours: dict[str, asyncio.Future[LocatedIndex | None]] = {}
     for key, shard in wanted.items():
         cached = cached_index(array, shard)
         if cached is not None:
             indexes[key] = cached
-        elif (pending := loading.get(key)) is None:
-            mine.append(shard)
-            loading[key] = loop.create_future()
-        elif pending.get_loop() is loop:
+            continue
+        # A retry joins no read begun before it held the shard (that one may be stale);
+        # nor can a read await a future of another event loop.
+        pending = None if _FRESH.get() else loading.get(key)
+        if pending is not None and pending.get_loop() is loop:
             theirs[key] = pending
-        else:  # loading in another event loop, whose future this one cannot await
-            mine.append(shard)
+            continue
+        mine.append(shard)
+        if key not in loading:  # later reads of it join this one
+            loading[key] = ours[key] = loop.create_future()
     if mine:
-        await _load(array, mine, indexes)
+        await _load(array, mine, indexes, ours)
     for key, pending in theirs.items():
         await asyncio.wait([pending])  # its outcome, not its cancellation, is ours
         if pending.cancelled() or pending.exception() is not None:
@@ -210,10 +239,13 @@ async def shard_indexes(
 
 
 async def _load(
-    array: StoredArray, shards: list[ShardSelection], out: dict[str, LocatedIndex | None]
+    array: StoredArray,
+    shards: list[ShardSelection],
+    out: dict[str, LocatedIndex | None],
+    ours: dict[str, asyncio.Future[LocatedIndex | None]],
 ) -> None:
     """Read the indexes of `shards` in one batch into `out`, and hand each to the reads
-    waiting for it (or their failure, for them to try again)."""
+    waiting for it on `ours` (or their failure, for them to try again)."""
     loading = array.index_loads
     store = array.store
     try:
@@ -230,12 +262,9 @@ async def _load(
                 index = shard.layout.decode_index(answer[0], shard.key)
                 out[shard.key] = remember_index(array, shard.key, index, answer[1])
     finally:
-        loop = asyncio.get_running_loop()
-        for key in (s.key for s in shards):
-            pending = loading.get(key)
-            if pending is None or pending.get_loop() is not loop:
-                continue
-            del loading[key]
+        for key, pending in ours.items():
+            if loading.get(key) is pending:
+                del loading[key]
             if key in out:
                 pending.set_result(out[key])
             else:

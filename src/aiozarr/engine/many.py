@@ -58,8 +58,6 @@ async def read_many(selected: Sequence[Selected]) -> list[frozenset[str]]:
     sessions = [
         None if s.array.chunk_cache is None else s.array.chunk_cache.session() for s in selected
     ]
-    stale: list[str] = []
-    owners: list[StoredArray] = []  # the arrays a stale shard belonged to
     for tries in range(1, STALE_RETRIES + 1):
         reads = [
             Reads(
@@ -73,7 +71,9 @@ async def read_many(selected: Sequence[Selected]) -> list[frozenset[str]]:
             for s, session in zip(selected, sessions, strict=True)
         ]
         try:
-            async with writers_kept_out(owners, stale):
+            async with writers_kept_out(
+                [(s.array, s.projections) for s in selected], retry=tries > 1
+            ):
                 with unwrap_group():
                     await _read_once(reads, [s.projections for s in selected])
             break
@@ -83,8 +83,6 @@ async def read_many(selected: Sequence[Selected]) -> list[frozenset[str]]:
             found = {id(s.array): s.array for s in selected if exc.key.startswith(s.array.prefix)}
             for array in found.values():
                 forget_stale(array, exc, tries)
-            owners += [a for a in found.values() if all(a is not o for o in owners)]
-            stale.append(exc.key)
     for r in reads:
         await r.memory.give_back()
     return [frozenset(r.missing) for r in reads]

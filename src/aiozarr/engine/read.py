@@ -88,17 +88,15 @@ async def read(
     settings = ReadSettings.of(array.store)
     memory = FreedMemory(out.nbytes)
     cache = None if array.chunk_cache is None else array.chunk_cache.session()
-    stale: list[str] = []
     for tries in range(1, STALE_RETRIES + 1):
         reads = Reads(array, out, counter, settings, memory, cache=cache)
         try:
-            async with writers_kept_out([array], stale):
+            async with writers_kept_out([(array, projections)], retry=tries > 1):
                 with unwrap_group():
                     await _read_once(reads, projections)
             break
         except StaleIndexError as exc:
             forget_stale(array, exc, tries)
-            stale.append(exc.key)
     await memory.give_back()
     return frozenset(reads.missing)
 
