@@ -21,9 +21,7 @@ import numpy as np
 from aiozarr.codecs import CodecChain, ShardLayout
 from aiozarr.engine.chunk_cache import (
     UNVERSIONED,
-    ChunkCache,
     ObjectRecord,
-    Place,
     ReadSession,
     decoding_of,
 )
@@ -59,13 +57,14 @@ async def serve_cached(
     """Put every chunk of `projections` the cache may serve into `reads.out`; the
     projections left to read."""
     array, pool, place = reads.array, session.cache.pool, session.cache.place
+    session.grid = array.read_grid  # where the chunks lie: what is kept is placed by it
     wanted = _by_object(array, projections)
     good: dict[str, ObjectRecord] = {}
     stale: list[_Stale] = []
     for key, layout, needed in wanted:
         record = pool.record(place, key)
         if record is None or not any(
-            _held(pool, place, key, record, _chain(array, layout, p), p) is not None for p in needed
+            _held(session, key, record, _chain(array, layout, p), p) is not None for p in needed
         ):
             continue
         if record.checked >= session.threshold:
@@ -85,7 +84,7 @@ async def serve_cached(
         record = good.get(key)
         for p in needed:
             chain = _chain(array, layout, p)
-            chunk = None if record is None else _held(pool, place, key, record, chain, p)
+            chunk = None if record is None else _held(session, key, record, chain, p)
             if chunk is not None and chunk.shape != chain.spec.shape:
                 session.cache.forget(key)  # decoded for an array since re-created
                 chunk = None
@@ -108,17 +107,21 @@ def _chain(array: StoredArray, layout: ShardLayout | None, p: ChunkProjection) -
 
 
 def _held(
-    pool: ChunkCache,
-    place: Place,
+    session: ReadSession,
     key: str,
     record: ObjectRecord,
     chain: CodecChain,
     p: ChunkProjection,
 ) -> np.ndarray | None:
-    """The chunk `p` of `record`'s object held in `pool`, if decoded as `chain` decodes
-    (its codecs, data type and fill value: another writer may have changed them in the
-    metadata and left the chunks' bytes and versions as they were)."""
-    return pool.chunk(place, key, p.chunk_coords, record, decoding_of(chain))
+    """The chunk `p` of `record`'s object held in the session's pool, if decoded as
+    `chain` decodes (its codecs, data type and fill value: another writer may have
+    changed them in the metadata and left the chunks' bytes and versions as they were)
+    and kept from where `p` lies in the array now (an array created again on other
+    edges puts a chunk of the same key elsewhere)."""
+    coords, cache = p.chunk_coords, session.cache
+    origin = session.origin(coords)
+    assert origin is not None  # `serve_cached` told the grid
+    return cache.pool.chunk(cache.place, key, coords, record, decoding_of(chain), origin)
 
 
 def _copy(hits: list[tuple[np.ndarray, ChunkProjection]], out: np.ndarray) -> None:

@@ -40,6 +40,7 @@ from aiozarr import config
 from aiozarr.byte_cache import LRUByteCache
 from aiozarr.codecs import CodecChain
 from aiozarr.errors import AiozarrError
+from aiozarr.selection.chunk_grid import RectilinearGrid
 from aiozarr.selection.indexing import ChunkProjection
 
 #: When a cached chunk must be checked against the store again (see the module's doc).
@@ -67,7 +68,16 @@ UNVERSIONED: Hashable = _Unversioned()
 
 #: What an object's record costs in the pool besides its chunks (its key, its version).
 _RECORD_BYTES = 256
-#: Writes remembered so that a read that began before one cannot cache what it replaced.
+#: What a held chunk costs besides its elements: the array object (~112 bytes), its key
+#: tuple, the LRU's entry and (value, size) pair; tracemalloc measured 380 bytes a chunk
+#: (20,000 one-byte chunks put in an `LRUByteCache`; docs/decisions/chunk-cache.md).
+_CHUNK_BYTES = 400
+#: What a record's entry for one chunk costs (its coordinates, origin and dict slot;
+#: measured 197 bytes as above).
+_COORDS_BYTES = 200
+#: Writes (and deleted prefixes) remembered one by one so that a read that began before
+#: one cannot cache what it replaced; older ones are remembered by the newest time among
+#: them (`ChunkCache._forgotten`), refusing every read that began before it.
 _WRITES_REMEMBERED = 4096
 
 
@@ -101,23 +111,27 @@ class CacheSettings:
         """The given settings, the missing ones from `aiozarr.config`."""
         settings = config.get()
         max_bytes = settings.cache_bytes if cache_bytes is None else cache_bytes
-        if not isinstance(max_bytes, int) or max_bytes < 0:
-            raise AiozarrError(f"cache_bytes={max_bytes!r}: expected a number of bytes >= 0")
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
+            raise AiozarrError(
+                f"cache_bytes={max_bytes!r}: expected a number of bytes >= 0 (0: no cache)"
+            )
         return cls(max_bytes, as_recheck(settings.cache_recheck if recheck is None else recheck))
 
 
 @dataclass(slots=True)
 class ObjectRecord:
     """What the pool knows of one object: its version and when it was last known current,
-    how its chunks were decoded (`decoding_of`), the coordinates of its chunks held and
-    their mark (`serial`: a number no earlier record of any object had, so a chunk left
-    behind by a record gone can never be found through a new one)."""
+    how its chunks were decoded (`decoding_of`), the coordinates of its chunks held with
+    each one's origin in the array, and their mark (`serial`: a number no earlier record
+    of any object had, so a chunk left behind by a record gone can never be found
+    through a new one)."""
 
     version: Hashable
     checked: float
     decoding: str
     serial: int
-    coords: set[tuple[int, ...]]
+    coords: dict[tuple[int, ...], tuple[int, ...]]
+    swept: int = 8  # how many `coords` were left by the last sweep (`ChunkCache._sweep`)
 
 
 #: Each chain's `decoding_of`, computed once per chain.
@@ -148,7 +162,11 @@ class ChunkCache:
     def __init__(self, max_bytes: int) -> None:
         self._lru = LRUByteCache(max_bytes)
         self._lock = threading.Lock()
+        # Keys written and prefixes deleted (full names), by when, oldest first; the
+        # newest time of those no longer remembered one by one.
         self._written: dict[tuple[int, str], float] = {}
+        self._deleted: dict[tuple[int, str], float] = {}
+        self._forgotten = float("-inf")
         # Each space's number; a space that is an object (an in-memory store) is held
         # by a weak reference, so the pool never keeps a store's data alive: the arrays
         # that use it hold it (`ArrayCache.space`), and once collected its number and
@@ -214,6 +232,11 @@ class ChunkCache:
         return self._lru.max_bytes
 
     @property
+    def nchunks(self) -> int:
+        """How many chunks are held now."""
+        return sum(1 for k in self._lru.held_keys() if k[0] == "chunk")
+
+    @property
     def nbytes(self) -> int:
         """Bytes held now (decoded chunks and records), never more than `max_bytes`."""
         return self._lru.nbytes
@@ -230,10 +253,13 @@ class ChunkCache:
         coords: tuple[int, ...],
         record: ObjectRecord,
         decoding: str,
+        origin: tuple[int, ...],
     ) -> np.ndarray | None:
-        """The chunk at `coords` of `record`'s object, if held and decoded as a reader
-        whose chain is described by `decoding` (`decoding_of`) would decode it."""
-        if record.decoding != decoding or coords not in record.coords:
+        """The chunk at `coords` of `record`'s object, if held, decoded as a reader whose
+        chain is described by `decoding` (`decoding_of`) would decode it, and kept from
+        `origin` in the array (an array created again on another grid puts a chunk of
+        the same key and coordinates elsewhere)."""
+        if record.decoding != decoding or record.coords.get(coords) != origin:
             return None
         found: np.ndarray | None = self._lru.peek(
             ("chunk", *_named(place, key), coords, record.serial)
@@ -263,39 +289,84 @@ class ChunkCache:
         checked: float,
         chunk: np.ndarray,
         decoding: str,
+        origin: tuple[int, ...],
     ) -> None:
         """Hold `chunk`, decoded as `decoding` says from `version` of `key` read by a
-        request sent at `checked` or later; not when `key` was written since (a write
-        through this process drops what it replaced) or a newer version is known."""
+        request sent at `checked` or later, whose first element is at `origin` in the
+        array; not when `key` was written or deleted since (a write through this process
+        drops what it replaced) or a newer version is known."""
         space, name = _named(place, key)
         with self._lock:
-            if self._written.get((space, name), -1.0) >= checked:
+            if self._replaced_since(space, name, checked):
                 return
             found = self.record(place, key)
             if found is None or found.version != version or found.decoding != decoding:
                 if found is not None and found.version != version and found.checked > checked:
                     return  # a newer version is known: this one is stale
                 self._drop(place, key)
-                found = ObjectRecord(version, checked, decoding, next(self._serials), set())
+                found = ObjectRecord(version, checked, decoding, next(self._serials), {})
             found.checked = max(found.checked, checked)
-            found.coords.add(coords)
+            found.coords[coords] = origin
             chunk.flags.writeable = False
-            self._lru.put(("chunk", space, name, coords, found.serial), chunk, chunk.nbytes)
-            self._lru.put(("object", space, name), found, _RECORD_BYTES)  # after its chunk
+            held = chunk.nbytes + _CHUNK_BYTES
+            self._lru.put(("chunk", space, name, coords, found.serial), chunk, held)
+            if len(found.coords) >= 2 * found.swept:  # each sweep pays for the keeps since
+                self._sweep(space, name, found)
+            record_bytes = _RECORD_BYTES + _COORDS_BYTES * len(found.coords)
+            self._lru.put(("object", space, name), found, record_bytes)  # after its chunk
+
+    def _sweep(self, space: int, name: str, record: ObjectRecord) -> None:
+        """Forget the coordinates of `record`'s chunks evicted since: they count toward
+        the bound, and a shard read through would fill its record with them."""
+        kept = {
+            c: o
+            for c, o in record.coords.items()
+            if ("chunk", space, name, c, record.serial) in self._lru
+        }
+        record.coords, record.swept = kept, max(len(kept), 8)
+
+    def _replaced_since(self, space: int, name: str, checked: float) -> bool:
+        """Whether `name` of `space` was written, or a prefix of it deleted, through this
+        process at or after `checked` (or may have been: a forgotten write was)."""
+        if checked <= self._forgotten or self._written.get((space, name), -1.0) >= checked:
+            return True
+        for (where, prefix), when in reversed(self._deleted.items()):  # newest first
+            if when < checked:
+                return False
+            if where == space and name.startswith(prefix):
+                return True
+        return False
 
     def forget(self, place: Place, *keys: str, written: bool = False) -> None:
         """Drop everything held of `keys` in the store at `place`; `written`: they were
         just written, and a read that began before now must not cache what it read."""
-        now = time.monotonic()
         with self._lock:
+            now = time.monotonic()  # under the lock: marks are in the order of their times
             for key in keys:
                 self._drop(place, key)
-                if written:  # the newest last, so the oldest go first
-                    named = _named(place, key)
-                    self._written.pop(named, None)
-                    self._written[named] = now
-            while len(self._written) > _WRITES_REMEMBERED:
-                del self._written[next(iter(self._written))]
+                if written:
+                    self._mark(self._written, _named(place, key), now)
+
+    def forget_under(self, place: Place, *prefixes: str) -> None:
+        """Every key under `prefixes` in the store at `place` was just written or deleted:
+        drop what is held of them, and let no read that began before now cache any."""
+        with self._lock:
+            now = time.monotonic()
+            for prefix in prefixes:  # marked first: no chunk kept between listing and drop
+                self._mark(self._deleted, _named(place, prefix), now)
+            for key in self.objects_under(place, *prefixes):
+                self._drop(place, key)
+
+    def _mark(
+        self, marks: dict[tuple[int, str], float], named: tuple[int, str], now: float
+    ) -> None:
+        """Remember `named` at `now`, the newest last; the oldest past the bound are
+        forgotten into `_forgotten`, so no memory bound lets a stale chunk in."""
+        marks.pop(named, None)
+        marks[named] = now
+        while len(marks) > _WRITES_REMEMBERED:
+            oldest = next(iter(marks))
+            self._forgotten = max(self._forgotten, marks.pop(oldest))
 
     def objects_under(self, place: Place, *prefixes: str) -> list[str]:
         """The keys under any of `prefixes` of the store at `place` that chunks are
@@ -333,8 +404,9 @@ class ChunkCache:
                 gone.add(number)
         if gone:
             self._lru.invalidate(*(k for k in self._lru.held_keys() if k[1] in gone))
-            for named in [n for n in self._written if n[0] in gone]:
-                del self._written[named]
+            for marks in (self._written, self._deleted):
+                for named in [n for n in marks if n[0] in gone]:
+                    del marks[named]
 
 
 def _lookup(space: Hashable) -> Hashable:
@@ -373,10 +445,7 @@ def forget_deleted(store: Hashable, *prefixes: str) -> None:
     for pool in _live_pools():
         place = pool.known_place(store)
         if place is not None:
-            # The prefixes themselves too: a key written alone is marked written even
-            # when nothing of it is held, as `forget_written` marks it.
-            held = pool.objects_under(place, *prefixes)
-            pool.forget(place, *prefixes, *held, written=True)
+            pool.forget_under(place, *prefixes)
 
 
 def key_space(store: Any) -> tuple[Hashable, str]:
@@ -428,14 +497,26 @@ class ArrayCache:
         self.pool.forget(self.place, *keys, written=written)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReadSession:
     """The cache within one read: objects checked at or after `threshold` are served
-    as held; what the read fetches counts as checked at `began`."""
+    as held; what the read fetches counts as checked at `began`. `grid`: the grid the
+    read's chunks lie on (`StoredArray.read_grid`, told by `serve_cached` before any
+    chunk is read), which places each chunk in the array; until told, nothing is kept."""
 
     cache: ArrayCache
     began: float
     threshold: float
+    grid: tuple[int, ...] | RectilinearGrid | None = None
+
+    def origin(self, coords: tuple[int, ...]) -> tuple[int, ...] | None:
+        """Where chunk `coords` of the read grid begins in the array (None: no grid told)."""
+        grid = self.grid
+        if grid is None:
+            return None
+        if isinstance(grid, RectilinearGrid):
+            return tuple(int(a.start_of(c)) for a, c in zip(grid.axes, coords, strict=True))
+        return tuple(c * n for c, n in zip(coords, grid, strict=True))
 
     def count(self, event: str, n: int = 1) -> None:
         """Add to the store's statistics (`store.stats()`: `cache_hits`, ...)."""
@@ -466,4 +547,8 @@ class ReadSession:
                 return
             version = UNVERSIONED
         place, coords = self.cache.place, projection.chunk_coords
-        self.cache.pool.keep(place, key, coords, version, self.began, chunk, decoding_of(chain))
+        origin = self.origin(coords)
+        if origin is None:
+            return
+        pool, decoding = self.cache.pool, decoding_of(chain)
+        pool.keep(place, key, coords, version, self.began, chunk, decoding, origin)

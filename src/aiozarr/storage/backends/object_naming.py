@@ -1,4 +1,5 @@
-"""Where an obstore store points, in words without credentials: what errors name."""
+"""Where an obstore store points, without credentials: in words, what errors name; as a
+value, the data its keys name (`data_named`: what the chunk cache shares a space by)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,16 @@ from obstore.store import AzureStore, GCSStore, HTTPStore, LocalStore, MemorySto
 
 from aiozarr.storage.backends.redaction import redact_url
 
-__all__ = ["describe", "missing_bucket", "server"]
+__all__ = ["data_named", "describe", "missing_bucket", "server"]
+
+#: The port a scheme means when a URL names none.
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+#: What names the data of each kind of store in its configuration, besides its endpoint.
+_NAMING = {
+    S3Store: ("bucket",),
+    GCSStore: ("bucket",),
+    AzureStore: ("account_name", "container_name", "use_emulator"),
+}
 
 
 def describe(store: Any) -> str:
@@ -65,3 +75,31 @@ def server(store: Any) -> str:
         parts = urlsplit(store.url)
         return redact_url(f"{parts.scheme}://{parts.netloc}")
     return describe(store)
+
+
+def data_named(store: Any, config: Any) -> tuple[Any, ...] | None:
+    """The data an S3, GCS or Azure store's keys name: its kind, its bucket (account and
+    container) and its endpoint (`endpoint_named`); never what only signs or routes the
+    requests (credentials, `skip_signature`, region). None for another store."""
+    names = next((n for kind, n in _NAMING.items() if isinstance(store, kind)), None)
+    if names is None:
+        return None
+    endpoint = config.get("endpoint")
+    named = tuple(str(config.get(name, "")) for name in names)
+    return (type(store), *named, endpoint_named(str(endpoint)) if endpoint else "")
+
+
+def endpoint_named(url: str) -> str:
+    """`url` as the server it names: scheme and host in lower case, the scheme's default
+    port and a trailing slash dropped, no user or password. Names are not resolved
+    (`localhost` and `127.0.0.1` stay two servers)."""
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:  # not a port: the text as given names it
+        return url.strip().rstrip("/")
+    host = (parts.hostname or "").lower()
+    host = f"[{host}]" if ":" in host else host
+    where = host if port is None or port == _DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
+    return f"{scheme}://{where}{parts.path.rstrip('/')}"

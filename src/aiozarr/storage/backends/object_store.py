@@ -35,7 +35,7 @@ from aiozarr.storage.backends import (
     obstore_errors,
     obstore_exit,  # noqa: F401 (registers the wait at exit: obstore's threads leave Python)
 )
-from aiozarr.storage.backends.object_naming import describe, missing_bucket, server
+from aiozarr.storage.backends.object_naming import data_named, describe, missing_bucket, server
 from aiozarr.storage.backends.object_ranges import (
     RangeSend,
     answer_of,
@@ -160,14 +160,14 @@ class ObjectStore(Store):
         return self._whole if self.runtime.whole_reads.ignored else self._capabilities
 
     def key_space(self) -> tuple[Hashable, str]:
-        """The bucket (container, server) as its configuration names it, and this
-        store's prefix in it."""
+        """The bucket (container) and its server, not how requests are signed
+        (`object_naming.data_named`), and this store's prefix in it."""
         config = getattr(self._store, "config", None)
-        if not isinstance(config, Mapping):
-            return super().key_space()  # an HTTP or a local obstore store: no config
+        named = data_named(self._store, config) if isinstance(config, Mapping) else None
+        if named is None:
+            return super().key_space()  # an HTTP or a local obstore store
         prefix = str(getattr(self._store, "prefix", None) or "").strip("/")
-        bucket = tuple(sorted((str(k), repr(v)) for k, v in config.items()))
-        return (type(self._store), bucket), prefix + "/" if prefix else ""
+        return named, prefix + "/" if prefix else ""
 
     def with_read_only(self, read_only: bool = True) -> ObjectStore:
         """A store over the same data with another flag, sharing this one's request budget."""
