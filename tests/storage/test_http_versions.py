@@ -1,7 +1,8 @@
 """What a plain HTTP(S) server's answer counts as a version (docs/decisions/storage.md,
 "Versions of plain HTTP answers"): only a strong validator. A weak ETag, or an ETag
 beside a Last-Modified too close to the answer's Date (or to now, where no Date is
-seen), is no version, so a shard index read from it is not kept for later reads.
+seen), is no version that lasts, so a shard index read from it is not kept for later
+reads (such an ETag still shows a rewrite within one read).
 
 nginx's ETag is "<mtime seconds hex>-<size hex>": a shard rewritten to the same size
 within the second keeps it. The server here plays the worst of that, one ETag for every
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+import zlib
 from email.utils import formatdate
 from pathlib import Path
 from typing import NoReturn
@@ -25,6 +27,7 @@ import aiozarr
 from aiozarr.byte_range import ByteRange
 from aiozarr.storage.backends.guarded_http import GuardedHTTPStore
 from aiozarr.storage.opening.url import from_url
+from aiozarr.storage.protocol import lasting
 
 OLD = formatdate(1e9, usegmt=True)  # 2001
 
@@ -122,8 +125,10 @@ def test_an_http_answer_is_versioned_only_by_a_strong_validator(
     if not guarded:
         data, version = asyncio.run(from_url(server.url).get_versioned("x"))
         assert bytes(data) == b"0123456789"
-        assert (version is not None) is versioned
+        assert lasting(version) is versioned
         assert not versioned or version[0] == etag
+        # a strong ETag of an object modified just now still tells a change within a read
+        assert (version is not None) is (versioned or modified == "now")
         return
     store = GuardedHTTPStore(server.url, check_redirect=_no_redirect)
     for byte_range in (None, ByteRange.of(2, 3)):
@@ -153,3 +158,32 @@ def test_versions_that_change_without_the_content_are_named_in_the_error(
     reader = aiozarr.open_array(f"{server.url}/b.zarr")
     with pytest.raises(aiozarr.errors.StoreError, match=r"versions \(ETags\) may change"):
         reader[3:25, 12:31]
+
+
+def test_a_shard_rewritten_between_its_index_and_its_chunks_is_read_again(
+    tmp_path: Path, server: FolderServer
+) -> None:
+    """An object modified within the last minute has no version that lasts, but its
+    ETag still shows a rewrite within one read: a shard rewritten after its index was
+    read (its chunks moved) is read again, never decoded at the old index's offsets."""
+    values = [np.arange(40, dtype="i8") * 7, np.arange(40, dtype="i8") ** 3]
+    shards = []
+    for i, data in enumerate(values):  # two versions of one shard, chunks of other sizes
+        where = str(tmp_path / f"v{i}.zarr")
+        aiozarr.create_array(where, shape=(40,), dtype="i8", chunks=(5,), shards=(40,))[:] = data
+        shards.append((tmp_path / f"v{i}.zarr" / "c" / "0").read_bytes())
+    (tmp_path / "v0.zarr").rename(tmp_path / "a.zarr")
+    shard = tmp_path / "a.zarr" / "c" / "0"
+    rewritten: list[str] = []
+
+    def headers(path: str, body: bytes) -> dict[str, str]:
+        if path == "/a.zarr/c/0" and not rewritten:  # the index: the shard changes after it
+            shard.write_bytes(shards[1])
+            rewritten.append(path)
+        return {"ETag": f'"{zlib.crc32(body):x}"', "Last-Modified": formatdate(usegmt=True)}
+
+    reader = aiozarr.open_array(f"{server.url}/a.zarr", mode="r")
+    server.headers = headers
+    np.testing.assert_array_equal(reader[3:17], values[1][3:17])
+    assert rewritten
+    assert server.gets("/a.zarr/c/0") > 2  # its index and chunks again, after the rewrite

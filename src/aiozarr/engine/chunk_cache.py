@@ -42,6 +42,7 @@ from aiozarr.codecs import CodecChain
 from aiozarr.errors import AiozarrError
 from aiozarr.selection.chunk_grid import RectilinearGrid
 from aiozarr.selection.indexing import ChunkProjection
+from aiozarr.storage.protocol import lasting
 
 #: When a cached chunk must be checked against the store again (see the module's doc).
 Recheck: TypeAlias = bool | Literal["open"] | float
@@ -542,7 +543,7 @@ class ReadSession:
         out[projection.out_selection] = chunk[projection.chunk_selection]
         if chunk.dtype.hasobject:
             return
-        if version is None:
+        if not lasting(version):  # nothing can revalidate it
             if self.cache.recheck is True:
                 return
             version = UNVERSIONED

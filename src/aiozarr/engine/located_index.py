@@ -43,7 +43,7 @@ from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import StoreError
 from aiozarr.selection.indexing import ChunkProjection
 from aiozarr.storage.policy import KeyLocks
-from aiozarr.storage.protocol import RangeRequest, Version
+from aiozarr.storage.protocol import RangeRequest, Version, lasting
 
 
 class StaleIndexError(Exception):
@@ -180,10 +180,11 @@ def remember_index(
     array: StoredArray, key: str, index: ShardIndex, version: Version | None
 ) -> LocatedIndex:
     """The index of shard `key`, read from `version` of it, cached for later reads; one
-    without a version (None) is for this read only, and evicts any older one."""
+    without a version that lasts (`lasting`: None, or one that cannot show the shard
+    unchanged) is for this read only, and evicts any older one."""
     _note_same_index(array, key, index)
     located = LocatedIndex(index, version)
-    if version is None:  # no later answer could show it stale: not kept (see above)
+    if not lasting(version):  # no later answer could show it stale: not kept (see above)
         array.index_cache.invalidate(key)
     else:
         array.index_cache.put(key, located, index.nbytes)

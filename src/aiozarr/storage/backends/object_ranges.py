@@ -15,6 +15,7 @@ from aiozarr.storage.policy.backend import (
     Buffer,
     ObjectVersion,
     RangeListener,
+    UnprovenVersion,
     Version,
     Versioned,
 )
@@ -47,14 +48,15 @@ def is_weak(e_tag: Any) -> bool:
 def http_version(meta: Any) -> Version | None:
     """The version of a plain HTTP server's answer (obstore's `HTTPStore`), only where it
     is a strong validator: None (unversioned: a shard index is read again by every read)
-    for a weak ETag, no ETag, no Last-Modified to judge it by (obstore's placeholder is
-    the Epoch), or an object last modified within `RECENT_S` of now (obstore gives no
-    Date header: this machine's clock)."""
+    for a weak ETag, no ETag, or no Last-Modified to judge it by (obstore's placeholder
+    is the Epoch). An object last modified within `RECENT_S` of now (obstore gives no
+    Date header: this machine's clock) has an `UnprovenVersion`: a rewrite may keep its
+    ETag, so no later read relies on it, but one that changed it shows within a read."""
     e_tag, modified = meta.get("e_tag"), meta.get("last_modified")
     if e_tag is None or is_weak(e_tag) or modified is None or modified.timestamp() <= 0:
         return None
     if abs(time.time() - modified.timestamp()) < RECENT_S:
-        return None
+        return UnprovenVersion(e_tag, meta.get("version"), modified)
     return ObjectVersion(e_tag, meta.get("version"), modified)
 
 

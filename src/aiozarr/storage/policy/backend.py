@@ -34,9 +34,11 @@ __all__ = [
     "RangeSender",
     "ReadBackend",
     "TornReadError",
+    "UnprovenVersion",
     "Version",
     "Versioned",
     "check_size",
+    "lasting",
 ]
 
 #: Anything with the buffer protocol: bytes, memoryview, obstore.Bytes, ...
@@ -66,6 +68,23 @@ class ObjectVersion(tuple):  # type: ignore[type-arg]
 
     def __reduce__(self) -> Any:
         return ObjectVersion, (self[0], self[1], self.last_modified)
+
+
+class UnprovenVersion(ObjectVersion):
+    """An answer's version that shows a change (another version differs from it) but
+    cannot show that nothing changed: a plain HTTP server's ETag of an object modified
+    within the last minute (nginx's "<mtime seconds>-<size>" stays the same over a
+    same-size rewrite within a second). The answers of one read are compared by it; no
+    later read relies on it (`lasting`)."""
+
+    def __reduce__(self) -> Any:
+        return UnprovenVersion, (self[0], self[1], self.last_modified)
+
+
+def lasting(version: Version | None) -> bool:
+    """Whether `version` may stand for bytes read before, in a later read: a shard index
+    cached with it, a chunk cache entry revalidated by it (None: no version at all)."""
+    return version is not None and not isinstance(version, UnprovenVersion)
 
 
 class FileVersion(NamedTuple):

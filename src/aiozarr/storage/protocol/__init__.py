@@ -20,6 +20,7 @@ from aiozarr.storage.protocol.store import (
     check_key,
     check_size,
     dir_entries,
+    lasting,
     read_as_batch,
 )
 
@@ -38,5 +39,6 @@ __all__ = [
     "check_key",
     "check_size",
     "dir_entries",
+    "lasting",
     "read_as_batch",
 ]

@@ -40,6 +40,7 @@ from aiozarr.storage.policy.backend import (
     Version,
     Versioned,
     check_size,
+    lasting,
 )
 from aiozarr.storage.policy.budget import RequestBudget
 from aiozarr.storage.policy.keys import check_key
@@ -61,6 +62,7 @@ __all__ = [
     "Versioned",
     "check_key",
     "check_size",
+    "lasting",
 ]
 
 
