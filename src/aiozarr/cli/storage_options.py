@@ -1,7 +1,9 @@
 """Store settings from the command line: `--storage-option KEY=VALUE` pairs -> the
 `storage_options` of a URL. Local paths and `memory://` take none (`storage.from_url`
-refuses them too): options given for one only are refused by name, so a typo or an
-option meant for another URL is not silently dropped."""
+refuses them too) but a local icechunk repository, which takes which snapshot to read
+and where its virtual chunks may be read (`REPOSITORY_OPTIONS`): options given for one
+only are refused by name, so a typo or an option meant for another URL is not silently
+dropped."""
 
 from __future__ import annotations
 
@@ -11,13 +13,20 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from aiozarr.storage.references.icechunk import REF_OPTIONS, is_repository
+
 __all__ = [
+    "REPOSITORY_OPTIONS",
     "is_local",
     "options_for",
     "parse_storage_options",
     "takes_no_options",
     "transfer_storage_options",
 ]
+
+
+#: The storage options a local icechunk repository takes.
+REPOSITORY_OPTIONS = frozenset((*REF_OPTIONS, "allowed_targets", "target_options"))
 
 
 def parse_storage_options(pairs: Sequence[str]) -> dict[str, Any]:
@@ -47,7 +56,7 @@ def transfer_storage_options(
     options that would reach no remote end are refused."""
     options = parse_storage_options(args.storage_option)
     if args.dst_storage_option is None:
-        local = [url for url in (args.src, args.dst) if takes_no_options(url)]
+        local = [url for url in (args.src, args.dst) if _refused(url, options)]
         if options and len(local) == 2:
             raise ValueError(_refusal("--storage-option", options, local))
         return _remote_only(args.src, options), _remote_only(args.dst, options)
@@ -73,16 +82,26 @@ def options_for(
     url: str, options: dict[str, Any], *, flag: str = "--storage-option"
 ) -> dict[str, Any] | None:
     """The storage options for `url`; options given for a local path or `memory://` are
-    refused (`ValueError` naming them, never their values: they may be credentials)."""
-    if takes_no_options(url):
-        if options:
-            raise ValueError(_refusal(flag, options, [url]))
-        return None
-    return options or None
+    refused (`ValueError` naming them, never their values: they may be credentials),
+    but a local icechunk repository's (`REPOSITORY_OPTIONS`)."""
+    refused = _refused(url, options)
+    if refused:
+        raise ValueError(_refusal(flag, {k: options[k] for k in refused}, [url]))
+    return None if takes_no_options(url) and not is_local(url) else options or None
+
+
+def _refused(url: str, options: dict[str, Any]) -> list[str]:
+    """The names of `options` that `url` does not take."""
+    if not takes_no_options(url):
+        return []
+    if is_local(url) and is_repository(url, options):
+        return sorted(set(options) - REPOSITORY_OPTIONS)
+    return sorted(options)
 
 
 def _remote_only(url: str, options: dict[str, Any]) -> dict[str, Any] | None:
-    return None if takes_no_options(url) else options or None
+    """`options` where `url` takes them all (a remote URL, a local repository)."""
+    return None if _refused(url, options) else options or None
 
 
 def _refusal(flag: str, options: dict[str, Any], urls: Sequence[str]) -> str:

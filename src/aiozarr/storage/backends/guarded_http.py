@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import copy
+import datetime
 import re
 import ssl
 import time
@@ -40,6 +41,7 @@ from aiozarr.errors import SourceChangedError, StoreError
 from aiozarr.sizes import memory_bytes
 from aiozarr.storage.backends.object_ranges import RECENT_S, is_weak
 from aiozarr.storage.backends.redaction import redact_url
+from aiozarr.storage.policy.backend import ObjectVersion, UnprovenVersion
 from aiozarr.storage.policy.retry import (
     RETRY_STATUS,
     ShortReadError,
@@ -264,12 +266,21 @@ class GuardedHTTPStore(Store):
             data = await _body(key, response, last + 1 - start, self, exact=True)
             return memoryview(data), version
 
-    def _version(self, headers: Mapping[str, str]) -> str | None:
+    def _version(self, headers: Mapping[str, str]) -> Any:
         """The answer's ETag where it is a strong validator (`strong_etag`); a store
-        reading on a condition keeps it as sent (a checksum compares it)."""
-        if self._condition:
-            return headers.get("ETag")
-        return strong_etag(headers)
+        reading on a condition keeps it as sent with the answer's Last-Modified beside
+        (`ObjectVersion`; a checksum compares both, a server may ignore the condition),
+        one with no ETag an `UnprovenVersion` (no later read relies on it)."""
+        if not self._condition:
+            return strong_etag(headers)
+        e_tag = headers.get("ETag")
+        seconds = _seconds(headers.get("Last-Modified"))
+        if seconds is None:
+            return e_tag
+        modified = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+        if e_tag is None:
+            return UnprovenVersion(None, None, modified)
+        return ObjectVersion(e_tag, None, modified)
 
     async def _head(self, key: str) -> tuple[int, str | None] | None:
         async with self._send("HEAD", key, {}) as response:

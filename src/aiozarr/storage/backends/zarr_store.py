@@ -125,6 +125,10 @@ class ZarrStore(Store):
                 found = await self._zarr.get(key, self._prototype(), _byte_request(byte_range))
             except FileNotFoundError:
                 return None
+            except Exception as error:
+                if _refused_older_key(key, error):
+                    return None
+                raise
         data = _bytes_of(found)
         if data is None:
             return None
@@ -143,6 +147,10 @@ class ZarrStore(Store):
                 found = await self._zarr.get_partial_values(self._prototype(), requests)
             except FileNotFoundError:
                 return None
+            except Exception as error:
+                if _refused_older_key(key, error):
+                    return None
+                raise
         if not found or any(f is None for f in found):
             return None
         answers = [_bytes_of(f) for f in found]
@@ -153,7 +161,12 @@ class ZarrStore(Store):
 
     async def exists(self, key: str) -> bool:
         with self._errors("check", key):
-            return bool(await self._zarr.exists(key))
+            try:
+                return bool(await self._zarr.exists(key))
+            except Exception as error:
+                if _refused_older_key(key, error):
+                    return False
+                raise
 
     async def getsize(self, key: str) -> int | None:
         with self._errors("stat", key):
@@ -161,6 +174,10 @@ class ZarrStore(Store):
                 return int(await self._zarr.getsize(key))
             except FileNotFoundError:
                 return None
+            except Exception as error:
+                if _refused_older_key(key, error):
+                    return None
+                raise
 
     # -- writes ------------------------------------------------------------------------
 
@@ -251,6 +268,28 @@ class ZarrStore(Store):
 
     def __hash__(self) -> int:
         return hash((ZarrStore, type(self._zarr)))
+
+
+#: The last segment of a v1 node's documents; the 2020 draft's folders of documents and chunks.
+_V1_DOCUMENTS = ("meta", "attrs")
+_DRAFT_ROOTS = ("meta/root", "data/root")
+_V2_V3_DOCUMENTS = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
+
+
+def _refused_older_key(key: str, error: BaseException) -> bool:
+    """Whether `error`, raised by a zarr-python store asked for `key`, only refuses a
+    key of the layouts before Zarr v2/v3 (v1's `meta`/`attrs`, the draft's `meta/root`
+    and `data/root`) that the store cannot hold: such a key is absent there (icechunk
+    refuses them as "invalid zarr key format" where aiozarr looks for older nodes).
+    Transport failures and aiozarr's own errors are not refusals."""
+    if isinstance(error, AiozarrError | OSError | TimeoutError):
+        return False
+    last = key.rpartition("/")[2]
+    if last in _V2_V3_DOCUMENTS:
+        return False
+    return last in _V1_DOCUMENTS or any(
+        key == root or key.startswith((f"{root}/", f"{root}.")) for root in _DRAFT_ROOTS
+    )
 
 
 def _same_place(one: Any, other: Any) -> bool:

@@ -4,13 +4,14 @@ icechunk stores a checksum with a virtual chunk reference: the source object's E
 a time (seconds since the epoch) it was last modified at or before. The answer that
 brings a chunk's bytes carries the version of the object they came from, in its store's
 shape: an object store's `protocol.ObjectVersion` (`(ETag, version id)`, its
-Last-Modified beside), an HTTP server's ETag header (a `str`), a local file's
-`FileVersion` (its mtime). It is compared before the bytes are used:
+Last-Modified beside; an http(s) answer read under a checksum has the same shape), an
+HTTP server's ETag header (a `str`), a local file's `FileVersion` (its mtime). It is
+compared before the bytes are used:
 
 - an ETag is compared with the answer's ETag by its opaque value (quotes and a weak
   `W/` prefix aside); an answer that carries none cannot be compared;
-- a time is compared with a local file's mtime, or with an object store answer's
-  Last-Modified: changed later, refused.
+- a time is compared with a local file's mtime (to the nanosecond), or with an object
+  store or http(s) answer's Last-Modified: changed later, refused.
 
 A local file has no ETag: a local source referenced with an ETag only is read without
 a check (there is nothing on disk to compare it with; the file is the reader's own).
@@ -18,12 +19,15 @@ a check (there is nothing on disk to compare it with; the file is the reader's o
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from aiozarr.storage.policy.backend import FileVersion
 from aiozarr.storage.references.icechunk.format import ChunkRef
 
 __all__ = ["checksum_problem"]
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 def _opaque(etag: Any) -> str:
@@ -42,10 +46,21 @@ def _etag_of(version: Any) -> Any:
     return None
 
 
-def _later(modified_s: int, referenced: int) -> str | None:
-    if modified_s > referenced:
-        return f"modified at {modified_s}, after {referenced}"
+def _later(modified_ns: int, referenced: int) -> str | None:
+    """Modified after second `referenced`, compared to the nanosecond (a change half a
+    second after the recorded second is a change, as icechunk's reader refuses it)."""
+    if modified_ns > referenced * 1_000_000_000:
+        seconds, part = divmod(modified_ns, 1_000_000_000)
+        when = f"{seconds}.{part:09d}".rstrip("0").rstrip(".")
+        return f"modified at {when}, after {referenced}"
     return None
+
+
+def _nanoseconds(when: datetime.datetime) -> int:
+    """`when` (UTC where it names no zone) in nanoseconds since the epoch."""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return (when - _EPOCH) // datetime.timedelta(microseconds=1) * 1000
 
 
 def checksum_problem(chunk: ChunkRef, version: Any) -> str | None:
@@ -53,12 +68,12 @@ def checksum_problem(chunk: ChunkRef, version: Any) -> str | None:
     None when nothing that can be compared differs."""
     if isinstance(version, FileVersion):
         if chunk.last_modified is not None:
-            return _later(version.mtime_ns // 1_000_000_000, chunk.last_modified)
+            return _later(version.mtime_ns, chunk.last_modified)
         return None
     found = _etag_of(version)
     if chunk.etag is not None and found and _opaque(found) != _opaque(chunk.etag):
         return f"ETag {_opaque(found)!r}, referenced with {_opaque(chunk.etag)!r}"
     modified = getattr(version, "last_modified", None)
     if chunk.last_modified is not None and modified is not None:
-        return _later(int(modified.timestamp()), chunk.last_modified)
+        return _later(_nanoseconds(modified), chunk.last_modified)
     return None

@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from aiozarr.errors import (
+    InvalidKeyError,
     MetadataError,
     NodeNotFoundError,
     ReferenceTargetError,
@@ -37,7 +38,7 @@ from aiozarr.errors import (
 )
 from aiozarr.storage.backends.guarded_http import GuardedHTTPStore
 from aiozarr.storage.backends.object_store import ObjectStore
-from aiozarr.storage.protocol import Capabilities, RangeRequest, Store, dir_entries
+from aiozarr.storage.protocol import Capabilities, RangeRequest, Store, check_key, dir_entries
 from aiozarr.storage.references.conditional_reads import ConditionalReads
 from aiozarr.storage.references.icechunk.checksums import checksum_problem
 from aiozarr.storage.references.icechunk.format import (
@@ -136,12 +137,22 @@ class IcechunkStore(ReferenceStore):
 
     async def _snapshot_id(self, repo: Store) -> str:
         """The id of the snapshot the branch, tag or id given names: one batch reads
-        the spec-2 `repo` file and the spec-1 ref file together."""
+        the spec-2 `repo` file and the spec-1 ref file together (and, for a tag, the
+        marker icechunk 1.x writes beside the ref of a deleted one)."""
         kind, name = self._ref
         if kind == "snapshot":
             return name
-        ref_key = f"refs/{kind}.{name}/ref.json"
-        info, ref = await repo.get_partial_values([RangeRequest("repo"), RangeRequest(ref_key)])
+        assert self._base is not None
+        segment = local_ref_segment(name) if self._base.is_local else name
+        ref_key = f"refs/{kind}.{segment}/ref.json"
+        asked = [RangeRequest("repo")]
+        if _is_key(ref_key):  # else no spec-1 ref can be read: the repo file's alone
+            asked.append(RangeRequest(ref_key))
+            if kind == "tag":
+                asked.append(RangeRequest(f"{ref_key}.deleted"))
+        info, *spec1 = await repo.get_partial_values(asked)
+        ref = spec1[0] if spec1 else None
+        deleted = any(marker is not None for marker in spec1[1:])
         where = f"{self._url}/"
         if info is not None:
             refs = self._info = parse_repo_info(info, f"{where}repo")
@@ -149,14 +160,15 @@ class IcechunkStore(ReferenceStore):
             if found is not None and self._as_of is not None:
                 return self._snapshot_as_of(refs, found)
         elif ref is not None:
-            found = parse_ref_json(ref, where + ref_key)
+            found = None if deleted else parse_ref_json(ref, where + ref_key)
         else:
             raise NodeNotFoundError(
                 f"{self._url!r}: not an icechunk repository, or it has no {kind} {name!r} "
                 f"(neither {where}repo nor {where}{ref_key} exists)"
             )
         if found is None:
-            raise NodeNotFoundError(f"{self._url!r}: the repository has no {kind} {name!r}")
+            gone = " (it was deleted)" if deleted else ""
+            raise NodeNotFoundError(f"{self._url!r}: the repository has no {kind} {name!r}{gone}")
         if self._as_of is not None:
             raise UnsupportedError(
                 f"{self._url!r}: as_of reads the history of spec-2 repositories (icechunk "
@@ -194,7 +206,10 @@ class IcechunkStore(ReferenceStore):
             if snapshot is None:  # immutable: read once per process
                 data = await repo.get(key)
                 if data is None:
-                    raise NodeNotFoundError(f"{self._url!r}: {key!r} not found")
+                    raise NodeNotFoundError(
+                        f"{self._url!r}: the repository has no snapshot {key[10:]!r} "
+                        f"({key!r} not found)"
+                    )
                 snapshot = parse_snapshot(data, f"{self._url}/{key}")
                 kept_files().put(self._scope + key, snapshot, len(data))
             self._index(snapshot)
@@ -225,6 +240,22 @@ class IcechunkStore(ReferenceStore):
 
     async def _lookup(self, keys: Sequence[str]) -> list[Any]:
         """Each key's reference: inline bytes, `[url, offset, length, chunk]`, or None."""
+        found = await self._entries(keys)
+        return [
+            self._reference(f, k) if isinstance(f, ChunkRef) else f
+            for f, k in zip(found, keys, strict=True)
+        ]
+
+    async def getsize(self, key: str) -> int | None:
+        """Size of the value at `key`, from its snapshot or manifest: no request to a
+        chunk's target, and none refused (sizes are not reads)."""
+        found = (await self._entries([key]))[0]
+        if isinstance(found, ChunkRef):
+            return len(found.inline) if found.inline is not None else found.length
+        return None if found is None else len(found)
+
+    async def _entries(self, keys: Sequence[str]) -> list[bytes | ChunkRef | None]:
+        """Each key's document bytes, the manifest's `ChunkRef`, or None."""
         await self._load()
         out: list[Any] = [None] * len(keys)
         wanted: list[tuple[int, Node, tuple[int, ...], list[str]]] = []
@@ -249,7 +280,7 @@ class IcechunkStore(ReferenceStore):
                 chunks = manifests[manifest_id].get_many(node_id, [c for _, c in items])
                 for (i, _), chunk in zip(items, chunks, strict=True):
                     if chunk is not None and out[i] is None:
-                        out[i] = self._reference(chunk, keys[i])
+                        out[i] = chunk
             wanted = [item for item in later if out[item[0]] is None]
         return out
 
@@ -447,6 +478,12 @@ class IcechunkStore(ReferenceStore):
         return f"IcechunkStore({self._url!r}, {kind}={name!r}{as_of})"
 
 
+#: The characters of icechunk's snapshot ids (Crockford base 32, as written).
+_CROCKFORD = frozenset("0123456789ABCDEFGHJKMNPQRSTVWXYZ")
+#: The characters a spec-1 repository on local disk keeps as they are in a ref's name.
+_LOCAL_SAFE = frozenset(chr(c) for c in range(32, 127)) - set('\\{^}%`]">[~<#|*?/')
+
+
 def _chosen_ref(
     given: Mapping[str, Any],
 ) -> tuple[tuple[str, str], datetime.datetime | None]:
@@ -455,6 +492,15 @@ def _chosen_ref(
     named = {k: v for k, v in given.items() if v is not None and k != "as_of"}
     if len(named) > 1:
         raise StoreError(f"give one of branch, tag or snapshot, got {sorted(named)}")
+    for kind, name in named.items():
+        if not isinstance(name, str) or not name:
+            raise StoreError(f"{kind} must be a non-empty name, got {name!r}")
+    snapshot = named.get("snapshot")
+    if snapshot is not None and (len(snapshot) != 20 or not set(snapshot) <= _CROCKFORD):
+        raise StoreError(
+            f"snapshot {snapshot!r} is no icechunk snapshot id (20 characters of Crockford "
+            "base 32, as `session.commit` returns): no such snapshot"
+        )
     ref = next(iter(named.items()), ("branch", "main"))
     as_of = given.get("as_of")
     if as_of is None:
@@ -471,6 +517,23 @@ def _chosen_ref(
     if as_of.tzinfo is None:
         as_of = as_of.replace(tzinfo=datetime.UTC)
     return ref, as_of
+
+
+def _is_key(key: str) -> bool:
+    try:
+        check_key(key)
+    except InvalidKeyError:
+        return False
+    return True
+
+
+def local_ref_segment(name: str) -> str:
+    """A branch's or tag's name as a spec-1 repository on local disk spells it in its
+    `refs/` folder names: icechunk's local storage percent-encodes (UTF-8, uppercase
+    hex) control characters, non-ASCII and `\\ { ^ } % ` ] " > [ ~ < # | * ?`."""
+    return "".join(
+        c if c in _LOCAL_SAFE else "".join(f"%{b:02X}" for b in c.encode()) for c in name
+    )
 
 
 def _document(node: Node, url: str) -> Mapping[str, Any]:

@@ -1,0 +1,47 @@
+"""A node missing from an icechunk session's store: created in mode "a", not found in
+mode "r", though the store refuses the keys of Zarr's older layouts aiozarr looks for
+("invalid zarr key format")."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+import zarr
+
+import aiozarr
+from aiozarr.errors import NodeNotFoundError, StoreError
+from aiozarr.storage.backends.zarr_store import ZarrStore
+
+icechunk = pytest.importorskip("icechunk")
+
+
+@pytest.fixture
+def session() -> Any:
+    repo = icechunk.Repository.create(icechunk.in_memory_storage())
+    session = repo.writable_session("main")
+    zarr.group(session.store)
+    return session
+
+
+def test_a_missing_group_is_created_in_mode_a_and_not_found_in_mode_r(session: Any) -> None:
+    with pytest.raises(NodeNotFoundError):
+        aiozarr.open_group(session.store, "x", mode="r")
+    with pytest.raises(NodeNotFoundError):
+        aiozarr.open_array(session.store, "x", mode="r")
+    created = aiozarr.open_group(session.store, "x", mode="a")
+    created.attrs["made"] = True
+    assert dict(zarr.open_group(session.store, path="x", mode="r").attrs) == {"made": True}
+    assert aiozarr.open_group(session.store, "x", mode="r").attrs["made"] is True
+
+
+def test_keys_of_older_layouts_are_absent_other_refusals_raise(session: Any) -> None:
+    store = ZarrStore(session.store)
+    for key in ("x/meta", "x/attrs", "meta/root/x.group.json", "data/root/x/c0/0"):
+        assert asyncio.run(store.get(key)) is None, key
+        assert asyncio.run(store.exists(key)) is False, key
+        assert asyncio.run(store.getsize(key)) is None, key
+    zarr.create_array(session.store, name="a", shape=(4,), chunks=(2,), dtype="i4")
+    with pytest.raises(StoreError, match="invalid zarr key format"):
+        asyncio.run(store.get("a/0"))  # a chunk key the array's encoding does not make
