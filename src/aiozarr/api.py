@@ -232,12 +232,9 @@ async def open_group_async(
     resolved = resolve_store(store, mode=mode, storage_options=storage_options)
     cache = CacheSettings.of(cache_bytes, cache_recheck)
     if mode in ("w", "w-"):
+        fmt, overwrite = zarr_format or 3, mode == "w"
         return await AsyncGroup.create(
-            resolved,
-            path,
-            attributes=attributes,
-            zarr_format=zarr_format or 3,
-            overwrite=mode == "w",
+            resolved, path, attributes=attributes, zarr_format=fmt, overwrite=overwrite, cache=cache
         )
     try:
         return await _group_or_repository(
@@ -246,8 +243,9 @@ async def open_group_async(
     except NodeNotFoundError:
         if mode != "a" or not resolved.writable:  # nothing to create it in: say what is missing
             raise
+        fmt = zarr_format or 3  # exist_ok: the group another writer created meanwhile
         return await AsyncGroup.create(
-            resolved, path, attributes=attributes, zarr_format=zarr_format or 3
+            resolved, path, attributes=attributes, zarr_format=fmt, exist_ok=True, cache=cache
         )
 
 

@@ -76,6 +76,12 @@ def to_dask(
     Each task then reads its shard with one batched request; on a rectilinear grid the
     blocks are its chunks (or shards), each of its own size. `chunks` overrides the
     block shape (dask's spellings).
+
+    The graph's name says which array is read (where its store is, its path, shape,
+    dtype and blocks), not what it holds: two calls on one array give one name, so dask
+    merges their graphs, and blocks a cluster still holds under that name (`persist`)
+    are served again after the array is written. After writing to an array whose
+    blocks may be held, pass a `name` of your own (e.g. one per version of the data).
     """
     sync = _sync(array)
     blocks = chunks if chunks is not None else (write_grid(sync) or sync.shape)
@@ -110,7 +116,8 @@ def _data_of(store: Store) -> object:
 
 class _Settings:
     """A write target that puts aiozarr settings in force around each block's write
-    (settings do not travel to dask's workers by themselves). Pickles as its array."""
+    and read (settings do not travel to dask's workers by themselves). Pickles as its
+    array and the settings."""
 
     __slots__ = ("array", "settings")
 
@@ -129,9 +136,17 @@ class _Settings:
     def ndim(self) -> int:
         return self.array.ndim
 
+    def __getitem__(self, selection: Any) -> Any:
+        # `return_stored=True` reads each block back from the target after its write.
+        with config.set(**self.settings):
+            return self.array[selection]
+
     def __setitem__(self, selection: Any, value: Any) -> None:
         with config.set(**self.settings):
             self.array[selection] = value
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_Settings, (self.array, self.settings))
 
 
 def store(
@@ -170,6 +185,22 @@ def store(
     if write_empty_chunks is not None:
         writer = _Settings(sync, {"write_empty_chunks": write_empty_chunks})
     return da.store(source, writer, regions=region, lock=lock or False, compute=compute, **kwargs)
+
+
+def check_aligned(
+    source: da.Array,
+    target: Array | AsyncArray,
+    region: tuple[slice, ...] | None = None,
+    *,
+    partial_edges: bool = False,
+) -> None:
+    """`OverlappingWriteError` where `store(source, target, region=region,
+    partial_edges=partial_edges)` would refuse the blocks of `source`, checked before
+    anything is written (`target` may be a layout only: its shape and grid are read)."""
+    sync = _sync(target)
+    _check_aligned(
+        source, sync, None if region is None else _checked_region(region, sync), partial_edges
+    )
 
 
 def _checked_region(region: Any, target: Array) -> tuple[slice, ...]:

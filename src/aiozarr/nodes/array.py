@@ -75,7 +75,7 @@ class AsyncArray(hierarchy.NodeLocation):
     ) -> None:
         #: Settings this array applies to its own calls (`create_array(config=...)`).
         self._config = array_config(config)
-        self._store = store
+        self._store, self._cache = store, cache  # the cache settings travel in pickles
         self._path = hierarchy.normalize_path(path)
         key = hierarchy.metadata_key(self._path, metadata)
         if metadata.chunk_grid is not None:
@@ -575,8 +575,10 @@ class AsyncArray(hierarchy.NodeLocation):
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # Pickles as store description + path + metadata: no connection, loop or thread.
-        return (AsyncArray, (self._store, self._path, self.metadata), {"_config": self._config})
+        # Pickles as store description + path + metadata + settings: no connection, loop
+        # or thread.
+        opened = partial(AsyncArray, cache=self._cache)
+        return (opened, (self._store, self._path, self.metadata), {"_config": self._config})
 
     def __repr__(self) -> str:
         return f"<AsyncArray {self._store!r} {self.name} shape={self.shape} dtype={self.dtype}>"

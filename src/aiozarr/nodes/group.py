@@ -89,15 +89,40 @@ class AsyncGroup(hierarchy.NodeLocation):
         attributes: Mapping[str, Any] | None = None,
         zarr_format: Literal[2, 3] = 3,
         overwrite: bool = False,
+        exist_ok: bool = False,
+        cache: CacheSettings | None = None,
     ) -> AsyncGroup:
-        """Create a group at `path` (and any missing parent groups)."""
+        """Create a group at `path` (and any missing parent groups); arrays opened
+        through it keep decoded chunks per `cache` (None: per `aiozarr.config`). With
+        `exist_ok`, a group there (another writer's, created meanwhile) is opened
+        instead; an array there is still `NodeExistsError`."""
+        try:
+            return await cls._create(store, path, attributes, zarr_format, overwrite, cache)
+        except NodeExistsError as error:
+            if not exist_ok:
+                raise
+            try:
+                return await cls.open(store, path, cache=cache)  # whichever format won
+            except NodeNotFoundError:  # an array (or the node went again)
+                raise error from None
+
+    @classmethod
+    async def _create(
+        cls,
+        store: Store,
+        path: str,
+        attributes: Mapping[str, Any] | None,
+        zarr_format: Literal[2, 3],
+        overwrite: bool,
+        cache: CacheSettings | None,
+    ) -> AsyncGroup:
         if not store.writable:
             raise ReadOnlyError(f"cannot create a group in read-only {store!r}")
         path = hierarchy.normalize_path(path)
         meta = GroupMetadata(zarr_format=zarr_format, attributes=dict(attributes or {}))
         await hierarchy.prepare_node(store, path, zarr_format, overwrite=overwrite)
         await hierarchy.write_node(store, path, meta)
-        return cls(store, path, meta)
+        return cls(store, path, meta, cache)
 
     # -- properties ------------------------------------------------------------------------
 

@@ -19,8 +19,9 @@ from aiozarr import config
 from aiozarr.api import StoreLike, resolve_store
 from aiozarr.errors import NodeNotFoundError, unwrap_group
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
-from aiozarr.nodes import hierarchy, node_updates
+from aiozarr.nodes import hierarchy, node_updates, shape_changes
 from aiozarr.nodes.array import AsyncArray
+from aiozarr.storage.backends.memory import MemoryStore
 from aiozarr.storage.protocol import Store
 from aiozarr.sync import run
 from aiozarr.xarray import appends
@@ -258,6 +259,7 @@ async def write_metadata_async(
     prepared, attrs = await anyio.to_thread.run_sync(_encode, ds, encoding, existing, zarr_format)
     check_targets(prepared, existing, mode, slices)
     check_placements(prepared, existing, slices, append_dim)
+    await _check_blocks(prepared, existing, slices, append_dim, zarr_format, mode == "a")
     empties = _write_empty_chunks(prepared, write_empty_chunks)
     fmt = await _write_group(resolved, path, meta, attrs, zarr_format, mode, slices is not None)
     target = _Target(resolved, path, fmt, existing, slices, append_dim, mode == "a")
@@ -281,6 +283,40 @@ async def write_metadata_async(
     if consolidated:  # the group's snapshot, and those above it (as xarray's, the root's)
         await consolidate_written(resolved, path, shared=meta is not None)
     return writes
+
+
+async def _check_blocks(
+    prepared: Mapping[str, tuple[xr.Variable, dict[str, Any]]],
+    existing: Mapping[str, ArrayMetadata],
+    slices: Mapping[str, slice] | None,
+    append_dim: str | None,
+    zarr_format: int,
+    partial_edges: bool,
+) -> None:
+    """Refuse dask blocks that would share a chunk (`aiozarr.dask.check_aligned`, an
+    append's rows after those stored) before anything is written or grown."""
+    for name, (var, options) in prepared.items():
+        if not is_duck_dask_array(var.data):
+            continue
+        from aiozarr.dask import check_aligned
+
+        region = None
+        if name not in existing:  # the layout the array will be created with
+            creation = {k: v for k, v in options.items() if k != "write_empty_chunks"}
+            args = {"shape": var.shape, "dtype": var.dtype, "zarr_format": zarr_format}
+            layout = await AsyncArray.create(MemoryStore(), "", **args, **creation)
+            check_aligned(var.data, layout, partial_edges=partial_edges)
+            continue
+        meta, dims = existing[name], dimensions(name, existing[name])
+        if slices is not None:
+            region = tuple(slices.get(d, slice(None)) for d in dims)
+        elif append_dim is not None and append_dim in dims:
+            axis, offset = dims.index(append_dim), existing[name].shape[dims.index(append_dim)]
+            meta = shape_changes.grown(meta, var.shape, axis, name)
+            rows = slice(offset, offset + var.shape[axis])
+            region = tuple(rows if d == axis else slice(None) for d in range(len(dims)))
+        layout = AsyncArray(MemoryStore(), "", meta)
+        check_aligned(var.data, layout, region, partial_edges=partial_edges)
 
 
 def _checked_mode(mode: str | None, region: Any, append_dim: Any) -> str:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import itertools
+import os
+import secrets
 import threading
+import weakref
 from collections.abc import AsyncIterator, MutableMapping
 from dataclasses import replace
 from typing import Any
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import VersionConflictError
+from aiozarr.errors import ReadOnlyError, VersionConflictError
 from aiozarr.storage.protocol import (
     Buffer,
     Capabilities,
@@ -26,6 +29,30 @@ __all__ = ["MemoryStore"]
 # Write numbers: every value stored by any MemoryStore gets a new one (its version).
 _writes = itertools.count(1)
 
+# Which process a pickle was made in: a token rather than the pid (pids are reused),
+# drawn again in a forked child.
+_process = secrets.token_hex(8)
+_named: dict[str, MemoryStore] = {}  # memory://NAME: one store per name per process
+_pickled: weakref.WeakValueDictionary[int, MemoryStore] = weakref.WeakValueDictionary()
+_serials = itertools.count(1)
+_registry_lock = threading.Lock()
+
+_ELSEWHERE = (
+    "a read-only copy made by unpickling {what} where that store is not (another "
+    "process, or after it was gone): memory stores live in one process, so writes "
+    "through a copy would be lost; use dask's threaded scheduler, or a local or object "
+    "store"
+)
+
+
+def _after_fork_in_child() -> None:
+    global _process, _registry_lock
+    _process, _registry_lock = secrets.token_hex(8), threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
 
 class MemoryStore(Store):
     """Values in a dict, keyed by store key. Range reads are zero-copy memoryviews.
@@ -36,6 +63,11 @@ class MemoryStore(Store):
     Each value written through a store has a version (its write number), kept beside
     the dict; a value put into `data` directly has none, so conditional writes and
     stale-index checks cannot see it change.
+
+    A store lives in one process. Unpickled in the process that pickled it, it is that
+    store again (`memory://NAME` by its name, any other while the original lives);
+    anywhere else it is a read-only copy of the values, whose writes raise
+    `ReadOnlyError` rather than vanish with the copy.
     """
 
     CAPABILITIES = Capabilities(
@@ -66,6 +98,19 @@ class MemoryStore(Store):
         self._data: MutableMapping[str, Buffer] = {} if data is None else data
         self._versions: dict[str, int] = {}
         self._lock = threading.Lock()  # a conditional write's check and write are one step
+        self._name: str | None = None  # memory://NAME's name
+        self._copy_of: str | None = None  # set on a copy unpickled away from its store
+        self._serial: int | None = None  # set when first pickled (anonymous stores)
+
+    @classmethod
+    def named(cls, name: str) -> MemoryStore:
+        """The store `memory://NAME` opens in this process (made on first use)."""
+        with _registry_lock:
+            store = _named.get(name)
+            if store is None:
+                store = _named[name] = cls()
+                store._name = name
+        return store
 
     @property
     def data(self) -> MutableMapping[str, Buffer]:
@@ -76,7 +121,17 @@ class MemoryStore(Store):
         """A store over the same dict with another read-only flag."""
         other = type(self)(self._data, read_only=read_only, max_concurrency=self._max_concurrency)
         other._versions, other._lock = self._versions, self._lock
+        other._name, other._copy_of = self._name, self._copy_of
         return other
+
+    @property
+    def writable(self) -> bool:
+        return self._copy_of is None and super().writable
+
+    def _check_writable(self, key: str) -> None:
+        if self._copy_of is not None:
+            raise ReadOnlyError(f"cannot write {key!r}: {self!r}")
+        super()._check_writable(key)
 
     # -- reads -------------------------------------------------------------------------
 
@@ -193,8 +248,11 @@ class MemoryStore(Store):
     # -- identity ----------------------------------------------------------------------
 
     def __repr__(self) -> str:
+        if self._copy_of is not None:
+            return f"MemoryStore(<{len(self._data)} keys: {_ELSEWHERE.format(what=self._copy_of)}>)"
         flag = ", read_only=True" if self._read_only else ""
-        return f"MemoryStore(<{len(self._data)} keys at {id(self._data):#x}>{flag})"
+        where = f"memory://{self._name}" if self._name is not None else f"at {id(self._data):#x}"
+        return f"MemoryStore(<{len(self._data)} keys {where}>{flag})"
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -207,6 +265,21 @@ class MemoryStore(Store):
     def __hash__(self) -> int:
         return hash((type(self), id(self._data), self._read_only))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The values travel too: a copy in another process reads them.
+        return (_unpickled, (type(self), (_process, self._origin()), self.__getstate__()))
+
+    def _origin(self) -> str | int | None:
+        """What finds this store again in this process: its name, else a serial while
+        it lives (None for a copy, which is never rejoined)."""
+        if self._copy_of is not None or self._name is not None:
+            return self._name
+        with _registry_lock:
+            if self._serial is None:
+                self._serial = next(_serials)
+            _pickled[self._serial] = self
+        return self._serial
+
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
         del state["_lock"]  # a lock is this process's
@@ -214,3 +287,26 @@ class MemoryStore(Store):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state, _lock=threading.Lock())
+
+
+def _unpickled(
+    cls: type[MemoryStore], origin: tuple[str, str | int | None], state: dict[str, Any]
+) -> MemoryStore:
+    """The store a pickle names, where it lives; else a read-only copy of its values."""
+    process, key = origin
+    original: MemoryStore | None = None
+    if process == _process and state.get("_copy_of") is None:
+        with _registry_lock:
+            if isinstance(key, str):
+                original = _named.get(key)
+            elif key is not None:
+                original = _pickled.get(key)
+    if original is not None:
+        read_only = state["_read_only"]
+        return original if original.read_only == read_only else original.with_read_only(read_only)
+    copy = cls.__new__(cls)
+    copy.__setstate__(state)
+    if copy._copy_of is None:
+        copy._copy_of = f"memory://{copy._name}" if copy._name else "an in-memory store"
+    copy._read_only = True
+    return copy

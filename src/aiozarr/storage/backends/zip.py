@@ -43,7 +43,7 @@ import anyio.to_thread
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import StoreError, UnsupportedError
+from aiozarr.errors import ReadOnlyError, StoreError, UnsupportedError
 from aiozarr.storage.backends.zip_format import (
     END64,
     END64_SIZE,
@@ -79,6 +79,11 @@ from aiozarr.storage.protocol import (
 __all__ = ["ZipStore"]
 
 ZipMode = Literal["r", "w", "a", "x"]
+
+_COPY = (
+    "a copy unpickled from a writer; a zip archive is written only by the handle that "
+    "opened it: use the threaded scheduler, or write to a directory and zip it after"
+)
 
 # Work on more bytes than this (inflating, a CRC) runs on a worker thread, not the loop.
 _INLINE_BYTES = 64 << 10
@@ -160,6 +165,7 @@ class ZipStore(Store):
         self._data_offsets: dict[int, int] = {}  # header offset -> data offset
         self._end: int | None = None  # where members end (the directory), when read
         self._archive = _Archive()
+        self._copy_of_writer = False  # a writer's copy, unpickled: read only
         self._finalizer = weakref.finalize(self, _close_archive, self._archive)
 
     @property
@@ -490,6 +496,8 @@ class ZipStore(Store):
     def __repr__(self) -> str:
         if self._path is None:
             return f"ZipStore.over({self._archive_store!r}, {self._key!r})"
+        if self._copy_of_writer:
+            return f"ZipStore({str(self._path)!r}, mode={self._mode!r}, read_only=True: {_COPY})"
         return f"ZipStore({str(self._path)!r}, mode={self._mode!r})"
 
     def __eq__(self, other: object) -> bool:
@@ -514,7 +522,17 @@ class ZipStore(Store):
         self._runtime = None
         if self._mode in ("w", "x"):  # a copy must not truncate what the original wrote
             self._mode = "a"
+        # A second zipfile writer on the file would overwrite the original's entries and
+        # directory: only the handle that opened the archive writes it.
+        copy_of_writer = bool(state.get("_copy_of_writer")) or not self._read_only
         self._init_state()
+        self._copy_of_writer = copy_of_writer
+        self._read_only = True if copy_of_writer else self._read_only
+
+    def _check_writable(self, key: str) -> None:
+        if self._copy_of_writer:
+            raise ReadOnlyError(f"cannot write {key!r}: {self!r}")
+        super()._check_writable(key)
 
 
 async def _off_loop(nbytes: int, function: Any, *args: Any) -> Any:

@@ -100,8 +100,6 @@ _S3_ALIASES = {
 _ENDPOINT_OPTION = re.compile(r"(?:^|_)(?:endpoint(?:_url)?|base_url)$", re.IGNORECASE)
 # S3-compatible servers are often named by the environment, as the AWS tools read it.
 _ENDPOINT_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT")
-_memory_stores: dict[str, Store] = {}
-_memory_lock = threading.Lock()
 _OBSTORE_CACHE_SIZE = 64
 _object_stores: dict[str, ObjectStore] = {}
 _obstore_lock = threading.Lock()
@@ -109,10 +107,10 @@ _obstore_lock = threading.Lock()
 
 def _after_fork_in_child() -> None:
     """A forked child builds its own obstore clients (a client's connections and the
-    runtime behind them belong to the parent) and gets new locks (a parent thread may
-    have held one at fork time)."""
-    global _memory_lock, _obstore_lock
-    _memory_lock, _obstore_lock = threading.Lock(), threading.Lock()
+    runtime behind them belong to the parent) and gets a new lock (a parent thread may
+    have held it at fork time)."""
+    global _obstore_lock
+    _obstore_lock = threading.Lock()
     _object_stores.clear()
 
 
@@ -319,10 +317,7 @@ def _guarded_http(
 def _memory_store(name: str, *, read_only: bool) -> Store:
     from aiozarr.storage.backends.memory import MemoryStore
 
-    with _memory_lock:
-        store = _memory_stores.get(name)
-        if store is None:
-            store = _memory_stores[name] = MemoryStore()
+    store = MemoryStore.named(name)  # the name travels in its pickles
     return store.with_read_only(read_only) if read_only else store
 
 
