@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +21,37 @@ import pytest
 from tests.reliability.locations import StoreFactory
 
 import aiozarr
+from aiozarr.byte_range import ByteRange
 from aiozarr.storage.backends.counting import CountingStore
 from aiozarr.storage.backends.local import LocalStore
 from aiozarr.storage.backends.memory import MemoryStore
+from aiozarr.storage.protocol import Store
 from aiozarr.storage.protocol.wrapper import WrapperStore
 
 SHAPE = (64, 64)  # one shard of 8 x 8 inner chunks of 8 x 8
+
+
+class AfterEachIndex(WrapperStore):
+    """Awaits `then(key)` after reading each shard index (a suffix range), before the
+    reader gets it."""
+
+    def __init__(self, inner: Store, then: Callable[[str], Awaitable[None]]) -> None:
+        super().__init__(inner)
+        self.then = then
+
+    async def read(self, key, byte_range, max_bytes):  # type: ignore[no-untyped-def]
+        answer = await super().read(key, byte_range, max_bytes)
+        await self._after(key, [byte_range])
+        return answer
+
+    async def read_ranges(self, key, byte_ranges, max_bytes):  # type: ignore[no-untyped-def]
+        answer = await super().read_ranges(key, byte_ranges, max_bytes)
+        await self._after(key, byte_ranges)
+        return answer
+
+    async def _after(self, key: str, byte_ranges: list[ByteRange | None]) -> None:
+        if any(r is not None and r.suffix for r in byte_ranges):
+            await self.then(key)
 
 
 def _values(seed: int) -> np.ndarray:
@@ -145,27 +171,14 @@ async def test_a_shard_this_process_keeps_rewriting_is_read_while_its_writer_wai
     queued: list[asyncio.Future[None]] = []
     generation = iter(range(2, 9))
 
-    class RewrittenAfterItsIndex(WrapperStore):
-        async def read(self, key, byte_range, max_bytes):  # type: ignore[no-untyped-def]
-            answer = await super().read(key, byte_range, max_bytes)
-            await self._after(key, [byte_range])
-            return answer
+    async def rewrite(key: str) -> None:
+        rewrite = writer.setitem(..., _values(next(generation)))
+        if len(locks) == 0:  # the shard is free: the writer gets in first
+            await rewrite
+        else:  # the read holds it: the writer waits for it
+            queued.append(asyncio.ensure_future(rewrite))
 
-        async def read_ranges(self, key, byte_ranges, max_bytes):  # type: ignore[no-untyped-def]
-            answer = await super().read_ranges(key, byte_ranges, max_bytes)
-            await self._after(key, byte_ranges)
-            return answer
-
-        async def _after(self, key, byte_ranges) -> None:  # type: ignore[no-untyped-def]
-            if key != "c/0/0" or not any(r is not None and r.suffix for r in byte_ranges):
-                return  # not the shard's index
-            rewrite = writer.setitem(..., _values(next(generation)))
-            if len(locks) == 0:  # the shard is free: the writer gets in first
-                await rewrite
-            else:  # the read holds it: the writer waits for it
-                queued.append(asyncio.ensure_future(rewrite))
-
-    reader = await aiozarr.open_array_async(RewrittenAfterItsIndex(LocalStore(tmp_path)), mode="r")
+    reader = await aiozarr.open_array_async(AfterEachIndex(LocalStore(tmp_path), rewrite), mode="r")
     window = (slice(5, 40), slice(5, 40))
     if together:
         got, other = await aiozarr.read_many_async([(reader, window), (reader, (60, 1))])
@@ -292,27 +305,16 @@ async def test_a_read_retried_holds_every_shard_it_needs_so_no_writer_here_can_s
         await writer.setitem(region, values)
         model[region] = values
 
-    class RewrittenAfterItsIndex(WrapperStore):
-        async def read(self, key, byte_range, max_bytes):  # type: ignore[no-untyped-def]
-            answer = await super().read(key, byte_range, max_bytes)
-            await self._after(key, [byte_range])
-            return answer
+    async def rewrite_after_its_index(key: str) -> None:
+        written = asyncio.ensure_future(rewrite(int(key.rsplit("/", 1)[1])))
+        while not written.done() and not locks.waiting(key):
+            await asyncio.sleep(0)
+        if not written.done():  # the read holds the shard: the writer waits for it
+            queued.append(written)
 
-        async def read_ranges(self, key, byte_ranges, max_bytes):  # type: ignore[no-untyped-def]
-            answer = await super().read_ranges(key, byte_ranges, max_bytes)
-            await self._after(key, byte_ranges)
-            return answer
-
-        async def _after(self, key, byte_ranges) -> None:  # type: ignore[no-untyped-def]
-            if not any(r is not None and r.suffix for r in byte_ranges):
-                return  # not a shard's index
-            written = asyncio.ensure_future(rewrite(int(key.rsplit("/", 1)[1])))
-            while not written.done() and not locks.waiting(key):
-                await asyncio.sleep(0)
-            if not written.done():  # the read holds the shard: the writer waits for it
-                queued.append(written)
-
-    reader = await aiozarr.open_array_async(RewrittenAfterItsIndex(LocalStore(tmp_path)), mode="r")
+    reader = await aiozarr.open_array_async(
+        AfterEachIndex(LocalStore(tmp_path), rewrite_after_its_index), mode="r"
+    )
     window = (slice(1, 7), slice(1, 95))  # 2 of each shard's 4 inner chunks: by its index
     if together:
         (got,) = await aiozarr.read_many_async([(reader, window)])
