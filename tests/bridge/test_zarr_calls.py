@@ -4,6 +4,7 @@ retried by aiozarr's request policy, and its read-only flag kept."""
 
 from __future__ import annotations
 
+import multiprocessing
 import pickle
 import uuid
 from pathlib import Path
@@ -186,6 +187,26 @@ def test_pickled_url_store_opens_its_url_again(emulator: Emulator) -> None:
     assert copy == store and copy.aiozarr_store is not store.aiozarr_store
     np.testing.assert_array_equal(zarr.open_array(store=copy, path="a")[:], DATA)
     assert copy != store.with_read_only(True)
+
+
+def _write_through_copy(store: Store) -> tuple[list[int], str]:
+    arr = zarr.open_array(store=store, path="m", mode="r+")
+    values = arr[:].tolist()
+    try:
+        arr[:] = 9
+    except ReadOnlyError as error:
+        return values, str(error)
+    return values, "written"
+
+
+def test_a_memory_url_store_pickled_to_another_process_reads_and_refuses_writes() -> None:
+    store = Store(f"memory://bridge-{uuid.uuid4().hex}", read_only=False)
+    zarr.create_array(store, name="m", shape=(3,), dtype="i4", chunks=(3,))[:] = [7, 8, 9]
+    assert pickle.loads(pickle.dumps(store)).aiozarr_store is store.aiozarr_store  # here
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        values, outcome = pool.apply(_write_through_copy, (store,))
+    assert values == [7, 8, 9]  # a copy of its values, not a new empty store
+    assert "memory stores live in one process" in outcome
 
 
 def test_the_codec_pipeline_reads_through_the_wrapped_store() -> None:

@@ -327,8 +327,10 @@ class Store(ZarrStoreABC):
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        if self._url is not None:
-            state["_store"] = None  # opened again from its URL
+        # Opened again from its URL, but a memory store, which pickles itself: the same
+        # store in this process, a read-only copy in another (reopened, an empty one).
+        if self._url is not None and not self._url.startswith("memory://"):
+            state["_store"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
