@@ -56,10 +56,14 @@ def transfer_storage_options(
     options that would reach no remote end are refused."""
     options = parse_storage_options(args.storage_option)
     if args.dst_storage_option is None:
-        local = [url for url in (args.src, args.dst) if _refused(url, options)]
-        if options and len(local) == 2:
-            raise ValueError(_refusal("--storage-option", options, local))
-        return _remote_only(args.src, options), _remote_only(args.dst, options)
+        src = _taken(args.src, options, args.dst)
+        dst = _taken(args.dst, options, args.src)
+        unused = set(options) - set(src or ()) - set(dst or ())
+        if unused:
+            raise ValueError(
+                _refusal("--storage-option", {k: options[k] for k in unused}, [args.src, args.dst])
+            )
+        return src, dst
     dst_options = parse_storage_options(args.dst_storage_option)
     return (
         options_for(args.src, options),
@@ -87,7 +91,7 @@ def options_for(
     refused = _refused(url, options)
     if refused:
         raise ValueError(_refusal(flag, {k: options[k] for k in refused}, [url]))
-    return None if takes_no_options(url) and not is_local(url) else options or None
+    return options or None
 
 
 def _refused(url: str, options: dict[str, Any]) -> list[str]:
@@ -99,9 +103,16 @@ def _refused(url: str, options: dict[str, Any]) -> list[str]:
     return sorted(options)
 
 
-def _remote_only(url: str, options: dict[str, Any]) -> dict[str, Any] | None:
-    """`options` where `url` takes them all (a remote URL, a local repository)."""
-    return None if _refused(url, options) else options or None
+def _taken(url: str, options: dict[str, Any], other: str) -> dict[str, Any] | None:
+    """What `url` takes of `options` given for both ends of a copy: a local icechunk
+    repository its own (`REPOSITORY_OPTIONS`), which a remote `other` end is then not
+    given; a remote URL the rest; another local path or `memory://` none."""
+    if takes_no_options(url):
+        refused = set(_refused(url, options))
+        return {k: v for k, v in options.items() if k not in refused} or None
+    if is_local(other) and is_repository(other, options):
+        return {k: v for k, v in options.items() if k not in REPOSITORY_OPTIONS} or None
+    return options or None
 
 
 def _refusal(flag: str, options: dict[str, Any], urls: Sequence[str]) -> str:

@@ -4,6 +4,7 @@ repository's sizes and `aiozarr info` need no access to its sources."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import datetime
 import json
@@ -22,7 +23,7 @@ from tests.storage.http_server import FolderServer
 
 import aiozarr
 from aiozarr.cli import info
-from aiozarr.cli.storage_options import options_for
+from aiozarr.cli.storage_options import options_for, transfer_storage_options
 from aiozarr.errors import SourceChangedError
 from aiozarr.storage.backends.guarded_http import GuardedHTTPStore
 from aiozarr.storage.protocol import lasting
@@ -149,3 +150,16 @@ def test_info_sizes_a_repository_whose_sources_lie_outside_it(
         options_for(str(repo), {"allowed_targets": ["/x/"], "region": "us-east-1"})
     with pytest.raises(ValueError, match="allowed_targets: local paths"):
         options_for(str(tmp_path / "src"), {"allowed_targets": ["/x/"]})
+
+
+def test_a_copy_gives_a_local_repository_its_options_and_the_remote_end_the_rest(
+    tmp_path: Path,
+) -> None:
+    repo, _, _ = _local(tmp_path)
+    given = ['allowed_targets=["/x/"]', "region=us-east-1"]
+    args = argparse.Namespace(
+        src=str(repo), dst="s3://b/out.zarr", storage_option=given, dst_storage_option=None
+    )
+    src, dst = transfer_storage_options(args)
+    assert src == {"allowed_targets": ["/x/"]}
+    assert dst == {"region": "us-east-1"}  # S3 refuses an option it does not know
