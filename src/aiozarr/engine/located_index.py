@@ -138,7 +138,9 @@ async def _holding(
             held = keys.setdefault(id(locks), (locks, set()))[1]
             held.update(shard.key for shard in plan_shards(array, projections))
     async with contextlib.AsyncExitStack() as stack:
-        for locks, held in keys.values():
+        # tables in one order for every read, as keys within one (no deadlock between
+        # two reads of arrays of two stores given in opposite orders)
+        for _, (locks, held) in sorted(keys.items()):
             await stack.enter_async_context(locks.hold(held))
         token = _FRESH.set(True)
         try:
