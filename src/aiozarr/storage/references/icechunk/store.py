@@ -496,6 +496,8 @@ def _chosen_ref(
         if not isinstance(name, str) or not name:
             raise StoreError(f"{kind} must be a non-empty name, got {name!r}")
     snapshot = named.get("snapshot")
+    if snapshot is not None:  # Crockford base 32 is read in either case, as icechunk does
+        snapshot = named["snapshot"] = snapshot.upper()
     if snapshot is not None and (len(snapshot) != 20 or not set(snapshot) <= _CROCKFORD):
         raise StoreError(
             f"snapshot {snapshot!r} is no icechunk snapshot id (20 characters of Crockford "
@@ -530,7 +532,8 @@ def _is_key(key: str) -> bool:
 def local_ref_segment(name: str) -> str:
     """A branch's or tag's name as a spec-1 repository on local disk spells it in its
     `refs/` folder names: icechunk's local storage percent-encodes (UTF-8, uppercase
-    hex) control characters, non-ASCII and `\\ { ^ } % ` ] " > [ ~ < # | * ?`."""
+    hex) control characters, non-ASCII and `\\ { ^ } % ` ] " > [ ~ < # | * ? /` (icechunk
+    refuses `/` in a ref name; it is encoded here so it never names a subfolder)."""
     return "".join(
         c if c in _LOCAL_SAFE else "".join(f"%{b:02X}" for b in c.encode()) for c in name
     )
