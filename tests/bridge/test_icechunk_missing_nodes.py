@@ -45,3 +45,13 @@ def test_keys_of_older_layouts_are_absent_other_refusals_raise(session: Any) -> 
     zarr.create_array(session.store, name="a", shape=(4,), chunks=(2,), dtype="i4")
     with pytest.raises(StoreError, match="invalid zarr key format"):
         asyncio.run(store.get("a/0"))  # a chunk key the array's encoding does not make
+
+
+def test_a_store_failing_on_an_older_layouts_key_is_not_taken_as_no_node() -> None:
+    class Down(zarr.storage.MemoryStore):
+        async def get(self, key, prototype, byte_range=None):  # type: ignore[no-untyped-def]
+            raise RuntimeError("connection refused")
+
+    store = ZarrStore(Down())
+    with pytest.raises(StoreError, match="connection refused"):
+        asyncio.run(store.get("x/meta"))

@@ -281,8 +281,11 @@ def _refused_older_key(key: str, error: BaseException) -> bool:
     key of the layouts before Zarr v2/v3 (v1's `meta`/`attrs`, the draft's `meta/root`
     and `data/root`) that the store cannot hold: such a key is absent there (icechunk
     refuses them as "invalid zarr key format" where aiozarr looks for older nodes).
-    Transport failures and aiozarr's own errors are not refusals."""
+    Only an error saying the key is invalid is one: a failure of the store itself
+    (its network, its credentials) must not read as a node that is not there."""
     if isinstance(error, AiozarrError | OSError | TimeoutError):
+        return False
+    if "invalid zarr key" not in str(error).lower():
         return False
     last = key.rpartition("/")[2]
     if last in _V2_V3_DOCUMENTS:
