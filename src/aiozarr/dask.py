@@ -116,8 +116,8 @@ def _data_of(store: Store) -> object:
 
 class _Settings:
     """A write target that puts aiozarr settings in force around each block's write
-    and read (settings do not travel to dask's workers by themselves). Pickles as its
-    array and the settings."""
+    and read (settings do not travel to dask's workers by themselves: its pickle carries
+    them with the array)."""
 
     __slots__ = ("array", "settings")
 
@@ -144,9 +144,6 @@ class _Settings:
     def __setitem__(self, selection: Any, value: Any) -> None:
         with config.set(**self.settings):
             self.array[selection] = value
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_Settings, (self.array, self.settings))
 
 
 def store(

@@ -57,7 +57,6 @@ async def serve_cached(
     """Put every chunk of `projections` the cache may serve into `reads.out`; the
     projections left to read."""
     array, pool, place = reads.array, session.cache.pool, session.cache.place
-    session.grid = array.read_grid  # where the chunks lie: what is kept is placed by it
     wanted = _by_object(array, projections)
     good: dict[str, ObjectRecord] = {}
     stale: list[_Stale] = []
@@ -120,7 +119,6 @@ def _held(
     edges puts a chunk of the same key elsewhere)."""
     coords, cache = p.chunk_coords, session.cache
     origin = session.origin(coords)
-    assert origin is not None  # `serve_cached` told the grid
     return cache.pool.chunk(cache.place, key, coords, record, decoding_of(chain), origin)
 
 

@@ -480,8 +480,8 @@ class ArrayCache:
         place, space = pool.enter(store)
         return cls(pool, store, place, settings.recheck, time.monotonic(), space)
 
-    def session(self) -> ReadSession:
-        """The cache as one read, beginning now, sees it."""
+    def session(self, grid: tuple[int, ...] | RectilinearGrid) -> ReadSession:
+        """The cache as one read, beginning now, of chunks on `grid` sees it."""
         began = time.monotonic()
         recheck = self.recheck
         if recheck is False:
@@ -492,29 +492,27 @@ class ArrayCache:
             threshold = began
         else:
             threshold = began - float(recheck)
-        return ReadSession(self, began, threshold)
+        return ReadSession(self, began, threshold, grid)
 
     def forget(self, *keys: str, written: bool = False) -> None:
         self.pool.forget(self.place, *keys, written=written)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ReadSession:
     """The cache within one read: objects checked at or after `threshold` are served
     as held; what the read fetches counts as checked at `began`. `grid`: the grid the
-    read's chunks lie on (`StoredArray.read_grid`, told by `serve_cached` before any
-    chunk is read), which places each chunk in the array; until told, nothing is kept."""
+    read's chunks lie on (`StoredArray.read_grid`), which places each chunk in the
+    array."""
 
     cache: ArrayCache
     began: float
     threshold: float
-    grid: tuple[int, ...] | RectilinearGrid | None = None
+    grid: tuple[int, ...] | RectilinearGrid
 
-    def origin(self, coords: tuple[int, ...]) -> tuple[int, ...] | None:
-        """Where chunk `coords` of the read grid begins in the array (None: no grid told)."""
+    def origin(self, coords: tuple[int, ...]) -> tuple[int, ...]:
+        """Where chunk `coords` of the read grid begins in the array."""
         grid = self.grid
-        if grid is None:
-            return None
         if isinstance(grid, RectilinearGrid):
             return tuple(int(a.start_of(c)) for a, c in zip(grid.axes, coords, strict=True))
         return tuple(c * n for c, n in zip(coords, grid, strict=True))
@@ -549,7 +547,5 @@ class ReadSession:
             version = UNVERSIONED
         place, coords = self.cache.place, projection.chunk_coords
         origin = self.origin(coords)
-        if origin is None:
-            return
         pool, decoding = self.cache.pool, decoding_of(chain)
         pool.keep(place, key, coords, version, self.began, chunk, decoding, origin)

@@ -56,7 +56,8 @@ async def read_many(selected: Sequence[Selected]) -> list[frozenset[str]]:
     """Fill every selection's output; per selection, the keys of the stored objects it
     needs that the store does not hold (as `engine/read.py::read` returns)."""
     sessions = [
-        None if s.array.chunk_cache is None else s.array.chunk_cache.session() for s in selected
+        None if (cache := s.array.chunk_cache) is None else cache.session(s.array.read_grid)
+        for s in selected
     ]
     for tries in range(1, STALE_RETRIES + 1):
         reads = [

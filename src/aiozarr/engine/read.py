@@ -87,7 +87,7 @@ async def read(
     counter = ChunkProgress(len(projections), progress)
     settings = ReadSettings.of(array.store)
     memory = FreedMemory(out.nbytes)
-    cache = None if array.chunk_cache is None else array.chunk_cache.session()
+    cache = None if array.chunk_cache is None else array.chunk_cache.session(array.read_grid)
     for tries in range(1, STALE_RETRIES + 1):
         reads = Reads(array, out, counter, settings, memory, cache=cache)
         try:

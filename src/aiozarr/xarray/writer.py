@@ -21,6 +21,7 @@ from aiozarr.errors import NodeNotFoundError, unwrap_group
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.nodes import hierarchy, node_updates, shape_changes
 from aiozarr.nodes.array import AsyncArray
+from aiozarr.nodes.creation import array_metadata
 from aiozarr.storage.backends.memory import MemoryStore
 from aiozarr.storage.protocol import Store
 from aiozarr.sync import run
@@ -80,7 +81,7 @@ def _user_encoding(ds: xr.Dataset, encoding: Mapping[str, Mapping[str, Any]] | N
 def _existing_cf_encoding(meta: ArrayMetadata) -> dict[str, Any]:
     """The CF encoding of a stored variable, so appended values are encoded the same way."""
     enc: dict[str, Any] = {"dtype": meta.dtype}
-    for key in ("units", "calendar", "scale_factor", "add_offset", "missing_value", "_Unsigned"):
+    for key in sorted(_CF_ENCODINGS - {"dtype", "_FillValue"}):  # those two: below
         if key in meta.attributes:
             enc[key] = meta.attributes[key]
     if meta.zarr_format == 2 and meta.fill_value is not None:
@@ -259,7 +260,7 @@ async def write_metadata_async(
     prepared, attrs = await anyio.to_thread.run_sync(_encode, ds, encoding, existing, zarr_format)
     check_targets(prepared, existing, mode, slices)
     check_placements(prepared, existing, slices, append_dim)
-    await _check_blocks(prepared, existing, slices, append_dim, zarr_format, mode == "a")
+    _check_blocks(prepared, existing, slices, append_dim, zarr_format, mode == "a")
     empties = _write_empty_chunks(prepared, write_empty_chunks)
     fmt = await _write_group(resolved, path, meta, attrs, zarr_format, mode, slices is not None)
     target = _Target(resolved, path, fmt, existing, slices, append_dim, mode == "a")
@@ -285,7 +286,7 @@ async def write_metadata_async(
     return writes
 
 
-async def _check_blocks(
+def _check_blocks(
     prepared: Mapping[str, tuple[xr.Variable, dict[str, Any]]],
     existing: Mapping[str, ArrayMetadata],
     slices: Mapping[str, slice] | None,
@@ -303,19 +304,19 @@ async def _check_blocks(
         region = None
         if name not in existing:  # the layout the array will be created with
             creation = {k: v for k, v in options.items() if k != "write_empty_chunks"}
-            args = {"shape": var.shape, "dtype": var.dtype, "zarr_format": zarr_format}
-            layout = await AsyncArray.create(MemoryStore(), "", **args, **creation)
-            check_aligned(var.data, layout, partial_edges=partial_edges)
-            continue
-        meta, dims = existing[name], dimensions(name, existing[name])
-        if slices is not None:
-            region = tuple(slices.get(d, slice(None)) for d in dims)
-        elif append_dim is not None and append_dim in dims:
-            axis, offset = dims.index(append_dim), existing[name].shape[dims.index(append_dim)]
-            meta = shape_changes.grown(meta, var.shape, axis, name)
-            rows = slice(offset, offset + var.shape[axis])
-            region = tuple(rows if d == axis else slice(None) for d in range(len(dims)))
-        layout = AsyncArray(MemoryStore(), "", meta)
+            meta = array_metadata(
+                shape=var.shape, dtype=var.dtype, zarr_format=zarr_format, **creation
+            )
+        else:
+            meta, dims = existing[name], dimensions(name, existing[name])
+            if slices is not None:
+                region = tuple(slices.get(d, slice(None)) for d in dims)
+            elif append_dim is not None and append_dim in dims:
+                axis, offset = dims.index(append_dim), meta.shape[dims.index(append_dim)]
+                meta = shape_changes.grown(meta, var.shape, axis, name)
+                rows = slice(offset, offset + var.shape[axis])
+                region = tuple(rows if d == axis else slice(None) for d in range(len(dims)))
+        layout = AsyncArray(MemoryStore(), "", meta)  # its shape and grid, nothing stored
         check_aligned(var.data, layout, region, partial_edges=partial_edges)
 
 

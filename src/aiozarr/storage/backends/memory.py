@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import ReadOnlyError, VersionConflictError
+from aiozarr.errors import VersionConflictError
 from aiozarr.storage.protocol import (
     Buffer,
     Capabilities,
@@ -127,11 +127,6 @@ class MemoryStore(Store):
     @property
     def writable(self) -> bool:
         return self._copy_of is None and super().writable
-
-    def _check_writable(self, key: str) -> None:
-        if self._copy_of is not None:
-            raise ReadOnlyError(f"cannot write {key!r}: {self!r}")
-        super()._check_writable(key)
 
     # -- reads -------------------------------------------------------------------------
 

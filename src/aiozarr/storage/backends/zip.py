@@ -43,7 +43,7 @@ import anyio.to_thread
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import ReadOnlyError, StoreError, UnsupportedError
+from aiozarr.errors import StoreError, UnsupportedError
 from aiozarr.storage.backends.zip_format import (
     END64,
     END64_SIZE,
@@ -528,11 +528,6 @@ class ZipStore(Store):
         self._init_state()
         self._copy_of_writer = copy_of_writer
         self._read_only = True if copy_of_writer else self._read_only
-
-    def _check_writable(self, key: str) -> None:
-        if self._copy_of_writer:
-            raise ReadOnlyError(f"cannot write {key!r}: {self!r}")
-        super()._check_writable(key)
 
 
 async def _off_loop(nbytes: int, function: Any, *args: Any) -> Any:
