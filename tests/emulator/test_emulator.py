@@ -630,21 +630,22 @@ async def timed_get(http: aiohttp.ClientSession, url: str) -> tuple[float, bytes
 async def test_bandwidth_caps_each_response(tmp_path: Path, http: aiohttp.ClientSession) -> None:
     body = bytes(range(256)) * (4_000_000 // 256)  # ~4 MB
     (tmp_path / "big").write_bytes(body)
-    async with Emulator(tmp_path, bandwidth_mbps=40) as emu:
+    async with Emulator(tmp_path, bandwidth_mbps=10) as emu:
         seconds, got = await timed_get(http, emu.http_url("big"))
         assert got == body
-        assert seconds >= 0.99 * len(body) / 40e6  # 4 MB at 40 MB/s: >= 0.1 s
+        assert seconds >= 0.99 * len(body) / 10e6  # 4 MB at 10 MB/s: >= 0.4 s
         assert emu.stats()["bytes_read"] == len(body)
         # Two responses at once each get the full rate: together they move twice the
-        # bytes of one in less time than one connection would need for both.
+        # bytes of one in less time than one connection would need for both (0.8 s; the
+        # margin of 0.2 s is for a busy machine, where this ran 7 ms over a margin of 0).
         emu.reset_stats()
         (a, got_a), (b, got_b) = await asyncio.gather(
             timed_get(http, emu.http_url("big")), timed_get(http, emu.http_url("big"))
         )
         assert got_a == got_b == body
         assert emu.stats()["peak_inflight"] == 2
-        assert min(a, b) >= 0.99 * len(body) / 40e6
-        assert max(a, b) < 2 * len(body) / 40e6
+        assert min(a, b) >= 0.99 * len(body) / 10e6
+        assert max(a, b) < 1.5 * len(body) / 10e6
 
 
 async def test_bandwidth_caps_a_body_streamed_from_its_file(
