@@ -43,6 +43,16 @@ def test_draft_arrays_read_by_path(draft: Path) -> None:
     assert aiozarr.open(draft, "grp/ints", mode="r")[4, 6] == 34
 
 
+def test_draft_chunks_are_counted_from_their_keys(draft: Path) -> None:
+    # the draft writes `c0/0`: no separator after the `c`
+    counts = {p: aiozarr.open_array(draft, p, mode="r") for p in ("grp/ints", "floats", "fortran")}
+    assert {p: (a.nchunks_initialized, a.nchunks) for p, a in counts.items()} == {
+        "grp/ints": (9, 9),
+        "floats": (2, 3),
+        "fortran": (4, 4),
+    }
+
+
 async def test_draft_root_open_costs_two_round_trips_and_one_listing(draft: Path) -> None:
     counting = CountingStore(LocalStore(draft))
     root = await aiozarr.open_group_async(counting, mode="r")

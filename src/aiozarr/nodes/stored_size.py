@@ -98,13 +98,14 @@ def object_coords(
     return sorted(found)
 
 
+#: Stands for one coordinate in the key an encoding writes (`_key_pattern`).
+_FIELD = "\x00"
+
+
 @functools.cache
 def _key_pattern(encoding: ChunkKeyEncoding, ndim: int) -> re.Pattern[str]:
-    """What the keys `encoding` gives chunks of `ndim` dimensions look like, written as
-    it writes them (no sign, no leading zero), each coordinate a group."""
-    fields = [r"(0|[1-9][0-9]*)"] * ndim
-    if encoding.name == "default":
-        fields.insert(0, "c")
-    elif not fields:
-        fields = ["0"]  # a 0-d array's one v2 chunk
-    return re.compile(re.escape(encoding.separator).join(fields))
+    """What the keys `encoding` gives chunks of `ndim` dimensions look like: the key it
+    writes (its own rule: v3, v2, the 2020 draft's `c0/0`), each coordinate a number as
+    it writes numbers (no sign, no leading zero) in a group."""
+    template = encoding.encode((_FIELD,) * ndim)  # type: ignore[arg-type]
+    return re.compile(re.escape(template).replace(_FIELD, r"(0|[1-9][0-9]*)"))
