@@ -28,8 +28,9 @@ def test_a_refused_append_grows_nothing_and_a_retry_appends_once(tmp_path: Path)
     before = _stored(url)
     new = xr.Dataset({"v": (("t",), np.arange(17.0, 20.0))}, coords={"t": np.arange(17, 20)})
     # blocks of 2 and 1 rows: rows 17-18 and 19 both fall in the chunk of rows 16-19
-    with pytest.raises(OverlappingWriteError, match="block edge at 19"):
+    with pytest.raises(OverlappingWriteError, match="block edge at 19") as refused:
         to_zarr(new.chunk({"t": 2}), url, append_dim="t", mode="a")
+    assert "a.zarr" in str(refused.value) and "/v " in str(refused.value)  # store, array
     assert _stored(url) == before
     to_zarr(new.chunk({"t": 3}), url, append_dim="t", mode="a")  # the retry
     after = _stored(url)
@@ -41,7 +42,7 @@ def test_a_refused_new_variable_creates_nothing(tmp_path: Path) -> None:
     to_zarr(xr.Dataset({"v": (("t",), np.arange(8.0))}), url, encoding={"v": {"chunks": (4,)}})
     before = _stored(url)
     new = xr.Dataset({"w": (("t",), np.arange(8.0))}).chunk({"t": (3, 5)})
-    with pytest.raises(OverlappingWriteError):
+    with pytest.raises(OverlappingWriteError, match=r"b\.zarr.*/w "):
         to_zarr(new, url, mode="a", encoding={"w": {"chunks": (4,)}})
     assert _stored(url) == before
 

@@ -22,7 +22,6 @@ from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.nodes import hierarchy, node_updates, shape_changes
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.creation import array_metadata
-from aiozarr.storage.backends.memory import MemoryStore
 from aiozarr.storage.protocol import Store
 from aiozarr.sync import run
 from aiozarr.xarray import appends
@@ -260,10 +259,11 @@ async def write_metadata_async(
     prepared, attrs = await anyio.to_thread.run_sync(_encode, ds, encoding, existing, zarr_format)
     check_targets(prepared, existing, mode, slices)
     check_placements(prepared, existing, slices, append_dim)
-    _check_blocks(prepared, existing, slices, append_dim, zarr_format, mode == "a")
+    target = _Target(resolved, path, zarr_format, existing, slices, append_dim, mode == "a")
+    _check_blocks(target, prepared)
     empties = _write_empty_chunks(prepared, write_empty_chunks)
     fmt = await _write_group(resolved, path, meta, attrs, zarr_format, mode, slices is not None)
-    target = _Target(resolved, path, fmt, existing, slices, append_dim, mode == "a")
+    target = dataclasses.replace(target, zarr_format=fmt)
     writes: list[DaskWrite] = []
 
     async def write(name: str, target: _Target) -> _Target:
@@ -287,15 +287,11 @@ async def write_metadata_async(
 
 
 def _check_blocks(
-    prepared: Mapping[str, tuple[xr.Variable, dict[str, Any]]],
-    existing: Mapping[str, ArrayMetadata],
-    slices: Mapping[str, slice] | None,
-    append_dim: str | None,
-    zarr_format: int,
-    partial_edges: bool,
+    target: _Target, prepared: Mapping[str, tuple[xr.Variable, dict[str, Any]]]
 ) -> None:
     """Refuse dask blocks that would share a chunk (`aiozarr.dask.check_aligned`, an
     append's rows after those stored) before anything is written or grown."""
+    existing, slices, append_dim = target.existing, target.slices, target.append_dim
     for name, (var, options) in prepared.items():
         if not is_duck_dask_array(var.data):
             continue
@@ -305,7 +301,7 @@ def _check_blocks(
         if name not in existing:  # the layout the array will be created with
             creation = {k: v for k, v in options.items() if k != "write_empty_chunks"}
             meta = array_metadata(
-                shape=var.shape, dtype=var.dtype, zarr_format=zarr_format, **creation
+                shape=var.shape, dtype=var.dtype, zarr_format=target.zarr_format, **creation
             )
         else:
             meta, dims = existing[name], dimensions(name, existing[name])
@@ -316,8 +312,9 @@ def _check_blocks(
                 meta = shape_changes.grown(meta, var.shape, axis, name)
                 rows = slice(offset, offset + var.shape[axis])
                 region = tuple(rows if d == axis else slice(None) for d in range(len(dims)))
-        layout = AsyncArray(MemoryStore(), "", meta)  # its shape and grid, nothing stored
-        check_aligned(var.data, layout, region, partial_edges=partial_edges)
+        # the array as it will be (nothing is written), so an error names it
+        layout = AsyncArray(target.store, hierarchy.join(target.path, name), meta)
+        check_aligned(var.data, layout, region, partial_edges=target.partial_edges)
 
 
 def _checked_mode(mode: str | None, region: Any, append_dim: Any) -> str:
