@@ -16,12 +16,15 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import numpy as np
 import pytest
 from tests.reliability.locations import StoreFactory
 
 import aiozarr
 from aiozarr.byte_range import ByteRange
+from aiozarr.engine import many
+from aiozarr.engine.located_index import StaleIndexError
 from aiozarr.storage.backends.counting import CountingStore
 from aiozarr.storage.backends.local import LocalStore
 from aiozarr.storage.backends.memory import MemoryStore
@@ -324,3 +327,49 @@ async def test_a_read_retried_holds_every_shard_it_needs_so_no_writer_here_can_s
     assert len(queued) == 6 and not any(q.done() for q in queued)
     await asyncio.gather(*queued)  # the writers then go on, and their writes are kept
     assert np.array_equal(await writer.getitem(...), model)
+
+
+async def test_retries_of_reads_of_two_stores_in_opposite_orders_do_not_deadlock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two batched reads of arrays of two stores, listed in opposite orders, both
+    retrying while a writer holds the first store's shard: the retries take the stores'
+    lock tables in one order, so neither ends up holding one and waiting for the other."""
+    x, y = [
+        await aiozarr.create_array_async(
+            LocalStore(tmp_path / name), shape=(16,), dtype="i4", chunks=(2,), shards=(16,)
+        )
+        for name in ("x", "y")
+    ]
+    stale_first_tries = [2]
+    read_once = many._read_once
+
+    async def stale_once(reads, projections):  # type: ignore[no-untyped-def]
+        if stale_first_tries[0]:  # as a rewrite between an index and its chunks makes it
+            stale_first_tries[0] -= 1
+            raise StaleIndexError("c/0")
+        return await read_once(reads, projections)
+
+    monkeypatch.setattr(many, "_read_once", stale_once)
+    tables = [x.store.runtime.locks, y.store.runtime.locks]
+    release = asyncio.Event()
+
+    async def writer() -> None:  # a writer of x's shard, mid-write
+        async with tables[0].hold(["c/0"]):
+            await release.wait()
+
+    async def together(first: Any, second: Any) -> list[Any]:
+        async with aiozarr.batch():
+            return await asyncio.gather(first.getitem(...), second.getitem(...))
+
+    writing = asyncio.ensure_future(writer())
+    while not len(tables[0]):
+        await asyncio.sleep(0)
+    reads = [asyncio.ensure_future(together(x, y)), asyncio.ensure_future(together(y, x))]
+    while sum(t.waiting("c/0") for t in tables) < 2:  # both retries queued for a lock
+        await asyncio.sleep(0)
+    release.set()
+    await writing
+    with anyio.fail_after(20):
+        for got in await asyncio.gather(*reads):
+            assert [a.tolist() for a in got] == [[0] * 16, [0] * 16]
