@@ -10,7 +10,7 @@ from dataclasses import dataclass
 __all__ = ["FAULT_KINDS", "MAX_DELAY_S", "Fault", "check_number", "make_fault"]
 
 #: What `Emulator.inject` can do to a request.
-FAULT_KINDS = ("status", "reset", "truncate", "slow", "late")
+FAULT_KINDS = ("status", "reset", "truncate", "slow", "late", "lost")
 MAX_DELAY_S = 3600.0  # the longest wait a fault or the network shaping may add
 
 

@@ -46,7 +46,7 @@ import contextlib
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from aiohttp import web
 
@@ -61,6 +61,13 @@ from aiozarr.emulator.s3 import S3Error, error_response
 from aiozarr.emulator.serving_conditions import Conditions
 
 __all__ = ["FAULT_KINDS", "MAX_UPLOAD_BYTES", "Emulator", "Fault", "request_kind"]
+
+
+def _abort(request: web.Request) -> NoReturn:
+    """Drop `request`'s connection without an answer (a client that left has none)."""
+    if request.transport is not None:
+        request.transport.abort()
+    raise asyncio.CancelledError  # nothing left to answer on
 
 
 def request_kind(request: web.Request) -> str:
@@ -319,9 +326,10 @@ class Emulator:
         `kind`: "status" (answer `status` with an S3 XML error), "reset" (abort the
         connection), "truncate" (send half the body, then close), "slow" (send the body
         in pieces spread over `delay_s`), "late" (hold the whole answer back `delay_s`
-        before its first byte, as the slow tail does). `count`: the next N matching
-        requests; `rate`: each matching request with this probability (seeded RNG);
-        neither: every one.
+        before its first byte, as the slow tail does), "lost" (carry the request out,
+        then abort the connection: a write that landed, its answer never seen).
+        `count`: the next N matching requests; `rate`: each matching request with this
+        probability (seeded RNG); neither: every one.
         `key_glob` (fnmatch on the key) and `methods` restrict which requests match.
         """
         return self.add_fault(
@@ -409,13 +417,13 @@ class Emulator:
             if fault is not None and fault.kind == "status":
                 raise S3Error(fault.status, f"injected fault on {key!r}", key=key)
             if fault is not None and fault.kind == "reset":
-                assert request.transport is not None
-                request.transport.abort()
-                raise asyncio.CancelledError  # nothing left to answer on
+                _abort(request)
             if fault is not None and fault.kind == "late":
                 await hold(request, fault.delay_s)
                 fault = None  # the answer itself is whole and on time once it begins
             response = await self._bucket.handle(request, method, key)
+            if fault is not None and fault.kind == "lost":
+                _abort(request)
             if not isinstance(response, web.Response) or not response.body:
                 return response
             if fault is not None:

@@ -45,6 +45,7 @@ from aiozarr.storage.backends.object_ranges import (
     range_options,
 )
 from aiozarr.storage.backends.object_revalidation import read_if_changed
+from aiozarr.storage.backends.obstore_client import without_retries
 from aiozarr.storage.backends.obstore_fork import check_not_forked
 from aiozarr.storage.policy.backend import ObjectVersion, RangeListener
 from aiozarr.storage.policy.retry import ShortReadError, answer_began
@@ -64,39 +65,6 @@ __all__ = ["ObjectStore"]
 # obstore's S3 bulk delete takes up to 1000 keys per request.
 _DELETE_BATCH = 1000
 _SUFFIX_TRIES = 3  # an Azure suffix read whose blob changed under it (`_azure_suffix`)
-# obstore's whole-request timeout (default 30 s) would cut big range reads short; the
-# request policy's timeout, scaled to each request's size, is the one that counts.
-CLIENT_TIMEOUT = "24h"
-
-
-def without_retries(store: Any) -> Any:
-    """The same obstore store with obstore's retries off (aiozarr retries, once).
-
-    A built-in remote store is rebuilt from its own settings (config, prefix, client
-    options, credential provider) with `max_retries: 0`, and with no whole-request
-    timeout unless one was set. Anything else, or a store that cannot be rebuilt, is
-    returned as it is.
-    """
-    retry_config = dict(getattr(store, "retry_config", None) or {})
-    client = dict(getattr(store, "client_options", None) or {})
-    if retry_config.get("max_retries") == 0 and "timeout" in client:
-        return store
-    retry_config["max_retries"] = 0
-    client.setdefault("timeout", CLIENT_TIMEOUT)
-    try:
-        if isinstance(store, HTTPStore):
-            return HTTPStore(store.url, client_options=client, retry_config=retry_config)
-        if isinstance(store, S3Store | GCSStore | AzureStore):
-            return type(store)(
-                prefix=store.prefix,
-                config=store.config,
-                client_options=client,
-                retry_config=retry_config,
-                credential_provider=store.credential_provider,
-            )
-    except Exception:  # an exotic configuration: keep the user's store as given
-        return store
-    return store
 
 
 def _capabilities_of(store: Any) -> Capabilities:
@@ -445,14 +413,22 @@ class ObjectStore(Store):
             e_tag, version = expected  # type: ignore[misc]
             mode = {name: v for name, v in (("e_tag", e_tag), ("version", version)) if v}
 
+        tries = 0
+
         async def put() -> None:
+            nonlocal tries
+            tries += 1
             try:
                 with self._errors("write", key):
                     await obstore.put_async(self._store, key, data, mode=mode)
             except Exception as exc:
                 cause = exc.__cause__ if isinstance(exc, StoreError) else exc
-                # Gone (If-Match on a deleted value) or another version: not ours.
+                # Gone (If-Match on a deleted value) or another version: not ours, but
+                # where a try before may have landed unseen (its answer lost) and the
+                # value holds exactly what it sent.
                 if isinstance(cause, PreconditionError | AlreadyExistsError | NotFoundError):
+                    if tries > 1 and await self._holds(key, data):
+                        return
                     raise VersionConflictError(
                         f"cannot write {key!r} in {describe(self._store)}: another writer "
                         "changed it since it was read"
@@ -460,6 +436,15 @@ class ObjectStore(Store):
                 raise
 
         await self._request("write", key, put, nbytes=data.nbytes)
+
+    async def _holds(self, key: str, data: memoryview) -> bool:
+        """Whether the value at `key` is `data`, byte for byte."""
+        with self._errors("read", key):
+            try:
+                result = await obstore.get_async(self._store, key)
+                return bytes(await result.bytes_async()) == data
+            except NotFoundError:
+                return False
 
     async def delete(self, key: str) -> None:
         """Remove `key`; a missing key is not an error."""

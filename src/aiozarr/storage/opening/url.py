@@ -464,7 +464,7 @@ def _build_obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
     from obstore.store import from_url as obstore_from_url
 
     from aiozarr.storage.backends import obstore_errors
-    from aiozarr.storage.backends.object_store import CLIENT_TIMEOUT
+    from aiozarr.storage.backends.obstore_client import CLIENT_TIMEOUT
 
     extra = {k: options.pop(k) for k in ("retry_config", "credential_provider") if k in options}
     extra.setdefault("retry_config", _default_retry())
