@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import anyio
 import pytest
 
 import aiozarr
@@ -120,3 +121,34 @@ def test_a_server_ignoring_if_none_match_is_recorded_once_two_probes_agree(
     assert "If-None-Match" in (store.runtime.conditions.problem or "")
     with pytest.raises(ConditionalWriteUnsupportedError, match="ignores If-None-Match"):
         b[1:3] = 7  # the verdict is kept for the store
+
+
+@pytest.mark.parametrize("step", ["set", "read"])
+async def test_a_write_cancelled_during_the_probe_leaves_no_probe_object(
+    emulator_s3_store: Callable[..., ObjectStore], step: str
+) -> None:
+    """Cancelled by an anyio scope (as the sync facade's Ctrl-C is) while it writes or
+    reads its object, the probe still deletes it (the delete was cancelled again)."""
+    scope = anyio.CancelScope()
+
+    class CancelledMidProbe(WrapperStore):
+        async def set(self, key: str, value: Buffer) -> None:
+            if PROBE_NAME in key and step == "set":
+                scope.cancel()
+            await super().set(key, value)
+
+        async def read(
+            self, key: str, byte_range: ByteRange | None, max_bytes: int | None
+        ) -> Versioned | None:
+            if PROBE_NAME in key and step == "read":
+                scope.cancel()
+            return await super().read(key, byte_range, max_bytes)
+
+    inner = emulator_s3_store()
+    arr = await aiozarr.create_array_async(
+        CancelledMidProbe(inner), "a", shape=(8,), chunks=(4,), dtype="i4"
+    )
+    with scope:
+        await arr.setitem(slice(1, 3), 5)  # partial: the store is probed first
+    assert scope.cancelled_caught
+    assert [key async for key in inner.list_prefix("") if PROBE_NAME in key] == []

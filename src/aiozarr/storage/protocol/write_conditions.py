@@ -38,6 +38,8 @@ import secrets
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+import anyio
+
 from aiozarr import config
 from aiozarr.errors import ConditionalWriteUnsupportedError, StoreError, VersionConflictError
 
@@ -139,8 +141,8 @@ async def _probe(store: Store, prefix: str) -> str | _Inconclusive | None:
     """Ask the server what it does with conditions, on a fresh key; None: it honours
     them; `_Inconclusive`: another writer may have deleted the probe's object."""
     key = f"{prefix}{PROBE_NAME}{secrets.token_hex(8)}"
-    await store.set(key, b"aiozarr: a probe of conditional writes")
     try:
+        await store.set(key, b"aiozarr: a probe of conditional writes")
         answer = await store.get_versioned(key)
         if answer is None:  # just written, so deleted since
             return _Inconclusive()
@@ -161,10 +163,13 @@ async def _probe(store: Store, prefix: str) -> str | _Inconclusive | None:
             )
         return None
     finally:
-        try:
-            await store.delete(key)
-        except Exception as exc:  # the verdict stands; a stray probe object is harmless
-            log.warning("could not remove the probe object %r in %r: %s", key, store, exc)
+        # Shielded: a write cancelled meanwhile (an anyio scope cancels again at every
+        # wait) still removes the object it may have written.
+        with anyio.CancelScope(shield=True):
+            try:
+                await store.delete(key)
+            except Exception as exc:  # the verdict stands; a stray probe is harmless
+                log.warning("could not remove the probe object %r in %r: %s", key, store, exc)
 
 
 async def _vanished(store: Store, key: str, version: object) -> bool:
