@@ -119,6 +119,15 @@ class VersionConflictError(StoreError):
     under it, or that no longer fits what another writer stored."""
 
 
+class WriteOutcomeUnknownError(VersionConflictError):
+    """A conditional write retried after a try whose answer was lost found the value
+    changed: that try may have landed, and another writer changed the value since, or
+    not. Data writes merge again (writing the same values twice is writing them once);
+    a metadata change (an append, a resize, attributes) is not applied again, since
+    applied twice it would grow the array twice or undo the other writer's change: read
+    the node to see what it holds."""
+
+
 class ConditionalWriteUnsupportedError(StoreError):
     """A read-modify-write (part of a chunk or shard) cannot be written on a condition
     the store is known to honour: its server (or a proxy before it) ignores `If-Match` /

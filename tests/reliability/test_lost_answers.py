@@ -7,12 +7,15 @@ created the node."""
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 
 import aiozarr
 from aiozarr import config
 from aiozarr.emulator import Emulator
+from aiozarr.errors import StoreError, WriteOutcomeUnknownError
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -53,3 +56,48 @@ async def test_a_create_whose_answer_was_lost_creates_the_array(emulator: Emulat
     assert not emulator.faults()
     assert (await aiozarr.open_array_async(url, mode="r", storage_options=options)).shape == (4,)
     assert arr.shape == (4,)
+
+
+async def test_a_lost_append_another_writer_appended_after_is_not_applied_twice(
+    emulator: Emulator,
+) -> None:
+    """The append's metadata PUT lands, its answer is lost, and another process appends
+    before the retry (held back here by a late answer): the retry's 412 finds another
+    writer's document, so whether its own landed cannot be told. Applied again it grew
+    the array twice ([0 1 2 3 -1 -1 20 21 10 11]); it now fails, naming that."""
+    url, options = emulator.s3_url("aba.zarr"), emulator.storage_options()
+    other = {**options, "client_options": {**options.get("client_options", {}), "timeout": "31s"}}
+    with config.set(retry_base_delay_s=0.001, retry_max_delay_s=0.01):
+        mine = await aiozarr.create_array_async(
+            url, shape=(4,), dtype="i4", chunks=(2,), fill_value=-1, storage_options=options
+        )
+        await mine.setitem(..., np.arange(4, dtype="i4"))
+        document = {"key_glob": "aba.zarr/zarr.json", "methods": ["PUT"], "count": 1}
+        emulator.inject("lost", **document)
+        emulator.inject("late", **document, delay_s=3)
+        appending = asyncio.ensure_future(mine.append(np.array([10, 11], dtype="i4")))
+        while emulator.faults():  # the first PUT landed unseen; the retry is held
+            await asyncio.sleep(0.01)
+        theirs = await aiozarr.open_array_async(url, mode="r+", storage_options=other)
+        assert theirs.store.runtime is not mine.store.runtime  # as another process's
+        assert theirs.shape == (6,)  # the append's document landed
+        await theirs.append(np.array([20, 21], dtype="i4"))
+        with pytest.raises(WriteOutcomeUnknownError, match="may or may not have been made"):
+            await appending
+    stored = await aiozarr.open_array_async(url, mode="r", storage_options=options)
+    assert (await stored.getitem(...)).tolist() == [0, 1, 2, 3, -1, -1, 20, 21]
+
+
+async def test_a_write_whose_every_answer_was_lost_says_it_may_have_landed(
+    emulator: Emulator,
+) -> None:
+    url, options = emulator.s3_url("w.zarr"), emulator.storage_options()
+    arr = await aiozarr.create_array_async(
+        url, shape=(4,), dtype="i4", chunks=(4,), storage_options=options
+    )
+    emulator.inject("lost", count=100, key_glob="w.zarr/c/0", methods=["PUT"])
+    fast = config.set(retry_attempts=3, retry_base_delay_s=0.001, retry_max_delay_s=0.01)
+    with fast, pytest.raises(StoreError, match=r"write failed .*its new one where an answer"):
+        await arr.setitem(..., np.full(4, 5, dtype="i4"))
+    emulator.clear_faults()
+    assert (await arr.getitem(...)).tolist() == [5, 5, 5, 5]  # it had landed

@@ -207,12 +207,15 @@ class _Stores:
                 tg.start_soon(self.put, key, data)
 
     def check(self) -> None:
-        """Raise a `StoreError` naming every key that was not written."""
+        """Raise a `StoreError` naming every key whose write failed (each holds its old
+        value or, where a try's answer was lost after the server wrote, its new one)."""
         if self.failed:
             first = next(iter(self.failed.values()))
             keys = ", ".join(sorted(self.failed))
             raise StoreError(
-                f"write failed for {len(self.failed)} of {self.total} chunks ({keys}): {first}"
+                f"write failed for {len(self.failed)} of {self.total} chunks ({keys}; each "
+                "holds its old value, or its new one where an answer was lost after the "
+                f"server wrote): {first}"
             ) from first
 
 

@@ -31,7 +31,12 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from aiozarr.engine.entry import WriteSettings
-from aiozarr.errors import AiozarrError, NodeNotFoundError, VersionConflictError
+from aiozarr.errors import (
+    AiozarrError,
+    NodeNotFoundError,
+    VersionConflictError,
+    WriteOutcomeUnknownError,
+)
 from aiozarr.metadata import formats
 from aiozarr.metadata.format_protocol import Format
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata, Node
@@ -102,6 +107,11 @@ async def update_node(
                 await prepare(before, after)  # type: ignore[arg-type]
             try:
                 await _write_changed(store, path, before, after, read)
+            except WriteOutcomeUnknownError as exc:  # applied again, it could apply twice
+                raise WriteOutcomeUnknownError(
+                    f"the change of the metadata {shown} in {store!r} may or may not have "
+                    f"been made: {exc}; read the node to see what it holds"
+                ) from None
             except VersionConflictError:
                 pass
             else:

@@ -27,7 +27,12 @@ from obstore.exceptions import BaseError as ObstoreError
 from obstore.store import AzureStore, GCSStore, HTTPStore, S3Store
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import StoreError, ValueTooLargeError, VersionConflictError
+from aiozarr.errors import (
+    StoreError,
+    ValueTooLargeError,
+    VersionConflictError,
+    WriteOutcomeUnknownError,
+)
 from aiozarr.sizes import memory_bytes
 from aiozarr.storage.backends import (
     credentials,
@@ -427,11 +432,17 @@ class ObjectStore(Store):
                 # where a try before may have landed unseen (its answer lost) and the
                 # value holds exactly what it sent.
                 if isinstance(cause, PreconditionError | AlreadyExistsError | NotFoundError):
-                    if tries > 1 and await self._holds(key, data):
+                    if tries == 1:
+                        raise VersionConflictError(
+                            f"cannot write {key!r} in {describe(self._store)}: another "
+                            "writer changed it since it was read"
+                        ) from None
+                    if await self._holds(key, data):
                         return
-                    raise VersionConflictError(
-                        f"cannot write {key!r} in {describe(self._store)}: another writer "
-                        "changed it since it was read"
+                    raise WriteOutcomeUnknownError(
+                        f"cannot tell whether {key!r} in {describe(self._store)} was "
+                        "written: a try's answer was lost, and another writer has changed "
+                        "it since"
                     ) from None
                 raise
 
