@@ -35,28 +35,19 @@ def test_another_thread_does_not_see_a_block_once_it_began() -> None:
     assert _seen_by_another_thread() == default
 
 
-def test_interleaved_blocks_of_one_setting_restore_exactly() -> None:
-    default = config.get()
-    first = config.set(max_concurrency=7)
-    second = config.set(max_concurrency=9)
-    with first:
-        assert config.get().max_concurrency == 7
-    with second:
-        assert config.get().max_concurrency == 9
-    assert config.get() == default
-
-
-def test_interleaved_blocks_restore_exactly() -> None:
+@pytest.mark.parametrize(
+    "second", [{"max_concurrency": 9}, {"coalesce_gap_bytes": 5}], ids=["same", "another"]
+)
+def test_interleaved_blocks_restore_exactly(second: dict[str, int]) -> None:
     # Thread A evaluates its `config.set(...)`, thread B its own, then each enters and
     # leaves its block: the order two threads' `with` statements can take.
     default = config.get()
-    first = config.set(max_concurrency=7)
-    second = config.set(coalesce_gap_bytes=5)
+    first, then = config.set(max_concurrency=7), config.set(**second)
     with first:
         assert config.get().max_concurrency == 7
-    with second:
-        assert config.get().coalesce_gap_bytes == 5
-        assert config.get().max_concurrency == default.max_concurrency  # the first's is over
+    with then:
+        expected = {"max_concurrency": default.max_concurrency} | second
+        assert {k: getattr(config.get(), k) for k in expected} == expected  # the first's over
     assert config.get() == default
 
 
