@@ -449,10 +449,13 @@ class ObjectStore(Store):
         await self._request("write", key, put, nbytes=data.nbytes)
 
     async def _holds(self, key: str, data: memoryview) -> bool:
-        """Whether the value at `key` is `data`, byte for byte."""
+        """Whether the value at `key` is `data`, byte for byte (another size: its body
+        is not read, whatever size another writer gave it)."""
         with self._errors("read", key):
             try:
                 result = await obstore.get_async(self._store, key)
+                if result.meta["size"] != data.nbytes:
+                    return False
                 return bytes(await result.bytes_async()) == data
             except NotFoundError:
                 return False
