@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from tests.servers import MOTO_BUCKET
 
+import aiozarr
 from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator
 from aiozarr.errors import ReadOnlyError, StoreError
@@ -168,13 +169,16 @@ def test_anon_false_keeps_the_credential_chain(no_credentials: None) -> None:
     assert store.obstore.config.get("skip_signature") in (False, "false")
 
 
-def test_obstore_clients_are_built_once_per_url_options_and_credentials(
+def test_obstore_clients_are_built_once_per_bucket_options_and_credentials(
     no_credentials: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     options = {"region": "us-east-1", "endpoint": "http://127.0.0.1:9"}
     first = from_url("s3://bucket/a.zarr", storage_options=options)
-    assert from_url("s3://bucket/a.zarr", storage_options=dict(options)).obstore is first.obstore
-    assert from_url("s3://bucket/b.zarr", storage_options=options).obstore is not first.obstore
+    again = from_url("s3://bucket/a.zarr", storage_options=dict(options))
+    assert again.obstore is first.obstore and again.runtime is first.runtime
+    sibling = from_url("s3://bucket/b.zarr", storage_options=options)
+    assert sibling.obstore is first.obstore and sibling != first
+    assert from_url("s3://other/a.zarr", storage_options=options).obstore is not first.obstore
     other = {**options, "region": "eu-west-1"}
     assert from_url("s3://bucket/a.zarr", storage_options=other).obstore is not first.obstore
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDNEW")  # new credentials: a new client
@@ -230,3 +234,76 @@ async def test_retry_settings_come_from_config(closed_port: int) -> None:
     assert store.obstore.retry_config["max_retries"] == 0  # aiozarr retries, not obstore
     with pytest.raises(StoreError, match=f"127.0.0.1:{closed_port}"):
         await store.get("k")
+
+
+def test_urls_of_one_bucket_send_through_one_client_and_its_connections(
+    tmp_path: Path,
+) -> None:
+    # Each client keeps its connections for the next request: ten URLs with a client
+    # each held ten pools (thirty arrays of 64 chunks: more than the emulator's 1,000).
+    with Emulator(tmp_path, max_connections=1000).running_in_thread() as emulator:
+        for i in range(10):
+            local = LocalStore(emulator.root / f"a{i}")
+            aiozarr.create_array(local, shape=(8,), chunks=(1,), dtype="i2")[:] = i
+        options = emulator.storage_options()
+        with aiozarr.config.set(max_concurrency=2):
+            for i in range(10):
+                array = aiozarr.open_array(emulator.s3_url(f"a{i}"), storage_options=options)
+                assert (array[:] == i).all()
+        assert emulator.connections <= 2
+
+
+@pytest.mark.parametrize(
+    ("path", "prefix"),
+    [
+        ("a/", "a"),
+        ("./a/./b", "a/b"),
+        ("a/../b", "b"),
+        ("a/..", ""),
+        ("", ""),
+        ("a b/%41", "a b/%41"),
+    ],
+)
+def test_object_store_url_paths_are_read_as_obstore_reads_them(path: str, prefix: str) -> None:
+    store = from_url(f"s3://bucket/{path}", storage_options={"region": "us-east-1"})
+    assert isinstance(store, ObjectStore)
+    assert store.prefix == (prefix + "/" if prefix else "")
+
+
+@pytest.mark.parametrize("path", ["a//b", "/a", "a//"])
+def test_object_store_url_paths_with_an_empty_segment_are_refused(path: str) -> None:
+    with pytest.raises(StoreError, match="empty segment"):
+        from_url(f"s3://bucket/{path}", storage_options={"region": "us-east-1"})
+
+
+async def test_stores_of_one_bucket_keep_their_own_keys(emulator: Emulator) -> None:
+    options = emulator.storage_options()
+    first = from_url(emulator.s3_url("prefixes/a"), storage_options=options)
+    second = from_url(emulator.s3_url("prefixes/ab"), storage_options=options)
+    root = from_url(emulator.s3_url(""), storage_options=options)
+    assert first.obstore is second.obstore is root.obstore
+    await first.set("zarr.json", b"a")
+    await second.set("zarr.json", b"ab")
+    await second.set("c/0", b"0")
+    assert bytes(await first.get("zarr.json")) == b"a"
+    assert [k async for k in first.list()] == ["zarr.json"]
+    assert sorted([k async for k in second.list_prefix("")]) == ["c/0", "zarr.json"]
+    assert sorted([k async for k in second.list_dir("")]) == ["c", "zarr.json"]
+    assert sorted([k async for k in root.list_dir("prefixes")]) == ["a", "ab"]
+    assert await second.getsize("c/0") == 1 and await first.getsize("c/0") is None
+    await first.delete("zarr.json")
+    assert bytes(await second.get("zarr.json")) == b"ab"
+    assert not (emulator.root / "prefixes" / "a" / "zarr.json").exists()
+    assert "s3://bucket/prefixes/ab" in repr(second) and second != first
+    clone = pickle.loads(pickle.dumps(second))
+    assert clone == second and bytes(await clone.get("c/0")) == b"0"
+
+
+def test_stores_of_one_bucket_unpickle_onto_one_client(no_credentials: None) -> None:
+    options = {"region": "us-east-1", "endpoint": "http://127.0.0.1:9"}
+    first, second = (from_url(f"s3://bucket/{n}", storage_options=options) for n in "ab")
+    copies = [pickle.loads(pickle.dumps(store)) for store in (first, second, first)]
+    assert copies[0] == first and copies[1] == second and copies[0] != copies[1]
+    assert copies[0].obstore is copies[1].obstore is copies[2].obstore
+    other = from_url("s3://bucket/a", storage_options={**options, "region": "eu-west-1"})
+    assert pickle.loads(pickle.dumps(other)).obstore is not copies[0].obstore

@@ -48,12 +48,13 @@ def test_the_store_shows_and_caches_the_true_prefix(emulator: Emulator) -> None:
     first = from_url(emulator.s3_url("v/run#1.zarr"), storage_options=options)
     second = from_url(emulator.s3_url("v/run#2.zarr"), storage_options=options)
     assert isinstance(first, ObjectStore) and isinstance(second, ObjectStore)
-    assert first.obstore.prefix == "v/run#1.zarr" and second.obstore.prefix == "v/run#2.zarr"
+    assert first.prefix == "v/run#1.zarr/" and second.prefix == "v/run#2.zarr/"
     assert "s3://bucket/v/run#1.zarr" in repr(first) and first != second
     again = from_url(emulator.s3_url("v/run#1.zarr"), storage_options=dict(options))
-    assert again.obstore is first.obstore  # one client per URL and options, as before
+    assert again.runtime is first.runtime  # one store per URL and options
+    assert again.obstore is first.obstore is second.obstore  # one client per bucket
     query = from_url(emulator.s3_url("v/q?x=1/arr.zarr"), storage_options=options)
-    assert query.obstore.prefix == "v/q?x=1/arr.zarr"
+    assert query.prefix == "v/q?x=1/arr.zarr/"
 
 
 @pytest.mark.parametrize(

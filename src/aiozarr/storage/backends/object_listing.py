@@ -20,8 +20,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import obstore
+from obstore.store import GCSStore, S3Store
 
-__all__ = ["PAGE_BYTES", "PAGE_KEYS", "children", "pages"]
+from aiozarr.errors import StoreError
+
+__all__ = ["PAGE_BYTES", "PAGE_KEYS", "ObjectListing", "children", "pages"]
 
 #: Keys per page: S3's and GCS's page size, so one page of the stream is one request.
 PAGE_KEYS = 1000
@@ -126,3 +129,94 @@ async def children(
             if slash:
                 dirs.add(name)
             yield name, bool(slash)
+
+
+class ObjectListing:
+    """`ObjectStore`'s listings: its keys below a prefix, a directory's entries."""
+
+    _store: Any
+    _prefix: str
+    _where: str
+    listable: bool
+    runtime: Any
+    _errors: Callable[[str, str], Any]
+    _request: Runner
+
+    def _path(self, key: str) -> str:
+        """`key` as the obstore store names it."""
+        return self._prefix + key
+
+    def _check_listable(self) -> None:
+        if not self.listable:  # obstore would try WebDAV's PROPFIND, which servers refuse
+            raise StoreError(
+                f"an http(s):// store cannot list ({self._where}): open the array "
+                "by its path, or write consolidated metadata"
+            )
+
+    @property
+    def _pages_resume(self) -> bool:
+        """Whether listings go page by page, each page resumable after its last key.
+
+        S3 and GCS list in key order and take a start-after key (obstore's `offset`).
+        Azure takes none through obstore (an offset is filtered client-side, after
+        listing from the start), and obstore's local store lists unsorted: those list
+        in one call.
+        """
+        return isinstance(self._store, S3Store | GCSStore)
+
+    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
+        """Every key starting with `prefix` (a plain string prefix), page by page: each
+        page of 1000 keys is one request with its own timeout and retries."""
+        self._check_listable()
+        # obstore lists whole path segments, so list the parent "directory" and filter.
+        full, cut = self._path(prefix), len(self._prefix)
+        parent = full.rpartition("/")[0]
+        if not self._pages_resume:
+            async for key in self._list_at_once(parent, prefix):
+                yield key
+            return
+        guard = lambda: self._errors("list", prefix)  # noqa: E731
+        async for page in pages(self._store, parent, self._request, guard):
+            for meta in page:
+                if meta["path"].startswith(full):
+                    yield meta["path"][cut:]
+
+    async def _list_at_once(self, parent: str, prefix: str) -> AsyncIterator[str]:
+        full, cut = self._path(prefix), len(self._prefix)
+        answered = 0
+        try:
+            with self._errors("list", prefix):
+                async for chunk in obstore.list(self._store, parent or None, chunk_size=1000):
+                    answered += 1
+                    for meta in chunk:
+                        if meta["path"].startswith(full):
+                            yield meta["path"][cut:]
+        finally:
+            self.runtime.statistics.count("lists", max(answered, 1))
+
+    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        """Names of the keys and "directories" directly under `prefix`."""
+        async for name, _ in self.list_dir_entries(prefix):
+            yield name
+
+    async def list_dir_entries(self, prefix: str) -> AsyncIterator[tuple[str, bool | None]]:
+        """`(name, is_directory)` directly under `prefix`: S3 and GCS page by page (each
+        page its own request, resumed after its last key), others in one request."""
+        self._check_listable()
+        parent = self._path(prefix.strip("/")).strip("/")
+        if self._pages_resume:
+            guard = lambda: self._errors("list", prefix)  # noqa: E731
+            async for entry in children(self._store, parent, self._request, guard):
+                yield entry
+            return
+
+        async def list_once() -> Any:
+            with self._errors("list", prefix):
+                return await obstore.list_with_delimiter_async(self._store, parent or None)
+
+        result = await self._request("list", prefix, list_once)
+        cut = len(parent) + 1 if parent else 0
+        for meta in result["objects"]:
+            yield meta["path"][cut:], False
+        for common in result["common_prefixes"]:
+            yield common.rstrip("/")[cut:], True

@@ -22,19 +22,21 @@ _NAMING = {
 }
 
 
-def describe(store: Any) -> str:
+def describe(store: Any, prefix: str = "") -> str:
     """Where an obstore store points, as a URL-like string without credentials (no keys;
-    a URL's query and password redacted: `redact_url`)."""
+    a URL's query and password redacted: `redact_url`), `prefix` (keys' prefix inside
+    it) after its own."""
     try:
-        return _describe(store)
+        return _describe(store, prefix)
     except BaseException as exc:  # obstore panics on some configs (client keys in config)
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             raise
         return type(store).__name__
 
 
-def _describe(store: Any) -> str:
-    prefix = str(getattr(store, "prefix", None) or "").strip("/")
+def _describe(store: Any, inner: str) -> str:
+    own = str(getattr(store, "prefix", None) or "").strip("/")
+    prefix = "/".join(part for part in (own, inner.strip("/")) if part)
     tail = f"/{prefix}" if prefix else ""
     if isinstance(store, S3Store):
         config = store.config

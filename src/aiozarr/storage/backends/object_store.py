@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Hashable, Iterable, Iterator, Mapping, Sequence
+import pickle
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -36,10 +37,10 @@ from aiozarr.errors import (
 from aiozarr.sizes import memory_bytes
 from aiozarr.storage.backends import (
     credentials,
-    object_listing,
     obstore_errors,
     obstore_exit,  # noqa: F401 (registers the wait at exit: obstore's threads leave Python)
 )
+from aiozarr.storage.backends.object_listing import ObjectListing
 from aiozarr.storage.backends.object_naming import data_named, describe, missing_bucket, server
 from aiozarr.storage.backends.object_ranges import (
     RangeSend,
@@ -50,7 +51,7 @@ from aiozarr.storage.backends.object_ranges import (
     range_options,
 )
 from aiozarr.storage.backends.object_revalidation import read_if_changed
-from aiozarr.storage.backends.obstore_client import without_retries
+from aiozarr.storage.backends.obstore_client import from_pickle, without_retries
 from aiozarr.storage.backends.obstore_fork import check_not_forked
 from aiozarr.storage.policy.backend import ObjectVersion, RangeListener
 from aiozarr.storage.policy.retry import ShortReadError, answer_began
@@ -91,7 +92,7 @@ def _version(meta: Any) -> Version | None:
     return None if unversioned else ObjectVersion(e_tag, version, meta.get("last_modified"))
 
 
-class ObjectStore(Store):
+class ObjectStore(ObjectListing, Store):
     """A `Store` over an obstore store.
 
         ObjectStore(obstore.store.S3Store("bucket", prefix="data.zarr", region="us-west-2"))
@@ -103,6 +104,9 @@ class ObjectStore(Store):
 
     Requests are retried by aiozarr's policy (`retry_*`), never by obstore (see
     `without_retries`); slow reads are hedged (tail latency is the network's).
+
+    `prefix` roots the store's keys below a prefix of the obstore store's, so that stores
+    of one bucket share one obstore client, and with it its connections (`from_url`).
     """
 
     _version_of = staticmethod(_version)  # an answer's meta -> its version
@@ -110,10 +114,16 @@ class ObjectStore(Store):
     CAPABILITIES = Capabilities(hedge_reads=True)
 
     def __init__(
-        self, store: Any, *, read_only: bool = False, max_concurrency: int | None = None
+        self,
+        store: Any,
+        *,
+        read_only: bool = False,
+        max_concurrency: int | None = None,
+        prefix: str = "",
     ) -> None:
         super().__init__(read_only=read_only, max_concurrency=max_concurrency)
         self._store = without_retries(store)
+        self._prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
         self._hash: int | None = None
         self._capabilities = _capabilities_of(self._store)
         self._http = isinstance(self._store, HTTPStore)  # answers: `check_encoding`
@@ -129,6 +139,16 @@ class ObjectStore(Store):
         return self._store
 
     @property
+    def prefix(self) -> str:
+        """What this store's keys are below in the obstore store ("" or ending in "/")."""
+        return self._prefix
+
+    @property
+    def _where(self) -> str:
+        """Where this store points, in words (`describe`)."""
+        return describe(self._store, self._prefix)
+
+    @property
     def capabilities(self) -> Capabilities:
         return self._whole if self.runtime.whole_reads.ignored else self._capabilities
 
@@ -140,11 +160,16 @@ class ObjectStore(Store):
         if named is None:
             return super().key_space()  # an HTTP or a local obstore store
         prefix = str(getattr(self._store, "prefix", None) or "").strip("/")
-        return named, prefix + "/" if prefix else ""
+        return named, (prefix + "/" if prefix else "") + self._prefix
 
     def with_read_only(self, read_only: bool = True) -> ObjectStore:
         """A store over the same data with another flag, sharing this one's request budget."""
-        other = ObjectStore(self._store, read_only=read_only, max_concurrency=self._max_concurrency)
+        other = ObjectStore(
+            self._store,
+            read_only=read_only,
+            max_concurrency=self._max_concurrency,
+            prefix=self._prefix,
+        )
         other._runtime = self._runtime
         return other
 
@@ -169,16 +194,14 @@ class ObjectStore(Store):
             if failure.denied and isinstance(self._store, S3Store | GCSStore | AzureStore):
                 # Say whether it went unsigned, and how to give credentials.
                 why = credentials.refusal(self._store, action, failure.denied, failure.said)
-                raise StoreError(
-                    f"cannot {action} {key!r} in {describe(self._store)}: {why}"
-                ) from exc
+                raise StoreError(f"cannot {action} {key!r} in {self._where}: {why}") from exc
             if failure.refused:  # obstore says "error sending request"; the dump says why
                 raise StoreError(
-                    f"cannot {action} {key!r} in {describe(self._store)}: connection refused: "
+                    f"cannot {action} {key!r} in {self._where}: connection refused: "
                     f"nothing listens at {server(self._store)}"
                 ) from exc
             raise StoreError(
-                f"cannot {action} {key!r} in {describe(self._store)}: {failure.message}"
+                f"cannot {action} {key!r} in {self._where}: {failure.message}"
             ) from exc
 
     # -- reads -------------------------------------------------------------------------
@@ -285,7 +308,7 @@ class ObjectStore(Store):
 
     def _get_future(self, key: str, options: Any) -> Any:
         """A GET sent, as obstore's future of its headers."""
-        return obstore.get_async(self._store, key, options=options)
+        return obstore.get_async(self._store, self._path(key), options=options)
 
     def _get_error(self, key: str, exc: BaseException) -> BaseException:
         """What a failed GET raises: `exc`, unless a subclass says it means more."""
@@ -300,7 +323,8 @@ class ObjectStore(Store):
             answer_began()
             return await self._body(key, result, 0, max_bytes), self._version_of(result.meta)
         if byte_range.length == 0 or byte_range.suffix == 0:  # HTTP cannot ask for 0 bytes
-            return memoryview(b""), self._version_of(await obstore.head_async(store, key))
+            meta = await obstore.head_async(store, self._path(key))
+            return memoryview(b""), self._version_of(meta)
         if byte_range.suffix is not None:
             if isinstance(store, AzureStore):
                 return await self._azure_suffix(key, byte_range.suffix)
@@ -319,7 +343,7 @@ class ObjectStore(Store):
         came from. A blob rewritten between the two is asked again; its new bytes at the
         old size's offsets would be other bytes (a shard index read from chunk data)."""
         for _ in range(_SUFFIX_TRIES):
-            meta = await obstore.head_async(self._store, key)
+            meta = await obstore.head_async(self._store, self._path(key))
             version, start = self._version_of(meta), max(0, meta["size"] - suffix)
             if start == meta["size"]:
                 return memoryview(b""), version
@@ -341,7 +365,7 @@ class ObjectStore(Store):
 
         async def head() -> Any:
             with self._errors("stat", key):
-                return await obstore.head_async(self._store, key)
+                return await obstore.head_async(self._store, self._path(key))
 
         try:
             meta = await self._request("stat", key, head)
@@ -398,7 +422,7 @@ class ObjectStore(Store):
             with self._errors("write", key):
                 await obstore.put_async(
                     self._store,
-                    key,
+                    self._path(key),
                     data,
                     use_multipart=multipart,
                     chunk_size=part,
@@ -425,7 +449,7 @@ class ObjectStore(Store):
             tries += 1
             try:
                 with self._errors("write", key):
-                    await obstore.put_async(self._store, key, data, mode=mode)
+                    await obstore.put_async(self._store, self._path(key), data, mode=mode)
             except Exception as exc:
                 cause = exc.__cause__ if isinstance(exc, StoreError) else exc
                 # Gone (If-Match on a deleted value) or another version: not ours, but
@@ -434,13 +458,13 @@ class ObjectStore(Store):
                 if isinstance(cause, PreconditionError | AlreadyExistsError | NotFoundError):
                     if tries == 1:
                         raise VersionConflictError(
-                            f"cannot write {key!r} in {describe(self._store)}: another "
+                            f"cannot write {key!r} in {self._where}: another "
                             "writer changed it since it was read"
                         ) from None
                     if await self._holds(key, data):
                         return
                     raise WriteOutcomeUnknownError(
-                        f"cannot tell whether {key!r} in {describe(self._store)} was "
+                        f"cannot tell whether {key!r} in {self._where} was "
                         "written: a try's answer was lost, and another writer has changed "
                         "it since"
                     ) from None
@@ -453,7 +477,7 @@ class ObjectStore(Store):
         is not read, whatever size another writer gave it)."""
         with self._errors("read", key):
             try:
-                result = await obstore.get_async(self._store, key)
+                result = await obstore.get_async(self._store, self._path(key))
                 if result.meta["size"] != data.nbytes:
                     return False
                 return bytes(await result.bytes_async()) == data
@@ -470,9 +494,9 @@ class ObjectStore(Store):
         for key in keys:
             self._check_writable(key)
 
-        async def delete(name: str, what: str | list[str]) -> None:
+        async def delete(name: str, batch: list[str]) -> None:
             with self._errors("delete", name):
-                await obstore.delete_async(self._store, what)
+                await obstore.delete_async(self._store, [self._path(key) for key in batch])
 
         for start in range(0, len(keys), _DELETE_BATCH):
             batch = keys[start : start + _DELETE_BATCH]
@@ -491,96 +515,22 @@ class ObjectStore(Store):
     async def _delete_if_present(self, key: str) -> None:
         async def delete() -> None:
             with self._errors("delete", key):
-                await obstore.delete_async(self._store, key)
+                await obstore.delete_async(self._store, self._path(key))
 
         with contextlib.suppress(FileNotFoundError, NotFoundError):
             await self._request("delete", key, delete)
-
-    # -- listing -----------------------------------------------------------------------
-
-    def _check_listable(self) -> None:
-        if not self.listable:  # obstore would try WebDAV's PROPFIND, which servers refuse
-            raise StoreError(
-                f"an http(s):// store cannot list ({describe(self._store)}): open the array "
-                "by its path, or write consolidated metadata"
-            )
-
-    @property
-    def _pages_resume(self) -> bool:
-        """Whether listings go page by page, each page resumable after its last key.
-
-        S3 and GCS list in key order and take a start-after key (obstore's `offset`).
-        Azure takes none through obstore (an offset is filtered client-side, after
-        listing from the start), and obstore's local store lists unsorted: those list
-        in one call.
-        """
-        return isinstance(self._store, S3Store | GCSStore)
-
-    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
-        """Every key starting with `prefix` (a plain string prefix), page by page: each
-        page of 1000 keys is one request with its own timeout and retries."""
-        self._check_listable()
-        # obstore lists whole path segments, so list the parent "directory" and filter.
-        parent = prefix.rpartition("/")[0]
-        if not self._pages_resume:
-            async for key in self._list_at_once(parent, prefix):
-                yield key
-            return
-        guard = lambda: self._errors("list", prefix)  # noqa: E731
-        async for page in object_listing.pages(self._store, parent, self._request, guard):
-            for meta in page:
-                if meta["path"].startswith(prefix):
-                    yield meta["path"]
-
-    async def _list_at_once(self, parent: str, prefix: str) -> AsyncIterator[str]:
-        pages = 0
-        try:
-            with self._errors("list", prefix):
-                async for chunk in obstore.list(self._store, parent or None, chunk_size=1000):
-                    pages += 1
-                    for meta in chunk:
-                        if meta["path"].startswith(prefix):
-                            yield meta["path"]
-        finally:
-            self.runtime.statistics.count("lists", max(pages, 1))
-
-    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
-        """Names of the keys and "directories" directly under `prefix`."""
-        async for name, _ in self.list_dir_entries(prefix):
-            yield name
-
-    async def list_dir_entries(self, prefix: str) -> AsyncIterator[tuple[str, bool | None]]:
-        """`(name, is_directory)` directly under `prefix`: S3 and GCS page by page (each
-        page its own request, resumed after its last key), others in one request."""
-        self._check_listable()
-        parent = prefix.strip("/")
-        if self._pages_resume:
-            guard = lambda: self._errors("list", prefix)  # noqa: E731
-            async for entry in object_listing.children(self._store, parent, self._request, guard):
-                yield entry
-            return
-
-        async def list_once() -> Any:
-            with self._errors("list", prefix):
-                return await obstore.list_with_delimiter_async(self._store, parent or None)
-
-        result = await self._request("list", prefix, list_once)
-        cut = len(parent) + 1 if parent else 0
-        for meta in result["objects"]:
-            yield meta["path"][cut:], False
-        for common in result["common_prefixes"]:
-            yield common.rstrip("/")[cut:], True
 
     # -- identity ----------------------------------------------------------------------
 
     def __repr__(self) -> str:
         flag = ", read_only=True" if self.read_only else ""
-        return f"ObjectStore({describe(self._store)!r}{flag})"
+        return f"ObjectStore({self._where!r}{flag})"
 
     def __eq__(self, other: object) -> bool:
         return (
             isinstance(other, ObjectStore)
             and other.read_only == self.read_only
+            and other._prefix == self._prefix
             and (other._store is self._store or bool(other._store == self._store))
         )
 
@@ -588,8 +538,14 @@ class ObjectStore(Store):
         # Worked out once: a read looks its stores up by them (describing the obstore
         # store took ~20 us), and neither the store nor the flag changes.
         if self._hash is None:
-            self._hash = hash((ObjectStore, describe(self._store), self.read_only))
+            self._hash = hash((ObjectStore, self._where, self.read_only))
         return self._hash
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**super().__getstate__(), "_hash": None}  # str hashes are per process
+        # The client as its pickle, which finds the one it made in the process it goes to.
+        state = {**super().__getstate__(), "_hash": None}  # str hashes are per process
+        state["_store"] = pickle.dumps(self._store)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _store=from_pickle(state["_store"]))

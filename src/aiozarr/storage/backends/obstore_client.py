@@ -1,13 +1,17 @@
-"""obstore's client settings under aiozarr: its retries off (the request policy retries,
-once) and no whole-request timeout (the policy's, scaled to each request, counts)."""
+"""obstore's clients under aiozarr: their retries off (the request policy retries, once),
+no whole-request timeout (the policy's, scaled to each request, counts), and one per
+pickle in a process (`from_pickle`)."""
 
 from __future__ import annotations
 
+import os
+import pickle
+import threading
 from typing import Any
 
 from obstore.store import AzureStore, GCSStore, HTTPStore, S3Store
 
-__all__ = ["CLIENT_TIMEOUT", "without_retries"]
+__all__ = ["CLIENT_TIMEOUT", "from_pickle", "without_retries"]
 
 # obstore's whole-request timeout (default 30 s) would cut big range reads short; the
 # request policy's timeout, scaled to each request's size, is the one that counts.
@@ -42,3 +46,33 @@ def without_retries(store: Any) -> Any:
     except Exception:  # an exotic configuration: keep the user's store as given
         return store
     return store
+
+
+_PICKLES_KEPT = 64
+_from_pickles: dict[bytes, Any] = {}
+_lock = threading.Lock()
+
+
+def from_pickle(data: bytes) -> Any:
+    """The obstore store pickled as `data`, unpickled once per process: the stores of a
+    bucket sent to a process (one dask task each) share one client and its connections,
+    and pay for building it (~10 ms) once."""
+    with _lock:
+        store = _from_pickles.get(data)
+    if store is None:
+        store = pickle.loads(data)
+        with _lock:
+            store = _from_pickles.setdefault(data, store)
+            while len(_from_pickles) > _PICKLES_KEPT:
+                del _from_pickles[next(iter(_from_pickles))]
+    return store
+
+
+def _after_fork_in_child() -> None:
+    global _lock
+    _lock = threading.Lock()  # a parent thread may have held it at fork time
+    _from_pickles.clear()  # a client's connections belong to the parent
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)

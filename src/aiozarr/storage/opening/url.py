@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
@@ -38,7 +37,7 @@ from aiozarr.errors import StoreError
 from aiozarr.storage.backends import aws_config, credentials
 from aiozarr.storage.backends.redaction import redact_url
 from aiozarr.storage.backends.zip import ZipMode, ZipStore
-from aiozarr.storage.opening import cloud_credentials
+from aiozarr.storage.opening import cloud_credentials, shared_clients
 from aiozarr.storage.opening.option_names import closest_option
 from aiozarr.storage.protocol import Store
 
@@ -100,22 +99,6 @@ _S3_ALIASES = {
 _ENDPOINT_OPTION = re.compile(r"(?:^|_)(?:endpoint(?:_url)?|base_url)$", re.IGNORECASE)
 # S3-compatible servers are often named by the environment, as the AWS tools read it.
 _ENDPOINT_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT")
-_OBSTORE_CACHE_SIZE = 64
-_object_stores: dict[str, ObjectStore] = {}
-_obstore_lock = threading.Lock()
-
-
-def _after_fork_in_child() -> None:
-    """A forked child builds its own obstore clients (a client's connections and the
-    runtime behind them belong to the parent) and gets a new lock (a parent thread may
-    have held it at fork time)."""
-    global _obstore_lock
-    _obstore_lock = threading.Lock()
-    _object_stores.clear()
-
-
-if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def from_url(
@@ -428,35 +411,48 @@ def _flag(name: str, value: Any) -> bool:
 
 
 def _object_store(url: str, scheme: str, options: dict[str, Any]) -> ObjectStore:
-    """The store for `url`, shared by every open with the same URL, options and
-    credential environment: building its obstore client costs ~7 ms (the HTTP client
-    and TLS roots), which a dask task or a reopened dataset would otherwise pay each
-    time; and its runtime (the budgets, and the waits for first bytes that hedging
-    compares a read with) serves every open, not only those alive at once: a reopened
-    dataset's first read, its metadata, is hedged like any other."""
+    """The store for `url`, its obstore client shared by every URL of its bucket opened
+    with the same options and credential environment (`shared_clients`)."""
     from aiozarr.storage.backends.object_store import ObjectStore
 
     if "credential_provider" in options:  # a callable: identity is not configuration
         return ObjectStore(_build_obstore_store(url, scheme, options))
     names = [*_ENDPOINT_ENV, *credentials.S3_ENVIRONMENT]
     # The AWS files too: a profile written since, or changed, may change how it signs.
-    env = (
-        *(os.environ.get(name) for name in names),
-        cloud_credentials.credential_environment(),
-        aws_config.files_state(),
+    settings = repr(
+        (
+            sorted(options.items(), key=lambda item: item[0]),
+            *(os.environ.get(name) for name in names),
+            cloud_credentials.credential_environment(),
+            aws_config.files_state(),
+        )
     )
-    # The pid: a forked child builds its own (a client's connections are not fork-safe).
-    key = repr((os.getpid(), url, sorted(options.items(), key=lambda item: item[0]), env))
-    with _obstore_lock:
-        store = _object_stores.get(key)
-    if store is None:
-        store = ObjectStore(_build_obstore_store(url, scheme, dict(options)))
-        store.runtime  # noqa: B018 (made now, so the stores `with_read_only` gives share it)
-        with _obstore_lock:
-            _object_stores[key] = store
-            while len(_object_stores) > _OBSTORE_CACHE_SIZE:
-                del _object_stores[next(iter(_object_stores))]
-    return store
+    if scheme in _HTTP:  # an HTTP store is its URL: a query may sign it
+        root, prefix = url, ""
+    else:
+        bucket, key = _bucket_and_key(url)
+        root, prefix = f"{scheme}://{bucket}", _key_prefix(url, key)
+    return shared_clients.shared_store(
+        url, root, prefix, settings, lambda: _build_obstore_store(root, scheme, dict(options))
+    )
+
+
+def _key_prefix(url: str, key: str) -> str:
+    """The key prefix of an object store's `url` (its `key` after the bucket), as obstore
+    reads a URL's path: `.` and `..` segments resolved, one trailing `/` dropped, an empty
+    segment refused (`a//b`: no object store has one)."""
+    segments = key.split("/")
+    if segments[-1] == "":
+        segments.pop()
+    kept: list[str] = []
+    for segment in segments:
+        if segment == "":
+            raise StoreError(f"cannot open {redact_url(url)!r}: its path has an empty segment")
+        if segment == "..":
+            del kept[-1:]
+        elif segment != ".":
+            kept.append(segment)
+    return "/".join(kept)
 
 
 def _build_obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:

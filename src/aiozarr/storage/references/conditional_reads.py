@@ -41,7 +41,12 @@ class ConditionalReads(ObjectStore):
     def __init__(
         self, store: ObjectStore, *, etag: str | None = None, modified_by: int | None = None
     ) -> None:
-        super().__init__(store.obstore, read_only=True, max_concurrency=store._max_concurrency)
+        super().__init__(
+            store.obstore,
+            read_only=True,
+            max_concurrency=store._max_concurrency,
+            prefix=store.prefix,
+        )
         self._runtime = store.runtime  # its budgets, statistics and hedging history
         condition: dict[str, Any] = {}
         if etag is not None:
