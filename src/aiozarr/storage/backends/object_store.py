@@ -229,10 +229,8 @@ class ObjectStore(ObjectListing, Store):
             if isinstance(exc.__cause__, ObstoreError)
             else None
         )
-        if cause is not None and cause.bad_range:
-            # The range starts past the end: nothing there, like a clipped local read.
-            # (No version: the answer is the same for every version that short.)
-            return memoryview(b""), None
+        if cause is not None and cause.bad_range:  # nothing there: a clipped read
+            return await self._past_end(key, byte_range)
         if cause is not None and cause.not_partial and byte_range is not None:
             # The server sent the whole value (refused unread): read it whole, once
             # for every range of it asked for meanwhile, and remember it does.
@@ -244,6 +242,22 @@ class ObjectStore(ObjectListing, Store):
                 f"asked ({cause.message})"
             ) from exc
         raise exc
+
+    async def _past_end(self, key: str, byte_range: ByteRange | None) -> Versioned | None:
+        """The empty answer to a range that starts past the end of `key`, with the
+        version a HEAD finds: compared with the version of the key's other answers, so
+        that a value replaced by a longer one between them is read again, not cut."""
+        try:
+            with self._errors("stat", key):
+                meta = await obstore.head_async(self._store, self._path(key))
+        except Exception as exc:
+            if obstore_errors.is_not_found(exc):
+                return None
+            raise
+        start = 0 if byte_range is None or byte_range.suffix is not None else byte_range.offset
+        if meta["size"] > start:  # it grew since: this range has bytes now
+            raise ShortReadError(f"cannot read {key!r}: replaced while {byte_range} was read")
+        return memoryview(b""), self._version_of(meta)
 
     def _range_answer(
         self, key: str, byte_range: ByteRange, result: Any, data: Buffer

@@ -8,9 +8,12 @@ as the batch's `RequestShape` says (`storage/policy/shaping.py`; the range algeb
 `storage/policy/ranges.py`, pure); each resulting request runs under the store's request
 policy (`storage/policy/retry.py`), concurrently, at most `parts_per_object` of one key at once;
 answers are sliced back into the ranges asked for and yielded as each key lands
-(`storage/policy/fanin.py`). Every answer of one key in one batch comes from one version of
-its value: parts that came from different versions (the value was replaced between
-them) are read again.
+(`storage/policy/fanin.py`), each with the version it came from. The answers of one run of
+coalesced ranges come from one version of its value: parts that came from different
+versions (the value was replaced between them) are read again. Runs of one key are
+answered as each lands, so two of them may come from two versions; `read_all`, which
+waits for every answer, reads such a key again (the engine compares each answer with
+its shard index's version instead).
 
 Backends never see a batch: a store is read here through its `ReadBackend` protocol
 alone (`storage/policy/backend.py`): `read` (one range) and, where one open serves many ranges
@@ -51,7 +54,7 @@ from aiozarr.storage.policy.keys import check_key
 from aiozarr.storage.policy.pump import RangePump
 from aiozarr.storage.policy.shaping import RequestShape
 
-__all__ = ["read_one", "stream"]
+__all__ = ["read_all", "read_one", "stream"]
 
 # Times the ranges of one value are read again when its parts came from different
 # versions (a writer replaced it between them) before the read fails.
@@ -81,6 +84,50 @@ def _one_version(key: str, answers: Sequence[Versioned]) -> Version | None:
     if len(versions) > 1:
         raise TornReadError(f"{key!r} changed while its ranges were read")
     return versions.pop() if versions else None
+
+
+#: A missing value: a version of its own (it was deleted, or not yet written).
+_MISSING = object()
+
+
+def _torn_keys(requests: Sequence[RangeRequest], answers: Sequence[Versioned | None]) -> set[str]:
+    """The keys whose answers come from more than one version of their value (`_one_version`'s
+    rule; missing is a version too)."""
+    first: dict[str, object] = {}
+    torn: set[str] = set()
+    for request, answer in zip(requests, answers, strict=True):
+        version: object = _MISSING
+        if answer is not None:
+            data, version = answer
+            if version is None and not memoryview(data).nbytes:
+                continue  # past the value's end: the same for every version that short
+        if first.setdefault(request.key, version) != version:
+            torn.add(request.key)
+    return torn
+
+
+async def read_all(
+    stream: Callable[[Sequence[RangeRequest]], contextlib.AbstractAsyncContextManager[Any]],
+    requests: Sequence[RangeRequest],
+    where: object,
+) -> list[Versioned | None]:
+    """The answers to `requests` (None where missing), in order, read through `stream`
+    (a store's `stream_versioned_values`), every answer of one key from one version of
+    its value: the requests of a key replaced between two of its runs are read again."""
+    out: list[Versioned | None] = [None] * len(requests)
+    pending = list(range(len(requests)))
+    for _ in range(_TORN_RETRIES):
+        async with stream([requests[i] for i in pending]) as answers:
+            async for index, data, version in answers:
+                out[pending[index]] = None if data is None else (data, version)
+        torn = _torn_keys([requests[i] for i in pending], [out[i] for i in pending])
+        if not torn:
+            return out
+        pending = [i for i in pending if requests[i].key in torn]
+    raise StoreError(
+        f"cannot read {requests[pending[0]].key!r} in {where!r}: it was replaced while its "
+        f"ranges were read, {_TORN_RETRIES} times in a row"
+    )
 
 
 async def _gather_ranges(

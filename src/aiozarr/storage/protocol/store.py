@@ -296,10 +296,12 @@ class Store(ABC):
     async def stream_versioned_values(
         self, requests: Sequence[RangeRequest]
     ) -> AsyncIterator[anyio.abc.ObjectReceiveStream[Answer]]:
-        """`(request index, answer, version)` for each request as its key lands (answer
-        None where missing); every answer of one key in one call comes from one version
-        of its value. Ranges of one key are coalesced and split as configured; keys run
-        concurrently under the store's request budget.
+        """`(request index, answer, version)` for each request as it lands (answer None
+        where missing). Ranges of one key are coalesced and split as configured; keys run
+        concurrently under the store's request budget. The answers of one coalesced run
+        come from one version of its value; two runs of one key replaced between them
+        come from two, as their versions say (`get_partial_values` reads such a key
+        again).
 
             async with store.stream_versioned_values(requests) as answers:
                 async for index, data, version in answers:
@@ -333,22 +335,17 @@ class Store(ABC):
         return await batching.read_one(self, key, byte_range, max_bytes, config.get())
 
     async def get_partial_values(self, requests: Sequence[RangeRequest]) -> list[Buffer | None]:
-        """Answers to many requests at once, in request order (None where missing)."""
-        out: list[Buffer | None] = [None] * len(requests)
-        async with self.stream_versioned_values(requests) as answers:
-            async for index, data, _ in answers:
-                out[index] = data
-        return out
+        """Answers to many requests at once, in request order (None where missing);
+        every answer of one key from one version of its value (a key replaced while its
+        ranges were read is read again)."""
+        answers = await self.get_versioned_values(requests)
+        return [None if answer is None else answer[0] for answer in answers]
 
     async def get_versioned_values(
         self, requests: Sequence[RangeRequest]
     ) -> list[Versioned | None]:
         """`get_partial_values`, each answer with the version it came from."""
-        out: list[Versioned | None] = [None] * len(requests)
-        async with self.stream_versioned_values(requests) as answers:
-            async for index, data, version in answers:
-                out[index] = None if data is None else (data, version)
-        return out
+        return await batching.read_all(self.stream_versioned_values, requests, self)
 
     @contextlib.asynccontextmanager
     async def stream_partial_values(
