@@ -21,8 +21,10 @@ from aiozarr.cli.storage_options import transfer_storage_options
 
 __all__ = ["build_parser", "main"]
 
-# The start of the library's message for a node already at DST (hierarchy.prepare_node).
-_EXISTS = "an array or group already exists"
+# The starts of the library's messages for a node at DST: there when looked for
+# (hierarchy.prepare_node), or created by another writer meanwhile (hierarchy.write_node).
+# Hinted at only without --resume: resuming, the library says why a node cannot be kept.
+_EXISTS = ("an array or group already exists", "an array or group was created at")
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
@@ -108,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                     max_inflight_bytes=args.max_inflight_bytes,
                 )
             except NodeExistsError as error:
-                if not str(error).startswith(_EXISTS):
+                if args.resume or not str(error).startswith(_EXISTS):
                     raise
                 raise NodeExistsError(
                     f"{error}: --overwrite replaces it, --resume keeps it and copies "

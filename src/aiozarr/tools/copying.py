@@ -29,16 +29,15 @@ from aiozarr.codecs.registry import get_codec
 from aiozarr.errors import InvalidValueError, MetadataError, NodeNotFoundError, unwrap_group
 from aiozarr.metadata import conversions
 from aiozarr.metadata.fill_value import is_fill
-from aiozarr.metadata.model import ArrayMetadata
 from aiozarr.metadata.v3draft import is_draft
-from aiozarr.nodes import hierarchy, node_updates, stored_size
+from aiozarr.nodes import hierarchy, stored_size
 from aiozarr.nodes.array import AsyncArray
-from aiozarr.nodes.creation import array_metadata
 from aiozarr.nodes.group import AsyncGroup, walk
 from aiozarr.selection.chunk_grid import grid_counts, object_region, objects_covering
 from aiozarr.storage.backends.zip import ZipStore
 from aiozarr.storage.protocol import Store
 from aiozarr.sync import run
+from aiozarr.tools.copy_targets import make_group, make_target
 
 __all__ = ["CopyProgress", "CopyReport", "copy", "copy_async", "parse_codec"]
 
@@ -250,58 +249,6 @@ def _source_region(src: AsyncArray, coords: tuple[int, ...]) -> tuple[slice, ...
     return object_region(src.metadata.grid, coords, src.shape)
 
 
-async def _make_target(
-    src: AsyncArray,
-    store: Store,
-    path: str,
-    options: dict[str, Any] | None,
-    *,
-    resume: bool,
-    overwrite: bool,
-) -> AsyncArray:
-    planned = src.metadata if options is None else None
-    if resume:
-        try:
-            existing = await AsyncArray.open(store, path)
-        except NodeNotFoundError:
-            pass
-        else:
-            wanted = planned or array_metadata(**(options or {}))
-            return await _resumed_target(existing, wanted)
-    if planned is not None:
-        await hierarchy.prepare_node(store, path, planned.zarr_format, overwrite=overwrite)
-        await hierarchy.write_node(store, path, planned)
-        return AsyncArray(store, path, planned)
-    return await AsyncArray.create(store, path, overwrite=overwrite, **(options or {}))
-
-
-def _layout(meta: ArrayMetadata) -> dict[str, Any]:
-    """What of an array's document decides how its stored chunks decode (not the fill
-    value: a unit the copy finds missing is judged by the fill value it writes)."""
-    doc = meta.to_dict()
-    for key in ("attributes", "dimension_names", "fill_value"):
-        doc.pop(key, None)
-    return doc
-
-
-async def _resumed_target(existing: AsyncArray, planned: ArrayMetadata) -> AsyncArray:
-    """`existing`, given the metadata a fresh copy writes (`planned`) before its units are
-    verified; refused where its stored chunks would not decode under it."""
-    before = existing.metadata
-    if _layout(before) != _layout(planned):
-        raise MetadataError(
-            f"cannot resume into {existing.name}: it has shape {existing.shape}, "
-            f"dtype {existing.dtype}, grid {before.chunk_shape} and its codecs; "
-            f"the copy needs shape {planned.shape}, dtype {planned.dtype}, grid "
-            f"{planned.chunk_shape} and the codecs it writes (copy with overwrite)"
-        )
-    if before.to_dict() == planned.to_dict():
-        return existing
-    # the source's attributes (or fill value, ...) changed since the interrupted copy
-    await node_updates.update_node(existing.store, existing.path, before, lambda _: planned)
-    return AsyncArray(existing.store, existing.path, planned)
-
-
 def _equal(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether `b` holds `a`'s bytes (in `a`'s dtype; objects: the same values), so a
     skipped write loses nothing, not even a -0.0 or a NaN payload."""
@@ -429,7 +376,7 @@ async def _create_targets(
     planned: dict[str, dict[str, Any] | None] = {}  # every array's, refused before any write
 
     async def add_array(node: AsyncArray, path: str) -> None:
-        target = await _make_target(
+        target = await make_target(
             node,
             dst_store,
             path,
@@ -451,13 +398,13 @@ async def _create_targets(
         hierarchy.check_node_path(path)
         if isinstance(node, AsyncArray):
             planned[path] = target_options(node, **conversion)
-    await _make_group(root, dst_store, dst_path, fmt, resume=resume, overwrite=overwrite)
+    await make_group(root, dst_store, dst_path, fmt, resume=resume, overwrite=overwrite)
     report.groups += 1
     for path, node in nodes:
         if isinstance(node, AsyncArray):
             await add_array(node, path)
         else:
-            await _make_group(node, dst_store, path, fmt, resume=resume, overwrite=False)
+            await make_group(node, dst_store, path, fmt, resume=resume, overwrite=False)
             report.groups += 1
     return jobs
 
@@ -467,29 +414,6 @@ async def _open(store: Store, path: str) -> AsyncArray | AsyncGroup:
         return await AsyncArray.open(store, path)
     except NodeNotFoundError:
         return await AsyncGroup.open(store, path)
-
-
-async def _make_group(
-    src: AsyncGroup, store: Store, path: str, fmt: int, *, resume: bool, overwrite: bool
-) -> None:
-    attributes = dict(src.attrs)
-    if resume:
-        try:
-            existing = await AsyncGroup.open(store, path)
-        except NodeNotFoundError:
-            pass
-        else:
-            if dict(existing.attrs) != attributes:  # changed since the interrupted copy
-                await node_updates.update_node(
-                    store,
-                    path,
-                    existing.metadata,
-                    lambda stored: dataclasses.replace(stored, attributes=attributes),
-                )
-            return
-    await AsyncGroup.create(
-        store, path, attributes=attributes, zarr_format=fmt, overwrite=overwrite
-    )
 
 
 async def _copy_units(

@@ -1,0 +1,145 @@
+"""The destination nodes of a copy: each array and group created, or, resuming, the one
+already there kept where its stored chunks read as the copy writes them.
+
+Resuming, a node another writer creates between the copy's look and its create (two
+`cp --resume` into one new destination) is kept and checked like any node found there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from aiozarr.errors import MetadataError, NodeExistsError, NodeNotFoundError
+from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
+from aiozarr.nodes import hierarchy, node_updates
+from aiozarr.nodes.array import AsyncArray
+from aiozarr.nodes.creation import array_metadata
+from aiozarr.nodes.group import AsyncGroup
+from aiozarr.storage.protocol import Store
+
+__all__ = ["make_group", "make_target"]
+
+_Node = TypeVar("_Node", AsyncArray, AsyncGroup)
+
+
+async def make_target(
+    src: AsyncArray,
+    store: Store,
+    path: str,
+    options: dict[str, Any] | None,
+    *,
+    resume: bool,
+    overwrite: bool,
+) -> AsyncArray:
+    """The array at `path` the copy of `src` writes into: created with `options`
+    (`create_array`'s; None: the source's metadata as it is) or, with `resume`, the one
+    there, refused where its stored chunks would not decode as the copy's."""
+    planned = src.metadata if options is None else None
+
+    async def create() -> AsyncArray:
+        if planned is not None:
+            await hierarchy.prepare_node(store, path, planned.zarr_format, overwrite=overwrite)
+            await hierarchy.write_node(store, path, planned)
+            return AsyncArray(store, path, planned)
+        return await AsyncArray.create(store, path, overwrite=overwrite, **(options or {}))
+
+    if not resume:
+        return await create()
+    node, found = await _found_or_created(AsyncArray, store, path, create)
+    if not found:
+        return node
+    return await _resumed_target(node, planned or array_metadata(**(options or {})))
+
+
+async def make_group(
+    src: AsyncGroup, store: Store, path: str, fmt: int, *, resume: bool, overwrite: bool
+) -> None:
+    """Create the group at `path` with the attributes of `src`; with `resume`, keep the
+    group there, given the source's attributes."""
+    attributes = dict(src.attrs)
+
+    async def create() -> AsyncGroup:
+        return await AsyncGroup.create(
+            store,
+            path,
+            attributes=attributes,
+            zarr_format=fmt,
+            overwrite=overwrite,
+        )
+
+    if not resume:
+        await create()
+        return
+    existing, found = await _found_or_created(AsyncGroup, store, path, create)
+    if found and dict(existing.attrs) != attributes:  # changed since the interrupted copy
+        await node_updates.update_node(
+            store,
+            path,
+            existing.metadata,
+            lambda stored: dataclasses.replace(stored, attributes=attributes),
+        )
+
+
+async def _found_or_created(
+    kind: type[_Node], store: Store, path: str, create: Callable[[], Awaitable[_Node]]
+) -> tuple[_Node, bool]:
+    """The `kind` node at `path` and True, else the one `create()` makes and False; a
+    node another writer created meanwhile is opened (True). A node of the other kind
+    there is a `NodeExistsError` that says so."""
+    try:
+        return await kind.open(store, path), True
+    except NodeNotFoundError:
+        pass
+    try:
+        return await create(), False
+    except NodeExistsError as error:
+        lost = error
+    try:
+        return await kind.open(store, path), True  # the winner's, checked as any found
+    except NodeNotFoundError:
+        raise await _not_resumable(store, path, kind, lost) from lost
+
+
+async def _not_resumable(
+    store: Store, path: str, kind: type, lost: NodeExistsError
+) -> NodeExistsError:
+    """Why a resumed copy cannot keep the node at `path` (`lost`, when it is gone)."""
+    try:
+        meta = await hierarchy.read_node(store, path)
+    except NodeNotFoundError:
+        return lost
+    wanted = "an array" if kind is AsyncArray else "a group"
+    found = "a group" if isinstance(meta, GroupMetadata) else "an array"
+    return NodeExistsError(
+        f"cannot resume into {path or '/'!r} in {store!r}: it is {found} and the copy "
+        f"writes {wanted} there (copy with overwrite to replace it)"
+    )
+
+
+def _layout(meta: ArrayMetadata) -> dict[str, Any]:
+    """What of an array's document decides how its stored chunks decode (not the fill
+    value: a unit the copy finds missing is judged by the fill value it writes)."""
+    doc = meta.to_dict()
+    for key in ("attributes", "dimension_names", "fill_value"):
+        doc.pop(key, None)
+    return doc
+
+
+async def _resumed_target(existing: AsyncArray, planned: ArrayMetadata) -> AsyncArray:
+    """`existing`, given the metadata a fresh copy writes (`planned`) before its units are
+    verified; refused where its stored chunks would not decode under it."""
+    before = existing.metadata
+    if _layout(before) != _layout(planned):
+        raise MetadataError(
+            f"cannot resume into {existing.name}: it has shape {existing.shape}, "
+            f"dtype {existing.dtype}, grid {before.chunk_shape} and its codecs; "
+            f"the copy needs shape {planned.shape}, dtype {planned.dtype}, grid "
+            f"{planned.chunk_shape} and the codecs it writes (copy with overwrite)"
+        )
+    if before.to_dict() == planned.to_dict():
+        return existing
+    # the source's attributes (or fill value, ...) changed since the interrupted copy
+    await node_updates.update_node(existing.store, existing.path, before, lambda _: planned)
+    return AsyncArray(existing.store, existing.path, planned)
