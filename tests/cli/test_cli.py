@@ -84,6 +84,22 @@ def test_info_json(emulator: Emulator, v2_array: tuple[str, np.ndarray]) -> None
     assert "(8, 6) = 48 chunks" in text and "ratio" in text
 
 
+def test_info_counts_the_objects_under_its_node_only(emulator: Emulator, prefix: str) -> None:
+    options = emulator.storage_options()
+    for name in ("a.zarr", "a.zarr-b", "b.zarr"):  # neighbours in the one bucket
+        arr = aiozarr.create_array(
+            emulator.s3_url(f"{prefix}/{name}"),
+            shape=(6,),
+            chunks=(1,),
+            dtype="u1",
+            storage_options=options,
+        )
+        arr[:] = 1
+    url = emulator.s3_url(f"{prefix}/a.zarr")
+    info = json.loads(aiozarr_cli("info", url, "--json", *_cli_options(emulator)).stdout)
+    assert info["stored_objects"] == 7  # six chunks and zarr.json
+
+
 def test_tree_json(tmp_path: Path) -> None:
     group = aiozarr.create_group(tmp_path / "g.zarr")
     group.create_array("a", shape=(4, 4), dtype="i2", chunks=(2, 2))

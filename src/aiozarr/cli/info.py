@@ -67,13 +67,8 @@ async def listed_sizes(store: Any, prefix: str) -> AsyncIterator[tuple[str, int]
     from aiozarr.storage.backends.object_store import ObjectStore
 
     if isinstance(store, ObjectStore) and store.listable:
-        import obstore
-
-        parent = prefix.rstrip("/") or None
-        async for page in obstore.list(store.obstore, parent, chunk_size=1000):
-            for meta in page:
-                if meta["path"].startswith(prefix):
-                    yield meta["path"], int(meta["size"])
+        async for key, size in store.list_sizes(prefix):
+            yield key, size
         return
     if isinstance(store, LocalStore):
         keys = [key async for key in store.list_prefix(prefix)]

@@ -167,30 +167,33 @@ class ObjectListing:
     async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
         """Every key starting with `prefix` (a plain string prefix), page by page: each
         page of 1000 keys is one request with its own timeout and retries."""
+        async for key, _ in self.list_sizes(prefix):
+            yield key
+
+    async def list_sizes(self, prefix: str) -> AsyncIterator[tuple[str, int]]:
+        """`(key, size in bytes)` of every key starting with `prefix`, as `list_prefix`
+        lists them (the listing says the sizes)."""
         self._check_listable()
         # obstore lists whole path segments, so list the parent "directory" and filter.
         full, cut = self._path(prefix), len(self._prefix)
         parent = full.rpartition("/")[0]
         if not self._pages_resume:
-            async for key in self._list_at_once(parent, prefix):
-                yield key
-            return
-        guard = lambda: self._errors("list", prefix)  # noqa: E731
-        async for page in pages(self._store, parent, self._request, guard):
+            listed = self._list_at_once(parent, prefix)
+        else:
+            guard = lambda: self._errors("list", prefix)  # noqa: E731
+            listed = pages(self._store, parent, self._request, guard)
+        async for page in listed:
             for meta in page:
                 if meta["path"].startswith(full):
-                    yield meta["path"][cut:]
+                    yield meta["path"][cut:], int(meta["size"])
 
-    async def _list_at_once(self, parent: str, prefix: str) -> AsyncIterator[str]:
-        full, cut = self._path(prefix), len(self._prefix)
+    async def _list_at_once(self, parent: str, prefix: str) -> AsyncIterator[Sequence[Any]]:
         answered = 0
         try:
             with self._errors("list", prefix):
-                async for chunk in obstore.list(self._store, parent or None, chunk_size=1000):
+                async for page in obstore.list(self._store, parent or None, chunk_size=1000):
                     answered += 1
-                    for meta in chunk:
-                        if meta["path"].startswith(full):
-                            yield meta["path"][cut:]
+                    yield page
         finally:
             self.runtime.statistics.count("lists", max(answered, 1))
 
