@@ -803,6 +803,7 @@ async def test_delete_with_if_match_deletes_only_the_version_named(
     assert not (emu.root / "a" / "data").exists()
     status, _, body = await fetch(http, "DELETE", url, headers={"If-Match": etag})
     assert (status, error_code(body)) == (404, "NoSuchKey")  # S3: nothing to match
+    (emu.root / "a").mkdir()  # its emptied folder went with it
     (emu.root / "a" / "data").write_bytes(DATA)
     assert (await fetch(http, "DELETE", url, headers={"If-Match": "*"}))[0] == 204
     assert not (emu.root / "a" / "data").exists()

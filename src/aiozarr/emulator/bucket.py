@@ -1,8 +1,8 @@
 """The S3 operations on the served folder: GET and HEAD (one `Range`), PUT and DELETE
-(plain and conditional), DeleteObjects, ListObjectsV2 and multipart uploads, the bucket's
-own HEAD and PUT. Every key passes the one key check (paths.py); `read_only` refuses a
-write before a byte of its body is read. Listings walk the disk on threads of their own,
-so they never hold up the reads' threads or the loop.
+(plain and conditional), DeleteObjects, ListObjects (v1 and v2), ListBuckets and multipart
+uploads, the bucket's own HEAD and PUT. Every key passes the one key check (paths.py);
+`read_only` refuses a write before a byte of its body is read. Listings walk the disk
+on threads of their own, so they never hold up the reads' threads or the loop.
 
 The server (server.py) has already counted, held back and checked the request for
 faults; the bucket answers it, counting the bytes it moves in `conditions`.
@@ -11,9 +11,8 @@ faults; the bucket answers it, counting the bytes it moves in `conditions`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from email.utils import formatdate
 from pathlib import Path
@@ -28,15 +27,14 @@ from aiozarr.emulator.files import (
     PUT_CONDITIONS,
     TMP_DIR,
     FileSlice,
-    check_get_condition,
     delete_if_match,
+    delete_object,
     move_into_place,
-    not_modified,
     read_version,
     version_headers,
     write_atomic,
 )
-from aiozarr.emulator.listing import list_objects_v2
+from aiozarr.emulator.listing import list_objects
 from aiozarr.emulator.multipart import MultipartUploads
 from aiozarr.emulator.paths import object_path
 from aiozarr.emulator.s3 import S3_NS, S3Error, parse_xml, xml_response
@@ -52,6 +50,7 @@ _MAX_DELETE_KEYS = 1000  # S3's limit on one DeleteObjects
 # (a CopyObject is a PUT with `x-amz-copy-source`; `?tagging` on a PUT is PutObjectTagging).
 _LIST_PARAMS = frozenset(
     {"list-type", "prefix", "delimiter", "continuation-token", "start-after", "max-keys"}
+    | {"marker"}
     | {"encoding-type", "fetch-owner"}
 )
 _OBJECT_PARAMS = {"PUT": {"uploadId", "partNumber"}, "DELETE": {"uploadId"}, "POST": {"uploadId"}}
@@ -137,7 +136,11 @@ class Bucket:
                 self._uploads.abort(query["uploadId"])
             elif "If-Match" in request.headers:
                 await asyncio.to_thread(
-                    delete_if_match, self.path(key), request.headers["If-Match"], self._put_lock
+                    delete_if_match,
+                    self.path(key),
+                    self.root,
+                    request.headers["If-Match"],
+                    self._put_lock,
                 )
             else:
                 self._delete(key)
@@ -171,34 +174,24 @@ class Bucket:
     # -- objects -----------------------------------------------------------------------
 
     async def _get(self, request: web.Request, key: str, *, head: bool) -> web.StreamResponse:
-        range_header = request.headers.get("Range")  # a HEAD's too: S3 answers it 206
+        # A HEAD's `Range` too: S3 answers it 206.
         try:
             found = await asyncio.to_thread(
-                lambda: read_version(self.path(key), range_header, body=not head)
+                lambda: read_version(self.path(key), request.headers, body=not head)
             )
         except S3Error as exc:
             exc.key = key
             raise
         if found is None:
             raise S3Error(404, "The specified key does not exist.", key=key)
-        st, bounds, body = found
-        try:
-            check_get_condition(st, request.headers)
-        except S3Error as exc:
-            if isinstance(body, FileSlice):
-                os.close(body.fd)
-            exc.key = key
-            raise
-        if not head and not_modified(st, request.headers):
-            if isinstance(body, FileSlice):
-                os.close(body.fd)
-            return web.Response(status=304, headers=version_headers(st))
+        st, bounds, body = found.st, found.bounds, found.body
         headers = {
             **version_headers(st),
-            "Accept-Ranges": "bytes",
             "Last-Modified": formatdate(st.st_mtime, usegmt=True),
-            "Content-Type": "application/octet-stream",
         }
+        if found.not_modified:
+            return web.Response(status=304, headers=headers)
+        headers.update({"Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"})
         status = 200
         if bounds is not None:
             start, stop = bounds
@@ -234,9 +227,7 @@ class Bucket:
         return web.Response(headers=version_headers(written))
 
     def _delete(self, key: str) -> None:
-        path = self.path(key)
-        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-            path.unlink()
+        delete_object(self.path(key), self.root)
 
     async def _delete_objects(self, body: bytes) -> web.Response:
         keys = [e.text or "" for e in parse_xml(body) if e.tag.rpartition("}")[2] == "Key"]
@@ -255,12 +246,22 @@ class Bucket:
                 )
         return xml_response(f'<DeleteResult xmlns="{S3_NS}">{"".join(out)}</DeleteResult>')
 
+    def list_buckets(self) -> web.Response:
+        """ListBuckets: the one bucket this server serves."""
+        created = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(self.root.stat().st_ctime))
+        return xml_response(
+            f'<ListAllMyBucketsResult xmlns="{S3_NS}"><Owner><ID>aiozarr</ID>'
+            "<DisplayName>aiozarr</DisplayName></Owner><Buckets><Bucket>"
+            f"<Name>{escape(self.name)}</Name><CreationDate>{created}</CreationDate>"
+            "</Bucket></Buckets></ListAllMyBucketsResult>"
+        )
+
     async def _list(self, query: Any) -> web.Response:
         """A listing page, walked on the listing threads (never on the loop, nor on the
         threads that serve reads)."""
         assert self._listing_pool is not None
         return await asyncio.get_running_loop().run_in_executor(
-            self._listing_pool, list_objects_v2, query, self.name, self.root
+            self._listing_pool, list_objects, query, self.name, self.root
         )
 
 

@@ -5,6 +5,7 @@ PUTs checked and renamed under one lock."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import stat
@@ -12,10 +13,10 @@ import threading
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 from aiozarr.emulator.paths import TMP_DIR
+from aiozarr.emulator.preconditions import NOT_MODIFIED, range_to_serve
 from aiozarr.emulator.s3 import S3Error, parse_range
 
 __all__ = [
@@ -23,16 +24,21 @@ __all__ = [
     "STREAM_BYTES",
     "TMP_DIR",
     "FileSlice",
+    "Version",
     "check_put_condition",
     "delete_if_match",
+    "delete_object",
     "etag_of",
     "generation_of",
     "move_into_place",
     "new_temp_file",
-    "not_modified",
+    "open_object",
+    "path_error",
     "read_version",
+    "remove_empty_parents",
     "version_headers",
     "write_atomic",
+    "write_error",
 ]
 
 # Bodies larger than this are streamed from the open file in pieces (the server paces),
@@ -51,32 +57,67 @@ class FileSlice:
     stop: int
 
 
-def read_version(
-    path: Path, range_header: str | None, *, body: bool = True
-) -> tuple[os.stat_result, tuple[int, int] | None, bytes | FileSlice] | None:
-    """One version of the object at `path`: its stat, the range served and those bytes.
+@dataclass
+class Version:
+    """One version of an object as a GET or HEAD serves it: its stat, the range served
+    (None: all of it) and those bytes; `not_modified`: the client's copy is this version
+    (a 304, no bytes read)."""
+
+    st: os.stat_result
+    bounds: tuple[int, int] | None
+    body: bytes | FileSlice
+    not_modified: bool = False
+
+
+# Errors that mean "no object there" for a read: a path through a file, a symlink loop,
+# a name too long for the file system, a socket.
+_ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ELOOP, errno.ENAMETOOLONG, errno.ENXIO)
+
+
+def open_object(path: Path) -> int | None:
+    """A read-only descriptor of the regular file at `path`, None when there is none.
+    Opened without blocking (a named pipe would wait for a writer forever) and checked
+    on the open descriptor, so a swap between check and open changes nothing."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno in _ABSENT:
+            return None
+        if exc.errno == errno.EACCES:
+            raise S3Error(403, f"the file is not readable: {exc.strerror}") from None
+        raise S3Error(500, f"the file cannot be opened: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    os.set_blocking(fd, True)
+    return fd
+
+
+def read_version(path: Path, headers: Mapping[str, str], *, body: bool = True) -> Version | None:
+    """One version of the object at `path`, as the request's `headers` ask for it (its
+    conditions, `Range` and `If-Range`: see preconditions.py).
 
     The file is opened once and both the stat and the bytes come from the open file, so
     they belong to one version even while a PUT renames a new file over `path`. None: no
-    such object. `range_header`: the request's `Range` (None: everything); `body=False`
-    reads no bytes (HEAD).
+    such object. `body=False` reads no bytes (HEAD).
     """
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed below, after the stat and the read
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+    fd = open_object(path)
+    if fd is None:
         return None
-    with f:
+    with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        bounds = None if range_header is None else parse_range(range_header, st.st_size)
+        wanted = range_to_serve(etag_of(st), int(st.st_mtime), headers)
+        if wanted is NOT_MODIFIED:
+            return Version(st, None, b"", not_modified=True)
+        assert wanted is None or isinstance(wanted, str)
+        bounds = None if wanted is None else parse_range(wanted, st.st_size)
         if not body:
-            return st, bounds, b""
+            return Version(st, bounds, b"")
         start, stop = bounds or (0, st.st_size)
         if stop - start > STREAM_BYTES:
-            return st, bounds, FileSlice(os.dup(f.fileno()), start, stop)
+            return Version(st, bounds, FileSlice(os.dup(f.fileno()), start, stop))
         f.seek(start)
-        return st, bounds, f.read(stop - start)
+        return Version(st, bounds, f.read(stop - start))
 
 
 def etag_of(st: os.stat_result) -> str:
@@ -90,14 +131,21 @@ def generation_of(st: os.stat_result) -> int:
     return st.st_mtime_ns
 
 
+def _regular_stat(path: Path) -> os.stat_result | None:
+    """The stat of the object at `path`; None where there is none (no file, a folder, a
+    pipe, a path the file system refuses)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
 def check_put_condition(path: Path, headers: Mapping[str, str]) -> None:
     """Raise a 412 unless the object at `path` is what the PUT's condition asks for:
     S3's `If-Match: <etag>` / `If-None-Match: *`, or GCS's
     `x-goog-if-generation-match: <generation>` (0: no object)."""
-    try:
-        st: os.stat_result | None = path.stat()
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        st = None
+    st = _regular_stat(path)
     if_match, if_none_match = headers.get("If-Match"), headers.get("If-None-Match")
     generation = headers.get("x-goog-if-generation-match")
     if generation is not None and not generation.strip().isdigit():
@@ -113,45 +161,47 @@ def check_put_condition(path: Path, headers: Mapping[str, str]) -> None:
         raise S3Error(412, "At least one of the pre-conditions you specified did not hold")
 
 
-def delete_if_match(path: Path, if_match: str, lock: threading.Lock) -> None:
+def remove_empty_parents(path: Path, root: Path) -> None:
+    """Remove the folders above `path` that a delete left empty, up to (not including)
+    `root`: a folder holds no object once its last key is gone, as on S3, and must not
+    stand in the way of a later object of that name. A folder a writer has just put a
+    file in is not empty and stays (the writer retries one removed under it)."""
+    parent = path.parent
+    while parent != root and parent.is_relative_to(root):
+        try:
+            os.rmdir(parent)
+        except OSError:  # not empty, gone already, or not ours to remove
+            return
+        parent = parent.parent
+
+
+def delete_object(path: Path, root: Path) -> None:
+    """Delete the object at `path` (nothing there: no error, as S3) and the folders it
+    leaves empty. Only a file or a link is removed: a folder or a pipe is no object."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        return
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    remove_empty_parents(path, root)
+
+
+def delete_if_match(path: Path, root: Path, if_match: str, lock: threading.Lock) -> None:
     """Delete the object at `path` if it is the version `if_match` names (an ETag, or `*`:
     any), as S3's conditional DeleteObject: 412 when it is another, 404 when there is
     none. Checked and deleted under `lock`, the one conditional PUTs take."""
     with lock:
-        try:
-            st = path.stat()
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            st = None
-        if st is None or not stat.S_ISREG(st.st_mode):
+        st = _regular_stat(path)
+        if st is None:
             raise S3Error(404, "The specified key does not exist.")
         tags = [tag.strip().strip('"') for tag in if_match.split(",")]
         if "*" not in tags and etag_of(st).strip('"') not in tags:
             raise S3Error(412, "At least one of the pre-conditions you specified did not hold")
         path.unlink()
-
-
-def check_get_condition(st: os.stat_result, headers: Mapping[str, str]) -> None:
-    """Raise a 412 unless the version read is what the GET's condition asks for: S3's
-    `If-Match: <etag>` and `If-Unmodified-Since: <HTTP date>` (whole seconds)."""
-    if_match, since = headers.get("If-Match"), headers.get("If-Unmodified-Since")
-    held = if_match is None or if_match.strip('" ') == etag_of(st).strip('"')
-    if since is not None:
-        with contextlib.suppress(TypeError, ValueError):  # an unreadable date: ignored
-            held = held and int(st.st_mtime) <= parsedate_to_datetime(since).timestamp()
-    if not held:
-        raise S3Error(412, "At least one of the pre-conditions you specified did not hold")
-
-
-def not_modified(st: os.stat_result, headers: Mapping[str, str]) -> bool:
-    """Whether a GET's `If-None-Match` names the version there (or is `*`): S3 then
-    answers 304 Not Modified, no body."""
-    tags = headers.get("If-None-Match")
-    if tags is None:
-        return False
-    current = etag_of(st).strip('"')
-    return any(
-        tag.strip().removeprefix("W/").strip('"') in (current, "*") for tag in tags.split(",")
-    )
+    remove_empty_parents(path, root)
 
 
 def version_headers(st: os.stat_result) -> dict[str, str]:
@@ -211,15 +261,18 @@ def move_into_place(
     where `path` was deleted or replaced by a racing PUT since.
 
     Objects are files, so a key cannot be an object and the folder of others at once
-    (`a` and `a/b`), as it can on S3: such a PUT is a 400, never retried, saying so."""
+    (`a` and `a/b`), as it can on S3: such a PUT is a 400, never retried, saying so. A
+    folder that holds no object is no object: it is removed to make way."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if condition is None:
-            return _renamed(tmp, path)
-        lock, headers = condition
-        with lock:
-            check_put_condition(path, headers)
-            return _renamed(tmp, path)
+        for _ in range(_PLACE_TRIES):
+            try:
+                return _place(tmp, path, condition)
+            except FileNotFoundError:
+                if not tmp.exists():
+                    raise
+                # A delete removed a folder it had emptied between its making and the
+                # rename: make it again.
+        raise S3Error(503, f"{path.name!r}: its folder kept being removed", code="SlowDown")
     except (FileExistsError, NotADirectoryError, IsADirectoryError):
         raise S3Error(
             400,
@@ -227,5 +280,51 @@ def move_into_place(
             "prefix of other objects (as 'a' and 'a/b')",
             code="InvalidArgument",
         ) from None
+    except OSError as exc:
+        raise write_error(exc) from None
     finally:
         tmp.unlink(missing_ok=True)
+
+
+_PLACE_TRIES = 8
+
+
+def _place(
+    tmp: Path, path: Path, condition: tuple[threading.Lock, Mapping[str, str]] | None
+) -> os.stat_result:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir() and not path.is_symlink():
+        _remove_empty_tree(path)  # one that holds a file stays, and the rename refuses
+    if condition is None:
+        return _renamed(tmp, path)
+    lock, headers = condition
+    with lock:
+        check_put_condition(path, headers)
+        return _renamed(tmp, path)
+
+
+def _remove_empty_tree(top: Path) -> None:
+    """Remove the folders under `top` and `top` itself, bottom up, where they hold no
+    file; a folder a writer fills meanwhile is not empty, so stays."""
+    for directory, _, _ in os.walk(top, topdown=False):
+        with contextlib.suppress(OSError):
+            os.rmdir(directory)
+
+
+def path_error(exc: OSError, method: str) -> S3Error:
+    """The S3 error for a request on a path the file system refused: no object for a
+    read, else as `write_error` (an answer, never a traceback)."""
+    if method in ("GET", "HEAD") and exc.errno in _ABSENT:
+        return S3Error(404, "The specified key does not exist.")
+    return write_error(exc)
+
+
+def write_error(exc: OSError) -> S3Error:
+    """The S3 error for a write the file system refused."""
+    if exc.errno == errno.ENAMETOOLONG:
+        return S3Error(400, "a key segment is too long for the file system", code="KeyTooLongError")
+    if exc.errno == errno.ELOOP:
+        return S3Error(400, "the key leads through a symlink loop", code="InvalidArgument")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return S3Error(403, f"the served folder refused the write: {exc.strerror}")
+    return S3Error(500, f"the served folder refused the write: {exc.strerror}")

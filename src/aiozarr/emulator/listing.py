@@ -1,5 +1,6 @@
-"""ListObjectsV2 over the served folder: pages of at most 1,000 keys (`max-keys`), common
-prefixes under a `delimiter`, continuation tokens.
+"""ListObjectsV2 and ListObjects (v1) over the served folder: pages of at most 1,000 keys
+(`max-keys`), common prefixes under a `delimiter`, continuation tokens (v2) or markers
+(v1), keys percent-encoded on request (`encoding-type=url`).
 
 The folder is walked lazily in key order and the walk stops once the page is full, so a
 page costs the folders on its way, not the whole tree: a subtree that sorts wholly
@@ -15,9 +16,10 @@ import base64
 import binascii
 import os
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import quote
 from xml.sax.saxutils import escape
 
 from aiohttp import web
@@ -26,7 +28,7 @@ from aiozarr.emulator.files import etag_of
 from aiozarr.emulator.paths import TMP_DIR, is_inside, listing_dir, valid_name
 from aiozarr.emulator.s3 import S3_NS, S3Error, xml_response
 
-__all__ = ["MAX_KEYS", "list_objects_v2", "walk_keys"]
+__all__ = ["MAX_KEYS", "list_objects", "walk_keys"]
 
 MAX_KEYS = 1000  # S3's cap on one page
 
@@ -34,28 +36,81 @@ MAX_KEYS = 1000  # S3's cap on one page
 Entry = tuple[str, os.stat_result | None]
 
 
-def list_objects_v2(query: Mapping[str, str], bucket: str, root: Path) -> web.Response:
-    """A ListObjectsV2 answer for the folder `root`; `continuation-token` is the last key
-    (or common prefix) of the page before, base64-encoded."""
-    prefix = query.get("prefix", "")
-    delimiter = query.get("delimiter", "")
+def list_objects(query: Mapping[str, str], bucket: str, root: Path) -> web.Response:
+    """A ListObjectsV2 answer for the folder `root` (`list-type=2`; its
+    `continuation-token` is the last key or common prefix of the page before,
+    base64-encoded), else a ListObjects (v1) one (`marker`, `NextMarker`). With
+    `encoding-type=url` the keys and prefixes in it are percent-encoded, as S3's."""
+    v2 = "list-type" in query
+    prefix, delimiter = query.get("prefix", ""), query.get("delimiter", "")
+    encoding = query.get("encoding-type")
+    if encoding is not None and encoding != "url":
+        raise S3Error(400, "Invalid Encoding Method specified in Request", code="InvalidArgument")
     try:
         max_keys = min(int(query.get("max-keys", MAX_KEYS)), MAX_KEYS)
     except ValueError:
         raise S3Error(400, "max-keys must be an integer", code="InvalidArgument") from None
     if max_keys < 0:
         raise S3Error(400, "max-keys must not be negative", code="InvalidArgument")
-    token = query.get("continuation-token")
+    token = query.get("continuation-token") if v2 else None
     if token is not None:
-        try:
-            after = base64.b64decode(token, altchars=b"-_", validate=True).decode()
-        except (ValueError, binascii.Error):
-            raise S3Error(
-                400, "the continuation token is not one this server gave", code="InvalidArgument"
-            ) from None
+        after = _decode_token(token)
     else:
-        after = query.get("start-after", "")
-    contents: list[str] = []
+        after = query.get("start-after" if v2 else "marker", "")
+    contents, prefixes, last, truncated = _page(root, prefix, after, delimiter, max_keys)
+    enc = _encoder(encoding)
+    items = "".join(_contents(enc(key), st) for key, st in contents) + "".join(
+        f"<CommonPrefixes><Prefix>{enc(p)}</Prefix></CommonPrefixes>" for p in prefixes
+    )
+    head = (
+        f'<ListBucketResult xmlns="{S3_NS}"><Name>{escape(bucket)}</Name>'
+        f"<Prefix>{enc(prefix)}</Prefix>"
+    )
+    tail = (
+        f"<MaxKeys>{max_keys}</MaxKeys><Delimiter>{enc(delimiter)}</Delimiter>"
+        + ("<EncodingType>url</EncodingType>" if encoding else "")
+        + f"<IsTruncated>{str(truncated).lower()}</IsTruncated>"
+    )
+    if not v2:
+        # S3 sends NextMarker only with a delimiter; always sending it is allowed, and
+        # spares a client without one from finding the last key itself.
+        following = f"<NextMarker>{enc(last)}</NextMarker>" if truncated else ""
+        return xml_response(
+            f"{head}<Marker>{enc(after)}</Marker>{tail}{items}{following}</ListBucketResult>"
+        )
+    following = ""
+    if truncated:
+        encoded = base64.urlsafe_b64encode(last.encode()).decode()
+        following = f"<NextContinuationToken>{encoded}</NextContinuationToken>"
+    if token is None and "start-after" in query:
+        following += f"<StartAfter>{enc(after)}</StartAfter>"
+    count = len(contents) + len(prefixes)
+    return xml_response(
+        f"{head}<KeyCount>{count}</KeyCount>{tail}{items}{following}</ListBucketResult>"
+    )
+
+
+def _decode_token(token: str) -> str:
+    try:
+        return base64.b64decode(token, altchars=b"-_", validate=True).decode()
+    except (ValueError, binascii.Error):
+        raise S3Error(
+            400, "the continuation token is not one this server gave", code="InvalidArgument"
+        ) from None
+
+
+def _encoder(encoding: str | None) -> Callable[[str], str]:
+    if encoding == "url":
+        return lambda text: escape(quote(text, safe="/"))
+    return escape
+
+
+def _page(
+    root: Path, prefix: str, after: str, delimiter: str, max_keys: int
+) -> tuple[list[Entry], list[str], str, bool]:
+    """One page: its keys, its common prefixes, the last key or prefix on it, whether
+    more follow."""
+    contents: list[Entry] = []
     prefixes: list[str] = []
     last, truncated = "", False
     for key, st in walk_keys(root, prefix, after, delimiter):
@@ -67,36 +122,24 @@ def list_objects_v2(query: Mapping[str, str], bucket: str, root: Path) -> web.Re
         if common and prefixes and prefixes[-1] == common:
             last = key  # every key under one common prefix counts once
             continue
+        if common and common == after:
+            continue  # the page before ended on it (its NextMarker)
         if len(contents) + len(prefixes) >= max_keys:
             truncated = max_keys > 0
             break
         if common:
             prefixes.append(common)
         else:
-            assert st is not None
-            contents.append(_contents(key, st))
-        last = key
-    items = "".join(contents) + "".join(
-        f"<CommonPrefixes><Prefix>{escape(p)}</Prefix></CommonPrefixes>" for p in prefixes
-    )
-    next_token = ""
-    if truncated:
-        encoded = base64.urlsafe_b64encode(last.encode()).decode()
-        next_token = f"<NextContinuationToken>{encoded}</NextContinuationToken>"
-    count = len(contents) + len(prefixes)
-    return xml_response(
-        f'<ListBucketResult xmlns="{S3_NS}"><Name>{escape(bucket)}</Name>'
-        f"<Prefix>{escape(prefix)}</Prefix><KeyCount>{count}</KeyCount>"
-        f"<MaxKeys>{max_keys}</MaxKeys><Delimiter>{escape(delimiter)}</Delimiter>"
-        f"<IsTruncated>{str(truncated).lower()}</IsTruncated>{items}{next_token}"
-        "</ListBucketResult>"
-    )
+            contents.append((key, st))
+        last = common or key
+    return contents, prefixes, last, truncated
 
 
-def _contents(key: str, st: os.stat_result) -> str:
+def _contents(key_text: str, st: os.stat_result) -> str:
+    """One `<Contents>`; `key_text`: the key as the page writes it (escaped, encoded)."""
     modified = datetime.fromtimestamp(st.st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
     return (
-        f"<Contents><Key>{escape(key)}</Key><LastModified>{modified}Z</LastModified>"
+        f"<Contents><Key>{key_text}</Key><LastModified>{modified}Z</LastModified>"
         f"<ETag>{escape(etag_of(st))}</ETag><Size>{st.st_size}</Size>"
         "<StorageClass>STANDARD</StorageClass></Contents>"
     )
@@ -125,7 +168,7 @@ def _walk(
             if after and folder <= after and not after.startswith(folder):
                 continue  # every key in it sorts before the page
             if collapse:
-                if (not after or folder > after) and _holds_a_key(root, path):
+                if folder != after and _holds_a_key(root, path, folder, after):
                     yield folder, None
                 continue
             yield from _walk(root, path, folder, "", after, collapse)
@@ -166,9 +209,9 @@ def _entries(root: Path, directory: Path | str) -> list[tuple[str, bool, str]]:
     return out
 
 
-def _holds_a_key(root: Path, directory: str) -> bool:
-    """Whether any key lies under `directory` (stops at the first)."""
-    for _, is_dir, path in _entries(root, directory):
-        if not is_dir or _holds_a_key(root, path):
-            return True
-    return False
+def _holds_a_key(root: Path, directory: str, folder: str, after: str) -> bool:
+    """Whether any key lies under `directory` (the folder `folder`) that sorts after
+    `after` (stops at the first): a page that starts inside a folder still lists it as
+    a common prefix when keys after its start roll up into it, as S3 does."""
+    start = after if after.startswith(folder) else ""
+    return next(_walk(root, directory, folder, "", start, False), None) is not None

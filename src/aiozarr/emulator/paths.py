@@ -4,7 +4,8 @@ the disk.
 
 A key is refused (400) when it could name something other than a file under the folder:
 an empty, `.` or `..` segment (so no leading `/` either), a backslash, NUL or another
-control character, more than 1,024 bytes (S3's limit), or the emulator's own temp
+control character, U+FFFE or U+FFFF (not XML 1.0), more than 1,024 bytes (S3's
+limit) or a segment over 255 (a file name's), or the emulator's own temp
 folder. Then symlinks are resolved, and a key whose real path is outside the folder (or
 inside its temp folder) is refused (403): a link to elsewhere is neither read, listed
 nor written through.
@@ -19,6 +20,7 @@ from aiozarr.emulator.s3 import S3Error
 
 __all__ = [
     "MAX_KEY_BYTES",
+    "MAX_SEGMENT_BYTES",
     "TMP_DIR",
     "check_key",
     "is_inside",
@@ -29,13 +31,16 @@ __all__ = [
 
 TMP_DIR = ".aiozarr-emulator-tmp"  # temp files and multipart parts; never listed or served
 MAX_KEY_BYTES = 1024
+MAX_SEGMENT_BYTES = 255  # NAME_MAX: a key segment is a file name
 
 
 def _bad_segment(segment: str) -> bool:
+    # U+FFFE and U+FFFF cannot be written in XML 1.0: a listing naming them breaks
+    # every S3 client's parser (surrogates are refused as not UTF-8).
     return (
         segment in ("", ".", "..")
         or "\\" in segment
-        or any(ord(c) < 0x20 or ord(c) == 0x7F for c in segment)
+        or any(ord(c) < 0x20 or ord(c) == 0x7F or c in "\ufffe\uffff" for c in segment)
     )
 
 
@@ -62,14 +67,22 @@ def check_key(key: str, *, prefix: bool = False) -> list[str]:
     segments = key.split("/")
     last = len(segments) - 1
     for i, segment in enumerate(segments):
-        if prefix and i == last and segment == "":
-            continue
+        if prefix and i == last:
+            if segment == "":
+                continue
+        elif not prefix and len(segment.encode()) > MAX_SEGMENT_BYTES:
+            raise S3Error(
+                400,
+                f"key {key!r}: a segment (between slashes) longer than {MAX_SEGMENT_BYTES} "
+                "bytes, the most a file name may hold in the emulator's folder",
+                code="KeyTooLongError",
+            )
         if _bad_segment(segment):
             what = "prefix" if prefix else "key"
             raise S3Error(
                 400,
-                f"invalid {what} {key!r}: no empty, '.' or '..' segments, backslashes or "
-                "control characters",
+                f"invalid {what} {key!r}: no empty, '.' or '..' segments, backslashes, "
+                "control characters or U+FFFE / U+FFFF",
                 code="InvalidArgument",
             )
     if segments[0] == TMP_DIR:

@@ -21,6 +21,7 @@ __all__ = [
     "parse_range",
     "parse_xml",
     "xml_response",
+    "xml_text",
 ]
 
 S3_NS = "http://s3.amazonaws.com/doc/2006-03-01/"
@@ -72,7 +73,7 @@ def error_response(
 ) -> web.Response:
     body = (
         f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
-        f"<Message>{escape(message)}</Message><Key>{escape(key)}</Key>"
+        f"<Message>{xml_text(message)}</Message><Key>{xml_text(key)}</Key>"
         f"<BucketName>{escape(bucket)}</BucketName>"
         f"<RequestId>{uuid.uuid4().hex[:16]}</RequestId></Error>"
     )
@@ -81,6 +82,17 @@ def error_response(
     return web.Response(
         status=status, body=body.encode(), content_type="application/xml", headers=headers
     )
+
+
+#: What XML 1.0 cannot carry, even escaped: C0 controls but tab, LF and CR; surrogates;
+#: U+FFFE and U+FFFF.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """`text` escaped for XML, what XML cannot carry percent-encoded (a refused key in an
+    error answer must not break the client's parser)."""
+    return escape(_NOT_XML.sub(lambda m: f"%{ord(m.group()):X}", text))
 
 
 def xml_response(body: str) -> web.Response:
@@ -131,8 +143,14 @@ def parse_range(header: str, size: int) -> tuple[int, int] | None:
 
 
 def decode_aws_chunked(body: bytes) -> bytes:
-    """The payload of a whole `STREAMING-*` upload body."""
-    return AwsChunkedDecoder().feed(body)
+    """The payload of a whole `STREAMING-*` upload body (400 when it is cut short)."""
+    decoder = AwsChunkedDecoder()
+    payload = decoder.feed(body)
+    if not decoder.finished:
+        raise S3Error(
+            400, "the aws-chunked body ends before its final chunk", code="IncompleteBody"
+        )
+    return payload
 
 
 class AwsChunkedDecoder:
@@ -146,6 +164,12 @@ class AwsChunkedDecoder:
         self._data_left = 0  # payload bytes of the current chunk still to come
         self._crlf_left = 0  # bytes of the CRLF after a chunk's payload still to come
         self._done = False
+
+    @property
+    def finished(self) -> bool:
+        """Whether the final (0-byte) chunk has come: a body that ends before it was cut
+        short, whatever its `Content-Length` said."""
+        return self._done
 
     def feed(self, data: bytes) -> bytes:
         """The payload bytes in `data` (the next piece of the body)."""

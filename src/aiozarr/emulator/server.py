@@ -10,8 +10,8 @@ bucket and over plain HTTP.
 One URL space serves both protocols: `/{bucket}/{key}` is a path-style S3 object and
 also a plain HTTP file (`emu.http_url(key)`), so obstore's `S3Store` and `HTTPStore`,
 browsers and `curl` all read the same files. S3 calls: GET (one `Range`: `a-b`, `a-`,
-`-n`), HEAD, PUT, DELETE, DeleteObjects (`POST ?delete`), ListObjectsV2, multipart
-uploads. Signatures are accepted and ignored.
+`-n`), HEAD, PUT, DELETE, DeleteObjects (`POST ?delete`), ListObjects (v1, v2), ListBuckets,
+multipart uploads. Signatures are accepted and ignored.
 
 It counts requests (by method and by kind), bytes in and out and requests in flight, and
 behaves like a cloud store on request: `latency_ms` before each answer's first byte,
@@ -55,6 +55,7 @@ from aiozarr.emulator.bodies import SMALL_BODY_BYTES
 from aiozarr.emulator.bucket import MAX_UPLOAD_BYTES, Bucket
 from aiozarr.emulator.control import add_control_routes
 from aiozarr.emulator.faults import FAULT_KINDS, Fault
+from aiozarr.emulator.files import path_error
 from aiozarr.emulator.guard import Guard
 from aiozarr.emulator.listener import BoundedSite
 from aiozarr.emulator.s3 import S3Error, error_response
@@ -411,6 +412,8 @@ class Emulator:
         try:
             if method == "OPTIONS":
                 return Guard.preflight(request)
+            if not bucket and method == "GET":
+                return self._bucket.list_buckets()
             if bucket != self.bucket:
                 raise S3Error(404, f"bucket {bucket!r} does not exist", code="NoSuchBucket")
             fault = conditions.pick_fault(method, key)
@@ -433,7 +436,10 @@ class Emulator:
                     request, response, conditions.bandwidth_bps, conditions.count_read
                 )
             return response
-        except S3Error as exc:
+        except ConnectionError:
+            raise  # the client has gone: nobody to answer (the middleware's to handle)
+        except (S3Error, OSError) as raised:
+            exc = raised if isinstance(raised, S3Error) else path_error(raised, method)
             answer = error_response(
                 exc.status, exc.code, str(exc), exc.key or key, bucket, method, exc.headers
             )
