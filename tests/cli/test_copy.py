@@ -10,6 +10,7 @@ import pytest
 from tests.cli.test_cli import aiozarr_cli
 
 import aiozarr
+from aiozarr.emulator import Emulator
 from aiozarr.errors import InvalidValueError, MetadataError, NodeExistsError
 from aiozarr.storage.backends.counting import CountingStore
 from aiozarr.storage.backends.memory import MemoryStore
@@ -169,6 +170,27 @@ def test_copying_with_overwrite_onto_the_source_is_refused(tmp_path: Path) -> No
             copy(source, destination, overwrite=True, **options)
     np.testing.assert_array_equal(aiozarr.open_array(src)[...], values)
     assert aiozarr.open_array(tmp_path / "g.zarr", "sub/x")[:].tolist() == [1, 2]
+
+
+def test_copying_onto_the_source_through_stores_rooted_apart_is_refused(
+    tmp_path: Path, emulator: Emulator
+) -> None:
+    # the node named through its group's store and through its own: one node
+    options = emulator.storage_options()
+    group = aiozarr.open_group(emulator.s3_url("apart/g"), mode="w", storage_options=options)
+    group.create_array("arr", shape=(4,), dtype="i4", chunks=(2,))[:] = [1, 2, 3, 4]
+    local = aiozarr.open_group(tmp_path / "g", mode="w")
+    local.create_array("arr", shape=(4,), dtype="i4", chunks=(2,))[:] = [1, 2, 3, 4]
+    for source, destination, paths, storage in [
+        (emulator.s3_url("apart/g/arr"), emulator.s3_url("apart/g"), {"dst_path": "arr"}, options),
+        (tmp_path / "g", tmp_path / "g/arr", {"src_path": "arr"}, None),
+        (tmp_path / "g/arr", tmp_path / "g", {}, None),  # its group onto it
+    ]:
+        with pytest.raises(InvalidValueError, match="would delete what is being copied"):
+            copy(source, destination, overwrite=True, storage_options=storage, **paths)
+    stored = aiozarr.open_array(emulator.s3_url("apart/g/arr"), storage_options=options)
+    assert stored[:].tolist() == [1, 2, 3, 4]
+    assert aiozarr.open_array(tmp_path / "g/arr")[:].tolist() == [1, 2, 3, 4]
 
 
 @pytest.mark.parametrize(("zarr_format", "conversion"), [(3, {}), (2, {}), (2, {"zarr_format": 3})])

@@ -345,6 +345,16 @@ def test_migrating_onto_the_source_is_refused(tmp_path: Path) -> None:
     assert aiozarr.open_group(draft, mode="r").member_names() == ["floats", "fortran", "grp"]
 
 
+def test_migrating_onto_the_source_through_stores_rooted_apart_is_refused(
+    tmp_path: Path,
+) -> None:
+    group = aiozarr.open_group(tmp_path / "g", mode="w", zarr_format=2)
+    group.create_array("arr", shape=(4,), dtype="i4", chunks=(2,))[:] = [1, 2, 3, 4]
+    with pytest.raises(InvalidValueError, match="onto itself"):
+        migrate(tmp_path / "g/arr", tmp_path / "g", dst_path="arr", overwrite=True)
+    assert aiozarr.open_array(tmp_path / "g/arr")[:].tolist() == [1, 2, 3, 4]
+
+
 def test_missing_source_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(NodeNotFoundError, match="no Zarr array or group"):
         migrate(tmp_path / "nothing", tmp_path / "out")

@@ -432,15 +432,14 @@ async def write_consolidated(
 
 def overlapping(a: Store, a_path: str, b: Store, b_path: str) -> bool:
     """Whether node `a_path` of store `a` and node `b_path` of `b` are one node or one
-    lies inside the other (the same data, whatever each store's read-only flag): a copy
-    that replaces the second would delete what it reads from the first."""
-    try:
-        same = a.with_read_only(False) == b.with_read_only(False)
-    except NotImplementedError:
-        same = a is b
-    if not same:
+    lies inside the other (the same data, whatever each store's read-only flag or where
+    each is rooted: a group's store and one opened at an array inside it): a copy that
+    replaces the second would delete what it reads from the first."""
+    (a_space, a_prefix), (b_space, b_prefix) = a.key_space(), b.key_space()
+    if a_space != b_space:
         return False
-    a_parts, b_parts = a_path.split("/") if a_path else [], b_path.split("/") if b_path else []
+    a_parts = [part for part in (a_prefix + a_path).split("/") if part]
+    b_parts = [part for part in (b_prefix + b_path).split("/") if part]
     n = min(len(a_parts), len(b_parts))
     return a_parts[:n] == b_parts[:n]
 
