@@ -21,6 +21,7 @@ from aiozarr.emulator import Emulator
 from aiozarr.errors import StoreError
 from aiozarr.storage.backends.memory import MemoryStore
 from aiozarr.storage.backends.object_store import ObjectStore
+from aiozarr.storage.opening.url import from_url
 from aiozarr.storage.policy.retry import (
     Failure,
     RetryPolicy,
@@ -225,6 +226,37 @@ async def test_slow_server_stops_at_the_deadline(emulator: Emulator) -> None:
     expected = pytest.raises(StoreError, match=r"'k'.*no answer within.*gave up after 1 attempt ")
     with config.set(retry_attempts=10_000, retry_deadline_s=0.5), expected:
         await store.get("k")
+
+
+async def test_timeouts_and_failed_listings_name_the_store_and_its_key(
+    emulator: Emulator,
+) -> None:
+    # Stores of one bucket share a client: the key a failure names is the store's, and
+    # the store is named beside it (a timeout among 30 arrays' reads says whose).
+    prefix = unique_prefix()
+    store = from_url(
+        emulator.s3_url(f"{prefix}/deep/a.zarr"), storage_options=emulator.storage_options()
+    )
+    await store.set("c/0", b"x")
+    where = f"in ObjectStore('s3://bucket/{prefix}/deep/a.zarr"
+    emulator.inject("late", delay_s=1.0)
+    quick = {"request_timeout_s": 0.2, "request_timeout_min_bytes_per_s": 1e9}
+    with config.set(retry_attempts=1, hedge_reads=False, **quick):
+        for call in (
+            store.get("c/0"),
+            store.exists("c/0"),
+            anext(store.list_prefix("c/")),
+            anext(store.list_dir("c")),
+        ):
+            with pytest.raises(StoreError) as info:
+                await call
+            message = str(info.value)
+            assert (
+                f"'c/0' {where}" in message
+                or f"'c/' {where}" in message
+                or (f"'c' {where}" in message)
+            ), message
+            assert f"'{prefix}/deep" not in message, message
 
 
 class ResetThenHang(MemoryStore):

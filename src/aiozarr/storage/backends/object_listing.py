@@ -79,12 +79,14 @@ async def pages(
     guard: Callable[[], Any],
     *,
     skip: Callable[[Sequence[Any]], str | None] | None = None,
+    named: str | None = None,
 ) -> AsyncIterator[Sequence[Any]]:
     """The object metadata below directory `prefix` ("" for all), page by page.
 
-    `run(action, key, operation, nbytes=...)` runs one request under the store's policy;
-    `guard()` is a context manager that turns backend errors into the store's. `skip`,
-    given a page, may name an offset to go on after instead of its last key.
+    `run(action, key, operation, nbytes=...)` runs one request under the store's policy,
+    `named` (default: `prefix`) the key its errors name; `guard()` is a context manager
+    that turns backend errors into the store's. `skip`, given a page, may name an offset
+    to go on after instead of its last key.
     """
     pager = _Pager(store, prefix or None, None)
 
@@ -93,7 +95,7 @@ async def pages(
             return await pager.next_page()
 
     while True:
-        page = await run("list", prefix, one_page, nbytes=PAGE_BYTES)
+        page = await run("list", prefix if named is None else named, one_page, nbytes=PAGE_BYTES)
         if not page:
             return
         yield page
@@ -107,10 +109,10 @@ async def pages(
 
 
 async def children(
-    store: Any, prefix: str, run: Runner, guard: Callable[[], Any]
+    store: Any, prefix: str, run: Runner, guard: Callable[[], Any], named: str | None = None
 ) -> AsyncIterator[tuple[str, bool]]:
     """`(name, is_directory)` of each key and directory directly under `prefix`, once each
-    (a name may be both: a key `a` beside keys `a/...`)."""
+    (a name may be both: a key `a` beside keys `a/...`); `named`: as for `pages`."""
     head = f"{prefix}/" if prefix else ""
     dirs: set[str] = set()  # a directory spans pages; a key is listed once
 
@@ -120,7 +122,7 @@ async def children(
             return None
         return head + rest.partition("/")[0] + "/" + _PAST  # past this child directory
 
-    async for page in pages(store, prefix, run, guard, skip=skip):
+    async for page in pages(store, prefix, run, guard, skip=skip, named=named):
         for meta in page:
             rest = meta["path"][len(head) :]
             name, slash, _ = rest.partition("/")
@@ -181,7 +183,7 @@ class ObjectListing:
             listed = self._list_at_once(parent, prefix)
         else:
             guard = lambda: self._errors("list", prefix)  # noqa: E731
-            listed = pages(self._store, parent, self._request, guard)
+            listed = pages(self._store, parent, self._request, guard, named=prefix)
         async for page in listed:
             for meta in page:
                 if meta["path"].startswith(full):
@@ -209,7 +211,7 @@ class ObjectListing:
         parent = self._path(prefix.strip("/")).strip("/")
         if self._pages_resume:
             guard = lambda: self._errors("list", prefix)  # noqa: E731
-            async for entry in children(self._store, parent, self._request, guard):
+            async for entry in children(self._store, parent, self._request, guard, prefix):
                 yield entry
             return
 

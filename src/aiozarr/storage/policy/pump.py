@@ -274,7 +274,8 @@ class RangePump:
                 self._failed(
                     read,
                     retry.RequestTimeoutError(
-                        f"cannot read {read.key!r}: no answer within {timeout:.1f} s"
+                        f"cannot read {self._runtime.key_in(read.key)}: no answer within "
+                        f"{timeout:.1f} s"
                     ),
                 )
         except BaseException as exc:

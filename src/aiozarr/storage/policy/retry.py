@@ -314,7 +314,7 @@ async def _send(
     except TimeoutError:
         statistics.count("timeouts")
         raise RequestTimeoutError(
-            f"cannot {action} {key!r}: no answer within {timeout:.1f} s"
+            f"cannot {action} {runtime.key_in(key)}: no answer within {timeout:.1f} s"
         ) from None
     except Exception as exc:
         try_failed(runtime, slot, exc, action, key, nbytes)

@@ -51,11 +51,12 @@ class StoreRuntime:
     what its server was found to do (honour write conditions? ignore ranges?).
 
     `max_concurrency` pins the request maximum (a store's own argument); None follows
-    the `max_concurrency` setting.
+    the `max_concurrency` setting. `where` names the store in the policy's errors.
     """
 
-    def __init__(self, *, max_concurrency: int | None = None) -> None:
+    def __init__(self, *, max_concurrency: int | None = None, where: str = "") -> None:
         settings = config.get()
+        self.where = where  # the store, in words: what a timeout names beside the key
         self._pinned = max_concurrency
         self._seen = config.process_settings()
         self.requests = RequestBudget(
@@ -75,6 +76,10 @@ class StoreRuntime:
         self.locks._after_fork()
         self.statistics._after_fork()
         self.whole_reads._after_fork()
+
+    def key_in(self, key: str) -> str:
+        """`key` and the store it is in, as an error names them."""
+        return f"{key!r} in {self.where}" if self.where else repr(key)
 
     def follow(self) -> StoreRuntime:
         """Take up process-wide settings that changed since the last look; return self."""
@@ -99,9 +104,11 @@ def runtime_for(store: Any, max_concurrency: int | None = None) -> StoreRuntime:
     """The runtime shared by `store` and every store equal to it."""
     with _lock:
         runtime = _runtimes.get(store)
-        if runtime is None:
-            runtime = _runtimes[store] = StoreRuntime(max_concurrency=max_concurrency)
+    if runtime is not None:
         return runtime
+    made = StoreRuntime(max_concurrency=max_concurrency, where=repr(store))  # not under the lock
+    with _lock:
+        return _runtimes.setdefault(store, made)
 
 
 def _reset_after_fork() -> None:
