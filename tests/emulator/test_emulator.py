@@ -33,12 +33,6 @@ async def emu(tmp_path: Path) -> AsyncIterator[Emulator]:
         yield emu
 
 
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
 async def fetch(
     http: aiohttp.ClientSession, method: str, url: str, **kwargs: object
 ) -> tuple[int, CIMultiDict[str], bytes]:

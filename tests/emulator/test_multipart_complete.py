@@ -22,12 +22,6 @@ async def emu(tmp_path: Path) -> AsyncIterator[Emulator]:
         yield emu
 
 
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
 async def call(
     http: aiohttp.ClientSession, method: str, url: str, data: bytes | str = b""
 ) -> tuple[int, str, ElementTree.Element | None, str]:

@@ -45,12 +45,6 @@ async def emu(tmp_path: Path) -> AsyncIterator[Emulator]:
         os.close(writer)
 
 
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
-        yield session
-
-
 async def fetch(
     http: aiohttp.ClientSession, method: str, url: str, **kwargs: Any
 ) -> tuple[int, CIMultiDict[str], bytes]:
