@@ -194,6 +194,38 @@ async def test_a_shard_this_process_keeps_rewriting_is_read_while_its_writer_wai
     assert np.array_equal(await writer.getitem(...), _values(3))
 
 
+@pytest.mark.parametrize("handle", ["same", "another"])
+async def test_a_read_begun_after_a_write_returned_sees_it_though_an_index_was_loading(
+    tmp_path: Path, handle: str
+) -> None:
+    """A read whose shard index is still on its way when a write stores a chunk it says
+    is missing: a read begun after the write returned does not take that index (it read
+    the fill value for the chunk just written)."""
+    armed, held, release = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def hold_once(key: str) -> None:
+        if armed.is_set():
+            armed.clear()
+            held.set()
+            await release.wait()
+
+    array = await aiozarr.create_array_async(
+        LocalStore(tmp_path), shape=(8,), dtype="i4", chunks=(2,), shards=(8,), fill_value=0
+    )
+    await array.setitem(slice(0, 2), 1)
+    reader = await aiozarr.open_array_async(AfterEachIndex(LocalStore(tmp_path), hold_once))
+    writer = reader if handle == "same" else array
+    armed.set()
+    early = asyncio.ensure_future(reader.getitem(slice(0, 2)))
+    await held.wait()  # its index read is held: the index still loading
+    await writer.setitem(slice(4, 6), 5)
+    later = asyncio.ensure_future(reader.getitem(slice(4, 6)))
+    await asyncio.sleep(0)
+    release.set()
+    assert (await early).tolist() == [1, 1]
+    assert (await later).tolist() == [5, 5]
+
+
 def test_a_read_after_every_shard_was_rewritten_reads_every_index_again_at_once(
     tmp_path: Path,
 ) -> None:

@@ -167,15 +167,20 @@ class LocatedIndex:
 
 def cached_index(array: StoredArray, shard: ShardSelection) -> LocatedIndex | None:
     """The cached index of `shard`, with its version; None where none is cached, or where
-    the cached one says that none of the inner chunks `shard` needs is stored: that read
-    would fetch nothing whose version shows the index stale, so it reads the index. None
-    in a retry (`writers_kept_out`): one cached before it held the shard may be stale."""
+    it cannot show itself stale (`_shows_staleness`). None in a retry
+    (`writers_kept_out`): one cached before it held the shard may be stale."""
     if _FRESH.get():
         return None
     found: LocatedIndex | None = array.index_cache.get(shard.key)
-    if found is None or any(found.index.range_of(i.inner_coords) for i in shard.inner):
-        return found
-    return None
+    return found if found is not None and _shows_staleness(found, shard) else None
+
+
+def _shows_staleness(found: LocatedIndex | None, shard: ShardSelection) -> bool:
+    """Whether a read of `shard` with the index `found` (None: the shard was missing)
+    could find it stale: only where it fetches a stored inner chunk, whose version is
+    compared. One that says none of the chunks is stored, read before a write stored
+    them, would read fill: a read trusts such an index only if it read it itself."""
+    return found is not None and any(found.index.range_of(i.inner_coords) for i in shard.inner)
 
 
 def remember_index(
@@ -233,12 +238,25 @@ async def shard_indexes(
         await _load(array, mine, indexes, ours)
     for key, pending in theirs.items():
         await asyncio.wait([pending])  # its outcome, not its cancellation, is ours
-        if pending.cancelled() or pending.exception() is not None:
-            # The read that loaded it failed or was cancelled: read it ourselves.
-            indexes.update(await shard_indexes(array, [wanted[key]]))
+        failed = pending.cancelled() or pending.exception() is not None
+        if failed or not _shows_staleness(pending.result(), wanted[key]):
+            # The read that loaded it failed or was cancelled, or began before a write
+            # may have stored what it says is missing: read it ourselves.
+            indexes.update(await _fresh_indexes(array, [wanted[key]]))
         else:
             indexes[key] = pending.result()
     return indexes
+
+
+async def _fresh_indexes(
+    array: StoredArray, shards: Sequence[ShardSelection]
+) -> dict[str, LocatedIndex | None]:
+    """The indexes of `shards` read by this read itself, joining no other's."""
+    token = _FRESH.set(True)
+    try:
+        return await shard_indexes(array, shards)
+    finally:
+        _FRESH.reset(token)
 
 
 async def _load(
