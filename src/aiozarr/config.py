@@ -14,6 +14,8 @@ import contextlib
 import contextvars
 import dataclasses
 import difflib
+import math
+import numbers
 import os
 import threading
 import weakref
@@ -180,8 +182,27 @@ class Config:
     # folder that is not Zarr (`/etc`) is not read as an empty group. The 2020 draft
     # format keeps its implicit groups either way.
     implicit_groups: bool = False
-    # How long a sync-facade call may block before it is cancelled (None: no limit).
+    # How long a sync-facade call may block before it is cancelled (None: no limit; a
+    # finite number > 0 of seconds, and infinity is taken as None).
     sync_timeout_s: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sync_timeout_s", _timeout_setting(self.sync_timeout_s))
+
+
+def _timeout_setting(value: Any) -> float | None:
+    """`sync_timeout_s` checked: None, or a finite number of seconds > 0 (inf: None)."""
+    if value is None:
+        return None
+    number = value if isinstance(value, numbers.Real) and not isinstance(value, bool) else None
+    if number == math.inf:
+        return None
+    if number is None or not math.isfinite(number) or number <= 0:
+        raise AiozarrError(
+            f"the setting sync_timeout_s must be None or a finite number of seconds > 0, "
+            f"got {value!r}"
+        )
+    return float(number)
 
 
 _current: contextvars.ContextVar[Config | None] = contextvars.ContextVar(

@@ -12,6 +12,10 @@ variable: tasks started inside inherit it) the read hands its plan over and wait
   read opens a new window. A read alone in its window is read on its own (a large
   shard in parts); where the window's read fails, each of its reads is made again on its
   own, so an error is only the read's that met it.
+
+A gathering belongs to the event loop it was made on (else the loop of its first read):
+a read on another loop (a sync call's, on aiozarr's loop, made inside the caller's
+`batch()`) reads on its own, as futures of one loop cannot be awaited on another.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import threading
 import weakref
 from collections.abc import Iterator, Sequence
 
@@ -39,10 +44,32 @@ _gathering: contextvars.ContextVar[Collector | Window | None] = contextvars.Cont
 _joined: contextvars.ContextVar[bool] = contextvars.ContextVar("aiozarr_joined", default=False)
 
 
+class _Owner:
+    """The event loop a gathering belongs to: the one running where it was made, else
+    the loop of its first read."""
+
+    def __init__(self) -> None:
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
+        self._lock = threading.Lock()
+
+    def is_running(self) -> bool:
+        """Whether the running event loop is the owner (binding it when there is none yet)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            with self._lock:  # two loops' first reads at once: one of them owns it
+                if self._loop is None:
+                    self._loop = loop
+        return self._loop is loop
+
+
 class Collector:
     """The reads of `expected` tasks, gathered to be read as one."""
 
     def __init__(self, expected: int) -> None:
+        self.owner = _Owner()
         self.expected = expected
         self.entries: list[tuple[Selected, asyncio.Future[frozenset[str]]]] = []
         self.passed = 0  # tasks that ended without a read to gather
@@ -52,7 +79,10 @@ class Collector:
     async def join(
         self, array: StoredArray, projections: Sequence[ChunkProjection], out: np.ndarray
     ) -> frozenset[str] | None:
-        """Hand this read over and wait until all of them have been read."""
+        """Hand this read over and wait until all of them have been read; None (read it
+        on its own) on an event loop other than the collector's."""
+        if not self.owner.is_running():
+            return None
         future: asyncio.Future[frozenset[str]] = asyncio.get_running_loop().create_future()
         self.entries.append((Selected(array, projections, out), future))
         _joined.set(True)
@@ -85,12 +115,16 @@ class Window:
     """Reads started while it is in force, read together a window at a time."""
 
     def __init__(self) -> None:
+        self.owner = _Owner()
         self._open: list[tuple[Selected, asyncio.Future[frozenset[str]]]] | None = None
 
     async def join(
         self, array: StoredArray, projections: Sequence[ChunkProjection], out: np.ndarray
     ) -> frozenset[str] | None:
-        """Read with the others of this read's window; None: read it on its own."""
+        """Read with the others of this read's window; None: read it on its own (as on
+        an event loop other than the window's)."""
+        if not self.owner.is_running():
+            return None
         entry = (Selected(array, projections, out), asyncio.get_running_loop().create_future())
         if self._open is not None:  # a window is open: join it
             self._open.append(entry)
@@ -143,8 +177,9 @@ def gathering() -> Collector | Window | None:
 
 
 @contextlib.contextmanager
-def gather(gathering: Collector | Window) -> Iterator[None]:
-    """Reads started in this block (and in tasks it starts) join `gathering`."""
+def gather(gathering: Collector | Window | None) -> Iterator[None]:
+    """Reads started in this block (and in tasks it starts) join `gathering`; None: they
+    read on their own, outside any gathering in force around the block."""
     token = _gathering.set(gathering)
     try:
         yield

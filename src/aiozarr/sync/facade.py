@@ -14,6 +14,7 @@ from aiozarr.engine.entry import ShowProgress
 from aiozarr.nodes import display
 from aiozarr.nodes.array import ArrayInfo, AsyncArray
 from aiozarr.nodes.group import AsyncGroup, GroupInfo
+from aiozarr.sync import group_display
 from aiozarr.sync.portal import run
 
 
@@ -78,7 +79,7 @@ class _Selector:
         self._set = set
 
     def __getitem__(self, selection: Any) -> Any:
-        return run(self._get, selection)
+        return run(self._get, selection, only_reads=True)
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         return run(self._set, selection, local_value(value))
@@ -142,7 +143,7 @@ class Array:
     @property
     def nchunks_initialized(self) -> int:
         """Chunks stored (a property, as zarr-python's; one listing)."""
-        return run(self._async.nchunks_initialized)
+        return run(self._async.nchunks_initialized, only_reads=True)
 
     @property
     def oindex(self) -> _Selector:
@@ -170,7 +171,7 @@ class Array:
 
     def info_complete(self) -> ArrayInfo:
         """`info` with the bytes stored and the chunks initialized (one listing)."""
-        return run(self._async.info_complete)
+        return run(self._async.info_complete, only_reads=True)
 
     def __len__(self) -> int:
         if not self.shape:
@@ -186,14 +187,16 @@ class Array:
     # -- I/O: one line each ----------------------------------------------------------------
 
     def __getitem__(self, selection: Any) -> Any:
-        return run(self._async.getitem, selection, inline=self._async.getitem_inline)
+        return run(
+            self._async.getitem, selection, inline=self._async.getitem_inline, only_reads=True
+        )
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         return run(self._async.setitem, selection, local_value(value))
 
     def getitem(self, selection: Any = ..., *, progress: ShowProgress = None) -> Any:
         """`arr[selection]`, with `progress=True` for a progress bar (or a callback)."""
-        return run(self._async.getitem, selection, progress=progress)
+        return run(self._async.getitem, selection, progress=progress, only_reads=True)
 
     def setitem(self, selection: Any, value: Any, *, progress: ShowProgress = None) -> None:
         """`arr[selection] = value`, with `progress=True` for a progress bar (or a callback)."""
@@ -201,7 +204,7 @@ class Array:
 
     def get_basic_selection(self, selection: Any = ..., *, progress: ShowProgress = None) -> Any:
         """The values at a numpy basic selection (ints, slices with any step, `...`)."""
-        return run(self._async.get_basic_selection, selection, progress=progress)
+        return run(self._async.get_basic_selection, selection, progress=progress, only_reads=True)
 
     def set_basic_selection(
         self, selection: Any, value: Any, *, progress: ShowProgress = None
@@ -214,7 +217,9 @@ class Array:
     def get_orthogonal_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
         """The outer product of per-axis selections (ints, slices, integer arrays, masks):
         `arr.oindex[...]`."""
-        return run(self._async.get_orthogonal_selection, selection, progress=progress)
+        return run(
+            self._async.get_orthogonal_selection, selection, progress=progress, only_reads=True
+        )
 
     def set_orthogonal_selection(
         self, selection: Any, value: Any, *, progress: ShowProgress = None
@@ -227,7 +232,9 @@ class Array:
     def get_coordinate_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
         """The points picked by one integer array per axis, broadcast together:
         `arr.vindex[...]`."""
-        return run(self._async.get_coordinate_selection, selection, progress=progress)
+        return run(
+            self._async.get_coordinate_selection, selection, progress=progress, only_reads=True
+        )
 
     def set_coordinate_selection(
         self, selection: Any, value: Any, *, progress: ShowProgress = None
@@ -241,7 +248,7 @@ class Array:
     def get_mask_selection(self, mask: Any, *, progress: ShowProgress = None) -> Any:
         """The elements where `mask` (a boolean array of the array's shape) is true, in C order,
         as a 1-d array."""
-        return run(self._async.get_mask_selection, mask, progress=progress)
+        return run(self._async.get_mask_selection, mask, progress=progress, only_reads=True)
 
     def set_mask_selection(self, mask: Any, value: Any, *, progress: ShowProgress = None) -> None:
         """Store `value` where `mask` (a boolean array of the array's shape) is true."""
@@ -249,7 +256,9 @@ class Array:
 
     def get_vectorized_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
         """`arr.vindex[selection]`: a coordinate or a mask selection."""
-        return run(self._async.get_vectorized_selection, selection, progress=progress)
+        return run(
+            self._async.get_vectorized_selection, selection, progress=progress, only_reads=True
+        )
 
     def set_vectorized_selection(
         self, selection: Any, value: Any, *, progress: ShowProgress = None
@@ -262,7 +271,7 @@ class Array:
     def get_block_selection(self, selection: Any, *, progress: ShowProgress = None) -> Any:
         """The elements of whole blocks (shards when sharded, else chunks) by their grid indices:
         `arr.blocks[...]`."""
-        return run(self._async.get_block_selection, selection, progress=progress)
+        return run(self._async.get_block_selection, selection, progress=progress, only_reads=True)
 
     def set_block_selection(
         self, selection: Any, value: Any, *, progress: ShowProgress = None
@@ -283,7 +292,7 @@ class Array:
 
     def nbytes_stored(self) -> int:
         """Bytes the array takes in its store, metadata included."""
-        return run(self._async.nbytes_stored)
+        return run(self._async.nbytes_stored, only_reads=True)
 
     def update_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
         """Merge `attributes` into the stored ones and write them; returns the new attributes."""
@@ -298,6 +307,8 @@ class Array:
         return run(self._async.delete_attributes, names)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        if copy is False:  # as numpy and zarr-python: the values are read, never a view
+            raise ValueError("`copy=False` isn't supported: reading an aiozarr Array copies")
         values = np.asarray(self[...])
         return values if dtype is None else values.astype(dtype)
 
@@ -334,38 +345,41 @@ class Group:
 
     def info_complete(self) -> GroupInfo:
         """`info` with the members counted (one listing)."""
-        return run(self._async.info_complete)
+        return run(self._async.info_complete, only_reads=True)
 
     def __repr__(self) -> str:
         return f"<Group {self.store!r} {self.name}>"
 
     def _repr_html_(self) -> str:
-        return display.group_html(self._async, self.tree())
+        # one level, a bounded number of members: a display of any hierarchy is quick
+        return display.group_html(
+            self._async, run(group_display.members_text, self._async, only_reads=True)
+        )
 
     def __getitem__(self, name: str) -> Array | Group:
-        return _wrap(run(self._async.getitem, name))
+        return _wrap(run(self._async.getitem, name, only_reads=True))
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and run(self._async.contains, name)
+        return isinstance(name, str) and run(self._async.contains, name, only_reads=True)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.member_names())
 
     def member_names(self) -> list[str]:
         """Names of the members, in listing order (`list(group)`)."""
-        return run(self._async.member_names)
+        return run(self._async.member_names, only_reads=True)
 
     def keys(self) -> list[str]:
         """Names of the members, sorted (zarr-python's `keys()`)."""
-        return run(self._async.keys)
+        return run(self._async.keys, only_reads=True)
 
     def array_keys(self) -> list[str]:
         """Names of the members that are arrays."""
-        return run(self._async.array_keys)
+        return run(self._async.array_keys, only_reads=True)
 
     def group_keys(self) -> list[str]:
         """Names of the members that are groups."""
-        return run(self._async.group_keys)
+        return run(self._async.group_keys, only_reads=True)
 
     def __delitem__(self, name: str) -> None:
         return run(self._async.delitem, name)
@@ -378,15 +392,17 @@ class Group:
         """`(name, member)` for every member: arrays as `Array`, groups as `Group` (one listing
         and one batch of metadata reads, or the consolidated metadata); as zarr-python's,
         `max_depth` levels below them too (None: all), named by their relative paths."""
-        return [(n, _wrap(m)) for n, m in run(_collect, self._async.members(max_depth))]
+        return [
+            (n, _wrap(m)) for n, m in run(_collect, self._async.members(max_depth), only_reads=True)
+        ]
 
     def arrays(self) -> list[tuple[str, Array]]:
         """`(name, array)` for the members that are arrays."""
-        return [(n, Array(a)) for n, a in run(self._async.arrays)]
+        return [(n, Array(a)) for n, a in run(self._async.arrays, only_reads=True)]
 
     def groups(self) -> list[tuple[str, Group]]:
         """`(name, group)` for the members that are groups."""
-        return [(n, Group(g)) for n, g in run(self._async.groups)]
+        return [(n, Group(g)) for n, g in run(self._async.groups, only_reads=True)]
 
     def create_group(
         self, name: str, *, attributes: Mapping[str, Any] | None = None, overwrite: bool = False
@@ -444,7 +460,7 @@ class Group:
     def tree(self, *, max_depth: int | None = None) -> str:
         """The hierarchy below this group as text, one line per node with its shape, dtype,
         chunks and shards."""
-        return run(self._async.tree, max_depth=max_depth)
+        return run(self._async.tree, max_depth=max_depth, only_reads=True)
 
 
 async def _collect(iterator: Any) -> list[Any]:

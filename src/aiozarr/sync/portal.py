@@ -4,7 +4,9 @@ One asyncio loop on a daemon thread, started on first use, after `fork`, and aga
 it ever dies; each call is a task of its own. `run` is public because every sync twin
 (the facade's classes, api, copy, migrate, xarray) goes through it. A
 `KeyboardInterrupt` (or the `sync_timeout_s` setting running out) while blocked cancels
-the task before re-raising.
+the task before re-raising. A sync call reads on its own, at once, even inside the
+caller's `aiozarr.batch()`. At interpreter exit, calls that only read are cancelled and
+calls that write are waited for (a chunk is never left half written).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, ParamSpec, TypeVar
 import anyio
 
 from aiozarr import config
+from aiozarr.engine.entry import gather
 from aiozarr.errors import SyncInLoopError, UnsupportedError
 from aiozarr.storage.policy.locks import blocking
 
@@ -50,6 +53,7 @@ class _Loop:
     def __init__(self) -> None:
         self.pid = os.getpid()
         self.loop = asyncio.new_event_loop()
+        self.calls: set[_Call] = set()  # the calls under way, added and removed on the loop
         self._done = asyncio.Event()
         self.thread = threading.Thread(target=self._serve, name="aiozarr-loop", daemon=True)
         self.thread.start()
@@ -72,29 +76,37 @@ class _Loop:
     def submit(self, call: _Call) -> concurrent.futures.Future[Any]:
         """Start `call` as a task of its own on the loop."""
         call.loop = self.loop
-        return asyncio.run_coroutine_threadsafe(call.run(), self.loop)
+        return asyncio.run_coroutine_threadsafe(call.run(self.calls), self.loop)
 
     def stop(self) -> None:
-        """Let the calls in progress finish, then end the loop (at interpreter exit)."""
-        if self.running:
+        """End the loop at interpreter exit: calls that only read are cancelled, calls
+        that write are waited for. A Ctrl-C during that wait gives them up, quietly."""
+        if not self.running:
+            return
+        try:
             with contextlib.suppress(Exception):  # the loop may already be stopping
-                asyncio.run_coroutine_threadsafe(_drain(), self.loop).result()
+                asyncio.run_coroutine_threadsafe(self._drain(), self.loop).result()
                 self.loop.call_soon_threadsafe(self._done.set)
             self.thread.join()
+        except KeyboardInterrupt:  # the daemon thread is left to the interpreter
+            for call in list(self.calls):
+                call.abandon()
+
+    async def _drain(self) -> None:
+        """Cancel the calls that only read, then wait for every call's task to finish."""
+        for call in list(self.calls):
+            if call.only_reads:
+                call.abandon()
+        others = {
+            task
+            for task in asyncio.all_tasks()
+            if task is not asyncio.current_task() and task.get_name() != _HOST
+        }
+        await asyncio.gather(*others, return_exceptions=True)
 
 
 #: The name of the task that holds the loop open (see `_Loop._serve`).
 _HOST = "aiozarr-loop-host"
-
-
-async def _drain() -> None:
-    """Wait for every call's task of the loop to finish."""
-    others = {
-        task
-        for task in asyncio.all_tasks()
-        if task is not asyncio.current_task() and task.get_name() != _HOST
-    }
-    await asyncio.gather(*others, return_exceptions=True)
 
 
 _loop: _Loop | None = None
@@ -151,8 +163,11 @@ class _Call:
         call: Callable[[], Awaitable[Any]],
         settings: config.Config,
         caller: asyncio.AbstractEventLoop | None,
+        only_reads: bool = False,
     ) -> None:
         self._call = call
+        self.only_reads = only_reads
+        self.abandoned = False  # cancelled at exit: its caller must not go on
         self._settings = settings
         self._caller = caller  # the loop of the calling thread, which waits for the call
         self._lock = threading.Lock()
@@ -160,13 +175,19 @@ class _Call:
         self._cancelled = False
         self.loop: asyncio.AbstractEventLoop | None = None  # where it was sent
 
-    async def run(self) -> Any:
-        with config.use(self._settings), blocking(self._caller), anyio.CancelScope() as scope:
-            with self._lock:
-                self._scope = scope
-                if self._cancelled:
-                    scope.cancel()
-            return await self._call()
+    async def run(self, calls: set[_Call]) -> Any:
+        # `gather(None)`: the caller's `batch()` belongs to the caller's loop, not this one
+        with config.use(self._settings), blocking(self._caller), gather(None):
+            calls.add(self)
+            try:
+                with anyio.CancelScope() as scope:
+                    with self._lock:
+                        self._scope = scope
+                        if self._cancelled:
+                            scope.cancel()
+                    return await self._call()
+            finally:
+                calls.discard(self)
 
     def cancel(self) -> None:
         """Cancel the task, now if it runs, else as soon as it starts."""
@@ -177,11 +198,18 @@ class _Call:
             with contextlib.suppress(Exception):  # the loop may be gone at exit
                 self.loop.call_soon_threadsafe(scope.cancel)
 
+    def abandon(self) -> None:
+        """Cancel the call at interpreter exit; its caller, a daemon thread, waits on
+        until the interpreter ends it instead of going on with no result."""
+        self.abandoned = True
+        self.cancel()
+
 
 def run(
     fn: Callable[..., Awaitable[T]],
     *args: Any,
     inline: Callable[..., tuple[bool, T]] | None = None,
+    only_reads: bool = False,
     **kwargs: Any,
 ) -> T:
     """Run the coroutine function `fn` on aiozarr's background loop and wait for its
@@ -189,6 +217,8 @@ def run(
 
     `inline(*args, **kwargs)` is tried first: `(True, result)` when it could do the work
     on this thread (values in memory), which saves the hop to the loop's thread.
+    `only_reads`: the call writes nothing, so interpreter exit cancels it rather than
+    waiting for it.
     """
     if _in_loop_thread():
         name = getattr(fn, "__qualname__", repr(fn))
@@ -202,13 +232,14 @@ def run(
             return result
     settings = config.get()
     # A loop of this thread (Jupyter's) waits with the call: its waits look for it.
-    call = _Call(functools.partial(fn, *args, **kwargs), settings, _get_running_loop())
+    call = _Call(functools.partial(fn, *args, **kwargs), settings, _get_running_loop(), only_reads)
     future: concurrent.futures.Future[T] | None = None
     try:
         future = _start(call)
-        return future.result(timeout=settings.sync_timeout_s)
+        result = future.result(timeout=settings.sync_timeout_s)
     except BaseException as error:
         if future is not None and future.done():
+            _park_if_abandoned(call)
             raise  # the call's own outcome
         call.cancel()  # Ctrl-C or the timeout: the task must not run on
         if isinstance(error, TimeoutError) and future is not None:
@@ -217,6 +248,15 @@ def run(
                 f"sync_timeout_s={settings.sync_timeout_s}; it was cancelled"
             ) from None
         raise
+    _park_if_abandoned(call)
+    return result
+
+
+def _park_if_abandoned(call: _Call) -> None:
+    """A call cancelled at exit has no result: its thread (a daemon) waits for the
+    interpreter to end it, instead of going on, or printing a traceback, meanwhile."""
+    if call.abandoned:
+        threading.Event().wait()
 
 
 def asyncio_only(fn: Callable[P, Awaitable[T]]) -> Callable[P, Coroutine[Any, Any, T]]:
