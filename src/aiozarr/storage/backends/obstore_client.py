@@ -7,11 +7,12 @@ from __future__ import annotations
 import os
 import pickle
 import threading
+from collections.abc import Hashable
 from typing import Any
 
 from obstore.store import AzureStore, GCSStore, HTTPStore, S3Store
 
-__all__ = ["CLIENT_TIMEOUT", "from_pickle", "without_retries"]
+__all__ = ["CLIENT_TIMEOUT", "ClientTable", "from_pickle", "without_retries"]
 
 # obstore's whole-request timeout (default 30 s) would cut big range reads short; the
 # request policy's timeout, scaled to each request's size, is the one that counts.
@@ -48,31 +49,43 @@ def without_retries(store: Any) -> Any:
     return store
 
 
-_PICKLES_KEPT = 64
-_from_pickles: dict[bytes, Any] = {}
-_lock = threading.Lock()
+class ClientTable:
+    """Built obstore clients (or stores over them) by what built them, kept per process:
+    the first kept for a key is everyone's, the oldest beyond `size` are dropped (their
+    users keep theirs). A forked child starts empty: a client's connections belong to
+    the parent."""
+
+    def __init__(self, size: int = 64) -> None:
+        self._size = size
+        self._kept: dict[Hashable, Any] = {}
+        self._lock = threading.Lock()
+        if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+            os.register_at_fork(after_in_child=self._forget_in_child)
+
+    def get(self, key: Hashable) -> Any:
+        """What is kept for `key`, or None."""
+        with self._lock:
+            return self._kept.get(key)
+
+    def keep(self, key: Hashable, value: Any) -> Any:
+        """What is kept for `key`: `value`, unless another thread kept one first."""
+        with self._lock:
+            kept = self._kept.setdefault(key, value)
+            while len(self._kept) > self._size:
+                del self._kept[next(iter(self._kept))]
+        return kept
+
+    def _forget_in_child(self) -> None:
+        self._lock = threading.Lock()  # a parent thread may have held it at fork time
+        self._kept.clear()
+
+
+_from_pickles = ClientTable()
 
 
 def from_pickle(data: bytes) -> Any:
     """The obstore store pickled as `data`, unpickled once per process: the stores of a
     bucket sent to a process (one dask task each) share one client and its connections,
     and pay for building it (~10 ms) once."""
-    with _lock:
-        store = _from_pickles.get(data)
-    if store is None:
-        store = pickle.loads(data)
-        with _lock:
-            store = _from_pickles.setdefault(data, store)
-            while len(_from_pickles) > _PICKLES_KEPT:
-                del _from_pickles[next(iter(_from_pickles))]
-    return store
-
-
-def _after_fork_in_child() -> None:
-    global _lock
-    _lock = threading.Lock()  # a parent thread may have held it at fork time
-    _from_pickles.clear()  # a client's connections belong to the parent
-
-
-if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    store = _from_pickles.get(data)
+    return store if store is not None else _from_pickles.keep(data, pickle.loads(data))

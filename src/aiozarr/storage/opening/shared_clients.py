@@ -19,21 +19,18 @@ them belong to the parent.
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
+
+from aiozarr.storage.backends.obstore_client import ClientTable
 
 if TYPE_CHECKING:
     from aiozarr.storage.backends.object_store import ObjectStore
 
 __all__ = ["shared_store"]
 
-_CACHE_SIZE = 64  # clients, and stores: the oldest are dropped (their users keep theirs)
-_clients: dict[Hashable, Any] = {}
-_stores: dict[Hashable, ObjectStore] = {}
-_lock = threading.Lock()
-_T = TypeVar("_T")
+_clients = ClientTable()  # by bucket (or HTTP URL) and settings
+_stores = ClientTable()  # by URL and settings
 
 
 def shared_store(
@@ -44,33 +41,12 @@ def shared_store(
     everything else that decides how requests are sent: options, credentials' sources)."""
     from aiozarr.storage.backends.object_store import ObjectStore
 
-    with _lock:
-        store = _stores.get((url, settings))
-        client = _clients.get((root, settings))
+    store: ObjectStore | None = _stores.get((url, settings))
     if store is not None:
         return store
+    client = _clients.get((root, settings))
     if client is None:
-        client = _remember(_clients, (root, settings), build())
+        client = _clients.keep((root, settings), build())
     store = ObjectStore(client, prefix=prefix)
     store.runtime  # noqa: B018 (made now, so the stores `with_read_only` gives share it)
-    return _remember(_stores, (url, settings), store)
-
-
-def _remember(cache: dict[Hashable, _T], key: Hashable, value: _T) -> _T:
-    """What `cache` holds at `key`: `value`, unless another thread put one there first."""
-    with _lock:
-        kept = cache.setdefault(key, value)
-        while len(cache) > _CACHE_SIZE:
-            del cache[next(iter(cache))]
-    return kept
-
-
-def _after_fork_in_child() -> None:
-    global _lock
-    _lock = threading.Lock()  # a parent thread may have held it at fork time
-    _clients.clear()
-    _stores.clear()
-
-
-if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    return _stores.keep((url, settings), store)  # type: ignore[no-any-return]
