@@ -586,4 +586,4 @@ def create_group(store: StoreLike, path: str = "", **options: Any) -> Group:
 def read_many(reads: Iterable[tuple[Array | AsyncArray, Any]]) -> list[Any]:
     """The values of many selections, `[(array, selection), ...]`, read as one, for
     blocking use: see `read_many_async`."""
-    return run(read_many_async, list(reads))  # type: ignore[no-any-return]
+    return run(read_many_async, list(reads), only_reads=True)  # type: ignore[no-any-return]

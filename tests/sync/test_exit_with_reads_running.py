@@ -34,7 +34,8 @@ store = ObjectStore(S3Store(bucket, prefix=prefix, endpoint=f"http://127.0.0.1:{
 a = aiozarr.open_array(store, "a")
 def write():
     a[...] = 7
-threading.Thread(target=(lambda: a[...]) if what == "read" else write, daemon=True).start()
+calls = {"read": lambda: a[...], "read_many": lambda: aiozarr.read_many([(a, ...)])}
+threading.Thread(target=calls.get(what, write), daemon=True).start()
 print("started", flush=True)
 sys.stdin.readline()  # the test says when: its request is held by the server
 if what == "interrupt":  # Ctrl-C once the exit waits for the write
@@ -86,12 +87,13 @@ def _exit_while_held(emulator: Emulator, prefix: str, what: str) -> tuple[float,
             child.communicate()
 
 
+@pytest.mark.parametrize("call", ["read", "read_many"])
 def test_a_read_in_progress_does_not_hold_up_exit(
-    emulator: Emulator, emulator_s3_store: Callable[..., ObjectStore], prefix: str
+    emulator: Emulator, emulator_s3_store: Callable[..., ObjectStore], prefix: str, call: str
 ) -> None:
     _array(emulator_s3_store, prefix)
     emulator.inject("late", key_glob="*a/c/*", methods=["GET"], delay_s=120)
-    took, err = _exit_while_held(emulator, prefix, "read")
+    took, err = _exit_while_held(emulator, prefix, call)
     assert took < 20, f"exit waited {took:.1f} s for a read nobody waits for"
     assert err == ""
 
