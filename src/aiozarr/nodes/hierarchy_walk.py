@@ -81,15 +81,9 @@ async def children(
         found = {name: hierarchy.consolidated_member(meta, name) for name in listed}
         return {name: node for name, node in found.items() if node is not None}
     fmt: Literal[2, 3] = 3 if meta.zarr_format == 3 else 2
-    documents = hierarchy.DOCUMENT_NAMES[fmt]  # any other name may be a child (".hidden")
+    kinds = await listed_kinds(store, path, fmt)
     # A listed key (not a directory) is never a node: only directories, and names
     # the store cannot tell, are read.
-    kinds: dict[str, bool | None] = {}
-    async for name, is_dir in store.list_dir_entries(path):
-        if name in documents:
-            continue
-        both = (kinds.get(name, False), is_dir)  # a key and a directory: a directory
-        kinds[name] = True if True in both else None if None in both else False
     names = [name for name, is_dir in kinds.items() if is_dir is not False]
     metas = await hierarchy.read_members(store, path, names, fmt)
     if implicit is None:
@@ -106,6 +100,20 @@ async def children(
     if not use_consolidated:
         metas = {n: _unconsolidated(m) for n, m in metas.items()}
     return {name: m for name, m in sorted(metas.items()) if m is not None}
+
+
+async def listed_kinds(store: Store, path: str, fmt: Literal[2, 3]) -> dict[str, bool | None]:
+    """What one listing of the group at `path` shows beside its own documents (any other
+    name may be a child: ".hidden"): each name, and whether it is a directory (None: the
+    store cannot tell; a key and a directory of one name: a directory)."""
+    documents = hierarchy.DOCUMENT_NAMES[fmt]
+    kinds: dict[str, bool | None] = {}
+    async for name, is_dir in store.list_dir_entries(path):
+        if name in documents:
+            continue
+        both = (kinds.get(name, False), is_dir)
+        kinds[name] = True if True in both else None if None in both else False
+    return kinds
 
 
 def _unconsolidated(meta: Node | None) -> Node | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 from aiozarr.metadata.model import ArrayMetadata, Node
-from aiozarr.nodes import hierarchy
+from aiozarr.nodes import hierarchy, hierarchy_walk
 from aiozarr.nodes.group import AsyncGroup
 
 #: The most members a group's display shows.
@@ -25,24 +25,14 @@ async def members_text(group: AsyncGroup) -> str:
     if names is not None:  # consolidated metadata: no request at all
         shown = {n: hierarchy.consolidated_member(meta, n) for n in names[:MOST_SHOWN]}
     else:
-        names = await _listed(group)
         fmt: Literal[2, 3] = 3 if meta.zarr_format == 3 else 2
+        kinds = await hierarchy_walk.listed_kinds(group.store, group.path, fmt)
+        names = sorted(name for name, is_dir in kinds.items() if is_dir is not False)
         shown = await hierarchy.read_members(group.store, group.path, names[:MOST_SHOWN], fmt)
     lines = [group.name, *(_line(name, node) for name, node in shown.items() if node is not None)]
     if len(names) > MOST_SHOWN:
         lines.append(f"  ... and {len(names) - MOST_SHOWN} more")
     return "\n".join(lines)
-
-
-async def _listed(group: AsyncGroup) -> list[str]:
-    """The names one listing of the group shows that may be members (directories, and
-    names the store cannot tell), sorted."""
-    documents = hierarchy.DOCUMENT_NAMES[3 if group.metadata.zarr_format == 3 else 2]
-    found: set[str] = set()
-    async for name, is_dir in group.store.list_dir_entries(group.path):
-        if name not in documents and is_dir is not False:
-            found.add(name)
-    return sorted(found)
 
 
 def _line(name: str, node: Node) -> str:
