@@ -62,9 +62,9 @@ def _array(make_store: Callable[..., ObjectStore], prefix: str) -> aiozarr.Array
     return arr
 
 
-def _exit_while_held(emulator: Emulator, prefix: str, what: str) -> tuple[float, str]:
-    """Run the child; once its call's request is held, let it exit: (seconds the exit
-    took, stderr)."""
+def _exit_while_held(emulator: Emulator, prefix: str, what: str) -> str:
+    """Run the child; once its call's request is held, let it exit: its stderr. An exit
+    that waits for the held request (held far longer) fails on the bound of 30 s."""
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(emulator.port), emulator.bucket, prefix, what],
         stdin=subprocess.PIPE,
@@ -78,9 +78,8 @@ def _exit_while_held(emulator: Emulator, prefix: str, what: str) -> tuple[float,
         while emulator.stats()["inflight"] < 1:  # the call's request, held back
             assert time.monotonic() < deadline and child.poll() is None
             threading.Event().wait(0.01)
-        start = time.monotonic()
         _, err = child.communicate("go\n", timeout=30)
-        return time.monotonic() - start, err
+        return err
     finally:
         if child.poll() is None:
             child.kill()
@@ -93,9 +92,7 @@ def test_a_read_in_progress_does_not_hold_up_exit(
 ) -> None:
     _array(emulator_s3_store, prefix)
     emulator.inject("late", key_glob="*a/c/*", methods=["GET"], delay_s=120)
-    took, err = _exit_while_held(emulator, prefix, call)
-    assert took < 20, f"exit waited {took:.1f} s for a read nobody waits for"
-    assert err == ""
+    assert _exit_while_held(emulator, prefix, call) == ""
 
 
 def test_a_write_in_progress_lands_whole_before_exit(
@@ -103,10 +100,8 @@ def test_a_write_in_progress_lands_whole_before_exit(
 ) -> None:
     arr = _array(emulator_s3_store, prefix)
     emulator.inject("late", key_glob="*a/c/*", methods=["PUT"], delay_s=2)
-    took, err = _exit_while_held(emulator, prefix, "write")
-    assert err == ""
-    assert took >= 1  # the exit waited for the write's answer
-    assert (arr[...] == 7).all()
+    assert _exit_while_held(emulator, prefix, "write") == ""
+    assert (arr[...] == 7).all()  # the exit waited for the write: its daemon thread dies with it
 
 
 def test_ctrl_c_while_exit_waits_for_a_write_ends_quietly(
@@ -114,6 +109,4 @@ def test_ctrl_c_while_exit_waits_for_a_write_ends_quietly(
 ) -> None:
     _array(emulator_s3_store, prefix)
     emulator.inject("late", key_glob="*a/c/*", methods=["PUT"], delay_s=120)
-    took, err = _exit_while_held(emulator, prefix, "interrupt")
-    assert took < 20
-    assert err == ""
+    assert _exit_while_held(emulator, prefix, "interrupt") == ""
