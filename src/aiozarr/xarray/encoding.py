@@ -32,7 +32,8 @@ def chunk_encoding(array: AsyncArray, dims: tuple[str, ...]) -> dict[str, Any]:
     """`chunks`, `preferred_chunks` and `shards`, as xarray's zarr engine gives them: a
     rectilinear grid's dimensions as their edge lists, but a dimension whose edges are
     regular as its chunk size and a zero-length one as `(0,)` (what dask takes), which
-    `create_array` reads back as the same grid."""
+    `create_array` reads back as the same grid. A sharded array prefers its shards, not
+    its inner chunks: one dask block per shard, so no two tasks write one shard."""
     rectilinear = array.rectilinear_grid
     if rectilinear is None:
         chunks, shards = array.chunks, array.shards

@@ -15,7 +15,13 @@ from aiozarr.errors import InvalidValueError
 from aiozarr.metadata.model import ArrayMetadata
 from aiozarr.xarray.variables import dimensions
 
-__all__ = ["PlacementError", "check_placements", "check_targets"]
+__all__ = [
+    "PlacementError",
+    "check_append_dim",
+    "check_existing_encoding",
+    "check_placements",
+    "check_targets",
+]
 
 Prepared = Mapping[str, tuple[xr.Variable, dict[str, Any]]]
 
@@ -47,6 +53,29 @@ def check_targets(
                 f"variables {outside} have none of the region's dimensions {sorted(region)}: "
                 f"drop them from the dataset before a region write (.drop_vars({outside!r}))"
             )
+
+
+def check_append_dim(existing: Mapping[str, ArrayMetadata], append_dim: str | None) -> None:
+    """Refuse, as xarray does, an `append_dim` that is no dimension of the stored arrays:
+    every variable would then be written whole over its stored values (a misspelt
+    dimension overwrote the rows stored instead of appending after them)."""
+    if append_dim is None or not existing:
+        return
+    stored = {d: m.shape[i] for n, m in existing.items() for i, d in enumerate(dimensions(n, m))}
+    if append_dim not in stored:
+        raise PlacementError(
+            f"append_dim={append_dim!r} does not match any existing dataset dimensions {stored}"
+        )
+
+
+def check_existing_encoding(
+    existing: Mapping[str, ArrayMetadata], encoding: Mapping[str, Any] | None
+) -> None:
+    """Refuse, as xarray does, an `encoding` for a variable already stored: it is written
+    with its stored layout and CF encoding, so the one given would be dropped silently."""
+    given = sorted(str(n) for n in (encoding or {}) if str(n) in existing)
+    if given:
+        raise ValueError(f"variable {given[0]!r} already exists, but encoding was provided")
 
 
 def check_placements(

@@ -26,9 +26,14 @@ from aiozarr.storage.protocol import Store
 from aiozarr.sync import run
 from aiozarr.xarray import appends
 from aiozarr.xarray.consolidation import consolidate_async, consolidate_written
-from aiozarr.xarray.encoded_values import checked_encoding
+from aiozarr.xarray.encoded_values import cf_encoded, checked_encoding
 from aiozarr.xarray.lazy_array import AiozarrBackendArray
-from aiozarr.xarray.placements import check_placements, check_targets
+from aiozarr.xarray.placements import (
+    check_append_dim,
+    check_existing_encoding,
+    check_placements,
+    check_targets,
+)
 from aiozarr.xarray.tree import read_tree
 from aiozarr.xarray.variables import DIMENSION_KEY, dimensions, raw_variable
 
@@ -110,7 +115,7 @@ def _encode(
     Returns `{name: (encoded variable, create_array options)}` and the group's attributes.
     """
     from xarray import conventions
-    from xarray.backends.zarr import encode_zarr_attr_value, encode_zarr_variable
+    from xarray.backends.zarr import encode_zarr_attr_value
 
     _user_encoding(ds, encoding)
     variables, attrs = conventions.encode_dataset_coordinates(ds)
@@ -136,8 +141,7 @@ def _encode(
         fill_value = enc.pop("fill_value", None)
         if not is_duck_dask_array(var.data):
             var.load()  # read once: both the encoder and its check below use the values
-        with np.errstate(over="ignore", invalid="ignore"):  # refused below, naming values
-            encoded = encode_zarr_variable(var, name=name, zarr_format=zarr_format)  # type: ignore[arg-type]
+        encoded = cf_encoded(var, name, zarr_format)
         stored = existing[name].attributes if name in existing else None
         encoded = checked_encoding(name, var, encoded, stored)  # xarray's casts wrap: refuse them
         var_attrs = {k: encode_zarr_attr_value(v) for k, v in encoded.attrs.items()}
@@ -250,6 +254,8 @@ async def write_metadata_async(
     resolved = resolve_store(store, mode="a", storage_options=storage_options)
     path = hierarchy.normalize_path(group or "")
     meta, existing = await _read_existing(resolved, path, mode, append_dim)
+    check_append_dim(existing, append_dim)
+    check_existing_encoding(existing, encoding)
     if meta is not None:  # new variables are encoded as the group there stores them
         zarr_format = 2 if meta.zarr_format == 2 else 3
     slices: dict[str, slice] | None = None
@@ -324,6 +330,11 @@ def _checked_mode(mode: str | None, region: Any, append_dim: Any) -> str:
         raise ValueError(f"mode must be 'w', 'w-', 'a' or 'r+', got {mode!r}")
     if region is not None and append_dim is not None:
         raise ValueError("pass region= or append_dim=, not both")
+    # as xarray: "w" would replace the group with only these rows; "r+" keeps shapes
+    if append_dim is not None and mode != "a":
+        raise ValueError(f"cannot set append_dim unless mode='a' or mode=None, got {mode!r}")
+    if region is not None and mode not in ("a", "r+"):
+        raise ValueError(f"cannot set region unless mode='a', 'r+' or None, got {mode!r}")
     return mode
 
 

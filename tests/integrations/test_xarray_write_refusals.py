@@ -1,0 +1,113 @@
+"""`aiozarr.xarray.to_zarr` refuses, as `Dataset.to_zarr` does, the writes that would
+replace or overwrite what is stored instead of adding to it, and the appends whose
+values would not read back; nothing stored changes.
+
+Each case runs the same call through xarray's own writer too, so the refusal is the
+one a user of xarray already knows."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+xr = pytest.importorskip("xarray")
+pytest.importorskip("zarr")
+
+from aiozarr.errors import InvalidValueError  # noqa: E402
+from aiozarr.xarray import to_zarr  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::zarr.errors.ZarrUserWarning")
+
+TIMES = pd.date_range("2000-01-01", periods=12, freq="D")
+FULL = xr.Dataset(
+    {"v": (("time", "x"), np.arange(36.0).reshape(12, 3))},
+    coords={"time": TIMES, "x": [1, 2, 3]},
+)
+LATER = FULL.isel(time=slice(0, 2)).assign_coords(time=TIMES[:2] + pd.Timedelta(days=12))
+
+
+def _stored(path: Path) -> xr.Dataset:
+    return xr.open_dataset(path, engine="aiozarr").load()
+
+
+def _both_refuse(tmp_path: Path, first: xr.Dataset, then: xr.Dataset, **kwargs: Any) -> str:
+    """`then` written over `first` with `kwargs`, by xarray and by aiozarr: both refuse
+    with a ValueError and aiozarr's store is unchanged; aiozarr's message."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first.to_zarr(tmp_path / "xr.zarr")
+        with pytest.raises(ValueError):
+            then.to_zarr(tmp_path / "xr.zarr", **kwargs)
+    to_zarr(first, tmp_path / "az.zarr")
+    with pytest.raises(ValueError) as refused:
+        to_zarr(then, tmp_path / "az.zarr", **kwargs)
+    assert _stored(tmp_path / "az.zarr").identical(_stored(tmp_path / "xr.zarr"))
+    return str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "then", "says"),
+    [
+        ({"mode": "w", "region": {"time": slice(2, 4)}}, FULL.isel(time=slice(2, 4)), "region"),
+        ({"mode": "w-", "region": {"time": slice(2, 4)}}, FULL.isel(time=slice(2, 4)), "region"),
+        ({"mode": "w", "append_dim": "time"}, LATER, "append_dim"),
+        ({"mode": "r+", "append_dim": "time"}, LATER, "append_dim"),
+    ],
+    ids=["w-region", "w-minus-region", "w-append", "r+-append"],
+)
+def test_a_mode_that_would_replace_or_grow_is_refused(
+    tmp_path: Path, kwargs: dict[str, Any], then: xr.Dataset, says: str
+) -> None:
+    """mode "w" replaced the whole group with the rows given; "r+" grew the arrays."""
+    if "region" in kwargs:
+        then = then.drop_vars(["time", "x"])
+    assert says in _both_refuse(tmp_path, FULL, then, **kwargs)
+
+
+def test_an_append_dim_no_array_has_is_refused(tmp_path: Path) -> None:
+    """A misspelt dimension wrote every variable whole over its stored rows."""
+    later = FULL.assign_coords(time=TIMES + pd.Timedelta(days=12))
+    message = _both_refuse(tmp_path, FULL, later, append_dim="Time")
+    assert "'Time'" in message and "'time'" in message
+
+
+def test_an_encoding_for_a_stored_variable_is_refused(tmp_path: Path) -> None:
+    """It was dropped silently: the append is written with the stored layout."""
+    encoding = {"v": {"dtype": "int16", "scale_factor": 0.5, "chunks": (2, 3)}}
+    message = _both_refuse(tmp_path, FULL, LATER, append_dim="time", encoding=encoding)
+    assert "'v'" in message
+
+
+def _series(values: Any, start: str = "2000-01-01") -> xr.Dataset:
+    times = pd.date_range(start, periods=len(values), freq="D")
+    return xr.Dataset({"f": ("time", np.asarray(values))}, coords={"time": times})
+
+
+@pytest.mark.parametrize(
+    "appended",
+    [np.array([1 + 1j, 2 - 3j]), np.array(["2000-01-01", "2000-01-02"], dtype="M8[ns]")],
+    ids=["complex", "datetime"],
+)
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
+def test_an_append_that_would_not_read_back_is_refused(tmp_path: Path, appended: Any) -> None:
+    """Complex values into a float variable lost their imaginary part; datetimes into a
+    float variable with no units read back as bare numbers (xarray writes both)."""
+    path = tmp_path / "a.zarr"
+    to_zarr(_series([1.5, 2.5]), path)
+    with pytest.raises(InvalidValueError, match="'f'"):
+        to_zarr(_series(appended, "2001-01-01"), path, append_dim="time")
+    assert _stored(path).identical(_series([1.5, 2.5]))
+
+
+def test_strings_appended_to_numbers_are_refused_naming_the_variable(tmp_path: Path) -> None:
+    """numpy's bare TypeError ("ufunc 'rint' not supported") named nothing."""
+    path = tmp_path / "a.zarr"
+    to_zarr(_series([1, 2]), path)
+    with pytest.raises(InvalidValueError, match=r"variable 'f'.*<U1"):
+        to_zarr(_series(["a", "b"], "2001-01-01"), path, append_dim="time")
+    assert _stored(path).identical(_series([1, 2]))
