@@ -88,8 +88,9 @@ def test_a_local_source_changed_within_the_second_after_its_checksum_is_refused(
     ]
     (VALUES + 100).tofile(data)
     os.utime(data, ns=(stamp * 10**9 + 5 * 10**8,) * 2)  # half a second later
-    with pytest.raises(SourceChangedError, match=r"modified at \d+\.5, after"):
+    with pytest.raises(SourceChangedError, match=r"modified at \d+\.5, after") as refused:
         aiozarr.open_array(repo, "v", mode="r", storage_options=options)[:]
+    assert str(refused.value).count("cannot read") == 1  # seen on the answer: named once
 
 
 def test_an_http_answer_read_under_a_checksum_carries_its_last_modified(tmp_path: Path) -> None:

@@ -40,7 +40,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import MetadataError, StoreError, UnsupportedError, ValueTooLargeError
+from aiozarr.errors import (
+    MetadataError,
+    SourceChangedError,
+    StoreError,
+    UnsupportedError,
+    ValueTooLargeError,
+)
 from aiozarr.sizes import memory_bytes
 from aiozarr.storage.policy.fanin import Emit, Spawn, fan_in
 from aiozarr.storage.protocol import (
@@ -308,6 +314,18 @@ class ReferenceStore(Store):
             return value[0], 0, None
         return value[0], int(value[1]), int(value[2])
 
+    def _target_refused(
+        self, error: StoreError, keys: list[str], reads: list[RangeRequest]
+    ) -> StoreError:
+        """`error`, from a target read for the references `keys`, naming them and this
+        store too (the target knows only its own object): a source changed since it was
+        referenced (412), or a whole target over its bound (the keys read whole)."""
+        if isinstance(error, ValueTooLargeError):
+            keys = [k for k, r in zip(keys, reads, strict=True) if r.max_bytes]
+        named = ", ".join(map(repr, keys[:5]))
+        named += f" and {len(keys) - 5} more" if len(keys) > 5 else ""
+        return type(error)(f"cannot read {named} of {self!r}: {error}")
+
     def _verify(self, key: str, value: list[Any], version: Any) -> None:
         """Check a target's answer before its bytes are used: here nothing; a store whose
         references carry checksums of their targets (icechunk's) compares `version`."""
@@ -360,20 +378,23 @@ class ReferenceStore(Store):
         async def fetch(
             emit: Emit, store: Store, indices: list[int], reads: list[RangeRequest]
         ) -> None:
+            keys = [requests[i].key for i in indices]
+            checking = False  # an answer's own checks name its key: passed on as they are
             try:
                 async with store.stream_versioned_values(reads) as answers:
                     async for j, data, version in answers:
-                        key, value = requests[indices[j]].key, values[indices[j]]
+                        key, value = keys[j], values[indices[j]]
+                        checking = True
                         if data is None:
                             raise self._missing(key, value, reads[j].key, store)
                         self._check_length(key, value, reads[j], data, store)
                         self._verify(key, value, version)
+                        checking = False
                         emit((indices[j], data, version))
-            except ValueTooLargeError as error:  # a whole target: name the keys read too
-                keys = [requests[i].key for i, r in zip(indices, reads, strict=True) if r.max_bytes]
-                raise ValueTooLargeError(
-                    f"cannot read {', '.join(map(repr, keys))} in {self!r}: {error}"
-                ) from error
+            except (SourceChangedError, ValueTooLargeError) as error:
+                if checking:
+                    raise
+                raise self._target_refused(error, keys, reads) from error
 
         async def fetch_all(emit: Emit, spawn: Spawn) -> None:
             for item in ready:

@@ -23,6 +23,7 @@ import asyncio
 import datetime
 import json
 import os
+import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
@@ -217,13 +218,20 @@ class IcechunkStore(ReferenceStore):
         return self._refs
 
     def _index(self, snapshot: Snapshot) -> None:
-        """Each node's `zarr.json` key and each array's chunk key grammar."""
+        """Each node's `zarr.json` key and each array's chunk key grammar, unless another
+        first read (another task, or thread) indexed a snapshot while this one was read:
+        the branch may have moved in between, and the first indexed stands, whole, so one
+        store never presents the nodes of two snapshots."""
+        meta: dict[str, bytes] = {}
+        arrays: dict[str, tuple[Node, ChunkKeys]] = {}
         for path, node in snapshot.nodes.items():
             prefix = path.strip("/")
-            self._meta[f"{prefix}/zarr.json" if prefix else "zarr.json"] = node.zarr_json
+            meta[f"{prefix}/zarr.json" if prefix else "zarr.json"] = node.zarr_json
             if node.is_array:
-                self._arrays[prefix] = (node, ChunkKeys.of(_document(node, self._url)))
-        self._snapshot = snapshot
+                arrays[prefix] = (node, ChunkKeys.of(_document(node, self._url)))
+        with _FIRST_INDEX:
+            if self._snapshot is None:  # set last: a reader that sees it sees the rest
+                self._meta, self._arrays, self._snapshot = meta, arrays, snapshot
 
     # -- keys -> references ------------------------------------------------------------
 
@@ -478,6 +486,9 @@ class IcechunkStore(ReferenceStore):
         return f"IcechunkStore({self._url!r}, {kind}={name!r}{as_of})"
 
 
+#: Held while a store takes the snapshot it indexed (a moment; shared, so that a store
+#: pickles without a lock of its own).
+_FIRST_INDEX = threading.Lock()
 #: The characters of icechunk's snapshot ids (Crockford base 32, as written).
 _CROCKFORD = frozenset("0123456789ABCDEFGHJKMNPQRSTVWXYZ")
 #: The characters a spec-1 repository on local disk keeps as they are in a ref's name.
