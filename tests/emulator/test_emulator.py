@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import time
@@ -205,6 +206,32 @@ async def test_delete_objects(emu: Emulator, http: aiohttp.ClientSession) -> Non
     assert deleted == ["k1", "k2", "missing"]
     assert not (emu.root / "k1").exists() and not (emu.root / "k2").exists()
     assert emu.stats()["by_kind"] == {"delete_objects": 1}
+
+
+async def test_delete_objects_answers_a_refused_key_on_its_own(
+    emu: Emulator, http: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key the file system refuses to delete (a read-only mount) is that key's
+    <Error>, as S3 answers per key: it failed the whole request, with the keys before
+    it deleted and those after it not tried."""
+    for name in ("k1", "k2", "k3"):
+        (emu.root / name).write_bytes(b"x")
+    unlink = Path.unlink
+
+    def refusing(path: Path, missing_ok: bool = False) -> None:
+        if path.name == "k2":
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        unlink(path, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", refusing)
+    keys = "".join(f"<Object><Key>{k}</Key></Object>" for k in ("k1", "k2", "k3"))
+    xml = f'<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/">{keys}</Delete>'
+    status, _, body = await fetch(http, "POST", f"{emu.endpoint}/{emu.bucket}?delete", data=xml)
+    assert status == 200
+    answer = ElementTree.fromstring(body)
+    assert [e.findtext(f"{NS}Key") for e in answer.iter(f"{NS}Deleted")] == ["k1", "k3"]
+    assert [e.findtext(f"{NS}Key") for e in answer.iter(f"{NS}Error")] == ["k2"]
+    assert sorted(p.name for p in emu.root.iterdir() if p.name.startswith("k")) == ["k2"]
 
 
 async def test_read_only_refuses_writes(tmp_path: Path, http: aiohttp.ClientSession) -> None:

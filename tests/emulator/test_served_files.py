@@ -144,8 +144,12 @@ _race: dict[str, Any] = {"target": None, "then": None}
 
 
 def _hook(event: str, args: tuple[Any, ...]) -> None:
+    # The PUT opens its temp file (read-only: `args[1]` is None for `os.open`) after
+    # making its folders and before it takes the lock its rename holds.
     then, target = _race["then"], _race["target"]
-    if event != "os.rename" or then is None or str(args[1]) != str(target):
+    if event != "open" or then is None or args[1] is not None:
+        return
+    if not str(args[0]).startswith(str(target)):
         return
     _race["then"] = None  # once: the PUT's retry renames undisturbed
     then()
@@ -170,7 +174,7 @@ def test_a_put_whose_folder_a_delete_removes_still_lands(tmp_path: Path) -> None
         # After the PUT made its folders and before its rename, the folder's last other
         # key is deleted, which removes the folders the PUT is about to rename into.
         _race.update(
-            target=emu.root / "f" / "g" / "mine",
+            target=emu.root / TMP_DIR,
             then=lambda: deleted.append(_send("DELETE", emu.http_url("f/g/other"))),
         )
         try:

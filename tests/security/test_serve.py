@@ -52,6 +52,13 @@ def folders(tmp_path: Path) -> tuple[Path, Path]:
 @contextlib.contextmanager
 def serve(directory: Path, *options: str) -> Iterator[tuple[int, str]]:
     """`aiozarr serve DIRECTORY --port 0 OPTIONS` in a child process: (port, its banner)."""
+    with serving(directory, *options) as (_, port, banner):
+        yield port, banner
+
+
+@contextlib.contextmanager
+def serving(directory: Path, *options: str) -> Iterator[tuple[subprocess.Popen[str], int, str]]:
+    """As `serve`: (the child process, port, its banner)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "aiozarr", "serve", str(directory), "--port", "0", *options],
         stdout=subprocess.PIPE,
@@ -73,7 +80,7 @@ def serve(directory: Path, *options: str) -> Iterator[tuple[int, str]]:
             if line.strip().startswith("stats:"):
                 break
         assert port is not None
-        yield port, "".join(lines)
+        yield process, port, "".join(lines)
     finally:
         process.terminate()
         process.wait(timeout=10)

@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import contextlib
 import errno
+import signal
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -271,6 +272,12 @@ def main(argv: list[str] | None = None) -> int:
 
     async def body() -> None:
         # Ctrl-C, the way to stop it: asyncio.run cancels this task, and that is status 0.
+        # SIGTERM (kill, docker stop, systemd) stops it the same way: its requests in
+        # progress end and their temp files are removed.
+        task = asyncio.current_task()
+        assert task is not None
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # not on Windows
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
         with contextlib.suppress(asyncio.CancelledError):
             await run_serve(
                 args.directory,

@@ -31,8 +31,10 @@ from aiozarr.emulator.files import (
     delete_object,
     move_into_place,
     read_version,
+    remove_temp_files,
     version_headers,
     write_atomic,
+    write_error,
 )
 from aiozarr.emulator.listing import list_objects
 from aiozarr.emulator.multipart import MultipartUploads
@@ -81,12 +83,17 @@ class Bucket:
         self.read_only = read_only
         self.max_upload_bytes = max_upload_bytes
         self._conditions = conditions
-        self._put_lock = threading.Lock()  # a conditional PUT's check and rename: one step
-        self._uploads = MultipartUploads(root, self.path)
+        # Held by every rename into place and every unlink of an object, so a
+        # conditional write's check and rename (or a conditional delete's) are one step
+        # that no other write or delete lands in.
+        self._put_lock = threading.Lock()
+        self._uploads = MultipartUploads(root, self.path, self._put_lock)
         self._listing_pool: ThreadPoolExecutor | None = None
 
     def open(self) -> None:
-        """Start the listing threads."""
+        """Start the listing threads; clear the temp folder of what a server before
+        left there."""
+        remove_temp_files(self.root / TMP_DIR)
         self._listing_pool = ThreadPoolExecutor(_LISTING_THREADS, "aiozarr-emulator-listing")
 
     def close(self) -> None:
@@ -143,13 +150,15 @@ class Bucket:
                     self._put_lock,
                 )
             else:
-                self._delete(key)
+                await asyncio.to_thread(self._delete, key)
             return web.Response(status=204)
         elif method == "POST" and "uploads" in query:
             return self._uploads.create(key, self.name)
         elif method == "POST" and "uploadId" in query:
             body = await self._small_body(request)
-            return await self._uploads.complete(key, query["uploadId"], body, self.name)
+            return await self._uploads.complete(
+                key, query["uploadId"], body, self.name, dict(request.headers)
+            )
         raise S3Error(501, f"{method} {request.path} is not implemented by the emulator", key=key)
 
     # -- bodies ------------------------------------------------------------------------
@@ -211,9 +220,8 @@ class Bucket:
     async def _put(self, request: web.Request, key: str) -> web.Response:
         path = self.path(key)
         body = await self._receive(request)
-        condition = None
-        if any(name in request.headers for name in PUT_CONDITIONS):
-            condition = (self._put_lock, dict(request.headers))
+        headers = {n: request.headers[n] for n in PUT_CONDITIONS if n in request.headers}
+        condition = (self._put_lock, headers)
         try:
             if isinstance(body, Path):
                 written = await asyncio.to_thread(move_into_place, body, path, condition)
@@ -227,24 +235,32 @@ class Bucket:
         return web.Response(headers=version_headers(written))
 
     def _delete(self, key: str) -> None:
-        delete_object(self.path(key), self.root)
+        delete_object(self.path(key), self.root, self._put_lock)
 
     async def _delete_objects(self, body: bytes) -> web.Response:
         keys = [e.text or "" for e in parse_xml(body) if e.tag.rpartition("}")[2] == "Key"]
         if len(keys) > _MAX_DELETE_KEYS:
             raise S3Error(400, f"at most {_MAX_DELETE_KEYS} keys per request", code="MalformedXML")
+        return xml_response(await asyncio.to_thread(self._delete_each, keys))
+
+    def _delete_each(self, keys: list[str]) -> str:
+        """DeleteObjects' answer, each key deleted in turn (on a thread: each waits for
+        the lock renames hold)."""
         out = []
         for key in keys:
             try:
                 self._check_writable(key)
                 self._delete(key)
                 out.append(f"<Deleted><Key>{escape(key)}</Key></Deleted>")
-            except S3Error as exc:
+            except (S3Error, OSError) as raised:
+                # One key the file system refuses is that key's <Error>, as S3 answers
+                # per key: the keys before it are deleted, those after it still tried.
+                exc = raised if isinstance(raised, S3Error) else write_error(raised)
                 out.append(
                     f"<Error><Key>{escape(key)}</Key><Code>{exc.code}</Code>"
                     f"<Message>{escape(str(exc))}</Message></Error>"
                 )
-        return xml_response(f'<DeleteResult xmlns="{S3_NS}">{"".join(out)}</DeleteResult>')
+        return f'<DeleteResult xmlns="{S3_NS}">{"".join(out)}</DeleteResult>'
 
     def list_buckets(self) -> web.Response:
         """ListBuckets: the one bucket this server serves."""

@@ -36,6 +36,7 @@ __all__ = [
     "path_error",
     "read_version",
     "remove_empty_parents",
+    "remove_temp_files",
     "version_headers",
     "write_atomic",
     "write_error",
@@ -175,17 +176,20 @@ def remove_empty_parents(path: Path, root: Path) -> None:
         parent = parent.parent
 
 
-def delete_object(path: Path, root: Path) -> None:
+def delete_object(path: Path, root: Path, lock: threading.Lock | None = None) -> None:
     """Delete the object at `path` (nothing there: no error, as S3) and the folders it
-    leaves empty. Only a file or a link is removed: a folder or a pipe is no object."""
-    try:
-        mode = path.lstat().st_mode
-    except OSError:
-        return
-    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
-        return
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
+    leaves empty. Only a file or a link is removed: a folder or a pipe is no object.
+    `lock`: the one conditional writes hold between their check and their rename, so a
+    delete never lands between the two."""
+    with lock or contextlib.nullcontext():
+        try:
+            mode = path.lstat().st_mode
+        except OSError:
+            return
+        if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            return
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
     remove_empty_parents(path, root)
 
 
@@ -212,6 +216,19 @@ def version_headers(st: os.stat_result) -> dict[str, str]:
 PUT_CONDITIONS = ("If-Match", "If-None-Match", "x-goog-if-generation-match")
 
 
+def remove_temp_files(tmp_dir: Path) -> None:
+    """Remove what a server stopped before (killed, or with uploads in progress) left in
+    the temp folder: bodies on their way in and multipart parts, whose uploads ended
+    with it. The folder is served by one server at a time."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(tmp_dir):
+            with contextlib.suppress(OSError):
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+
+
 def new_temp_file(tmp_dir: Path) -> Path:
     """A fresh name in the temp folder (made if missing), for a body on its way in."""
     tmp_dir.mkdir(parents=True, exist_ok=True)
@@ -228,20 +245,34 @@ def write_atomic(
     rename it to `path`; with `condition`, see `move_into_place`. Returns the stat of
     what was written (see `move_into_place`)."""
     tmp = new_temp_file(tmp_dir)
-    with open(tmp, "wb") as f:
-        if isinstance(chunks, bytes):
-            f.write(chunks)
-        else:
-            for part in chunks:
-                with open(part, "rb") as source:
-                    shutil.copyfileobj(source, f, 1 << 20)
+    try:
+        with open(tmp, "wb") as f:
+            if isinstance(chunks, bytes):
+                f.write(chunks)
+            else:
+                for part in chunks:
+                    with open(part, "rb") as source:
+                        shutil.copyfileobj(source, f, 1 << 20)
+    except BaseException:  # a full disk: what was written so far must not stay
+        tmp.unlink(missing_ok=True)
+        raise
     return move_into_place(tmp, path, condition)
 
 
-def _renamed(tmp: Path, path: Path) -> os.stat_result:
+def _renamed(
+    tmp: Path,
+    path: Path,
+    lock: threading.Lock | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> os.stat_result:
+    """Rename `tmp` to `path`; with `lock`, the rename (and the check of the conditions
+    among `headers`) holds it."""
     fd = os.open(tmp, os.O_RDONLY)
     try:
-        os.replace(tmp, path)
+        with lock or contextlib.nullcontext():
+            if headers and any(name in headers for name in PUT_CONDITIONS):
+                check_put_condition(path, headers)
+            os.replace(tmp, path)
         return os.fstat(fd)
     finally:
         os.close(fd)
@@ -295,12 +326,31 @@ def _place(
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_dir() and not path.is_symlink():
         _remove_empty_tree(path)  # one that holds a file stays, and the rename refuses
-    if condition is None:
-        return _renamed(tmp, path)
-    lock, headers = condition
-    with lock:
-        check_put_condition(path, headers)
-        return _renamed(tmp, path)
+    try:
+        if condition is None:
+            return _renamed(tmp, path)
+        # Every rename holds the lock, so none lands between a check and its rename.
+        return _renamed(tmp, path, *condition)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+    return _place_across(tmp, path, condition)
+
+
+def _place_across(
+    tmp: Path, path: Path, condition: tuple[threading.Lock, Mapping[str, str]] | None
+) -> os.stat_result:
+    """Put `tmp` at `path` on another file system (a disk mounted inside the served
+    folder), where no rename reaches: copied beside `path` first, under a name no key
+    can have (a control character: never listed, served or written), then renamed."""
+    beside = path.parent / f"\x01aiozarr-tmp-{uuid.uuid4().hex}"
+    try:
+        shutil.copyfile(tmp, beside)
+        if condition is None:
+            return _renamed(beside, path)
+        return _renamed(beside, path, *condition)
+    finally:
+        beside.unlink(missing_ok=True)
 
 
 def _remove_empty_tree(top: Path) -> None:

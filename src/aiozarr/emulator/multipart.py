@@ -8,9 +8,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree
@@ -41,9 +42,10 @@ class MultipartUploads:
     are remembered with their ETag, so a repeated Complete (a client whose first answer
     was lost) is answered as the first was, as S3 does."""
 
-    def __init__(self, root: Path, path_of: Callable[[str], Path]) -> None:
+    def __init__(self, root: Path, path_of: Callable[[str], Path], lock: threading.Lock) -> None:
         self.root = root
         self._path_of = path_of
+        self._lock = lock  # the bucket's: held by every rename into place
         self._uploads: dict[str, _Upload] = {}
         self._completed: OrderedDict[str, tuple[str, str]] = OrderedDict()  # id: key, ETag
 
@@ -101,7 +103,14 @@ class MultipartUploads:
             old[0].unlink(missing_ok=True)
         return web.Response(headers={"ETag": etag})
 
-    async def complete(self, key: str, upload_id: str, body: bytes, bucket: str) -> web.Response:
+    async def complete(
+        self,
+        key: str,
+        upload_id: str,
+        body: bytes,
+        bucket: str,
+        headers: Mapping[str, str] | None = None,
+    ) -> web.Response:
         """CompleteMultipartUpload: the parts the body names, in number order, become the
         object at `key` in one rename. The upload ends (its part files removed) only
         once the object is in place: a Complete that fails can be retried."""
@@ -113,7 +122,11 @@ class MultipartUploads:
                 return self._completed_again(key, upload_id, bucket)
             parts = _named_parts(upload, parse_xml(body), key)
             path = self._path_of(key)
-            written = await asyncio.to_thread(write_atomic, path, self.root / TMP_DIR, parts)
+            # Its conditions (If-None-Match: *, If-Match) checked as a PUT's are.
+            condition = (self._lock, dict(headers or {}))
+            written = await asyncio.to_thread(
+                write_atomic, path, self.root / TMP_DIR, parts, condition
+            )
             self._uploads.pop(upload_id, None)
             for part, _ in upload.parts.values():
                 part.unlink(missing_ok=True)
@@ -187,5 +200,9 @@ def _store_part(part: Path, body: bytes | Path) -> None:
     part.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(body, Path):
         os.replace(body, part)
-    else:
+        return
+    try:
         part.write_bytes(body)
+    except BaseException:  # a full disk: no part file is kept that no upload names
+        part.unlink(missing_ok=True)
+        raise

@@ -1,0 +1,132 @@
+"""A conditional write's check and its rename are one step that no other write lands in.
+
+Plain PUTs and DELETEs took no lock, so one landing between a conditional request's
+check and its rename (or unlink) was lost: a create-only PUT or an If-Match PUT wrote
+over an acknowledged PUT, an If-Match PUT brought a deleted object back, a DELETE with
+If-Match removed a version it did not name. The rival request is sent from an audit
+hook at the conditional request's rename or unlink (under the lock), on a thread given
+a second to land: with the lock it lands after, as S3 would order it.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aiozarr.emulator import Emulator
+from aiozarr.emulator.files import TMP_DIR
+
+_state: dict[str, Any] = {"event": None, "path": None, "then": None, "answers": [], "rival": None}
+
+
+def _hook(event: str, args: tuple[Any, ...]) -> None:
+    then = _state["then"]
+    if then is None or event != _state["event"]:
+        return
+    path = args[1] if event == "os.rename" else args[0]
+    if str(path) != str(_state["path"]):
+        return
+    _state["then"] = None
+    rival = threading.Thread(target=lambda: _state["answers"].append(_send(*then)))
+    rival.start()
+    rival.join(1.0)
+    _state["rival"] = rival
+
+
+sys.addaudithook(_hook)
+
+
+def _send(
+    method: str, url: str, body: bytes | None = None, headers: dict[str, str] | None = None
+) -> tuple[int, str | None, bytes]:
+    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, answer.headers.get("ETag"), answer.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, None, b""
+
+
+@pytest.fixture
+def emu(tmp_path: Path) -> Any:
+    with Emulator(tmp_path / "bucket").running_in_thread() as emulator:
+        _state.update(answers=[], rival=None)
+        yield emulator
+    _state["then"] = None
+
+
+def _arm(emu: Emulator, event: str, key: str, *then: Any) -> None:
+    _state.update(event=event, path=emu.root / key, then=then)
+
+
+def _rival() -> tuple[int, str | None, bytes]:
+    _state["rival"].join()
+    return _state["answers"].pop()  # type: ignore[no-any-return]
+
+
+def test_a_create_only_put_never_overwrites_a_put_that_landed(emu: Emulator) -> None:
+    url = emu.http_url("k")
+    _arm(emu, "os.rename", "k", "PUT", url, b"plain")
+    assert _send("PUT", url, b"create-only", {"If-None-Match": "*"})[0] == 200
+    assert _rival()[0] == 200
+    assert _send("GET", url)[2] == b"plain"
+
+
+def test_a_compare_and_swap_never_overwrites_a_put_that_landed(emu: Emulator) -> None:
+    url = emu.http_url("k")
+    etag = _send("PUT", url, b"v1")[1]
+    assert etag is not None
+    _arm(emu, "os.rename", "k", "PUT", url, b"v2")
+    assert _send("PUT", url, b"swapped", {"If-Match": etag})[0] == 200
+    assert _rival()[0] == 200
+    assert _send("GET", url)[2] == b"v2"
+
+
+def test_a_compare_and_swap_never_brings_back_a_deleted_object(emu: Emulator) -> None:
+    url = emu.http_url("k")
+    etag = _send("PUT", url, b"v1")[1]
+    assert etag is not None
+    _arm(emu, "os.rename", "k", "DELETE", url)
+    assert _send("PUT", url, b"swapped", {"If-Match": etag})[0] == 200
+    assert _rival()[0] == 204
+    assert _send("GET", url)[0] == 404
+
+
+def test_a_conditional_delete_never_deletes_a_version_it_did_not_name(emu: Emulator) -> None:
+    url = emu.http_url("k")
+    etag = _send("PUT", url, b"v1")[1]
+    assert etag is not None
+    _arm(emu, "os.remove", "k", "PUT", url, b"v2")
+    assert _send("DELETE", url, headers={"If-Match": etag})[0] == 204
+    assert _rival()[0] == 200
+    assert _send("GET", url)[2] == b"v2"
+
+
+def test_a_multipart_complete_honours_if_none_match(emu: Emulator) -> None:
+    url = emu.http_url("k")
+    _send("PUT", url, b"first")
+    created = _send("POST", url + "?uploads")[2]
+    upload = created.split(b"<UploadId>")[1].split(b"</UploadId>")[0].decode()
+    etag = _send("PUT", f"{url}?uploadId={upload}&partNumber=1", b"second")[1]
+    body = (
+        f"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{etag}</ETag>"
+        "</Part></CompleteMultipartUpload>"
+    ).encode()
+    assert _send("POST", f"{url}?uploadId={upload}", body, {"If-None-Match": "*"})[0] == 412
+    assert _send("GET", url)[2] == b"first"
+    assert _send("DELETE", f"{url}?uploadId={upload}")[0] == 204  # the upload stayed open
+
+
+def test_a_start_clears_what_a_killed_server_left_in_the_temp_folder(tmp_path: Path) -> None:
+    tmp_dir = tmp_path / "bucket" / TMP_DIR
+    tmp_dir.mkdir(parents=True)
+    (tmp_dir / "0123abcd").write_bytes(b"a body on its way in")
+    (tmp_dir / "upload.1.etag").write_bytes(b"a part of an upload that ended")
+    with Emulator(tmp_path / "bucket").running_in_thread():
+        assert list(tmp_dir.iterdir()) == []
