@@ -535,7 +535,7 @@ def open_array(store: StoreLike, path: str = "", **options: Any) -> Array:
     returns an `Array` in place of an `AsyncArray`. Works inside a running event loop
     too (Jupyter): the call runs on aiozarr's own loop thread.
     """
-    return Array(run(open_array_async, store, path, **options))
+    return Array(run(open_array_async, store, path, only_reads=True, **options))
 
 
 @_twin_of(open_group_async)
@@ -546,7 +546,9 @@ def open_group(store: StoreLike, path: str = "", **options: Any) -> Group:
     `storage_options`, `attributes`, `cache_bytes`, `cache_recheck`), which documents
     them, and returns a `Group`.
     """
-    return Group(run(open_group_async, store, path, **options))
+    # "r" and "r+" open an existing group; the other modes may create one
+    reads = options.get("mode", "a") in ("r", "r+")
+    return Group(run(open_group_async, store, path, only_reads=reads, **options))
 
 
 @_twin_of(open_async)
@@ -556,7 +558,7 @@ def open(store: StoreLike, path: str = "", **options: Any) -> Array | Group:
     Takes the arguments of `open_async`, which documents them, and returns an `Array` or
     a `Group`.
     """
-    node = run(open_async, store, path, **options)
+    node = run(open_async, store, path, only_reads=True, **options)
     return Array(node) if isinstance(node, AsyncArray) else Group(node)
 
 

@@ -31,10 +31,13 @@ port, bucket, prefix, what = sys.argv[1:5]
 store = ObjectStore(S3Store(bucket, prefix=prefix, endpoint=f"http://127.0.0.1:{port}",
     region="us-east-1", skip_signature=True, virtual_hosted_style_request=False,
     client_options={"allow_http": True}))
-a = aiozarr.open_array(store, "a")
+opens = {"open_array": lambda: aiozarr.open_array(store, "a"),
+    "open": lambda: aiozarr.open(store, "a"),
+    "open_group": lambda: aiozarr.open_group(store, mode="r")}
+a = None if what in opens else aiozarr.open_array(store, "a")
 def write():
     a[...] = 7
-calls = {"read": lambda: a[...], "read_many": lambda: aiozarr.read_many([(a, ...)])}
+calls = {"read": lambda: a[...], "read_many": lambda: aiozarr.read_many([(a, ...)]), **opens}
 threading.Thread(target=calls.get(what, write), daemon=True).start()
 print("started", flush=True)
 sys.stdin.readline()  # the test says when: its request is held by the server
@@ -92,6 +95,16 @@ def test_a_read_in_progress_does_not_hold_up_exit(
 ) -> None:
     _array(emulator_s3_store, prefix)
     emulator.inject("late", key_glob="*a/c/*", methods=["GET"], delay_s=120)
+    assert _exit_while_held(emulator, prefix, call) == ""
+
+
+@pytest.mark.parametrize("call", ["open_array", "open", "open_group"])
+def test_an_open_in_progress_does_not_hold_up_exit(
+    emulator: Emulator, emulator_s3_store: Callable[..., ObjectStore], prefix: str, call: str
+) -> None:
+    """Opening reads metadata only (a group in mode "r"), so exit cancels it too."""
+    _array(emulator_s3_store, prefix)
+    emulator.inject("late", key_glob="*zarr.json", methods=["GET"], delay_s=120)
     assert _exit_while_held(emulator, prefix, call) == ""
 
 

@@ -27,6 +27,7 @@ import anyio
 from aiozarr import config
 from aiozarr.engine.entry import gather
 from aiozarr.errors import SyncInLoopError, UnsupportedError
+from aiozarr.storage.backends import obstore_exit
 from aiozarr.storage.policy.locks import blocking
 
 T = TypeVar("T")
@@ -83,26 +84,31 @@ class _Loop:
         that write are waited for. A Ctrl-C during that wait gives them up, quietly."""
         if not self.running:
             return
+        cancelled = False
         try:
             with contextlib.suppress(Exception):  # the loop may already be stopping
-                asyncio.run_coroutine_threadsafe(self._drain(), self.loop).result()
+                cancelled = asyncio.run_coroutine_threadsafe(self._drain(), self.loop).result()
                 self.loop.call_soon_threadsafe(self._done.set)
             self.thread.join()
+            if cancelled:
+                obstore_exit.settle_cancelled_requests()
         except KeyboardInterrupt:  # the daemon thread is left to the interpreter
             for call in list(self.calls):
                 call.abandon()
 
-    async def _drain(self) -> None:
-        """Cancel the calls that only read, then wait for every call's task to finish."""
-        for call in list(self.calls):
-            if call.only_reads:
-                call.abandon()
+    async def _drain(self) -> bool:
+        """Cancel the calls that only read, then wait for every call's task to finish;
+        whether any was cancelled."""
+        reads = [call for call in self.calls if call.only_reads]
+        for call in reads:
+            call.abandon()
         others = {
             task
             for task in asyncio.all_tasks()
             if task is not asyncio.current_task() and task.get_name() != _HOST
         }
         await asyncio.gather(*others, return_exceptions=True)
+        return bool(reads)
 
 
 #: The name of the task that holds the loop open (see `_Loop._serve`).

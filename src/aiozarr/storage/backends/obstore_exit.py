@@ -14,6 +14,12 @@ So at exit (`atexit`, while the interpreter is whole) this waits until no thread
 Python's `threading` did not start is running Python code: such a thread (tokio's) in the
 middle of a call takes the GIL as soon as it is free, finishes, and leaves. The wait is
 bounded (`EXIT_WAIT_S`) in case a native thread of another library stays in Python.
+
+A request cancelled at exit (a read still running, see `aiozarr.sync.portal`) is the
+other case: its tokio thread takes the GIL once more to see that its Python future was
+cancelled, and after finalization that attempt panics ("The Python interpreter is not
+initialized"). Nothing in Python shows when it has done so, so the exit leaves the GIL
+free for a moment (`CANCEL_GRACE_S`) once it has cancelled a call.
 """
 
 from __future__ import annotations
@@ -24,13 +30,23 @@ import sys
 import threading
 import time
 
-__all__ = ["EXIT_WAIT_S", "native_threads_in_python", "wait_for_native_threads"]
+__all__ = [
+    "CANCEL_GRACE_S",
+    "EXIT_WAIT_S",
+    "native_threads_in_python",
+    "settle_cancelled_requests",
+    "wait_for_native_threads",
+]
 
 _log = logging.getLogger("aiozarr.store")
 
 #: The longest exit waits for native threads to leave Python (obstore's take well under
 #: a second; a native thread of another library that stays in Python costs this much).
 EXIT_WAIT_S = 5.0
+
+#: How long exit leaves the GIL free after cancelling calls, for obstore's threads to
+#: see their requests' cancellation (they need microseconds once scheduled).
+CANCEL_GRACE_S = 0.05
 
 # What `threading` makes of a native thread that asked for its current thread.
 _NATIVE = getattr(threading, "_DummyThread", ())
@@ -57,6 +73,14 @@ def wait_for_native_threads(limit_s: float | None = None) -> bool:
         time.sleep(0.001)
         threads = native_threads_in_python()
     return True
+
+
+def settle_cancelled_requests() -> None:
+    """Leave the GIL free for `CANCEL_GRACE_S`, in short sleeps: the tokio threads of
+    requests just cancelled take it to see the cancellation, and leave."""
+    deadline = time.monotonic() + CANCEL_GRACE_S
+    while time.monotonic() < deadline:
+        time.sleep(0.001)
 
 
 # Registered when the storage layer is imported, before the sync portal registers the
