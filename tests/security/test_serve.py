@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree
 
 import aiohttp
@@ -57,13 +59,17 @@ def serve(directory: Path, *options: str) -> Iterator[tuple[int, str]]:
 
 
 @contextlib.contextmanager
-def serving(directory: Path, *options: str) -> Iterator[tuple[subprocess.Popen[str], int, str]]:
-    """As `serve`: (the child process, port, its banner)."""
+def serving(
+    directory: Path, *options: str, **popen: Any
+) -> Iterator[tuple[subprocess.Popen[str], int, str]]:
+    """As `serve`: (the child process, port, its banner); `popen`: more arguments of
+    `subprocess.Popen`."""
     process = subprocess.Popen(
         [sys.executable, "-m", "aiozarr", "serve", str(directory), "--port", "0", *options],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        **popen,
     )
     try:
         assert process.stdout is not None
@@ -512,6 +518,29 @@ async def test_connections_are_bounded(tmp_path: Path, http: aiohttp.ClientSessi
         await until(lambda: emu.connections == 0, "the server to drop the idle connections")
         status, _, body = await fetch(http, "GET", emu.http_url("k"))  # served again
         assert (status, body) == (200, b"v")
+
+
+def test_a_cap_the_file_limit_cannot_hold_is_lowered_to_fit(tmp_path: Path) -> None:
+    """`--max-connections 1000` under `ulimit -n 256`: past the limit the server could
+    accept nothing, not even to answer 503, and a client waited in the listen backlog
+    until its own timeout. The cap is lowered to what fits, and said."""
+    import resource
+
+    (tmp_path / "k").write_bytes(b"v")
+
+    def small_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+    with serving(tmp_path, preexec_fn=small_limit) as (_, port, banner):
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(300)]
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+                client.sendall(f"GET /{tmp_path.name}/k HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                assert client.recv(12) == b"HTTP/1.1 503"  # answered, not left waiting
+        finally:
+            for connection in idle:
+                connection.close()
+    assert "at most 96 connections at once, not 1000" in banner
 
 
 @pytest.fixture(scope="module")

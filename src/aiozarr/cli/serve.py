@@ -191,7 +191,7 @@ async def run_serve(
         allowed_hosts=allowed_hosts,
     )
     async with _listening(emulator, host, port) as emu:
-        for line in _banner(emu, Path(directory), host):
+        for line in _banner(emu, Path(directory), host, max_connections):
             print(line, flush=True)
         if on_start is not None:
             on_start(emu)
@@ -212,7 +212,7 @@ def _emulator(directory: Path, bucket: str | None, **settings: Any) -> Emulator:
         raise SystemExit(f"aiozarr serve: {exc}") from None
 
 
-def _banner(emu: Emulator, directory: Path, host: str) -> list[str]:
+def _banner(emu: Emulator, directory: Path, host: str, max_connections: int) -> list[str]:
     """What `aiozarr serve` prints once it listens: the mode, where to reach it, how."""
     lines = [f"Serving {directory.resolve()} (Ctrl-C to stop)"]
     if emu.read_only:
@@ -221,6 +221,11 @@ def _banner(emu: Emulator, directory: Path, host: str) -> list[str]:
         lines.append(
             "  mode: writes allowed (PUT, DELETE and uploads change these files; "
             "other sites' pages are refused)"
+        )
+    if emu.max_connections < max_connections:
+        lines.append(
+            f"  note: at most {emu.max_connections} connections at once, not "
+            f"{max_connections}: the open-file limit (ulimit -n) holds no more"
         )
     if host not in _LOOPBACK:
         lines.append(

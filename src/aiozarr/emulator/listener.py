@@ -1,6 +1,12 @@
 """The emulator's listening socket: an aiohttp site that answers a connection over the cap
 with a 503 and closes it, instead of holding it.
 
+The cap must fit the process's open-file limit: a connection is a socket, and a file
+while it reads or writes an object. Past the limit the server can accept nothing, not
+even to answer 503, and clients wait in the listen backlog; so the soft limit is raised
+toward the hard one at start, and the cap lowered to what still fits (`aiozarr serve`
+says so).
+
 The cap counts the connections aiohttp holds when a new one is accepted; a burst of
 connections accepted in one go may pass it by up to the listen backlog. Connections
 that send no complete request head in time are closed by aiohttp's keep-alive timer
@@ -15,12 +21,36 @@ import asyncio
 
 from aiohttp import web
 
-__all__ = ["BoundedSite"]
+__all__ = ["BoundedSite", "connections_that_fit"]
+
+#: Files kept for the rest (the listening socket, logs, the threads' files, imports).
+_SPARE_FILES = 64
 
 _BUSY = (
     b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
     b"Content-Length: 24\r\nConnection: close\r\n\r\ntoo many connections now"
 )
+
+
+def connections_that_fit(wanted: int) -> int:
+    """`wanted`, or as many connections as the open-file limit has room for (two files
+    each), once the soft limit is raised as far as needed and the hard one allows."""
+    try:
+        import resource
+    except ImportError:  # Windows: no such limit to fit
+        return wanted
+    need = 2 * wanted + _SPARE_FILES
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < need:
+        raised = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError):
+            pass
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return wanted
+    return max(1, min(wanted, (soft - _SPARE_FILES) // 2))
 
 
 class _Busy(asyncio.Protocol):
@@ -44,6 +74,7 @@ class BoundedSite(web.BaseSite):
 
     async def start(self) -> None:
         await super().start()
+        self.max_connections = connections_that_fit(self.max_connections)
         server = self._runner.server
         assert server is not None
 

@@ -190,7 +190,7 @@ class Emulator:
         self._bucket.open()
         site = BoundedSite(self._runner, self._host, self._port, self._max_connections)
         await site.start()
-        self._port = site.port
+        self._port, self._max_connections = site.port, site.max_connections
         return self
 
     async def stop(self) -> None:
@@ -231,6 +231,12 @@ class Emulator:
     @property
     def port(self) -> int:
         return self._port
+
+    @property
+    def max_connections(self) -> int:
+        """The connections held at once, more answered 503: as asked, or once started,
+        fewer where the open-file limit cannot hold that many."""
+        return self._max_connections
 
     @property
     def connections(self) -> int:
