@@ -89,22 +89,26 @@ def _exit_while_held(emulator: Emulator, prefix: str, what: str) -> str:
             child.communicate()
 
 
-@pytest.mark.parametrize("call", ["read", "read_many"])
+@pytest.mark.parametrize(
+    ("call", "held"),
+    [
+        ("read", "*a/c/*"),
+        ("read_many", "*a/c/*"),
+        # opening reads metadata only (a group in mode "r"), so exit cancels it too
+        ("open_array", "*zarr.json"),
+        ("open", "*zarr.json"),
+        ("open_group", "*zarr.json"),
+    ],
+)
 def test_a_read_in_progress_does_not_hold_up_exit(
-    emulator: Emulator, emulator_s3_store: Callable[..., ObjectStore], prefix: str, call: str
+    emulator: Emulator,
+    emulator_s3_store: Callable[..., ObjectStore],
+    prefix: str,
+    call: str,
+    held: str,
 ) -> None:
     _array(emulator_s3_store, prefix)
-    emulator.inject("late", key_glob="*a/c/*", methods=["GET"], delay_s=120)
-    assert _exit_while_held(emulator, prefix, call) == ""
-
-
-@pytest.mark.parametrize("call", ["open_array", "open", "open_group"])
-def test_an_open_in_progress_does_not_hold_up_exit(
-    emulator: Emulator, emulator_s3_store: Callable[..., ObjectStore], prefix: str, call: str
-) -> None:
-    """Opening reads metadata only (a group in mode "r"), so exit cancels it too."""
-    _array(emulator_s3_store, prefix)
-    emulator.inject("late", key_glob="*zarr.json", methods=["GET"], delay_s=120)
+    emulator.inject("late", key_glob=held, methods=["GET"], delay_s=120)
     assert _exit_while_held(emulator, prefix, call) == ""
 
 
