@@ -124,6 +124,7 @@ class IcechunkStore(ReferenceStore):
         self._meta: dict[str, bytes] = {}
         self._arrays: dict[str, tuple[Node, ChunkKeys]] = {}
         self._scope = repository_scope(self._url, self._options)  # its keys in kept_files
+        self._first_load: asyncio.Future[None] | None = None  # the snapshot being read
         self._loading: dict[str, asyncio.Future[Manifest]] = {}  # manifests being read
         # by id of the store wrapped and the condition
         self._conditional: dict[tuple[int, str | None, int | None], Store] = {}
@@ -200,7 +201,21 @@ class IcechunkStore(ReferenceStore):
         return self._snapshot
 
     async def _load(self) -> dict[str, Any]:
-        if self._snapshot is None:
+        while self._snapshot is None:
+            pending = self._first_load
+            if pending is not None and pending.get_loop() is asyncio.get_running_loop():
+                await asyncio.wait([pending])  # a read that failed leaves it to this one
+                continue
+            await self._read_snapshot()
+        self._refs = {}
+        return self._refs
+
+    async def _read_snapshot(self) -> None:
+        """Read the ref and the snapshot it names, and index it: the first read of a
+        store, which the reads that start meanwhile wait for (one ref and one snapshot
+        read for all of them)."""
+        self._first_load = done = asyncio.get_running_loop().create_future()
+        try:
             repo = self._repository()
             key = f"snapshots/{await self._snapshot_id(repo)}"
             snapshot = kept_files().get(self._scope + key)
@@ -214,8 +229,10 @@ class IcechunkStore(ReferenceStore):
                 snapshot = parse_snapshot(data, f"{self._url}/{key}")
                 kept_files().put(self._scope + key, snapshot, len(data))
             self._index(snapshot)
-        self._refs = {}
-        return self._refs
+        finally:
+            if self._first_load is done:
+                self._first_load = None
+            done.set_result(None)
 
     def _index(self, snapshot: Snapshot) -> None:
         """Each node's `zarr.json` key and each array's chunk key grammar, unless another
@@ -477,7 +494,7 @@ class IcechunkStore(ReferenceStore):
         if self._snapshot is not None:
             state["_ref"], state["_as_of"] = ("snapshot", self._snapshot.id), None
         state["_conditional"] = {}
-        state["_loading"] = {}  # futures of this process's event loop
+        state["_first_load"], state["_loading"] = None, {}  # futures of this process's loop
         return state
 
     def __repr__(self) -> str:
