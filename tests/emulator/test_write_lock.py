@@ -10,6 +10,7 @@ a second to land: with the lock it lands after, as S3 would order it.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import urllib.error
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from aiozarr.emulator import Emulator
+from aiozarr.emulator import Emulator, files
 from aiozarr.emulator.files import TMP_DIR
 
 _state: dict[str, Any] = {"event": None, "path": None, "then": None, "answers": [], "rival": None}
@@ -106,7 +107,15 @@ def test_a_conditional_delete_never_deletes_a_version_it_did_not_name(emu: Emula
     assert _send("GET", url)[2] == b"v2"
 
 
-def test_a_multipart_complete_honours_if_none_match(emu: Emulator) -> None:
+@pytest.mark.parametrize(
+    "condition",
+    [{"If-None-Match": "*"}, {"X-Goog-If-Generation-Match": "0"}],
+    ids=["if-none-match", "goog-generation-spelt-in-capitals"],
+)
+def test_a_multipart_complete_honours_a_create_only_condition(
+    emu: Emulator, condition: dict[str, str]
+) -> None:
+    """Headers are named in any case: a capitalised x-goog condition was ignored."""
     url = emu.http_url("k")
     _send("PUT", url, b"first")
     created = _send("POST", url + "?uploads")[2]
@@ -116,9 +125,38 @@ def test_a_multipart_complete_honours_if_none_match(emu: Emulator) -> None:
         f"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{etag}</ETag>"
         "</Part></CompleteMultipartUpload>"
     ).encode()
-    assert _send("POST", f"{url}?uploadId={upload}", body, {"If-None-Match": "*"})[0] == 412
+    assert _send("POST", f"{url}?uploadId={upload}", body, condition)[0] == 412
     assert _send("GET", url)[2] == b"first"
     assert _send("DELETE", f"{url}?uploadId={upload}")[0] == 204  # the upload stayed open
+
+
+def test_a_rename_held_up_stalls_no_read(emu: Emulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writes waiting for the bucket's lock behind a slow rename (a stalled disk) held
+    the threads reads use too: a GET of another object waited for the rename."""
+    (emu.root / "other").write_bytes(b"there")
+    release = threading.Event()
+    rename = os.replace
+
+    def slow(src: Any, dst: Any) -> None:
+        if Path(dst).name == "slow":
+            release.wait(30)
+        rename(src, dst)
+
+    monkeypatch.setattr(files.os, "replace", slow)
+    writers = [
+        threading.Thread(target=_send, args=("PUT", emu.http_url(f"k{i}"), b"x")) for i in range(30)
+    ]
+    slow_put = threading.Thread(target=_send, args=("PUT", emu.http_url("slow"), b"x"))
+    slow_put.start()
+    for writer in writers:
+        writer.start()
+    try:
+        assert _send("GET", emu.http_url("other"))[2] == b"there"  # while the rename waits
+        assert not release.is_set() and slow_put.is_alive()
+    finally:
+        release.set()
+        for thread in [slow_put, *writers]:
+            thread.join(30)
 
 
 def test_a_start_clears_what_a_killed_server_left_in_the_temp_folder(tmp_path: Path) -> None:
@@ -128,3 +166,20 @@ def test_a_start_clears_what_a_killed_server_left_in_the_temp_folder(tmp_path: P
     (tmp_dir / "upload.1.etag").write_bytes(b"a part of an upload that ended")
     with Emulator(tmp_path / "bucket").running_in_thread():
         assert list(tmp_dir.iterdir()) == []
+
+
+def test_a_second_server_of_the_folder_leaves_the_first_ones_uploads(emu: Emulator) -> None:
+    """Starting another server of the folder (a read-only `aiozarr serve` for a viewer)
+    cleared the temp folder under the first one: its upload's parts were gone."""
+    url = emu.http_url("big")
+    created = _send("POST", url + "?uploads")[2]
+    upload = created.split(b"<UploadId>")[1].split(b"</UploadId>")[0].decode()
+    etag = _send("PUT", f"{url}?uploadId={upload}&partNumber=1", b"part")[1]
+    with Emulator(emu.root, read_only=True).running_in_thread():
+        pass
+    body = (
+        f"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{etag}</ETag>"
+        "</Part></CompleteMultipartUpload>"
+    ).encode()
+    assert _send("POST", f"{url}?uploadId={upload}", body)[0] == 200
+    assert _send("GET", url)[2] == b"part"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
@@ -105,9 +105,11 @@ async def stream_file(
     headers: dict[str, str],
     bps: float,
     count: Callable[[int], None],
+    reading: Callable[..., Awaitable[bytes]],
 ) -> web.StreamResponse:
     """Send a large body from its open file piece by piece (then close the file), no
-    faster than `bps` bytes per second (0: no cap)."""
+    faster than `bps` bytes per second (0: no cap); `reading(fn, *args)` runs each read
+    on a thread."""
     try:
         stream = web.StreamResponse(status=status, headers=headers)
         stream.content_length = body.stop - body.start
@@ -115,7 +117,7 @@ async def stream_file(
         pacer = Pacer(bps)
         at = body.start
         while at < body.stop:
-            piece = await asyncio.to_thread(os.pread, body.fd, min(PACE_BYTES, body.stop - at), at)
+            piece = await reading(os.pread, body.fd, min(PACE_BYTES, body.stop - at), at)
             if not piece:
                 break
             await pacer.wait(len(piece))

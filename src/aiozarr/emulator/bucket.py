@@ -11,12 +11,14 @@ faults; the bucket answers it, counting the bytes it moves in `conditions`.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from email.utils import formatdate
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from xml.sax.saxutils import escape
 
 from aiohttp import web
@@ -27,6 +29,7 @@ from aiozarr.emulator.files import (
     PUT_CONDITIONS,
     TMP_DIR,
     FileSlice,
+    claim_temp_folder,
     delete_if_match,
     delete_object,
     move_into_place,
@@ -46,6 +49,11 @@ __all__ = ["MAX_UPLOAD_BYTES", "Bucket"]
 
 MAX_UPLOAD_BYTES = 5 << 30  # S3's limit on one PUT (and on one part of a multipart upload)
 _LISTING_THREADS = 2  # listings walk the disk here, apart from the reads' threads
+#: GETs read on threads of their own: writes waiting for the bucket's lock (behind a
+#: slow rename) would otherwise hold every thread of asyncio's default executor.
+_READ_THREADS = 16
+
+T = TypeVar("T")
 _MAX_DELETE_KEYS = 1000  # S3's limit on one DeleteObjects
 # What each served operation may carry in its query (AWS SDKs add `x-id` to any). Any
 # other S3 operation is answered 501 NotImplemented, never served as one it resembles
@@ -87,20 +95,37 @@ class Bucket:
         # conditional write's check and rename (or a conditional delete's) are one step
         # that no other write or delete lands in.
         self._put_lock = threading.Lock()
+        self._read_pool: ThreadPoolExecutor | None = None
+        self._tmp_claim: int | None = None  # the served folder's lock, while held
         self._uploads = MultipartUploads(root, self.path, self._put_lock)
         self._listing_pool: ThreadPoolExecutor | None = None
 
     def open(self) -> None:
-        """Start the listing threads; clear the temp folder of what a server before
-        left there."""
-        remove_temp_files(self.root / TMP_DIR)
+        """Start the listing and read threads; where no other server serves the folder,
+        clear the temp folder of what a server before left there."""
+        self._tmp_claim = claim_temp_folder(self.root)
+        if self._tmp_claim is not None:  # else another server is using it: left alone
+            remove_temp_files(self.root / TMP_DIR)
         self._listing_pool = ThreadPoolExecutor(_LISTING_THREADS, "aiozarr-emulator-listing")
+        self._read_pool = ThreadPoolExecutor(_READ_THREADS, "aiozarr-emulator-reads")
 
     def close(self) -> None:
-        """Stop the listing threads (a listing under way is dropped)."""
+        """Stop the listing and read threads (a listing under way is dropped) and let
+        go of the served folder."""
         if self._listing_pool is not None:
             self._listing_pool.shutdown(wait=False, cancel_futures=True)
             self._listing_pool = None
+        if self._read_pool is not None:
+            self._read_pool.shutdown(wait=False)
+            self._read_pool = None
+        if self._tmp_claim is not None:
+            os.close(self._tmp_claim)
+            self._tmp_claim = None
+
+    async def _reading(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` on a read thread."""
+        assert self._read_pool is not None
+        return await asyncio.get_running_loop().run_in_executor(self._read_pool, fn, *args)
 
     def path(self, key: str) -> Path:
         """Where `key` lives: the one key check (paths.py) every operation makes."""
@@ -156,9 +181,9 @@ class Bucket:
             return self._uploads.create(key, self.name)
         elif method == "POST" and "uploadId" in query:
             body = await self._small_body(request)
-            return await self._uploads.complete(
-                key, query["uploadId"], body, self.name, dict(request.headers)
-            )
+            # the conditions by their names, as a PUT's (headers are case-insensitive)
+            conditions = {n: request.headers[n] for n in PUT_CONDITIONS if n in request.headers}
+            return await self._uploads.complete(key, query["uploadId"], body, self.name, conditions)
         raise S3Error(501, f"{method} {request.path} is not implemented by the emulator", key=key)
 
     # -- bodies ------------------------------------------------------------------------
@@ -185,7 +210,7 @@ class Bucket:
     async def _get(self, request: web.Request, key: str, *, head: bool) -> web.StreamResponse:
         # A HEAD's `Range` too: S3 answers it 206.
         try:
-            found = await asyncio.to_thread(
+            found = await self._reading(
                 lambda: read_version(self.path(key), request.headers, body=not head)
             )
         except S3Error as exc:
@@ -213,7 +238,13 @@ class Bucket:
         if isinstance(body, FileSlice):
             conditions = self._conditions
             return await stream_file(
-                request, body, status, headers, conditions.bandwidth_bps, conditions.count_read
+                request,
+                body,
+                status,
+                headers,
+                conditions.bandwidth_bps,
+                conditions.count_read,
+                self._reading,
             )
         return web.Response(status=status, body=body, headers=headers)
 

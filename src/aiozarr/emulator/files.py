@@ -26,6 +26,7 @@ __all__ = [
     "FileSlice",
     "Version",
     "check_put_condition",
+    "claim_temp_folder",
     "delete_if_match",
     "delete_object",
     "etag_of",
@@ -216,10 +217,31 @@ def version_headers(st: os.stat_result) -> dict[str, str]:
 PUT_CONDITIONS = ("If-Match", "If-None-Match", "x-goog-if-generation-match")
 
 
+def claim_temp_folder(root: Path) -> int | None:
+    """A descriptor holding the served folder's lock (flock on the folder itself) for
+    this server's life (close it to let go), or None where another live server holds
+    it (or locks are not available): that server's bodies and parts are in the temp
+    folder then, and must not be removed."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock
+        return None
+    try:
+        fd = os.open(root, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
 def remove_temp_files(tmp_dir: Path) -> None:
     """Remove what a server stopped before (killed, or with uploads in progress) left in
     the temp folder: bodies on their way in and multipart parts, whose uploads ended
-    with it. The folder is served by one server at a time."""
+    with it. Only by the server that holds `claim_temp_folder`'s lock."""
     with contextlib.suppress(OSError):
         for entry in os.scandir(tmp_dir):
             with contextlib.suppress(OSError):
