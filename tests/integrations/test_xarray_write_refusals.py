@@ -88,20 +88,44 @@ def _series(values: Any, start: str = "2000-01-01") -> xr.Dataset:
     return xr.Dataset({"f": ("time", np.asarray(values))}, coords={"time": times})
 
 
-@pytest.mark.parametrize(
-    "appended",
-    [np.array([1 + 1j, 2 - 3j]), np.array(["2000-01-01", "2000-01-02"], dtype="M8[ns]")],
-    ids=["complex", "datetime"],
-)
+DAYS = np.array(["2000-01-01", "2000-01-02"], dtype="M8[ns]")
+
+
 @pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
-def test_an_append_that_would_not_read_back_is_refused(tmp_path: Path, appended: Any) -> None:
-    """Complex values into a float variable lost their imaginary part; datetimes into a
-    float variable with no units read back as bare numbers (xarray writes both)."""
+@pytest.mark.parametrize(
+    ("stored", "appended"),
+    [
+        ([1.5, 2.5], [1 + 1j, 2 - 3j]),  # complex into float: the imaginary part lost
+        ([1, 2], [1 + 2j, 3 - 1j]),  # ... and into int
+        ([1.5, 2.5], DAYS),  # times into a float without units: bare numbers
+        ([True, False], [3, 0]),  # numbers into bool: 3 is True
+        ([True, False], ["no", "yes"]),  # strings into bool: both True
+        (["xy", "z"], [2**40, 5]),  # numbers into two characters: '10'
+        (["xy", "z"], [np.nan, 1.5]),  # ... 'na'
+        (DAYS, [3, 4]),  # numbers into times: read back as dates
+        (DAYS - DAYS[0], [3, 4]),  # ... and as time spans
+    ],
+    ids=[
+        "complex-float",
+        "complex-int",
+        "times-float",
+        "int-bool",
+        "str-bool",
+        "int-str",
+        "float-str",
+        "int-datetime",
+        "int-timedelta",
+    ],
+)
+def test_an_append_that_would_not_read_back_is_refused(
+    tmp_path: Path, stored: Any, appended: Any
+) -> None:
+    """xarray writes each of these (all but strings into bool) as numpy casts them."""
     path = tmp_path / "a.zarr"
-    to_zarr(_series([1.5, 2.5]), path)
+    to_zarr(_series(stored), path)
     with pytest.raises(InvalidValueError, match="'f'"):
         to_zarr(_series(appended, "2001-01-01"), path, append_dim="time")
-    assert _stored(path).identical(_series([1.5, 2.5]))
+    assert _stored(path).identical(_series(stored))
 
 
 def test_strings_appended_to_numbers_are_refused_naming_the_variable(tmp_path: Path) -> None:

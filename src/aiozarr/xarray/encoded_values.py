@@ -76,8 +76,15 @@ def checked_encoding(
     the array `encoded` goes into, when it is already stored (their units, calendar and
     `_Unsigned` decode it, not the encoder's)."""
     check: Any
+    if stored is not None and raw.dtype.kind not in "mMO" and _holds_times(stored):
+        raise ValueOutOfRangeError(
+            f"variable {name!r} stores times (units {stored.get('units')!r}): {raw.dtype} "
+            "values appended would read back as times, not as the numbers given"
+        )
     if encoded.dtype.kind in "US" and raw.dtype.kind in "USO" and raw.shape == encoded.shape:
         check = _WidthCheck(name, raw.dtype, encoded.dtype)
+    elif _cast_across_kinds(raw.dtype, encoded.dtype):
+        check = _KindCheck(name, encoded.dtype)
     elif raw.dtype.kind not in _NUMERIC or encoded.dtype.kind not in _NUMERIC:
         return encoded
     else:
@@ -91,6 +98,20 @@ def checked_encoding(
 
     data = da.map_blocks(_checked_block, encoded.data, raw.data, check, dtype=encoded.dtype)
     return xr.Variable(encoded.dims, data, encoded.attrs, encoded.encoding)
+
+
+def _cast_across_kinds(raw: np.dtype[Any], encoded: np.dtype[Any]) -> bool:
+    """Whether values go into booleans or strings from another kind."""
+    if encoded.kind == "b":
+        return raw.kind != "b"
+    return encoded.kind in "US" and raw.kind not in "USO"
+
+
+def _holds_times(attrs: Mapping[str, Any]) -> bool:
+    """Whether a stored variable's attributes decode it as times or time spans."""
+    return " since " in str(attrs.get("units", "")) or str(attrs.get("dtype", "")).startswith(
+        "timedelta"
+    )
 
 
 def _checked_block(encoded: np.ndarray, raw: np.ndarray, check: Any) -> np.ndarray:
@@ -187,9 +208,9 @@ class _Check:
                 wrong = diff > self._tolerance(decoded.dtype, got, want)
         else:  # a float encoding rounds: only an overflow to inf is wrong
             wrong = np.isinf(diff)
-            if want.dtype.kind == "c" and got.dtype.kind != "c":  # the imaginary part lost
-                with np.errstate(invalid="ignore"):
-                    wrong |= np.nan_to_num(want.imag) != 0
+        if want.dtype.kind == "c" and got.dtype.kind != "c":  # the imaginary part lost
+            with np.errstate(invalid="ignore"):  # (an integer's tolerance is not for it)
+                wrong |= np.nan_to_num(want.imag) != 0
         odd = np.isnan(diff)  # NaN on either side, or inf on both: decided one by one
         if odd.any():
             where = np.flatnonzero(odd)
@@ -289,6 +310,31 @@ class _Check:
             f"without a _FillValue (it would read back as {stored.flat[0]}); give the "
             "variable a _FillValue in its encoding"
         )
+
+
+class _KindCheck:
+    """The check of numbers (or times) cast to booleans or strings, as numpy casts them
+    (3 to True, 2**40 into two characters to '10'): each must read back as given."""
+
+    not_compared = False
+
+    def __init__(self, name: str, encoded: np.dtype[Any]) -> None:
+        self.name, self.encoded = name, encoded
+
+    def __call__(self, encoded: np.ndarray, raw: np.ndarray) -> None:
+        try:
+            back = encoded.astype(raw.dtype)
+            same = (back == raw) | (
+                np.isnan(back) & np.isnan(raw) if raw.dtype.kind in "fc" else False
+            )
+        except (TypeError, ValueError):  # 'na' is no number
+            same = np.zeros(raw.shape, dtype=bool)
+        if not np.all(same):
+            first = np.flatnonzero(~np.broadcast_to(same, raw.shape))[0]
+            raise ValueOutOfRangeError(
+                f"variable {self.name!r}: {raw.dtype} value {raw.flat[first].item()!r} stored as "
+                f"{self.encoded} would read back as {encoded.flat[first].item()!r}"
+            )
 
 
 class _WidthCheck:
