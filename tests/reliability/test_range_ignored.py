@@ -104,3 +104,24 @@ def test_a_sharded_array_reads_its_shard_whole_once(emulator: Emulator) -> None:
         assert proxy.sent == [("GET", f"/{emulator.bucket}/{prefix}/c/0/0", False)]
         assert proxy.bytes_sent == shard
         assert store.stats()["bytes_read"] == shard
+
+
+@pytest.mark.parametrize("recheck", [True, 0.0])
+def test_a_cached_shard_is_revalidated_through_a_server_ignoring_ranges(
+    emulator: Emulator, recheck: object
+) -> None:
+    """The conditional GET of a shard's index answered with the whole (changed) shard
+    is read as a plain read of it is, not raised as the server's refusal."""
+    prefix = unique_prefix()
+    direct = _store(emulator, emulator.endpoint, prefix)
+    old = np.arange(16, dtype="i4")
+    aiozarr.create_array(direct, data=old, chunks=(4,), shards=(8,), compressors=None)
+    with Proxy(emulator.endpoint, ignore_range=True).running() as proxy:
+        arr = aiozarr.open_array(
+            _store(emulator, proxy.endpoint, prefix), cache_bytes=1 << 20, cache_recheck=recheck
+        )
+        np.testing.assert_array_equal(arr[:], old)
+        np.testing.assert_array_equal(arr[:], old)  # unchanged: revalidated
+        aiozarr.open_array(direct, mode="r+")[4:12] = -1
+        old[4:12] = -1
+        np.testing.assert_array_equal(arr[:], old)

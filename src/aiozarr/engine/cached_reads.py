@@ -28,7 +28,7 @@ from aiozarr.engine.chunk_cache import (
 from aiozarr.engine.decoding import DecodeJob, Reads
 from aiozarr.engine.executor import run_codec
 from aiozarr.engine.located import LocatedChunk, chunk_bound
-from aiozarr.engine.located_index import remember_index
+from aiozarr.engine.located_index import LocatedIndex, StaleIndexError, remember_index
 from aiozarr.engine.plan import plan_chunks, plan_shards
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.selection.indexing import ChunkProjection
@@ -81,6 +81,7 @@ async def serve_cached(
         if key in served:
             continue
         record = good.get(key)
+        served_before = len(hits)
         for p in needed:
             chain = _chain(array, layout, p)
             chunk = None if record is None else _held(session, key, record, chain, p)
@@ -92,12 +93,49 @@ async def serve_cached(
             else:
                 pool.touch(place, key, p.chunk_coords, record)
                 hits.append((chunk, p))
+        if layout is not None and record is not None:
+            _one_version(reads, key, record, len(needed), hits, served_before, rest)
     session.count("cache_hits", len(hits))
     session.count("cache_misses", len(rest))
     if hits:
         await run_codec(_copy, hits, reads.out, nbytes=sum(c.nbytes for c, _ in hits))
         reads.progress.advance(len(hits))
     return rest
+
+
+def _one_version(
+    reads: Reads,
+    key: str,
+    record: ObjectRecord,
+    needed: int,
+    hits: list[tuple[np.ndarray, ChunkProjection]],
+    first: int,
+    rest: list[ChunkProjection],
+) -> None:
+    """The chunks of shard `key` the cache serves (`hits[first:]`, of `needed`) and those
+    left to read come from one version of it: the rest is read from `record`'s version
+    or the read starts over (`Reads.pinned`, `check_pinned`); a version that cannot be
+    asked for (`UNVERSIONED`) serves all of them or none (they go to `rest`)."""
+    served = len(hits) - first
+    if served == 0:
+        return
+    if record.version is not UNVERSIONED:
+        reads.pinned[key] = record.version
+    elif served < needed and reads.cache is not None:
+        rest.extend(p for _, p in hits[first:])
+        del hits[first:]
+        reads.cache.cache.forget(key)  # so the rest is not kept beside them
+
+
+def check_pinned(reads: Reads, indexes: dict[str, LocatedIndex | None]) -> None:
+    """Raise `StaleIndexError` for a shard the cache served chunks of (`Reads.pinned`)
+    whose index, read for the rest, is of another version (or the shard is gone): one
+    read never mixes two versions of a shard; the retry forgets the cached chunks."""
+    for key, version in reads.pinned.items():
+        if key in indexes:
+            found = indexes[key]
+            if found is None or found.version != version:
+                raise StaleIndexError(key)
 
 
 def _chain(array: StoredArray, layout: ShardLayout | None, p: ChunkProjection) -> CodecChain:

@@ -55,6 +55,9 @@ class Reads:
     missing: set[str] = field(default_factory=set)
     #: the chunk cache as this read sees it (None: no cache), which keeps what is decoded
     cache: ReadSession | None = None
+    #: shards some of whose chunks the cache served, by the version they came from: the
+    #: rest of each is read from that version or the read starts over (`check_pinned`)
+    pinned: dict[str, Version] = field(default_factory=dict)
 
     def fill(self, projection: ChunkProjection) -> None:
         fill_at(self.out, projection.out_selection, self.array.fill_value)

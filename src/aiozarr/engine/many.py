@@ -18,7 +18,7 @@ from functools import partial
 import anyio
 import numpy as np
 
-from aiozarr.engine.cached_reads import serve_cached
+from aiozarr.engine.cached_reads import check_pinned, serve_cached
 from aiozarr.engine.decoding import DecodeJob, Reads, decode_job
 from aiozarr.engine.executor import run_codec, run_in_groups
 from aiozarr.engine.freed_memory import FreedMemory
@@ -39,7 +39,7 @@ from aiozarr.engine.stored_array import StoredArray
 from aiozarr.engine.streaming import Answers, stream_in_batches
 from aiozarr.errors import unwrap_group
 from aiozarr.selection.indexing import ChunkProjection
-from aiozarr.storage.protocol import RangeRequest, Store
+from aiozarr.storage.protocol import RangeRequest, Store, Version
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +106,7 @@ async def _read_once(reads: list[Reads], projections: list[Sequence[ChunkProject
             for i, r in enumerate(reads):
                 if r.cache is not None:
                     tg.start_soon(from_cache, i, r)
+        _share_pins(reads)
     ready: list[_Item] = []
     indexed: list[tuple[Reads, ShardSelection]] = []
     for r, p in zip(reads, left, strict=True):
@@ -121,6 +122,20 @@ async def _read_once(reads: list[Reads], projections: list[Sequence[ChunkProject
                 await _fetch_all(located)
 
 
+def _share_pins(reads: list[Reads]) -> None:
+    """Every selection of a store reads a shard from the version the cache served any
+    selection's chunks of it from (`Reads.pinned`); two selections served two versions
+    of one shard start the read over (`StaleIndexError`, which forgets them)."""
+    pins: dict[Store, dict[str, Version]] = {}
+    for r in reads:
+        held = pins.setdefault(r.array.store, {})
+        for key, version in r.pinned.items():
+            if held.setdefault(key, version) != version:
+                raise StaleIndexError(key)
+    for r in reads:
+        r.pinned.update(pins[r.array.store])
+
+
 def _locate(
     indexed: list[tuple[Reads, ShardSelection]],
     indexes: dict[tuple[int, str], LocatedIndex | None],
@@ -130,6 +145,7 @@ def _locate(
     items: list[_Item] = []
     for r, shard in indexed:
         found = {shard.key: indexes[id(r.array), shard.key]}
+        check_pinned(r, found)
         if found[shard.key] is None:
             r.missing.add(shard.key)
         located, missing = locate([shard], found, r.settings.unbounded_value_bytes)
@@ -218,6 +234,9 @@ async def _decode_burst(items: list[_Item], burst: Answers) -> None:
     landed: dict[tuple[str, object, object, int], _Unit] = {}
     for i, data, version in burst:
         r, fetch = items[i]
+        pinned = r.pinned.get(fetch.key)
+        if pinned is not None and (data is None or version != pinned):
+            raise StaleIndexError(fetch.key)  # a shard another selection was served of
         if data is None:
             r.missing.add(fetch.key)
         for chunk, chunk_data in fetch.expand(r.array, data, version):  # type: ignore[arg-type]

@@ -29,7 +29,7 @@ from functools import partial
 import anyio
 import numpy as np
 
-from aiozarr.engine.cached_reads import serve_cached
+from aiozarr.engine.cached_reads import check_pinned, serve_cached
 from aiozarr.engine.decoding import DecodeJob, Reads, decode_one
 from aiozarr.engine.freed_memory import FreedMemory
 from aiozarr.engine.gathering import gathering
@@ -140,6 +140,7 @@ async def _read_indexed(reads: Reads, shards: list[ShardSelection]) -> None:
     """Shards read by their index: one batch for the indexes not cached, then one
     stream for every chunk they locate."""
     indexes = await shard_indexes(reads.array, shards)
+    check_pinned(reads, indexes)
     reads.missing.update(key for key, index in indexes.items() if index is None)
     located, missing = locate(shards, indexes, reads.settings.unbounded_value_bytes)
     for projection in missing:

@@ -66,4 +66,12 @@ async def read_if_changed(
     except Exception as exc:
         if obstore_errors.is_not_found(exc):
             return None
-        raise
+        if byte_range is None:
+            raise
+        # A range refused as a plain read would be (a server that ignores `Range` sent
+        # the whole value, a range past the end): answered as `read` answers it, then
+        # compared with the version held.
+        answer = await store._read_failed(key, byte_range, max_bytes, exc)
+        if answer is not None and answer[1] is not None and answer[1] == version:
+            return UNCHANGED
+        return answer
