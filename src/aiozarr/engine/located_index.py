@@ -94,10 +94,12 @@ def forget_stale(array: StoredArray, stale: StaleIndexError, tries: int) -> None
         why = "it was rewritten while it was read"
         if versions.same >= FLAPPING_EVIDENCE:
             why = (
-                "its index was the same each time it was read again, so its server's "
-                "versions (ETags) may change while its content does not (a load balancer "
-                "over servers that tag the same file differently?); a store that tells no "
-                "versions reads it (a zarr-python store, e.g. zarr.storage.FsspecStore)"
+                "its index was the same each time it was read again: another writer may "
+                "keep rewriting it with chunks of the same sizes, or its server's versions "
+                "(ETags) change while its content does not (a load balancer over servers "
+                "that tag the same file differently?); only in that second case, a store "
+                "that tells no versions reads it (a zarr-python store, e.g. "
+                "zarr.storage.FsspecStore)"
             )
         raise StoreError(
             f"cannot read shard {stale.key!r}: {why}, {STALE_RETRIES} times in a row"
