@@ -58,3 +58,36 @@ def test_a_shard_of_a_store_without_versions_is_served_whole_or_read_whole(reche
     zarr.open_array(store, mode="r+")[:] = new  # unseen by aiozarr's cache
     np.testing.assert_array_equal(service[:], new)
     np.testing.assert_array_equal(service[:], new)  # and nothing of before is kept
+
+
+@pytest.mark.parametrize("recheck", ["open", False, 30.0, True])
+@pytest.mark.parametrize("how", ["getitem", "read_many"])
+def test_many_shards_cached_in_part_and_rewritten_once_are_read_new(
+    tmp_path: Path, recheck: Any, how: str
+) -> None:
+    """Each try forgot the cached part of one stale shard only, so six shards rewritten
+    once (nothing changing during the read) used up the retries and the read failed."""
+    aiozarr.create_array(
+        str(tmp_path), data=np.arange(48, dtype="i4"), chunks=(2,), shards=(8,), compressors=None
+    )
+    handle = aiozarr.open_array(str(tmp_path), cache_bytes=1 << 20, cache_recheck=recheck)
+    for start in range(0, 48, 8):
+        handle[start : start + 2]  # the first inner chunk of every shard cached
+    _rewrite(tmp_path, np.arange(48, dtype="i4") + 100)
+    np.testing.assert_array_equal(_reads(handle, how), np.arange(48) + 100)
+
+
+@pytest.mark.parametrize("recheck", ["open", False, 30.0])
+def test_a_shard_deleted_after_its_own_handle_cached_part_of_it(
+    tmp_path: Path, recheck: Any
+) -> None:
+    """The handle's shard index is cached too, so the rest was located by it and its
+    ranges answered "not found": old cached chunks beside the fill value."""
+    aiozarr.create_array(
+        str(tmp_path), data=np.arange(1, 9, dtype="i4"), shards=(8,), chunks=(2,), compressors=None
+    )
+    handle = aiozarr.open_array(str(tmp_path), cache_bytes=1 << 20, cache_recheck=recheck)
+    handle[0:2]
+    _rewrite(tmp_path, np.zeros(8, dtype="i4"))  # the fill value: the shard is deleted
+    got = handle[:]
+    assert np.array_equal(got, np.arange(1, 9)) or np.array_equal(got, np.zeros(8)), got

@@ -131,11 +131,17 @@ def check_pinned(reads: Reads, indexes: dict[str, LocatedIndex | None]) -> None:
     """Raise `StaleIndexError` for a shard the cache served chunks of (`Reads.pinned`)
     whose index, read for the rest, is of another version (or the shard is gone): one
     read never mixes two versions of a shard; the retry forgets the cached chunks."""
-    for key, version in reads.pinned.items():
-        if key in indexes:
-            found = indexes[key]
-            if found is None or found.version != version:
-                raise StaleIndexError(key)
+    stale = [
+        key
+        for key, version in reads.pinned.items()
+        if key in indexes and (indexes[key] is None or indexes[key].version != version)
+    ]
+    if stale:
+        # every such shard's cached part forgotten now, not one per try: a read of many
+        # shards rewritten once would otherwise spend a try on each of them
+        if reads.cache is not None:
+            reads.cache.cache.forget(*stale)
+        raise StaleIndexError(stale[0])
 
 
 def _chain(array: StoredArray, layout: ShardLayout | None, p: ChunkProjection) -> CodecChain:

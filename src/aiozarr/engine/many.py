@@ -127,11 +127,17 @@ def _share_pins(reads: list[Reads]) -> None:
     selection's chunks of it from (`Reads.pinned`); two selections served two versions
     of one shard start the read over (`StaleIndexError`, which forgets them)."""
     pins: dict[Store, dict[str, Version]] = {}
+    clashes: list[str] = []
     for r in reads:
         held = pins.setdefault(r.array.store, {})
         for key, version in r.pinned.items():
             if held.setdefault(key, version) != version:
-                raise StaleIndexError(key)
+                clashes.append(key)
+    if clashes:  # every clash forgotten at once, not one per try
+        for r in reads:
+            if r.cache is not None:
+                r.cache.cache.forget(*clashes)
+        raise StaleIndexError(clashes[0])
     for r in reads:
         r.pinned.update(pins[r.array.store])
 
@@ -143,9 +149,19 @@ def _locate(
     """Every chunk the shards of `indexed` locate with their `indexes`; chunks not stored
     are filled now."""
     items: list[_Item] = []
+    by_read: dict[int, tuple[Reads, dict[str, LocatedIndex | None]]] = {}
+    for r, shard in indexed:
+        by_read.setdefault(id(r), (r, {}))[1][shard.key] = indexes[id(r.array), shard.key]
+    stale: StaleIndexError | None = None
+    for r, found_of_read in by_read.values():
+        try:
+            check_pinned(r, found_of_read)  # each read's stale pins forgotten
+        except StaleIndexError as exc:
+            stale = stale or exc
+    if stale is not None:
+        raise stale
     for r, shard in indexed:
         found = {shard.key: indexes[id(r.array), shard.key]}
-        check_pinned(r, found)
         if found[shard.key] is None:
             r.missing.add(shard.key)
         located, missing = locate([shard], found, r.settings.unbounded_value_bytes)

@@ -157,6 +157,9 @@ async def _fetch_and_decode(reads: Reads, fetches: Sequence[Fetch]) -> None:
         jobs = []
         fetched = 0
         for i, data, version in burst:
+            pinned = reads.pinned.get(fetches[i].key)
+            if pinned is not None and (data is None or version != pinned):
+                raise StaleIndexError(fetches[i].key)  # the cache served part of it
             if data is None:
                 reads.missing.add(fetches[i].key)
             fetched += 0 if data is None else memoryview(data).nbytes
