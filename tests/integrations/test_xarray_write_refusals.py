@@ -135,3 +135,22 @@ def test_strings_appended_to_numbers_are_refused_naming_the_variable(tmp_path: P
     with pytest.raises(InvalidValueError, match=r"variable 'f'.*<U1"):
         to_zarr(_series(["a", "b"], "2001-01-01"), path, append_dim="time")
     assert _stored(path).identical(_series([1, 2]))
+
+
+def test_appends_that_do_read_back_are_taken(tmp_path: Path) -> None:
+    """Not refused: booleans into strings wide enough for 'False' (numpy reads any
+    non-empty string back as True), and times as numbers with the stored units (a
+    dataset opened with decode_times=False)."""
+    words = tmp_path / "words.zarr"
+    to_zarr(xr.Dataset({"v": ("t", np.array(["True", "False"]))}), words)
+    to_zarr(xr.Dataset({"v": ("t", np.array([True, False]))}), words, append_dim="t")
+    assert _stored(words)["v"].values.tolist() == ["True", "False"] * 2
+
+    times = tmp_path / "times.zarr"
+    units = {"units": "days since 2000-01-01", "calendar": "standard"}
+    to_zarr(xr.Dataset({"time": ("t", np.array([0, 1]), units)}), times)
+    raw = xr.open_dataset(times, engine="aiozarr", decode_times=False)
+    later = xr.Dataset({"time": ("t", np.array([2, 3]), dict(raw["time"].attrs))})
+    to_zarr(later, times, append_dim="t")
+    again = xr.open_dataset(times, engine="aiozarr", decode_times=False)
+    assert again["time"].values.tolist() == [0, 1, 2, 3]

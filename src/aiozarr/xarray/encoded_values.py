@@ -76,7 +76,12 @@ def checked_encoding(
     the array `encoded` goes into, when it is already stored (their units, calendar and
     `_Unsigned` decode it, not the encoder's)."""
     check: Any
-    if stored is not None and raw.dtype.kind not in "mMO" and _holds_times(stored):
+    if (
+        stored is not None
+        and raw.dtype.kind not in "mMO"
+        and _holds_times(stored)
+        and not _same_time_encoding(raw.attrs, stored)
+    ):
         raise ValueOutOfRangeError(
             f"variable {name!r} stores times (units {stored.get('units')!r}): {raw.dtype} "
             "values appended would read back as times, not as the numbers given"
@@ -105,6 +110,16 @@ def _cast_across_kinds(raw: np.dtype[Any], encoded: np.dtype[Any]) -> bool:
     if encoded.kind == "b":
         return raw.kind != "b"
     return encoded.kind in "US" and raw.kind not in "USO"
+
+
+def _same_time_encoding(attrs: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
+    """Whether numbers carrying `attrs` are times already encoded as `stored` encodes
+    them (read with `decode_times=False`, appended with their units): they read back as
+    given, as numbers and as times alike."""
+    return (
+        all(attrs.get(k) == stored.get(k) for k in ("units", "calendar", "dtype"))
+        and attrs.get("units") is not None
+    )
 
 
 def _holds_times(attrs: Mapping[str, Any]) -> bool:
@@ -323,10 +338,14 @@ class _KindCheck:
 
     def __call__(self, encoded: np.ndarray, raw: np.ndarray) -> None:
         try:
-            back = encoded.astype(raw.dtype)
-            same = (back == raw) | (
-                np.isnan(back) & np.isnan(raw) if raw.dtype.kind in "fc" else False
-            )
+            if encoded.dtype.kind in "US" and raw.dtype.kind == "b":
+                # as text: False is 'False' (which numpy casts back to True)
+                same = encoded == raw.astype(encoded.dtype.kind)
+            else:
+                back = encoded.astype(raw.dtype)
+                same = (back == raw) | (
+                    np.isnan(back) & np.isnan(raw) if raw.dtype.kind in "fc" else False
+                )
         except (TypeError, ValueError):  # 'na' is no number
             same = np.zeros(raw.shape, dtype=bool)
         if not np.all(same):
