@@ -10,6 +10,7 @@ a second to land: with the lock it lands after, as S3 would order it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -168,18 +169,35 @@ def test_a_start_clears_what_a_killed_server_left_in_the_temp_folder(tmp_path: P
         assert list(tmp_dir.iterdir()) == []
 
 
-def test_a_second_server_of_the_folder_leaves_the_first_ones_uploads(emu: Emulator) -> None:
-    """Starting another server of the folder (a read-only `aiozarr serve` for a viewer)
-    cleared the temp folder under the first one: its upload's parts were gone."""
-    url = emu.http_url("big")
+def _upload_part(emu: Emulator, key: str) -> tuple[str, str]:
+    """An upload of `key` begun, its one part sent: (its complete URL, its body)."""
+    url = emu.http_url(key)
     created = _send("POST", url + "?uploads")[2]
     upload = created.split(b"<UploadId>")[1].split(b"</UploadId>")[0].decode()
     etag = _send("PUT", f"{url}?uploadId={upload}&partNumber=1", b"part")[1]
-    with Emulator(emu.root, read_only=True).running_in_thread():
-        pass
     body = (
         f"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{etag}</ETag>"
         "</Part></CompleteMultipartUpload>"
-    ).encode()
-    assert _send("POST", f"{url}?uploadId={upload}", body)[0] == 200
-    assert _send("GET", url)[2] == b"part"
+    )
+    return f"{url}?uploadId={upload}", body
+
+
+def test_a_second_server_of_the_folder_leaves_the_first_ones_uploads(emu: Emulator) -> None:
+    """Starting another server of the folder (a read-only `aiozarr serve` for a viewer)
+    cleared the temp folder under the first one: its upload's parts were gone."""
+    complete, body = _upload_part(emu, "big")
+    with Emulator(emu.root, read_only=True).running_in_thread():
+        pass
+    assert _send("POST", complete, body.encode())[0] == 200
+    assert _send("GET", emu.http_url("big"))[2] == b"part"
+
+
+def test_a_server_restarted_beside_another_leaves_its_uploads(tmp_path: Path) -> None:
+    """Only the first server held the folder's lock: restarted, it found the lock free
+    and cleared the temp folder under the second server's upload."""
+    with contextlib.ExitStack() as serving:
+        with Emulator(tmp_path / "bucket").running_in_thread():  # the first
+            second = serving.enter_context(Emulator(tmp_path / "bucket").running_in_thread())
+            complete, body = _upload_part(second, "big")
+        with Emulator(tmp_path / "bucket").running_in_thread():  # again, the second serving
+            assert _send("POST", complete, body.encode())[0] == 200

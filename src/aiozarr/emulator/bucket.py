@@ -35,6 +35,7 @@ from aiozarr.emulator.files import (
     move_into_place,
     read_version,
     remove_temp_files,
+    share_temp_folder,
     version_headers,
     write_atomic,
     write_error,
@@ -103,9 +104,11 @@ class Bucket:
     def open(self) -> None:
         """Start the listing and read threads; where no other server serves the folder,
         clear the temp folder of what a server before left there."""
-        self._tmp_claim = claim_temp_folder(self.root)
-        if self._tmp_claim is not None:  # else another server is using it: left alone
+        self._tmp_claim, alone = claim_temp_folder(self.root)
+        if alone:  # else another server is using it: left alone
             remove_temp_files(self.root / TMP_DIR)
+            assert self._tmp_claim is not None
+            share_temp_folder(self._tmp_claim)
         self._listing_pool = ThreadPoolExecutor(_LISTING_THREADS, "aiozarr-emulator-listing")
         self._read_pool = ThreadPoolExecutor(_READ_THREADS, "aiozarr-emulator-reads")
 

@@ -38,6 +38,7 @@ __all__ = [
     "read_version",
     "remove_empty_parents",
     "remove_temp_files",
+    "share_temp_folder",
     "version_headers",
     "write_atomic",
     "write_error",
@@ -217,25 +218,41 @@ def version_headers(st: os.stat_result) -> dict[str, str]:
 PUT_CONDITIONS = ("If-Match", "If-None-Match", "x-goog-if-generation-match")
 
 
-def claim_temp_folder(root: Path) -> int | None:
-    """A descriptor holding the served folder's lock (flock on the folder itself) for
-    this server's life (close it to let go), or None where another live server holds
-    it (or locks are not available): that server's bodies and parts are in the temp
-    folder then, and must not be removed."""
+def claim_temp_folder(root: Path) -> tuple[int | None, bool]:
+    """`(descriptor, alone)`: a descriptor holding a lock on the served folder (flock on
+    the folder itself) for this server's life (close it to let go), and whether no other
+    live server serves the folder (then the caller clears the temp folder, and calls
+    `share_temp_folder`). Every server holds the lock, shared once started: a server
+    that starts while another serves the folder, even one started after the first
+    holder left, finds it held and leaves the temp folder alone. (None, False) where
+    locks are not available."""
     try:
         import fcntl
     except ImportError:  # Windows: no flock
-        return None
+        return None, False
     try:
         fd = os.open(root, os.O_RDONLY)
     except OSError:
-        return None
+        return None, False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return fd, True
+    except OSError:
+        pass
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)  # waits out a server clearing the folder now
     except OSError:
         os.close(fd)
-        return None
-    return fd
+        return None, False
+    return fd, False
+
+
+def share_temp_folder(fd: int) -> None:
+    """Turn `claim_temp_folder`'s exclusive lock into a shared one, once the temp folder
+    is cleared: later servers serve beside this one without clearing it."""
+    import fcntl
+
+    fcntl.flock(fd, fcntl.LOCK_SH)
 
 
 def remove_temp_files(tmp_dir: Path) -> None:
