@@ -119,16 +119,10 @@ def test_a_multipart_complete_honours_a_create_only_condition(
     """Headers are named in any case: a capitalised x-goog condition was ignored."""
     url = emu.http_url("k")
     _send("PUT", url, b"first")
-    created = _send("POST", url + "?uploads")[2]
-    upload = created.split(b"<UploadId>")[1].split(b"</UploadId>")[0].decode()
-    etag = _send("PUT", f"{url}?uploadId={upload}&partNumber=1", b"second")[1]
-    body = (
-        f"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{etag}</ETag>"
-        "</Part></CompleteMultipartUpload>"
-    ).encode()
-    assert _send("POST", f"{url}?uploadId={upload}", body, condition)[0] == 412
+    complete, body = _upload_part(emu, "k")
+    assert _send("POST", complete, body.encode(), condition)[0] == 412
     assert _send("GET", url)[2] == b"first"
-    assert _send("DELETE", f"{url}?uploadId={upload}")[0] == 204  # the upload stayed open
+    assert _send("DELETE", complete)[0] == 204  # the upload stayed open
 
 
 def test_a_rename_held_up_stalls_no_read(emu: Emulator, monkeypatch: pytest.MonkeyPatch) -> None:
