@@ -127,21 +127,35 @@ def _one_version(
         reads.cache.cache.forget(key)  # so the rest is not kept beside them
 
 
-def check_pinned(reads: Reads, indexes: dict[str, LocatedIndex | None]) -> None:
-    """Raise `StaleIndexError` for a shard the cache served chunks of (`Reads.pinned`)
-    whose index, read for the rest, is of another version (or the shard is gone): one
-    read never mixes two versions of a shard; the retry forgets the cached chunks."""
+def stale_pins(reads: Reads, indexes: dict[str, LocatedIndex | None]) -> list[str]:
+    """The shards the cache served chunks of (`Reads.pinned`) whose index, read for the
+    rest, is of another version (or the shard is gone), their cached chunks forgotten
+    now: all of them, not one per try of the read (which spent the retries on a read of
+    a few shards rewritten once)."""
     stale = [
         key
         for key, version in reads.pinned.items()
         if key in indexes and (indexes[key] is None or indexes[key].version != version)
     ]
+    if stale and reads.cache is not None:
+        reads.cache.cache.forget(*stale)
+    return stale
+
+
+def check_pinned(reads: Reads, indexes: dict[str, LocatedIndex | None]) -> None:
+    """Raise `StaleIndexError` where `stale_pins` finds any: one read never mixes two
+    versions of a shard."""
+    stale = stale_pins(reads, indexes)
     if stale:
-        # every such shard's cached part forgotten now, not one per try: a read of many
-        # shards rewritten once would otherwise spend a try on each of them
-        if reads.cache is not None:
-            reads.cache.cache.forget(*stale)
         raise StaleIndexError(stale[0])
+
+
+def check_answer(reads: Reads, key: str, data: object, version: object) -> None:
+    """Raise `StaleIndexError` where the answer for shard `key` (None: not found) is not
+    of the version the cache served part of it from."""
+    pinned = reads.pinned.get(key)
+    if pinned is not None and (data is None or version != pinned):
+        raise StaleIndexError(key)
 
 
 def _chain(array: StoredArray, layout: ShardLayout | None, p: ChunkProjection) -> CodecChain:

@@ -18,7 +18,7 @@ from functools import partial
 import anyio
 import numpy as np
 
-from aiozarr.engine.cached_reads import check_pinned, serve_cached
+from aiozarr.engine.cached_reads import check_answer, serve_cached, stale_pins
 from aiozarr.engine.decoding import DecodeJob, Reads, decode_job
 from aiozarr.engine.executor import run_codec, run_in_groups
 from aiozarr.engine.freed_memory import FreedMemory
@@ -152,14 +152,9 @@ def _locate(
     by_read: dict[int, tuple[Reads, dict[str, LocatedIndex | None]]] = {}
     for r, shard in indexed:
         by_read.setdefault(id(r), (r, {}))[1][shard.key] = indexes[id(r.array), shard.key]
-    stale: StaleIndexError | None = None
-    for r, found_of_read in by_read.values():
-        try:
-            check_pinned(r, found_of_read)  # each read's stale pins forgotten
-        except StaleIndexError as exc:
-            stale = stale or exc
-    if stale is not None:
-        raise stale
+    stale = [key for r, found in by_read.values() for key in stale_pins(r, found)]
+    if stale:
+        raise StaleIndexError(stale[0])
     for r, shard in indexed:
         found = {shard.key: indexes[id(r.array), shard.key]}
         if found[shard.key] is None:
@@ -250,9 +245,7 @@ async def _decode_burst(items: list[_Item], burst: Answers) -> None:
     landed: dict[tuple[str, object, object, int], _Unit] = {}
     for i, data, version in burst:
         r, fetch = items[i]
-        pinned = r.pinned.get(fetch.key)
-        if pinned is not None and (data is None or version != pinned):
-            raise StaleIndexError(fetch.key)  # a shard another selection was served of
+        check_answer(r, fetch.key, data, version)
         if data is None:
             r.missing.add(fetch.key)
         for chunk, chunk_data in fetch.expand(r.array, data, version):  # type: ignore[arg-type]

@@ -29,7 +29,7 @@ from functools import partial
 import anyio
 import numpy as np
 
-from aiozarr.engine.cached_reads import check_pinned, serve_cached
+from aiozarr.engine.cached_reads import check_answer, check_pinned, serve_cached
 from aiozarr.engine.decoding import DecodeJob, Reads, decode_one
 from aiozarr.engine.freed_memory import FreedMemory
 from aiozarr.engine.gathering import gathering
@@ -157,9 +157,7 @@ async def _fetch_and_decode(reads: Reads, fetches: Sequence[Fetch]) -> None:
         jobs = []
         fetched = 0
         for i, data, version in burst:
-            pinned = reads.pinned.get(fetches[i].key)
-            if pinned is not None and (data is None or version != pinned):
-                raise StaleIndexError(fetches[i].key)  # the cache served part of it
+            check_answer(reads, fetches[i].key, data, version)
             if data is None:
                 reads.missing.add(fetches[i].key)
             fetched += 0 if data is None else memoryview(data).nbytes
