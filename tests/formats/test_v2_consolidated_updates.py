@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import zarr
-from tests.reliability.interleaving import BeforeWrites
+from tests.reliability.interleaving import BeforeWrites, OtherProcess
 
 import aiozarr
 from aiozarr.storage.backends.local import LocalStore
@@ -110,7 +110,7 @@ class _ConsolidatedMeanwhile(BeforeWrites):
     async def before(self, key: str) -> None:
         if key == ".zmetadata" and self.root is not None:
             root, self.root = self.root, None
-            other = LocalStore(root)
+            other = OtherProcess(LocalStore(root))
             await aiozarr.create_array_async(other, "z", shape=(2,), dtype="i4", zarr_format=2)
             await aiozarr.consolidate_metadata_async(other)
 

@@ -1,7 +1,9 @@
-"""`BeforeWrites`: a store that lets another writer in just before its own writes."""
+"""`BeforeWrites`: a store that lets another writer in just before its own writes;
+`OtherProcess`: a store object that shares no write locks with this process's."""
 
 from __future__ import annotations
 
+from aiozarr.storage.policy.runtime import StoreRuntime
 from aiozarr.storage.protocol import Buffer, Version
 from aiozarr.storage.protocol.wrapper import WrapperStore
 
@@ -20,3 +22,12 @@ class BeforeWrites(WrapperStore):
     async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
         await self.before(key)
         await super().set_if(key, value, expected)
+
+
+class OtherProcess(WrapperStore):
+    """The wrapped store with write locks of its own, as another process holds: a writer
+    through it does not wait for the locks this process's update holds."""
+
+    @property
+    def runtime(self) -> StoreRuntime:
+        return super(WrapperStore, self).runtime

@@ -239,9 +239,11 @@ class AsyncGroup(hierarchy.NodeLocation):
             raise NodeNotFoundError(f"no member {name!r} in group {self.name} of {self._store!r}")
         await self._store.delete_prefix(self._child(name) + "/")
         forget_deleted(self._store, self._child(name) + "/")
-        if self._metadata.consolidated is not None:
-            member = hierarchy.normalize_path(name)
-            await self._update_metadata(lambda meta: _without_member(meta, member))
+        # The snapshot as stored, not the handle's: another writer may have consolidated
+        # the group since this handle was opened (`_without_member` of a group without
+        # one changes nothing, and nothing is written).
+        member = hierarchy.normalize_path(name)
+        await self._update_metadata(lambda meta: _without_member(meta, member))
 
     async def require_array(
         self,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any, Literal
 
 import anyio
@@ -418,16 +418,6 @@ async def _conditions_refused(store: Store, key: str) -> bool:
     except ConditionalWriteUnsupportedError:
         return True
     return False
-
-
-async def write_consolidated(
-    store: Store, path: str, group: GroupMetadata, members: Mapping[str, Node]
-) -> None:
-    """Store `members` (every node below the group at `path`, by relative path) as the
-    group's consolidated metadata, in the group's format (v3: inline in its `zarr.json`;
-    v2: its `.zmetadata`)."""
-    docs = formats.format_of(group).consolidated_documents(path, group, members)
-    await store.set_many(docs.items())
 
 
 def overlapping(a: Store, a_path: str, b: Store, b_path: str) -> bool:

@@ -48,6 +48,7 @@ __all__ = [
     "Change",
     "merged_attributes",
     "replaced_attributes",
+    "until_current",
     "update_node",
     "with_consolidated",
     "without_attributes",
@@ -99,7 +100,7 @@ async def update_node(
         for attempt in range(MAX_ATTEMPTS):
             before, read = await hierarchy.read_versioned(store, path, like)
             if before is None:
-                before = _missing(store, path, like)
+                before = _missing(store, path, like, read)
             if isinstance(like, ArrayMetadata):
                 _check_same_array(like, before, shown, store)  # type: ignore[arg-type]
             after = _reapplied(apply, before, shown, store)
@@ -126,11 +127,18 @@ async def update_node(
     )
 
 
-def _missing(store: Store, path: str, like: N) -> N:
+def _missing(store: Store, path: str, like: N, read: Mapping[str, Versioned | None]) -> N:
     """What a change applies to where the node has no document: a group's is created (a v3
-    group can be implicit); an array is gone (`NodeNotFoundError`)."""
+    group can be implicit); an array is gone (`NodeNotFoundError`). A node of the other
+    kind there (another writer replaced the group by an array) is a `NodeNotFoundError`
+    too: a group document written on its version would replace the array's."""
     if isinstance(like, ArrayMetadata):
         raise NodeNotFoundError(f"the array at {path or '/'!r} is no longer in {store!r}")
+    if any(read.get(key) is not None for key in formats.format_of(like).node_keys(path)):
+        raise NodeNotFoundError(
+            f"the group at {path or '/'!r} is no longer in {store!r}: another writer put "
+            "an array there; open it again"
+        )
     return GroupMetadata(zarr_format=like.zarr_format)  # type: ignore[return-value]
 
 
@@ -256,12 +264,27 @@ async def write_consolidated(
     store: Store, path: str, group: GroupMetadata, members: Mapping[str, Node]
 ) -> None:
     """Store `members` as the consolidated metadata of the group at `path` (of `group`'s
-    format). Where they go inside the group's own document (v3), it is changed through
-    `update_node`, keeping the attributes another writer stored meanwhile; a document of
-    their own (v2 `.zmetadata`, a snapshot) is written as it is."""
-    fmt = formats.format_of(group)
-    docs = fmt.consolidated_documents(path, group, members)  # a format without any refuses
-    if set(docs) <= set(fmt.documents(path, group)):
-        await update_node(store, path, group, with_consolidated(members))
-    else:
-        await hierarchy.write_consolidated(store, path, group, members)
+    format) through `update_node`, on the version of the documents they go in (v3 the
+    group's `zarr.json`, v2 its `.zmetadata` beside `.zattrs`), keeping the attributes
+    another writer stored meanwhile."""
+    formats.format_of(group).consolidated_documents(path, group, members)  # or refused
+    await update_node(store, path, group, with_consolidated(members))
+
+
+async def until_current(store_once: Callable[[], Awaitable[bool]], where: str) -> None:
+    """Run `store_once` (store a group's snapshot, then say whether the members read
+    after it are those it holds) again until it says so: a member another writer added
+    or deleted between the walk and the write is not left out of (or in) the snapshot.
+    `VersionConflictError` naming `where` when other writers kept changing the group."""
+    settings = WriteSettings.of()
+    started = time.monotonic()
+    for attempt in range(MAX_ATTEMPTS):
+        if await store_once():
+            return
+        if time.monotonic() - started > settings.retry_deadline_s:
+            break
+        await settings.back_off(attempt)
+    raise VersionConflictError(
+        f"the consolidated metadata of {where} may miss changes: other writers kept "
+        f"changing the group after {attempt + 1} tries"
+    )

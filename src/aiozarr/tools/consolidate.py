@@ -15,6 +15,7 @@ from typing import Any
 
 from aiozarr.api import StoreLike, resolve_store
 from aiozarr.errors import MetadataError, NodeNotFoundError
+from aiozarr.metadata import formats
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.nodes import hierarchy, hierarchy_walk, node_updates
 from aiozarr.nodes.group import AsyncGroup
@@ -56,9 +57,29 @@ async def consolidate_metadata_async(
         raise NodeNotFoundError(f"{path or '/'!r} in {resolved!r} is an array, not a group")
     if root.zarr_format not in (2, 3):
         raise MetadataError(f"cannot consolidate Zarr format {root.zarr_format} metadata")
-    members = await _members(resolved, root, path)
-    await node_updates.write_consolidated(resolved, path, root, members)
+    members = await _stored_until_current(resolved, path, root)
     return AsyncGroup(resolved, path, dataclasses.replace(root, consolidated=members))
+
+
+async def _stored_until_current(store: Store, path: str, root: GroupMetadata) -> dict[str, Node]:
+    """The members below the group, stored as its snapshot until they are still those
+    read after it is stored (`node_updates.until_current`)."""
+    fmt = formats.format_of(root)
+    members = await _members(store, root, path)
+
+    async def store_once() -> bool:
+        nonlocal members
+        await node_updates.write_consolidated(store, path, root, members)
+        now = await _members(store, root, path)
+        # compared as documents: metadata holding a NaN fill value never compares equal
+        same = fmt.consolidated_documents(path, root, now) == fmt.consolidated_documents(
+            path, root, members
+        )
+        members = now
+        return same
+
+    await node_updates.until_current(store_once, f"{path or '/'!r} in {store!r}")
+    return members
 
 
 def consolidate_metadata(store: StoreLike, path: str = "", **options: Any) -> Group:

@@ -14,12 +14,9 @@ rows and groups written.
 
 from __future__ import annotations
 
-import time
-
 import anyio
 
-from aiozarr.engine.entry import WriteSettings
-from aiozarr.errors import NodeNotFoundError, VersionConflictError, unwrap_group
+from aiozarr.errors import NodeNotFoundError, unwrap_group
 from aiozarr.metadata import formats
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.nodes import hierarchy, node_updates
@@ -40,19 +37,12 @@ async def consolidate_async(store: Store, path: str = "") -> None:
 async def consolidate_current(store: Store, path: str = "") -> None:
     """`consolidate_async`, again until what is stored below the group is what the
     snapshot holds; `VersionConflictError` when other writers kept changing it."""
-    settings = WriteSettings.of()
-    started = time.monotonic()
-    for attempt in range(node_updates.MAX_ATTEMPTS):
+
+    async def store_once() -> bool:
         written = await _consolidate(store, path)
-        if await _snapshot(store, path) == written:
-            return
-        if time.monotonic() - started > settings.retry_deadline_s:
-            break
-        await settings.back_off(attempt)
-    raise VersionConflictError(
-        f"the consolidated metadata of {path or '/'!r} in {store!r} may miss changes: "
-        f"other writers kept changing the group after {attempt + 1} tries"
-    )
+        return await _snapshot(store, path) == written
+
+    await node_updates.until_current(store_once, f"{path or '/'!r} in {store!r}")
 
 
 async def consolidate_written(store: Store, path: str, *, shared: bool) -> None:
