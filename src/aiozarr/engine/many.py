@@ -149,10 +149,10 @@ def _locate(
     """Every chunk the shards of `indexed` locate with their `indexes`; chunks not stored
     are filled now."""
     items: list[_Item] = []
-    by_read: dict[int, tuple[Reads, dict[str, LocatedIndex | None]]] = {}
-    for r, shard in indexed:
-        by_read.setdefault(id(r), (r, {}))[1][shard.key] = indexes[id(r.array), shard.key]
-    stale = [key for r, found in by_read.values() for key in stale_pins(r, found)]
+    stale: list[str] = []
+    for r in {id(r): r for r, _ in indexed if r.pinned}.values():  # the cache served some
+        of_array = {key: found for (array, key), found in indexes.items() if array == id(r.array)}
+        stale.extend(stale_pins(r, of_array))
     if stale:
         raise StaleIndexError(stale[0])
     for r, shard in indexed:
@@ -245,7 +245,8 @@ async def _decode_burst(items: list[_Item], burst: Answers) -> None:
     landed: dict[tuple[str, object, object, int], _Unit] = {}
     for i, data, version in burst:
         r, fetch = items[i]
-        check_answer(r, fetch.key, data, version)
+        if r.pinned:
+            check_answer(r, fetch.key, data, version)
         if data is None:
             r.missing.add(fetch.key)
         for chunk, chunk_data in fetch.expand(r.array, data, version):  # type: ignore[arg-type]
