@@ -366,10 +366,7 @@ def _place(
     if path.is_dir() and not path.is_symlink():
         _remove_empty_tree(path)  # one that holds a file stays, and the rename refuses
     try:
-        if condition is None:
-            return _renamed(tmp, path)
-        # Every rename holds the lock, so none lands between a check and its rename.
-        return _renamed(tmp, path, *condition)
+        return _renamed(tmp, path, *(condition or ()))
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise
@@ -385,9 +382,7 @@ def _place_across(
     beside = path.parent / f"\x01aiozarr-tmp-{uuid.uuid4().hex}"
     try:
         shutil.copyfile(tmp, beside)
-        if condition is None:
-            return _renamed(beside, path)
-        return _renamed(beside, path, *condition)
+        return _renamed(beside, path, *(condition or ()))
     finally:
         beside.unlink(missing_ok=True)
 
