@@ -75,7 +75,7 @@ def check_existing_encoding(
     with its stored layout and CF encoding, so the one given would be dropped silently."""
     given = sorted(str(n) for n in (encoding or {}) if str(n) in existing)
     if given:
-        raise ValueError(f"variable {given[0]!r} already exists, but encoding was provided")
+        raise PlacementError(f"variable {given[0]!r} already exists, but encoding was provided")
 
 
 def check_placements(
