@@ -343,7 +343,7 @@ class _Batch:
         # ranges of a key that coalesce into one (`sent_run`), with how to cut it back.
         self.pumped: Sequence[RangeRequest] = requests
         self.run_requests: list[RangeRequest] = []
-        self.runs: dict[int, tuple[list[int], ranges.RangePlan]] = {}
+        self.runs: dict[int, tuple[list[int], ranges.Run]] = {}
         self.sender = _sender_of(store, self.caps)
 
     async def produce(self, emit: Emit, spawn: Spawn) -> None:
@@ -394,35 +394,31 @@ class _Batch:
 
     def sent_run(self, key: str, members: list[int], part: int) -> int | None:
         """Where the ranges `members` coalesce into one request the sender takes: that
-        request's index among `pumped` (its answer sliced back by `answered`)."""
+        request's index among `pumped` (its answer cut back by `answered`)."""
         if self.sender is None:
             return None
-        asked = [self.requests[i].byte_range for i in members]
-        if any(r is None or r.suffix is not None or r.length is None for r in asked):
-            return None
-        plan = ranges.plan(asked, gap_bytes=self.shape.gap_bytes, max_request_bytes=part)
-        fetch = plan.fetch[0]
-        if len(plan.fetch) != 1 or fetch is None or not self.sender.sends(fetch):
+        run = ranges.Run.of([self.requests[i].byte_range for i in members], part)
+        if run is None or not self.sender.sends(run.fetch):
             return None
         index = len(self.requests) + len(self.run_requests)
-        self.runs[index] = (members, plan)
-        self.run_requests.append(RangeRequest(key, fetch))
+        self.runs[index] = (members, run)
+        self.run_requests.append(RangeRequest(key, run.fetch))
         return index
 
     def answered(self, answer: Answer) -> None:
         """A pumped request's answer: a request's own, or a run's, cut back into its
         members' (one version for all: one request)."""
         i, data, version = answer
-        run = self.runs.get(i)
-        if run is None:
+        found = self.runs.get(i)
+        if found is None:
             self.emit(answer)
             return
-        members, plan = run
+        members, run = found
         if data is None:
             for member in members:
                 self.emit((member, None, None))
             return
-        for member, piece in zip(members, plan.slice_back([data]), strict=True):
+        for member, piece in zip(members, run.cut(data), strict=True):
             self.emit((member, piece, version))
 
     def hand_on(self, i: int, error: Exception, started: float, slot: Slot) -> None:

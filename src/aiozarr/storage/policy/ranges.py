@@ -78,6 +78,43 @@ class RangePlan:
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class Run:
+    """Bounded ranges of one key read as one request (`fetch`, from the first byte any
+    of them wants to the last): `cut` gives each range its part of the answer.
+
+    What `plan` makes of ranges that coalesce into one request no larger than a part,
+    without its general machinery: a batch's runs of small ranges are most of its
+    requests, each planned and cut on the event loop."""
+
+    fetch: ByteRange
+    #: where each wanted range lies in the answer: (offset in it, length)
+    spans: tuple[tuple[int, int], ...]
+
+    @classmethod
+    def of(cls, wanted: Sequence[ByteRange | None], max_bytes: int) -> Run | None:
+        """The run that reads every one of `wanted` in one request of at most
+        `max_bytes`; None where one is not bounded or they span more."""
+        bounded: list[tuple[int, int]] = []
+        for byte_range in wanted:
+            if byte_range is None or byte_range.suffix is not None or byte_range.length is None:
+                return None
+            bounded.append((byte_range.offset, byte_range.length))
+        start = min(offset for offset, _ in bounded)
+        stop = max(offset + length for offset, length in bounded)
+        if stop - start > max_bytes:
+            return None
+        spans = tuple((offset - start, length) for offset, length in bounded)
+        return cls(ByteRange.of(start, stop - start), spans)
+
+    def cut(self, answer: Any) -> list[memoryview]:
+        """Each wanted range's bytes in `answer`, as views; clipped where the answer is
+        short (the value ends inside the run). A longer answer raises `CodecError`."""
+        view = memoryview(answer).cast("B")
+        refuse_long(self.fetch, view)
+        return [view[offset : offset + length] for offset, length in self.spans]
+
+
 def is_short(asked: ByteRange | None, answer: Any) -> bool:
     """Whether `answer` holds fewer bytes than the bounded range `asked` (the value
     ends inside it or before it)."""
