@@ -155,3 +155,35 @@ def test_plan_then_slice_back_returns_exactly_the_wanted_bytes(
     assert sum(stop - start for start, stop in bounded) <= max(
         [r.end for r in wanted if r is not None and r.end is not None], default=0
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    blob_size=st.integers(0, 500),
+    wanted=st.lists(byte_ranges, min_size=1, max_size=12),
+    most=st.integers(0, 700),
+)
+def test_a_run_cuts_each_range_as_the_plan_does(
+    blob_size: int, wanted: list[ByteRange | None], most: int
+) -> None:
+    run = ranges.Run.of(wanted, most)
+    bounded = all(r is not None and r.end is not None for r in wanted)
+    if not bounded:
+        assert run is None
+        return
+    start = min(r.offset for r in wanted if r is not None)
+    stop = max(r.end for r in wanted if r is not None and r.end is not None)
+    if stop - start > most:
+        assert run is None
+        return
+    assert run is not None and run.fetch == ByteRange.of(start, stop - start)
+    blob = bytes(i % 251 for i in range(blob_size))
+    got = run.cut(expected(blob, run.fetch))
+    assert [bytes(v) for v in got] == [expected(blob, r) for r in wanted]
+
+
+def test_a_run_refuses_an_answer_longer_than_it_asked() -> None:
+    run = ranges.Run.of([ByteRange.of(10, 4), ByteRange.of(20, 4)], 100)
+    assert run is not None
+    with pytest.raises(CodecError, match="long read"):
+        run.cut(bytes(15))
