@@ -1,10 +1,13 @@
-"""`python -m benchmarks.range_cpu`: the event loop's CPU per range request.
+"""`python -m benchmarks.range_cpu`: the CPU per range request, the event loop's and obstore's.
 
 Reads `--ranges` small ranges, with coalescing off, of the `sharded`
 array's first shard from the emulator (0 ms), in one batch, through aiozarr's store
 (`get_partial_values`) and through obstore alone (`get_range_async` each, gathered),
-alternating, and prints the CPU of the event loop's thread per range for each: what
-aiozarr's request path (batching, policy, budget, statistics) costs above the client.
+alternating, and prints the CPU per range of the event loop's thread and of obstore's
+runtime threads for each: what aiozarr's request path (batching, policy, budget,
+statistics) costs above the client. A third round reads each range as a reader that
+checks versions must, with obstore alone (`get_async` for the headers and ETag, then
+`bytes_async`): two futures, each completed from a runtime thread that takes the GIL.
 
     python -m benchmarks.range_cpu --ranges 1000 --rounds 5
     python -m benchmarks.range_cpu --profile range.prof    # cProfile of aiozarr's rounds
@@ -15,8 +18,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import os
 import statistics
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from benchmarks import spec
@@ -30,24 +35,48 @@ _SIZE = 256
 _IN_FLIGHT = 64
 
 
-async def _aiozarr_round(store: object, requests: list[object]) -> float:
-    cpu = time.thread_time()
-    await store.get_partial_values(requests)  # type: ignore[attr-defined]
-    return time.thread_time() - cpu
+def _runtime_cpu() -> float:
+    """CPU seconds so far of obstore's runtime threads (tokio's workers and blocking
+    pool), from /proc (Linux; 0 elsewhere)."""
+    total = 0
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            task = Path(f"/proc/self/task/{tid}")
+            if task.joinpath("comm").read_text().startswith("tokio"):
+                total += int(task.joinpath("schedstat").read_text().split()[0])
+    except OSError:  # a thread ended meanwhile, or no /proc
+        pass
+    return total / 1e9
 
 
-async def _obstore_round(client: object, key: str, offsets: list[int]) -> float:
+async def _timed(round_: Callable[[], Awaitable[object]]) -> tuple[float, float]:
+    """The CPU of the event loop's thread and of the runtime's threads for one round."""
+    loop, runtime = time.thread_time(), _runtime_cpu()
+    await round_()
+    return time.thread_time() - loop, _runtime_cpu() - runtime
+
+
+def _obstore_round(client: object, key: str, offsets: list[int], versioned: bool) -> Callable:
     import obstore
 
-    slots = asyncio.Semaphore(_IN_FLIGHT)
-
     async def one(offset: int) -> None:
-        async with slots:
-            await obstore.get_range_async(client, key, start=offset, end=offset + _SIZE)
+        if versioned:
+            options = {"range": (offset, offset + _SIZE)}
+            result = await obstore.get_async(client, key, options=options)  # type: ignore[arg-type]
+            await result.bytes_async()
+        else:
+            await obstore.get_range_async(client, key, start=offset, end=offset + _SIZE)  # type: ignore[arg-type]
 
-    cpu = time.thread_time()
-    await asyncio.gather(*(one(o) for o in offsets))
-    return time.thread_time() - cpu
+    async def round_() -> None:
+        slots = asyncio.Semaphore(_IN_FLIGHT)
+
+        async def limited(offset: int) -> None:
+            async with slots:
+                await one(offset)
+
+        await asyncio.gather(*(limited(o) for o in offsets))
+
+    return round_
 
 
 async def _run(args: argparse.Namespace, options: dict[str, object]) -> None:
@@ -66,20 +95,28 @@ async def _run(args: argparse.Namespace, options: dict[str, object]) -> None:
     client = S3Store(spec.BUCKET, **options)  # type: ignore[arg-type]
     full_key = f"sharded.zarr/{key}"
     requests = [RangeRequest(key, ByteRange.of(o, _SIZE)) for o in offsets]
-    await _aiozarr_round(store, requests)  # warm: connections, imports
-    await _obstore_round(client, full_key, offsets)
+    rounds = {
+        "aiozarr": lambda: store.get_partial_values(requests),  # type: ignore[attr-defined]
+        "obstore get_range": _obstore_round(client, full_key, offsets, versioned=False),
+        "obstore get+body": _obstore_round(client, full_key, offsets, versioned=True),
+    }
+    for round_ in rounds.values():  # warm: connections, imports
+        await round_()
     profiler = cProfile.Profile(time.thread_time) if args.profile else None
-    ours, theirs = [], []
+    measured: dict[str, list[tuple[float, float]]] = {name: [] for name in rounds}
     for _ in range(args.rounds):
-        if profiler is not None:
-            profiler.enable()
-        ours.append(await _aiozarr_round(store, requests))
-        if profiler is not None:
-            profiler.disable()
-        theirs.append(await _obstore_round(client, full_key, offsets))
+        for name, round_ in rounds.items():
+            if profiler is not None and name == "aiozarr":
+                profiler.enable()
+            measured[name].append(await _timed(round_))
+            if profiler is not None and name == "aiozarr":
+                profiler.disable()
     n = len(offsets)
-    a, o = statistics.median(ours) / n * 1e6, statistics.median(theirs) / n * 1e6
-    print(f"{n} ranges: aiozarr {a:.0f} us, obstore {o:.0f} us of event-loop CPU per range")
+    print(f"{n} ranges, CPU per range (median of {args.rounds} rounds):")
+    for name, times in measured.items():
+        loop = statistics.median(t[0] for t in times) / n * 1e6
+        runtime = statistics.median(t[1] for t in times) / n * 1e6
+        print(f"  {name:18s} event loop {loop:4.0f} us, obstore's runtime {runtime:4.0f} us")
     counts = store.stats()  # type: ignore[attr-defined]
     print(", ".join(f"{k} {counts[k]}" for k in ("requests", "retries", "hedges_issued")))
     if profiler is not None:
