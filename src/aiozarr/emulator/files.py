@@ -311,10 +311,31 @@ def _renamed(
         with lock or contextlib.nullcontext():
             if headers and any(name in headers for name in PUT_CONDITIONS):
                 check_put_condition(path, headers)
+            _modified_after(fd, path)
             os.replace(tmp, path)
         return os.fstat(fd)
     finally:
         os.close(fd)
+
+
+def _modified_after(fd: int, path: Path) -> None:
+    """Give the file open as `fd` a modification time after that of the object at `path`
+    it is about to replace. A version's tag is its inode, times and size (`etag_of`): the
+    new file may get the inode the last rename freed, and on a file system with coarse
+    times (one tick of 1-10 ms, or a second) the same times, so two versions of a key
+    had one ETag and a stale If-Match or If-None-Match matched the newer one."""
+    old = _regular_stat(path)
+    if old is None:
+        return
+    for step in _TIME_STEPS:
+        new = os.fstat(fd)
+        if new.st_mtime_ns > old.st_mtime_ns:
+            return
+        os.utime(fd, ns=(new.st_atime_ns, old.st_mtime_ns + step))
+
+
+# Moves past the last version's time, until the file system keeps one that differs.
+_TIME_STEPS = (1, 1_000, 1_000_000, 10_000_000, 1_000_000_000, 2_000_000_000)
 
 
 def move_into_place(
