@@ -11,6 +11,8 @@ dask; `import aiozarr` does not.
 
 from __future__ import annotations
 
+import itertools
+import os
 import uuid
 import weakref
 from collections.abc import Mapping
@@ -219,8 +221,14 @@ def _region_shape(region: tuple[slice, ...], shape: tuple[int, ...]) -> tuple[in
 
 
 def _check_aligned(
-    source: da.Array, target: Array, region: tuple[slice, ...] | None, partial_edges: bool
+    source: da.Array,
+    target: Array,
+    region: tuple[slice, ...] | None,
+    partial_edges: bool,
+    named: str | None = None,
 ) -> None:
+    """`named`: what the messages call the target (a layout planned in memory is not
+    where the user writes)."""
     grid = write_grid(target)
     what = "shard" if target.is_sharded else "chunk"
     starts = [0] * target.ndim
@@ -235,8 +243,9 @@ def _check_aligned(
                 "(xarray's to_zarr: mode='a')"
             )
     # every block edge inside the target, in the target's coordinates
+    # (running sums: summing each prefix anew was quadratic in the blocks of an axis)
     shifted = [
-        [starts[axis] + sum(sizes[: i + 1]) for i in range(len(sizes) - 1)]
+        [starts[axis] + int(edge) for edge in itertools.accumulate(sizes[:-1])]
         for axis, sizes in enumerate(source.chunks)
     ]
     for axis, edges in enumerate(shifted):
@@ -244,11 +253,23 @@ def _check_aligned(
             if not _is_boundary(target, axis, edge):
                 raise OverlappingWriteError(
                     f"dask blocks {source.chunks[axis]} on axis {axis} put a block edge at "
-                    f"{edge}, inside a {what} of {grid[axis]} in {target!r}: two tasks would "
-                    f"write the same {what} and one write would be lost. Rechunk to multiples "
+                    f"{edge}, inside a {what} of {grid[axis]} in {named or repr(target)}: two "
+                    f"tasks would write the same {what} and one write would be lost. Rechunk to "
+                    "multiples "
                     f"of {grid} (`darr.rechunk({grid})`); `aiozarr.dask.store` also takes "
                     "lock= (shared by all workers) or safe=False"
                 )
+
+
+def _block_chunks(blocks: tuple[tuple[int, ...], ...]) -> Any:
+    """One chunk per dask block: per axis the block length where the blocks are regular
+    (all alike, the last one shorter or alike), else their lengths (a rectilinear grid);
+    taking the first block's length for irregular blocks made a layout `store` refused."""
+    axes: list[Any] = []
+    for sizes in blocks:
+        regular = not sizes or (all(n == sizes[0] for n in sizes[:-1]) and sizes[-1] <= sizes[0])
+        axes.append((sizes[0] or 1) if regular and sizes else (list(sizes) if sizes else 1))
+    return tuple(axes) if all(isinstance(axis, int) for axis in axes) else axes
 
 
 def from_dask(
@@ -261,19 +282,23 @@ def from_dask(
     compute: bool = True,
     storage_options: Mapping[str, Any] | None = None,
     **create_options: Any,
-) -> Array:
+) -> Any:
     """Create an array at `target`/`path` shaped like `source` and store it there.
 
     `create_options` are `aiozarr.create_array`'s (`chunks`, `shards`, `compressors`,
     `zarr_format`, `overwrite`, ...); without `chunks` (and `shards`) each dask block
-    becomes one chunk. Block alignment is checked as in `store`.
+    becomes one chunk. Block alignment is checked as in `store`. With `compute=False`
+    the array is created and the lazy write `store(compute=False)` gives (computing it
+    writes the values) is returned instead of the array, as `dask.array.to_zarr` does:
+    the array was returned and the write dropped, so nothing could ever write it.
     """
     if "chunks" not in create_options and "shards" not in create_options:
-        create_options["chunks"] = tuple(c[0] if c else 1 for c in source.chunks)
+        create_options["chunks"] = _block_chunks(source.chunks)
     if safe and not lock:  # refused before anything is created, or overwritten
         planned = {k: v for k, v in create_options.items() if k != "overwrite"}
         layout = create_array(MemoryStore(), shape=source.shape, dtype=source.dtype, **planned)
-        _check_aligned(source, layout, None, partial_edges=False)
+        where = f"{os.fspath(target)}/{path}" if isinstance(target, str | os.PathLike) else target
+        _check_aligned(source, layout, None, partial_edges=False, named=repr(where))
     array = create_array(
         target,
         path,
@@ -282,5 +307,5 @@ def from_dask(
         storage_options=storage_options,
         **create_options,
     )
-    store(source, array, lock=lock, safe=safe, compute=compute)
-    return array
+    written = store(source, array, lock=lock, safe=safe, compute=compute)
+    return array if compute else written

@@ -90,6 +90,23 @@ def test_from_dask(tmp_path: Path) -> None:
         from_dask(da.from_array(DATA, chunks=(30, 40)), tmp_path / "g.zarr", chunks=(20, 40))
 
 
+def test_from_dask_without_compute_returns_the_write(tmp_path: Path) -> None:
+    """It returned the array and dropped the Delayed: nothing was ever written."""
+    written = from_dask(da.from_array(DATA, chunks=(30, 40)), tmp_path / "d.zarr", compute=False)
+    out = aiozarr.open_array(tmp_path / "d.zarr")
+    assert not np.array_equal(out[...], DATA)
+    written.compute()
+    np.testing.assert_array_equal(out[...], DATA)
+
+
+def test_from_dask_gives_irregular_blocks_one_chunk_each() -> None:
+    """The first block's length for every chunk made a layout `store` refused."""
+    source = da.from_array(DATA, chunks=((30, 60, 30), 40))
+    out = from_dask(source, "memory://from-dask-irregular")
+    assert out.write_chunk_sizes[0] == (30, 60, 30)
+    np.testing.assert_array_equal(out[...], DATA)
+
+
 def test_pickles_small_without_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "ENV-SECRET-never-in-a-pickle"
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)

@@ -85,3 +85,26 @@ def test_an_in_process_cluster_cannot_write_a_zip_archive(
         with pytest.raises(ReadOnlyError, match="written only by the handle that opened it"):
             client.compute(delayed).result()
     np.testing.assert_array_equal(aiozarr.open_array(ZipStore(path))[...], [3] * 10)
+
+
+def test_an_in_process_cluster_writes_a_zarr_python_memory_store(
+    client: distributed.Client,
+) -> None:
+    """Each task wrote into its own copy of the store's dict: the values vanished."""
+    zarr = pytest.importorskip("zarr")
+    arr = aiozarr.create_array(
+        zarr.storage.MemoryStore(), shape=(10,), dtype="i4", chunks=(5,), fill_value=-1
+    )
+    client.compute(store(da.arange(10, chunks=5, dtype="i4"), arr, compute=False)).result()
+    np.testing.assert_array_equal(arr[...], np.arange(10))
+
+
+def test_a_zarr_python_memory_store_copied_away_refuses_writes() -> None:
+    zarr = pytest.importorskip("zarr")
+    arr = aiozarr.create_array(zarr.storage.MemoryStore(), shape=(4,), dtype="i4", chunks=(2,))
+    assert pickle.loads(pickle.dumps(arr)).store is arr.store  # found again here
+    from aiozarr.storage.backends import zarr_store
+
+    copy = zarr_store._unpickled_memory("elsewhere", 0, arr.store.zarr_store, False)
+    with pytest.raises(ReadOnlyError, match="copy unpickled away"):
+        aiozarr.open_array(copy)[...] = 1

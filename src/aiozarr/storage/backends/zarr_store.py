@@ -15,7 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
+import os
 import sys
+import threading
+import uuid
+import weakref
 from collections.abc import AsyncIterator, Hashable, Iterator, Sequence
 from pathlib import PurePath
 from typing import Any
@@ -23,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import AiozarrError, StoreError
+from aiozarr.errors import AiozarrError, ReadOnlyError, StoreError
 from aiozarr.storage.backends.local import LocalStore
 from aiozarr.storage.protocol import Buffer, Capabilities, Store, Version, Versioned, check_size
 
@@ -82,6 +87,32 @@ class ZarrStore(Store):
     def zarr_store(self) -> Any:
         """The wrapped zarr-python store."""
         return self._zarr
+
+    @property
+    def writable(self) -> bool:
+        return not getattr(self, "_copied", False) and super().writable
+
+    def _check_writable(self, key: str) -> None:
+        if getattr(self, "_copied", False):
+            raise ReadOnlyError(
+                f"cannot write {key!r}: {self!r} is a copy of a zarr-python in-memory "
+                "store unpickled away from it (another process, or a dask task): its writes "
+                "would never reach the original; use a local or object store"
+            )
+        super()._check_writable(key)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # A zarr-python in-memory store pickles a copy of its dict: a dask task's writes
+        # went to that copy and vanished. In this process the pickle finds the store
+        # again; elsewhere it is a read-only copy whose writes raise.
+        if getattr(self._zarr, "_store_dict", None) is None:
+            return super().__reduce_ex__(protocol)
+        with _WRAPPED_LOCK:
+            serial = getattr(self, "_serial", None)
+            if serial is None:
+                serial = self._serial = next(_SERIALS)
+                _WRAPPED[serial] = self
+        return (_unpickled_memory, (_PROCESS, serial, self._zarr, self._read_only))
 
     @property
     def capabilities(self) -> Capabilities:
@@ -257,6 +288,11 @@ class ZarrStore(Store):
         return super().key_space()
 
     def __repr__(self) -> str:
+        if getattr(self, "_copied", False):
+            return (
+                f"ZarrStore({self._zarr!r}: a read-only copy unpickled away from that "
+                "in-memory store (another process), where writes would never reach it)"
+            )
         return f"ZarrStore({self._zarr!r}{', read_only=True' if self._read_only else ''})"
 
     def __eq__(self, other: object) -> bool:
@@ -274,6 +310,33 @@ class ZarrStore(Store):
 _V1_DOCUMENTS = ("meta", "attrs")
 _DRAFT_ROOTS = ("meta/root", "data/root")
 _V2_V3_DOCUMENTS = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
+
+
+_PROCESS = uuid.uuid4().hex  # drawn again in a forked child, whose dicts are copies
+_SERIALS = itertools.count()
+_WRAPPED: weakref.WeakValueDictionary[int, ZarrStore] = weakref.WeakValueDictionary()
+_WRAPPED_LOCK = threading.Lock()
+
+
+def _redraw_process() -> None:
+    global _PROCESS
+    _PROCESS = uuid.uuid4().hex
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_redraw_process)
+
+
+def _unpickled_memory(process: str, serial: int, zarr_store: Any, read_only: bool) -> ZarrStore:
+    """The wrapped in-memory store a pickle names, where it lives; else a read-only copy."""
+    if process == _PROCESS:
+        with _WRAPPED_LOCK:
+            original = _WRAPPED.get(serial)
+        if original is not None:
+            return original
+    copy = ZarrStore(zarr_store, read_only=True)
+    copy._copied = True
+    return copy
 
 
 def _refused_older_key(key: str, error: BaseException) -> bool:
