@@ -127,9 +127,10 @@ async def test_overwrite_drops_chunks_left_without_metadata(store, zarr_format: 
         overwrite=True,
     )
     assert np.array_equal(await new.getitem(...), np.zeros(4, "i4"))
-    group = await aiozarr.create_group_async(store, "s", overwrite=True)
+    group = await aiozarr.create_group_async(store, "s", overwrite=True, zarr_format=zarr_format)
     assert await group.member_names() == []
-    assert [k async for k in store.list_prefix("s/")] == ["s/zarr.json"]
+    document = "s/zarr.json" if zarr_format == 3 else "s/.zgroup"
+    assert [k async for k in store.list_prefix("s/")] == [document]
 
 
 async def test_overwrite_deletes_while_it_reads_the_parents() -> None:
@@ -291,3 +292,15 @@ def test_nchunks_initialized_counts_chunk_keys_only(sharded: bool) -> None:
     for key in ("a/c/", "a/c/0/", "a/c/notes.txt", "a/c/9/9"):
         run(store.set, key, b"")
     assert arr.nchunks_initialized == 16
+
+
+def test_a_node_under_a_group_of_the_other_format_is_refused(tmp_path: Path) -> None:
+    """A v3 array below a v2 group wrote a v3 group document beside `.zgroup`, and the
+    v3 root, holding only the new array, hid the v2 group's members and attributes."""
+    root = aiozarr.create_group(tmp_path, zarr_format=2, attributes={"title": "kept"})
+    root.create_array("old", shape=(2,), dtype="i4", fill_value=0)
+    with pytest.raises(errors.NodeExistsError, match="zarr_format=2"):
+        aiozarr.create_array(tmp_path, "sub/new", shape=(2,), dtype="i4", zarr_format=3)
+    assert not (tmp_path / "zarr.json").exists()
+    again = aiozarr.open_group(tmp_path)
+    assert again.attrs == {"title": "kept"} and again.member_names() == ["old"]

@@ -419,3 +419,19 @@ def test_a_draft_hierarchy_copies_to_another_format(
         ours = aiozarr.open_array(tmp_path / "out", name)
         assert ours.zarr_format == (zarr_format or 2)
         np.testing.assert_array_equal(ours[...], aiozarr.open_array(DRAFT, name)[...])
+
+
+def test_a_rerun_into_the_chunks_of_a_killed_migration_is_refused(tmp_path: Path) -> None:
+    """A killed migration leaves chunks and no root document; a run without overwrite
+    kept them, and a chunk the source no longer stores read as the old values."""
+    source = tmp_path / "src.zarr"
+    old = zarr.create_array(source, shape=(4,), chunks=(2,), dtype="i4", zarr_format=2)
+    old[...] = [1, 2, 3, 4]
+    target = tmp_path / "dst.zarr"
+    migrate(source, target)
+    (target / "zarr.json").unlink()  # as a migration killed before its root document
+    old[0:2] = 0  # zarr-python deletes the chunk: all fill value now
+    with pytest.raises(NodeExistsError, match="interrupted migration"):
+        migrate(source, target)
+    migrate(source, target, overwrite=True)
+    np.testing.assert_array_equal(aiozarr.open_array(target)[...], [0, 0, 3, 4])

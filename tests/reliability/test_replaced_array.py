@@ -5,6 +5,7 @@ bytes, a shrink deleted the new grid's chunks and then failed)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -55,3 +56,22 @@ def test_another_writers_resize_and_attributes_still_land(tmp_path: Path) -> Non
     again = aiozarr.open_array(tmp_path)
     assert again.shape == (8,) and again.attrs == {"by": "them"}
     np.testing.assert_array_equal(again[6:], [7, 7])
+
+
+def test_a_rewrite_that_spells_default_codec_settings_out_is_the_same_array(
+    tmp_path: Path,
+) -> None:
+    """TensorStore leaves `index_location` out when it is the default ("end"): its
+    resize was taken for another array created in place, and every later change
+    through an earlier handle was refused."""
+    mine = aiozarr.create_array(
+        tmp_path, shape=(8,), chunks=(2,), shards=(4,), dtype="i4", fill_value=0
+    )
+    document = json.loads((tmp_path / "zarr.json").read_text())
+    sharding = document["codecs"][0]["configuration"]
+    assert sharding.pop("index_location") == "end"
+    document["shape"] = [10]
+    (tmp_path / "zarr.json").write_text(json.dumps(document))
+    mine.update_attributes({"after": "resize"})
+    again = aiozarr.open_array(tmp_path)
+    assert again.shape == (10,) and again.attrs == {"after": "resize"}

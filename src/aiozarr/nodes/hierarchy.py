@@ -489,8 +489,16 @@ async def _missing_parents(
     missing = []
     for parent, data in zip(parents, found, strict=True):
         if data is None:
+            existing = await _existing_node(store, parent)
+            if isinstance(existing, GroupMetadata):  # a group of the other format
+                raise NodeExistsError(
+                    f"cannot create {path!r}: its parent {parent or '/'!r} is a Zarr "
+                    f"v{existing.zarr_format} group, and a group document of another format "
+                    "written beside it would hide its members; create the node in "
+                    f"zarr_format={existing.zarr_format}"
+                )
             missing.append(parent)
-            is_array = isinstance(await _existing_node(store, parent), ArrayMetadata)
+            is_array = isinstance(existing, ArrayMetadata)
         else:
             is_array = _node_type(data) == "array"
         if is_array:

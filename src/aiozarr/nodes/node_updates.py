@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from aiozarr.codecs import CodecChain
 from aiozarr.engine.entry import WriteSettings
 from aiozarr.errors import (
     AiozarrError,
@@ -161,6 +162,14 @@ def _layout(meta: ArrayMetadata) -> dict[str, object]:
     doc = meta.to_dict()
     for key in ("shape", "attributes", "dimension_names"):
         doc.pop(key, None)
+    if meta.zarr_format == 3:
+        # the codecs as built, each in its one spelling: another writer's document
+        # (TensorStore's) leaves out members at their defaults (`index_location`)
+        try:
+            chain = CodecChain.from_metadata(meta)
+        except AiozarrError:  # codecs this process cannot build: compared as written
+            return doc
+        doc["codecs"] = [codec.to_metadata().to_json() for codec in chain.codecs]
     if meta.chunk_grid is not None:
         doc.pop("chunk_grid", None)  # edges past the end change as it grows (compared above)
     return doc

@@ -32,7 +32,7 @@ from aiozarr.api import StoreLike, resolve_store
 from aiozarr.codecs import CodecChain
 from aiozarr.codecs.blosc import is_legacy_zstd
 from aiozarr.engine.entry import ChunkMove, move_chunks
-from aiozarr.errors import InvalidValueError, UnsupportedError, unwrap_group
+from aiozarr.errors import InvalidValueError, NodeExistsError, UnsupportedError, unwrap_group
 from aiozarr.metadata import conversions
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata, GroupMetadata
 from aiozarr.metadata.v3draft import is_draft
@@ -274,6 +274,8 @@ async def migrate_async(
     root_meta, nodes, was_consolidated = await _source_nodes(source, src_path)
     jobs, docs = _plan_targets(nodes, target, dst_path, zarr_format)
     await hierarchy.prepare_node(target, dst_path, zarr_format, overwrite=overwrite)
+    if not overwrite:
+        await _refuse_leftovers(target, dst_path)
     await _list_stored_chunks(jobs)
     mover = _Mover(
         jobs,
@@ -296,6 +298,20 @@ async def migrate_async(
     if progress is not None:
         progress(dataclasses.replace(state, path="/" + dst_path))
     return result
+
+
+async def _refuse_leftovers(target: Store, dst_path: str) -> None:
+    """Refuse keys below `dst_path`, where no node is: the chunks (and member documents)
+    of a migration killed before its root document was written. Kept, a chunk the source
+    no longer stores (all fill value now) would read as the old values."""
+    if not target.listable:
+        return
+    under = f"{dst_path}/" if dst_path else ""
+    async for key in target.list_prefix(under):
+        raise NodeExistsError(
+            f"{key!r} lies below {dst_path or '/'!r} in {target!r}, where no node is (the "
+            "chunks of an interrupted migration?): migrate with overwrite to replace them"
+        )
 
 
 async def _source_nodes(
