@@ -253,3 +253,32 @@ def test_bench_json(tmp_path: Path) -> None:
     assert result["requests"] >= 2 and result["bytes_read"] > 0
     assert result["round_trips"] >= 1
     assert set(result["suggested"]) >= {"coalesce_gap_bytes", "max_concurrency"}
+
+
+def test_bench_of_an_array_it_times_no_request_for(tmp_path: Path) -> None:
+    """With no latency measured (nothing stored to read) the text report raised a bare
+    TypeError formatting None."""
+    aiozarr.create_array(tmp_path / "e.zarr", shape=(0,), dtype="f4", chunks=(4,))
+    result = aiozarr_cli("bench", str(tmp_path / "e.zarr"), "--repeat", "1")
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_consolidated_hierarchy_over_http_is_copied(tmp_path: Path) -> None:
+    """A plain HTTP server cannot list: copies walked every group by listing, so a
+    consolidated hierarchy served over HTTP could be opened but not copied."""
+    import zarr
+
+    served = tmp_path / "served"
+    served.mkdir()
+    group = zarr.open_group(served / "pub.zarr", mode="w", zarr_format=2)
+    group.create_array("t", shape=(4,), chunks=(2,), dtype="f4")[:] = np.arange(4)
+    group.create_group("sub").create_array("u", shape=(2,), dtype="i2")[:] = [7, 8]
+    zarr.consolidate_metadata(served / "pub.zarr")
+    with Emulator(served).running_in_thread() as emu:
+        url = emu.http_url("pub.zarr")
+        result = aiozarr_cli("cp", url, str(tmp_path / "copy.zarr"), "--progress", "off")
+    assert result.returncode == 0, result.stderr
+    copied = aiozarr.open_group(tmp_path / "copy.zarr")
+    np.testing.assert_array_equal(copied["t"][...], np.arange(4, dtype="f4"))
+    np.testing.assert_array_equal(copied["sub/u"][...], [7, 8])

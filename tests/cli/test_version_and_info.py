@@ -9,6 +9,7 @@ import subprocess
 import sys
 from html import escape
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -186,3 +187,22 @@ def test_info_and_tree_name_the_2020_draft_format(tmp_path: Path, capsys) -> Non
     assert capsys.readouterr().out.splitlines()[0] == "/ (Zarr v2)"
     assert main(["info", str(tmp_path / "v2.zarr"), "--path", "a"]) == 0
     assert _rows(capsys.readouterr().out)["Type"] == "Array (Zarr v2)"
+
+
+@pytest.mark.parametrize(
+    ("fill", "text", "stored"),
+    [
+        (np.datetime64("NaT", "s"), "NaT", np.iinfo("i8").min),
+        (np.datetime64("2020-01-01T00:00:00", "s"), "2020-01-01T00:00:00", 1577836800),
+        (np.timedelta64(5, "us"), "5 microseconds", 5),
+    ],
+)
+def test_time_fill_values_are_described_as_numpy_writes_them(
+    fill: Any, text: str, stored: int
+) -> None:
+    """`.item()` made NaT None ("no fill value") and other times a Python datetime or a
+    bare integer, by unit."""
+    from aiozarr.nodes import description
+
+    assert description.fill_value_text(fill) == text
+    assert description._json_value(fill) == stored

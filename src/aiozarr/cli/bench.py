@@ -148,7 +148,7 @@ def _text(result: dict[str, Any]) -> str:
     latency = ", ".join(
         f"{k.split('_')[1]} {result[k]:.1f} ms"
         for k in ("latency_p50_ms", "latency_p95_ms", "latency_p99_ms")
-        if k in result
+        if result.get(k) is not None  # None: no request was timed
     )
     return "\n".join(
         [

@@ -311,7 +311,10 @@ def render_rows(rows: Sequence[tuple[str, str]]) -> str:
 def fill_value_text(value: Any) -> str:
     """A fill value for people: NaN and the infinities as Zarr's JSON spells them
     (`NaN`, `Infinity`, `-Infinity`), other values as Python writes them (`0.0`, `0`,
-    `''`, `(1+2j)`), numpy scalars as the Python value they hold."""
+    `''`, `(1+2j)`), numpy scalars as the Python value they hold, datetimes and
+    timedeltas as numpy writes them (`NaT`, `2020-01-01T00:00:00`, `5 microseconds`)."""
+    if isinstance(value, np.datetime64 | np.timedelta64):
+        return str(value)
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
@@ -357,7 +360,10 @@ def _lists(shape: tuple[Any, ...]) -> list[Any]:
 
 def _json_value(value: Any) -> Any:
     """A fill value JSON can carry: NaN and infinities as Zarr spells them, complex
-    numbers as [real, imag], bytes as latin-1 text."""
+    numbers as [real, imag], bytes as latin-1 text, datetimes and timedeltas as the
+    integer Zarr stores (NaT too: `.item()` made it None, "no fill value")."""
+    if isinstance(value, np.datetime64 | np.timedelta64):
+        return int(value.view("i8"))
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):

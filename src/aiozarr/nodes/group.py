@@ -454,7 +454,9 @@ async def walk(
     With `as_stored` every group is listed: consolidated metadata is a snapshot, stale
     once a node changed after it (a copy or migration of it would lose data). A 2020
     draft hierarchy is read as always: its members come from the listing that read it.
+    A store that cannot list (plain HTTP) is read from its consolidated metadata, the
+    only description of its members it has.
     """
-    listed = as_stored and not is_draft(group.metadata)
+    listed = as_stored and not is_draft(group.metadata) and group.store.listable
     for child, node in preorder(await subtree(group, use_consolidated=not listed)):
         yield hierarchy.join(path, child), node
