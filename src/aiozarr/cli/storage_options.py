@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from aiozarr.storage.references.icechunk import REF_OPTIONS, is_repository
+from aiozarr.storage.references.reference_store import is_reference_source
 
 __all__ = [
     "REPOSITORY_OPTIONS",
@@ -27,6 +28,9 @@ __all__ = [
 
 #: The storage options a local icechunk repository takes.
 REPOSITORY_OPTIONS = frozenset((*REF_OPTIONS, "allowed_targets", "target_options"))
+
+#: The storage options a local reference file (kerchunk JSON or Parquet) takes.
+REFERENCE_OPTIONS = frozenset(("allowed_targets", "target_options"))
 
 
 def parse_storage_options(pairs: Sequence[str]) -> dict[str, Any]:
@@ -57,7 +61,8 @@ def transfer_storage_options(
     options = parse_storage_options(args.storage_option)
     if args.dst_storage_option is None:
         src = _taken(args.src, options, args.dst)
-        dst = _taken(args.dst, options, args.src)
+        # a repository is read, never written: DST takes no snapshot options
+        dst = _taken(args.dst, options, args.src, readable_repository=False)
         unused = set(options) - set(src or ()) - set(dst or ())
         if unused:
             raise ValueError(
@@ -100,17 +105,25 @@ def _refused(url: str, options: dict[str, Any]) -> list[str]:
         return []
     if is_local(url) and is_repository(url, options):
         return sorted(set(options) - REPOSITORY_OPTIONS)
+    if is_local(url) and is_reference_source(url):
+        return sorted(set(options) - REFERENCE_OPTIONS)
     return sorted(options)
 
 
-def _taken(url: str, options: dict[str, Any], other: str) -> dict[str, Any] | None:
+def _taken(
+    url: str, options: dict[str, Any], other: str, *, readable_repository: bool = True
+) -> dict[str, Any] | None:
     """What `url` takes of `options` given for both ends of a copy: a local icechunk
     repository its own (`REPOSITORY_OPTIONS`), which a remote `other` end is then not
     given; a remote URL the rest; another local path or `memory://` none."""
     if takes_no_options(url):
+        if not readable_repository:
+            return None
         refused = set(_refused(url, options))
         return {k: v for k, v in options.items() if k not in refused} or None
-    if is_local(other) and is_repository(other, options):
+    # a local repository or reference file by its layout (options naming a ref make
+    # `is_repository` true of any path): its own options are not this end's
+    if is_local(other) and (is_repository(other) or is_reference_source(other)):
         return {k: v for k, v in options.items() if k not in REPOSITORY_OPTIONS} or None
     return options or None
 

@@ -36,6 +36,7 @@ from aiozarr.nodes.group import AsyncGroup, walk
 from aiozarr.selection.chunk_grid import grid_counts, object_region, objects_covering
 from aiozarr.storage.backends.zip import ZipStore
 from aiozarr.storage.protocol import Store
+from aiozarr.storage.references.icechunk import IcechunkStore, probe_repository
 from aiozarr.sync import run
 from aiozarr.tools.copy_targets import make_group, make_target
 
@@ -328,7 +329,7 @@ async def copy_async(
     if overwrite:
         _check_apart(src_store, src_path, dst_store, dst_path)
     report = CopyReport()
-    root = await _open(src_store, src_path)
+    root = await _open_source(src, src_store, src_path, storage_options)
     conversion = {"zarr_format": zarr_format, "chunks": chunks, "shards": shards, "codec": codec}
     jobs = await _create_targets(
         root,
@@ -407,6 +408,22 @@ async def _create_targets(
             await make_group(node, dst_store, path, fmt, resume=resume, overwrite=False)
             report.groups += 1
     return jobs
+
+
+async def _open_source(
+    src: StoreLike, store: Store, path: str, options: Mapping[str, Any] | None
+) -> AsyncArray | AsyncGroup:
+    """The node at `path` of `store`; where there is none, the one in the icechunk
+    repository at remote URL `src`, as `aiozarr.open` finds it (its main branch)."""
+    try:
+        return await _open(store, path)
+    except NodeNotFoundError:
+        if isinstance(store, IcechunkStore):
+            raise
+        repository = await probe_repository(src, options)
+        if repository is None:
+            raise
+    return await _open(repository, path)
 
 
 async def _open(store: Store, path: str) -> AsyncArray | AsyncGroup:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from tests.interop.icechunk.generate import Written, open_repository
 
-from aiozarr.cli import info, tree
+import aiozarr
+from aiozarr.cli import cp, info, tree
 
 
 def test_tree_and_info_at_a_tag_and_a_snapshot(
@@ -36,3 +38,15 @@ def test_tree_as_of_a_time(written: Written, capsys: pytest.CaptureFixture[str])
     assert tree.main([str(written.path), "--as-of", between.isoformat(), "--json"]) == 0
     names = [m["name"] for m in json.loads(capsys.readouterr().out)["members"]]
     assert "late" not in names and "virtual" in names  # the first commit
+
+
+def test_cp_of_a_tag_to_a_local_path(written: Written, tmp_path: Path) -> None:
+    """The tag option was given to the destination too, which a ref option makes "a
+    repository" whatever its layout: a tag could not be copied to a local path."""
+    out = tmp_path / "v1.zarr"
+    source = str(written.path)
+    sources = json.dumps([str(written.path.parent / "sources")])
+    options = ["-o", "tag=v1", "-o", f"allowed_targets={sources}"]
+    assert cp.main([source, str(out), *options, "--progress", "off"]) == 0
+    names = aiozarr.open_group(out).member_names()
+    assert "late" not in names and "native" in names  # the tag's snapshot, not main's

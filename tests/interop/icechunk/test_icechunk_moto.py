@@ -4,6 +4,7 @@ bucket carrying their ETags, every value as icechunk's own reader gives it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import icechunk
@@ -193,3 +194,17 @@ def test_each_virtual_chunk_of_one_object_is_read_under_its_own_checksum(
     with pytest.raises(SourceChangedError, match=r"src\.bin"):
         arr[0:2]  # referenced under another ETag than the object has now
     np.testing.assert_array_equal(arr[2:4], [2, 3])  # its own ETag: read, on the same handle
+
+
+def test_a_repository_on_s3_is_copied(on_moto: dict[str, Any], tmp_path: Path) -> None:
+    """`copy` looked for a Zarr node at the URL only, where `open` finds the repository
+    by its layout: a remote repository could be opened but not copied."""
+    aiozarr.copy(
+        on_moto["url"],
+        tmp_path / "copy.zarr",
+        storage_options=on_moto["options"],
+        dst_storage_options={},
+    )
+    copied = aiozarr.open_group(tmp_path / "copy.zarr")
+    for name, values in on_moto["expected"].items():
+        np.testing.assert_array_equal(copied[name][...], values, err_msg=name)
