@@ -282,3 +282,21 @@ def test_a_consolidated_hierarchy_over_http_is_copied(tmp_path: Path) -> None:
     copied = aiozarr.open_group(tmp_path / "copy.zarr")
     np.testing.assert_array_equal(copied["t"][...], np.arange(4, dtype="f4"))
     np.testing.assert_array_equal(copied["sub/u"][...], [7, 8])
+
+
+def test_a_local_reference_file_takes_allowed_targets(tmp_path: Path) -> None:
+    """Its error asks for allowed_targets, which the command line refused as "local
+    paths take no storage options"."""
+    h5py = pytest.importorskip("h5py")
+    hdf = pytest.importorskip("kerchunk.hdf")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "refs").mkdir()
+    with h5py.File(tmp_path / "data" / "f.h5", "w") as f:
+        f.create_dataset("t", data=np.arange(6, dtype="f4"), chunks=(3,))
+    refs = hdf.SingleHdf5ToZarr(str(tmp_path / "data" / "f.h5"), inline_threshold=0).translate()
+    (tmp_path / "refs" / "refs.json").write_text(json.dumps(refs))
+    allowed = f"allowed_targets={json.dumps([str(tmp_path / 'data') + '/'])}"
+    out = tmp_path / "out.zarr"
+    source = str(tmp_path / "refs" / "refs.json")
+    aiozarr_cli("cp", source, str(out), "-o", allowed, "--progress", "off")
+    np.testing.assert_array_equal(aiozarr.open_array(out, "t")[...], np.arange(6, dtype="f4"))
