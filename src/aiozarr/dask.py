@@ -254,10 +254,9 @@ def _check_aligned(
                 raise OverlappingWriteError(
                     f"dask blocks {source.chunks[axis]} on axis {axis} put a block edge at "
                     f"{edge}, inside a {what} of {grid[axis]} in {named or repr(target)}: two "
-                    f"tasks would write the same {what} and one write would be lost. Rechunk to "
-                    "multiples "
-                    f"of {grid} (`darr.rechunk({grid})`); `aiozarr.dask.store` also takes "
-                    "lock= (shared by all workers) or safe=False"
+                    f"tasks would write the same {what} and one write would be lost. Rechunk "
+                    f"to multiples of {grid} (`darr.rechunk({grid})`); `aiozarr.dask.store` "
+                    "also takes lock= (shared by all workers) or safe=False"
                 )
 
 
@@ -267,8 +266,12 @@ def _block_chunks(blocks: tuple[tuple[int, ...], ...]) -> Any:
     taking the first block's length for irregular blocks made a layout `store` refused."""
     axes: list[Any] = []
     for sizes in blocks:
-        regular = not sizes or (all(n == sizes[0] for n in sizes[:-1]) and sizes[-1] <= sizes[0])
-        axes.append((sizes[0] or 1) if regular and sizes else (list(sizes) if sizes else 1))
+        if not sizes:
+            axes.append(1)
+        elif all(n == sizes[0] for n in sizes[:-1]) and sizes[-1] <= sizes[0]:
+            axes.append(sizes[0] or 1)
+        else:
+            axes.append(list(sizes))
     return tuple(axes) if all(isinstance(axis, int) for axis in axes) else axes
 
 

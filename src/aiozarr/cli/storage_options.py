@@ -61,8 +61,7 @@ def transfer_storage_options(
     options = parse_storage_options(args.storage_option)
     if args.dst_storage_option is None:
         src = _taken(args.src, options, args.dst)
-        # a repository is read, never written: DST takes no snapshot options
-        dst = _taken(args.dst, options, args.src, readable_repository=False)
+        dst = _taken(args.dst, options, args.src, destination=True)
         unused = set(options) - set(src or ()) - set(dst or ())
         if unused:
             raise ValueError(
@@ -111,13 +110,14 @@ def _refused(url: str, options: dict[str, Any]) -> list[str]:
 
 
 def _taken(
-    url: str, options: dict[str, Any], other: str, *, readable_repository: bool = True
+    url: str, options: dict[str, Any], other: str, *, destination: bool = False
 ) -> dict[str, Any] | None:
     """What `url` takes of `options` given for both ends of a copy: a local icechunk
     repository its own (`REPOSITORY_OPTIONS`), which a remote `other` end is then not
-    given; a remote URL the rest; another local path or `memory://` none."""
+    given; a remote URL the rest; another local path or `memory://` none, and so does a
+    `destination` there (repositories and reference files are only read)."""
     if takes_no_options(url):
-        if not readable_repository:
+        if destination:
             return None
         refused = set(_refused(url, options))
         return {k: v for k, v in options.items() if k not in refused} or None

@@ -169,7 +169,7 @@ def _layout(meta: ArrayMetadata) -> dict[str, object]:
             chain = CodecChain.from_metadata(meta)
         except AiozarrError:  # codecs this process cannot build: compared as written
             return doc
-        doc["codecs"] = [codec.to_metadata().to_json() for codec in chain.codecs]
+        doc["codecs"] = chain.to_metadata()
     if meta.chunk_grid is not None:
         doc.pop("chunk_grid", None)  # edges past the end change as it grows (compared above)
     return doc

@@ -414,7 +414,8 @@ async def _open_source(
     src: StoreLike, store: Store, path: str, options: Mapping[str, Any] | None
 ) -> AsyncArray | AsyncGroup:
     """The node at `path` of `store`; where there is none, the one in the icechunk
-    repository at remote URL `src`, as `aiozarr.open` finds it (its main branch)."""
+    repository at remote URL `src`, at the ref `options` name (main by default), as
+    `aiozarr.open` finds it."""
     try:
         return await _open(store, path)
     except NodeNotFoundError:
