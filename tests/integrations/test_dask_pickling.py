@@ -105,6 +105,6 @@ def test_a_zarr_python_memory_store_copied_away_refuses_writes() -> None:
     assert pickle.loads(pickle.dumps(arr)).store is arr.store  # found again here
     from aiozarr.storage.backends import zarr_store
 
-    copy = zarr_store._unpickled_memory("elsewhere", 0, arr.store.zarr_store, False)
+    copy = zarr_store._unpickled_memory(("elsewhere", 0), arr.store.zarr_store)
     with pytest.raises(ReadOnlyError, match="copy unpickled away"):
         aiozarr.open_array(copy)[...] = 1

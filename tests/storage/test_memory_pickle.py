@@ -77,3 +77,20 @@ def test_in_another_process_a_copy_reads_and_refuses_writes(url: str | None) -> 
     assert values == [7, 8, 9]
     assert "memory stores live in one process" in outcome
     np.testing.assert_array_equal(arr[...], [7, 8, 9])
+
+
+@pytest.mark.parametrize("kind", ["named", "anonymous", "zarr-python"])
+def test_in_a_forked_child_a_copy_refuses_writes(kind: str) -> None:
+    """A forked child holds copies of the parent's stores: a pickle from the parent must
+    not find them there as if they were the parent's."""
+    target: object = {"named": "memory://pickle-fork", "anonymous": MemoryStore()}.get(kind)
+    if kind == "zarr-python":
+        target = pytest.importorskip("zarr").storage.MemoryStore()
+    arr = aiozarr.create_array(target, shape=(3,), dtype="i4", chunks=(3,), overwrite=True)
+    arr[...] = [4, 5, 6]
+    pickle.dumps(arr)  # an anonymous store is registered when first pickled: before the fork
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        values, outcome = pool.apply(_write_in_child, (arr,))
+    assert values == [4, 5, 6]
+    assert outcome != "written"
+    np.testing.assert_array_equal(arr[...], [4, 5, 6])

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import itertools
-import os
-import secrets
 import threading
-import weakref
 from collections.abc import AsyncIterator, MutableMapping
 from dataclasses import replace
 from typing import Any
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import VersionConflictError
+from aiozarr.storage.backends import in_process
 from aiozarr.storage.protocol import (
     Buffer,
     Capabilities,
@@ -29,29 +27,12 @@ __all__ = ["MemoryStore"]
 # Write numbers: every value stored by any MemoryStore gets a new one (its version).
 _writes = itertools.count(1)
 
-# Which process a pickle was made in: a token rather than the pid (pids are reused),
-# drawn again in a forked child.
-_process = secrets.token_hex(8)
-_named: dict[str, MemoryStore] = {}  # memory://NAME: one store per name per process
-_pickled: weakref.WeakValueDictionary[int, MemoryStore] = weakref.WeakValueDictionary()
-_serials = itertools.count(1)
-_registry_lock = threading.Lock()
-
 _ELSEWHERE = (
     "a read-only copy made by unpickling {what} where that store is not (another "
     "process, or after it was gone): memory stores live in one process, so writes "
     "through a copy would be lost; use dask's threaded scheduler, or a local or object "
     "store"
 )
-
-
-def _after_fork_in_child() -> None:
-    global _process, _registry_lock
-    _process, _registry_lock = secrets.token_hex(8), threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class MemoryStore(Store):
@@ -105,12 +86,13 @@ class MemoryStore(Store):
     @classmethod
     def named(cls, name: str) -> MemoryStore:
         """The store `memory://NAME` opens in this process (made on first use)."""
-        with _registry_lock:
-            store = _named.get(name)
-            if store is None:
-                store = _named[name] = cls()
-                store._name = name
-        return store
+
+        def make() -> MemoryStore:
+            store = cls()
+            store._name = name
+            return store
+
+        return in_process.one_per_name(name, make)
 
     @property
     def data(self) -> MutableMapping[str, Buffer]:
@@ -262,18 +244,9 @@ class MemoryStore(Store):
 
     def __reduce__(self) -> tuple[Any, ...]:
         # The values travel too: a copy in another process reads them.
-        return (_unpickled, (type(self), (_process, self._origin()), self.__getstate__()))
-
-    def _origin(self) -> str | int | None:
-        """What finds this store again in this process: its name, else a serial while
-        it lives (None for a copy, which is never rejoined)."""
-        if self._copy_of is not None or self._name is not None:
-            return self._name
-        with _registry_lock:
-            if self._serial is None:
-                self._serial = next(_serials)
-            _pickled[self._serial] = self
-        return self._serial
+        # A copy is never rejoined: it is not the store its values came from.
+        ref = None if self._copy_of is not None else in_process.reference(self, self._name)
+        return (_unpickled, (type(self), ref, self.__getstate__()))
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
@@ -285,17 +258,10 @@ class MemoryStore(Store):
 
 
 def _unpickled(
-    cls: type[MemoryStore], origin: tuple[str, str | int | None], state: dict[str, Any]
+    cls: type[MemoryStore], ref: in_process.Reference | None, state: dict[str, Any]
 ) -> MemoryStore:
     """The store a pickle names, where it lives; else a read-only copy of its values."""
-    process, key = origin
-    original: MemoryStore | None = None
-    if process == _process and state.get("_copy_of") is None:
-        with _registry_lock:
-            if isinstance(key, str):
-                original = _named.get(key)
-            elif key is not None:
-                original = _pickled.get(key)
+    original: MemoryStore | None = None if ref is None else in_process.rejoin(ref)
     if original is not None:
         read_only = state["_read_only"]
         return original if original.read_only == read_only else original.with_read_only(read_only)

@@ -15,12 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
-import os
 import sys
-import threading
-import uuid
-import weakref
 from collections.abc import AsyncIterator, Hashable, Iterator, Sequence
 from pathlib import PurePath
 from typing import Any
@@ -29,6 +24,7 @@ import numpy as np
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import AiozarrError, ReadOnlyError, StoreError
+from aiozarr.storage.backends import in_process
 from aiozarr.storage.backends.local import LocalStore
 from aiozarr.storage.protocol import Buffer, Capabilities, Store, Version, Versioned, check_size
 
@@ -107,12 +103,8 @@ class ZarrStore(Store):
         # again; elsewhere it is a read-only copy whose writes raise.
         if getattr(self._zarr, "_store_dict", None) is None:
             return super().__reduce_ex__(protocol)
-        with _WRAPPED_LOCK:
-            serial = getattr(self, "_serial", None)
-            if serial is None:
-                serial = self._serial = next(_SERIALS)
-                _WRAPPED[serial] = self
-        return (_unpickled_memory, (_PROCESS, serial, self._zarr, self._read_only))
+        ref = in_process.reference(self)
+        return (_unpickled_memory, (ref, self._zarr))
 
     @property
     def capabilities(self) -> Capabilities:
@@ -312,28 +304,11 @@ _DRAFT_ROOTS = ("meta/root", "data/root")
 _V2_V3_DOCUMENTS = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
 
 
-_PROCESS = uuid.uuid4().hex  # drawn again in a forked child, whose dicts are copies
-_SERIALS = itertools.count()
-_WRAPPED: weakref.WeakValueDictionary[int, ZarrStore] = weakref.WeakValueDictionary()
-_WRAPPED_LOCK = threading.Lock()
-
-
-def _redraw_process() -> None:
-    global _PROCESS
-    _PROCESS = uuid.uuid4().hex
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_redraw_process)
-
-
-def _unpickled_memory(process: str, serial: int, zarr_store: Any, read_only: bool) -> ZarrStore:
+def _unpickled_memory(ref: in_process.Reference, zarr_store: Any) -> ZarrStore:
     """The wrapped in-memory store a pickle names, where it lives; else a read-only copy."""
-    if process == _PROCESS:
-        with _WRAPPED_LOCK:
-            original = _WRAPPED.get(serial)
-        if original is not None:
-            return original
+    original: ZarrStore | None = in_process.rejoin(ref)
+    if original is not None:
+        return original
     copy = ZarrStore(zarr_store, read_only=True)
     copy._copied = True
     return copy
