@@ -87,7 +87,7 @@ def test_from_dask(tmp_path: Path) -> None:
     assert out.chunks == (30, 40)
     np.testing.assert_array_equal(out[...], DATA)
     # the refusal names where the user writes, not the layout planned in memory
-    with pytest.raises(OverlappingWriteError, match="g.zarr") as refused:
+    with pytest.raises(OverlappingWriteError, match=r"g\.zarr") as refused:
         from_dask(da.from_array(DATA, chunks=(30, 40)), tmp_path / "g.zarr", chunks=(20, 40))
     assert "MemoryStore" not in str(refused.value)
 
