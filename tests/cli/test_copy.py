@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from itertools import pairwise
 from pathlib import Path
 
@@ -225,3 +226,18 @@ def test_resume_into_an_array_stored_with_other_codecs_is_refused(tmp_path: Path
     copy(src, tmp_path / "b.zarr", codec="gzip:1")
     with pytest.raises(MetadataError, match="cannot resume into"):
         copy(src, tmp_path / "b.zarr", codec="zstd:3", resume=True)
+
+
+def test_resume_into_an_array_respelled_by_tensorstore(tmp_path: Path) -> None:
+    """TensorStore rewrites a sharded array's document with `index_location` left out at
+    its default: the same layout, so the resume goes on rather than refusing it."""
+    src, data = _source(tmp_path / "a.zarr", zarr_format=3)
+    dst = tmp_path / "b.zarr"
+    copy(src, dst, shards=(20, 20))
+    document_path = dst / "zarr.json"
+    document = json.loads(document_path.read_text())
+    assert document["codecs"][0]["configuration"].pop("index_location") == "end"
+    document_path.write_text(json.dumps(document))
+    report = copy(src, dst, shards=(20, 20), resume=True)
+    assert report.chunks_written == 0
+    np.testing.assert_array_equal(aiozarr.open_array(dst, mode="r")[...], data)

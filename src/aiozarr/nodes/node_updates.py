@@ -47,6 +47,7 @@ from aiozarr.storage.protocol import Store, Versioned, write_conditions
 __all__ = [
     "MAX_ATTEMPTS",
     "Change",
+    "as_built",
     "merged_attributes",
     "replaced_attributes",
     "until_current",
@@ -159,19 +160,25 @@ def _check_same_array(like: ArrayMetadata, stored: ArrayMetadata, shown: str, st
 
 def _layout(meta: ArrayMetadata) -> dict[str, object]:
     """What of the array's document decides how its chunks are stored and read."""
+    doc = as_built(meta, leave_out=("shape", "attributes", "dimension_names"))
+    if meta.chunk_grid is not None:
+        doc.pop("chunk_grid", None)  # edges past the end change as it grows (compared above)
+    return doc
+
+
+def as_built(meta: ArrayMetadata, leave_out: Iterable[str] = ()) -> dict[str, object]:
+    """The array's document but `leave_out`, its codecs as built, each in its one
+    spelling: another writer's document (TensorStore's) leaves out members at their
+    defaults (`index_location`), which must not read as another layout."""
     doc = meta.to_dict()
-    for key in ("shape", "attributes", "dimension_names"):
+    for key in leave_out:
         doc.pop(key, None)
     if meta.zarr_format == 3:
-        # the codecs as built, each in its one spelling: another writer's document
-        # (TensorStore's) leaves out members at their defaults (`index_location`)
         try:
             chain = CodecChain.from_metadata(meta)
         except AiozarrError:  # codecs this process cannot build: compared as written
             return doc
         doc["codecs"] = chain.to_metadata()
-    if meta.chunk_grid is not None:
-        doc.pop("chunk_grid", None)  # edges past the end change as it grows (compared above)
     return doc
 
 

@@ -121,10 +121,7 @@ async def _not_resumable(
 def _layout(meta: ArrayMetadata) -> dict[str, Any]:
     """What of an array's document decides how its stored chunks decode (not the fill
     value: a unit the copy finds missing is judged by the fill value it writes)."""
-    doc = meta.to_dict()
-    for key in ("attributes", "dimension_names", "fill_value"):
-        doc.pop(key, None)
-    return doc
+    return node_updates.as_built(meta, leave_out=("attributes", "dimension_names", "fill_value"))
 
 
 async def _resumed_target(existing: AsyncArray, planned: ArrayMetadata) -> AsyncArray:
