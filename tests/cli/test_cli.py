@@ -121,6 +121,25 @@ def test_tree_json(tmp_path: Path) -> None:
     assert "b (8,) uint8 chunks (2,) shards (4,)" in text
 
 
+def test_tree_shows_a_member_whose_codec_cannot_be_built(tmp_path: Path) -> None:
+    """One array with a codec unknown here must not hide the rest of the hierarchy."""
+    group = aiozarr.create_group(tmp_path / "g.zarr")
+    group.create_array("good", shape=(4,), dtype="i4", chunks=(2,))
+    group.create_group("sub").create_array("odd", shape=(6,), dtype="u1", chunks=(3,))
+    document_path = tmp_path / "g.zarr" / "sub" / "odd" / "zarr.json"
+    document = json.loads(document_path.read_text())
+    document["codecs"].append({"name": "mystery_codec", "configuration": {}})
+    document_path.write_text(json.dumps(document))
+    tree = json.loads(aiozarr_cli("tree", str(tmp_path / "g.zarr"), "--json").stdout)
+    assert [m["name"] for m in tree["members"]] == ["good", "sub"]
+    odd = tree["members"][1]["members"][0]
+    assert (odd["name"], odd["shape"], odd["chunks"]) == ("odd", [6], [3])
+    assert "unknown codec 'mystery_codec'" in odd["problem"]
+    assert "problem" not in tree["members"][0]
+    text = aiozarr_cli("tree", str(tmp_path / "g.zarr")).stdout
+    assert "odd (6,) uint8 chunks (3,) (cannot read here: sub/odd/zarr.json: unknown codec" in text
+
+
 def test_cp_v2_to_sharded_v3_across_stores(
     emulator: Emulator, v2_array: tuple[str, np.ndarray], tmp_path: Path, prefix: str
 ) -> None:

@@ -21,8 +21,11 @@ from aiozarr.cli.options import (
     with_snapshot,
 )
 from aiozarr.cli.storage_options import options_for, parse_storage_options
-from aiozarr.errors import UnsupportedError
+from aiozarr.errors import AiozarrError, UnsupportedError
 from aiozarr.metadata import formats
+from aiozarr.metadata.model import ArrayMetadata
+from aiozarr.nodes import hierarchy
+from aiozarr.nodes.description import describe_metadata
 
 __all__ = ["build_parser", "main", "walk"]
 
@@ -46,23 +49,40 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 async def walk(node: Any, depth: int | None = None) -> dict[str, Any]:
     """A node and its members as nested dicts (name, kind, shape, dtype, chunks, shards).
 
-    The hierarchy is read level by level and assembled with a loop: any depth works.
+    The hierarchy is read level by level and assembled with a loop: any depth works. A
+    member array whose codecs cannot be built here is shown from its metadata, with
+    `problem` saying why, rather than failing the whole tree.
     """
-    from aiozarr.nodes.group import AsyncGroup, subtree
+    from aiozarr.nodes import hierarchy_walk
+    from aiozarr.nodes.group import AsyncGroup
 
     top = _describe(node)
     if not isinstance(node, AsyncGroup) or (depth is not None and depth <= 0):
         return top
-    members = await subtree(node, depth)
-    pending = [("", top)]  # groups whose members are still to be attached
-    while pending:
-        path, out = pending.pop()
-        for name, member in members.get(path, []):
-            child = _describe(member)
-            out["members"].append(child)
-            if "members" in child:
-                pending.append((f"{path}/{name}" if path else name, child))
+    groups = {"": top}  # entries of the groups whose members are still to come
+    async for level in hierarchy_walk.levels(node.store, node.path, node.metadata, depth):
+        for rel, found in level:
+            parent = hierarchy_walk.under(node.path, rel)
+            for name, meta in found.items():
+                child = _describe_member(node.store, hierarchy.join(parent, name), meta)
+                groups[rel]["members"].append(child)
+                if "members" in child:
+                    groups[f"{rel}/{name}" if rel else name] = child
     return top
+
+
+def _describe_member(store: Any, path: str, meta: Any) -> dict[str, Any]:
+    from aiozarr.nodes.array import AsyncArray
+    from aiozarr.nodes.group import AsyncGroup
+
+    if not isinstance(meta, ArrayMetadata):
+        return _describe(AsyncGroup(store, path, meta))
+    try:
+        return _describe(AsyncArray(store, path, meta))
+    except AiozarrError as error:
+        name = path.rpartition("/")[2]
+        described = describe_metadata(meta, name=name, store=repr(store), problem=str(error))
+        return {**_array_entry(name, meta, described.to_json()), "problem": str(error)}
 
 
 def _describe(node: Any) -> dict[str, Any]:
@@ -71,17 +91,7 @@ def _describe(node: Any) -> dict[str, Any]:
 
     name = node.path.rpartition("/")[2] or "/"
     if isinstance(node, AsyncArray):
-        described = node.description.to_json()
-        return {
-            "name": name,
-            "node": "array",
-            "shape": described["shape"],
-            "dtype": described["dtype"],
-            "chunks": described["chunks"],
-            "shards": described["shards"],
-            "zarr_format": described["zarr_format"],
-            "format": formats.label(node.metadata),
-        }
+        return _array_entry(name, node.metadata, node.description.to_json())
     return {
         "name": name,
         "node": "group",
@@ -91,12 +101,26 @@ def _describe(node: Any) -> dict[str, Any]:
     }
 
 
+def _array_entry(name: str, meta: ArrayMetadata, described: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "node": "array",
+        "shape": described["shape"],
+        "dtype": described["dtype"],
+        "chunks": described["chunks"],
+        "shards": described["shards"],
+        "zarr_format": described["zarr_format"],
+        "format": formats.label(meta),
+    }
+
+
 def _label(tree: dict[str, Any], top: bool) -> str:
     if tree["node"] == "array":
         shards = f" shards {tuple(tree['shards'])}" if tree["shards"] else ""
+        problem = f" (cannot read here: {tree['problem']})" if "problem" in tree else ""
         return (
             f"{tree['name']} {tuple(tree['shape'])} {tree['dtype']} "
-            f"chunks {tuple(tree['chunks'])}{shards}"
+            f"chunks {tuple(tree['chunks'])}{shards}{problem}"
         )
     return f"{tree['name']} ({tree['format']})" if top else f"{tree['name']}/"
 
