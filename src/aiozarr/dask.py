@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from aiozarr.errors import AiozarrError, SelectionError, require_extra
+from aiozarr.errors import AiozarrError, SelectionError, ValueShapeError, require_extra
 
 require_extra("aiozarr.dask", "dask", "dask")
 
@@ -176,8 +176,12 @@ def store(
     sync = _sync(target)
     if region is not None:
         region = _checked_region(region, sync)
-    if source.shape != (_region_shape(region, sync.shape) if region else sync.shape):
-        raise ValueError(f"cannot store a dask array of shape {source.shape} into {sync!r}")
+    want = _region_shape(region, sync.shape) if region else sync.shape
+    if source.shape != want:
+        raise ValueShapeError(
+            f"cannot store a dask array of shape {source.shape} into {sync!r}: "
+            f"{'its region' if region else 'it'} has shape {want}"
+        )
     if safe and not lock:
         _check_aligned(source, sync, region, partial_edges)
     writer: Any = sync

@@ -17,7 +17,7 @@ da = pytest.importorskip("dask.array")
 import aiozarr  # noqa: E402
 from aiozarr.dask import OverlappingWriteError, from_dask, store, to_dask  # noqa: E402
 from aiozarr.emulator import Emulator  # noqa: E402
-from aiozarr.errors import SelectionError  # noqa: E402
+from aiozarr.errors import SelectionError, ValueShapeError  # noqa: E402
 
 DATA = np.arange(120 * 80, dtype="f8").reshape(120, 80) / 7
 
@@ -188,3 +188,12 @@ def test_a_region_with_negative_bounds_is_written(tmp_path: Path) -> None:
     target = aiozarr.create_array(tmp_path / "r.zarr", shape=(8,), dtype="i8", chunks=(4,))
     store(da.ones(4, chunks=4, dtype="i8"), target, region=(slice(-4, None),))
     np.testing.assert_array_equal(target[...], [0, 0, 0, 0, 1, 1, 1, 1])
+
+
+def test_a_shape_mismatch_is_a_value_shape_error(tmp_path: Path) -> None:
+    target = sharded(tmp_path / "a.zarr")
+    with pytest.raises(ValueShapeError, match=r"shape \(120, 79\).*it has shape \(120, 80\)"):
+        store(da.zeros((120, 79), chunks=40), target)
+    region = (slice(0, 40), slice(0, 40))
+    with pytest.raises(ValueError, match=r"its region has shape \(40, 40\)"):
+        store(da.zeros((40, 80), chunks=40), target, region=region)
