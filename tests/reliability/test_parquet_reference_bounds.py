@@ -174,3 +174,42 @@ async def test_a_store_that_cannot_list_refuses_a_grid_of_more_records_than_it_r
         [key async for key in store.list_prefix("x/")]
     assert emulator.stats()["by_method"] == {"GET": 1}  # .zmetadata, no record
     assert bytes(await store.get("x/1")) == b"\6"  # reading a chunk still works
+
+
+@pytest.mark.parametrize(
+    ("column", "values", "problem"),
+    [
+        ("offset", [0.0, float("nan")], "not an integer"),  # pandas' null in a float column
+        ("offset", [0.0, 0.5], "not an integer"),
+        ("offset", ["0", "x"], "not an integer"),
+        ("raw", [None, "text"], "raw value is a str"),
+    ],
+)
+async def test_a_malformed_parquet_row_fails_alone(
+    tmp_path: Path, column: str, values: list[Any], problem: str
+) -> None:
+    root = tmp_path / "refs.parq"
+    _references(root, record_size=10, chunks=2)
+    (tmp_path / "blob.bin").write_bytes(b"\7\10")
+    columns: dict[str, Any] = {
+        "path": [str(tmp_path / "blob.bin")] * 2,
+        "offset": [0, 1],
+        "size": [1, 1],
+        "raw": pa.array([None, None], pa.binary()),
+    }
+    columns[column] = values
+    pq.write_table(pa.table(columns), root / "x" / "refs.0.parq")
+    store = ReferenceStore(str(root))
+    if not isinstance(values[0], str):  # a column of strings: every row is malformed
+        assert bytes(await store.get("x/0")) == b"\7"
+    with pytest.raises(MetadataError, match=rf"'x/1' \(row 1 of x/refs\.0\.parq\).*{problem}"):
+        await store.get("x/1")
+
+
+@pytest.mark.parametrize("content", [b"", b"PAR1 not parquet"])
+async def test_a_record_file_that_is_not_parquet_is_named(tmp_path: Path, content: bytes) -> None:
+    root = tmp_path / "refs.parq"
+    _references(root, record_size=10, chunks=2)
+    (root / "x" / "refs.0.parq").write_bytes(content)
+    with pytest.raises(MetadataError, match=r"x/refs\.0\.parq is not a readable Parquet"):
+        await ReferenceStore(str(root)).get("x/0")

@@ -13,7 +13,7 @@ import pytest
 
 import aiozarr
 from aiozarr.emulator import Emulator
-from aiozarr.errors import MetadataError, StoreError
+from aiozarr.errors import MetadataError, ReferenceTargetError, StoreError, UnsupportedError
 from aiozarr.storage.references.reference_store import ReferenceStore
 
 ZARRAY = {
@@ -131,3 +131,60 @@ async def test_a_target_ending_before_its_reference_is_an_error(
     with pytest.raises(StoreError, match=r"'x/1'.*'blob\.bin'.*of the 20 bytes at offset"):
         array[:]  # not a codec's complaint about the chunk's size
     np.testing.assert_array_equal(array[10:20], VALUES[10:20])
+
+
+async def test_a_null_entry_is_malformed_not_fill_values(tmp_path: Path) -> None:
+    path = _write(tmp_path, None)
+    array = aiozarr.open_group(str(path), mode="r")["x"]
+    np.testing.assert_array_equal(array[:5], VALUES[:5])
+    with pytest.raises(MetadataError, match=r"'x/1' is malformed: null"):
+        array[:]
+    store = ReferenceStore(str(path))
+    assert await store.exists("x/1")  # listed, and so present
+    with pytest.raises(MetadataError, match="'x/1'"):
+        await store.getsize("x/1")
+
+
+async def test_invalid_base64_names_the_key(tmp_path: Path) -> None:
+    path = _write(tmp_path, "base64:AAA")
+    with pytest.raises(MetadataError, match=r"'x/1' is not valid base64"):
+        aiozarr.open_group(str(path), mode="r")["x"][:]
+
+
+async def test_a_template_name_is_any_text_without_braces(tmp_path: Path) -> None:
+    path = _write(tmp_path, ["{{ blob-1.v }}", 20, 20])
+    doc = json.loads(path.read_text())
+    doc["templates"] = {"blob-1.v": "blob.bin"}
+    path.write_text(json.dumps(doc))
+    array = aiozarr.open_group(str(path), mode="r")["x"]
+    np.testing.assert_array_equal(array[:], VALUES)
+
+
+def test_fsspecs_spelling_is_named(tmp_path: Path) -> None:
+    path = _write(tmp_path, ["blob.bin", 20, 20])
+    with pytest.raises(UnsupportedError, match=r"fsspec.s reference spelling"):
+        aiozarr.open_group("reference://", mode="r", storage_options={"fo": str(path)})
+
+
+async def test_a_target_failing_for_good_names_the_keys(emulator: Emulator, prefix: str) -> None:
+    directory = emulator.root / prefix
+    directory.mkdir()
+    _write(directory, ["blob.bin", 20, 20])
+    url, options = emulator.s3_url(f"{prefix}/refs.json"), emulator.storage_options()
+    group = aiozarr.open_group(url, mode="r", storage_options=options)
+    emulator.inject("status", status=403, key_glob=f"{prefix}/blob.bin")
+    with pytest.raises(StoreError, match=r"'x/0'.*refs\.json.*blob\.bin"):
+        group["x"][:]
+
+
+def test_a_relative_file_name_with_a_colon_is_a_file(tmp_path: Path) -> None:
+    """fsspec reads a target as a URL only with '://': "ab:c.bin" is a file here."""
+    path = _write(tmp_path, ["ab:c.bin", 20, 20])
+    (tmp_path / "ab:c.bin").write_bytes(VALUES.tobytes())
+    np.testing.assert_array_equal(aiozarr.open_group(str(path), mode="r")["x"][:], VALUES)
+
+
+@pytest.mark.parametrize("target", ["simplecache::s3://b/x.nc", "zip://in.bin::s3://b/a.zip"])
+def test_a_chained_url_is_named_as_such(target: str) -> None:
+    with pytest.raises(ReferenceTargetError, match="a chained URL"):
+        ReferenceStore({"version": 1, "refs": {"k": [target, 0, 4]}}, allowed_targets=["s3://"])

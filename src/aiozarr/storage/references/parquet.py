@@ -133,6 +133,14 @@ class ParquetRefs:
         datas = await self._store.get_partial_values([RangeRequest(k, None, limit) for k in keys])
 
         def parse(key: str, data: Buffer) -> list[Any]:
+            try:
+                return parse_rows(key, data)
+            except (pa.ArrowException, OSError) as error:
+                raise MetadataError(
+                    f"{self._where}: {key} is not a readable Parquet record file ({error})"
+                ) from None
+
+        def parse_rows(key: str, data: Buffer) -> list[Any]:
             file = pq.ParquetFile(pa.BufferReader(bytes(memoryview(data))))
             rows = file.metadata.num_rows
             size = sum(
@@ -173,8 +181,7 @@ class ParquetRefs:
                 field, record, i = place
                 raise MetadataError(
                     f"{self._where}: the reference of {key!r} (row {i} of "
-                    f"{field}/refs.{record}.parq) is malformed: {row.value!r} (a null "
-                    "offset or size beside a path; a whole object has both 0)"
+                    f"{field}/refs.{record}.parq) is malformed: {row.value!r} ({row.why})"
                 )
             out.append(row)
         return out
@@ -224,8 +231,9 @@ class _NullField:
     `[path, offset, None]`, which no reader can serve. Kept as a row (its key is listed)
     and refused when that key is read, so the record's other rows still read."""
 
-    def __init__(self, path: str, offset: Any, size: Any) -> None:
+    def __init__(self, path: Any, offset: Any, size: Any, why: str = "") -> None:
         self.value = [path, offset, size]
+        self.why = why or "a null offset or size beside a path; a whole object has both 0"
 
 
 def _row(columns: list[list[Any] | None], i: int) -> Any:
@@ -233,9 +241,16 @@ def _row(columns: list[list[Any] | None], i: int) -> Any:
     (a `_NullField` where the offset or the size alone is null)."""
     path, offset, size, raw = (None if c is None else c[i] for c in columns)
     if raw is not None:
-        return bytes(raw)
+        if not isinstance(raw, bytes):
+            return _NullField(path, offset, size, f"its raw value is a {type(raw).__name__}")
+        return raw
     if path is None:
         return None
+    for value in (offset, size):  # NaN (pandas' null), a fraction, a string: malformed
+        if value is not None and not (
+            isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        ):
+            return _NullField(path, offset, size, "an offset or size that is not an integer")
     if not offset and not size and (offset is None) == (size is None):
         return [path]
     if offset is None or size is None:

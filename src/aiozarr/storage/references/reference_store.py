@@ -28,6 +28,7 @@ made) and again whenever an entry is read.
 from __future__ import annotations
 
 import base64
+import binascii
 import contextlib
 import json
 import numbers
@@ -65,7 +66,8 @@ from aiozarr.storage.references.targets import TargetPolicy, locate
 
 __all__ = ["ReferenceStore", "is_reference_source", "open_references"]
 
-_TEMPLATE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
+_NULL = object()  # a key whose entry is null
+_TEMPLATE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 
 
 def is_reference_source(source: object) -> bool:
@@ -170,6 +172,13 @@ class ReferenceStore(Store):
         if isinstance(self._source, str):
             self._source = self._source.removeprefix("reference://")
         options = dict(storage_options or {})
+        if isinstance(self._source, str) and not self._source and "fo" in options:
+            raise UnsupportedError(
+                'fsspec\'s reference spelling ("reference://" with storage_options '
+                "fo=..., remote_protocol=..., remote_options=...) is not read: pass the "
+                f"reference file itself ({options['fo']!r}) as the URL, the targets' "
+                "options as target_options and trusted target prefixes as allowed_targets"
+            )
         allowed = _merge_allowed(allowed_targets, options.pop("allowed_targets", None))
         if "target_options" in options:
             if target_options is not None:
@@ -232,7 +241,15 @@ class ReferenceStore(Store):
         refs = await self._load()
         if self._parquet is not None:
             return await self._parquet.lookup(keys)
-        return [refs.get(key) for key in keys]
+        # null: listed, neither a reference nor data (refused when read, not fill values)
+        return [_NULL if key in refs and refs[key] is None else refs.get(key) for key in keys]
+
+    def _null(self, key: str) -> MetadataError:
+        where = self._source if isinstance(self._source, str) else "references"
+        return MetadataError(
+            f"{where}: the reference of {key!r} is malformed: null (a reference is [url] or "
+            "[url, offset, length], or inline data)"
+        )
 
     async def _keys(self) -> list[str]:
         """Every key, sorted (for Parquet references this reads every record)."""
@@ -254,7 +271,7 @@ class ReferenceStore(Store):
                 raise MetadataError(
                     f"{where}: {field!r} must be a JSON object, got {reprlib.repr(doc[field])}"
                 )
-        templates = {k: str(v) for k, v in doc.get("templates", {}).items()}
+        templates = {str(k).strip(): str(v) for k, v in doc.get("templates", {}).items()}
         refs = dict(doc["refs"])
         if templates:
             for key, value in refs.items():
@@ -330,11 +347,17 @@ class ReferenceStore(Store):
         """Check a target's answer before its bytes are used: here nothing; a store whose
         references carry checksums of their targets (icechunk's) compares `version`."""
 
-    @staticmethod
-    def _inline(value: Any) -> bytes:
+    def _inline(self, value: Any, key: str) -> bytes:
         if isinstance(value, str):
             if value.startswith("base64:"):
-                return base64.b64decode(value[len("base64:") :])
+                try:
+                    return base64.b64decode(value[len("base64:") :])
+                except binascii.Error as error:
+                    where = self._source if isinstance(self._source, str) else "references"
+                    raise MetadataError(
+                        f"{where}: the inline value of {key!r} is not valid base64 ({error}): "
+                        f"{reprlib.repr(value)}"
+                    ) from None
             return value.encode()
         if isinstance(value, bytes):
             return value
@@ -361,8 +384,10 @@ class ReferenceStore(Store):
         for i, (request, value) in enumerate(zip(requests, values, strict=True)):
             if value is None:
                 ready.append((i, None, None))
+            elif value is _NULL:
+                raise self._null(request.key)
             elif not isinstance(value, list):
-                data = self._inline(value)
+                data = self._inline(value, request.key)
                 if request.byte_range is None:
                     check_size(request.key, len(data), request.max_bytes, self)
                 else:
@@ -393,6 +418,10 @@ class ReferenceStore(Store):
                         emit((indices[j], data, version))
             except (SourceChangedError, ValueTooLargeError) as error:
                 if checking:
+                    raise
+                raise self._target_refused(error, keys, reads) from error
+            except StoreError as error:
+                if checking or type(error) is not StoreError:
                     raise
                 raise self._target_refused(error, keys, reads) from error
 
@@ -437,8 +466,10 @@ class ReferenceStore(Store):
         value = (await self._lookup([key]))[0]
         if value is None:
             return None
+        if value is _NULL:
+            raise self._null(key)
         if not isinstance(value, list):
-            return len(self._inline(value))
+            return len(self._inline(value, key))
         store, name, _, length = self._target(value, key)
         if length is not None:
             return length
@@ -503,7 +534,7 @@ class ReferenceStore(Store):
 def _json_doc(data: Buffer, where: str) -> Any:
     try:
         return json.loads(bytes(memoryview(data)))
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:  # RecursionError: nested too deeply
         raise MetadataError(f"{where}: not valid JSON ({error})") from None
 
 

@@ -130,12 +130,16 @@ def locate(
     """
     if "\x00" in text:  # no path or URL holds one; the OS would refuse it, unnamed
         raise _refused(text, "a NUL character")
+    if "://" in text and "::" in text:
+        raise _refused(text, "a chained URL (fsspec's '::'); name the object itself")
     try:
         parts = urlsplit(text)
         parts.port  # noqa: B018 (checks the port)
     except ValueError as error:
         raise _refused(text, f"a malformed host part ({error})") from None
     scheme = parts.scheme.lower()
+    if scheme != "file" and "://" not in text:
+        scheme = ""  # "ab:c.bin" is a file name with a colon, as fsspec reads it
     if scheme == "file" or len(scheme) <= 1:  # a path (len 1: a Windows drive letter)
         if scheme == "file":
             if parts.netloc.lower() not in ("", "localhost"):
