@@ -7,7 +7,9 @@ cached chunks are older than the recheck policy allows (one conditional request 
 its new bytes, decoded at once), copies every chunk still good into the output, and
 returns what is left to read as usual. Chunks served cost no request. Chunks of a store
 that tells no version cannot be revalidated: once too old they are dropped and read as
-usual.
+usual, as are the chunks of a store that reads each key through ranges of other objects
+(references: a check per chunk would be a read per chunk, the usual read one request per
+run of a target's ranges).
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ async def serve_cached(
     wanted = _by_object(array, projections)
     good: dict[str, ObjectRecord] = {}
     stale: list[_Stale] = []
+    # A store that reads each key through others' ranges (references) would check each
+    # chunk with a read of its own, where the usual read coalesces them: read them again.
+    rereads_chunks = array.store.capabilities.delegates_reads
     for key, layout, needed in wanted:
         record = pool.record(place, key)
         if record is None or not any(
@@ -68,8 +73,8 @@ async def serve_cached(
             continue
         if record.checked >= session.threshold:
             good[key] = record
-        elif record.version is UNVERSIONED:  # nothing can revalidate it: read it again
-            session.cache.forget(key)
+        elif record.version is UNVERSIONED or (layout is None and rereads_chunks):
+            session.cache.forget(key)  # read again as usual
         else:
             stale.append((key, layout, needed, record))
     served: set[str] = set()  # objects revalidation answered with their new bytes
