@@ -304,3 +304,32 @@ def test_a_node_under_a_group_of_the_other_format_is_refused(tmp_path: Path) -> 
     assert not (tmp_path / "zarr.json").exists()
     again = aiozarr.open_group(tmp_path)
     assert again.attrs == {"title": "kept"} and again.member_names() == ["old"]
+
+
+class _RivalMakesParent(MemoryStore):
+    """A memory store where, right after the first batch that finds no `sub` group,
+    another writer creates `sub` (as `require_group`s of siblings in threads do)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fired = False
+
+    async def get_partial_values(self, requests):  # type: ignore[no-untyped-def]
+        answers = await super().get_partial_values(requests)
+        keys = [r.key for r in requests]
+        if not self.fired and "sub/zarr.json" in keys and len(keys) > 1:
+            self.fired = True
+            await aiozarr.create_group_async(self, "sub", attributes={"by": "rival"})
+        return answers
+
+
+async def test_a_parent_another_writer_created_meanwhile_is_kept() -> None:
+    """Its second read found the rival's group, of the same format, and took it for a
+    group of the other format: `NodeExistsError` for a valid call."""
+    store = _RivalMakesParent()
+    await aiozarr.create_group_async(store)
+    await aiozarr.create_group_async(store, "sub/s1")
+    assert store.fired
+    sub = await aiozarr.open_group_async(store, "sub")
+    assert dict(sub.attrs) == {"by": "rival"}  # the rival's, not rewritten
+    assert [name async for name, _ in sub.members()] == ["s1"]

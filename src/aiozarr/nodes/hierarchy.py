@@ -459,13 +459,13 @@ async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: 
     if overwrite and store.listable:
         # The parents first: under an array, `under` holds its chunks (v3 "x/c/").
         found = await get_documents(store, parent_keys) if parents else []
-        missing = await _missing_parents(store, path, parents, found)
+        missing = await _missing_parents(store, path, parents, found, zarr_format)
         await store.delete_prefix(under)
         forget_deleted(store, under)
     else:
         node_keys = [k for writer in formats.writable() for k in writer.node_keys(path)]
         found = await get_documents(store, node_keys + parent_keys)
-        missing = await _missing_parents(store, path, parents, found[len(node_keys) :])
+        missing = await _missing_parents(store, path, parents, found[len(node_keys) :], zarr_format)
         if any(data is not None for data in found[: len(node_keys)]):
             if not overwrite:
                 raise NodeExistsError(
@@ -481,15 +481,18 @@ async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: 
 
 
 async def _missing_parents(
-    store: Store, path: str, parents: list[str], found: list[bytes | None]
+    store: Store, path: str, parents: list[str], found: list[bytes | None], zarr_format: int
 ) -> list[str]:
     """The parents of `path` with no group document (`found`, by `parents`), once none
     is an array: a v3 array's document is the one a group's would be (`zarr.json`), a v2
-    array's is another (a missing `.zgroup`, read to tell)."""
+    array's is another (a missing `.zgroup`, read to tell). A group of this format found
+    by that second read was created meanwhile by another writer: it is no longer missing."""
     missing = []
     for parent, data in zip(parents, found, strict=True):
         if data is None:
             existing = await _existing_node(store, parent)
+            if isinstance(existing, GroupMetadata) and existing.zarr_format == zarr_format:
+                continue  # created by another writer since `found` was read
             if isinstance(existing, GroupMetadata):  # a group of the other format
                 raise NodeExistsError(
                     f"cannot create {path!r}: its parent {parent or '/'!r} is a Zarr "
