@@ -33,7 +33,7 @@ LAYERS = [
     {"engine"},
     {"codecs", "metadata", "selection"},
     {"storage", "testing", "emulator"},
-    {"byte_cache", "byte_range", "config", "errors", "sizes"},
+    {"byte_cache", "byte_range", "config", "errors", "fork_safe", "sizes"},
 ]
 # Folders whose modules are layered among themselves, in the same way.
 INNER_LAYERS = {
@@ -418,6 +418,7 @@ ROOT_MODULES = {
     "config",
     "dask",
     "errors",
+    "fork_safe",
     "sizes",
 }
 

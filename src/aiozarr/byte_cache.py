@@ -6,10 +6,11 @@ the shard is unchanged, and read before every inner chunk of a cold shard).
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any
+
+from aiozarr import fork_safe
 
 __all__ = ["LRUByteCache"]
 
@@ -28,7 +29,7 @@ class LRUByteCache:
         self.max_bytes = max_bytes
         self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._nbytes = 0
-        self._lock = threading.Lock()
+        self._lock = fork_safe.lock()
         self.hits = 0
         self.misses = 0
 

@@ -17,12 +17,12 @@ import difflib
 import math
 import numbers
 import os
-import threading
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from typing import Any, overload
 
+from aiozarr import fork_safe
 from aiozarr.errors import AiozarrError
 
 
@@ -322,7 +322,7 @@ class Change(contextlib.AbstractContextManager[Config]):
 # back (`_pending`); the rest are folded into `_settled` for good. Taking one back is
 # folding the others again: never restoring a snapshot, which held other threads'
 # changes of the moment.
-_base_lock = threading.Lock()
+_base_lock = fork_safe.lock()
 _settled: Config | None = None
 _pending: list[tuple[Callable[[], Change | None], dict[str, Any]]] = []
 

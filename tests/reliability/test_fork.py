@@ -249,3 +249,37 @@ def test_child_does_not_keep_a_directory_lock_a_parent_thread_held(
         _wait(pid, CHILD_DEADLINE_S)
         for fd in (go_read, go_write, ready_read, ready_write):
             os.close(fd)
+
+
+def test_child_is_not_blocked_by_cache_config_or_loop_locks_held_at_fork_time(
+    tmp_path: Path,
+) -> None:
+    """The shard-index cache's lock (taken by every sharded read on the loop thread),
+    the chunk cache's, the settings' and the sync facade's own (a child's first call
+    starts a loop) were inherited held by a fork landing at such a moment: the child
+    hung on its first read."""
+    from aiozarr import config
+    from aiozarr.engine.chunk_cache import ChunkCache
+    from aiozarr.sync import portal
+
+    url = str(tmp_path / "s.zarr")
+    arr = aiozarr.create_array(url, shape=(12,), dtype="i4", chunks=(2,), shards=(4,))
+    arr[...] = VALUES
+    cached = aiozarr.open_array(url, cache_bytes=1 << 20)
+    np.testing.assert_array_equal(cached[...], VALUES)
+    pool = ChunkCache.shared(1 << 20)
+
+    def child() -> None:
+        with config.set(coalesce_gap_bytes=1):
+            np.testing.assert_array_equal(arr[...], VALUES)
+        np.testing.assert_array_equal(cached[...], VALUES)
+
+    with (
+        arr.async_array._stored.index_cache._lock,
+        pool._lock,
+        pool._lru._lock,
+        ChunkCache._pools_lock,
+        config._base_lock,
+        portal._lock,
+    ):
+        _run_in_fork(child)

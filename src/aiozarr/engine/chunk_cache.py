@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import threading
 import time
 import weakref
 from collections.abc import Hashable
@@ -36,7 +35,7 @@ from typing import Any, Literal, TypeAlias
 
 import numpy as np
 
-from aiozarr import config
+from aiozarr import config, fork_safe
 from aiozarr.byte_cache import LRUByteCache
 from aiozarr.codecs import CodecChain
 from aiozarr.errors import AiozarrError
@@ -158,11 +157,11 @@ class ChunkCache:
     # Held weakly: a pool lives as long as an array uses it (`ArrayCache.pool`), so a
     # bound no longer used gives its memory back.
     _pools: weakref.WeakValueDictionary[int, ChunkCache] = weakref.WeakValueDictionary()
-    _pools_lock = threading.Lock()
+    _pools_lock = fork_safe.lock()
 
     def __init__(self, max_bytes: int) -> None:
         self._lru = LRUByteCache(max_bytes)
-        self._lock = threading.Lock()
+        self._lock = fork_safe.lock()
         # Keys written and prefixes deleted (full names), by when, oldest first; the
         # newest time of those no longer remembered one by one.
         self._written: dict[tuple[int, str], float] = {}

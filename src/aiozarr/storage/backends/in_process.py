@@ -12,10 +12,11 @@ from __future__ import annotations
 import itertools
 import os
 import secrets
-import threading
 import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from aiozarr import fork_safe
 
 __all__ = ["Reference", "one_per_name", "reference", "rejoin"]
 
@@ -27,15 +28,15 @@ Reference = tuple[str, str | int]
 # Which process: a token rather than the pid (pids are reused), drawn again in a forked
 # child, whose stores are copies of the parent's.
 _process = secrets.token_hex(8)
-_lock = threading.Lock()
+_lock = fork_safe.lock()
 _serials = itertools.count(1)
 _by_name: dict[str, Any] = {}  # kept for the process's life, as `memory://NAME` promises
 _by_serial: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 
 
 def _after_fork_in_child() -> None:
-    global _process, _lock
-    _process, _lock = secrets.token_hex(8), threading.Lock()
+    global _process
+    _process = secrets.token_hex(8)
 
 
 if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
