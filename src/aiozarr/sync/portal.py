@@ -24,7 +24,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import anyio
 
-from aiozarr import config
+from aiozarr import config, fork_safe
 from aiozarr.engine.entry import gather
 from aiozarr.errors import SyncInLoopError, UnsupportedError
 from aiozarr.storage.backends import obstore_exit
@@ -35,7 +35,7 @@ P = ParamSpec("P")
 
 _log = logging.getLogger("aiozarr")
 
-_lock = threading.Lock()
+_lock = fork_safe.lock()
 
 # The loop running on this thread, or None: a C call, cheap on every sync call.
 _get_running_loop = asyncio._get_running_loop
@@ -61,13 +61,23 @@ class _Loop:
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self.loop)
-        try:
-            # A host task that lives as long as the loop, run by `run_until_complete`, is
-            # what anyio takes for the root task: the codec pool's threads belong to it
-            # and serve every call, instead of ending with each call's task.
-            self.loop.run_until_complete(self.loop.create_task(self._done.wait(), name=_HOST))
-        except BaseException as error:  # the loop died: `_get_loop` starts a new one
-            _log.warning("aiozarr's event loop stopped: %r; the next call starts anew", error)
+        # A host task that lives as long as the loop, run by `run_until_complete`, is
+        # what anyio takes for the root task: the codec pool's threads belong to it
+        # and serve every call, instead of ending with each call's task.
+        host = self.loop.create_task(self._done.wait(), name=_HOST)
+        while True:
+            try:
+                self.loop.run_until_complete(host)
+                return
+            except (KeyboardInterrupt, SystemExit):
+                # Raised by user code in a task (a progress callback's `sys.exit()`):
+                # asyncio lets it out of the loop, but the task holds it as its outcome
+                # and the call it belongs to re-raises it on its caller's thread. The
+                # loop goes on: every other call waiting on it would hang.
+                continue
+            except BaseException as error:  # the loop died: `_get_loop` starts a new one
+                _log.warning("aiozarr's event loop stopped: %r; the next call starts anew", error)
+                return
 
     @property
     def running(self) -> bool:
@@ -144,11 +154,26 @@ def _in_loop_thread() -> bool:
 def _start(call: _Call) -> concurrent.futures.Future[Any]:
     """Hand `call` to the loop; a loop that stopped since the last call is replaced by a
     new one rather than failing every later call."""
-    loop = _get_loop()
+    try:
+        loop = _get_loop()
+    except RuntimeError:  # no thread can start (Python 3.12+, at interpreter exit)
+        return _run_here(call)
     try:
         return loop.submit(call)
     except RuntimeError:  # "Event loop is closed": it died since `_get_loop` looked
         return _get_loop(stale=loop).submit(call)
+
+
+def _run_here(call: _Call) -> concurrent.futures.Future[Any]:
+    """`call` run to its end on the calling thread, in an event loop of its own: at
+    interpreter exit, once the loop thread is gone and no new thread may start (an exit
+    handler that runs after aiozarr's)."""
+    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    try:
+        future.set_result(asyncio.run(call.run(set())))
+    except Exception as error:
+        future.set_exception(error)
+    return future
 
 
 @atexit.register
@@ -192,6 +217,18 @@ class _Call:
                         if self._cancelled:
                             scope.cancel()
                     return await self._call()
+            except (KeyboardInterrupt, SystemExit) as error:
+                # Raised by user code on the loop (a progress callback's `sys.exit()`):
+                # asyncio would let it end the loop, and with it every call waiting
+                # there. It is the caller's: re-raised on the caller's thread.
+                return _Raised(error)
+            except BaseExceptionGroup as group:  # the same, from a task of a task group
+                interrupts, _ = group.split((KeyboardInterrupt, SystemExit))
+                if interrupts is None:
+                    raise
+                while isinstance(interrupts, BaseExceptionGroup):
+                    interrupts = interrupts.exceptions[0]
+                return _Raised(interrupts)
             finally:
                 calls.discard(self)
 
@@ -255,7 +292,16 @@ def run(
             ) from None
         raise
     _park_if_abandoned(call)
+    if isinstance(result, _Raised):
+        raise result.error
     return result
+
+
+class _Raised:
+    """A `KeyboardInterrupt` or `SystemExit` a call raised on the loop, carried back."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
 
 
 def _park_if_abandoned(call: _Call) -> None:
