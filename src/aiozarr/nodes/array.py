@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any, Literal, NoReturn
 
+import anyio
 import numpy as np
 
 from aiozarr import config as settings
@@ -25,6 +26,7 @@ from aiozarr.codecs import CodecChain
 from aiozarr.engine import entry as engine
 from aiozarr.engine.entry import CacheSettings, ShowProgress, StoredArray, as_callback
 from aiozarr.errors import (
+    AiozarrError,
     IrregularGridError,
     MetadataError,
     NodeNotFoundError,
@@ -43,7 +45,7 @@ from aiozarr.nodes import (
 )
 from aiozarr.nodes import node_updates as updates
 from aiozarr.nodes.creation import array_config, array_metadata
-from aiozarr.nodes.description import ArrayDescription, ArrayInfo, array_info, describe_array
+from aiozarr.nodes.description import ArrayDescription, ArrayInfo, array_info, describe_opened
 from aiozarr.nodes.write_values import as_value
 from aiozarr.selection.chunk_grid import RectilinearGrid
 from aiozarr.selection.indexing import (
@@ -314,14 +316,22 @@ class AsyncArray(hierarchy.NodeLocation):
 
         The growth is applied to the shape as stored (another writer's append included)
         and committed first; `data` then goes to the end that shape gave, so concurrent
-        appends all land, one after another (`nodes/updates.py`).
+        appends all land, one after another (`nodes/updates.py`). A write that fails or
+        is cancelled takes the growth back, unless another change came after it.
         """
         values = self._as_value(data, np.shape(data))  # refused before the array grows
-        change = await self._update_metadata(
-            lambda meta: shape_changes.grown(meta, values.shape, axis, self.name)
-        )
+        with anyio.CancelScope(shield=True):  # landed or not: a cancel here cannot know
+            change = await self._update_metadata(
+                lambda meta: shape_changes.grown(meta, values.shape, axis, self.name)
+            )
         _, region = shape_changes.appended(change.before.shape, values.shape, axis, self.name)
-        await self.setitem(region, values)
+        try:
+            await self.setitem(region, values)
+        except BaseException:  # else a rerun would append after a band of fill values
+            back = partial(shape_changes.taken_back, grown_to=change.after.shape, name=self.name)
+            with anyio.CancelScope(shield=True), contextlib.suppress(AiozarrError, OSError):
+                await self._reshaped(partial(back, shape=change.before.shape))
+            raise
         return change.after.shape
 
     async def info_complete(self) -> ArrayInfo:
@@ -499,11 +509,13 @@ class AsyncArray(hierarchy.NodeLocation):
         """
 
         self._check_writable()
+        await self._reshaped(lambda meta: shape_changes.resized(meta, new_shape, self.name)[0])
+
+    async def _reshaped(self, apply: updates.Apply[ArrayMetadata]) -> None:
+        """Store `apply(metadata as stored)`, what a shrink cuts off cleared first."""
         clear_cut = partial(shrinking.clear_cut, self._stored, name=self.name, what=self._describe)
         with self._settings(), unwrap_group():
-            await self._update_metadata(
-                lambda meta: shape_changes.resized(meta, new_shape, self.name)[0], clear_cut
-            )
+            await self._update_metadata(apply, clear_cut)
 
     async def update_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
         """Merge `attributes` into the array's attributes as stored; the attributes now."""
@@ -539,25 +551,7 @@ class AsyncArray(hierarchy.NodeLocation):
     def description(self) -> ArrayDescription:
         """What the array is (shape, grid, codecs, ...) as one value: the facts `info`,
         the notebook view and `aiozarr info` show. No I/O."""
-        chunks, shards = self._grid_shapes()
-        return describe_array(
-            self.metadata,
-            name=self.name,
-            store=repr(self._store),
-            chunks=chunks,
-            shards=shards,
-            rectilinear_grid=self.rectilinear_grid,
-        )
-
-    def _grid_shapes(self) -> tuple[tuple[Any, ...], tuple[Any, ...] | None]:
-        """The chunk and shard shapes (shards None when unsharded); on a rectilinear grid
-        the irregular one is per axis the lengths of its objects inside the array."""
-        if self.rectilinear_grid is None:
-            return self.chunks, self.shards
-        edges = self.write_chunk_sizes
-        if not self.is_sharded:
-            return edges, None
-        return self.chunks, edges
+        return describe_opened(self)
 
     def info(
         self, *, nbytes_stored: int | None = None, nchunks_initialized: int | None = None

@@ -139,6 +139,26 @@ class ArrayDescription:
         }
 
 
+def describe_opened(array: Any) -> ArrayDescription:
+    """The description of an opened `AsyncArray`: on a rectilinear grid the irregular
+    shapes (chunks, or shards when sharded) are per axis the lengths of its objects
+    inside the array."""
+    if array.rectilinear_grid is None:
+        chunks, shards = array.chunks, array.shards
+    elif array.is_sharded:
+        chunks, shards = array.chunks, array.write_chunk_sizes
+    else:
+        chunks, shards = array.write_chunk_sizes, None
+    return describe_array(
+        array.metadata,
+        name=array.name,
+        store=repr(array.store),
+        chunks=chunks,
+        shards=shards,
+        rectilinear_grid=array.rectilinear_grid,
+    )
+
+
 def describe_array(
     meta: ArrayMetadata,
     *,

@@ -151,6 +151,14 @@ def grown(
     return resized(meta, shape, name)[0]
 
 
+def taken_back(
+    meta: ArrayMetadata, grown_to: tuple[int, ...], shape: tuple[int, ...], name: str
+) -> ArrayMetadata:
+    """The metadata of array `name` (`meta`) with an append's growth to `grown_to` taken
+    back to `shape`: where no change came after it (another append), else `meta`."""
+    return resized(meta, shape, name)[0] if meta.shape == grown_to else meta
+
+
 def appended(
     shape: tuple[int, ...], values_shape: tuple[int, ...], axis: int, name: str
 ) -> tuple[tuple[int, ...], tuple[slice, ...]]:

@@ -1,0 +1,81 @@
+"""An append commits the new shape, then writes its rows: a write that failed or was
+cancelled left the array grown with fill values where the rows should be, and running the
+append again put its rows after that band. The growth is now taken back, unless another
+writer changed the shape after it (whose rows must stay)."""
+
+from __future__ import annotations
+
+import anyio
+import numpy as np
+import pytest
+
+import aiozarr
+from aiozarr import config
+from aiozarr.emulator import Emulator
+from aiozarr.errors import StoreError
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def _array(emulator: Emulator, name: str) -> aiozarr.AsyncArray:
+    arr = await aiozarr.create_array_async(
+        emulator.s3_url(name),
+        shape=(4, 2),
+        dtype="i4",
+        chunks=(2, 2),
+        fill_value=-1,
+        storage_options=emulator.storage_options(),
+    )
+    await arr.setitem(..., np.zeros((4, 2), dtype="i4"))
+    return arr
+
+
+async def _stored_shape(emulator: Emulator, name: str) -> tuple[int, ...]:
+    url, options = emulator.s3_url(name), emulator.storage_options()
+    return (await aiozarr.open_array_async(url, mode="r", storage_options=options)).shape
+
+
+async def test_a_failed_append_takes_its_growth_back(emulator: Emulator, prefix: str) -> None:
+    name = f"{prefix}/f.zarr"
+    arr = await _array(emulator, name)
+    emulator.inject("status", status=403, key_glob=f"{name}/c/*", methods=["PUT"])
+    with pytest.raises(StoreError):
+        await arr.append(np.ones((4, 2), dtype="i4"))
+    emulator.clear_faults()
+    assert await _stored_shape(emulator, name) == (4, 2)
+    assert arr.shape == (4, 2)
+    await arr.append(np.ones((4, 2), dtype="i4"))  # run again: right after the old end
+    assert (await arr.getitem(...)).tolist() == [[0, 0]] * 4 + [[1, 1]] * 4
+
+
+async def test_a_cancelled_append_takes_its_growth_back(emulator: Emulator, prefix: str) -> None:
+    name = f"{prefix}/c.zarr"
+    arr = await _array(emulator, name)
+    emulator.inject("late", key_glob=f"{name}/c/*", methods=["PUT"], delay_s=1.0)
+    with anyio.move_on_after(0.3) as scope:
+        await arr.append(np.ones((4, 2), dtype="i4"))
+    assert scope.cancelled_caught
+    emulator.clear_faults()
+    assert await _stored_shape(emulator, name) == (4, 2)
+
+
+async def test_a_growth_another_append_built_on_is_kept(emulator: Emulator, prefix: str) -> None:
+    """Taking the first append's growth back would cut the second one's rows off."""
+    name = f"{prefix}/k.zarr"
+    arr = await _array(emulator, name)
+    url, options = emulator.s3_url(name), emulator.storage_options()
+    other = await aiozarr.open_array_async(url, storage_options=options)
+
+    class Failing(Exception):
+        pass
+
+    async def rows_then_fail(region: object, values: object) -> None:
+        await other.append(np.full((2, 2), 7, dtype="i4"))  # lands after this growth
+        raise Failing
+
+    arr.setitem = rows_then_fail  # type: ignore[method-assign]
+    with config.set(retry_base_delay_s=0.001), pytest.raises(Failing):
+        await arr.append(np.ones((4, 2), dtype="i4"))
+    assert await _stored_shape(emulator, name) == (10, 2)
+    values = await (await aiozarr.open_array_async(url, storage_options=options)).getitem(...)
+    assert values[8:].tolist() == [[7, 7]] * 2
