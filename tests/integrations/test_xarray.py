@@ -412,3 +412,24 @@ def test_blocking_load_of_several_variables_is_one_plan(
     one_by_one.load()
     # the control: xarray's load, a read (a lone request) per variable
     assert store.counts["get"] == 4 and store.batches == []
+
+
+@pytest.mark.timeout(60)  # it deadlocked
+@pytest.mark.parametrize("scheduler", ["threads", "synchronous"])
+def test_load_of_a_dask_backed_dataset_computes_its_blocks(tmp_path: Path, scheduler: str) -> None:
+    """`aiozarr.xarray.load` of a dataset opened with `chunks={}`: xarray's `load_async`
+    computes dask variables with a blocking `compute`, whose tasks read through aiozarr's
+    loop; run there, it deadlocked (threads) or raised SyncInLoopError (synchronous)."""
+    import dask
+
+    from aiozarr.xarray import load
+
+    path = str(tmp_path / "d.zarr")
+    xr.Dataset({"a": ("x", np.arange(6.0)), "b": ("x", np.ones(6))}).to_zarr(path, mode="w")
+    ds = xr.open_dataset(path, engine="aiozarr", chunks={}, consolidated=False)
+    ds["b"] = ds.b.compute().variable.to_base_variable()  # one in memory beside them
+    ds["c"] = xr.open_dataset(path, engine="aiozarr", consolidated=False).a  # one lazy
+    with dask.config.set(scheduler=scheduler):
+        load(ds)
+    np.testing.assert_array_equal(ds.a.values, np.arange(6.0))
+    np.testing.assert_array_equal(ds.c.values, np.arange(6.0))

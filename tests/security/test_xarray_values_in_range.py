@@ -175,3 +175,18 @@ def test_a_scalar_variable_and_a_lazily_opened_dataset_are_checked(tmp_path: Pat
     refused(lambda: to_zarr(lazy, tmp_path / "copy.zarr", encoding={"s": {"dtype": "int8"}}))
     to_zarr(lazy, tmp_path / "copy.zarr", encoding={"s": {"dtype": "int16"}})
     assert int(opened(LocalStore(tmp_path / "copy.zarr"))["s"]) == 300
+
+
+def test_times_xarray_would_store_as_nat_say_so(store: Store) -> None:
+    """pandas gives these times microsecond resolution; with nanosecond units xarray's
+    encoder stores every one as NaT although each lies in the encoding's range: the
+    refusal said they "cannot be stored as int64, which holds 1677 to 2262"."""
+    times = np.array(["2001-01-01T00:00:00", "2001-03-04T05:06:07"], dtype="M8[us]")
+    ds = xr.Dataset({"t": ("x", times)})
+    refused(
+        lambda: to_zarr(ds, store, encoding={"t": {"units": "nanoseconds since 1970-01-01"}}),
+        "'t'",
+        "would be stored as NaT by xarray's encoder",
+        "datetime64[ns]",
+    )
+    assert snapshot(store) == {}

@@ -85,6 +85,15 @@ async def test_obstore_retries_are_off(emulator: Emulator) -> None:
     assert emulator.stats()["requests"] == 4
 
 
+async def test_a_416_to_a_whole_read_is_named_and_not_retried(emulator: Emulator) -> None:
+    """It asked no range: it read as "replaced while None was read", after every retry."""
+    store = await stored(emulator)
+    emulator.inject("status", status=416, methods=["GET"])
+    with pytest.raises(StoreError, match=r"'k'.*GET of the whole value.*416; asked no range"):
+        await store.get("k")
+    assert emulator.stats()["by_method"] == {"GET": 1}
+
+
 async def test_only_the_failed_range_is_retried(emulator: Emulator) -> None:
     store = await stored(emulator)
     requests = [RangeRequest("k", ByteRange.of(i * 512, 256)) for i in range(8)]

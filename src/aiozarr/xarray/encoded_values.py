@@ -237,7 +237,7 @@ class _Check:
             if kept.any() and not wrong.any():
                 raise ValueOutOfRangeError(self._no_missing(decoded.flat[where[kept]]))
         if wrong.any():
-            raise ValueOutOfRangeError(self._out_of_range(raw[wrong], want[wrong]))
+            raise ValueOutOfRangeError(self._out_of_range(raw[wrong], want[wrong], got[wrong]))
 
     def _tolerance(self, decoded: np.dtype[Any], got: np.ndarray, want: np.ndarray) -> Any:
         """How far an integer encoding may give a value back from the one given: one
@@ -268,22 +268,25 @@ class _Check:
         return f"{self.encoded}" + (f" with {', '.join(parts)}" if parts else "")
 
     def _limits(self) -> str:
-        """', which holds <least> to <greatest>': the encoding's range, in the variable's
-        terms where those can be decoded."""
+        """', which holds <least> to <greatest>': the encoding's range."""
+        ends = self._ends()
+        return "" if ends is None else f", which holds {ends[0]!s} to {ends[1]!s}"
+
+    def _ends(self) -> np.ndarray | None:
+        """The least and greatest values the encoding holds, in the variable's terms
+        where those can be decoded (else as stored); None for a type with no range."""
         if self.encoded.kind in "fc":
             info = np.finfo(self.encoded)  # a complex type: the range of each part
             ends = np.array([info.min, info.max], dtype=info.dtype)
         elif self.encoded.kind in "iu":
             ends = self._integer_ends()
         else:
-            return ""
+            return None
         try:
             decoded = self._decode(ends, self.plain)
         except (ValueError, OverflowError):
-            decoded = ends
-        if decoded.dtype.kind in "mM" and np.isnat(decoded).any():
-            decoded = ends
-        return f", which holds {decoded[0]!s} to {decoded[1]!s}"
+            return ends
+        return ends if decoded.dtype.kind in "mM" and np.isnat(decoded).any() else decoded
 
     def _integer_ends(self) -> np.ndarray:
         """The stored integers that decode to the least and greatest values: the ends of
@@ -296,9 +299,20 @@ class _Check:
         least = limits.min + 1 if self.unit is not None else limits.min  # the least: NaT
         return np.array([least, limits.max]).astype(self.encoded)
 
-    def _out_of_range(self, bad: np.ndarray, numbers: np.ndarray) -> str:
+    def _out_of_range(self, bad: np.ndarray, numbers: np.ndarray, back: np.ndarray) -> str:
+        """Why `bad` (as `numbers`) would not read back as given (`back`)."""
         low, high = bad.min(), bad.max()
         shown = f"{low!s}" if low == high else f"values from {low!s} to {high!s}"
+        ends = self._ends()
+        if bad.dtype.kind in "mM" and ends is not None and ends.dtype.kind == bad.dtype.kind:
+            (least, greatest), seconds = _seconds(ends), _seconds(bad)  # one unit overflows
+            if np.isnan(back).all() and least <= seconds.min() <= seconds.max() <= greatest:
+                return (  # xarray's encoder gave NaT for times of another resolution
+                    f"variable {self.name!r}: {shown} ({bad.dtype}) would be stored as NaT "
+                    f"by xarray's encoder with {self._described()} and read back as "
+                    "missing; give coarser units, or the values as datetime64[ns] / "
+                    "timedelta64[ns]"
+                )
         if self.fills and self.unit is None and self._within(numbers):
             return (  # in range, but encoded as the fill value: it would read back missing
                 f"variable {self.name!r}: {shown} would be stored as the _FillValue "
@@ -381,3 +395,9 @@ class _WidthCheck:
     @property
     def _unit(self) -> str:
         return "bytes" if self.encoded.kind == "S" else "characters"
+
+
+def _seconds(times: np.ndarray) -> np.ndarray:
+    """Times or durations as float seconds since the epoch (or as a length)."""
+    unit, count = np.datetime_data(times.dtype)
+    return times.view(np.int64) * (count * (np.timedelta64(1, unit) / np.timedelta64(1, "s")))

@@ -30,5 +30,19 @@ async def read_together(array: AsyncArray, selection: Any) -> Any:
 def load(obj: Loadable) -> Loadable:
     """`obj.load()` for a Dataset or DataArray, its variables read as one plan (one batch
     of shard indexes, one stream of chunks), as `await obj.load_async()` reads them.
-    Blocking; returns `obj`, loaded in place."""
+    Blocking; returns `obj`, loaded in place.
+
+    Dask-backed variables are computed here, in the calling thread, first: xarray's
+    `load_async` computes them with a blocking `compute`, whose tasks read through
+    aiozarr's loop, which would be the one blocked (a deadlock)."""
+    variables = (
+        [obj.variable, *obj.coords.variables.values()]
+        if isinstance(obj, xr.DataArray)
+        else list(obj.variables.values())
+    )
+    chunked = [v for v in variables if v.chunks is not None]
+    if chunked:  # in one compute, each variable given its values in place
+        computed = xr.Dataset({str(i): v for i, v in enumerate(chunked)}).compute()
+        for i, variable in enumerate(chunked):
+            variable.data = computed.variables[str(i)].data
     return run(obj.load_async)  # type: ignore[no-any-return]

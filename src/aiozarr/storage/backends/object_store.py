@@ -229,6 +229,11 @@ class ObjectStore(ObjectListing, Store):
             if isinstance(exc.__cause__, ObstoreError)
             else None
         )
+        if cause is not None and cause.bad_range and byte_range is None:
+            raise StoreError(
+                f"cannot read {key!r}: the server refused a GET of the whole value as a "
+                f"range it cannot satisfy (416; asked no range): {cause.message}"
+            ) from exc
         if cause is not None and cause.bad_range:  # nothing there: a clipped read
             return await self._past_end(key, byte_range)
         if cause is not None and cause.not_partial and byte_range is not None:
