@@ -88,3 +88,37 @@ def test_a_folder_set_aside_by_a_killed_delete_is_not_listed_and_is_swept(
 
 async def _keys(store: LocalStore) -> list[str]:
     return [key async for key in store.list_prefix("")]
+
+
+@pytest.mark.parametrize("existing", [False, True])
+async def test_a_conditional_write_whose_folder_a_delete_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, existing: bool
+) -> None:
+    """A delete removing the folder (the temp file in it too) between the temp write and
+    the locked rename raised a raw `[Errno 2]`: a create now tries again (the folder
+    made anew), and a write on a version finds that version gone (a conflict)."""
+    from aiozarr.errors import VersionConflictError
+    from aiozarr.storage.backends import local
+
+    store = LocalStore(tmp_path / "s")
+    await store.set("g/sub/zarr.json", b"{}")
+    version = (await store.get_versioned("g/sub/zarr.json"))[1] if existing else None
+    write_temp, removed = local._write_temp, []
+
+    def write_then_lose_the_folder(path: Path, value: Any) -> Path:
+        temp = write_temp(path, value)
+        if not removed:  # once, as a concurrent `delete_prefix` of the folder does
+            removed.append(path.parent)
+            for child in path.parent.iterdir():
+                child.unlink()
+            path.parent.rmdir()
+        return temp
+
+    monkeypatch.setattr(local, "_write_temp", write_then_lose_the_folder)
+    if existing:
+        with pytest.raises(VersionConflictError, match="gone"):
+            await store.set_if("g/sub/zarr.json", b'{"a": 1}', version)
+    else:
+        await store.set_if("g/sub/x/zarr.json", b'{"a": 1}', None)
+        assert bytes(await store.get("g/sub/x/zarr.json")) == b'{"a": 1}'
+    assert removed

@@ -167,6 +167,17 @@ def _directory_locked(directory: Path) -> Iterator[None]:
 def _replace_if(path: Path, value: Buffer | None, expected: Version | None) -> None:
     """Put `value` at `path` (None: remove it) only if its version is still `expected`
     (None: only if there is no file), as one step for every process on the machine."""
+    for attempt in range(10):
+        try:
+            return _replace_once(path, value, expected)
+        except FileNotFoundError:  # a delete removed the directory (and the temp file)
+            if expected is not None:  # and with it the version expected
+                raise VersionConflictError(f"{path.name!r} is gone") from None
+            if attempt == 9:
+                raise
+
+
+def _replace_once(path: Path, value: Buffer | None, expected: Version | None) -> None:
     temp = None if value is None else _write_temp(path, value)
     try:
         with _directory_locked(path.parent):
