@@ -113,6 +113,18 @@ def test_calling_from_the_portal_loop_names_the_async_method() -> None:
         sync.run(inside)
 
 
+def test_a_sync_call_in_a_progress_callback_says_where_callbacks_run() -> None:
+    """A sync callback cannot await: the advice to await alone was no way out."""
+    arr = aiozarr.create_array(MemoryStore(), shape=(64,), dtype="f8", chunks=(8,))
+    arr[:] = 1.0
+
+    def progress(done: int, total: int) -> None:
+        arr[0]
+
+    with pytest.raises(SyncInLoopError, match=r"`progress=`, runs on that loop"):
+        arr.getitem(slice(0, 64), progress=progress)
+
+
 class _SlowStore(MemoryStore):
     def __init__(self) -> None:
         super().__init__()

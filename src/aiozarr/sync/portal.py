@@ -267,7 +267,8 @@ def run(
         name = getattr(fn, "__qualname__", repr(fn))
         raise SyncInLoopError(
             f"the sync aiozarr API was called from aiozarr's own event loop; "
-            f"use `await {name}(...)` instead"
+            f"use `await {name}(...)` instead (a callback aiozarr calls, such as "
+            "`progress=`, runs on that loop: hand the work to a thread of your own)"
         )
     if inline is not None:
         done, result = inline(*args, **kwargs)
