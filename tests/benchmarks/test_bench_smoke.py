@@ -154,7 +154,9 @@ def test_timeline_of_a_read_from_the_debug_log(tmp_path: Path, capsys: Any) -> N
     printed = capsys.readouterr().out
     rows = [line.split()[0] for line in printed.splitlines()[2:-1]]
     # The tiny sharded array has 8 shards, each smaller than a part: one request each.
-    assert rows.count("read") == 8 and rows.count("decode") >= 2, printed
+    # How the decodes group depends on when the answers land (on a busy machine, all
+    # at once: one group), so only their presence is asserted.
+    assert rows.count("read") == 8 and rows.count("decode") >= 1, printed
     assert "8 requests" in printed and "The read ended at" in printed
 
 
