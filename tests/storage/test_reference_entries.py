@@ -164,6 +164,10 @@ def test_fsspecs_spelling_is_named(tmp_path: Path) -> None:
     path = _write(tmp_path, ["blob.bin", 20, 20])
     with pytest.raises(UnsupportedError, match=r"fsspec.s reference spelling"):
         aiozarr.open_group("reference://", mode="r", storage_options={"fo": str(path)})
+    signed = "https://host/refs.json?X-Amz-Signature=s3cr3t"
+    with pytest.raises(UnsupportedError) as refused:  # a presigned URL's signature not shown
+        aiozarr.open_group("reference://", mode="r", storage_options={"fo": signed})
+    assert "s3cr3t" not in str(refused.value) and "https://host/refs.json" in str(refused.value)
 
 
 async def test_a_target_failing_for_good_names_the_keys(emulator: Emulator, prefix: str) -> None:

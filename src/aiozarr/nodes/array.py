@@ -328,9 +328,14 @@ class AsyncArray(hierarchy.NodeLocation):
         try:
             await self.setitem(region, values)
         except BaseException:  # else a rerun would append after a band of fill values
-            back = partial(shape_changes.taken_back, grown_to=change.after.shape, name=self.name)
+            back = partial(
+                shape_changes.taken_back,
+                grown_to=change.after.shape,
+                shape=change.before.shape,
+                name=self.name,
+            )
             with anyio.CancelScope(shield=True), contextlib.suppress(AiozarrError, OSError):
-                await self._reshaped(partial(back, shape=change.before.shape))
+                await self._reshaped(back)
             raise
         return change.after.shape
 

@@ -49,6 +49,7 @@ from aiozarr.errors import (
     ValueTooLargeError,
 )
 from aiozarr.sizes import memory_bytes
+from aiozarr.storage.backends.redaction import redact_url
 from aiozarr.storage.policy.fanin import Emit, Spawn, fan_in
 from aiozarr.storage.protocol import (
     Answer,
@@ -176,8 +177,9 @@ class ReferenceStore(Store):
             raise UnsupportedError(
                 'fsspec\'s reference spelling ("reference://" with storage_options '
                 "fo=..., remote_protocol=..., remote_options=...) is not read: pass the "
-                f"reference file itself ({options['fo']!r}) as the URL, the targets' "
-                "options as target_options and trusted target prefixes as allowed_targets"
+                f"reference file itself ({redact_url(str(options['fo']))!r}) as the URL, the "
+                "targets' options as target_options and trusted target prefixes as "
+                "allowed_targets"
             )
         allowed = _merge_allowed(allowed_targets, options.pop("allowed_targets", None))
         if "target_options" in options:
@@ -244,10 +246,14 @@ class ReferenceStore(Store):
         # null: listed, neither a reference nor data (refused when read, not fill values)
         return [_NULL if key in refs and refs[key] is None else refs.get(key) for key in keys]
 
+    @property
+    def _where(self) -> str:
+        """How messages name these references: the file, or "references" for a dict."""
+        return self._source if isinstance(self._source, str) else "references"
+
     def _null(self, key: str) -> MetadataError:
-        where = self._source if isinstance(self._source, str) else "references"
         return MetadataError(
-            f"{where}: the reference of {key!r} is malformed: null (a reference is [url] or "
+            f"{self._where}: the reference of {key!r} is malformed: null (a reference is [url] or "
             "[url, offset, length], or inline data)"
         )
 
@@ -257,7 +263,7 @@ class ReferenceStore(Store):
         return sorted(await self._parquet.keys() if self._parquet is not None else refs)
 
     def _parse(self, doc: Mapping[str, Any]) -> dict[str, Any]:
-        where = self._source if isinstance(self._source, str) else "references"
+        where = self._where
         if not isinstance(doc, Mapping):
             raise MetadataError(f"{where}: expected a JSON object")
         if "refs" not in doc:  # version 0: the mapping itself
@@ -322,9 +328,8 @@ class ReferenceStore(Store):
         Raises `MetadataError` naming the reference file, the key and the entry."""
         problem = _entry_problem(value)
         if problem:
-            where = self._source if isinstance(self._source, str) else "references"
             raise MetadataError(
-                f"{where}: the reference of {key!r} is malformed: {reprlib.repr(value)} "
+                f"{self._where}: the reference of {key!r} is malformed: {reprlib.repr(value)} "
                 f"({problem}; a reference is [url] or [url, offset, length])"
             )
         if len(value) == 1:
@@ -336,7 +341,8 @@ class ReferenceStore(Store):
     ) -> StoreError:
         """`error`, from a target read for the references `keys`, naming them and this
         store too (the target knows only its own object): a source changed since it was
-        referenced (412), or a whole target over its bound (the keys read whole)."""
+        referenced (412), a whole target over its bound (the keys read whole), a target
+        that fails for good."""
         if isinstance(error, ValueTooLargeError):
             keys = [k for k, r in zip(keys, reads, strict=True) if r.max_bytes]
         named = ", ".join(map(repr, keys[:5]))
@@ -353,10 +359,9 @@ class ReferenceStore(Store):
                 try:
                     return base64.b64decode(value[len("base64:") :])
                 except binascii.Error as error:
-                    where = self._source if isinstance(self._source, str) else "references"
                     raise MetadataError(
-                        f"{where}: the inline value of {key!r} is not valid base64 ({error}): "
-                        f"{reprlib.repr(value)}"
+                        f"{self._where}: the inline value of {key!r} is not valid base64 "
+                        f"({error}): {reprlib.repr(value)}"
                     ) from None
             return value.encode()
         if isinstance(value, bytes):
@@ -416,12 +421,9 @@ class ReferenceStore(Store):
                         self._verify(key, value, version)
                         checking = False
                         emit((indices[j], data, version))
-            except (SourceChangedError, ValueTooLargeError) as error:
-                if checking:
-                    raise
-                raise self._target_refused(error, keys, reads) from error
-            except StoreError as error:
-                if checking or type(error) is not StoreError:
+            except StoreError as error:  # the target's own: named with the keys asking
+                renamed = (SourceChangedError, ValueTooLargeError)
+                if checking or not (type(error) is StoreError or isinstance(error, renamed)):
                     raise
                 raise self._target_refused(error, keys, reads) from error
 
