@@ -42,12 +42,20 @@ def test_valid_entries_pass() -> None:
     _index((0, 2), (EMPTY, EMPTY), (2, 2), (2**62, 2**62 - 1)).check_entries("c/0/0")
 
 
-def test_an_entry_past_the_shard_names_the_inner_chunk() -> None:
-    index = _index((0, 2), (EMPTY, EMPTY), (2, 2), (3, 2))
-    with pytest.raises(
-        CodecError, match=r"corrupt shard index: inner chunk \(1, 1\).*past the end of its 4 bytes"
-    ):
-        index.check_within(4, "c/0/0")
+@pytest.mark.parametrize(
+    ("entries", "where"),
+    [
+        (((2, 1), (EMPTY, EMPTY), (3, 1), (3, 2)), r"\(1, 1\)"),  # past the end
+        (((1, 2), (EMPTY, EMPTY), (2, 1), (3, 1)), r"\(0, 0\)"),  # before the start
+        (((2, 2), (EMPTY, EMPTY), (5, 0), (3, 1)), r"\(1, 0\)"),  # empty, past the end
+    ],
+)
+def test_an_entry_outside_the_chunk_bytes_names_the_inner_chunk(
+    entries: tuple[tuple[int, int], ...], where: str
+) -> None:
+    with pytest.raises(CodecError, match=rf"corrupt shard index: inner chunk {where}.*, why"):
+        _index(*entries).check_within(2, 4, "c/0/0", "why")
+    _index((2, 2), (EMPTY, EMPTY), (4, 0), (3, 1)).check_within(2, 4, "c/0/0", "why")
 
 
 def test_a_read_through_a_one_sided_empty_entry_is_refused_as_corrupt() -> None:

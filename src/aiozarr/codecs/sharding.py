@@ -88,14 +88,16 @@ class ShardIndex:
         """Memory held by this index (for cache accounting)."""
         return int(self.offsets_and_lengths.nbytes)
 
-    def check_within(self, size: int, key: str) -> None:
-        """Raise `CodecError` if a stored inner chunk lies beyond a shard of `size` bytes."""
+    def check_within(self, start: int, stop: int, key: str, why: str) -> None:
+        """Raise `CodecError` if a stored inner chunk lies outside bytes `start`..`stop`
+        of its shard (`why`: what lies outside)."""
         offsets, lengths = self.offsets_and_lengths[..., 0], self.offsets_and_lengths[..., 1]
         stored = (offsets != EMPTY) | (lengths != EMPTY)
-        beyond = stored & (
-            (offsets > size) | (lengths > np.uint64(size) - np.minimum(offsets, size))
+        top = np.uint64(stop)
+        outside = stored & (
+            (offsets < start) | (offsets > top) | (lengths > top - np.minimum(offsets, top))
         )
-        _refuse_entry(self.offsets_and_lengths, beyond, key, f"past the end of its {size} bytes")
+        _refuse_entry(self.offsets_and_lengths, outside, key, why)
 
     def check_entries(self, key: str) -> None:
         """Raise `CodecError` naming the first inner chunk whose entry is neither empty
@@ -189,8 +191,9 @@ class ShardLayout:
             return None
         return inner * math.prod(self.chunks_per_shard) + self.index_size
 
-    def decode_index(self, data: Any, key: str = "") -> ShardIndex:
-        """Decode the index bytes fetched at `index_range` (`ChecksumError` if corrupt)."""
+    def decode_index(self, data: Any, key: str = "", size: int | None = None) -> ShardIndex:
+        """Decode the index bytes fetched at `index_range` (`ChecksumError` if corrupt),
+        checked to point where a shard of `size` bytes holds its chunks, where known."""
         view = memoryview(data).cast("B")
         if view.nbytes != self.index_size:
             raise CodecError(
@@ -200,7 +203,20 @@ class ShardLayout:
         table.flags.writeable = False
         index = ShardIndex(table)
         index.check_entries(key)
+        if size is not None:
+            self._check_fits(index, size, key)
         return index
+
+    def _check_fits(self, index: ShardIndex, size: int, key: str) -> None:
+        """Refuse an index pointing outside the bytes a shard of `size` bytes holds its
+        chunks in, all but its index: a shard cut short, or with bytes cut out of it,
+        whose chunks would otherwise read shifted bytes or the index's as values."""
+        if self.index_location == "start":
+            start, stop = self.index_size, size
+        else:
+            start, stop = 0, max(0, size - self.index_size)
+        why = f"outside bytes [{start}, {stop}) of the {size}-byte shard, where its chunks lie"
+        index.check_within(start, stop, key, f"{why} (the shard is cut short or corrupt)")
 
     def index_of_shard(self, shard: Any, key: str = "") -> ShardIndex:
         """The index of a whole shard's bytes (checked to point inside them)."""
@@ -211,9 +227,7 @@ class ShardLayout:
                 f"{self.index_size}-byte index"
             )
         start, stop = self.index_range.resolve(view.nbytes)
-        index = self.decode_index(view[start:stop], key)
-        index.check_within(view.nbytes, key)
-        return index
+        return self.decode_index(view[start:stop], key, view.nbytes)
 
     def encode_shard(self, chunks: Mapping[tuple[int, ...], Any]) -> bytes | None:
         """Assemble encoded inner chunks into a shard; None when every one is empty.

@@ -30,7 +30,7 @@ from aiozarr.engine.chunk_cache import (
 from aiozarr.engine.decoding import DecodeJob, Reads
 from aiozarr.engine.executor import run_codec
 from aiozarr.engine.located import LocatedChunk, chunk_bound
-from aiozarr.engine.located_index import LocatedIndex, StaleIndexError, remember_index
+from aiozarr.engine.located_index import LocatedIndex, StaleIndexError, index_answered
 from aiozarr.engine.plan import plan_chunks, plan_shards
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.selection.indexing import ChunkProjection
@@ -219,10 +219,10 @@ async def _revalidate(
         cache.forget(key)
         if answer is None or not isinstance(answer, tuple):
             return  # gone: read as usual (it reads as the fill value)
-        data, new_version = answer
         if layout is not None:
-            remember_index(array, key, layout.decode_index(data, key), new_version)
+            index_answered(array, key, layout, answer)
             return
+        data, new_version = answer
         assert chain is not None
         served.add(key)
         await reads.decode(

@@ -37,13 +37,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from aiozarr.codecs import ShardIndex
+from aiozarr.codecs import ShardIndex, ShardLayout
 from aiozarr.engine.plan import ShardSelection, plan_shards
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import StoreError
 from aiozarr.selection.indexing import ChunkProjection
 from aiozarr.storage.policy import KeyLocks
-from aiozarr.storage.protocol import RangeRequest, Version, lasting
+from aiozarr.storage.protocol import RangeRequest, Version, Versioned, lasting, stored_size
 
 
 class StaleIndexError(Exception):
@@ -200,6 +200,17 @@ def remember_index(
     return located
 
 
+def index_answered(
+    array: StoredArray, key: str, layout: ShardLayout, answer: Versioned
+) -> LocatedIndex:
+    """The index of shard `key` from the answer to a read of its `index_range`: decoded,
+    checked to point inside the shard where the answer's version tells its size
+    (`stored_size`), and remembered (`remember_index`)."""
+    data, version = answer
+    index = layout.decode_index(data, key, stored_size(version))
+    return remember_index(array, key, index, version)
+
+
 def check_version(located: LocatedIndex, key: str, version: Version | None) -> None:
     """Raise `StaleIndexError` unless bytes of `version` may be read with `located`."""
     if version != located.version and None not in (version, located.version):
@@ -282,8 +293,7 @@ async def _load(
             if answer is None:
                 out[shard.key] = None
             else:
-                index = shard.layout.decode_index(answer[0], shard.key)
-                out[shard.key] = remember_index(array, shard.key, index, answer[1])
+                out[shard.key] = index_answered(array, shard.key, shard.layout, answer)
     finally:
         for key, pending in ours.items():
             if loading.get(key) is pending:

@@ -29,7 +29,7 @@ from aiozarr.engine.located_index import (
     StaleIndexError,
     cached_index,
     forget_stale,
-    remember_index,
+    index_answered,
     writers_kept_out,
 )
 from aiozarr.engine.plan import ShardSelection
@@ -207,8 +207,7 @@ async def _indexes(
             if answer is None:
                 found[slot] = None
             else:
-                index = shard.layout.decode_index(answer[0], shard.key)
-                found[slot] = remember_index(r.array, shard.key, index, answer[1])
+                found[slot] = index_answered(r.array, shard.key, shard.layout, answer)
 
     async with anyio.create_task_group() as tg:
         for store, numbers in _by_store(wanted).items():

@@ -46,7 +46,7 @@ from aiozarr.engine.located_index import (
     StaleIndexError,
     cached_index,
     forget_stale,
-    remember_index,
+    index_answered,
     shard_indexes,
     writers_kept_out,
 )
@@ -319,6 +319,5 @@ def _index_inline(array: StoredArray, shard: ShardSelection) -> LocatedIndex | N
     if located is None:
         answer = array.store.get_inline(shard.key, shard.layout.index_range)
         if answer is not None:
-            index = shard.layout.decode_index(answer[0], shard.key)
-            located = remember_index(array, shard.key, index, answer[1])
+            located = index_answered(array, shard.key, shard.layout, answer)
     return located

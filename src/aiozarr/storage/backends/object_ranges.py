@@ -55,9 +55,8 @@ def http_version(meta: Any) -> Version | None:
     e_tag, modified = meta.get("e_tag"), meta.get("last_modified")
     if e_tag is None or is_weak(e_tag) or modified is None or modified.timestamp() <= 0:
         return None
-    if abs(time.time() - modified.timestamp()) < RECENT_S:
-        return UnprovenVersion(e_tag, meta.get("version"), modified)
-    return ObjectVersion(e_tag, meta.get("version"), modified)
+    kind = UnprovenVersion if abs(time.time() - modified.timestamp()) < RECENT_S else ObjectVersion
+    return kind(e_tag, meta.get("version"), modified, meta.get("size"))
 
 
 def range_options(byte_range: ByteRange) -> dict[str, Any]:

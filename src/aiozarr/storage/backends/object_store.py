@@ -86,10 +86,12 @@ def _capabilities_of(store: Any) -> Capabilities:
 
 
 def _version(meta: Any) -> Version | None:
-    """An answer's version: its ETag and version id (None when it carries neither)."""
+    """An answer's version: its ETag and version id (None when it carries neither), with
+    the object's size beside."""
     e_tag, version = meta.get("e_tag"), meta.get("version")
-    unversioned = e_tag is None and version is None
-    return None if unversioned else ObjectVersion(e_tag, version, meta.get("last_modified"))
+    if e_tag is None and version is None:
+        return None
+    return ObjectVersion(e_tag, version, meta.get("last_modified"), meta.get("size"))
 
 
 class ObjectStore(ObjectListing, Store):

@@ -39,6 +39,7 @@ __all__ = [
     "Versioned",
     "check_size",
     "lasting",
+    "stored_size",
 ]
 
 #: Anything with the buffer protocol: bytes, memoryview, obstore.Bytes, ...
@@ -54,20 +55,26 @@ Answer: TypeAlias = tuple[int, Buffer | None, Version | None]
 
 
 class ObjectVersion(tuple):  # type: ignore[type-arg]
-    """An object store answer's version, `(ETag, version id)`, compared as that pair; the time the
-    object was last modified rides beside it, not compared (it says nothing the ETag
-    does not), for readers that hold a time a source must not be newer than (icechunk's
-    virtual chunk checksums)."""
+    """An object store answer's version, `(ETag, version id)`, compared as that pair. Beside
+    it ride, not compared (they say nothing the ETag does not): the time the object was
+    last modified, for readers that hold a time a source must not be newer than
+    (icechunk's virtual chunk checksums), and its size, where the answer said it (a
+    range's `Content-Range`), for readers that check what an index says lies inside it
+    (`stored_size`)."""
 
     last_modified: Any
+    size: int | None
 
-    def __new__(cls, e_tag: Any, version: Any, last_modified: Any = None) -> ObjectVersion:
+    def __new__(
+        cls, e_tag: Any, version: Any, last_modified: Any = None, size: int | None = None
+    ) -> ObjectVersion:
         made = super().__new__(cls, (e_tag, version))
         made.last_modified = last_modified
+        made.size = size
         return made
 
     def __reduce__(self) -> Any:
-        return ObjectVersion, (self[0], self[1], self.last_modified)
+        return type(self), (self[0], self[1], self.last_modified, self.size)
 
 
 class UnprovenVersion(ObjectVersion):
@@ -77,14 +84,18 @@ class UnprovenVersion(ObjectVersion):
     same-size rewrite within a second). The answers of one read are compared by it; no
     later read relies on it (`lasting`)."""
 
-    def __reduce__(self) -> Any:
-        return UnprovenVersion, (self[0], self[1], self.last_modified)
-
 
 def lasting(version: Version | None) -> bool:
     """Whether `version` may stand for bytes read before, in a later read: a shard index
     cached with it, a chunk cache entry revalidated by it (None: no version at all)."""
     return version is not None and not isinstance(version, UnprovenVersion)
+
+
+def stored_size(version: Version | None) -> int | None:
+    """The size of the stored object or file a value was read from, where its version
+    says: at least the value's size (a reference's target may hold more than the value);
+    None where the version does not tell."""
+    return version.size if isinstance(version, ObjectVersion | FileVersion) else None
 
 
 class FileVersion(NamedTuple):

@@ -22,6 +22,7 @@ from aiozarr.storage.protocol.store import (
     dir_entries,
     lasting,
     read_as_batch,
+    stored_size,
 )
 
 __all__ = [
@@ -41,4 +42,5 @@ __all__ = [
     "dir_entries",
     "lasting",
     "read_as_batch",
+    "stored_size",
 ]

@@ -41,6 +41,7 @@ from aiozarr.storage.policy.backend import (
     Versioned,
     check_size,
     lasting,
+    stored_size,
 )
 from aiozarr.storage.policy.budget import RequestBudget
 from aiozarr.storage.policy.keys import check_key
@@ -63,6 +64,7 @@ __all__ = [
     "check_key",
     "check_size",
     "lasting",
+    "stored_size",
 ]
 
 
