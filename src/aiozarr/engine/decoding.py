@@ -58,6 +58,8 @@ class Reads:
     #: shards some of whose chunks the cache served, by the version they came from: the
     #: rest of each is read from that version or the read starts over (`check_pinned`)
     pinned: dict[str, Version] = field(default_factory=dict)
+    #: decode on the event loop's thread, not the codec pool (`executor.decodes_here`)
+    decode_here: bool = False
 
     def fill(self, projection: ChunkProjection) -> None:
         fill_at(self.out, projection.out_selection, self.array.fill_value)
@@ -77,7 +79,9 @@ class Reads:
     async def _decode_group(self, group: Sequence[DecodeJob]) -> None:
         nbytes = sum(job.chunk.chain.spec.nbytes for job in group)
         began = time.monotonic()
-        await run_codec(_decode_all, group, self.out, self.cache, nbytes=nbytes)
+        await run_codec(
+            _decode_all, group, self.out, self.cache, nbytes=nbytes, here=self.decode_here
+        )
         self.progress.advance(len(group))
         if log.isEnabledFor(logging.DEBUG):
             log.debug(

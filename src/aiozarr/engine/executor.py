@@ -2,7 +2,9 @@
 
 numcodecs releases the GIL in its heavy codecs, so threads give real parallelism.
 A thread hop costs tens of microseconds; decoding a few KiB costs less than that,
-so chunks under `INLINE_BYTES` are decoded on the event loop itself.
+so chunks under `INLINE_BYTES` are decoded on the event loop itself. So are the chunks
+of a small read that runs alone in the process (`READS`): the pool would decode them
+on one thread too, and nothing else waits for the loop meanwhile.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import contextvars
 import os
 import queue
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import anyio
@@ -141,13 +143,52 @@ POOL = CodecPool()
 os.register_at_fork(after_in_child=POOL.after_fork)
 
 
-async def run_codec(fn: Callable[..., T], *args: Any, nbytes: int | None = None) -> T:
-    """Run `fn(*args)` on the codec pool, or inline when `nbytes` is small.
+class ReadsInProgress:
+    """How many reads are in progress in this process, on any of its event loops."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+
+    @contextlib.contextmanager
+    def counted(self) -> Iterator[bool]:
+        """Count one read while the block runs; gives whether it began alone."""
+        with self._lock:
+            self._count += 1
+            alone = self._count == 1
+        try:
+            yield alone
+        finally:
+            with self._lock:
+                self._count -= 1
+
+    def after_fork(self) -> None:
+        """The child runs none of the parent's reads."""
+        self._lock = threading.Lock()
+        self._count = 0
+
+
+READS = ReadsInProgress()
+os.register_at_fork(after_in_child=READS.after_fork)
+
+
+def decodes_here(alone: bool, nbytes: int) -> bool:
+    """Whether a read of `nbytes` decoded bytes in all decodes on its event loop's
+    thread: when it began `alone` and the pool would decode it on one thread anyway
+    (`split_for_threads`). A hop to the pool and back costs more CPU than it saves
+    there: ~0.2 ms per single-chunk read at 0 ms latency (`benchmarks`, random)."""
+    return alone and nbytes <= SPLIT_BYTES
+
+
+async def run_codec(
+    fn: Callable[..., T], *args: Any, nbytes: int | None = None, here: bool = False
+) -> T:
+    """Run `fn(*args)` on the codec pool, or inline when `nbytes` is small or `here`.
 
     A cancelled caller waits for a job already running to end (it writes into the
     caller's output), and is then cancelled; a job not yet started never runs.
     """
-    if nbytes is not None and nbytes <= INLINE_BYTES:
+    if here or (nbytes is not None and nbytes <= INLINE_BYTES):
         return fn(*args)
     try:
         job = POOL.submit(contextvars.copy_context().run, fn, *args)

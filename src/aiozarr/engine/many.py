@@ -20,7 +20,7 @@ import numpy as np
 
 from aiozarr.engine.cached_reads import check_answer, serve_cached, stale_pins
 from aiozarr.engine.decoding import DecodeJob, Reads, decode_job
-from aiozarr.engine.executor import run_codec, run_in_groups
+from aiozarr.engine.executor import READS, run_codec, run_in_groups
 from aiozarr.engine.freed_memory import FreedMemory
 from aiozarr.engine.located import Fetch, locate, plan_reads
 from aiozarr.engine.located_index import (
@@ -55,6 +55,11 @@ class Selected:
 async def read_many(selected: Sequence[Selected]) -> list[frozenset[str]]:
     """Fill every selection's output; per selection, the keys of the stored objects it
     needs that the store does not hold (as `engine/read.py::read` returns)."""
+    with READS.counted():  # a read beside it does not decode on the loop (`decodes_here`)
+        return await _read_many(selected)
+
+
+async def _read_many(selected: Sequence[Selected]) -> list[frozenset[str]]:
     sessions = [
         None if (cache := s.array.chunk_cache) is None else cache.session(s.array.read_grid)
         for s in selected

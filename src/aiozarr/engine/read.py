@@ -31,6 +31,7 @@ import numpy as np
 
 from aiozarr.engine.cached_reads import check_answer, check_pinned, serve_cached
 from aiozarr.engine.decoding import DecodeJob, Reads, decode_one
+from aiozarr.engine.executor import READS, decodes_here
 from aiozarr.engine.freed_memory import FreedMemory
 from aiozarr.engine.gathering import gathering
 from aiozarr.engine.located import (
@@ -84,12 +85,26 @@ async def read(
             return missing
     if progress is None and reads_inline(array, len(projections)):
         return _read_inline(array, projections, out)
+    with READS.counted() as alone:
+        return await _read_awaited(array, projections, out, progress, alone)
+
+
+async def _read_awaited(
+    array: StoredArray,
+    projections: Sequence[ChunkProjection],
+    out: np.ndarray,
+    progress: ProgressCallback | None,
+    alone: bool,
+) -> frozenset[str]:
+    """`read` through the store's awaited requests (`alone`: no other read in progress
+    in the process as it began)."""
     counter = ChunkProgress(len(projections), progress)
     settings = ReadSettings.of(array.store)
     memory = FreedMemory(out.nbytes)
     cache = None if array.chunk_cache is None else array.chunk_cache.session(array.read_grid)
+    here = decodes_here(alone, len(projections) * array.read_chunk_nbytes)
     for tries in range(1, STALE_RETRIES + 1):
-        reads = Reads(array, out, counter, settings, memory, cache=cache)
+        reads = Reads(array, out, counter, settings, memory, cache=cache, decode_here=here)
         try:
             async with writers_kept_out([(array, projections)], retry=tries > 1):
                 with unwrap_group():
