@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 
+import numcodecs
 import numpy as np
 import pytest
 import zstandard
@@ -66,3 +67,19 @@ def test_a_gzip_member_with_zero_padding_is_read(tmp_path):
     _read_as_zarr_python(
         _array(tmp_path / "a.zarr", {"name": "gzip", "configuration": {"level": 5}}, chunk)
     )
+
+
+@pytest.mark.parametrize("clevel", [0, 5])  # values it cannot compress lie in it as they are
+def test_a_blosc_frame_with_bytes_put_into_it_is_refused(tmp_path, clevel):
+    """Bytes put into a frame push its end past where its header says: data, not the
+    zero padding some writers leave, follows it. Read, the values would be shifted."""
+    codec = numcodecs.Blosc(cname="lz4", clevel=clevel, shuffle=numcodecs.Blosc.NOSHUFFLE)
+    frame = codec.encode(VALUES.tobytes())
+    middle = len(frame) // 2
+    chunk = frame[:middle] + b"\x07" * 4 + frame[middle:]
+    config = {"cname": "lz4", "clevel": clevel, "shuffle": "noshuffle", "typesize": 4}
+    path = _array(tmp_path / "a.zarr", {"name": "blosc", "configuration": config}, chunk)
+    with pytest.raises(aiozarr.errors.CodecError, match="'c/0': codec 'blosc': corrupt data"):
+        aiozarr.open_array(path)[...]
+    (tmp_path / "a.zarr" / "c" / "0").write_bytes(frame + bytes(16))  # z5py's padding
+    np.testing.assert_array_equal(aiozarr.open_array(path)[...], VALUES)

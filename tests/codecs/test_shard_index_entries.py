@@ -1,7 +1,8 @@
 """A shard index entry is either empty (offset and length both 2**64 - 1) or a byte
-range an object can hold: one field marked empty, or a range ending past 2**63 (or past
-the shard, where its size is known) is a `CodecError` naming the shard and the inner
-chunk, "corrupt shard index", never a store's or a codec's misleading error."""
+range an object can hold: one field marked empty, a range ending past 2**63 (or past
+the shard, where its size is known), or one overlapping another's is a `CodecError`
+naming the shard and the inner chunk, "corrupt shard index", never a store's or a
+codec's misleading error."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ def _index(*entries: tuple[int, int]) -> ShardIndex:
         ((2**63, 2), "past 2\\*\\*63"),
         ((2**64 - 4, 8), "past 2\\*\\*63"),  # offset + length wraps past 2**64
         ((2**62, 2**62), "past 2\\*\\*63"),
+        ((1, 2), "overlapping another inner chunk"),  # the second byte of (0, 0)'s two
     ],
 )
 def test_a_corrupt_entry_names_the_shard_and_the_inner_chunk(
@@ -40,6 +42,7 @@ def test_a_corrupt_entry_names_the_shard_and_the_inner_chunk(
 
 def test_valid_entries_pass() -> None:
     _index((0, 2), (EMPTY, EMPTY), (2, 2), (2**62, 2**62 - 1)).check_entries("c/0/0")
+    _index((0, 2), (EMPTY, EMPTY), (0, 2), (2, 2)).check_entries("c/0/0")  # one range, twice
 
 
 @pytest.mark.parametrize(
@@ -71,3 +74,46 @@ def test_a_read_through_a_one_sided_empty_entry_is_refused_as_corrupt() -> None:
     store.data["a/c/0"] = bytes(shard[:8]) + bytes(index_bytes)
     with pytest.raises(CodecError, match=r"'a/c/0': corrupt shard index: inner chunk \(1,\)"):
         aiozarr.open_array(store, "a")[:]
+
+
+def test_a_zero_length_entry_is_not_written_back_as_the_fill_value() -> None:
+    """An inner chunk stored in no bytes reads as corrupt; a write to another inner chunk
+    of its shard is refused, not a rewrite that leaves it empty (the fill value)."""
+    store = MemoryStore()
+    arr = aiozarr.create_array(
+        store, "a", shape=(8,), chunks=(2,), shards=(8,), dtype="u1", fill_value=7, compressors=None
+    )
+    arr[:] = np.arange(8, dtype="u1")
+    shard = bytearray(store.data["a/c/0"])  # payload (8 bytes), then the index and its crc
+    table = np.frombuffer(bytes(shard[8:-4]), dtype="<u8").reshape(4, 2).copy()
+    table[1, 1] = 0  # inner chunk (1,) stored in no bytes
+    index_bytes = arr._async.stored.layout.index_chain.encode(table)
+    corrupt = bytes(shard[:8]) + bytes(index_bytes)
+    store.data["a/c/0"] = corrupt
+    arr = aiozarr.open_array(store, "a")
+    with pytest.raises(CodecError, match=r"'a/c/0'"):
+        arr[2:4]
+    with pytest.raises(CodecError, match=r"'a/c/0': corrupt shard index: inner chunk \(1,\)"):
+        arr[6] = 0
+    assert bytes(store.data["a/c/0"]) == corrupt
+    arr[2:4] = 1  # a write that replaces the inner chunk whole mends it
+    np.testing.assert_array_equal(arr[:], [0, 1, 1, 1, 4, 5, 6, 7])
+
+
+def test_a_read_through_overlapping_entries_is_refused_as_corrupt() -> None:
+    """Without compression an inner chunk whose range starts inside another's would read
+    that one's bytes, shifted, as its values."""
+    store = MemoryStore()
+    arr = aiozarr.create_array(
+        store, "a", shape=(8,), chunks=(2,), shards=(8,), dtype="u1", fill_value=7, compressors=None
+    )
+    arr[:] = np.arange(8, dtype="u1")
+    shard = bytearray(store.data["a/c/0"])  # payload (8 bytes), then the index and its crc
+    table = np.frombuffer(bytes(shard[8:-4]), dtype="<u8").reshape(4, 2).copy()
+    table[2] = (3, 2)  # inner chunk (2,) from the second byte of (1,)
+    index_bytes = arr._async.stored.layout.index_chain.encode(table)
+    store.data["a/c/0"] = bytes(shard[:8]) + bytes(index_bytes)
+    arr = aiozarr.open_array(store, "a")
+    for selection in (slice(4, 6), slice(0, 2), slice(None)):
+        with pytest.raises(CodecError, match=r"'a/c/0': corrupt shard index: inner chunk \(2,\)"):
+            arr[selection]

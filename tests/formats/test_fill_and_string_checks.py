@@ -285,3 +285,14 @@ def test_a_struct_element_is_written_as_a_tuple(tmp_path: Path) -> None:
     with pytest.raises(InvalidValueError):
         arr[0:2] = [(1, 2.0, 3)]
     assert np.array_equal(aiozarr.open_array(tmp_path)[:], expected)
+
+
+def test_a_list_of_struct_elements_is_that_many_for_data_and_append(tmp_path: Path) -> None:
+    """`np.shape` counts a tuple's fields as an axis: `data=` of two records made a (2, 2)
+    array holding both in each row, and `append` refused them as misshapen."""
+    dtype = np.dtype([("a", "<i4"), ("b", "<f8")])
+    arr = aiozarr.create_array(tmp_path, data=[(1, 2.5), (3, 4.5)], dtype=dtype)
+    assert arr.shape == (2,)
+    arr.append([(5, 6.5)])
+    expected = np.array([(1, 2.5), (3, 4.5), (5, 6.5)], dtype=dtype)
+    assert aiozarr.open_array(tmp_path)[:].tobytes() == expected.tobytes()

@@ -212,6 +212,34 @@ def test_ints_into_bool_arrays_are_refused(tmp_path: Path) -> None:
     assert arr[:].tolist() == [True, False]
 
 
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (np.array([2**64 - 1, 1], dtype="uint64"), "18446744073709551615"),  # numpy: -1
+        (2**63, "9223372036854775808"),  # numpy: NaT
+    ],
+)
+@pytest.mark.parametrize("dtype", ["m8[s]", ">m8[ns]"])
+def test_integers_into_timedelta_arrays_are_refused_past_64_bits(
+    tmp_path: Path, dtype: str, value: Any, shown: str
+) -> None:
+    """Integers are counts of a timedelta's unit, numpy's cast wraps those past int64."""
+    store = LocalStore(tmp_path / "t.zarr")
+    arr = aiozarr.create_array(store, shape=(2,), chunks=(1,), dtype=dtype)
+    before = snapshot(store)
+    _refused(lambda: arr.__setitem__(..., value), shown, "int64")
+    _refused(lambda: arr.append(np.broadcast_to(value, (2,))), shown)
+    _refused(
+        lambda: aiozarr.create_array(
+            tmp_path / "f.zarr", shape=(2,), dtype=dtype, fill_value=value
+        ),
+        shown,
+    )
+    assert snapshot(store) == before and arr.shape == (2,)
+    arr[:] = np.array([2**63 - 1, -5])
+    assert arr[:].astype(np.int64).tolist() == [2**63 - 1, -5]
+
+
 _INT_DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
 
 

@@ -64,6 +64,7 @@ CASES = [
     (np.array([10**9, 1], dtype="m8[D]"), {"units": "nanoseconds"}, ("'v'", "nanoseconds")),
     ([1e300, np.inf], {"dtype": "float32"}, ("1e+300", "float32")),
     ([127.6], {"dtype": "int8"}, ("127.6", "int8")),  # rounds to 128
+    ([-1, 1], {"dtype": "uint64"}, ("'v'", "-1", "uint64", "0 to 18446744073709551615")),
     ([310.1], {"dtype": "int16", "scale_factor": 0.001, "add_offset": 273.15}, ("310.1",)),
 ]
 

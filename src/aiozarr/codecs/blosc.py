@@ -30,8 +30,10 @@ def check_frame(data: Any, size: int, exact: bool = True) -> memoryview:
 
     Blosc trusts its header: a truncated frame would be read past its end, and a
     forged one would make it allocate what the header claims. Both are refused here.
-    Bytes after the frame's end are left out, as numcodecs ignores them (z5py up to
-    2.0 stored 16 zero bytes after every frame).
+    Zero bytes after the frame's end are left out (z5py up to 2.0 stored 16 after
+    every frame); others are refused: a value longer than its frame with data after
+    it had bytes put into it, and a frame stored uncompressed would read them, its
+    values shifted.
     """
     view = memoryview(data).cast("B")
     if view.nbytes < _HEADER:
@@ -41,6 +43,11 @@ def check_frame(data: Any, size: int, exact: bool = True) -> memoryview:
     if not _HEADER <= cbytes <= view.nbytes:
         raise CodecError(
             f"codec 'blosc': corrupt or truncated data ({view.nbytes} bytes, header says {cbytes})"
+        )
+    if bytes(view[cbytes:]).strip(b"\0"):
+        raise CodecError(
+            f"codec 'blosc': corrupt data ({view.nbytes} bytes, header says {cbytes}, "
+            "and the bytes after the frame are not zero)"
         )
     check_decoded_size("blosc", nbytes, size, exact)
     return view[:cbytes]

@@ -109,6 +109,22 @@ class ShardIndex:
         stored = (offsets != EMPTY) & (lengths != EMPTY)
         too_far = stored & ((offsets > top) | (lengths > top - np.minimum(offsets, top)))
         _refuse_entry(self.offsets_and_lengths, too_far, key, "a range ending past 2**63")
+        self._check_disjoint(stored, key)
+
+    def _check_disjoint(self, stored: np.ndarray, key: str) -> None:
+        """Refuse an inner chunk whose bytes overlap another's (the same range for both
+        is not refused: a writer may store equal chunks once)."""
+        ranges = self.offsets_and_lengths[stored]
+        if len(ranges) < 2:
+            return
+        ranges = ranges[np.argsort(ranges[:, 0], kind="stable")]
+        before, after = ranges[:-1], ranges[1:]
+        same = np.all(before == after, axis=1)
+        overlap = ~same & (after[:, 0] < before[:, 0] + before[:, 1])
+        if overlap.any():
+            offset, length = after[np.argmax(overlap)]
+            bad = np.all(self.offsets_and_lengths == (offset, length), axis=-1)
+            _refuse_entry(self.offsets_and_lengths, bad, key, "overlapping another inner chunk")
 
 
 def _refuse_entry(table: np.ndarray, bad: np.ndarray, key: str, why: str) -> None:

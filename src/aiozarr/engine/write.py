@@ -35,7 +35,7 @@ from aiozarr.engine.plan import ChunkSelection, ShardSelection, plan_chunks, pla
 from aiozarr.engine.progress import ChunkProgress, ProgressCallback
 from aiozarr.engine.settings import WriteSettings
 from aiozarr.engine.stored_array import StoredArray
-from aiozarr.errors import StoreError, VersionConflictError
+from aiozarr.errors import CodecError, StoreError, VersionConflictError
 from aiozarr.metadata.fill_value import filled, is_fill
 from aiozarr.selection.indexing import ChunkProjection
 from aiozarr.storage.protocol import Buffer, RangeRequest, Store, Versioned, write_conditions
@@ -339,13 +339,7 @@ async def _encode_shard(
     layout = shard.layout
     chunks: dict[tuple[int, ...], Buffer | None] = {}
     if existing is not None:
-        view = memoryview(existing).cast("B")
-        index = layout.index_of_shard(view, shard.key)
-        for coords in np.ndindex(*layout.chunks_per_shard):
-            byte_range = index.range_of(coords)
-            if byte_range is not None:
-                start, stop = byte_range.resolve(len(view))
-                chunks[coords] = view[start:stop]
+        chunks.update(_stored_chunks(shard, existing))
 
     jobs = [
         _Encode(layout.inner_chain, chunks.get(inner.inner_coords), shard.key, inner.projection)
@@ -355,3 +349,29 @@ async def _encode_shard(
     for inner, data in zip(shard.inner, encoded, strict=True):
         chunks[inner.inner_coords] = data
     return await run_codec(layout.encode_shard, chunks, nbytes=layout.nbytes)
+
+
+def _stored_chunks(shard: ShardSelection, existing: Buffer) -> dict[tuple[int, ...], Buffer]:
+    """The inner chunks stored in `existing` (shard `shard`'s bytes), as stored.
+
+    A stored entry of no bytes (no codec writes one: empty inner chunks are marked
+    empty) reads as a `CodecError`; kept, it would be written back as empty, the fill
+    value, so a write into the shard that does not replace it is refused.
+    """
+    layout = shard.layout
+    view = memoryview(existing).cast("B")
+    index = layout.index_of_shard(view, shard.key)
+    written = {inner.inner_coords for inner in shard.inner if inner.projection.is_complete_chunk}
+    chunks: dict[tuple[int, ...], Buffer] = {}
+    for coords in np.ndindex(*layout.chunks_per_shard):
+        byte_range = index.range_of(coords)
+        if byte_range is None:
+            continue
+        start, stop = byte_range.resolve(len(view))
+        if start == stop and coords not in written:
+            raise CodecError(
+                f"shard {shard.key!r}: corrupt shard index: inner chunk {coords} has offset "
+                f"{start} and length 0, which no codec stores; the shard was not written"
+            )
+        chunks[coords] = view[start:stop]
+    return chunks

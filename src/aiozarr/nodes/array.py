@@ -46,7 +46,7 @@ from aiozarr.nodes import (
 from aiozarr.nodes import node_updates as updates
 from aiozarr.nodes.creation import array_config, array_metadata
 from aiozarr.nodes.description import ArrayDescription, ArrayInfo, array_info, describe_opened
-from aiozarr.nodes.write_values import as_value
+from aiozarr.nodes.write_values import as_value, value_shape
 from aiozarr.selection.chunk_grid import RectilinearGrid
 from aiozarr.selection.indexing import (
     Indexer,
@@ -130,8 +130,8 @@ class AsyncArray(hierarchy.NodeLocation):
                 raise MetadataError(
                     "create_array: give data= or shape=, not both (the data gives the shape)"
                 )
-            shape = np.shape(data)
             dtype = np.asarray(data).dtype if dtype is None else dtype
+            shape = value_shape(data, dtype)
         if shape is None or dtype is None:
             raise TypeError("create_array() needs shape= and dtype=, or data=")
         meta = array_metadata(shape=shape, dtype=dtype, **options)
@@ -319,7 +319,7 @@ class AsyncArray(hierarchy.NodeLocation):
         appends all land, one after another (`nodes/updates.py`). A write that fails or
         is cancelled takes the growth back, unless another change came after it.
         """
-        values = self._as_value(data, np.shape(data))  # refused before the array grows
+        values = self._as_value(data, value_shape(data, self.dtype))  # before it grows
         with anyio.CancelScope(shield=True):  # landed or not: a cancel here cannot know
             change = await self._update_metadata(
                 lambda meta: shape_changes.grown(meta, values.shape, axis, self.name)

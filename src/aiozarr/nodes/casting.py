@@ -56,6 +56,8 @@ def as_dtype(value: Any, dtype: np.dtype[Any]) -> np.ndarray:
     array = np.asarray(value)
     if array.dtype == dtype:
         return array
+    if dtype.names is not None and array.dtype.names is not None:
+        return _fields(array, dtype)
     if dtype.kind == "T":
         array = _decoded(array)
     if dtype.kind in "iu":
@@ -63,6 +65,8 @@ def as_dtype(value: Any, dtype: np.dtype[Any]) -> np.ndarray:
         if array.dtype.kind in "iuO" and _all_integers(array):
             check_integer_range(array, dtype)
             return array.astype(dtype)
+    if dtype.kind == "m" and array.dtype.kind in "iu":  # counts of its unit, in 64 bits
+        check_integer_range(array, np.dtype(np.int64))
     if array.dtype.kind == "O":
         array = _from_objects(array, dtype)
         if array.dtype == dtype:
@@ -107,21 +111,53 @@ def as_items(value: Any, items: type) -> np.ndarray:
 
 
 def _records(value: tuple[Any, ...] | list[Any], dtype: np.dtype[Any]) -> np.ndarray:
-    """A tuple (one element) or a list of them as a structured `dtype`: each number or
-    text field by this module's rule (numpy's own conversion would truncate 1.5 into an
-    int field, wrap 2**40 into an int32 one, cut text to the field's width), the others
-    (dates, nested records, sub-arrays) as numpy converts them; `np.asarray` alone makes
-    a tuple a row of numbers."""
+    """A tuple (one element) or a list of them as a structured `dtype`: each field by
+    this module's rule (`_field`; numpy's own conversion would truncate 1.5 into an int
+    field, wrap 2**40 into an int32 one, year 3000 into a datetime64[ns] one, cut text to
+    the field's width); `np.asarray` alone makes a tuple a row of numbers."""
     loose = np.asarray(value, dtype=[(name, object) for name in dtype.names or ()])
-    checked = {
-        name: as_dtype(loose[name].tolist(), field)
-        for name, (field, *_) in (dtype.fields or {}).items()
-        if field.kind in "biufcSU" and field.subdtype is None
-    }
+    checked = {name: _field(loose[name], field) for name, (field, *_) in dtype.fields.items()}
     out = np.asarray(value, dtype=dtype)
     for name, column in checked.items():
-        out[name] = column
+        if column is not None:
+            out[name] = _spread(column, out[name].ndim)
     return out
+
+
+def _field(objects: np.ndarray, field: np.dtype[Any]) -> np.ndarray | None:
+    """One field's elements (objects) as `field` by this module's rule: numbers and text
+    as such, nested records and sub-arrays element by element, times parsed in their own
+    unit first (text, `datetime`, `datetime64` of any unit). None for what is left to
+    numpy: other kinds, and times numpy gives no unit of their own (ints)."""
+    base, items = field.base, objects.tolist()
+    if base.kind in "mM":
+        try:
+            items = np.array(items, dtype=f"{base.kind}8")
+        except (TypeError, ValueError, OverflowError):
+            return None
+    elif base.kind not in "biufcSU" and base.names is None:
+        return None
+    return as_dtype(items, base)
+
+
+def _fields(array: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
+    """Structured `array` as another structured `dtype`: field by field in order, as numpy
+    assigns records, each field by this module's rule (numpy's cast would wrap 300 in an
+    `int8` field, make 1e300 inf in a `float32` one, year 3000 1830 in a `datetime64[ns]`
+    one)."""
+    names = array.dtype.names or ()
+    if len(names) != len(dtype.names or ()):
+        raise TypeError(f"cannot cast {array.dtype} to {dtype}")
+    out = np.empty(array.shape, dtype=dtype)
+    for source, (name, (field, *_)) in zip(names, dtype.fields.items(), strict=True):
+        out[name] = _spread(as_dtype(array[source], field.base), out[name].ndim)
+    return out
+
+
+def _spread(column: np.ndarray, ndim: int) -> np.ndarray:
+    """A field's values with trailing axes for a sub-array field's, so that one value per
+    record fills the record's sub-array."""
+    return column.reshape(column.shape + (1,) * (ndim - column.ndim))
 
 
 def _decoded(array: np.ndarray) -> np.ndarray:

@@ -173,7 +173,7 @@ def _fill_value(value: Any, dtype: np.dtype[Any], zarr_format: int) -> Any:
         if dtype.kind in "mM":  # NaT, as zarr-python's default and aiozarr's v2 reads
             return np.array("NaT", dtype=dtype)[()]
         return np.zeros((), dtype=dtype)[()]
-    if dtype.kind in "biufcmMSU":  # numpy's casts give wrong values silently (300 is 44)
+    if dtype.kind in "biufcmMSU" or dtype.names is not None:  # numpy's casts: 300 is 44
         try:
             return casting.as_fill_value(value, dtype)
         except ValueOutOfRangeError as error:

@@ -63,6 +63,17 @@ def _described(value: Any) -> str:
     return f"a value of dtype {array.dtype} and shape {array.shape}"
 
 
+def value_shape(value: Any, dtype: Any) -> tuple[int, ...]:
+    """The shape of `value` in elements of `dtype` (any form numpy takes): that of
+    `create_array(data=)` and of `append`'s values, where a tuple is one element of a
+    structured type (`np.shape` makes its fields an axis)."""
+    try:
+        shape = _shape_of(value, np.dtype(dtype))
+    except (TypeError, ValueError):  # not a numpy dtype ("string"): no records either
+        shape = None
+    return np.shape(value) if shape is None else shape
+
+
 def _shape_of(value: Any, dtype: np.dtype[Any]) -> tuple[int, ...] | None:
     """The shape of `value` in elements of `dtype` (a tuple is one element of a structured
     type, as numpy reads it); None where numpy cannot tell (ragged: refused later with

@@ -297,7 +297,7 @@ class _Check:
             kind = "u" if kind == "i" else "i"
         limits = np.iinfo(np.dtype(f"{kind}{self.encoded.itemsize}"))
         least = limits.min + 1 if self.unit is not None else limits.min  # the least: NaT
-        return np.array([least, limits.max]).astype(self.encoded)
+        return np.array([least, limits.max], dtype=limits.dtype).astype(self.encoded)
 
     def _out_of_range(self, bad: np.ndarray, numbers: np.ndarray, back: np.ndarray) -> str:
         """Why `bad` (as `numbers`) would not read back as given (`back`)."""

@@ -11,6 +11,7 @@ from typing import Any
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import VersionConflictError
 from aiozarr.storage.backends import in_process
+from aiozarr.storage.policy.backend import NumberedVersion
 from aiozarr.storage.protocol import (
     Buffer,
     Capabilities,
@@ -116,28 +117,34 @@ class MemoryStore(Store):
         """The value at `key` (or a zero-copy slice of it) and its version, on the
         calling thread."""
         check_key(key)
-        data = self._slice(key, byte_range)
+        value, data = self._slice(key, byte_range)
         # Read after the bytes: a writer sets the version first, so this one is at
         # least as new as the bytes (a stale pair can only look newer, never older).
-        return None if data is None else (data, self._versions.get(key))
+        return None if data is None else (data, self._version(key, value))
 
     async def read(
         self, key: str, byte_range: ByteRange | None, max_bytes: int | None
     ) -> Versioned | None:
-        data = self._slice(key, byte_range)
+        value, data = self._slice(key, byte_range)
         if data is None:
             return None
         if byte_range is None:  # in memory already: the bound is the caller's contract
             check_size(key, memoryview(data).nbytes, max_bytes, self)
-        return data, self._versions.get(key)
+        return data, self._version(key, value)
 
-    def _slice(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
+    def _slice(self, key: str, byte_range: ByteRange | None) -> tuple[Buffer, Buffer | None]:
+        """The value at `key` and the part of it asked for (None, None: missing)."""
         value = self._data.get(key)
         if value is None or byte_range is None:
-            return value
+            return value, value
         view = memoryview(value).cast("B")
         start, stop = byte_range.resolve(len(view))
-        return view[start:stop]
+        return value, view[start:stop]
+
+    def _version(self, key: str, value: Buffer) -> NumberedVersion | None:
+        """The version of `value`, read at `key`: its write number, with its size."""
+        number = self._versions.get(key)
+        return None if number is None else NumberedVersion(number, memoryview(value).nbytes)
 
     async def exists(self, key: str) -> bool:
         """Whether `key` is in the dict."""

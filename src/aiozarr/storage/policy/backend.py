@@ -27,6 +27,7 @@ __all__ = [
     "Buffer",
     "Capabilities",
     "FileVersion",
+    "NumberedVersion",
     "ObjectVersion",
     "RangeListener",
     "RangeRequest",
@@ -91,11 +92,27 @@ def lasting(version: Version | None) -> bool:
     return version is not None and not isinstance(version, UnprovenVersion)
 
 
+class NumberedVersion(int):
+    """A value's write number (a memory store's version), compared as that number; the
+    size of the value rides beside it, not compared (`stored_size`)."""
+
+    size: int
+
+    def __new__(cls, number: int, size: int) -> NumberedVersion:
+        made = super().__new__(cls, number)
+        made.size = size
+        return made
+
+    def __reduce__(self) -> Any:
+        return type(self), (int(self), self.size)
+
+
 def stored_size(version: Version | None) -> int | None:
     """The size of the stored object or file a value was read from, where its version
     says: at least the value's size (a reference's target may hold more than the value);
     None where the version does not tell."""
-    return version.size if isinstance(version, ObjectVersion | FileVersion) else None
+    sized = ObjectVersion | FileVersion | NumberedVersion
+    return version.size if isinstance(version, sized) else None
 
 
 class FileVersion(NamedTuple):
