@@ -6,6 +6,8 @@ codec's misleading error."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -61,7 +63,10 @@ def test_an_entry_outside_the_chunk_bytes_names_the_inner_chunk(
     _index((2, 2), (EMPTY, EMPTY), (4, 0), (3, 1)).check_within(2, 4, "c/0/0", "why")
 
 
-def test_a_read_through_a_one_sided_empty_entry_is_refused_as_corrupt() -> None:
+def _forged(change: Callable[[np.ndarray], None]) -> tuple[MemoryStore, bytes]:
+    """An array "a" of 0..7 in one shard of four 2-byte inner chunks (no compression),
+    its index changed by `change` (the (4, 2) table of offsets and lengths): the store
+    and the shard's bytes."""
     store = MemoryStore()
     arr = aiozarr.create_array(
         store, "a", shape=(8,), chunks=(2,), shards=(8,), dtype="u1", fill_value=7, compressors=None
@@ -69,9 +74,14 @@ def test_a_read_through_a_one_sided_empty_entry_is_refused_as_corrupt() -> None:
     arr[:] = np.arange(8, dtype="u1")
     shard = bytearray(store.data["a/c/0"])  # payload (8 bytes), then the index and its crc
     table = np.frombuffer(bytes(shard[8:-4]), dtype="<u8").reshape(4, 2).copy()
-    table[1, 0] = EMPTY  # offset marked empty, length kept
+    change(table)
     index_bytes = arr._async.stored.layout.index_chain.encode(table)
-    store.data["a/c/0"] = bytes(shard[:8]) + bytes(index_bytes)
+    store.data["a/c/0"] = forged = bytes(shard[:8]) + bytes(index_bytes)
+    return store, forged
+
+
+def test_a_read_through_a_one_sided_empty_entry_is_refused_as_corrupt() -> None:
+    store, _ = _forged(lambda table: table.__setitem__((1, 0), EMPTY))  # length kept
     with pytest.raises(CodecError, match=r"'a/c/0': corrupt shard index: inner chunk \(1,\)"):
         aiozarr.open_array(store, "a")[:]
 
@@ -79,17 +89,7 @@ def test_a_read_through_a_one_sided_empty_entry_is_refused_as_corrupt() -> None:
 def test_a_zero_length_entry_is_not_written_back_as_the_fill_value() -> None:
     """An inner chunk stored in no bytes reads as corrupt; a write to another inner chunk
     of its shard is refused, not a rewrite that leaves it empty (the fill value)."""
-    store = MemoryStore()
-    arr = aiozarr.create_array(
-        store, "a", shape=(8,), chunks=(2,), shards=(8,), dtype="u1", fill_value=7, compressors=None
-    )
-    arr[:] = np.arange(8, dtype="u1")
-    shard = bytearray(store.data["a/c/0"])  # payload (8 bytes), then the index and its crc
-    table = np.frombuffer(bytes(shard[8:-4]), dtype="<u8").reshape(4, 2).copy()
-    table[1, 1] = 0  # inner chunk (1,) stored in no bytes
-    index_bytes = arr._async.stored.layout.index_chain.encode(table)
-    corrupt = bytes(shard[:8]) + bytes(index_bytes)
-    store.data["a/c/0"] = corrupt
+    store, corrupt = _forged(lambda table: table.__setitem__((1, 1), 0))  # (1,): no bytes
     arr = aiozarr.open_array(store, "a")
     with pytest.raises(CodecError, match=r"'a/c/0'"):
         arr[2:4]
@@ -103,16 +103,8 @@ def test_a_zero_length_entry_is_not_written_back_as_the_fill_value() -> None:
 def test_a_read_through_overlapping_entries_is_refused_as_corrupt() -> None:
     """Without compression an inner chunk whose range starts inside another's would read
     that one's bytes, shifted, as its values."""
-    store = MemoryStore()
-    arr = aiozarr.create_array(
-        store, "a", shape=(8,), chunks=(2,), shards=(8,), dtype="u1", fill_value=7, compressors=None
-    )
-    arr[:] = np.arange(8, dtype="u1")
-    shard = bytearray(store.data["a/c/0"])  # payload (8 bytes), then the index and its crc
-    table = np.frombuffer(bytes(shard[8:-4]), dtype="<u8").reshape(4, 2).copy()
-    table[2] = (3, 2)  # inner chunk (2,) from the second byte of (1,)
-    index_bytes = arr._async.stored.layout.index_chain.encode(table)
-    store.data["a/c/0"] = bytes(shard[:8]) + bytes(index_bytes)
+    # inner chunk (2,) from the second byte of (1,)
+    store, _ = _forged(lambda table: table.__setitem__(2, (3, 2)))
     arr = aiozarr.open_array(store, "a")
     for selection in (slice(4, 6), slice(0, 2), slice(None)):
         with pytest.raises(CodecError, match=r"'a/c/0': corrupt shard index: inner chunk \(2,\)"):
