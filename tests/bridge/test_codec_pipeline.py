@@ -184,6 +184,27 @@ def test_a_read_only_store_refuses_writes_as_zarr_python_does(
         np.testing.assert_array_equal(arr[:], 0)
 
 
+def test_a_write_into_a_corrupt_shard_is_a_codec_error(
+    kind: str, make_store: Callable[[str], Any]
+) -> None:
+    """A shard with bytes cut out of it is refused by a partial write as by a read: the
+    engine's `CodecError` naming the shard, not a task group's `ExceptionGroup`."""
+    store = make_store(kind)
+    arr = zarr.create_array(
+        store=store, shape=(64,), chunks=(4,), shards=(32,), dtype="int32", compressors=None
+    )
+    arr[:] = np.arange(64, dtype="int32")
+    prototype = zarr.core.buffer.default_buffer_prototype()
+    shard = zarr.core.sync.sync(store.get("c/0", prototype)).to_bytes()
+    cut = prototype.buffer.from_bytes(shard[:40] + shard[56:])
+    zarr.core.sync.sync(store.set("c/0", cut))
+    with aiozarr_pipeline():
+        arr = zarr.open_array(store)
+        with pytest.raises(aiozarr.errors.CodecError, match="'c/0': corrupt shard index"):
+            arr[1] = -1
+    assert zarr.core.sync.sync(store.get("c/0", prototype)).to_bytes() == shard[:40] + shard[56:]
+
+
 def _apply_writes(arr: Any) -> None:
     """The same writes, of every kind, to an array of SHAPE."""
     arr[:20, :] = DATA[:20]

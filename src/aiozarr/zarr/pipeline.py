@@ -33,7 +33,7 @@ from zarr.registry import register_pipeline
 from aiozarr import config
 from aiozarr.engine import entry as engine
 from aiozarr.engine.entry import StoredArray
-from aiozarr.errors import ConditionalWriteUnsupportedError
+from aiozarr.errors import ConditionalWriteUnsupportedError, unwrap_group
 from aiozarr.selection.indexing import ChunkProjection
 from aiozarr.storage.backends.zarr_store import ZarrStore
 from aiozarr.storage.protocol import Store
@@ -213,7 +213,7 @@ class CodecPipeline(ZarrCodecPipeline):
             )
         write_empty = bool(batch[0][1].config.write_empty_chunks)
         try:
-            with config.set(write_empty_chunks=write_empty):
+            with config.set(write_empty_chunks=write_empty), unwrap_group():
                 if plan.projections:
                     await engine.write(plan.array, plan.projections, source)
         except ConditionalWriteUnsupportedError as error:  # raised before any write
