@@ -185,6 +185,14 @@ class Config:
     # How long a sync-facade call may block before it is cancelled (None: no limit; a
     # finite number > 0 of seconds, and infinity is taken as None).
     sync_timeout_s: float | None = None
+    # Whether the sync API's background event loop is uvloop's (where uvloop is
+    # installed: a dependency but on Windows) rather than asyncio's. Each store answer
+    # and decoded chunk wakes the loop from another thread, which costs asyncio a Python
+    # call and a pipe write: a cold drill (69 requests, 128 chunks) took 87-91 ms of CPU
+    # instead of 94-97 at 0 ms, obstore's threads a quarter less (`python -m
+    # benchmarks.loop_cpu`). Read when the loop starts: on the first sync call, and
+    # again in a forked child.
+    sync_uvloop: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sync_timeout_s", _timeout_setting(self.sync_timeout_s))

@@ -1,12 +1,13 @@
 """The portal: one background event loop per process that the sync API runs on.
 
-One asyncio loop on a daemon thread, started on first use, after `fork`, and again if
-it ever dies; each call is a task of its own. `run` is public because every sync twin
-(the facade's classes, api, copy, migrate, xarray) goes through it. A
-`KeyboardInterrupt` (or the `sync_timeout_s` setting running out) while blocked cancels
-the task before re-raising. A sync call reads on its own, at once, even inside the
-caller's `aiozarr.batch()`. At interpreter exit, calls that only read are cancelled and
-calls that write are waited for (a chunk is never left half written).
+One event loop (uvloop's where installed, `sync_uvloop`) on a daemon thread, started on
+first use, after `fork`, and again if it ever dies; each call is a task of its own.
+`run` is public because every sync twin (the facade's classes, api, copy, migrate,
+xarray) goes through it. A `KeyboardInterrupt` (or the `sync_timeout_s` setting running
+out) while blocked cancels the task before re-raising. A sync call reads on its own, at
+once, even inside the caller's `aiozarr.batch()`. At interpreter exit, calls that only
+read are cancelled and calls that write are waited for (a chunk is never left half
+written).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class _Loop:
 
     def __init__(self) -> None:
         self.pid = os.getpid()
-        self.loop = asyncio.new_event_loop()
+        self.loop = _new_event_loop()
         self.calls: set[_Call] = set()  # the calls under way, added and removed on the loop
         self._done = asyncio.Event()
         self.thread = threading.Thread(target=self._serve, name="aiozarr-loop", daemon=True)
@@ -119,6 +120,20 @@ class _Loop:
         }
         await asyncio.gather(*others, return_exceptions=True)
         return bool(reads)
+
+
+def _new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's loop where it is installed and the `sync_uvloop` setting allows, else
+    asyncio's: every store answer and every decoded chunk wakes the loop from another
+    thread, and uvloop's wake-up runs no Python (docs/decisions/performance.md)."""
+    if config.process_settings().sync_uvloop:
+        try:
+            import uvloop
+        except ImportError:  # not installed (Windows): asyncio's loop serves as well
+            pass
+        else:
+            return uvloop.new_event_loop()
+    return asyncio.new_event_loop()
 
 
 #: The name of the task that holds the loop open (see `_Loop._serve`).
