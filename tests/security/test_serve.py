@@ -89,9 +89,16 @@ def serving(
         yield process, port, "".join(lines)
     finally:
         process.terminate()
-        process.wait(timeout=10)
-        if process.stdout is not None:
-            process.stdout.close()
+        try:  # a loaded machine (the suite on two cores) once took over 10 s
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            said = process.communicate()[0]
+            message = f"aiozarr serve did not stop on SIGTERM; it said:\n{said}"
+            raise AssertionError(message) from None
+        finally:
+            if process.stdout is not None:
+                process.stdout.close()
 
 
 async def fetch(
