@@ -13,6 +13,7 @@ import aiozarr
 from aiozarr.errors import (
     BoundsCheckError,
     InvalidValueError,
+    SelectionError,
     SelectionTooLargeError,
     ValueOutOfRangeError,
 )
@@ -141,3 +142,23 @@ def test_a_range_error_names_only_the_values_out_of_range(value: Any, named: str
     size = np.shape(value)[0]
     with pytest.raises(ValueOutOfRangeError, match=re.escape(named) + ": uint16 holds 0 to"):
         arr[0:size] = value
+
+
+@pytest.mark.parametrize(
+    "access",
+    [
+        lambda a, k: a[k],
+        lambda a, k: a[k, 0],
+        lambda a, k: a.oindex[k],
+        lambda a, k: a.vindex[k, 1],
+        lambda a, k: a.vindex[k, np.array([0])],
+        lambda a, k: a.blocks[k],
+        lambda a, k: a.__setitem__((k, 1), -5),
+        lambda a, k: a.vindex.__setitem__((k, 1), -5),
+    ],
+)
+def test_a_timedelta_is_not_an_index(access: Any) -> None:
+    arr = _arange((10, 4), (3, 2))
+    with pytest.raises(SelectionError, match=r"timedelta64|integer"):
+        access(arr, np.timedelta64(3, "D"))
+    assert (arr[...] == np.arange(40).reshape(10, 4)).all()

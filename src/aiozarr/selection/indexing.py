@@ -218,8 +218,9 @@ def _outer(parts: list[Any], kept: list[bool]) -> tuple[AxisSelection, ...]:
 
 
 def is_int(key: Any) -> bool:
-    """An integer index (Python or numpy, 0-d integer arrays too); bools are not integers."""
-    if isinstance(key, bool | np.bool_):
+    """An integer index (Python or numpy, 0-d integer arrays too); bools are not integers,
+    nor is `np.timedelta64` (a subclass of `np.signedinteger`, refused by numpy)."""
+    if isinstance(key, bool | np.bool_ | np.timedelta64):
         return False
     if isinstance(key, int | np.integer):
         return True
