@@ -254,3 +254,12 @@ def test_sync_calls_share_the_codec_pool_threads(tmp_path: Path, monkeypatch: An
     for _ in range(20):
         np.testing.assert_array_equal(arr[:300, :300], data[:300, :300])
     assert [name for name in started if name.startswith("aiozarr-codec")] == []
+
+
+def test_iterating_an_array_gives_its_rows_and_a_0d_array_refuses() -> None:
+    arr = aiozarr.create_array(MemoryStore(), shape=(3, 2), chunks=(2, 2), dtype="i4")
+    arr[...] = np.arange(6).reshape(3, 2)
+    assert [row.tolist() for row in arr] == [[0, 1], [2, 3], [4, 5]]
+    scalar = aiozarr.create_array(MemoryStore(), shape=(), dtype="i4", fill_value=5)
+    with pytest.raises(TypeError, match="0-d"):
+        list(scalar)

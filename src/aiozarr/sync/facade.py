@@ -178,6 +178,14 @@ class Array:
             raise TypeError("len() of a 0-d array")
         return self.shape[0]
 
+    def __iter__(self) -> Iterator[Any]:
+        """The values along the first axis, one `arr[i]` each; a 0-d array has none to
+        iterate over (`TypeError`, as numpy), not an empty sequence."""
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(self.shape[0]):
+            yield self[i]
+
     def __repr__(self) -> str:
         return f"<Array {self.store!r} {self.name} shape={self.shape} dtype={self.dtype}>"
 
