@@ -405,13 +405,16 @@ async def create_group_async(
     )
 
 
-def _array_of(value: Any) -> AsyncArray:
-    """The array of one `read_many` pair; an `AiozarrError` for anything else (an
-    accessor such as `arr.vindex`: its selections are read through it)."""
+def _pair_of(read: Any) -> tuple[AsyncArray, Any]:
+    """One `read_many` pair as `(array, selection)`; an `AiozarrError` for anything else
+    (an accessor such as `arr.vindex`: its selections are read through it)."""
+    if not (isinstance(read, tuple | list) and len(read) == 2):
+        raise AiozarrError(f"read_many takes (array, selection) pairs, got {read!r:.100}")
+    value, selection = read
     if isinstance(value, Array):
-        return value.async_array
+        return value.async_array, selection
     if isinstance(value, AsyncArray):
-        return value
+        return value, selection
     raise AiozarrError(
         f"read_many takes (array, selection) pairs, got {type(value).__name__} where the "
         "array goes (arr.oindex / arr.vindex / arr.blocks selections are read through them)"
@@ -429,7 +432,7 @@ async def read_many_async(reads: Iterable[tuple[AsyncArray | Array, Any]]) -> li
     Returns:
         The values of each selection, in order, as `getitem` returns them.
     """
-    pairs = [(_array_of(a), sel) for a, sel in reads]
+    pairs = [_pair_of(read) for read in reads]
     if len(pairs) == 1:  # nothing to plan together: the single read's plan
         return [await pairs[0][0].getitem(pairs[0][1])]
     results: list[Any] = [None] * len(pairs)

@@ -207,3 +207,24 @@ def test_a_pair_without_an_array_is_refused_by_name() -> None:
     arr = aiozarr.create_array(MemoryStore(), shape=(4,), chunks=(2,), dtype="i4")
     with pytest.raises(aiozarr.errors.AiozarrError, match="got _Selector where the array goes"):
         aiozarr.read_many([(arr.vindex, [1]), (arr, 0)])
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda arr: (arr,),
+        lambda arr: (arr, 0, 1),
+        lambda arr: arr,  # an array alone, not a pair
+        lambda arr: None,
+    ],
+)
+def test_a_read_that_is_not_a_pair_is_refused_by_name(read: Callable[..., object]) -> None:
+    arr = aiozarr.create_array(MemoryStore(), shape=(2,), chunks=(2,), dtype="i4")
+    with pytest.raises(aiozarr.errors.AiozarrError, match=r"takes \(array, selection\) pairs"):
+        aiozarr.read_many([(arr, 0), read(arr)])
+
+
+async def test_an_async_array_alone_is_refused_by_name() -> None:
+    arr = await aiozarr.create_array_async(MemoryStore(), shape=(2,), chunks=(2,), dtype="i4")
+    with pytest.raises(aiozarr.errors.AiozarrError, match=r"takes \(array, selection\) pairs"):
+        await aiozarr.read_many_async([(arr, 0), arr])
