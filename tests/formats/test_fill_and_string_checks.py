@@ -296,3 +296,42 @@ def test_a_list_of_struct_elements_is_that_many_for_data_and_append(tmp_path: Pa
     arr.append([(5, 6.5)])
     expected = np.array([(1, 2.5), (3, 4.5), (5, 6.5)], dtype=dtype)
     assert aiozarr.open_array(tmp_path)[:].tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize(
+    ("dtype", "fill"),
+    [
+        ("U2", ["a"]),
+        ("S2", [1, 2]),
+        (str, ["a", "b"]),
+        ("int32", [7]),
+        ("float64", np.array([1.5])),
+        ("complex64", [1, 2]),
+        ("datetime64[s]", ["2020-01-01"]),
+        ([("a", "<i4")], [(1,), (2,)]),
+    ],
+)
+def test_a_fill_value_of_several_values_is_refused(
+    tmp_path: Path, zarr_format: int, dtype: Any, fill: Any
+) -> None:
+    """A list is no fill value of a fixed-size or string dtype: it was written as its
+    text ("['a']"), as more bytes than an element holds, or failed deep in numpy."""
+    with pytest.raises(MetadataError, match=r"fill_value must be one .* value, got shape"):
+        aiozarr.create_array(
+            str(tmp_path), shape=(2,), dtype=dtype, fill_value=fill, zarr_format=zarr_format
+        )
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_list_fill_of_an_object_array_is_still_one_value(tmp_path: Path) -> None:
+    arr = aiozarr.create_array(
+        str(tmp_path),
+        shape=(2,),
+        dtype=object,
+        filters=[numcodecs.JSON()],
+        fill_value=[1, 2],
+        zarr_format=2,
+    )
+    assert aiozarr.open_array(str(tmp_path))[:].tolist() == [[1, 2], [1, 2]]
+    assert arr.fill_value.tolist() == [1, 2]

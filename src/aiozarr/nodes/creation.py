@@ -190,7 +190,10 @@ def _stored_fill(meta: ArrayMetadata) -> ArrayMetadata:
     """`meta` with the fill value its document gives back (v2: every NaN canonical), that
     of variable-length strings or bytes converted as writes are (`dtype=str` with 0
     stores "0"; v3's empty by default)."""
-    value, items = fill_value.as_stored(meta), dtypes.object_items(meta)
+    items, shape = dtypes.object_items(meta), np.shape(meta.fill_value)
+    if shape and (items is not None or meta.dtype.kind != "O"):
+        raise MetadataError(f"fill_value must be one {meta.dtype} value, got shape {shape}")
+    value = fill_value.as_stored(meta)
     try:
         if items is not None and (value is not None or meta.zarr_format == 3):
             value = items() if value is None else casting.as_items(value, items)[()]
