@@ -190,7 +190,14 @@ def to_v3_json(value: Any, dtype: np.dtype[Any], name: str) -> Any:
     scalar = _scalar(value, dtype)
     if kind == "V" and dtype.names is None and dtypes.is_raw_bits(name):
         return list(scalar.tobytes())  # the core spec's r<N> form
+    if dtype.names is not None and name == "struct":  # an object by field, as it is read
+        fields = {n: dtype.fields[n][0] for n in dtype.names}  # type: ignore[index]
+        return {n: to_v3_json(scalar[n], sub, _field_name(sub)) for n, sub in fields.items()}
     return _common_json(scalar, dtype, v3=True)
+
+
+def _field_name(dtype: np.dtype[Any]) -> str:
+    return "struct" if dtype.names is not None else dtypes.v3_name(dtypes.to_v3(dtype))
 
 
 def _common_json(scalar: Any, dtype: np.dtype[Any], v3: bool) -> Any:

@@ -184,10 +184,13 @@ def _array(data: Mapping[str, Any], key: str) -> ArrayMetadata:
     grid_name, grid_config = _named(require(data, "chunk_grid", key), key, "chunk_grid")
     chunk_shape, chunk_grid = parse_chunk_grid(grid_name, grid_config, shape, key)
     encoding = chunk_key_encoding_of(require(data, "chunk_key_encoding", key), key)
-    fill = fill_value.parse_v3(
-        require(data, "fill_value", key), dtype, dtypes.v3_name(data_type), key
-    )
     codecs = _codecs(require(data, "codecs", key), key, dtype)
+    fill_dtype = _fill_dtype(dtype, dtypes.v3_name(data_type), codecs)
+    fill = fill_value.parse_v3(
+        require(data, "fill_value", key), fill_dtype, dtypes.v3_name(data_type), key
+    )
+    if fill_dtype != dtype:
+        fill = np.array(fill, dtype=fill_dtype).astype(dtype)[()]
     _storage_transformers(data.get("storage_transformers", []), key)
     return ArrayMetadata(
         shape=shape,
@@ -254,6 +257,30 @@ def _v3_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
     return dtype.newbyteorder("<") if dtype.byteorder == ">" or dtype.names else dtype
 
 
+def _serializer_endian(codecs: list[Any]) -> Any:
+    """The `endian` of the `bytes` codec that encodes the elements of the codec list
+    `codecs` (JSON; inside a shard's codecs too), or None."""
+    for codec in codecs:
+        name = codec.get("name") if isinstance(codec, Mapping) else codec
+        config = codec.get("configuration") if isinstance(codec, Mapping) else None
+        config = config if isinstance(config, Mapping) else {}
+        if name == "bytes":
+            return config.get("endian")
+        if name == "sharding_indexed" and isinstance(config.get("codecs"), list):
+            return _serializer_endian(config["codecs"])
+    return None
+
+
+def _fill_dtype(
+    dtype: np.dtype[Any], name: str, codecs: tuple[CodecMetadata, ...]
+) -> np.dtype[Any]:
+    """The dtype of a fill value's packed bytes: a legacy `structured` type's base64
+    fill is in the `bytes` codec's byte order (the structured data type's spec)."""
+    if name == "structured" and _serializer_endian([c.to_json() for c in codecs]) == "big":
+        return dtype.newbyteorder(">")
+    return dtype
+
+
 def data_type_json(meta: ArrayMetadata) -> Any:
     """The `data_type` to write: the document's own when it still describes `meta.dtype`."""
     if meta.data_type is not None:
@@ -284,7 +311,9 @@ def array_to_json(meta: ArrayMetadata) -> bytes:
             "configuration": {"separator": meta.chunk_key_encoding.separator},
         },
         "fill_value": fill_value.to_v3_json(
-            meta.fill_value, _v3_dtype(meta.dtype), dtypes.v3_name(data_type)
+            meta.fill_value,
+            _fill_dtype(_v3_dtype(meta.dtype), dtypes.v3_name(data_type), meta.codecs),
+            dtypes.v3_name(data_type),
         ),
         "codecs": [_codec_json(c) for c in meta.codecs],
         "attributes": dict(meta.attributes),
