@@ -249,6 +249,10 @@ def parse_v2(dtype: Any, key: str, field: str = "dtype") -> np.dtype[Any]:
         fail(key, field, "a numpy typestr", dtype)
     if parsed.itemsize == 0 and parsed.kind in "SUV":
         fail(key, field, "a fixed-size typestr such as '|S10'", dtype)
+    if dtype[0] == "|" and parsed.kind in "iufcmMU" and parsed.itemsize > 1:
+        fail(
+            key, field, f"a byte order ('<' or '>') for {parsed.itemsize}-byte {parsed.kind}", dtype
+        )
     return parsed
 
 
