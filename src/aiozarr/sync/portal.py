@@ -58,7 +58,13 @@ class _Loop:
         self.calls: set[_Call] = set()  # the calls under way, added and removed on the loop
         self._done = asyncio.Event()
         self.thread = threading.Thread(target=self._serve, name="aiozarr-loop", daemon=True)
-        self.thread.start()
+        try:
+            self.thread.start()
+        except BaseException:
+            # No thread may start (Python 3.12+, at interpreter exit): the loop is closed
+            # now, or uvloop's keeps its file descriptors until the process ends.
+            self.loop.close()
+            raise
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self.loop)
