@@ -444,3 +444,24 @@ async def test_a_read_cancelled_as_its_copy_answers_stays_cancelled() -> None:
             await read
     assert calls == 2
     assert asyncio.all_tasks() - tasks_before == set()
+
+
+@pytest.mark.parametrize("loop_name", ["asyncio", "uvloop"])
+def test_a_body_under_way_keeps_the_one_timer_on_either_loop(loop_name: str) -> None:
+    # The wait's timer, due sooner than the body's limit, looks again when it fires: the
+    # read pays for one timer. uvloop's (the sync API's loop) are not asyncio's
+    # `TimerHandle`, and each answer there cancelled its timer and set another.
+    module = pytest.importorskip(loop_name)
+
+    async def kept() -> bool:
+        timer = HedgeTimer(0.05, SLOW_S, lambda: None, InFlight())
+        timer.start()
+        first = timer._handle
+        timer.answer_began()
+        try:
+            return timer._handle is first
+        finally:
+            timer.cancel()
+
+    with asyncio.Runner(loop_factory=module.new_event_loop) as runner:
+        assert runner.run(kept())

@@ -94,7 +94,9 @@ class HedgeTimer:
         now = time.monotonic()
         since = now if self._held else self._sent
         due = self._loop.time() + max(0.0, since + self._whole_s - now)
-        if isinstance(handle, asyncio.TimerHandle) and handle.when() <= due:
+        # A timer's handle has `when`, a look's has not (uvloop's timers are not asyncio's)
+        when = getattr(handle, "when", None)
+        if when is not None and when() <= due:
             # The timer set to fire sooner looks again then: most reads end before it,
             # so a read pays for one timer, not a second one and a cancelled first.
             self._due = due
