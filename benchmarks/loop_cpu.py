@@ -20,41 +20,15 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks import spec
+from benchmarks import spec, thread_cpu
 from benchmarks.server import EmulatorProcess
 
 DATA = Path(__file__).resolve().parent / "data"
 _KINDS = ("loop", "codec", "obstore", "caller")
-
-
-def _thread_cpu() -> dict[int, tuple[str, int]]:
-    """Nanoseconds on the CPU so far of each thread of this process, with its kind."""
-    names = {t.native_id: t.name for t in threading.enumerate()}
-    found = {}
-    for entry in os.listdir("/proc/self/task"):
-        tid = int(entry)
-        try:
-            ran = int(Path(f"/proc/self/task/{tid}/schedstat").read_text().split()[0])
-            comm = Path(f"/proc/self/task/{tid}/comm").read_text().strip()
-        except OSError:
-            continue  # ended meanwhile
-        name = names.get(tid, comm)
-        kind = (
-            "caller"
-            if tid == os.getpid()
-            else "loop"
-            if name == "aiozarr-loop"
-            else "obstore"
-            if "tokio" in comm
-            else "codec"
-        )
-        found[tid] = (kind, ran)
-    return found
 
 
 def _measure(read: Callable[[], object], repeats: int) -> dict[str, float]:
@@ -62,15 +36,13 @@ def _measure(read: Callable[[], object], repeats: int) -> dict[str, float]:
     walls: list[float] = []
     cpus: dict[str, list[float]] = {kind: [] for kind in (*_KINDS, "total")}
     for _ in range(repeats):
-        before, wall = _thread_cpu(), time.perf_counter()
+        before, wall = thread_cpu.snapshot("caller"), time.perf_counter()
         read()
         wall = time.perf_counter() - wall
-        spent = dict.fromkeys(_KINDS, 0.0)
-        for tid, (kind, ran) in _thread_cpu().items():
-            spent[kind] += (ran - before.get(tid, (kind, 0))[1]) / 1e6
+        spent = thread_cpu.spent_ms(before, thread_cpu.snapshot("caller"))
         walls.append(wall * 1e3)
         for kind in _KINDS:
-            cpus[kind].append(spent[kind])
+            cpus[kind].append(spent.get(kind, 0.0))
         cpus["total"].append(sum(spent.values()))
     result = {"wall": statistics.median(walls)}
     result.update({kind: statistics.median(values) for kind, values in cpus.items()})

@@ -18,13 +18,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import os
 import statistics
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from benchmarks import spec
+from benchmarks import spec, thread_cpu
 from benchmarks.server import EmulatorProcess
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -36,17 +35,8 @@ _IN_FLIGHT = 64
 
 
 def _runtime_cpu() -> float:
-    """CPU seconds so far of obstore's runtime threads (tokio's workers and blocking
-    pool), from /proc (Linux; 0 elsewhere)."""
-    total = 0
-    try:
-        for tid in os.listdir("/proc/self/task"):
-            task = Path(f"/proc/self/task/{tid}")
-            if task.joinpath("comm").read_text().startswith("tokio"):
-                total += int(task.joinpath("schedstat").read_text().split()[0])
-    except OSError:  # a thread ended meanwhile, or no /proc
-        pass
-    return total / 1e9
+    """CPU seconds so far of obstore's runtime threads (0 where there is no /proc)."""
+    return sum(ran for kind, ran in thread_cpu.snapshot("loop").values() if kind == "obstore") / 1e9
 
 
 async def _timed(round_: Callable[[], Awaitable[object]]) -> tuple[float, float]:

@@ -16,29 +16,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import resource
 import time
 from pathlib import Path
 
-from benchmarks import spec
+from benchmarks import spec, thread_cpu
 from benchmarks.server import EmulatorProcess
 
 DATA = Path(__file__).resolve().parent / "data"
-
-
-def _threads() -> dict[str, tuple[str, float]]:
-    """CPU seconds so far of each thread of this process, with its kind."""
-    found = {}
-    for tid in os.listdir("/proc/self/task"):
-        try:  # schedstat: nanoseconds on the CPU (stat's ticks are 10 ms)
-            ran = Path(f"/proc/self/task/{tid}/schedstat").read_text().split()[0]
-            name = Path(f"/proc/self/task/{tid}/comm").read_text().strip()
-        except OSError:
-            continue  # ended meanwhile
-        kind = "loop" if tid == str(os.getpid()) else "obstore" if "tokio" in name else "codec"
-        found[tid] = (kind, int(ran) / 1e9)
-    return found
 
 
 def _rss_mib() -> int:
@@ -53,16 +38,14 @@ async def _reads(
 
     arr = await aiozarr.open_array_async(url, storage_options=options)
     for i in range(count):
-        before, wall, cpu = _threads(), time.perf_counter(), time.process_time()
+        before, wall, cpu = thread_cpu.snapshot("loop"), time.perf_counter(), time.process_time()
         if cold:  # opened again: no shard index cached, as the benchmark's cold reads
             arr = await aiozarr.open_array_async(url, storage_options=options)
         out = await arr.getitem(selection)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        by_kind: dict[str, float] = {}
-        for tid, (kind, seconds) in _threads().items():
-            by_kind[kind] = by_kind.get(kind, 0.0) + seconds - before.get(tid, (kind, 0.0))[1]
+        by_kind = thread_cpu.spent_ms(before, thread_cpu.snapshot("loop"))
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-        threads = ", ".join(f"{k} {1000 * v:.1f} ms" for k, v in sorted(by_kind.items()))
+        threads = ", ".join(f"{k} {v:.1f} ms" for k, v in sorted(by_kind.items()))
         print(
             f"read {i}: {wall:.3f} s, CPU {cpu:.2f} s ({threads}); "
             f"RSS {_rss_mib()} MiB, peak {peak} MiB",
