@@ -39,6 +39,16 @@ class MetadataError(AiozarrError, ValueError):
     """A metadata document is malformed, contradictory or invalid."""
 
 
+class UnfinishedNodeError(MetadataError):
+    """The node's document is the placeholder a copy writes before the array's chunks:
+    the copy stopped part way, and what it did not write would read as fill values.
+    `metadata` is the document the placeholder stands for (None when unreadable)."""
+
+    def __init__(self, message: str, metadata: dict[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.metadata = metadata
+
+
 class DimensionNamesError(MetadataError, KeyError):
     """An array opened as an xarray variable has no name for each of its dimensions
     (also a `KeyError`, as xarray's zarr engine raises there)."""

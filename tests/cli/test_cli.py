@@ -13,9 +13,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+import zarr
 
 import aiozarr
 from aiozarr.emulator import Emulator
+from aiozarr.errors import UnfinishedNodeError
 
 
 def _cli_options(emulator: Emulator) -> list[str]:
@@ -220,6 +222,11 @@ def test_resume_after_a_killed_copy(emulator: Emulator, prefix: str) -> None:
     emulator.clear_faults()
     written = [p for p in (emulator.root / prefix / "dst.zarr" / "c").rglob("*") if p.is_file()]
     assert 3 <= len(written) < 16, "the kill should land part way through the copy"
+    # what the copy did not write would read as fill values: no reader opens it
+    with pytest.raises(UnfinishedNodeError, match=r"^zarr\.json: the placeholder"):
+        aiozarr.open_array(dst, mode="r", storage_options=options)
+    with pytest.raises((KeyError, ValueError)):  # zarr 3.1: no "data_type"; 3.4: the field
+        zarr.open_array(emulator.root / prefix / "dst.zarr", mode="r")
 
     emulator.reset_stats()
     out = aiozarr_cli(
@@ -228,7 +235,8 @@ def test_resume_after_a_killed_copy(emulator: Emulator, prefix: str) -> None:
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary["chunks_skipped"] == len(written)
     assert summary["chunks_written"] == 16 - len(written)
-    assert _puts(emulator) == 16 - len(written)  # nothing verified is written again
+    # nothing verified is written again; the array's document replaces the placeholder
+    assert _puts(emulator) == 16 - len(written) + 1
     result = aiozarr.open_array(dst, mode="r", storage_options=options)
     np.testing.assert_array_equal(result[...], data)
 

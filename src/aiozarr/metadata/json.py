@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from aiozarr.errors import MetadataError
+from aiozarr.errors import MetadataError, UnfinishedNodeError
 from aiozarr.sizes import MAX_EXTENT
 
 #: zarr-python's `json_indent` default: documents written by both libraries are identical.
@@ -33,10 +33,25 @@ def fail(key: str, field: str, expected: str, got: Any) -> NoReturn:
     raise MetadataError(f'{key}: field "{field}": expected {expected}, got {show(got)}')
 
 
+#: The field of the placeholder a copy claims an array's path with before writing its
+#: chunks (`placeholder`). Every reader refuses the placeholder (no `shape`; in v3 the
+#: field `must_understand`), so a copy stopped part way never reads as fill values.
+UNFINISHED = "aiozarr.unfinished_copy"
+
+
+def placeholder(doc: bytes, key: str) -> bytes:
+    """A document that stands for the node document `doc` (at `key`) until its writer
+    finishes."""
+    stands_for = load(doc, key)
+    head = {name: stands_for[name] for name in ("zarr_format", "node_type") if name in stands_for}
+    return dump(head | {UNFINISHED: {"must_understand": True, "metadata": stands_for}})
+
+
 def load(doc: bytes | bytearray | memoryview | str | Mapping[str, Any], key: str) -> dict[str, Any]:
-    """The JSON object in `doc` (bytes, text or an already decoded mapping)."""
+    """The JSON object in `doc` (bytes, text or an already decoded mapping);
+    `UnfinishedNodeError` for a `placeholder`."""
     if isinstance(doc, Mapping):
-        return dict(doc)
+        return _finished(dict(doc), key)
     try:
         text = doc if isinstance(doc, str) else bytes(doc).decode("utf-8")
         value = json.loads(text)
@@ -46,7 +61,21 @@ def load(doc: bytes | bytearray | memoryview | str | Mapping[str, Any], key: str
         raise MetadataError(f"{key}: JSON nested too deeply to read") from None
     if not isinstance(value, dict):
         raise MetadataError(f"{key}: expected a JSON object, got {type(value).__name__}")
-    return value
+    return _finished(value, key)
+
+
+def _finished(doc: dict[str, Any], key: str) -> dict[str, Any]:
+    if UNFINISHED not in doc:
+        return doc
+    field = doc[UNFINISHED]
+    stands_for = field.get("metadata") if isinstance(field, dict) else None
+    raise UnfinishedNodeError(
+        f"{key}: the placeholder of an array whose copy stopped before all its chunks "
+        "were written (what is missing would read as fill values); finish the copy "
+        "with `aiozarr cp --resume` (`copy(..., resume=True)`), or replace it with "
+        "--overwrite",
+        stands_for if isinstance(stands_for, dict) else None,
+    )
 
 
 def _plain(value: Any) -> Any:

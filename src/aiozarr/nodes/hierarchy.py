@@ -42,6 +42,7 @@ from aiozarr.metadata.format_protocol import (
     Stored,
     join,
 )
+from aiozarr.metadata.json import placeholder
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata, Node
 from aiozarr.storage.protocol import RangeRequest, Store, Versioned, write_conditions
 
@@ -363,19 +364,24 @@ def node_documents(path: str, meta: Node) -> dict[str, bytes]:
     return formats.format_of(meta).documents(path, meta)
 
 
-async def write_node(store: Store, path: str, meta: Node) -> None:
+async def write_node(store: Store, path: str, meta: Node, *, unfinished: bool = False) -> None:
     """Store the metadata of a new node: `NodeExistsError` when another writer created
     one there since `prepare_node` looked.
 
     The node's claim (`zarr.json`; v2: `.zarray` or `.zgroup`) is written first, only
     if absent (`create_document`), so of creators racing for one path exactly one wins:
     the others' handles would otherwise write chunks in a layout no longer stored. Its
-    other documents (a v2 `.zattrs`) follow, once the node is this writer's.
+    other documents (a v2 `.zattrs`) follow, once the node is this writer's. With
+    `unfinished` the claim is a placeholder no reader opens (`json.placeholder`) and
+    nothing follows: `finish_node` writes the documents once the chunks are written.
     """
     fmt = formats.format_of(meta)
     docs = fmt.documents(path, meta)
-    claim = fmt.metadata_key(path, meta) if isinstance(meta, ArrayMetadata) else fmt.group_key(path)
-    if not await create_document(store, claim, docs.pop(claim)):
+    claim = _claim_key(fmt, path, meta)
+    doc = docs.pop(claim)
+    if unfinished:
+        doc, docs = placeholder(doc, claim), {}
+    if not await create_document(store, claim, doc):
         raise NodeExistsError(
             f"an array or group was created at {path or '/'!r} in {store!r} by another "
             "writer meanwhile"
@@ -384,6 +390,21 @@ async def write_node(store: Store, path: str, meta: Node) -> None:
     for key in fmt.stale_keys(path, meta):
         await store.delete(key)
     await store.set_many(docs.items())
+
+
+async def finish_node(store: Store, path: str, meta: Node) -> None:
+    """Replace the placeholder `write_node(..., unfinished=True)` left with the node's
+    documents, its claim last: until then no reader opens the node."""
+    fmt = formats.format_of(meta)
+    docs = fmt.documents(path, meta)
+    claim = _claim_key(fmt, path, meta)
+    doc = docs.pop(claim)
+    await store.set_many(docs.items())
+    await store.set(claim, doc)
+
+
+def _claim_key(fmt: Format, path: str, meta: Node) -> str:
+    return fmt.metadata_key(path, meta) if isinstance(meta, ArrayMetadata) else fmt.group_key(path)
 
 
 async def create_document(store: Store, key: str, doc: bytes) -> bool:

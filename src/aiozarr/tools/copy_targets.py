@@ -1,5 +1,7 @@
 """The destination nodes of a copy: each array and group created, or, resuming, the one
-already there kept where its stored chunks read as the copy writes them.
+already there kept where its stored chunks read as the copy writes them. An array is
+claimed with a placeholder until its units are written (`hierarchy.write_node`'s
+`unfinished`): a copy stopped part way leaves no array that reads as fill values.
 
 Resuming, a node another writer creates between the copy's look and its create (two
 `cp --resume` into one new destination) is kept and checked like any node found there.
@@ -11,7 +13,8 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from aiozarr.errors import MetadataError, NodeExistsError, NodeNotFoundError
+from aiozarr.errors import MetadataError, NodeExistsError, NodeNotFoundError, UnfinishedNodeError
+from aiozarr.metadata import v2, v3
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.nodes import hierarchy, node_updates
 from aiozarr.nodes.array import AsyncArray
@@ -32,25 +35,50 @@ async def make_target(
     *,
     resume: bool,
     overwrite: bool,
-) -> AsyncArray:
-    """The array at `path` the copy of `src` writes into: created with `options`
-    (`create_array`'s; None: the source's metadata as it is) or, with `resume`, the one
-    there, refused where its stored chunks would not decode as the copy's."""
-    planned = src.metadata if options is None else None
+) -> tuple[AsyncArray, bool]:
+    """The array at `path` the copy of `src` writes into, and whether its documents are
+    still to be written (`hierarchy.finish_node`, once its units are). A new one is
+    claimed with a placeholder no reader opens, so a copy stopped part way never reads
+    as fill values; it is created with `options` (`create_array`'s; None: the source's
+    metadata as it is). With `resume`, the one there (a placeholder too) is kept, and
+    refused where its stored chunks would not decode as the copy's."""
+    planned = src.metadata if options is None else array_metadata(**options)
+    target = AsyncArray(store, path, planned)  # bad codecs fail here, before any write
+    unfinished = False
 
     async def create() -> AsyncArray:
-        if planned is not None:
-            await hierarchy.prepare_node(store, path, planned.zarr_format, overwrite=overwrite)
-            await hierarchy.write_node(store, path, planned)
-            return AsyncArray(store, path, planned)
-        return await AsyncArray.create(store, path, overwrite=overwrite, **(options or {}))
+        await hierarchy.prepare_node(store, path, planned.zarr_format, overwrite=overwrite)
+        await hierarchy.write_node(store, path, planned, unfinished=True)
+        return target
+
+    async def open_found() -> AsyncArray:
+        nonlocal unfinished
+        try:
+            return await AsyncArray.open(store, path)
+        except UnfinishedNodeError as error:
+            unfinished = True
+            return AsyncArray(store, path, _stood_for(error, path))
 
     if not resume:
-        return await create()
-    node, found = await _found_or_created(AsyncArray, store, path, create)
+        return await create(), True
+    node, found = await _found_or_created(AsyncArray, store, path, create, open_found)
     if not found:
-        return node
-    return await _resumed_target(node, planned or array_metadata(**(options or {})))
+        return node, True
+    if unfinished:
+        _check_layout(node, planned)
+        return target, True
+    return await _resumed_target(node, planned), False
+
+
+def _stood_for(error: UnfinishedNodeError, path: str) -> ArrayMetadata:
+    """The array metadata the placeholder that raised `error` stands for."""
+    doc, where = error.metadata, f"the placeholder at {path or '/'!r}"
+    if doc is None:
+        raise error
+    meta = v3.parse_node(doc, where) if doc.get("zarr_format") == 3 else v2.parse_zarray(doc, where)
+    if not isinstance(meta, ArrayMetadata):
+        raise error
+    return meta
 
 
 async def make_group(
@@ -83,13 +111,18 @@ async def make_group(
 
 
 async def _found_or_created(
-    kind: type[_Node], store: Store, path: str, create: Callable[[], Awaitable[_Node]]
+    kind: type[_Node],
+    store: Store,
+    path: str,
+    create: Callable[[], Awaitable[_Node]],
+    open_found: Callable[[], Awaitable[_Node]] | None = None,
 ) -> tuple[_Node, bool]:
-    """The `kind` node at `path` and True, else the one `create()` makes and False; a
-    node another writer created meanwhile is opened (True). A node of the other kind
-    there is a `NodeExistsError` that says so."""
+    """The `kind` node at `path` (opened by `open_found`, else `kind.open`) and True,
+    else the one `create()` makes and False; a node another writer created meanwhile is
+    opened (True). A node of the other kind there is a `NodeExistsError` that says so."""
+    found = open_found or (lambda: kind.open(store, path))
     try:
-        return await kind.open(store, path), True
+        return await found(), True
     except NodeNotFoundError:
         pass
     try:
@@ -97,7 +130,7 @@ async def _found_or_created(
     except NodeExistsError as error:
         lost = error
     try:
-        return await kind.open(store, path), True  # the winner's, checked as any found
+        return await found(), True  # the winner's, checked as any found
     except NodeNotFoundError:
         raise await _not_resumable(store, path, kind, lost) from lost
 
@@ -128,6 +161,18 @@ async def _resumed_target(existing: AsyncArray, planned: ArrayMetadata) -> Async
     """`existing`, given the metadata a fresh copy writes (`planned`) before its units are
     verified; refused where its stored chunks would not decode under it."""
     before = existing.metadata
+    _check_layout(existing, planned)
+    if before.to_dict() == planned.to_dict():
+        return existing
+    # the source's attributes (or fill value, ...) changed since the interrupted copy
+    await node_updates.update_node(existing.store, existing.path, before, lambda _: planned)
+    return AsyncArray(existing.store, existing.path, planned)
+
+
+def _check_layout(existing: AsyncArray, planned: ArrayMetadata) -> None:
+    """Refuse to resume into `existing` where its stored chunks would not decode under
+    `planned`."""
+    before = existing.metadata
     if _layout(before) != _layout(planned):
         raise MetadataError(
             f"cannot resume into {existing.name}: it has shape {existing.shape}, "
@@ -135,8 +180,3 @@ async def _resumed_target(existing: AsyncArray, planned: ArrayMetadata) -> Async
             f"the copy needs shape {planned.shape}, dtype {planned.dtype}, grid "
             f"{planned.chunk_shape} and the codecs it writes (copy with overwrite)"
         )
-    if before.to_dict() == planned.to_dict():
-        return existing
-    # the source's attributes (or fill value, ...) changed since the interrupted copy
-    await node_updates.update_node(existing.store, existing.path, before, lambda _: planned)
-    return AsyncArray(existing.store, existing.path, planned)

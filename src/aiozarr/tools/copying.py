@@ -93,6 +93,7 @@ class _Job:
     regions: Sequence[_Region]
     nbytes: int
     left: tuple[int, int] = (0, 0)  # units not read (fill values only), and their bytes
+    unfinished: bool = True  # its documents are written once its units are
 
 
 def parse_codec(spec: str, zarr_format: int, itemsize: int = 1) -> list[Any]:
@@ -377,7 +378,7 @@ async def _create_targets(
     planned: dict[str, dict[str, Any] | None] = {}  # every array's, refused before any write
 
     async def add_array(node: AsyncArray, path: str) -> None:
-        target = await make_target(
+        target, unfinished = await make_target(
             node,
             dst_store,
             path,
@@ -385,7 +386,8 @@ async def _create_targets(
             resume=resume,
             overwrite=overwrite,
         )
-        jobs.append(await _job(node, target, resume=resume))
+        job = await _job(node, target, resume=resume)
+        jobs.append(dataclasses.replace(job, unfinished=unfinished))
         report.arrays += 1
 
     if isinstance(root, AsyncArray):
@@ -484,6 +486,8 @@ async def _copy_units(
             report.bytes_copied += job.left[1]
             done += job.left[0]
             tell(job)
+        if job.unfinished:  # every unit is written: readers may open the array now
+            await hierarchy.finish_node(job.dst.store, job.dst.path, job.dst.metadata)
 
 
 async def _copy_unit(
