@@ -4,6 +4,8 @@ and `resume` finishes it."""
 
 from __future__ import annotations
 
+import warnings
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -108,3 +110,15 @@ def test_a_stopped_copy_is_replaced_by_overwrite(tmp_path: Path) -> None:
     copied = aiozarr.open_array(dst, path="a", mode="r")
     assert copied.chunks == (20, 15)
     np.testing.assert_array_equal(copied[...], values["a"])
+
+
+def test_a_copy_into_a_zip_archive_writes_each_document_once(tmp_path: Path) -> None:
+    """An archive only appends: a placeholder would stay in it beside the document."""
+    src, dst = tmp_path / "src.zarr", tmp_path / "dst.zip"
+    values = _source(src, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # zipfile's "Duplicate name"
+        copy(src, dst)
+    names = [info.filename for info in zipfile.ZipFile(dst).infolist()]
+    assert len(names) == len(set(names))
+    np.testing.assert_array_equal(aiozarr.open_array(dst, path="b", mode="r")[...], values["b"])

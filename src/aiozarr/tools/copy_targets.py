@@ -44,11 +44,14 @@ async def make_target(
     refused where its stored chunks would not decode as the copy's."""
     planned = src.metadata if options is None else array_metadata(**options)
     target = AsyncArray(store, path, planned)  # bad codecs fail here, before any write
+    # An archive only appends: the placeholder would stay beside the document, and an
+    # archive written part way has no directory to read anyway.
+    claims = store.capabilities.deletes
     unfinished = False
 
     async def create() -> AsyncArray:
         await hierarchy.prepare_node(store, path, planned.zarr_format, overwrite=overwrite)
-        await hierarchy.write_node(store, path, planned, unfinished=True)
+        await hierarchy.write_node(store, path, planned, unfinished=claims)
         return target
 
     async def open_found() -> AsyncArray:
@@ -60,10 +63,10 @@ async def make_target(
             return AsyncArray(store, path, _stood_for(error, path))
 
     if not resume:
-        return await create(), True
+        return await create(), claims
     node, found = await _found_or_created(AsyncArray, store, path, create, open_found)
     if not found:
-        return node, True
+        return node, claims
     if unfinished:
         _check_layout(node, planned)
         return target, True
