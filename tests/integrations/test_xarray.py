@@ -414,6 +414,32 @@ def test_blocking_load_of_several_variables_is_one_plan(
     assert store.counts["get"] == 4 and store.batches == []
 
 
+def test_blocking_load_of_a_datatree_is_one_plan(
+    emulator: Emulator, local_path: Callable[[str], Path]
+) -> None:
+    """`aiozarr.xarray.load` of a DataTree reads every group's variables together."""
+    path = fresh("tree-load")
+    groups = {"/a": wide_dataset()[["v0", "v1"]], "/a/b": wide_dataset()[["v2", "v3"]]}
+    tree = xr.DataTree.from_dict({"/": xr.Dataset(), **groups})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree.to_zarr(local_path(path), zarr_format=3, consolidated=False)
+    store = CountingStore(
+        from_url(emulator.s3_url(path), storage_options=emulator.storage_options())
+    )
+    opened = xr.open_datatree(store, engine=ENGINE)
+    store.reset()
+    assert aiozarr.xarray.load(opened) is opened
+    assert len(store.batches) == 1
+    assert store.counts["get"] == 4  # a chunk per variable; the coordinates were read at open
+    xr.testing.assert_identical(
+        opened, xr.open_datatree(local_path(path), engine="zarr", consolidated=False)
+    )
+    for name in ("a/v0", "a/v1", "a/b/v2", "a/b/v3"):
+        assert opened[name].variable._in_memory, name  # loaded in place
+        np.testing.assert_array_equal(opened[name].values, np.full((3, 2, 4, 5), int(name[-1])))
+
+
 @pytest.mark.timeout(60)  # it deadlocked
 @pytest.mark.parametrize("scheduler", ["threads", "synchronous"])
 def test_load_of_a_dask_backed_dataset_computes_its_blocks(tmp_path: Path, scheduler: str) -> None:
