@@ -78,8 +78,12 @@ def test_a_stored_chunk_too_large_for_memory_is_a_codec_error(tmp_path: Path, ch
     codecs, stored = CHAINS[chain]
     arr = aiozarr.open_array(_array(tmp_path, codecs, stored), mode="r+")
     for action in (lambda: arr[0, :4], lambda: arr.__setitem__((0, 0), 1)):
-        with pytest.raises(CodecError, match=r"'c/0/0'.*\(1099511627776, 1099511627776\).*memory"):
+        with pytest.raises(CodecError, match=r"'c/0/0'.*\(1099511627776, 1099511627776\)") as e:
             action()
+        # uncompressed, four values are read as their span: the size stored is refused
+        assert "memory" in str(e.value) or (
+            chain == "bytes" and "stored as 64 bytes" in str(e.value)
+        )
 
 
 def test_a_missing_chunk_reads_as_fill_and_refuses_a_partial_write(tmp_path: Path) -> None:

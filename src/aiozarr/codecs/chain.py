@@ -288,6 +288,15 @@ class CodecChain:
         except Exception as error:
             raise CodecError(f"{_where(key)}: cannot decode: {error!r}") from error
 
+    def stored_values_dtype(self) -> np.dtype[Any] | None:
+        """The dtype in which a stored chunk is just its values, in C order (no
+        compression, filter or transposition), so each element lies at its own offset;
+        None for any other chain."""
+        memory = self.array_to_bytes.memory_dtype(self._spec.dtype)
+        if memory is None or self.array_to_array or self.bytes_to_bytes:
+            return None
+        return memory
+
     def _direct_decompressor(self, dtype: np.dtype[Any]) -> Any:
         """The first decompressor's `decode_into_buffer` when its output is the chunk's
         values as they lie in memory (an array->bytes codec that declares its output a

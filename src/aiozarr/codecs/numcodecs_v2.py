@@ -336,6 +336,11 @@ class NumcodecsV2Codec(ArrayToBytesCodec):
             return None
         return spec.nbytes
 
+    def memory_dtype(self, dtype: np.dtype[Any]) -> np.dtype[Any] | None:
+        """`dtype` itself for a C-order chunk with no filter and no compressor."""
+        plain = self.order == "C" and not self.filters and self.compressor is None
+        return dtype if plain and not dtype.hasobject and dtype.kind != "T" else None
+
     def max_encoded_size(self, spec: ChunkSpec) -> int | None:
         if spec.dtype.hasobject:
             return None  # strings and objects: the data decides

@@ -100,7 +100,7 @@ def _decode_all(group: Sequence[DecodeJob], out: np.ndarray, cache: ReadSession 
 
 def decode_job(job: DecodeJob, out: np.ndarray, cache: ReadSession | None) -> None:
     """Decode one job into its place in `out`, kept in `cache` if there is one."""
-    if cache is None:
+    if cache is None or job.chunk.part is not None:  # a part of a chunk is not kept
         decode_one(job.chunk, job.data, out)
     else:
         _decode_kept(job, out, cache)
@@ -117,7 +117,9 @@ def _decode_kept(job: DecodeJob, out: np.ndarray, cache: ReadSession) -> None:
 def decode_one(chunk: LocatedChunk, data: Buffer, out: np.ndarray) -> None:
     """Decode one chunk into its place in `out` (straight into it when it covers a block)."""
     projection = chunk.projection
-    if projection.is_complete_chunk and _is_view(projection.out_selection):
+    if chunk.part is not None:
+        out[projection.out_selection] = chunk.part.values(data, chunk.key)
+    elif projection.is_complete_chunk and _is_view(projection.out_selection):
         chunk.chain.decode_into(data, out[projection.out_selection], chunk.key)
     else:
         out[projection.out_selection] = chunk.chain.decode_transient(data, chunk.key)[

@@ -17,10 +17,11 @@ differs.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.codecs import CodecChain, ShardIndex, ShardLayout
+from aiozarr.engine.chunk_parts import ChunkPart, part_of
 from aiozarr.engine.located_index import (
     LocatedIndex,
     cached_index,
@@ -31,7 +32,7 @@ from aiozarr.engine.plan import ShardSelection, plan_chunks, plan_shards
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import ValueTooLargeError
 from aiozarr.selection.indexing import ChunkProjection
-from aiozarr.storage.protocol import Buffer, RangeRequest, Version
+from aiozarr.storage.protocol import Buffer, RangeRequest, Version, stored_size
 
 #: A located chunk and its bytes (None: not stored, it reads as the fill value).
 Landed = tuple["LocatedChunk", Buffer | None]
@@ -54,13 +55,15 @@ def shard_bound(layout: ShardLayout, unbounded: int) -> int:
 class LocatedChunk:
     """One chunk located in the store: bytes `byte_range` of object `key` (None: the
     whole object), decoded by `chain` into `projection` of the output. `index` is the
-    shard index that gave the range: the bytes must come from its version of the shard."""
+    shard index that gave the range: the bytes must come from its version of the shard.
+    With a `part`, `byte_range` is that part's span of the chunk, and only it is read."""
 
     key: str
     byte_range: ByteRange | None
     chain: CodecChain
     projection: ChunkProjection
     index: LocatedIndex | None = None
+    part: ChunkPart | None = None  # only this part of the chunk is read (`chunk_parts`)
 
     def request(self, unbounded: int) -> RangeRequest:
         """What to ask the store; a whole object is refused past its codecs' bound (or
@@ -82,7 +85,15 @@ class LocatedChunk:
     ) -> list[Landed]:
         if self.index is not None:
             check_version(self.index, self.key, version)
+        elif self.part is not None and data is not None:  # an unsharded chunk
+            self.part.check_stored(self.key, _chunk_object_size(array, version))
         return [(self, data)]
+
+
+def _chunk_object_size(array: StoredArray, version: Version | None) -> int | None:
+    """The size of the object an unsharded chunk was read from, where its version tells
+    (a reference's version is its target's, which holds more than the chunk)."""
+    return None if array.store.capabilities.delegates_reads else stored_size(version)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +142,21 @@ class WholeShard:
 Fetch = LocatedChunk | WholeShard
 
 
+def narrowed(chunk: LocatedChunk) -> LocatedChunk:
+    """`chunk`, read as the part of it its projection takes where that is a span of at
+    most half of it (`chunk_parts`); a range that is not the chunk's whole stored size
+    (a corrupt index) is left whole, for the decode to refuse."""
+    found = part_of(chunk.chain, chunk.projection)
+    if found is None:
+        return chunk
+    part, offset = found
+    whole = chunk.byte_range
+    if whole is not None and (whole.is_suffix or whole.length != chunk.chain.spec.nbytes):
+        return chunk
+    start = offset if whole is None else whole.offset + offset
+    return replace(chunk, byte_range=ByteRange.of(start, part.nbytes), part=part)
+
+
 def plan_reads(
     array: StoredArray, projections: Sequence[ChunkProjection]
 ) -> tuple[list[Fetch], list[ShardSelection]]:
@@ -139,7 +165,9 @@ def plan_reads(
     if array.layout is None:
         chunks = plan_chunks(array.meta, array.prefix, projections)
         return [
-            LocatedChunk(c.key, None, array.chain_for(c.projection.chunk_coords), c.projection)
+            narrowed(
+                LocatedChunk(c.key, None, array.chain_for(c.projection.chunk_coords), c.projection)
+            )
             for c in chunks
         ], []
     ready: list[Fetch] = []
@@ -178,9 +206,10 @@ def locate(
             if byte_range is None:
                 missing.append(inner.projection)
             else:
-                located.append(
-                    LocatedChunk(shard.key, byte_range, layout.inner_chain, inner.projection, found)
+                chunk = LocatedChunk(
+                    shard.key, byte_range, layout.inner_chain, inner.projection, found
                 )
+                located.append(narrowed(chunk))
     return located, missing
 
 
