@@ -116,6 +116,31 @@ def test_a_repository_is_known_by_its_layout_not_its_name(written: Written, tmp_
         aiozarr.open_group(tmp_path / "nothing", mode="r")
 
 
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_a_zarr_hierarchy_with_members_named_like_a_repository_is_zarr(
+    tmp_path, zarr_format: int
+) -> None:
+    path = tmp_path / "data.zarr"
+    root = aiozarr.create_group(path, zarr_format=zarr_format)
+    root.create_array("snapshots", shape=(3,), dtype="i4")[...] = [1, 2, 3]
+    root.create_group("refs")
+    group = aiozarr.open_group(path, mode="r")
+    assert not isinstance(group.store, IcechunkStore)
+    assert group["snapshots"][...].tolist() == [1, 2, 3]
+    assert aiozarr.open_array(path, "snapshots", mode="r")[...].tolist() == [1, 2, 3]
+
+
+def test_a_repository_named_by_a_percent_encoded_file_url_is_a_repository(
+    written: Written, tmp_path
+) -> None:
+    renamed = tmp_path / "a repo ü#1"
+    renamed.symlink_to(written.path)
+    group = aiozarr.open_group(renamed.as_uri())  # mode "a": nothing is created there
+    assert isinstance(group.store, IcechunkStore)
+    assert group.attrs["title"] == "conformance"
+    assert not (written.path / "zarr.json").exists()
+
+
 def test_listing_a_group_reads_no_manifest_and_an_array_lists_its_chunks(
     written: Written, round_trips: RoundTrips
 ) -> None:

@@ -15,26 +15,35 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from aiozarr.errors import NodeNotFoundError
+from aiozarr.errors import NodeNotFoundError, StoreError
+from aiozarr.storage.opening.url import local_path
 from aiozarr.storage.references.icechunk.store import IcechunkStore
 
 __all__ = ["REF_OPTIONS", "IcechunkStore", "is_repository", "probe_repository"]
 
 #: The storage options that name a snapshot of a repository.
 REF_OPTIONS = ("branch", "tag", "snapshot", "as_of")
+#: The documents of a Zarr node (v3, v2), never in a repository's `snapshots/`.
+_ZARR_DOCUMENTS = ("zarr.json", ".zarray", ".zgroup")
 
 
 def _local_path(url: str) -> Path | None:
-    parts = urlsplit(url)
-    if parts.scheme == "file":
-        return Path(parts.path)
-    return Path(url) if parts.scheme == "" or len(parts.scheme) == 1 else None
+    """The directory a local path or `file:` URL names, as `from_url` opens it (the
+    URL's path percent-decoded); None for a remote URL."""
+    scheme = urlsplit(url).scheme
+    if scheme.lower() == "file":
+        try:
+            return Path(local_path(url))
+        except StoreError:  # a host named: refused where the URL is opened
+            return Path(urlsplit(url).path)
+    return Path(url) if scheme == "" or len(scheme) == 1 else None
 
 
 def is_repository(url: object, storage_options: Mapping[str, Any] | None = None) -> bool:
     """Whether `url` is to be opened as an icechunk repository without reading it: the
     options name a branch, tag or snapshot, or a local directory has a repository's
-    layout (`snapshots/` beside a spec-2 `repo` file or spec-1 `refs/`)."""
+    layout (`snapshots/` beside a spec-2 `repo` file or spec-1 `refs/`, and no Zarr
+    node's document in `snapshots/`: a hierarchy's members may be named so)."""
     if not isinstance(url, str | os.PathLike):
         return False
     if any(name in (storage_options or {}) for name in REF_OPTIONS):
@@ -43,6 +52,8 @@ def is_repository(url: object, storage_options: Mapping[str, Any] | None = None)
     if path is None:
         return False
     with contextlib.suppress(OSError):
+        if any((path / "snapshots" / name).is_file() for name in _ZARR_DOCUMENTS):
+            return False
         if (path / "snapshots").is_dir():
             return (path / "repo").is_file() or (path / "refs").is_dir()
     return False
