@@ -79,3 +79,21 @@ def test_cli_prints_one_line(tmp_path: Path, capsys, target: str, command) -> No
     assert err.count("\n") == 1 and err.startswith(f"aiozarr {command.__module__[12:]}: error:")
     assert "loop" in err and "Errno" in err  # the key and the OS message
     assert "ExceptionGroup" not in err and "OSError" not in err  # an aiozarr error
+
+
+def test_sizes_through_a_loop_name_the_key(tmp_path: Path) -> None:
+    """A chunk that is a symlink loop is no missing chunk: its size and whether it exists
+    are a `StoreError` naming it, as its read is (it counted 0 bytes, silently)."""
+    arr = aiozarr.create_array(str(tmp_path / "a.zarr"), shape=(4,), chunks=(2,), dtype="i4")
+    arr[...] = 1
+    chunk = tmp_path / "a.zarr" / "c" / "1"
+    chunk.unlink()
+    os.symlink("1", chunk)
+    store = LocalStore(tmp_path / "a.zarr")
+    for call in (store.exists, store.getsize):
+        with pytest.raises(StoreError, match=r"cannot stat 'c/1'.*symbolic links"):
+            asyncio.run(call("c/1"))
+    with pytest.raises(StoreError, match=r"'c/1'"):
+        arr.nbytes_stored()
+    assert asyncio.run(store.exists("c/0")) and asyncio.run(store.getsize("c/0"))
+    assert asyncio.run(store.getsize("c/9")) is None and not asyncio.run(store.exists("c"))

@@ -72,6 +72,15 @@ async def test_forbidden(emulator: Emulator) -> None:
     assert stats["by_status"]["403"] == 3, stats  # a refusal is not retried
 
 
+async def test_a_write_answered_not_found_is_a_store_error(emulator: Emulator) -> None:
+    """A 404 to a PUT is the server refusing the write, never a missing key to pass on."""
+    store = s3(emulator)
+    emulator.inject("status", status=404, methods=["PUT"])
+    with pytest.raises(StoreError, match=r"cannot write 'c/0' in s3://bucket.*404"):
+        await store.set("c/0", b"x")
+    assert emulator.stats()["by_status"]["404"] == 1  # a refusal is not retried
+
+
 async def test_unreachable_endpoint(closed_port: int) -> None:
     endpoint = f"http://127.0.0.1:{closed_port}"
     store = ObjectStore(

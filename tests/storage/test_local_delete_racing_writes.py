@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import aiozarr
+from aiozarr.storage.backends import local
 from aiozarr.storage.backends.local import TEMP_SUFFIX, LocalStore
 
 # Audit hooks cannot be removed: one hook for the module, armed by the test that needs it.
@@ -122,3 +123,21 @@ async def test_a_conditional_write_whose_folder_a_delete_removed(
         await store.set_if("g/sub/x/zarr.json", b'{"a": 1}', None)
         assert bytes(await store.get("g/sub/x/zarr.json")) == b'{"a": 1}'
     assert removed
+
+
+@pytest.mark.parametrize("name", ["a" * 240, "日本" * 40], ids=["240-ascii", "240-utf8"])
+def test_a_long_named_node_is_set_aside_before_it_is_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """However long the node's name, the removal starts with one rename: never its
+    metadata gone with its chunks still there."""
+    removed: list[str] = []
+    remove_tree = local._remove_tree
+    monkeypatch.setattr(
+        local, "_remove_tree", lambda path: (removed.append(path.name), remove_tree(path))
+    )
+    group = aiozarr.open_group(tmp_path / "g.zarr", mode="w")
+    group.create_array(name, shape=(4,), chunks=(2,), dtype="i4")[...] = 1
+    del group[name]
+    assert len(removed) == 1 and removed[0].endswith(TEMP_SUFFIX)
+    assert sorted(os.listdir(tmp_path / "g.zarr")) == ["zarr.json"]

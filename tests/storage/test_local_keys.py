@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+import aiozarr
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import InvalidKeyError, ReadOnlyError, StoreError
 from aiozarr.storage.backends import local
@@ -31,6 +32,8 @@ BAD_KEYS = [
     "a/./b",
     "..",
     "k" + TEMP_SUFFIX,
+    "g" + TEMP_SUFFIX + "/zarr.json",
+    "a/b" + TEMP_SUFFIX + "/c/0",
 ]
 
 
@@ -71,6 +74,15 @@ async def test_bad_prefixes_are_refused(store: LocalStore, prefix: str) -> None:
         [k async for k in store.list_dir(prefix)]
     with pytest.raises(InvalidKeyError):
         await store.delete_prefix(prefix)
+
+
+def test_a_node_named_like_a_temporary_file_is_refused(tmp_path: Path) -> None:
+    """Listings skip a directory whose name ends with the temp suffix and the sweep
+    removes it once old: such a node would be hidden, then deleted."""
+    group = aiozarr.open_group(tmp_path / "g.zarr", mode="w")
+    with pytest.raises(InvalidKeyError, match=r"run\.aiozarr-tmp/"):
+        group.create_array("run" + TEMP_SUFFIX, shape=(4,), dtype="i4")
+    assert all_files(tmp_path / "g.zarr") == ["zarr.json"]
 
 
 async def test_keys_map_to_files_under_the_root(store: LocalStore) -> None:
@@ -118,6 +130,14 @@ async def test_interrupted_write_leaves_no_temp_file(
         await store.set("k", b"v")
     monkeypatch.undo()
     assert all_files(store.root) == []
+
+
+@pytest.mark.parametrize("name", ["k" * 255, "日本" * 42], ids=["255-ascii", "252-utf8"])
+async def test_a_key_named_at_the_file_name_limit_is_written(store: LocalStore, name: str) -> None:
+    """The temporary file beside it has a name of its own within the limit."""
+    await store.set(f"a/{name}", b"v")
+    assert (store.root / "a" / name).read_bytes() == b"v"
+    assert os.listdir(store.root / "a") == [name]
 
 
 async def test_listings_skip_temp_files_of_writes_in_progress(store: LocalStore) -> None:

@@ -20,6 +20,7 @@ import re
 import secrets
 import shutil
 import socket
+import stat
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Hashable, Iterator, Sequence
@@ -50,6 +51,9 @@ TEMP_SUFFIX = ".aiozarr-tmp"
 # process of this host is removed when this process first writes into its directory;
 # one of another host (a shared file system), or unnamed, once it is this old.
 _HOST = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:32] or "host"
+# The characters of a key's name a temporary name keeps: at most 4 bytes each in UTF-8,
+# so the whole name stays under the 255 bytes file systems allow.
+_TEMP_NAME_CHARS = 32
 _STALE_S = 3600
 _TEMP_OWNER = re.compile(r"\.([A-Za-z0-9]+)-(\d+)-[0-9a-f]+" + re.escape(TEMP_SUFFIX) + "$")
 
@@ -62,11 +66,12 @@ _RMTREE_TRIES = 10
 
 
 def check_key(key: str, *, prefix: bool = False) -> None:
-    """`base.check_key`, and no key may end with the temp-file suffix."""
+    """`base.check_key`, and no segment of a key may end with the temp-file suffix:
+    listings skip such files and directories, and the sweep removes them."""
     base_check_key(key, prefix=prefix)
-    if key.endswith(TEMP_SUFFIX):
+    if key.endswith(TEMP_SUFFIX) or f"{TEMP_SUFFIX}/" in key:
         raise InvalidKeyError(
-            f"invalid key {key!r}: keys may not end with {TEMP_SUFFIX!r} "
+            f"invalid key {key!r}: no part of a key may end with {TEMP_SUFFIX!r} "
             "(reserved for temporary files)"
         )
 
@@ -113,6 +118,16 @@ def _read_ranges(
             return out, _version(st)
     except _MISSING:
         return None
+
+
+def _file_size(path: Path) -> int | None:
+    """The size of the file at `path`; None where there is none (or a directory is).
+    Other failures (no permission, a symlink loop) are raised, not taken as missing."""
+    try:
+        st = os.stat(path)
+    except _MISSING:
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
 
 
 def _current_version(path: Path) -> Version | None:
@@ -264,20 +279,13 @@ class LocalStore(Store):
 
     async def exists(self, key: str) -> bool:
         """Whether a file is stored at `key`."""
-        return await _off_loop(self._path(key).is_file)
+        path = self._path(key)
+        return await _off_loop(self._guarded, "stat", key, _file_size, path) is not None
 
     async def getsize(self, key: str) -> int | None:
         """Size of the file at `key` in bytes, or None if missing."""
         path = self._path(key)
-
-        def size() -> int | None:
-            try:
-                stat = path.stat()
-            except OSError:
-                return None
-            return stat.st_size if path.is_file() else None
-
-        return await _off_loop(size)
+        return await _off_loop(self._guarded, "stat", key, _file_size, path)
 
     # -- writes ------------------------------------------------------------------------
 
@@ -463,9 +471,7 @@ def _set_aside(path: Path) -> Path | None:
     then it is removed where it is."""
     if path.is_symlink() or not path.is_dir():
         return None
-    aside = path.with_name(
-        f".{path.name}.{_HOST}-{os.getpid()}-{secrets.token_hex(6)}{TEMP_SUFFIX}"
-    )
+    aside = _temporary_path(path)
     try:
         os.rename(path, aside)
     except OSError:
@@ -535,12 +541,20 @@ def sweep_temporary_files(directory: Path) -> int:
     return removed
 
 
+def _temporary_path(path: Path) -> Path:
+    """A new temporary name beside `path`, within the file system's name limit whatever
+    the length of `path`'s own name (only its start is kept)."""
+    return path.with_name(
+        f".{path.name[:_TEMP_NAME_CHARS]}.{_HOST}-{os.getpid()}-{secrets.token_hex(6)}{TEMP_SUFFIX}"
+    )
+
+
 def _write_temp(path: Path, value: Buffer) -> Path:
     """Write `value` to a new temporary file beside `path` (its directory made if
     needed) and return its path."""
     data = memoryview(value).cast("B")
     # Not `tempfile.mkstemp`: its files are private (0600); these get the umask's mode.
-    temp = path.with_name(f".{path.name}.{_HOST}-{os.getpid()}-{secrets.token_hex(6)}{TEMP_SUFFIX}")
+    temp = _temporary_path(path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     for attempt in range(10):
         try:

@@ -179,7 +179,8 @@ class ObjectStore(ObjectListing, Store):
 
     @contextlib.contextmanager
     def _errors(self, action: str, key: str) -> Iterator[None]:
-        """Turn backend failures into `StoreError`; a missing key passes through."""
+        """Turn backend failures into `StoreError`; a missing key passes through, but
+        not from a write, where a 404 is the server's refusal, not an absent value."""
         check_not_forked(action, key)
         try:
             yield
@@ -187,7 +188,7 @@ class ObjectStore(ObjectListing, Store):
             raise
         except Exception as exc:
             failure = obstore_errors.classify(exc)
-            if failure.not_found and not failure.missing_bucket:
+            if failure.not_found and not failure.missing_bucket and action != "write":
                 raise
             if not isinstance(exc, ObstoreError | OSError | ValueError | RuntimeError):
                 raise
