@@ -98,6 +98,20 @@ def test_a_compare_and_swap_never_undoes_a_write_that_landed(
     assert (status, value) == after
 
 
+def test_two_servers_of_one_folder_never_both_swap_one_version(emu: Emulator) -> None:
+    """A second server of the folder checked its If-Match under a lock of its own: a
+    PUT on the same version landed between the first one's check and its rename, and
+    both answered 200 (writers through two servers lost 2-3 of 200 updates)."""
+    with Emulator(emu.root).running_in_thread() as other:
+        url = emu.http_url("k")
+        etag = _send("PUT", url, b"v1")[1]
+        assert etag is not None
+        _arm(emu, "os.rename", "k", "PUT", other.http_url("k"), b"theirs", {"If-Match": etag})
+        assert _send("PUT", url, b"ours", {"If-Match": etag})[0] == 200
+        assert _rival()[0] == 412
+        assert _send("GET", url)[2] == b"ours"
+
+
 def test_a_conditional_delete_never_deletes_a_version_it_did_not_name(emu: Emulator) -> None:
     url = emu.http_url("k")
     etag = _send("PUT", url, b"v1")[1]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +28,7 @@ from aiozarr.emulator.files import (
     PUT_CONDITIONS,
     TMP_DIR,
     FileSlice,
+    FolderLock,
     claim_temp_folder,
     delete_if_match,
     delete_object,
@@ -94,8 +94,9 @@ class Bucket:
         self._conditions = conditions
         # Held by every rename into place and every unlink of an object, so a
         # conditional write's check and rename (or a conditional delete's) are one step
-        # that no other write or delete lands in.
-        self._put_lock = threading.Lock()
+        # that no other write or delete lands in, from this server or another one of
+        # the same folder.
+        self._put_lock = FolderLock(root / TMP_DIR)
         self._read_pool: ThreadPoolExecutor | None = None
         self._tmp_claim: int | None = None  # the served folder's lock, while held
         self._uploads = MultipartUploads(root, self.path, self._put_lock)

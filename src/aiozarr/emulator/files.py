@@ -12,8 +12,10 @@ import stat
 import threading
 import uuid
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeAlias
 
 from aiozarr.emulator.paths import TMP_DIR
 from aiozarr.emulator.preconditions import NOT_MODIFIED, range_to_serve
@@ -24,7 +26,9 @@ __all__ = [
     "STREAM_BYTES",
     "TMP_DIR",
     "FileSlice",
+    "FolderLock",
     "Version",
+    "WriteLock",
     "check_put_condition",
     "claim_temp_folder",
     "delete_if_match",
@@ -178,7 +182,7 @@ def remove_empty_parents(path: Path, root: Path) -> None:
         parent = parent.parent
 
 
-def delete_object(path: Path, root: Path, lock: threading.Lock | None = None) -> None:
+def delete_object(path: Path, root: Path, lock: WriteLock | None = None) -> None:
     """Delete the object at `path` (nothing there: no error, as S3) and the folders it
     leaves empty. Only a file or a link is removed: a folder or a pipe is no object.
     `lock`: the one conditional writes hold between their check and their rename, so a
@@ -195,7 +199,7 @@ def delete_object(path: Path, root: Path, lock: threading.Lock | None = None) ->
     remove_empty_parents(path, root)
 
 
-def delete_if_match(path: Path, root: Path, if_match: str, lock: threading.Lock) -> None:
+def delete_if_match(path: Path, root: Path, if_match: str, lock: WriteLock) -> None:
     """Delete the object at `path` if it is the version `if_match` names (an ETag, or `*`:
     any), as S3's conditional DeleteObject: 412 when it is another, 404 when there is
     none. Checked and deleted under `lock`, the one conditional PUTs take."""
@@ -216,6 +220,57 @@ def version_headers(st: os.stat_result) -> dict[str, str]:
 
 #: Request headers that make a PUT conditional.
 PUT_CONDITIONS = ("If-Match", "If-None-Match", "x-goog-if-generation-match")
+
+
+#: What an object's rename or unlink is made under: a `FolderLock`, or a thread lock.
+WriteLock: TypeAlias = AbstractContextManager[Any]
+
+
+class FolderLock:
+    """The lock a conditional write holds between its check and its rename (and every
+    other rename or unlink of an object): a thread lock, and an exclusive `flock` of the
+    temp folder, so the servers of one folder in other processes take turns too."""
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+        try:
+            self._fd = _folder_locked(self._folder)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        fd, self._fd = self._fd, None
+        try:
+            if fd is not None:
+                os.close(fd)  # closing drops the flock
+        finally:
+            self._lock.release()
+
+
+def _folder_locked(folder: Path) -> int | None:
+    """A descriptor of `folder` holding an exclusive `flock` on it; None where there are
+    no such locks (Windows, a file system without them, a folder that cannot be made)."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def claim_temp_folder(root: Path) -> tuple[int | None, bool]:
@@ -278,7 +333,7 @@ def write_atomic(
     path: Path,
     tmp_dir: Path,
     chunks: list[Path] | bytes,
-    condition: tuple[threading.Lock, Mapping[str, str]] | None = None,
+    condition: tuple[WriteLock, Mapping[str, str]] | None = None,
 ) -> os.stat_result:
     """Write `chunks` (bytes, or files whose contents are joined) to a temp file and
     rename it to `path`; with `condition`, see `move_into_place`. Returns the stat of
@@ -301,7 +356,7 @@ def write_atomic(
 def _renamed(
     tmp: Path,
     path: Path,
-    lock: threading.Lock | None = None,
+    lock: WriteLock | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> os.stat_result:
     """Rename `tmp` to `path`; with `lock`, the rename (and the check of the conditions
@@ -341,7 +396,7 @@ _TIME_STEPS = (1, 1_000, 1_000_000, 10_000_000, 1_000_000_000, 2_000_000_000)
 def move_into_place(
     tmp: Path,
     path: Path,
-    condition: tuple[threading.Lock, Mapping[str, str]] | None = None,
+    condition: tuple[WriteLock, Mapping[str, str]] | None = None,
 ) -> os.stat_result:
     """Rename the temp file `tmp` to `path` (its folders made); with `condition` (a lock
     and the request's headers), check it and rename as one step under the lock. The
@@ -381,7 +436,7 @@ _PLACE_TRIES = 8
 
 
 def _place(
-    tmp: Path, path: Path, condition: tuple[threading.Lock, Mapping[str, str]] | None
+    tmp: Path, path: Path, condition: tuple[WriteLock, Mapping[str, str]] | None
 ) -> os.stat_result:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_dir() and not path.is_symlink():
@@ -395,7 +450,7 @@ def _place(
 
 
 def _place_across(
-    tmp: Path, path: Path, condition: tuple[threading.Lock, Mapping[str, str]] | None
+    tmp: Path, path: Path, condition: tuple[WriteLock, Mapping[str, str]] | None
 ) -> os.stat_result:
     """Put `tmp` at `path` on another file system (a disk mounted inside the served
     folder), where no rename reaches: copied beside `path` first, under a name no key

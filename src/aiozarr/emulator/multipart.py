@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -19,7 +18,7 @@ from xml.sax.saxutils import escape
 
 from aiohttp import web
 
-from aiozarr.emulator.files import TMP_DIR, etag_of, write_atomic
+from aiozarr.emulator.files import TMP_DIR, WriteLock, etag_of, write_atomic
 from aiozarr.emulator.s3 import S3Error, parse_xml, xml_response
 
 __all__ = ["MAX_PARTS", "MIN_PART_BYTES", "REMEMBERED", "MultipartUploads"]
@@ -42,7 +41,7 @@ class MultipartUploads:
     are remembered with their ETag, so a repeated Complete (a client whose first answer
     was lost) is answered as the first was, as S3 does."""
 
-    def __init__(self, root: Path, path_of: Callable[[str], Path], lock: threading.Lock) -> None:
+    def __init__(self, root: Path, path_of: Callable[[str], Path], lock: WriteLock) -> None:
         self.root = root
         self._path_of = path_of
         self._lock = lock  # the bucket's: held by every rename into place
