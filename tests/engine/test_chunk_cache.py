@@ -170,7 +170,15 @@ def test_deleting_a_member_drops_what_the_cache_held_of_it(tmp_path: Path) -> No
 
 @pytest.mark.parametrize(
     ("text", "policy"),
-    [("open", "open"), ("true", True), ("False", False), ("30", 30.0), (2, 2.0), (True, True)],
+    [
+        ("open", "open"),
+        ("true", True),
+        ("False", False),
+        ("30", 30.0),
+        (2, 2.0),
+        (True, True),
+        (np.int64(30), 30.0),
+    ],
 )
 def test_recheck_policies_read(text: object, policy: object) -> None:
     assert as_recheck(text) == policy
@@ -186,6 +194,15 @@ def test_a_bad_bound_is_refused(tmp_path: Path) -> None:
     _write(tmp_path)
     with pytest.raises(AiozarrError, match="cache_bytes"):
         aiozarr.open_array(LocalStore(tmp_path), cache_bytes=-1)
+
+
+def test_a_bound_of_numpy_s_integers_is_a_number_of_bytes(tmp_path: Path) -> None:
+    """A bound worked out with numpy (`np.prod(shape) * itemsize`) was refused as "not a
+    number of bytes"; it is one pool with the same bound as a Python int."""
+    _write(tmp_path)
+    arr = aiozarr.open_array(LocalStore(tmp_path), cache_bytes=np.int64(1 << 20))
+    cache = arr.async_array.stored.chunk_cache
+    assert cache is not None and cache.pool is ChunkCache.shared(1 << 20)
 
 
 # -- on the emulator: versions are ETags, revalidation is a conditional GET -----------------
@@ -398,3 +415,19 @@ def test_a_pool_goes_with_the_last_array_using_it(tmp_path: Path) -> None:
     del arr
     gc.collect()
     assert pool() is None
+
+
+def test_a_chunk_revalidated_with_new_bytes_counts_as_a_miss(tmp_path: Path) -> None:
+    """A changed chunk's revalidation answers its new bytes, decoded there: it was
+    counted neither a hit nor a miss, so hits and misses fell short of the chunks read."""
+    import zarr
+
+    aiozarr.create_array(LocalStore(tmp_path), data=np.arange(8, dtype="i4"), chunks=(4,))
+    arr = aiozarr.open_array(str(tmp_path), cache_bytes=1 << 20, cache_recheck=True)
+    arr[...]
+    zarr.open_array(str(tmp_path), mode="r+")[0] = 100  # another writer: chunk 0 changes
+    before = arr.store.stats()
+    assert arr[...].tolist() == [100, *range(1, 8)]
+    after = arr.store.stats()
+    assert after["cache_hits"] - before["cache_hits"] == 1
+    assert after["cache_misses"] - before["cache_misses"] == 1

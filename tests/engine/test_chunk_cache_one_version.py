@@ -91,3 +91,49 @@ def test_a_shard_deleted_after_its_own_handle_cached_part_of_it(
     _rewrite(tmp_path, np.zeros(8, dtype="i4"))  # the fill value: the shard is deleted
     got = handle[:]
     assert np.array_equal(got, np.arange(1, 9)) or np.array_equal(got, np.zeros(8)), got
+
+
+@pytest.mark.parametrize("recheck", ["open", False, 30.0])
+def test_a_shard_without_versions_is_one_version_across_a_read_many(recheck: Any) -> None:
+    """One selection served a shard of a zarr-python store whole from the cache, another
+    of the same `read_many` read it from the store as another writer left it: elements
+    0-1 came back old in one selection and new in the other."""
+    import zarr
+
+    store = zarr.storage.MemoryStore()
+    aiozarr.create_array(store, data=OLD, shards=(8,), chunks=(2,), compressors=None)
+    handle = aiozarr.open_array(store, cache_bytes=1 << 20, cache_recheck=recheck)
+    handle[0:2]  # the first inner chunk cached
+    new = np.arange(1, 9, dtype="i4")
+    zarr.open_array(store, mode="r+")[:] = new  # unseen by aiozarr's cache
+    first, both = aiozarr.read_many([(handle, slice(0, 2)), (handle, slice(0, 4))])
+    assert np.array_equal(first, both[:2]), (first, both)
+    np.testing.assert_array_equal(both, new[:4])
+
+
+@pytest.mark.parametrize("apart", ["read-only", "rooted apart"])
+@pytest.mark.parametrize("recheck", ["open", False])
+def test_two_handles_of_one_shard_read_it_from_one_version(
+    tmp_path: Path, apart: str, recheck: Any
+) -> None:
+    """The cache served one handle's selection from the shard as it was; another
+    handle's selection of the same `read_many` read the rest of it as another writer
+    left it. Selections shared their pins only between equal stores, and a read-only
+    handle's store (or one rooted at the array) is not equal to a writable one's."""
+    aiozarr.create_array(str(tmp_path / "a"), data=OLD, shards=(8,), chunks=(2,), fill_value=0)
+    cached = aiozarr.open_array(
+        str(tmp_path), "a", mode="r", cache_bytes=1 << 20, cache_recheck=recheck
+    )
+    other = aiozarr.open_array(
+        str(tmp_path / "a") if apart == "rooted apart" else str(tmp_path),
+        "" if apart == "rooted apart" else "a",
+        mode="r" if apart == "rooted apart" else "r+",
+        cache_bytes=1 << 20,
+        cache_recheck=recheck,
+    )
+    cached[0:2]  # the first inner chunk cached
+    new = np.arange(1, 9, dtype="i4")
+    _rewrite(tmp_path / "a", new)
+    first, second = aiozarr.read_many([(cached, slice(0, 2)), (other, slice(2, 4))])
+    got = np.concatenate([first, second])
+    assert np.array_equal(got, OLD[:4]) or np.array_equal(got, new[:4]), got

@@ -220,3 +220,25 @@ def test_equal_stores_share_one_runtime(tmp_path: Path) -> None:
     one, same, other = LocalStore(tmp_path), LocalStore(tmp_path), LocalStore(tmp_path / "b")
     assert one.runtime is same.runtime
     assert one.runtime is not other.runtime
+
+
+async def test_a_read_only_handles_retry_keeps_writers_out(tmp_path: Path) -> None:
+    """A read's retry holds the write locks of the shards it reads, so writers of this
+    process wait for it. A read-only handle's store is not equal to the writers' (their
+    flags differ): it held them in a table of its own, and writers in other threads
+    rewrote the shard under every try until the read failed ("rewritten while it was
+    read, 5 times")."""
+    from aiozarr.engine.located_index import writers_kept_out
+    from aiozarr.selection.indexing import basic_indexer
+
+    aiozarr.create_array(LocalStore(tmp_path), data=np.arange(8), chunks=(2,), shards=(4,))
+    reader = await aiozarr.open_array_async(str(tmp_path), mode="r")
+    writer = await aiozarr.open_array_async(str(tmp_path), mode="r+")
+    projections = list(basic_indexer((slice(0, 4),), (8,), (2,)))
+    async with writers_kept_out([(reader.stored, projections)], retry=True):
+        write = asyncio.create_task(writer.setitem(slice(0, 4), np.zeros(4, dtype="i8")))
+        locks = writer.store.runtime.locks
+        while not write.done() and not locks.waiting("c/0"):
+            await asyncio.sleep(0.001)
+        assert not write.done()  # it waits for the read
+    await write

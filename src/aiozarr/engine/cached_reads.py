@@ -82,8 +82,10 @@ async def serve_cached(
         await _revalidate(reads, session, stale, good, served)
     rest: list[ChunkProjection] = []
     hits: list[tuple[np.ndarray, ChunkProjection]] = []
+    decoded = 0  # chunks of `served`: decoded from their new bytes, so misses too
     for key, layout, needed in wanted:
         if key in served:
+            decoded += len(needed)
             continue
         record = good.get(key)
         served_before = len(hits)
@@ -101,7 +103,7 @@ async def serve_cached(
         if layout is not None and record is not None:
             _one_version(reads, key, record, len(needed), hits, served_before, rest)
     session.count("cache_hits", len(hits))
-    session.count("cache_misses", len(rest))
+    session.count("cache_misses", len(rest) + decoded)
     if hits:
         await run_codec(_copy, hits, reads.out, nbytes=sum(c.nbytes for c, _ in hits))
         reads.progress.advance(len(hits))
@@ -120,13 +122,15 @@ def _one_version(
     """The chunks of shard `key` the cache serves (`hits[first:]`, of `needed`) and those
     left to read come from one version of it: the rest is read from `record`'s version
     or the read starts over (`Reads.pinned`, `check_pinned`); a version that cannot be
-    asked for (`UNVERSIONED`) serves all of them or none (they go to `rest`)."""
+    asked for (`UNVERSIONED`) serves all of them or none (they go to `rest`), and served
+    whole it is pinned too, so another selection of a `read_many` that reads the shard
+    starts the read over without it (no version read can be `UNVERSIONED`)."""
     served = len(hits) - first
     if served == 0:
         return
-    if record.version is not UNVERSIONED:
+    if record.version is not UNVERSIONED or served == needed:
         reads.pinned[key] = record.version
-    elif served < needed and reads.cache is not None:
+    elif reads.cache is not None:
         rest.extend(p for _, p in hits[first:])
         del hits[first:]
         reads.cache.cache.forget(key)  # so the rest is not kept beside them

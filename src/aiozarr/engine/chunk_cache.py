@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import numbers
 import time
 import weakref
 from collections.abc import Hashable
@@ -92,7 +93,7 @@ def as_recheck(value: Any, where: str = "cache_recheck") -> Recheck:
             value = float(text)
     if isinstance(value, bool) or value == "open":
         return value  # type: ignore[no-any-return]
-    if isinstance(value, int | float) and value >= 0:
+    if isinstance(value, numbers.Real) and value >= 0:  # numpy's numbers too
         return float(value)
     raise AiozarrError(
         f"{where}={value!r}: expected True, False, 'open' or a maximum age in seconds (>= 0)"
@@ -111,11 +112,16 @@ class CacheSettings:
         """The given settings, the missing ones from `aiozarr.config`."""
         settings = config.get()
         max_bytes = settings.cache_bytes if cache_bytes is None else cache_bytes
-        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
+        if (
+            isinstance(max_bytes, bool)
+            or not isinstance(max_bytes, numbers.Integral)  # numpy's integers too
+            or max_bytes < 0
+        ):
             raise AiozarrError(
                 f"cache_bytes={max_bytes!r}: expected a number of bytes >= 0 (0: no cache)"
             )
-        return cls(max_bytes, as_recheck(settings.cache_recheck if recheck is None else recheck))
+        recheck = as_recheck(settings.cache_recheck if recheck is None else recheck)
+        return cls(int(max_bytes), recheck)
 
 
 @dataclass(slots=True)

@@ -42,8 +42,15 @@ from aiozarr.engine.plan import ShardSelection, plan_shards
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.errors import StoreError
 from aiozarr.selection.indexing import ChunkProjection
-from aiozarr.storage.policy import KeyLocks
-from aiozarr.storage.protocol import RangeRequest, Version, Versioned, lasting, stored_size
+from aiozarr.storage.policy import KeyLocks, runtime_in_use
+from aiozarr.storage.protocol import (
+    RangeRequest,
+    Store,
+    Version,
+    Versioned,
+    lasting,
+    stored_size,
+)
 
 
 class StaleIndexError(Exception):
@@ -136,7 +143,7 @@ async def _holding(
     keys: dict[int, tuple[KeyLocks, set[str]]] = {}
     for array, projections in reads:
         if array.layout is not None:  # only a shard's index goes stale
-            locks = array.store.runtime.locks
+            locks = _writers_locks(array.store)
             held = keys.setdefault(id(locks), (locks, set()))[1]
             held.update(shard.key for shard in plan_shards(array, projections))
     async with contextlib.AsyncExitStack() as stack:
@@ -149,6 +156,18 @@ async def _holding(
             yield
         finally:
             _FRESH.reset(token)
+
+
+def _writers_locks(store: Store) -> KeyLocks:
+    """The write locks writers of `store`'s keys take in this process: a read-only
+    store's are those of a writable one over the same data, if one is in use (stores
+    compare their flags, so each has a runtime of its own)."""
+    if store.read_only:
+        with contextlib.suppress(NotImplementedError):
+            twin = runtime_in_use(store.with_read_only(False))
+            if twin is not None:
+                return twin.locks
+    return store.runtime.locks
 
 
 #: Set in a retry holding its shards: every index it needs is read again under the locks,

@@ -11,7 +11,7 @@ How the reads of many `getitem` calls reach `read_many` is `engine/gathering.py`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -19,6 +19,7 @@ import anyio
 import numpy as np
 
 from aiozarr.engine.cached_reads import check_answer, serve_cached, stale_pins
+from aiozarr.engine.chunk_cache import key_space
 from aiozarr.engine.decoding import DecodeJob, Reads, decode_job
 from aiozarr.engine.executor import READS, run_codec, run_in_groups
 from aiozarr.engine.freed_memory import FreedMemory
@@ -128,23 +129,27 @@ async def _read_once(reads: list[Reads], projections: list[Sequence[ChunkProject
 
 
 def _share_pins(reads: list[Reads]) -> None:
-    """Every selection of a store reads a shard from the version the cache served any
-    selection's chunks of it from (`Reads.pinned`); two selections served two versions
-    of one shard start the read over (`StaleIndexError`, which forgets them)."""
-    pins: dict[Store, dict[str, Version]] = {}
-    clashes: list[str] = []
-    for r in reads:
-        held = pins.setdefault(r.array.store, {})
+    """Every selection reads a shard from the version the cache served any selection's
+    chunks of it from (`Reads.pinned`), whatever handle it reads through: stores over the
+    same data name a shard alike (`key_space`), equal or not (a read-only handle's store
+    is not equal to a writable one's). Two selections served two versions of one shard
+    start the read over (`StaleIndexError`, which forgets them)."""
+    named = [key_space(r.array.store) for r in reads]
+    pins: dict[Hashable, dict[str, Version]] = {}  # by space, by full name
+    clashes: dict[tuple[Hashable, str], str] = {}  # a full name, and a key naming it
+    for r, (space, prefix) in zip(reads, named, strict=True):
+        held = pins.setdefault(space, {})
         for key, version in r.pinned.items():
-            if held.setdefault(key, version) != version:
-                clashes.append(key)
-    if clashes:  # every clash forgotten at once, not one per try
-        for r in reads:
-            if r.cache is not None:
-                r.cache.cache.forget(*clashes)
-        raise StaleIndexError(clashes[0])
-    for r in reads:
-        r.pinned.update(pins[r.array.store])
+            if held.setdefault(prefix + key, version) != version:
+                clashes[space, prefix + key] = key
+    for r, (space, prefix) in zip(reads, named, strict=True):
+        mine = {n[len(prefix) :]: v for n, v in pins[space].items() if n.startswith(prefix)}
+        if clashes and r.cache is not None:  # every clash forgotten at once, not one per try
+            gone = [n for s, n in clashes if s == space and n.startswith(prefix)]
+            r.cache.cache.forget(*(n[len(prefix) :] for n in gone))
+        r.pinned.update(mine)
+    if clashes:
+        raise StaleIndexError(next(iter(clashes.values())))
 
 
 def _locate(

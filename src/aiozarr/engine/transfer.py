@@ -66,8 +66,10 @@ async def move_chunks(source: Store, target: Store, moves: Sequence[ChunkMove]) 
         nbytes = sum(move.nbytes for move, _ in todo)
         encoded = await run_codec(_reencode_all, todo, nbytes=nbytes)
         out += zip((move.target_key for move, _ in todo), encoded, strict=True)
-    await target.set_many(out)
-    forget_written(target, tuple(key for key, _ in out))  # what a chunk cache held of them
+    try:
+        await target.set_many(out)
+    finally:  # what a chunk cache held of them; a failed write may have written some
+        forget_written(target, tuple(key for key, _ in out))
     return MovedChunks(copied=copied, reencoded=len(todo))
 
 

@@ -237,8 +237,10 @@ class AsyncGroup(hierarchy.NodeLocation):
             raise ReadOnlyError(f"group {self.name} in {self._store!r} is read-only")
         if await self._open_member(name) is None:
             raise NodeNotFoundError(f"no member {name!r} in group {self.name} of {self._store!r}")
-        await self._store.delete_prefix(self._child(name) + "/")
-        forget_deleted(self._store, self._child(name) + "/")
+        try:
+            await self._store.delete_prefix(self._child(name) + "/")
+        finally:  # a failed delete may have deleted some still
+            forget_deleted(self._store, self._child(name) + "/")
         # The snapshot as stored, not the handle's: another writer may have consolidated
         # the group since this handle was opened (`_without_member` of a group without
         # one changes nothing, and nothing is written).

@@ -481,8 +481,10 @@ async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: 
         # The parents first: under an array, `under` holds its chunks (v3 "x/c/").
         found = await get_documents(store, parent_keys) if parents else []
         missing = await _missing_parents(store, path, parents, found, zarr_format)
-        await store.delete_prefix(under)
-        forget_deleted(store, under)
+        try:
+            await store.delete_prefix(under)
+        finally:  # a failed delete may have deleted some still
+            forget_deleted(store, under)
     else:
         node_keys = [k for writer in formats.writable() for k in writer.node_keys(path)]
         found = await get_documents(store, node_keys + parent_keys)
@@ -492,8 +494,10 @@ async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: 
                 raise NodeExistsError(
                     f"an array or group already exists at {path or '/'!r} in {store!r}"
                 )
-            await store.delete_prefix(under)
-            forget_deleted(store, under)
+            try:
+                await store.delete_prefix(under)
+            finally:
+                forget_deleted(store, under)
     group = GroupMetadata(zarr_format=zarr_format)  # type: ignore[arg-type]
     with unwrap_group():
         async with anyio.create_task_group() as tg:

@@ -28,8 +28,10 @@ async def clear_cut(
     cuts off; `what()` names the array and its store in messages."""
     _, outside = shape_changes.resized(before, after.shape, name)
     stale = [stored.key(coords) for coords in outside]
-    await stored.store.delete_many(stale)
-    stored.forget(*stale, written=True)
+    try:
+        await stored.store.delete_many(stale)
+    finally:  # a failed delete may have deleted some still
+        stored.forget(*stale, written=True)
     old = dataclasses.replace(stored, meta=before)  # the cut parts are inside `before`
     for region in shape_changes.cut_regions(before, after.shape):
         indexer = selection_plans.plan(

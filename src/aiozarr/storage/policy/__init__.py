@@ -12,6 +12,7 @@ offers the policy; `keys.py` what a key may be.
 
 from aiozarr.storage.policy.bytes_budget import HeldBytes
 from aiozarr.storage.policy.locks import KeyLocks
+from aiozarr.storage.policy.runtime import runtime_in_use
 from aiozarr.storage.policy.shaping import RequestShape
 
-__all__ = ["HeldBytes", "KeyLocks", "RequestShape"]
+__all__ = ["HeldBytes", "KeyLocks", "RequestShape", "runtime_in_use"]

@@ -28,7 +28,7 @@ from aiozarr.storage.policy.locks import KeyLocks
 from aiozarr.storage.policy.statistics import RequestStats
 from aiozarr.storage.policy.whole_reads import WholeReads
 
-__all__ = ["ConditionVerdict", "StoreRuntime", "runtime_for"]
+__all__ = ["ConditionVerdict", "StoreRuntime", "runtime_for", "runtime_in_use"]
 
 
 class ConditionVerdict:
@@ -98,6 +98,12 @@ class StoreRuntime:
 # made it (stores holding it keep it alive through their own reference).
 _runtimes: weakref.WeakKeyDictionary[Any, StoreRuntime] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
+
+
+def runtime_in_use(store: Any) -> StoreRuntime | None:
+    """The runtime of a store equal to `store` in use now, if any (none is made)."""
+    with _lock:
+        return _runtimes.get(store)
 
 
 def runtime_for(store: Any, max_concurrency: int | None = None) -> StoreRuntime:
