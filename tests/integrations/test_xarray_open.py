@@ -122,6 +122,28 @@ def test_open_groups_keys_as_zarr_engine(tmp_path: Path, group: str | None) -> N
 
 
 @pytest.mark.parametrize("zarr_format", [2, 3])
+def test_a_subgroup_opens_from_the_roots_consolidated_metadata(
+    emulator: Emulator, local_path: Callable[[str], Path], zarr_format: int
+) -> None:
+    """xarray consolidates a data tree (and `to_zarr(group=...)`) at the root only, and
+    its engine reads a subgroup's members there: `consolidated=True` refused the group
+    as "not consolidated", and over HTTP (no listing) it could not be opened at all."""
+    path = fresh("subgroup")
+    write(tree(), local_path(path), zarr_format=zarr_format, consolidated=True)
+    theirs = xr.open_dataset(local_path(path), engine="zarr", group="a/b", consolidated=True)
+    http = emulator.http_url(path)
+    for where, consolidated in ((local_path(path), True), (http, True), (http, None)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # no fallback: it is there
+            ours = xr.open_dataset(where, engine="aiozarr", group="a/b", consolidated=consolidated)
+        xr.testing.assert_identical(ours.load(), theirs.load())
+    xr.testing.assert_identical(
+        xr.open_datatree(emulator.http_url(path), engine="aiozarr", group="a"),
+        xr.open_datatree(local_path(path), engine="zarr", group="a", consolidated=True),
+    )
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
 def test_zarr_format_skips_the_probe(
     emulator: Emulator,
     local_path: Callable[[str], Path],

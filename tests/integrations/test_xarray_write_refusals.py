@@ -7,6 +7,7 @@ one a user of xarray already knows."""
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -154,3 +155,34 @@ def test_appends_that_do_read_back_are_taken(tmp_path: Path) -> None:
     to_zarr(later, times, append_dim="t")
     again = xr.open_dataset(times, engine="aiozarr", decode_times=False)
     assert again["time"].values.tolist() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [FULL["v"], xr.DataTree(FULL), {"v": FULL["v"]}],
+    ids=["DataArray", "DataTree", "dict"],
+)
+def test_what_is_not_a_dataset_is_refused_by_name(tmp_path: Path, obj: Any) -> None:
+    """A DataArray or a DataTree was an AttributeError from inside xarray's encoder."""
+    with pytest.raises(TypeError, match=f"not a {type(obj).__name__}"):
+        to_zarr(obj, tmp_path / "az.zarr")
+    assert not (tmp_path / "az.zarr").exists()
+
+
+@pytest.mark.parametrize(
+    ("then", "says"),
+    [
+        (LATER.assign(w=LATER["v"] * 2), "['w'] are not stored"),
+        (LATER.drop_vars("time"), "['time'] are not in the dataset"),
+    ],
+    ids=["new-variable", "missing-coordinate"],
+)
+def test_an_append_that_would_leave_arrays_of_other_lengths_is_refused(
+    tmp_path: Path, then: xr.Dataset, says: str
+) -> None:
+    """xarray writes both (the new variable with the appended rows only, the missing one
+    left short), and neither engine opens the group after: 'conflicting sizes'."""
+    to_zarr(FULL, tmp_path / "az.zarr")
+    with pytest.raises(ValueError, match=re.escape(says)):
+        to_zarr(then, tmp_path / "az.zarr", append_dim="time")
+    assert _stored(tmp_path / "az.zarr").identical(FULL)

@@ -205,6 +205,24 @@ def test_an_unconsolidated_append_leaves_no_stale_snapshot(
     assert read(path, engine)["a"].values.tolist() == list(range(6))
 
 
+@pytest.mark.parametrize("attrs", [{}, {"title": "x"}], ids=["no-attrs", "attrs"])
+@pytest.mark.parametrize("engine", ["zarr", "aiozarr"])
+def test_an_unconsolidated_v2_append_leaves_no_stale_zmetadata(
+    tmp_path: Path, attrs: dict[str, Any], engine: str
+) -> None:
+    """v2 keeps its snapshot in `.zmetadata`, which was left as it was: both engines read
+    the rows and variables of before the write (3 of 6, no 'b')."""
+    path = tmp_path / "s.zarr"
+    times = pd.date_range("2000-01-01", periods=6)
+    ds = xr.Dataset({"a": ("time", np.arange(6.0))}, coords={"time": times}, attrs=attrs)
+    to_zarr(ds.isel(time=slice(0, 3)), path, zarr_format=2)  # consolidated
+    to_zarr(ds.isel(time=slice(3, 6)), path, append_dim="time", consolidated=False)
+    assert not (path / ".zmetadata").exists()
+    assert read(path, engine)["a"].values.tolist() == list(range(6))
+    to_zarr(xr.Dataset({"b": ("x", [3.0, 4.0])}), path, mode="a", consolidated=False)
+    assert set(read(path, engine).data_vars) == {"a", "b"}
+
+
 def test_an_unconsolidated_new_variable_leaves_no_stale_snapshot(tmp_path: Path) -> None:
     path = tmp_path / "s.zarr"
     to_zarr(xr.Dataset({"a": ("x", [1.0, 2.0])}), path)

@@ -66,6 +66,12 @@ CASES = [
     ([127.6], {"dtype": "int8"}, ("127.6", "int8")),  # rounds to 128
     ([-1, 1], {"dtype": "uint64"}, ("'v'", "-1", "uint64", "0 to 18446744073709551615")),
     ([310.1], {"dtype": "int16", "scale_factor": 0.001, "add_offset": 273.15}, ("310.1",)),
+    (  # float32 rounds seconds since 1970 to 128 s: 00:00:08 read back as 00:00:00
+        np.array(["2020-01-01T00:00:08"], dtype="M8[ns]"),
+        {"units": "seconds since 1970-01-01", "dtype": "float32"},
+        ("'v'", "2020-01-01T00:00:08", "float32", "seconds since 1970-01-01"),
+    ),
+    (np.array([10**8 + 3], dtype="m8[s]"), {"units": "seconds", "dtype": "float32"}, ("float32",)),
 ]
 
 
@@ -92,6 +98,11 @@ def test_values_the_encoding_cannot_hold_are_refused_and_nothing_is_written(
             [-327.68, 1.0],
             {"dtype": "int16", "scale_factor": 0.01, "_FillValue": -32768},
             ("-327.68", "_FillValue", "missing"),
+        ),
+        (  # equal to the packed fill value, but packed onto it: no exemption
+            [0.0, 0.5],
+            {"dtype": "uint8", "scale_factor": 0.5, "_FillValue": 0},
+            ("0.0", "_FillValue", "missing"),
         ),
     ],
 )
@@ -124,6 +135,16 @@ def test_missing_values_an_encoding_cannot_mark_are_refused(
             None,
         ),
         (np.array([10**9, 1], dtype="m8[D]"), {}, None),
+        (  # float rounding within one unit of the units
+            np.array(["2020-01-01T00:00:08", "2020-01-01T06:00"], dtype="M8[ns]"),
+            {"units": "days since 1970-01-01", "dtype": "float64"},
+            None,
+        ),
+        (
+            np.array(["2020-01-01T00:00:08", "2020-01-01T06:00"], dtype="M8[ns]"),
+            {"units": "seconds since 2020-01-01", "dtype": "float32"},
+            None,
+        ),
     ],
 )
 def test_values_the_encoding_holds_are_written(

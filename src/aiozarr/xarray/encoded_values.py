@@ -9,7 +9,8 @@ array already stored, its stored units, calendar and `_Unsigned`, which a reader
 whatever the encoder chose), and refuses with
 `ValueOutOfRangeError` any value that does not come back within the encoding's
 resolution: one step of an integer encoding (the `scale_factor`, or one unit of time),
-or a float encoding's rounding. NaN and NaT must come back missing (an integer encoding
+or a float encoding's rounding (times and time spans: one unit of their units; float32
+seconds since 1970 are 128 s apart). NaN and NaT must come back missing (an integer encoding
 without a `_FillValue` cannot hold them); a value equal to the `_FillValue` may come back
 missing, as CF masking means. Inf and NaN given as such stay allowed in float encodings.
 
@@ -175,7 +176,7 @@ class _Check:
         self.not_compared = self.unit is not None and decoded.dtype.kind == "O"
         ends = np.zeros(2) if self.not_compared else self._numbers(decoded)
         self.origin = ends[0]
-        self.step = abs(ends[1] - ends[0]) if encoded.kind in "iu" else 0.0
+        self.step = abs(ends[1] - ends[0]) if encoded.kind in "iu" or self.unit else 0.0
 
     def _decode(self, values: np.ndarray, attrs: Mapping[str, Any]) -> np.ndarray:
         """`values` decoded as a reader decodes them (times in the raw unit)."""
@@ -218,8 +219,8 @@ class _Check:
         with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: NaN, decided below
             diff = np.subtract(got, want)
             diff = np.abs(diff, out=diff) if diff.dtype.kind == "f" else np.abs(diff)
-        if self.encoded.kind in "iu":  # a cast to integers wraps: off by many steps
-            with np.errstate(invalid="ignore"):  # NaN: decided below
+        if self.encoded.kind in "iu" or self.unit is not None:  # integers wrap; times
+            with np.errstate(invalid="ignore"):  # in floats round by more than a unit
                 wrong = diff > self._tolerance(decoded.dtype, got, want)
         else:  # a float encoding rounds: only an overflow to inf is wrong
             wrong = np.isinf(diff)
@@ -253,9 +254,11 @@ class _Check:
         return float(self.step) + rel * (span + abs(float(self.origin)))
 
     def _is_fill(self, raw: np.ndarray) -> np.ndarray:
-        """Where `raw` holds a fill value (masked on reading, by CF's rule)."""
+        """Where `raw` holds a fill value (masked on reading, by CF's rule); none where
+        the encoding packs `raw` (its fill value is a packed one)."""
         hit = np.zeros(raw.shape, dtype=bool)
-        if raw.dtype.kind not in "mM":
+        packed = "scale_factor" in self.attrs or "add_offset" in self.attrs
+        if raw.dtype.kind not in "mM" and not packed:
             for fill in self.fills:
                 for value in np.atleast_1d(fill):
                     hit |= raw == value
@@ -318,7 +321,11 @@ class _Check:
                 f"variable {self.name!r}: {shown} would be stored as the _FillValue "
                 f"{self.fills[0]!s} of {self._described()} and read back as missing"
             )
-        steps = " (whole steps of its units only)" if self.unit is not None else ""
+        steps = ""
+        if self.unit is not None:  # floats: float32 seconds since 1970 are 128 s apart
+            steps = " (whole steps of its units only)"
+            if self.encoded.kind in "fc":
+                steps = " (to within one of its units; its precision is coarser there)"
         return (
             f"variable {self.name!r}: {shown} cannot be stored as "
             f"{self._described()}{steps}{self._limits()}"

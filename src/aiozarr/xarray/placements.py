@@ -88,6 +88,8 @@ def check_placements(
     their stored arrays: other dimensions; in a region write, another size than the
     region's slice along its dimensions or than the stored array along the others; in
     an append, another size along a dimension but `append_dim`; else another shape."""
+    if append_dim is not None and region is None:
+        _check_append_members(prepared, existing, append_dim)
     for name, (var, _) in prepared.items():
         if name not in existing:
             continue
@@ -110,6 +112,31 @@ def check_placements(
                         f"variable {name!r}: dimension {dim!r} has size {new}, "
                         f"the stored array {have}; only {append_dim!r} can grow"
                     )
+
+
+def _check_append_members(
+    prepared: Prepared, existing: Mapping[str, ArrayMetadata], append_dim: str
+) -> None:
+    """Refuse an append that would leave the group's arrays of different lengths along
+    `append_dim` (xarray writes it; neither engine opens the group after): a stored array
+    along it that the dataset lacks, left short, or a new one, created with the new rows
+    only."""
+    along = {n for n, m in existing.items() if append_dim in dimensions(n, m)}
+    if not along:
+        return
+    short = sorted(along - set(prepared))
+    if short:
+        raise PlacementError(
+            f"append along {append_dim!r}: the stored variables {short} are not in the "
+            "dataset and would be left shorter than the others; give their rows too"
+        )
+    new = sorted(n for n, (v, _) in prepared.items() if n not in existing and append_dim in v.dims)
+    if new:
+        raise PlacementError(
+            f"append along {append_dim!r}: the variables {new} are not stored, and created "
+            "with the appended rows only they would be shorter than the others; write them "
+            "whole first (mode='a' without append_dim)"
+        )
 
 
 def _check_region(

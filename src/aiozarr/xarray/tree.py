@@ -9,6 +9,7 @@ dimension coordinates, read by `variables`, are one more).
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
@@ -47,7 +48,11 @@ def _group_keys(path: str, consolidated: bool | None, zarr_format: int | None) -
 
 
 def _parse_group(
-    store: Store, path: str, docs: Mapping[str, Any], consolidated: bool | None
+    store: Store,
+    path: str,
+    docs: Mapping[str, Any],
+    consolidated: bool | None,
+    root: GroupMetadata | None = None,
 ) -> GroupMetadata:
     zjson, zgroup, zattrs, zmeta = (
         docs.get(hierarchy.join(path, k))
@@ -70,9 +75,32 @@ def _parse_group(
         )
     if consolidated is False:
         return GroupMetadata(zarr_format=meta.zarr_format, attributes=meta.attributes)
+    if meta.consolidated is None and root is not None:
+        meta = _members_from_root(meta, root, path)
     if consolidated is True and meta.consolidated is None:
         raise GroupNotFoundError(f"the group {path or '/'!r} in {store!r} is not consolidated")
     return meta
+
+
+def _root_snapshot(store: Store, docs: Mapping[str, Any]) -> GroupMetadata | None:
+    """The root group, when `docs` hold its consolidated metadata."""
+    try:
+        root = _parse_group(store, "", docs, None)
+    except GroupNotFoundError:
+        return None
+    return root if root.consolidated is not None else None
+
+
+def _members_from_root(meta: GroupMetadata, root: GroupMetadata, path: str) -> GroupMetadata:
+    """`meta` with its members from the root's consolidated metadata, where xarray's zarr
+    engine reads a subgroup's (`to_zarr(group=...)` and `DataTree.to_zarr` consolidate
+    at the root only); `meta` as it is when the root holds no group at `path`."""
+    members = root.consolidated or {}
+    if root.zarr_format != meta.zarr_format or not isinstance(members.get(path), GroupMetadata):
+        return meta
+    prefix = f"{path}/"
+    below = {p[len(prefix) :]: m for p, m in members.items() if p.startswith(prefix)}
+    return dataclasses.replace(meta, consolidated=below)
 
 
 class _Listing:
@@ -110,16 +138,24 @@ async def _read_group(
     list is listed in the same round trip as the group's documents: without consolidated
     metadata the names are then at hand (one round trip fewer); with it the listing is
     cancelled, or its answer dropped (one request, no round trip). A failed listing
-    matters only when the names are needed.
+    matters only when the names are needed. A subgroup without consolidated metadata of
+    its own takes its members from the root's (read in the same batch), as xarray's zarr
+    engine does, where its listing cannot stand in: `consolidated=True`, or a store that
+    cannot list (a listing sees writes made with `consolidated=False`, a snapshot not).
     """
     keys = _group_keys(path, consolidated, zarr_format)
+    root_keys: list[str] = []
+    if path and (consolidated is True or (consolidated is None and not store.listable)):
+        root_keys = _group_keys("", True, zarr_format)
     listing = _Listing()
     with unwrap_group():  # a missing group raises GroupNotFoundError, not a group of it
         async with anyio.create_task_group() as tg:
             if store.listable and consolidated is not True:
                 tg.start_soon(listing.run, store, path)
-            found = await hierarchy.get_documents(store, keys)
-            meta = _parse_group(store, path, dict(zip(keys, found, strict=True)), consolidated)
+            found = await hierarchy.get_documents(store, keys + root_keys)
+            docs = dict(zip(keys + root_keys, found, strict=True))
+            root = _root_snapshot(store, docs) if root_keys else None
+            meta = _parse_group(store, path, docs, consolidated, root)
             if meta.consolidated is not None:
                 tg.cancel_scope.cancel()
     if meta.consolidated is not None:

@@ -162,12 +162,6 @@ def _encode(
     return out, {k: encode_zarr_attr_value(v) for k, v in attrs.items()}
 
 
-def _default_mode(mode: str | None, region: Any, append_dim: Any) -> str:
-    if mode is not None:
-        return mode
-    return "r+" if region is not None else "a" if append_dim is not None else "w-"
-
-
 Region = Mapping[str, "slice | Literal['auto']"] | Literal["auto"]
 
 
@@ -250,7 +244,7 @@ async def write_metadata_async(
     """Everything `to_zarr` writes but dask-backed values: the group, every array's
     metadata (resized for appends), in-memory values, consolidated metadata. Returns the
     dask-backed variables still to write."""
-    mode = _checked_mode(mode, region, append_dim)  # type: ignore[assignment]
+    mode = _checked_mode(ds, mode, region, append_dim)  # type: ignore[assignment]
     resolved = resolve_store(store, mode="a", storage_options=storage_options)
     path = hierarchy.normalize_path(group or "")
     meta, existing = await _read_existing(resolved, path, mode, append_dim)
@@ -323,9 +317,13 @@ def _check_blocks(
         check_aligned(var.data, layout, region, partial_edges=target.partial_edges)
 
 
-def _checked_mode(mode: str | None, region: Any, append_dim: Any) -> str:
-    """The write's mode (`_default_mode`), and its arguments checked against it."""
-    mode = _default_mode(mode, region, append_dim)
+def _checked_mode(ds: Any, mode: str | None, region: Any, append_dim: Any) -> str:
+    """The write's mode ("r+" for a region, "a" for an append, else "w-" unless given),
+    and its arguments checked against it."""
+    if not isinstance(ds, xr.Dataset):  # a DataArray: .to_dataset(); a DataTree: by node
+        raise TypeError(f"to_zarr writes an xarray Dataset, not a {type(ds).__name__}")
+    if mode is None:
+        mode = "r+" if region is not None else "a" if append_dim is not None else "w-"
     if mode not in ("w", "w-", "a", "r+"):
         raise ValueError(f"mode must be 'w', 'w-', 'a' or 'r+', got {mode!r}")
     if region is not None and append_dim is not None:
@@ -372,11 +370,11 @@ async def _write_group(
             store, path, attributes=attrs, zarr_format=zarr_format, overwrite=mode == "w"
         )
         return zarr_format
-    if mode == "a" and not region_write and (attrs or meta.zarr_format == 3):
-        # Merged into the attributes as stored (another writer's kept). The group's inline
-        # snapshot of its members (v3) is dropped, attributes or not: this write changes
-        # them, and writes a new one at its end when `consolidated` (else none is left
-        # stale). No snapshot and no attributes: read, nothing written.
+    if mode == "a" and not region_write:
+        # Merged into the attributes as stored (another writer's kept). The group's
+        # snapshot of its members (v3 inline, v2 `.zmetadata`) is dropped, attributes or
+        # not: this write changes them, and writes a new one at its end when `consolidated`
+        # (else none is left stale). No snapshot and no attributes: read, nothing written.
         merged = node_updates.merged_attributes(attrs)
         await node_updates.update_node(
             store, path, meta, lambda m: node_updates.with_consolidated(None)(merged(m))
