@@ -223,6 +223,26 @@ def test_an_unconsolidated_v2_append_leaves_no_stale_zmetadata(
     assert set(read(path, engine).data_vars) == {"a", "b"}
 
 
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize("engine", ["zarr", "aiozarr"])
+def test_an_unconsolidated_subgroup_append_leaves_no_stale_snapshot_above(
+    tmp_path: Path, zarr_format: int, engine: str
+) -> None:
+    """xarray's DataTree keeps one snapshot, at the root, and xarray's engine opens a
+    subgroup's members from it: an append into the subgroup left it stale (4 of 8 rows)."""
+    path = tmp_path / "t.zarr"
+    times = pd.date_range("2000-01-01", periods=4)
+    group = xr.Dataset({"a": ("time", np.arange(4.0))}, coords={"time": times})
+    tree = xr.DataTree.from_dict({"/": xr.Dataset({"r": ("x", [1.0])}), "/g": group})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree.to_zarr(path, zarr_format=zarr_format)  # consolidated at the root
+    later = group.assign_coords(time=times + pd.Timedelta("4D"))
+    to_zarr(later, path, group="g", append_dim="time", consolidated=False)
+    assert read(path, engine, group="g")["a"].values.tolist() == [0, 1, 2, 3] * 2
+    assert read(path, engine)["r"].values.tolist() == [1.0]  # the root as it was
+
+
 def test_an_unconsolidated_new_variable_leaves_no_stale_snapshot(tmp_path: Path) -> None:
     path = tmp_path / "s.zarr"
     to_zarr(xr.Dataset({"a": ("x", [1.0, 2.0])}), path)

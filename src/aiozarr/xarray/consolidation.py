@@ -9,7 +9,8 @@ after the other's change, so the snapshot holds both (appended rows, attributes)
 After a write into a group below the root, every group above it that holds a snapshot
 is consolidated again too, as xarray consolidates the store's root after its writes: a
 reader of the root's snapshot (a data tree, `group=` opened through the root) sees the
-rows and groups written.
+rows and groups written. A write that consolidates nothing drops those snapshots
+instead, as it drops the group's own.
 """
 
 from __future__ import annotations
@@ -45,21 +46,31 @@ async def consolidate_current(store: Store, path: str = "") -> None:
     await node_updates.until_current(store_once, f"{path or '/'!r} in {store!r}")
 
 
-async def consolidate_written(store: Store, path: str, *, shared: bool) -> None:
+async def consolidate_written(
+    store: Store, path: str, *, shared: bool, consolidated: bool = True
+) -> None:
     """The snapshots after a write into the group `path`: its own (`consolidate_current`
     when other writers may be writing the group, `shared`; else `consolidate_async`),
     then, nearest first, that of every group above it holding one (`consolidate_current`:
-    other writers may be writing below them)."""
+    other writers may be writing below them). Not `consolidated`: the snapshots above
+    are dropped instead (the group's own, the write dropped), so none is left stale and
+    their readers list the groups."""
+    if not consolidated:
+        for parent, meta in (await _consolidated_above(store, path)).items():
+            await node_updates.update_node(
+                store, parent, meta, node_updates.with_consolidated(None)
+            )
+        return
     await (consolidate_current if shared else consolidate_async)(store, path)
     for parent in await _consolidated_above(store, path):
         await consolidate_current(store, parent)
 
 
-async def _consolidated_above(store: Store, path: str) -> list[str]:
+async def _consolidated_above(store: Store, path: str) -> dict[str, GroupMetadata]:
     """The groups above `path` that hold a snapshot, nearest first (all read at once)."""
     parts = path.split("/") if path else []
     above = ["/".join(parts[:i]) for i in reversed(range(len(parts)))]
-    held: set[str] = set()
+    held: dict[str, GroupMetadata] = {}
 
     async def read(parent: str) -> None:
         try:
@@ -67,13 +78,13 @@ async def _consolidated_above(store: Store, path: str) -> list[str]:
         except NodeNotFoundError:  # an implicit group (v3) holds none
             return
         if isinstance(node, GroupMetadata) and node.consolidated is not None:
-            held.add(parent)
+            held[parent] = node
 
     with unwrap_group():
         async with anyio.create_task_group() as tg:
             for parent in above:
                 tg.start_soon(read, parent)
-    return [p for p in above if p in held]
+    return {p: held[p] for p in above if p in held}
 
 
 async def _consolidate(store: Store, path: str) -> dict[str, bytes]:

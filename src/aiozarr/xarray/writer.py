@@ -281,8 +281,10 @@ async def write_metadata_async(
             for name in prepared:
                 if name != first:
                     tg.start_soon(write, name, target)
-    if consolidated:  # the group's snapshot, and those above it (as xarray's, the root's)
-        await consolidate_written(resolved, path, shared=meta is not None)
+    if consolidated or slices is None:  # snapshots here and above (xarray's: the root's)
+        await consolidate_written(
+            resolved, path, shared=meta is not None, consolidated=consolidated
+        )
     return writes
 
 
