@@ -26,6 +26,11 @@ class NodeNotFoundError(AiozarrError, KeyError, FileNotFoundError):
         return str(self.args[0]) if self.args else ""
 
 
+class RefNotFoundError(NodeNotFoundError):
+    """A version history (an icechunk repository) has no branch, tag or snapshot of the
+    name a store was opened at."""
+
+
 class GroupNotFoundError(NodeNotFoundError, FileNotFoundError):
     """No group exists where one was to be opened (also a `FileNotFoundError`, as
     xarray's own engines raise for a missing store)."""

@@ -16,6 +16,7 @@ from aiozarr.errors import (
     NodeExistsError,
     NodeNotFoundError,
     ReadOnlyError,
+    RefNotFoundError,
 )
 from aiozarr.metadata import dtypes, formats
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
@@ -66,6 +67,8 @@ class AsyncGroup(hierarchy.NodeLocation):
         path = hierarchy.normalize_path(path)
         try:
             meta = await hierarchy.read_node(store, path, zarr_format)
+        except RefNotFoundError as error:  # the store's history, not the node, is missing
+            raise GroupNotFoundError(str(error)) from None
         except NodeNotFoundError as error:
             if await _implicit(store, path, zarr_format != 2):
                 group = cls(store, path, GroupMetadata(zarr_format=3), cache)

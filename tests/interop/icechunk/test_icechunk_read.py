@@ -56,8 +56,9 @@ def test_branches_and_tags_name_their_snapshots(written: Written) -> None:
     with pytest.raises(NodeNotFoundError):
         aiozarr.open_array(written.path, "late", mode="r", storage_options={"tag": "v1"})
     for mode in ("r", "a"):  # "a" has nothing to create it in: the missing branch is named
-        with pytest.raises(NodeNotFoundError, match="no branch 'nope'"):
+        with pytest.raises(NodeNotFoundError, match="no branch 'nope'") as raised:
             aiozarr.open_group(written.path, mode=mode, storage_options={"branch": "nope"})
+        assert "implicit" not in str(raised.value)  # the branch is missing, not a document
 
 
 def test_groups_attributes_and_members(written: Written) -> None:

@@ -31,8 +31,8 @@ from urllib.parse import unquote
 from aiozarr.errors import (
     InvalidKeyError,
     MetadataError,
-    NodeNotFoundError,
     ReferenceTargetError,
+    RefNotFoundError,
     SourceChangedError,
     StoreError,
     UnsupportedError,
@@ -164,13 +164,13 @@ class IcechunkStore(ReferenceStore):
         elif ref is not None:
             found = None if deleted else parse_ref_json(ref, where + ref_key)
         else:
-            raise NodeNotFoundError(
+            raise RefNotFoundError(
                 f"{self._url!r}: not an icechunk repository, or it has no {kind} {name!r} "
                 f"(neither {where}repo nor {where}{ref_key} exists)"
             )
         if found is None:
             gone = " (it was deleted)" if deleted else ""
-            raise NodeNotFoundError(f"{self._url!r}: the repository has no {kind} {name!r}{gone}")
+            raise RefNotFoundError(f"{self._url!r}: the repository has no {kind} {name!r}{gone}")
         if self._as_of is not None:
             raise UnsupportedError(
                 f"{self._url!r}: as_of reads the history of spec-2 repositories (icechunk "
@@ -183,7 +183,7 @@ class IcechunkStore(ReferenceStore):
         epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
         found = refs.as_of(tip, (self._as_of - epoch) // datetime.timedelta(microseconds=1))
         if found is None:
-            raise NodeNotFoundError(
+            raise RefNotFoundError(
                 f"{self._url!r}: branch {self._ref[1]!r} has no snapshot as old as "
                 f"{self._as_of.isoformat()}"
             )
@@ -222,7 +222,7 @@ class IcechunkStore(ReferenceStore):
             if snapshot is None:  # immutable: read once per process
                 data = await repo.get(key)
                 if data is None:
-                    raise NodeNotFoundError(
+                    raise RefNotFoundError(
                         f"{self._url!r}: the repository has no snapshot {key[10:]!r} "
                         f"({key!r} not found)"
                     )
