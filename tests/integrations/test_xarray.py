@@ -189,6 +189,28 @@ async def test_indexing_sync_and_async(
         xr.testing.assert_identical(got, ref.temp.isel(sel))
 
 
+@pytest.mark.parametrize("load", ["sync", "async"])
+async def test_points_picked_by_vectorized_indexing_read_only_their_chunks(
+    tmp_path: Path, load: str
+) -> None:
+    """Points of a 2-d variable were read as their outer bounding selection: here 3 x 3
+    chunks for the 4 holding the points (10**8 values for 10**4 points of a large one)."""
+    values = np.arange(100 * 100, dtype="f8").reshape(100, 100)
+    path = tmp_path / "p.zarr"
+    write_with_zarr_python(
+        xr.Dataset({"v": (("y", "x"), values)}), path, encoding={"v": {"chunks": (10, 10)}}
+    )
+    store = CountingStore(from_url(str(path)))
+    ours = xr.open_dataset(store, engine=ENGINE).v
+    ys, xs = np.array([[5, 95], [-1, 44]]), np.array([[3, 3], [99, 48]])
+    sel = {"y": xr.DataArray(ys, dims=("a", "b")), "x": xr.DataArray(xs, dims=("a", "b"))}
+    store.reset()
+    got = ours.isel(sel).load() if load == "sync" else await ours.isel(sel).load_async()
+    assert store.counts["get"] == 4  # chunks (0, 0), (9, 0), (9, 9) and (4, 4)
+    np.testing.assert_array_equal(got.values, values[ys, xs])
+    xr.testing.assert_identical(got, xr.open_dataset(path, engine="zarr").v.isel(sel).load())
+
+
 def test_datatree(emulator: Emulator, local_path: Callable[[str], Path]) -> None:
     path = fresh("tree")
     tree = xr.DataTree.from_dict(

@@ -23,9 +23,10 @@ from aiozarr.xarray.read_together import read_together
 class AiozarrBackendArray(BackendArray):
     """A lazy xarray variable over an `AsyncArray`.
 
-    Basic and outer (orthogonal) keys go straight to aiozarr's engine; a vectorized key
-    is read as its outer bounding selection, then picked out with numpy (xarray's
-    `OUTER` indexing support does that split).
+    Basic and outer (orthogonal) keys go straight to aiozarr's engine, and so does a
+    vectorized key, as the points it picks (`_points`): only the chunks holding them are
+    read, where reading the key's outer bounding selection (xarray's split for a backend
+    of `OUTER` support) took 10**8 values for 10**4 points of a 2-d array.
 
     Reads of the same basic selection that overlap in time on one event loop are made
     once (a coordinate shared by several variables loaded together); the others get a
@@ -59,18 +60,23 @@ class AiozarrBackendArray(BackendArray):
         self._known = state[1]
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> Any:
+        method = self._read_points if isinstance(key, indexing.VectorizedIndexer) else self._read
         return indexing.explicit_indexing_adapter(
-            key, self.shape, indexing.IndexingSupport.OUTER, self._read_sync
+            key, self.shape, indexing.IndexingSupport.VECTORIZED, lambda k: run(method, k)
         )
 
     async def async_getitem(self, key: indexing.ExplicitIndexer) -> Any:
         """The values at `key`, read on the caller's event loop (no thread hop)."""
+        method = self._read_points if isinstance(key, indexing.VectorizedIndexer) else self._read
         return await indexing.async_explicit_indexing_adapter(
-            key, self.shape, indexing.IndexingSupport.OUTER, self._read
+            key, self.shape, indexing.IndexingSupport.VECTORIZED, method
         )
 
-    def _read_sync(self, key: tuple[Any, ...]) -> Any:
-        return run(self._read, key)
+    async def _read_points(self, key: tuple[Any, ...]) -> Any:
+        """The values at a vectorized key: its arrays broadcast together, its slices'
+        axes after theirs (xarray's `VectorizedIndexer`)."""
+        with unwrap_group():
+            return await self._array.get_coordinate_selection(_points(key, self.shape))
 
     async def _read(self, key: tuple[Any, ...]) -> Any:
         with unwrap_group():
@@ -148,6 +154,27 @@ class _SharedRead:
         self.finished = False
         self.error: Exception | None = None
         self.value: Any = None
+
+
+def _points(key: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """The coordinates, one array per axis, of the points a vectorized key picks, in the
+    shape of its result: the arrays' broadcast shape, then each slice's length."""
+    arrays = [np.asarray(k) for k in key if not isinstance(k, slice)]
+    picked = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
+    ranges = [np.arange(n)[k] for k, n in zip(key, shape, strict=True) if isinstance(k, slice)]
+    tail = len(ranges)
+    out_shape = (*picked, *(len(r) for r in ranges))
+    coords: list[np.ndarray] = []
+    sliced = 0
+    for k in key:
+        if isinstance(k, slice):
+            axis = [1] * len(out_shape)
+            axis[len(picked) + sliced] = -1
+            coords.append(ranges[sliced].reshape(axis))
+            sliced += 1
+        else:
+            coords.append(np.asarray(k).reshape(np.asarray(k).shape + (1,) * tail))
+    return tuple(np.broadcast_to(c, out_shape) for c in coords)
 
 
 def _basic_key(key: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[Any, ...] | None:
