@@ -4,6 +4,7 @@ the whole chunk, and the same values as numpy."""
 from __future__ import annotations
 
 import json
+import struct
 from typing import Any
 
 import numpy as np
@@ -152,3 +153,35 @@ def test_one_element_of_a_referenced_raw_file_reads_its_bytes(
     served = emulator.stats()
     assert served["by_method"] == {"GET": 2}
     assert served["bytes_read"] == 8 + 80  # was the whole 1 MiB, twice
+
+
+def test_an_index_past_the_end_of_a_shard_of_unknown_size_is_an_error() -> None:
+    """A store that tells no object size (zarr-python's) leaves the index unchecked
+    against the shard: an inner chunk it places past the end is refused, never read as
+    a span of the bytes before the end."""
+    zarr = pytest.importorskip("zarr")
+    numcodecs = pytest.importorskip("numcodecs")
+    values = np.arange(64 * 64, dtype="<i8").reshape(64, 64)
+    arr = aiozarr.create_array(
+        zarr.storage.MemoryStore(), shape=(64, 64), chunks=(32, 32), shards=(64, 64),
+        dtype="<i8", compressors=None,
+    )  # fmt: skip
+    arr[...] = values
+    shard = bytearray(aiozarr.sync.run(arr.store.get, "c/0/0"))
+    index = len(shard) - 4 * 16 - 4  # at the end: four (offset, length) pairs, crc32c
+    struct.pack_into("<Q", shard, index + 3 * 16, len(shard) - 4096)  # chunk (1, 1)
+    shard[index:] = bytes(numcodecs.CRC32C().encode(bytes(shard[index : index + 64])))
+    aiozarr.sync.run(arr.store.set, "c/0/0", bytes(shard))
+    with pytest.raises(CodecError, match="'c/0/0'"):
+        arr[32, 32]
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_selections_sharing_a_span_in_one_read_many(layout: str) -> None:
+    """Two selections that need the same span of a chunk: each takes its values from it."""
+    values = np.arange(64 * 64, dtype="i8").reshape(64, 64)
+    arr = _stored(layout, values, (32, 32))
+    selections = [(3, 5), (3, 5), (slice(40, 42), 7), (slice(40, 42), 7)]
+    got = aiozarr.read_many([(arr, selection) for selection in selections])
+    for selection, one in zip(selections, got, strict=True):
+        np.testing.assert_array_equal(one, values[selection])

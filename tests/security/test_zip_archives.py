@@ -200,6 +200,28 @@ def test_a_flipped_byte_in_a_chunk_is_a_checksum_error(tmp_path: Path) -> None:
         arr[...]
 
 
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_a_flipped_byte_is_a_checksum_error_for_a_few_values_of_a_raw_chunk(
+    tmp_path: Path, zarr_format: int
+) -> None:
+    """An uncompressed chunk, of which a read could take only the span it needs: the
+    member is read whole, so its CRC-32 is checked."""
+    path = tmp_path / "c.zarr.zip"
+    values = np.arange(4096, dtype="<i4")
+    with ZipStore(path, mode="w") as store:
+        arr = aiozarr.create_array(
+            store, "a", shape=(4096,), chunks=(4096,), dtype="<i4", compressors=None,
+            zarr_format=zarr_format,
+        )  # fmt: skip
+        arr[...] = values
+    data = bytearray(path.read_bytes())
+    data[data.find(values.tobytes()) + 4 * 100] ^= 0x40  # element 100
+    path.write_bytes(bytes(data))
+    arr = aiozarr.open_array(str(path), "a", mode="r")
+    with pytest.raises(ChecksumError, match="CRC-32"):
+        arr[100]
+
+
 # -- bounds and the event loop --------------------------------------------------------------
 
 

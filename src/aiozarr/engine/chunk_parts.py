@@ -6,13 +6,16 @@ whole for a few of its values. The values a projection selects lie in the box be
 their lowest and highest index on each axis, and that box lies in the bytes from its
 first corner's offset to its last's: that span is read instead, when it is at most half
 the chunk. One element of a 100 MB chunk of an uncompressed NetCDF variable (a kerchunk
-or icechunk reference to it) is a read of its few bytes, not of the chunk.
+or icechunk reference to it) is a read of its few bytes, not of the chunk. A store that
+checks a value read whole against a checksum (a zip archive's CRC-32) reads it whole.
 
 A whole read checks the chunk's stored size. A span checks what it can: one that comes
 back shorter than asked is an error naming the key, and so is a chunk stored as an
 object of another size than its values where the store tells the object's size (files,
-object stores, memory; a shard's size is checked with its index). A reference's target
-holds more than the chunk, so there only a short span is seen.
+object stores, memory; a shard's size is checked with its index, and where the store
+tells none the inner chunk is read whole). A reference's target holds more than the
+chunk, so there only a short span is seen: a reference of the wrong length is refused by
+a whole read, not by a span inside it.
 """
 
 from __future__ import annotations

@@ -145,9 +145,10 @@ Fetch = LocatedChunk | WholeShard
 def narrowed(chunk: LocatedChunk) -> LocatedChunk:
     """`chunk`, read as the part of it its projection takes where that is a span of at
     most half of it (`chunk_parts`); a range that is not the chunk's whole stored size
-    (a corrupt index) is left whole, for the decode to refuse."""
+    (a corrupt index), or one of a shard whose size is not known (its index could not be
+    checked to point inside it), is left whole, for the decode to refuse."""
     found = part_of(chunk.chain, chunk.projection)
-    if found is None:
+    if found is None or (chunk.index is not None and stored_size(chunk.index.version) is None):
         return chunk
     part, offset = found
     whole = chunk.byte_range
@@ -164,12 +165,13 @@ def plan_reads(
     index is not cached), and the shards whose index must be known first."""
     if array.layout is None:
         chunks = plan_chunks(array.meta, array.prefix, projections)
-        return [
-            narrowed(
-                LocatedChunk(c.key, None, array.chain_for(c.projection.chunk_coords), c.projection)
-            )
-            for c in chunks
-        ], []
+        whole = array.store.capabilities.checks_whole_values  # a part would go unchecked
+        located: list[Fetch] = []
+        for c in chunks:
+            chain = array.chain_for(c.projection.chunk_coords)
+            chunk = LocatedChunk(c.key, None, chain, c.projection)
+            located.append(chunk if whole else narrowed(chunk))
+        return located, []
     ready: list[Fetch] = []
     indexed: list[ShardSelection] = []
     for shard in plan_shards(array, projections):

@@ -280,8 +280,10 @@ async def _decode_burst(items: list[_Item], burst: Answers) -> None:
 def _shareable(members: _Unit) -> bool:
     """Whether one decode may fill every member's output: not for elements that are
     objects (strings, JSON values), which each output would share with the others, so
-    that a caller changing one of its elements would change another caller's."""
-    return not members[0][1].chunk.chain.spec.dtype.hasobject
+    that a caller changing one of its elements would change another caller's; not for
+    a span of a chunk (`chunk_parts`), which is not the chunk the chain decodes."""
+    chunk = members[0][1].chunk
+    return chunk.part is None and not chunk.chain.spec.dtype.hasobject
 
 
 async def _decode_units(units: Sequence[_Unit]) -> None:

@@ -115,8 +115,9 @@ class ZipStore(Store):
     """
 
     # Its reads are ranges of the archive, read through the archive's store (its request
-    # policy applies); entries cannot be deleted (zip has no in-place update).
-    CAPABILITIES = Capabilities(deletes=False, delegates_reads=True)
+    # policy applies); entries cannot be deleted (zip has no in-place update); a member
+    # read whole is checked against its CRC-32.
+    CAPABILITIES = Capabilities(deletes=False, delegates_reads=True, checks_whole_values=True)
 
     def __init__(
         self,

@@ -178,6 +178,10 @@ class Capabilities:
     #: references), made under those stores' request policies: it has none of its own,
     #: and overrides `stream_versioned_values` to batch them.
     delegates_reads: bool = False
+    #: A value read whole is checked against a checksum the store holds (a zip member's
+    #: CRC-32), which a part of it cannot be: a read needing a few of a chunk's values
+    #: reads it whole (`engine/chunk_parts.py`).
+    checks_whole_values: bool = False
     #: Every node's metadata is already held (an icechunk snapshot's): reading a group's
     #: documents and listing its members make no request, so consolidated metadata
     #: would gain nothing (xarray's warning about its absence is not given).
