@@ -19,7 +19,7 @@ import pytest
 xr = pytest.importorskip("xarray")
 pytest.importorskip("zarr")
 
-from aiozarr.errors import InvalidValueError  # noqa: E402
+from aiozarr.errors import AiozarrError, InvalidValueError  # noqa: E402
 from aiozarr.xarray import to_zarr  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::zarr.errors.ZarrUserWarning")
@@ -186,3 +186,32 @@ def test_an_append_that_would_leave_arrays_of_other_lengths_is_refused(
     with pytest.raises(ValueError, match=re.escape(says)):
         to_zarr(then, tmp_path / "az.zarr", append_dim="time")
     assert _stored(tmp_path / "az.zarr").identical(FULL)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "says"),
+    [
+        ({"_FillValue": "abc"}, "could not convert string to float"),
+        ({"dtype": "datetime64[ns]"}, "cannot be stored as datetime64"),
+        ({"chunks": (2,)}, r"encoding chunks \(2,\) for dims \('time', 'x'\)"),
+    ],
+    ids=["fill-value", "times-dtype", "chunks"],
+)
+def test_an_encoding_that_cannot_apply_is_refused_naming_the_variable(
+    tmp_path: Path, encoding: dict[str, Any], says: str
+) -> None:
+    """Each was a bare ValueError, TypeError or a MetadataError naming no variable."""
+    with pytest.raises(AiozarrError, match=f"variable 'v': .*{says}"):
+        to_zarr(FULL, tmp_path / "az.zarr", encoding={"v": encoding})
+    assert not (tmp_path / "az.zarr" / "v").exists()
+
+
+def test_an_int_chunks_encoding_is_the_size_along_every_dimension(tmp_path: Path) -> None:
+    """As xarray's writer takes it."""
+    to_zarr(FULL, tmp_path / "az.zarr", encoding={"v": {"chunks": 2}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        FULL.to_zarr(tmp_path / "xr.zarr", encoding={"v": {"chunks": 2}})
+    for path in ("az.zarr", "xr.zarr"):
+        assert xr.open_zarr(tmp_path / path).v.encoding["chunks"] == (2, 2)
+    xr.testing.assert_identical(_stored(tmp_path / "az.zarr"), FULL)

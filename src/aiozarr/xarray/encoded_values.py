@@ -53,14 +53,15 @@ class StringTooLongError(ValueOutOfRangeError, ValueError):
 
 
 def cf_encoded(var: xr.Variable, name: str, zarr_format: int) -> xr.Variable:
-    """xarray's encoding of `var`; numpy's `TypeError` (strings appended to a number
-    array: "ufunc 'rint' not supported") as an `InvalidValueError` naming the variable."""
+    """xarray's encoding of `var`; what its coders cannot apply (strings appended to a
+    number array: "ufunc 'rint' not supported"; a `_FillValue` of "abc" for floats) as
+    an `InvalidValueError` naming the variable."""
     from xarray.backends.zarr import encode_zarr_variable
 
     with np.errstate(over="ignore", invalid="ignore"):  # refused after, naming values
         try:
             return encode_zarr_variable(var, name=name, zarr_format=zarr_format)  # type: ignore[arg-type]
-        except TypeError as error:
+        except (TypeError, ValueError) as error:
             raise InvalidValueError(
                 f"variable {name!r}: values of dtype {var.dtype} cannot be encoded as "
                 f"{var.encoding.get('dtype', var.dtype)}: {error}"
@@ -86,6 +87,11 @@ def checked_encoding(
         raise ValueOutOfRangeError(
             f"variable {name!r} stores times (units {stored.get('units')!r}): {raw.dtype} "
             "values appended would read back as times, not as the numbers given"
+        )
+    if encoded.dtype.kind in "mM" and raw.dtype.kind not in "mMO":
+        raise InvalidValueError(
+            f"variable {name!r}: {raw.dtype} values cannot be stored as {encoded.dtype} "
+            "(numbers would read back as times): leave out the encoding's dtype"
         )
     if encoded.dtype.kind in "US" and raw.dtype.kind in "USO" and raw.shape == encoded.shape:
         check = _WidthCheck(name, raw.dtype, encoded.dtype)

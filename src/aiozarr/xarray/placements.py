@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import xarray as xr
 
 from aiozarr.errors import InvalidValueError
@@ -21,9 +22,24 @@ __all__ = [
     "check_existing_encoding",
     "check_placements",
     "check_targets",
+    "chunks_of",
 ]
 
 Prepared = Mapping[str, tuple[xr.Variable, dict[str, Any]]]
+
+
+def chunks_of(name: str, var: xr.Variable, encoding: Mapping[str, Any]) -> Any:
+    """The chunk shape of the array `var` (the variable `name`) is written into: its
+    encoding's `chunks` (an int for every dimension, as xarray takes it), else one
+    chunk per dask block (the first block's size), else None (the default's)."""
+    chunks = encoding.get("chunks")
+    if isinstance(chunks, int | np.integer):
+        return (int(chunks),) * var.ndim
+    if chunks is not None and len(chunks) != var.ndim:
+        raise PlacementError(f"variable {name!r}: encoding chunks {chunks} for dims {var.dims}")
+    if chunks is None and var.chunks is not None:
+        return tuple(c[0] if c else 1 for c in var.chunks)
+    return chunks
 
 
 class PlacementError(InvalidValueError, ValueError):

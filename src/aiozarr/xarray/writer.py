@@ -33,6 +33,7 @@ from aiozarr.xarray.placements import (
     check_existing_encoding,
     check_placements,
     check_targets,
+    chunks_of,
 )
 from aiozarr.xarray.tree import read_tree
 from aiozarr.xarray.variables import DIMENSION_KEY, dimensions, raw_variable
@@ -95,14 +96,6 @@ def _existing_cf_encoding(meta: ArrayMetadata) -> dict[str, Any]:
     return enc
 
 
-def _chunks_of(var: xr.Variable, enc: Mapping[str, Any]) -> Any:
-    if enc.get("chunks") is not None:
-        return enc["chunks"]
-    if var.chunks is not None:  # dask: one chunk per block (the first block's size)
-        return tuple(c[0] if c else 1 for c in var.chunks)
-    return None
-
-
 def _encode(
     ds: xr.Dataset,
     encoding: Mapping[str, Mapping[str, Any]] | None,
@@ -132,7 +125,7 @@ def _encode(
         options: dict[str, Any] = {
             k: enc[k] for k in ("shards", "compressors", "filters", "serializer") if k in enc
         }
-        options["chunks"] = _chunks_of(var, enc)
+        options["chunks"] = chunks_of(name, var, enc)
         if enc.get("write_empty_chunks") is not None:  # not a create_array option: see write()
             options["write_empty_chunks"] = bool(enc["write_empty_chunks"])
         options = {k: v for k, v in options.items() if v is not None}
@@ -141,9 +134,8 @@ def _encode(
         fill_value = enc.pop("fill_value", None)
         if not is_duck_dask_array(var.data):
             var.load()  # read once: both the encoder and its check below use the values
-        encoded = cf_encoded(var, name, zarr_format)
         stored = existing[name].attributes if name in existing else None
-        encoded = checked_encoding(name, var, encoded, stored)  # xarray's casts wrap: refuse them
+        encoded = checked_encoding(name, var, cf_encoded(var, name, zarr_format), stored)
         var_attrs = {k: encode_zarr_attr_value(v) for k, v in encoded.attrs.items()}
         if zarr_format == 2:
             fill_value = var_attrs.pop("_FillValue", None)
