@@ -4,6 +4,7 @@ and `resume` finishes it."""
 
 from __future__ import annotations
 
+import gc
 import warnings
 import zipfile
 from pathlib import Path
@@ -15,7 +16,12 @@ import tensorstore as ts
 import zarr
 
 import aiozarr
-from aiozarr.errors import MetadataError, NodeExistsError, UnfinishedNodeError
+from aiozarr.errors import (
+    MetadataError,
+    NodeExistsError,
+    NodeNotFoundError,
+    UnfinishedNodeError,
+)
 from aiozarr.tools.copying import CopyProgress, copy
 
 
@@ -122,3 +128,72 @@ def test_a_copy_into_a_zip_archive_writes_each_document_once(tmp_path: Path) -> 
     names = [info.filename for info in zipfile.ZipFile(dst).infolist()]
     assert len(names) == len(set(names))
     np.testing.assert_array_equal(aiozarr.open_array(dst, path="b", mode="r")[...], values["b"])
+
+
+@pytest.mark.parametrize("zarr_format", [3, 2])
+def test_a_copy_into_a_zip_archive_stopped_leaves_no_array_that_reads_fill(
+    tmp_path: Path, zarr_format: int
+) -> None:
+    """The archive gets its directory when the copy stops (its store is closed): the
+    array being written is not in it, and resuming finishes it."""
+    src, dst = tmp_path / "src.zarr", tmp_path / "dst.zip"
+    values = _source(src, zarr_format)
+    with pytest.raises(Stop):  # part way through "b"
+        copy(src, dst, progress=_stop_after(18), max_inflight_bytes=1)
+    gc.collect()
+    np.testing.assert_array_equal(aiozarr.open_array(dst, path="a", mode="r")[...], values["a"])
+    with pytest.raises(NodeNotFoundError):
+        aiozarr.open_array(dst, path="b", mode="r")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # zipfile's "Duplicate name"
+        report = copy(src, dst, resume=True)
+    assert report.chunks_skipped == 18
+    for name, data in values.items():
+        np.testing.assert_array_equal(aiozarr.open_array(dst, path=name, mode="r")[...], data)
+
+
+@pytest.mark.parametrize("zarr_format", [3, 2])
+def test_a_copy_below_a_consolidated_group_stopped_is_not_read_through_it(
+    tmp_path: Path, zarr_format: int
+) -> None:
+    """The group's snapshot listed the array replaced as it was: read through it, the
+    units not copied yet read as fill values. The copy takes it out of the snapshot
+    while it writes, and consolidates the group again once it is done."""
+    src, dst = tmp_path / "src.zarr", tmp_path / "dst.zarr"
+    values = _source(src, zarr_format)
+    copy(src, dst, src_path="a", dst_path="sub/x")
+    aiozarr.consolidate_metadata(dst)
+    with pytest.raises(Stop):
+        copy(src, dst, src_path="b", dst_path="sub/x", overwrite=True, progress=_stop_after(3))
+    with pytest.raises(UnfinishedNodeError):
+        aiozarr.open_group(dst, mode="r")["sub/x"]
+    with pytest.raises((KeyError, ValueError)):  # no snapshot, and the placeholder
+        zarr.open_consolidated(dst, mode="r")["sub/x"]
+
+    copy(src, dst, src_path="b", dst_path="sub/x", resume=True)
+    root = aiozarr.open_group(dst, mode="r")
+    assert root.metadata.consolidated is not None
+    np.testing.assert_array_equal(root["sub/x"][...], values["b"])
+    np.testing.assert_array_equal(zarr.open_consolidated(dst, mode="r")["sub/x"][...], values["b"])
+
+
+@pytest.mark.parametrize("zarr_format", [3, 2])
+def test_a_copy_into_the_chunks_of_a_stopped_migration_is_refused(
+    tmp_path: Path, zarr_format: int
+) -> None:
+    """A copy leaves out the units of fill values of a sparse source: the chunks left
+    there without their documents would have read as its values."""
+    old, src, dst = tmp_path / "old.zarr", tmp_path / "src.zarr", tmp_path / "dst.zarr"
+    aiozarr.create_array(old, shape=(40,), chunks=(10,), dtype="i4", zarr_format=2)[...] = 5
+
+    def stop(state: Any) -> None:
+        raise Stop
+
+    with pytest.raises(Stop):  # after its chunks, before its documents
+        aiozarr.migrate(old, dst, zarr_format=zarr_format, progress=stop)
+    sparse = aiozarr.create_array(src, shape=(40,), chunks=(10,), dtype="i4", zarr_format=2)
+    sparse[:10] = 1
+    with pytest.raises(NodeExistsError, match="lies below"):
+        copy(src, dst, zarr_format=zarr_format)
+    copy(src, dst, zarr_format=zarr_format, resume=True)
+    np.testing.assert_array_equal(aiozarr.open_array(dst, mode="r")[...], sparse[...])

@@ -435,3 +435,25 @@ def test_a_rerun_into_the_chunks_of_a_killed_migration_is_refused(tmp_path: Path
         migrate(source, target)
     migrate(source, target, overwrite=True)
     np.testing.assert_array_equal(aiozarr.open_array(target)[...], [0, 0, 3, 4])
+
+
+def test_a_migration_below_a_consolidated_group_is_listed_in_its_snapshot(
+    tmp_path: Path,
+) -> None:
+    """The group's snapshot listed the array replaced as it was (`<i4`): read through it,
+    the new array's `<f4` bytes read as integers."""
+    src, dst = tmp_path / "src.zarr", tmp_path / "dst.zarr"
+    old = aiozarr.create_array(src, shape=(20,), chunks=(5,), dtype="i4", zarr_format=2)
+    old[...] = np.arange(20)
+    aiozarr.create_group(dst, zarr_format=3)
+    migrate(src, dst, dst_path="sub/x")
+    aiozarr.consolidate_metadata(dst)
+    new = aiozarr.create_array(
+        src, shape=(20,), chunks=(5,), dtype="f4", zarr_format=2, overwrite=True
+    )
+    new[...] = np.arange(20) + 0.5
+    migrate(src, dst, dst_path="sub/x", overwrite=True)
+    root = aiozarr.open_group(dst, mode="r")
+    assert root.metadata.consolidated is not None
+    np.testing.assert_array_equal(root["sub/x"][...], np.arange(20) + 0.5)
+    np.testing.assert_array_equal(zarr.open_consolidated(dst, mode="r")["sub/x"][...], new[...])

@@ -455,6 +455,18 @@ def overlapping(a: Store, a_path: str, b: Store, b_path: str) -> bool:
     return a_parts[:n] == b_parts[:n]
 
 
+async def refuse_leftovers(store: Store, path: str, hint: str) -> None:
+    """Refuse keys below `path`, where no node is (the chunks of a copy or migration
+    stopped before its documents were written): a writer that leaves units of fill
+    values unwritten would have them read as its own. `hint` says what to do."""
+    if not store.listable:
+        return
+    async for key in store.list_prefix(f"{path}/" if path else ""):
+        raise NodeExistsError(
+            f"{key!r} lies below {path or '/'!r} in {store!r}, where no array or group is: {hint}"
+        )
+
+
 async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: bool) -> None:
     """Make room for a new node at `path` and make sure its parents are groups.
 
@@ -481,10 +493,7 @@ async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: 
         # The parents first: under an array, `under` holds its chunks (v3 "x/c/").
         found = await get_documents(store, parent_keys) if parents else []
         missing = await _missing_parents(store, path, parents, found, zarr_format)
-        try:
-            await store.delete_prefix(under)
-        finally:  # a failed delete may have deleted some still
-            forget_deleted(store, under)
+        await _delete_under(store, under)
     else:
         node_keys = [k for writer in formats.writable() for k in writer.node_keys(path)]
         found = await get_documents(store, node_keys + parent_keys)
@@ -503,6 +512,18 @@ async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: 
         async with anyio.create_task_group() as tg:
             for parent in missing:
                 tg.start_soon(_create_parent, store, parent, group, path)
+
+
+async def _delete_under(store: Store, under: str) -> None:
+    """Delete every key starting with `under`, the nodes' documents first: a delete
+    stopped part way (a killed process, a failed batch) leaves chunks no node holds,
+    never a node whose deleted chunks read as fill values."""
+    try:
+        keys = [key async for key in store.list_prefix(under)]
+        await store.delete_many([key for key in keys if key.rpartition("/")[2] in _RESERVED])
+        await store.delete_prefix(under)
+    finally:  # a failed delete may have deleted some still
+        forget_deleted(store, under)
 
 
 async def _missing_parents(

@@ -25,6 +25,10 @@ from aiozarr.storage.protocol import Store
 __all__ = ["make_group", "make_target"]
 
 _Node = TypeVar("_Node", AsyncArray, AsyncGroup)
+_LEFT_BY_A_STOPPED_COPY = (
+    "the chunks of a stopped copy? Copy with resume to keep what equals the source, or "
+    "with overwrite to replace it"
+)
 
 
 async def make_target(
@@ -44,14 +48,17 @@ async def make_target(
     refused where its stored chunks would not decode as the copy's."""
     planned = src.metadata if options is None else array_metadata(**options)
     target = AsyncArray(store, path, planned)  # bad codecs fail here, before any write
-    # An archive only appends: the placeholder would stay beside the document, and an
-    # archive written part way has no directory to read anyway.
+    # An archive only appends (the placeholder would stay beside the document) and gets
+    # its directory even when the copy stops: it gets the documents at the end alone.
     claims = store.capabilities.deletes
     unfinished = False
 
     async def create() -> AsyncArray:
         await hierarchy.prepare_node(store, path, planned.zarr_format, overwrite=overwrite)
-        await hierarchy.write_node(store, path, planned, unfinished=claims)
+        if not resume and not overwrite:  # resuming, every stored unit is compared
+            await hierarchy.refuse_leftovers(store, path, _LEFT_BY_A_STOPPED_COPY)
+        if claims:
+            await hierarchy.write_node(store, path, planned, unfinished=True)
         return target
 
     async def open_found() -> AsyncArray:
@@ -63,10 +70,10 @@ async def make_target(
             return AsyncArray(store, path, _stood_for(error, path))
 
     if not resume:
-        return await create(), claims
+        return await create(), True
     node, found = await _found_or_created(AsyncArray, store, path, create, open_found)
     if not found:
-        return node, claims
+        return node, True
     if unfinished:
         _check_layout(node, planned)
         return target, True

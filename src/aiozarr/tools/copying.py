@@ -38,6 +38,7 @@ from aiozarr.storage.backends.zip import ZipStore
 from aiozarr.storage.protocol import Store
 from aiozarr.storage.references.icechunk import IcechunkStore, probe_repository
 from aiozarr.sync import run
+from aiozarr.tools.consolidate import consolidate_metadata_async, unlist_async
 from aiozarr.tools.copy_targets import make_group, make_target
 
 __all__ = ["CopyProgress", "CopyReport", "copy", "copy_async", "parse_codec"]
@@ -321,7 +322,8 @@ async def copy_async(
     keeps what is already at the destination and skips units whose stored values equal
     the source's; `overwrite` replaces existing nodes. `progress(CopyProgress)` is called
     after each unit. Decoded bytes in flight stay near `max_inflight_bytes` (config's
-    value by default), at least one unit.
+    value by default), at least one unit. Groups above `dst_path` holding consolidated
+    metadata are consolidated again at the end, resuming or overwriting.
     """
     started = time.perf_counter()
     if codec is not None:
@@ -331,6 +333,7 @@ async def copy_async(
         _check_apart(src_store, src_path, dst_store, dst_path)
     report = CopyReport()
     root = await _open_source(src, src_store, src_path, storage_options)
+    held = await unlist_async(dst_store, dst_path) if resume or overwrite else []
     conversion = {"zarr_format": zarr_format, "chunks": chunks, "shards": shards, "codec": codec}
     jobs = await _create_targets(
         root,
@@ -349,14 +352,22 @@ async def copy_async(
         progress=progress,
         max_inflight_bytes=max_inflight_bytes or config.get().max_inflight_bytes,
     )
-    if isinstance(root, AsyncGroup) and root.metadata.consolidated is not None:
-        from aiozarr.tools.consolidate import consolidate_metadata_async
-
-        await consolidate_metadata_async(dst_store, dst_path)
+    await _consolidate(root, dst_store, dst_path, held)
     if isinstance(dst_store, ZipStore) and dst_store is not dst:
         dst_store.close()  # an archive opened here is finished here (its central directory)
     report.seconds = time.perf_counter() - started
     return report
+
+
+async def _consolidate(
+    root: AsyncArray | AsyncGroup, store: Store, path: str, held: list[str]
+) -> None:
+    """Consolidate the copy of a consolidated group, then the groups that held the
+    copy's nodes in their snapshots (`unlist_async`; nearest first)."""
+    if isinstance(root, AsyncGroup) and root.metadata.consolidated is not None:
+        await consolidate_metadata_async(store, path)
+    for group in held:
+        await consolidate_metadata_async(store, group)
 
 
 async def _create_targets(

@@ -32,7 +32,7 @@ from aiozarr.api import StoreLike, resolve_store
 from aiozarr.codecs import CodecChain
 from aiozarr.codecs.blosc import is_legacy_zstd
 from aiozarr.engine.entry import ChunkMove, move_chunks
-from aiozarr.errors import InvalidValueError, NodeExistsError, UnsupportedError, unwrap_group
+from aiozarr.errors import InvalidValueError, UnsupportedError, unwrap_group
 from aiozarr.metadata import conversions
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata, GroupMetadata
 from aiozarr.metadata.v3draft import is_draft
@@ -43,6 +43,7 @@ from aiozarr.sizes import ceil_div
 from aiozarr.storage.backends.zip import ZipStore
 from aiozarr.storage.protocol import Store
 from aiozarr.sync import Array, Group, run
+from aiozarr.tools.consolidate import consolidate_metadata_async, unlist_async
 
 __all__ = ["MigrateProgress", "migrate", "migrate_async", "target_metadata"]
 
@@ -273,9 +274,7 @@ async def migrate_async(
         )
     root_meta, nodes, was_consolidated = await _source_nodes(source, src_path)
     jobs, docs = _plan_targets(nodes, target, dst_path, zarr_format)
-    await hierarchy.prepare_node(target, dst_path, zarr_format, overwrite=overwrite)
-    if not overwrite:
-        await _refuse_leftovers(target, dst_path)
+    held = await _make_room(target, dst_path, zarr_format, overwrite=overwrite)
     await _list_stored_chunks(jobs)
     mover = _Mover(
         jobs,
@@ -293,6 +292,8 @@ async def migrate_async(
     else:
         consolidated = bool(consolidate or (consolidate is None and was_consolidated))
         result = await _write_root_group(target, dst_path, zarr_format, root_meta, consolidated)
+    for group in held[1:] if held[:1] == [dst_path] else held:  # the root's is rewritten
+        await consolidate_metadata_async(target, group)
     if isinstance(target, ZipStore) and target is not dst:
         target.close()  # an archive opened here is finished here (its central directory)
     if progress is not None:
@@ -300,18 +301,21 @@ async def migrate_async(
     return result
 
 
-async def _refuse_leftovers(target: Store, dst_path: str) -> None:
-    """Refuse keys below `dst_path`, where no node is: the chunks (and member documents)
-    of a migration killed before its root document was written. Kept, a chunk the source
-    no longer stores (all fill value now) would read as the old values."""
-    if not target.listable:
-        return
-    under = f"{dst_path}/" if dst_path else ""
-    async for key in target.list_prefix(under):
-        raise NodeExistsError(
-            f"{key!r} lies below {dst_path or '/'!r} in {target!r}, where no node is (the "
-            "chunks of an interrupted migration?): migrate with overwrite to replace them"
+async def _make_room(
+    target: Store, dst_path: str, zarr_format: int, *, overwrite: bool
+) -> list[str]:
+    """Prepare `dst_path` for the migrated node (`hierarchy.prepare_node`); the groups
+    whose snapshots listed the nodes it replaces (`unlist_async`), to consolidate again
+    once it is written."""
+    held = await unlist_async(target, dst_path) if overwrite else []
+    await hierarchy.prepare_node(target, dst_path, zarr_format, overwrite=overwrite)
+    if not overwrite:
+        await hierarchy.refuse_leftovers(
+            target,
+            dst_path,
+            "the chunks of an interrupted migration? Migrate with overwrite to replace them",
         )
+    return held
 
 
 async def _source_nodes(
@@ -379,8 +383,6 @@ async def _write_root_group(
     await hierarchy.write_node(target, dst_path, group_meta)
     result = AsyncGroup(target, dst_path, group_meta)
     if consolidate:
-        from aiozarr.tools.consolidate import consolidate_metadata_async
-
         result = await consolidate_metadata_async(target, dst_path)
     return result
 
