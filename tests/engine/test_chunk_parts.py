@@ -87,6 +87,9 @@ def test_one_element_of_a_large_chunk_reads_its_bytes(layout: str) -> None:
     counted.reset()
     np.testing.assert_array_equal(again[3:5, 100:104], values[3:5, 100:104])
     assert counted.bytes_read == (256 + 4) * 8  # row 3 from 100 to row 4 at 103; index kept
+    counted.reset()
+    np.testing.assert_array_equal(again[10:3:-2, 7], values[10:3:-2, 7])
+    assert counted.bytes_read == (6 * 256 + 1) * 8  # a step down: rows 4 to 10 of column 7
 
 
 def test_a_compressed_chunk_is_read_whole() -> None:

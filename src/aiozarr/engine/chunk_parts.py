@@ -104,13 +104,10 @@ def part_of(chain: CodecChain, projection: ChunkProjection) -> tuple[ChunkPart, 
 
 
 def _bounds(selection: AxisSelection, n: int) -> tuple[int, int] | None:
-    """The lowest and highest index `selection` takes on an axis of `n` (None: none, or
-    a selection this does not narrow: a step below 1)."""
+    """The lowest and highest index `selection` takes on an axis of `n` (None: none)."""
     if isinstance(selection, slice):
-        start, stop, step = selection.indices(n)
-        if step < 1 or start >= stop:
-            return None
-        return start, start + (stop - 1 - start) // step * step
+        taken = range(*selection.indices(n))
+        return (min(taken[0], taken[-1]), max(taken[0], taken[-1])) if taken else None
     if isinstance(selection, np.ndarray):
         if selection.size == 0 or selection.dtype.kind not in "iu":
             return None
@@ -123,6 +120,7 @@ def _bounds(selection: AxisSelection, n: int) -> tuple[int, int] | None:
 def _shifted(selection: AxisSelection, n: int, low: int) -> AxisSelection:
     """`selection` (on an axis of `n`) on the axis that starts `low` further on."""
     if isinstance(selection, slice):
-        start, stop, step = selection.indices(n)
-        return slice(start - low, stop - low, step)
+        taken = range(*selection.indices(n))
+        stop = taken.stop - low  # below 0 only for a step down to the axis' start
+        return slice(taken.start - low, stop if stop >= 0 else None, taken.step)
     return selection - low
