@@ -197,3 +197,13 @@ def test_a_copy_into_the_chunks_of_a_stopped_migration_is_refused(
         copy(src, dst, zarr_format=zarr_format)
     copy(src, dst, zarr_format=zarr_format, resume=True)
     np.testing.assert_array_equal(aiozarr.open_array(dst, mode="r")[...], sparse[...])
+
+
+def test_a_resume_in_another_format_names_the_formats(tmp_path: Path) -> None:
+    """It named shape, dtype and grid, all equal, and not the format, which differed."""
+    src, dst = tmp_path / "src.zarr", tmp_path / "dst.zarr"
+    _source(src, 2)
+    with pytest.raises(Stop):
+        copy(src, dst, progress=_stop_after(5))
+    with pytest.raises(MetadataError, match=r"zarr_format 2, .* needs zarr_format 3"):
+        copy(src, dst, zarr_format=3, resume=True)

@@ -185,8 +185,9 @@ def _check_layout(existing: AsyncArray, planned: ArrayMetadata) -> None:
     before = existing.metadata
     if _layout(before) != _layout(planned):
         raise MetadataError(
-            f"cannot resume into {existing.name}: it has shape {existing.shape}, "
-            f"dtype {existing.dtype}, grid {before.chunk_shape} and its codecs; "
-            f"the copy needs shape {planned.shape}, dtype {planned.dtype}, grid "
-            f"{planned.chunk_shape} and the codecs it writes (copy with overwrite)"
+            f"cannot resume into {existing.name}: it has zarr_format {before.zarr_format}, "
+            f"shape {existing.shape}, dtype {existing.dtype}, grid {before.chunk_shape} and "
+            f"its codecs; the copy needs zarr_format {planned.zarr_format}, shape "
+            f"{planned.shape}, dtype {planned.dtype}, grid {planned.chunk_shape} and the "
+            "codecs it writes (copy with overwrite)"
         )
