@@ -72,16 +72,19 @@ async def test_a_record_size_that_is_not_a_positive_integer_is_refused(
 
 
 LIST_KEYS = r"""
-import asyncio, json, resource, sys
+import asyncio, json, os, resource, sys
 resource.setrlimit(resource.RLIMIT_DATA, (int(sys.argv[2]), int(sys.argv[2])))
 from aiozarr.storage.references.reference_store import ReferenceStore
 
 async def main():
     store = ReferenceStore(sys.argv[1])
     print(json.dumps([key async for key in store.list_prefix("x/")]))
-    print(bytes(await store.get("x/1")).hex(), await store.get("x/999999999"))
+    print(bytes(await store.get("x/1")).hex(), await store.get("x/999999999"), flush=True)
 
 asyncio.run(main())
+# a thread pool's teardown under the heap limit can abort the process at interpreter exit
+# (std::terminate, SIGABRT) after the work is done and printed: leave without it
+os._exit(0)
 """
 
 
@@ -112,7 +115,7 @@ async def test_a_store_that_cannot_list_reads_the_records_the_grid_can_have(
 
 
 READ_CHUNK = r"""
-import asyncio, resource, sys
+import asyncio, os, resource, sys
 resource.setrlimit(resource.RLIMIT_DATA, (int(sys.argv[2]), int(sys.argv[2])))
 from aiozarr.errors import MetadataError
 from aiozarr.storage.references.reference_store import ReferenceStore
@@ -126,9 +129,10 @@ async def main():
     # process that forked it: a test run's own, hundreds of MiB late in a suite)
     with open("/proc/self/status") as status:
         kib = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-    print(kib * 1024)
+    print(kib * 1024, flush=True)
 
 asyncio.run(main())
+os._exit(0)  # as LIST_KEYS: no teardown under the heap limit
 """
 
 

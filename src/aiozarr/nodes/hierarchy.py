@@ -515,12 +515,12 @@ async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: 
 
 
 async def _delete_under(store: Store, under: str) -> None:
-    """Delete every key starting with `under`, the nodes' documents first: a delete
+    """Delete every key starting with `under`, the node's own documents first: a delete
     stopped part way (a killed process, a failed batch) leaves chunks no node holds,
-    never a node whose deleted chunks read as fill values."""
+    never a node whose deleted chunks read as fill values. Its documents are named, not
+    listed (icechunk lists only the prefixes of nodes)."""
     try:
-        keys = [key async for key in store.list_prefix(under)]
-        await store.delete_many([key for key in keys if key.rpartition("/")[2] in _RESERVED])
+        await store.delete_many([under + name for name in sorted(_RESERVED)])
         await store.delete_prefix(under)
     finally:  # a failed delete may have deleted some still
         forget_deleted(store, under)
