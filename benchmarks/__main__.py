@@ -143,7 +143,8 @@ def _job(
         "zarr_format": 2 if dataset == "v2" else 3,
         "dataset": dataset,
         "endpoint": emu.endpoint,
-        "server_pid": emu.pid,
+        "controls": emu.controls,
+        "server_pids": emu.pids,
         "root": str(root),
         "repeats": repeats,
         "storage_options": emu.storage_options(),
@@ -237,7 +238,7 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
     profiles = profiles_of(args, mode)
     repeats = args.repeats or mode.repeats
     results: list[dict[str, Any]] = []
-    with EmulatorProcess(root) as emu:
+    with EmulatorProcess(root, workers=args.server_workers) as emu:
         for profile in profiles:
             for row in rows:
                 for variant in variants:
@@ -280,6 +281,7 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
         "profiles": [vars(p) for p in profiles],
         "results": results,
         "repeats": repeats,
+        "machine": report.machine(args.server_workers),
         "tail_repeats": _repeats(args, repeats, spec.PROFILES["cloud"]),
     }
 
@@ -319,6 +321,12 @@ def main(argv: list[str] | None = None) -> int:
         help="latency-only profiles, in ms (instead of --profiles)",
     )
     parser.add_argument("--repeats", type=int)
+    parser.add_argument(
+        "--server-workers",
+        type=int,
+        default=1,
+        help="emulator processes sharing its port (a machine with cores to spare)",
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per job")
     parser.add_argument("--data-dir", default=str(HERE / "data"))
     parser.add_argument("--out", help="results JSON (default: DATA_DIR/results-MODE.json)")

@@ -412,6 +412,15 @@ def _cpu() -> str:
     return platform.processor() or "unknown CPU"
 
 
+def machine(server_workers: int = 1) -> str:
+    """This machine in words, as the results say it (written where they are measured)."""
+    emulator = "the emulator" if server_workers == 1 else f"{server_workers} emulator processes"
+    return (
+        f"{os.cpu_count()} cores ({_cpu()}), {platform.system()}; {emulator}, the engine and "
+        "the probes share these cores"
+    )
+
+
 def results_section(document: dict[str, Any]) -> str:
     """The generated part of the README."""
     versions: dict[str, str] = {}
@@ -427,8 +436,7 @@ def results_section(document: dict[str, Any]) -> str:
         f"## Results: {document['mode']} mode",
         "",
         f"- commit measured: `{_commit()}`, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
-        f"- machine: {os.cpu_count()} cores ({_cpu()}), {platform.system()}; the emulator, "
-        "the engine and the probes share these cores",
+        f"- machine: {document.get('machine') or machine()}",
         f"- data: {document['nbytes'] / 2**20:.0f} MiB float32 per array dataset (the "
         f"large shard: {document.get('large_shard_nbytes', 0) / 2**20:.0f} MiB), written by "
         f"zarr-python {document['manifest']['written_by'].get('zarr')}; median of "

@@ -37,11 +37,14 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
-def server_cpu_s(pid: int | None) -> float | None:
-    """CPU seconds the emulator's threads have run (ns resolution); None off Linux."""
+def server_cpu_s(pids: list[int]) -> float | None:
+    """CPU seconds the emulator processes' threads have run (ns resolution); None off
+    Linux."""
+    if not pids:
+        return None
     try:
-        tasks = Path(f"/proc/{pid}/task")
-        return sum(int((t / "schedstat").read_text().split()[0]) for t in tasks.iterdir()) / 1e9
+        tasks = [t for pid in pids for t in Path(f"/proc/{pid}/task").iterdir()]
+        return sum(int((t / "schedstat").read_text().split()[0]) for t in tasks) / 1e9
     except (OSError, ValueError, IndexError):
         return None
 
@@ -49,25 +52,26 @@ def server_cpu_s(pid: int | None) -> float | None:
 def _repeat(job: dict[str, Any], fn: Any) -> tuple[list[float], list[dict[str, Any]], Any]:
     times, stats, value = [], [], None
     cpu, server_cpu = job.setdefault("_cpu_s", []), job.setdefault("_server_cpu_s", [])
+    controls, pids = job.get("controls") or [job["endpoint"]], job.get("server_pids", [])
     profiler = job.get("_profiler")
     if profiler is not None:
         profiler.start()
     for _ in range(job["repeats"]):
-        server.reset(job["endpoint"])
+        server.reset(*controls)
         value = None  # the last repeat's result must not count in this one's peak memory
-        s0 = server_cpu_s(job.get("server_pid"))
+        s0 = server_cpu_s(pids)
         c0 = time.process_time()  # every thread of this process: loop, pools, runtimes
         t0 = time.perf_counter()
         value = fn()
         times.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
-        s1 = server_cpu_s(job.get("server_pid"))
+        s1 = server_cpu_s(pids)
         if s0 is not None and s1 is not None:
             server_cpu.append(s1 - s0)
         # One job's peak in a fresh process: later repeats add what the allocator keeps
         # of freed buffers (glibc holds freed 16 MiB bodies in its arenas).
         job.setdefault("_first_rss_mb", _rss_mb())
-        stats.append(server.stats(job["endpoint"]))
+        stats.append(server.stats(*controls))
     if profiler is not None:
         profiler.stop()
     return times, stats, value

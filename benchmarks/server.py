@@ -1,9 +1,16 @@
-"""The emulator in its own process, and a client for its control endpoints.
+"""The emulator in its own processes, and a client for their control endpoints.
 
     with EmulatorProcess(root) as emu:      # serves root as bucket `bench` on 127.0.0.1
         emu.set_profile(spec.PROFILES["cloud"]); emu.reset(); ...; emu.stats()
 
-`python -m benchmarks.server ROOT` serves and prints the port as its first line.
+`EmulatorProcess(root, workers=N)`: N processes share one port (`SO_REUSEPORT`; the
+system spreads connections among them), so the server is not one core's worth on a
+machine with many; each keeps a port of its own for its control endpoints, and
+`stats()` adds up their counters.
+
+`python -m benchmarks.server ROOT [LATENCY_MS [SHARED_PORT]]` serves and prints its port
+as its first line; with SHARED_PORT (0: a free one) it also listens there and prints
+"PORT SHARED_PORT".
 """
 
 from __future__ import annotations
@@ -48,47 +55,91 @@ def _answer(request: urllib.request.Request) -> Any:
         return json.loads(response.read())
 
 
-def stats(endpoint: str) -> dict[str, Any]:
-    """The emulator's counters (requests, bytes_read, peak_inflight, ...)."""
-    return _control(endpoint, "stats")  # type: ignore[no-any-return]
+#: The counters `stats` adds up over several processes (a sum of peaks is an upper bound);
+#: the rest (the network shaping) is the same in each.
+_COUNTERS = (
+    "requests",
+    "bytes_read",
+    "bytes_written",
+    "inflight",
+    "peak_inflight",
+    "faults",
+    "tails",
+)
+_TALLIES = ("by_method", "by_kind", "by_status")
 
 
-def reset(endpoint: str) -> None:
-    """Zero the emulator's counters."""
-    _control(endpoint, "reset", {})
+def stats(*endpoints: str) -> dict[str, Any]:
+    """The emulator's counters (requests, bytes_read, peak_inflight, ...), added up over
+    the control endpoints of its processes."""
+    each = [_control(endpoint, "stats") for endpoint in endpoints]
+    total = dict(each[0])
+    for other in each[1:]:
+        for name in _COUNTERS:
+            total[name] = total.get(name, 0) + other.get(name, 0)
+        for name in _TALLIES:
+            tally = dict(total.get(name, {}))
+            for key, count in other.get(name, {}).items():
+                tally[key] = tally.get(key, 0) + count
+            total[name] = tally
+    return total
+
+
+def reset(*endpoints: str) -> None:
+    """Zero the emulator's counters in each of its processes."""
+    for endpoint in endpoints:
+        _control(endpoint, "reset", {})
 
 
 class EmulatorProcess:
-    """`aiozarr.emulator.Emulator` over `root`, run by a child process."""
+    """`aiozarr.emulator.Emulator` over `root`, run by `workers` child processes."""
 
-    def __init__(self, root: Path, latency_ms: float = 0.0) -> None:
+    def __init__(self, root: Path, latency_ms: float = 0.0, workers: int = 1) -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, not {workers}")
         self.root = root
         self.latency_ms = latency_ms
-        self._proc: subprocess.Popen[str] | None = None
+        self.workers = workers
+        self._procs: list[subprocess.Popen[str]] = []
         self.endpoint = ""
+        self.controls: list[str] = []
 
     def __enter__(self) -> EmulatorProcess:
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.server", str(self.root), str(self.latency_ms)],
+        try:
+            shared = 0
+            for _ in range(self.workers):
+                own, shared = self._start(shared)
+                self.controls.append(f"http://127.0.0.1:{own}")
+            self.endpoint = f"http://127.0.0.1:{shared}"
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _start(self, shared: int) -> tuple[int, int]:
+        args = [str(self.root), str(self.latency_ms), str(shared)]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.server", *args],
             stdout=subprocess.PIPE,
             text=True,
             cwd=Path(__file__).resolve().parent.parent,
         )
-        assert self._proc.stdout is not None
-        port = int(self._proc.stdout.readline())
-        self.endpoint = f"http://127.0.0.1:{port}"
-        return self
+        self._procs.append(proc)
+        assert proc.stdout is not None
+        own, shared = map(int, proc.stdout.readline().split())
+        return own, shared
 
     def __exit__(self, *exc: object) -> None:
-        if self._proc is not None:
-            self._proc.terminate()
-            self._proc.wait(timeout=30)
+        for proc in self._procs:
+            proc.terminate()
+        for proc in self._procs:
+            proc.wait(timeout=30)
+        self._procs = []
 
     @property
-    def pid(self) -> int:
-        """The server process's id (its CPU time is read from `/proc`)."""
-        assert self._proc is not None
-        return self._proc.pid
+    def pids(self) -> list[int]:
+        """The server processes' ids (their CPU time is read from `/proc`)."""
+        return [proc.pid for proc in self._procs]
 
     def storage_options(self) -> dict[str, Any]:
         """obstore `S3Store` options that reach it (anonymous, plain HTTP)."""
@@ -97,29 +148,28 @@ class EmulatorProcess:
     def set_latency(self, ms: float) -> None:
         """Delay every later answer by `ms`."""
         self.latency_ms = ms
-        _control(self.endpoint, "latency", {"ms": ms})
+        for control in self.controls:
+            _control(control, "latency", {"ms": ms})
 
     def set_profile(self, profile: spec.Profile, seed: int = 0) -> None:
         """Answer as `profile` says from now on; the slow tail's draws restart at `seed`,
         so every engine's job meets the same sequence of slow answers."""
         self.latency_ms = profile.latency_ms
-        _control(
-            self.endpoint,
-            "network",
-            {
-                "latency_ms": profile.latency_ms,
-                "bandwidth_mbps": profile.bandwidth_mbps,
-                "tail_rate": profile.tail_rate,
-                "tail_ms": profile.tail_ms,
-                "seed": seed,
-            },
-        )
+        network = {
+            "latency_ms": profile.latency_ms,
+            "bandwidth_mbps": profile.bandwidth_mbps,
+            "tail_rate": profile.tail_rate,
+            "tail_ms": profile.tail_ms,
+        }
+        for i, control in enumerate(self.controls):
+            # each process its own sequence of slow answers, the same in every job
+            _control(control, "network", network | {"seed": seed + i})
 
     def stats(self) -> dict[str, Any]:
-        return stats(self.endpoint)
+        return stats(*self.controls)
 
     def reset(self) -> None:
-        reset(self.endpoint)
+        reset(*self.controls)
 
 
 #: The connections the benchmarks' emulator holds at once. It stands for an object store,
@@ -129,16 +179,23 @@ class EmulatorProcess:
 MAX_CONNECTIONS = 8192
 
 
-async def _serve(root: str, latency_ms: float) -> None:
+async def _serve(root: str, latency_ms: float, shared: int | None) -> None:
     from aiozarr.emulator import Emulator
 
     async with Emulator(
         root, latency_ms=latency_ms, bucket=spec.BUCKET, max_connections=MAX_CONNECTIONS
     ) as emu:
-        print(emu.port, flush=True)
+        if shared is None:
+            print(emu.port, flush=True)
+        else:
+            shared = await emu.listen_also(shared, reuse_port=True)
+            print(emu.port, shared, flush=True)
         await asyncio.Event().wait()
 
 
 if __name__ == "__main__":
+    args = sys.argv[1:] + [None] * (3 - len(sys.argv[1:]))
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 else 0.0))
+        asyncio.run(
+            _serve(args[0], float(args[1] or 0.0), None if args[2] is None else int(args[2]))
+        )

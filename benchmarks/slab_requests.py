@@ -106,11 +106,11 @@ def _readers(endpoint: str) -> tuple[dict[str, Callable[[Any], Any]], list[Any]]
 def _once(emu: EmulatorProcess, read: Any, sel: Any, want: np.ndarray) -> dict[str, Any]:
     """One cold read: seconds, client and emulator CPU seconds, the emulator's GETs, MB."""
     emu.reset()
-    server = server_cpu_s(emu.pid) or 0.0
+    server = server_cpu_s(emu.pids) or 0.0
     cpu, began = time.process_time(), time.perf_counter()
     got = read(sel)
     seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
-    server = (server_cpu_s(emu.pid) or 0.0) - server
+    server = (server_cpu_s(emu.pids) or 0.0) - server
     stats = emu.stats()
     if not np.array_equal(np.asarray(got), want):
         raise AssertionError("a read gave other values than were written")

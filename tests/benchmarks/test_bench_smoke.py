@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ if str(REPO) not in sys.path:
 from benchmarks.server import EmulatorProcess  # noqa: E402
 
 from benchmarks import __main__ as suite  # noqa: E402
-from benchmarks import datasets, report, runner, spec, timeline  # noqa: E402
+from benchmarks import datasets, report, runner, server, spec, timeline  # noqa: E402
 
 
 def test_quick_path_on_a_tiny_dataset(tmp_path: Path) -> None:
@@ -167,3 +168,18 @@ def test_profiles_with_a_slow_tail_repeat_more() -> None:
     assert suite._repeats(quick, 3, loopback) == 3
     assert suite._repeats(quick, 1, cloud) == 1  # tiny mode stays a smoke test
     assert suite._repeats(argparse.Namespace(repeats=2), 2, cloud) == 2  # as asked
+
+
+def test_emulator_processes_share_a_port_and_add_up_their_counters(tmp_path: Path) -> None:
+    (tmp_path / "obj").write_bytes(b"x" * 100)  # the folder is the bucket
+    with EmulatorProcess(tmp_path, workers=2) as emu:
+        assert len(set(emu.pids)) == 2 and len(set(emu.controls)) == 2
+        emu.set_profile(spec.PROFILES["20ms"])
+        assert all(server.stats(c)["latency_ms"] == 20.0 for c in emu.controls)
+        for _ in range(12):  # urllib opens a connection per request
+            with urllib.request.urlopen(f"{emu.endpoint}/{spec.BUCKET}/obj") as answer:
+                assert answer.read() == b"x" * 100
+        counted = emu.stats()
+        assert counted["by_method"] == {"GET": 12} and counted["bytes_read"] == 1200
+        emu.reset()
+        assert emu.stats()["requests"] == 0

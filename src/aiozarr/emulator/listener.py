@@ -62,11 +62,21 @@ class _Busy(asyncio.Protocol):
 
 class BoundedSite(web.BaseSite):
     """Serve `runner` on `host:port` (`port=0`: a free one, then `port` tells which),
-    holding at most `max_connections` connections."""
+    holding at most `max_connections` connections; `reuse_port`: other processes may
+    listen on the same port, and the system spreads connections among them."""
 
-    def __init__(self, runner: web.BaseRunner, host: str, port: int, max_connections: int) -> None:
+    def __init__(
+        self,
+        runner: web.BaseRunner,
+        host: str,
+        port: int,
+        max_connections: int,
+        *,
+        reuse_port: bool = False,
+    ) -> None:
         super().__init__(runner)
         self.host, self.port, self.max_connections = host, port, max_connections
+        self.reuse_port = reuse_port
 
     @property
     def name(self) -> str:
@@ -84,5 +94,7 @@ class BoundedSite(web.BaseSite):
             return server()
 
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(connection, self.host, self.port)
+        self._server = await loop.create_server(
+            connection, self.host, self.port, reuse_port=self.reuse_port or None
+        )
         self.port = self._server.sockets[0].getsockname()[1]

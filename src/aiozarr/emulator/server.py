@@ -193,6 +193,19 @@ class Emulator:
         self._port, self._max_connections = site.port, site.max_connections
         return self
 
+    async def listen_also(self, port: int = 0, *, reuse_port: bool = False) -> int:
+        """Serve on another port of the same host too (`port=0`: a free one) and return
+        it. `reuse_port`: processes serving the same folder share the port, and the
+        system spreads connections among them; each keeps its own port for its control
+        endpoints and counters."""
+        if self._runner is None:
+            raise RuntimeError("start the emulator before it listens on another port")
+        site = BoundedSite(
+            self._runner, self._host, port, self._max_connections, reuse_port=reuse_port
+        )
+        await site.start()
+        return site.port
+
     async def stop(self) -> None:
         """Stop serving and close open connections."""
         if self._runner is not None:
