@@ -27,6 +27,7 @@ from aiozarr.sync import run
 from aiozarr.xarray import appends
 from aiozarr.xarray.consolidation import consolidate_async, consolidate_written
 from aiozarr.xarray.encoded_values import cf_encoded, checked_encoding
+from aiozarr.xarray.hierarchy_format import written_format
 from aiozarr.xarray.lazy_array import AiozarrBackendArray
 from aiozarr.xarray.placements import (
     check_append_dim,
@@ -183,7 +184,7 @@ async def to_zarr_async(
     *,
     group: str | None = None,
     mode: Literal["w", "w-", "a", "r+"] | None = None,
-    zarr_format: Literal[2, 3] = 3,
+    zarr_format: Literal[2, 3] | None = None,
     encoding: Mapping[str, Mapping[str, Any]] | None = None,
     region: Region | None = None,
     append_dim: str | None = None,
@@ -225,7 +226,7 @@ async def write_metadata_async(
     *,
     group: str | None = None,
     mode: Literal["w", "w-", "a", "r+"] | None = None,
-    zarr_format: Literal[2, 3] = 3,
+    zarr_format: Literal[2, 3] | None = None,
     encoding: Mapping[str, Mapping[str, Any]] | None = None,
     region: Region | None = None,
     append_dim: str | None = None,
@@ -242,8 +243,7 @@ async def write_metadata_async(
     meta, existing = await _read_existing(resolved, path, mode, append_dim)
     check_append_dim(existing, append_dim)
     check_existing_encoding(existing, encoding)
-    if meta is not None:  # new variables are encoded as the group there stores them
-        zarr_format = 2 if meta.zarr_format == 2 else 3
+    zarr_format = await written_format(resolved, path, meta, zarr_format)  # the hierarchy's
     slices: dict[str, slice] | None = None
     if region is not None:
         slices = await _resolve_region(ds, region, resolved, path, existing, mode)
@@ -562,8 +562,9 @@ def to_zarr(ds: xr.Dataset, store: StoreLike, **options: Any) -> Any:
 
     Options: `group`, `mode` ("w-" default: fail if the group exists; "w" overwrite; "a"
     add or append, creating the group if missing; "r+" write into existing arrays),
-    `zarr_format` (3, with `dimension_names`; or 2, with `_ARRAY_DIMENSIONS`; a group
-    written into keeps its own), `encoding` (per variable, in place
+    `zarr_format` (3, with `dimension_names`; or 2, with `_ARRAY_DIMENSIONS`; unset: the
+    format of the group written into, or of the nearest group above a new one, else 3;
+    one that differs from the hierarchy's is refused), `encoding` (per variable, in place
     of its own `.encoding` as in xarray: `chunks`, `shards`, `compressors`, `filters`,
     `serializer` (dicts, aiozarr or zarr-python codecs), `fill_value`, `write_empty_chunks`
     and xarray's CF keys `dtype`, `units`, `calendar`, `scale_factor`, `add_offset`,
