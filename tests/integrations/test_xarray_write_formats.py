@@ -1,10 +1,14 @@
 """`aiozarr.xarray.to_zarr` and the Zarr format of what is there: a new group takes the
-format of the hierarchy above it (a given one that differs is refused); read back by
-aiozarr and by xarray's own engine (zarr-python)."""
+format of the hierarchy above it (a given one that differs is refused); variables of
+numpy's `StringDType` written as Zarr v2; read back by aiozarr and by xarray's own
+engine (zarr-python)."""
 
 from __future__ import annotations
 
+import json
+import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -85,3 +89,62 @@ def test_mode_w_at_the_root_replaces_a_v2_group_with_the_default_format(tmp_path
     assert not (path / ".zgroup").exists()
     for got in _both(path):
         xr.testing.assert_identical(got, ds)
+
+
+# -- StringDType variables as Zarr v2 ------------------------------------------------------
+
+
+def _strings() -> xr.Dataset:
+    return xr.Dataset({"s": ("x", np.array(["a", "bcd", ""], dtype=object))})
+
+
+def _opened(tmp_path: Path, zarr_format: int, **kwargs: Any) -> xr.Dataset:
+    """`_strings()` written by xarray in `zarr_format`, read back by xarray's own engine:
+    its strings as numpy's `StringDType`, with the stored codecs in their encoding."""
+    source = tmp_path / f"source{zarr_format}.zarr"
+    theirs(_strings(), source, zarr_format=zarr_format, consolidated=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = xr.open_dataset(source, engine="zarr", consolidated=False, **kwargs)
+    assert ds["s"].dtype.kind == "T"
+    return ds
+
+
+@pytest.mark.parametrize("source_format", [2])
+@pytest.mark.parametrize("lazy", [False, True], ids=["numpy", "dask"])
+def test_a_string_dtype_variable_is_written_to_v2_as_variable_length_strings(
+    tmp_path: Path, source_format: int, lazy: bool
+) -> None:
+    if lazy:
+        pytest.importorskip("dask.array")
+    ds = _opened(tmp_path, source_format, **({"chunks": {}} if lazy else {}))
+    path = tmp_path / "s.zarr"
+    to_zarr(ds, path, zarr_format=2)
+    stored = json.loads((path / "s" / ".zarray").read_text())
+    assert stored["dtype"] == "|O"
+    assert stored["filters"] == [{"id": "vlen-utf8"}]
+    ours, zarrs = _both(path)
+    assert ours["s"].values.tolist() == zarrs["s"].values.tolist() == ["a", "bcd", ""]
+    assert zarrs["s"].dtype == ds["s"].dtype  # xarray reads it back as it was read
+    assert ours["s"].dtype == object  # aiozarr: v2 vlen-utf8 as objects
+    longer = xr.Dataset({"s": ("x", np.array(["a much longer string"], dtype=object))})
+    to_zarr(longer, path, append_dim="x")  # variable length: no width to outgrow
+    assert read(path)["s"].values.tolist() == ["a", "bcd", "", "a much longer string"]
+
+
+def test_a_string_dtype_variable_without_encoding_is_written_variable_length(
+    tmp_path: Path,
+) -> None:
+    ds = _opened(tmp_path, 3).load().drop_encoding()
+    path = tmp_path / "s.zarr"
+    to_zarr(ds, path, zarr_format=2)
+    assert json.loads((path / "s" / ".zarray").read_text())["dtype"] == "|O"
+    xr.testing.assert_identical(read(path), ds)
+
+
+def test_a_fixed_width_dtype_encoding_of_string_dtype_values_is_kept(tmp_path: Path) -> None:
+    ds = _opened(tmp_path, 3).load().drop_encoding()
+    path = tmp_path / "s.zarr"
+    to_zarr(ds, path, zarr_format=2, encoding={"s": {"dtype": "<U5"}})
+    assert json.loads((path / "s" / ".zarray").read_text())["dtype"] == "<U5"
+    assert read(path)["s"].values.tolist() == ["a", "bcd", ""]

@@ -58,6 +58,7 @@ def cf_encoded(var: xr.Variable, name: str, zarr_format: int) -> xr.Variable:
     an `InvalidValueError` naming the variable."""
     from xarray.backends.zarr import encode_zarr_variable
 
+    var = _variable_length(var, zarr_format)
     with np.errstate(over="ignore", invalid="ignore"):  # refused after, naming values
         try:
             return encode_zarr_variable(var, name=name, zarr_format=zarr_format)  # type: ignore[arg-type]
@@ -66,6 +67,24 @@ def cf_encoded(var: xr.Variable, name: str, zarr_format: int) -> xr.Variable:
                 f"variable {name!r}: values of dtype {var.dtype} cannot be encoded as "
                 f"{var.encoding.get('dtype', var.dtype)}: {error}"
             ) from error
+
+
+def _variable_length(var: xr.Variable, zarr_format: int) -> xr.Variable:
+    """A variable of numpy's `StringDType` as object strings, for a v2 array: xarray's
+    encoder would cut it to the fixed width of its longest string (`<U3`), keeping a
+    v2 `vlen-utf8` filter of its encoding (unreadable: zarr-python finds no data type,
+    aiozarr decodes too few bytes); as objects it is stored variable-length
+    (`vlen-utf8`), as it was read, and reads back as strings of any length. An encoding
+    `dtype` of fixed-width strings (`<U5`, `S1`) is kept."""
+    wanted = var.encoding.get("dtype")
+    if zarr_format != 2 or var.dtype.kind != "T":
+        return var
+    if wanted is not None and np.dtype(wanted).kind not in "TO":
+        return var
+    vlen = np.dtype(object, metadata={"element_type": str})  # xarray's: no dtype to infer
+    out = var.astype(vlen)
+    out.encoding = {**var.encoding, "dtype": vlen}
+    return out
 
 
 def checked_encoding(
