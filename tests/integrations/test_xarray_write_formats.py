@@ -1,7 +1,7 @@
 """`aiozarr.xarray.to_zarr` and the Zarr format of what is there: a new group takes the
 format of the hierarchy above it (a given one that differs is refused); variables of
-numpy's `StringDType` written as Zarr v2; read back by aiozarr and by xarray's own
-engine (zarr-python)."""
+numpy's `StringDType` and v3 codecs from an encoding written as Zarr v2; read back by
+aiozarr and by xarray's own engine (zarr-python)."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ def _opened(tmp_path: Path, zarr_format: int, **kwargs: Any) -> xr.Dataset:
     return ds
 
 
-@pytest.mark.parametrize("source_format", [2])
+@pytest.mark.parametrize("source_format", [2, 3])
 @pytest.mark.parametrize("lazy", [False, True], ids=["numpy", "dask"])
 def test_a_string_dtype_variable_is_written_to_v2_as_variable_length_strings(
     tmp_path: Path, source_format: int, lazy: bool
@@ -148,3 +148,37 @@ def test_a_fixed_width_dtype_encoding_of_string_dtype_values_is_kept(tmp_path: P
     to_zarr(ds, path, zarr_format=2, encoding={"s": {"dtype": "<U5"}})
     assert json.loads((path / "s" / ".zarray").read_text())["dtype"] == "<U5"
     assert read(path)["s"].values.tolist() == ["a", "bcd", ""]
+
+
+# -- v3 codecs in an encoding written as Zarr v2 -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("compressors", "compressor"),
+    [
+        ("zstd", {"id": "zstd", "level": 0}),
+        ("gzip", {"id": "gzip", "level": 5}),
+        ("blosc", {"id": "zstd", "level": 0}),  # no v2 twin: the default
+        ("none", None),
+    ],
+)
+def test_a_dataset_read_from_v3_is_written_to_v2_with_its_codecs_twins(
+    tmp_path: Path, compressors: str, compressor: Any
+) -> None:
+    codecs = {
+        "zstd": zarr.codecs.ZstdCodec(),
+        "gzip": zarr.codecs.GzipCodec(),
+        "blosc": zarr.codecs.BloscCodec(),
+        "none": None,
+    }
+    ds = xr.Dataset({"v": ("x", np.arange(4.0)), "s": ("x", np.array(list("abcd"), dtype=object))})
+    source, path = tmp_path / "v3.zarr", tmp_path / "v2.zarr"
+    encoding = {name: {"compressors": codecs[compressors]} for name in ds}
+    theirs(ds, source, zarr_format=3, encoding=encoding, consolidated=False)
+    opened = read(source, consolidated=False)  # its encoding: zarr-python's v3 codecs
+    to_zarr(opened, path, zarr_format=2)
+    for name in ("v", "s"):
+        assert json.loads((path / name / ".zarray").read_text())["compressor"] == compressor
+    for got in _both(path):
+        assert got["v"].values.tolist() == [0.0, 1.0, 2.0, 3.0]
+        assert got["s"].values.tolist() == list("abcd")
