@@ -127,7 +127,9 @@ def checked_encoding(
         return encoded
     import dask.array as da
 
-    data = da.map_blocks(_checked_block, encoded.data, raw.data, check, dtype=encoded.dtype)
+    data = da.map_blocks(
+        _checked_block, encoded.data, raw.data, check, encoded.dtype, dtype=encoded.dtype
+    )
     return xr.Variable(encoded.dims, data, encoded.attrs, encoded.encoding)
 
 
@@ -155,9 +157,16 @@ def _holds_times(attrs: Mapping[str, Any]) -> bool:
     )
 
 
-def _checked_block(encoded: np.ndarray, raw: np.ndarray, check: Any) -> np.ndarray:
-    check(encoded, raw)
-    return encoded
+def _checked_block(
+    encoded: np.ndarray, raw: np.ndarray, check: Any, dtype: np.dtype[Any]
+) -> np.ndarray:
+    """One block, checked as stored: cast to the variable's dtype, as the store casts
+    it (xarray's lazy time encoder gives float64 or int64 blocks for a float32 or int32
+    encoding: checked before the cast, float32 times rounded by the store passed)."""
+    with np.errstate(over="ignore", invalid="ignore"):  # refused by the check, by value
+        stored = np.asarray(encoded).astype(dtype, copy=False)
+    check(stored, raw)
+    return stored
 
 
 def _applied_attrs(
