@@ -1,7 +1,8 @@
 """`aiozarr.xarray.to_zarr` and the Zarr format of what is there: a new group takes the
 format of the hierarchy above it (a given one that differs is refused); variables of
-numpy's `StringDType` and v3 codecs from an encoding written as Zarr v2; read back by
-aiozarr and by xarray's own engine (zarr-python)."""
+numpy's `StringDType` and v3 codecs from an encoding written as Zarr v2; a string
+`_FillValue` no v3 reader decodes; read back by aiozarr and by xarray's own engine
+(zarr-python)."""
 
 from __future__ import annotations
 
@@ -182,3 +183,30 @@ def test_a_dataset_read_from_v3_is_written_to_v2_with_its_codecs_twins(
     for got in _both(path):
         assert got["v"].values.tolist() == [0.0, 1.0, 2.0, 3.0]
         assert got["s"].values.tolist() == list("abcd")
+
+
+# -- a string _FillValue in Zarr v3 --------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["U", "S", "T", "O"])
+def test_a_string_fill_value_v3_cannot_read_back_is_refused(tmp_path: Path, kind: str) -> None:
+    """xarray's writer stores a `<U3` or `|S3` variable's `_FillValue` in a v3 array's
+    attributes, which its decoder refuses: neither engine opened the group after
+    ("Failed to decode fill_value"). Refused before anything is written, naming the
+    variable; Zarr v2 stores it as the array's fill value, read back by both."""
+    values = np.array(["a", "", "ccc"]).astype(np.dtypes.StringDType() if kind == "T" else kind)
+    ds = xr.Dataset({"s": ("x", values), "v": ("x", np.arange(3.0))})
+    ds["s"].encoding = {"_FillValue": b"ccc" if kind == "S" else "ccc"}
+    path = tmp_path / "s.zarr"
+    with pytest.raises(ValueError, match=r"variable 's': its _FillValue .* Zarr v3"):
+        to_zarr(ds, path, zarr_format=3)
+    assert not path.exists()
+    if kind in "US":  # xarray writes it, and then opens nothing
+        theirs(ds, tmp_path / "theirs.zarr", zarr_format=3)
+        for engine in ("zarr", "aiozarr"):
+            with pytest.raises(ValueError, match="Failed to decode fill_value"):
+                read(tmp_path / "theirs.zarr", engine)
+    to_zarr(ds, path, zarr_format=2)
+    ours, zarrs = _both(path)
+    assert ours["s"].values.tolist()[:2] == zarrs["s"].values.tolist()[:2]
+    assert ours["v"].values.tolist() == [0.0, 1.0, 2.0]

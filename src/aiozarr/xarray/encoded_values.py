@@ -38,13 +38,43 @@ from xarray.namedarray.utils import is_duck_dask_array
 from aiozarr.errors import InvalidValueError, ValueOutOfRangeError
 from aiozarr.nodes.casting import string_lengths
 
-__all__ = ["StringTooLongError", "cf_encoded", "checked_encoding"]
+__all__ = [
+    "FillValueUnreadableError",
+    "StringTooLongError",
+    "cf_encoded",
+    "checked_encoding",
+    "v3_fill_attribute",
+]
 
 _CF_KEYS = ("units", "calendar", "scale_factor", "add_offset", "_FillValue", "missing_value")
 _FILL_KEYS = ("_FillValue", "missing_value")
 _STORED_KEYS = ("units", "calendar", "_Unsigned")
 _NUMERIC = "iufcmM"  # not booleans: no cast of theirs wraps
 _TIME_UNITS = ("s", "ms", "us", "ns")
+
+
+class FillValueUnreadableError(InvalidValueError, ValueError):
+    """A `_FillValue` a Zarr v3 array's attributes cannot hold so that xarray reads it
+    back. Also a `ValueError`, as xarray's refusal of some of them."""
+
+
+def v3_fill_attribute(name: str, value: Any, dtype: np.dtype[Any]) -> Any:
+    """`value`, the `_FillValue` of the variable `name` stored as `dtype`, as a v3
+    array's attribute (xarray's `FillValueCoder`), once it decodes back: xarray's
+    decoder takes no fixed-width strings (`<U3`, `|S3`), and a group holding one opened
+    in neither engine ("Failed to decode fill_value"); refused, naming the variable."""
+    from xarray.backends.zarr import FillValueCoder
+
+    try:
+        encoded = FillValueCoder.encode(value, dtype)
+        FillValueCoder.decode(encoded, dtype)
+    except (TypeError, ValueError) as error:
+        raise FillValueUnreadableError(
+            f"variable {name!r}: its _FillValue {value!r} for {dtype} values cannot be "
+            f"stored in a Zarr v3 array so that it reads back ({error}); leave the "
+            "_FillValue out of its encoding, or write zarr_format=2"
+        ) from error
+    return encoded
 
 
 class StringTooLongError(ValueOutOfRangeError, ValueError):

@@ -26,7 +26,7 @@ from aiozarr.storage.protocol import Store
 from aiozarr.sync import run
 from aiozarr.xarray import appends
 from aiozarr.xarray.consolidation import consolidate_async, consolidate_written
-from aiozarr.xarray.encoded_values import cf_encoded, checked_encoding
+from aiozarr.xarray.encoded_values import cf_encoded, checked_encoding, v3_fill_attribute
 from aiozarr.xarray.hierarchy_format import written_format
 from aiozarr.xarray.lazy_array import AiozarrBackendArray
 from aiozarr.xarray.placements import (
@@ -147,9 +147,8 @@ def _encode(
             if fill_value is None and encoded.dtype.kind == "f":
                 fill_value = np.nan  # xarray's default for floats (zarr's is 0)
             if var_attrs.get("_FillValue") is not None:
-                var_attrs["_FillValue"] = FillValueCoder.encode(
-                    var_attrs["_FillValue"], encoded.dtype
-                )
+                fill = v3_fill_attribute(name, var_attrs["_FillValue"], encoded.dtype)
+                var_attrs["_FillValue"] = fill
             options["dimension_names"] = [str(d) for d in encoded.dims]
         options.update(fill_value=fill_value, attributes=var_attrs)
         data = encoded.data if is_duck_dask_array(encoded.data) else np.asarray(encoded.values)
