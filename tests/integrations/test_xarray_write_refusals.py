@@ -215,3 +215,24 @@ def test_an_int_chunks_encoding_is_the_size_along_every_dimension(tmp_path: Path
     for path in ("az.zarr", "xr.zarr"):
         assert xr.open_zarr(tmp_path / path).v.encoding["chunks"] == (2, 2)
     xr.testing.assert_identical(_stored(tmp_path / "az.zarr"), FULL)
+
+
+@pytest.mark.parametrize(
+    ("stored", "appended"),
+    [
+        (np.array(["2000-01-01", "NaT"], dtype="M8[ns]"), np.array([1, 2], dtype="m8[D]")),
+        (np.array([1, 2], dtype="m8[D]"), np.array(["2000-01-01", "NaT"], dtype="M8[ns]")),
+    ],
+    ids=["spans-into-times", "times-into-spans"],
+)
+def test_an_append_of_another_kind_of_time_is_refused_naming_the_variable(
+    tmp_path: Path, stored: Any, appended: Any
+) -> None:
+    """Time spans appended to times failed in xarray's encoder with a bare
+    `KeyError: 'days since 2000-01-01 00:00:00s'` (xarray's writer too)."""
+    first = xr.Dataset({"v": ("time", stored)})
+    to_zarr(first, tmp_path / "az.zarr")
+    then = xr.Dataset({"v": ("time", appended)})
+    with pytest.raises(InvalidValueError, match=r"variable 'v': values of dtype .* units"):
+        to_zarr(then, tmp_path / "az.zarr", append_dim="time")
+    xr.testing.assert_identical(_stored(tmp_path / "az.zarr"), first)

@@ -92,10 +92,13 @@ def cf_encoded(var: xr.Variable, name: str, zarr_format: int) -> xr.Variable:
     with np.errstate(over="ignore", invalid="ignore"):  # refused after, naming values
         try:
             return encode_zarr_variable(var, name=name, zarr_format=zarr_format)  # type: ignore[arg-type]
-        except (TypeError, ValueError) as error:
+        except (TypeError, ValueError, KeyError) as error:  # time spans as times: KeyError
+            units = var.encoding.get("units")
             raise InvalidValueError(
                 f"variable {name!r}: values of dtype {var.dtype} cannot be encoded as "
-                f"{var.encoding.get('dtype', var.dtype)}: {error}"
+                f"{var.encoding.get('dtype', var.dtype)}"
+                + ("" if units is None else f" with units {units!r}")
+                + f": {error}"
             ) from error
 
 
