@@ -13,6 +13,7 @@ The larger of the two is the floor an engine that overlaps I/O and decoding can 
 from __future__ import annotations
 
 import asyncio
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -91,7 +92,7 @@ class DecodeProbe:
             )
             out[dst] = full[tuple(slice(0, b - a) for a, b in c["out"])]
 
-        with ThreadPoolExecutor(2) as pool:
+        with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
             list(pool.map(one, range(len(self.chunks))))
         rel = tuple(
             slice(None)
