@@ -4,8 +4,8 @@
   (contiguous ranges merged, then cut into parts of at most 4 MiB, 1 MiB where each
   response's bandwidth is capped, so big objects stream in parallel and the limit is the
   machine's, not one connection's), and nothing else: no metadata, no index, no decoding.
-- decode: decompress the same chunks (read from local disk beforehand) on a 2-thread
-  pool into the output array, and nothing else: no I/O at all.
+- decode: decompress the same chunks (read from local disk beforehand) on a pool of
+  one thread per core into the output array, and nothing else: no I/O at all.
 
 The larger of the two is the floor an engine that overlaps I/O and decoding can reach.
 """
