@@ -30,13 +30,17 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+import anyio
+
 from aiozarr.codecs import CodecChain
 from aiozarr.engine.entry import WriteSettings
 from aiozarr.errors import (
     AiozarrError,
     NodeNotFoundError,
+    UnfinishedNodeError,
     VersionConflictError,
     WriteOutcomeUnknownError,
+    unwrap_group,
 )
 from aiozarr.metadata import formats
 from aiozarr.metadata.format_protocol import Format
@@ -50,6 +54,7 @@ __all__ = [
     "as_built",
     "merged_attributes",
     "replaced_attributes",
+    "snapshots_above",
     "until_current",
     "update_node",
     "with_consolidated",
@@ -277,6 +282,31 @@ def without_attributes(names: Iterable[str]) -> Apply[N]:
 def with_consolidated(members: Mapping[str, Node] | None) -> Apply[GroupMetadata]:
     """The change that makes `members` the group's consolidated metadata (None: none)."""
     return lambda meta: dataclasses.replace(meta, consolidated=members)
+
+
+async def snapshots_above(
+    store: Store, path: str, *, including: bool = False
+) -> dict[str, GroupMetadata]:
+    """The groups above `path` (and at it, `including`) that hold consolidated metadata,
+    nearest first, all read at once: the snapshots that list what is written there."""
+    parts = path.split("/") if path else []
+    depths = range(len(parts) + 1) if including else range(len(parts))
+    groups = ["/".join(parts[:depth]) for depth in reversed(depths)]
+    held: dict[str, GroupMetadata] = {}
+
+    async def read(group: str) -> None:
+        try:
+            node = await hierarchy.read_node(store, group)
+        except (NodeNotFoundError, UnfinishedNodeError):  # none, implicit, an array's
+            return
+        if isinstance(node, GroupMetadata) and node.consolidated is not None:
+            held[group] = node
+
+    with unwrap_group():
+        async with anyio.create_task_group() as tg:
+            for group in groups:
+                tg.start_soon(read, group)
+    return {group: held[group] for group in groups if group in held}
 
 
 async def write_consolidated(

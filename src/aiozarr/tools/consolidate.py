@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aiozarr.api import StoreLike, resolve_store
-from aiozarr.errors import MetadataError, NodeNotFoundError, UnfinishedNodeError
+from aiozarr.errors import MetadataError, NodeNotFoundError
 from aiozarr.metadata import formats
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.nodes import hierarchy, hierarchy_walk, node_updates
@@ -89,25 +89,16 @@ async def unlist_async(store: Store, path: str) -> list[str]:
     replaces nodes does this first: listed meanwhile, they would read as they were (the
     chunks not written yet as fill values)."""
     path = hierarchy.normalize_path(path)
-    parts = path.split("/") if path else []
-    held = []
-    for depth in reversed(range(len(parts) + 1)):
-        group = "/".join(parts[:depth])
-        try:
-            meta = await hierarchy.read_node(store, group)
-        except (NodeNotFoundError, UnfinishedNodeError):  # none, implicit, or an array's
-            continue
-        if not isinstance(meta, GroupMetadata) or meta.consolidated is None:
-            continue
-        rel = "/".join(parts[depth:])
+    held = await node_updates.snapshots_above(store, path, including=True)
+    for group, meta in held.items():
+        rel = path[len(group) :].lstrip("/")
         kept = {
             name: node
-            for name, node in meta.consolidated.items()
+            for name, node in (meta.consolidated or {}).items()
             if rel and name != rel and not name.startswith(f"{rel}/")
         }
         await node_updates.update_node(store, group, meta, node_updates.with_consolidated(kept))
-        held.append(group)
-    return held
+    return list(held)
 
 
 def consolidate_metadata(store: StoreLike, path: str = "", **options: Any) -> Group:

@@ -15,9 +15,6 @@ instead, as it drops the group's own.
 
 from __future__ import annotations
 
-import anyio
-
-from aiozarr.errors import NodeNotFoundError, unwrap_group
 from aiozarr.metadata import formats
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.nodes import hierarchy, node_updates
@@ -56,35 +53,14 @@ async def consolidate_written(
     are dropped instead (the group's own, the write dropped), so none is left stale and
     their readers list the groups."""
     if not consolidated:
-        for parent, meta in (await _consolidated_above(store, path)).items():
+        for parent, meta in (await node_updates.snapshots_above(store, path)).items():
             await node_updates.update_node(
                 store, parent, meta, node_updates.with_consolidated(None)
             )
         return
     await (consolidate_current if shared else consolidate_async)(store, path)
-    for parent in await _consolidated_above(store, path):
+    for parent in await node_updates.snapshots_above(store, path):
         await consolidate_current(store, parent)
-
-
-async def _consolidated_above(store: Store, path: str) -> dict[str, GroupMetadata]:
-    """The groups above `path` that hold a snapshot, nearest first (all read at once)."""
-    parts = path.split("/") if path else []
-    above = ["/".join(parts[:i]) for i in reversed(range(len(parts)))]
-    held: dict[str, GroupMetadata] = {}
-
-    async def read(parent: str) -> None:
-        try:
-            node = await hierarchy.read_node(store, parent)
-        except NodeNotFoundError:  # an implicit group (v3) holds none
-            return
-        if isinstance(node, GroupMetadata) and node.consolidated is not None:
-            held[parent] = node
-
-    with unwrap_group():
-        async with anyio.create_task_group() as tg:
-            for parent in above:
-                tg.start_soon(read, parent)
-    return {p: held[p] for p in above if p in held}
 
 
 async def _consolidate(store: Store, path: str) -> dict[str, bytes]:
