@@ -11,11 +11,11 @@ checks a value read whole against a checksum (a zip archive's CRC-32) reads it w
 
 A whole read checks the chunk's stored size. A span checks what it can: one that comes
 back shorter than asked is an error naming the key, and so is a chunk stored as an
-object of another size than its values where the store tells the object's size (files,
-object stores, memory; a shard's size is checked with its index, and where the store
-tells none the inner chunk is read whole). A reference's target holds more than the
-chunk, so there only a short span is seen: a reference of the wrong length is refused by
-a whole read, not by a span inside it.
+object of another size than its values, told by the answer's version (`stored_size`: a
+file's, a memory value's, an object's size; a reference's length, JSON, Parquet or
+icechunk, not its target's); a shard's size is checked with its index, and where the
+store tells none the inner chunk is read whole. A store whose answers tell no size
+(zarr-python's) leaves a chunk stored longer than its values unseen by a span.
 """
 
 from __future__ import annotations

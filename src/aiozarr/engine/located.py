@@ -86,14 +86,9 @@ class LocatedChunk:
         if self.index is not None:
             check_version(self.index, self.key, version)
         elif self.part is not None and data is not None:  # an unsharded chunk
-            self.part.check_stored(self.key, _chunk_object_size(array, version))
+            # the object's size, or a reference's length (`stored_size`)
+            self.part.check_stored(self.key, stored_size(version))
         return [(self, data)]
-
-
-def _chunk_object_size(array: StoredArray, version: Version | None) -> int | None:
-    """The size of the object an unsharded chunk was read from, where its version tells
-    (a reference's version is its target's, which holds more than the chunk)."""
-    return None if array.store.capabilities.delegates_reads else stored_size(version)
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,7 @@ __all__ = [
     "Versioned",
     "check_size",
     "lasting",
+    "sized_version",
     "stored_size",
 ]
 
@@ -108,11 +109,27 @@ class NumberedVersion(int):
 
 
 def stored_size(version: Version | None) -> int | None:
-    """The size of the stored object or file a value was read from, where its version
-    says: at least the value's size (a reference's target may hold more than the value);
-    None where the version does not tell."""
+    """The size of the stored value a read's bytes came from, where its version says
+    (an object's, a file's; a reference's length, `sized_version`); None where the
+    version does not tell."""
     sized = ObjectVersion | FileVersion | NumberedVersion
     return version.size if isinstance(version, sized) else None
+
+
+def sized_version(version: Version | None, size: int) -> Version:
+    """`version` telling `size` as the stored size (`stored_size`): the version of a
+    value that is `size` bytes of a larger object (a reference's range of its target).
+    Compared as `version` is, and lasting where it is (`lasting`): no version at all is
+    an `UnprovenVersion`."""
+    if isinstance(version, NumberedVersion):
+        return NumberedVersion(int(version), size)
+    if isinstance(version, FileVersion):
+        return version._replace(size=size)
+    if isinstance(version, ObjectVersion):
+        return type(version)(version[0], version[1], version.last_modified, size)
+    if version is None:
+        return UnprovenVersion(None, None, None, size)
+    return ObjectVersion(version, None, None, size)  # an ETag alone (plain HTTP)
 
 
 class FileVersion(NamedTuple):

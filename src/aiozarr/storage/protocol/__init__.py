@@ -22,6 +22,7 @@ from aiozarr.storage.protocol.store import (
     dir_entries,
     lasting,
     read_as_batch,
+    sized_version,
     stored_size,
 )
 
@@ -42,5 +43,6 @@ __all__ = [
     "dir_entries",
     "lasting",
     "read_as_batch",
+    "sized_version",
     "stored_size",
 ]

@@ -41,6 +41,7 @@ from aiozarr.storage.policy.backend import (
     Versioned,
     check_size,
     lasting,
+    sized_version,
     stored_size,
 )
 from aiozarr.storage.policy.budget import RequestBudget
@@ -64,6 +65,7 @@ __all__ = [
     "check_key",
     "check_size",
     "lasting",
+    "sized_version",
     "stored_size",
 ]
 

@@ -57,10 +57,13 @@ from aiozarr.storage.protocol import (
     Capabilities,
     RangeRequest,
     Store,
+    Version,
     Versioned,
     check_size,
     dir_entries,
     read_as_batch,
+    sized_version,
+    stored_size,
 )
 from aiozarr.storage.references.parquet import ParquetRefs
 from aiozarr.storage.references.targets import TargetPolicy, locate
@@ -381,7 +384,9 @@ class ReferenceStore(Store):
     async def stream_versioned_values(self, requests: Sequence[RangeRequest]) -> AsyncIterator[Any]:
         """`(request index, answer, version)` as answers land; reads of one target store
         go as one batch to it (it coalesces ranges of one object and runs objects
-        concurrently). Inline values have no version; others carry their target's.
+        concurrently). Each answer's version tells the value's size (`stored_size`): a
+        reference's answer carries its target's version with the reference's length as
+        the size, an inline value one that tells its size alone (`sized_version`).
         """
         values = await self._lookup([request.key for request in requests])
         ready: list[Answer] = []
@@ -393,12 +398,13 @@ class ReferenceStore(Store):
                 raise self._null(request.key)
             elif not isinstance(value, list):
                 data = self._inline(value, request.key)
+                size = len(data)
                 if request.byte_range is None:
-                    check_size(request.key, len(data), request.max_bytes, self)
+                    check_size(request.key, size, request.max_bytes, self)
                 else:
-                    start, stop = request.byte_range.resolve(len(data))
+                    start, stop = request.byte_range.resolve(size)
                     data = data[start:stop]
-                ready.append((i, data, None))
+                ready.append((i, data, sized_version(None, size)))
             else:
                 store, read = self._target_read(request, value)
                 _, indices, reads = by_store.setdefault(id(store), (store, [], []))
@@ -420,7 +426,7 @@ class ReferenceStore(Store):
                         self._check_length(key, value, reads[j], data, store)
                         self._verify(key, value, version)
                         checking = False
-                        emit((indices[j], data, version))
+                        emit((indices[j], data, _sized(value, version)))
             except StoreError as error:  # the target's own: named with the keys asking
                 renamed = (SourceChangedError, ValueTooLargeError)
                 if checking or not (type(error) is StoreError or isinstance(error, renamed)):
@@ -553,6 +559,14 @@ def _entry_problem(value: list[Any]) -> str:
         if number < 0:
             return f"the {what} is negative"
     return ""
+
+
+def _sized(value: list[Any], version: Version | None) -> Version | None:
+    """The version of an answer of reference `value`: its target's, telling the
+    reference's length as the value's stored size (a span of a chunk is checked against
+    it, as a whole read is: `stored_size`); a whole target's own, as its store tells it."""
+    size = int(value[2]) if len(value) >= 3 else stored_size(version)
+    return version if size is None else sized_version(version, size)
 
 
 def _compose(offset: int, length: int | None, byte_range: ByteRange | None) -> ByteRange | None:

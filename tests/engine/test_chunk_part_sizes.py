@@ -1,0 +1,93 @@
+"""A span of an uncompressed chunk inside a reference is checked against the reference's
+length, as a whole read is: a reference (JSON or Parquet, or a value inline in the
+reference file) whose length differs from the chunk's size raises a named error instead
+of reading a span silently (icechunk's virtual chunks: tests/interop/icechunk)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import aiozarr
+from aiozarr.errors import CodecError, ValueTooLargeError
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.references.reference_store import ReferenceStore
+
+VALUES = np.arange(64 * 64, dtype="<i8").reshape(64, 64)
+ZARRAY = {
+    "zarr_format": 2,
+    "shape": [64, 64],
+    "chunks": [64, 64],
+    "dtype": "<i8",
+    "compressor": None,
+    "fill_value": None,
+    "filters": None,
+    "order": "C",
+}
+
+
+def _references(root: Path, form: str, length: int) -> Path:
+    """References to array `v`: one chunk, `length` bytes at offset 6 of `data.bin`, a
+    file that holds more than the chunk on both sides (or `length` bytes inline)."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "data.bin").write_bytes(b"header" + VALUES.tobytes() + b"trailer--")
+    if form in ("json", "inline"):
+        refs: dict[str, Any] = {".zgroup": '{"zarr_format":2}', "v/.zarray": json.dumps(ZARRAY)}
+        refs["v/0.0"] = ["data.bin", 6, length]
+        if form == "inline":  # the chunk's bytes in the reference file itself
+            inline = (VALUES.tobytes() + bytes(8))[:length]
+            refs["v/0.0"] = "base64:" + base64.b64encode(inline).decode()
+        (root / "refs.json").write_text(json.dumps({"version": 1, "refs": refs}))
+        return root / "refs.json"
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    out = root / "refs.parq"
+    (out / "v").mkdir(parents=True)
+    metadata = {".zgroup": {"zarr_format": 2}, "v/.zarray": ZARRAY}
+    (out / ".zmetadata").write_text(json.dumps({"record_size": 10, "metadata": metadata}))
+    table = pa.table(
+        {
+            "path": pa.array([str(root / "data.bin")], pa.string()),
+            "offset": pa.array([6], pa.int64()),
+            "size": pa.array([length], pa.int64()),
+            "raw": pa.array([None], pa.binary()),
+        }
+    )
+    pq.write_table(table, out / "v" / "refs.0.parq")
+    return out
+
+
+def _opened(source: Path) -> tuple[Any, CountingStore]:
+    counted = CountingStore(ReferenceStore(source))
+    return aiozarr.open_array(counted, "v", mode="r"), counted
+
+
+@pytest.mark.parametrize("form", ["json", "parquet", "inline"])
+@pytest.mark.parametrize("wrong", [-1, 1])
+def test_a_span_inside_a_reference_of_the_wrong_length_is_refused(
+    tmp_path: Path, form: str, wrong: int
+) -> None:
+    """One element of a chunk whose reference is a byte too short or too long: the
+    error the whole read raises, never the element read from a span inside it."""
+    arr, _ = _opened(_references(tmp_path, form, VALUES.nbytes + wrong))
+    size = VALUES.nbytes + wrong
+    with pytest.raises(CodecError, match=rf"'v/0\.0' is stored as {size} bytes"):
+        arr[3, 5]
+    with pytest.raises((CodecError, ValueTooLargeError), match=r"'v/0\.0'"):
+        arr[...]  # too long: over its bound before it is read
+
+
+@pytest.mark.parametrize("form", ["json", "parquet", "inline"])
+def test_a_reference_of_the_chunk_s_length_is_read_as_a_span(tmp_path: Path, form: str) -> None:
+    arr, counted = _opened(_references(tmp_path, form, VALUES.nbytes))
+    counted.reset()
+    assert arr[3, 5] == VALUES[3, 5]
+    assert counted.bytes_read == 8
+    counted.reset()
+    np.testing.assert_array_equal(arr[3:5, 10:14], VALUES[3:5, 10:14])
+    assert counted.bytes_read == (64 + 4) * 8  # row 3 from column 10 to row 4 at 13
