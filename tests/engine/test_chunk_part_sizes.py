@@ -1,7 +1,8 @@
-"""A span of an uncompressed chunk inside a reference is checked against the reference's
-length, as a whole read is: a reference (JSON or Parquet, or a value inline in the
-reference file) whose length differs from the chunk's size raises a named error instead
-of reading a span silently (icechunk's virtual chunks: tests/interop/icechunk)."""
+"""A span of an uncompressed chunk is read only where the chunk's stored size is checked,
+as a whole read checks it: a reference (JSON or Parquet, or a value inline in the
+reference file) whose length differs from the chunk's size, and a chunk stored at
+another size on a store that tells no object size, raise a named error instead of
+reading a span silently (icechunk's virtual chunks: tests/interop/icechunk)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 import aiozarr
 from aiozarr.errors import CodecError, ValueTooLargeError
 from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.zarr_store import ZarrStore
 from aiozarr.storage.references.reference_store import ReferenceStore
 
 VALUES = np.arange(64 * 64, dtype="<i8").reshape(64, 64)
@@ -91,3 +93,38 @@ def test_a_reference_of_the_chunk_s_length_is_read_as_a_span(tmp_path: Path, for
     counted.reset()
     np.testing.assert_array_equal(arr[3:5, 10:14], VALUES[3:5, 10:14])
     assert counted.bytes_read == (64 + 4) * 8  # row 3 from column 10 to row 4 at 13
+
+
+@pytest.mark.parametrize("extra", [8, -8])
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_a_chunk_of_another_size_on_a_store_that_tells_no_size_is_refused(
+    extra: int, zarr_format: int
+) -> None:
+    """zarr-python's stores answer no version, so no object size: one element of a chunk
+    stored 8 bytes longer (or shorter) raises what a whole read raises."""
+    zarr = pytest.importorskip("zarr")
+    arr = aiozarr.create_array(
+        zarr.storage.MemoryStore(), shape=(64, 64), chunks=(64, 64), dtype="<i8",
+        compressors=None, zarr_format=zarr_format,
+    )  # fmt: skip
+    arr[...] = VALUES
+    key = "c/0/0" if zarr_format == 3 else "0.0"
+    stored = bytes(aiozarr.sync.run(arr.store.get, key))
+    changed = stored + bytes(extra) if extra > 0 else stored[:extra]
+    aiozarr.sync.run(arr.store.set, key, changed)
+    with pytest.raises((CodecError, ValueTooLargeError), match=f"'{key}'") as whole:
+        arr[...]
+    with pytest.raises(type(whole.value), match=f"'{key}'"):
+        arr[3, 5]
+
+
+def test_a_store_that_tells_no_size_reads_an_uncompressed_chunk_whole() -> None:
+    zarr = pytest.importorskip("zarr")
+    counted = CountingStore(ZarrStore(zarr.storage.MemoryStore()))
+    arr = aiozarr.create_array(
+        counted, shape=(64, 64), chunks=(64, 64), dtype="<i8", compressors=None
+    )
+    arr[...] = VALUES
+    counted.reset()
+    assert arr[3, 5] == VALUES[3, 5]
+    assert counted.bytes_read == VALUES.nbytes

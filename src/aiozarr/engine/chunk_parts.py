@@ -9,13 +9,14 @@ the chunk. One element of a 100 MB chunk of an uncompressed NetCDF variable (a k
 or icechunk reference to it) is a read of its few bytes, not of the chunk. A store that
 checks a value read whole against a checksum (a zip archive's CRC-32) reads it whole.
 
-A whole read checks the chunk's stored size. A span checks what it can: one that comes
-back shorter than asked is an error naming the key, and so is a chunk stored as an
-object of another size than its values, told by the answer's version (`stored_size`: a
-file's, a memory value's, an object's size; a reference's length, JSON, Parquet or
-icechunk, not its target's); a shard's size is checked with its index, and where the
-store tells none the inner chunk is read whole. A store whose answers tell no size
-(zarr-python's) leaves a chunk stored longer than its values unseen by a span.
+A whole read checks the chunk's stored size, and a span is read only where that size
+is checked too: one that comes back shorter than asked is an error naming the key, and
+so is a chunk stored as an object of another size than its values, told by the answer's
+version (`stored_size`: a file's, a memory value's, an object's size; a reference's
+length, JSON, Parquet or icechunk, not its target's). A store whose answers tell no
+size (`Capabilities.sized_versions` off: zarr-python's stores, plain HTTP) reads such a
+chunk whole, so its size is checked as ever; a shard's size is checked with its index,
+and where the store tells none the inner chunk is read whole.
 """
 
 from __future__ import annotations

@@ -160,7 +160,10 @@ def plan_reads(
     index is not cached), and the shards whose index must be known first."""
     if array.layout is None:
         chunks = plan_chunks(array.meta, array.prefix, projections)
-        whole = array.store.capabilities.checks_whole_values  # a part would go unchecked
+        # A part is read where its chunk's size is checked as a whole read checks it: not
+        # against a checksum of the whole value, nor where no answer tells the size.
+        caps = array.store.capabilities
+        whole = caps.checks_whole_values or not caps.sized_versions
         located: list[Fetch] = []
         for c in chunks:
             chain = array.chain_for(c.projection.chunk_coords)

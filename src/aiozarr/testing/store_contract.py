@@ -32,7 +32,13 @@ import pytest
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import ReadOnlyError, ValueTooLargeError, VersionConflictError
-from aiozarr.storage.protocol import UNCHANGED, Capabilities, RangeRequest, Store
+from aiozarr.storage.protocol import (
+    UNCHANGED,
+    Capabilities,
+    RangeRequest,
+    Store,
+    stored_size,
+)
 
 __all__ = ["StoreContract", "expected_slice"]
 
@@ -516,6 +522,16 @@ class StoreContract:
         if not self.supports_delete:
             assert not caps.deletes
         assert store.reads_inline == caps.inline_reads
+
+    async def test_sized_versions_tell_the_value_s_size(self, store: Store) -> None:
+        """`sized_versions`: every answer, whole or a range, tells the value's size (a
+        span of an uncompressed chunk is read only where it is checked against it)."""
+        if not store.capabilities.sized_versions:
+            pytest.skip("the store declares no sized versions: chunks are read whole")
+        await self.set_raw(store, "s", _VALUE)
+        for byte_range in (None, ByteRange.of(10, 20), ByteRange.last(16)):
+            answer = await store.get_versioned("s", byte_range)
+            assert answer is not None and stored_size(answer[1]) == len(_VALUE)
 
     async def test_read_primitives_answer_as_get_does(self, store: Store) -> None:
         await self.set_raw(store, "p/v", _VALUE)

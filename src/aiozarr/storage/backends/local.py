@@ -223,8 +223,8 @@ class LocalStore(Store):
         conditional_deletes=fcntl is not None,
         # One open serves every range of a file: `read_ranges`, in one thread hop.
         batched_reads=True,
-        # Reading the gap costs more than a seek; on a local disk there is no request cost.
-        coalesce_gap_bytes=0,
+        coalesce_gap_bytes=0,  # reading a gap costs more than a seek; no request cost
+        sized_versions=True,  # a file's version holds its size (`FileVersion`)
     )
 
     def __init__(

@@ -60,6 +60,7 @@ class MemoryStore(Store):
         batched_reads=True,
         # Slicing memory costs nothing; merging ranges would only add work.
         coalesce_gap_bytes=0,
+        sized_versions=True,  # a value's write number carries its size (`NumberedVersion`)
     )
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -113,7 +113,8 @@ class ObjectStore(ObjectListing, Store):
 
     _version_of = staticmethod(_version)  # an answer's meta -> its version
     read_if_changed = read_if_changed  # a GET with If-None-Match: a 304 moves no bytes
-    CAPABILITIES = Capabilities(hedge_reads=True)
+    # An answer's version carries the object's size (`ObjectVersion`).
+    CAPABILITIES = Capabilities(hedge_reads=True, sized_versions=True)
 
     def __init__(
         self,

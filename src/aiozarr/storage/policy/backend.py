@@ -199,6 +199,12 @@ class Capabilities:
     #: CRC-32), which a part of it cannot be: a read needing a few of a chunk's values
     #: reads it whole (`engine/chunk_parts.py`).
     checks_whole_values: bool = False
+    #: Every answer's version tells the size of the value it came from (`stored_size`: a
+    #: file's, a memory value's, an object's, a reference's length): a read needing a few
+    #: of an uncompressed chunk's values reads only their span, and checks that size as a
+    #: whole read checks the chunk. Other stores (zarr-python's, plain HTTP) read such a
+    #: chunk whole (`engine/chunk_parts.py`).
+    sized_versions: bool = False
     #: Every node's metadata is already held (an icechunk snapshot's): reading a group's
     #: documents and listing its members make no request, so consolidated metadata
     #: would gain nothing (xarray's warning about its absence is not given).

@@ -160,8 +160,11 @@ class ReferenceStore(Store):
     """
 
     # Its values are inline or ranges of other objects, read through their stores (whose
-    # request policies apply); it is never written.
-    CAPABILITIES = Capabilities(writes=False, deletes=False, delegates_reads=True)
+    # request policies apply), each answer's version telling the reference's length; it
+    # is never written.
+    CAPABILITIES = Capabilities(
+        writes=False, deletes=False, delegates_reads=True, sized_versions=True
+    )
 
     def __init__(
         self,

@@ -80,7 +80,11 @@ class IcechunkStore(ReferenceStore):
     # Values are the snapshot's documents or ranges of other objects (read through
     # their stores' request policies); every node's metadata is in the snapshot.
     CAPABILITIES = Capabilities(
-        writes=False, deletes=False, delegates_reads=True, metadata_in_hand=True
+        writes=False,
+        deletes=False,
+        delegates_reads=True,
+        metadata_in_hand=True,
+        sized_versions=True,  # a reference's length (`ReferenceStore`)
     )
 
     def __init__(
