@@ -12,7 +12,7 @@ import zarr
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.codecs import ChunkSpec, CodecChain, ShardingCodec, ShardLayout, get_codec, layout_of
-from aiozarr.codecs.sharding import EMPTY, morton_order
+from aiozarr.codecs.sharding import EMPTY, ShardIndex, morton_order
 from aiozarr.errors import ChecksumError, CodecError, MetadataError
 from aiozarr.metadata.model import ArrayMetadata, CodecMetadata
 
@@ -219,3 +219,17 @@ def test_inner_chunks_not_stored_decode_as_the_fill_itself() -> None:
     stored = np.array([b"z", b"y"], dtype=object)
     shard = layout.encode_shard({(0,): bytes(layout.inner_chain.encode(stored))})
     assert codec.decode(shard, spec).tolist() == [b"z", b"y", b"q\x00", b"q\x00"]
+
+
+@pytest.mark.parametrize("grid", [(), (5,), (3, 4), (2, 3, 2)])
+def test_ranges_of_many_inner_chunks_are_range_of_each(grid: tuple[int, ...]) -> None:
+    rng = np.random.default_rng(len(grid))
+    table = rng.integers(0, 1 << 40, size=(*grid, 2), dtype=np.uint64)
+    flat = table.reshape(-1, 2)
+    flat[:: max(2, flat.shape[0] // 2)] = EMPTY  # some inner chunks not stored
+    index = ShardIndex(table)
+    coords = [tuple(int(i) for i in c) for c in np.ndindex(*grid)]
+    rng.shuffle(coords)
+    picked = coords + coords[:2]  # in any order, repeats too
+    assert index.ranges_of(picked) == [index.range_of(c) for c in picked]
+    assert index.ranges_of([]) == []

@@ -78,6 +78,18 @@ class ShardIndex:
             return None
         return ByteRange.of(int(offset), int(length))
 
+    def ranges_of(self, inner_coords: Sequence[tuple[int, ...]]) -> list[ByteRange | None]:
+        """`range_of` of many inner chunks, in one lookup."""
+        table = self.offsets_and_lengths
+        grid = table.shape[:-1]
+        strides = np.array([math.prod(grid[d + 1 :]) for d in range(len(grid))], np.int64)
+        coords = np.array(inner_coords, dtype=np.int64).reshape(len(inner_coords), len(grid))
+        pairs = table.reshape(-1, 2)[coords @ strides].tolist()
+        return [
+            None if offset == EMPTY and length == EMPTY else ByteRange(offset, length)
+            for offset, length in pairs
+        ]
+
     @property
     def is_empty(self) -> bool:
         """Whether no inner chunk is stored."""

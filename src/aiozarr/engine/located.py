@@ -122,8 +122,8 @@ class WholeShard:
         remember_index(array, shard.key, index, version)
         view = memoryview(data).cast("B")
         landed: list[Landed] = []
-        for inner in shard.inner:
-            byte_range = index.range_of(inner.inner_coords)
+        ranges = index.ranges_of([inner.inner_coords for inner in shard.inner])
+        for inner, byte_range in zip(shard.inner, ranges, strict=True):
             chunk = LocatedChunk(shard.key, byte_range, layout.inner_chain, inner.projection)
             if byte_range is None:
                 landed.append((chunk, None))
