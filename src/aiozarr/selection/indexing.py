@@ -104,16 +104,17 @@ class Indexer:
             list(zip(a.chunks.tolist(), a.chunk_sels, a.out_sels, a.complete, strict=True))
             for a in axes
         ]
+        if not axes:  # 0-d: its one chunk, whole
+            yield ChunkProjection((), (), (...,), True, True)
+            return
+        every_axis_kept = all(kept)
         for picked in itertools.product(*per_axis):
-            out_sel = tuple(p[2] for p, keep in zip(picked, kept, strict=True) if keep)
-            yield ChunkProjection(
-                chunk_coords=tuple(p[0] for p in picked),
-                chunk_selection=tuple(p[1] for p in picked),
-                # `...` on a 0-d output: `out[...]` is a view, where `out[()]` is a scalar.
-                out_selection=out_sel or (...,),
-                is_complete_chunk=all(p[3] for p in picked),
-                covers_chunk_in_array=all(p[3] for p in picked),
-            )
+            coords, chunk_sel, out_sel, complete = zip(*picked, strict=True)
+            if not every_axis_kept:
+                out_sel = tuple(o for o, keep in zip(out_sel, kept, strict=True) if keep)
+            whole = all(complete)
+            # `...` on a 0-d output: `out[...]` is a view, where `out[()]` is a scalar.
+            yield ChunkProjection(coords, chunk_sel, out_sel or (...,), whole, whole)
 
     def _outer_projections(self, kept: list[bool]) -> Iterator[ChunkProjection]:
         """The projections where some axis selects with an array (`_outer` them)."""
