@@ -92,18 +92,18 @@ def plan_shards(array: StoredArray, projections: Sequence[ChunkProjection]) -> l
         return _plan_rectilinear_shards(array, layout, projections)
     meta, prefix = array.meta, array.prefix
     per = layout.chunks_per_shard
+    coords = np.array([p.chunk_coords for p in projections], np.int64)
+    coords = coords.reshape(len(projections), len(per))
+    shard_of, inner_of = (part.tolist() for part in np.divmod(coords, np.array(per, np.int64)))
     shards: dict[tuple[int, ...], ShardSelection] = {}
-    for p in projections:
-        coords = p.chunk_coords
-        shard_coords = tuple([c // n for c, n in zip(coords, per, strict=True)])
+    for p, shard, inner in zip(projections, shard_of, inner_of, strict=True):
+        shard_coords = tuple(shard)
         read = shards.get(shard_coords)
         if read is None:
             read = shards[shard_coords] = ShardSelection(
                 prefix + meta.chunk_key(shard_coords), shard_coords, layout
             )
-        read.inner.append(
-            InnerSelection(tuple([c % n for c, n in zip(coords, per, strict=True)]), p)
-        )
+        read.inner.append(InnerSelection(tuple(inner), p))
     grid = inner_grid_shape(meta, layout)
     for read in shards.values():
         read.whole = _is_whole(read, _inner_chunks_inside(read.shard_coords, per, grid))
