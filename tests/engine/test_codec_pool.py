@@ -15,6 +15,7 @@ import pytest
 
 import aiozarr
 from aiozarr import config
+from aiozarr.engine import executor
 from aiozarr.engine.executor import run_codec
 
 pytestmark = pytest.mark.timeout(120)
@@ -22,23 +23,29 @@ pytestmark = pytest.mark.timeout(120)
 
 def test_changing_codec_threads_keeps_the_pool_and_its_threads() -> None:
     """Alternating settings (two loops with different `codec_threads`) never replace the
-    pool: a replaced pool was shut down under another loop about to submit to it."""
-    seen: list[threading.Thread] = []  # kept, so no two are the same object
+    pool: a replaced pool was shut down under another loop about to submit to it. Every
+    job runs, on the one pool, which never holds more threads than the larger setting
+    (a thread may end and another start as the setting shrinks and grows again)."""
+    alive: list[int] = []
 
     def job() -> None:
-        seen.append(threading.current_thread())
+        alive.append(executor.POOL.threads)
 
     async def alternate() -> None:
         with config.set(codec_threads=1):  # threads earlier tests left end (one a job)
-            for _ in range(256):
+            for _ in range(10_000):
                 await run_codec(int)
+                if executor.POOL.threads <= 1:
+                    break
         for n in range(20):
             with config.set(codec_threads=1 + n % 2):
                 await run_codec(job)
 
+    pool = executor.POOL
     asyncio.run(alternate())
-    assert len(seen) == 20
-    assert len({id(thread) for thread in seen}) <= 2
+    assert len(alive) == 20
+    assert max(alive) <= 2
+    assert executor.POOL is pool
 
 
 def test_codec_threads_of_two_loops_at_once(tmp_path: Path) -> None:
