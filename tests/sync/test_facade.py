@@ -146,7 +146,17 @@ class _SlowStore(MemoryStore):
         return await super().read(key, byte_range, max_bytes)
 
 
-def test_keyboard_interrupt_cancels_the_task() -> None:
+_CTRL_C = {
+    # a real Ctrl-C, to the process: handled by the caller's thread, in its wait
+    "to the process": lambda: os.kill(os.getpid(), signal.SIGINT),
+    # handled by this (another) thread, as a process's signal may be, or as one is that
+    # lands while the caller is about to wait: either way no wait is cut short by it
+    "handled elsewhere": lambda: signal.pthread_kill(threading.get_ident(), signal.SIGINT),
+}
+
+
+@pytest.mark.parametrize("ctrl_c", list(_CTRL_C))
+def test_keyboard_interrupt_cancels_the_task(ctrl_c: str) -> None:
     store = _SlowStore()
     arr = aiozarr.create_array(store, shape=(4,), dtype="f8", chunks=(4,), fill_value=1.0)
     arr[:] = 2.0
@@ -156,7 +166,7 @@ def test_keyboard_interrupt_cancels_the_task() -> None:
         # Waits (bounded far beyond any load) for the read to be stalled, then interrupts
         # it: a thread that gave up early would leave the read to finish uninterrupted.
         if store.started.wait(60):
-            os.kill(os.getpid(), signal.SIGINT)  # a real Ctrl-C: interrupts the blocked wait
+            _CTRL_C[ctrl_c]()
 
     threading.Thread(target=interrupt, daemon=True).start()
     # Python's own Ctrl-C handler, whatever an earlier test's library left installed
@@ -168,6 +178,24 @@ def test_keyboard_interrupt_cancels_the_task() -> None:
     finally:
         signal.signal(signal.SIGINT, previous)
     assert store.cancelled.wait(60), "the read task kept running after Ctrl-C"
+
+
+def test_a_call_ending_as_a_wait_slice_runs_out_gives_its_outcome(monkeypatch) -> None:
+    # The main thread waits in slices, to raise a Ctrl-C: a call that ends as one runs
+    # out gives its outcome, not the slice's TimeoutError (a first draft of the slices
+    # raised it, under load, from a read). Slices of 0 s run out all the while.
+    monkeypatch.setattr(portal, "_SIGNAL_CHECK_S", 0.0)
+
+    async def value(i: int) -> int:
+        await asyncio.sleep(0)
+        return i
+
+    async def timing_out() -> None:
+        raise TimeoutError("the call's own")
+
+    assert [sync.run(value, i) for i in range(50)] == list(range(50))
+    with pytest.raises(TimeoutError, match="the call's own"):
+        sync.run(timing_out)
 
 
 def test_ctrl_c_while_the_task_is_handed_over_still_cancels_it(monkeypatch) -> None:

@@ -20,6 +20,7 @@ import functools
 import logging
 import os
 import threading
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
@@ -301,7 +302,7 @@ def run(
     future: concurrent.futures.Future[T] | None = None
     try:
         future = _start(call)
-        result = future.result(timeout=settings.sync_timeout_s)
+        result = _wait(future, settings.sync_timeout_s)
     except BaseException as error:
         if future is not None and future.done():
             _park_if_abandoned(call)
@@ -317,6 +318,36 @@ def run(
     if isinstance(result, _Raised):
         raise result.error
     return result
+
+
+#: The longest a sync call on the main thread waits before it looks for a Ctrl-C again.
+_SIGNAL_CHECK_S = 0.1
+
+
+def _wait(future: concurrent.futures.Future[T], timeout: float | None) -> T:
+    """`future.result(timeout)`, waited for in slices on the main thread.
+
+    A Ctrl-C cuts a blocked wait short only when it lands on the waiting thread during
+    the wait. One that lands just before the wait begins (the caller's thread was
+    preempted on its way in), or on another thread (the kernel may hand a process's
+    signal to any thread), is only noted: Python raised it once the wait ended, that is
+    once the call had ended by itself, uncancelled. Between slices Python raises it.
+    Python raises signals on the main thread only: other threads wait whole.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return future.result(timeout)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= _SIGNAL_CHECK_S:  # the last slice
+            return future.result(max(0.0, left))
+        try:
+            # Raises TimeoutError only while the call runs: `result`'s could be the
+            # call's own, or the slice's with the call done just after.
+            future.exception(_SIGNAL_CHECK_S)
+        except TimeoutError:
+            continue
+        return future.result()
 
 
 class _Raised:
