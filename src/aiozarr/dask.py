@@ -25,7 +25,9 @@ require_extra("aiozarr.dask", "dask", "dask")
 # ruff: noqa: E402 (dask is looked for first, to name the extra when it is missing)
 import dask.array as da
 import numpy as np
+from dask._task_spec import convert_legacy_graph
 from dask.base import tokenize
+from dask.blockwise import Blockwise
 
 from aiozarr import config
 from aiozarr.api import StoreLike, create_array
@@ -34,11 +36,23 @@ from aiozarr.storage.backends.memory import MemoryStore
 from aiozarr.storage.protocol import Store
 from aiozarr.sync import Array
 
-__all__ = ["OverlappingWriteError", "from_dask", "store", "to_dask", "write_grid"]
+__all__ = [
+    "InPlaceWriteError",
+    "OverlappingWriteError",
+    "from_dask",
+    "store",
+    "to_dask",
+    "write_grid",
+]
 
 
 class OverlappingWriteError(AiozarrError, ValueError):
     """Two dask blocks would write the same shard or chunk (one write would be lost)."""
+
+
+class InPlaceWriteError(OverlappingWriteError):
+    """A dask array reads values its own write replaces: one block reads where another
+    block writes (in any order), or `overwrite=True` deletes what it reads."""
 
 
 def _sync(array: Array | AsyncArray) -> Array:
@@ -170,6 +184,11 @@ def store(
     `partial_edges`, a `region` may start and end inside a shard, as xarray lets appends
     (mode "a") do: its first and last blocks are the only writers of those shards in this
     call (another writer of their other part is the caller's to rule out).
+    Unless `safe=False`, a `source` that reads `target` (`store(f(to_dask(a)), a)`) is
+    refused with `InPlaceWriteError` where one block reads values another block writes
+    (`to_dask(a)[::-1]`, `.T`, a sum): tasks run in any order, so it would read them
+    before or after they are replaced; blocks that each read only what they write (or
+    what the write leaves, outside `region`) update the array in place.
     `write_empty_chunks` is the aiozarr setting of that name, in force on every worker.
     With `compute=False`, a `dask.delayed.Delayed` that writes when computed.
     """
@@ -184,6 +203,8 @@ def store(
         )
     if safe and not lock:
         _check_aligned(source, sync, region, partial_edges)
+    if safe:
+        _check_not_in_place(source, sync, region)
     writer: Any = sync
     if write_empty_chunks is not None:
         writer = _Settings(sync, {"write_empty_chunks": write_empty_chunks})
@@ -262,6 +283,174 @@ def _check_aligned(
                     f"to multiples of {grid} (`darr.rechunk({grid})`); `aiozarr.dask.store` "
                     "also takes lock= (shared by all workers) or safe=False"
                 )
+
+
+#: A box: per axis, the range [start, stop) of the elements of an array a task reads.
+Box = tuple[tuple[int, int], ...]
+
+
+def _place(array: Array | AsyncArray) -> tuple[object, str]:
+    """Where `array`'s data is: its store's key space and its full path there (two
+    handles on one array, one opened at its group, give one place)."""
+    space, prefix = array.store.key_space()
+    return space, "/".join(part for part in f"{prefix}/{array.path}".split("/") if part)
+
+
+def _span(selector: Any, n: int) -> tuple[int, int]:
+    """The range along an axis of length `n` that `selector` reads (all of it when not
+    known: a boolean mask, anything else)."""
+    if isinstance(selector, slice):
+        picked = range(*selector.indices(n))
+        return (min(picked), max(picked) + 1) if picked else (0, 0)
+    if isinstance(selector, int | np.integer) and n:
+        return int(selector) % n, int(selector) % n + 1
+    picked = np.asarray(selector)
+    if picked.dtype.kind in "iu" and picked.size and n:
+        picked = picked % n
+        return int(picked.min()), int(picked.max()) + 1
+    return 0, n
+
+
+def _box(index: Any, shape: tuple[int, ...]) -> Box | None:
+    """The box of `shape` that a getter's `index` reads (None: nothing)."""
+    index = index if isinstance(index, tuple) else (index,)
+    if len(index) > len(shape) or any(i is Ellipsis or i is None for i in index):
+        index = ()
+    spans = tuple(
+        _span(index[axis] if axis < len(index) else slice(None), n) for axis, n in enumerate(shape)
+    )
+    return None if any(start >= stop for start, stop in spans) else spans
+
+
+def _union(a: Box | None, b: Box | None) -> Box | None:
+    if a is None or b is None:
+        return a or b
+    return tuple((min(x[0], y[0]), max(x[1], y[1])) for x, y in zip(a, b, strict=True))
+
+
+def _holds(value: Any, reads: Any) -> bool:
+    """Whether a graph node (or a value in one) holds an array `reads` picks: itself, as
+    data, or as an argument of a task, however nested."""
+    value = getattr(value, "value", value)  # dask's DataNode
+    if isinstance(value, Array | AsyncArray):
+        return bool(reads(value))
+    if isinstance(value, tuple | list):
+        return any(_holds(item, reads) for item in value)
+    if isinstance(value, dict):
+        return any(_holds(item, reads) for item in value.values())
+    args, kwargs = getattr(value, "args", ()), getattr(value, "kwargs", {})
+    return isinstance(args, tuple) and (
+        any(_holds(arg, reads) for arg in args) or _holds(dict(kwargs), reads)
+    )
+
+
+#: dask's `from_array` tasks: `getter(array, index)` reads `array[index]`.
+_GETTERS = (da.core.getter, da.core.getter_nofancy, da.core.getter_inline)
+
+
+def _direct_read(node: Any, holders: set[Any], reads: Any, shape: tuple[int, ...]) -> Box | None:
+    """The box a task reads itself of the arrays `reads` picks, held by a key of
+    `holders` or given inline: the index of a `from_array` getter, else all of it."""
+    args = getattr(node, "args", ())
+    getter = getattr(node, "func", None) in _GETTERS and len(args) > 1
+    if getter and (getattr(args[0], "key", None) in holders or _holds(args[0], reads)):
+        return _box(getattr(args[1], "value", args[1]), shape)
+    if holders & set(getattr(node, "dependencies", ())) or _holds(node, reads):
+        return tuple((0, n) for n in shape)
+    return None
+
+
+def _may_read(source: da.Array, reads: Any) -> bool:
+    """Whether a layer of `source`'s graph may hold an array `reads` picks, looked for
+    without building the tasks of dask's blockwise layers (their arguments and task)."""
+    for layer in source.__dask_graph__().layers.values():
+        if isinstance(layer, Blockwise):
+            constants = [value for value, index in layer.indices if index is None]
+            if _holds(constants, reads) or _holds(getattr(layer, "task", None), reads):
+                return True
+        elif any(_holds(node, reads) for node in layer.values()):
+            return True
+    return False
+
+
+def _readers(source: da.Array, reads: Any) -> tuple[dict[Any, Any], set[Any]] | None:
+    """`source`'s graph and the keys holding an array `reads` picks, or None where no task
+    reads one (held by a key, as dask's `from_array` does, or given inline)."""
+    if not _may_read(source, reads):
+        return None
+    graph = convert_legacy_graph(dict(source.__dask_graph__()))
+    holders = {
+        key
+        for key, node in graph.items()
+        if isinstance(getattr(node, "value", node), Array | AsyncArray) and _holds(node, reads)
+    }
+    found = holders or any(_holds(node, reads) for node in graph.values())
+    return (graph, holders) if found else None
+
+
+def _reads(source: da.Array, reads: Any, shape: tuple[int, ...]) -> dict[Any, Box | None] | None:
+    """For each key of `source`'s graph, the box of the arrays `reads` picks (all of one
+    shape) that computing it reads; None where the graph reads none of them."""
+    found = _readers(source, reads)
+    if found is None:
+        return None
+    graph, holders = found
+    boxes: dict[Any, Box | None] = {key: None for key in holders}
+    for key in graph:  # depth first, without recursion (graphs are deep)
+        stack = [key]
+        while stack:
+            top = stack[-1]
+            if top in boxes:
+                stack.pop()
+                continue
+            deps = [d for d in getattr(graph[top], "dependencies", ()) if d in graph]
+            todo = [d for d in deps if d not in boxes]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            box = _direct_read(graph[top], holders, reads, shape)
+            for dep in deps:
+                box = _union(box, boxes[dep])
+            boxes[top] = box
+    return boxes
+
+
+def _check_not_in_place(source: da.Array, target: Array, region: tuple[slice, ...] | None) -> None:
+    """`InPlaceWriteError` where a block of `source` reads values of `target` that another
+    block writes: tasks run in any order, so it would read them before or after they
+    are replaced (numpy's `a[:] = a[::-1]` copies first; a dask graph cannot)."""
+    place = _place(target)
+    boxes = _reads(source, lambda array: _place(array) == place, target.shape)
+    if boxes is None:
+        return
+    whole = region or tuple(slice(0, n) for n in target.shape)
+    edges = [
+        [whole[axis].start, *(whole[axis].start + int(e) for e in itertools.accumulate(sizes))]
+        for axis, sizes in enumerate(source.chunks)
+    ]
+    for index in itertools.product(*(range(len(sizes)) for sizes in source.chunks)):
+        read = boxes.get((source.name, *index))
+        written = tuple((edges[axis][i], edges[axis][i + 1]) for axis, i in enumerate(index))
+        clipped = read and tuple(
+            (max(lo, w.start), min(hi, w.stop)) for (lo, hi), w in zip(read, whole, strict=True)
+        )
+        if not clipped or any(lo >= hi for lo, hi in clipped):
+            continue
+        if any(
+            lo < w_lo or hi > w_hi for (lo, hi), (w_lo, w_hi) in zip(clipped, written, strict=True)
+        ):
+            raise InPlaceWriteError(
+                f"block {index} of the dask array reads {_text(clipped)} of {target!r} "
+                f"and writes {_text(written)}: other blocks replace what it reads, before "
+                "or after it reads it (values would be silently wrong). Write to a new "
+                "array, or compute the values first (`source.persist()`); safe=False "
+                "skips this check"
+            )
+
+
+def _text(box: Box) -> str:
+    return "[" + ", ".join(f"{lo}:{hi}" for lo, hi in box) + "]"
 
 
 def _block_chunks(blocks: tuple[tuple[int, ...], ...]) -> Any:

@@ -1,0 +1,94 @@
+"""Writes through dask over the values they read: where one block reads what another
+block replaces, `store` refuses (tasks run in any order: the values came out silently
+wrong); where each block reads only what it writes, the update runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+
+import aiozarr  # noqa: E402
+from aiozarr.dask import InPlaceWriteError, OverlappingWriteError, store, to_dask  # noqa: E402
+
+DATA = np.arange(64, dtype="i4").reshape(8, 8)
+
+
+def _array(where: Path, **options: Any) -> aiozarr.Array:
+    array = aiozarr.create_array(
+        where, shape=DATA.shape, dtype=DATA.dtype, chunks=(4, 4), **options
+    )
+    array[...] = DATA
+    return array
+
+
+MIXING: dict[str, Callable[[aiozarr.Array, Path], Any]] = {
+    "reversed": lambda a, _: to_dask(a)[::-1],
+    "rolled": lambda a, _: da.roll(to_dask(a), 4, axis=1),
+    "transposed": lambda a, _: to_dask(a).T,
+    "minus its sum": lambda a, _: to_dask(a) - to_dask(a).sum(),
+    "from_array inline": lambda a, _: da.from_array(a, chunks=4, inline_array=True)[::-1],
+    "map_blocks given it": lambda a, _: da.map_blocks(lambda b, _: b, to_dask(a), a),
+    # another handle on the same array, opened read-only at its parent
+    "opened again": lambda _, root: to_dask(aiozarr.open_array(root, "a.zarr", mode="r"))[:, ::-1],
+}
+
+
+@pytest.mark.parametrize("source", MIXING.values(), ids=MIXING.keys())
+def test_a_block_reading_what_another_writes_is_refused(
+    tmp_path: Path, source: Callable[[aiozarr.Array, Path], Any]
+) -> None:
+    """`store(to_dask(a)[::-1], a)` wrote [0..7, 7..0] in place of the reversed values."""
+    array = _array(tmp_path / "a.zarr")
+    with (
+        dask.config.set(scheduler="synchronous"),
+        pytest.raises(InPlaceWriteError, match=r"block \(.*reads \[.*and writes \[") as refused,
+    ):
+        store(source(array, tmp_path), array)
+    assert isinstance(refused.value, OverlappingWriteError)
+    assert "a.zarr" in str(refused.value)
+    np.testing.assert_array_equal(array[...], DATA)  # refused before any task ran
+
+
+def test_blocks_reading_only_what_they_write_update_in_place(tmp_path: Path) -> None:
+    array = _array(tmp_path / "a.zarr")
+    store(to_dask(array) * 2, array)
+    np.testing.assert_array_equal(array[...], DATA * 2)
+    store(to_dask(array, chunks=2).rechunk(4) // 2, array)  # smaller reads, one block
+    np.testing.assert_array_equal(array[...], DATA)
+    sharded = _array(tmp_path / "s.zarr", shards=(4, 8))
+    store(to_dask(sharded) + 1, sharded)
+    np.testing.assert_array_equal(sharded[...], DATA + 1)
+
+
+def test_a_region_may_read_what_the_write_leaves(tmp_path: Path) -> None:
+    array = _array(tmp_path / "a.zarr")
+    store(to_dask(array)[:4] + 100, array, region=(slice(4, 8), slice(None)))
+    np.testing.assert_array_equal(array[4:], DATA[:4] + 100)
+    np.testing.assert_array_equal(array[:4], DATA[:4])
+    with pytest.raises(
+        InPlaceWriteError, match=r"\(1, 0\).*reads \[0:4, 4:8\].*writes \[4:8, 4:8\]"
+    ):
+        store(to_dask(array)[:4].T, array, region=(slice(None), slice(4, 8)))
+
+
+def test_other_arrays_and_persisted_values_are_written(tmp_path: Path) -> None:
+    array = _array(tmp_path / "a.zarr")
+    other = _array(tmp_path / "b.zarr")
+    store(to_dask(other)[::-1], array)
+    np.testing.assert_array_equal(array[...], DATA[::-1])
+    store(to_dask(array)[::-1].persist(), array)  # computed before any write
+    np.testing.assert_array_equal(array[...], DATA)
+
+
+def test_safe_false_skips_the_check(tmp_path: Path) -> None:
+    array = _array(tmp_path / "a.zarr")
+    with dask.config.set(scheduler="synchronous"):
+        store(to_dask(array)[:, :4], array, region=(slice(None), slice(4, 8)), safe=False)
+    np.testing.assert_array_equal(array[:, 4:], DATA[:, :4])
