@@ -30,7 +30,7 @@ from dask.base import tokenize
 from dask.blockwise import Blockwise
 
 from aiozarr import config
-from aiozarr.api import StoreLike, create_array
+from aiozarr.api import StoreLike, create_array, resolve_store
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.storage.backends.memory import MemoryStore
 from aiozarr.storage.protocol import Store
@@ -449,6 +449,25 @@ def _check_not_in_place(source: da.Array, target: Array, region: tuple[slice, ..
             )
 
 
+def _check_not_overwritten(source: da.Array, target: Store, path: str) -> None:
+    """`InPlaceWriteError` where `source` reads an array that creating one at `path` with
+    `overwrite=True` deletes first: it would read fill values (the data lost)."""
+    space, prefix = target.key_space()
+    place = "/".join(part for part in f"{prefix}/{path}".split("/") if part)
+
+    def deleted(array: Array | AsyncArray) -> bool:
+        where, name = _place(array)
+        return where == space and (not place or name == place or name.startswith(place + "/"))
+
+    if _readers(source, deleted) is not None:
+        raise InPlaceWriteError(
+            f"the dask array reads the array at {path or '/'!r} of {target!r} (or one under "
+            "it), which overwrite=True deletes before the values are written: the data "
+            "would be lost and fill values written. Write to another path, or compute the "
+            "values first (`source.persist()`); safe=False skips this check"
+        )
+
+
 def _text(box: Box) -> str:
     return "[" + ", ".join(f"{lo}:{hi}" for lo, hi in box) + "]"
 
@@ -487,6 +506,9 @@ def from_dask(
     the array is created and the lazy write `store(compute=False)` gives (computing it
     writes the values) is returned instead of the array, as `dask.array.to_zarr` does:
     the array was returned and the write dropped, so nothing could ever write it.
+    With `overwrite=True` and `safe`, a `source` that reads the array being replaced (or
+    one under `path`) is refused with `InPlaceWriteError`: it is deleted first, so the
+    write would read fill values.
     """
     if "chunks" not in create_options and "shards" not in create_options:
         create_options["chunks"] = _block_chunks(source.chunks)
@@ -495,13 +517,9 @@ def from_dask(
         layout = create_array(MemoryStore(), shape=source.shape, dtype=source.dtype, **planned)
         where = f"{os.fspath(target)}/{path}" if isinstance(target, str | os.PathLike) else target
         _check_aligned(source, layout, None, partial_edges=False, named=repr(where))
-    array = create_array(
-        target,
-        path,
-        shape=source.shape,
-        dtype=source.dtype,
-        storage_options=storage_options,
-        **create_options,
-    )
+    resolved = resolve_store(target, mode="a", storage_options=storage_options)
+    if safe and create_options.get("overwrite"):
+        _check_not_overwritten(source, resolved, path or create_options.get("name") or "")
+    array = create_array(resolved, path, shape=source.shape, dtype=source.dtype, **create_options)
     written = store(source, array, lock=lock, safe=safe, compute=compute)
     return array if compute else written

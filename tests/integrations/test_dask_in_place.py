@@ -15,7 +15,13 @@ da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 
 import aiozarr  # noqa: E402
-from aiozarr.dask import InPlaceWriteError, OverlappingWriteError, store, to_dask  # noqa: E402
+from aiozarr.dask import (  # noqa: E402
+    InPlaceWriteError,
+    OverlappingWriteError,
+    from_dask,
+    store,
+    to_dask,
+)
 
 DATA = np.arange(64, dtype="i4").reshape(8, 8)
 
@@ -92,3 +98,25 @@ def test_safe_false_skips_the_check(tmp_path: Path) -> None:
     with dask.config.set(scheduler="synchronous"):
         store(to_dask(array)[:, :4], array, region=(slice(None), slice(4, 8)), safe=False)
     np.testing.assert_array_equal(array[:, 4:], DATA[:, :4])
+
+
+def test_from_dask_refuses_to_overwrite_what_it_reads(tmp_path: Path) -> None:
+    """`from_dask(to_dask(a) + 1, <a's path>, overwrite=True)` deleted `a` first and wrote
+    fill + 1 everywhere: the data was lost."""
+    array = _array(tmp_path / "a.zarr")
+    with pytest.raises(InPlaceWriteError, match=r"overwrite=True deletes"):
+        from_dask(to_dask(array) + 1, tmp_path / "a.zarr", overwrite=True)
+    np.testing.assert_array_equal(aiozarr.open_array(tmp_path / "a.zarr")[...], DATA)
+    group = aiozarr.create_group(tmp_path / "g.zarr")
+    member = group.create_array("x", shape=DATA.shape, dtype=DATA.dtype, chunks=(4, 4))
+    member[...] = DATA
+    with pytest.raises(InPlaceWriteError, match=r"'x'.*or one under it"):
+        from_dask(to_dask(member)[::-1], tmp_path / "g.zarr", name="x", overwrite=True)
+    with pytest.raises(InPlaceWriteError):  # the group holding it
+        from_dask(to_dask(member) * 2, tmp_path, "g.zarr", overwrite=True)
+    np.testing.assert_array_equal(aiozarr.open_array(tmp_path / "g.zarr", "x")[...], DATA)
+    # beside it, or over an array it does not read: written
+    out = from_dask(to_dask(member) * 2, tmp_path / "g.zarr", "y", overwrite=True)
+    np.testing.assert_array_equal(out[...], DATA * 2)
+    out = from_dask(to_dask(member)[::-1], tmp_path / "a.zarr", overwrite=True)
+    np.testing.assert_array_equal(out[...], DATA[::-1])
