@@ -12,6 +12,7 @@ dask; `import aiozarr` does not.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import uuid
 import weakref
@@ -193,6 +194,7 @@ def store(
     With `compute=False`, a `dask.delayed.Delayed` that writes when computed.
     """
     sync = _sync(target)
+    _check_known_shape(source, repr(sync))
     if region is not None:
         region = _checked_region(region, sync)
     want = _region_shape(region, sync.shape) if region else sync.shape
@@ -209,6 +211,16 @@ def store(
     if write_empty_chunks is not None:
         writer = _Settings(sync, {"write_empty_chunks": write_empty_chunks})
     return da.store(source, writer, regions=region, lock=lock or False, compute=compute, **kwargs)
+
+
+def _check_known_shape(source: da.Array, where: str) -> None:
+    """`ValueShapeError` for a dask array whose block lengths are not known yet (after a
+    boolean mask): it was refused for a shape of nan, or by `create_array`'s metadata."""
+    if any(math.isnan(n) for sizes in source.chunks for n in sizes):
+        raise ValueShapeError(
+            f"cannot store a dask array of unknown chunk sizes ({source.shape}) into "
+            f"{where}: call `.compute_chunk_sizes()` on it first"
+        )
 
 
 def check_aligned(
@@ -510,6 +522,7 @@ def from_dask(
     one under `path`) is refused with `InPlaceWriteError`: it is deleted first, so the
     write would read fill values.
     """
+    _check_known_shape(source, f"{target!r}/{path}" if path else repr(target))
     if "chunks" not in create_options and "shards" not in create_options:
         create_options["chunks"] = _block_chunks(source.chunks)
     if safe and not lock:  # refused before anything is created, or overwritten

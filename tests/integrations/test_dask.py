@@ -197,3 +197,18 @@ def test_a_shape_mismatch_is_a_value_shape_error(tmp_path: Path) -> None:
     region = (slice(0, 40), slice(0, 40))
     with pytest.raises(ValueError, match=r"its region has shape \(40, 40\)"):
         store(da.zeros((40, 80), chunks=40), target, region=region)
+
+
+def test_unknown_chunk_sizes_are_named(tmp_path: Path) -> None:
+    """A masked dask array was refused for a shape of `(nan,)` against the target's, and
+    by `from_dask` as a `MetadataError` about the shape."""
+    values = da.arange(16, chunks=4)
+    masked = values[values > 3]
+    target = aiozarr.create_array(tmp_path / "a.zarr", shape=(12,), dtype="i8", chunks=(4,))
+    with pytest.raises(ValueShapeError, match=r"unknown chunk sizes.*compute_chunk_sizes"):
+        store(masked, target)
+    with pytest.raises(ValueShapeError, match=r"unknown chunk sizes.*b\.zarr.*compute_chunk"):
+        from_dask(masked, tmp_path / "b.zarr")
+    assert not (tmp_path / "b.zarr").exists()
+    store(masked.compute_chunk_sizes().rechunk(4), target)
+    np.testing.assert_array_equal(target[...], np.arange(4, 16))
