@@ -193,6 +193,8 @@ def store(
     `write_empty_chunks` is the aiozarr setting of that name, in force on every worker.
     With `compute=False`, a `dask.delayed.Delayed` that writes when computed.
     """
+    if "regions" in kwargs:  # dask's spelling: it went on to dask, the shape refused
+        raise TypeError("aiozarr.dask.store() takes region= (one target), not dask's regions=")
     sync = _sync(target)
     _check_known_shape(source, repr(sync))
     if region is not None:

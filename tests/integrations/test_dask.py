@@ -212,3 +212,10 @@ def test_unknown_chunk_sizes_are_named(tmp_path: Path) -> None:
     assert not (tmp_path / "b.zarr").exists()
     store(masked.compute_chunk_sizes().rechunk(4), target)
     np.testing.assert_array_equal(target[...], np.arange(4, 16))
+
+
+def test_dasks_regions_spelling_names_region(tmp_path: Path) -> None:
+    """`regions=` (dask's keyword) was refused as a shape mismatch with the whole array."""
+    target = aiozarr.create_array(tmp_path / "r.zarr", shape=(8,), dtype="i8", chunks=(4,))
+    with pytest.raises(TypeError, match=r"region=.*not dask's regions="):
+        store(da.ones(4, chunks=4, dtype="i8"), target, regions=(slice(4, 8),))
