@@ -92,7 +92,9 @@ def to_dask(
 
     Each task then reads its shard with one batched request; on a rectilinear grid the
     blocks are its chunks (or shards), each of its own size. `chunks` overrides the
-    block shape (dask's spellings).
+    block shape (dask's spellings). A selection of the dask array is passed on to the
+    read of each block it touches (dask fuses it into the block's read), so a few
+    elements of a shard read their inner chunks, not the whole shard.
 
     The graph's name says which array is read (where its store is, its path, shape,
     dtype and blocks), not what it holds: two calls on one array give one name, so dask
@@ -111,7 +113,9 @@ def to_dask(
         name=name or f"aiozarr-{token}",
         lock=False,
         asarray=False,
-        fancy=False,
+        # aiozarr takes numpy's selections, lists too; with fancy=False dask never fused
+        # a selection into the block's read and every task read its whole shard
+        fancy=True,
         meta=np.empty((0,) * sync.ndim, dtype=sync.dtype),
     )
 

@@ -13,11 +13,14 @@ import numpy as np
 import pytest
 
 da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
 
 import aiozarr  # noqa: E402
 from aiozarr.dask import OverlappingWriteError, from_dask, store, to_dask  # noqa: E402
 from aiozarr.emulator import Emulator  # noqa: E402
 from aiozarr.errors import SelectionError, ValueShapeError  # noqa: E402
+from aiozarr.storage.backends.counting import CountingStore  # noqa: E402
+from aiozarr.storage.opening.url import from_url  # noqa: E402
 
 DATA = np.arange(120 * 80, dtype="f8").reshape(120, 80) / 7
 
@@ -219,3 +222,21 @@ def test_dasks_regions_spelling_names_region(tmp_path: Path) -> None:
     target = aiozarr.create_array(tmp_path / "r.zarr", shape=(8,), dtype="i8", chunks=(4,))
     with pytest.raises(TypeError, match=r"region=.*not dask's regions="):
         store(da.ones(4, chunks=4, dtype="i8"), target, regions=(slice(4, 8),))
+
+
+def test_a_selection_of_a_shard_reads_its_inner_chunks_only(tmp_path: Path) -> None:
+    """`to_dask(a)[5, 7]` read the whole shard (dask did not fuse the selection into a
+    `getter_nofancy` block read); a whole block is still one request."""
+    sharded(tmp_path / "a.zarr", compressors=None)[...] = DATA
+    counted = CountingStore(from_url(str(tmp_path)))
+    blocks = to_dask(aiozarr.open_array(counted, "a.zarr"))
+    index_bytes = 4 * 4 * 16 + 4  # 4 x 2 inner chunks of 10 x 20, an offset and a length each
+    with dask.config.set(scheduler="synchronous"):
+        assert blocks[5, 7].compute() == DATA[5, 7]
+        assert counted.bytes_read <= index_bytes + 10 * 20 * 8  # the index and one chunk
+        counted.reset()
+        np.testing.assert_array_equal(blocks[::7, [33, 1, 77]].compute(), DATA[::7, [33, 1, 77]])
+        np.testing.assert_array_equal(blocks[100:2:-9, -3].compute(), DATA[100:2:-9, -3])
+        counted.reset()
+        np.testing.assert_array_equal(blocks.compute(), DATA)
+    assert counted.counts["get"] == 6  # one per shard
