@@ -493,13 +493,16 @@ def _text(box: Box) -> str:
 def _block_chunks(blocks: tuple[tuple[int, ...], ...]) -> Any:
     """One chunk per dask block: per axis the block length where the blocks are regular
     (all alike, the last one shorter or alike), else their lengths (a rectilinear grid);
-    taking the first block's length for irregular blocks made a layout `store` refused."""
+    taking the first block's length for irregular blocks made a layout `store` refused.
+    Empty blocks (a masked array's, after `compute_chunk_sizes`) write nothing and get
+    no chunk: a chunk of length 0 was refused as metadata."""
     axes: list[Any] = []
-    for sizes in blocks:
+    for all_sizes in blocks:
+        sizes = tuple(n for n in all_sizes if n)
         if not sizes:
             axes.append(1)
         elif all(n == sizes[0] for n in sizes[:-1]) and sizes[-1] <= sizes[0]:
-            axes.append(sizes[0] or 1)
+            axes.append(sizes[0])
         else:
             axes.append(list(sizes))
     return tuple(axes) if all(isinstance(axis, int) for axis in axes) else axes

@@ -112,6 +112,20 @@ def test_from_dask_gives_irregular_blocks_one_chunk_each() -> None:
     np.testing.assert_array_equal(out[...], DATA)
 
 
+def test_from_dask_gives_empty_blocks_no_chunk(tmp_path: Path) -> None:
+    """A masked array's blocks, once measured, may be empty: ((4, 0, 4, 0),) asked for a
+    chunk of length 0 and `from_dask` raised a `MetadataError` about chunk edges."""
+    values = da.arange(16, chunks=4)
+    out = from_dask(values[values % 8 < 4].compute_chunk_sizes(), tmp_path / "a.zarr")
+    assert out.chunks == (4,)
+    np.testing.assert_array_equal(out[...], [0, 1, 2, 3, 8, 9, 10, 11])
+    out = from_dask(values[values < 6].compute_chunk_sizes(), tmp_path / "b.zarr")
+    assert out.chunks == (4,)
+    np.testing.assert_array_equal(out[...], np.arange(6))
+    out = from_dask(da.zeros((0, 4), chunks=2), tmp_path / "c.zarr")
+    assert out.shape == (0, 4)
+
+
 def test_pickles_small_without_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "ENV-SECRET-never-in-a-pickle"
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
