@@ -26,7 +26,7 @@ require_extra("aiozarr.dask", "dask", "dask")
 # ruff: noqa: E402 (dask is looked for first, to name the extra when it is missing)
 import dask.array as da
 import numpy as np
-from dask._task_spec import convert_legacy_graph
+from dask._task_spec import Task, convert_legacy_graph
 from dask.base import tokenize
 from dask.blockwise import Blockwise
 
@@ -238,11 +238,12 @@ def check_aligned(
 ) -> None:
     """`OverlappingWriteError` where `store(source, target, region=region,
     partial_edges=partial_edges)` would refuse the blocks of `source`, checked before
-    anything is written (`target` may be a layout only: its shape and grid are read)."""
+    anything is written (`target` may be a layout only: its shape and grid are read, and
+    where it is, for `InPlaceWriteError`)."""
     sync = _sync(target)
-    _check_aligned(
-        source, sync, None if region is None else _checked_region(region, sync), partial_edges
-    )
+    checked = None if region is None else _checked_region(region, sync)
+    _check_aligned(source, sync, checked, partial_edges)
+    _check_not_in_place(source, sync, checked)
 
 
 def _checked_region(region: Any, target: Array) -> tuple[slice, ...]:
@@ -346,34 +347,74 @@ def _union(a: Box | None, b: Box | None) -> Box | None:
     return tuple((min(x[0], y[0]), max(x[1], y[1])) for x, y in zip(a, b, strict=True))
 
 
-def _holds(value: Any, reads: Any) -> bool:
-    """Whether a graph node (or a value in one) holds an array `reads` picks: itself, as
-    data, or as an argument of a task, however nested."""
+def _trivial(key: Any, shape: Any) -> bool:
+    """Whether an xarray lazy key (`BasicIndexer`, ...) takes every element in order."""
+    parts = getattr(key, "tuple", None)
+    if not isinstance(parts, tuple) or not isinstance(shape, tuple) or len(parts) != len(shape):
+        return False
+    return all(
+        isinstance(s, slice) and s.indices(n) == (0, n, 1)
+        for s, n in zip(parts, shape, strict=True)
+    )
+
+
+def _leaf(value: Any) -> tuple[Array | AsyncArray | None, bool]:
+    """The aiozarr array `value` is, or wraps (xarray's lazy arrays, through their
+    `.array` down to the backend's `async_array`), and whether indexing `value` indexes
+    it alike: every wrapper of its shape, and any lazy key of theirs takes all of it."""
     value = getattr(value, "value", value)  # dask's DataNode
-    if isinstance(value, Array | AsyncArray):
-        return bool(reads(value))
+    shape, alike = getattr(value, "shape", None), True
+    for _ in range(16):  # xarray stacks a few wrappers; a loop of them ends here
+        if isinstance(value, Array | AsyncArray):
+            return value, alike and value.shape == shape
+        key = getattr(value, "key", None)
+        if getattr(value, "shape", None) != shape or (key is not None and not _trivial(key, shape)):
+            alike = False
+        inner = getattr(value, "async_array", None)
+        value = inner if inner is not None else getattr(value, "array", None)
+        if value is None:
+            break
+    return None, False
+
+
+def _holds(value: Any, reads: Any) -> bool:
+    """Whether a graph node (or a value in one) holds an array `reads` picks: itself,
+    wrapped (`_leaf`), as data, or as an argument of a task, however nested."""
+    value = getattr(value, "value", value)  # dask's DataNode
+    found, _ = _leaf(value)
+    if found is not None:
+        return bool(reads(found))
     if isinstance(value, tuple | list):
         return any(_holds(item, reads) for item in value)
     if isinstance(value, dict):
         return any(_holds(item, reads) for item in value.values())
-    args, kwargs = getattr(value, "args", ()), getattr(value, "kwargs", {})
-    return isinstance(args, tuple) and (
-        any(_holds(arg, reads) for arg in args) or _holds(dict(kwargs), reads)
-    )
+    if not isinstance(value, Task):  # only dask's tasks are looked into
+        return False
+    return any(_holds(arg, reads) for arg in value.args) or _holds(dict(value.kwargs), reads)
+
+
+def _alike(value: Any) -> bool:
+    """Whether a getter's array is an aiozarr array or a wrapper indexed alike."""
+    return _leaf(value)[1]
 
 
 #: dask's `from_array` tasks: `getter(array, index)` reads `array[index]`.
 _GETTERS = (da.core.getter, da.core.getter_nofancy, da.core.getter_inline)
 
 
-def _direct_read(node: Any, holders: set[Any], reads: Any, shape: tuple[int, ...]) -> Box | None:
+def _direct_read(
+    node: Any, holders: dict[Any, bool], reads: Any, shape: tuple[int, ...]
+) -> Box | None:
     """The box a task reads itself of the arrays `reads` picks, held by a key of
-    `holders` or given inline: the index of a `from_array` getter, else all of it."""
+    `holders` (with whether it is indexed alike) or given inline: the index of a
+    `from_array` getter, else all of it (a wrapper that indexes it otherwise too)."""
     args = getattr(node, "args", ())
-    getter = getattr(node, "func", None) in _GETTERS and len(args) > 1
-    if getter and (getattr(args[0], "key", None) in holders or _holds(args[0], reads)):
-        return _box(getattr(args[1], "value", args[1]), shape)
-    if holders & set(getattr(node, "dependencies", ())) or _holds(node, reads):
+    if getattr(node, "func", None) in _GETTERS and len(args) > 1:
+        held = holders.get(getattr(args[0], "key", None))
+        alike = held if held is not None else _holds(args[0], reads) and _alike(args[0])
+        if alike:
+            return _box(getattr(args[1], "value", args[1]), shape)
+    if holders.keys() & set(getattr(node, "dependencies", ())) or _holds(node, reads):
         return tuple((0, n) for n in shape)
     return None
 
@@ -391,16 +432,17 @@ def _may_read(source: da.Array, reads: Any) -> bool:
     return False
 
 
-def _readers(source: da.Array, reads: Any) -> tuple[dict[Any, Any], set[Any]] | None:
-    """`source`'s graph and the keys holding an array `reads` picks, or None where no task
-    reads one (held by a key, as dask's `from_array` does, or given inline)."""
+def _readers(source: da.Array, reads: Any) -> tuple[dict[Any, Any], dict[Any, bool]] | None:
+    """`source`'s graph and the keys holding an array `reads` picks (with whether it is
+    indexed alike), or None where no task reads one (held by a key, as dask's
+    `from_array` does, or given inline)."""
     if not _may_read(source, reads):
         return None
     graph = convert_legacy_graph(dict(source.__dask_graph__()))
     holders = {
-        key
+        key: _alike(node)
         for key, node in graph.items()
-        if isinstance(getattr(node, "value", node), Array | AsyncArray) and _holds(node, reads)
+        if _leaf(node)[0] is not None and _holds(node, reads)
     }
     found = holders or any(_holds(node, reads) for node in graph.values())
     return (graph, holders) if found else None

@@ -120,3 +120,25 @@ def test_from_dask_refuses_to_overwrite_what_it_reads(tmp_path: Path) -> None:
     np.testing.assert_array_equal(out[...], DATA * 2)
     out = from_dask(to_dask(member)[::-1], tmp_path / "a.zarr", overwrite=True)
     np.testing.assert_array_equal(out[...], DATA[::-1])
+
+
+def test_xarray_lazy_arrays_are_followed_to_the_array(tmp_path: Path) -> None:
+    """A dataset opened with aiozarr's engine and written back over itself reversed wrote
+    `[0..7, 7..0]` (xarray's lazy arrays hid the array from the check)."""
+    xr = pytest.importorskip("xarray")
+    from aiozarr.xarray import to_zarr
+
+    where = str(tmp_path / "d.zarr")
+    to_zarr(xr.Dataset({"v": ("x", np.arange(16.0))}), where, encoding={"v": {"chunks": (4,)}})
+    opened = xr.open_dataset(where, engine="aiozarr", chunks={})
+    with pytest.raises(InPlaceWriteError, match=r"reads \[12:16\].*/v.*writes \[0:4\]"):
+        to_zarr(opened.isel(x=slice(None, None, -1)).chunk(x=4), where, mode="r+")
+    # indexed before it was chunked: xarray's lazy key is not followed, all of it is read
+    lazy = xr.open_dataset(where, engine="aiozarr").isel(x=slice(None, None, -1)).chunk(x=4)
+    with pytest.raises(InPlaceWriteError, match=r"reads \[0:16\]"):
+        to_zarr(lazy, where, mode="r+")
+    with pytest.raises(InPlaceWriteError):
+        store(opened.v.data[::-1], aiozarr.open_array(where, "v", mode="r+"))
+    np.testing.assert_array_equal(aiozarr.open_array(where, "v")[...], np.arange(16.0))
+    to_zarr(opened * 2, where, mode="r+")  # each block reads what it writes
+    np.testing.assert_array_equal(aiozarr.open_array(where, "v")[...], np.arange(16.0) * 2)
