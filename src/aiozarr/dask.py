@@ -509,9 +509,10 @@ def _check_not_in_place(source: da.Array, target: Array, region: tuple[slice, ..
             )
 
 
-def _check_not_overwritten(source: da.Array, target: Store, path: str) -> None:
-    """`InPlaceWriteError` where `source` reads an array that creating one at `path` with
-    `overwrite=True` deletes first: it would read fill values (the data lost)."""
+def check_not_overwritten(source: da.Array, target: Store, path: str) -> None:
+    """`InPlaceWriteError` where `source` reads an array that replacing the node at `path`
+    of `target` deletes first (`overwrite=True`, xarray's mode "w"): it would read fill
+    values (the data lost)."""
     space, prefix = target.key_space()
     place = "/".join(part for part in f"{prefix}/{path}".split("/") if part)
 
@@ -521,10 +522,10 @@ def _check_not_overwritten(source: da.Array, target: Store, path: str) -> None:
 
     if _readers(source, deleted) is not None:
         raise InPlaceWriteError(
-            f"the dask array reads the array at {path or '/'!r} of {target!r} (or one under "
-            "it), which overwrite=True deletes before the values are written: the data "
-            "would be lost and fill values written. Write to another path, or compute the "
-            "values first (`source.persist()`); safe=False skips this check"
+            f"the dask array reads an array at or under {path or '/'!r} of {target!r}, "
+            "which overwriting deletes before the values are written: the data would be "
+            "lost and fill values written. Write to another path, or compute the values "
+            "first (dask's `.persist()`, xarray's `.load()`)"
         )
 
 
@@ -583,7 +584,7 @@ def from_dask(
         _check_aligned(source, layout, None, partial_edges=False, named=repr(where))
     resolved = resolve_store(target, mode="a", storage_options=storage_options)
     if safe and create_options.get("overwrite"):
-        _check_not_overwritten(source, resolved, path or create_options.get("name") or "")
+        check_not_overwritten(source, resolved, path or create_options.get("name") or "")
     array = create_array(resolved, path, shape=source.shape, dtype=source.dtype, **create_options)
     written = store(source, array, lock=lock, safe=safe, compute=compute)
     return array if compute else written

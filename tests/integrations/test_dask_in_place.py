@@ -104,13 +104,13 @@ def test_from_dask_refuses_to_overwrite_what_it_reads(tmp_path: Path) -> None:
     """`from_dask(to_dask(a) + 1, <a's path>, overwrite=True)` deleted `a` first and wrote
     fill + 1 everywhere: the data was lost."""
     array = _array(tmp_path / "a.zarr")
-    with pytest.raises(InPlaceWriteError, match=r"overwrite=True deletes"):
+    with pytest.raises(InPlaceWriteError, match=r"overwriting deletes"):
         from_dask(to_dask(array) + 1, tmp_path / "a.zarr", overwrite=True)
     np.testing.assert_array_equal(aiozarr.open_array(tmp_path / "a.zarr")[...], DATA)
     group = aiozarr.create_group(tmp_path / "g.zarr")
     member = group.create_array("x", shape=DATA.shape, dtype=DATA.dtype, chunks=(4, 4))
     member[...] = DATA
-    with pytest.raises(InPlaceWriteError, match=r"'x'.*or one under it"):
+    with pytest.raises(InPlaceWriteError, match=r"at or under 'x'"):
         from_dask(to_dask(member)[::-1], tmp_path / "g.zarr", name="x", overwrite=True)
     with pytest.raises(InPlaceWriteError):  # the group holding it
         from_dask(to_dask(member) * 2, tmp_path, "g.zarr", overwrite=True)
@@ -141,4 +141,21 @@ def test_xarray_lazy_arrays_are_followed_to_the_array(tmp_path: Path) -> None:
         store(opened.v.data[::-1], aiozarr.open_array(where, "v", mode="r+"))
     np.testing.assert_array_equal(aiozarr.open_array(where, "v")[...], np.arange(16.0))
     to_zarr(opened * 2, where, mode="r+")  # each block reads what it writes
+    np.testing.assert_array_equal(aiozarr.open_array(where, "v")[...], np.arange(16.0) * 2)
+
+
+def test_xarray_mode_w_refuses_to_replace_what_it_reads(tmp_path: Path) -> None:
+    """`to_zarr(opened * 2, same, mode="w")` deleted the group, then its tasks read fill
+    values: every value NaN (xarray's own engine does the same)."""
+    xr = pytest.importorskip("xarray")
+    from aiozarr.xarray import to_zarr
+
+    where = str(tmp_path / "d.zarr")
+    to_zarr(xr.Dataset({"v": ("x", np.arange(16.0))}), where, encoding={"v": {"chunks": (4,)}})
+    opened = xr.open_dataset(where, engine="aiozarr", chunks={})
+    with pytest.raises(InPlaceWriteError, match=r"at or under '/'.*overwriting deletes"):
+        to_zarr(opened * 2, where, mode="w")
+    np.testing.assert_array_equal(aiozarr.open_array(where, "v")[...], np.arange(16.0))
+    to_zarr(opened * 2, str(tmp_path / "e.zarr"), mode="w")
+    to_zarr(opened.load() * 2, where, mode="w")  # loaded first: nothing read afterwards
     np.testing.assert_array_equal(aiozarr.open_array(where, "v")[...], np.arange(16.0) * 2)

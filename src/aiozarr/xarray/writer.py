@@ -253,7 +253,7 @@ async def write_metadata_async(
     check_targets(prepared, existing, mode, slices)
     check_placements(prepared, existing, slices, append_dim)
     target = _Target(resolved, path, zarr_format, existing, slices, append_dim, mode == "a")
-    _check_blocks(target, prepared)
+    _check_blocks(target, prepared, replaced=mode == "w")
     empties = _write_empty_chunks(prepared, write_empty_chunks)
     fmt = await _write_group(resolved, path, meta, attrs, zarr_format, mode, slices is not None)
     target = dataclasses.replace(target, zarr_format=fmt)
@@ -282,15 +282,19 @@ async def write_metadata_async(
 
 
 def _check_blocks(
-    target: _Target, prepared: Mapping[str, tuple[xr.Variable, dict[str, Any]]]
+    target: _Target, prepared: Mapping[str, tuple[xr.Variable, dict[str, Any]]], replaced: bool
 ) -> None:
     """Refuse dask blocks that would share a chunk (`aiozarr.dask.check_aligned`, an
-    append's rows after those stored) before anything is written or grown."""
+    append's rows after those stored), or read what they write, before anything is
+    written or grown; in mode "w" (`replaced`), any that read the group it deletes."""
     existing, slices, append_dim = target.existing, target.slices, target.append_dim
     for name, (var, options) in prepared.items():
         if not is_duck_dask_array(var.data):
             continue
-        from aiozarr.dask import check_aligned
+        from aiozarr.dask import check_aligned, check_not_overwritten
+
+        if replaced:
+            check_not_overwritten(var.data, target.store, target.path)
 
         region = None
         if name not in existing:  # the layout the array will be created with
