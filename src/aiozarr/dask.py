@@ -57,7 +57,11 @@ class InPlaceWriteError(OverlappingWriteError):
 
 
 def _sync(array: Array | AsyncArray) -> Array:
-    return array if isinstance(array, Array) else Array(array)
+    if isinstance(array, AsyncArray):
+        return Array(array)
+    if not isinstance(array, Array):  # a group or numpy's failed on a missing attribute
+        raise TypeError(f"expected an aiozarr array, got {type(array).__name__}")
+    return array
 
 
 def write_grid(array: Array | AsyncArray) -> tuple[int, ...] | tuple[tuple[int, ...], ...]:
@@ -221,7 +225,13 @@ def store(
 
 def _check_known_shape(source: da.Array, where: str) -> None:
     """`ValueShapeError` for a dask array whose block lengths are not known yet (after a
-    boolean mask): it was refused for a shape of nan, or by `create_array`'s metadata."""
+    boolean mask): it was refused for a shape of nan, or by `create_array`'s metadata.
+    `TypeError` for a source that is not a dask array."""
+    if not isinstance(source, da.Array):
+        raise TypeError(
+            f"expected a dask array to store into {where}, got {type(source).__name__} "
+            "(`dask.array.from_array(values, chunks=...)`, or write it with `array[...] =`)"
+        )
     if any(math.isnan(n) for sizes in source.chunks for n in sizes):
         raise ValueShapeError(
             f"cannot store a dask array of unknown chunk sizes ({source.shape}) into "

@@ -254,3 +254,19 @@ def test_a_selection_of_a_shard_reads_its_inner_chunks_only(tmp_path: Path) -> N
         counted.reset()
         np.testing.assert_array_equal(blocks.compute(), DATA)
     assert counted.counts["get"] == 6  # one per shard
+
+
+def test_what_is_not_an_array_is_named() -> None:
+    """A group or a numpy array given for the aiozarr array, or numpy values for the dask
+    array, failed on a missing attribute deep inside (`AttributeError: 'Group' object has
+    no attribute 'rectilinear_grid'`)."""
+    group = aiozarr.create_group("memory://dask-not-an-array")
+    array = group.create_array("a", shape=(4,), dtype="i8", chunks=(2,))
+    with pytest.raises(TypeError, match="expected an aiozarr array, got Group"):
+        to_dask(group)
+    with pytest.raises(TypeError, match="expected an aiozarr array, got ndarray"):
+        store(da.ones(4, chunks=2, dtype="i8"), np.zeros(4))
+    with pytest.raises(TypeError, match=r"expected a dask array.*got ndarray.*from_array"):
+        store(np.ones(4, dtype="i8"), array)
+    with pytest.raises(TypeError, match="expected a dask array"):
+        from_dask(np.ones(4), "memory://dask-not-a-dask-array")
