@@ -407,7 +407,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[set[str]]:
 
 
 # The package's root: its entry points (the namespace, the CLI's `-m`, the top-level
-# functions, settings, errors, dask) and the two primitives every layer uses; everything
+# functions, settings, errors) and the two primitives every layer uses; everything
 # else lives in the folder of its layer.
 ROOT_MODULES = {
     "__init__",
@@ -416,7 +416,6 @@ ROOT_MODULES = {
     "byte_cache",
     "byte_range",
     "config",
-    "dask",
     "errors",
     "fork_safe",
     "sizes",

@@ -234,3 +234,12 @@ def unwrap_group() -> Iterator[None]:
             others = "; ".join(f"{type(e).__name__}: {e}" for e in leaves[1:6])
             first.add_note(f"{len(leaves) - 1} more failure(s) in the same call: {others}")
         raise first from first.__cause__
+
+
+class OverlappingWriteError(AiozarrError, ValueError):
+    """Two dask blocks would write the same shard or chunk (one write would be lost)."""
+
+
+class InPlaceWriteError(OverlappingWriteError):
+    """A dask array reads values its own write replaces: one block reads where another
+    block writes (in any order), or `overwrite=True` deletes what it reads."""
