@@ -5,10 +5,12 @@ the disk.
 A key is refused (400) when it could name something other than a file under the folder:
 an empty, `.` or `..` segment (so no leading `/` either), a backslash, NUL or another
 control character, U+FFFE or U+FFFF (not XML 1.0), more than 1,024 bytes (S3's
-limit) or a segment over 255 (a file name's), or the emulator's own temp
-folder. Then symlinks are resolved, and a key whose real path is outside the folder (or
-inside its temp folder) is refused (403): a link to elsewhere is neither read, listed
-nor written through.
+limit) or a segment over 255 (a file name's), the emulator's own temp folder, or a
+name ending with `.aiozarr-tmp`: a `LocalStore` writing into the folder keeps its
+bodies on their way in (and a folder it is deleting) under such names, so they are
+neither listed, served nor written. Then symlinks are resolved, and a key whose real
+path is outside the folder (or inside its temp folder) is refused (403): a link to
+elsewhere is neither read, listed nor written through.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from aiozarr.emulator.s3 import S3Error
 
 __all__ = [
+    "LOCAL_TEMP_SUFFIX",
     "MAX_KEY_BYTES",
     "MAX_SEGMENT_BYTES",
     "TMP_DIR",
@@ -30,6 +33,9 @@ __all__ = [
 ]
 
 TMP_DIR = ".aiozarr-emulator-tmp"  # temp files and multipart parts; never listed or served
+#: How the names of a `LocalStore`'s temporary files and of the folders it is deleting
+#: end (storage/backends/local.py): half-written bodies, never objects.
+LOCAL_TEMP_SUFFIX = ".aiozarr-tmp"
 MAX_KEY_BYTES = 1024
 MAX_SEGMENT_BYTES = 255  # NAME_MAX: a key segment is a file name
 
@@ -46,7 +52,7 @@ def _bad_segment(segment: str) -> bool:
 
 def valid_name(name: str) -> bool:
     """Whether a file name found on disk can be one segment of a key."""
-    if _bad_segment(name):
+    if _bad_segment(name) or name.endswith(LOCAL_TEMP_SUFFIX):
         return False
     try:
         name.encode()
@@ -66,6 +72,7 @@ def check_key(key: str, *, prefix: bool = False) -> list[str]:
         raise S3Error(400, f"key longer than {MAX_KEY_BYTES} bytes", code="KeyTooLongError")
     segments = key.split("/")
     last = len(segments) - 1
+    what = "prefix" if prefix else "key"
     for i, segment in enumerate(segments):
         if prefix and i == last:
             if segment == "":
@@ -78,13 +85,20 @@ def check_key(key: str, *, prefix: bool = False) -> list[str]:
                 code="KeyTooLongError",
             )
         if _bad_segment(segment):
-            what = "prefix" if prefix else "key"
             raise S3Error(
                 400,
                 f"invalid {what} {key!r}: no empty, '.' or '..' segments, backslashes, "
                 "control characters or U+FFFE / U+FFFF",
                 code="InvalidArgument",
             )
+    # A prefix's last segment is partial: listings skip the names it may match.
+    if any(s.endswith(LOCAL_TEMP_SUFFIX) for s in segments[: last if prefix else None]):
+        raise S3Error(
+            400,
+            f"invalid {what} {key!r}: a name ending with {LOCAL_TEMP_SUFFIX!r} is a "
+            "temporary file of aiozarr's local store, never an object",
+            code="InvalidArgument",
+        )
     if segments[0] == TMP_DIR:
         raise S3Error(
             400, f"invalid key {key!r}: the emulator's temp folder", code="InvalidArgument"
