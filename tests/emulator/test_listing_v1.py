@@ -105,6 +105,25 @@ async def test_a_start_inside_a_folder_keeps_its_common_prefix(emu: Emulator, ve
     assert texts(page, "{}CommonPrefixes/{}Prefix") == []
 
 
+@pytest.mark.parametrize("version", ["1", "2"])
+async def test_a_prefix_ending_in_a_dot_lists_the_names_it_starts(
+    tmp_path: Path, version: str
+) -> None:
+    # "v2/." is the start of ".zarray" and ".zattrs", not a folder: it was a 400.
+    for key in ("v2/.zarray", "v2/.zattrs", "v2/0", "v2/..x", "top"):
+        (tmp_path / key).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / key).write_bytes(b"1")
+    async with Emulator(tmp_path) as emu:
+        params = {"list-type": "2"} if version == "2" else {}
+        expected = {"v2/.": ["v2/..x", "v2/.zarray", "v2/.zattrs"], "v2/..": ["v2/..x"]}
+        for prefix, keys in expected.items():
+            status, page = await listing(emu, prefix=prefix, **params)
+            assert (status, texts(page, "{}Contents/{}Key")) == (200, keys)
+        for prefix in ("v2/../", "v2/./", "../"):  # a folder of its own: still refused
+            status, page = await listing(emu, prefix=prefix, **params)
+            assert (status, page.findtext("Code")) == (400, "InvalidArgument")
+
+
 async def test_list_buckets_names_the_one_bucket(emu: Emulator) -> None:
     async with aiohttp.ClientSession() as http, http.get(emu.endpoint + "/") as resp:
         status, root = resp.status, ElementTree.fromstring(await resp.read())

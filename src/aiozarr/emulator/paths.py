@@ -63,7 +63,8 @@ def valid_name(name: str) -> bool:
 
 def check_key(key: str, *, prefix: bool = False) -> list[str]:
     """The segments of `key`; raises a 400 for a key that is not a plain relative path.
-    `prefix=True`: a listing prefix, whose last segment may be empty or partial."""
+    `prefix=True`: a listing prefix, whose last segment may be empty or partial (`.`
+    or `..` too: the start of names, not a folder)."""
     try:
         size = len(key.encode())
     except UnicodeEncodeError:
@@ -75,7 +76,8 @@ def check_key(key: str, *, prefix: bool = False) -> list[str]:
     what = "prefix" if prefix else "key"
     for i, segment in enumerate(segments):
         if prefix and i == last:
-            if segment == "":
+            # Partial: names that start with it (".": `.zarray`, `.zattrs`); never a path.
+            if segment in ("", ".", ".."):
                 continue
         elif not prefix and len(segment.encode()) > MAX_SEGMENT_BYTES:
             raise S3Error(
