@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import html
 import io
 import json
@@ -18,6 +19,7 @@ import pytest
 import aiozarr
 from aiozarr.cli import main
 from aiozarr.cli.progress import ProgressDisplay, plural
+from aiozarr.cli.serve import run_serve
 from aiozarr.emulator import Emulator
 from aiozarr.nodes.description import codecs_text
 
@@ -248,3 +250,19 @@ def test_cp_refuses_a_codec_before_creating_anything(tmp_path: Path, capsys, cod
     assert f"codec {codec!r}" in capsys.readouterr().err
     assert not dst.exists()
     assert main(["cp", str(tmp_path / "src.zarr"), str(dst), "--codec", "zstd:5"]) == 0
+
+
+@pytest.mark.parametrize("bucket", ["a/b", "..", "_emulator"])
+def test_serve_refuses_a_bucket_name_no_request_reaches(tmp_path: Path, bucket: str) -> None:
+    # It was served, and every request answered 404 NoSuchBucket (`a/b`: the bucket is
+    # the path's first segment) or reached the control endpoints (`_emulator`).
+    def started(emu: Emulator) -> None:
+        raise AssertionError(f"served as {emu.http_url()}")
+
+    with pytest.raises(SystemExit) as exited:
+        asyncio.run(run_serve(tmp_path, port=0, bucket=bucket, on_start=started))
+    assert exited.value.code == (
+        f"aiozarr serve: bucket name {bucket!r} cannot be reached: it is the first "
+        "segment of every request's path, so not empty, '.', '..' or '_emulator', and "
+        "without '/'"
+    )

@@ -88,7 +88,7 @@ class Bucket:
         read_only: bool,
         max_upload_bytes: int,
     ) -> None:
-        self.root, self.name = root, name
+        self.root, self.name = root, _checked_name(name)
         self.read_only = read_only
         self.max_upload_bytes = max_upload_bytes
         self._conditions = conditions
@@ -314,6 +314,20 @@ class Bucket:
         return await asyncio.get_running_loop().run_in_executor(
             self._listing_pool, list_objects, query, self.name, self.root
         )
+
+
+def _checked_name(name: str) -> str:
+    """`name`, when requests can reach a bucket of that name: the first segment of their
+    path (so no `/`, and not `.` or `..`, which clients resolve away) and not the
+    control endpoints' (`_emulator`); else a ValueError saying why."""
+    if not name or "/" in name or name in (".", "..", "_emulator"):
+        raise ValueError(
+            f"bucket name {name!r} cannot be reached: it is the first segment of every "
+            "request's path, so not empty, '.', '..' or '_emulator', and without '/'"
+        )
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):
+        raise ValueError(f"bucket name {name!r} holds a control character")
+    return name
 
 
 def _unserved(method: str, key: str, params: set[str], headers: Any) -> str:
