@@ -260,8 +260,10 @@ class Emulator:
 
     @property
     def endpoint(self) -> str:
-        """`http://host:port`, the S3 endpoint."""
-        return f"http://{self._host}:{self._port}"
+        """`http://host:port`, the S3 endpoint (an IPv6 address in brackets, as URLs
+        write it)."""
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"http://{host}:{self._port}"
 
     def s3_url(self, path: str = "") -> str:
         """`s3://bucket/path` (use with `storage_options()`)."""
