@@ -228,7 +228,8 @@ async def test_a_key_xml_cannot_carry_is_refused(
 async def test_a_write_the_folder_refuses_is_an_s3_error(
     emu: Emulator, http: aiohttp.ClientSession
 ) -> None:
-    (emu.root / TMP_DIR).write_bytes(b"")  # the temp folder cannot be made
+    (emu.root / TMP_DIR).rmdir()  # made as the server started; then
+    (emu.root / TMP_DIR).write_bytes(b"")  # the temp folder cannot be made again
     status, headers, body = await fetch(http, "PUT", emu.http_url("k"), data=b"x")
     assert (status, headers["Content-Type"]) == (500, "application/xml")  # was a traceback
     assert error_code(body) == "InternalError"

@@ -96,16 +96,16 @@ class Bucket:
         # conditional write's check and rename (or a conditional delete's) are one step
         # that no other write or delete lands in, from this server or another one of
         # the same folder.
-        self._put_lock = FolderLock(root / TMP_DIR)
+        self._put_lock = FolderLock(root)
         self._read_pool: ThreadPoolExecutor | None = None
-        self._tmp_claim: int | None = None  # the served folder's lock, while held
+        self._tmp_claim: int | None = None  # the temp folder's lifelong lock, while held
         self._uploads = MultipartUploads(root, self.path, self._put_lock)
         self._listing_pool: ThreadPoolExecutor | None = None
 
     def open(self) -> None:
         """Start the listing and read threads; where no other server serves the folder,
         clear the temp folder of what a server before left there."""
-        self._tmp_claim, alone = claim_temp_folder(self.root)
+        self._tmp_claim, alone = claim_temp_folder(self.root, make=not self.read_only)
         if alone:  # else another server is using it: left alone
             remove_temp_files(self.root / TMP_DIR)
             assert self._tmp_claim is not None

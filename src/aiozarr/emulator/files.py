@@ -228,8 +228,10 @@ WriteLock: TypeAlias = AbstractContextManager[Any]
 
 class FolderLock:
     """The lock a conditional write holds between its check and its rename (and every
-    other rename or unlink of an object): a thread lock, and an exclusive `flock` of the
-    temp folder, so the servers of one folder in other processes take turns too."""
+    other rename or unlink of an object): a thread lock, and an exclusive `flock` of
+    `folder` (the served folder), so the servers of one folder in other processes take
+    turns too, and so do aiozarr's `LocalStore` writes of keys at its top (it takes the
+    same lock of a key's folder around a conditional write)."""
 
     def __init__(self, folder: Path) -> None:
         self._folder = folder
@@ -273,20 +275,27 @@ def _folder_locked(folder: Path) -> int | None:
     return fd
 
 
-def claim_temp_folder(root: Path) -> tuple[int | None, bool]:
-    """`(descriptor, alone)`: a descriptor holding a lock on the served folder (flock on
-    the folder itself) for this server's life (close it to let go), and whether no other
-    live server serves the folder (then the caller clears the temp folder, and calls
-    `share_temp_folder`). Every server holds the lock, shared once started: a server
-    that starts while another serves the folder, even one started after the first
-    holder left, finds it held and leaves the temp folder alone. (None, False) where
-    locks are not available."""
+def claim_temp_folder(root: Path, *, make: bool = True) -> tuple[int | None, bool]:
+    """`(descriptor, alone)`: a descriptor holding a lock on the served folder's temp
+    folder (flock on the temp folder itself) for this server's life (close it to let
+    go), and whether no other live server serves the folder (then the caller clears the
+    temp folder, and calls `share_temp_folder`). Every server holds the lock, shared
+    once started: a server that starts while another serves the folder, even one
+    started after the first holder left, finds it held and leaves the temp folder
+    alone. (None, False) where locks are not available, or with `make=False` (a
+    read-only server, which makes no temp folder) where there is none.
+
+    Not a lock of the served folder: aiozarr's `LocalStore` takes an exclusive flock of
+    a key's folder around a conditional write, and its writes at the top of the served
+    folder (a root group's `zarr.json`) waited for the server to stop."""
     try:
         import fcntl
     except ImportError:  # Windows: no flock
         return None, False
     try:
-        fd = os.open(root, os.O_RDONLY)
+        if make:
+            (root / TMP_DIR).mkdir(exist_ok=True)
+        fd = os.open(root / TMP_DIR, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None, False
     try:
