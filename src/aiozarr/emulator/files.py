@@ -11,7 +11,7 @@ import shutil
 import stat
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,7 +187,7 @@ def delete_object(path: Path, root: Path, lock: WriteLock | None = None) -> None
     leaves empty. Only a file or a link is removed: a folder or a pipe is no object.
     `lock`: the one conditional writes hold between their check and their rename, so a
     delete never lands between the two."""
-    with lock or contextlib.nullcontext():
+    with _key_locked(lock, path):
         try:
             mode = path.lstat().st_mode
         except OSError:
@@ -203,7 +203,7 @@ def delete_if_match(path: Path, root: Path, if_match: str, lock: WriteLock) -> N
     """Delete the object at `path` if it is the version `if_match` names (an ETag, or `*`:
     any), as S3's conditional DeleteObject: 412 when it is another, 404 when there is
     none. Checked and deleted under `lock`, the one conditional PUTs take."""
-    with lock:
+    with _key_locked(lock, path):
         st = _regular_stat(path)
         if st is None:
             raise S3Error(404, "The specified key does not exist.")
@@ -234,14 +234,14 @@ class FolderLock:
     same lock of a key's folder around a conditional write)."""
 
     def __init__(self, folder: Path) -> None:
-        self._folder = folder
+        self.folder = folder
         self._lock = threading.Lock()
         self._fd: int | None = None
 
     def __enter__(self) -> None:
         self._lock.acquire()
         try:
-            self._fd = _folder_locked(self._folder)
+            self._fd = _folder_locked(self.folder)
         except BaseException:
             self._lock.release()
             raise
@@ -255,15 +255,17 @@ class FolderLock:
             self._lock.release()
 
 
-def _folder_locked(folder: Path) -> int | None:
+def _folder_locked(folder: Path, *, make: bool = True) -> int | None:
     """A descriptor of `folder` holding an exclusive `flock` on it; None where there are
-    no such locks (Windows, a file system without them, a folder that cannot be made)."""
+    no such locks (Windows, a file system without them, a folder that cannot be made,
+    or is missing and not to be made)."""
     try:
         import fcntl
     except ImportError:
         return None
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        if make:
+            folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(folder, os.O_RDONLY)
     except OSError:
         return None
@@ -273,6 +275,24 @@ def _folder_locked(folder: Path) -> int | None:
         os.close(fd)
         return None
     return fd
+
+
+@contextlib.contextmanager
+def _key_locked(lock: WriteLock | None, path: Path) -> Iterator[None]:
+    """`lock`, then an exclusive `flock` of the folder `path` is in: aiozarr's
+    `LocalStore` holds that one between the check of a conditional write (or delete) of a
+    key there and its rename, so a local writer of the served folder and this server's
+    writes take turns on every key. Not taken twice: the folder a `FolderLock` locks
+    already is (two descriptors' flocks of one folder exclude each other, even in one
+    thread)."""
+    with lock or contextlib.nullcontext():
+        held = isinstance(lock, FolderLock) and lock.folder == path.parent
+        fd = None if held else _folder_locked(path.parent, make=False)
+        try:
+            yield
+        finally:
+            if fd is not None:
+                os.close(fd)
 
 
 def claim_temp_folder(root: Path, *, make: bool = True) -> tuple[int | None, bool]:
@@ -372,7 +392,7 @@ def _renamed(
     among `headers`) holds it."""
     fd = os.open(tmp, os.O_RDONLY)
     try:
-        with lock or contextlib.nullcontext():
+        with _key_locked(lock, path):
             if headers and any(name in headers for name in PUT_CONDITIONS):
                 check_put_condition(path, headers)
             _modified_after(fd, path)
