@@ -266,3 +266,42 @@ def test_serve_refuses_a_bucket_name_no_request_reaches(tmp_path: Path, bucket: 
         "segment of every request's path, so not empty, '.', '..' or '_emulator', and "
         "without '/'"
     )
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (["--port", "70000"], "argument --port: a port is 0 to 65535 (0: any free one), not 70000"),
+        (["--port", "http"], "argument --port: expected a port number, got 'http'"),
+        (["--tail-rate", "x"], "argument --tail-rate: invalid float value: 'x'"),
+    ],
+)
+def test_serve_says_a_bad_option_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str], said: str
+) -> None:
+    # It printed the whole usage (six lines) first, as no other command does; a port
+    # out of range was the socket's "bind(): port must be 0-65535.", naming no option.
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", str(tmp_path), *option])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == f"aiozarr serve: error: {said} (see aiozarr serve --help)\n"
+
+
+def test_serve_names_a_host_it_cannot_listen_on(tmp_path: Path, capsys) -> None:
+    assert main(["serve", str(tmp_path), "--port", "0", "--host", "no-such-host.invalid"]) == 1
+    [line] = capsys.readouterr().err.splitlines()  # was "[Errno -2] Name or service not known"
+    assert line.startswith("aiozarr serve: error: cannot listen on no-such-host.invalid port 0: ")
+    assert line.endswith(
+        "--host takes an address of this machine (127.0.0.1, 0.0.0.0, ::1) "
+        "or a name that resolves to one"
+    )
+
+
+def test_serve_takes_debug_as_every_command_does(tmp_path: Path, capsys) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", str(tmp_path), "--port", str(port), "--debug"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback") and "PortTakenError" in err  # was "unrecognized"

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiozarr.cli.errors import run_command
+from aiozarr.cli.options import Parser
 
 if TYPE_CHECKING:
     from aiozarr.emulator import Emulator
@@ -37,7 +38,7 @@ __all__ = ["build_parser", "main", "run_serve"]
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The `serve` arguments, added to `parser` (a sub-command's) or a new parser."""
-    parser = parser or argparse.ArgumentParser(
+    parser = parser or Parser(
         prog="aiozarr serve", description="Serve a directory as an S3 bucket and over HTTP."
     )
     parser.add_argument("directory", type=Path, help="directory to serve")
@@ -45,6 +46,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     _add_network_options(parser)
     _add_access_options(parser)
     _add_limit_options(parser)
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     return parser
 
 
@@ -54,8 +56,19 @@ def _add_address_options(parser: argparse.ArgumentParser) -> None:
         "--host", default="127.0.0.1", help="address to listen on (default: %(default)s)"
     )
     parser.add_argument(
-        "--port", type=int, default=8000, help="port, 0 for any free port (default: %(default)s)"
+        "--port", type=_port, default=8000, help="port, 0 for any free port (default: %(default)s)"
     )
+
+
+def _port(text: str) -> int:
+    """A `--port`: 0 to 65535 (0: any free port)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535 (0: any free one), not {port}")
+    return port
 
 
 def _add_network_options(parser: argparse.ArgumentParser) -> None:
@@ -249,10 +262,15 @@ class PortTakenError(OSError):
     """Another program listens on the port asked for."""
 
 
+class CannotListenError(OSError):
+    """The address asked for is none of this machine's (or names none)."""
+
+
 @contextlib.asynccontextmanager
 async def _listening(emulator: Emulator, host: str, port: int) -> AsyncIterator[Emulator]:
-    """`emulator` started, then stopped; a port already in use is `PortTakenError`, one
-    line that says what to do instead of the socket's traceback."""
+    """`emulator` started, then stopped; a port already in use is `PortTakenError`, an
+    address it cannot listen on `CannotListenError`: one line that says what to do
+    instead of the socket's traceback."""
     try:
         await emulator.start()
     except OSError as exc:
@@ -262,7 +280,11 @@ async def _listening(emulator: Emulator, host: str, port: int) -> AsyncIterator[
                 f"port {port} on {host} is taken; choose another with --port, "
                 "or --port 0 for any free one"
             ) from exc
-        raise
+        # A --host that names no address, or none of this machine's.
+        raise CannotListenError(
+            f"cannot listen on {host} port {port}: {exc.strerror or exc}; --host takes an "
+            "address of this machine (127.0.0.1, 0.0.0.0, ::1) or a name that resolves to one"
+        ) from exc
     try:
         yield emulator
     finally:
