@@ -215,7 +215,7 @@ class Bucket:
         # A HEAD's `Range` too: S3 answers it 206.
         try:
             found = await self._reading(
-                lambda: read_version(self.path(key), request.headers, body=not head)
+                lambda: read_version(self.path(key), request.headers, body=not head, root=self.root)
             )
         except S3Error as exc:
             exc.key = key

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from aiozarr.emulator.paths import TMP_DIR
+from aiozarr.emulator.paths import TMP_DIR, is_inside
 from aiozarr.emulator.preconditions import NOT_MODIFIED, range_to_serve
 from aiozarr.emulator.s3 import S3Error, parse_range
 
@@ -100,17 +100,23 @@ def open_object(path: Path) -> int | None:
     return fd
 
 
-def read_version(path: Path, headers: Mapping[str, str], *, body: bool = True) -> Version | None:
+def read_version(
+    path: Path, headers: Mapping[str, str], *, body: bool = True, root: Path | None = None
+) -> Version | None:
     """One version of the object at `path`, as the request's `headers` ask for it (its
     conditions, `Range` and `If-Range`: see preconditions.py).
 
     The file is opened once and both the stat and the bytes come from the open file, so
     they belong to one version even while a PUT renames a new file over `path`. None: no
-    such object. `body=False` reads no bytes (HEAD).
+    such object. `body=False` reads no bytes (HEAD). `root`: the served folder, which the
+    open file must lie in (403), whatever `path` was swapped for since it was checked.
     """
     fd = open_object(path)
     if fd is None:
         return None
+    if root is not None and not _opened_inside(fd, root):
+        os.close(fd)
+        raise S3Error(403, "the key leads outside the served folder", code="AccessDenied")
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         wanted = range_to_serve(etag_of(st), int(st.st_mtime), headers)
@@ -125,6 +131,18 @@ def read_version(path: Path, headers: Mapping[str, str], *, body: bool = True) -
             return Version(st, bounds, FileSlice(os.dup(f.fileno()), start, stop))
         f.seek(start)
         return Version(st, bounds, f.read(stop - start))
+
+
+def _opened_inside(fd: int, root: Path) -> bool:
+    """Whether the file open as `fd` lies in `root`: the key's path was checked before it
+    was opened (paths.py), and a link out swapped in between would be followed. Told by
+    the path the system keeps for the descriptor (Linux's /proc); True where there is
+    none to ask."""
+    try:
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return True
+    return is_inside(root, real.removesuffix(" (deleted)"))
 
 
 def etag_of(st: os.stat_result) -> str:
