@@ -216,14 +216,14 @@ async def test_delete_objects_answers_a_refused_key_on_its_own(
     it deleted and those after it not tried."""
     for name in ("k1", "k2", "k3"):
         (emu.root / name).write_bytes(b"x")
-    unlink = Path.unlink
+    unlink = os.unlink
 
-    def refusing(path: Path, missing_ok: bool = False) -> None:
-        if path.name == "k2":
+    def refusing(path: str | Path, **dir_fd: int | None) -> None:
+        if Path(path).name == "k2":
             raise OSError(errno.EROFS, "Read-only file system", str(path))
-        unlink(path, missing_ok=missing_ok)
+        unlink(path, **dir_fd)
 
-    monkeypatch.setattr(Path, "unlink", refusing)
+    monkeypatch.setattr(os, "unlink", refusing)
     keys = "".join(f"<Object><Key>{k}</Key></Object>" for k in ("k1", "k2", "k3"))
     xml = f'<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/">{keys}</Delete>'
     status, _, body = await fetch(http, "POST", f"{emu.endpoint}/{emu.bucket}?delete", data=xml)

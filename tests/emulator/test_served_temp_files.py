@@ -10,6 +10,7 @@ import signal
 import socket
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.security.test_serve import serving
@@ -65,10 +66,10 @@ def test_a_key_on_another_file_system_is_written(
     target.parent.mkdir()
     rename = os.replace
 
-    def across(src: os.PathLike[str] | str, dst: os.PathLike[str] | str) -> None:
+    def across(src: os.PathLike[str] | str, dst: os.PathLike[str] | str, **fds: Any) -> None:
         if Path(src).parent == tmp_dir:  # as a rename out of the temp folder fails there
             raise OSError(errno.EXDEV, "Invalid cross-device link")
-        rename(src, dst)
+        rename(src, dst, **fds)
 
     monkeypatch.setattr(files.os, "replace", across)
     files.write_atomic(target, tmp_dir, b"new")

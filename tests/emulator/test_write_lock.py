@@ -146,10 +146,10 @@ def test_a_rename_held_up_stalls_no_read(emu: Emulator, monkeypatch: pytest.Monk
     release = threading.Event()
     rename = os.replace
 
-    def slow(src: Any, dst: Any) -> None:
+    def slow(src: Any, dst: Any, **fds: Any) -> None:
         if Path(dst).name == "slow":
             release.wait(30)
-        rename(src, dst)
+        rename(src, dst, **fds)
 
     monkeypatch.setattr(files.os, "replace", slow)
     writers = [

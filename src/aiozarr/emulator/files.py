@@ -205,15 +205,15 @@ def delete_object(path: Path, root: Path, lock: WriteLock | None = None) -> None
     leaves empty. Only a file or a link is removed: a folder or a pipe is no object.
     `lock`: the one conditional writes hold between their check and their rename, so a
     delete never lands between the two."""
-    with _key_locked(lock, path):
+    with _key_locked(lock, path) as (name, folder):
         try:
-            mode = path.lstat().st_mode
+            mode = os.lstat(name, dir_fd=folder).st_mode
         except OSError:
             return
         if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
             return
         with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+            os.unlink(name, dir_fd=folder)
     remove_empty_parents(path, root)
 
 
@@ -221,14 +221,14 @@ def delete_if_match(path: Path, root: Path, if_match: str, lock: WriteLock) -> N
     """Delete the object at `path` if it is the version `if_match` names (an ETag, or `*`:
     any), as S3's conditional DeleteObject: 412 when it is another, 404 when there is
     none. Checked and deleted under `lock`, the one conditional PUTs take."""
-    with _key_locked(lock, path):
+    with _key_locked(lock, path) as (name, folder):
         st = _regular_stat(path)
         if st is None:
             raise S3Error(404, "The specified key does not exist.")
         tags = [tag.strip().strip('"') for tag in if_match.split(",")]
         if "*" not in tags and etag_of(st).strip('"') not in tags:
             raise S3Error(412, "At least one of the pre-conditions you specified did not hold")
-        path.unlink()
+        os.unlink(name, dir_fd=folder)
     remove_empty_parents(path, root)
 
 
@@ -296,18 +296,26 @@ def _folder_locked(folder: Path, *, make: bool = True) -> int | None:
 
 
 @contextlib.contextmanager
-def _key_locked(lock: WriteLock | None, path: Path) -> Iterator[None]:
+def _key_locked(lock: WriteLock | None, path: Path) -> Iterator[tuple[str | Path, int | None]]:
     """`lock`, then an exclusive `flock` of the folder `path` is in: aiozarr's
     `LocalStore` holds that one between the check of a conditional write (or delete) of a
     key there and its rename, so a local writer of the served folder and this server's
     writes take turns on every key. Not taken twice: the folder a `FolderLock` locks
     already is (two descriptors' flocks of one folder exclude each other, even in one
-    thread)."""
+    thread).
+
+    Yields how to reach the key: its name and its folder's descriptor, or `(path,
+    None)`. With a `FolderLock` (of the served folder) the folder opened must lie in it
+    (403): renames and unlinks go through that descriptor, so a folder on the key's way
+    swapped for a link out after its check (paths.py) is never written through."""
     with lock or contextlib.nullcontext():
-        held = isinstance(lock, FolderLock) and lock.folder == path.parent
+        root = lock.folder if isinstance(lock, FolderLock) else None
+        held = root is not None and root == path.parent
         fd = None if held else _folder_locked(path.parent, make=False)
         try:
-            yield
+            if fd is not None and root is not None and not _opened_inside(fd, root):
+                raise S3Error(403, "the key leads outside the served folder", code="AccessDenied")
+            yield (path, None) if fd is None else (path.name, fd)
         finally:
             if fd is not None:
                 os.close(fd)
@@ -410,11 +418,11 @@ def _renamed(
     among `headers`) holds it."""
     fd = os.open(tmp, os.O_RDONLY)
     try:
-        with _key_locked(lock, path):
-            if headers and any(name in headers for name in PUT_CONDITIONS):
+        with _key_locked(lock, path) as (name, folder):
+            if headers and any(h in headers for h in PUT_CONDITIONS):
                 check_put_condition(path, headers)
             _modified_after(fd, path)
-            os.replace(tmp, path)
+            os.replace(tmp, name, dst_dir_fd=folder)
         return os.fstat(fd)
     finally:
         os.close(fd)
