@@ -254,11 +254,21 @@ def parse_v2(value: Any, dtype: np.dtype[Any], key: str, filters: Any = None) ->
 
 
 def _object_v2(value: Any, filters: Any, key: str) -> Any:
-    """An object array's fill value: bytes from base64 where the first filter makes
-    bytes (as `to_v2_json` writes them, and zarr-python reads them); else the JSON value
-    itself, the codec's to interpret (zarr-python 2 wrote 0 for every object array)."""
-    if dtypes.OBJECT_ITEMS.get((filters or [{}])[0].get("id")) is bytes and isinstance(value, str):
+    """An object array's fill value as its first filter gives it meaning: a string array's
+    a str, a number as its text (zarr-python 3 reads zarr-python 2's default 0 as "0");
+    a bytes array's bytes from base64, or b"" for 0 (what numcodecs' vlen-bytes stores
+    for it; zarr-python 3 opens no such array). Other objects: the JSON value itself."""
+    items = dtypes.OBJECT_ITEMS.get((filters or [{}])[0].get("id"))
+    if items is str and (isinstance(value, str | bool) or _is_number(value)):
+        return str(value)
+    if items is bytes and isinstance(value, str):
         return _parse_bytes(value, None, key)
+    if items is bytes and (isinstance(value, bool) or _is_number(value)) and value == 0:
+        return b""
+    if items is str:
+        fail(key, "fill_value", "a string or a number for variable-length strings", value)
+    if items is bytes:
+        fail(key, "fill_value", "base64 text (or 0) for variable-length bytes", value)
     return value
 
 
