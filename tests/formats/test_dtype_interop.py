@@ -49,6 +49,8 @@ def test_zarr_python_writes_aiozarr_reads(tmp_path: Path, zarr_format, name, dat
 @pytest.mark.parametrize("zarr_format", [2, 3])
 @pytest.mark.parametrize(("name", "data"), CASES, ids=[c[0] for c in CASES])
 def test_aiozarr_writes_zarr_python_reads(tmp_path: Path, zarr_format, name, data) -> None:
+    if zarr_format == 3 and name == "structured" and zarr.__version__.startswith("3.1."):
+        pytest.skip("zarr-python 3.1 reads no v3 `struct` (aiozarr writes the spec's name)")
     dtype = np.dtypes.StringDType() if data.dtype == object else data.dtype
     arr = aiozarr.create_array(
         tmp_path, shape=data.shape, dtype=dtype, chunks=(3,), zarr_format=zarr_format

@@ -143,7 +143,15 @@ def test_parse_v3_errors(data_type: Any, error: type[Exception], match: str) -> 
         ("O", "string"),
         (
             [("a", "<i4"), ("b", ">f8")],
-            {"name": "structured", "configuration": {"fields": [["a", "int32"], ["b", "float64"]]}},
+            {
+                "name": "struct",
+                "configuration": {
+                    "fields": [
+                        {"name": "a", "data_type": "int32"},
+                        {"name": "b", "data_type": "float64"},
+                    ]
+                },
+            },
         ),
     ],
 )

@@ -272,8 +272,12 @@ def test_write_structured_with_big_endian_fields_is_little_endian() -> None:
         codecs=(CodecMetadata("bytes"),),
     )
     written = json.loads(array_to_json(meta))
-    assert written["data_type"]["configuration"]["fields"] == [["a", "int16"], ["b", "uint8"]]
-    assert written["fill_value"] == "AQAC"  # 0x0001 little-endian, then 2
+    assert written["data_type"]["configuration"]["fields"] == [
+        {"name": "a", "data_type": "int16"},
+        {"name": "b", "data_type": "uint8"},
+    ]
+    assert written["fill_value"] == {"a": 1, "b": 2}
+    assert parse_array(written, KEY).fill_value.tolist() == (1, 2)
 
 
 @pytest.mark.parametrize("sharded", [False, True])

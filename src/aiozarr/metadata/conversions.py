@@ -252,8 +252,10 @@ def _serializer(src: ArrayMetadata, where: str) -> tuple[CodecMetadata, Any, boo
         first = _object_codec(src, where)
         return CodecMetadata(first), _VLEN_V3[first], len(filters) == 1
     little = dtype.newbyteorder("<")
-    if dtype.kind in "SV" or dtype.itemsize == 1:
+    if not dtypes.has_byte_order(dtype):
         return CodecMetadata("bytes"), None, not filters and little == dtype
+    if dtype.names is not None:  # fields may mix orders: stored little (a struct's default)
+        return CodecMetadata("bytes", {"endian": "little"}), None, not filters and little == dtype
     endian = "big" if dtype.byteorder == ">" else "little"
     return CodecMetadata("bytes", {"endian": endian}), None, not filters
 

@@ -74,6 +74,17 @@ def object_items(meta: ArrayMetadata) -> type | None:
     return OBJECT_ITEMS.get((meta.filters or [{}])[0].get("id"))
 
 
+def has_byte_order(dtype: np.dtype[Any]) -> bool:
+    """Whether `dtype`'s stored bytes depend on the byte order: a number, time or
+    fixed-length unicode of more than one byte, or a record with such a field (so its
+    `bytes` codec needs an `endian`)."""
+    if dtype.names is not None:
+        return any(has_byte_order(dtype.fields[n][0]) for n in dtype.names)  # type: ignore[index]
+    if dtype.subdtype is not None:
+        return has_byte_order(dtype.subdtype[0])
+    return dtype.itemsize > 1 and dtype.kind in "iufcmMU"
+
+
 def is_raw_bits(name: str) -> bool:
     """Whether `name` is a core raw-bits data type such as `r16`."""
     return _RAW_BITS.fullmatch(name) is not None
@@ -210,8 +221,12 @@ def to_v3(dtype: np.dtype[Any]) -> str | dict[str, Any]:
         return {"name": "raw_bytes", "configuration": {"length_bytes": dtype.itemsize}}
     if kind == "V" and dtype.names is not None:
         _check_packed(dtype, allow_subarrays=False)
-        fields = [[name, to_v3(dtype.fields[name][0])] for name in dtype.names]  # type: ignore[index]
-        return {"name": "structured", "configuration": {"fields": fields}}
+        # `struct`, fields as objects: the spec's name (`structured` is read, never written)
+        fields = [
+            {"name": name, "data_type": to_v3(dtype.fields[name][0])}  # type: ignore[index]
+            for name in dtype.names
+        ]
+        return {"name": "struct", "configuration": {"fields": fields}}
     raise UnsupportedError(f"data type {dtype} has no Zarr v3 representation")
 
 

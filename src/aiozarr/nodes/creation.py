@@ -158,8 +158,8 @@ def _v3_serializer(dtype: np.dtype[Any], holds_bytes: bool) -> CodecMetadata:
     if dtype.kind in "OT":
         return CodecMetadata("vlen-bytes" if holds_bytes else "vlen-utf8")
     # Fixed-length unicode is 4-byte code points: it has a byte order too (zarr-python
-    # 3.4 refuses a `bytes` codec without one there).
-    if dtype.itemsize > 1 and dtype.kind not in "SV":
+    # 3.4 refuses a `bytes` codec without one there), and so has a record of such fields.
+    if dtypes.has_byte_order(dtype):
         return CodecMetadata("bytes", {"endian": "little"})
     return CodecMetadata("bytes")
 
