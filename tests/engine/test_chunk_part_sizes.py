@@ -128,3 +128,30 @@ def test_a_store_that_tells_no_size_reads_an_uncompressed_chunk_whole() -> None:
     counted.reset()
     assert arr[3, 5] == VALUES[3, 5]
     assert counted.bytes_read == VALUES.nbytes
+
+
+@pytest.mark.parametrize("extra", [0, 8, -8])
+def test_a_span_is_never_decoded_unless_its_answer_tells_the_chunk_s_size(
+    tmp_path: Path, extra: int
+) -> None:
+    """A store may declare sized versions and still answer one without a size (obstore's
+    HTTP store from a server that sends no ETag, as `python -m http.server`, answered
+    with no version at all): a span so answered is not decoded unchecked, the chunk is
+    read whole and checked as a whole read is."""
+    from tests.storage.http_server import FolderServer
+
+    arr = aiozarr.create_array(
+        str(tmp_path / "a.zarr"), shape=(64, 64), chunks=(64, 64), dtype="<i8",
+        compressors=None,
+    )  # fmt: skip
+    arr[...] = VALUES
+    chunk = tmp_path / "a.zarr" / "c" / "0" / "0"
+    stored = chunk.read_bytes()
+    chunk.write_bytes(stored + bytes(extra) if extra >= 0 else stored[:extra])
+    with FolderServer(tmp_path) as server:
+        over_http = aiozarr.open_array(f"{server.url}/a.zarr", mode="r")
+        if not extra:
+            assert over_http[3, 5] == VALUES[3, 5]
+            return
+        with pytest.raises((CodecError, ValueTooLargeError), match="'c/0/0'"):
+            over_http[3, 5]

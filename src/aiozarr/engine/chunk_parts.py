@@ -14,9 +14,11 @@ is checked too: one that comes back shorter than asked is an error naming the ke
 so is a chunk stored as an object of another size than its values, told by the answer's
 version (`stored_size`: a file's, a memory value's, an object's size; a reference's
 length, JSON, Parquet or icechunk, not its target's). A store whose answers tell no
-size (`Capabilities.sized_versions` off: zarr-python's stores, plain HTTP) reads such a
-chunk whole, so its size is checked as ever; a shard's size is checked with its index,
-and where the store tells none the inner chunk is read whole.
+size (`Capabilities.sized_versions` off: zarr-python's stores) reads such a chunk whole,
+so its size is checked as ever; a span whose answer tells no size all the same is never
+decoded: the read starts over with the array's chunks read whole (`UnsizedSpanError`).
+A shard's size is checked with its index, and where the store tells none the inner
+chunk is read whole.
 """
 
 from __future__ import annotations
@@ -46,11 +48,11 @@ class ChunkPart:
     nbytes: int
     chunk_shape: tuple[int, ...]
 
-    def check_stored(self, key: str, size: int | None) -> None:
-        """Refuse a chunk stored as an object of `size` bytes (None: not known) that its
-        values do not fill exactly."""
+    def check_stored(self, key: str, size: int) -> None:
+        """Refuse a chunk stored as an object of `size` bytes that its values do not
+        fill exactly."""
         values = math.prod(self.chunk_shape) * self.dtype.itemsize
-        if size is not None and size != values:
+        if size != values:
             raise CodecError(
                 f"chunk {key!r} is stored as {size} bytes; its shape {self.chunk_shape} of "
                 f"{self.dtype} uncompressed makes {values}"

@@ -24,6 +24,7 @@ from aiozarr.codecs import CodecChain, ShardIndex, ShardLayout
 from aiozarr.engine.chunk_parts import ChunkPart, part_of
 from aiozarr.engine.located_index import (
     LocatedIndex,
+    StaleIndexError,
     cached_index,
     check_version,
     remember_index,
@@ -87,8 +88,22 @@ class LocatedChunk:
             check_version(self.index, self.key, version)
         elif self.part is not None and data is not None:  # an unsharded chunk
             # the object's size, or a reference's length (`stored_size`)
-            self.part.check_stored(self.key, stored_size(version))
+            size = stored_size(version)
+            if size is None:  # nothing to check the span by: read whole from now on
+                array.whole_chunks = True
+                raise UnsizedSpanError(self.key)
+            self.part.check_stored(self.key, size)
         return [(self, data)]
+
+
+class UnsizedSpanError(StaleIndexError):
+    """A span of chunk `key` came in an answer that told no stored size (a server that
+    sends `Content-Range: bytes a-b/*`): it is not decoded, unchecked; the read starts
+    over (as for a stale index) with the array's chunks read whole (`whole_chunks`)."""
+
+    def __init__(self, key: str) -> None:
+        Exception.__init__(self, f"the answer for a span of chunk {key!r} told no size")
+        self.key = key
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +178,7 @@ def plan_reads(
         # A part is read where its chunk's size is checked as a whole read checks it: not
         # against a checksum of the whole value, nor where no answer tells the size.
         caps = array.store.capabilities
-        whole = caps.checks_whole_values or not caps.sized_versions
+        whole = caps.checks_whole_values or not caps.sized_versions or array.whole_chunks
         located: list[Fetch] = []
         for c in chunks:
             chain = array.chain_for(c.projection.chunk_coords)

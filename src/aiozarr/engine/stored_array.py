@@ -41,6 +41,9 @@ class StoredArray:
     index_loads: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
     #: Decoded chunks kept (`engine/chunk_cache.py`); None: not cached.
     chunk_cache: ArrayCache | None = None
+    #: An answer for a span of one of its chunks told no stored size to check it by
+    #: (`engine/chunk_parts.py`): its uncompressed chunks are read whole from then on.
+    whole_chunks: bool = False
 
     def forget(self, *keys: str, written: bool = False) -> None:
         """Forget what the caches hold of the objects `keys` (`written`: they were
