@@ -12,8 +12,11 @@ is checked as by default (`allow_invalid_certificates` and `root_certificate` st
 Bodies are asked for as stored (`Accept-Encoding: identity`); an answer encoded anyway
 (`Content-Encoding: gzip` ...) is refused, final. One GET per read (`Range` for a byte
 range, `bytes=-N` for a suffix), a HEAD for a size; the version of an answer is its
-ETag, where that is a strong validator (`strong_etag`). Bodies are read as sent (no
-decompression) and as they come, no further than needed: a whole value up to its bound
+ETag, where that is a strong validator (`strong_etag`), with the value's size beside
+(`stored_size`) where the answer tells it: a whole value's length, a `206`'s
+`Content-Range` total (none for `bytes a-b/*`), a `200` to a range's Content-Length
+(none when chunked). Bodies are read as sent (no decompression) and as they come, no
+further than needed: a whole value up to its bound
 (refused from its `Content-Length` unread), a `206` up to the length of the range asked
 for (its `Content-Range` must be that range, or that range clipped at the value's end), a
 `200` to a range up to the range's end. Anything longer is refused, its rest unread. Each
@@ -102,7 +105,11 @@ class GuardedHTTPStore(Store):
     """A read-only, unlistable `Store` over `http(s)://` `url` whose redirects pass
     `check_redirect` first. `client_options`: obstore's names (`CLIENT_OPTIONS`)."""
 
-    CAPABILITIES = Capabilities(writes=False, deletes=False, listing=False, hedge_reads=True)
+    # An answer's version tells the value's size where the server does: one that tells
+    # none makes a span of an uncompressed chunk be read again whole (`engine/located.py`).
+    CAPABILITIES = Capabilities(
+        writes=False, deletes=False, listing=False, hedge_reads=True, sized_versions=True
+    )
 
     def __init__(
         self,
@@ -254,35 +261,39 @@ class GuardedHTTPStore(Store):
             if response.status not in (200, 206):
                 raise self._failed(key, response)
             _check_encoding(key, response, self)
-            version = self._version(response.headers)
+            headers = response.headers
             bound = memory_bytes() if max_bytes is None else max_bytes
             if byte_range is None:
-                return memoryview(await _body(key, response, bound, self)), version
+                data = await _body(key, response, bound, self)
+                return memoryview(data), self._version(headers, len(data))
             if response.status == 200:  # the server ignored Range: cut the range out
-                return memoryview(
-                    await _range_of_whole(key, response, byte_range, bound, self)
-                ), version
-            start, last = _check_partial(key, byte_range, response.headers.get("Content-Range", ""))
+                data = await _range_of_whole(key, response, byte_range, bound, self)
+                return memoryview(data), self._version(headers, response.content_length)
+            start, last, size = _check_partial(key, byte_range, headers.get("Content-Range", ""))
             data = await _body(key, response, last + 1 - start, self, exact=True)
-            return memoryview(data), version
+            return memoryview(data), self._version(headers, size)
 
-    def _version(self, headers: Mapping[str, str]) -> Any:
-        """The answer's ETag where it is a strong validator (`strong_etag`); a store
-        reading on a condition keeps it as sent with the answer's Last-Modified beside
-        (`ObjectVersion`; a checksum compares both, a server may ignore the condition),
-        one with no ETag an `UnprovenVersion` (no later read relies on it)."""
+    def _version(self, headers: Mapping[str, str], size: int | None) -> Any:
+        """The answer's version, telling the value's `size` (None: the answer does not
+        tell it; `stored_size`). Its ETag where that is a strong validator
+        (`strong_etag`), else an `UnprovenVersion` with none; a store reading on a
+        condition keeps the ETag as sent with the answer's Last-Modified beside (a
+        checksum compares both, a server may ignore the condition), one with no ETag an
+        `UnprovenVersion` (no later read relies on either)."""
         if not self._condition:
-            return strong_etag(headers)
+            e_tag = strong_etag(headers)
+            kind = UnprovenVersion if e_tag is None else ObjectVersion
+            return kind(e_tag, None, None, size)
         e_tag = headers.get("ETag")
         seconds = _seconds(headers.get("Last-Modified"))
-        if seconds is None:
-            return e_tag
-        modified = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+        modified = None
+        if seconds is not None:
+            modified = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
         if e_tag is None:
-            return UnprovenVersion(None, None, modified)
-        return ObjectVersion(e_tag, None, modified)
+            return UnprovenVersion(None, None, modified, size)
+        return ObjectVersion(e_tag, None, modified, size)
 
-    async def _head(self, key: str) -> tuple[int, str | None] | None:
+    async def _head(self, key: str) -> tuple[int, Any] | None:
         async with self._send("HEAD", key, {}) as response:
             if response.status in (404, 410):
                 return None
@@ -290,7 +301,8 @@ class GuardedHTTPStore(Store):
                 raise self._failed(key, response)
             if response.content_length is None:
                 raise StoreError(f"cannot stat {key!r} in {self!r}: no Content-Length")
-            return response.content_length, self._version(response.headers)
+            size = response.content_length
+            return size, self._version(response.headers, size)
 
     async def getsize(self, key: str) -> int | None:
         """Size in bytes of `key` from a HEAD request; None if missing."""
@@ -485,9 +497,11 @@ async def _range_of_whole(
     return b"".join(parts)
 
 
-def _check_partial(key: str, byte_range: ByteRange, content_range: str) -> tuple[int, int]:
-    """`(start, last)` of a 206 answer, refused unless it is the range asked for, or that
-    range clipped at the value's end."""
+def _check_partial(
+    key: str, byte_range: ByteRange, content_range: str
+) -> tuple[int, int, int | None]:
+    """`(start, last, size)` of a 206 answer (`size` None: `bytes a-b/*`), refused unless
+    it is the range asked for, or that range clipped at the value's end."""
     found = _CONTENT_RANGE.fullmatch(content_range.strip())
     if found is None:
         raise StoreError(f"cannot read {key!r}: a partial answer without a valid Content-Range")
@@ -505,7 +519,7 @@ def _check_partial(key: str, byte_range: ByteRange, content_range: str) -> tuple
         raise StoreError(
             f"cannot read {key!r}: asked for {byte_range}, answered {content_range.strip()!r}"
         )
-    return start, last
+    return start, last, size
 
 
 def _ssl_setting(options: Mapping[str, Any]) -> ssl.SSLContext | bool:

@@ -46,15 +46,17 @@ def is_weak(e_tag: Any) -> bool:
 
 
 def http_version(meta: Any) -> Version | None:
-    """The version of a plain HTTP server's answer (obstore's `HTTPStore`), only where it
-    is a strong validator: None (unversioned: a shard index is read again by every read)
-    for a weak ETag, no ETag, or no Last-Modified to judge it by (obstore's placeholder
-    is the Epoch). An object last modified within `RECENT_S` of now (obstore gives no
-    Date header: this machine's clock) has an `UnprovenVersion`: a rewrite may keep its
-    ETag, so no later read relies on it, but one that changed it shows within a read."""
+    """The version of a plain HTTP server's answer (obstore's `HTTPStore`), its ETag only
+    where it is a strong validator, the value's size beside either way (`stored_size`:
+    obstore takes it from the Content-Range total or the Content-Length). A weak ETag,
+    no ETag, or no Last-Modified to judge it by (obstore's placeholder is the Epoch): an
+    `UnprovenVersion` without one (unversioned: a shard index is read again by every
+    read). An object last modified within `RECENT_S` of now (obstore gives no Date
+    header: this machine's clock) has an `UnprovenVersion` with its ETag: a rewrite may
+    keep it, so no later read relies on it, but one that changed it shows within a read."""
     e_tag, modified = meta.get("e_tag"), meta.get("last_modified")
     if e_tag is None or is_weak(e_tag) or modified is None or modified.timestamp() <= 0:
-        return None
+        return UnprovenVersion(None, None, None, meta.get("size"))
     kind = UnprovenVersion if abs(time.time() - modified.timestamp()) < RECENT_S else ObjectVersion
     return kind(e_tag, meta.get("version"), modified, meta.get("size"))
 

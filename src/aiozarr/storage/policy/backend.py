@@ -202,8 +202,9 @@ class Capabilities:
     #: Every answer's version tells the size of the value it came from (`stored_size`: a
     #: file's, a memory value's, an object's, a reference's length): a read needing a few
     #: of an uncompressed chunk's values reads only their span, and checks that size as a
-    #: whole read checks the chunk. Other stores (zarr-python's, plain HTTP) read such a
-    #: chunk whole (`engine/chunk_parts.py`).
+    #: whole read checks the chunk; a span answered with no size all the same (a plain
+    #: HTTP server's `bytes a-b/*`) makes the read start over with the chunk read whole.
+    #: Other stores (zarr-python's) read such a chunk whole (`engine/chunk_parts.py`).
     sized_versions: bool = False
     #: Every node's metadata is already held (an icechunk snapshot's): reading a group's
     #: documents and listing its members make no request, so consolidated metadata
