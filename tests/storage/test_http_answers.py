@@ -24,6 +24,7 @@ from tests.storage.http_server import FolderServer
 import aiozarr
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
+from aiozarr.emulator import Emulator
 from aiozarr.errors import StoreError
 from aiozarr.storage.backends.guarded_http import GuardedHTTPStore
 from aiozarr.storage.opening.url import from_url
@@ -202,3 +203,15 @@ def test_a_retry_after_past_the_deadline_gives_up_at_once(server: FolderServer) 
     with config.set(retry_deadline_s=30.0), pytest.raises(StoreError, match="503"):
         asyncio.run(store.get("x"))
     assert server.gets("/x") == 1
+
+
+def test_a_404_that_names_a_missing_bucket_is_a_missing_key_over_plain_http(
+    emulator: Emulator,
+) -> None:
+    """The emulator over plain HTTP answers a path under no bucket with S3's NoSuchBucket:
+    to a plain HTTP store that is a missing key (there are no buckets), not an error
+    about its (absent) bucket settings (it was an AttributeError: no `config`)."""
+    no_bucket = f"{emulator.endpoint}/no-bucket"
+    assert asyncio.run(from_url(no_bucket).get("a.zarr/zarr.json")) is None
+    with pytest.raises(aiozarr.errors.NodeNotFoundError, match="no Zarr array or group"):
+        aiozarr.open_array(f"{no_bucket}/a.zarr", mode="r")

@@ -189,11 +189,14 @@ class ObjectStore(ObjectListing, Store):
             raise
         except Exception as exc:
             failure = obstore_errors.classify(exc)
-            if failure.not_found and not failure.missing_bucket and action != "write":
+            # A plain HTTP server has no buckets: its 404 is a missing key, whatever its
+            # body says (the emulator's names the bucket, the first segment of the path).
+            no_bucket = failure.missing_bucket and not self._http
+            if failure.not_found and not no_bucket and action != "write":
                 raise
             if not isinstance(exc, ObstoreError | OSError | ValueError | RuntimeError):
                 raise
-            if failure.missing_bucket:  # the cause in words; the server's text stays in __cause__
+            if no_bucket:  # the cause in words; the server's text stays in __cause__
                 raise StoreError(f"cannot {action} {key!r}: {missing_bucket(self._store)}") from exc
             if failure.denied and isinstance(self._store, S3Store | GCSStore | AzureStore):
                 # Say whether it went unsigned, and how to give credentials.
