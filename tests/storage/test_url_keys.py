@@ -76,6 +76,17 @@ def test_a_bucket_name_with_hash_or_query_is_refused() -> None:
         from_url("s3://bk?x/data.zarr", storage_options={"anon": True})
 
 
+@pytest.mark.parametrize(
+    "url",
+    ["s3://AKID:s3cret@bk/data.zarr", "s3a://me@bk/x", "s3://bk:9000/x", "gs://AKID:s3cret@bk/x"],
+)
+def test_a_bucket_with_a_user_password_or_port_is_refused(url: str) -> None:
+    # obstore drops them and opens bucket 'bk' signed otherwise, or unsigned.
+    with pytest.raises(StoreError, match="a bucket name holds no '@' or ':'") as raised:
+        from_url(url, storage_options={"anon": True})
+    assert "s3cret" not in str(raised.value)
+
+
 async def test_memory_names_keep_hash() -> None:
     one, two = from_url("memory://keys-run#1"), from_url("memory://keys-run#2")
     await one.set("k", b"1")

@@ -168,8 +168,10 @@ def without_trailing_slash(url: str) -> str:
 
 def _check_host(text: str, parts: SplitResult) -> None:
     """Refuse a remote URL without a bucket or host (`s3:/bucket/x`), for which obstore
-    says only "Unable to recognise URL", and a bucket name holding `?` or `#` (obstore
-    would read the bucket before them, and the key after them as another key)."""
+    says only "Unable to recognise URL", a bucket name holding `?` or `#` (obstore
+    would read the bucket before them, and the key after them as another key), and an
+    S3 or GCS bucket with a user, password or port (`s3://KEY:SECRET@bucket`, `gs://b:1`):
+    obstore drops them and opens the bucket with other credentials, or none."""
     scheme = parts.scheme.lower()
     if not parts.netloc:
         meant = f"{scheme}://{parts.path.lstrip('/')}"
@@ -180,6 +182,11 @@ def _check_host(text: str, parts: SplitResult) -> None:
     bucket = _bucket_and_key(text)[0]
     if scheme not in _HTTP and ("?" in bucket or "#" in bucket):
         raise StoreError(f"cannot open {text!r}: bucket {bucket!r} holds '?' or '#'")
+    if scheme in _S3 + _GCS and ("@" in bucket or ":" in bucket):  # obstore drops them
+        raise StoreError(
+            f"cannot open {redact_url(text)!r}: a bucket name holds no '@' or ':' (give "
+            "credentials and an endpoint in storage_options, not in the URL)"
+        )
 
 
 def _bucket_and_key(url: str) -> tuple[str, str]:
