@@ -108,3 +108,11 @@ def test_gcsfs_tokens_are_obstores_options(tmp_path: Any) -> None:
 def test_a_connection_string_part_with_no_counterpart_is_refused() -> None:
     with pytest.raises(StoreError, match="'QueueEndpoint' has no obstore counterpart"):
         from_url("az://c/p", storage_options={"connection_string": "QueueEndpoint=http://x"})
+
+
+async def test_gcsfs_endpoint_url_names_the_gcs_server(recorder: Recorder) -> None:
+    # gcsfs's spelling; obstore's GCS calls it base_url, and refused the `endpoint` it
+    # was turned into with "did you mean 'endpoint_url'?", the name given.
+    store = from_url("gs://c/p", storage_options={"endpoint_url": recorder.url, "anon": True})
+    assert await store.get("zarr.json") is None
+    assert recorder.seen == ["query:"]

@@ -94,6 +94,8 @@ _S3_ALIASES = {
     "aws_session_token": "session_token",
     "requester_pays": "request_payer",
 }
+# gcsfs names its server `endpoint_url` (as a fake-gcs-server's); obstore's GCS, `base_url`.
+_GCS_ALIASES = {"endpoint_url": "base_url"}
 # Options that name the server to send requests to (S3 `endpoint`, fsspec's `endpoint_url`,
 # obstore's `aws_endpoint`, GCS `base_url`, ...): each must be an http(s) URL.
 _ENDPOINT_OPTION = re.compile(r"(?:^|_)(?:endpoint(?:_url)?|base_url)$", re.IGNORECASE)
@@ -325,6 +327,8 @@ def _normalize(scheme: str, options: dict[str, Any]) -> tuple[dict[str, Any], di
     if scheme in _AZURE:
         options = cloud_credentials.adlfs_options(options)
     aliases = {**_ALIASES, **_S3_ALIASES} if scheme in _S3 else _ALIASES
+    if scheme in _GCS:
+        aliases = {**_ALIASES, **_GCS_ALIASES}
     store: dict[str, Any] = {}
     for name, value in options.items():
         if _ENDPOINT_OPTION.search(name):
