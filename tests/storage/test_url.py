@@ -213,6 +213,11 @@ def test_explicit_credentials_are_used_not_shown(no_credentials: None) -> None:
         ("s3://bucket/x", {"skip_signatur": True}, "did you mean 'skip_signature'"),
         ("gs://bucket/x", {"service_acount": "a"}, "did you mean 'service_account'"),
         ("s3://bucket/x", {"client_options": {"alow_http": True}}, "did you mean 'allow_http'"),
+        # an fsspec spelling is named as given, not as the obstore name it became
+        ("https://b.s3.amazonaws.com/x", {"anon": True}, r"got \['anon'\]"),
+        ("https://h/x", {"client_kwargs": {"region_name": "r"}}, r"got \['region_name'\]"),
+        ("gs://bucket/x", {"region_name": "r"}, "'region' .*given as 'region_name'"),
+        ("az://c/x", {"account_name": "a", "region_name": "r"}, "given as 'region_name'"),
         # one slash: obstore says only "Unable to recognise URL"
         ("s3:/bucket/x", None, "no bucket or host after 's3:'.*did you mean 's3://bucket/x'"),
         ("https:/host/x", None, "no bucket or host after 'https:'"),

@@ -298,11 +298,9 @@ def _guarded_http(
 ) -> Store:
     from aiozarr.storage.backends.guarded_http import GuardedHTTPStore
 
+    given = _given_names(options)
     store_options, client = _normalize(urlsplit(url).scheme.lower(), options)
-    if store_options:
-        raise StoreError(
-            f"HTTP store {redact_url(url)!r} takes only client options, got {sorted(store_options)}"
-        )
+    _refuse_store_options(url, store_options, given)
     return GuardedHTTPStore(url, check_redirect=check_redirect, client_options=client)
 
 
@@ -326,9 +324,7 @@ def _normalize(scheme: str, options: dict[str, Any]) -> tuple[dict[str, Any], di
         options.setdefault(name, value)  # s3fs passes endpoint_url / region_name here
     if scheme in _AZURE:
         options = cloud_credentials.adlfs_options(options)
-    aliases = {**_ALIASES, **_S3_ALIASES} if scheme in _S3 else _ALIASES
-    if scheme in _GCS:
-        aliases = {**_ALIASES, **_GCS_ALIASES}
+    aliases = _aliases(scheme)
     store: dict[str, Any] = {}
     for name, value in options.items():
         if _ENDPOINT_OPTION.search(name):
@@ -348,6 +344,38 @@ def _normalize(scheme: str, options: dict[str, Any]) -> tuple[dict[str, Any], di
     if endpoint.startswith("http://") or scheme == "http":
         client.setdefault("allow_http", True)
     return store, client
+
+
+def _aliases(scheme: str) -> dict[str, str]:
+    """The fsspec spellings a `scheme` store takes -> obstore's names."""
+    if scheme in _S3:
+        return {**_ALIASES, **_S3_ALIASES}
+    return {**_ALIASES, **_GCS_ALIASES} if scheme in _GCS else _ALIASES
+
+
+def _given_names(options: Mapping[str, Any]) -> set[str]:
+    """The option names a user wrote (`client_kwargs`' among them), for error messages."""
+    return {*options, *(options.get("client_kwargs") or {})}
+
+
+def _as_given(name: str, scheme: str, given: set[str]) -> str:
+    """Obstore's option `name` as the user spelled it (`region` given as `region_name`,
+    `skip_signature` as `anon`), so an error names what they wrote."""
+    if name in given:
+        return name
+    spellings = {**_aliases(scheme), "anon": "skip_signature"}
+    return next((g for g in sorted(given) if spellings.get(g) == name), name)
+
+
+def _refuse_store_options(url: str, store_options: Mapping[str, Any], given: set[str]) -> None:
+    """An http(s) store takes client options only: the others are refused by the names
+    given (`anon`, not the `skip_signature` it became)."""
+    if store_options:
+        names = sorted(_as_given(name, "https", given) for name in store_options)
+        raise StoreError(
+            f"HTTP store {redact_url(url)!r} takes only client options, got {names} "
+            "(an http(s) URL is read unsigned, from its own host)"
+        )
 
 
 def _env_endpoint() -> str:
@@ -475,16 +503,13 @@ def _build_obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
 
     extra = {k: options.pop(k) for k in ("retry_config", "credential_provider") if k in options}
     extra.setdefault("retry_config", _default_retry())
+    given = _given_names(options)
     store_options, client = _normalize(scheme, options)
     # Set here what ObjectStore would otherwise rebuild the store for (a ~8 ms rebuild).
     client.setdefault("timeout", CLIENT_TIMEOUT)
     try:
         if scheme in _HTTP:
-            if store_options:
-                raise StoreError(
-                    f"HTTP store {redact_url(url)!r} takes only client options, got "
-                    f"{sorted(store_options)}"
-                )
+            _refuse_store_options(url, store_options, given)
             client["default_headers"] = identity_encoding(client.get("default_headers"))
             return HTTPStore(url, client_options=client, retry_config=extra["retry_config"])
         if scheme in _S3:
@@ -501,10 +526,7 @@ def _build_obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
     except StoreError:
         raise
     except Exception as exc:  # obstore: unknown option, malformed URL
-        message = obstore_errors.classify(exc).text
-        meant = _option_meant(message, scheme)
-        if meant:
-            message = f"{message.rstrip('.')}; did you mean {meant!r}?"
+        message = _option_hint(obstore_errors.classify(exc).text, scheme, given)
         raise StoreError(f"cannot open {redact_url(url)!r}: {message}") from exc
 
 
@@ -522,11 +544,17 @@ def identity_encoding(headers: Any) -> dict[str, Any]:
 _REFUSED_OPTION = re.compile(r"Configuration key: '([^']+)' is not valid|Invalid key: ([\w.-]+)")
 
 
-def _option_meant(message: str, scheme: str) -> str | None:
-    """The option meant, when obstore's `message` refuses a misspelled option name."""
+def _option_hint(message: str, scheme: str, given: set[str]) -> str:
+    """obstore's `message`, where it refuses an option name, with the name as given
+    (`region_name` for the `region` a GCS store refuses) or the option meant."""
     refused = _REFUSED_OPTION.search(message)
     if refused is None:
-        return None
+        return message
+    name = refused.group(1) or refused.group(2)
+    spelled = _as_given(name, scheme, given)
+    if spelled != name:  # an fsspec spelling this kind of store has no counterpart for
+        return f"{message.rstrip('.')} (given as {spelled!r}, which {scheme}:// does not take)"
     kind = "s3" if scheme in _S3 else "gcs" if scheme in _GCS else "azure"
-    own = {*_ALIASES, *_S3_ALIASES, "anon", "use_ssl", "client_options", "retry_config"}
-    return closest_option(refused.group(1) or refused.group(2), kind, own)
+    own = {*_aliases(scheme), "anon", "use_ssl", "client_options", "retry_config"}
+    meant = closest_option(name, kind, own)
+    return f"{message.rstrip('.')}; did you mean {meant!r}?" if meant else message
