@@ -72,6 +72,37 @@ async def test_forbidden(emulator: Emulator) -> None:
     assert stats["by_status"]["403"] == 3, stats  # a refusal is not retried
 
 
+_REDIRECT = (
+    b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>PermanentRedirect</Code>'
+    b"<Message>The bucket you are attempting to access must be addressed using the "
+    b"specified endpoint.</Message><Endpoint>b.s3.us-west-2.amazonaws.com</Endpoint></Error>"
+)
+
+
+async def test_a_bucket_of_another_region_names_the_region_option() -> None:
+    # S3's answer to a request sent to another region than the bucket's: a 301 without
+    # Location (moto and the emulator do not serve regions), which obstore cannot follow.
+    from aiohttp import web
+
+    async def moved(request: web.Request) -> web.Response:
+        headers = {"x-amz-bucket-region": "us-west-2", "Content-Type": "application/xml"}
+        return web.Response(status=301, body=_REDIRECT, headers=headers)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", moved)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    endpoint = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    try:
+        store = from_url("s3://b/data.zarr", storage_options={"endpoint": endpoint, "anon": True})
+        with pytest.raises(StoreError, match=r"'zarr.json'.*storage_options=\{'region'"):
+            await store.get("zarr.json")
+    finally:
+        await runner.cleanup()
+
+
 async def test_a_write_answered_not_found_is_a_store_error(emulator: Emulator) -> None:
     """A 404 to a PUT is the server refusing the write, never a missing key to pass on."""
     store = s3(emulator)

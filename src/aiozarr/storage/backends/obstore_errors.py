@@ -58,6 +58,12 @@ _REFUSED_ANSWERS = (
         "the server's redirects go round in a loop or past obstore's limit of 10",
     ),
     ("builder error", "the request could not be made (an http:// URL needs allow_http)"),
+    (
+        "Received redirect without LOCATION",
+        "S3 answers a request sent to another region than its bucket's with a 301 "
+        "PermanentRedirect: give the bucket's region, storage_options={'region': ...} "
+        "(the store's is us-east-1 unless the option, AWS_REGION or the profile names one)",
+    ),
 )
 # Statuses that mean "too many requests" (S3's SlowDown is a 503).
 _THROTTLE_STATUS = frozenset({429, 503})
