@@ -29,6 +29,7 @@ from aiohttp import web
 from tests.servers import MOTO_BUCKET
 
 import aiozarr
+from aiozarr import config
 from aiozarr.cli.storage_options import parse_storage_options
 from aiozarr.errors import StoreError
 from aiozarr.storage.backends.credentials import ProfileCredentials
@@ -346,6 +347,24 @@ async def test_an_instance_role_is_left_to_obstore(
     await read(s3(recorder))
     assert recorder.credential() == "ASIAINSTANCE"
     assert recorder.headers()["x-amz-security-token"] == "instance-token"
+
+
+@pytest.mark.parametrize("service", ["closed", "no role"])
+async def test_anon_false_with_nothing_to_sign_with_says_so_not_that_the_bucket_refused(
+    home: Path, recorder: Recorder, closed_port: int, service: str
+) -> None:
+    # anon=False leaves signing to obstore's chain, whose last source is the metadata
+    # service: its failure was told as the bucket's ("nothing listens at <endpoint>").
+    metadata = recorder.url if service == "no role" else f"http://127.0.0.1:{closed_port}"
+    store = s3(recorder, anon=False, metadata_endpoint=metadata)
+    with config.set(retry_attempts=1), pytest.raises(StoreError) as raised:
+        await read(store)
+    message = str(raised.value)
+    asked = f"none were given or found, so obstore asked {metadata}/latest/"
+    assert f"no credentials to sign with: {asked}" in message
+    assert "AWS_PROFILE=NAME" in message and "anon=True" in message
+    assert "nothing listens" not in message and "bucket refused" not in message
+    assert not [r for r in recorder.requests if not r[1].startswith("/latest/")]
 
 
 def test_nothing_found_is_unsigned_and_a_new_profile_is_seen(home: Path) -> None:

@@ -39,7 +39,13 @@ from typing import Any
 from aiozarr.errors import StoreError
 from aiozarr.storage.backends import aws_config
 
-__all__ = ["EnvironmentCredentials", "ProfileCredentials", "choose_s3_signing", "refusal"]
+__all__ = [
+    "EnvironmentCredentials",
+    "ProfileCredentials",
+    "choose_s3_signing",
+    "fetch_failed",
+    "refusal",
+]
 
 # How long obstore may keep a credential before asking again: keys rotated in the
 # environment or the files (a refreshed session token) are picked up within this.
@@ -288,6 +294,27 @@ def refusal(store: Any, action: str, answer: str, said: str = "") -> str:
             f"found, so it went unsigned. Give them with {ways}"
         )
     return f"the server refused the request ({answer}): the credentials given may not {action} here"
+
+
+def fetch_failed(store: Any, url: str, message: str) -> str:
+    """Why a store could not sign: no credentials were given or found, so obstore asked
+    `url` (an instance metadata service, a container's credentials, STS) for them, and
+    that failed (`message`). Not the bucket's answer."""
+    from obstore.store import GCSStore, S3Store
+
+    ways = (
+        AWS_WAYS
+        if isinstance(store, S3Store)
+        else "GOOGLE_APPLICATION_CREDENTIALS or the storage option service_account_path"
+        if isinstance(store, GCSStore)
+        else "the storage options account_key or sas_token, or AZURE_STORAGE_ACCOUNT_KEY"
+    )
+    return (
+        f"no credentials to sign with: none were given or found, so obstore asked {url} "
+        f"(an instance role's, a container's or a web identity's) and that failed "
+        f"({message}). Give credentials with {ways}; or anon=True to read a public "
+        "bucket unsigned"
+    )
 
 
 def _s3_source(store: Any, config: dict[str, Any]) -> str:

@@ -198,6 +198,9 @@ class ObjectStore(ObjectListing, Store):
                 raise
             if no_bucket:  # the cause in words; the server's text stays in __cause__
                 raise StoreError(f"cannot {action} {key!r}: {missing_bucket(self._store)}") from exc
+            if failure.credential_url:  # not the bucket's answer: obstore's credential fetch
+                why = credentials.fetch_failed(self._store, failure.credential_url, failure.message)
+                raise StoreError(f"cannot {action} {key!r} in {self._where}: {why}") from exc
             if failure.denied and isinstance(self._store, S3Store | GCSStore | AzureStore):
                 # Say whether it went unsigned, and how to give credentials.
                 why = credentials.refusal(self._store, action, failure.denied, failure.said)

@@ -92,6 +92,14 @@ _MESSAGE = re.compile(r"<Message>([^<]{1,500})</Message>")
 _GENERIC = frozenset({"access denied", "accessdenied", "forbidden", "unauthorized"})
 # The refused connect, in obstore's debug dump (its message says "error sending request").
 _REFUSED = ("ConnectionRefused", "Connection refused")
+# obstore's request for credentials to sign with, where none were given: an instance
+# metadata service (EC2's token and role, GCE's, Azure's), a container's credentials
+# (ECS), STS for a web identity. Its failure is not the bucket's answer.
+_CREDENTIAL_FETCH = re.compile(
+    r"Error performing [A-Z]+ (\S*(?:/latest/api/token|/latest/meta-data/iam/"
+    r"|/computeMetadata/|/metadata/identity/oauth2/|//169\.254\.170\.2[:/]"
+    r"|AssumeRoleWithWebIdentity)\S*)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +140,9 @@ class ObstoreFailure:
     #: What the server's refusal says in its own words (an S3-style `<Message>`) where
     #: that is more than its status ("the server is read-only ..."), or "".
     said: str = ""
+    #: The URL of obstore's request for credentials (an instance metadata service,
+    #: a container's credentials, STS) where that request failed, or "".
+    credential_url: str = ""
 
     @property
     def throttled(self) -> bool:
@@ -194,6 +205,7 @@ def classify(exc: BaseException) -> ObstoreFailure:
         short_range=_is_short_range(line),
         denied=_denied(line) if from_obstore else "",
         said=_said(line) if from_obstore else "",
+        credential_url=_credential_url(line) if from_obstore else "",
     )
 
 
@@ -232,6 +244,12 @@ def _said(line: str) -> str:
     found = _MESSAGE.search(line)
     said = html.unescape(found.group(1)).strip() if found else ""
     return "" if said.lower().rstrip(".") in _GENERIC else said
+
+
+def _credential_url(line: str) -> str:
+    """The URL of obstore's failed request for credentials, or ""."""
+    found = _CREDENTIAL_FETCH.search(line)
+    return found.group(1) if found else ""
 
 
 def _is_short_range(line: str) -> bool:
