@@ -58,6 +58,34 @@ async def test_http_store_says_it_cannot_list(emulator: Emulator) -> None:
     assert emulator.stats()["requests"] == 0  # refused here, not by the server
 
 
+@pytest.mark.parametrize(
+    ("url", "instead"),
+    [
+        (
+            "https://my.bk.s3.us-west-2.amazonaws.com/a%20b+c.zarr/",
+            "open 's3://my.bk/a b+c.zarr' with storage_options={'region': 'us-west-2'}",
+        ),
+        ("https://bk.s3.amazonaws.com/x.zarr", "open 's3://bk/x.zarr'"),
+        (
+            "https://s3.eu-west-1.amazonaws.com/bk/x.zarr?versionId=1",
+            "open 's3://bk/x.zarr' with storage_options={'region': 'eu-west-1'}",
+        ),
+        ("https://storage.googleapis.com/bk/d/x.zarr", "open 'gs://bk/d/x.zarr'"),
+    ],
+)
+@pytest.mark.parametrize("guarded", [False, True])
+async def test_an_https_url_of_a_bucket_names_the_url_that_lists(
+    url: str, instead: str, guarded: bool
+) -> None:
+    # Refused before any request: a public dataset's https URL, which cannot list,
+    # names the s3:// or gs:// URL of the same data (its key percent-decoded).
+    check = (lambda old, new: new) if guarded else None
+    store = from_url(url, check_redirect=check)
+    with pytest.raises(StoreError, match="cannot list") as raised:
+        [key async for key in store.list_prefix("")]
+    assert str(raised.value).endswith(f"; to list it, {instead}")
+
+
 async def test_forbidden(emulator: Emulator) -> None:
     store = s3(emulator)
     emulator.inject("status", status=403)

@@ -42,6 +42,7 @@ from urllib.parse import quote, urljoin, urlsplit
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import SourceChangedError, StoreError
 from aiozarr.sizes import memory_bytes
+from aiozarr.storage.backends.cloud_hosts import cannot_list
 from aiozarr.storage.backends.object_ranges import RECENT_S, is_weak
 from aiozarr.storage.backends.redaction import redact_url
 from aiozarr.storage.policy.backend import ObjectVersion, UnprovenVersion
@@ -316,10 +317,7 @@ class GuardedHTTPStore(Store):
     # -- no listing --------------------------------------------------------------------
 
     def _cannot_list(self) -> StoreError:
-        return StoreError(
-            f"an http(s):// store cannot list ({self!r}): open the array by its path, or "
-            "write consolidated metadata"
-        )
+        return cannot_list(self._url, repr(self))
 
     async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
         raise self._cannot_list()

@@ -22,7 +22,7 @@ from typing import Any
 import obstore
 from obstore.store import GCSStore, S3Store
 
-from aiozarr.errors import StoreError
+from aiozarr.storage.backends.cloud_hosts import cannot_list
 
 __all__ = ["PAGE_BYTES", "PAGE_KEYS", "ObjectListing", "children", "pages"]
 
@@ -150,10 +150,7 @@ class ObjectListing:
 
     def _check_listable(self) -> None:
         if not self.listable:  # obstore would try WebDAV's PROPFIND, which servers refuse
-            raise StoreError(
-                f"an http(s):// store cannot list ({self._where}): open the array "
-                "by its path, or write consolidated metadata"
-            )
+            raise cannot_list(self._where, self._where)
 
     @property
     def _pages_resume(self) -> bool:
