@@ -228,6 +228,33 @@ def test_bad_urls_and_options(url: str, options: dict[str, object] | None, messa
         from_url(url, storage_options=options)
 
 
+@pytest.mark.parametrize(
+    ("options", "names"),
+    [
+        ({"endpoint": "http://127.0.0.1:1", "endpoint_url": "http://127.0.0.1:2"}, "'endpoint'"),
+        ({"client_kwargs": {"region_name": "eu-west-1"}, "region": "us-east-1"}, "'region'"),
+        ({"key": "AKID1", "access_key_id": "AKID2", "secret": "s"}, "'key' and 'access_key_id'"),
+        ({"anon": True, "skip_signature": False, "key": "K", "secret": "S"}, "'anon' and"),
+        ({"anon": "false", "skip_signature": "true"}, "'anon' and 'skip_signature'"),
+    ],
+)
+def test_two_spellings_of_one_option_that_disagree_are_refused(
+    options: dict[str, object], names: str
+) -> None:
+    # One was dropped, which depended on their order and on which client was built
+    # first: another server or region, or requests signed that anon=True asked unsigned.
+    with pytest.raises(StoreError, match=f"{names}.*different values") as raised:
+        from_url("s3://bucket/x", storage_options=options)
+    assert "AKID" not in str(raised.value)
+
+
+def test_two_spellings_that_agree_are_taken() -> None:
+    options = {"endpoint": "http://127.0.0.1:1", "endpoint_url": "http://127.0.0.1:1"}
+    options |= {"anon": True, "skip_signature": "true"}
+    store = from_url("s3://bucket/x", storage_options=options)
+    assert store.obstore.config["endpoint"] == "http://127.0.0.1:1"
+
+
 async def test_retry_settings_come_from_config(closed_port: int) -> None:
     from aiozarr import config
 

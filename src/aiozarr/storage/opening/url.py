@@ -326,16 +326,24 @@ def _normalize(scheme: str, options: dict[str, Any]) -> tuple[dict[str, Any], di
         options = cloud_credentials.adlfs_options(options)
     aliases = _aliases(scheme)
     store: dict[str, Any] = {}
+    given: dict[str, str] = {}  # obstore's name -> the spelling that set it
     for name, value in options.items():
         if _ENDPOINT_OPTION.search(name):
             _check_endpoint(f"storage option {name!r}", value)
-        name = aliases.get(name, name)
-        (client if name in _CLIENT_KEYS else store)[name] = value
+        target = aliases.get(name, name)
+        into = client if target in _CLIENT_KEYS else store
+        if target in into and into[target] != value:
+            raise _conflict(given[target], name, target)
+        into[target], given[target] = value, name
     if scheme in _GCS and "token" in store:
         store.update(cloud_credentials.gcsfs_token(store.pop("token")))
     anon = store.pop("anon", None)
     if anon is not None:
-        store.setdefault("skip_signature", _flag("anon", anon))
+        unsigned = _flag("anon", anon)
+        skip = store.get("skip_signature")
+        if skip is not None and _flag("skip_signature", skip) != unsigned:
+            raise _conflict("anon", "skip_signature", "skip_signature")
+        store["skip_signature"] = unsigned
     variable = _env_endpoint()
     if scheme in _S3 and "endpoint" not in store and variable:
         _check_endpoint(f"environment variable {variable}", os.environ[variable])
@@ -344,6 +352,14 @@ def _normalize(scheme: str, options: dict[str, Any]) -> tuple[dict[str, Any], di
     if endpoint.startswith("http://") or scheme == "http":
         client.setdefault("allow_http", True)
     return store, client
+
+
+def _conflict(first: str, second: str, target: str) -> StoreError:
+    """Two spellings of one option with different values: which one wins is not for
+    aiozarr to guess (a server, a region, whether to sign). The values are not shown:
+    they may be credentials."""
+    both = f"storage options {first!r} and {second!r}"
+    return StoreError(f"{both} both set {target!r}, to different values: give one of them")
 
 
 def _aliases(scheme: str) -> dict[str, str]:
