@@ -229,6 +229,35 @@ def test_bad_urls_and_options(url: str, options: dict[str, object] | None, messa
 
 
 @pytest.mark.parametrize(
+    ("url", "options", "message"),
+    [
+        (
+            "s3://bucket/deep/x.zarr",
+            {"endpont": "http://x"},
+            "'s3://bucket/deep/x.zarr': .*endp",
+        ),
+        ("s3://bucket/deep/x.zarr", {"endpoint": "ftp://x"}, "'s3://bucket/deep/x.zarr': .*ftp"),
+        ("gs://bucket/deep/x.zarr", {"region_name": "r"}, "'gs://bucket/deep/x.zarr': "),
+        (
+            "az://cont/deep/x.zarr",
+            {},
+            "'az://cont/deep/x.zarr': .*account_name",
+        ),
+        ("s3://bucket/deep/x.zarr", {"anon": True, "requester_pays": True}, "'s3://bucket/deep"),
+        ("s3://", None, r"'s3://': no bucket or host after 's3:' \(URLs are s3://BUCKET/PATH\)$"),
+    ],
+)
+def test_an_error_at_open_names_the_url_opened(
+    url: str, options: dict[str, object] | None, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Not the bucket's root ('s3://bucket'), which the store is built for; nor "did you
+    # mean 's3://'?" for 's3://'.
+    monkeypatch.delenv("AZURE_STORAGE_ACCOUNT_NAME", raising=False)
+    with pytest.raises(StoreError, match=f"^cannot open {message}"):
+        from_url(url, storage_options=options)
+
+
+@pytest.mark.parametrize(
     ("options", "names"),
     [
         ({"endpoint": "http://127.0.0.1:1", "endpoint_url": "http://127.0.0.1:2"}, "'endpoint'"),

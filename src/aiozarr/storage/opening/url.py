@@ -176,10 +176,11 @@ def _check_host(text: str, parts: SplitResult) -> None:
     obstore drops them and opens the bucket with other credentials, or none."""
     scheme = parts.scheme.lower()
     if not parts.netloc:
-        meant = f"{scheme}://{parts.path.lstrip('/')}"
+        path = parts.path.lstrip("/")
+        meant = f": did you mean {f'{scheme}://{path}'!r}?" if path else ""
         raise StoreError(
             f"cannot open {redact_url(text)!r}: no bucket or host after '{scheme}:' "
-            f"(URLs are {scheme}://BUCKET/PATH: did you mean {meant!r}?)"
+            f"(URLs are {scheme}://BUCKET/PATH{meant})"
         )
     bucket = _bucket_and_key(text)[0]
     if scheme not in _HTTP and ("?" in bucket or "#" in bucket):
@@ -488,7 +489,7 @@ def _object_store(url: str, scheme: str, options: dict[str, Any]) -> ObjectStore
         bucket, key = _bucket_and_key(url)
         root, prefix = f"{scheme}://{bucket}", _key_prefix(url, key)
     return shared_clients.shared_store(
-        url, root, prefix, settings, lambda: _build_obstore_store(root, scheme, dict(options))
+        url, root, prefix, settings, lambda: _build_obstore_store(root, scheme, dict(options), url)
     )
 
 
@@ -510,7 +511,19 @@ def _key_prefix(url: str, key: str) -> str:
     return "/".join(kept)
 
 
-def _build_obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
+def _build_obstore_store(url: str, scheme: str, options: dict[str, Any], shown: str = "") -> Any:
+    """The obstore store of `url` (a bucket's root, or a whole URL); an error names
+    `shown` (the URL opened, which may go below `url`) and what is wrong with it."""
+    where = redact_url(shown or url)
+    try:
+        return _build(url, scheme, options, where)
+    except StoreError as error:
+        if where in str(error):
+            raise
+        raise StoreError(f"cannot open {where!r}: {error}") from error
+
+
+def _build(url: str, scheme: str, options: dict[str, Any], where: str) -> Any:
     from obstore.store import HTTPStore
     from obstore.store import from_url as obstore_from_url
 
@@ -543,7 +556,7 @@ def _build_obstore_store(url: str, scheme: str, options: dict[str, Any]) -> Any:
         raise
     except Exception as exc:  # obstore: unknown option, malformed URL
         message = _option_hint(obstore_errors.classify(exc).text, scheme, given)
-        raise StoreError(f"cannot open {redact_url(url)!r}: {message}") from exc
+        raise StoreError(f"cannot open {where!r}: {message}") from exc
 
 
 def identity_encoding(headers: Any) -> dict[str, Any]:
@@ -557,13 +570,22 @@ def identity_encoding(headers: Any) -> dict[str, Any]:
 
 
 # obstore's words for a store option (first) and a client option it does not know
+# obstore's words for an Azure URL without its account, and the ways to name one.
+_NO_ACCOUNT = "Account must be specified"
+_ACCOUNT_WAYS = (
+    "give the storage option account_name (or AZURE_STORAGE_ACCOUNT_NAME), or the URL "
+    "as abfs://CONTAINER@ACCOUNT.dfs.core.windows.net/PATH"
+)
 _REFUSED_OPTION = re.compile(r"Configuration key: '([^']+)' is not valid|Invalid key: ([\w.-]+)")
 
 
 def _option_hint(message: str, scheme: str, given: set[str]) -> str:
-    """obstore's `message`, where it refuses an option name, with the name as given
-    (`region_name` for the `region` a GCS store refuses) or the option meant."""
+    """obstore's `message`: where it refuses an option name, with the name as given
+    (`region_name` for the `region` a GCS store refuses) or the option meant; where an
+    Azure URL names no account, the ways to name one."""
     refused = _REFUSED_OPTION.search(message)
+    if refused is None and _NO_ACCOUNT in message:
+        return f"{message.rstrip('.')}: {_ACCOUNT_WAYS}"
     if refused is None:
         return message
     name = refused.group(1) or refused.group(2)
