@@ -116,3 +116,14 @@ async def test_gcsfs_endpoint_url_names_the_gcs_server(recorder: Recorder) -> No
     store = from_url("gs://c/p", storage_options={"endpoint_url": recorder.url, "anon": True})
     assert await store.get("zarr.json") is None
     assert recorder.seen == ["query:"]
+
+
+@pytest.mark.parametrize("options", [{"anon": True}, {"token": "anon"}])
+def test_anonymous_gcs_failing_over_the_environments_credentials_says_which(
+    options: dict[str, Any], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # obstore reads GOOGLE_APPLICATION_CREDENTIALS even for an unsigned store; gcsfs's
+    # token='anon' does not, so the user is told which variable to fix or unset.
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "gone.json"))
+    with pytest.raises(StoreError, match="fix or unset GOOGLE_APPLICATION_CREDENTIALS"):
+        from_url("gs://c/p", storage_options={**options, "base_url": "http://127.0.0.1:1"})

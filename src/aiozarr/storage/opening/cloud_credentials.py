@@ -25,6 +25,7 @@ __all__ = [
     "credential_environment",
     "gcsfs_token",
     "has_credentials",
+    "unsigned_yet_read",
 ]
 
 #: The prefixes obstore takes on each option name (and, upper case, its variables).
@@ -95,6 +96,18 @@ def credential_environment() -> tuple[tuple[str, str], ...]:
     """The credential variables set now (GCS and Azure), for telling clients apart."""
     found = {**_signing_variables("gcs"), **_signing_variables("azure")}
     return tuple(sorted(found.items()))
+
+
+def unsigned_yet_read(scheme: str) -> str:
+    """Why an unsigned GCS store failed over credentials: obstore reads those the
+    environment names whenever it builds one (gcsfs's token='anon' does not)."""
+    named = sorted(_signing_variables("gcs"))
+    if not named:
+        return ""
+    return (
+        f" (anon=True sends no credentials, but obstore reads those the environment names "
+        f"when it builds a {scheme}:// store: fix or unset {', '.join(named)})"
+    )
 
 
 def gcsfs_token(value: Any) -> dict[str, Any]:

@@ -556,6 +556,8 @@ def _build(url: str, scheme: str, options: dict[str, Any], where: str) -> Any:
         raise
     except Exception as exc:  # obstore: unknown option, malformed URL
         message = _option_hint(obstore_errors.classify(exc).text, scheme, given)
+        if scheme in _GCS and _flag("skip_signature", store_options.get("skip_signature", False)):
+            message += cloud_credentials.unsigned_yet_read(scheme)
         raise StoreError(f"cannot open {where!r}: {message}") from exc
 
 
