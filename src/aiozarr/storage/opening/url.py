@@ -38,6 +38,7 @@ from aiozarr.storage.backends import aws_config, credentials
 from aiozarr.storage.backends.redaction import redact_url
 from aiozarr.storage.backends.zip import ZipMode, ZipStore
 from aiozarr.storage.opening import cloud_credentials, shared_clients
+from aiozarr.storage.opening.endpoints import check_endpoint
 from aiozarr.storage.opening.option_names import closest_option
 from aiozarr.storage.protocol import Store
 
@@ -330,7 +331,7 @@ def _normalize(scheme: str, options: dict[str, Any]) -> tuple[dict[str, Any], di
     given: dict[str, str] = {}  # obstore's name -> the spelling that set it
     for name, value in options.items():
         if _ENDPOINT_OPTION.search(name):
-            _check_endpoint(f"storage option {name!r}", value)
+            check_endpoint(f"storage option {name!r}", value)
         target = aliases.get(name, name)
         into = client if target in _CLIENT_KEYS else store
         if target in into and into[target] != value:
@@ -347,7 +348,7 @@ def _normalize(scheme: str, options: dict[str, Any]) -> tuple[dict[str, Any], di
         store["skip_signature"] = unsigned
     variable = _env_endpoint()
     if scheme in _S3 and "endpoint" not in store and variable:
-        _check_endpoint(f"environment variable {variable}", os.environ[variable])
+        check_endpoint(f"environment variable {variable}", os.environ[variable])
         store["endpoint"] = os.environ[variable]
     endpoint = str(store.get("endpoint") or store.get("base_url") or "")  # base_url: GCS
     if endpoint.startswith("http://") or scheme == "http":
@@ -401,43 +402,6 @@ def _env_endpoint() -> str:
     return next((e for e in _ENDPOINT_ENV if os.environ.get(e)), "")
 
 
-def _check_endpoint(where: str, value: Any) -> None:
-    """Refuse an endpoint that is not `http(s)://host[:port][/path]`: obstore takes any
-    text and panics on the first request (a Rust panic on stderr, then `RustPanic`)."""
-    problem = _endpoint_problem(value)
-    if problem:
-        shown = repr(redact_url(value)) if isinstance(value, str) else type(value).__name__
-        raise StoreError(
-            f"{where} must be an http(s)://host[:port][/path] URL, got {shown}: {problem}"
-        )
-
-
-def _endpoint_problem(value: Any) -> str:
-    """What is wrong with `value` as an endpoint, or ""."""
-    if not isinstance(value, str):
-        return "not a string"
-    if not value:
-        return "empty"
-    if any(c.isspace() or not c.isprintable() for c in value):
-        return "it has white space or control characters"
-    try:
-        parts = urlsplit(value)
-        port = parts.port  # checks the port: a number below 65536
-    except ValueError as error:
-        return str(error)
-    if parts.scheme.lower() not in _HTTP:
-        return "the scheme must be http or https"
-    if not parts.hostname:
-        return "no host"
-    if parts.username is not None or parts.password is not None:
-        return "credentials belong in the storage options, not in the endpoint"
-    if parts.query or parts.fragment or value.endswith(("?", "#")):
-        return "no query or fragment is taken"
-    if port == 0:
-        return "port 0"
-    return ""
-
-
 def _use_ssl(value: Any, store: dict[str, Any], client: dict[str, Any]) -> None:
     """fsspec's `use_ssl`: False sends requests to AWS's S3 endpoint over http. As for
     boto3, an endpoint given (option or environment) keeps its own scheme."""
@@ -452,7 +416,7 @@ def _use_ssl(value: Any, store: dict[str, Any], client: dict[str, Any]) -> None:
     env = os.environ
     region = store.get("region") or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
     endpoint = f"http://s3.{region or 'us-east-1'}.amazonaws.com"
-    _check_endpoint("the endpoint use_ssl=False makes of the region", endpoint)
+    check_endpoint("the endpoint use_ssl=False makes of the region", endpoint)
     store["endpoint"] = endpoint
     client["allow_http"] = True
 
