@@ -136,6 +136,22 @@ def test_a_file_url_naming_a_host_is_refused(url: str) -> None:
         locate(url)
 
 
+async def test_a_local_name_with_a_colon_is_a_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As fsspec (and so zarr-python) reads it: no '://', so a path, not a URL of scheme
+    # 'run' ("unknown URL scheme 'run'", even for a pathlib.Path).
+    monkeypatch.chdir(tmp_path)
+    for name, value in (("run:1.zarr", 1), ("T00:00.zarr", 2)):
+        array = aiozarr.create_array(Path(name), shape=(2,), dtype="i4")
+        array[:] = np.full(2, value, dtype="i4")
+        np.testing.assert_array_equal(aiozarr.open_array(name)[:], [value, value])
+        assert (tmp_path / name / "zarr.json").is_file()
+    assert isinstance(from_url("ab:c.zarr.zip"), ZipStore) and names_zip("ab:c.zip")
+    with pytest.raises(StoreError, match="no bucket or host after 's3:'"):
+        from_url("s3:/bucket/x")  # a scheme from_url opens: a typo, not a path
+
+
 async def test_file_urls_open_the_directory_named(tmp_path: Path) -> None:
     for name in ["x#1.zarr", "x#2.zarr", "s p.zarr", "ü?.zarr"]:
         aiozarr.create_array(tmp_path / name, shape=(2,), dtype="i1")[:] = len(name)

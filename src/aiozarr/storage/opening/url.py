@@ -59,6 +59,7 @@ _S3 = ("s3", "s3a")
 _GCS = ("gs", "gcs")
 _AZURE = ("az", "azure", "abfs", "abfss", "adl")
 _HTTP = ("http", "https")
+_REMOTE = (*_S3, *_GCS, *_AZURE, *_HTTP, "memory")
 
 # obstore client settings (`ClientConfig`); anything else goes to the store's config.
 _CLIENT_KEYS = frozenset(
@@ -210,8 +211,12 @@ def _obstore_url(url: str) -> str:
 
 
 def is_local(url: str) -> bool:
-    """Whether `url` is a local path (or a `file://` URL)."""
+    """Whether `url` is a local path (or a `file://` URL): as fsspec (and so zarr-python)
+    reads it, a name with a colon but no `://` is a path (`run:1.zarr`,
+    `T00:00.zarr`), unless the scheme is one `from_url` opens (`s3:/b` is a typo)."""
     scheme = urlsplit(url).scheme.lower()
+    if scheme and "://" not in url and scheme not in _REMOTE:
+        return True
     return scheme in ("", "file") or len(scheme) == 1  # len 1: a Windows drive letter
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from aiozarr.errors import NodeNotFoundError, StoreError
-from aiozarr.storage.opening.url import local_path
+from aiozarr.storage.opening.url import is_local, local_path
 from aiozarr.storage.references.icechunk.store import IcechunkStore
 
 __all__ = ["REF_OPTIONS", "IcechunkStore", "is_repository", "probe_repository"]
@@ -36,7 +36,7 @@ def _local_path(url: str) -> Path | None:
             return Path(local_path(url))
         except StoreError:  # a host named: refused where the URL is opened
             return Path(urlsplit(url).path)
-    return Path(url) if scheme == "" or len(scheme) == 1 else None
+    return Path(url) if is_local(url) else None
 
 
 def is_repository(url: object, storage_options: Mapping[str, Any] | None = None) -> bool:
