@@ -12,6 +12,7 @@ changes (`shape_changes.py`), codecs by role (`codec_roles.py`), the stored size
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -240,8 +241,9 @@ class AsyncArray(hierarchy.NodeLocation):
 
     @property
     def attrs(self) -> dict[str, Any]:
-        """A copy of the array's attributes (change them with `update_attributes`)."""
-        return dict(self.metadata.attributes)
+        """A copy of the array's attributes, nested values too (change them with
+        `update_attributes`): a list changed in place changes no handle's metadata."""
+        return copy.deepcopy(dict(self.metadata.attributes))
 
     @property
     def zarr_format(self) -> int:

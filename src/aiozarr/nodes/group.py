@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
@@ -136,8 +137,8 @@ class AsyncGroup(hierarchy.NodeLocation):
 
     @property
     def attrs(self) -> dict[str, Any]:
-        """A copy of the attributes (`update_attributes` writes them)."""
-        return dict(self._metadata.attributes)
+        """A copy of the attributes, nested values too (`update_attributes` writes them)."""
+        return copy.deepcopy(dict(self._metadata.attributes))
 
     @property
     def zarr_format(self) -> int:
