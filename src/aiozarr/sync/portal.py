@@ -7,7 +7,8 @@ xarray) goes through it. A `KeyboardInterrupt` (or the `sync_timeout_s` setting 
 out) while blocked cancels the task before re-raising. A sync call reads on its own, at
 once, even inside the caller's `aiozarr.batch()`. At interpreter exit, calls that only
 read are cancelled and calls that write are waited for (a chunk is never left half
-written).
+written); a call that a thread other than the main one starts after that waits for the
+interpreter to end it.
 """
 
 from __future__ import annotations
@@ -162,10 +163,19 @@ def _get_loop(stale: _Loop | None = None) -> _Loop:
 def _start_loop(stale: _Loop | None) -> _Loop:
     global _loop
     with _lock:
-        if _loop is None or _loop is stale or not _loop.running:
+        # A thread the exit found running (a daemon's background save) starts no loop
+        # after aiozarr's exit handler stopped its own: nothing would stop the new one,
+        # and the interpreter ended its write half done. The thread waits for the end,
+        # as the caller of a cancelled read does; an exit handler's calls still run.
+        left = _left_at_exit is not None and threading.current_thread() in _left_at_exit
+        if not left and (_loop is None or _loop is stale or not _loop.running):
             # The old loop (a parent's, or a dead one) is dropped, never joined.
             _loop = _Loop()
-        return _loop
+        loop = _loop
+    if left:
+        threading.Event().wait()  # until the interpreter ends this thread
+    assert loop is not None
+    return loop
 
 
 def _in_loop_thread() -> bool:
@@ -198,10 +208,17 @@ def _run_here(call: _Call) -> concurrent.futures.Future[Any]:
     return future
 
 
+#: The threads other than the main one that were running when exit began (set by
+#: `_close_loop`); None before.
+_left_at_exit: frozenset[threading.Thread] | None = None
+
+
 @atexit.register
 def _close_loop() -> None:
-    global _loop
-    loop, _loop = _loop, None
+    global _loop, _left_at_exit
+    with _lock:
+        loop, _loop = _loop, None
+        _left_at_exit = frozenset(threading.enumerate()) - {threading.main_thread()}
     if loop is not None:
         loop.stop()
 
