@@ -11,7 +11,9 @@ of a 64 MiB shard moved 2.1 GB. So:
   ONE whole read, sliced (`ObjectStore.capabilities` say `batched_reads`);
 - whole reads of one key that overlap in time share one GET (`read`): the ranges of the
   batch that found out were all sent before the first answer came, and each falls
-  back at once.
+  back at once. A sync call made on the thread of a running event loop never joins a
+  GET of a task of that loop (`locks.blocked_loops`): the loop takes that answer only
+  once the call has returned, so the call sends its own.
 
 What moved is counted: the request policy counts the bytes each read returns (a slice),
 so a read served from a whole value adds the difference (`moved`) to `bytes_read`.
@@ -26,6 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from aiozarr.byte_range import ByteRange
+from aiozarr.storage.policy.locks import blocked_loops
 from aiozarr.storage.policy.statistics import RequestStats
 
 __all__ = ["WholeReads"]
@@ -39,7 +42,8 @@ class WholeReads:
         #: The server answered a range with the whole value: read whole from now on.
         self.ignored = False
         self._lock = threading.Lock()
-        self._in_flight: dict[str, concurrent.futures.Future[Any]] = {}
+        # The whole reads in flight, each with the event loop whose task sends it.
+        self._in_flight: dict[str, tuple[concurrent.futures.Future[Any], object]] = {}
 
     def _after_fork(self) -> None:
         # The parent's reads in flight are not the child's; what the server does stays.
@@ -50,12 +54,17 @@ class WholeReads:
         """`(await fetch(), True)`, or, while another caller's `fetch` of `key` is in
         flight, `(its answer, False)`: the bytes did not move for this caller. Should
         that read fail or be cancelled, this caller reads for itself."""
+        loop = asyncio.get_running_loop()
         while True:
             with self._lock:
-                shared = self._in_flight.get(key)
-                if shared is None:
-                    shared = self._in_flight[key] = concurrent.futures.Future()
+                sending = self._in_flight.get(key)
+                if sending is None:
+                    shared: concurrent.futures.Future[Any] = concurrent.futures.Future()
+                    self._in_flight[key] = (shared, loop)
                     break
+            shared, sender = sending
+            if sender in blocked_loops():  # its answer waits for this very call to end
+                return await fetch(), True
             # Shielded: a caller cancelled while waiting leaves the read to the others.
             answer = await asyncio.shield(asyncio.wrap_future(shared))
             if answer is not _FAILED:
