@@ -12,25 +12,14 @@ from typing import Any
 import numpy as np
 import pytest
 import zarr
+from tests.formats.test_object_fill_values import v2_object_array
 
 import aiozarr
 from aiozarr.errors import MetadataError
 
 
 def v2_document(path: Path, codec: str, fill: Any) -> Path:
-    path.mkdir()
-    doc = {
-        "zarr_format": 2,
-        "shape": [4],
-        "chunks": [2],
-        "dtype": "|O",
-        "fill_value": fill,
-        "order": "C",
-        "filters": [{"id": codec}],
-        "compressor": None,
-    }
-    (path / ".zarray").write_text(json.dumps(doc))
-    return path
+    return Path(v2_object_array(path, [{"id": codec}], fill))
 
 
 def zarr_python(path: Path) -> tuple[Any, list[Any]]:
