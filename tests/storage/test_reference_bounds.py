@@ -181,3 +181,32 @@ async def test_a_parquet_row_with_a_null_size_fails_alone(tmp_path: Path) -> Non
             await store.get(f"a/{i}")
     listed = [key async for key in store.list_prefix("a/")]
     assert sorted(listed) == ["a/.zarray", *(f"a/{i}" for i in range(4))]  # every row listed
+
+
+@pytest.mark.parametrize("dropped", [("path",), ("offset", "size")])
+async def test_a_parquet_record_file_without_a_column_is_malformed(
+    tmp_path: Path, dropped: tuple[str, ...]
+) -> None:
+    """A record file lacking `path` read every chunk as absent (fill values), one lacking
+    `offset` and `size` every chunk as its whole target: each is refused, naming it."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    target = tmp_path / "t.bin"
+    target.write_bytes(TARGET)
+    root = tmp_path / "refs.parq"
+    (root / "a").mkdir(parents=True)
+    meta = {"zarr_format": 2, "shape": [2], "chunks": [1], "dtype": "|u1", "compressor": None}
+    meta |= {"fill_value": 0, "filters": None, "order": "C"}
+    doc = {"metadata": {".zgroup": {"zarr_format": 2}, "a/.zarray": meta}, "record_size": 2}
+    (root / ".zmetadata").write_text(json.dumps(doc))
+    columns = {
+        "path": pa.array([str(target)] * 2, pa.string()),
+        "offset": pa.array([5, 6], pa.int64()),
+        "size": pa.array([1, 1], pa.int64()),
+        "raw": pa.array([None] * 2, pa.binary()),
+    }
+    for name in dropped:
+        del columns[name]
+    pq.write_table(pa.table(columns), root / "a" / "refs.0.parq")
+    with pytest.raises(MetadataError, match=rf"a/refs\.0\.parq has no '{dropped[0]}' column"):
+        aiozarr.open_array(str(root), "a", mode="r")[...]

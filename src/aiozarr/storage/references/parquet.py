@@ -6,7 +6,8 @@ path, offset, size, raw. Row i of record R is the chunk numbered `R * N + i` in 
 over the chunk grid. A row with raw bytes is inline; one without a path is a missing
 chunk; offset = size = 0 (or both null) means the whole object, and a row whose offset
 or size alone is null is malformed: reading its key raises `MetadataError` naming the
-record file and the row (the record's other rows read). Records are read when a key
+record file and the row (the record's other rows read); a record file without the
+path, offset or size column is malformed as a whole. Records are read when a key
 needs them and kept in a small LRU. Nothing is sized by what `.zmetadata` declares: a
 grid of 10**9 chunks is listed from the record files there are, a batch of records at a
 time.
@@ -153,6 +154,12 @@ class ParquetRefs:
                     f"({limit} bytes)"
                 )
             wanted = [n for n in ("path", "offset", "size", "raw") if n in file.schema_arrow.names]
+            missing = [n for n in ("path", "offset", "size") if n not in wanted]
+            if missing:  # no path: every chunk absent; no offset, size: every one whole
+                raise MetadataError(
+                    f"{self._where}: {key} has no {missing[0]!r} column: a record file of "
+                    "references holds the columns path, offset, size and raw"
+                )
             table = file.read(columns=wanted)
             columns = [
                 table.column(name).to_pylist() if name in wanted else None
