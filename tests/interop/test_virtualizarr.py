@@ -131,6 +131,18 @@ def test_aiozarr_reads_virtualizarrs_references(references: str, files: list[Pat
     _check_group(group, files)
 
 
+def test_a_0d_variable_in_virtualizarrs_v2_references(tmp_path: Path) -> None:
+    """VirtualiZarr writes a 0-d array's chunk under the key `"s/"`: it reads as stored,
+    not as the fill value."""
+    path = Path(os.path.realpath(tmp_path)) / "s.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("s", data=np.float64(3.5))
+    registry = ObjectStoreRegistry({"file://": LocalStore()})
+    vds = virtualizarr.open_virtual_dataset(f"file://{path}", registry=registry, parser=HDFParser())
+    vds.vz.to_kerchunk(str(path.parent / "refs.json"), format="json")
+    assert aiozarr.open_array(str(path.parent / "refs.json"), "s", mode="r")[()] == 3.5
+
+
 def test_the_xarray_backend_reads_virtualizarrs_references(
     references: str, files: list[Path]
 ) -> None:

@@ -192,3 +192,21 @@ def test_a_relative_file_name_with_a_colon_is_a_file(tmp_path: Path) -> None:
 def test_a_chained_url_is_named_as_such(target: str) -> None:
     with pytest.raises(ReferenceTargetError, match="a chained URL"):
         ReferenceStore({"version": 1, "refs": {"k": [target, 0, 4]}}, allowed_targets=["s3://"])
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_virtualizarrs_empty_chunk_key_of_a_0d_array_is_its_chunk(
+    tmp_path: Path, version: int
+) -> None:
+    """VirtualiZarr 2 writes the one chunk of a 0-d array as `"s/"` in its Zarr v2
+    references; Zarr reads `"s/0"`, so the value read as the fill value (0.0, not 3.5)."""
+    (tmp_path / "blob.bin").write_bytes(b"\0" * 16 + np.float64(3.5).tobytes())
+    zarray = {**ZARRAY, "shape": [], "chunks": [], "dtype": "<f8", "fill_value": 0.0}
+    refs = {
+        ".zgroup": '{"zarr_format":2}',
+        "s/.zarray": json.dumps(zarray),
+        "s/": ["blob.bin", 16, 8],
+    }
+    path = tmp_path / "refs.json"
+    path.write_text(json.dumps({"version": 1, "refs": refs} if version else refs))
+    assert aiozarr.open_array(str(path), "s", mode="r")[()] == 3.5

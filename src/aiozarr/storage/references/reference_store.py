@@ -273,7 +273,7 @@ class ReferenceStore(Store):
         if not isinstance(doc, Mapping):
             raise MetadataError(f"{where}: expected a JSON object")
         if "refs" not in doc:  # version 0: the mapping itself
-            return dict(doc)
+            return _scalar_chunks(dict(doc))
         if doc.get("version", 1) != 1:
             raise UnsupportedError(f"{where}: reference version {doc.get('version')!r}")
         if doc.get("gen"):
@@ -290,7 +290,7 @@ class ReferenceStore(Store):
                 if isinstance(value, list) and value and isinstance(value[0], str):
                     url = _TEMPLATE.sub(lambda m: templates.get(m[1], m[0]), value[0])
                     refs[key] = [url, *value[1:]]
-        return refs
+        return _scalar_chunks(refs)
 
     # -- resolving keys ----------------------------------------------------------------
 
@@ -547,6 +547,14 @@ def _json_doc(data: Buffer, where: str) -> Any:
         return json.loads(bytes(memoryview(data)))
     except (ValueError, RecursionError) as error:  # RecursionError: nested too deeply
         raise MetadataError(f"{where}: not valid JSON ({error})") from None
+
+
+def _scalar_chunks(refs: dict[str, Any]) -> dict[str, Any]:
+    """`refs` with the chunk of a 0-d v2 array that VirtualiZarr 2 names `"x/"` (an empty
+    chunk key) under the key Zarr reads, `"x/0"` (else it read as the fill value)."""
+    for key in [k for k in refs if k.endswith("/") and f"{k}.zarray" in refs]:
+        refs.setdefault(f"{key}0", refs.pop(key))
+    return refs
 
 
 def _entry_problem(value: list[Any]) -> str:
