@@ -6,13 +6,19 @@ The shared `StoreContract` runs on both; the tests below it open the same data t
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import dask.array as da
+import numpy as np
 import pytest
 from aiohttp import web
-from tests.servers import AZURE_CONTAINER, AZURITE_ACCOUNT, unique_prefix
+from obstore.store import GCSStore
+from tests.servers import AZURE_CONTAINER, AZURITE_ACCOUNT, FAST_RETRY, unique_prefix
 
+import aiozarr
 from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator
 from aiozarr.errors import StoreError
@@ -198,3 +204,43 @@ async def test_an_azure_batch_delete_with_missing_keys_deletes_the_rest_at_once(
     await store.delete_many([*keys, "c/missing"])
     assert [key async for key in store.list_prefix("c/")] == []
     assert store.runtime.requests.peak_inflight > 1  # not one after another
+
+
+def test_two_gcs_servers_are_two_key_spaces(
+    tmp_path: Path, emulator: Emulator, gcs_options: dict[str, Any]
+) -> None:
+    """One bucket name on two GCS servers (an emulator beside GCS itself) is two buckets:
+    their stores named one key space (GCS's server is `base_url`, not `endpoint`), so
+    dask merged the blocks of arrays at one path on both into one."""
+    path = unique_prefix() + "/a.zarr"
+    with Emulator(tmp_path, bucket=emulator.bucket).running_in_thread() as other:
+        stores = [
+            from_url(
+                f"gs://{emulator.bucket}/{path}",
+                storage_options={**_url_options(gcs_options), "base_url": server.endpoint},
+            )
+            for server in (emulator, other)
+        ]
+        assert stores[0].key_space() != stores[1].key_space()
+        for n, store in enumerate(stores):
+            aiozarr.create_array(store, shape=(8,), dtype="i4", chunks=(4,))[:] = np.full(8, n)
+        arrays = [aiozarr.to_dask(aiozarr.open_array(store, mode="r")) for store in stores]
+        got = da.concatenate(arrays).compute(scheduler="sync")
+        np.testing.assert_array_equal(got, np.repeat([0, 1], 8))
+
+
+async def test_gcs_errors_name_its_server(gcs_options: dict[str, Any]) -> None:
+    """A GCS store's server is its `base_url`: a refused connection and a missing bucket
+    name it (they named the bucket's gs:// URL, as if Google's servers had refused)."""
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    nowhere = f"http://127.0.0.1:{port}"
+    store = ObjectStore(
+        GCSStore("b", retry_config=FAST_RETRY, **{**gcs_options, "base_url": nowhere})
+    )
+    with pytest.raises(StoreError, match=f"nothing listens at {nowhere}"):
+        await store.get("k")
+    missing = ObjectStore(GCSStore("no-such-bucket", **gcs_options))
+    with pytest.raises(StoreError, match=f"does not exist at {gcs_options['base_url']}"):
+        await missing.get("k")

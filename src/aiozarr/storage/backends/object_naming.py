@@ -20,6 +20,15 @@ _NAMING = {
     GCSStore: ("bucket",),
     AzureStore: ("account_name", "container_name", "use_emulator"),
 }
+#: The setting that names a store's server, where it is not the service's own: GCS's is
+#: `base_url` (an emulator's, a proxy's), S3's and Azure's `endpoint`.
+_SERVER_OPTION = {GCSStore: "base_url"}
+
+
+def _endpoint(store: Any, config: Any) -> Any:
+    """The server `store` is configured to send its requests to (None: its service's)."""
+    name = next((n for kind, n in _SERVER_OPTION.items() if isinstance(store, kind)), "endpoint")
+    return config.get(name)
 
 
 def describe(store: Any, prefix: str = "") -> str:
@@ -62,7 +71,8 @@ def missing_bucket(store: Any) -> str:
     config = store.config
     if isinstance(store, AzureStore):
         return f"container {config.get('container_name', '')!r} does not exist ({describe(store)})"
-    where = f" at {redact_url(config['endpoint'])}" if config.get("endpoint") else ""
+    endpoint = _endpoint(store, config)
+    where = f" at {redact_url(str(endpoint))}" if endpoint else ""
     return f"bucket {config.get('bucket', '')!r} does not exist{where}"
 
 
@@ -70,7 +80,7 @@ def server(store: Any) -> str:
     """The server `store` sends its requests to, without credentials: its endpoint, the
     origin of an HTTP store's URL, else where it points (`describe`)."""
     config = getattr(store, "config", None) or {}
-    endpoint = config.get("endpoint") if isinstance(config, dict) else None
+    endpoint = _endpoint(store, config) if isinstance(config, dict) else None
     if endpoint:
         return redact_url(str(endpoint))
     if isinstance(store, HTTPStore):
@@ -86,7 +96,7 @@ def data_named(store: Any, config: Any) -> tuple[Any, ...] | None:
     names = next((n for kind, n in _NAMING.items() if isinstance(store, kind)), None)
     if names is None:
         return None
-    endpoint = config.get("endpoint")
+    endpoint = _endpoint(store, config)
     named = tuple(str(config.get(name, "")) for name in names)
     return (type(store), *named, endpoint_named(str(endpoint)) if endpoint else "")
 
