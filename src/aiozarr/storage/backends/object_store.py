@@ -54,7 +54,7 @@ from aiozarr.storage.backends.object_revalidation import read_if_changed
 from aiozarr.storage.backends.obstore_client import from_pickle, without_retries
 from aiozarr.storage.backends.obstore_fork import check_not_forked
 from aiozarr.storage.policy.backend import ObjectVersion, RangeListener
-from aiozarr.storage.policy.retry import ShortReadError, answer_began
+from aiozarr.storage.policy.retry import ShortReadError, TransientStoreError, answer_began
 from aiozarr.storage.policy.shaping import RequestShape
 from aiozarr.storage.protocol import (
     Buffer,
@@ -448,15 +448,23 @@ class ObjectStore(ObjectListing, Store):
         multipart = data.nbytes > part
 
         async def put() -> None:  # the whole value at once: safe to repeat
-            with self._errors("write", key):
-                await obstore.put_async(
-                    self._store,
-                    self._path(key),
-                    data,
-                    use_multipart=multipart,
-                    chunk_size=part,
-                    max_concurrency=shape.parts_per_object,
-                )
+            try:
+                with self._errors("write", key):
+                    await obstore.put_async(
+                        self._store,
+                        self._path(key),
+                        data,
+                        use_multipart=multipart,
+                        chunk_size=part,
+                        max_concurrency=shape.parts_per_object,
+                    )
+            except StoreError as exc:
+                if not (multipart and obstore_errors.blocks_discarded(exc.__cause__)):
+                    raise
+                raise TransientStoreError(  # retried: a fresh upload of fresh blocks
+                    f"cannot write {key!r} in {self._where}: another upload of it "
+                    "committed first, discarding this one's blocks"
+                ) from exc
 
         await self._request("write", key, put, nbytes=data.nbytes)
 

@@ -24,7 +24,14 @@ from obstore.exceptions import GenericError, NotFoundError
 from aiozarr.storage.backends.redaction import redact_text
 from aiozarr.storage.policy import retry
 
-__all__ = ["ObstoreFailure", "classify", "is_not_found", "is_obstore", "message_of"]
+__all__ = [
+    "ObstoreFailure",
+    "blocks_discarded",
+    "classify",
+    "is_not_found",
+    "is_obstore",
+    "message_of",
+]
 
 _STATUS = re.compile(r"status code: (\d{3})")
 # obstore's words for a failure below HTTP (connect, reset, truncated or timed-out body):
@@ -169,6 +176,13 @@ def is_not_found(exc: BaseException) -> bool:
     """Whether `exc` is a missing key (`classify(exc).not_found`, without reading text:
     missing chunks are common)."""
     return isinstance(exc, FileNotFoundError | NotFoundError)
+
+
+def blocks_discarded(exc: BaseException | None) -> bool:
+    """Whether `exc` is Azure's refusal to commit a block upload whose blocks are gone
+    (400 InvalidBlockList): another upload of the blob committed first, and a commit
+    discards every uncommitted block of its blob. Uploading again succeeds."""
+    return exc is not None and "<Code>InvalidBlockList</Code>" in str(exc)
 
 
 def message_of(exc: BaseException) -> str:
