@@ -61,3 +61,12 @@ def test_gcs_and_azure_name_their_bucket_and_container() -> None:
     signed = AzureStore("c", account_name="acc", endpoint=endpoint + "/", skip_signature=True)
     assert ObjectStore(signed).key_space() == azure
     assert ObjectStore(AzureStore("d", account_name="acc", endpoint=endpoint)).key_space() != azure
+
+
+def test_onelake_and_azure_storage_are_two_spaces() -> None:
+    """`abfs://C@A.dfs.fabric.microsoft.com` is OneLake, another service than
+    `abfs://C@A.dfs.core.windows.net` (Azure Storage): one account and container name
+    on both named one space, and dask merged the blocks of arrays at one path on both."""
+    fabric = AzureStore("c", account_name="acc", use_fabric_endpoint=True, skip_signature=True)
+    storage = AzureStore("c", account_name="acc", skip_signature=True)
+    assert ObjectStore(fabric).key_space() != ObjectStore(storage).key_space()

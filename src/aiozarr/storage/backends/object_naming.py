@@ -18,7 +18,7 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 _NAMING = {
     S3Store: ("bucket",),
     GCSStore: ("bucket",),
-    AzureStore: ("account_name", "container_name", "use_emulator"),
+    AzureStore: ("account_name", "container_name", "use_emulator", "use_fabric_endpoint"),
 }
 #: The setting that names a store's server, where it is not the service's own: GCS's is
 #: `base_url` (an emulator's, a proxy's), S3's and Azure's `endpoint`.
