@@ -151,6 +151,10 @@ def test_unknown_scheme_error_redacts_the_url() -> None:
         ("/tmp/a?b#c", "/tmp/a?b#c"),  # a local path: nothing to hide
         ("relative/path", "relative/path"),
         ("http://[::1/x?sig=abc", "http://<redacted>"),  # malformed: all after the scheme
+        # abfs's user is its container (hadoop's form), shown; a password is not
+        ("abfs://c@acc.dfs.core.windows.net/p", "abfs://c@acc.dfs.core.windows.net/p"),
+        ("ABFSS://c@acc.dfs.core.windows.net/p", "abfss://c@acc.dfs.core.windows.net/p"),
+        ("abfss://c:key@acc.dfs.core.windows.net/p", "abfss://***@acc.dfs.core.windows.net/p"),
     ],
 )
 def test_redact_url(url: str, shown: str) -> None:

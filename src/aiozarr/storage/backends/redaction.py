@@ -20,11 +20,15 @@ __all__ = ["redact_text", "redact_url"]
 HIDDEN = "<redacted>"
 # scheme://..., up to white space, a quote or an angle bracket (what ends a URL in text)
 _URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+# Schemes whose user names a container, not a credential: hadoop's
+# `abfs[s]://CONTAINER@ACCOUNT.dfs.core.windows.net/PATH` (a password is still hidden).
+_CONTAINER_AS_USER = ("abfs", "abfss")
 
 
 def redact_url(url: str) -> str:
-    """`url` with its userinfo replaced by `***` and its query and fragment by
-    `<redacted>`; a local path (no `scheme://host`) is returned as it is."""
+    """`url` with its userinfo replaced by `***` (but an `abfs://` URL's container) and its
+    query and fragment by `<redacted>`; a local path (no `scheme://host`) is returned as
+    it is."""
     try:
         parts = urlsplit(url)
     except ValueError:  # a malformed host ("http://[::1"): hide all after the scheme
@@ -33,8 +37,9 @@ def redact_url(url: str) -> str:
     if not parts.scheme or not parts.netloc:
         return url
     netloc = parts.netloc
-    if "@" in netloc:
-        netloc = "***@" + netloc.rpartition("@")[2]
+    user, at, host = netloc.rpartition("@")
+    if at and not (parts.scheme.lower() in _CONTAINER_AS_USER and ":" not in user):
+        netloc = "***@" + host
     query = HIDDEN if parts.query else ""
     fragment = HIDDEN if parts.fragment else ""
     return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
