@@ -127,3 +127,24 @@ def test_anonymous_gcs_failing_over_the_environments_credentials_says_which(
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "gone.json"))
     with pytest.raises(StoreError, match="fix or unset GOOGLE_APPLICATION_CREDENTIALS"):
         from_url("gs://c/p", storage_options={**options, "base_url": "http://127.0.0.1:1"})
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"account_name": "acc"},
+        {"AZURE_STORAGE_ACCOUNT_NAME": "acc"},
+        {"connection_string": "AccountName=acc;AccountKey=a2V5"},
+    ],
+)
+def test_an_abfs_url_s_account_may_be_given_again(options: dict[str, Any]) -> None:
+    """adlfs takes `abfs://C@ACCOUNT.dfs.core.windows.net/...` with the account given in
+    the options too; obstore refused it twice, even the same ("Duplicate key
+    azure_storage_account_name provided")."""
+    store = from_url("abfs://c@acc.dfs.core.windows.net/p", storage_options=options)
+    assert store.obstore.config["account_name"] == "acc"
+
+
+def test_an_abfs_url_and_an_option_naming_two_accounts_is_an_error() -> None:
+    with pytest.raises(StoreError, match=r"'acc'.*'other'"):
+        from_url("abfs://c@acc.dfs.core.windows.net/p", storage_options={"account_name": "other"})

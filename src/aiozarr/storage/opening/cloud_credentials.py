@@ -26,6 +26,7 @@ __all__ = [
     "gcsfs_token",
     "has_credentials",
     "unsigned_yet_read",
+    "without_url_account",
 ]
 
 #: The prefixes obstore takes on each option name (and, upper case, its variables).
@@ -158,4 +159,26 @@ def adlfs_options(options: Mapping[str, Any]) -> dict[str, Any]:
                 f"counterpart (it takes {sorted(_CONNECTION_PARTS)})"
             )
         out.setdefault(_CONNECTION_PARTS[key], value)
+    return out
+
+
+def without_url_account(url: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """`options` less an account name that an Azure `url` names too (hadoop's
+    `abfs[s]://CONTAINER@ACCOUNT.dfs.core.windows.net/...`, which adlfs takes with the
+    account in the options as well): obstore refuses an account given twice, even the
+    same one. Another account is refused, naming both."""
+    netloc = url.partition("://")[2].partition("/")[0]
+    _, at, host = netloc.rpartition("@")
+    account = host.partition(".")[0]
+    if not at or not account:
+        return dict(options)
+    out: dict[str, Any] = {}
+    for name, value in options.items():
+        if _base("azure", name) != "account_name":
+            out[name] = value
+        elif str(value) != account:
+            raise StoreError(
+                f"the URL names the account {account!r} and the storage option {name!r} "
+                f"the account {str(value)!r}: give one"
+            )
     return out

@@ -518,6 +518,8 @@ def _build(url: str, scheme: str, options: dict[str, Any], where: str) -> Any:
             "gcs" if scheme in _GCS else "azure", store_options, extra
         ):
             store_options["skip_signature"] = True
+        if scheme in _AZURE:
+            store_options = cloud_credentials.without_url_account(url, store_options)
         if scheme == "gcs":
             url = "gs" + url[len("gcs") :]
         return obstore_from_url(_obstore_url(url), client_options=client, **extra, **store_options)
