@@ -152,17 +152,24 @@ async def test_malformed_top_level_fields_are_metadata_errors(
         await ReferenceStore(path).get("k")
 
 
-async def test_a_parquet_row_with_a_null_size_fails_alone(tmp_path: Path) -> None:
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
+def _parquet_references(tmp_path: Path, n: int) -> tuple[Path, Path]:
+    """A target file and a Parquet reference folder holding array `a` of `n` one-byte
+    chunks, one record of `n` rows (its record file is the test's)."""
     target = tmp_path / "t.bin"
     target.write_bytes(TARGET)
     root = tmp_path / "refs.parq"
     (root / "a").mkdir(parents=True)
-    meta = {"zarr_format": 2, "shape": [4], "chunks": [1], "dtype": "|u1", "compressor": None}
+    meta = {"zarr_format": 2, "shape": [n], "chunks": [1], "dtype": "|u1", "compressor": None}
     meta |= {"fill_value": 0, "filters": None, "order": "C"}
-    doc = {"metadata": {".zgroup": {"zarr_format": 2}, "a/.zarray": meta}, "record_size": 4}
+    doc = {"metadata": {".zgroup": {"zarr_format": 2}, "a/.zarray": meta}, "record_size": n}
     (root / ".zmetadata").write_text(json.dumps(doc))
+    return target, root
+
+
+async def test_a_parquet_row_with_a_null_size_fails_alone(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    target, root = _parquet_references(tmp_path, 4)
     rows = [(5, 1), (5, None), (None, 1), (0, 0)]  # (offset, size)
     table = pa.table(
         {
@@ -191,14 +198,7 @@ async def test_a_parquet_record_file_without_a_column_is_malformed(
     `offset` and `size` every chunk as its whole target: each is refused, naming it."""
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
-    target = tmp_path / "t.bin"
-    target.write_bytes(TARGET)
-    root = tmp_path / "refs.parq"
-    (root / "a").mkdir(parents=True)
-    meta = {"zarr_format": 2, "shape": [2], "chunks": [1], "dtype": "|u1", "compressor": None}
-    meta |= {"fill_value": 0, "filters": None, "order": "C"}
-    doc = {"metadata": {".zgroup": {"zarr_format": 2}, "a/.zarray": meta}, "record_size": 2}
-    (root / ".zmetadata").write_text(json.dumps(doc))
+    target, root = _parquet_references(tmp_path, 2)
     columns = {
         "path": pa.array([str(target)] * 2, pa.string()),
         "offset": pa.array([5, 6], pa.int64()),
