@@ -102,8 +102,7 @@ class UnsizedSpanError(StaleIndexError):
     over (as for a stale index) with the array's chunks read whole (`whole_chunks`)."""
 
     def __init__(self, key: str) -> None:
-        Exception.__init__(self, f"the answer for a span of chunk {key!r} told no size")
-        self.key = key
+        super().__init__(key, f"the answer for a span of chunk {key!r} told no size")
 
 
 @dataclass(frozen=True, slots=True)

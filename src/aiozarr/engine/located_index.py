@@ -56,8 +56,8 @@ from aiozarr.storage.protocol import (
 class StaleIndexError(Exception):
     """A range came from another version of a shard than its index: read again."""
 
-    def __init__(self, key: str) -> None:
-        super().__init__(f"shard {key!r} was rewritten while it was read")
+    def __init__(self, key: str, why: str = "") -> None:
+        super().__init__(why or f"shard {key!r} was rewritten while it was read")
         self.key = key
 
 
