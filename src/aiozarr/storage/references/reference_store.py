@@ -63,7 +63,6 @@ from aiozarr.storage.protocol import (
     dir_entries,
     read_as_batch,
     sized_version,
-    stored_size,
 )
 from aiozarr.storage.references.parquet import ParquetRefs
 from aiozarr.storage.references.targets import TargetPolicy, locate
@@ -576,8 +575,9 @@ def _sized(value: list[Any], version: Version | None) -> Version | None:
     """The version of an answer of reference `value`: its target's, telling the
     reference's length as the value's stored size (a span of a chunk is checked against
     it, as a whole read is: `stored_size`); a whole target's own, as its store tells it."""
-    size = int(value[2]) if len(value) >= 3 else stored_size(version)
-    return version if size is None else sized_version(version, size)
+    if len(value) == 1:  # a whole target: its store's version tells its size, or not
+        return version
+    return sized_version(version, int(value[2]))
 
 
 def _compose(offset: int, length: int | None, byte_range: ByteRange | None) -> ByteRange | None:
