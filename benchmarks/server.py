@@ -104,6 +104,14 @@ class EmulatorProcess:
         self.endpoint = ""
         self.controls: list[str] = []
 
+    @classmethod
+    def attach(cls, endpoint: str, controls: list[str]) -> EmulatorProcess:
+        """A handle on the emulator another process started at `endpoint` (its control
+        endpoints `controls`): its settings and counters; leaving it stops nothing."""
+        emu = cls(Path())
+        emu.endpoint, emu.controls = endpoint, list(controls)
+        return emu
+
     def __enter__(self) -> EmulatorProcess:
         try:
             shared = 0

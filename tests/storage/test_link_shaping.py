@@ -10,6 +10,7 @@ from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator
 from aiozarr.storage import ObjectStore
 from aiozarr.storage.policy import RequestShape
+from aiozarr.storage.policy.statistics import RequestStats
 from aiozarr.storage.protocol import RangeRequest
 
 KiB, MiB = 1 << 10, 1 << 20
@@ -60,3 +61,17 @@ async def test_a_slow_link_keeps_the_configs_gap(
     assert link is not None and link.body_bytes_per_s < 32 * MiB
     assert RequestShape.of(store.capabilities, link=link).gap_bytes == 64 * KiB
     assert await read_apart(store, emulator) == 8
+
+
+def test_the_link_follows_a_slower_network_within_sixteen_large_reads() -> None:
+    """A store read fast for a while, then over a slow network (a loaded link, another
+    route): after 16 large reads the link says slow, so the next read is cut into parts
+    again rather than keeping the fast link's whole-object requests."""
+    stats = RequestStats()
+    stats.first_bytes.add(None, 0.02)
+    for _ in range(100):
+        stats.body_times.add(None, 0.001)  # 1 ms a MiB: ~1 GB/s
+    for _ in range(16):
+        stats.body_times.add(None, 1 / 90)  # 90 MB/s an answer, as S3 gives
+    link = stats.link()
+    assert link is not None and link.body_bytes_per_s < 100 * MiB

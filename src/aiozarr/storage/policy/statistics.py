@@ -49,6 +49,11 @@ _FINISHED = {name[:-1]: name for name in ("reads", "writes", "deletes", "stats",
 
 # Latencies kept per size class; p95 over the last 128 is stable yet follows change.
 _WINDOW = 128
+# Body rates kept: the link's speed decides request sizes, and a median of 32 follows a
+# link that changed (a loaded network, a store moved) within 16 large reads, where 128
+# kept the old sizes for a whole run of reads (a 20 ms link's whole-shard requests on a
+# 90 MB/s one: the slab 2x slower).
+_BODY_WINDOW = 32
 # Fewer samples than this: no p95 yet (no peers to compare with, so no hedging).
 _MIN_SAMPLES = 16
 
@@ -56,7 +61,8 @@ _MIN_SAMPLES = 16
 class LatencyWindow:
     """Recent request latencies by size class (powers of 4 bytes), thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, size: int = _WINDOW) -> None:
+        self._size = size
         self._lock = threading.Lock()
         self._samples: dict[int, deque[float]] = {}
         self._p95: dict[int, float | None] = {}
@@ -73,7 +79,7 @@ class LatencyWindow:
         with self._lock:
             window = self._samples.get(size_class)
             if window is None:
-                window = self._samples[size_class] = deque(maxlen=_WINDOW)
+                window = self._samples[size_class] = deque(maxlen=self._size)
             window.append(seconds)
             # Recomputed on demand, once a sixteenth of the window is new: a p95 over 128
             # hardly moves with one sample, and sorting them cost every request.
@@ -200,7 +206,7 @@ class RequestStats:
         self.latencies = LatencyWindow()
         self.first_bytes = LatencyWindow()
         # Seconds per MiB of the bodies of large reads: how fast one answer comes.
-        self.body_times = LatencyWindow()
+        self.body_times = LatencyWindow(_BODY_WINDOW)
         self.in_flight = InFlight()
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
