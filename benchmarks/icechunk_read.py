@@ -4,7 +4,8 @@ icechunk + zarr-python, in one interpreter, against the emulator's network shapi
 Needs icechunk, zarr-python and aiozarr in one environment (the Python 3.12 venv:
 icechunk 2.x, zarr 3.4). The emulator runs in its own process; every engine reads the
 same files through it, the rows of one profile one after the other, repeated and
-interleaved, so the ratios compare runs made under the same load. The workloads:
+interleaved, so the ratios compare runs made under the same load; each profile in a
+fresh interpreter (`fresh.py`). The workloads:
 
 - tile: a 5 x 5-chunk tile of a virtual array whose source files each hold one row of
   chunks, contiguous, so the tile's 25 chunks lie in 5 runs of 5 in 5 files; read
@@ -33,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import spec
+from benchmarks.fresh import in_fresh_process
 from benchmarks.server import EmulatorProcess
 
 CHUNK = (256, 256)  # float32: 256 KiB, stored raw in the source files
@@ -213,29 +215,45 @@ def run(profiles: list[str], repeats: int, workloads: list[str]) -> list[dict[st
     rows = []
     with tempfile.TemporaryDirectory() as folder, EmulatorProcess(Path(folder)) as emu:
         expected = write(Path(folder), emu.endpoint)
-        engines = Engines(emu.endpoint)
-        jobs = {k: v for k, v in _jobs(engines, expected).items() if k in workloads}
         for profile in profiles:
             emu.set_profile(spec.PROFILES[profile])
-            for workload, by_engine in jobs.items():
-                times: dict[str, list[float]] = {k: [] for k in by_engine}
-                counts: dict[str, dict[str, Any]] = {}
-                for _ in range(repeats):  # interleaved: each repeat runs every engine
-                    for engine, (prepare, job) in by_engine.items():
-                        ready = prepare()
-                        seconds, counts[engine] = _timed(emu, lambda j=job, r=ready: j(r))
-                        times[engine].append(seconds)
-                for engine, seconds in times.items():
-                    rows.append(
-                        {
-                            "profile": profile,
-                            "workload": workload,
-                            "engine": engine,
-                            "median_s": statistics.median(seconds),
-                            "min_s": min(seconds),
-                            **counts[engine],
-                        }
-                    )
+            job = (emu.endpoint, emu.controls, expected, profile, repeats, workloads)
+            rows += in_fresh_process(_profile_rows, *job)  # not the last profile's link
+    return rows
+
+
+def _profile_rows(
+    endpoint: str,
+    controls: list[str],
+    expected: dict[str, np.ndarray],
+    profile: str,
+    repeats: int,
+    workloads: list[str],
+) -> list[dict[str, Any]]:
+    """Every engine's rows of `workloads` on the emulator at `endpoint`, now serving
+    `profile`."""
+    emu = EmulatorProcess.attach(endpoint, controls)
+    jobs = {k: v for k, v in _jobs(Engines(endpoint), expected).items() if k in workloads}
+    rows = []
+    for workload, by_engine in jobs.items():
+        times: dict[str, list[float]] = {k: [] for k in by_engine}
+        counts: dict[str, dict[str, Any]] = {}
+        for _ in range(repeats):  # interleaved: each repeat runs every engine
+            for engine, (prepare, job) in by_engine.items():
+                ready = prepare()
+                seconds, counts[engine] = _timed(emu, lambda j=job, r=ready: j(r))
+                times[engine].append(seconds)
+        for engine, seconds in times.items():
+            rows.append(
+                {
+                    "profile": profile,
+                    "workload": workload,
+                    "engine": engine,
+                    "median_s": statistics.median(seconds),
+                    "min_s": min(seconds),
+                    **counts[engine],
+                }
+            )
     return rows
 
 

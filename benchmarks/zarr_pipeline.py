@@ -4,8 +4,9 @@
 
 One run, one emulator (a child process) serving the mode's sharded dataset (spec.py:
 inner chunks of 256 KiB, shards of 32 MiB in quick and full modes), each network profile
-in turn. Each row is one way of reading it, each cell the median time of `repeats` reads
-of a freshly opened array (cold: no shard index cached) and the emulator's GET count:
+in turn, each in a fresh interpreter (`fresh.py`). Each row is one way of reading it,
+each cell the median time of `repeats` reads of a freshly opened array (cold: no shard
+index cached) and the emulator's GET count:
 
 - `zarr`: zarr-python's default pipeline on its obstore `ObjectStore`;
 - `zarr+pipeline`: the same store, `codec_pipeline.path = aiozarr.zarr.CodecPipeline`;
@@ -18,18 +19,17 @@ The ratios compare with `zarr` (speed-up) and with `aiozarr` (how close), in the
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchmarks import spec
+from benchmarks.fresh import in_fresh_process
 from benchmarks.server import EmulatorProcess
 
 PATH = "pipeline/sharded.zarr"
@@ -130,14 +130,8 @@ def run(mode: spec.Mode, profiles: list[str], repeats: int) -> list[dict[str, An
         with EmulatorProcess(root) as emu:
             for profile in profiles:
                 emu.set_profile(spec.PROFILES[profile])
-                # Each profile in a fresh interpreter, as the suite runs each job: aiozarr
-                # sizes its requests by what it measured of a store's link, and the
-                # profile before had another (its whole-shard requests are the wrong size
-                # for the cloud profile's 90 MB/s answers).
-                spawn = multiprocessing.get_context("spawn")
-                with ProcessPoolExecutor(1, mp_context=spawn) as pool:
-                    job = (emu.endpoint, emu.controls, mode.name, profile, repeats)
-                    rows += pool.submit(_profile_rows, *job).result()
+                job = (emu.endpoint, emu.controls, mode.name, profile, repeats)
+                rows += in_fresh_process(_profile_rows, *job)  # not the last profile's link
     return rows
 
 
