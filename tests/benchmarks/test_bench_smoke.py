@@ -183,3 +183,27 @@ def test_emulator_processes_share_a_port_and_add_up_their_counters(tmp_path: Pat
         assert counted["by_method"] == {"GET": 12} and counted["bytes_read"] == 1200
         emu.reset()
         assert emu.stats()["requests"] == 0
+
+
+def _reads_through(endpoint: str, controls: list[str]) -> tuple[int, int]:
+    """From another interpreter: one GET through `endpoint`; this process's id and the
+    emulator's request count after it, read through a handle attached to it."""
+    import os
+
+    emu = EmulatorProcess.attach(endpoint, controls)
+    with urllib.request.urlopen(f"{endpoint}/{spec.BUCKET}/obj") as answer:
+        assert answer.read() == b"x" * 10
+    return os.getpid(), emu.stats()["requests"]
+
+
+def test_a_profile_runs_in_a_fresh_interpreter_attached_to_the_emulator(tmp_path: Path) -> None:
+    import os
+
+    from benchmarks.fresh import in_fresh_process
+
+    (tmp_path / "obj").write_bytes(b"x" * 10)
+    with EmulatorProcess(tmp_path) as emu:
+        emu.reset()
+        pid, requests = in_fresh_process(_reads_through, emu.endpoint, emu.controls)
+        assert pid != os.getpid() and requests == 1
+        assert emu.stats()["requests"] == 1  # the parent's handle counts the same server
