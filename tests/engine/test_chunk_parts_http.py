@@ -7,10 +7,8 @@ the guarded one (`from_url(..., check_redirect=...)`, what reference targets are
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import re
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ import numpy as np
 import pytest
 from aiohttp import web
 from tests.security.test_serve import serve
+from tests.servers import in_background, serving
 from tests.storage.http_server import FolderServer
 
 import aiozarr
@@ -151,26 +150,8 @@ def _unknown_totals(root: Path, chunked: bool = True) -> Iterator[str]:
         headers = {"Content-Range": f"bytes {start}-{last}/*"}
         return web.Response(status=206, body=body[start : last + 1], headers=headers)
 
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-
-    async def start() -> tuple[web.AppRunner, int]:
-        app = web.Application()
-        app.router.add_get("/{path:.*}", handle)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        return runner, site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-
-    runner, port = asyncio.run_coroutine_threadsafe(start(), loop).result(30)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(30)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(30)
+    with in_background(serving(handle, "/{path:.*}")) as url:
+        yield url
 
 
 @pytest.mark.parametrize("extra", [0, 8, -8])

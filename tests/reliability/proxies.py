@@ -30,11 +30,12 @@ import contextlib
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import aiohttp
 from aiohttp import web
+from tests.servers import in_background, serving
 
 __all__ = ["Proxy"]
 
@@ -43,7 +44,6 @@ _HOP = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding"}
 )
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
-_SESSION = web.AppKey("session", aiohttp.ClientSession)
 
 
 class Proxy:
@@ -73,11 +73,8 @@ class Proxy:
         self.sent: list[tuple[str, str, bool]] = []
         self.bytes_sent = 0
         self.shortened = 0
-        self._port = 0
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self._port}"
+        self.endpoint = ""  # the proxy's base URL while it runs
+        self._session: aiohttp.ClientSession | None = None
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
@@ -125,8 +122,8 @@ class Proxy:
             dropped.add("range")
         headers = {k: v for k, v in request.headers.items() if k.lower() not in dropped}
         body = await request.read()
-        session: aiohttp.ClientSession = request.app[_SESSION]
-        async with session.request(
+        assert self._session is not None, "the proxy is not running"
+        async with self._session.request(
             request.method,
             self.target + request.path_qs,
             headers=headers,
@@ -165,38 +162,19 @@ class Proxy:
             self.shortened += 1
             return True
 
+    @contextlib.asynccontextmanager
+    async def _serving(self) -> AsyncIterator[str]:
+        """The proxy's server and its client session to the target, for the block."""
+        connector = aiohttp.TCPConnector(limit=0)
+        async with (
+            aiohttp.ClientSession(connector=connector, auto_decompress=False) as session,
+            serving(self._forward, client_max_size=1 << 31) as url,
+        ):
+            self._session = session
+            yield url
+
     @contextlib.contextmanager
     def running(self) -> Iterator[Proxy]:
         """Serve on 127.0.0.1 (a free port) from a daemon thread for the `with` block."""
-        loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=loop.run_forever, name="test-proxy", daemon=True)
-        thread.start()
-        runner: web.AppRunner | None = None
-
-        async def start() -> web.AppRunner:
-            app = web.Application(client_max_size=1 << 31)
-            app[_SESSION] = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0), auto_decompress=False
-            )
-            app.router.add_route("*", "/{path:.*}", self._forward)
-            started = web.AppRunner(app, access_log=None, handle_signals=False)
-            await started.setup()
-            site = web.TCPSite(started, "127.0.0.1", 0)
-            await site.start()
-            self._port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-            return started
-
-        async def stop(started: web.AppRunner) -> None:
-            await started.app[_SESSION].close()
-            await started.cleanup()
-
-        try:
-            runner = asyncio.run_coroutine_threadsafe(start(), loop).result(timeout=30)
+        with in_background(self._serving()) as self.endpoint:
             yield self
-        finally:
-            if runner is not None:
-                with contextlib.suppress(Exception):
-                    asyncio.run_coroutine_threadsafe(stop(runner), loop).result(timeout=30)
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(timeout=30)
-            loop.close()

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import pytest
 from aiohttp import web
+from tests.servers import in_background, serving
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import StoreError, ValueTooLargeError
@@ -62,7 +63,7 @@ class _Server:
     def __init__(self) -> None:
         self.sent = 0
         self.done = threading.Event()
-        self.port = 0
+        self.url = ""
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         answer = ANSWERS[request.path.lstrip("/")]
@@ -97,28 +98,9 @@ class _Server:
 @pytest.fixture
 def server() -> Iterator[_Server]:
     found = _Server()
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-
-    async def start() -> web.AppRunner:
-        app = web.Application()
-        app.router.add_route("GET", "/{path:.*}", found.handle)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        found.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        return runner
-
-    runner = asyncio.run_coroutine_threadsafe(start(), loop).result(30)
-    try:
+    with in_background(serving(found.handle, method="GET")) as url:
+        found.url = url
         yield found
-    finally:
-        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(timeout=30)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=30)
-        loop.close()
 
 
 def _refuse(from_url: str, to_url: str) -> str:
@@ -126,7 +108,7 @@ def _refuse(from_url: str, to_url: str) -> str:
 
 
 def _store(server: _Server) -> GuardedHTTPStore:
-    return GuardedHTTPStore(f"http://127.0.0.1:{server.port}", check_redirect=_refuse)
+    return GuardedHTTPStore(server.url, check_redirect=_refuse)
 
 
 def _get(server: _Server, key: str, byte_range: ByteRange | None, max_bytes: int | None = None):

@@ -14,11 +14,9 @@ answers redirects, B records whether it was reached and with which headers.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import posixpath
 import re
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ from urllib.parse import unquote
 import numpy as np
 import pytest
 from aiohttp import web
+from tests.servers import in_background, serving
 
 import aiozarr
 from aiozarr.errors import ReferenceTargetError, StoreError
@@ -46,7 +45,7 @@ class _Server:
         self.root = root
         self.redirects: dict[str, str] = {}
         self.seen: list[tuple[str, dict[str, str]]] = []
-        self.port = 0
+        self.url = ""
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         self.seen.append((request.raw_path, dict(request.headers)))
@@ -63,40 +62,15 @@ class _Server:
         file.parent.mkdir(parents=True, exist_ok=True)
         file.write_bytes(data)
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
     def paths(self) -> list[str]:
         return [path for path, _ in self.seen]
 
 
 @pytest.fixture
 def servers(tmp_path: Path) -> Iterator[tuple[_Server, _Server]]:
-    pair = (_Server(tmp_path / "a"), _Server(tmp_path / "b"))
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-
-    async def start(server: _Server) -> web.AppRunner:
-        app = web.Application()
-        app.router.add_route("*", "/{path:.*}", server.handle)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        server.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        return runner
-
-    runners = [asyncio.run_coroutine_threadsafe(start(s), loop).result(30) for s in pair]
-    try:
+    a, b = pair = (_Server(tmp_path / "a"), _Server(tmp_path / "b"))
+    with in_background(serving(a.handle)) as a.url, in_background(serving(b.handle)) as b.url:
         yield pair
-    finally:
-        for runner in runners:
-            asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(timeout=30)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=30)
-        loop.close()
 
 
 def _refs(entries: dict[str, Any]) -> dict[str, Any]:

@@ -13,11 +13,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import re
-import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 from aiohttp import web
+from tests.servers import in_background, serving
 
 import aiozarr
 from aiozarr.emulator import Emulator
@@ -73,7 +72,7 @@ class _Recorder:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.seen: list[tuple[str, str | None]] = []
-        self.port = 0
+        self.url = ""
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         self.seen.append((request.path, request.headers.get("Authorization")))
@@ -82,38 +81,15 @@ class _Recorder:
             raise web.HTTPNotFound()
         return web.FileResponse(path)
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
 
 @pytest.fixture
 def recorder(tmp_path: Path) -> Iterator[_Recorder]:
     root = tmp_path / "recorder"
     root.mkdir()
     server = _Recorder(root)
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-
-    async def start() -> web.AppRunner:
-        app = web.Application()
-        app.router.add_route("*", "/{path:.*}", server.handle)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        server.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        return runner
-
-    runner = asyncio.run_coroutine_threadsafe(start(), loop).result(timeout=30)
-    try:
+    with in_background(serving(server.handle)) as url:
+        server.url = url
         yield server
-    finally:
-        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(timeout=30)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=30)
-        loop.close()
 
 
 # -- what a reference file may read ---------------------------------------------------------

@@ -11,12 +11,10 @@ AccessDenied. moto checks no signature, so what is asserted is what reached the 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import pickle
 import shlex
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -26,7 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 from aiohttp import web
-from tests.servers import MOTO_BUCKET
+from tests.servers import MOTO_BUCKET, in_background, serving
 
 import aiozarr
 from aiozarr import config
@@ -128,26 +126,12 @@ def _metadata(recorder: Recorder, request: web.Request) -> web.Response:
 @pytest.fixture(scope="module")
 def recorder_server() -> Iterator[Recorder]:
     recorder = Recorder()
-    loop = asyncio.new_event_loop()
-    app = web.Application()
 
     async def handle(request: web.Request) -> web.Response:
         return await _answer(recorder, request)
 
-    app.router.add_route("*", "/{tail:.*}", handle)
-    runner = web.AppRunner(app)
-    loop.run_until_complete(runner.setup())
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    loop.run_until_complete(site.start())
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    recorder.url = f"http://127.0.0.1:{port}"
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    yield recorder
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(5)
-    loop.run_until_complete(runner.cleanup())
-    loop.close()
+    with in_background(serving(handle)) as recorder.url:
+        yield recorder
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from aiohttp import web
 from obstore.store import GCSStore
-from tests.servers import AZURE_CONTAINER, AZURITE_ACCOUNT, FAST_RETRY, unique_prefix
+from tests.servers import AZURE_CONTAINER, AZURITE_ACCOUNT, FAST_RETRY, serving, unique_prefix
 
 import aiozarr
 from aiozarr.byte_range import ByteRange
@@ -149,26 +149,17 @@ async def test_gcs_url_with_a_token_signs_reads() -> None:
         seen.append(request.headers.get("Authorization"))
         return web.Response(status=404)
 
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", record)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        port = runner.addresses[0][1]
+    async with serving(record) as url:
         store = from_url(
             "gs://bucket/data.zarr",
             storage_options={
-                "base_url": f"http://127.0.0.1:{port}",
+                "base_url": url,
                 "bearer_token": "secret-token",
                 "client_options": {"allow_http": True},
             },
         )
         assert await store.get("zarr.json") is None
         assert seen == ["Bearer secret-token"]
-    finally:
-        await runner.cleanup()
 
 
 async def test_an_azure_suffix_read_never_mixes_two_versions(

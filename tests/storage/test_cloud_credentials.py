@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from tests.servers import in_background, serving
 
 from aiozarr.errors import StoreError
 from aiozarr.storage.opening import cloud_credentials
@@ -26,28 +27,17 @@ class Recorder:
         self.seen: list[str] = []
         self.url = ""
 
-    async def _record(self, request: web.Request) -> web.Response:
+    async def record(self, request: web.Request) -> web.Response:
         auth = request.headers.get("Authorization", "")
         self.seen.append(auth.split(" ")[0] if auth else f"query:{request.query_string}")
         return web.Response(status=404)
-
-    async def start(self) -> web.AppRunner:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self._record)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        self.url = f"http://127.0.0.1:{runner.addresses[0][1]}"
-        return runner
 
 
 @pytest.fixture
 def recorder() -> Iterator[Recorder]:
     found = Recorder()
-    runner = run(found.start)
-    yield found
-    run(runner.cleanup)
+    with in_background(serving(found.record)) as found.url:
+        yield found
 
 
 def _signature(recorder: Recorder, scheme: str, options: dict[str, Any]) -> str:

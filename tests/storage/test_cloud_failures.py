@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from obstore.store import HTTPStore, S3Store
-from tests.servers import FAST_RETRY
+from tests.servers import FAST_RETRY, serving
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
@@ -116,19 +116,10 @@ async def test_a_bucket_of_another_region_names_the_region_option() -> None:
         headers = {"x-amz-bucket-region": "us-west-2", "Content-Type": "application/xml"}
         return web.Response(status=301, body=_REDIRECT, headers=headers)
 
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", moved)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    endpoint = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    try:
+    async with serving(moved) as endpoint:
         store = from_url("s3://b/data.zarr", storage_options={"endpoint": endpoint, "anon": True})
         with pytest.raises(StoreError, match=r"'zarr.json'.*storage_options=\{'region'"):
             await store.get("zarr.json")
-    finally:
-        await runner.cleanup()
 
 
 async def test_a_write_answered_not_found_is_a_store_error(emulator: Emulator) -> None:
