@@ -28,7 +28,7 @@ from aiozarr.nodes.group import AsyncGroup
 from aiozarr.storage.backends.object_store import ObjectStore
 from aiozarr.storage.backends.zarr_store import ZarrStore, is_zarr_store
 from aiozarr.storage.backends.zip import ZipMode
-from aiozarr.storage.opening.url import from_url, names_zip, open_zip
+from aiozarr.storage.opening.url import escapes_noted, from_url, names_zip, open_zip
 from aiozarr.storage.protocol import Store
 from aiozarr.storage.references.icechunk import IcechunkStore, is_repository, probe_repository
 from aiozarr.storage.references.reference_store import ReferenceStore, is_reference_source
@@ -139,10 +139,10 @@ async def open_array_async(
     cache = CacheSettings.of(cache_bytes, cache_recheck)
     try:
         return await AsyncArray.open(resolved, path, zarr_format=zarr_format, cache=cache)
-    except NodeNotFoundError:
+    except NodeNotFoundError as missing:
         repository = await _repository_instead(store, resolved, storage_options)
         if repository is None:
-            raise
+            raise escapes_noted(missing, store) from None
         return await AsyncArray.open(repository, path, zarr_format=zarr_format, cache=cache)
 
 
@@ -161,10 +161,10 @@ async def _group_or_repository(
     in the repository at URL `store` if there is one, so no group is created in it."""
     try:
         group = await AsyncGroup.open(resolved, path, zarr_format=zarr_format, cache=cache)
-    except NodeNotFoundError:
+    except NodeNotFoundError as missing:
         repository = await _repository_instead(store, resolved, storage_options)
         if repository is None:
-            raise
+            raise escapes_noted(missing, store) from None
     else:
         if not group.implicit:
             return group

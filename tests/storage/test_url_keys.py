@@ -7,17 +7,24 @@ percent-decoded and names no host (`storage/opening/url.py`, `local_path`).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 import aiozarr
 from aiozarr.emulator import Emulator
-from aiozarr.errors import ReferenceTargetError, StoreError
+from aiozarr.errors import NodeNotFoundError, ReferenceTargetError, StoreError
 from aiozarr.storage.backends.local import LocalStore
 from aiozarr.storage.backends.object_store import ObjectStore
 from aiozarr.storage.backends.zip import ZipStore
-from aiozarr.storage.opening.url import from_url, local_path, names_zip, open_zip
+from aiozarr.storage.opening.url import (
+    escapes_noted,
+    from_url,
+    local_path,
+    names_zip,
+    open_zip,
+)
 from aiozarr.storage.references.targets import locate
 
 # Keys obstore's own URL parsing cut short or changed (a fragment, a query, an escape).
@@ -41,6 +48,47 @@ def test_arrays_at_keys_with_hash_and_query_hold_their_own_values(
     assert sorted(p.name for p in (emulator.root / prefix).iterdir()) == sorted(
         ["run#1.zarr", "run#2.zarr", "q?x=1", "s p.zarr", "ünï €.zarr", "s%20p.zarr"]
     )
+
+
+@pytest.mark.parametrize("opener", [aiozarr.open_array, aiozarr.open_group, aiozarr.open])
+def test_a_percent_escape_that_opens_nothing_names_the_decoded_path(
+    emulator: Emulator, prefix: str, opener: Any
+) -> None:
+    """`%20` in an object store's URL is 3 characters of the key, as s3fs reads it: where
+    such a URL opens nothing, the error says so and names the decoded path's URL, which
+    opens the array; a URL without an escape is told nothing of escapes."""
+    options = emulator.storage_options()
+    decoded = emulator.s3_url(f"{prefix}/my data.zarr")
+    aiozarr.create_array(decoded, shape=(3,), dtype="i4", storage_options=options)
+    escaped = emulator.s3_url(f"{prefix}/my%20data.zarr")
+    with pytest.raises(NodeNotFoundError, match=r"percent-escape.*taken as written") as caught:
+        opener(escaped, mode="r", storage_options=options)
+    assert str(caught.value).endswith(f"the decoded path is {decoded!r}")
+    assert aiozarr.open(decoded, mode="r", storage_options=options).shape == (3,)
+    with pytest.raises(NodeNotFoundError) as plain:
+        opener(emulator.s3_url(f"{prefix}/other.zarr"), mode="r", storage_options=options)
+    assert "escape" not in str(plain.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "decoded"),
+    [
+        ("gs://b/a%2Fb/c%C3%BC.zarr", "gs://b/a/b/cü.zarr"),
+        ("az://cont/x%20y", "az://cont/x y"),
+        ("s3://b/100%.zarr", None),  # no escape: '%' and two characters that are not hex
+        ("https://h/x%20y.zarr", None),  # an HTTP URL is decoded by its server
+        ("file:///tmp/x%20y.zarr", None),  # a file URL is decoded
+        ("/tmp/x%20y.zarr", None),  # a path is a name
+    ],
+)
+def test_only_an_object_store_url_is_told_of_its_escapes(url: str, decoded: str | None) -> None:
+    missing = NodeNotFoundError(f"no Zarr array or group at '/' in {url}")
+    noted = escapes_noted(missing, url)
+    if decoded is None:
+        assert noted is missing
+    else:
+        assert type(noted) is NodeNotFoundError and str(noted).startswith(str(missing))
+        assert str(noted).endswith(f"the decoded path is {decoded!r}")
 
 
 def test_the_store_shows_and_caches_the_true_prefix(emulator: Emulator) -> None:

@@ -16,7 +16,9 @@ How a path is read from a URL:
 - `s3://`, `gs://`, `az://` (...): everything after the bucket (container) is the key
   prefix exactly as written, as s3fs and gcsfs (and so zarr-python) read it: `#` and `?`
   are part of the key (`s3://b/run#1.zarr` is key prefix `run#1.zarr`, not `run`), and
-  `%` is a character (`s%20p` is not `s p`). Object keys may hold any of them.
+  `%` is a character (`s%20p` is not `s p`). Object keys may hold any of them. Where
+  such a URL with a percent-escape opens nothing, the error says so and names the URL
+  of the decoded path (`escapes_noted`).
 - `file:` URLs: see `local_path` (percent-decoded; `#` and `?` kept in the path; no host).
 - `http(s)://` URLs are URLs: a query is sent as one.
 """
@@ -29,11 +31,11 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import SplitResult, quote, urlsplit
+from urllib.parse import SplitResult, quote, unquote, urlsplit
 from urllib.request import url2pathname
 
 from aiozarr import config
-from aiozarr.errors import StoreError
+from aiozarr.errors import NodeNotFoundError, StoreError
 from aiozarr.storage.backends import aws_config, credentials
 from aiozarr.storage.backends.redaction import redact_url
 from aiozarr.storage.backends.zip import ZipMode, ZipStore
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     from aiozarr.storage.backends.object_store import ObjectStore
 
 __all__ = [
+    "escapes_noted",
     "from_url",
     "identity_encoding",
     "is_local",
@@ -60,6 +63,7 @@ _GCS = ("gs", "gcs")
 _AZURE = ("az", "azure", "abfs", "abfss", "adl")
 _HTTP = ("http", "https")
 _REMOTE = (*_S3, *_GCS, *_AZURE, *_HTTP, "memory")
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 
 # obstore client settings (`ClientConfig`); anything else goes to the store's config.
 _CLIENT_KEYS = frozenset(
@@ -208,6 +212,23 @@ def _obstore_url(url: str) -> str:
     scheme = url.partition("://")[0]
     bucket, key = _bucket_and_key(url)
     return f"{scheme}://{bucket}/{quote(key, safe='/')}"
+
+
+def escapes_noted(missing: NodeNotFoundError, url: object) -> NodeNotFoundError:
+    """`missing` (nothing found at `url`), told, where `url` is an object store's URL with
+    a percent-escape in its path (`s3://b/my%20data.zarr`), that the escape was taken as
+    the characters written, and which URL names the decoded path (`s3://b/my data.zarr`);
+    else `missing` itself. No request is sent: the decoded path is only named."""
+    scheme, _, rest = url.partition("://") if isinstance(url, str) else ("", "", "")
+    bucket, key = _bucket_and_key(url) if rest else ("", "")
+    if scheme.lower() not in (*_S3, *_GCS, *_AZURE) or not _ESCAPE.search(key):
+        return missing
+    decoded = redact_url(f"{scheme}://{bucket}/{unquote(key)}")
+    return type(missing)(
+        f"{missing}; a percent-escape in an object store's URL is taken as written, as "
+        f"s3fs and gcsfs take it ('%20' is 3 characters of the key): the decoded path "
+        f"is {decoded!r}"
+    )
 
 
 def is_local(url: str) -> bool:
