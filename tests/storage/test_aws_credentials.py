@@ -63,11 +63,13 @@ DENIED = (
 @dataclass
 class Recorder:
     """An S3-like server on 127.0.0.1 that keeps each request's headers, and an EC2
-    metadata service at the same address (its role only when `role` is set)."""
+    metadata service at the same address (its role only when `role` is set; 503
+    Service Unavailable to everything when `unavailable`)."""
 
     url: str = ""
     requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
     role: str = ""
+    unavailable: bool = False
 
     def headers(self) -> dict[str, str]:
         """The headers of the last S3 request."""
@@ -103,6 +105,8 @@ async def _answer(recorder: Recorder, request: web.Request) -> web.Response:
 def _metadata(recorder: Recorder, request: web.Request) -> web.Response:
     """IMDSv2: a session token, the role's name, the role's credentials."""
     roles = "/latest/meta-data/iam/security-credentials/"
+    if recorder.unavailable:
+        return web.Response(status=503)
     if request.path == "/latest/api/token" and request.method == "PUT":
         return web.Response(text="imds-token")
     if request.headers.get("X-aws-ec2-metadata-token") != "imds-token":
@@ -138,6 +142,7 @@ def recorder_server() -> Iterator[Recorder]:
 def recorder(recorder_server: Recorder) -> Recorder:
     recorder_server.requests.clear()
     recorder_server.role = ""
+    recorder_server.unavailable = False
     return recorder_server
 
 
@@ -328,25 +333,63 @@ async def test_an_instance_role_is_left_to_obstore(
     store = s3(recorder, region="us-east-2")  # the service lists no role: unsigned
     assert store.obstore.config["skip_signature"] in (True, "true")
     recorder.role = "reader-role"
-    await read(s3(recorder))
-    assert recorder.credential() == "ASIAINSTANCE"
-    assert recorder.headers()["x-amz-security-token"] == "instance-token"
+    for options in ({}, {"anon": False}):  # anon=False: the probe finds the role
+        recorder.requests.clear()
+        await read(s3(recorder, **options))
+        assert recorder.credential() == "ASIAINSTANCE"
+        assert recorder.headers()["x-amz-security-token"] == "instance-token"
 
 
-@pytest.mark.parametrize("service", ["closed", "no role"])
-async def test_anon_false_with_nothing_to_sign_with_says_so_not_that_the_bucket_refused(
-    home: Path, recorder: Recorder, closed_port: int, service: str
+@pytest.mark.parametrize("service", ["closed", "no role", "unavailable"])
+async def test_anon_false_with_nothing_to_sign_with_is_refused_at_open_after_one_probe(
+    home: Path,
+    recorder: Recorder,
+    closed_port: int,
+    service: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # anon=False leaves signing to obstore's chain, whose last source is the metadata
-    # service: its failure was told as the bucket's ("nothing listens at <endpoint>").
-    metadata = recorder.url if service == "no role" else f"http://127.0.0.1:{closed_port}"
-    store = s3(recorder, anon=False, metadata_endpoint=metadata)
+    # anon=False left signing to obstore's chain, whose last source is the metadata
+    # service: asked again on each of aiozarr's retries of each request (10 token
+    # requests to a service answering 503, ~7 s; as long against a refused port) before
+    # "no credentials". It is probed once, at open.
+    monkeypatch.delenv("AWS_EC2_METADATA_DISABLED")
+    recorder.unavailable = service == "unavailable"
+    metadata = recorder.url if service != "closed" else f"http://127.0.0.1:{closed_port}"
+    with pytest.raises(StoreError) as raised:
+        await read(s3(recorder, anon=False, metadata_endpoint=metadata))
+    message = str(raised.value)
+    assert message.startswith("cannot open 's3://bucket/data.zarr': anon=False asks for signed")
+    assert f"the instance metadata service at {metadata} lists no role" in message
+    assert "AWS_PROFILE=NAME" in message and "anon=True" in message
+    asked = [(method, path) for method, path, _ in recorder.requests]
+    roles = "/latest/meta-data/iam/security-credentials/"
+    expected = {
+        "closed": [],
+        "no role": [("PUT", "/latest/api/token"), ("GET", roles)],
+        "unavailable": [("PUT", "/latest/api/token")],
+    }
+    assert asked == expected[service]
+
+
+def test_anon_false_with_the_metadata_service_disabled_asks_nothing(
+    home: Path, recorder: Recorder
+) -> None:
+    with pytest.raises(StoreError, match=r"was not asked \(AWS_EC2_METADATA_DISABLED=true\)"):
+        s3(recorder, anon=False, metadata_endpoint=recorder.url)
+    assert recorder.requests == []
+
+
+async def test_anon_false_with_a_setting_the_probe_cannot_judge_is_left_to_obstore(
+    home: Path, recorder: Recorder, closed_port: int
+) -> None:
+    """A container's credentials (or IMDSv1) are obstore's to fetch: no refusal at open,
+    and the failure, when it comes, is told as no credentials, not as the bucket's."""
+    options = {"anon": False, "container_credentials_relative_uri": "/v2/credentials/x"}
+    store = s3(recorder, **options, metadata_endpoint=f"http://127.0.0.1:{closed_port}")
     with config.set(retry_attempts=1), pytest.raises(StoreError) as raised:
         await read(store)
     message = str(raised.value)
-    asked = f"none were given or found, so obstore asked {metadata}/latest/"
-    assert f"no credentials to sign with: {asked}" in message
-    assert "AWS_PROFILE=NAME" in message and "anon=True" in message
+    assert "no credentials to sign with: none were given or found, so obstore asked" in message
     assert "nothing listens" not in message and "bucket refused" not in message
     assert not [r for r in recorder.requests if not r[1].startswith("/latest/")]
 

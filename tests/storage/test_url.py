@@ -165,8 +165,13 @@ def test_azure_url(no_credentials: None) -> None:
 
 
 def test_anon_false_keeps_the_credential_chain(no_credentials: None) -> None:
-    store = from_url("s3://bucket/x", storage_options={"anon": False, "region": "us-east-1"})
+    # With keys it signs with them; with nothing to sign with it is refused at open
+    # (tests/storage/test_aws_credentials.py: the instance role's probe).
+    options = {"anon": False, "region": "us-east-1", "key": "K", "secret": "S"}
+    store = from_url("s3://bucket/x", storage_options=options)
     assert store.obstore.config.get("skip_signature") in (False, "false")
+    with pytest.raises(StoreError, match="anon=False asks for signed requests"):
+        from_url("s3://bucket/x", storage_options={"anon": False, "region": "us-east-1"})
 
 
 def test_obstore_clients_are_built_once_per_bucket_options_and_credentials(

@@ -177,21 +177,34 @@ def _problem(error: Exception) -> str:
 # -- the instance role ------------------------------------------------------------------
 
 
-def has_instance_role(metadata_endpoint: str | None = None) -> bool:
+def metadata_disabled() -> bool:
+    """Whether `AWS_EC2_METADATA_DISABLED=true` turns the instance metadata service off."""
+    return os.environ.get("AWS_EC2_METADATA_DISABLED", "").strip().lower() == "true"
+
+
+def metadata_url(metadata_endpoint: str | None = None) -> str:
+    """The instance metadata service asked: the option's, `AWS_METADATA_ENDPOINT`'s, else
+    EC2's own."""
+    return (metadata_endpoint or os.environ.get("AWS_METADATA_ENDPOINT") or _IMDS).rstrip("/")
+
+
+def has_instance_role(metadata_endpoint: str | None = None, *, anywhere: bool = False) -> bool:
     """Whether the instance metadata service offers a role's credentials here.
 
-    Asked only on a host that says it is an EC2 instance, or where a metadata endpoint
-    is named (`metadata_endpoint`, `AWS_METADATA_ENDPOINT`): elsewhere it would cost a
-    connect timeout for nothing. `AWS_EC2_METADATA_DISABLED=true` turns it off, as for
-    the AWS tools. Asked when a store is built (`from_url` keeps the stores it built);
-    obstore itself then fetches and renews the role's credentials.
+    Asked only on a host that says it is an EC2 instance, where a metadata endpoint is
+    named (`metadata_endpoint`, `AWS_METADATA_ENDPOINT`), or `anywhere` (signing is
+    required: one probe, 1 s timeouts, costs less than obstore's chain asking on every
+    attempt); elsewhere it would cost a connect timeout for nothing.
+    `AWS_EC2_METADATA_DISABLED=true` turns it off, as for the AWS tools. Asked when a
+    store is built (`from_url` keeps the stores it built); obstore itself then fetches
+    and renews the role's credentials.
     """
-    if os.environ.get("AWS_EC2_METADATA_DISABLED", "").strip().lower() == "true":
+    if metadata_disabled():
         return False
     named = metadata_endpoint or os.environ.get("AWS_METADATA_ENDPOINT")
-    if not named and not _on_ec2():
+    if not named and not anywhere and not _on_ec2():
         return False
-    return _role_listed((named or _IMDS).rstrip("/"))
+    return _role_listed(metadata_url(metadata_endpoint))
 
 
 def _on_ec2() -> bool:

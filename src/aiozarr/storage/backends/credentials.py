@@ -14,7 +14,8 @@ makes the request.
    (`role_arn`, `source_profile`), signs in with SSO or runs a `credential_process` is
    handed to boto3 (the `aiozarr[aws]` extra);
 4. an EC2 instance role, which obstore fetches and renews;
-5. none: requests go unsigned, which public buckets take.
+5. none: requests go unsigned, which public buckets take; with `anon=False`, the
+   store is refused at open where the metadata service (probed once) lists no role.
 
 The profile's `region` is used when no option or `AWS_REGION` names one.
 
@@ -61,6 +62,8 @@ _S3_ENV = (
     "AWS_CONTAINER_CREDENTIALS_FULL_URI",
     "AWS_ROLE_ARN",
 )
+# Words in the name of an option that may give obstore's chain credentials of its own.
+_SIGNING_WORDS = ("key", "token", "credential", "role", "imds")
 #: Environment variables that decide which S3 credentials and region a store uses.
 S3_ENVIRONMENT = (
     *_S3_ENV,
@@ -72,6 +75,7 @@ S3_ENVIRONMENT = (
     "AWS_DEFAULT_REGION",
     "AWS_METADATA_ENDPOINT",
     "AWS_EC2_METADATA_DISABLED",
+    "AWS_IMDSV1_FALLBACK",
     "HOME",
 )
 #: The ways to give a store AWS credentials, for error messages.
@@ -238,7 +242,10 @@ def choose_s3_signing(options: dict[str, Any], extra: dict[str, Any]) -> None:
             raise StoreError(_needs_boto3_message(name, profile.needs_boto3))
         extra["credential_provider"] = ProfileCredentials(name)
         return
-    if anonymous is False or aws_config.has_instance_role(options.get("metadata_endpoint")):
+    if anonymous is False:
+        _require_instance_role(options)
+        return  # obstore's own chain: the instance role
+    if aws_config.has_instance_role(options.get("metadata_endpoint")):
         return  # obstore's own chain: the instance role
     if pays:
         raise StoreError(
@@ -246,6 +253,34 @@ def choose_s3_signing(options: dict[str, Any], extra: dict[str, Any]) -> None:
             f"requester-pays request), and no AWS credentials were found: give them with {AWS_WAYS}"
         )
     options["skip_signature"] = True
+
+
+def _require_instance_role(options: dict[str, Any]) -> None:
+    """anon=False and no credentials found: obstore's chain would ask the instance
+    metadata service on each attempt of each request (aiozarr retries them: ~8 s before
+    the error, against a refused port), so it is probed once here and a store it offers
+    no role is refused at open. A setting the probe cannot judge (a container's
+    credentials, IMDSv1, any option naming a key, token, credential or role) is left to
+    obstore's chain, as before."""
+    names = [name.lower().removeprefix("aws_") for name in options]
+    if any(word in name for name in names for word in _SIGNING_WORDS) or _flag(
+        os.environ.get("AWS_IMDSV1_FALLBACK")
+    ):
+        return
+    endpoint = options.get("metadata_endpoint")
+    if aws_config.has_instance_role(endpoint, anywhere=True):
+        return
+    asked = (
+        "was not asked (AWS_EC2_METADATA_DISABLED=true)"
+        if aws_config.metadata_disabled()
+        else f"at {aws_config.metadata_url(endpoint)} lists no role (or did not answer in 1 s)"
+    )
+    raise StoreError(
+        "anon=False asks for signed requests, and no AWS credentials were found: none in "
+        "the storage options, the environment or the AWS profiles, and the instance "
+        f"metadata service {asked}. Give credentials with {AWS_WAYS}; or anon=True to "
+        "read a public bucket unsigned"
+    )
 
 
 # -- what to say when a server refuses ---------------------------------------------------

@@ -133,7 +133,8 @@ def from_url(
     role (`storage.credentials`). GCS and Azure stores take the options' and the
     environment's. A store with none signs nothing, so public data needs no account;
     `anon=True` never signs; `anon=False`, where nothing is found, leaves the signing to
-    obstore's own sources (an EC2 instance role, a GCE service account). `use_ssl=False`
+    obstore's own sources (an EC2 instance role, a GCE service account); an S3 store
+    whose instance metadata service lists no role is then refused here. `use_ssl=False`
     sends S3 requests over http to AWS (an `endpoint` keeps its own scheme, as for boto3).
 
     `check_redirect(from, to)`: an http(s) store follows a redirect only where this
