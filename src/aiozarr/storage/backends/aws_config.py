@@ -188,8 +188,11 @@ def metadata_url(metadata_endpoint: str | None = None) -> str:
     return (metadata_endpoint or os.environ.get("AWS_METADATA_ENDPOINT") or _IMDS).rstrip("/")
 
 
-def has_instance_role(metadata_endpoint: str | None = None, *, anywhere: bool = False) -> bool:
-    """Whether the instance metadata service offers a role's credentials here.
+def has_instance_role(
+    metadata_endpoint: str | None = None, *, anywhere: bool = False
+) -> bool | None:
+    """Whether the instance metadata service offers a role's credentials here (None: it
+    answered that it is busy, so it is there but could not say).
 
     Asked only on a host that says it is an EC2 instance, where a metadata endpoint is
     named (`metadata_endpoint`, `AWS_METADATA_ENDPOINT`), or `anywhere` (signing is
@@ -218,8 +221,10 @@ def _on_ec2() -> bool:
     return False
 
 
-def _role_listed(endpoint: str) -> bool:
-    """Whether IMDSv2 at `endpoint` lists a role: a session token, then the role names."""
+def _role_listed(endpoint: str) -> bool | None:
+    """Whether IMDSv2 at `endpoint` lists a role: a session token, then the role names;
+    None where it answered that it is busy (429, 5xx: an EC2 service throttled for a
+    moment, which a later request may find well)."""
     try:
         token_request = urllib.request.Request(
             f"{endpoint}/latest/api/token",
@@ -234,5 +239,7 @@ def _role_listed(endpoint: str) -> bool:
         )
         with urllib.request.urlopen(roles_request, timeout=_IMDS_TIMEOUT_S) as answer:
             return bool(answer.read().strip())
+    except urllib.error.HTTPError as error:
+        return None if error.code == 429 or error.code >= 500 else False
     except (OSError, urllib.error.URLError, ValueError):
         return False

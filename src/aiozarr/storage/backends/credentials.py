@@ -268,8 +268,8 @@ def _require_instance_role(options: dict[str, Any]) -> None:
     ):
         return
     endpoint = options.get("metadata_endpoint")
-    if aws_config.has_instance_role(endpoint, anywhere=True):
-        return
+    if aws_config.has_instance_role(endpoint, anywhere=True) is not False:
+        return  # a role, or a service too busy to say (on EC2: throttled), left to obstore
     asked = (
         "was not asked (AWS_EC2_METADATA_DISABLED=true)"
         if aws_config.metadata_disabled()
