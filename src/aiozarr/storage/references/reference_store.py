@@ -15,7 +15,8 @@ store: one `stream_partial_values` per target store, so ranges into one file coa
 the target store's request budget, with its retries. Relative target URLs resolve
 against the reference file's directory. Version 0 (a plain `{key: value}` mapping) is
 read too, and so is the Parquet form kerchunk writes (`kerchunk.df.refs_to_dataframe`;
-see `storage/references/parquet.py`; needs pyarrow). `gen` ranges are not supported yet.
+see `storage/references/parquet.py`; needs pyarrow). Templates and `gen` items (keys
+generated over ranges) are rendered by `storage/references/templating.py`.
 
 A reference file is not trusted: its targets must lie in the reference file's own
 bucket or host (its own directory for a local file) or under a prefix the caller
@@ -33,7 +34,6 @@ import contextlib
 import json
 import numbers
 import os
-import re
 import reprlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
@@ -66,11 +66,11 @@ from aiozarr.storage.protocol import (
 )
 from aiozarr.storage.references.parquet import ParquetRefs
 from aiozarr.storage.references.targets import TargetPolicy, locate
+from aiozarr.storage.references.templating import Templates, generate
 
 __all__ = ["ReferenceStore", "is_reference_source", "open_references"]
 
 _NULL = object()  # a key whose entry is null
-_TEMPLATE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 
 
 def is_reference_source(source: object) -> bool:
@@ -78,7 +78,7 @@ def is_reference_source(source: object) -> bool:
     of a `.json` file or a `.parq`/`.parquet` directory, a local directory of Parquet
     references, or anything with a `reference://` prefix."""
     if isinstance(source, Mapping):
-        return "refs" in source
+        return "refs" in source or _is_version1(source)
     if isinstance(source, str | os.PathLike):
         text = os.fspath(source)
         if text.startswith("reference://"):
@@ -271,24 +271,23 @@ class ReferenceStore(Store):
         where = self._where
         if not isinstance(doc, Mapping):
             raise MetadataError(f"{where}: expected a JSON object")
-        if "refs" not in doc:  # version 0: the mapping itself
+        if "refs" not in doc and not _is_version1(doc):  # version 0: the mapping itself
             return _scalar_chunks(dict(doc))
         if doc.get("version", 1) != 1:
             raise UnsupportedError(f"{where}: reference version {doc.get('version')!r}")
-        if doc.get("gen"):
-            raise UnsupportedError(f"{where}: 'gen' references are not supported")
         for field in ("refs", "templates"):
             if field in doc and not isinstance(doc[field], Mapping):
                 raise MetadataError(
                     f"{where}: {field!r} must be a JSON object, got {reprlib.repr(doc[field])}"
                 )
-        templates = {str(k).strip(): str(v) for k, v in doc.get("templates", {}).items()}
-        refs = dict(doc["refs"])
+        templates = Templates(doc.get("templates", {}), where)
+        refs = dict(doc.get("refs", {}))
         if templates:
             for key, value in refs.items():
                 if isinstance(value, list) and value and isinstance(value[0], str):
-                    url = _TEMPLATE.sub(lambda m: templates.get(m[1], m[0]), value[0])
-                    refs[key] = [url, *value[1:]]
+                    refs[key] = [templates.url(value[0], key), *value[1:]]
+        if doc.get("gen") is not None:  # generated keys replace literal ones, as fsspec's
+            refs.update(generate(doc["gen"], templates, where))
         return _scalar_chunks(refs)
 
     # -- resolving keys ----------------------------------------------------------------
@@ -546,6 +545,13 @@ def _json_doc(data: Buffer, where: str) -> Any:
         return json.loads(bytes(memoryview(data)))
     except (ValueError, RecursionError) as error:  # RecursionError: nested too deeply
         raise MetadataError(f"{where}: not valid JSON ({error})") from None
+
+
+def _is_version1(doc: Mapping[str, Any]) -> bool:
+    """Whether `doc` is version 1 references without "refs" (all of them generated);
+    version 0 has no "version" key holding the integer 1 (its values are text or lists)."""
+    version = doc.get("version")
+    return isinstance(version, int) and not isinstance(version, bool) and version == 1
 
 
 def _scalar_chunks(refs: dict[str, Any]) -> dict[str, Any]:
