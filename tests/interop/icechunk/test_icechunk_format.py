@@ -139,6 +139,14 @@ def test_every_store_version_shape_is_compared_with_a_checksum() -> None:
     assert "modified at 2000" in (checksum_problem(by_time, ObjectVersion(None, None, later)) or "")
     local = FileVersion(1, 2, 2000 * 10**9, 2001 * 10**9, 5)  # a LocalStore answer's
     assert "modified at 2000" in (checksum_problem(by_time, local) or "")
+    # a local file's object_store ETag: inode 2, mtime 2000 s in microseconds, size 5
+    by_file = ChunkRef(None, None, "file:///a", 0, 1, etag=f"2-{2000 * 10**6:x}-5")
+    assert checksum_problem(by_file, local) is None
+    grown = FileVersion(1, 2, 2000 * 10**9, 2001 * 10**9, 6)
+    assert "referenced with '2-" in (checksum_problem(by_file, grown) or "")
+    # object_store gives inode 0 where the system has none (Windows): not compared
+    no_inode = ChunkRef(None, None, "file:///a", 0, 1, etag=f"0-{2000 * 10**6:x}-5")
+    assert checksum_problem(no_inode, local) is None
 
 
 def test_a_conditional_read_answer_with_no_etag_keeps_its_time() -> None:

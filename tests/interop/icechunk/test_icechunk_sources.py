@@ -33,9 +33,11 @@ from aiozarr.storage.references.icechunk.format import ChunkRef
 VALUES = np.arange(4, dtype="<i4")
 
 
-def _virtual_repository(path: Path, prefix: str, store: Any, location: str, stamp: int) -> None:
+def _virtual_repository(
+    path: Path, prefix: str, store: Any, location: str, stamp: int | None, etag: str | None = None
+) -> None:
     """A repository whose array `v` is one virtual chunk: 16 bytes of `location`,
-    referenced as last modified at or before second `stamp`."""
+    referenced as last modified at or before second `stamp` (or with ETag `etag`)."""
     config = icechunk.RepositoryConfig.default()
     config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(prefix, store))
     auth = (
@@ -52,9 +54,14 @@ def _virtual_repository(path: Path, prefix: str, store: Any, location: str, stam
     zarr.create_array(
         session.store, name="v", shape=(4,), chunks=(4,), dtype="<i4", compressors=None
     )
-    when = datetime.datetime.fromtimestamp(stamp, datetime.UTC)
+    when = None if stamp is None else datetime.datetime.fromtimestamp(stamp, datetime.UTC)
     spec = icechunk.VirtualChunkSpec(
-        index=[0], location=location, offset=0, length=16, last_updated_at_checksum=when
+        index=[0],
+        location=location,
+        offset=0,
+        length=16,
+        last_updated_at_checksum=when,
+        etag_checksum=etag,
     )
     # icechunk 1.x checks an http container's prefix by its own rules: not checked here
     assert not session.store.set_virtual_refs("v", [spec], validate_containers=False)
@@ -91,6 +98,31 @@ def test_a_local_source_changed_within_the_second_after_its_checksum_is_refused(
     with pytest.raises(SourceChangedError, match=r"modified at \d+\.5, after") as refused:
         aiozarr.open_array(repo, "v", mode="r", storage_options=options)[:]
     assert str(refused.value).count("cannot read") == 1  # seen on the answer: named once
+
+
+def test_a_local_source_changed_after_its_object_store_etag_is_refused(tmp_path: Path) -> None:
+    """A local file's ETag, as object_store (icechunk 1.x's reader, obstore) gives it,
+    is its inode, mtime and size: the chunk was read unchecked, the new bytes served."""
+    obstore = pytest.importorskip("obstore")
+    sources = tmp_path / "src"
+    sources.mkdir()
+    data = sources / "data.bin"
+    VALUES.tofile(data)
+    etag = obstore.head(obstore.store.LocalStore(str(sources)), "data.bin")["e_tag"]
+    store = icechunk.local_filesystem_store(str(sources))
+    location = f"file://{data}"
+    _virtual_repository(tmp_path / "repo", f"file://{sources}/", store, location, None, etag)
+    options = {"allowed_targets": [f"{sources}/"]}
+    read = aiozarr.open_array(tmp_path / "repo", "v", mode="r", storage_options=options)
+    assert read[:].tolist() == [0, 1, 2, 3]
+    (VALUES + 100).tofile(data)  # the same size, rewritten in place
+    os.utime(data, ns=(data.stat().st_mtime_ns + 1000,) * 2)  # a later microsecond
+    with pytest.raises(SourceChangedError, match=r"'v/c/0'.*\(inode, mtime, size\)"):
+        aiozarr.open_array(tmp_path / "repo", "v", mode="r", storage_options=options)[:]
+    # an ETag no file has (not object_store's shape) cannot be compared: read as it is
+    _virtual_repository(tmp_path / "other", f"file://{sources}/", store, location, None, "abc")
+    read = aiozarr.open_array(tmp_path / "other", "v", mode="r", storage_options=options)
+    assert read[:].tolist() == [100, 101, 102, 103]
 
 
 def test_an_http_answer_read_under_a_checksum_carries_its_last_modified(tmp_path: Path) -> None:

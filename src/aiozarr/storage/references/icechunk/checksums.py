@@ -13,13 +13,17 @@ compared before the bytes are used:
 - a time is compared with a local file's mtime (to the nanosecond), or with an object
   store or http(s) answer's Last-Modified: changed later, refused.
 
-A local file has no ETag: a local source referenced with an ETag only is read without
-a check (there is nothing on disk to compare it with; the file is the reader's own).
+A local file's ETag is the one object_store's local storage (icechunk 1.x's reader,
+obstore) gives it: `<inode>-<mtime in microseconds>-<size>` in hex, made from the file's
+stat. A local source referenced with an ETag of that shape is compared so; one of any
+other shape is read without a check (nothing on disk gives it; the file is the reader's
+own).
 """
 
 from __future__ import annotations
 
 import datetime
+import re
 from typing import Any
 
 from aiozarr.storage.policy.backend import FileVersion
@@ -28,6 +32,8 @@ from aiozarr.storage.references.icechunk.format import ChunkRef
 __all__ = ["checksum_problem"]
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+#: object_store's ETag of a local file: inode, mtime (microseconds), size, in hex.
+_FILE_ETAG = re.compile(r"([0-9a-f]+)-([0-9a-f]+)-([0-9a-f]+)")
 
 
 def _opaque(etag: Any) -> str:
@@ -63,10 +69,27 @@ def _nanoseconds(when: datetime.datetime) -> int:
     return (when - _EPOCH) // datetime.timedelta(microseconds=1) * 1000
 
 
+def _file_etag_problem(etag: str, version: FileVersion) -> str | None:
+    """How a local file differs from the object_store ETag `etag` it was referenced
+    with; None when it does not, or `etag` is no such ETag. An inode of 0 is not
+    compared: object_store gives every file that inode where the system has none."""
+    found = _FILE_ETAG.fullmatch(_opaque(etag))
+    if found is None:
+        return None
+    inode, mtime_us, size = (int(part, 16) for part in found.groups())
+    now = (version.inode if inode else 0, max(version.mtime_ns, 0) // 1000, version.size)
+    if (inode, mtime_us, size) == now:
+        return None
+    mine = "-".join(f"{n:x}" for n in now)
+    return f"ETag {mine!r} (inode, mtime, size), referenced with {_opaque(etag)!r}"
+
+
 def checksum_problem(chunk: ChunkRef, version: Any) -> str | None:
     """What differs between `chunk`'s checksum and the `version` its bytes came from;
     None when nothing that can be compared differs."""
     if isinstance(version, FileVersion):
+        if chunk.etag is not None and (problem := _file_etag_problem(chunk.etag, version)):
+            return problem
         if chunk.last_modified is not None:
             return _later(version.mtime_ns, chunk.last_modified)
         return None
