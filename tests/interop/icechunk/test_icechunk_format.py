@@ -5,11 +5,19 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+import icechunk
+import numpy as np
 import pytest
+import zarr
+import zstandard
+from tests.interop.icechunk.conftest import SPEC_VERSIONS
 from tests.interop.icechunk.generate import Written
 
+import aiozarr
 from aiozarr.errors import MetadataError, UnsupportedError
 from aiozarr.storage.references.icechunk.format import (
+    _T,
+    HEADER_SIZE,
     object_id,
     parse_manifest,
     parse_ref_json,
@@ -157,3 +165,30 @@ def test_a_conditional_read_answer_with_no_etag_keeps_its_time() -> None:
     when = datetime.datetime.fromtimestamp(2000, datetime.UTC)
     version = ConditionalReads._version_of({"e_tag": None, "version": None, "last_modified": when})
     assert version is not None and version.last_modified == when
+
+
+@pytest.mark.parametrize("spec_version", SPEC_VERSIONS)
+def test_a_manifest_with_no_extents_holds_every_chunk(
+    tmp_path: Path, spec_version: int | None
+) -> None:
+    """No extents are icechunk's sentinel for "every chunk" (its reader zips them with
+    the coordinates): every chunk read as the fill value, silently."""
+    storage = icechunk.local_filesystem_storage(str(tmp_path / "r"))
+    extra = {} if spec_version is None else {"spec_version": spec_version}
+    session = icechunk.Repository.create(storage, **extra).writable_session("main")
+    arr = zarr.create_array(session.store, name="a", shape=(6, 4), chunks=(2, 2), dtype="i4")
+    arr[...] = values = np.arange(24, dtype="i4").reshape(6, 4)
+    snapshot = session.commit("a")
+    path = tmp_path / "r" / "snapshots" / snapshot
+    data = path.read_bytes()
+    body = bytearray(zstandard.ZstdDecompressor().stream_reader(data[HEADER_SIZE:]).read())
+    for node in _T.root(bytes(body)).tables(2):  # Snapshot.nodes
+        kind, array = node.union(3)  # NodeSnapshot.node_data
+        for ref in array.tables(2) if kind == 1 and array else ():  # ArrayNodeData.manifests
+            start, _ = ref._vector(ref._off(1), 8)  # ManifestRef.extents
+            struct.pack_into("<I", body, start - 4, 0)  # its length: none
+    path.write_bytes(data[:HEADER_SIZE] + zstandard.ZstdCompressor().compress(bytes(body)))
+    theirs = icechunk.Repository.open(storage).readonly_session(snapshot_id=snapshot)
+    np.testing.assert_array_equal(zarr.open_array(theirs.store, path="a", mode="r")[...], values)
+    ours = aiozarr.open_array(tmp_path / "r", "a", mode="r", storage_options={"snapshot": snapshot})
+    np.testing.assert_array_equal(ours[...], values)

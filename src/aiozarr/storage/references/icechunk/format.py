@@ -298,9 +298,9 @@ class ArrayManifestRef:
     extents: tuple[tuple[int, int], ...]
 
     def covers(self, coords: tuple[int, ...]) -> bool:
-        return len(coords) == len(self.extents) and all(
-            lo <= c < hi for c, (lo, hi) in zip(coords, self.extents, strict=True)
-        )
+        """Whether the chunk at `coords` may be in the manifest, as icechunk's reader
+        tells: no extents (its sentinel for "every chunk") cover every chunk."""
+        return all(lo <= c < hi for c, (lo, hi) in zip(coords, self.extents, strict=False))
 
 
 @dataclass(frozen=True)
