@@ -217,3 +217,28 @@ def test_a_session_store_with_the_cache_is_read_once(written: Written, path: str
     store.reset()
     np.testing.assert_array_equal(arr[...], arrays[path])
     assert store.counts["get"] == 0
+
+
+def test_a_container_prefix_of_any_text_is_read(tmp_path) -> None:
+    """FlexBuffers keys were read as ASCII: a container in a folder `données` made the
+    repository's configuration "malformed", and a refused chunk's error that one."""
+    icechunk = pytest.importorskip("icechunk")
+    if int(icechunk.__version__.split(".")[0]) < 2:
+        pytest.skip("spec-2 repositories (icechunk 2.x) declare containers in their repo file")
+    sources = tmp_path / "données"
+    sources.mkdir()
+    np.arange(4, dtype="<i4").tofile(sources / "f.bin")
+    prefix = f"file://{sources}/"
+    config = icechunk.RepositoryConfig.default()
+    store = icechunk.local_filesystem_store(str(sources))
+    config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(prefix, store))
+    storage = icechunk.local_filesystem_storage(str(tmp_path / "r"))
+    session = icechunk.Repository.create(storage, config=config).writable_session("main")
+    zarr.create_array(session.store, name="v", shape=(4,), dtype="<i4", compressors=None)
+    spec = icechunk.VirtualChunkSpec(index=[0], location=f"{prefix}f.bin", offset=0, length=16)
+    session.store.set_virtual_refs("v", [spec], validate_containers=False)
+    session.commit("virtual")
+    store = IcechunkStore(tmp_path / "r")
+    assert run(store.virtual_chunk_containers) == {prefix: {"local_file_system": str(sources)}}
+    with pytest.raises(ReferenceTargetError, match=r"'v/c/0'.*declares virtual chunk container"):
+        aiozarr.open_array(tmp_path / "r", "v", mode="r")[...]

@@ -262,7 +262,7 @@ def virtual_chunk_containers(info: RepoInfo, where: str) -> dict[str, dict[str, 
     if info.config is None:
         return {}
     try:
-        config = flexbuffers.Loads(info.config)
+        config = _flex(flexbuffers.GetRoot(info.config))
     except (IndexError, ValueError, TypeError, KeyError, RecursionError, struct.error) as error:
         raise MetadataError(f"{where}: malformed configuration ({error!r})") from None
     found = config.get("virtual_chunk_containers") if isinstance(config, dict) else None
@@ -272,6 +272,26 @@ def virtual_chunk_containers(info: RepoInfo, where: str) -> dict[str, dict[str, 
             store = container.get("store")
             out[container["url_prefix"]] = store if isinstance(store, dict) else {}
     return out
+
+
+def _flex(ref: Any, depth: int = 0) -> Any:
+    """A FlexBuffers value as Python, its map keys read as UTF-8: the runtime's `Loads`
+    reads keys as ASCII, and icechunk keys its containers by their url prefix, which
+    may name a folder `données`."""
+    if depth > 64:
+        raise ValueError("nested more than 64 deep")
+    if ref.IsMap:
+        m = ref.AsMap
+        return {
+            bytes(k.AsKeyBytes).decode(): _flex(v, depth + 1)
+            for k, v in zip(m.Keys, m.Values, strict=True)
+        }
+    if ref.IsKey:
+        return bytes(ref.AsKeyBytes).decode()
+    for kind, items in (("IsVector", "AsVector"), ("IsTypedVector", "AsTypedVector")):
+        if getattr(ref, kind):
+            return [_flex(item, depth + 1) for item in getattr(ref, items)]
+    return ref.Value
 
 
 def parse_ref_json(data: bytes, where: str) -> str:

@@ -330,7 +330,9 @@ class IcechunkStore(ReferenceStore):
         how to allow it (the declaration itself authorizes nothing)."""
         info = self._info
         containers = {} if info is None else virtual_chunk_containers(info, f"{self._url}/repo")
-        prefix = max((p for p in containers if location.startswith(p)), key=len, default=None)
+        # icechunk writes a location percent-encoded (`donn%C3%A9es`), a prefix as given
+        where = unquote(location)
+        prefix = max((p for p in containers if where.startswith(unquote(p))), key=len, default=None)
         if prefix is None:
             return ""
         kinds = ", ".join(containers[prefix]) or "no store"
