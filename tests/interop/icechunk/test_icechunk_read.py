@@ -242,3 +242,43 @@ def test_a_container_prefix_of_any_text_is_read(tmp_path) -> None:
     assert run(store.virtual_chunk_containers) == {prefix: {"local_file_system": str(sources)}}
     with pytest.raises(ReferenceTargetError, match=r"'v/c/0'.*declares virtual chunk container"):
         aiozarr.open_array(tmp_path / "r", "v", mode="r")[...]
+
+
+def test_a_location_relative_to_a_named_container_is_read(tmp_path) -> None:
+    """icechunk 2.x writes `vcc://NAME/path`, relative to the container named NAME: it
+    was taken for a URL of its own, refused whatever the allowed_targets."""
+    icechunk = pytest.importorskip("icechunk")
+    if int(icechunk.__version__.split(".")[0]) < 2:
+        pytest.skip("named containers and vcc:// locations are icechunk 2.x's")
+    sources = tmp_path / "src"
+    (sources / "sub").mkdir(parents=True)
+    np.arange(8, dtype="<i4").tofile(sources / "sub" / "f 1.bin")
+    prefix = f"file://{sources}/"
+    config = icechunk.RepositoryConfig.default()
+    store = icechunk.local_filesystem_store(str(sources))
+    config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(prefix, store, name="d"))
+    access = {prefix: icechunk.credentials.LocalFileSystemAccess}
+    storage = icechunk.local_filesystem_storage(str(tmp_path / "r"))
+    repo = icechunk.Repository.create(storage, config=config, authorize_virtual_chunk_access=access)
+    session = repo.writable_session("main")
+    for name, container in (("v", "d"), ("lost", "nope")):
+        zarr.create_array(
+            session.store, name=name, shape=(8,), chunks=(4,), dtype="<i4", compressors=None
+        )
+        refs = [
+            icechunk.VirtualChunkSpec([i], f"vcc://{container}/sub/f%201.bin", 16 * i, 16)
+            for i in range(2)
+        ]
+        session.store.set_virtual_refs(name, refs, validate_containers=False)
+    snapshot = session.commit("relative")
+    theirs = zarr.open_array(repo.readonly_session("main").store, path="v", mode="r")[...]
+    assert theirs.tolist() == list(range(8))
+    for ref in ({"branch": "main"}, {"snapshot": snapshot}):  # by id: the repo file unread
+        options = {"allowed_targets": [str(sources)], **ref}
+        ours = aiozarr.open_array(tmp_path / "r", "v", mode="r", storage_options=options)
+        assert ours[...].tolist() == theirs.tolist()
+        lost = aiozarr.open_array(tmp_path / "r", "lost", mode="r", storage_options=options)
+        with pytest.raises(ReferenceTargetError, match=r"'lost/c/0'.*container 'nope'"):
+            lost[...]
+    with pytest.raises(ReferenceTargetError, match=r"allowed_targets=\[" + repr(prefix)):
+        aiozarr.open_array(tmp_path / "r", "v", mode="r")[...]  # the container allows nothing

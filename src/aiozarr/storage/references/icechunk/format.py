@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import functools
 import json
 import struct
 from collections.abc import Sequence
@@ -27,7 +28,7 @@ from flatbuffers import number_types as N
 from flatbuffers.table import Table
 
 from aiozarr import config
-from aiozarr.errors import MetadataError, UnsupportedError
+from aiozarr.errors import MetadataError, ReferenceTargetError, UnsupportedError
 
 __all__ = [
     "MANIFEST",
@@ -39,6 +40,7 @@ __all__ = [
     "Node",
     "RepoInfo",
     "Snapshot",
+    "absolute_location",
     "object_id",
     "parse_manifest",
     "parse_ref_json",
@@ -259,19 +261,49 @@ def virtual_chunk_containers(info: RepoInfo, where: str) -> dict[str, dict[str, 
     """The virtual chunk containers a spec-2 repository's configuration declares: url
     prefix -> the settings of its store as written (`{"s3": {"region": ...}}`,
     `{"local_file_system": "/data"}`)."""
-    if info.config is None:
-        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for container in _containers(info.config, where):
+        store = container.get("store")
+        out[container["url_prefix"]] = store if isinstance(store, dict) else {}
+    return out
+
+
+@functools.lru_cache(maxsize=8)  # read once per repository, not once per chunk
+def _named_prefixes(config: bytes | None, where: str) -> dict[str, str]:
+    """Name -> url prefix of each named container of the configuration `config`."""
+    return {c["name"]: c["url_prefix"] for c in _containers(config, where) if "name" in c}
+
+
+def _containers(config: bytes | None, where: str) -> list[dict[str, Any]]:
+    """The containers of the configuration `config`: each a dict with a `url_prefix`."""
+    if config is None:
+        return []
     try:
-        config = _flex(flexbuffers.GetRoot(info.config))
+        doc = _flex(flexbuffers.GetRoot(config))
     except (IndexError, ValueError, TypeError, KeyError, RecursionError, struct.error) as error:
         raise MetadataError(f"{where}: malformed configuration ({error!r})") from None
-    found = config.get("virtual_chunk_containers") if isinstance(config, dict) else None
-    out: dict[str, dict[str, Any]] = {}
-    for container in found.values() if isinstance(found, dict) else ():
-        if isinstance(container, dict) and isinstance(container.get("url_prefix"), str):
-            store = container.get("store")
-            out[container["url_prefix"]] = store if isinstance(store, dict) else {}
-    return out
+    found = doc.get("virtual_chunk_containers") if isinstance(doc, dict) else None
+    return [
+        c
+        for c in (found.values() if isinstance(found, dict) else ())
+        if isinstance(c, dict) and isinstance(c.get("url_prefix"), str)
+    ]
+
+
+def absolute_location(location: str, info: RepoInfo | None, where: str) -> str:
+    """A virtual chunk's location as a URL: `vcc://NAME/path` (icechunk 2.x: relative
+    to the container named NAME, whose prefix ends in `/`) is that prefix + `path`;
+    any other location is already one. The container authorizes nothing."""
+    if not location.startswith("vcc://"):
+        return location
+    name, _, path = location[6:].partition("/")
+    prefix = None if info is None else _named_prefixes(info.config, where).get(name)
+    if prefix is None:
+        raise ReferenceTargetError(
+            f"virtual chunk location {location!r} names container {name!r}, which the "
+            f"repository's configuration does not declare"
+        )
+    return prefix + path
 
 
 def _flex(ref: Any, depth: int = 0) -> Any:

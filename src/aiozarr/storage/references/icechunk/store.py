@@ -48,6 +48,7 @@ from aiozarr.storage.references.icechunk.format import (
     Node,
     RepoInfo,
     Snapshot,
+    absolute_location,
     parse_manifest,
     parse_ref_json,
     parse_repo_info,
@@ -270,6 +271,8 @@ class IcechunkStore(ReferenceStore):
     async def _lookup(self, keys: Sequence[str]) -> list[Any]:
         """Each key's reference: inline bytes, `[url, offset, length, chunk]`, or None."""
         found = await self._entries(keys)
+        if any(isinstance(f, ChunkRef) and (f.location or "")[:6] == "vcc://" for f in found):
+            await self._read_info()  # relative locations name its containers
         return [
             self._reference(f, k) if isinstance(f, ChunkRef) else f
             for f, k in zip(found, keys, strict=True)
@@ -320,10 +323,14 @@ class IcechunkStore(ReferenceStore):
             return [f"chunks/{chunk.chunk_id}", chunk.offset, chunk.length, chunk]
         assert chunk.location is not None
         try:
-            self._resolve(chunk.location, key)  # refused before any request if not allowed
+            location = absolute_location(chunk.location, self._info, f"{self._url}/repo")
         except ReferenceTargetError as error:
-            raise ReferenceTargetError(f"{error}{self._container_hint(chunk.location)}") from None
-        return [chunk.location, chunk.offset, chunk.length, chunk]
+            raise ReferenceTargetError(f"cannot read {key!r} of {self._url!r}: {error}") from None
+        try:
+            self._resolve(location, key)  # refused before any request if not allowed
+        except ReferenceTargetError as error:
+            raise ReferenceTargetError(f"{error}{self._container_hint(location)}") from None
+        return [location, chunk.offset, chunk.length, chunk]
 
     def _container_hint(self, location: str) -> str:
         """Where the repository read declares a container for `location`: its name and
@@ -347,12 +354,16 @@ class IcechunkStore(ReferenceStore):
         None for a spec-1 repository (its configuration, YAML, is not read). They
         authorize nothing: virtual chunks are read under `allowed_targets`."""
         await self._load()
+        info = await self._read_info()
+        return None if info is None else virtual_chunk_containers(info, f"{self._url}/repo")
+
+    async def _read_info(self) -> RepoInfo | None:
+        """The spec-2 `repo` file (a branch's or tag's open read it already)."""
         if self._info is None:
             data = await self._repository().get("repo")
-            if data is None:
-                return None
-            self._info = parse_repo_info(data, f"{self._url}/repo")
-        return virtual_chunk_containers(self._info, f"{self._url}/repo")
+            if data is not None:
+                self._info = parse_repo_info(data, f"{self._url}/repo")
+        return self._info
 
     async def _fetch_manifests(self, ids: set[str]) -> dict[str, Manifest]:
         """The manifests `ids`: those kept (`kept.py`), those another lookup is reading
