@@ -173,6 +173,25 @@ def test_copying_with_overwrite_onto_the_source_is_refused(tmp_path: Path) -> No
     assert aiozarr.open_array(tmp_path / "g.zarr", "sub/x")[:].tolist() == [1, 2]
 
 
+@pytest.mark.parametrize("resume", [False, True])
+def test_copying_into_the_source_is_refused_without_overwrite(tmp_path: Path, resume: bool) -> None:
+    # a resumed copy into the source's own subgroup copied the copy into itself again
+    group = aiozarr.create_group(tmp_path / "g.zarr")
+    group.create_array("x", shape=(4,), dtype="i4", chunks=(2,))[:] = [1, 2, 3, 4]
+    for destination, options in [
+        (tmp_path / "g.zarr", {"dst_path": "copy"}),  # into itself
+        (tmp_path / "g.zarr" / "copy", {}),  # the same, through a store rooted inside it
+        (tmp_path / "g.zarr", {"src_path": "x"}),  # onto its group
+    ]:
+        with pytest.raises(InvalidValueError, match="would write into what it is reading"):
+            copy(tmp_path / "g.zarr", destination, resume=resume, **options)
+    assert sorted(p.name for p in (tmp_path / "g.zarr").iterdir()) == ["x", "zarr.json"]
+    run = aiozarr_cli("cp", str(tmp_path / "g.zarr"), str(tmp_path / "g.zarr/c"), check=False)
+    assert run.returncode == 1 and "onto itself, a node inside it or one" in run.stderr
+    copy(tmp_path / "g.zarr", tmp_path / "g.zarr", src_path="x", dst_path="y")  # siblings
+    assert aiozarr.open_array(tmp_path / "g.zarr", "y")[:].tolist() == [1, 2, 3, 4]
+
+
 def test_copying_onto_the_source_through_stores_rooted_apart_is_refused(
     tmp_path: Path, emulator: Emulator
 ) -> None:

@@ -287,15 +287,22 @@ def _stores(
     return src_store, dst_store
 
 
-def _check_apart(src: Store, src_path: str, dst: Store, dst_path: str) -> None:
-    """Refuse to overwrite the source, a node inside it or one holding it: overwriting
-    deletes the destination before anything is read."""
-    if hierarchy.overlapping(src, src_path, dst, dst_path):
-        raise InvalidValueError(
-            f"cannot copy {src_path or '/'!r} of {src!r} with overwrite onto itself, a node "
-            f"inside it or one holding it ({dst_path or '/'!r}): overwriting would delete "
-            "what is being copied; copy to another path or store"
-        )
+def _check_apart(src: Store, src_path: str, dst: Store, dst_path: str, *, overwrite: bool) -> None:
+    """Refuse to copy onto the source, into it or onto a node holding it: overwriting
+    deletes the destination before anything is read; otherwise the copy writes into
+    the hierarchy it is reading (resuming, over the source's own arrays)."""
+    if not hierarchy.overlapping(src, src_path, dst, dst_path):
+        return
+    why = (
+        "overwriting would delete what is being copied"
+        if overwrite
+        else "the copy would write into what it is reading"
+    )
+    raise InvalidValueError(
+        f"cannot copy {src_path or '/'!r} of {src!r}{' with overwrite' if overwrite else ''} "
+        f"onto itself, a node inside it or one holding it ({dst_path or '/'!r} of {dst!r}): "
+        f"{why}; copy to another path or store"
+    )
 
 
 async def copy_async(
@@ -329,8 +336,7 @@ async def copy_async(
     if codec is not None:
         parse_codec(codec, zarr_format or 3)  # refused before anything is created
     src_store, dst_store = _stores(src, dst, storage_options, dst_storage_options)
-    if overwrite:
-        _check_apart(src_store, src_path, dst_store, dst_path)
+    _check_apart(src_store, src_path, dst_store, dst_path, overwrite=overwrite)
     report = CopyReport()
     root = await _open_source(src, src_store, src_path, storage_options)
     held = await unlist_async(dst_store, dst_path) if resume or overwrite else []
