@@ -61,6 +61,23 @@ def test_info_html_and_the_cli_show_one_description(
     assert codecs_text(shown["codecs"]) == codecs
 
 
+def test_info_shows_the_memory_order_of_chunks(tmp_path: Path, capsys) -> None:
+    """A chunk's memory order is part of its encoding: a v3 `transpose` codec showed as
+    `transpose()` (its `order` list left out) and a v2 array's `order` nowhere."""
+    options = {"shape": (3, 4), "dtype": "i2", "chunks": (2, 2), "zarr_format": 2}
+    aiozarr.create_array(tmp_path / "f.zarr", order="F", **options)[...] = 7
+    aiozarr.migrate(tmp_path / "f.zarr", tmp_path / "t.zarr")  # F order -> transpose codec
+    assert main(["info", str(tmp_path / "t.zarr")]) == 0
+    rows = _rows(capsys.readouterr().out)
+    assert rows["Codecs"].startswith("transpose(order=[1,0]) -> bytes(endian=little)")
+    assert "Order" not in rows  # v3: the codecs say it
+    assert main(["info", str(tmp_path / "f.zarr")]) == 0
+    assert _rows(capsys.readouterr().out)["Order"] == "F"
+    assert main(["info", str(tmp_path / "f.zarr"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["order"] == "F"
+    assert _rows(aiozarr.open_array(tmp_path / "f.zarr").info)["Order"] == "F"
+
+
 def test_info_names_the_node_the_url_points_at(tmp_path: Path, capsys) -> None:
     group = aiozarr.open_group(tmp_path / "demo.zarr", mode="w")
     group.create_array("temperature", shape=(4,), dtype="f4", chunks=(2,))

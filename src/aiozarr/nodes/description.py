@@ -76,6 +76,9 @@ class ArrayDescription:
     #: Why the array cannot be read here (a codec whose package is missing), with the
     #: fix; None for an array that reads.
     problem: str | None = None
+    #: The memory order of a v2 / v1 chunk ("C" or "F"); None where codecs say it (v3:
+    #: a `transpose` codec).
+    order: str | None = None
 
     def grid_text(self) -> tuple[str, str]:
         """The chunk shape and the shard shape for people ("None": not sharded); on a
@@ -103,6 +106,7 @@ class ArrayDescription:
             ("Shard shape", shards),
             ("Grid", f"{self.grid} = {math.prod(self.grid)} {unit}"),
             ("Codecs", codecs_text(self.codecs)),
+            *([] if self.order is None else [("Order", self.order)]),
             ("Fill value", fill_value_text(self.fill_value)),
             ("Dimension names", "None" if names is None else ", ".join(map(str, names))),
             ("Decoded size", human_bytes(self.decoded_bytes)),
@@ -132,6 +136,7 @@ class ArrayDescription:
             "chunk_grid": self.chunk_grid,
             "grid": list(self.grid),
             "codecs": [dict(codec) for codec in self.codecs],
+            **({} if self.order is None else {"order": self.order}),
             "fill_value": _json_value(self.fill_value),
             "dimension_names": None if self.dimension_names is None else list(self.dimension_names),
             "decoded_bytes": self.decoded_bytes,
@@ -194,6 +199,7 @@ def describe_array(
         attributes=dict(meta.attributes),
         decoded_bytes=math.prod(meta.shape) * meta.dtype.itemsize,
         problem=problem,
+        order=None if meta.codecs else meta.order,
     )
 
 
@@ -357,11 +363,23 @@ def codecs_text(codecs: Sequence[Mapping[str, Any]]) -> str:
             inner = codecs_text(list(conf.get("codecs", [])))
             parts.append(f"sharding_indexed[{inner}]")
         elif conf:
-            short = ",".join(f"{k}={v}" for k, v in conf.items() if not isinstance(v, dict | list))
+            short = ",".join(f"{k}={_setting(v)}" for k, v in conf.items() if _shown(v))
             parts.append(f"{name}({short})")
         else:
             parts.append(str(name))
     return " -> ".join(parts) or "none"
+
+
+def _shown(value: Any) -> bool:
+    """Whether a codec setting is shown: scalars, and lists of them (a `transpose`
+    codec's `order`), not nested documents."""
+    if isinstance(value, list | tuple):
+        return all(not isinstance(item, dict | list | tuple) for item in value)
+    return not isinstance(value, dict)
+
+
+def _setting(value: Any) -> str:
+    return f"[{','.join(map(str, value))}]" if isinstance(value, list | tuple) else str(value)
 
 
 def _codecs(meta: ArrayMetadata) -> tuple[dict[str, Any], ...]:
