@@ -86,6 +86,20 @@ def test_existing_destination_needs_overwrite_or_resume(tmp_path: Path) -> None:
     copy(src, tmp_path / "b.zarr", overwrite=True)
 
 
+def test_resume_and_overwrite_together_are_refused(tmp_path: Path) -> None:
+    # resumed, overwrite deleted a group where an array goes (and all below it), yet an
+    # array stored with other codecs was refused, the message asking for overwrite
+    src, _ = _source(tmp_path / "a.zarr", zarr_format=3)
+    group = aiozarr.create_group(tmp_path / "b.zarr")
+    group.create_group("kept").create_array("x", shape=(2,), dtype="i1")[:] = [5, 6]
+    with pytest.raises(InvalidValueError, match="resume and overwrite exclude each other"):
+        copy(src, tmp_path / "b.zarr", dst_path="kept", resume=True, overwrite=True)
+    assert aiozarr.open_array(tmp_path / "b.zarr", "kept/x")[:].tolist() == [5, 6]
+    run = aiozarr_cli("cp", src, str(tmp_path / "c.zarr"), "--resume", "--overwrite", check=False)
+    assert run.returncode == 2 and "not allowed with argument" in run.stderr
+    assert not (tmp_path / "c.zarr").exists()
+
+
 def test_bad_conversions_are_clear(tmp_path: Path) -> None:
     src, _ = _source(tmp_path / "a.zarr")
     with pytest.raises(InvalidValueError, match="3 dimensions"):

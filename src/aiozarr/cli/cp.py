@@ -64,12 +64,13 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         metavar="NAME[:LEVEL]",
         help="compressor: zstd:5, gzip:6, blosc:lz4:5 or none",
     )
-    parser.add_argument(
+    existing = parser.add_mutually_exclusive_group()
+    existing.add_argument(
         "--resume",
         action="store_true",
         help="keep what is at DST; skip units already copied and verified",
     )
-    parser.add_argument("--overwrite", action="store_true", help="replace what is at DST")
+    existing.add_argument("--overwrite", action="store_true", help="replace what is at DST")
     parser.add_argument(
         "--max-inflight-bytes",
         type=positive,

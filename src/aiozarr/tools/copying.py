@@ -305,6 +305,16 @@ def _check_apart(src: Store, src_path: str, dst: Store, dst_path: str, *, overwr
     )
 
 
+def _one_of(*, resume: bool, overwrite: bool) -> None:
+    """Refuse `resume` with `overwrite`: one keeps what is at the destination, the other
+    deletes it."""
+    if resume and overwrite:
+        raise InvalidValueError(
+            "resume and overwrite exclude each other: resume keeps what is at the "
+            "destination and copies what is missing or differs; overwrite deletes it first"
+        )
+
+
 async def copy_async(
     src: StoreLike,
     dst: StoreLike,
@@ -333,6 +343,7 @@ async def copy_async(
     metadata are consolidated again at the end, resuming or overwriting.
     """
     started = time.perf_counter()
+    _one_of(resume=resume, overwrite=overwrite)
     if codec is not None:
         parse_codec(codec, zarr_format or 3)  # refused before anything is created
     src_store, dst_store = _stores(src, dst, storage_options, dst_storage_options)
