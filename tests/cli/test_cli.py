@@ -291,6 +291,14 @@ def test_bench_of_an_array_it_times_no_request_for(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("repeat", ["0", "-2"])
+def test_bench_refuses_a_repeat_below_one(tmp_path: Path, repeat: str) -> None:
+    """`--repeat 0` timed one read anyway and reported it as the median of 1."""
+    aiozarr.create_array(tmp_path / "e.zarr", shape=(4,), dtype="f4", chunks=(4,))
+    result = aiozarr_cli("bench", str(tmp_path / "e.zarr"), "--repeat", repeat, check=False)
+    assert result.returncode == 2 and "--repeat: expected an integer of at least 1" in result.stderr
+
+
 def test_a_consolidated_hierarchy_over_http_is_copied(tmp_path: Path) -> None:
     """A plain HTTP server cannot list: copies walked every group by listing, so a
     consolidated hierarchy served over HTTP could be opened but not copied."""

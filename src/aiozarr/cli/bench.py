@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from aiozarr.cli.errors import run_command
-from aiozarr.cli.options import Parser, add_common
+from aiozarr.cli.options import Parser, add_common, positive
 from aiozarr.cli.progress import human_bytes
 from aiozarr.cli.storage_options import options_for, parse_storage_options
 
@@ -43,7 +43,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         metavar="SLICES",
         help='numpy-style selection, e.g. "0:10,:,5" (default: everything)',
     )
-    parser.add_argument("--repeat", type=int, default=3, help="reads to time (default 3)")
+    parser.add_argument("--repeat", type=positive, default=3, help="reads to time (default 3)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_common(parser)
     return parser
