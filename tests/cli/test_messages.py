@@ -78,6 +78,29 @@ def test_info_shows_the_memory_order_of_chunks(tmp_path: Path, capsys) -> None:
     assert _rows(aiozarr.open_array(tmp_path / "f.zarr").info)["Order"] == "F"
 
 
+def test_tree_and_info_show_names_a_terminal_would_act_on_escaped(tmp_path: Path, capsys) -> None:
+    """A newline in a name drew a line of its own (a member that is not there), an
+    escape sequence recoloured the terminal: such names are shown quoted, escaped."""
+    group = aiozarr.create_group(tmp_path / "g.zarr")
+    for name in ("new\nline", "esc\x1b[31mred", "ünï sp.ace"):
+        group.create_array(name, shape=(1,), dtype="i1")
+    assert main(["tree", str(tmp_path / "g.zarr")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:] == [
+        "├── 'esc\\x1b[31mred' (1,) int8 chunks (1,)",
+        "├── 'new\\nline' (1,) int8 chunks (1,)",
+        "└── ünï sp.ace (1,) int8 chunks (1,)",
+    ]
+    assert main(["info", str(tmp_path / "g.zarr")]) == 0
+    rows = _rows(capsys.readouterr().out)
+    assert rows["Members"] == "'esc\\x1b[31mred', 'new\\nline', ünï sp.ace"
+    assert main(["info", str(tmp_path / "g.zarr"), "--path", "new\nline"]) == 0
+    assert _rows(capsys.readouterr().out)["Name"] == "'/new\\nline'"
+    assert main(["tree", str(tmp_path / "g.zarr"), "--json"]) == 0  # JSON escapes them itself
+    names = [m["name"] for m in json.loads(capsys.readouterr().out)["members"]]
+    assert names == ["esc\x1b[31mred", "new\nline", "ünï sp.ace"]
+
+
 def test_info_names_the_node_the_url_points_at(tmp_path: Path, capsys) -> None:
     group = aiozarr.open_group(tmp_path / "demo.zarr", mode="w")
     group.create_array("temperature", shape=(4,), dtype="f4", chunks=(2,))

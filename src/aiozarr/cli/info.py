@@ -26,7 +26,7 @@ import anyio
 
 from aiozarr.cli.errors import run_command
 from aiozarr.cli.options import Parser, add_common, add_snapshot_options, with_snapshot
-from aiozarr.cli.progress import human_bytes, plural
+from aiozarr.cli.progress import human_bytes, plural, printable
 from aiozarr.cli.storage_options import is_local, options_for, parse_storage_options
 from aiozarr.errors import StoreError, UnsupportedError
 from aiozarr.metadata import formats
@@ -203,7 +203,7 @@ def _table(info: dict[str, Any], described: ArrayDescription | None) -> str:
     stored size and the attributes."""
     if described is not None:
         rows = described.rows()
-        rows[1] = ("Name", info["name"])  # the node the URL names (its last segment)
+        rows[1] = ("Name", printable(info["name"]))  # the node the URL names (its last segment)
         ratio = info["compression_ratio"]
         suffix = f" (ratio {ratio:.2f})" if ratio else ""
         rows.insert(
@@ -212,9 +212,9 @@ def _table(info: dict[str, Any], described: ArrayDescription | None) -> str:
     else:
         rows = [
             ("Type", f"Group ({info['format']})"),
-            ("Name", info["name"]),
+            ("Name", printable(info["name"])),
             ("Store", info["store"]),
-            ("Members", ", ".join(info["members"]) or "None"),
+            ("Members", ", ".join(map(printable, info["members"])) or "None"),
             ("Stored size", _stored_text(info)),
         ]
     attrs = json.dumps(info["attributes"], default=str)

@@ -14,12 +14,19 @@ from typing import IO, Any
 
 from aiozarr.sizes import human_bytes
 
-__all__ = ["ProgressDisplay", "human_bytes", "plural"]
+__all__ = ["ProgressDisplay", "human_bytes", "plural", "printable"]
 
 
 def plural(n: int, noun: str) -> str:
     """`1, "array"` -> `"1 array"`; `2, "array"` -> `"2 arrays"`."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def printable(name: str) -> str:
+    """A node name for a line of text: as it is, or quoted with its escapes (`'a\\nb'`)
+    where it holds a character a terminal would act on (a newline that would start a
+    line of its own, an escape sequence that would recolour or move the output)."""
+    return name if name.isprintable() else repr(name)
 
 
 def _in_notebook() -> bool:

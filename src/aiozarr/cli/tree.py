@@ -20,6 +20,7 @@ from aiozarr.cli.options import (
     non_negative,
     with_snapshot,
 )
+from aiozarr.cli.progress import printable
 from aiozarr.cli.storage_options import options_for, parse_storage_options
 from aiozarr.errors import AiozarrError, UnsupportedError
 from aiozarr.metadata import formats
@@ -115,14 +116,15 @@ def _array_entry(name: str, meta: ArrayMetadata, described: dict[str, Any]) -> d
 
 
 def _label(tree: dict[str, Any], top: bool) -> str:
+    name = printable(tree["name"])
     if tree["node"] == "array":
         shards = f" shards {tuple(tree['shards'])}" if tree["shards"] else ""
         problem = f" (cannot read here: {tree['problem']})" if "problem" in tree else ""
         return (
-            f"{tree['name']} {tuple(tree['shape'])} {tree['dtype']} "
+            f"{name} {tuple(tree['shape'])} {tree['dtype']} "
             f"chunks {tuple(tree['chunks'])}{shards}{problem}"
         )
-    return f"{tree['name']} ({tree['format']})" if top else f"{tree['name']}/"
+    return f"{name} ({tree['format']})" if top else f"{name}/"
 
 
 def _lines(tree: dict[str, Any]) -> list[str]:
