@@ -98,10 +98,9 @@ def raw_variable(
     if mask_with_fill_value:
         if meta.fill_value is not None:
             attrs["_FillValue"] = meta.fill_value
-    else:
-        if meta.zarr_format == 3:
-            encoding["fill_value"] = meta.fill_value
-        if "_FillValue" in attrs:
+    elif meta.zarr_format == 3:
+        encoding["fill_value"] = meta.fill_value
+        if "_FillValue" in attrs:  # encoded by xarray's v3 writer (floats as base64)
             attrs["_FillValue"] = FillValueCoder.decode(attrs["_FillValue"], meta.dtype)
     data: Any = values if values is not None else indexing.LazilyIndexedArray(lazy)
     return xr.Variable(dims, data, attrs, encoding)

@@ -1,0 +1,29 @@
+"""`use_zarr_fill_value_as_mask` and a variable's own `_FillValue` attribute: which
+values come back missing, compared with xarray's own engine where it takes the option."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+xr = pytest.importorskip("xarray")
+zarr = pytest.importorskip("zarr")
+
+pytestmark = pytest.mark.filterwarnings("ignore::zarr.errors.ZarrUserWarning")
+
+
+def test_v2_plain_fill_value_attribute_without_zarr_mask(tmp_path: Path) -> None:
+    """A v2 `_FillValue` attribute is plain JSON (xarray encodes it only for v3): with the
+    zarr fill_value left out of the mask, the attribute still masks its values."""
+    group = zarr.open_group(tmp_path / "g.zarr", mode="w", zarr_format=2)
+    array = group.create_array("f", shape=(3,), dtype="f8", chunks=(3,), fill_value=2.0)
+    array[...] = [1.0, 2.0, 3.0]
+    array.attrs.update({"_ARRAY_DIMENSIONS": ["x"], "_FillValue": 3.0})
+    path = tmp_path / "g.zarr"
+    ds = xr.open_dataset(path, engine="aiozarr", use_zarr_fill_value_as_mask=False)
+    np.testing.assert_array_equal(ds.f.values, [1.0, 2.0, np.nan])
+    assert ds.f.encoding["_FillValue"] == 3.0
+    masked = xr.open_dataset(path, engine="aiozarr")  # v2's default: zarr's fill_value
+    xr.testing.assert_identical(masked.load(), xr.open_dataset(path, engine="zarr").load())
