@@ -27,3 +27,22 @@ def test_v2_plain_fill_value_attribute_without_zarr_mask(tmp_path: Path) -> None
     assert ds.f.encoding["_FillValue"] == 3.0
     masked = xr.open_dataset(path, engine="aiozarr")  # v2's default: zarr's fill_value
     xr.testing.assert_identical(masked.load(), xr.open_dataset(path, engine="zarr").load())
+
+
+def test_v3_own_fill_value_kept_with_zarr_mask(tmp_path: Path) -> None:
+    """With `use_zarr_fill_value_as_mask=True` on v3, a variable's own `_FillValue`
+    (written by xarray) stays its mask: zarr's fill_value, 0 for these integers, is not
+    put in its place (which read the stored -999 as -498.5, and 0 as missing)."""
+    ds = xr.Dataset(
+        {"packed": ("x", np.array([1.0, np.nan, 0.5, 5.5]))},
+        coords={"x": np.arange(4)},
+    )
+    ds.packed.encoding = {"dtype": "i2", "scale_factor": 0.5, "add_offset": 0.5, "_FillValue": -999}
+    path = tmp_path / "g.zarr"
+    ds.to_zarr(path, zarr_format=3, consolidated=True)
+    assert zarr.open_array(path / "packed").fill_value == 0  # the stored 0.5
+    read = xr.open_dataset(path, engine="aiozarr", use_zarr_fill_value_as_mask=True).load()
+    np.testing.assert_array_equal(read.packed.values, ds.packed.values)
+    assert read.packed.encoding["_FillValue"] == -999
+    default = xr.open_dataset(path, engine="aiozarr").load()  # v3's default: no zarr mask
+    xr.testing.assert_identical(default, xr.open_dataset(path, engine="zarr").load())

@@ -95,13 +95,16 @@ def raw_variable(
     encoding = chunk_encoding(array, dims) | codec_encoding(meta)
     if array.dtype.kind == "T":  # keeps xarray's string coder from converting it eagerly
         encoding["dtype"] = array.dtype
+    own_fill = meta.zarr_format == 3 and "_FillValue" in attrs
+    if own_fill:  # encoded by xarray's v3 writer (floats as base64)
+        attrs["_FillValue"] = FillValueCoder.decode(attrs["_FillValue"], meta.dtype)
     if mask_with_fill_value:
-        if meta.fill_value is not None:
+        # v3: a variable's own _FillValue is its mask; zarr's fill_value (0 for integers
+        # unless given) may be a value it holds (a time at the epoch, a coordinate 0)
+        if meta.fill_value is not None and not own_fill:
             attrs["_FillValue"] = meta.fill_value
     elif meta.zarr_format == 3:
         encoding["fill_value"] = meta.fill_value
-        if "_FillValue" in attrs:  # encoded by xarray's v3 writer (floats as base64)
-            attrs["_FillValue"] = FillValueCoder.decode(attrs["_FillValue"], meta.dtype)
     data: Any = values if values is not None else indexing.LazilyIndexedArray(lazy)
     return xr.Variable(dims, data, attrs, encoding)
 
