@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 from collections.abc import AsyncIterator, MutableMapping
 from dataclasses import replace
 from typing import Any
 
+from aiozarr import fork_safe
 from aiozarr.byte_range import ByteRange
 from aiozarr.errors import VersionConflictError
 from aiozarr.storage.backends import in_process
@@ -28,6 +30,35 @@ __all__ = ["MemoryStore"]
 # Write numbers: every value stored by any MemoryStore gets a new one (its version).
 _writes = itertools.count(1)
 
+
+class _Versions:
+    """The write numbers of one dict's values and the lock of its conditional writes,
+    shared by every store over that dict: a store of its own over a shared dict kept,
+    for a key another store rewrote, the number it had written itself, so a shard index
+    read before the rewrite matched the new bytes (wrong ranges decoded) and conditional
+    writes through the two stores did not exclude each other."""
+
+    __slots__ = ("__weakref__", "data", "lock", "numbers")
+
+    def __init__(self, data: MutableMapping[str, Buffer]) -> None:
+        self.data = data  # held: its id names this table while the table lives
+        self.numbers: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+
+_tables: weakref.WeakValueDictionary[int, _Versions] = weakref.WeakValueDictionary()
+_tables_lock = fork_safe.lock()
+
+
+def _versions_of(data: MutableMapping[str, Buffer]) -> _Versions:
+    """The table of `data`'s write numbers, shared by the stores over it that live."""
+    with _tables_lock:
+        table = _tables.get(id(data))
+        if table is None or table.data is not data:
+            table = _tables[id(data)] = _Versions(data)
+        return table
+
+
 _ELSEWHERE = (
     "a read-only copy made by unpickling {what} where that store is not (another "
     "process, or after it was gone): memory stores live in one process, so writes "
@@ -39,8 +70,9 @@ _ELSEWHERE = (
 class MemoryStore(Store):
     """Values in a dict, keyed by store key. Range reads are zero-copy memoryviews.
 
-    Pass `data` to share a dict between stores (`with_read_only` shares it too). Values
-    are copied to `bytes` on `set`, so a caller may reuse its buffer afterwards.
+    Pass `data` to share a dict between stores (`with_read_only` shares it too); they
+    share its values' versions and write lock too. Values are copied to `bytes` on
+    `set`, so a caller may reuse its buffer afterwards.
 
     Each value written through a store has a version (its write number), kept beside
     the dict; a value put into `data` directly has none, so conditional writes and
@@ -79,8 +111,11 @@ class MemoryStore(Store):
     ) -> None:
         super().__init__(read_only=read_only, max_concurrency=max_concurrency)
         self._data: MutableMapping[str, Buffer] = {} if data is None else data
-        self._versions: dict[str, int] = {}
-        self._lock = threading.Lock()  # a conditional write's check and write are one step
+        # Every store over this dict shares its write numbers and its writes' lock (a
+        # conditional write's check and write are one step).
+        table = _versions_of(self._data)
+        self._table: _Versions | None = table  # held: the table lives while a store does
+        self._versions, self._lock = table.numbers, table.lock
         self._name: str | None = None  # memory://NAME's name
         self._copy_of: str | None = None  # set on a copy unpickled away from its store
         self._serial: int | None = None  # set when first pickled (anonymous stores)
@@ -104,7 +139,7 @@ class MemoryStore(Store):
     def with_read_only(self, read_only: bool = True) -> MemoryStore:
         """A store over the same dict with another read-only flag."""
         other = type(self)(self._data, read_only=read_only, max_concurrency=self._max_concurrency)
-        other._versions, other._lock = self._versions, self._lock
+        other._table, other._versions, other._lock = self._table, self._versions, self._lock
         other._name, other._copy_of = self._name, self._copy_of
         return other
 
@@ -259,10 +294,11 @@ class MemoryStore(Store):
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
         del state["_lock"]  # a lock is this process's
+        del state["_table"]  # (a copy's dict is its own: its numbers travel as `_versions`)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state, _lock=threading.Lock())
+        self.__dict__.update(state, _lock=threading.Lock(), _table=None)
 
 
 def _unpickled(
