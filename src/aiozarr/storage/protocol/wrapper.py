@@ -2,15 +2,15 @@
 
 A wrapper (counting requests, say) is the store it wraps in everything it does not
 change: its capabilities (one object, passed through; no inline reads, which would
-pass the wrapper by), its read-only flag, its
-runtime (budgets, write locks, statistics) and every operation, so wrapping a store
-never changes how it is used. Batches are the base class's, read through the
-wrapper's `read` / `read_ranges`: a wrapper sees each backend request.
+pass the wrapper by), its read-only flag, its runtime (budgets, write locks,
+statistics), its key space (what chunk caches key chunks by) and every operation, so
+wrapping a store never changes how it is used. Batches are the base class's, read
+through the wrapper's `read` / `read_ranges`: a wrapper sees each backend request.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Hashable, Sequence
 from dataclasses import replace
 
 from aiozarr.byte_range import ByteRange
@@ -52,6 +52,11 @@ class WrapperStore(Store):
     @property
     def runtime(self) -> StoreRuntime:
         return self.inner.runtime
+
+    def key_space(self) -> tuple[Hashable, str]:
+        """The wrapped store's: a wrapper names the same data, so a write through either
+        drops what a chunk cache holds of reads through the other."""
+        return self.inner.key_space()
 
     async def read(
         self, key: str, byte_range: ByteRange | None, max_bytes: int | None
