@@ -98,6 +98,30 @@ async def _read_many(selected: Sequence[Selected]) -> list[frozenset[str]]:
 #: What one selection fetches: its reads and one fetch.
 _Item = tuple[Reads, Fetch]
 
+#: The version `_OneVersion` notes for an object the store does not hold.
+_GONE = object()
+
+
+class _OneVersion:
+    """The version each object was read at, by any selection of one try, by its full
+    name in its key space (`key_space`: stores over the same data name it alike): one
+    selection's whole shard and another's index of it (or two selections' requests for
+    one chunk) went out apart, and a writer between them left the selections with two
+    versions of it. Another version starts the read over, as a stale index does."""
+
+    def __init__(self, reads: Sequence[Reads]) -> None:
+        self._named = {id(r): key_space(r.array.store) for r in reads}
+        self._seen: dict[tuple[Hashable, str], object] = {}
+
+    def note(self, r: Reads, key: str, version: object) -> None:
+        """`key` of `r`'s store was read at `version` (`_GONE`: missing; None: a store
+        that tells none, nothing to compare)."""
+        if version is None:
+            return
+        space, prefix = self._named[id(r)]
+        if self._seen.setdefault((space, prefix + key), version) != version:
+            raise StaleIndexError(key, f"{key!r} was rewritten between two selections' reads")
+
 
 async def _read_once(reads: list[Reads], projections: list[Sequence[ChunkProjection]]) -> None:
     """Cache, then the indexes of all beside the whole shards of all, then the chunks."""
@@ -119,13 +143,14 @@ async def _read_once(reads: list[Reads], projections: list[Sequence[ChunkProject
         at_once, shards = plan_reads(r.array, p)
         ready.extend((r, f) for f in at_once)
         indexed.extend((r, s) for s in shards)
+    seen = _OneVersion(reads)
     async with anyio.create_task_group() as tg:
         if ready:
-            tg.start_soon(_fetch_all, ready)
+            tg.start_soon(_fetch_all, ready, seen)
         if indexed:
-            located = _locate(indexed, await _indexes(indexed))
+            located = _locate(indexed, await _indexes(indexed), seen)
             if located:
-                await _fetch_all(located)
+                await _fetch_all(located, seen)
 
 
 def _share_pins(reads: list[Reads]) -> None:
@@ -155,9 +180,10 @@ def _share_pins(reads: list[Reads]) -> None:
 def _locate(
     indexed: list[tuple[Reads, ShardSelection]],
     indexes: dict[tuple[int, str], LocatedIndex | None],
+    seen: _OneVersion,
 ) -> list[_Item]:
-    """Every chunk the shards of `indexed` locate with their `indexes`; chunks not stored
-    are filled now."""
+    """Every chunk the shards of `indexed` locate with their `indexes` (each shard of
+    one version in every selection: `seen`); chunks not stored are filled now."""
     items: list[_Item] = []
     stale: list[str] = []
     for r in {id(r): r for r, _ in indexed if r.pinned}.values():  # the cache served some
@@ -167,7 +193,9 @@ def _locate(
         raise StaleIndexError(stale[0])
     for r, shard in indexed:
         found = {shard.key: indexes[id(r.array), shard.key]}
-        if found[shard.key] is None:
+        index = found[shard.key]
+        seen.note(r, shard.key, _GONE if index is None else index.version)
+        if index is None:
             r.missing.add(shard.key)
         located, missing = locate([shard], found, r.settings.unbounded_value_bytes)
         for projection in missing:
@@ -225,20 +253,21 @@ async def _indexes(
     return found
 
 
-async def _fetch_all(items: list[_Item]) -> None:
+async def _fetch_all(items: list[_Item], seen: _OneVersion) -> None:
     """Fetch `items`, one stream per store (its ranges of one object coalesced whatever
     selection asked for them), and decode each answer into its selection's output."""
     async with anyio.create_task_group() as tg:
         for store, numbers in _by_store(items).items():
-            tg.start_soon(_fetch_from, store, [items[i] for i in numbers])
+            tg.start_soon(_fetch_from, store, [items[i] for i in numbers], seen)
 
 
-async def _fetch_from(store: Store, items: list[_Item]) -> None:
+async def _fetch_from(store: Store, items: list[_Item], seen: _OneVersion) -> None:
     """`items` of one store, within its byte budget (`engine/streaming.py`)."""
     requests = [fetch.request(r.settings.unbounded_value_bytes) for r, fetch in items]
     sizes = [fetch.size for _, fetch in items]
     shape = items[0][0].settings.shape
-    await stream_in_batches(store, requests, sizes, shape, partial(_decode_burst, items))
+    decode = partial(_decode_burst, items, seen)
+    await stream_in_batches(store, requests, sizes, shape, decode)
 
 
 #: One chunk's bytes and every selection that needs them, each with its job (the same
@@ -246,7 +275,7 @@ async def _fetch_from(store: Store, items: list[_Item]) -> None:
 _Unit = list[tuple[Reads, DecodeJob]]
 
 
-async def _decode_burst(items: list[_Item], burst: Answers) -> None:
+async def _decode_burst(items: list[_Item], seen: _OneVersion, burst: Answers) -> None:
     """Decode answers that landed together, a thread hop per codec thread for the whole
     burst whatever the selections it serves: a chunk that several selections need (the
     same bytes of one object, decoded by one chain) once for all of them, the rest each
@@ -256,6 +285,7 @@ async def _decode_burst(items: list[_Item], burst: Answers) -> None:
         r, fetch = items[i]
         if r.pinned:
             check_answer(r, fetch.key, data, version)
+        seen.note(r, fetch.key, _GONE if data is None else version)
         if data is None:
             r.missing.add(fetch.key)
         for chunk, chunk_data in fetch.expand(r.array, data, version):  # type: ignore[arg-type]
