@@ -2,7 +2,8 @@
 needs a whole shard reads it in one request, another that needs part of it reads its
 index: two requests, and another writer between them left the two selections with two
 versions of the shard (each right on its own). Such a read now starts over, as one read
-whose index went stale does."""
+whose index went stale does. So does one whose selections were served a chunk from the
+cache and from its new bytes (`cache_recheck=True`, two checks of it)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 import aiozarr
 from aiozarr.byte_range import ByteRange
 from aiozarr.storage.backends.local import LocalStore
-from aiozarr.storage.protocol import Buffer, Version, Versioned
+from aiozarr.storage.protocol import Buffer, Unchanged, Version, Versioned
 from aiozarr.storage.protocol.wrapper import WrapperStore
 
 OLD = np.arange(1, 17, dtype="i4")
@@ -78,3 +79,39 @@ def test_a_shard_rewritten_between_two_selections_requests_is_read_from_one_vers
     assert store.new is None  # the shard was rewritten during the read
     # the whole read, of the old version, was the one the read started over for
     np.testing.assert_array_equal(values, np.concatenate([NEW, NEW[4:6]]))
+
+
+class RewrittenAfterItsFirstCheck(WrapperStore):
+    """Conditional reads of `SHARD` (a chunk here) are answered one at a time, and the
+    first is followed by another writer putting `new` there."""
+
+    def __init__(self, inner: LocalStore, new: bytes) -> None:
+        super().__init__(inner)
+        self.new: bytes | None = new
+        self._turns = anyio.Lock()
+
+    async def read_if_changed(
+        self, key: str, byte_range: ByteRange | None, version: Version, max_bytes: int | None
+    ) -> Versioned | Unchanged | None:
+        async with self._turns:
+            answer = await self.inner.read_if_changed(key, byte_range, version, max_bytes)
+            if key == SHARD and self.new is not None:
+                new, self.new = self.new, None
+                await self.inner.set(key, new)
+            return answer
+
+
+def test_a_chunk_rechecked_by_two_selections_is_read_from_one_version(tmp_path: Path) -> None:
+    """Under `True` each selection rechecked the cached chunk: the first was told it was
+    unchanged and served it from the cache, the second, after another writer, got its
+    new bytes; one chunk came back old in one output and new in the other."""
+    for name, values in (("new", NEW), ("data", OLD)):
+        aiozarr.create_array(LocalStore(tmp_path / name), data=values, chunks=(16,))
+    store = RewrittenAfterItsFirstCheck(
+        LocalStore(tmp_path / "data"), (tmp_path / "new" / SHARD).read_bytes()
+    )
+    arr = aiozarr.open_array(store, mode="r", cache_bytes=1 << 20, cache_recheck=True)
+    np.testing.assert_array_equal(arr[:], OLD)  # cached
+    first, second = aiozarr.read_many([(arr, slice(0, 8)), (arr, slice(8, 16))])
+    assert store.new is None  # rewritten between the two checks
+    np.testing.assert_array_equal(np.concatenate([first, second]), NEW)

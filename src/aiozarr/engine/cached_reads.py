@@ -102,6 +102,8 @@ async def serve_cached(
                 hits.append((chunk, p))
         if layout is not None and record is not None:
             _one_version(reads, key, record, len(needed), hits, served_before, rest)
+        elif record is not None and len(hits) > served_before:
+            reads.pinned[key] = record.version  # a chunk: other selections read this version
     session.count("cache_hits", len(hits))
     session.count("cache_misses", len(rest) + decoded)
     if hits:
@@ -229,6 +231,8 @@ async def _revalidate(
         data, new_version = answer
         assert chain is not None
         served.add(key)
+        if new_version is not None:  # another selection reads it from this version too
+            reads.pinned[key] = new_version
         await reads.decode(
             [DecodeJob(LocatedChunk(key, None, chain, p), data, new_version) for p in needed]
         )
