@@ -439,7 +439,12 @@ async def read_many_async(reads: Iterable[tuple[AsyncArray | Array, Any]]) -> li
     collector = engine.Collector(len(pairs))
 
     async def one(i: int, array: AsyncArray, selection: Any) -> None:
-        results[i] = await array.getitem(selection)
+        try:
+            results[i] = await array.getitem(selection)
+        except AiozarrError as error:  # a selection's error names no array: say which read
+            which = f"reads[{i}] of {len(pairs)}, {array!r}[{selection!r:.100}]"
+            error.add_note(f"in read_many: {which}")
+            raise
         collector.task_ended()  # (a failure cancels the others and the read instead)
 
     with unwrap_group(), engine.gather(collector):

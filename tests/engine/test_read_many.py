@@ -228,3 +228,15 @@ async def test_an_async_array_alone_is_refused_by_name() -> None:
     arr = await aiozarr.create_array_async(MemoryStore(), shape=(2,), chunks=(2,), dtype="i4")
     with pytest.raises(aiozarr.errors.AiozarrError, match=r"takes \(array, selection\) pairs"):
         await aiozarr.read_many_async([(arr, 0), arr])
+
+
+def test_a_selection_s_error_says_which_read_it_is(tmp_path: Path) -> None:
+    """A selection's error (out of bounds, a bad index) names no array: among many reads
+    over several arrays its note says which read and array it is."""
+    for name in NAMES:
+        aiozarr.create_array(LocalStore(tmp_path), name, data=_values(name), chunks=(8, 8))
+    a, b = (aiozarr.open_array(LocalStore(tmp_path), n) for n in NAMES[:2])
+    with pytest.raises(aiozarr.errors.BoundsCheckError) as raised:
+        aiozarr.read_many([(a, (0, 0)), (b, (0, 0)), (b, (999, 0))])
+    notes = "\n".join(getattr(raised.value, "__notes__", []))
+    assert "reads[2] of 3" in notes and f"/{NAMES[1]} shape" in notes and "(999, 0)" in notes
