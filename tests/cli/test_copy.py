@@ -108,6 +108,9 @@ def test_bad_conversions_are_clear(tmp_path: Path) -> None:
         copy(src, tmp_path / "b.zarr", shards=(20, 20))
     with pytest.raises(InvalidValueError, match="expected zstd"):
         parse_codec("lzma:3", 3)
+    for extra in ("zstd:5:9", "gzip:6:1", "blosc:lz4:5:2", "none:3"):  # not dropped: refused
+        with pytest.raises(InvalidValueError, match="expected zstd"):
+            parse_codec(extra, 3)
     assert parse_codec("zstd:5", 2) == [{"id": "zstd", "level": 5}]
 
 

@@ -112,10 +112,16 @@ def parse_codec(spec: str, zarr_format: int, itemsize: int = 1) -> list[Any]:
     return _compressors(spec, zarr_format, itemsize)
 
 
+# The settings each compressor of `--codec` takes after its name (more is refused).
+_CODEC_ARGS = {"none": 0, "": 0, "zstd": 1, "gzip": 1, "blosc": 2}
+
+
 def _compressors(spec: str, zarr_format: int, itemsize: int) -> list[Any]:
     name, _, rest = spec.strip().lower().partition(":")
     args = [a for a in rest.split(":") if a]
     try:
+        if len(args) > _CODEC_ARGS.get(name, 0):
+            raise ValueError(spec)  # a setting no compressor takes (`zstd:5:9`), not dropped
         if name in ("none", ""):
             return []
         if name == "zstd":
