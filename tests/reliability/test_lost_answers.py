@@ -101,3 +101,35 @@ async def test_a_write_whose_every_answer_was_lost_says_it_may_have_landed(
         await arr.setitem(..., np.full(4, 5, dtype="i4"))
     emulator.clear_faults()
     assert (await arr.getitem(...)).tolist() == [5, 5, 5, 5]  # it had landed
+
+
+@pytest.mark.parametrize("kind", ["lost", "truncate"])
+async def test_a_chunk_whose_multipart_completion_answer_was_lost_is_written(
+    emulator: Emulator, kind: str
+) -> None:
+    """The completion of a multipart upload landed, its answer lost: obstore aborts the
+    upload, finds it gone (404 NoSuchUpload) and raises that; the write, safe to repeat,
+    is retried instead of failing a chunk that holds its new value."""
+    url, options = emulator.s3_url(f"m-{kind}.zarr"), emulator.storage_options()
+    data = np.random.default_rng(5).random((1024, 1024))  # one 8 MiB chunk: two parts
+    with config.set(retry_base_delay_s=0.001, retry_max_delay_s=0.01):
+        arr = await aiozarr.create_array_async(
+            url,
+            shape=data.shape,
+            dtype="f8",
+            chunks=data.shape,
+            compressors=None,
+            storage_options=options,
+        )
+        # Hold back a part's answer; meanwhile make the next POST (the completion; the
+        # upload was created before its parts went up) lose or cut its answer.
+        emulator.inject("late", count=1, methods=["PUT"], delay_s=2.0)
+        writing = asyncio.create_task(arr.setitem(..., data))
+        while emulator.stats()["faults"] < 1:
+            await asyncio.sleep(0.01)
+        emulator.inject(kind, count=1, methods=["POST"])
+        await writing
+    assert not emulator.faults()  # the completion's answer was lost or cut
+    assert emulator.stats()["by_kind"]["complete_multipart"] >= 2  # uploaded again
+    stored = await aiozarr.open_array_async(url, mode="r", storage_options=options)
+    np.testing.assert_array_equal(await stored.getitem(...), data)

@@ -459,6 +459,11 @@ class ObjectStore(ObjectListing, Store):
                         max_concurrency=shape.parts_per_object,
                     )
             except StoreError as exc:
+                if multipart and obstore_errors.upload_gone(exc.__cause__):
+                    raise TransientStoreError(  # retried: the whole value, uploaded again
+                        f"cannot write {key!r} in {self._where}: its multipart upload "
+                        "failed and was gone when aborted (its completion's answer lost)"
+                    ) from exc
                 if not (multipart and obstore_errors.blocks_discarded(exc.__cause__)):
                     raise
                 raise TransientStoreError(  # retried: a fresh upload of fresh blocks

@@ -185,6 +185,14 @@ def blocks_discarded(exc: BaseException | None) -> bool:
     return exc is not None and "<Code>InvalidBlockList</Code>" in str(exc)
 
 
+def upload_gone(exc: BaseException | None) -> bool:
+    """Whether `exc` is obstore's abort of a failed multipart upload answered 404 (a
+    DELETE with an `uploadId`: NoSuchUpload): obstore raises the abort's error, not the
+    failure's. The upload is gone because its completion landed though its answer was
+    lost (or a lifecycle rule removed it): uploading again is safe."""
+    return exc is not None and is_not_found(exc) and "Error performing DELETE" in str(exc)
+
+
 def message_of(exc: BaseException) -> str:
     """`exc`'s text without obstore's multi-line debug dump, and without the credentials
     of the URLs it quotes (a presigned URL's query, a password: `redact_text`)."""
