@@ -79,3 +79,27 @@ async def test_a_growth_another_append_built_on_is_kept(emulator: Emulator, pref
     assert await _stored_shape(emulator, name) == (10, 2)
     values = await (await aiozarr.open_array_async(url, storage_options=options)).getitem(...)
     assert values[8:].tolist() == [[7, 7]] * 2
+
+
+def test_an_append_the_sync_timeout_cancels_is_undone_before_the_call_returns(
+    emulator: Emulator, prefix: str
+) -> None:
+    """`sync_timeout_s` cancels the append's task: the call returned as soon as it had
+    asked for the cancel, before the task took its growth back, so the array read grown
+    and an append run again at once raced the undo, leaving a band of fill values."""
+    name = f"{prefix}/s.zarr"
+    url, options = emulator.s3_url(name), emulator.storage_options()
+    arr = aiozarr.create_array(
+        url, shape=(4, 2), dtype="i4", chunks=(2, 2), fill_value=-1, storage_options=options
+    )
+    arr[...] = np.zeros((4, 2), dtype="i4")
+    emulator.inject("late", key_glob=f"{name}/c/*", methods=["PUT"], delay_s=30.0)  # rows
+    # The shape's writes (the growth, then its undo) each held back a while.
+    emulator.inject("late", count=2, key_glob=f"{name}/zarr.json", methods=["PUT"], delay_s=0.5)
+    with config.set(sync_timeout_s=2.0), pytest.raises(TimeoutError):
+        arr.append(np.ones((4, 2), dtype="i4"))
+    assert aiozarr.open_array(url, mode="r", storage_options=options).shape == (4, 2)
+    emulator.clear_faults()
+    arr.append(np.ones((4, 2), dtype="i4"))  # run again at once: right after the old end
+    again = aiozarr.open_array(url, mode="r", storage_options=options)
+    assert again[...].tolist() == [[0, 0]] * 4 + [[1, 1]] * 4

@@ -4,11 +4,11 @@ One event loop (uvloop's where installed, `sync_uvloop`) on a daemon thread, sta
 first use, after `fork`, and again if it ever dies; each call is a task of its own.
 `run` is public because every sync twin (the facade's classes, api, copy, migrate,
 xarray) goes through it. A `KeyboardInterrupt` (or the `sync_timeout_s` setting running
-out) while blocked cancels the task before re-raising. A sync call reads on its own, at
-once, even inside the caller's `aiozarr.batch()`. At interpreter exit, calls that only
-read are cancelled and calls that write are waited for (a chunk is never left half
-written); a call that a thread other than the main one starts after that waits for the
-interpreter to end it.
+out) while blocked cancels the task and waits for it to end before re-raising. A sync
+call reads on its own, at once, even inside the caller's `aiozarr.batch()`. At
+interpreter exit, calls that only read are cancelled and calls that write are waited
+for (a chunk is never left half written); a call that a thread other than the main one
+starts after that waits for the interpreter to end it.
 """
 
 from __future__ import annotations
@@ -325,6 +325,8 @@ def run(
             _park_if_abandoned(call)
             raise  # the call's own outcome
         call.cancel()  # Ctrl-C or the timeout: the task must not run on
+        if future is not None:
+            _settle(future)
         if isinstance(error, TimeoutError) and future is not None:
             raise TimeoutError(
                 f"{getattr(fn, '__qualname__', fn)} did not finish within "
@@ -365,6 +367,16 @@ def _wait(future: concurrent.futures.Future[T], timeout: float | None) -> T:
         except TimeoutError:
             continue
         return future.result()
+
+
+def _settle(future: concurrent.futures.Future[Any]) -> None:
+    """Wait for a cancelled call's task to end, as `await task` does after
+    `task.cancel()`: its cleanup (an append taking its growth back, its requests
+    cancelled) is done before the caller goes on. Returned at once, an append retried
+    after a timeout raced the first one's undo and left a band of fill values. Its
+    outcome is dropped; a second Ctrl-C stops the wait."""
+    with contextlib.suppress(Exception):
+        _wait(future, None)
 
 
 class _Raised:
