@@ -5,14 +5,19 @@ writer changed the shape after it (whose rows must stay)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Iterable
+
 import anyio
 import numpy as np
 import pytest
+from tests.reliability.interleaving import BeforeWrites, OtherProcess
 
 import aiozarr
 from aiozarr import config
 from aiozarr.emulator import Emulator
 from aiozarr.errors import StoreError
+from aiozarr.storage.backends.memory import MemoryStore
+from aiozarr.storage.protocol import Store
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -103,3 +108,53 @@ def test_an_append_the_sync_timeout_cancels_is_undone_before_the_call_returns(
     arr.append(np.ones((4, 2), dtype="i4"))  # run again at once: right after the old end
     again = aiozarr.open_array(url, mode="r", storage_options=options)
     assert again[...].tolist() == [[0, 0]] * 4 + [[1, 1]] * 4
+
+
+class OtherAppendsDuringUndo(BeforeWrites):
+    """The wrapped store, running `other()` (another writer's append) once, just before
+    an append's undo first writes or deletes anything: chunk `key` or, past the append's
+    own growth, the metadata."""
+
+    def __init__(self, inner: Store, key: str, other: Callable[[], Awaitable[object]]) -> None:
+        super().__init__(inner)
+        self.key, self.other, self.grown = key, other, False
+
+    async def before(self, key: str) -> None:
+        if key == "zarr.json" and not self.grown:
+            self.grown = True  # the append's growth: the undo comes after it
+        elif self.other is not None and key in (self.key, "zarr.json"):
+            other, self.other = self.other, None
+            await other()
+
+    async def delete_many(self, keys: Iterable[str]) -> None:
+        keys = list(keys)
+        for key in keys:
+            await self.before(key)
+        await super().delete_many(keys)
+
+
+async def test_an_undone_append_keeps_the_rows_another_append_wrote_past_it() -> None:
+    """The undo of an append whose rows failed (6 -> 9 rows, chunks of 4) cleared what
+    it cut before committing the shape: it deleted chunk 2 (rows 8-11) whole, though rows
+    9-11 were past its growth, and another writer had grown the array to 12 and written
+    its rows there meanwhile. The undo's commit then found that growth and kept the
+    shape: the other append had returned, its rows read as fill values."""
+    base = MemoryStore()
+    arr = await aiozarr.create_array_async(base, shape=(6,), dtype="i4", chunks=(4,), fill_value=-1)
+    await arr.setitem(..., np.arange(6, dtype="i4"))
+    other = await aiozarr.open_array_async(OtherProcess(base), mode="r+")
+    during = OtherAppendsDuringUndo(base, "c/2", lambda: other.append(np.full(3, 7, "i4")))
+    mine = await aiozarr.open_array_async(during, mode="r+")
+
+    class Failing(Exception):
+        pass
+
+    async def rows_fail(region: object, values: object) -> None:
+        raise Failing
+
+    mine.setitem = rows_fail  # type: ignore[method-assign]
+    with config.set(retry_base_delay_s=0.001), pytest.raises(Failing):
+        await mine.append(np.ones(3, dtype="i4"))
+    assert during.other is None  # the other writer appended during the undo
+    stored = await aiozarr.open_array_async(base, mode="r")
+    assert (await stored.getitem(...)).tolist() == [0, 1, 2, 3, 4, 5, -1, -1, -1, 7, 7, 7]

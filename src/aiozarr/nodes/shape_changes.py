@@ -130,6 +130,27 @@ def cut_regions(old: ArrayMetadata, new_shape: Sequence[int]) -> list[tuple[slic
     return regions
 
 
+def past_end_part(meta: ArrayMetadata, coords: Sequence[int]) -> tuple[slice, ...] | None:
+    """The part within array `meta`'s shape of its stored object at grid `coords`, where
+    the object reaches past the shape's end (the last, partial object of an axis); None
+    where it lies wholly within the shape."""
+    spans = []
+    for axis, index in enumerate(coords):
+        if meta.chunk_grid is None:
+            start = index * meta.chunk_shape[axis]
+            stop = start + meta.chunk_shape[axis]
+        else:
+            edges = meta.chunk_grid.axes[axis]
+            start = int(edges.start_of(index))
+            stop = start + int(edges.size_of(index))
+        spans.append((start, stop))
+    if all(stop <= size for (_, stop), size in zip(spans, meta.shape, strict=True)):
+        return None
+    return tuple(
+        slice(start, min(stop, size)) for (start, stop), size in zip(spans, meta.shape, strict=True)
+    )
+
+
 def _object_end(meta: ArrayMetadata, axis: int, extent: int) -> int:
     """Where the stored object holding element `extent - 1` along `axis` ends."""
     if extent == 0:
