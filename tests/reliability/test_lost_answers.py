@@ -15,7 +15,8 @@ import pytest
 import aiozarr
 from aiozarr import config
 from aiozarr.emulator import Emulator
-from aiozarr.errors import StoreError, WriteOutcomeUnknownError
+from aiozarr.errors import StoreError, VersionConflictError, WriteOutcomeUnknownError
+from aiozarr.storage.opening.url import from_url
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -133,3 +134,24 @@ async def test_a_chunk_whose_multipart_completion_answer_was_lost_is_written(
     assert emulator.stats()["by_kind"]["complete_multipart"] >= 2  # uploaded again
     stored = await aiozarr.open_array_async(url, mode="r", storage_options=options)
     np.testing.assert_array_equal(await stored.getitem(...), data)
+
+
+@pytest.mark.parametrize("status", [429, 503])
+async def test_a_conditional_write_throttled_then_refused_is_a_conflict(
+    emulator: Emulator, status: int
+) -> None:
+    """A try answered 429/503 was refused, not carried out: the next try's 412 is another
+    writer's change, a `VersionConflictError` the caller merges again after, not a
+    `WriteOutcomeUnknownError` (which ends a metadata update: under throttling, writers
+    racing on one document failed where a merge would have landed)."""
+    store = from_url(emulator.s3_url(f"t{status}"), storage_options=emulator.storage_options())
+    await store.set("k", b"first")
+    _, version = await store.get_versioned("k")
+    await store.set("k", b"another writer's")
+    emulator.inject("status", status=status, count=1, methods=["PUT"])
+    fast = config.set(retry_base_delay_s=0.001, retry_max_delay_s=0.01)
+    with fast, pytest.raises(VersionConflictError) as raised:
+        await store.set_if("k", b"mine", version)
+    assert not isinstance(raised.value, WriteOutcomeUnknownError)
+    assert emulator.stats()["by_status"][str(status)] == 1  # refused, then tried again
+    assert bytes(await store.get("k")) == b"another writer's"

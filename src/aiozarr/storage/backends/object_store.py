@@ -484,11 +484,11 @@ class ObjectStore(ObjectListing, Store):
             e_tag, version = expected  # type: ignore[misc]
             mode = {name: v for name, v in (("e_tag", e_tag), ("version", version)) if v}
 
-        tries = 0
+        unseen = False  # whether a try may have landed, its answer lost
 
         async def put() -> None:
-            nonlocal tries
-            tries += 1
+            nonlocal unseen
+            before, unseen = unseen, True  # this try may land, unless refused
             try:
                 with self._errors("write", key):
                     await obstore.put_async(self._store, self._path(key), data, mode=mode)
@@ -498,7 +498,7 @@ class ObjectStore(ObjectListing, Store):
                 # where a try before may have landed unseen (its answer lost) and the
                 # value holds exactly what it sent.
                 if isinstance(cause, PreconditionError | AlreadyExistsError | NotFoundError):
-                    if tries == 1:
+                    if not before:
                         raise VersionConflictError(
                             f"cannot write {key!r} in {self._where}: another "
                             "writer changed it since it was read"
@@ -510,6 +510,8 @@ class ObjectStore(ObjectListing, Store):
                         "written: a try's answer was lost, and another writer has changed "
                         "it since"
                     ) from None
+                if cause is not None and obstore_errors.classify(cause).throttled:
+                    unseen = before  # a 429 or 503 refused it: it did not land
                 raise
 
         await self._request("write", key, put, nbytes=data.nbytes)
