@@ -140,7 +140,8 @@ class WriteOutcomeUnknownError(VersionConflictError):
     not. Data writes merge again (writing the same values twice is writing them once);
     a metadata change (an append, a resize, attributes) is not applied again, since
     applied twice it would grow the array twice or undo the other writer's change: read
-    the node to see what it holds."""
+    the node to see what it holds. An append's growth found holding what it sent is
+    this too: another append growing the array by as much sends the same bytes."""
 
 
 class ConditionalWriteUnsupportedError(StoreError):

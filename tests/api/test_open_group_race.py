@@ -36,11 +36,13 @@ class _Racing(MemoryStore):
         super().__init__()
         self.key, self.document, self.raced = key, document, False
 
-    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
+    async def set_if(
+        self, key: str, value: Buffer, expected: Version | None, *, claim: bool = False
+    ) -> None:
         if key == self.key and expected is None and not self.raced:
             self.raced = True
             await super().set_if(key, json.dumps(self.document).encode(), None)
-        await super().set_if(key, value, expected)
+        await super().set_if(key, value, expected, claim=claim)
 
 
 async def test_mode_a_opens_the_group_another_writer_created() -> None:

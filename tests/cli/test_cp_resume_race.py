@@ -63,9 +63,9 @@ class RacingStore(WrapperStore):
         await self._maybe_fire(key, "claim")
         await super().set(key, value)
 
-    async def set_if(self, key: str, value: Any, expected: Any) -> None:
+    async def set_if(self, key: str, value: Any, expected: Any, *, claim: bool = False) -> None:
         await self._maybe_fire(key, "claim")
-        await super().set_if(key, value, expected)
+        await super().set_if(key, value, expected, claim=claim)
 
 
 def _array_source(path: Path) -> tuple[str, np.ndarray]:

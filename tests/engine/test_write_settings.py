@@ -44,15 +44,15 @@ class _Contended(MemoryStore):
         self.changes = changes
         self.conditional_writes = 0
 
-    async def set_if(self, key: str, value: Any, expected: Any) -> None:
+    async def set_if(self, key: str, value: Any, expected: Any, *, claim: bool = False) -> None:
         if key == "zarr.json":
-            await super().set_if(key, value, expected)
+            await super().set_if(key, value, expected, claim=claim)
             return
         self.conditional_writes += 1
         if self.conditional_writes == 1:
             self._store(key, bytes(self._data[key]))  # the same bytes, a new version
             config.set(**self.changes)  # for the whole process, mid-write
-        await super().set_if(key, value, expected)
+        await super().set_if(key, value, expected, claim=claim)
 
 
 @pytest.mark.usefixtures("process_settings")

@@ -19,9 +19,11 @@ class BeforeWrites(WrapperStore):
         await self.before(key)
         await super().set(key, value)
 
-    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
+    async def set_if(
+        self, key: str, value: Buffer, expected: Version | None, *, claim: bool = False
+    ) -> None:
         await self.before(key)
-        await super().set_if(key, value, expected)
+        await super().set_if(key, value, expected, claim=claim)
 
 
 class OtherProcess(WrapperStore):

@@ -108,9 +108,9 @@ def test_a_write_over_a_value_read_is_conditional(tmp_path: Path) -> None:
         calls.append(f"set {key}")
         await original_set(key, value)
 
-    async def set_if(key: str, value: Any, expected: Any) -> None:
+    async def set_if(key: str, value: Any, expected: Any, *, claim: bool = False) -> None:
         calls.append(f"set_if {key} {'absent' if expected is None else 'version'}")
-        await original_set_if(key, value, expected)
+        await original_set_if(key, value, expected, claim=claim)
 
     inner.set, inner.set_if = set_, set_if  # type: ignore[method-assign]
     arr[0:4] = 1  # whole chunk: nothing read

@@ -25,10 +25,12 @@ pytestmark = pytest.mark.timeout(60)
 async def test_an_append_whose_answer_was_lost_grows_the_array_once(
     emulator: Emulator, zarr_format: int
 ) -> None:
+    """With `single_writer`, the document found holding what the lost try sent is the
+    append's own: it grew the array, and its rows go there."""
     name, document = f"a{zarr_format}.zarr", "zarr.json" if zarr_format == 3 else ".zarray"
     url = emulator.s3_url(name)
     options = emulator.storage_options()
-    with config.set(retry_base_delay_s=0.001, retry_max_delay_s=0.01):
+    with config.set(retry_base_delay_s=0.001, retry_max_delay_s=0.01, single_writer=True):
         arr = await aiozarr.create_array_async(
             url,
             shape=(4,),
@@ -45,6 +47,64 @@ async def test_an_append_whose_answer_was_lost_grows_the_array_once(
     again = await aiozarr.open_array_async(url, mode="r", storage_options=options)
     assert again.shape == (7,)
     assert (await again.getitem(...)).tolist() == [0, 1, 2, 3, 10, 11, 12]
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+async def test_an_append_whose_answer_was_lost_cannot_tell_whether_the_rows_are_its_own(
+    emulator: Emulator, zarr_format: int
+) -> None:
+    """Another writer may exist: the document holding what the lost try sent may be
+    another append's, grown from the same shape by as much. The append says it cannot
+    tell and writes no rows; the growth stays, its rows fill values."""
+    name, document = f"u{zarr_format}.zarr", "zarr.json" if zarr_format == 3 else ".zarray"
+    url, options = emulator.s3_url(name), emulator.storage_options()
+    with config.set(retry_base_delay_s=0.001, retry_max_delay_s=0.01):
+        arr = await aiozarr.create_array_async(
+            url,
+            shape=(4,),
+            dtype="i4",
+            chunks=(4,),
+            fill_value=-1,
+            zarr_format=zarr_format,
+            storage_options=options,
+        )
+        await arr.setitem(..., np.arange(4, dtype="i4"))
+        emulator.inject("lost", count=1, key_glob=f"{name}/{document}", methods=["PUT"])
+        with pytest.raises(WriteOutcomeUnknownError, match="by this call"):
+            await arr.append(np.array([10, 11, 12], dtype="i4"))
+    again = await aiozarr.open_array_async(url, mode="r", storage_options=options)
+    assert (await again.getitem(...)).tolist() == [0, 1, 2, 3, -1, -1, -1]
+
+
+async def test_two_appends_growing_one_shape_never_take_the_same_rows(
+    emulator: Emulator,
+) -> None:
+    """Append B's growth PUT is reset before the server carries it out; its retry is
+    held back while another process appends as many rows from the same shape, storing
+    byte for byte the document B sends. B's retry is refused (412) and finds its own
+    bytes there. Taken as its own write, both appends returned (6,) and B's rows
+    overwrote the other's; B now says it cannot tell, and writes nothing."""
+    url, options = emulator.s3_url("two.zarr"), emulator.storage_options()
+    other = {**options, "client_options": {**options.get("client_options", {}), "timeout": "31s"}}
+    with config.set(retry_base_delay_s=0.001, retry_max_delay_s=0.01):
+        mine = await aiozarr.create_array_async(
+            url, shape=(4,), dtype="i4", chunks=(2,), fill_value=-1, storage_options=options
+        )
+        await mine.setitem(..., np.arange(4, dtype="i4"))
+        document = {"key_glob": "two.zarr/zarr.json", "methods": ["PUT"], "count": 1}
+        emulator.inject("reset", **document)
+        emulator.inject("late", **document, delay_s=3)
+        appending = asyncio.ensure_future(mine.append(np.array([10, 11], dtype="i4")))
+        while emulator.faults():  # the first PUT was cut before landing; the retry is held
+            await asyncio.sleep(0.01)
+        theirs = await aiozarr.open_array_async(url, mode="r+", storage_options=other)
+        assert theirs.store.runtime is not mine.store.runtime  # as another process's
+        assert theirs.shape == (4,)  # the reset PUT did not land
+        assert await theirs.append(np.array([20, 21], dtype="i4")) == (6,)
+        with pytest.raises(WriteOutcomeUnknownError, match="by this call"):
+            await appending
+    stored = await aiozarr.open_array_async(url, mode="r", storage_options=options)
+    assert (await stored.getitem(...)).tolist() == [0, 1, 2, 3, 20, 21]
 
 
 async def test_a_create_whose_answer_was_lost_creates_the_array(emulator: Emulator) -> None:

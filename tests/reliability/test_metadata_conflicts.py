@@ -250,13 +250,15 @@ class _Interleaving(WrapperStore):
         self.other: aiozarr.Array | None = other
         self.conditional_writes = 0
 
-    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
+    async def set_if(
+        self, key: str, value: Buffer, expected: Version | None, *, claim: bool = False
+    ) -> None:
         if key.endswith("zarr.json"):
             self.conditional_writes += 1
             if self.other is not None:
                 other, self.other = self.other, None
                 await other.async_array.update_attributes({"other": True})
-        await super().set_if(key, value, expected)
+        await super().set_if(key, value, expected, claim=claim)
 
 
 @pytest.mark.parametrize("make_store", ["memory", "local", "s3"], indirect=True)

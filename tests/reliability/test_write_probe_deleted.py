@@ -54,9 +54,11 @@ class DeletedMidProbe(WrapperStore):
             await self._maybe_delete(key, "get")
         return await super().read(key, byte_range, max_bytes)
 
-    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
+    async def set_if(
+        self, key: str, value: Buffer, expected: Version | None, *, claim: bool = False
+    ) -> None:
         await self._maybe_delete(key, "if_none_match" if expected is None else "if_match")
-        await super().set_if(key, value, expected)
+        await super().set_if(key, value, expected, claim=claim)
 
 
 def _group(store: WrapperStore) -> tuple[aiozarr.Array, aiozarr.Array]:
@@ -102,11 +104,13 @@ class IgnoresIfNoneMatch(WrapperStore):
     """The store, but a PUT's `If-None-Match: *` never reaches the server (as behind a
     proxy that strips it): the PUT is unconditional."""
 
-    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
+    async def set_if(
+        self, key: str, value: Buffer, expected: Version | None, *, claim: bool = False
+    ) -> None:
         if expected is None:
             await super().set(key, value)
         else:
-            await super().set_if(key, value, expected)
+            await super().set_if(key, value, expected, claim=claim)
 
 
 def test_a_server_ignoring_if_none_match_is_recorded_once_two_probes_agree(

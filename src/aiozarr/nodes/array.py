@@ -318,13 +318,16 @@ class AsyncArray(hierarchy.NodeLocation):
 
         The growth is applied to the shape as stored (another writer's append included)
         and committed first; `data` then goes to the end that shape gave, so concurrent
-        appends all land, one after another (`nodes/updates.py`). A write that fails or
-        is cancelled takes the growth back, unless another change came after it.
+        appends all land, one after another (`node_updates.py`). A write that fails or is
+        cancelled takes the growth back, unless another change came after it. A growth
+        whose answer was lost cannot be told from another append's by as much: that is
+        `WriteOutcomeUnknownError`, and nothing is written (unless `single_writer`).
         """
         values = self._as_value(data, value_shape(data, self.dtype))  # before it grows
         with anyio.CancelScope(shield=True):  # landed or not: a cancel here cannot know
             change = await self._update_metadata(
-                lambda meta: shape_changes.grown(meta, values.shape, axis, self.name)
+                lambda meta: shape_changes.grown(meta, values.shape, axis, self.name),
+                claim=True,
             )
         _, region = shape_changes.appended(change.before.shape, values.shape, axis, self.name)
         try:
@@ -391,28 +394,24 @@ class AsyncArray(hierarchy.NodeLocation):
         self, selection: Selection = ..., *, progress: ShowProgress = None
     ) -> Any:
         """The values at a numpy basic selection (ints, slices with any step, `...`)."""
-        indexer = self._plan(basic_indexer, selection)
-        return await self._read(indexer, progress)
+        return await self._read(self._plan(basic_indexer, selection), progress)
 
     async def get_orthogonal_selection(
         self, selection: Selection, *, progress: ShowProgress = None
     ) -> Any:
         """The outer product of per-axis selections (ints, slices, int arrays, masks)."""
-        indexer = self._plan(orthogonal_indexer, selection)
-        return await self._read(indexer, progress)
+        return await self._read(self._plan(orthogonal_indexer, selection), progress)
 
     async def get_coordinate_selection(
         self, selection: Selection, *, progress: ShowProgress = None
     ) -> Any:
         """The points picked by one integer array per axis, broadcast together."""
-        indexer = self._plan(coordinate_indexer, selection)
-        return await self._read(indexer, progress)
+        return await self._read(self._plan(coordinate_indexer, selection), progress)
 
     async def get_mask_selection(self, mask: Any, *, progress: ShowProgress = None) -> Any:
         """The elements where `mask` (a boolean array of the array's shape) is true, in
         C order, as a 1-d array."""
-        indexer = self._plan(mask_indexer, mask)
-        return await self._read(indexer, progress)
+        return await self._read(self._plan(mask_indexer, mask), progress)
 
     async def get_vectorized_selection(
         self, selection: Selection, *, progress: ShowProgress = None
@@ -446,30 +445,26 @@ class AsyncArray(hierarchy.NodeLocation):
         self, selection: Selection, value: Any, *, progress: ShowProgress = None
     ) -> None:
         """Store `value` at a numpy basic selection."""
-        indexer = self._plan(basic_indexer, selection)
-        await self._write(indexer, value, progress)
+        await self._write(self._plan(basic_indexer, selection), value, progress)
 
     async def set_orthogonal_selection(
         self, selection: Selection, value: Any, *, progress: ShowProgress = None
     ) -> None:
         """Store `value` at the outer product of per-axis selections."""
-        indexer = self._plan(orthogonal_indexer, selection)
-        await self._write(indexer, value, progress)
+        await self._write(self._plan(orthogonal_indexer, selection), value, progress)
 
     async def set_coordinate_selection(
         self, selection: Selection, value: Any, *, progress: ShowProgress = None
     ) -> None:
         """Store `value` (broadcast to the points' shape) at the points picked by one
         integer array per axis; where a point repeats, the last value wins."""
-        indexer = self._plan(coordinate_indexer, selection)
-        await self._write(indexer, value, progress)
+        await self._write(self._plan(coordinate_indexer, selection), value, progress)
 
     async def set_mask_selection(
         self, mask: Any, value: Any, *, progress: ShowProgress = None
     ) -> None:
         """Store `value` (a scalar, or one value per true element) where `mask` is true."""
-        indexer = self._plan(mask_indexer, mask)
-        await self._write(indexer, value, progress)
+        await self._write(self._plan(mask_indexer, mask), value, progress)
 
     async def set_vectorized_selection(
         self, selection: Selection, value: Any, *, progress: ShowProgress = None
@@ -546,9 +541,13 @@ class AsyncArray(hierarchy.NodeLocation):
         self,
         apply: updates.Apply[ArrayMetadata],
         prepare: updates.Prepare[ArrayMetadata] | None = None,
+        *,
+        claim: bool = False,
     ) -> updates.Change[ArrayMetadata]:
         """Store `apply(metadata as stored)` (`updates.update_node`) and keep it."""
-        change = await updates.update_node(self._store, self._path, self.metadata, apply, prepare)
+        change = await updates.update_node(
+            self._store, self._path, self.metadata, apply, prepare, claim=claim
+        )
         self._stored = dataclasses.replace(self._stored, meta=change.after)
         return change
 

@@ -32,6 +32,7 @@ from typing import Generic, TypeVar
 
 import anyio
 
+from aiozarr import config
 from aiozarr.codecs import CodecChain
 from aiozarr.engine.entry import WriteSettings
 from aiozarr.errors import (
@@ -87,13 +88,22 @@ Prepare = Callable[[N, N], Awaitable[None]]
 
 
 async def update_node(
-    store: Store, path: str, like: N, apply: Apply[N], prepare: Prepare[N] | None = None
+    store: Store,
+    path: str,
+    like: N,
+    apply: Apply[N],
+    prepare: Prepare[N] | None = None,
+    *,
+    claim: bool = False,
 ) -> Change[N]:
     """Apply `apply` to the stored metadata of the node at `path` (of `like`'s format and
     kind) and store the result; on another writer's change, apply it again to theirs.
 
     `prepare(before, after)` runs before each try's write (a resize deletes the chunks it
-    leaves outside). Returns the change as committed.
+    leaves outside). `claim`: the change must be known to be this call's, not only its
+    result (an append's growth claims the rows it adds; two appends growing one shape
+    by as much write the same document), unless `single_writer`. Returns the change as
+    committed.
     """
     fmt = formats.format_of(like)
     # A read-only format refuses here, before any I/O, and so does a change that does
@@ -102,6 +112,7 @@ async def update_node(
     apply(like)
     keys = fmt.node_keys(path)  # the same for an array and a group: one lock per node
     settings = WriteSettings.of()
+    claim = claim and not config.get().single_writer
     started = time.monotonic()
     async with store.runtime.locks.hold(keys):
         for attempt in range(MAX_ATTEMPTS):
@@ -114,7 +125,7 @@ async def update_node(
             if prepare is not None:
                 await prepare(before, after)  # type: ignore[arg-type]
             try:
-                await _write_changed(store, path, before, after, read)
+                await _write_changed(store, path, before, after, read, claim)
             except WriteOutcomeUnknownError as exc:  # applied again, it could apply twice
                 raise WriteOutcomeUnknownError(
                     f"the change of the metadata {shown} in {store!r} may or may not have "
@@ -208,7 +219,12 @@ def _reapplied(apply: Apply[N], before: N, shown: str, store: Store) -> N:
 
 
 async def _write_changed(
-    store: Store, path: str, before: Node, after: Node, read: Mapping[str, Versioned | None]
+    store: Store,
+    path: str,
+    before: Node,
+    after: Node,
+    read: Mapping[str, Versioned | None],
+    claim: bool,
 ) -> None:
     """Write the documents of `after` that differ from those of `before`, each on the
     condition that it is still the version `read` gave; delete (on that condition) the
@@ -225,7 +241,7 @@ async def _write_changed(
         await write_conditions.ensure_trusted(store, f"{path}/" if path else "", [*changed, *stale])
         write_conditions.check_versions(store, {k: read.get(k) for k in [*changed, *stale]})
     for key, doc in changed.items():
-        await _put(store, key, doc, read.get(key), conditional)
+        await _put(store, key, doc, read.get(key), conditional, claim)
     for key in stale:
         if not conditional:
             await store.delete(key)
@@ -234,7 +250,7 @@ async def _write_changed(
         elif key in gone:  # a snapshot has no empty form; whoever keeps one rewrites it
             await store.delete(key)
         else:  # an empty document, written on its condition, says what a delete would
-            await _put(store, key, _EMPTY_ATTRIBUTES, read[key], conditional)
+            await _put(store, key, _EMPTY_ATTRIBUTES, read[key], conditional, claim)
 
 
 def _documents(fmt: Format, path: str, node: Node) -> dict[str, bytes]:
@@ -250,13 +266,13 @@ def _documents(fmt: Format, path: str, node: Node) -> dict[str, bytes]:
 
 
 async def _put(
-    store: Store, key: str, doc: bytes, before: Versioned | None, conditional: bool
+    store: Store, key: str, doc: bytes, before: Versioned | None, conditional: bool, claim: bool
 ) -> None:
     if not conditional or (before is not None and before[1] is None):
         # No condition to write on: the store has none, or (single_writer) no version.
         await store.set(key, doc)
     else:
-        await store.set_if(key, doc, None if before is None else before[1])
+        await store.set_if(key, doc, None if before is None else before[1], claim=claim)
 
 
 def merged_attributes(attributes: Mapping[str, object]) -> Apply[N]:

@@ -49,7 +49,7 @@ async def grow_first(
     """Grow the array at `key` along `axis` by values of shape `rows`, from its shape as
     stored; its metadata as committed and the offset the values go to."""
     change = await node_updates.update_node(
-        store, key, meta, lambda m: shape_changes.grown(m, rows, axis, name)
+        store, key, meta, lambda m: shape_changes.grown(m, rows, axis, name), claim=True
     )
     return change.after, change.before.shape[axis]
 

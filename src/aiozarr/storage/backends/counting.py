@@ -175,9 +175,11 @@ class CountingStore(WrapperStore):
         await self.inner.set(key, value)
         self.bytes_written += _nbytes(value)
 
-    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
+    async def set_if(
+        self, key: str, value: Buffer, expected: Version | None, *, claim: bool = False
+    ) -> None:
         self._record("set", key)
-        await self.inner.set_if(key, value, expected)
+        await self.inner.set_if(key, value, expected, claim=claim)
         self.bytes_written += _nbytes(value)
 
     async def delete_if(self, key: str, expected: Version) -> None:

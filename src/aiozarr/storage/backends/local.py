@@ -306,8 +306,11 @@ class LocalStore(Store):
             self._swept.add(directory)
             sweep_temporary_files(directory)
 
-    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
-        """`set`, only if the file at `key` is still version `expected` (None: absent)."""
+    async def set_if(
+        self, key: str, value: Buffer, expected: Version | None, *, claim: bool = False
+    ) -> None:
+        """`set`, only if the file at `key` is still version `expected` (None: absent).
+        Every answer is seen here, so `claim` changes nothing."""
         self._check_writable(key)
         path = self._path(key)
 

@@ -201,8 +201,11 @@ class MemoryStore(Store):
         with self._lock:
             self._store(key, data)
 
-    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
-        """`set`, only if the value at `key` is still version `expected` (None: absent)."""
+    async def set_if(
+        self, key: str, value: Buffer, expected: Version | None, *, claim: bool = False
+    ) -> None:
+        """`set`, only if the value at `key` is still version `expected` (None: absent).
+        Every answer is seen here, so `claim` changes nothing."""
         self._check_writable(key)
         data = bytes(memoryview(value).cast("B"))
         with self._lock:

@@ -473,10 +473,14 @@ class ObjectStore(ObjectListing, Store):
 
         await self._request("write", key, put, nbytes=data.nbytes)
 
-    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
+    async def set_if(
+        self, key: str, value: Buffer, expected: Version | None, *, claim: bool = False
+    ) -> None:
         """One PUT that succeeds only if `key` is still version `expected` (None: absent);
         else `VersionConflictError`. Never multipart: a multipart upload takes no
-        condition."""
+        condition. A retry refused after a try whose answer was lost is this write's own
+        doing where the value holds exactly what it sent, unless `claim` (another writer
+        may have stored the same bytes: two appends growing one shape by as much)."""
         self._check_writable(key)
         data = memoryview(value).cast("B")
         mode: Any = "create"
@@ -504,7 +508,13 @@ class ObjectStore(ObjectListing, Store):
                             "writer changed it since it was read"
                         ) from None
                     if await self._holds(key, data):
-                        return
+                        if not claim:
+                            return
+                        raise WriteOutcomeUnknownError(
+                            f"cannot tell whether {key!r} in {self._where} was written "
+                            "by this call: a try's answer was lost, and the value holds "
+                            "what it sent, as it would had another writer sent the same"
+                        ) from None
                     raise WriteOutcomeUnknownError(
                         f"cannot tell whether {key!r} in {self._where} was "
                         "written: a try's answer was lost, and another writer has changed "

@@ -374,10 +374,15 @@ class Store(ABC):
         """Store `value` at `key`, replacing any value there (atomically where possible)."""
         raise ReadOnlyError(f"cannot write {key!r}: {type(self).__name__} is read-only")
 
-    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
+    async def set_if(
+        self, key: str, value: Buffer, expected: Version | None, *, claim: bool = False
+    ) -> None:
         """Store `value` at `key` only if the value there is still version `expected`
         (None: only if there is none); else raise `VersionConflictError`.
 
+        A retry after a try whose answer was lost that finds `value` stored takes it as
+        its own write; with `claim`, where who wrote it matters (an append's growth
+        claims rows), that is `WriteOutcomeUnknownError` instead.
         Only where `supports_conditional_writes`.
         """
         raise UnsupportedError(f"cannot write {key!r} conditionally: {self!r} cannot")

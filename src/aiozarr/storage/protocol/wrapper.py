@@ -82,8 +82,10 @@ class WrapperStore(Store):
     async def set(self, key: str, value: Buffer) -> None:
         await self.inner.set(key, value)
 
-    async def set_if(self, key: str, value: Buffer, expected: Version | None) -> None:
-        await self.inner.set_if(key, value, expected)
+    async def set_if(
+        self, key: str, value: Buffer, expected: Version | None, *, claim: bool = False
+    ) -> None:
+        await self.inner.set_if(key, value, expected, claim=claim)
 
     async def delete(self, key: str) -> None:
         await self.inner.delete(key)
