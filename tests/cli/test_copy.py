@@ -277,3 +277,43 @@ def test_resume_into_an_array_respelled_by_tensorstore(tmp_path: Path) -> None:
     report = copy(src, dst, shards=(20, 20), resume=True)
     assert report.chunks_written == 0
     np.testing.assert_array_equal(aiozarr.open_array(dst, mode="r")[...], data)
+
+
+def _sharded(path: Path) -> tuple[Path, np.ndarray]:
+    data = np.arange(64 * 64, dtype="i4").reshape(64, 64)
+    aiozarr.create_array(path, data=data, chunks=(8, 8), shards=(32, 32))
+    return path, data
+
+
+def test_new_chunks_keep_the_shards_they_divide(tmp_path: Path) -> None:
+    src, data = _sharded(tmp_path / "a.zarr")
+    copy(src, tmp_path / "b.zarr", chunks=(16, 16))  # the sharding was dropped
+    copied = aiozarr.open_array(tmp_path / "b.zarr", mode="r")
+    assert (copied.chunks, copied.shards) == ((16, 16), (32, 32))
+    np.testing.assert_array_equal(copied[...], data)
+    copy(src, tmp_path / "c.zarr", chunks=(16, 16), shards=False)
+    unsharded = aiozarr.open_array(tmp_path / "c.zarr", mode="r")
+    assert (unsharded.chunks, unsharded.shards) == ((16, 16), None)
+    np.testing.assert_array_equal(unsharded[...], data)
+
+
+def test_new_chunks_that_do_not_divide_the_shards_are_refused(tmp_path: Path) -> None:
+    src, _ = _sharded(tmp_path / "a.zarr")
+    with pytest.raises(InvalidValueError, match=r"do not divide the shards .*--shards none"):
+        copy(src, tmp_path / "b.zarr", chunks=(12, 12))
+    assert not (tmp_path / "b.zarr").exists()
+
+
+def test_the_command_line_writes_unsharded_with_shards_none(tmp_path: Path) -> None:
+    src, data = _sharded(tmp_path / "a.zarr")
+    aiozarr_cli("cp", str(src), str(tmp_path / "b.zarr"), "--chunks", "16,16", "--shards", "none")
+    copied = aiozarr.open_array(tmp_path / "b.zarr", mode="r")
+    assert (copied.chunks, copied.shards) == ((16, 16), None)
+    np.testing.assert_array_equal(copied[...], data)
+
+
+def test_the_command_line_refuses_a_copy_into_its_own_memory(tmp_path: Path) -> None:
+    src, _ = _sharded(tmp_path / "a.zarr")
+    result = aiozarr_cli("cp", str(src), "memory://copy", check=False)
+    assert result.returncode == 2  # it said "copied 1 array" of a copy gone at exit
+    assert "would end with the command" in result.stderr

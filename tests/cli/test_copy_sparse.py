@@ -42,7 +42,7 @@ def test_a_copy_reads_only_the_objects_the_source_stores() -> None:
     ("src_layout", "dst_options"),
     [
         ({"chunks": (3,)}, {"chunks": (2,)}),
-        ({"chunks": (2,), "shards": (8,)}, {"chunks": (5,)}),
+        ({"chunks": (2,), "shards": (8,)}, {"chunks": (5,), "shards": False}),
         ({"chunks": [[4, 1, 7, 20]]}, {"chunks": (3,), "shards": (6,)}),
     ],
     ids=["rechunked", "unsharded", "rectilinear-to-sharded"],

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Literal
 
 from aiozarr.cli.errors import run_command
 from aiozarr.cli.options import Parser, add_transfer_options, parse_shape, positive
@@ -53,10 +54,11 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     )
     parser.add_argument(
         "--shards",
-        type=parse_shape,
+        type=_parse_shards,
         default=None,
         metavar="N,N,...",
-        help="shard shape, a multiple of the chunk shape (Zarr v3)",
+        help="shard shape, a multiple of the chunk shape (Zarr v3); none: unsharded "
+        "(default: the source's, kept with new --chunks that divide it)",
     )
     parser.add_argument(
         "--codec",
@@ -82,10 +84,17 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     return parser
 
 
+def _parse_shards(text: str) -> tuple[int, ...] | Literal[False] | None:
+    """`--shards`: a shape, or `none` (False: write unsharded)."""
+    return False if text.strip().lower() == "none" else parse_shape(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `aiozarr cp`; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.dst.startswith("memory://"):  # a process's memory: gone when the command ends
+        parser.error(f"DST {args.dst!r} is memory: the copy would end with the command")
 
     async def body() -> int:
         from aiozarr.errors import NodeExistsError

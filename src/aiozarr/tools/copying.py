@@ -18,7 +18,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import numpy as np
@@ -178,15 +178,15 @@ def target_options(
     *,
     zarr_format: int | None = None,
     chunks: Sequence[int] | None = None,
-    shards: Sequence[int] | None = None,
+    shards: Sequence[int] | Literal[False] | None = None,
     codec: str | None = None,
 ) -> dict[str, Any] | None:
     """`create_array` options for the copy of `src`; None: copy the metadata as it is."""
     fmt = zarr_format or src.zarr_format
     meta = src.metadata
     new_chunks = _shape_option(chunks, "chunks", src)
-    new_shards = _shape_option(shards, "shards", src)
-    as_is = new_chunks is None and new_shards is None and codec is None
+    new_shards = None if shards is False else _shape_option(shards, "shards", src)
+    as_is = new_chunks is None and shards is None and codec is None
     if fmt == meta.zarr_format and as_is and not is_draft(meta):  # a draft is not written
         return None
     if fmt not in (2, 3):
@@ -194,8 +194,8 @@ def target_options(
     if fmt == 2 and new_shards is not None:
         raise InvalidValueError("shards need zarr_format 3 (Zarr v2 has no sharding)")
     src_chunks, src_shards = _source_grid(src)
-    if new_shards is None and fmt == 3 and new_chunks is None:
-        new_shards = src_shards
+    if shards is None and fmt == 3:
+        new_shards = _kept_shards(src, src_shards, new_chunks)
     options: dict[str, Any] = {
         "shape": src.shape,
         "dtype": src.dtype,
@@ -212,6 +212,20 @@ def target_options(
     if codec is not None:
         options["compressors"] = parse_codec(codec, fmt, src.dtype.itemsize)
     return options
+
+
+def _kept_shards(src: AsyncArray, shards: Any, chunks: tuple[int, ...] | None) -> Any:
+    """The source's shards, kept where only the inner chunks change and they divide them
+    (a copy that gives new chunks does not silently drop the sharding)."""
+    if chunks is None or shards is None:
+        return shards
+    if isinstance(shards, tuple) and all(s % c == 0 for s, c in zip(shards, chunks, strict=True)):
+        return shards
+    raise InvalidValueError(
+        f"chunks {chunks} do not divide the shards of array {src.name} "
+        f"({src.metadata.chunk_shape}): give shards that are multiples of them "
+        "(--shards), or shards=False (--shards none) to write it unsharded"
+    )
 
 
 def _source_grid(src: AsyncArray) -> tuple[Any, Any]:
@@ -329,7 +343,7 @@ async def copy_async(
     dst_path: str = "",
     zarr_format: int | None = None,
     chunks: Sequence[int] | None = None,
-    shards: Sequence[int] | None = None,
+    shards: Sequence[int] | Literal[False] | None = None,
     codec: str | None = None,
     resume: bool = False,
     overwrite: bool = False,
@@ -340,8 +354,9 @@ async def copy_async(
 ) -> CopyReport:
     """Copy the array or group at `src`/`src_path` to `dst`/`dst_path`. Sync twin: `copy`.
 
-    `zarr_format`, `chunks` (inner chunks when sharded), `shards` and `codec` ("zstd:5")
-    convert on the way; without them each array keeps its metadata exactly. `resume`
+    `zarr_format`, `chunks` (inner chunks when sharded: a sharded array keeps its shards
+    where they divide them), `shards` (False: unsharded) and `codec` ("zstd:5") convert
+    on the way; without them each array keeps its metadata exactly. `resume`
     keeps what is already at the destination and skips units whose stored values equal
     the source's; `overwrite` replaces existing nodes. `progress(CopyProgress)` is called
     after each unit. Decoded bytes in flight stay near `max_inflight_bytes` (config's
