@@ -35,7 +35,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         description="Copy an array or group between stores, optionally converting it.",
     )
     parser.add_argument("src", help="source path or URL")
-    parser.add_argument("dst", help="destination path or URL")
+    parser.add_argument("dst", type=_destination, help="destination path or URL")
     parser.add_argument("--src-path", default="", help="node inside the source store")
     parser.add_argument("--dst-path", default="", help="node inside the destination store")
     parser.add_argument(
@@ -84,6 +84,13 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     return parser
 
 
+def _destination(text: str) -> str:
+    """DST: anything but `memory://`, a process's memory, gone when the command ends."""
+    if text.startswith("memory://"):
+        raise argparse.ArgumentTypeError(f"{text!r} is memory: the copy would end with the command")
+    return text
+
+
 def _parse_shards(text: str) -> tuple[int, ...] | Literal[False] | None:
     """`--shards`: a shape, or `none` (False: write unsharded)."""
     return False if text.strip().lower() == "none" else parse_shape(text)
@@ -93,8 +100,6 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of `aiozarr cp`; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.dst.startswith("memory://"):  # a process's memory: gone when the command ends
-        parser.error(f"DST {args.dst!r} is memory: the copy would end with the command")
 
     async def body() -> int:
         from aiozarr.errors import NodeExistsError

@@ -279,13 +279,11 @@ class LocalStore(Store):
 
     async def exists(self, key: str) -> bool:
         """Whether a file is stored at `key`."""
-        path = self._path(key)
-        return await _off_loop(self._guarded, "stat", key, _file_size, path) is not None
+        return await _off_loop(self._guarded, "stat", key, _file_size, self._path(key)) is not None
 
     async def getsize(self, key: str) -> int | None:
         """Size of the file at `key` in bytes, or None if missing."""
-        path = self._path(key)
-        return await _off_loop(self._guarded, "stat", key, _file_size, path)
+        return await _off_loop(self._guarded, "stat", key, _file_size, self._path(key))
 
     # -- writes ------------------------------------------------------------------------
 
@@ -309,8 +307,7 @@ class LocalStore(Store):
     async def set_if(
         self, key: str, value: Buffer, expected: Version | None, *, claim: bool = False
     ) -> None:
-        """`set`, only if the file at `key` is still version `expected` (None: absent).
-        Every answer is seen here, so `claim` changes nothing."""
+        """`set`, only if the file at `key` is still version `expected` (None: absent)."""
         self._check_writable(key)
         path = self._path(key)
 

@@ -204,8 +204,7 @@ class MemoryStore(Store):
     async def set_if(
         self, key: str, value: Buffer, expected: Version | None, *, claim: bool = False
     ) -> None:
-        """`set`, only if the value at `key` is still version `expected` (None: absent).
-        Every answer is seen here, so `claim` changes nothing."""
+        """`set`, only if the value at `key` is still version `expected` (None: absent)."""
         self._check_writable(key)
         data = bytes(memoryview(value).cast("B"))
         with self._lock:

@@ -478,9 +478,8 @@ class ObjectStore(ObjectListing, Store):
     ) -> None:
         """One PUT that succeeds only if `key` is still version `expected` (None: absent);
         else `VersionConflictError`. Never multipart: a multipart upload takes no
-        condition. A retry refused after a try whose answer was lost is this write's own
-        doing where the value holds exactly what it sent, unless `claim` (another writer
-        may have stored the same bytes: two appends growing one shape by as much)."""
+        condition. Refused after a try whose answer was lost, it succeeded where the value
+        holds exactly what it sent, unless `claim` (`Store.set_if`)."""
         self._check_writable(key)
         data = memoryview(value).cast("B")
         mode: Any = "create"
@@ -507,18 +506,12 @@ class ObjectStore(ObjectListing, Store):
                             f"cannot write {key!r} in {self._where}: another "
                             "writer changed it since it was read"
                         ) from None
-                    if await self._holds(key, data):
-                        if not claim:
-                            return
-                        raise WriteOutcomeUnknownError(
-                            f"cannot tell whether {key!r} in {self._where} was written "
-                            "by this call: a try's answer was lost, and the value holds "
-                            "what it sent, as it would had another writer sent the same"
-                        ) from None
+                    if not claim and await self._holds(key, data):
+                        return
                     raise WriteOutcomeUnknownError(
-                        f"cannot tell whether {key!r} in {self._where} was "
-                        "written: a try's answer was lost, and another writer has changed "
-                        "it since"
+                        f"cannot tell whether {key!r} in {self._where} was written by "
+                        "this call: a try's answer was lost, and another writer may have "
+                        "written it since"
                     ) from None
                 if cause is not None and obstore_errors.classify(cause).throttled:
                     unseen = before  # a 429 or 503 refused it: it did not land
