@@ -213,6 +213,20 @@ def test_v2_bridge_object_arrays(tmp_path: Path) -> None:
     np.testing.assert_array_equal(chain.decode(chain.encode(cats)), cats)
 
 
+@pytest.mark.parametrize("codec_id", ["json2", "msgpack2"])
+def test_v2_shaped_object_codecs_in_f_order(codec_id: str) -> None:
+    """json2 and msgpack2 store a chunk's items nested by row with its shape, whatever
+    the array's order (numcodecs encodes `tolist()`), so an F-order chunk decodes to
+    the rows it stores: they were read as if in F memory order, transposed."""
+    if codec_id == "msgpack2":
+        pytest.importorskip("msgpack")
+    values = np.array([["a", "b", "c"], ["d", "e", "f"]], dtype=object)
+    chain = CodecChain.from_metadata(v2_meta("O", (2, 3), None, [{"id": codec_id}], "F"))
+    stored = numcodecs.get_codec({"id": codec_id}).encode(values)  # as zarr 2 wrote it
+    assert chain.decode(stored, "a/0.0").tolist() == values.tolist()
+    assert chain.decode(chain.encode(values), "a/0.0").tolist() == values.tolist()
+
+
 def test_v2_bridge_structured_and_fixed_strings() -> None:
     dtype = np.dtype([("x", "<i4"), ("y", ">f8")])
     values = np.array([(1, 0.5), (2, 1.5), (3, -1.0)], dtype=dtype)

@@ -390,7 +390,12 @@ class NumcodecsV2Codec(ArrayToBytesCodec):
                 chunk = decompress(
                     codec, _as_bytes(chunk), size, exact, self._zlib_in_gzip, spec.key, dtype
                 )
-        chunk = ensure_ndarray_like(chunk).reshape(-1, order="A")
+        chunk = ensure_ndarray_like(chunk)
+        # json2 and msgpack2 record the chunk's shape and decode to it, items in their
+        # logical places whatever `order` was: not a memory layout to lay out again.
+        shaped = chunk.ndim > 1 and chunk.shape == tuple(spec.shape)
+        order = "C" if shaped else self.order
+        chunk = chunk.reshape(-1, order="C" if shaped else "A")
         if spec.dtype.hasobject:
             if not chunk.dtype.hasobject:
                 raise CodecError(f"decoded {chunk.dtype} data, expected objects")
@@ -404,7 +409,7 @@ class NumcodecsV2Codec(ArrayToBytesCodec):
         count = math.prod(spec.shape)
         if chunk.size != count:
             raise CodecError(f"chunk decodes to {chunk.size} items, expected {count}")
-        return chunk.reshape(spec.shape, order=self.order)
+        return chunk.reshape(spec.shape, order=order)
 
 
 def _exported(chunk: Any) -> Any:
