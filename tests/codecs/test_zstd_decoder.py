@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import numcodecs
 import numpy as np
 import pytest
 
+import aiozarr
 from aiozarr.codecs.zstd import ZstdCodec, decompress_into
 from aiozarr.errors import CodecError
 
@@ -51,6 +53,38 @@ def test_corrupt_and_truncated_frames_are_codec_errors() -> None:
         ZstdCodec().decode_into_buffer(frame[: len(frame) // 2], out)
     with pytest.raises(CodecError):
         ZstdCodec().decode_into_buffer(frame[:8] + bytes(64), out)
+
+
+@pytest.mark.parametrize("cut", [1, 2, 4])
+def test_a_frame_cut_inside_its_checksum_is_refused(cut: int, tmp_path: Path) -> None:
+    """Every content byte is there, the checksum is not: zstandard's stream reader
+    filled the output and said nothing, so a truncated chunk read as whole."""
+    frame = numcodecs.Zstd(checksum=True).encode(RAW)
+    with pytest.raises(CodecError, match="truncated"):
+        ZstdCodec(checksum=True).decode_into_buffer(frame[:-cut], bytearray(len(RAW)))
+    values = np.frombuffer(RAW, "<f4")
+    arr = aiozarr.create_array(
+        tmp_path,
+        shape=values.shape,
+        dtype="<f4",
+        chunks=values.shape,
+        compressors=[{"name": "zstd", "configuration": {"checksum": True}}],
+    )
+    arr[:] = values
+    chunk = tmp_path / "c" / "0"
+    chunk.write_bytes(chunk.read_bytes()[:-cut])
+    with pytest.raises(CodecError, match=r"'c/0'.*truncated"):
+        arr[:]
+
+
+def test_skippable_frames_and_frames_back_to_back_still_decode() -> None:
+    half = len(RAW) // 2
+    z = numcodecs.Zstd(checksum=True)
+    skippable = (0x184D2A53).to_bytes(4, "little") + (3).to_bytes(4, "little") + b"abc"
+    data = skippable + z.encode(RAW[:half]) + skippable + z.encode(RAW[half:])
+    out = bytearray(len(RAW))
+    decompress_into(memoryview(data), memoryview(out))
+    assert out == RAW
 
 
 def test_threads_decode_at_once_each_with_its_own_context() -> None:

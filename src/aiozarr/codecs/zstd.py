@@ -135,6 +135,37 @@ def decompress_into(data: memoryview, out: memoryview) -> None:
             f"codec 'zstd': data decompresses to "
             f"{'more than ' if extra else ''}{filled} bytes, expected {out.nbytes}"
         )
+    check_frames_end(data)
+
+
+def check_frames_end(data: memoryview) -> None:
+    """Refuse `data` when its last zstd frame ends past it: zstandard's stream reader
+    ends a frame cut inside its content checksum without a word, once every byte of
+    content is out (RFC 8878, 3.1.1: header, blocks, then the optional checksum).
+
+    Walks the frames' block headers only; stops, saying nothing, at anything it does
+    not know (a legacy frame): the decoder has read those already.
+    """
+    start = 0
+    while start < data.nbytes:
+        magic = int.from_bytes(data[start : start + 4], "little")
+        if magic & 0xFFFFFFF0 == _SKIPPABLE_MAGIC:
+            start += 8 + int.from_bytes(data[start + 4 : start + 8], "little")
+            continue
+        if magic != _MAGIC:
+            return
+        try:
+            descriptor, start = data[start + 4], start + zstandard.frame_header_size(data[start:])
+        except (IndexError, zstandard.ZstdError) as error:
+            raise _corrupt(error) from error
+        last = False
+        while not last and start + 3 <= data.nbytes:
+            header = int.from_bytes(data[start : start + 3], "little")
+            last, kind = bool(header & 1), (header >> 1) & 3
+            start += 3 + (1 if kind == 1 else header >> 3)
+        start += 4 if descriptor & 0x04 else 0
+        if not last or start > data.nbytes:
+            raise CodecError("codec 'zstd': data is truncated (its last frame ends past it)")
 
 
 def _stream_at_most(data: memoryview, size: int) -> bytearray:
@@ -170,6 +201,7 @@ def _corrupt(error: Exception) -> CodecError:
 
 
 _MAGIC = 0xFD2FB528
+_SKIPPABLE_MAGIC = 0x184D2A50
 #: Decompressed bytes counted at a time in a frame that does not record its size.
 _STEP = 1 << 20
 
