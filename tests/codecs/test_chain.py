@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import zarr
 
+import aiozarr
 from aiozarr.codecs import ChunkSpec, CodecChain, layout_of
 from aiozarr.codecs.bytes import BytesCodec
 from aiozarr.codecs.gzip import GzipCodec
@@ -225,6 +226,19 @@ def test_v2_shaped_object_codecs_in_f_order(codec_id: str) -> None:
     stored = numcodecs.get_codec({"id": codec_id}).encode(values)  # as zarr 2 wrote it
     assert chain.decode(stored, "a/0.0").tolist() == values.tolist()
     assert chain.decode(chain.encode(values), "a/0.0").tolist() == values.tolist()
+
+
+def test_a_codec_library_error_on_encode_is_a_codec_error_naming_the_chunk(
+    tmp_path: Path,
+) -> None:
+    """numcodecs' bitround takes no big-endian data: its `KeyError('>f8')` came out of a
+    write as itself, naming neither the chunk nor what failed."""
+    arr = aiozarr.create_array(
+        tmp_path, shape=(6,), chunks=(3,), dtype=">f8", zarr_format=2,
+        filters=[numcodecs.BitRound(5)], compressors=None,
+    )  # fmt: skip
+    with pytest.raises(CodecError, match=r"chunk '0'.*cannot encode.*KeyError"):
+        arr[:3] = np.arange(3.0)
 
 
 def test_v2_bridge_structured_and_fixed_strings() -> None:

@@ -315,21 +315,33 @@ class CodecChain:
         first = self.bytes_to_bytes[0]
         return first.decode_into_buffer if first.decodes_into_buffer else None
 
-    def encode(self, array: np.ndarray) -> bytes | memoryview:
-        """Encode one chunk (shaped like `spec`) to the bytes to store."""
+    def encode(self, array: np.ndarray, key: str = "") -> bytes | memoryview:
+        """Encode one chunk (shaped like `spec`) to the bytes to store.
+
+        Errors are `CodecError`s naming `key`: a codec library's own error too (numcodecs'
+        bitround raises `KeyError` for a data type it does not take).
+        """
         spec = self._spec
         array = np.asarray(array)
         if array.shape != spec.shape:
             raise CodecError(
-                f"cannot encode an array of shape {array.shape} as a chunk of {spec.shape}"
+                f"{_where(key)}: cannot encode an array of shape {array.shape} as a chunk "
+                f"of {spec.shape}"
             )
-        if array.dtype != spec.dtype:
-            array = array.astype(spec.dtype)
-        for codec, codec_spec in zip(self.array_to_array, self._array_specs, strict=True):
-            array = codec.encode(array, codec_spec)
-        data = self.array_to_bytes.encode(array, self._bytes_spec)
-        for bb in self.bytes_to_bytes:
-            data = bb.encode(data, self._bytes_spec)
+        try:
+            if array.dtype != spec.dtype:
+                array = array.astype(spec.dtype)
+            for codec, codec_spec in zip(self.array_to_array, self._array_specs, strict=True):
+                array = codec.encode(array, codec_spec)
+            data = self.array_to_bytes.encode(array, self._bytes_spec)
+            for bb in self.bytes_to_bytes:
+                data = bb.encode(data, self._bytes_spec)
+        except CodecError as error:
+            _raise_with_key(error, key)
+        except AiozarrError:
+            raise
+        except Exception as error:  # a codec library's own error
+            raise CodecError(f"{_where(key)}: cannot encode: {error!r}") from error
         return data
 
     def __repr__(self) -> str:

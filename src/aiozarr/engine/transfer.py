@@ -75,7 +75,8 @@ async def move_chunks(source: Store, target: Store, moves: Sequence[ChunkMove]) 
 
 def _reencode_all(todo: Sequence[tuple[ChunkMove, Buffer]]) -> list[bytes]:
     """Decode stored chunks with their source's codecs and encode them with the target's."""
-    return [
-        bytes(memoryview(m.target_chain.encode(m.source_chain.decode(data, m.source_key))))  # type: ignore[arg-type]
-        for m, data in todo
-    ]
+    encoded = []
+    for m, data in todo:
+        values = m.source_chain.decode(data, m.source_key)
+        encoded.append(bytes(memoryview(m.target_chain.encode(values, m.target_key))))  # type: ignore[arg-type]
+    return encoded

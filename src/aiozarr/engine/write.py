@@ -75,7 +75,7 @@ def _encode_one(
         chunk[projection.chunk_selection] = part[()] if part.ndim == 0 else part
     if not (write_empty or job.keep_fill) and is_fill(chunk, fill_value):
         return None
-    return job.chain.encode(chunk)
+    return job.chain.encode(chunk, job.key)
 
 
 def _encode_all(
