@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import bz2
 import json
+import lzma
 from pathlib import Path
 from typing import Any
 
@@ -239,6 +241,25 @@ def test_a_codec_library_error_on_encode_is_a_codec_error_naming_the_chunk(
     )  # fmt: skip
     with pytest.raises(CodecError, match=r"chunk '0'.*cannot encode.*KeyError"):
         arr[:3] = np.arange(3.0)
+
+
+@pytest.mark.parametrize("codec_id", ["bz2", "lzma"])
+def test_v2_streams_one_after_another_all_decode(codec_id: str) -> None:
+    """A chunk of several bz2 or lzma streams (pbzip2, `cat a.xz b.xz`) decodes whole,
+    as numcodecs decodes it (`bz2.decompress`): only the first stream was decoded,
+    and the chunk refused as short. A broken stream after the first is still short."""
+    compress = bz2.compress if codec_id == "bz2" else lzma.compress
+    values = np.arange(1000, dtype="<i4")
+    raw = values.tobytes()
+    chain = CodecChain.from_metadata(v2_meta("<i4", (1000,), {"id": codec_id}))
+    two = compress(raw[:1000]) + compress(raw[1000:])
+    assert bytes(numcodecs.get_codec({"id": codec_id}).decode(two)) == raw
+    np.testing.assert_array_equal(chain.decode(two, "a/0"), values)
+    np.testing.assert_array_equal(chain.decode(two + bytes(4), "a/0"), values)  # xz padding
+    second = compress(raw[1000:])
+    broken = compress(raw[:1000]) + second[:8] + bytes(8) + second[16:]
+    with pytest.raises(CodecError, match=r"'a/0'.*decompresses to"):
+        chain.decode(broken, "a/0")
 
 
 def test_v2_bridge_structured_and_fixed_strings() -> None:

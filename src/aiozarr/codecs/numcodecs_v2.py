@@ -243,18 +243,32 @@ def standalone_pcodec() -> Any:
 
 
 def _bz2_or_lzma(compressor: Numcodec, data: memoryview, size: int, exact: bool) -> bytes:
+    """Decode every stream in `data`, one after another (pbzip2, `cat a.xz b.xz`), as
+    `bz2.decompress` and `lzma.decompress` (numcodecs) do; data after the last that is
+    no stream (or null bytes) is left out, as they leave it."""
     codec_id = compressor.codec_id
-    try:
+    parts: list[bytes] = []
+    produced = 0
+    rest: Any = data
+    while True:
         streaming: Any = (
             bz2.BZ2Decompressor() if codec_id == "bz2" else _lzma_decompressor(compressor, size)
         )
-        out = streaming.decompress(data, size + 1)
-    except (OSError, EOFError, ValueError, lzma.LZMAError) as error:
-        raise CodecError(f"codec {codec_id!r}: corrupt data: {error}") from error
-    check_decoded_size(codec_id, len(out), size, exact)
-    if not streaming.eof:
-        raise CodecError(f"codec {codec_id!r}: data is truncated")
-    return out
+        try:
+            parts.append(streaming.decompress(rest, size + 1 - produced))
+        except (OSError, EOFError, ValueError, lzma.LZMAError) as error:
+            if parts:
+                break  # not another stream
+            raise CodecError(f"codec {codec_id!r}: corrupt data: {error}") from error
+        produced += len(parts[-1])
+        check_decoded_size(codec_id, produced, size, exact=False)
+        if not streaming.eof:
+            raise CodecError(f"codec {codec_id!r}: data is truncated")
+        rest = streaming.unused_data
+        if not rest.strip(b"\0"):  # the end, or xz's stream padding (null bytes)
+            break
+    check_decoded_size(codec_id, produced, size, exact)
+    return b"".join(parts)
 
 
 def _lzma_decompressor(compressor: Numcodec, size: int) -> lzma.LZMADecompressor:
