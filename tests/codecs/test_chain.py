@@ -262,6 +262,20 @@ def test_v2_streams_one_after_another_all_decode(codec_id: str) -> None:
         chain.decode(broken, "a/0")
 
 
+@pytest.mark.parametrize("scale", [0, 0.0, float("inf")])
+def test_fixedscaleoffset_of_no_finite_scale_is_refused(scale: float) -> None:
+    """A scale of 0 stores every value as 0 and reads it back as 0 / 0: NaN, INT_MIN in
+    an int array, silently (numcodecs and zarr-python take it)."""
+    fso = {"offset": 1, "scale": scale, "dtype": "<f8", "astype": "<i4"}
+    with pytest.raises(MetadataError, match=r"a/\.zarray.*'scale' must be a finite number"):
+        CodecChain.from_metadata(
+            v2_meta("<f8", (4,), None, [{"id": "fixedscaleoffset", **fso}]), "a/.zarray"
+        )
+    codecs = [CodecMetadata("numcodecs.fixedscaleoffset", fso), CodecMetadata("bytes")]
+    with pytest.raises(MetadataError, match=r"b/zarr\.json.*'scale' must be a finite number"):
+        CodecChain.from_codecs(codecs, ChunkSpec((4,), np.dtype("<f8"), 0), "b/zarr.json")
+
+
 def test_v2_bridge_structured_and_fixed_strings() -> None:
     dtype = np.dtype([("x", "<i4"), ("y", ">f8")])
     values = np.array([(1, 0.5), (2, 1.5), (3, -1.0)], dtype=dtype)

@@ -83,6 +83,12 @@ def build_numcodec(config: Mapping[str, Any]) -> Numcodec:
         raise UnsupportedError(
             "codec 'pickle' is refused for safety (unpickling stored data can run arbitrary code)"
         )
+    scale = config.get("scale") if codec_id == "fixedscaleoffset" else 1
+    if isinstance(scale, int | float) and not (math.isfinite(scale) and scale != 0):
+        raise MetadataError(
+            f"bad codec {dict(config)!r}: field 'scale' must be a finite number other than 0 "
+            "(every value would be stored as 0 or NaN and read back as NaN)"
+        )
     try:
         return numcodecs.get_codec(dict(config))
     except (KeyError, ValueError) as error:
