@@ -30,6 +30,7 @@ from aiozarr.storage.backends.zarr_store import ZarrStore, is_zarr_store
 from aiozarr.storage.backends.zip import ZipMode
 from aiozarr.storage.opening.url import escapes_noted, from_url, names_zip, open_zip
 from aiozarr.storage.protocol import Store
+from aiozarr.storage.protocol.wrapper import read_only_view
 from aiozarr.storage.references.icechunk import IcechunkStore, is_repository, probe_repository
 from aiozarr.storage.references.reference_store import ReferenceStore, is_reference_source
 from aiozarr.sync import Array, Group, asyncio_only, run
@@ -58,14 +59,14 @@ def resolve_store(
     store: StoreLike, *, mode: Mode = "r", storage_options: Mapping[str, Any] | None = None
 ) -> Store:
     """A `Store` for `store`: a URL or local path opened in `mode`; a Store as it is
-    (its own read-only flag decides whether it can be written); an obstore store
+    (mode "r": read-only, `read_only_view`, as zarr-python's); an obstore store
     (`obstore.store.S3Store(...)`) or a zarr-python 3 store (`zarr.storage.LocalStore`,
     icechunk's, ...) wrapped: `ObjectStore`, `ZarrStore` (read-only in mode "r")."""
     if mode not in _MODES:
         raise AiozarrError(f"mode must be one of {', '.join(_MODES)}, got {mode!r}")
     read_only = mode == "r"
     if isinstance(store, Store):
-        return store
+        return read_only_view(store) if read_only else store
     if is_obstore(store):
         return ObjectStore(store, read_only=read_only)
     if is_zarr_store(store):

@@ -84,7 +84,7 @@ async def test_a_registered_format_is_detected_read_and_named(toy: None) -> None
     store = MemoryStore()
     data = await _toy_array(store)
     counting = CountingStore(store)
-    arr = await aiozarr.open_array_async(counting, "a", mode="r")
+    arr = await aiozarr.open_array_async(counting, "a", mode="r+")
     expected = data.copy()
     expected[2:] = -1  # the fill value
     np.testing.assert_array_equal(await arr.getitem(...), expected)

@@ -75,6 +75,8 @@ def _consolidates(obj: Any) -> bool:
 
 
 def _store(obj: Any, storage_options: Mapping[str, Any] | None) -> Store:
+    if isinstance(obj, Store):  # the backend only reads: `store_of(ds)` is the caller's store
+        return obj
     if isinstance(obj, MutableMapping) and not is_reference_source(obj):
         return _dict_store(obj)
     if isinstance(obj, os.PathLike):

@@ -10,21 +10,26 @@ through the wrapper's `read` / `read_ranges`: a wrapper sees each backend reques
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Hashable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
+from typing import Any
 
 from aiozarr.byte_range import ByteRange
+from aiozarr.storage.policy.backend import RangeSender
 from aiozarr.storage.policy.runtime import StoreRuntime
 from aiozarr.storage.protocol import (
     Buffer,
     Capabilities,
+    RangeRequest,
     Store,
     Unchanged,
     Version,
     Versioned,
 )
 
-__all__ = ["WrapperStore"]
+__all__ = ["ReadOnlyStore", "WrapperStore", "read_only_view"]
 
 
 class WrapperStore(Store):
@@ -104,3 +109,60 @@ class WrapperStore(Store):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.inner!r})"
+
+
+class ReadOnlyStore(WrapperStore):
+    """`inner` read-only: every write and delete through it raises `ReadOnlyError`; its
+    reads are `inner`'s, batches, range senders and inline reads too, so a wrapper below
+    (counting requests and batches) sees them as its own."""
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.inner.capabilities
+
+    def stream_versioned_values(
+        self, requests: Sequence[RangeRequest]
+    ) -> AbstractAsyncContextManager[Any]:
+        return self.inner.stream_versioned_values(requests)
+
+    def range_sender(self) -> RangeSender | None:
+        return self.inner.range_sender()
+
+    @property
+    def read_only(self) -> bool:
+        return True
+
+    def get_inline(self, key: str, byte_range: ByteRange | None = None) -> Versioned | None:
+        return self.inner.get_inline(key, byte_range)
+
+    async def set(self, key: str, value: Buffer) -> None:
+        self._check_writable(key)
+
+    async def set_if(
+        self, key: str, value: Buffer, expected: Version | None, *, claim: bool = False
+    ) -> None:
+        self._check_writable(key)
+
+    async def delete(self, key: str) -> None:
+        self._check_writable(key)
+
+    async def delete_if(self, key: str, expected: Version) -> None:
+        self._check_writable(key)
+
+    def __eq__(self, other: object) -> bool:  # two opens in mode "r" read as one store
+        return isinstance(other, ReadOnlyStore) and other.inner == self.inner
+
+    def __hash__(self) -> int:
+        return hash((ReadOnlyStore, self.inner))
+
+
+def read_only_view(store: Store) -> Store:
+    """`store` read-only, over the same data: itself when it is, else its own
+    `with_read_only(True)`, else (a wrapper, whose own copy would be a new wrapper with
+    new counters, or a store that cannot change its flag) a `ReadOnlyStore` over it."""
+    if store.read_only:
+        return store
+    if not isinstance(store, WrapperStore):
+        with contextlib.suppress(NotImplementedError):
+            return store.with_read_only(True)
+    return ReadOnlyStore(store)
