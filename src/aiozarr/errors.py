@@ -40,6 +40,12 @@ class NodeExistsError(AiozarrError, FileExistsError):
     """An array or group already exists where one was to be created."""
 
 
+class NodeTypeError(AiozarrError, TypeError):
+    """A node is not the one required (`require_array`, `require_group`): a group where
+    an array is asked for or the reverse, or an array of another shape or data type.
+    Also a `TypeError`, as zarr-python raises there."""
+
+
 class MetadataError(AiozarrError, ValueError):
     """A metadata document is malformed, contradictory or invalid."""
 

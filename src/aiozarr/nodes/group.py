@@ -16,6 +16,7 @@ from aiozarr.errors import (
     InvalidValueError,
     NodeExistsError,
     NodeNotFoundError,
+    NodeTypeError,
     ReadOnlyError,
     RefNotFoundError,
 )
@@ -261,8 +262,9 @@ class AsyncGroup(hierarchy.NodeLocation):
         **options: Any,
     ) -> AsyncArray:
         """The member array `name` when its shape is `shape` and its dtype casts to
-        `dtype` (is `dtype`, with `exact`), else a `TypeError`, as zarr-python's; created
-        with `options` when missing (or the one another caller created meanwhile)."""
+        `dtype` (is `dtype`, with `exact`), else a `NodeTypeError` (a `TypeError`, as
+        zarr-python's); created with `options` when missing (or the one another caller
+        created meanwhile)."""
         node = await self._open_member(name)
         if node is None:
             try:
@@ -270,15 +272,19 @@ class AsyncGroup(hierarchy.NodeLocation):
             except NodeExistsError as error:
                 node = await self._created_meanwhile(name, error)
         if not isinstance(node, AsyncArray):
-            raise TypeError(f"member {name!r} of {self.name} is a group, not an array")
+            raise NodeTypeError(f"member {name!r} of group {self.name} is a group, not an array")
         wanted = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
         if wanted != node.shape:
-            raise TypeError(f"incompatible shape: {name!r} has {node.shape}, not {wanted}")
+            raise NodeTypeError(
+                f"incompatible shape: array {node.name} has {node.shape}, not {wanted}"
+            )
         if dtype is not None:
             np_dtype = dtypes.requested_dtype(dtype, node.zarr_format)[0]
             fits = node.dtype == np_dtype if exact else np.can_cast(node.dtype, np_dtype)
             if not fits:
-                raise TypeError(f"incompatible dtype: {name!r} is {node.dtype}, not {np_dtype}")
+                raise NodeTypeError(
+                    f"incompatible dtype: array {node.name} is {node.dtype}, not {np_dtype}"
+                )
         return node
 
     async def _created_meanwhile(
@@ -306,7 +312,8 @@ class AsyncGroup(hierarchy.NodeLocation):
 
     async def require_group(self, name: str) -> AsyncGroup:
         """The child group `name`, created if it does not exist (or the one another
-        caller created meanwhile)."""
+        caller created meanwhile); `NodeTypeError` (a `TypeError`, as zarr-python's) if
+        it is an array."""
         node = await self._open_member(name)
         if node is None:
             try:
@@ -314,7 +321,7 @@ class AsyncGroup(hierarchy.NodeLocation):
             except NodeExistsError as error:
                 node = await self._created_meanwhile(name, error)
         if not isinstance(node, AsyncGroup):
-            raise NodeNotFoundError(f"member {name!r} of {self.name} is an array, not a group")
+            raise NodeTypeError(f"member {name!r} of group {self.name} is an array, not a group")
         return node
 
     async def create_array(
