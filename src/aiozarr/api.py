@@ -244,7 +244,7 @@ async def open_group_async(
     except NodeNotFoundError:
         if mode != "a" or not resolved.writable:  # nothing to create it in: say what is missing
             raise
-        fmt = zarr_format or 3  # exist_ok: the group another writer created meanwhile
+        fmt = zarr_format  # None: v3, or whichever format another writer created it in
         return await AsyncGroup.create(
             resolved, path, attributes=attributes, zarr_format=fmt, exist_ok=True, cache=cache
         )

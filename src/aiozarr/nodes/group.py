@@ -92,24 +92,31 @@ class AsyncGroup(hierarchy.NodeLocation):
         path: str = "",
         *,
         attributes: Mapping[str, Any] | None = None,
-        zarr_format: Literal[2, 3] = 3,
+        zarr_format: Literal[2, 3] | None = 3,
         overwrite: bool = False,
         exist_ok: bool = False,
         cache: CacheSettings | None = None,
     ) -> AsyncGroup:
-        """Create a group at `path` (and any missing parent groups); arrays opened
-        through it keep decoded chunks per `cache` (None: per `aiozarr.config`). With
-        `exist_ok`, a group there (another writer's, created meanwhile) is opened
-        instead; an array there is still `NodeExistsError`."""
+        """Create a group at `path` (and any missing parent groups), in `zarr_format`
+        (None: 3); arrays opened through it keep decoded chunks per `cache` (None: per
+        `aiozarr.config`). With `exist_ok`, a group there (another writer's, created
+        meanwhile) is opened instead, if of `zarr_format` (None: of any); an array or a
+        group of another format there is still `NodeExistsError`."""
         try:
-            return await cls._create(store, path, attributes, zarr_format, overwrite, cache)
+            return await cls._create(store, path, attributes, zarr_format or 3, overwrite, cache)
         except NodeExistsError as error:
             if not exist_ok:
                 raise
             try:
-                return await cls.open(store, path, cache=cache)  # whichever format won
+                found = await cls.open(store, path, cache=cache)  # whichever format won
             except NodeNotFoundError:  # an array (or the node went again)
                 raise error from None
+        if zarr_format not in (None, found.zarr_format):
+            raise NodeExistsError(
+                f"a Zarr v{found.zarr_format} group is at {path or '/'!r} in {store!r}, "
+                f"not the v{zarr_format} one asked for"
+            )
+        return found
 
     @classmethod
     async def _create(
