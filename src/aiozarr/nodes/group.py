@@ -182,6 +182,18 @@ class AsyncGroup(hierarchy.NodeLocation):
                 meta = GroupMetadata(zarr_format=3)
         return _open(self._store, path, meta, self._cache)
 
+    async def get(self, name: str, default: Any = None) -> AsyncArray | AsyncGroup | Any:
+        """The member `name`, or `default` where there is none (zarr-python's `get`)."""
+        node = await self._open_member(name)
+        return default if node is None else node
+
+    async def nmembers(self, max_depth: int | None = 0) -> int:
+        """How many members there are, `max_depth` levels below the direct ones too
+        (None: every level), as zarr-python's `nmembers`."""
+        if max_depth == 0:
+            return len(await self.member_names())
+        return len([name async for name, _ in self.members(max_depth)])
+
     async def contains(self, name: str) -> bool:
         """Whether `name` is a member (array or group) of this group."""
         return await self._open_member(name) is not None

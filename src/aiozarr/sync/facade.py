@@ -373,6 +373,17 @@ class Group:
     def __iter__(self) -> Iterator[str]:
         return iter(self.member_names())
 
+    def __len__(self) -> int:
+        return run(self._async.nmembers, only_reads=True)
+
+    def get(self, name: str, default: Any = None) -> Array | Group | Any:
+        """The member `name` (an `Array` or a `Group`), or `default` where there is none."""
+        return _wrap_or(run(self._async.get, name, only_reads=True), default)
+
+    def nmembers(self, max_depth: int | None = 0) -> int:
+        """How many members there are, `max_depth` levels below the direct ones too."""
+        return run(self._async.nmembers, max_depth, only_reads=True)
+
     def member_names(self) -> list[str]:
         """Names of the members, in listing order (`list(group)`)."""
         return run(self._async.member_names, only_reads=True)
@@ -477,3 +488,7 @@ async def _collect(iterator: Any) -> list[Any]:
 
 def _wrap(node: AsyncArray | AsyncGroup) -> Array | Group:
     return Array(node) if isinstance(node, AsyncArray) else Group(node)
+
+
+def _wrap_or(node: AsyncArray | AsyncGroup | None, default: Any) -> Array | Group | Any:
+    return default if node is None else _wrap(node)
