@@ -228,14 +228,14 @@ async def open_group_async(
 
     Raises:
         NodeNotFoundError: No group at `path` in modes "r" and "r+".
-        NodeExistsError: Mode "w-" and something is at `path`.
+        NodeExistsError: Mode "w-" and something is at `path` (a key below it).
     """
     resolved = resolve_store(store, mode=mode, storage_options=storage_options)
     cache = CacheSettings.of(cache_bytes, cache_recheck)
-    if mode in ("w", "w-"):
-        fmt, overwrite = zarr_format or 3, mode == "w"
+    if mode in ("w", "w-"):  # "w-": only where no key lies below `path`, as zarr-python's
+        how = {"overwrite": True} if mode == "w" else {"empty_only": True}
         return await AsyncGroup.create(
-            resolved, path, attributes=attributes, zarr_format=fmt, overwrite=overwrite, cache=cache
+            resolved, path, attributes=attributes, zarr_format=zarr_format or 3, cache=cache, **how
         )
     try:
         return await _group_or_repository(

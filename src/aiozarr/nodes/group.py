@@ -95,15 +95,18 @@ class AsyncGroup(hierarchy.NodeLocation):
         zarr_format: Literal[2, 3] | None = 3,
         overwrite: bool = False,
         exist_ok: bool = False,
+        empty_only: bool = False,
         cache: CacheSettings | None = None,
     ) -> AsyncGroup:
         """Create a group at `path` (and any missing parent groups), in `zarr_format`
         (None: 3); arrays opened through it keep decoded chunks per `cache` (None: per
         `aiozarr.config`). With `exist_ok`, a group there (another writer's, created
         meanwhile) is opened instead, if of `zarr_format` (None: of any); an array or a
-        group of another format there is still `NodeExistsError`."""
+        group of another format there is still `NodeExistsError`. With `empty_only`
+        (mode "w-") any key below `path`, a node's or not, is `NodeExistsError`."""
+        fmt = zarr_format or 3
         try:
-            return await cls._create(store, path, attributes, zarr_format or 3, overwrite, cache)
+            return await cls._create(store, path, attributes, fmt, overwrite, cache, empty_only)
         except NodeExistsError as error:
             if not exist_ok:
                 raise
@@ -127,12 +130,15 @@ class AsyncGroup(hierarchy.NodeLocation):
         zarr_format: Literal[2, 3],
         overwrite: bool,
         cache: CacheSettings | None,
+        empty_only: bool = False,
     ) -> AsyncGroup:
         if not store.writable:
             raise ReadOnlyError(f"cannot create a group in read-only {store!r}")
         path = hierarchy.normalize_path(path)
         meta = GroupMetadata(zarr_format=zarr_format, attributes=dict(attributes or {}))
-        await hierarchy.prepare_node(store, path, zarr_format, overwrite=overwrite)
+        await hierarchy.prepare_node(
+            store, path, zarr_format, overwrite=overwrite, empty_only=empty_only
+        )
         await hierarchy.write_node(store, path, meta)
         return cls(store, path, meta, cache)
 

@@ -455,6 +455,18 @@ def overlapping(a: Store, a_path: str, b: Store, b_path: str) -> bool:
     return a_parts[:n] == b_parts[:n]
 
 
+async def refuse_contents(store: Store, path: str) -> None:
+    """Refuse `path` with any key below it (mode "w-", as zarr-python's): what no node
+    holds (chunks, files) would be taken as the new node's. One listing, one key."""
+    if not store.listable:
+        return
+    async for key in store.list_prefix(f"{path}/" if path else ""):
+        raise NodeExistsError(
+            f"{path or '/'!r} in {store!r} is not empty ({key!r} lies below it): mode "
+            "'w-' creates a group only where nothing is; mode 'w' replaces what is there"
+        )
+
+
 async def refuse_leftovers(store: Store, path: str, hint: str) -> None:
     """Refuse keys below `path`, where no node is (the chunks of a copy or migration
     stopped before its documents were written): a writer that leaves units of fill
@@ -467,7 +479,9 @@ async def refuse_leftovers(store: Store, path: str, hint: str) -> None:
         )
 
 
-async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: bool) -> None:
+async def prepare_node(
+    store: Store, path: str, zarr_format: int, *, overwrite: bool, empty_only: bool = False
+) -> None:
     """Make room for a new node at `path` and make sure its parents are groups.
 
     A name in `path` that is a metadata document's is refused first (`check_node_path`).
@@ -479,8 +493,8 @@ async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: 
     an error, found before anything is deleted (under a v3 array lie its chunks). Whether
     the node exists and which parents are missing is asked in one batch; with `overwrite`
     the parents are asked, then everything under `path` deleted (a store that cannot list
-    deletes only under a node it finds).
-    """
+    deletes only under a node it finds). `empty_only` (mode "w-"): any key below `path`
+    is refused too (`refuse_contents`), before any parent is created."""
     check_node_path(path)
     parts = path.split("/") if path else []
     parents = ["/".join(parts[:i]) for i in range(len(parts))]
@@ -507,6 +521,8 @@ async def prepare_node(store: Store, path: str, zarr_format: int, *, overwrite: 
                 await store.delete_prefix(under)
             finally:
                 forget_deleted(store, under)
+        if empty_only:  # mode "w-": nor any key below it
+            await refuse_contents(store, path)
     group = GroupMetadata(zarr_format=zarr_format)  # type: ignore[arg-type]
     with unwrap_group():
         async with anyio.create_task_group() as tg:
