@@ -10,7 +10,6 @@ through the wrapper's `read` / `read_ranges`: a wrapper sees each backend reques
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator, Hashable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
@@ -157,12 +156,7 @@ class ReadOnlyStore(WrapperStore):
 
 
 def read_only_view(store: Store) -> Store:
-    """`store` read-only, over the same data: itself when it is, else its own
-    `with_read_only(True)`, else (a wrapper, whose own copy would be a new wrapper with
-    new counters, or a store that cannot change its flag) a `ReadOnlyStore` over it."""
-    if store.read_only:
-        return store
-    if not isinstance(store, WrapperStore):
-        with contextlib.suppress(NotImplementedError):
-            return store.with_read_only(True)
-    return ReadOnlyStore(store)
+    """`store` read-only, over the same data: itself when it is, else a `ReadOnlyStore`
+    over it (not its `with_read_only` copy: a wrapper's copy would count apart, and a
+    subclass's constructor may take other arguments)."""
+    return store if store.read_only else ReadOnlyStore(store)
