@@ -8,6 +8,7 @@ created the node."""
 from __future__ import annotations
 
 import asyncio
+import socket
 
 import numpy as np
 import pytest
@@ -144,6 +145,63 @@ async def test_a_write_whose_every_answer_was_lost_says_it_may_have_landed(
         await arr.setitem(..., np.full(4, 5, dtype="i4"))
     emulator.clear_faults()
     assert (await arr.getitem(...)).tolist() == [5, 5, 5, 5]  # it had landed
+
+
+async def test_an_append_whose_tries_ran_out_after_a_lost_answer_says_it_cannot_tell(
+    emulator: Emulator,
+) -> None:
+    """The growth's first PUT is refused (503), its last lands with its answer lost,
+    and the tries run out. The array is grown (its new rows fill values): a plain
+    `StoreError` ("cannot write") read as "nothing happened", and the append run again
+    put its rows after a band of fill values. It says it cannot tell, as when a retry
+    finds its bytes."""
+    url, options = emulator.s3_url("ran-out.zarr"), emulator.storage_options()
+    fast = config.set(retry_attempts=2, retry_base_delay_s=0.001, retry_max_delay_s=0.01)
+    with fast:
+        arr = await aiozarr.create_array_async(
+            url, shape=(4,), dtype="i4", chunks=(4,), fill_value=-1, storage_options=options
+        )
+        await arr.setitem(..., np.arange(4, dtype="i4"))
+        document = {"key_glob": "ran-out.zarr/zarr.json", "methods": ["PUT"], "count": 1}
+        emulator.inject("status", status=503, **document)
+        emulator.inject("lost", **document)
+        with pytest.raises(WriteOutcomeUnknownError, match="may or may not have been made"):
+            await arr.append(np.array([10, 11], dtype="i4"))
+    emulator.clear_faults()
+    again = await aiozarr.open_array_async(url, mode="r", storage_options=options)
+    assert (await again.getitem(...)).tolist() == [0, 1, 2, 3, -1, -1]
+
+
+async def test_a_growth_the_server_refused_is_a_store_error_not_an_unknown_outcome(
+    emulator: Emulator,
+) -> None:
+    """A 403 is an answer: the PUT was not carried out, so the append fails plainly
+    (`StoreError`, naming the refusal), not as a write that may have been made."""
+    url, options = emulator.s3_url("denied.zarr"), emulator.storage_options()
+    arr = await aiozarr.create_array_async(
+        url, shape=(4,), dtype="i4", chunks=(4,), fill_value=-1, storage_options=options
+    )
+    emulator.inject("status", status=403, key_glob="denied.zarr/zarr.json", methods=["PUT"])
+    with pytest.raises(StoreError, match="403 Forbidden") as raised:
+        await arr.append(np.array([10, 11], dtype="i4"))
+    assert not isinstance(raised.value, WriteOutcomeUnknownError)
+    emulator.clear_faults()
+    again = await aiozarr.open_array_async(url, mode="r", storage_options=options)
+    assert again.shape == (4,)
+
+
+async def test_a_growth_no_server_took_is_a_store_error_not_an_unknown_outcome() -> None:
+    """Nothing listens at the endpoint: no try can have landed, so the append's growth
+    fails plainly (`StoreError`), not as a write that may have been made."""
+    with socket.socket() as sock:  # a port nothing listens on once closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    options = {"endpoint_url": f"http://127.0.0.1:{port}", "skip_signature": True}
+    store = from_url("s3://bucket/gone.zarr", storage_options={**options, "region": "us-east-1"})
+    fast = config.set(retry_attempts=2, retry_base_delay_s=0.001, retry_max_delay_s=0.01)
+    with fast, pytest.raises(StoreError, match="connection refused") as raised:
+        await store.set_if("zarr.json", b"{}", None, claim=True)
+    assert not isinstance(raised.value, WriteOutcomeUnknownError)
 
 
 @pytest.mark.parametrize("kind", ["lost", "truncate"])

@@ -513,11 +513,13 @@ class ObjectStore(ObjectListing, Store):
                         "this call: a try's answer was lost, and another writer may have "
                         "written it since"
                     ) from None
-                if cause is not None and obstore_errors.classify(cause).throttled:
-                    unseen = before  # a 429 or 503 refused it: it did not land
+                unseen = before or not obstore_errors.not_carried_out(cause)  # a refusal: no
                 raise
 
-        await self._request("write", key, put, nbytes=data.nbytes)
+        try:
+            await self._request("write", key, put, nbytes=data.nbytes)
+        except StoreError as exc:  # the tries ran out: the last may have landed unseen
+            obstore_errors.raise_outcome(exc, claim and unseen, f"{key!r} in {self._where}")
 
     async def _holds(self, key: str, data: memoryview) -> bool:
         """Whether the value at `key` is `data`, byte for byte (another size: its body

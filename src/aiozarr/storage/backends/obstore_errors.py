@@ -18,9 +18,11 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
+from typing import NoReturn
 
 from obstore.exceptions import GenericError, NotFoundError
 
+from aiozarr.errors import StoreError, VersionConflictError, WriteOutcomeUnknownError
 from aiozarr.storage.backends.redaction import redact_text
 from aiozarr.storage.policy import retry
 
@@ -306,3 +308,27 @@ def failure_of(exc: BaseException) -> retry.Failure | None:
 
 
 retry.read_failures_with(failure_of)
+
+
+def not_carried_out(exc: BaseException | None) -> bool:
+    """Whether a failed request's `exc` says the server did not carry it out: it was
+    refused (any 4xx: denied, throttled) or throttled (503), or no connection was made.
+    Anything else (a reset, a timeout, a 500) may have come after the server wrote."""
+    if exc is None:
+        return False
+    failure = classify(exc)
+    found = _STATUS.search(message_of(exc)) if is_obstore(exc) else None  # any kind's
+    refused = found is not None and found.group(1).startswith("4")  # denied, bad, 429
+    return refused or failure.throttled or failure.refused
+
+
+def raise_outcome(exc: StoreError, unknown: bool, where: str) -> NoReturn:
+    """Raise what a claimed conditional write (`set_if(claim=True)`) whose tries ran out
+    with `exc` raises: `WriteOutcomeUnknownError` where a try may have landed, its answer
+    lost (`unknown`), naming `where` (the key and store); else `exc` itself."""
+    if not unknown or isinstance(exc, VersionConflictError):
+        raise exc
+    raise WriteOutcomeUnknownError(
+        f"cannot tell whether {where} was written by this call: the tries ran out after "
+        f"one whose answer was lost ({exc})"
+    ) from exc
