@@ -53,6 +53,29 @@ async def test_a_failed_append_takes_its_growth_back(emulator: Emulator, prefix:
     assert (await arr.getitem(...)).tolist() == [[0, 0]] * 4 + [[1, 1]] * 4
 
 
+async def test_an_append_whose_undo_fails_says_the_array_may_stay_grown(
+    emulator: Emulator, prefix: str
+) -> None:
+    """The new row's chunk (holding the last old row too) cannot be written, nor can the
+    undo fill the new row's place in it: the growth stays. The error said only which
+    chunks were not written ("each holds its old value"), and an append run again put
+    its rows after a band of fill values; it now says the array may stay grown."""
+    name = f"{prefix}/u.zarr"
+    url, options = emulator.s3_url(name), emulator.storage_options()
+    arr = await aiozarr.create_array_async(
+        url, shape=(3, 2), dtype="i4", chunks=(2, 2), fill_value=-1, storage_options=options
+    )
+    await arr.setitem(..., np.zeros((3, 2), dtype="i4"))
+    emulator.inject("status", status=403, key_glob=f"{name}/c/*", methods=["PUT"])
+    with pytest.raises(StoreError) as raised:
+        await arr.append(np.ones((1, 2), dtype="i4"))
+    emulator.clear_faults()
+    assert await _stored_shape(emulator, name) == (4, 2)  # the undo failed
+    notes = " ".join(getattr(raised.value, "__notes__", []))
+    assert "may stay grown to (4, 2)" in notes
+    assert "taking the append's growth back failed" in notes
+
+
 async def test_a_cancelled_append_takes_its_growth_back(emulator: Emulator, prefix: str) -> None:
     name = f"{prefix}/c.zarr"
     arr = await _array(emulator, name)

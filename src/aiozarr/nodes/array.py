@@ -332,15 +332,14 @@ class AsyncArray(hierarchy.NodeLocation):
         _, region = shape_changes.appended(change.before.shape, values.shape, axis, self.name)
         try:
             await self.setitem(region, values)
-        except BaseException:  # else a rerun would append after a band of fill values
-            back = partial(
-                shape_changes.taken_back,
-                grown_to=change.after.shape,
-                shape=change.before.shape,
-                name=self.name,
-            )
-            with anyio.CancelScope(shield=True), contextlib.suppress(AiozarrError, OSError):
-                await self._reshaped(back)
+        except BaseException as error:  # else a rerun would append after a band of fill values
+            shapes = change.before.shape, change.after.shape
+            back = partial(shape_changes.taken_back, shapes=shapes, name=self.name)
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self._reshaped(back)
+                except (AiozarrError, OSError) as undo:
+                    error.add_note(shape_changes.left_grown(self.name, shapes[1], undo))
             raise
         return change.after.shape
 

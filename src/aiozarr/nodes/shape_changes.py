@@ -173,11 +173,22 @@ def grown(
 
 
 def taken_back(
-    meta: ArrayMetadata, grown_to: tuple[int, ...], shape: tuple[int, ...], name: str
+    meta: ArrayMetadata, shapes: tuple[tuple[int, ...], tuple[int, ...]], name: str
 ) -> ArrayMetadata:
-    """The metadata of array `name` (`meta`) with an append's growth to `grown_to` taken
-    back to `shape`: where no change came after it (another append), else `meta`."""
+    """The metadata of array `name` (`meta`) with an append's growth (`shapes`: from,
+    to) taken back: where no change came after it (another append), else `meta`."""
+    shape, grown_to = shapes
     return resized(meta, shape, name)[0] if meta.shape == grown_to else meta
+
+
+def left_grown(name: str, grown_to: tuple[int, ...], undo: BaseException) -> str:
+    """What an error of an append to array `name` adds where taking its growth back
+    failed (`undo`): the array may stay grown, its new rows not all written."""
+    return (
+        f"array {name} may stay grown to {grown_to}, its new rows partly fill values: "
+        f"taking the append's growth back failed ({undo}); read its shape before "
+        "appending again"
+    )
 
 
 def appended(
