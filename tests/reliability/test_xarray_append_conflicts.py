@@ -24,7 +24,7 @@ from tests.reliability.spawned import run_writers
 import aiozarr
 from aiozarr import config
 from aiozarr.emulator import Emulator
-from aiozarr.errors import VersionConflictError
+from aiozarr.errors import StoreError, VersionConflictError
 from aiozarr.nodes import hierarchy
 from aiozarr.storage.backends.local import LocalStore
 from aiozarr.storage.opening.url import from_url
@@ -171,6 +171,25 @@ def test_a_variable_left_behind_is_waited_for_then_a_conflict(make_store: StoreF
     ):
         to_zarr(_rows([5]), make_store(own_locks=True), append_dim="time")
     assert aiozarr.open_array(make_store(), path="x", mode="r").shape == (2,)
+
+
+def test_a_failed_append_takes_every_variables_growth_back(emulator: Emulator) -> None:
+    """The store refuses the growth of `y` after `time` and `x` have grown: the append
+    fails, and takes those growths back. Left grown, the group had `time` and `x` of 3
+    rows and `y` of 2, which xarray refuses to open, and the append run again waited for
+    `y`, failed, and grew `time` and `x` once more."""
+    url, options = emulator.s3_url("undone.zarr"), emulator.storage_options()
+    to_zarr(_rows([0, 1]), url, storage_options=options)
+    emulator.inject("status", status=503, key_glob="undone.zarr/y/zarr.json", methods=["PUT"])
+    with config.set(retry_attempts=1, retry_deadline_s=0.2), pytest.raises(StoreError):
+        to_zarr(_rows([5]), url, append_dim="time", storage_options=options)
+    emulator.clear_faults()
+    store = from_url(url, storage_options=options)
+    for name in ("time", "x", "y"):
+        assert aiozarr.open_array(store, path=name, mode="r").shape[0] == 2, name
+    _check_rows(store, {0, 1})
+    to_zarr(_rows([5]), url, append_dim="time", storage_options=options)  # run again
+    _check_rows(from_url(url, storage_options=options), {0, 1, 5})
 
 
 class _AnotherAppendFirst(BeforeWrites):

@@ -333,13 +333,7 @@ class AsyncArray(hierarchy.NodeLocation):
         try:
             await self.setitem(region, values)
         except BaseException as error:  # else a rerun would append after a band of fill values
-            shapes = change.before.shape, change.after.shape
-            back = partial(shape_changes.taken_back, shapes=shapes, name=self.name)
-            with anyio.CancelScope(shield=True):
-                try:
-                    await self._reshaped(back)
-                except (AiozarrError, OSError) as undo:
-                    error.add_note(shape_changes.left_grown(self.name, shapes[1], undo))
+            await undo_growth(self, (change.before.shape, change.after.shape), error)
             raise
         return change.after.shape
 
@@ -508,7 +502,6 @@ class AsyncArray(hierarchy.NodeLocation):
         end are allowed); growing past the last edge repeats the last edge of that axis
         as often as needed.
         """
-
         self._check_writable()
         await self._reshaped(lambda meta: shape_changes.resized(meta, new_shape, self.name)[0])
 
@@ -595,3 +588,13 @@ class AsyncArray(hierarchy.NodeLocation):
             "`arr[sel] = value`; `aiozarr.open_array` opens an array that `arr[sel] = value` "
             "writes"
         )
+
+
+async def undo_growth(array: AsyncArray, shapes: shape_changes.Growth, err: BaseException) -> None:
+    """Undo `array`'s append growth (from, to) after `err` unless changed since (failed: a note)."""
+    back = partial(shape_changes.taken_back, shapes=shapes, name=array.name)
+    with anyio.CancelScope(shield=True):
+        try:
+            await array._reshaped(back)
+        except (AiozarrError, OSError) as undo:
+            err.add_note(shape_changes.left_grown(array.name, shapes[1], undo))

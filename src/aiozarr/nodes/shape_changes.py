@@ -172,9 +172,11 @@ def grown(
     return resized(meta, shape, name)[0]
 
 
-def taken_back(
-    meta: ArrayMetadata, shapes: tuple[tuple[int, ...], tuple[int, ...]], name: str
-) -> ArrayMetadata:
+#: An append's growth: the shape before it, and the shape it grew to.
+Growth = tuple[tuple[int, ...], tuple[int, ...]]
+
+
+def taken_back(meta: ArrayMetadata, shapes: Growth, name: str) -> ArrayMetadata:
     """The metadata of array `name` (`meta`) with an append's growth (`shapes`: from,
     to) taken back: where no change came after it (another append), else `meta`."""
     shape, grown_to = shapes

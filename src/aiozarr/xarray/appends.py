@@ -10,22 +10,27 @@ another appender took the rows before this one's, a variable still shorter than 
 offset waits (with the chunk writes' backoff, up to `retry_deadline_s`) for that
 appender to grow it; one already longer was grown out of step, and the append raises
 `VersionConflictError` for it: its rows are never written at another appender's
-offset. docs/decisions/failure-model.md ("Metadata writes") says what a reader sees.
+offset. An append that fails takes back the growths it made (`Growths`).
+docs/decisions/failure-model.md ("Metadata writes") says what a reader sees.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
+
+import anyio
 
 from aiozarr.engine.entry import WriteSettings
 from aiozarr.errors import VersionConflictError
 from aiozarr.metadata.model import ArrayMetadata
 from aiozarr.nodes import node_updates, shape_changes
+from aiozarr.nodes.array import AsyncArray, undo_growth
 from aiozarr.storage.protocol import Store
 from aiozarr.xarray.variables import dimensions
 
-__all__ = ["grow_at", "grow_first", "leader"]
+__all__ = ["Growths", "grow_at", "grow_first", "leader"]
 
 
 def leader(
@@ -48,9 +53,10 @@ async def grow_first(
 ) -> tuple[ArrayMetadata, int]:
     """Grow the array at `key` along `axis` by values of shape `rows`, from its shape as
     stored; its metadata as committed and the offset the values go to."""
-    change = await node_updates.update_node(
-        store, key, meta, lambda m: shape_changes.grown(m, rows, axis, name), claim=True
-    )
+    with anyio.CancelScope(shield=True):  # landed or not: a cancel cannot know (undone after)
+        change = await node_updates.update_node(
+            store, key, meta, lambda m: shape_changes.grown(m, rows, axis, name), claim=True
+        )
     return change.after, change.before.shape[axis]
 
 
@@ -83,7 +89,8 @@ async def grow_at(
     started = time.monotonic()
     attempt = 0
     while True:
-        change = await node_updates.update_node(store, key, meta, at_offset)
+        with anyio.CancelScope(shield=True):  # as `grow_first`'s
+            change = await node_updates.update_node(store, key, meta, at_offset)
         if change.before.shape[axis] == offset:
             return change.after
         if time.monotonic() - started > settings.retry_deadline_s:
@@ -95,3 +102,29 @@ async def grow_at(
             )
         await settings.back_off(attempt)
         attempt += 1
+
+
+class Growths:
+    """The arrays one append grew, each taken back (`nodes.array.undo_growth`) when the
+    append fails: else the group was left with its variables of different lengths
+    (which xarray refuses to open), and every later append waited for the short ones
+    and failed, growing the others again."""
+
+    def __init__(self) -> None:
+        self.grown: list[tuple[AsyncArray, shape_changes.Growth]] = []
+
+    def add(self, array: AsyncArray, axis: int, offset: int) -> AsyncArray:
+        """`array`, grown along `axis` from `offset` rows by this append."""
+        before = tuple(offset if i == axis else n for i, n in enumerate(array.shape))
+        self.grown.append((array, (before, array.shape)))
+        return array
+
+    @contextlib.asynccontextmanager
+    async def taken_back_on_error(self) -> AsyncIterator[None]:
+        """Take every growth back if the block raises (the last first)."""
+        try:
+            yield
+        except BaseException as error:
+            for array, shapes in reversed(self.grown):
+                await undo_growth(array, shapes, error)
+            raise

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
@@ -267,17 +266,18 @@ async def write_metadata_async(
         return target
 
     first = appends.leader(append_dim, prepared, existing)
-    with unwrap_group():
-        if first is not None:  # its growth sets the offset of every other variable's rows
-            target = await write(first, target)
-        async with anyio.create_task_group() as tg:
-            for name in prepared:
-                if name != first:
-                    tg.start_soon(write, name, target)
-    if consolidated or slices is None:  # snapshots here and above (xarray's: the root's)
-        await consolidate_written(
-            resolved, path, shared=meta is not None, consolidated=consolidated
-        )
+    async with target.grown.taken_back_on_error():  # an append's growths, if it fails
+        with unwrap_group():
+            if first is not None:  # its growth sets the offset of every other's rows
+                target = await write(first, target)
+            async with anyio.create_task_group() as tg:
+                for name in prepared:
+                    if name != first:
+                        tg.start_soon(write, name, target)
+        if consolidated or slices is None:  # snapshots here and above (xarray's: the root's)
+            await consolidate_written(
+                resolved, path, shared=meta is not None, consolidated=consolidated
+            )
     return writes
 
 
@@ -381,7 +381,7 @@ async def _write_group(
     return meta.zarr_format
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class _Target:
     """Where a dataset's variables go: the group, its arrays already there, and the part
     of them written (`slices` of a region write, or `append_dim` with the `offset` the
@@ -395,6 +395,7 @@ class _Target:
     append_dim: str | None
     partial_edges: bool
     offset: int | None = None
+    grown: appends.Growths = dataclasses.field(default_factory=appends.Growths)
 
 
 async def _write_variable(
@@ -556,9 +557,10 @@ async def _place_existing(
     else:
         offset = target.offset
         meta = await appends.grow_at(target.store, key, meta, var.shape, axis, name, offset)
+    array = target.grown.add(AsyncArray(target.store, key, meta), axis, offset)
     rows = slice(offset, offset + var.shape[axis])
     where = tuple(rows if d == axis else slice(None) for d in range(len(dims)))
-    return AsyncArray(target.store, key, meta), where, target
+    return array, where, target
 
 
 def to_zarr(ds: xr.Dataset, store: StoreLike, **options: Any) -> Any:
