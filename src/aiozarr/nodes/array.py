@@ -142,6 +142,8 @@ class AsyncArray(hierarchy.NodeLocation):
             data = array._as_value(data, shape)
         await hierarchy.prepare_node(store, path, meta.zarr_format, overwrite=overwrite)
         await hierarchy.write_node(store, path, meta)
+        if overwrite:  # the node replaced: no snapshot above may describe it
+            await updates.replaced_in_snapshots(store, path, meta)
         if data is not None:
             await array.setitem(..., data)
         return array

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
@@ -140,6 +139,8 @@ class AsyncGroup(hierarchy.NodeLocation):
             store, path, zarr_format, overwrite=overwrite, empty_only=empty_only
         )
         await hierarchy.write_node(store, path, meta)
+        if overwrite:  # the node replaced: no snapshot above may describe it
+            await node_updates.replaced_in_snapshots(store, path, meta)
         return cls(store, path, meta, cache)
 
     # -- properties ------------------------------------------------------------------------
@@ -272,10 +273,14 @@ class AsyncGroup(hierarchy.NodeLocation):
         finally:  # a failed delete may have deleted some still
             forget_deleted(self._store, self._child(name) + "/")
         # The snapshot as stored, not the handle's: another writer may have consolidated
-        # the group since this handle was opened (`_without_member` of a group without
+        # the group since this handle was opened (`replaced_member` of a group without
         # one changes nothing, and nothing is written).
         member = hierarchy.normalize_path(name)
-        await self._update_metadata(lambda meta: _without_member(meta, member))
+        await self._update_metadata(node_updates.replaced_member(member, None))
+        # and the snapshots above the group (a root's lists every node below it)
+        await node_updates.replaced_in_snapshots(
+            self._store, self._child(name), None, below=self._path
+        )
 
     async def require_array(
         self,
@@ -452,16 +457,6 @@ async def subtree(
                 for name, meta in found.items()
             ]
     return members
-
-
-def _without_member(meta: GroupMetadata, member: str) -> GroupMetadata:
-    """`meta` with `member` and everything below it gone from its consolidated metadata."""
-    if meta.consolidated is None:
-        return meta
-    kept = {
-        k: v for k, v in meta.consolidated.items() if k != member and not k.startswith(member + "/")
-    }
-    return dataclasses.replace(meta, consolidated=kept)
 
 
 def _open(

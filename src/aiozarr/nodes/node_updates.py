@@ -55,6 +55,8 @@ __all__ = [
     "as_built",
     "merged_attributes",
     "replaced_attributes",
+    "replaced_in_snapshots",
+    "replaced_member",
     "snapshots_above",
     "until_current",
     "update_node",
@@ -301,10 +303,17 @@ def with_consolidated(members: Mapping[str, Node] | None) -> Apply[GroupMetadata
 
 
 async def snapshots_above(
-    store: Store, path: str, *, including: bool = False
+    store: Store,
+    path: str,
+    *,
+    including: bool = False,
+    zarr_format: int | None = None,
+    readable: bool = False,
 ) -> dict[str, GroupMetadata]:
     """The groups above `path` (and at it, `including`) that hold consolidated metadata,
-    nearest first, all read at once: the snapshots that list what is written there."""
+    nearest first, all read at once: the snapshots that list what is written there
+    (groups of `zarr_format` only, when given: one request each for v3; with `readable`,
+    a group whose document does not read is passed over, not an error)."""
     parts = path.split("/") if path else []
     depths = range(len(parts) + 1) if including else range(len(parts))
     groups = ["/".join(parts[:depth]) for depth in reversed(depths)]
@@ -312,9 +321,13 @@ async def snapshots_above(
 
     async def read(group: str) -> None:
         try:
-            node = await hierarchy.read_node(store, group)
+            node = await hierarchy.read_node(store, group, zarr_format)  # type: ignore[arg-type]
         except (NodeNotFoundError, UnfinishedNodeError):  # none, implicit, an array's
             return
+        except AiozarrError:
+            if readable:  # no snapshot this process reads: none to keep current
+                return
+            raise
         if isinstance(node, GroupMetadata) and node.consolidated is not None:
             held[group] = node
 
@@ -323,6 +336,45 @@ async def snapshots_above(
             for group in groups:
                 tg.start_soon(read, group)
     return {group: held[group] for group in groups if group in held}
+
+
+def _at_or_below(path: str, member: str) -> bool:
+    return path == member or path.startswith(member + "/")
+
+
+def replaced_member(member: str, node: Node | None) -> Apply[GroupMetadata]:
+    """The change that takes `member` (a path relative to the group) and everything below
+    it out of the group's consolidated metadata and, where the snapshot listed `member`,
+    puts `node` in its place (None: the member was deleted). A snapshot that lists none
+    of them is left as it is: members created since it was taken stay out of it."""
+
+    def apply(meta: GroupMetadata) -> GroupMetadata:
+        members = meta.consolidated
+        if members is None or not any(_at_or_below(p, member) for p in members):
+            return meta
+        kept = {p: m for p, m in members.items() if not _at_or_below(p, member)}
+        if node is not None and member in members:
+            kept[member] = node
+        return dataclasses.replace(meta, consolidated=kept)
+
+    return apply
+
+
+async def replaced_in_snapshots(
+    store: Store, path: str, node: Node | None, *, below: str | None = None
+) -> None:
+    """Make every snapshot above `path` that lists the node there (or anything below it)
+    list `node` in its place (None: the node was deleted), nearest first; with `below`,
+    only the snapshots above that group. A node replaced (`overwrite=True`) or deleted
+    has chunks of another layout, or none: a snapshot still listing the old metadata
+    read the new chunks through it (wrong values) or the deleted ones as fill values."""
+    above = path if below is None else below
+    fmt = None if node is None else node.zarr_format  # a node's parents are of its format
+    held = await snapshots_above(store, above, zarr_format=fmt, readable=True)
+    for group, meta in held.items():
+        member = path[len(group) + 1 :] if group else path
+        if meta.consolidated and any(_at_or_below(p, member) for p in meta.consolidated):
+            await update_node(store, group, meta, replaced_member(member, node))
 
 
 async def write_consolidated(
