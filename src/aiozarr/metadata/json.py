@@ -1,7 +1,8 @@
 """Metadata documents as JSON: loading, dumping, and naming what is wrong in them.
 
 Reading accepts the `NaN` / `Infinity` tokens Python's json module writes into
-attributes; writing is byte-for-byte what zarr-python writes (indent 2, ASCII).
+attributes, and a leading byte order mark, as zarr-python and TensorStore do;
+writing is byte-for-byte what zarr-python writes (indent 2, ASCII).
 """
 
 from __future__ import annotations
@@ -53,8 +54,9 @@ def load(doc: bytes | bytearray | memoryview | str | Mapping[str, Any], key: str
     if isinstance(doc, Mapping):
         return _finished(dict(doc), key)
     try:
-        text = doc if isinstance(doc, str) else bytes(doc).decode("utf-8")
-        value = json.loads(text)
+        # bytes as json.loads reads them (zarr-python's reading): a UTF-8 byte order
+        # mark, which editors on Windows write and RFC 8259 lets a parser ignore, is skipped
+        value = json.loads(doc if isinstance(doc, str) else bytes(doc))
     except (UnicodeDecodeError, ValueError, TypeError) as error:
         raise MetadataError(f"{key}: not valid JSON ({error})") from None
     except RecursionError:  # json's C scanner recurses once per level of nesting
