@@ -140,7 +140,7 @@ class AsyncArray(hierarchy.NodeLocation):
         array = cls(store, path, meta, config=config)
         if data is not None:  # data the dtype cannot hold is refused before any write
             data = array._as_value(data, shape)
-        await hierarchy.prepare_node(store, path, meta.zarr_format, overwrite=overwrite)
+        await hierarchy.prepare_node(store, path, meta.zarr_format, overwrite=overwrite, new=meta)
         await hierarchy.write_node(store, path, meta)
         if overwrite:  # the node replaced: no snapshot above may describe it
             await updates.replaced_in_snapshots(store, path, meta)

@@ -136,7 +136,7 @@ class AsyncGroup(hierarchy.NodeLocation):
         path = hierarchy.normalize_path(path)
         meta = GroupMetadata(zarr_format=zarr_format, attributes=dict(attributes or {}))
         await hierarchy.prepare_node(
-            store, path, zarr_format, overwrite=overwrite, empty_only=empty_only
+            store, path, zarr_format, overwrite=overwrite, empty_only=empty_only, new=meta
         )
         await hierarchy.write_node(store, path, meta)
         if overwrite:  # the node replaced: no snapshot above may describe it

@@ -480,11 +480,20 @@ async def refuse_leftovers(store: Store, path: str, hint: str) -> None:
 
 
 async def prepare_node(
-    store: Store, path: str, zarr_format: int, *, overwrite: bool, empty_only: bool = False
+    store: Store,
+    path: str,
+    zarr_format: int,
+    *,
+    overwrite: bool,
+    empty_only: bool = False,
+    new: Node | None = None,
 ) -> None:
     """Make room for a new node at `path` and make sure its parents are groups.
 
-    A name in `path` that is a metadata document's is refused first (`check_node_path`).
+    A name in `path` that is a metadata document's is refused first (`check_node_path`),
+    and so is `new`, the node to be written, when its documents cannot be built (a data
+    type or attribute its format cannot store): refused later, the node `overwrite`
+    deleted was gone and nothing stood in its place.
     Without `overwrite` an existing node is an error; with it, everything under `path`
     is deleted, node or not, as zarr-python does: chunks an earlier array left without
     its metadata would otherwise be read as the new array's. Missing parents get group
@@ -496,6 +505,8 @@ async def prepare_node(
     deletes only under a node it finds). `empty_only` (mode "w-"): any key below `path`
     is refused too (`refuse_contents`), before any parent is created."""
     check_node_path(path)
+    if new is not None:
+        node_documents(path, new)
     parts = path.split("/") if path else []
     parents = ["/".join(parts[:i]) for i in range(len(parts))]
     fmt = formats.numbered(zarr_format)
