@@ -338,6 +338,15 @@ def requested_dtype(dtype: Any, zarr_format: int) -> tuple[np.dtype[Any], bool]:
         holds_bytes = v3_name(document) in BYTES_NAMES
     else:
         wanted, holds_bytes = _numpy_dtype(dtype), False
+    if _long_double(wanted):
+        # numpy's long double (`g`, float128, complex256) is the platform's: 80-bit
+        # extended padded to 16 bytes on x86, IEEE quad on Linux/ARM. A v2 `<f16` written
+        # on one reads as other values on another; zarr-python 3 refuses it in both formats.
+        raise UnsupportedError(
+            f"dtype {_shown(dtype)} ({wanted}: the platform's long double) has no portable "
+            "Zarr representation: its bytes mean other values on other platforms; store "
+            "the values as float64 (values.astype('float64'), or 'complex128')"
+        )
     if wanted.kind in "SUV" and wanted.itemsize == 0:  # `bytes` is "S0"
         raise MetadataError(
             f"dtype {_shown(dtype)} ({wanted.str}) holds no bytes: give a length (e.g. 'S8'), "
@@ -346,6 +355,15 @@ def requested_dtype(dtype: Any, zarr_format: int) -> tuple[np.dtype[Any], bool]:
     if zarr_format == 2 and wanted.kind == "T":
         return np.dtype(object), False  # v2 stores variable-length strings as object + vlen-utf8
     return wanted, holds_bytes
+
+
+def _long_double(dtype: np.dtype[Any]) -> bool:
+    """Whether `dtype` is, or holds a field of, a float or complex of no core size."""
+    if dtype.names is not None:
+        return any(_long_double(dtype.fields[n][0]) for n in dtype.names)  # type: ignore[index]
+    if dtype.subdtype is not None:
+        return _long_double(dtype.subdtype[0])
+    return dtype.kind in "fc" and (dtype.kind, dtype.itemsize) not in _CORE_NAMES
 
 
 def _is_v3_json(dtype: Any) -> bool:
