@@ -149,7 +149,9 @@ def _attributes(doc: Mapping[str, Any], key: str) -> dict[str, Any]:
     return dict(attributes)
 
 
-def _dimension_names(value: Any, ndim: int, key: str) -> tuple[str | None, ...] | None:
+def dimension_names_of(value: Any, ndim: int, key: str) -> tuple[str | None, ...] | None:
+    """A `dimension_names` value (a list of strings or nulls, one per dimension, or None)
+    as a tuple; `MetadataError` naming `key` for anything else."""
     if value is None:
         return None
     if not isinstance(value, list) or not all(v is None or isinstance(v, str) for v in value):
@@ -201,7 +203,7 @@ def _array(data: Mapping[str, Any], key: str) -> ArrayMetadata:
         codecs=codecs,
         chunk_key_encoding=encoding,
         attributes=_attributes(data, key),
-        dimension_names=_dimension_names(data.get("dimension_names"), len(shape), key),
+        dimension_names=dimension_names_of(data.get("dimension_names"), len(shape), key),
         data_type=data_type,
         chunk_grid=chunk_grid,
         extra=extra,

@@ -382,11 +382,8 @@ def _check_arguments(
             "(0 is taken only along an axis of length 0, and stored as 1)"
         )
     inner = tuple(max(c, 1) for c in inner)
-    if dimension_names is not None and len(dimension_names) != len(array_shape):
-        raise MetadataError(
-            f"dimension_names {list(dimension_names)} has {len(dimension_names)} names, "
-            f"the array has {len(array_shape)} dimensions"
-        )
+    names = None if dimension_names is None else list(dimension_names)  # as they are read
+    names = v3.dimension_names_of(names, len(array_shape), "create_array")
     return _Arguments(
         shape=array_shape,
         dtype=np_dtype,
@@ -395,7 +392,7 @@ def _check_arguments(
         shard_grid=shard_grid,
         fill_value=_fill_value(fill_value, np_dtype, zarr_format),
         attributes=dict(attributes or {}),
-        dimension_names=None if dimension_names is None else tuple(dimension_names),
+        dimension_names=names,
         holds_bytes=holds_bytes,
     )
 
