@@ -36,3 +36,14 @@ def test_names_no_reader_takes_are_refused(tmp_path: Path, names: Any, match: st
 def test_names_readers_take_are_written(tmp_path: Path, names: Any, stored: Any) -> None:
     aiozarr.create_array(str(tmp_path), shape=(2, 3), dtype="i4", dimension_names=names)
     assert aiozarr.open_array(str(tmp_path)).metadata.dimension_names == stored
+
+
+def test_a_v2_array_refuses_names_it_cannot_store(tmp_path: Path) -> None:
+    """A v2 array has no dimension names: they were dropped without a word (zarr-python
+    refuses them: "Zarr format 2 arrays do not support dimension names")."""
+    with pytest.raises(MetadataError, match="a Zarr v2 array stores none"):
+        aiozarr.create_array(
+            str(tmp_path), shape=(2, 3), dtype="i4", zarr_format=2, dimension_names=["x", "y"]
+        )
+    assert list(tmp_path.iterdir()) == []
+    aiozarr.create_array(str(tmp_path), shape=(2,), dtype="i4", zarr_format=2, dimension_names=None)

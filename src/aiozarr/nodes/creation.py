@@ -384,6 +384,8 @@ def _check_arguments(
     inner = tuple(max(c, 1) for c in inner)
     names = None if dimension_names is None else list(dimension_names)  # as they are read
     names = v3.dimension_names_of(names, len(array_shape), "create_array")
+    if names is not None and zarr_format == 2:  # dropped, they were lost; zarr-python refuses
+        raise MetadataError(f"dimension_names {list(names)}: a Zarr v2 array stores none")
     return _Arguments(
         shape=array_shape,
         dtype=np_dtype,
