@@ -136,9 +136,9 @@ def zgroup_to_json(meta: GroupMetadata) -> bytes:
     return dump({"zarr_format": 2})
 
 
-def attrs_to_json(attrs: Mapping[str, Any]) -> bytes:
-    """The `.zattrs` document holding `attrs`."""
-    return dump(dict(attrs), ".zattrs")
+def attrs_to_json(attrs: Mapping[str, Any], key: str = ".zattrs") -> bytes:
+    """The `.zattrs` document holding `attrs` (stored at `key`, which errors name)."""
+    return dump(dict(attrs), key)
 
 
 # -- consolidated metadata (.zmetadata) --------------------------------------------------------
@@ -306,7 +306,7 @@ class V2Format(Format):
         else:
             docs[join(path, ZGROUP)] = zgroup_to_json(meta)
         if meta.attributes:
-            docs[join(path, ZATTRS)] = attrs_to_json(meta.attributes)
+            docs[join(path, ZATTRS)] = attrs_to_json(meta.attributes, join(path, ZATTRS))
         return docs
 
     def stale_keys(self, path: str, meta: Node) -> tuple[str, ...]:

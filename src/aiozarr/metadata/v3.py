@@ -301,8 +301,9 @@ def _codec_json(codec: CodecMetadata) -> dict[str, Any]:
     return doc
 
 
-def array_to_json(meta: ArrayMetadata) -> bytes:
-    """The `zarr.json` document of a v3 array, field for field as zarr-python writes it."""
+def array_to_json(meta: ArrayMetadata, key: str = "zarr.json") -> bytes:
+    """The `zarr.json` document of a v3 array, field for field as zarr-python writes it;
+    errors name `key`."""
     data_type = data_type_json(meta)
     doc: dict[str, Any] = {
         "shape": list(meta.shape),
@@ -324,17 +325,18 @@ def array_to_json(meta: ArrayMetadata) -> bytes:
         doc["dimension_names"] = list(meta.dimension_names)
     doc.update(zarr_format=3, node_type="array", storage_transformers=[])
     doc.update(_extra(meta.extra, doc))
-    return dump(doc)
+    return dump(doc, key)
 
 
-def group_to_json(meta: GroupMetadata) -> bytes:
-    """The `zarr.json` document of a v3 group (with its consolidated metadata, if any)."""
+def group_to_json(meta: GroupMetadata, key: str = "zarr.json") -> bytes:
+    """The `zarr.json` document of a v3 group (with its consolidated metadata, if any);
+    errors name `key`."""
     doc: dict[str, Any] = {"attributes": dict(meta.attributes), "zarr_format": 3}
     if meta.consolidated is not None:
         doc["consolidated_metadata"] = consolidated_json(meta.consolidated)
     doc["node_type"] = "group"
     doc.update(_extra(meta.extra, doc))
-    return dump(doc)
+    return dump(doc, key)
 
 
 def _extra(extra: Mapping[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -389,8 +391,10 @@ class V3Format(Format):
         return join(path, ZARR_JSON)
 
     def documents(self, path: str, meta: Node) -> dict[str, bytes]:
-        doc = array_to_json(meta) if isinstance(meta, ArrayMetadata) else group_to_json(meta)
-        return {join(path, ZARR_JSON): doc}
+        key = join(path, ZARR_JSON)
+        if isinstance(meta, ArrayMetadata):
+            return {key: array_to_json(meta, key)}
+        return {key: group_to_json(meta, key)}
 
     def consolidated_documents(
         self, path: str, group: GroupMetadata, members: Mapping[str, Node]
