@@ -40,7 +40,7 @@ INNER_LAYERS = {
     "nodes": [
         {"display"},
         {"array", "group", "description"},
-        {"node_updates", "shrinking"},
+        {"node_updates", "shrinking", "placement"},
         {"hierarchy", "hierarchy_walk", "creation"},
         {"codec_roles", "selection_plans", "shape_changes", "stored_size", "write_values"},
         {"casting"},

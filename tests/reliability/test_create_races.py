@@ -28,7 +28,7 @@ from aiozarr.emulator import Emulator
 from aiozarr.emulator.faults import Fault
 from aiozarr.errors import NodeExistsError
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata, Node
-from aiozarr.nodes import hierarchy
+from aiozarr.nodes import hierarchy, placement
 from aiozarr.nodes.creation import array_metadata
 
 pytestmark = pytest.mark.timeout(120)
@@ -50,7 +50,7 @@ async def test_of_two_creators_that_found_the_path_free_the_second_raises(
 ) -> None:
     first, second = make_store(own_locks=True), make_store(own_locks=True)
     for store in (first, second):  # both look before either writes
-        await hierarchy.prepare_node(store, "x", zarr_format, overwrite=False)
+        await placement.prepare_node(store, "x", zarr_format, overwrite=False)
     await hierarchy.write_node(first, "x", _node(kind, zarr_format, "a"))
     with pytest.raises(NodeExistsError, match="another writer"):
         await hierarchy.write_node(second, "x", _node(kind, zarr_format, "b"))

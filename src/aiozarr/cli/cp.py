@@ -23,7 +23,7 @@ from aiozarr.cli.storage_options import transfer_storage_options
 __all__ = ["build_parser", "main"]
 
 # The starts of the library's messages for a node at DST: there when looked for
-# (hierarchy.prepare_node), or created by another writer meanwhile (hierarchy.write_node).
+# (placement.prepare_node), or created by another writer meanwhile (hierarchy.write_node).
 # Hinted at only without --resume: resuming, the library says why a node cannot be kept.
 _EXISTS = ("an array or group already exists", "an array or group was created at")
 

@@ -39,6 +39,7 @@ from aiozarr.metadata.model import ArrayMetadata, CodecMetadata, GroupMetadata
 from aiozarr.nodes import (
     codec_roles,
     hierarchy,
+    placement,
     selection_plans,
     shape_changes,
     shrinking,
@@ -136,11 +137,10 @@ class AsyncArray(hierarchy.NodeLocation):
         if shape is None or dtype is None:
             raise TypeError("create_array() needs shape= and dtype=, or data=")
         meta = array_metadata(shape=shape, dtype=dtype, **options)
-        # builds the codec chain: bad codecs fail before writing
-        array = cls(store, path, meta, config=config)
+        array = cls(store, path, meta, config=config)  # its codec chain: bad codecs fail here
         if data is not None:  # data the dtype cannot hold is refused before any write
             data = array._as_value(data, shape)
-        await hierarchy.prepare_node(store, path, meta.zarr_format, overwrite=overwrite, new=meta)
+        await placement.prepare_node(store, path, meta.zarr_format, overwrite=overwrite, new=meta)
         await hierarchy.write_node(store, path, meta)
         if overwrite:  # the node replaced: no snapshot above may describe it
             await updates.replaced_in_snapshots(store, path, meta)
@@ -364,8 +364,7 @@ class AsyncArray(hierarchy.NodeLocation):
         read = engine.read_inline(self._stored, partial(self._indexer, selection), self._describe)
         if read is None:
             return False, None
-        indexer, out = read
-        return True, selection_plans.result(out, indexer)
+        return True, selection_plans.result(read[1], read[0])  # (indexer, out)
 
     def _indexer(self, selection: Selection) -> Indexer:
         return self._plan(selection_plans.indexer_for(selection, self.ndim), selection)
@@ -586,9 +585,8 @@ class AsyncArray(hierarchy.NodeLocation):
 
     def __setitem__(self, selection: Any, value: Any) -> NoReturn:
         raise TypeError(
-            "an AsyncArray writes with `await arr.setitem(sel, value)`, not "
-            "`arr[sel] = value`; `aiozarr.open_array` opens an array that `arr[sel] = value` "
-            "writes"
+            "an AsyncArray writes with `await arr.setitem(sel, value)`, not `arr[sel] = value`;"
+            " `aiozarr.open_array` opens an array that `arr[sel] = value` writes"
         )
 
 

@@ -22,7 +22,7 @@ from aiozarr.errors import (
 from aiozarr.metadata import dtypes, formats
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
 from aiozarr.metadata.v3draft import is_draft
-from aiozarr.nodes import hierarchy, hierarchy_walk, node_updates
+from aiozarr.nodes import hierarchy, hierarchy_walk, node_updates, placement
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.creation import check_options
 from aiozarr.nodes.description import GroupInfo, group_info
@@ -135,7 +135,7 @@ class AsyncGroup(hierarchy.NodeLocation):
             raise ReadOnlyError(f"cannot create a group in read-only {store!r}")
         path = hierarchy.normalize_path(path)
         meta = GroupMetadata(zarr_format=zarr_format, attributes=dict(attributes or {}))
-        await hierarchy.prepare_node(
+        await placement.prepare_node(
             store, path, zarr_format, overwrite=overwrite, empty_only=empty_only, new=meta
         )
         await hierarchy.write_node(store, path, meta)

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from aiozarr.errors import MetadataError, NodeExistsError, NodeNotFoundError, UnfinishedNodeError
 from aiozarr.metadata import v2, v3
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata
-from aiozarr.nodes import hierarchy, node_updates
+from aiozarr.nodes import hierarchy, node_updates, placement
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.creation import array_metadata
 from aiozarr.nodes.group import AsyncGroup
@@ -54,9 +54,9 @@ async def make_target(
     unfinished = False
 
     async def create() -> AsyncArray:
-        await hierarchy.prepare_node(store, path, planned.zarr_format, overwrite=overwrite)
+        await placement.prepare_node(store, path, planned.zarr_format, overwrite=overwrite)
         if not resume and not overwrite:  # resuming, every stored unit is compared
-            await hierarchy.refuse_leftovers(store, path, _LEFT_BY_A_STOPPED_COPY)
+            await placement.refuse_leftovers(store, path, _LEFT_BY_A_STOPPED_COPY)
         if claims:
             await hierarchy.write_node(store, path, planned, unfinished=True)
         return target

@@ -36,7 +36,7 @@ from aiozarr.errors import InvalidValueError, UnsupportedError, unwrap_group
 from aiozarr.metadata import conversions
 from aiozarr.metadata.model import ArrayMetadata, ChunkKeyEncoding, CodecMetadata, GroupMetadata
 from aiozarr.metadata.v3draft import is_draft
-from aiozarr.nodes import hierarchy, stored_size
+from aiozarr.nodes import hierarchy, placement, stored_size
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.group import AsyncGroup, walk
 from aiozarr.sizes import ceil_div
@@ -304,13 +304,13 @@ async def migrate_async(
 async def _make_room(
     target: Store, dst_path: str, zarr_format: int, *, overwrite: bool
 ) -> list[str]:
-    """Prepare `dst_path` for the migrated node (`hierarchy.prepare_node`); the groups
+    """Prepare `dst_path` for the migrated node (`placement.prepare_node`); the groups
     whose snapshots listed the nodes it replaces (`unlist_async`), to consolidate again
     once it is written."""
     held = await unlist_async(target, dst_path) if overwrite else []
-    await hierarchy.prepare_node(target, dst_path, zarr_format, overwrite=overwrite)
+    await placement.prepare_node(target, dst_path, zarr_format, overwrite=overwrite)
     if not overwrite:
-        await hierarchy.refuse_leftovers(
+        await placement.refuse_leftovers(
             target,
             dst_path,
             "the chunks of an interrupted migration? Migrate with overwrite to replace them",
