@@ -80,6 +80,24 @@ def test_a_store_that_cannot_write_is_read_only(emulator: Emulator) -> None:
     assert store.read_only and store.with_read_only(False).read_only
 
 
+def test_closing_the_store_finishes_a_zip_archive(tmp_path: Path) -> None:
+    # As zarr-python's ZipStore: close() and the end of a with block write the central
+    # directory, so the archive is complete for any reader before the process ends.
+    closed = Store(tmp_path / "closed.zarr.zip")
+    _write_sharded(closed)
+    closed.close()
+    with Store(tmp_path / "with.zarr.zip") as in_block:
+        _write_sharded(in_block)
+    for name in ("closed", "with"):
+        with zarr.storage.ZipStore(tmp_path / f"{name}.zarr.zip", mode="r") as archive:
+            np.testing.assert_array_equal(zarr.open_array(archive, path="a")[:], DATA)
+    with pytest.warns(UserWarning, match="Duplicate name"):  # zipfile's, as in zarr
+        zarr.open_array(closed, path="a")[0, 0] = -1  # written after close: appended
+    closed.close()
+    with zarr.storage.ZipStore(tmp_path / "closed.zarr.zip", mode="r") as archive:
+        assert zarr.open_array(archive, path="a")[0, 0] == -1
+
+
 # -- xarray --------------------------------------------------------------------------------
 
 

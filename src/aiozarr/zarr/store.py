@@ -307,6 +307,15 @@ class Store(ZarrStoreABC):
             if close is not None:
                 await close()
 
+    def close(self) -> None:
+        """Close the store and the aiozarr store underneath where it can be closed (a
+        zip archive: its central directory is written, as zarr-python's `ZipStore`
+        does on `close()` and at the end of a `with` block)."""
+        close = getattr(self._store, "close", None)
+        if callable(close):
+            close()
+        super().close()
+
     # -- identity ----------------------------------------------------------------------
 
     def __repr__(self) -> str:
