@@ -98,6 +98,21 @@ def test_closing_the_store_finishes_a_zip_archive(tmp_path: Path) -> None:
         assert zarr.open_array(archive, path="a")[0, 0] == -1
 
 
+def test_a_zip_url_store_opened_to_read_reads_what_was_written(tmp_path: Path) -> None:
+    # zarr's mode "r" asks with_read_only(True): a view of the archive being written,
+    # not its unfinished file opened again ("not a zip archive").
+    store = Store(tmp_path / "x.zarr.zip")
+    _write_sharded(store)
+    np.testing.assert_array_equal(zarr.open_array(store, path="a", mode="r")[:], DATA)
+    read_only = store.with_read_only(True)
+    assert read_only.read_only and read_only == Store(tmp_path / "x.zarr.zip", read_only=True)
+    with pytest.raises(ReadOnlyError):
+        zarr.open_array(read_only, path="a")[0, 0] = 1
+    store.close()
+    reopened = Store(tmp_path / "x.zarr.zip", read_only=True)
+    assert not reopened.with_read_only(False).read_only  # opened again to write
+
+
 # -- xarray --------------------------------------------------------------------------------
 
 

@@ -147,10 +147,15 @@ class Store(ZarrStoreABC):
         return self._store
 
     def with_read_only(self, read_only: bool = False) -> Store:
-        """A new store (not yet open) over the same data with another read-only flag."""
-        if self._url is not None:
-            return type(self)(self._url, storage_options=self._options, read_only=read_only)
-        return type(self)(self._store, read_only=read_only)
+        """A new store (not yet open) over the same data with another read-only flag:
+        over this store's aiozarr store (a zip archive being written is read as written
+        so far, not from its unfinished file). A store opened from a URL keeps the URL
+        (it pickles as it), and is opened again where it must write and cannot here."""
+        if self._url is not None and not (read_only or self._store.writable):
+            return type(self)(self._url, storage_options=self._options, read_only=False)
+        other = type(self)(self._store, read_only=read_only)
+        other._url, other._options = self._url, self._options
+        return other
 
     # -- capabilities ------------------------------------------------------------------
 
