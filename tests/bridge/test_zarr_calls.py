@@ -113,6 +113,25 @@ def test_a_zip_url_store_opened_to_read_reads_what_was_written(tmp_path: Path) -
     assert not reopened.with_read_only(False).read_only  # opened again to write
 
 
+def test_an_array_path_lists_its_own_keys_only(tmp_path: Path) -> None:
+    # zarr-python counts an array's chunks from list_prefix of its path without a "/"
+    # and takes every key for its own: a sibling whose name begins with it ("time",
+    # "time_bnds") made nchunks_initialized and info_complete raise ValueError ("The
+    # first component of time_bnds/c/0 does not start with time"), as they do not on
+    # zarr's LocalStore and ObjectStore, which list "time" as the directory "time/".
+    store = Store(tmp_path / "g.zarr")
+    group = zarr.open_group(store, mode="w")
+    for name in ("time", "time_bnds"):
+        group.create_array(name, shape=(4,), chunks=(2,), dtype="i4")[:] = 1
+    assert group["time"].nchunks_initialized == 2
+    assert group["time"].info_complete()._count_chunks_initialized == 2
+
+    async def keys(prefix: str) -> list[str]:
+        return sorted([key async for key in store.list_prefix(prefix)])
+
+    assert zarr.core.sync.sync(keys("time")) == ["time/c/0", "time/c/1", "time/zarr.json"]
+
+
 # -- xarray --------------------------------------------------------------------------------
 
 

@@ -289,7 +289,11 @@ class Store(ZarrStoreABC):
         return self._store.list_prefix("")
 
     def list_prefix(self, prefix: str) -> AsyncIterator[str]:
-        """Every key that starts with `prefix`."""
+        """Every key under the directory `prefix`, as zarr-python's `LocalStore` and
+        `ObjectStore` list: `"a"` lists `a/...`, not `ab/...` (zarr-python's
+        `nchunks_initialized` lists an array's path so and takes every key for its own)."""
+        if prefix and not prefix.endswith("/"):
+            prefix += "/"
         return self._store.list_prefix(prefix)
 
     def list_dir(self, prefix: str) -> AsyncIterator[str]:
