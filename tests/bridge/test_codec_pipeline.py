@@ -469,6 +469,39 @@ def test_rectilinear_grids_are_read_and_written_by_the_engine(
     assert fallbacks.reasons == []
 
 
+def test_a_rectilinear_shard_of_one_inner_chunk_is_read_and_written_in_place(
+    fallbacks: Fallbacks,
+) -> None:
+    """A shard holding one inner chunk (column 2 below: shard column 1 is one chunk wide)
+    is not at its outer coordinates in the inner-chunk grid: it was read and written as
+    inner chunk (r, 1), i.e. in shard column 0, silently: column 2 read column 1's
+    values and a write of it replaced column 1's shard."""
+    if "rectilinear_chunks" not in zarr.config.get("array"):
+        pytest.skip(f"zarr {zarr.__version__} has no rectilinear chunk grids")
+    found = []
+    for pipeline in [PIPELINE, DEFAULT]:
+        with zarr.config.set({"codec_pipeline.path": pipeline, "array.rectilinear_chunks": True}):
+            store = zarr.storage.MemoryStore()
+            arr = zarr.create_array(
+                store,
+                shape=(4, 6),
+                chunks=(2, 1),
+                shards=[[2, 2], [2, 1, 3]],
+                dtype="i4",
+                fill_value=0,
+            )
+            arr[:, 1] = 7
+            arr[:, 2] = [1, 2, 3, 4]
+            arr.vindex[[0, 3], [2, 2]] = [5, 6]
+            again = zarr.open_array(store, mode="r")
+            found.append(
+                [again[:], again[1:3, 2], again.vindex[[3, 1], [2, 1]], sorted(store._store_dict)]
+            )
+    for mine, theirs in zip(*found, strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+    assert fallbacks.reasons == []
+
+
 def _appended(store: Any) -> np.ndarray:
     """Five appends of ten rows into one shard of 100, through one array object."""
     arr = zarr.create_array(

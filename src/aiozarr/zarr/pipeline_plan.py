@@ -96,7 +96,7 @@ def projections(
     if ndim == 0:  # a 0-d array: its one chunk, whole
         return [ChunkProjection(coords, (), (...,), True, True)] if out_ndim == 0 else None
     if _is_pointwise(chunk_selection, ndim, out_ndim):
-        return _pointwise(grid, coords, origin, chunk_selection, out_selection)
+        return _pointwise(grid, origin, chunk_selection, out_selection)
     axes = _chunk_axes(chunk_selection, drop_axes)
     if axes is None:
         return None
@@ -104,7 +104,9 @@ def projections(
     if out is None or len(out) != sum(not _is_int(a) for a in axes):
         return None
     if not grid.sharded and _is_basic(axes) and all(isinstance(o, slice) for o in out):
-        return [_whole_object(coords, axes, out, grid.outer)]
+        # the object is one chunk read: at `origin` (a rectilinear grid's shard of one
+        # inner chunk is not at its outer coordinates)
+        return [_whole_object(origin, axes, out, grid.outer)]
     try:
         inner = orthogonal_indexer(tuple(axes), grid.outer, grid.inner)
     except (AiozarrError, IndexError, ValueError, TypeError):
@@ -269,7 +271,6 @@ def _positions(part: slice) -> np.ndarray:
 
 def _pointwise(
     grid: Grid,
-    coords: tuple[int, ...],
     origin: tuple[int, ...],
     selection: tuple[np.ndarray, ...],
     out_selection: Any,
@@ -288,7 +289,7 @@ def _pointwise(
     if any(len(p) != len(positions) for p in points):
         return None
     if not grid.sharded:
-        return [ChunkProjection(coords, points, (positions,), False, False)]
+        return [ChunkProjection(origin, points, (positions,), False, False)]
     inner = tuple(p // n for p, n in zip(points, grid.inner, strict=True))
     linear = np.ravel_multi_index(inner, grid.per)
     order = np.argsort(linear, kind="stable")
