@@ -240,7 +240,12 @@ def unwrap_group() -> Iterator[None]:
         if len(leaves) > 1:
             others = "; ".join(f"{type(e).__name__}: {e}" for e in leaves[1:6])
             first.add_note(f"{len(leaves) - 1} more failure(s) in the same call: {others}")
-        raise first from first.__cause__
+        try:
+            raise first from first.__cause__
+        finally:
+            # Raised here, its context is the group that holds it: a cycle that tblib's
+            # pickling (dask's workers) follows until the recursion limit.
+            first.__context__ = None
 
 
 class OverlappingWriteError(AiozarrError, ValueError):

@@ -4,6 +4,7 @@ the emulator (served from this process on 127.0.0.1)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ distributed = pytest.importorskip("distributed")
 import aiozarr  # noqa: E402
 from aiozarr.dask import store, to_dask  # noqa: E402
 from aiozarr.emulator import Emulator  # noqa: E402
+from aiozarr.errors import CodecError  # noqa: E402
 
 DATA = np.arange(200 * 60, dtype="i8").reshape(200, 60)
 WORKERS = 4  # the issue's aligned multi-worker write; the whole module takes ~5 s on 2 cores
@@ -66,3 +68,19 @@ def test_read_reduce_write_on_worker_processes(
     store(blocks * 2 + 1, target)
     assert emulator.stats()["by_kind"].get("put", 0) == 4  # one PUT per shard
     np.testing.assert_array_equal(target[...], DATA * 2 + 1)
+
+
+def test_an_error_of_several_chunks_reaches_the_client_as_itself(
+    client: distributed.Client, tmp_path: Path
+) -> None:
+    # A task reading several corrupt chunks raised the first with the task group as its
+    # context, the group holding it: the worker could not pickle that cycle (tblib) and
+    # the client got a bare `Exception` with the error's repr as its message.
+    array = aiozarr.create_array(tmp_path / "bad.zarr", shape=(40, 30), dtype="i4", chunks=(5, 10))
+    array[...] = 1
+    for chunk in (tmp_path / "bad.zarr" / "c").rglob("*"):
+        if chunk.is_file():
+            chunk.write_bytes(b"not zstd")
+    with pytest.raises(CodecError, match=r"chunk 'c/\d+/\d+'.*corrupt") as raised:
+        to_dask(array, chunks=(40, 30)).sum().compute()
+    assert raised.value.__context__ is None
