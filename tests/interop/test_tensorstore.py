@@ -91,3 +91,28 @@ def test_aiozarr_to_tensorstore(tmp_path: Path, zarr_format: int, sharded: bool)
     arr[...] = data
     driver = "zarr3" if zarr_format == 3 else "zarr"
     assert np.array_equal(_open(tmp_path / "c.zarr", driver).read().result(), data)
+
+
+def test_a_shard_with_unused_bytes_reads_as_in_tensorstore(tmp_path: Path) -> None:
+    """An uncompressed shard TensorStore wrote, its inner chunk 0 then rewritten by
+    appending (old bytes left, index rewritten): both read the same values whole."""
+    path = tmp_path / "d.zarr"
+    sharding = {"name": "sharding_indexed", "configuration": {"chunk_shape": [2]}}
+    sharding["configuration"]["codecs"] = [{"name": "bytes", "configuration": {"endian": "little"}}]
+    sharding["configuration"]["index_codecs"] = [
+        {"name": "bytes", "configuration": {"endian": "little"}},
+        {"name": "crc32c"},
+    ]
+    grid = {"name": "regular", "configuration": {"chunk_shape": [8]}}
+    metadata = {"shape": [8], "data_type": "uint16", "chunk_grid": grid, "codecs": [sharding]}
+    _open(path, "zarr3", metadata=metadata, create=True)[...] = np.arange(8, dtype="<u2")
+    layout = aiozarr.open_array(str(path)).async_array.stored.layout
+    assert layout is not None
+    raw = (path / "c" / "0").read_bytes()
+    table = np.array(layout.index_of_shard(raw, "c/0").offsets_and_lengths, dtype="<u8")
+    data = raw[: -layout.index_size] + np.array([100, 101], "<u2").tobytes()
+    table[0] = (len(data) - 4, 4)
+    (path / "c" / "0").write_bytes(data + bytes(layout.index_chain.encode(table)))
+    expected = [100, 101, 2, 3, 4, 5, 6, 7]
+    assert _open(path, "zarr3").read().result().tolist() == expected
+    assert aiozarr.open_array(str(path))[...].tolist() == expected

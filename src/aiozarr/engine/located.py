@@ -151,6 +151,27 @@ class WholeShard:
 Fetch = LocatedChunk | WholeShard
 
 
+class WholeShardRefusedError(StaleIndexError):
+    """A shard needed whole was refused as larger than its bound: the read starts over
+    (as for a stale index) with the array's shards read by their index."""
+
+
+def refused_whole(fetches: Sequence[tuple[StoredArray, Fetch]], error: ValueTooLargeError) -> None:
+    """Raise `WholeShardRefusedError` where `error` refused a fetch of `fetches` (each
+    with its array) that may be a shard needed whole, and mark its array's shards to be
+    read by their index (`shards_by_index`); return where none may be.
+
+    A shard may hold bytes no index entry points to (a writer that appended chunks and
+    rewrote its index: zarrs' partial encoder), past the most its inner chunks and index
+    can be stored as: uncompressed, one byte past. TensorStore and zarr-python read such
+    a shard; read by its index, each inner chunk is still bounded by its codecs. A
+    refusal the retry meets again (an unsharded chunk's) is raised then."""
+    for array, fetch in fetches:
+        if isinstance(fetch, WholeShard) and not array.shards_by_index:
+            array.shards_by_index = True
+            raise WholeShardRefusedError(fetch.key, str(error)) from error
+
+
 def narrowed(chunk: LocatedChunk) -> LocatedChunk:
     """`chunk`, read as the part of it its projection takes where that is a span of at
     most half of it (`chunk_parts`); a range that is not the chunk's whole stored size
@@ -190,7 +211,7 @@ def plan_reads(
         # Needed whole and its index unknown: one request serves the index and the
         # chunks, a round trip fewer. With the index cached the exact ranges are known,
         # and the chunks are read as coalesced ranges decoded as each lands.
-        if shard.whole and cached_index(array, shard) is None:
+        if shard.whole and not array.shards_by_index and cached_index(array, shard) is None:
             ready.append(WholeShard(shard))
         else:
             indexed.append(shard)

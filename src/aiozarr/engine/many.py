@@ -23,7 +23,7 @@ from aiozarr.engine.chunk_cache import key_space
 from aiozarr.engine.decoding import DecodeJob, Reads, decode_job
 from aiozarr.engine.executor import READS, run_codec, run_in_groups
 from aiozarr.engine.freed_memory import FreedMemory
-from aiozarr.engine.located import Fetch, locate, plan_reads
+from aiozarr.engine.located import Fetch, locate, plan_reads, refused_whole
 from aiozarr.engine.located_index import (
     STALE_RETRIES,
     LocatedIndex,
@@ -38,7 +38,7 @@ from aiozarr.engine.progress import ChunkProgress
 from aiozarr.engine.settings import ReadSettings
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.engine.streaming import Answers, stream_in_batches
-from aiozarr.errors import unwrap_group
+from aiozarr.errors import ValueTooLargeError, unwrap_group
 from aiozarr.selection.indexing import ChunkProjection
 from aiozarr.storage.protocol import RangeRequest, Store, Version
 
@@ -267,7 +267,12 @@ async def _fetch_from(store: Store, items: list[_Item], seen: _OneVersion) -> No
     sizes = [fetch.size for _, fetch in items]
     shape = items[0][0].settings.shape
     decode = partial(_decode_burst, items, seen)
-    await stream_in_batches(store, requests, sizes, shape, decode)
+    try:
+        with unwrap_group():  # the refusal comes out of the stream's task group
+            await stream_in_batches(store, requests, sizes, shape, decode)
+    except ValueTooLargeError as error:  # a shard needed whole: read it by its index
+        refused_whole([(r.array, fetch) for r, fetch in items], error)
+        raise
 
 
 #: One chunk's bytes and every selection that needs them, each with its job (the same

@@ -40,6 +40,7 @@ from aiozarr.engine.located import (
     WholeShard,
     locate,
     plan_reads,
+    refused_whole,
 )
 from aiozarr.engine.located_index import (
     STALE_RETRIES,
@@ -58,7 +59,7 @@ from aiozarr.engine.progress import ChunkProgress, ProgressCallback
 from aiozarr.engine.settings import ReadSettings, unbounded_value_bytes
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.engine.streaming import Answers, stream_in_batches
-from aiozarr.errors import unwrap_group
+from aiozarr.errors import ValueTooLargeError, unwrap_group
 from aiozarr.metadata.fill_value import fill_at
 from aiozarr.selection.indexing import ChunkProjection, Indexer
 from aiozarr.storage.protocol import check_size
@@ -123,7 +124,7 @@ async def _read_once(reads: Reads, projections: Sequence[ChunkProjection]) -> No
     at_once, in_parts = _parts_where_they_pay(reads, ready)
     steps: list[Callable[[], Awaitable[None]]] = []
     if at_once:
-        steps.append(partial(_fetch_and_decode, reads, at_once))
+        steps.append(partial(_fetch_at_once, reads, at_once))
     steps.extend(partial(_read_shard_in_parts, reads, shard) for shard in in_parts)
     if indexed:
         steps.append(partial(_read_indexed, reads, indexed))
@@ -149,6 +150,17 @@ def _parts_where_they_pay(reads: Reads, ready: list[Fetch]) -> tuple[list[Fetch]
         return ready, []
     apart = {id(w) for w in in_parts}
     return [f for f in ready if id(f) not in apart], in_parts
+
+
+async def _fetch_at_once(reads: Reads, fetches: list[Fetch]) -> None:
+    """`_fetch_and_decode` of what `plan_reads` fetches at once; a shard needed whole
+    refused as too large starts the read over, by its index (`refused_whole`)."""
+    try:
+        with unwrap_group():  # the refusal comes out of the stream's task group
+            await _fetch_and_decode(reads, fetches)
+    except ValueTooLargeError as error:
+        refused_whole([(reads.array, f) for f in fetches], error)
+        raise
 
 
 async def _read_indexed(reads: Reads, shards: list[ShardSelection]) -> None:
@@ -319,7 +331,11 @@ def _read_inline_once(
         else:
             data, version = answer
             if request.max_bytes is not None:  # refused as a file or object would be
-                check_size(request.key, memoryview(data).nbytes, request.max_bytes, store)
+                try:
+                    check_size(request.key, memoryview(data).nbytes, request.max_bytes, store)
+                except ValueTooLargeError as error:
+                    refused_whole([(array, fetch)], error)
+                    raise
         for chunk, chunk_data in fetch.expand(array, data, version):
             if chunk_data is None:
                 fill_at(out, chunk.projection.out_selection, array.fill_value)

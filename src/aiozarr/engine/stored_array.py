@@ -44,6 +44,10 @@ class StoredArray:
     #: An answer for a span of one of its chunks told no stored size to check it by
     #: (`engine/chunk_parts.py`): its uncompressed chunks are read whole from then on.
     whole_chunks: bool = False
+    #: A shard needed whole was larger than its chunks and index can be (bytes no entry
+    #: points to, `engine/located.py::refused_whole`): its shards are read by their
+    #: index from then on.
+    shards_by_index: bool = False
 
     def forget(self, *keys: str, written: bool = False) -> None:
         """Forget what the caches hold of the objects `keys` (`written`: they were

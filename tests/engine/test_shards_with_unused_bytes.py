@@ -1,0 +1,83 @@
+"""A shard holding bytes no index entry points to is read whole, as TensorStore and
+zarr-python read it.
+
+A writer that overwrites an inner chunk by appending its new bytes and rewriting the
+index (zarrs' partial encoder) leaves the old bytes in place (docs/decisions/formats.md:
+no fault). Uncompressed, such a shard is larger than its chunks and index can be, and a
+read needing it whole refused it (`ValueTooLargeError`): the read now starts over with
+the shard read by its index, each chunk still bounded by its codecs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import aiozarr
+from aiozarr.storage.backends.memory import MemoryStore
+
+EXPECTED = np.array([100, 101, 2, 3, 4, 5, 6, 7], dtype="<u2")
+
+
+def appended_shard(store: Any) -> aiozarr.Array:
+    """An array of one uncompressed shard of 4 inner chunks whose chunk 0 was rewritten
+    by appending its new bytes and rewriting the index (`EXPECTED` its values)."""
+    arr = aiozarr.create_array(
+        store, shape=(8,), chunks=(2,), shards=(8,), dtype="<u2", compressors=None
+    )
+    arr[...] = np.arange(8, dtype="<u2")
+    stored = arr.async_array.stored
+    layout = stored.layout
+    assert layout is not None
+    raw = bytes(asyncio.run(stored.store.get("c/0")))
+    data = raw[: -layout.index_size]
+    table = np.array(layout.index_of_shard(raw, "c/0").offsets_and_lengths, dtype="<u8")
+    new = np.array([100, 101], dtype="<u2").tobytes()
+    table[0] = (len(data), len(new))
+    index = bytes(layout.index_chain.encode(table.reshape(4, 2)))
+    asyncio.run(stored.store.set("c/0", data + new + index))
+    assert struct.unpack_from("<QQ", index) == (len(data), len(new))
+    return aiozarr.open_array(store)
+
+
+def test_a_local_shard_with_unused_bytes_reads_whole(tmp_path: Path) -> None:
+    arr = appended_shard(str(tmp_path / "a.zarr"))
+    assert np.array_equal(arr[...], EXPECTED)
+    assert np.array_equal(arr[...], EXPECTED)  # the handle reads it by its index now
+    assert np.array_equal(arr[1:7], EXPECTED[1:7])
+
+
+def test_an_in_memory_shard_with_unused_bytes_reads_whole() -> None:
+    arr = appended_shard(MemoryStore())
+    done, value = arr.async_array.getitem_inline(...)
+    assert done and np.array_equal(value, EXPECTED)
+
+
+def test_read_many_reads_a_shard_with_unused_bytes(tmp_path: Path) -> None:
+    arr = appended_shard(str(tmp_path / "a.zarr"))
+    other = aiozarr.create_array(str(tmp_path / "b.zarr"), shape=(3,), dtype="i1")
+    other[...] = [1, 2, 3]
+    got, rest = aiozarr.read_many([(arr, ...), (other, ...)])
+    assert np.array_equal(got, EXPECTED) and rest.tolist() == [1, 2, 3]
+
+
+@pytest.mark.parametrize("length", [5, 3])
+def test_an_inner_chunk_past_its_bound_is_still_refused(tmp_path: Path, length: int) -> None:
+    """The retry reads the shard by its index: an entry whose length the codecs cannot
+    produce is still an error, never values."""
+    arr = appended_shard(str(tmp_path / "a.zarr"))
+    stored = arr.async_array.stored
+    layout = stored.layout
+    assert layout is not None
+    raw = bytes(asyncio.run(stored.store.get("c/0")))
+    table = np.array(layout.index_of_shard(raw, "c/0").offsets_and_lengths, dtype="<u8")
+    table[1] = (0, length)
+    index = bytes(layout.index_chain.encode(table.reshape(4, 2)))
+    asyncio.run(stored.store.set("c/0", raw[: -layout.index_size] + index))
+    with pytest.raises(aiozarr.errors.AiozarrError, match="c/0"):
+        aiozarr.open_array(str(tmp_path / "a.zarr"))[...]
