@@ -219,3 +219,39 @@ def test_a_dask_append_starting_inside_a_chunk_is_written_as_xarray_writes_it(
     inside = (full + 100).isel(t=slice(2, 10)).chunk({"t": 4})
     with pytest.raises(OverlappingWriteError, match="region starts at 2"):
         to_zarr(inside[["a"]].drop_vars("t"), tmp_path / "ours.zarr", region={"t": slice(2, 10)})
+
+
+# -- 6: a variable given with its stored dimensions in another order -----------------------
+
+
+def _grid(rows: range) -> xr.Dataset:
+    values = np.arange(len(rows) * 3.0).reshape(len(rows), 3) + rows.start * 10
+    return xr.Dataset({"v": (("t", "y"), values)}, coords={"t": list(rows), "y": [0, 1, 2]})
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize(
+    ("later", "how"),
+    [
+        (lambda: _grid(range(4, 6)), {"append_dim": "t"}),
+        (lambda: _grid(range(0, 4)) * 2, {"mode": "a"}),
+        (lambda: _grid(range(2, 4)).drop_vars("y"), {"region": "auto"}),
+        (
+            lambda: _grid(range(0, 2)).chunk({"t": 2}).drop_vars(["t", "y"]),
+            {"region": {"t": slice(0, 2)}},
+        ),
+    ],
+    ids=["append", "mode-a", "region-auto", "region-dask"],
+)
+def test_transposed_dimensions_are_written_in_the_stored_order(
+    tmp_path: Path, zarr_format: int, later: Any, how: dict[str, Any]
+) -> None:
+    """xarray's `to_zarr` transposes a variable whose dimensions are the stored array's in
+    another order; aiozarr refused it ("has dimensions ('y', 't'), the stored one")."""
+    encoding = {"v": {"chunks": (2, 3)}}
+    for where, write in (("ours.zarr", to_zarr), ("theirs.zarr", theirs)):
+        write(_grid(range(0, 4)), tmp_path / where, zarr_format=zarr_format, encoding=encoding)
+        write(later().transpose("y", "t"), tmp_path / where, **how)
+    ours = read(tmp_path / "ours.zarr")
+    xr.testing.assert_identical(ours, read(tmp_path / "theirs.zarr"))
+    assert ours["v"].dims == ("t", "y")

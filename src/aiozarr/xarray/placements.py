@@ -23,6 +23,7 @@ __all__ = [
     "check_placements",
     "check_targets",
     "chunks_of",
+    "in_stored_order",
 ]
 
 Prepared = Mapping[str, tuple[xr.Variable, dict[str, Any]]]
@@ -40,6 +41,21 @@ def chunks_of(name: str, var: xr.Variable, encoding: Mapping[str, Any]) -> Any:
     if chunks is None and var.chunks is not None:
         return tuple(c[0] if c else 1 for c in var.chunks)
     return chunks
+
+
+def in_stored_order(
+    name: str, var: xr.Variable, existing: Mapping[str, ArrayMetadata]
+) -> xr.Variable:
+    """`var` with its dimensions in the order of the stored array `name` when they are
+    the same names in another order, as xarray's `to_zarr` transposes them (an append, a
+    region or a mode "a" write of `("y", "t")` into a `("t", "y")` array); else as it is
+    (other names: refused by `check_placements`)."""
+    if name not in existing:
+        return var
+    dims = dimensions(name, existing[name])
+    if var.dims != dims and sorted(var.dims) == sorted(dims) and len(set(dims)) == len(dims):
+        return var.transpose(*dims)
+    return var
 
 
 class PlacementError(InvalidValueError, ValueError):

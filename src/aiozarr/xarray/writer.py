@@ -23,7 +23,7 @@ from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.creation import array_metadata
 from aiozarr.storage.protocol import Store
 from aiozarr.sync import run
-from aiozarr.xarray import appends
+from aiozarr.xarray import appends, placements
 from aiozarr.xarray.consolidation import consolidate_async, consolidate_written
 from aiozarr.xarray.encoded_values import cf_encoded, checked_encoding, v3_fill_attribute
 from aiozarr.xarray.hierarchy_format import written_format
@@ -116,7 +116,7 @@ def _encode(
     out: dict[str, tuple[xr.Variable, dict[str, Any]]] = {}
     for key, var in variables.items():
         name = str(key)
-        var = var.copy(deep=False)
+        var = placements.in_stored_order(name, var.copy(deep=False), existing)  # as xarray
         if name in (encoding or {}):  # it replaces the variable's own, as in xarray
             var.encoding = dict(encoding[name])  # type: ignore[index]
         if name in existing:  # encoded as stored: none of its own CF keys (as xarray)
