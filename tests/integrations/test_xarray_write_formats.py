@@ -185,6 +185,29 @@ def test_a_dataset_read_from_v3_is_written_to_v2_with_its_codecs_twins(
         assert got["s"].values.tolist() == list("abcd")
 
 
+@pytest.mark.parametrize("engine", ["zarr", "aiozarr"])
+@pytest.mark.parametrize("lazy", [False, True], ids=["numpy", "dask"])
+def test_strings_read_from_v2_are_written_to_v3(tmp_path: Path, engine: str, lazy: bool) -> None:
+    """A v2 string variable's encoding carries its object codec (`vlen-utf8`) in
+    `filters`; a v3 array stores strings with its serializer: the filter is left out.
+    aiozarr refused the write ("numcodecs codec 'vlen-utf8' has no Zarr v3 codec"),
+    naming no variable, though it wrote the dataset's numbers as v3."""
+    if lazy:
+        pytest.importorskip("dask.array")
+    source, path = tmp_path / "v2.zarr", tmp_path / "v3.zarr"
+    ds = xr.Dataset({"s": ("x", np.array(["a", "bcd", ""], dtype=object)), "v": ("x", [1.0] * 3)})
+    theirs(ds, source, zarr_format=2, consolidated=False)
+    opened = read(source, engine, consolidated=False, **({"chunks": {}} if lazy else {}))
+    assert [f.get_config()["id"] for f in opened["s"].encoding["filters"]] == ["vlen-utf8"]
+    to_zarr(opened, path, zarr_format=3)
+    stored = json.loads((path / "s" / "zarr.json").read_text())
+    assert stored["data_type"] == "string"
+    assert stored["codecs"][0]["name"] == "vlen-utf8"
+    for got in _both(path):
+        assert got["s"].values.tolist() == ["a", "bcd", ""]
+        assert got["v"].values.tolist() == [1.0] * 3
+
+
 # -- a string _FillValue in Zarr v3 --------------------------------------------------------
 
 

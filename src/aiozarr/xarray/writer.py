@@ -36,7 +36,7 @@ from aiozarr.xarray.placements import (
     chunks_of,
 )
 from aiozarr.xarray.tree import read_tree
-from aiozarr.xarray.v2_codecs import v2_codecs
+from aiozarr.xarray.v2_codecs import v2_codecs, v3_codecs
 from aiozarr.xarray.variables import DIMENSION_KEY, dimensions, raw_variable
 
 __all__ = ["consolidate_async", "to_zarr", "to_zarr_async", "write_metadata_async"]
@@ -126,7 +126,7 @@ def _encode(
         options: dict[str, Any] = {
             k: enc[k] for k in ("shards", "compressors", "filters", "serializer") if k in enc
         }
-        options = v2_codecs(options) if zarr_format == 2 else options
+        options = (v2_codecs if zarr_format == 2 else v3_codecs)(options)
         options["chunks"] = chunks_of(name, var, enc)
         if enc.get("write_empty_chunks") is not None:  # not a create_array option: see write()
             options["write_empty_chunks"] = bool(enc["write_empty_chunks"])
