@@ -255,3 +255,38 @@ def test_transposed_dimensions_are_written_in_the_stored_order(
     ours = read(tmp_path / "ours.zarr")
     xr.testing.assert_identical(ours, read(tmp_path / "theirs.zarr"))
     assert ours["v"].dims == ("t", "y")
+
+
+# -- 7: signed values stored as unsigned integers (`_Unsigned="false"`) in Zarr v2 ---------
+
+
+def _signed(values: list[float]) -> xr.Dataset:
+    return xr.Dataset({"f": ("t", np.array(values))}, coords={"t": np.arange(len(values))})
+
+
+@pytest.mark.filterwarnings("ignore:variable 'f' will be stored as unsigned")
+def test_signed_values_in_unsigned_v2_integers_are_written_as_xarray_writes_them(
+    tmp_path: Path,
+) -> None:
+    """v2 stores the `_FillValue` as the array's `fill_value`, read back as a uint8 255
+    that `_Unsigned="false"` takes as int8 -1; the check decoded a Python 255, which
+    overflows int8, and refused the write ("its values do not read back from uint8")."""
+    encoding = {"f": {"dtype": "uint8", "_Unsigned": "false", "_FillValue": -1}}
+    for where, write in (("ours.zarr", to_zarr), ("theirs.zarr", theirs)):
+        write(_signed([1.0, -100.0, np.nan]), tmp_path / where, zarr_format=2, encoding=encoding)
+        write(_signed([np.nan, -128.0]).assign_coords(t=[3, 4]), tmp_path / where, append_dim="t")
+    for engine in ("zarr", "aiozarr"):
+        ours = read(tmp_path / "ours.zarr", engine)
+        xr.testing.assert_identical(ours, read(tmp_path / "theirs.zarr", engine))
+        np.testing.assert_array_equal(ours["f"].values, [1.0, -100.0, np.nan, np.nan, -128.0])
+
+
+@pytest.mark.filterwarnings("ignore:variable 'f' will be stored as unsigned")
+def test_signed_values_in_unsigned_v3_integers_are_still_refused(tmp_path: Path) -> None:
+    """v3 keeps the `_FillValue` as an attribute, which xarray decodes as a Python 255:
+    neither engine would open the array (xarray's own writer fails on it)."""
+    encoding = {"f": {"dtype": "uint8", "_Unsigned": "false", "_FillValue": -1}}
+    with pytest.raises(ValueOutOfRangeError, match="'f'"):
+        to_zarr(
+            _signed([1.0, -100.0, np.nan]), tmp_path / "s.zarr", zarr_format=3, encoding=encoding
+        )

@@ -36,6 +36,7 @@ from xarray.coders import CFDatetimeCoder, CFTimedeltaCoder
 from xarray.namedarray.utils import is_duck_dask_array
 
 from aiozarr.errors import InvalidValueError, ValueOutOfRangeError
+from aiozarr.metadata.model import ArrayMetadata
 from aiozarr.nodes.casting import string_lengths
 
 __all__ = [
@@ -121,15 +122,21 @@ def _variable_length(var: xr.Variable, zarr_format: int) -> xr.Variable:
 
 
 def checked_encoding(
-    name: str, raw: xr.Variable, encoded: xr.Variable, stored: Mapping[str, Any] | None = None
+    name: str,
+    raw: xr.Variable,
+    encoded: xr.Variable,
+    array: ArrayMetadata | None = None,
+    zarr_format: int = 3,
 ) -> xr.Variable:
     """`encoded` (xarray's encoding of `raw`), once every value is known to read back as
     `raw` holds it; raises `ValueOutOfRangeError` naming the variable, the values and
     the encoding's range (`StringTooLongError` for a string cut to a fixed width). A
-    dask-backed `encoded` comes back checking each block. `stored`: the attributes of
-    the array `encoded` goes into, when it is already stored (their units, calendar and
-    `_Unsigned` decode it, not the encoder's)."""
+    dask-backed `encoded` comes back checking each block. `array`: the one `encoded`
+    goes into, when it is already stored (its attributes' units, calendar and
+    `_Unsigned` decode it, not the encoder's); `zarr_format`: the format written (v2
+    stores the `_FillValue` as the array's `fill_value`, of its type)."""
     check: Any
+    stored = None if array is None else array.attributes
     if (
         stored is not None
         and raw.dtype.kind not in "mMO"
@@ -152,7 +159,8 @@ def checked_encoding(
     elif raw.dtype.kind not in _NUMERIC or encoded.dtype.kind not in _NUMERIC:
         return encoded
     else:
-        check = _Check(name, raw.dtype, encoded.dtype, _applied_attrs(raw, encoded, stored))
+        attrs = _applied_attrs(raw, encoded, stored)
+        check = _Check(name, raw.dtype, encoded.dtype, attrs, typed_fill=zarr_format == 2)
     if check.not_compared:
         return encoded
     if not is_duck_dask_array(encoded.data):
@@ -229,9 +237,15 @@ class _Check:
     """The check of one variable's values: how its encoding decodes, and its step."""
 
     def __init__(
-        self, name: str, raw: np.dtype[Any], encoded: np.dtype[Any], attrs: Mapping[str, Any]
+        self,
+        name: str,
+        raw: np.dtype[Any],
+        encoded: np.dtype[Any],
+        attrs: Mapping[str, Any],
+        typed_fill: bool = False,
     ) -> None:
         self.name, self.raw, self.encoded, self.attrs = name, raw, encoded, dict(attrs)
+        self.typed_fill = typed_fill  # the _FillValue comes back of the stored type (v2)
         self.unit: str | None = None
         if raw.kind in "mM":
             unit = np.datetime_data(raw)[0]
@@ -246,8 +260,13 @@ class _Check:
         self.step = abs(ends[1] - ends[0]) if encoded.kind in "iu" or self.unit else 0.0
 
     def _decode(self, values: np.ndarray, attrs: Mapping[str, Any]) -> np.ndarray:
-        """`values` decoded as a reader decodes them (times in the raw unit)."""
-        probe = xr.Variable(tuple(f"d{i}" for i in range(values.ndim)), values, dict(attrs))
+        """`values` decoded as a reader decodes them (times in the raw unit). A v2 reader
+        gets the `_FillValue` as the array's `fill_value`, of its integer type, which
+        `_Unsigned` reinterprets (uint8 255 as int8 -1; as a Python 255 it overflows)."""
+        attrs = dict(attrs)
+        if self.typed_fill and "_FillValue" in attrs:
+            attrs["_FillValue"] = _as_stored(attrs["_FillValue"], self.encoded)
+        probe = xr.Variable(tuple(f"d{i}" for i in range(values.ndim)), values, attrs)
         times: Any = False
         deltas: Any = False
         if self.unit is not None:
@@ -469,6 +488,14 @@ class _WidthCheck:
     @property
     def _unit(self) -> str:
         return "bytes" if self.encoded.kind == "S" else "characters"
+
+
+def _as_stored(fill: Any, dtype: np.dtype[Any]) -> Any:
+    """An integer fill value as a value of the integer `dtype`, where it is one."""
+    if dtype.kind not in "iu" or np.ndim(fill) or not isinstance(fill, int | np.integer):
+        return fill
+    info = np.iinfo(dtype)
+    return dtype.type(fill) if info.min <= int(fill) <= info.max else fill
 
 
 def _seconds(times: np.ndarray) -> np.ndarray:

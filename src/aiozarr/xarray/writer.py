@@ -136,8 +136,8 @@ def _encode(
         fill_value = enc.pop("fill_value", None)
         if not is_duck_dask_array(var.data):
             var.load()  # read once: both the encoder and its check below use the values
-        stored = existing[name].attributes if name in existing else None
-        encoded = checked_encoding(name, var, cf_encoded(var, name, zarr_format), stored)
+        encoded = cf_encoded(var, name, zarr_format)
+        encoded = checked_encoding(name, var, encoded, existing.get(name), zarr_format)
         var_attrs = {k: encode_zarr_attr_value(v) for k, v in encoded.attrs.items()}
         if zarr_format == 2:
             fill_value = var_attrs.pop("_FillValue", None)
