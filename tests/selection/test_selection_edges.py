@@ -162,3 +162,21 @@ def test_a_timedelta_is_not_an_index(access: Any) -> None:
     with pytest.raises(SelectionError, match=r"timedelta64|integer"):
         access(arr, np.timedelta64(3, "D"))
     assert (arr[...] == np.arange(40).reshape(10, 4)).all()
+
+
+@pytest.mark.parametrize(
+    ("select", "named"),
+    [
+        (lambda a: a.vindex[np.array([], dtype=int), 99], "index 99 is out of bounds for axis 1"),
+        (lambda a: a[np.zeros(0, dtype=int), -6], "index -6 is out of bounds for axis 1"),
+        (lambda a: a.vindex[np.zeros((0, 3), int), [7, 0, 1]], "index 7 is out of bounds"),
+        (lambda a: a.get_coordinate_selection(([], 5)), "index 5 is out of bounds for axis 1"),
+        (lambda a: a.vindex.__setitem__(([], 99), 1), "index 99 is out of bounds for axis 1"),
+    ],
+)
+def test_points_out_of_bounds_are_refused_where_no_point_is_read(select: Any, named: str) -> None:
+    # numpy and zarr-python check each index array before broadcasting: an empty one on
+    # another axis does not make an index out of bounds valid.
+    arr = _arange((5, 5), (2, 2))
+    with pytest.raises(BoundsCheckError, match=named):
+        select(arr)

@@ -79,8 +79,12 @@ def coordinate_indexer(
             "a coordinate selection takes one integer or integer array per axis "
             f"({len(shape)} for this array), got {_describe(keys)}"
         )
+    # Bounds are checked before broadcasting, as numpy does: an index out of bounds is
+    # refused even where another axis' empty array leaves no point to read.
     arrays = [
-        as_index_values(k, axis, size) if not _is_empty_list(k) else np.zeros(0, np.int64)
+        checked_indices(as_index_values(k, axis, size), axis, size)
+        if not _is_empty_list(k)
+        else np.zeros(0, np.int64)
         for axis, (k, size) in enumerate(zip(keys, shape, strict=True))
     ]
     try:
@@ -88,9 +92,7 @@ def coordinate_indexer(
     except ValueError as error:
         raise SelectionError(f"coordinate arrays cannot be broadcast together: {error}") from None
     result_shape = broadcast[0].shape if broadcast else ()
-    flat = []
-    for axis, (index, size) in enumerate(zip(broadcast, shape, strict=True)):
-        flat.append(checked_indices(index.reshape(-1), axis, size))
+    flat = [index.reshape(-1) for index in broadcast]
     return _points(flat, shape, chunk_shape, result_shape)
 
 
