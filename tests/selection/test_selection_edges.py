@@ -180,3 +180,13 @@ def test_points_out_of_bounds_are_refused_where_no_point_is_read(select: Any, na
     arr = _arange((5, 5), (2, 2))
     with pytest.raises(BoundsCheckError, match=named):
         select(arr)
+
+
+@pytest.mark.parametrize("key", [slice(1.0, 2), (0, slice(None, "a")), slice(np.float64(0), None)])
+def test_a_block_slice_of_no_integers_is_a_selection_error(key: Any) -> None:
+    arr = _arange((5, 5), (2, 2))
+    with pytest.raises(SelectionError, match=r"invalid slice .* for axis \d: slice indices must"):
+        arr.blocks[key]
+    with pytest.raises(SelectionError, match="invalid slice"):
+        arr.blocks[key] = 1
+    assert arr.blocks[1:, -1].tolist() == [[14], [19], [24]]

@@ -293,12 +293,16 @@ def _int_axis(key: Any, axis: int, size: int, chunk: AxisGrid) -> _Axis:
     return _Axis(np.array([k], dtype=np.int64), [local], [None], [False], None)
 
 
-def _slice_axis(key: slice, axis: int, size: int, chunk: AxisGrid) -> _Axis:
+def _slice_indices(key: slice, axis: int, size: int) -> tuple[int, int, int]:
+    """`key.indices(size)`; a step 0 or a member no integer: `SelectionError`."""
     try:
-        start, stop, step = key.indices(size)
+        return key.indices(size)
     except (TypeError, ValueError) as error:
-        # slice.indices raises ValueError for step 0 and TypeError for non-integer members.
         raise SelectionError(f"invalid slice {key!r} for axis {axis}: {error}") from error
+
+
+def _slice_axis(key: slice, axis: int, size: int, chunk: AxisGrid) -> _Axis:
+    start, stop, step = _slice_indices(key, axis, size)
     # A step as long as the axis takes one element at most, as any longer one does; clamped
     # so the int64 arithmetic below cannot overflow on a step of 2**63 or more.
     step = max(-size, min(step, size)) or 1
@@ -586,7 +590,7 @@ def block_selection(selection: Any, shape: Sequence[int], grid: ChunkGrid) -> tu
                 )
             first, last = index % n, index % n + 1
         elif isinstance(key, slice) and key.step in (None, 1):
-            first, last, _ = key.indices(n)
+            first, last, _ = _slice_indices(key, axis, n)
             last = max(first, last)
         else:
             raise SelectionError(
