@@ -9,9 +9,11 @@ import tracemalloc
 import numpy as np
 import pytest
 
+import aiozarr
 from aiozarr.selection.chunk_grid import AxisEdges
-from aiozarr.selection.indexing import axis_grids, basic_indexer
+from aiozarr.selection.indexing import axis_grids, basic_indexer, orthogonal_indexer
 from aiozarr.sizes import ceil_div
+from aiozarr.storage import MemoryStore
 
 BIG = 2**53 + 1  # the first integer a float64 cannot hold
 
@@ -91,3 +93,24 @@ def test_a_strided_slice_on_a_rectilinear_axis_takes_the_chunks_of_its_elements(
     indexer = basic_indexer((slice(1, None, 2**41),), (edges.extent,), [edges])
     starts = [1 + i * 2**41 for i in range(len(range(1, edges.extent, 2**41)))]
     assert [p.chunk_coords for p in indexer] == [(int(edges.chunk_of(s)),) for s in starts]
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        (slice(None), slice(3, None)),
+        (slice(None), []),
+        (slice(None), np.zeros(3, dtype=bool)),
+        (slice(2, None, 3), slice(0, 0)),
+    ],
+)
+def test_an_empty_selection_across_2_to_the_44_chunks_plans_none(key: object) -> None:
+    # One axis selects nothing: the slice across 2**44 chunks on the other is not resolved
+    # (its chunk list alone would be 128 TiB: numpy's MemoryError, or a hang).
+    arr = aiozarr.create_array(MemoryStore(), shape=(2**44, 3), chunks=(1, 2), dtype="i1")
+    assert orthogonal_indexer(key, arr.shape, (1, 2)).nchunks == 0
+    rows = len(range(*key[0].indices(2**44)))
+    assert arr[key].shape == arr.oindex[key].shape == (rows, 0)
+    arr[key] = 5
+    arr.oindex[key] = np.zeros((rows, 0), dtype="i1")
+    assert arr.nchunks_initialized == 0

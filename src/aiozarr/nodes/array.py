@@ -49,13 +49,9 @@ from aiozarr.nodes import node_updates as updates
 from aiozarr.nodes.creation import array_config, array_metadata
 from aiozarr.nodes.description import ArrayDescription, ArrayInfo, array_info, describe_opened
 from aiozarr.nodes.write_values import as_value, value_shape
+from aiozarr.selection.blocks import block_selection
 from aiozarr.selection.chunk_grid import RectilinearGrid
-from aiozarr.selection.indexing import (
-    Indexer,
-    basic_indexer,
-    block_selection,
-    orthogonal_indexer,
-)
+from aiozarr.selection.indexing import Indexer, basic_indexer, orthogonal_indexer
 from aiozarr.selection.vectorized import coordinate_indexer, mask_indexer
 from aiozarr.storage.protocol import Store
 

@@ -28,7 +28,7 @@ from typing import Any, TypeAlias
 import numpy as np
 
 from aiozarr.errors import BoundsCheckError, SelectionError
-from aiozarr.selection.chunk_grid import AxisEdges, RectilinearGrid, axis_count, axis_start
+from aiozarr.selection.chunk_grid import AxisEdges, RectilinearGrid
 
 # One axis of a projection: an int (axis dropped), a slice, or an integer index array.
 AxisSelection: TypeAlias = "int | slice | np.ndarray"
@@ -293,7 +293,7 @@ def _int_axis(key: Any, axis: int, size: int, chunk: AxisGrid) -> _Axis:
     return _Axis(np.array([k], dtype=np.int64), [local], [None], [False], None)
 
 
-def _slice_indices(key: slice, axis: int, size: int) -> tuple[int, int, int]:
+def slice_indices(key: slice, axis: int, size: int) -> tuple[int, int, int]:
     """`key.indices(size)`; a step 0 or a member no integer: `SelectionError`."""
     try:
         return key.indices(size)
@@ -301,14 +301,15 @@ def _slice_indices(key: slice, axis: int, size: int) -> tuple[int, int, int]:
         raise SelectionError(f"invalid slice {key!r} for axis {axis}: {error}") from error
 
 
-def _slice_axis(key: slice, axis: int, size: int, chunk: AxisGrid) -> _Axis:
-    start, stop, step = _slice_indices(key, axis, size)
+def _slice_axis(key: slice, axis: int, size: int, chunk: AxisGrid, empty: bool) -> _Axis:
+    """`key` on `axis`; no chunk where the whole selection is `empty`."""
+    start, stop, step = slice_indices(key, axis, size)
     # A step as long as the axis takes one element at most, as any longer one does; clamped
     # so the int64 arithmetic below cannot overflow on a step of 2**63 or more.
     step = max(-size, min(step, size)) or 1
     n = len(range(start, stop, step))
-    if n == 0:
-        return _Axis(np.zeros(0, dtype=np.int64), [], [], [], 0)
+    if n == 0 or empty:
+        return _Axis(np.zeros(0, dtype=np.int64), [], [], [], n)
     if step == 1 and isinstance(chunk, int) and (stop - 1) // chunk - start // chunk < _FEW:
         return _few_chunks_axis(start, stop, chunk)
     reverse = step < 0
@@ -558,43 +559,22 @@ def _per_axis(
     other: Callable[[Any, int, int, AxisGrid], _Axis],
 ) -> Indexer:
     """The indexer of a selection made axis by axis: ints and slices as numpy takes them,
-    any other key as `other(key, axis, size, chunk)` says."""
+    any other key as `other(key, axis, size, chunk)` says. An empty selection touches no
+    chunk: a slice across 2**40 chunks is not resolved when another axis selects none."""
     grid = axis_grids(shape, chunk_shape)
     keys = normalize_selection(selection, shape)
-    axes = []
+    axes: list[_Axis | int] = []  # a slice: its length, resolved once none is empty
     for axis, (key, size, chunk) in enumerate(zip(keys, shape, grid, strict=True)):
         if is_int(key):
             axes.append(_int_axis(key, axis, size, chunk))
         elif isinstance(key, slice):
-            axes.append(_slice_axis(key, axis, size, chunk))
+            axes.append(len(range(*slice_indices(key, axis, size))))
         else:
             axes.append(other(key, axis, size, chunk))
-    return Indexer(axes)
-
-
-def block_selection(selection: Any, shape: Sequence[int], grid: ChunkGrid) -> tuple[Any, ...]:
-    """A block selection (per axis an int or a step-1 slice of blocks, zarr-python's
-    `blocks`) as the basic selection of the elements it covers; `grid` is the blocks'
-    chunk shape or rectilinear grid. An int keeps its axis (block `i` is a slice of
-    elements). Worked out from the grid: nothing is listed per block."""
-    axes = axis_grids(shape, grid)
-    counts = [axis_count(a, s) for s, a in zip(shape, axes, strict=True)]
-    keys = normalize_selection(selection, counts)
-    out: list[slice] = []
-    for axis, (key, n, size, a) in enumerate(zip(keys, counts, shape, axes, strict=True)):
-        if is_int(key):
-            index = operator.index(key)
-            if not -n <= index < n:
-                raise BoundsCheckError(
-                    f"block index {index} is out of bounds for axis {axis} with {n} blocks"
-                )
-            first, last = index % n, index % n + 1
-        elif isinstance(key, slice) and key.step in (None, 1):
-            first, last, _ = _slice_indices(key, axis, n)
-            last = max(first, last)
-        else:
-            raise SelectionError(
-                f"a block selection takes integers and slices with step 1; axis {axis} got {key!r}"
-            )
-        out.append(slice(axis_start(a, first, size), axis_start(a, last, size)))
-    return tuple(out)
+    empty = any(a == 0 if isinstance(a, int) else a.length == 0 for a in axes)
+    return Indexer(
+        [
+            _slice_axis(keys[i], i, shape[i], grid[i], empty) if isinstance(a, int) else a
+            for i, a in enumerate(axes)
+        ]
+    )
