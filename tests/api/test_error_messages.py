@@ -76,6 +76,29 @@ def test_a_selection_numpy_cannot_address_is_too_large(chunks: tuple[int, int]) 
         arr.oindex[:, :]
 
 
+def test_a_selection_of_more_chunks_than_numpy_can_list_is_too_large() -> None:
+    # 2**62 chunks of one int8 each: the block is addressable (2**62 bytes), the list of
+    # its chunks (int64) is not: numpy's bare "array is too big" ValueError came out.
+    arr = aiozarr.create_array(MemoryStore(), shape=(2**62,), dtype="i1", chunks=(1,))
+    for select in (lambda: arr[:], lambda: arr.oindex[1::2], lambda: arr.get_basic_selection()):
+        with pytest.raises(SelectionTooLargeError, match=r"array / in .*read or write it in parts"):
+            select()
+    with pytest.raises(SelectionTooLargeError, match="read or write it in parts"):
+        arr[:] = 1
+
+
+def test_an_empty_selection_numpy_cannot_address_says_so() -> None:
+    # numpy refuses shape (2**62, 0) of int16 ("array is too big"): the message said "0 B,
+    # more than the memory", and a write blamed its value (InvalidValueError).
+    arr = aiozarr.create_array(MemoryStore(), shape=(2**62, 2), dtype="i2", chunks=(2**40, 1))
+    said = r"numpy cannot make an array of shape \(4611686018427387904, 0\) \(int16\), empty"
+    with pytest.raises(SelectionTooLargeError, match=said):
+        arr[:, 2:]
+    with pytest.raises(SelectionTooLargeError, match=said):
+        arr.oindex[:, []] = 1
+    assert arr[2**61 :, 2:].shape == (2**61, 0)  # 2**62 bytes: numpy makes that one
+
+
 def test_shape_and_axis_errors_are_value_errors_as_in_zarr_python() -> None:
     # zarr-python raises ValueError for both (numpy's broadcasting, its append checks):
     # code written for it catches them

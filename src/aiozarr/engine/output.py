@@ -61,10 +61,17 @@ def check_addressable(
     shape: tuple[int, ...], dtype: np.dtype[Any], what: Callable[[], str]
 ) -> None:
     """Raise `SelectionTooLargeError` (naming `what()`) when numpy cannot make even a
-    view of `shape` (its size in bytes past the largest `intp`: "array is too big"); a
+    view of `shape` (its size in bytes past the largest `intp`: "array is too big", which
+    numpy says of an empty shape too where its axes of other lengths span that much); a
     write of a scalar broadcasts it to the selection's shape. Larger than memory but
     addressable is left to the write, which goes a chunk at a time."""
-    nbytes = math.prod(shape) * dtype.itemsize
+    nbytes = math.prod(n for n in shape if n) * dtype.itemsize  # numpy's rule: empty too
+    if nbytes > _LARGEST_INTP and 0 in shape:
+        raise SelectionTooLargeError(
+            f"{what()}: numpy cannot make an array of shape {tuple(shape)} ({dtype}), empty "
+            f"as it is: its other axes span {human_bytes(nbytes)}, more than it addresses; "
+            "select less along them"
+        )
     if nbytes > _LARGEST_INTP:
         _too_large(shape, dtype, what, nbytes)
 

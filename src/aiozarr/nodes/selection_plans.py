@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from aiozarr.engine import entry as engine
+from aiozarr.errors import AiozarrError
 from aiozarr.selection.chunk_grid import RectilinearGrid
 from aiozarr.selection.indexing import (
     Indexer,
@@ -58,10 +59,11 @@ def plan(
     what: Callable[[], str],
 ) -> Indexer:
     """`build(selection, shape, grid)`: the chunks `selection` touches. Planning a
-    selection of more chunks than memory holds is `SelectionTooLargeError` (naming
-    `what()`) saying how big it is, not numpy's error for the planner's index arrays; so
-    is, before any planning, a block numpy cannot address (basic and orthogonal
-    selections, whose shape is cheap to know)."""
+    selection of more chunks than memory (or numpy) holds is `SelectionTooLargeError`
+    (naming `what()`) saying how big it is, not numpy's error for the planner's index
+    arrays (`MemoryError`, or `ValueError` past 2**63 bytes); so is, before any
+    planning, a block numpy cannot address (basic and orthogonal selections, whose
+    shape is cheap to know)."""
     if build is basic_indexer or build is orthogonal_indexer:
         try:
             out_shape = _selection_shape(normalize_selection(selection, shape), shape)
@@ -71,7 +73,9 @@ def plan(
             engine.check_addressable(out_shape, dtype, what)
     try:
         return build(selection, shape, grid)
-    except MemoryError:
+    except (MemoryError, ValueError) as error:  # numpy: "array is too big" is a ValueError
+        if isinstance(error, AiozarrError):
+            raise
         if build is coordinate_indexer:  # points: the index arrays' broadcast shape
             keys = selection if isinstance(selection, tuple) else (selection,)
             out_shape = np.broadcast_shapes(*(np.shape(k) for k in keys))
