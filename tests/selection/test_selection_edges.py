@@ -190,3 +190,30 @@ def test_a_block_slice_of_no_integers_is_a_selection_error(key: Any) -> None:
     with pytest.raises(SelectionError, match="invalid slice"):
         arr.blocks[key] = 1
     assert arr.blocks[1:, -1].tolist() == [[14], [19], [24]]
+
+
+RAGGED = [[0, 1], [1]]
+
+
+@pytest.mark.parametrize(
+    ("select", "said"),
+    [
+        (lambda a: a[RAGGED], "ragged index for axis 0"),
+        (lambda a: a[1, RAGGED], "ragged index for axis 1"),
+        (lambda a: a[RAGGED, RAGGED], "ragged index for axis 0"),
+        (lambda a: a[[True, False], RAGGED], "ragged index for axis 1"),
+        (lambda a: a.oindex[RAGGED], "ragged index for axis 0"),
+        (lambda a: a.get_mask_selection([[True, False, True], [True]]), "mask .* ragged list"),
+        (lambda a: a.vindex[[[True, False, True], [True]]], "vindex takes one integer"),
+        (lambda a: a.get_coordinate_selection((RAGGED, [0])), "coordinate selection takes"),
+        (lambda a: a.__setitem__(RAGGED, 1), "ragged index for axis 0"),
+        (lambda a: a.set_mask_selection([[True, False, True], [True]], 1), "ragged list"),
+    ],
+)
+def test_a_ragged_index_is_a_selection_error(select: Any, said: str) -> None:
+    # numpy cannot make an array of nested lists of different lengths: its bare
+    # ValueError ("inhomogeneous shape") came out of every kind of selection.
+    arr = _arange((2, 3), (1, 2))
+    with pytest.raises(SelectionError, match=said):
+        select(arr)
+    assert arr[...].tolist() == [[0, 1, 2], [3, 4, 5]]

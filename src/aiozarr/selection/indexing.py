@@ -421,7 +421,10 @@ def as_index_values(key: Any, axis: int, size: int) -> np.ndarray:
     numpy makes such a list float64 or object, which would be refused for its dtype; every
     one holds an index out of bounds (no axis reaches 2**63), so that index is named.
     """
-    array = np.asarray(key)
+    try:
+        array = np.asarray(key)
+    except ValueError:  # nested lists of different lengths
+        raise SelectionError(f"ragged index for axis {axis}: {key!r:.100}") from None
     if isinstance(key, list) and array.dtype.kind in "fO":
         values = np.array(key, dtype=object).reshape(-1)
         if all(is_int(v) for v in values):

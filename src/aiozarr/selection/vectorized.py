@@ -101,7 +101,10 @@ def mask_indexer(mask: Any, shape: Sequence[int], chunk_shape: ChunkGrid) -> Poi
     its true elements in C order."""
     if isinstance(mask, tuple) and len(mask) == 1:
         mask = mask[0]
-    array = np.asarray(mask)
+    try:
+        array = np.asarray(mask)
+    except ValueError:  # nested lists of different lengths
+        raise SelectionError(f"a mask selection got a ragged list: {mask!r:.100}") from None
     if array.dtype.kind != "b" or array.shape != tuple(shape):
         raise SelectionError(
             f"a mask selection takes one boolean array of the array's shape {tuple(shape)}, "
@@ -178,7 +181,7 @@ def _is_mask(key: Any) -> bool:
     return isinstance(key, list) and len(key) > 0 and _list_kind(key) == "b"
 
 
-def _list_kind(key: list[Any]) -> str:
+def _list_kind(key: Any) -> str:
     """numpy's dtype kind of a (nested) list; "O" when it is ragged. A list of ints too
     large for int64 (float64 or object to numpy) is "i": its bounds check names them."""
     try:
@@ -193,7 +196,7 @@ def _list_kind(key: list[Any]) -> str:
 def _describe(keys: tuple[Any, ...]) -> str:
     parts = []
     for key in keys:
-        if isinstance(key, np.ndarray | list):
+        if isinstance(key, np.ndarray | list) and _list_kind(key) != "O":
             array = np.asarray(key)
             parts.append(f"{type(key).__name__} of {array.dtype} shape {array.shape}")
         else:
@@ -217,8 +220,11 @@ def kind_of(selection: Any, ndim: int) -> SelectionKind:
     arrays = [k for k in keys if is_array_like(k)]
     if len(arrays) <= 1 or sum(k is not Ellipsis for k in keys) > ndim:
         return "orthogonal"
-    if len(keys) == ndim and len(arrays) == ndim and all(np.ndim(k) == 1 for k in keys):
-        return "orthogonal"  # masks among the arrays: per-axis selections, as zarr-python
+    # Masks among the arrays: per-axis selections, as zarr-python (ragged: refused there).
+    if len(keys) == len(arrays) == ndim and all(
+        _list_kind(k) == "O" or np.ndim(k) == 1 for k in keys
+    ):
+        return "orthogonal"
     raise SelectionError(
         f"ambiguous selection {_describe(keys)} on a {ndim}-d array: several index arrays "
         "among slices or missing axes; use arr.oindex[...] for the outer product of per-axis "
