@@ -176,6 +176,12 @@ class AxisError(SelectionError, ValueError):
     `ValueError`, as zarr-python's and numpy's (`numpy.exceptions.AxisError`) are."""
 
 
+class InvalidSliceError(SelectionError, ValueError, TypeError):
+    """A slice numpy refuses: a step of 0 (numpy's and zarr-python's `ValueError`) or a
+    start, stop or step that is no integer (their `TypeError`); both, so code written for
+    either catches it."""
+
+
 class BoundsCheckError(SelectionError):
     """A selection lies outside the array's bounds."""
 

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
 
 import aiozarr
 from aiozarr import config
-from aiozarr.errors import InvalidValueError, SelectionTooLargeError, StoreError
+from aiozarr.errors import (
+    InvalidValueError,
+    SelectionError,
+    SelectionTooLargeError,
+    StoreError,
+)
 from aiozarr.storage.backends.memory import MemoryStore
 
 
@@ -112,3 +119,25 @@ def test_shape_and_axis_errors_are_value_errors_as_in_zarr_python() -> None:
     with pytest.raises(InvalidValueError):  # and still the kinds they were
         arr[0:2, 0:2] = np.zeros((3,), "i4")
     assert arr.shape == (3, 4)
+
+
+@pytest.mark.parametrize(
+    ("select", "builtin"),
+    [
+        (lambda a: a[::0], ValueError),
+        (lambda a: a.oindex[0, ::0], ValueError),
+        (lambda a: a.__setitem__((slice(None), slice(None, None, 0)), 1), ValueError),
+        (lambda a: a[1.0:], TypeError),
+        (lambda a: a[:, : np.float64(2)], TypeError),
+        (lambda a: a.blocks[0.0:1], TypeError),
+    ],
+)
+def test_a_slice_numpy_refuses_is_the_error_zarr_python_raises(
+    select: Callable[[Any], object], builtin: type[Exception]
+) -> None:
+    # numpy and zarr-python: ValueError for a step of 0, TypeError for a float member;
+    # aiozarr's SelectionError (an IndexError) was neither, so their except missed it.
+    arr = aiozarr.create_array(MemoryStore(), shape=(3, 4), chunks=(2, 2), dtype="i4")
+    with pytest.raises(builtin, match=r"invalid slice .* for axis \d") as caught:
+        select(arr)
+    assert isinstance(caught.value, SelectionError)

@@ -27,7 +27,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
-from aiozarr.errors import BoundsCheckError, SelectionError
+from aiozarr.errors import BoundsCheckError, InvalidSliceError, SelectionError
 from aiozarr.selection.chunk_grid import AxisEdges, RectilinearGrid
 
 # One axis of a projection: an int (axis dropped), a slice, or an integer index array.
@@ -294,11 +294,11 @@ def _int_axis(key: Any, axis: int, size: int, chunk: AxisGrid) -> _Axis:
 
 
 def slice_indices(key: slice, axis: int, size: int) -> tuple[int, int, int]:
-    """`key.indices(size)`; a step 0 or a member no integer: `SelectionError`."""
+    """`key.indices(size)`; a step 0 or a member no integer: `InvalidSliceError`."""
     try:
         return key.indices(size)
     except (TypeError, ValueError) as error:
-        raise SelectionError(f"invalid slice {key!r} for axis {axis}: {error}") from error
+        raise InvalidSliceError(f"invalid slice {key!r} for axis {axis}: {error}") from error
 
 
 def _slice_axis(key: slice, axis: int, size: int, chunk: AxisGrid, empty: bool) -> _Axis:
