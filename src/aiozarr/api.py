@@ -442,7 +442,7 @@ async def read_many_async(reads: Iterable[tuple[AsyncArray | Array, Any]]) -> li
     async def one(i: int, array: AsyncArray, selection: Any) -> None:
         try:
             results[i] = await array.getitem(selection)
-        except AiozarrError as error:  # a selection's error names no array: say which read
+        except AiozarrError as error:  # say which of the reads it was
             which = f"reads[{i}] of {len(pairs)}, {array!r}[{selection!r:.100}]"
             error.add_note(f"in read_many: {which}")
             raise

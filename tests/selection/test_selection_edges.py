@@ -217,3 +217,23 @@ def test_a_ragged_index_is_a_selection_error(select: Any, said: str) -> None:
     with pytest.raises(SelectionError, match=said):
         select(arr)
     assert arr[...].tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+@pytest.mark.parametrize(
+    "select",
+    [
+        lambda a: a[9, 0],
+        lambda a: a.oindex[[0, 7]],
+        lambda a: a.vindex[[0], [5]],
+        lambda a: a.get_mask_selection(np.ones((2, 2), dtype=bool)),
+        lambda a: a.__setitem__((slice(None), 1.5), 0),
+        lambda a: a[::0],
+    ],
+)
+def test_a_selection_error_names_the_array_in_a_note(select: Any) -> None:
+    # The message says what is wrong; the note, which array of the caller's many it was.
+    arr = aiozarr.create_array(MemoryStore(), "temps", shape=(4, 3), chunks=(2, 2), dtype="i4")
+    with pytest.raises(SelectionError) as caught:
+        select(arr)
+    note = caught.value.__notes__[0]
+    assert re.fullmatch(r"selecting .* in array /temps in MemoryStore\(.*\)", note, re.DOTALL)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from aiozarr.engine import entry as engine
-from aiozarr.errors import AiozarrError
+from aiozarr.errors import AiozarrError, SelectionError
 from aiozarr.selection.chunk_grid import RectilinearGrid
 from aiozarr.selection.indexing import (
     Indexer,
@@ -63,7 +63,8 @@ def plan(
     (naming `what()`) saying how big it is, not numpy's error for the planner's index
     arrays (`MemoryError`, or `ValueError` past 2**63 bytes); so is, before any
     planning, a block numpy cannot address (basic and orthogonal selections, whose
-    shape is cheap to know)."""
+    shape is cheap to know). A `SelectionError` (out of bounds, an invalid index) gets
+    a note naming the selection and `what()`."""
     if build is basic_indexer or build is orthogonal_indexer:
         try:
             out_shape = _selection_shape(normalize_selection(selection, shape), shape)
@@ -73,6 +74,9 @@ def plan(
             engine.check_addressable(out_shape, dtype, what)
     try:
         return build(selection, shape, grid)
+    except SelectionError as error:  # its message says what is wrong, the note where
+        error.add_note(f"selecting {selection!r:.100} in {what()}")
+        raise
     except (MemoryError, ValueError) as error:  # numpy: "array is too big" is a ValueError
         if isinstance(error, AiozarrError):
             raise
