@@ -228,6 +228,10 @@ def test_a_ragged_index_is_a_selection_error(select: Any, said: str) -> None:
         lambda a: a.get_mask_selection(np.ones((2, 2), dtype=bool)),
         lambda a: a.__setitem__((slice(None), 1.5), 0),
         lambda a: a[::0],
+        lambda a: a[[0, 1], [0, 1], ...],  # ambiguous: refused before any planning
+        lambda a: a.vindex[0:2, [0]],
+        lambda a: a.blocks[5, 0],
+        lambda a: a.blocks.__setitem__(([0, 1],), 1),
     ],
 )
 def test_a_selection_error_names_the_array_in_a_note(select: Any) -> None:

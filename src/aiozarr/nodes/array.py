@@ -49,7 +49,6 @@ from aiozarr.nodes import node_updates as updates
 from aiozarr.nodes.creation import array_config, array_metadata
 from aiozarr.nodes.description import ArrayDescription, ArrayInfo, array_info, describe_opened
 from aiozarr.nodes.write_values import as_value, value_shape
-from aiozarr.selection.blocks import block_selection
 from aiozarr.selection.chunk_grid import RectilinearGrid
 from aiozarr.selection.indexing import Indexer, basic_indexer, orthogonal_indexer
 from aiozarr.selection.vectorized import coordinate_indexer, mask_indexer
@@ -363,7 +362,8 @@ class AsyncArray(hierarchy.NodeLocation):
         return True, selection_plans.result(read[1], read[0])  # (indexer, out)
 
     def _indexer(self, selection: Selection) -> Indexer:
-        return self._plan(selection_plans.indexer_for(selection, self.ndim), selection)
+        build = selection_plans.indexer_for(selection, self.ndim, self._describe)
+        return self._plan(build, selection)
 
     def _plan(self, build: selection_plans.Build, selection: Selection) -> Indexer:
         """`build(selection, shape, grid)` over this array (`selection_plans.plan`)."""
@@ -375,10 +375,13 @@ class AsyncArray(hierarchy.NodeLocation):
         return f"array {self.name} in {self._store!r}"
 
     def _vindexer(self, selection: Selection) -> Indexer:
-        return self._plan(selection_plans.vindexer_for(selection, self.ndim), selection)
+        build = selection_plans.vindexer_for(selection, self.ndim, self._describe)
+        return self._plan(build, selection)
 
     def _block_indexer(self, selection: Selection) -> Indexer:
-        return self._plan(basic_indexer, block_selection(selection, self.shape, self.metadata.grid))
+        grid = self.metadata.grid
+        basic = selection_plans.block_basic(selection, self.shape, grid, self._describe)
+        return self._plan(basic_indexer, basic)
 
     async def get_basic_selection(
         self, selection: Selection = ..., *, progress: ShowProgress = None

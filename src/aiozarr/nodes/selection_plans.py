@@ -1,20 +1,24 @@
 """An array's selections, planned before any I/O (pure).
 
-Which indexer each kind of selection takes (`indexer_for`, `vindexer_for`); `plan`
-builds it, refusing a selection whose output numpy cannot address, or whose plan
-memory cannot hold, with `SelectionTooLargeError` naming the array; `result` gives the
-values read in the shape the caller asked for.
+Which indexer each kind of selection takes (`indexer_for`, `vindexer_for`,
+`block_basic`); `plan` builds it, refusing a selection whose output numpy cannot
+address, or whose plan memory cannot hold, with `SelectionTooLargeError` naming the
+array; `result` gives the values read in the shape the caller asked for. A
+`SelectionError` from any of them gets a note naming the selection and the array
+(`named`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
 from aiozarr.engine import entry as engine
 from aiozarr.errors import AiozarrError, SelectionError
+from aiozarr.selection.blocks import block_selection
 from aiozarr.selection.chunk_grid import RectilinearGrid
 from aiozarr.selection.indexing import (
     Indexer,
@@ -30,12 +34,24 @@ Build = Callable[..., Indexer]
 Grid = tuple[int, ...] | RectilinearGrid
 
 
-def indexer_for(selection: Any, ndim: int) -> Build:
+@contextlib.contextmanager
+def named(selection: Any, what: Callable[[], str]) -> Iterator[None]:
+    """A `SelectionError` raised inside gets a note naming `selection` and `what()` (the
+    array); its message, which says what is wrong, stays as it is."""
+    try:
+        yield
+    except SelectionError as error:
+        error.add_note(f"selecting {selection!r:.100} in {what()}")
+        raise
+
+
+def indexer_for(selection: Any, ndim: int, what: Callable[[], str]) -> Build:
     """The indexer of `selection` as numpy and zarr-python read it: ints and slices select
     a block, integer arrays on every axis select points, a boolean array of the array's
     shape selects its true elements, one array among ints and slices selects
     orthogonally."""
-    kind = kind_of(selection, ndim)
+    with named(selection, what):
+        kind = kind_of(selection, ndim)
     if kind == "basic":
         return basic_indexer
     if kind == "coordinate":
@@ -45,9 +61,16 @@ def indexer_for(selection: Any, ndim: int) -> Build:
     return orthogonal_indexer
 
 
-def vindexer_for(selection: Any, ndim: int) -> Build:
+def vindexer_for(selection: Any, ndim: int, what: Callable[[], str]) -> Build:
     """The indexer of `arr.vindex[selection]`: a mask or a coordinate selection."""
-    return mask_indexer if vindex_kind(selection, ndim) == "mask" else coordinate_indexer
+    with named(selection, what):
+        return mask_indexer if vindex_kind(selection, ndim) == "mask" else coordinate_indexer
+
+
+def block_basic(selection: Any, shape: tuple[int, ...], grid: Any, what: Callable[[], str]) -> Any:
+    """`arr.blocks[selection]` as the basic selection of the elements it covers."""
+    with named(selection, what):
+        return block_selection(selection, shape, grid)
 
 
 def plan(
@@ -73,10 +96,8 @@ def plan(
         else:
             engine.check_addressable(out_shape, dtype, what)
     try:
-        return build(selection, shape, grid)
-    except SelectionError as error:  # its message says what is wrong, the note where
-        error.add_note(f"selecting {selection!r:.100} in {what()}")
-        raise
+        with named(selection, what):
+            return build(selection, shape, grid)
     except (MemoryError, ValueError) as error:  # numpy: "array is too big" is a ValueError
         if isinstance(error, AiozarrError):
             raise
