@@ -92,13 +92,16 @@ async def unlist_async(store: Store, path: str) -> list[str]:
     held = await node_updates.snapshots_above(store, path, including=True)
     for group, meta in held.items():
         rel = path[len(group) :].lstrip("/")
-        kept = {
-            name: node
-            for name, node in (meta.consolidated or {}).items()
-            if rel and name != rel and not name.startswith(f"{rel}/")
-        }
-        await node_updates.update_node(store, group, meta, node_updates.with_consolidated(kept))
+        # Applied to the snapshot as stored: another writer's consolidation meanwhile
+        # keeps what it listed beside the nodes taken out.
+        unlisted = node_updates.replaced_member(rel, None) if rel else _emptied
+        await node_updates.update_node(store, group, meta, unlisted)
     return list(held)
+
+
+def _emptied(meta: GroupMetadata) -> GroupMetadata:
+    """The group's snapshot with no member (the group itself is being replaced)."""
+    return dataclasses.replace(meta, consolidated={})
 
 
 def consolidate_metadata(store: StoreLike, path: str = "", **options: Any) -> Group:
