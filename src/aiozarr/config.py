@@ -174,7 +174,8 @@ class Config:
     # before writing anything: behind a proxy that dropped the conditions, four writer
     # processes lost 30-32 of 48 updates with every call succeeding, and 28-30 of 48
     # where reads carried no ETag. True: no probe, and such writes go out without a
-    # condition (the last writer wins): safe only where one process writes.
+    # condition (the last writer wins): safe only where one process writes. An append
+    # whose answer was lost then takes the growth it finds as its own (`node_updates`).
     single_writer: bool = False
     # Whether a v3 directory without `zarr.json` but with keys below it is a group: the
     # implicit groups of the 2020 v3 draft, which Zarr v3.0 dropped. False, as in
