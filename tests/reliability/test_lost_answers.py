@@ -22,6 +22,30 @@ from aiozarr.storage.opening.url import from_url
 pytestmark = pytest.mark.timeout(60)
 
 
+async def _append_held_against_another(
+    emulator: Emulator, name: str, first_try: str
+) -> tuple[asyncio.Future[tuple[int, ...]], aiozarr.AsyncArray]:
+    """An array of rows [0 1 2 3] at `name` and its append of [10 11], started: the
+    growth's first PUT meets the fault `first_try` ("lost": it lands, unseen; "reset":
+    it does not land) and its retry is held back 3 s. Returns the append, and the array
+    opened as another process opens it (its own connections and locks) meanwhile."""
+    url, options = emulator.s3_url(name), emulator.storage_options()
+    other = {**options, "client_options": {**options.get("client_options", {}), "timeout": "31s"}}
+    mine = await aiozarr.create_array_async(
+        url, shape=(4,), dtype="i4", chunks=(2,), fill_value=-1, storage_options=options
+    )
+    await mine.setitem(..., np.arange(4, dtype="i4"))
+    document = {"key_glob": f"{name}/zarr.json", "methods": ["PUT"], "count": 1}
+    emulator.inject(first_try, **document)
+    emulator.inject("late", **document, delay_s=3)
+    appending = asyncio.ensure_future(mine.append(np.array([10, 11], dtype="i4")))
+    while emulator.faults():  # the first PUT met its fault; the retry is held
+        await asyncio.sleep(0.01)
+    theirs = await aiozarr.open_array_async(url, mode="r+", storage_options=other)
+    assert theirs.store.runtime is not mine.store.runtime  # as another process's
+    return appending, theirs
+
+
 @pytest.mark.parametrize("single_writer", [True, False])
 @pytest.mark.parametrize("zarr_format", [2, 3])
 async def test_an_append_whose_answer_was_lost_grows_the_array_once(
@@ -67,26 +91,15 @@ async def test_two_appends_growing_one_shape_never_take_the_same_rows(
     byte for byte the document B sends. B's retry is refused (412) and finds its own
     bytes there. Taken as its own write, both appends returned (6,) and B's rows
     overwrote the other's; B now says it cannot tell, and writes nothing."""
-    url, options = emulator.s3_url("two.zarr"), emulator.storage_options()
-    other = {**options, "client_options": {**options.get("client_options", {}), "timeout": "31s"}}
     with config.set(retry_base_delay_s=0.001, retry_max_delay_s=0.01):
-        mine = await aiozarr.create_array_async(
-            url, shape=(4,), dtype="i4", chunks=(2,), fill_value=-1, storage_options=options
-        )
-        await mine.setitem(..., np.arange(4, dtype="i4"))
-        document = {"key_glob": "two.zarr/zarr.json", "methods": ["PUT"], "count": 1}
-        emulator.inject("reset", **document)
-        emulator.inject("late", **document, delay_s=3)
-        appending = asyncio.ensure_future(mine.append(np.array([10, 11], dtype="i4")))
-        while emulator.faults():  # the first PUT was cut before landing; the retry is held
-            await asyncio.sleep(0.01)
-        theirs = await aiozarr.open_array_async(url, mode="r+", storage_options=other)
-        assert theirs.store.runtime is not mine.store.runtime  # as another process's
+        appending, theirs = await _append_held_against_another(emulator, "two.zarr", "reset")
         assert theirs.shape == (4,)  # the reset PUT did not land
         assert await theirs.append(np.array([20, 21], dtype="i4")) == (6,)
         with pytest.raises(WriteOutcomeUnknownError, match="by this call"):
             await appending
-    stored = await aiozarr.open_array_async(url, mode="r", storage_options=options)
+    stored = await aiozarr.open_array_async(
+        emulator.s3_url("two.zarr"), mode="r", storage_options=emulator.storage_options()
+    )
     assert (await stored.getitem(...)).tolist() == [0, 1, 2, 3, 20, 21]
 
 
@@ -109,26 +122,15 @@ async def test_a_lost_append_another_writer_appended_after_is_not_applied_twice(
     before the retry (held back here by a late answer): the retry's 412 finds another
     writer's document, so whether its own landed cannot be told. Applied again it grew
     the array twice ([0 1 2 3 -1 -1 20 21 10 11]); it now fails, naming that."""
-    url, options = emulator.s3_url("aba.zarr"), emulator.storage_options()
-    other = {**options, "client_options": {**options.get("client_options", {}), "timeout": "31s"}}
     with config.set(retry_base_delay_s=0.001, retry_max_delay_s=0.01):
-        mine = await aiozarr.create_array_async(
-            url, shape=(4,), dtype="i4", chunks=(2,), fill_value=-1, storage_options=options
-        )
-        await mine.setitem(..., np.arange(4, dtype="i4"))
-        document = {"key_glob": "aba.zarr/zarr.json", "methods": ["PUT"], "count": 1}
-        emulator.inject("lost", **document)
-        emulator.inject("late", **document, delay_s=3)
-        appending = asyncio.ensure_future(mine.append(np.array([10, 11], dtype="i4")))
-        while emulator.faults():  # the first PUT landed unseen; the retry is held
-            await asyncio.sleep(0.01)
-        theirs = await aiozarr.open_array_async(url, mode="r+", storage_options=other)
-        assert theirs.store.runtime is not mine.store.runtime  # as another process's
+        appending, theirs = await _append_held_against_another(emulator, "aba.zarr", "lost")
         assert theirs.shape == (6,)  # the append's document landed
         await theirs.append(np.array([20, 21], dtype="i4"))
         with pytest.raises(WriteOutcomeUnknownError, match="may or may not have been made"):
             await appending
-    stored = await aiozarr.open_array_async(url, mode="r", storage_options=options)
+    stored = await aiozarr.open_array_async(
+        emulator.s3_url("aba.zarr"), mode="r", storage_options=emulator.storage_options()
+    )
     assert (await stored.getitem(...)).tolist() == [0, 1, 2, 3, -1, -1, 20, 21]
 
 
