@@ -42,6 +42,7 @@ from aiozarr.zarr.pipeline_array import (
     AiozarrArray,
     aiozarr_array,
     default_pipeline,
+    holds,
     same_fill,
     why_not_written,
 )
@@ -251,7 +252,7 @@ class CodecPipeline(ZarrCodecPipeline):
         if isinstance(found, str):
             return found
         dtype = found.meta.dtype
-        if target.dtype != dtype:
+        if not holds(target.dtype, found.meta):
             return f"buffer of {target.dtype}, array of {dtype}"
         if not same_fill(first[1].fill_value, found.meta.fill_value, dtype):
             return f"fill value {first[1].fill_value!r} of the chunk spec is not the array's"

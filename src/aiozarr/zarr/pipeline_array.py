@@ -19,9 +19,17 @@ from zarr.core.metadata import ArrayV3Metadata
 
 from aiozarr.codecs import CodecChain, layout_of
 from aiozarr.metadata import v2, v3
+from aiozarr.metadata.dtypes import object_items
 from aiozarr.metadata.model import ArrayMetadata
 
-__all__ = ["AiozarrArray", "aiozarr_array", "default_pipeline", "same_fill", "why_not_written"]
+__all__ = [
+    "AiozarrArray",
+    "aiozarr_array",
+    "default_pipeline",
+    "holds",
+    "same_fill",
+    "why_not_written",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,14 +64,24 @@ def aiozarr_array(metadata: Any) -> AiozarrArray | str:
     if chain.array_to_bytes.decodes_parts and chain.bytes_to_bytes:
         # the stored shard is the encoded one: no range of it is an inner chunk
         return "bytes->bytes codecs after sharding_indexed"
-    if meta.dtype.hasobject:
-        return f"data type {meta.dtype} (variable-length values)"
     return AiozarrArray(meta, chain)
+
+
+def holds(buffer: np.dtype[Any], meta: ArrayMetadata) -> bool:
+    """Whether a zarr-python buffer of dtype `buffer` holds the array's values as
+    aiozarr reads them: the same dtype, or numpy's `StringDType` (zarr-python's strings)
+    for a v2 object array of `vlen-utf8` strings, which aiozarr reads as str objects."""
+    if buffer == meta.dtype:
+        return True
+    return buffer == np.dtypes.StringDType() and object_items(meta) is str
 
 
 def same_fill(a: Any, b: Any, dtype: np.dtype[Any]) -> bool:
     """Whether fill values `a` and `b` are the same bits of `dtype` (None: zero, as
-    both libraries read a v2 array without one)."""
+    both libraries read a v2 array without one); variable-length values (strings,
+    bytes) compare by value."""
+    if dtype.kind in "OT":  # str (or numpy's str) against str, bytes against bytes
+        return isinstance(a, str) is isinstance(b, str) and bool(a == b)
 
     def bits(value: Any) -> bytes:
         if value is None:
