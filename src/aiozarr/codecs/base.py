@@ -117,8 +117,9 @@ class ArrayToArrayCodec(Codec):
 
     role = CodecRole.ARRAY_TO_ARRAY
     #: Whether each element is encoded alone and stays in its place (the shape kept,
-    #: no element reordered), and the fill value encodes to itself: a block of the
-    #: output decodes to the same block of the input.
+    #: no element reordered): a block of the output decodes to the same block of the
+    #: input. Before `sharding_indexed`, a missing inner chunk then reads as the fill
+    #: value.
     elementwise: ClassVar[bool] = False
 
     def axis_order(self, ndim: int) -> tuple[int, ...] | None:

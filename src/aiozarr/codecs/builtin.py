@@ -14,6 +14,7 @@ from aiozarr.codecs.bytes import BytesCodec
 from aiozarr.codecs.crc32c import Crc32cCodec
 from aiozarr.codecs.gzip import GzipCodec
 from aiozarr.codecs.registry import register_codec
+from aiozarr.codecs.scale_offset import ScaleOffsetCodec
 from aiozarr.codecs.sharding import ShardingCodec
 from aiozarr.codecs.transpose import TransposeCodec
 from aiozarr.codecs.vlen import VlenBytesCodec, VlenUtf8Codec
@@ -25,6 +26,7 @@ BUILTIN_CODECS: tuple[type[Codec], ...] = (
     BytesCodec,
     Crc32cCodec,
     GzipCodec,
+    ScaleOffsetCodec,
     TransposeCodec,
     VlenUtf8Codec,
     VlenBytesCodec,

@@ -1,0 +1,135 @@
+"""`scale_offset`: `(x - offset) * scale` on encode, `x / scale + offset` on decode
+(zarr-extensions `codecs/scale_offset`; zarr-python 3.4 writes it).
+
+The arithmetic is the input data type's: floats stay in their width (overflow gives
+infinity, as IEEE 754 does), integers never wrap. A value an integer type cannot hold
+(an overflow, or a division by `scale` with a remainder) is a `CodecError` naming the
+chunk, not a wrapped or truncated number. `offset` and `scale` are JSON scalars in the
+input data type's fill value encoding ("NaN", "0x..." bit patterns included).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from aiozarr.codecs.base import ArrayToArrayCodec, ChunkSpec
+from aiozarr.errors import CodecError, MetadataError
+from aiozarr.metadata import dtypes, fill_value
+
+
+class ScaleOffsetCodec(ArrayToArrayCodec):
+    """Encode `(a - offset) * scale`, decode `a / scale + offset`, in `a`'s data type."""
+
+    name = "scale_offset"
+    # each element alone, in place: before `sharding_indexed` too, inner chunks are
+    # still read alone (a missing one reads as the fill value itself, where zarr-python
+    # decodes the encoded fill, which may differ in a float's last bit)
+    decodes_parts = True
+    elementwise = True
+
+    def __init__(self, offset: Any = 0, scale: Any = 1) -> None:
+        # zarr-python leaves out an offset of 0 and a scale of 1 (the whole configuration
+        # where both are); the spec asks for both, so both are written.
+        for field, value in (("offset", offset), ("scale", scale)):
+            if isinstance(value, bool) or not isinstance(value, int | float | str):
+                raise MetadataError(f"field {field!r} must be a JSON scalar, got {value!r}")
+        self.offset = offset
+        self.scale = scale
+        self._parsed: dict[np.dtype[Any], tuple[Any, Any]] = {}
+
+    def configuration(self) -> dict[str, Any]:
+        return {"offset": self.offset, "scale": self.scale}
+
+    def validate(self, spec: ChunkSpec) -> None:
+        if spec.dtype.kind not in "iuf":
+            raise MetadataError(
+                f"codec 'scale_offset' takes integer and floating-point data, not {spec.dtype}"
+            )
+        if self._values(spec.dtype)[1] == 0:
+            raise MetadataError("codec 'scale_offset': field 'scale' must not be 0")
+
+    def resolve(self, spec: ChunkSpec) -> ChunkSpec:
+        """The fill value encoded: what a chunk of fill values is stored as."""
+        fill = spec.fill_value
+        if fill is not None:
+            try:
+                fill = self.encode(np.asarray(fill, dtype=spec.dtype), spec)[()]
+            except CodecError as error:
+                raise MetadataError(f"fill value {fill!r}: {error}") from None
+        return ChunkSpec(spec.shape, spec.dtype, fill, spec.key)
+
+    def encode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
+        offset, scale = self._values(array.dtype)
+        if array.dtype.kind == "f":
+            with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN, as IEEE 754
+                return (array - offset) * scale
+        _check_range(array, lambda x: (x - int(offset)) * int(scale))
+        return _exact(array, lambda a: (a - offset) * scale)
+
+    def decode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
+        offset, scale = self._values(array.dtype)
+        if array.dtype.kind == "f":
+            with np.errstate(over="ignore", invalid="ignore"):
+                return array / scale + offset
+        if array.size and np.any(array % scale):
+            raise CodecError(
+                f"codec 'scale_offset': a stored value leaves a non-zero remainder when "
+                f"divided by scale {self.scale!r}: it has no {array.dtype} value"
+            )
+        _check_range(array, lambda x: x // int(scale) + int(offset))
+        quotients = _bounds(array, lambda x: x // int(scale))
+        if _fits(quotients, array.dtype):
+            return _exact(array, lambda a: a // scale + offset)
+        # x // scale itself leaves the type (the type's minimum divided by -1)
+        return (array.astype(object) // int(scale) + int(offset)).astype(array.dtype)
+
+    def _values(self, dtype: np.dtype[Any]) -> tuple[Any, Any]:
+        """`offset` and `scale` as scalars of `dtype`."""
+        found = self._parsed.get(dtype)
+        if found is None:
+            name = dtypes.v3_name(dtypes.to_v3(dtype))
+            try:
+                found = tuple(
+                    fill_value.parse_v3(v, dtype, name, "") for v in (self.offset, self.scale)
+                )
+            except MetadataError as error:
+                raise MetadataError(
+                    f"codec 'scale_offset': offset {self.offset!r} or scale {self.scale!r} "
+                    f"is no {dtype} value ({error})"
+                ) from None
+            self._parsed[dtype] = found
+        return found
+
+
+def _bounds(array: np.ndarray, step: Any) -> tuple[int, int]:
+    """The least and greatest of `step(x)` over `array`'s values, for a monotonic
+    `step` on Python ints (so no arithmetic wraps): its values at the extremes."""
+    if not array.size:
+        return 0, 0
+    ends = (step(int(array.min())), step(int(array.max())))
+    return min(ends), max(ends)
+
+
+def _fits(bounds: tuple[int, int], dtype: np.dtype[Any]) -> bool:
+    info = np.iinfo(dtype)
+    return int(info.min) <= bounds[0] and bounds[1] <= int(info.max)
+
+
+def _check_range(array: np.ndarray, step: Any) -> None:
+    bounds = _bounds(array, step)
+    if not _fits(bounds, array.dtype):
+        info = np.iinfo(array.dtype)
+        value = bounds[0] if bounds[0] < info.min else bounds[1]
+        raise CodecError(
+            f"codec 'scale_offset': a value becomes {value}, outside the range of dtype "
+            f"{array.dtype} [{info.min}, {info.max}]"
+        )
+
+
+def _exact(array: np.ndarray, arithmetic: Any) -> np.ndarray:
+    """`arithmetic(array)` in `array`'s integer type, once its result is known to fit:
+    subtraction, addition and multiplication wrap modulo 2**bits, so a step that
+    leaves the type still ends on the right value; an exact division must not leave it."""
+    return np.asarray(arithmetic(array), dtype=array.dtype)
