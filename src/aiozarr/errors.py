@@ -81,6 +81,12 @@ class IrregularGridError(UnsupportedError, AttributeError, NotImplementedError):
     """
 
 
+class DeleteUnsupportedError(UnsupportedError, NotImplementedError):
+    """A store that cannot delete (a zip archive) was asked to delete a stored key; a
+    missing key is nothing to delete. Also a `NotImplementedError`, what zarr-python's
+    `ZipStore` raises there."""
+
+
 class CodecError(AiozarrError, ValueError):
     """A chunk could not be encoded or decoded (corrupt or truncated bytes)."""
 

@@ -57,8 +57,8 @@ def _emulator_store(emulator: Emulator) -> Any:
 
 #: The zarr stores the pipeline reads through aiozarr, by name.
 STORES = ["memory", "local", "obstore-memory", "emulator"]
-#: ... and zarr's ZipStore (written and read while open; it cannot delete, so the write
-#: tests, which delete chunks, leave it out).
+#: ... and zarr's ZipStore (written and read while open; it cannot delete a stored chunk,
+#: so the write tests, which delete chunks, leave it out: it has its own).
 READ_STORES = [*STORES, "zip"]
 
 

@@ -206,15 +206,17 @@ def test_a_write_into_a_corrupt_shard_is_a_codec_error(
     assert zarr.core.sync.sync(store.get("c/0", prototype)).to_bytes() == shard[:40] + shard[56:]
 
 
-def _apply_writes(arr: Any) -> None:
-    """The same writes, of every kind, to an array of SHAPE."""
+def _apply_writes(arr: Any, deletes: bool = True) -> None:
+    """The same writes, of every kind, to an array of SHAPE (`deletes`: one turns a
+    stored shard back to the fill value, which deletes it)."""
     arr[:20, :] = DATA[:20]
     arr[1:3, 1:20] = 99  # a scalar into parts of shards
     arr[8:16, 10:20] = DATA[8:16, 10:20] + 1  # one whole shard
     arr[36, :] = -5  # the edge
     arr.oindex[[0, 36, 17], [0, 22]] = np.array([[1, 2], [3, 4], [5, 6]], dtype="int32")
     arr.vindex[[4, 6, 30], [6, 4, 0]] = np.array([10, 11, 12], dtype="int32")
-    arr[0:8, 0:10] = -1  # a whole shard back to the fill value: deleted
+    if deletes:
+        arr[0:8, 0:10] = -1  # a whole shard back to the fill value: deleted
     arr[20:24, 5:10] = -1  # one inner chunk of the fill value, in a missing shard
     arr.blocks[4, 1] = 77
 
@@ -234,6 +236,30 @@ def test_writes_are_the_default_pipelines(
     assert fallbacks.reasons == []
     np.testing.assert_array_equal(zarr.open_array(mine)[:], default[:])
     assert _chunk_keys(mine) == _chunk_keys(theirs)  # fill-value chunks and shards not stored
+
+
+@pytest.mark.filterwarnings("ignore:Duplicate name")  # zipfile's, on each rewrite
+@pytest.mark.parametrize("layout", ["sharded", "unsharded", "v2"])
+def test_writes_to_a_zip_run_on_the_engine(
+    layout: str, make_store: Callable[[str], Any], fallbacks: Fallbacks
+) -> None:
+    # a zip cannot delete a stored entry; a fill-value chunk it never held needs none
+    theirs, mine = make_store("zip"), make_store("zip")
+    options = LAYOUTS[layout]
+    default = zarr.create_array(store=theirs, shape=SHAPE, dtype="int32", **options)
+    _apply_writes(default, deletes=False)
+    fallbacks.clear()
+    with aiozarr_pipeline():
+        arr = zarr.create_array(store=mine, shape=SHAPE, dtype="int32", **options)
+        _apply_writes(arr, deletes=False)
+        np.testing.assert_array_equal(arr[:], default[:])
+        # a stored chunk back to the fill value: both pipelines refuse
+        with pytest.raises(NotImplementedError):
+            default[0:8, 0:10] = -1
+        with pytest.raises(aiozarr.errors.StoreError, match="cannot delete what it holds"):
+            arr[0:8, 0:10] = -1  # the engine's write error, naming the chunks
+    assert fallbacks.reasons == []
+    assert _chunk_keys(mine) == _chunk_keys(theirs)
 
 
 def _chunk_keys(store: Any) -> set[str]:
@@ -441,25 +467,34 @@ def test_zero_dimensional_arrays(shards: Any, fallbacks: Fallbacks) -> None:
     assert fallbacks.reasons == []
 
 
-def test_a_write_order_other_than_morton_is_zarr_pythons(fallbacks: Fallbacks) -> None:
+@pytest.mark.parametrize("order", ["lexicographic", "colexicographic", "unordered", "morton"])
+def test_shards_are_written_in_zarr_pythons_subchunk_write_order(
+    order: str, fallbacks: Fallbacks
+) -> None:
     import inspect
 
     if "subchunk_write_order" not in inspect.signature(zarr.codecs.ShardingCodec).parameters:
         pytest.skip("this zarr-python has no subchunk_write_order (zarr-python >= 3.4)")
-    store = zarr.storage.MemoryStore()
-    codec = zarr.codecs.ShardingCodec(chunk_shape=(2, 2), subchunk_write_order="lexicographic")
-    with aiozarr_pipeline():
-        arr = zarr.create_array(
-            store=store,
-            shape=(4, 4),
-            dtype="u1",
-            chunks=(4, 4),
-            serializer=codec,
-            compressors=None,
-        )
-        arr[:] = np.arange(16, dtype="u1").reshape(4, 4)
-        np.testing.assert_array_equal(arr[:], np.arange(16).reshape(4, 4))
-    assert any("'lexicographic' order" in r for r in fallbacks.reasons)
+    stores = {}
+    for pipeline in (DEFAULT, PIPELINE):
+        stores[pipeline] = store = zarr.storage.MemoryStore()
+        codec = zarr.codecs.ShardingCodec(chunk_shape=(2, 2), subchunk_write_order=order)
+        with zarr.config.set({"codec_pipeline.path": pipeline}):
+            arr = zarr.create_array(
+                store=store,
+                shape=(4, 6),
+                dtype="u1",
+                chunks=(4, 6),
+                serializer=codec,
+                compressors=None,
+            )
+            arr[:] = np.arange(24, dtype="u1").reshape(4, 6)
+            arr[1, 1:5] = 99  # merged into the stored shard
+    # the same bytes: inner chunks laid out in that order (the stored index says where)
+    prototype = zarr.core.buffer.default_buffer_prototype()
+    theirs, mine = (zarr.core.sync.sync(s.get("c/0/0", prototype)) for s in stores.values())
+    assert mine.to_bytes() == theirs.to_bytes()
+    assert fallbacks.reasons == []
 
 
 @pytest.mark.filterwarnings("ignore:Combining a `sharding_indexed` codec")  # zarr-python's

@@ -65,6 +65,23 @@ def morton_order(chunks_per_shard: tuple[int, ...]) -> tuple[tuple[int, ...], ..
     return tuple(tuple(int(i) for i in c) for c in ordered)
 
 
+#: How inner chunks may be laid out in a written shard (zarr-python 3.4's
+#: `subchunk_write_order`; readers go by the index, so any order reads the same).
+WRITE_ORDERS = ("morton", "lexicographic", "colexicographic", "unordered")
+
+
+@functools.lru_cache(maxsize=64)
+def write_order(chunks_per_shard: tuple[int, ...], order: str) -> tuple[tuple[int, ...], ...]:
+    """Inner chunk coordinates in the order `order` (one of `WRITE_ORDERS`) lays them
+    out: Morton, C order (lexicographic; "unordered" too, as zarr-python writes it) or
+    F order (colexicographic)."""
+    if order == "morton":
+        return morton_order(chunks_per_shard)
+    if order == "colexicographic":
+        return tuple(tuple(reversed(c)) for c in np.ndindex(*reversed(chunks_per_shard)))
+    return tuple(np.ndindex(*chunks_per_shard))
+
+
 @dataclass(frozen=True, eq=False)
 class ShardIndex:
     """A decoded shard index: `(offset, nbytes)` per inner chunk, `EMPTY` for absent ones."""
@@ -185,6 +202,7 @@ class ShardLayout:
     index_location: Literal["start", "end"]
     index_range: ByteRange
     axes: tuple[int, ...] | None = None
+    order: str = "morton"  # how written shards lay out inner chunks (`WRITE_ORDERS`)
 
     def _to_array_axes(self, table: np.ndarray) -> np.ndarray:
         if self.axes is None:
@@ -198,12 +216,12 @@ class ShardLayout:
         return np.ascontiguousarray(table.transpose(*self.axes, len(self.axes)))
 
     def _write_order(self) -> tuple[tuple[int, ...], ...]:
-        """Inner chunks (array axes) in Morton order of the stored index, as zarr-python."""
+        """Inner chunks (array axes) in `order` over the stored index, as zarr-python."""
         if self.axes is None:
-            return morton_order(self.chunks_per_shard)
+            return write_order(self.chunks_per_shard, self.order)
         stored = tuple(self.chunks_per_shard[a] for a in self.axes)
         inverse = tuple(int(i) for i in np.argsort(self.axes))
-        return tuple(tuple(c[i] for i in inverse) for c in morton_order(stored))
+        return tuple(tuple(c[i] for i in inverse) for c in write_order(stored, self.order))
 
     @property
     def nbytes(self) -> int:
@@ -261,7 +279,7 @@ class ShardLayout:
         """Assemble encoded inner chunks into a shard; None when every one is empty.
 
         Inner chunks missing from `chunks`, None or of zero length are stored as empty.
-        They are laid out in Morton order, as zarr-python writes them.
+        They are laid out in `order` (Morton by default, as zarr-python writes them).
         """
         table = np.full((*self.chunks_per_shard, 2), EMPTY, dtype=np.uint64)
         parts: list[Any] = []
@@ -355,6 +373,9 @@ class ShardingCodec(ArrayToBytesCodec):
         self.codecs = _codec_list(codecs, "codecs")
         self.index_codecs = _codec_list(index_codecs, "index_codecs")
         self.index_location: Literal["start", "end"] = index_location
+        #: How written shards lay out inner chunks (`WRITE_ORDERS`): not in the metadata
+        #: (zarr-python 3.4's `subchunk_write_order`, which its codec pipeline hands on)
+        self.write_order = "morton"
         self._layouts: dict[tuple[Any, ...], ShardLayout] = {}
 
     @classmethod
@@ -412,7 +433,14 @@ class ShardingCodec(ArrayToBytesCodec):
         then on the array's axes and values.
         """
         before = tuple(before)
-        cache_key = (shard_spec.shape, shard_spec.dtype, repr(shard_spec.fill_value), before, axes)
+        cache_key = (
+            shard_spec.shape,
+            shard_spec.dtype,
+            repr(shard_spec.fill_value),
+            before,
+            axes,
+            self.write_order,
+        )
         layout = self._layouts.get(cache_key)
         if layout is None:
             layout = self._layouts[cache_key] = self._build_layout(shard_spec, before, axes)
@@ -459,6 +487,7 @@ class ShardingCodec(ArrayToBytesCodec):
             index_location=self.index_location,
             index_range=ByteRange.of(0, index_size) if at_start else ByteRange.last(index_size),
             axes=axes,
+            order=self.write_order,
         )
 
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes:

@@ -44,7 +44,7 @@ from aiozarr.zarr.pipeline_array import (
     default_pipeline,
     holds,
     same_fill,
-    why_not_written,
+    subchunk_write_order,
 )
 from aiozarr.zarr.pipeline_stores import aiozarr_store_for
 from aiozarr.zarr.store import ReadOnlyStoreError
@@ -180,7 +180,7 @@ class CodecPipeline(ZarrCodecPipeline):
         target = _numpy_of(out)
         if target is not None and not target.flags.writeable:
             target = None  # zarr-python's own pipeline says what is wrong
-        plan = None if target is None else self._plan(batch, target, drop_axes, False)
+        plan = None if target is None else self._plan(batch, target, drop_axes)
         if plan is None or target is None:
             return await self._default.read(batch, out, drop_axes)  # type: ignore[func-returns-value]
         # zarr-python's fresh output, paged as aiozarr pages its own (engine/output.py)
@@ -202,7 +202,7 @@ class CodecPipeline(ZarrCodecPipeline):
         if source is not None and source.ndim == 0:
             shape = pipeline_plan.bounding_shape([item[3] for item in batch])
             source = None if shape is None else np.broadcast_to(source, shape)
-        plan = None if source is None else self._plan(batch, source, drop_axes, True)
+        plan = None if source is None else self._plan(batch, source, drop_axes)
         if plan is None or source is None:
             self._forget_indexes(batch)
             await self._default.write(batch, value, drop_axes)
@@ -224,20 +224,14 @@ class CodecPipeline(ZarrCodecPipeline):
     # -- planning ------------------------------------------------------------------------
 
     def _plan(
-        self, batch: list[Item], target: np.ndarray, drop_axes: tuple[int, ...], writes: bool
+        self, batch: list[Item], target: np.ndarray, drop_axes: tuple[int, ...]
     ) -> _Plan | None:
         """The batch as engine projections, or None (logged) where it falls back."""
         if not batch:
             return None
-        why = self._why_not(batch[0], target) or (
-            why_not_written(self._default) if writes else None
-        )
+        why = self._why_not(batch[0], target)
         if why is None:
             array, why = self._array_for(batch[0][0])
-            if array is not None and writes and not array.store.capabilities.deletes:
-                # the engine deletes chunks written as the fill value; zarr-python's
-                # pipeline writes to such a store (a zip archive) as it expects
-                array, why = None, f"store {type(array.store).__name__} cannot delete"
             if array is not None:
                 plan, why = _projections(array, batch, target.ndim, drop_axes)
                 if plan is not None:
@@ -260,7 +254,7 @@ class CodecPipeline(ZarrCodecPipeline):
 
     def _resolved(self) -> AiozarrArray | str:
         if self._aiozarr is None:
-            self._aiozarr = aiozarr_array(self._metadata)
+            self._aiozarr = aiozarr_array(self._metadata, subchunk_write_order(self._default))
         return self._aiozarr
 
     def _array_for(self, getter: Any) -> tuple[StoredArray | None, str]:

@@ -18,6 +18,7 @@ from zarr.core.codec_pipeline import BatchedCodecPipeline
 from zarr.core.metadata import ArrayV3Metadata
 
 from aiozarr.codecs import CodecChain, layout_of
+from aiozarr.codecs.sharding import WRITE_ORDERS, ShardingCodec
 from aiozarr.metadata import v2, v3
 from aiozarr.metadata.dtypes import object_items
 from aiozarr.metadata.model import ArrayMetadata
@@ -28,7 +29,7 @@ __all__ = [
     "default_pipeline",
     "holds",
     "same_fill",
-    "why_not_written",
+    "subchunk_write_order",
 ]
 
 
@@ -49,8 +50,9 @@ def default_pipeline(metadata: Any) -> BatchedCodecPipeline:
     )
 
 
-def aiozarr_array(metadata: Any) -> AiozarrArray | str:
-    """The array of zarr-python `metadata` as aiozarr reads it, or why it cannot."""
+def aiozarr_array(metadata: Any, order: str = "morton") -> AiozarrArray | str:
+    """The array of zarr-python `metadata` as aiozarr reads it, or why it cannot; a
+    sharded one writes its shards' inner chunks in `order` (one of `WRITE_ORDERS`)."""
     try:
         documents = metadata.to_buffer_dict(default_buffer_prototype())
         if isinstance(metadata, ArrayV3Metadata):
@@ -58,6 +60,10 @@ def aiozarr_array(metadata: Any) -> AiozarrArray | str:
         else:
             meta = v2.parse_zarray(documents[".zarray"].to_bytes(), ".zarray")
         chain = CodecChain.from_metadata(meta)
+        if isinstance(chain.array_to_bytes, ShardingCodec):
+            if order not in WRITE_ORDERS:
+                return f"inner chunks written in {order!r} order"
+            chain.array_to_bytes.write_order = order
         layout_of(chain)  # a sharding codec the engine cannot lay out fails here
     except Exception as error:  # anything aiozarr refuses stays with zarr-python
         return f"{type(error).__name__}: {error}"
@@ -94,15 +100,12 @@ def same_fill(a: Any, b: Any, dtype: np.dtype[Any]) -> bool:
         return False
 
 
-def why_not_written(default: BatchedCodecPipeline) -> str | None:
-    """Why writes of an array with `default`'s codecs stay with zarr-python, or None.
-
-    aiozarr lays a shard's inner chunks out in Morton order, zarr-python's default; a
-    sharding codec asked for another order (zarr-python 3.4's `subchunk_write_order`,
-    not stored in the metadata) is zarr-python's to write.
-    """
+def subchunk_write_order(default: BatchedCodecPipeline) -> str:
+    """The order zarr-python 3.4's sharding codec among `default`'s codecs was asked to
+    write inner chunks in (`subchunk_write_order`, not stored in the metadata; "morton"
+    where none was, as on zarr-python 3.1)."""
     for codec in default:
-        order = getattr(codec, "subchunk_write_order", "morton")
-        if order != "morton":
-            return f"inner chunks written in {order!r} order"
-    return None
+        order = getattr(codec, "subchunk_write_order", None)
+        if isinstance(order, str):
+            return order
+    return "morton"

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import AiozarrError, ReadOnlyError, StoreError
+from aiozarr.errors import AiozarrError, DeleteUnsupportedError, ReadOnlyError, StoreError
 from aiozarr.storage.backends import in_process
 from aiozarr.storage.backends.local import LocalStore
 from aiozarr.storage.protocol import Buffer, Capabilities, Store, Version, Versioned, check_size
@@ -131,6 +131,10 @@ class ZarrStore(Store):
             yield
         except AiozarrError:
             raise
+        except NotImplementedError as error:  # a zip asked to delete a key it holds
+            raise DeleteUnsupportedError(
+                f"cannot {action} {key!r} in {self!r}: the store cannot delete what it holds"
+            ) from error
         except Exception as error:
             raise StoreError(
                 f"cannot {action} {key!r} in {self!r}: {type(error).__name__}: {error}"
@@ -226,9 +230,9 @@ class ZarrStore(Store):
             await self._zarr.set(key, buffer)
 
     async def delete(self, key: str) -> None:
+        """The zarr store's `delete`. One that cannot delete (a zip) is asked too: it
+        refuses only a key it holds (`DeleteUnsupportedError`), as it does for zarr-python."""
         self._check_writable(key)
-        if not self.capabilities.deletes:
-            raise StoreError(f"cannot delete {key!r}: {self!r} does not support deletes")
         with self._errors("delete", key), contextlib.suppress(FileNotFoundError, KeyError):
             await self._zarr.delete(key)
 
@@ -241,8 +245,6 @@ class ZarrStore(Store):
             await super().delete_prefix(prefix)
             return
         self._check_writable(prefix)
-        if not self.capabilities.deletes:
-            raise StoreError(f"cannot delete {prefix!r}: {self!r} does not support deletes")
         with self._errors("delete", prefix):
             await self._zarr.delete_dir(directory)
 

@@ -43,7 +43,7 @@ import anyio.to_thread
 
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
-from aiozarr.errors import StoreError, UnsupportedError
+from aiozarr.errors import DeleteUnsupportedError, StoreError
 from aiozarr.storage.backends.zip_format import (
     END64,
     END64_SIZE,
@@ -456,10 +456,11 @@ class ZipStore(Store):
 
     async def delete(self, key: str) -> None:
         """Entries cannot be deleted from a zip archive: a missing `key` is fine, an
-        existing one raises `UnsupportedError` (zarr-python raises NotImplementedError)."""
+        existing one raises `DeleteUnsupportedError` (a NotImplementedError, as
+        zarr-python's `ZipStore` raises)."""
         self._check_writable(key)
         if key in await self._table():
-            raise UnsupportedError(
+            raise DeleteUnsupportedError(
                 f"cannot delete {key!r} in {self!r}: entries of a zip archive cannot be "
                 "deleted; write the hierarchy to a directory (or a new archive) instead"
             )
