@@ -11,6 +11,7 @@ from __future__ import annotations
 from aiozarr.codecs.base import Codec
 from aiozarr.codecs.blosc import BloscCodec
 from aiozarr.codecs.bytes import BytesCodec
+from aiozarr.codecs.cast_value import CastValueCodec
 from aiozarr.codecs.crc32c import Crc32cCodec
 from aiozarr.codecs.gzip import GzipCodec
 from aiozarr.codecs.registry import register_codec
@@ -24,6 +25,7 @@ from aiozarr.codecs.zstd import ZstdCodec
 BUILTIN_CODECS: tuple[type[Codec], ...] = (
     BloscCodec,
     BytesCodec,
+    CastValueCodec,
     Crc32cCodec,
     GzipCodec,
     ScaleOffsetCodec,
