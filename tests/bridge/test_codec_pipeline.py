@@ -498,22 +498,35 @@ def test_shards_are_written_in_zarr_pythons_subchunk_write_order(
 
 
 @pytest.mark.filterwarnings("ignore:Combining a `sharding_indexed` codec")  # zarr-python's
-def test_a_codec_after_sharding_falls_back(fallbacks: Fallbacks) -> None:
-    store = zarr.storage.MemoryStore()
+def test_shards_compressed_whole_run_on_the_engine_read_whole(
+    logging_store: Any, fallbacks: Fallbacks
+) -> None:
+    # a compressor after sharding_indexed: no range of a stored shard is an inner chunk,
+    # so each shard is read, decoded and written whole, one request each
     codec = zarr.codecs.ShardingCodec(chunk_shape=(2, 2))
     data = np.arange(64, dtype="i2").reshape(8, 8)
     with aiozarr_pipeline():
         arr = zarr.create_array(
-            store=store,
+            store=logging_store,
             shape=(8, 8),
             dtype="i2",
             chunks=(4, 4),
             serializer=codec,
             compressors=zarr.codecs.ZstdCodec(),  # the whole shard compressed
         )
-        arr[:] = data
-        np.testing.assert_array_equal(arr[1:7, 3], data[1:7, 3])
-    assert any("after sharding_indexed" in r for r in fallbacks.reasons)
+        arr[:6] = data[:6]
+        arr.vindex[[7, 0], [7, 1]] = [-1, -2]
+        logging_store.counter.clear()
+        got = (arr[1:7, 3], arr.oindex[[7, 2], [7, 0, 5]])
+        reads = logging_store.counter["get"]
+    expected = np.full((8, 8), 0, dtype="i2")
+    expected[:6] = data[:6]
+    expected[7, 7], expected[0, 1] = -1, -2
+    np.testing.assert_array_equal(got[0], expected[1:7, 3])
+    np.testing.assert_array_equal(got[1], expected[np.ix_([7, 2], [7, 0, 5])])
+    assert reads == 2 + 4  # the two shards of the first read, the four of the second
+    np.testing.assert_array_equal(zarr.open_array(logging_store)[:], expected)
+    assert fallbacks.reasons == []
 
 
 @pytest.mark.parametrize("shards", [None, [[6, 9], [4, 4, 3]]])

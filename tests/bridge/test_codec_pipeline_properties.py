@@ -25,7 +25,11 @@ from tests.bridge.pipeline_helpers import DEFAULT, PIPELINE, Fallbacks, zarr
 from zarr.core.dtype import VariableLengthBytes, VariableLengthUTF8
 
 # zarr-python: variable-length bytes have no v3 specification yet
-pytestmark = pytest.mark.filterwarnings("ignore::zarr.errors.UnstableSpecificationWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::zarr.errors.UnstableSpecificationWarning"),
+    # zarr-python on a compressor after `sharding_indexed`
+    pytest.mark.filterwarnings("ignore:Combining a `sharding_indexed` codec"),
+]
 
 FILL = -7
 #: The data types drawn: numbers, and variable-length strings and bytes, whose values
@@ -55,19 +59,22 @@ class Layout:
         shards: Any,
         dtype: str = "int16",
         zarr_format: int = 3,
+        whole: bool = False,
     ) -> None:
         self.shape = shape
         self.chunks = chunks
         self.shards = shards
         self.dtype = dtype
         self.zarr_format = zarr_format
+        # shards compressed whole (a compressor after `sharding_indexed`): read whole
+        self.whole = whole
         # what `blocks` counts in: the stored objects
         self.outer = shards if shards is not None else chunks
 
     def __repr__(self) -> str:
         return (
             f"Layout(shape={self.shape}, chunks={self.chunks}, shards={self.shards}, "
-            f"dtype={self.dtype!r}, zarr_format={self.zarr_format})"
+            f"dtype={self.dtype!r}, zarr_format={self.zarr_format}, whole={self.whole})"
         )
 
 
@@ -80,7 +87,9 @@ def layouts(draw: Any) -> Layout:
     if draw(st.booleans()):
         shards = tuple(c * draw(st.integers(1, 3)) for c in chunks)
     zarr_format = 3 if shards is not None else draw(st.sampled_from([3, 2]))
-    return Layout(shape, chunks, shards, draw(st.sampled_from(DTYPES)), zarr_format)
+    dtype = draw(st.sampled_from(DTYPES))
+    whole = shards is not None and dtype == "int16" and draw(st.booleans())
+    return Layout(shape, chunks, shards, dtype, zarr_format, whole)
 
 
 def _typed(values: Any, dtype: str) -> np.ndarray:
@@ -194,15 +203,21 @@ def _write(arr: Any, accessor: str, sel: Any, value: np.ndarray) -> Exception | 
 
 def _create(layout: Layout, pipeline: str) -> Any:
     dtype = {"int16": "int16", "str": VariableLengthUTF8(), "bytes": VariableLengthBytes()}
+    codecs: dict[str, Any] = {"chunks": layout.chunks, "shards": layout.shards}
+    if layout.whole:
+        codecs = {
+            "chunks": layout.shards,
+            "serializer": zarr.codecs.ShardingCodec(chunk_shape=layout.chunks),
+            "compressors": [zarr.codecs.ZstdCodec(level=1)],
+        }
     with zarr.config.set({"codec_pipeline.path": pipeline}):
         return zarr.create_array(
             zarr.storage.MemoryStore(),
             shape=layout.shape,
-            chunks=layout.chunks,
-            shards=layout.shards,
             dtype=dtype[layout.dtype],
             fill_value=_typed(FILL, layout.dtype)[()],
             zarr_format=layout.zarr_format,
+            **codecs,
         )
 
 

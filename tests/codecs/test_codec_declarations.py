@@ -229,3 +229,51 @@ def test_an_undeclared_codec_before_sharding_is_refused_by_name() -> None:
     values = np.arange(60, dtype="i4").reshape(6, 10)
     np.testing.assert_array_equal(plain.decode(plain.encode(values)), values)
     assert layout_of(plain) is None
+
+
+CASTS = [
+    {"name": "cast_value", "configuration": {"data_type": "uint8", "out_of_range": "clamp"}},
+    # float32: 0.1 * 0.1 / 0.1 is 0.10000001
+    {"name": "scale_offset", "configuration": {"offset": 0, "scale": 0.1}},
+]
+
+
+@pytest.mark.parametrize("cast", CASTS, ids=["cast_value", "scale_offset"])
+def test_a_codec_that_loses_the_fill_value_before_sharding_reads_whole_shards(
+    cast: dict[str, Any],
+) -> None:
+    # sharding after the codec fills a missing inner chunk with the fill value as the
+    # codec encodes it: read alone, it would be the array's fill value, where the spec
+    # (and zarr-python) decode the stored fill; so the shard is read and decoded whole
+    store = CountingStore(MemoryStore())
+    arr = aiozarr.create_array(
+        store,
+        shape=(8,),
+        chunks=(4,),
+        dtype="float32",
+        fill_value=0.1,
+        filters=[cast],
+        serializer=_sharding([2]),
+        compressors=None,
+    )
+    values = np.array([0.1, 0.1, 5, 6], dtype="float32")
+    arr[:4] = values
+    chain = CodecChain.from_metadata(arr.metadata)
+    assert not chain.reads_inner_chunks() and arr.chunks == (2,) and arr.shards == (4,)
+    stored = chain.decode(chain.encode(values))  # each value after the codec and back
+    expected = np.concatenate([stored, np.full(4, 0.1, dtype="float32")])  # shard 1 missing
+    store.reset()
+    np.testing.assert_array_equal(arr[:], expected)
+    store.reset()
+    assert arr[0] == stored[0]
+    assert store.counts["get"] == 1  # the shard, whole (no index read, no range)
+
+
+def test_a_codec_that_keeps_the_fill_value_before_sharding_reads_inner_chunks() -> None:
+    spec = ChunkSpec((4,), np.dtype("float32"), np.float32(0.5))
+    for codec in CASTS:
+        chain = CodecChain.from_codecs(
+            [CodecMetadata(codec["name"], codec["configuration"]), ShardingCodec([2])], spec
+        )
+        # 0.5 -> uint8 rounds to 0 (lost); 0.5 * 0.1 / 0.1 is 0.5 (kept)
+        assert chain.reads_inner_chunks() is (codec["name"] == "scale_offset")

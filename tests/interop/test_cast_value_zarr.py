@@ -329,3 +329,25 @@ def test_the_pipeline_reads_and_writes_it_without_falling_back(
     np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(aiozarr.open_array(str(tmp_path / "z.zarr"))[:], expected)
     assert not [r for r in caplog.records if "falls back" in r.getMessage()]
+
+
+@pytest.mark.filterwarnings("ignore:Combining a `sharding_indexed` codec:UserWarning")
+def test_a_fill_the_cast_loses_reads_as_zarr_python_reads_it(tmp_path: Path) -> None:
+    # 0.3 cast to uint8 is 0: zarr-python leaves out inner chunks stored as 0 and reads
+    # them (the sharding codec's fill) as 0.0, not 0.3
+    path = tmp_path / "z.zarr"
+    z = zarr.create_array(
+        zarr.storage.LocalStore(path),
+        shape=(12,),
+        chunks=(8,),
+        dtype="float64",
+        fill_value=0.3,
+        filters=[cast_value.CastValue(data_type="uint8", out_of_range="clamp")],
+        serializer=zarr.codecs.ShardingCodec(chunk_shape=(2,)),
+        compressors=None,
+    )
+    z[:8] = [0.1, 0.2, 5, 6, 0.4, 0.1, 7, 8]
+    ours = aiozarr.open_array(str(path))
+    np.testing.assert_array_equal(ours[:], z[:])  # the missing shard: 0.3 in both
+    ours[2:4] = [0.3, 0.3]
+    np.testing.assert_array_equal(zarr.open_array(path, mode="r")[:], ours[:])

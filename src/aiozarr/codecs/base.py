@@ -118,9 +118,24 @@ class ArrayToArrayCodec(Codec):
     role = CodecRole.ARRAY_TO_ARRAY
     #: Whether each element is encoded alone and stays in its place (the shape kept,
     #: no element reordered): a block of the output decodes to the same block of the
-    #: input. Before `sharding_indexed`, a missing inner chunk then reads as the fill
-    #: value.
+    #: input. Before `sharding_indexed`, inner chunks are then read alone where the
+    #: codec also `keeps_fill`.
     elementwise: ClassVar[bool] = False
+
+    def keeps_fill(self, spec: ChunkSpec) -> bool:
+        """Whether the fill value of `spec` decodes back from what it encodes to, bit for
+        bit. `sharding_indexed` after the codec fills a missing inner chunk with the
+        encoded fill value: read alone, such a chunk is the array's fill value, which is
+        right only then (a cast to a narrower type, or a float scale, may lose it)."""
+        if spec.fill_value is None:
+            return True
+        one = ChunkSpec((1,) * len(spec.shape), spec.dtype, spec.fill_value, spec.key)
+        fill = np.full(one.shape, spec.fill_value, dtype=spec.dtype)
+        try:
+            back = np.asarray(self.decode(self.encode(fill, one), one), dtype=spec.dtype)
+        except CodecError:
+            return False
+        return back.tobytes() == fill.tobytes()
 
     def axis_order(self, ndim: int) -> tuple[int, ...] | None:
         """When the codec only reorders the axes of a chunk of `ndim` dimensions (its

@@ -38,8 +38,8 @@ class CastValueCodec(ArrayToArrayCodec):
     """Encode each value as its value in `data_type`; decode back to the input type."""
 
     name = "cast_value"
-    # each element alone, in place: before `sharding_indexed` inner chunks are read
-    # alone (a missing one reads as the array's fill value)
+    # each element alone, in place: before `sharding_indexed`, inner chunks are read
+    # alone where the fill value survives the cast there and back (`keeps_fill`)
     decodes_parts = True
     elementwise = True
 

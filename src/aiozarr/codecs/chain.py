@@ -165,6 +165,24 @@ class CodecChain:
         """Every codec, in metadata order."""
         return (*self.array_to_array, self.array_to_bytes, *self.bytes_to_bytes)
 
+    @property
+    def bytes_spec(self) -> ChunkSpec:
+        """What the array->bytes codec encodes: the chunk after the array->array codecs."""
+        return self._bytes_spec
+
+    def reads_inner_chunks(self) -> bool:
+        """Whether a part of a chunk decodes from the part of what the array->bytes codec
+        encodes (sharding's inner chunks read alone): every array->array codec reorders
+        axes, or encodes each element alone and `keeps_fill`."""
+        for codec, spec in zip(self.array_to_array, self._array_specs, strict=True):
+            if not codec.decodes_parts:
+                return False
+            if codec.axis_order(len(spec.shape)) is None and not (
+                codec.elementwise and codec.keeps_fill(spec)
+            ):
+                return False
+        return True
+
     def encoded_axes(self) -> tuple[int, ...] | None:
         """How a block of a decoded chunk lies in the array the array->bytes codec
         encodes: that array's axis i is the chunk's axis `axes[i]` (None: the same

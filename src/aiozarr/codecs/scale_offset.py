@@ -23,9 +23,8 @@ class ScaleOffsetCodec(ArrayToArrayCodec):
     """Encode `(a - offset) * scale`, decode `a / scale + offset`, in `a`'s data type."""
 
     name = "scale_offset"
-    # each element alone, in place: before `sharding_indexed` too, inner chunks are
-    # still read alone (a missing one reads as the fill value itself, where zarr-python
-    # decodes the encoded fill, which may differ in a float's last bit)
+    # each element alone, in place: before `sharding_indexed`, inner chunks are read
+    # alone where the fill value decodes back from its encoding (`keeps_fill`)
     decodes_parts = True
     elementwise = True
 

@@ -509,14 +509,17 @@ def layout_of(chain: CodecChain, shape: tuple[int, ...] | None = None) -> ShardL
     """The layout, on the array's axes, of a shard of `shape` (the chain's chunk shape by
     default) when the chain's array->bytes codec is `sharding_indexed`, else None.
 
-    The array->array codecs before it must each declare that they decode parts (they
-    reorder axes or encode each element alone: `CodecChain.encoded_axes` refuses
-    others), so that an inner chunk is still read and decoded alone.
+    Where the array->array codecs before it let an inner chunk be read alone
+    (`CodecChain.reads_inner_chunks`), the layout includes them; where they do not but
+    keep the shape, it is the shard as the sharding codec stores it, and such shards are
+    read, decoded and written whole (`StoredArray.layout`). Others are refused
+    (`CodecChain.encoded_axes` names the codec).
     """
     codec = chain.array_to_bytes
     if not isinstance(codec, ShardingCodec):
         return None
-    spec = (
-        chain.spec if shape is None else ChunkSpec(shape, chain.spec.dtype, chain.spec.fill_value)
-    )
-    return codec.layout(spec, chain.array_to_array, chain.encoded_axes())
+    if shape is not None:
+        chain = chain.for_shape(shape)
+    if not chain.reads_inner_chunks() and chain.bytes_spec.shape == chain.spec.shape:
+        return codec.layout(chain.bytes_spec)
+    return codec.layout(chain.spec, chain.array_to_array, chain.encoded_axes())

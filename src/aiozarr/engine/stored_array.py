@@ -69,9 +69,13 @@ class StoredArray:
         """The shard layout (of the largest shard) when the array is read and written by
         inner chunks, else None. A sharded array with bytes->bytes codecs after the
         sharding codec (`[sharding_indexed, zstd]`: each shard compressed whole) has no
-        range of its stored shards that is an inner chunk or the index: its shards are
-        read, decoded and written whole, as chunks (`shard_layout` describes them)."""
-        return None if self.chain.bytes_to_bytes else self.shard_layout
+        range of its stored shards that is an inner chunk or the index, and one with
+        array->array codecs before it that do not let an inner chunk be read alone
+        (`CodecChain.reads_inner_chunks`: a cast that loses the fill value) cannot read
+        a missing inner chunk without them: their shards are read, decoded and written
+        whole, as chunks (`shard_layout` describes them)."""
+        whole = self.chain.bytes_to_bytes or not self.chain.reads_inner_chunks()
+        return None if whole else self.shard_layout
 
     @cached_property
     def shard_layout(self) -> ShardLayout | None:

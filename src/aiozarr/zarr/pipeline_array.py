@@ -67,9 +67,6 @@ def aiozarr_array(metadata: Any, order: str = "morton") -> AiozarrArray | str:
         layout_of(chain)  # a sharding codec the engine cannot lay out fails here
     except Exception as error:  # anything aiozarr refuses stays with zarr-python
         return f"{type(error).__name__}: {error}"
-    if chain.array_to_bytes.decodes_parts and chain.bytes_to_bytes:
-        # the stored shard is the encoded one: no range of it is an inner chunk
-        return "bytes->bytes codecs after sharding_indexed"
     return AiozarrArray(meta, chain)
 
 
