@@ -104,6 +104,10 @@ def test_offset_and_scale_are_fill_value_json() -> None:
         ({"offset": 0, "scale": 1}, "bool", "integer and floating-point"),
         ({"offset": [1], "scale": 1}, "int16", "JSON scalar"),
         ({"offset": True, "scale": 1}, "int16", "JSON scalar"),
+        # the field at fault is named, with what its data type's fill value encoding takes
+        ({"offset": 0, "scale": "2"}, "int16", r"field 'scale' is '2', no int16 value .*integer"),
+        ({"offset": 0.5, "scale": 2}, "int8", r"field 'offset' is 0\.5, no int8 value"),
+        ({"offset": "0x3f800000", "scale": 1}, "float64", r"field 'offset' .*16 hex digits"),
     ],
 )
 def test_a_bad_configuration_is_a_metadata_error(

@@ -89,17 +89,25 @@ class ScaleOffsetCodec(ArrayToArrayCodec):
         found = self._parsed.get(dtype)
         if found is None:
             name = dtypes.v3_name(dtypes.to_v3(dtype))
-            try:
-                found = tuple(
-                    fill_value.parse_v3(v, dtype, name, "") for v in (self.offset, self.scale)
-                )
-            except MetadataError as error:
-                raise MetadataError(
-                    f"codec 'scale_offset': offset {self.offset!r} or scale {self.scale!r} "
-                    f"is no {dtype} value ({error})"
-                ) from None
+            found = tuple(
+                _parse(field, value, dtype, name)
+                for field, value in (("offset", self.offset), ("scale", self.scale))
+            )
             self._parsed[dtype] = found
         return found
+
+
+def _parse(field: str, value: Any, dtype: np.dtype[Any], name: str) -> Any:
+    """`value` of `field` as a scalar of `dtype`, read as the spec asks: in the fill value
+    encoding of the input data type; a `MetadataError` naming the field and what it takes."""
+    try:
+        return fill_value.parse_v3(value, dtype, name, "")
+    except MetadataError as error:
+        expected = str(error).partition("expected ")[2] or str(error)
+        raise MetadataError(
+            f"codec 'scale_offset': field {field!r} is {value!r}, no {dtype} value (the "
+            f"fill value encoding of {name} takes {expected.split(', got ')[0]})"
+        ) from None
 
 
 def _bounds(array: np.ndarray, step: Any) -> tuple[int, int]:
