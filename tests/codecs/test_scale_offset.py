@@ -5,6 +5,7 @@ zarr-python write it."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -164,3 +165,38 @@ def test_an_array_round_trips_and_a_stored_value_it_cannot_decode_names_its_chun
     (tmp_path / "a.zarr" / "c" / "1").write_bytes(np.array([1, 4, 8], "<i2").tobytes())
     with pytest.raises(CodecError, match=r"c/1.*non-zero remainder when divided by scale 4"):
         arr[3:]
+
+
+def _strict_json(text: bytes) -> Any:
+    """`text` parsed as RFC 8259 JSON: a bare `NaN` or `Infinity` is refused."""
+
+    def refuse(token: str) -> None:
+        raise ValueError(f"{token} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("shards", [None, (4,)])
+def test_offset_and_scale_are_written_in_the_fill_value_encoding(
+    tmp_path: Any, shards: Any
+) -> None:
+    # JSON has no NaN or infinity (the spec: "NaN", "Infinity", "-Infinity"), and an
+    # integer type's fill value encoding has no fraction part
+    cases = [
+        ("float64", float("nan"), float("-inf"), {"offset": "NaN", "scale": "-Infinity"}),
+        ("float32", 0.5, float("inf"), {"offset": 0.5, "scale": "Infinity"}),
+        ("int16", 2.0, -2.0, {"offset": 2, "scale": -2}),
+    ]
+    for i, (dtype, offset, scale, written) in enumerate(cases):
+        path = tmp_path / f"{i}.zarr"
+        filters = [{"name": "scale_offset", "configuration": {"offset": offset, "scale": scale}}]
+        arr = aiozarr.create_array(
+            str(path), shape=(4,), chunks=(2,), shards=shards, dtype=dtype, filters=filters
+        )
+        arr[:2] = [4, 6]
+        codecs = _strict_json((path / "zarr.json").read_bytes())["codecs"]
+        if shards is not None:
+            codecs = codecs[0]["configuration"]["codecs"]
+        assert codecs[0] == {"name": "scale_offset", "configuration": written}
+        if dtype == "int16":
+            assert aiozarr.open_array(str(path))[:2].tolist() == [4, 6]

@@ -10,6 +10,8 @@ input data type's fill value encoding ("NaN", "0x..." bit patterns included).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -34,9 +36,22 @@ class ScaleOffsetCodec(ArrayToArrayCodec):
         for field, value in (("offset", offset), ("scale", scale)):
             if isinstance(value, bool) or not isinstance(value, int | float | str):
                 raise MetadataError(f"field {field!r} must be a JSON scalar, got {value!r}")
-        self.offset = offset
-        self.scale = scale
+        self.offset = _json_float(offset)
+        self.scale = _json_float(scale)
         self._parsed: dict[np.dtype[Any], tuple[Any, Any]] = {}
+
+    @classmethod
+    def completed_config(cls, config: Mapping[str, Any], dtype: Any) -> dict[str, Any]:
+        """`config` for a new array of `dtype`: an integral float given for an integer
+        type (`2.0`) written as the JSON integer its fill value encoding asks for (no
+        fraction or exponent part), which stricter readers need."""
+        config = dict(config)
+        if np.dtype(dtype).kind in "iu":
+            for field in ("offset", "scale"):
+                value = config.get(field)
+                if isinstance(value, float) and value.is_integer():
+                    config[field] = int(value)
+        return config
 
     def configuration(self) -> dict[str, Any]:
         return {"offset": self.offset, "scale": self.scale}
@@ -108,6 +123,15 @@ def _parse(field: str, value: Any, dtype: np.dtype[Any], name: str) -> Any:
             f"codec 'scale_offset': field {field!r} is {value!r}, no {dtype} value (the "
             f"fill value encoding of {name} takes {expected.split(', got ')[0]})"
         ) from None
+
+
+def _json_float(value: Any) -> Any:
+    """`value`, with a NaN or infinite float as its fill value encoding ("NaN",
+    "Infinity", "-Infinity"): JSON has no such numbers, so a bare `NaN` makes the
+    document unreadable to a strict JSON parser."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value
 
 
 def _bounds(array: np.ndarray, step: Any) -> tuple[int, int]:
