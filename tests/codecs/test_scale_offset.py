@@ -200,3 +200,20 @@ def test_offset_and_scale_are_written_in_the_fill_value_encoding(
         assert codecs[0] == {"name": "scale_offset", "configuration": written}
         if dtype == "int16":
             assert aiozarr.open_array(str(path))[:2].tolist() == [4, 6]
+
+
+def test_a_fill_value_the_codec_cannot_encode_names_the_document(tmp_path: Any) -> None:
+    # (0 - 3) * 2 is no uint8: refused on create, and on open of an array another
+    # writer made, naming the metadata document as every other metadata error does
+    filters = [{"name": "scale_offset", "configuration": {"offset": 3, "scale": 2}}]
+    options = {"shape": (4,), "chunks": (2,), "dtype": "uint8", "fill_value": 0}
+    with pytest.raises(MetadataError, match=r"zarr\.json: fill value .* outside the range"):
+        aiozarr.create_array(str(tmp_path / "new.zarr"), filters=filters, **options)
+    aiozarr.create_array(str(tmp_path / "a.zarr"), **{**options, "fill_value": 5})
+    doc = tmp_path / "a.zarr" / "zarr.json"
+    meta = json.loads(doc.read_bytes())
+    meta["fill_value"] = 0
+    meta["codecs"].insert(0, filters[0])
+    doc.write_text(json.dumps(meta))
+    with pytest.raises(MetadataError, match=r"zarr\.json: fill value .* outside the range"):
+        aiozarr.open_array(str(tmp_path / "a.zarr"))

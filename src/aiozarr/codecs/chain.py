@@ -66,7 +66,7 @@ class CodecChain:
         for codec in self.array_to_array:
             _validate(codec, spec, where)
             specs.append(spec)
-            spec = codec.resolve(spec)
+            spec = _resolved(codec, spec, where)
         _validate(array_to_bytes, spec, where)
         # The input spec of each array->array codec, and of the array->bytes codec.
         self._array_specs = tuple(specs)
@@ -387,6 +387,17 @@ def _scratch(nbytes: int) -> np.ndarray:
 def _validate(codec: Codec, spec: ChunkSpec, where: str) -> None:
     try:
         codec.validate(spec)
+    except MetadataError as error:
+        if where in str(error):
+            raise
+        raise MetadataError(f"{where}: {error}") from error
+
+
+def _resolved(codec: ArrayToArrayCodec, spec: ChunkSpec, where: str) -> ChunkSpec:
+    """`codec.resolve(spec)`; its `MetadataError` (a fill value it cannot encode) names
+    the document, as `_validate`'s do."""
+    try:
+        return codec.resolve(spec)
     except MetadataError as error:
         if where in str(error):
             raise
