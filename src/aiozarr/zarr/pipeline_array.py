@@ -18,7 +18,7 @@ from zarr.core.codec_pipeline import BatchedCodecPipeline
 from zarr.core.metadata import ArrayV3Metadata
 
 from aiozarr.codecs import CodecChain, layout_of
-from aiozarr.codecs.sharding import WRITE_ORDERS, ShardingCodec
+from aiozarr.codecs.sharding import WRITE_ORDERS
 from aiozarr.metadata import v2, v3
 from aiozarr.metadata.dtypes import object_items
 from aiozarr.metadata.model import ArrayMetadata
@@ -60,7 +60,7 @@ def aiozarr_array(metadata: Any, order: str = "morton") -> AiozarrArray | str:
         else:
             meta = v2.parse_zarray(documents[".zarray"].to_bytes(), ".zarray")
         chain = CodecChain.from_metadata(meta)
-        if isinstance(chain.array_to_bytes, ShardingCodec):
+        if hasattr(chain.array_to_bytes, "write_order"):  # it lays out inner chunks
             if order not in WRITE_ORDERS:
                 return f"inner chunks written in {order!r} order"
             chain.array_to_bytes.write_order = order
