@@ -61,6 +61,7 @@ class CodecChain:
         self._spec = spec
         self._key = key
         self._by_shape: dict[tuple[int, ...], CodecChain] = {}
+        self._reads_inner: bool | None = None
         where = key or "metadata"
         specs = []
         for codec in self.array_to_array:
@@ -174,14 +175,16 @@ class CodecChain:
         """Whether a part of a chunk decodes from the part of what the array->bytes codec
         encodes (sharding's inner chunks read alone): every array->array codec reorders
         axes, or encodes each element alone and `keeps_fill`."""
-        for codec, spec in zip(self.array_to_array, self._array_specs, strict=True):
-            if not codec.decodes_parts:
-                return False
-            if codec.axis_order(len(spec.shape)) is None and not (
-                codec.elementwise and codec.keeps_fill(spec)
-            ):
-                return False
-        return True
+        if self._reads_inner is None:  # asked per shard planned: worked out once
+            self._reads_inner = all(
+                codec.decodes_parts
+                and (
+                    codec.axis_order(len(spec.shape)) is not None
+                    or (codec.elementwise and codec.keeps_fill(spec))
+                )
+                for codec, spec in zip(self.array_to_array, self._array_specs, strict=True)
+            )
+        return self._reads_inner
 
     def encoded_axes(self) -> tuple[int, ...] | None:
         """How a block of a decoded chunk lies in the array the array->bytes codec
