@@ -286,19 +286,38 @@ def test_write_empty_chunks_is_zarr_pythons(make_store: Callable[[str], Any]) ->
     assert _chunk_keys(store) == {"c/0/0", "c/0/1", "c/1/0", "c/1/1"}
 
 
-def test_big_endian_and_fortran_order(make_store: Callable[[str], Any]) -> None:
-    store = make_store("local")
-    data = np.arange(300, dtype=">f4").reshape(15, 20)
-    arr = zarr.create_array(
-        store=store, shape=data.shape, chunks=(4, 6), dtype=">f4", zarr_format=2, order="F"
-    )
-    arr[:] = data
-    with aiozarr_pipeline():
-        got = zarr.open_array(store)
-        np.testing.assert_array_equal(got[2:13, 1:19], data[2:13, 1:19])
-        np.testing.assert_array_equal(
-            got.oindex[[14, 0], [19, 3, 3]], data[np.ix_([14, 0], [19, 3, 3])]
-        )
+@pytest.mark.parametrize(("dtype", "zarr_format"), [(">f4", 2), (">u2", 2), (">i8", 3)])
+def test_big_endian_buffers_run_on_the_engine(
+    dtype: str, zarr_format: int, fallbacks: Fallbacks
+) -> None:
+    # zarr-python hands buffers in the array's byte order: values are converted as the
+    # engine places them, and the stored bytes are zarr-python's own
+    data = np.arange(300, dtype=dtype).reshape(15, 20)
+    order = "F" if zarr_format == 2 else None
+    stores = {}
+    for pipeline in (DEFAULT, PIPELINE):
+        stores[pipeline] = store = zarr.storage.MemoryStore()
+        with zarr.config.set({"codec_pipeline.path": pipeline}):
+            arr = zarr.create_array(
+                store,
+                shape=data.shape,
+                chunks=(4, 6),
+                dtype=dtype,
+                zarr_format=zarr_format,
+                order=order,
+            )
+            arr[:13] = data[:13]
+            arr.vindex[[14, 0], [19, 3]] = data[[1, 2], [5, 6]]
+            got = (arr[2:15, 1:19], arr.oindex[[14, 0], [19, 3, 3]])
+            assert got[0].dtype == np.dtype(dtype)
+            if pipeline == DEFAULT:
+                want = got
+    for mine, theirs in zip(got, want, strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+    assert stores[DEFAULT]._store_dict.keys() == stores[PIPELINE]._store_dict.keys()
+    for key, value in stores[DEFAULT]._store_dict.items():
+        assert stores[PIPELINE]._store_dict[key].to_bytes() == value.to_bytes(), key
+    assert fallbacks.reasons == []
 
 
 # -- what falls back --------------------------------------------------------------------------

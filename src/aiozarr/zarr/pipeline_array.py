@@ -72,9 +72,16 @@ def aiozarr_array(metadata: Any, order: str = "morton") -> AiozarrArray | str:
 
 def holds(buffer: np.dtype[Any], meta: ArrayMetadata) -> bool:
     """Whether a zarr-python buffer of dtype `buffer` holds the array's values as
-    aiozarr reads them: the same dtype, or numpy's `StringDType` (zarr-python's strings)
-    for a v2 object array of `vlen-utf8` strings, which aiozarr reads as str objects."""
-    if buffer == meta.dtype:
+    aiozarr reads them: the same dtype, a number in another byte order (zarr-python
+    keeps a big-endian array's order in its buffers; values are converted as they are
+    placed, never copied as bytes into a buffer of another order), or numpy's
+    `StringDType` (zarr-python's strings) for a v2 object array of `vlen-utf8` strings,
+    which aiozarr reads as str objects. Records of another byte order stay with
+    zarr-python: 3.1 stores big-endian fields of a v3 record as they lie in memory."""
+    numbers = buffer.kind in "biufcmM" and meta.dtype.kind == buffer.kind
+    if buffer == meta.dtype or (
+        numbers and buffer.newbyteorder("=") == meta.dtype.newbyteorder("=")
+    ):
         return True
     return buffer == np.dtypes.StringDType() and object_items(meta) is str
 
