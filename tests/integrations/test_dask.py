@@ -66,8 +66,14 @@ def test_aligned_and_explicitly_unsafe_writes(tmp_path: Path) -> None:
     region = sharded(tmp_path / "e.zarr")
     store(da.from_array(DATA[40:80], chunks=(40, 40)), region, region=(slice(40, 80), slice(None)))
     np.testing.assert_array_equal(region[40:80], DATA[40:80])
-    with pytest.raises(OverlappingWriteError, match=r"region starts at 30"):
+    with pytest.raises(OverlappingWriteError, match=r"starts at 30 .* \[30:70, 0:80\]"):
         store(da.from_array(DATA[30:70]), region, region=(slice(30, 70), slice(None)))
+    # ending inside a shard (40:80) shares it with the next region's writer, as starting does
+    with pytest.raises(
+        OverlappingWriteError, match=r"ends at 70 on axis 0, inside the shard 40:80"
+    ):
+        store(da.from_array(DATA[40:70]), region, region=(slice(40, 70), slice(None)))
+    store(da.from_array(DATA[80:]), region, region=(slice(80, 120), slice(None)))  # the end
     # as xarray's appends: a region starting inside a shard, its first block that
     # shard's only writer here; the edges between blocks still on shard boundaries
     inside = (slice(30, 70), slice(None))

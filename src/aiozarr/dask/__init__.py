@@ -242,14 +242,17 @@ def check_aligned(
     region: tuple[slice, ...] | None = None,
     *,
     partial_edges: bool = False,
+    safe: bool = True,
 ) -> None:
     """`OverlappingWriteError` where `store(source, target, region=region,
     partial_edges=partial_edges)` would refuse the blocks of `source`, checked before
     anything is written (`target` may be a layout only: its shape and grid are read, and
-    where it is, for `InPlaceWriteError`)."""
+    where it is, for `InPlaceWriteError`). `safe=False`: the `InPlaceWriteError` only
+    (blocks may share chunks, as xarray's `safe_chunks=False` lets them)."""
     sync = _sync(target)
     checked = None if region is None else _checked_region(region, sync)
-    _check_aligned(source, sync, checked, partial_edges)
+    if safe:
+        _check_aligned(source, sync, checked, partial_edges)
     check_not_in_place(source, sync, checked)
 
 
@@ -285,14 +288,8 @@ def _check_aligned(
     starts = [0] * target.ndim
     if region is not None:
         starts = [s.indices(n)[0] for s, n in zip(region, target.shape, strict=True)]
-    for axis, offset in enumerate(starts):
-        if not partial_edges and not _is_boundary(target, axis, offset):
-            raise OverlappingWriteError(
-                f"the region starts at {offset} on axis {axis}, inside a {what} of "
-                f"{grid[axis]}: writes there would race with the neighbouring {what}'s "
-                "writer; `aiozarr.dask.store` takes lock=, safe=False or partial_edges=True "
-                "(xarray's to_zarr: mode='a')"
-            )
+        if not partial_edges:
+            _check_region_edges(target, region, named)
     # every block edge inside the target, in the target's coordinates
     # (running sums: summing each prefix anew was quadratic in the blocks of an axis)
     shifted = [
@@ -309,6 +306,40 @@ def _check_aligned(
                     f"to multiples of {grid} (`darr.rechunk({grid})`); `aiozarr.dask.store` "
                     "also takes lock= (shared by all workers) or safe=False"
                 )
+
+
+def _check_region_edges(target: Array, region: tuple[slice, ...], named: str | None) -> None:
+    """`OverlappingWriteError` for a region that starts, or ends before the array's end,
+    inside a unit (shard or chunk): its writer would share that unit with the writer of
+    the neighbouring region. xarray's rule for its mode "r+" (`safe_chunks`)."""
+    what = "shard" if target.is_sharded else "chunk"
+    shown = ", ".join(f"{s.start}:{s.stop}" for s in region)
+    for axis, (s, n) in enumerate(zip(region, target.shape, strict=True)):
+        start, stop, _ = s.indices(n)
+        for side, position in (("starts", start), ("ends", max(start, stop))):
+            if _is_boundary(target, axis, position):
+                continue
+            low, high = _unit_around(target, axis, position)
+            raise OverlappingWriteError(
+                f"the region {side} at {position} on axis {axis}, inside the {what} "
+                f"{low}:{high} (its boundaries are {low} and {high}) of {named or repr(target)}, "
+                f"region [{shown}]: writes there would race with the neighbouring {what}'s writer; "
+                "`aiozarr.dask.store` takes lock=, safe=False or partial_edges=True "
+                "(xarray's to_zarr: mode='a' or safe_chunks=False)"
+            )
+
+
+def _unit_around(array: Array, axis: int, position: int) -> tuple[int, int]:
+    """The bounds along `axis` of the unit (shard or chunk) holding `position`."""
+    grid = array.rectilinear_grid
+    if grid is None:
+        size = write_grid(array)[axis]
+        low = position // size * size  # type: ignore[operator]
+        return low, min(low + size, array.shape[axis])  # type: ignore[operator]
+    edges = grid.axes[axis]
+    unit = edges.chunk_of(position)
+    low = int(edges.start_of(unit))
+    return low, min(low + int(edges.size_of(unit)), array.shape[axis])
 
 
 def _block_chunks(blocks: tuple[tuple[int, ...], ...]) -> Any:

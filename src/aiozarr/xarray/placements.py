@@ -1,30 +1,40 @@
 """Where `to_zarr` puts each variable of a write into a group already there, checked
-before anything is written: the stored arrays a region or `r+` write needs, and each
-variable's dimensions and shape against its stored array (the whole array, the rows an
-append adds, or the region's part). A value smaller than where it goes is refused, as
-xarray refuses it: writing it would broadcast it over the rest."""
+before anything is written: a region's slices (found for "auto"), the stored arrays a
+region or `r+` write needs, and each variable's dimensions and shape against its stored
+array (the whole array, the rows an append adds, or the region's part). A value smaller
+than where it goes is refused, as xarray refuses it: writing it would broadcast it over
+the rest."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from aiozarr.errors import InvalidValueError
 from aiozarr.metadata.model import ArrayMetadata
-from aiozarr.xarray.variables import dimensions
+from aiozarr.nodes import hierarchy
+from aiozarr.nodes.array import AsyncArray
+from aiozarr.storage.protocol import Store
+from aiozarr.xarray.lazy_array import AiozarrBackendArray
+from aiozarr.xarray.variables import dimensions, raw_variable
 
 __all__ = [
     "PlacementError",
+    "Region",
     "check_append_dim",
     "check_existing_encoding",
     "check_placements",
     "check_targets",
     "chunks_of",
     "in_stored_order",
+    "resolve_region",
 ]
+
+Region = Mapping[str, "slice | Literal['auto']"] | Literal["auto"]
 
 Prepared = Mapping[str, tuple[xr.Variable, dict[str, Any]]]
 
@@ -194,3 +204,68 @@ def _check_region(
                 f"variable {name!r} has size {size} along {dim!r}, the stored array "
                 f"{stored}; a dimension outside the region is written whole"
             )
+
+
+async def resolve_region(
+    ds: xr.Dataset,
+    region: Region | None,
+    store: Store,
+    path: str,
+    existing: Mapping[str, ArrayMetadata],
+    mode: str,
+) -> dict[str, slice] | None:
+    """`region` as `{dim: slice}`: "auto" entries found from the stored index coordinates,
+    as xarray's `to_zarr` finds them; None for no region."""
+    if region is None:
+        return None
+    if region == "auto":
+        region = dict.fromkeys(map(str, ds.dims), "auto")
+    if not isinstance(region, Mapping):
+        raise TypeError(f"region must be a dict of slices or 'auto', got {region!r}")
+    slices: dict[str, slice] = {}
+    for dim, where in region.items():
+        if dim not in ds.dims:
+            raise ValueError(f"region dimension {dim!r} is not a dimension of the dataset")
+        if isinstance(where, slice):
+            if where.step not in (None, 1):
+                raise ValueError(f"region slice for {dim!r} has a step: {where}")
+            slices[dim] = where
+        elif where != "auto":
+            raise TypeError(f"region[{dim!r}] must be a slice or 'auto', got {where!r}")
+        elif mode not in ("a", "r+"):
+            raise ValueError(f"region='auto' needs mode 'a' or 'r+', got {mode!r}")
+        elif dim not in ds.indexes:
+            slices[dim] = slice(0, ds.sizes[dim])
+        else:
+            slices[dim] = await _auto_slice(ds, dim, store, path, existing)
+    return slices
+
+
+async def _auto_slice(
+    ds: xr.Dataset, dim: str, store: Store, path: str, existing: Mapping[str, ArrayMetadata]
+) -> slice:
+    from xarray import conventions
+
+    if dim not in existing:
+        raise KeyError(f"region='auto': the store has no coordinate {dim!r} to find it in")
+    array = AsyncArray(store, hierarchy.join(path, dim), existing[dim])
+    values = await array.getitem(...)
+    mask = array.metadata.zarr_format != 3  # xarray's default, as when opening
+    raw = raw_variable(
+        dim, AiozarrBackendArray(array), dimensions(dim, array.metadata), values, mask
+    )
+    stored = pd.Index(conventions.decode_cf_variable(dim, raw).values)
+    positions = stored.get_indexer(ds.indexes[dim])
+    if (positions == -1).any():
+        raise KeyError(
+            f"region='auto': not every value of coordinate {dim!r} is in the stored "
+            "coordinate; a region write cannot add values (use append_dim=)"
+        )
+    if positions.size and (np.diff(positions) != 1).any():
+        raise ValueError(
+            f"region='auto': the values of coordinate {dim!r} are not one contiguous, "
+            "increasing run of the stored coordinate"
+        )
+    if not positions.size:
+        return slice(0, 0)
+    return slice(int(positions[0]), int(positions[-1]) + 1)

@@ -9,7 +9,6 @@ from typing import Any, Literal
 
 import anyio
 import numpy as np
-import pandas as pd
 import xarray as xr
 from xarray.backends.zarr import FillValueCoder
 from xarray.namedarray.utils import is_duck_dask_array
@@ -27,8 +26,8 @@ from aiozarr.xarray import appends, placements
 from aiozarr.xarray.consolidation import consolidate_async, consolidate_written
 from aiozarr.xarray.encoded_values import cf_encoded, checked_encoding, v3_fill_attribute
 from aiozarr.xarray.hierarchy_format import written_format
-from aiozarr.xarray.lazy_array import AiozarrBackendArray
 from aiozarr.xarray.placements import (
+    Region,
     check_append_dim,
     check_existing_encoding,
     check_placements,
@@ -37,7 +36,7 @@ from aiozarr.xarray.placements import (
 )
 from aiozarr.xarray.tree import read_tree
 from aiozarr.xarray.v2_codecs import v2_codecs, v3_codecs
-from aiozarr.xarray.variables import DIMENSION_KEY, dimensions, raw_variable
+from aiozarr.xarray.variables import DIMENSION_KEY, dimensions
 
 __all__ = ["consolidate_async", "to_zarr", "to_zarr_async", "write_metadata_async"]
 
@@ -155,16 +154,14 @@ def _encode(
     return out, {k: encode_zarr_attr_value(v) for k, v in attrs.items()}
 
 
-Region = Mapping[str, "slice | Literal['auto']"] | Literal["auto"]
-
-
 class DaskWrite:
     """One dask-backed variable still to be written: its blocks, the array, the region,
     whether chunks equal to the fill value are stored (None: the settings'), and whether
     the region may start and end inside a chunk (`aiozarr.dask.store`'s `partial_edges`:
-    xarray's rule, in mode "a" but not "r+")."""
+    xarray's rule, in mode "a" but not "r+"); `safe`: False when the blocks may share
+    chunks (`safe_chunks=False`, whose in-place check ran before anything was written)."""
 
-    __slots__ = ("array", "partial_edges", "region", "source", "write_empty_chunks")
+    __slots__ = ("array", "partial_edges", "region", "safe", "source", "write_empty_chunks")
 
     def __init__(
         self,
@@ -173,9 +170,11 @@ class DaskWrite:
         region: tuple[slice, ...] | None,
         write_empty_chunks: bool | None = None,
         partial_edges: bool = False,
+        safe: bool = True,
     ) -> None:
         self.source, self.array, self.region = source, array, region
         self.write_empty_chunks, self.partial_edges = write_empty_chunks, partial_edges
+        self.safe = safe
 
 
 async def to_zarr_async(
@@ -190,6 +189,7 @@ async def to_zarr_async(
     append_dim: str | None = None,
     consolidated: bool = True,
     write_empty_chunks: bool | None = None,
+    safe_chunks: bool = True,
     compute: bool = True,
     storage_options: Mapping[str, Any] | None = None,
 ) -> Any:
@@ -211,6 +211,7 @@ async def to_zarr_async(
             append_dim=append_dim,
             consolidated=consolidated,
             write_empty_chunks=write_empty_chunks,
+            safe_chunks=safe_chunks,
             storage_options=storage_options,
         )
     delayed = _delayed(writes)
@@ -232,11 +233,11 @@ async def write_metadata_async(
     append_dim: str | None = None,
     consolidated: bool = True,
     write_empty_chunks: bool | None = None,
+    safe_chunks: bool = True,
     storage_options: Mapping[str, Any] | None = None,
 ) -> list[DaskWrite]:
-    """Everything `to_zarr` writes but dask-backed values: the group, every array's
-    metadata (resized for appends), in-memory values, consolidated metadata. Returns the
-    dask-backed variables still to write."""
+    """Everything `to_zarr` writes but dask-backed values (the group, arrays' metadata,
+    resized for appends, in-memory values, consolidated metadata); returns those to write."""
     mode = _checked_mode(ds, mode, region, append_dim)  # type: ignore[assignment]
     resolved = resolve_store(store, mode="a", storage_options=storage_options)
     path = hierarchy.normalize_path(group or "")
@@ -244,14 +245,15 @@ async def write_metadata_async(
     check_append_dim(existing, append_dim)
     check_existing_encoding(existing, encoding)
     zarr_format = await written_format(resolved, path, meta, zarr_format)  # the hierarchy's
-    slices: dict[str, slice] | None = None
-    if region is not None:
-        slices = await _resolve_region(ds, region, resolved, path, existing, mode)
-        ds = ds.drop_vars(list(ds.indexes))  # a region write never changes an index
+    slices = await placements.resolve_region(ds, region, resolved, path, existing, mode)
+    if slices is not None:  # a region write never changes an index
+        ds = ds.drop_vars(list(ds.indexes))
     prepared, attrs = await anyio.to_thread.run_sync(_encode, ds, encoding, existing, zarr_format)
     check_targets(prepared, existing, mode, slices)
     check_placements(prepared, existing, slices, append_dim)
-    target = _Target(resolved, path, zarr_format, existing, slices, append_dim, mode == "a")
+    target = _Target(
+        resolved, path, zarr_format, existing, slices, append_dim, mode == "a", safe_chunks
+    )
     _check_blocks(target, prepared, replaced=mode == "w")
     empties = _write_empty_chunks(prepared, write_empty_chunks)
     fmt = await _write_group(resolved, path, meta, attrs, zarr_format, mode, slices is not None)
@@ -313,7 +315,9 @@ def _check_blocks(
                 region = tuple(rows if d == axis else slice(None) for d in range(len(dims)))
         # the array as it will be (nothing is written), so an error names it
         layout = AsyncArray(target.store, hierarchy.join(target.path, name), meta)
-        check_aligned(var.data, layout, region, partial_edges=target.partial_edges)
+        check_aligned(
+            var.data, layout, region, partial_edges=target.partial_edges, safe=target.safe_chunks
+        )
 
 
 def _checked_mode(ds: Any, mode: str | None, region: Any, append_dim: Any) -> str:
@@ -394,6 +398,7 @@ class _Target:
     slices: Mapping[str, slice] | None
     append_dim: str | None
     partial_edges: bool
+    safe_chunks: bool = True  # False: dask blocks may share chunks (xarray's `safe_chunks`)
     offset: int | None = None
     grown: appends.Growths = dataclasses.field(default_factory=appends.Growths)
 
@@ -424,7 +429,10 @@ async def _write_variable(
         )
         where = None
     if is_duck_dask_array(var.data):
-        return DaskWrite(var.data, array, where, write_empty, target.partial_edges), target
+        pending = DaskWrite(
+            var.data, array, where, write_empty, target.partial_edges, target.safe_chunks
+        )
+        return pending, target
     with config.set(**({} if write_empty is None else {"write_empty_chunks": write_empty})):
         await array.setitem(... if where is None else where, var.values)
     return None, target
@@ -468,73 +476,11 @@ def _delayed(writes: list[DaskWrite]) -> Any:
             compute=False,
             write_empty_chunks=w.write_empty_chunks,
             partial_edges=w.partial_edges,
+            safe=w.safe,
         )
         for w in writes
     ]
     return dask.delayed(_written)(*parts)
-
-
-async def _resolve_region(
-    ds: xr.Dataset,
-    region: Region,
-    store: Store,
-    path: str,
-    existing: Mapping[str, ArrayMetadata],
-    mode: str,
-) -> dict[str, slice]:
-    """`region` as `{dim: slice}`: "auto" entries found from the stored index coordinates,
-    as xarray's `to_zarr` finds them."""
-    if region == "auto":
-        region = dict.fromkeys(map(str, ds.dims), "auto")
-    if not isinstance(region, Mapping):
-        raise TypeError(f"region must be a dict of slices or 'auto', got {region!r}")
-    slices: dict[str, slice] = {}
-    for dim, where in region.items():
-        if dim not in ds.dims:
-            raise ValueError(f"region dimension {dim!r} is not a dimension of the dataset")
-        if isinstance(where, slice):
-            if where.step not in (None, 1):
-                raise ValueError(f"region slice for {dim!r} has a step: {where}")
-            slices[dim] = where
-        elif where != "auto":
-            raise TypeError(f"region[{dim!r}] must be a slice or 'auto', got {where!r}")
-        elif mode not in ("a", "r+"):
-            raise ValueError(f"region='auto' needs mode 'a' or 'r+', got {mode!r}")
-        elif dim not in ds.indexes:
-            slices[dim] = slice(0, ds.sizes[dim])
-        else:
-            slices[dim] = await _auto_slice(ds, dim, store, path, existing)
-    return slices
-
-
-async def _auto_slice(
-    ds: xr.Dataset, dim: str, store: Store, path: str, existing: Mapping[str, ArrayMetadata]
-) -> slice:
-    from xarray import conventions
-
-    if dim not in existing:
-        raise KeyError(f"region='auto': the store has no coordinate {dim!r} to find it in")
-    array = AsyncArray(store, hierarchy.join(path, dim), existing[dim])
-    values = await array.getitem(...)
-    mask = array.metadata.zarr_format != 3  # xarray's default, as when opening
-    raw = raw_variable(
-        dim, AiozarrBackendArray(array), dimensions(dim, array.metadata), values, mask
-    )
-    stored = pd.Index(conventions.decode_cf_variable(dim, raw).values)
-    positions = stored.get_indexer(ds.indexes[dim])
-    if (positions == -1).any():
-        raise KeyError(
-            f"region='auto': not every value of coordinate {dim!r} is in the stored "
-            "coordinate; a region write cannot add values (use append_dim=)"
-        )
-    if positions.size and (np.diff(positions) != 1).any():
-        raise ValueError(
-            f"region='auto': the values of coordinate {dim!r} are not one contiguous, "
-            "increasing run of the stored coordinate"
-        )
-    if not positions.size:
-        return slice(0, 0)
-    return slice(int(positions[0]), int(positions[-1]) + 1)
 
 
 async def _place_existing(
@@ -580,7 +526,9 @@ def to_zarr(ds: xr.Dataset, store: StoreLike, **options: Any) -> Any:
     `append_dim` (every variable along it grows from its stored shape and takes its rows
     at one offset, so concurrent appenders all land), `consolidated` (True: the group's
     snapshot, and those of the groups above it holding one),
-    `write_empty_chunks` (store chunks equal to the fill value too), `compute` (True),
+    `write_empty_chunks` (store chunks equal to the fill value too), `safe_chunks` (True:
+    dask blocks must not share a chunk or shard, and in mode "r+" a region must start
+    and end on one, or end at the array's end, as xarray's), `compute` (True),
     `storage_options`.
 
     Dask-backed variables are written block by block by dask's scheduler (a distributed
