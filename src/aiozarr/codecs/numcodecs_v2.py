@@ -55,6 +55,27 @@ NEEDS_PACKAGE = {
 }
 
 
+def check_new_filters(filters: Sequence[Mapping[str, Any]], dtype: np.dtype[Any]) -> None:
+    """`MetadataError` for v2 filters a new array of `dtype` must not take: an object
+    codec for a dtype that is not object (its chunks would decode to objects:
+    unreadable), or `packbits` handed values that are not bool (it stores each value's
+    truthiness: 7 reads back as 1). Checked when an array is created only: an array
+    stored so reads as zarr-python reads it."""
+    if vlen := [f["id"] for f in filters if f.get("id") in VLEN_CODECS and dtype.kind != "O"]:
+        raise MetadataError(
+            f"filters: {vlen[0]!r} encodes objects (dtype=object or str), not {dtype}"
+        )
+    handed = dtype  # what each filter is handed: an earlier one may have cast it
+    for config in filters:
+        if config.get("id") == "packbits" and handed != np.dtype(bool):
+            raise MetadataError(
+                f"filters: 'packbits' encodes bool values, not {handed}: it would store "
+                "each value as 0 or 1 (its truthiness), losing the rest"
+            )
+        cast = config.get("encode_dtype") or config.get("astype")
+        handed = np.dtype(cast) if cast else handed
+
+
 def unavailable(codec_id: str) -> str:
     """Why numcodecs cannot build `codec_id`, and what to install or call to fix it: the
     one wording for v2 filters and compressors and v3's `numcodecs.*` codecs."""

@@ -23,7 +23,7 @@ from typing import Any, Literal
 import numpy as np
 
 from aiozarr.codecs.base import Codec
-from aiozarr.codecs.numcodecs_v2 import VLEN_CODECS
+from aiozarr.codecs.numcodecs_v2 import check_new_filters
 from aiozarr.codecs.numcodecs_v3 import complete
 from aiozarr.codecs.registry import NUMCODECS_PREFIX, new_codec
 from aiozarr.codecs.sharding import check_index_size
@@ -417,11 +417,7 @@ def _v2_metadata(
     v2_filters = [_numcodecs_config(f) for f in _as_list(filters)]
     if args.dtype.kind in "OT" and not v2_filters:
         v2_filters = [{"id": "vlen-bytes" if args.holds_bytes else "vlen-utf8"}]
-    vlen = [f["id"] for f in v2_filters if f.get("id") in VLEN_CODECS]
-    if vlen and args.dtype.kind != "O":  # its chunks would decode to objects: unreadable
-        raise MetadataError(
-            f"filters: {vlen[0]!r} encodes objects (dtype=object or str), not {args.dtype}"
-        )
+    check_new_filters(v2_filters, args.dtype)
     return ArrayMetadata(
         shape=args.shape,
         dtype=args.dtype,
