@@ -257,3 +257,59 @@ async def test_a_conditional_write_throttled_then_refused_is_a_conflict(
     assert not isinstance(raised.value, WriteOutcomeUnknownError)
     assert emulator.stats()["by_status"][str(status)] == 1  # refused, then tried again
     assert bytes(await store.get("k")) == b"another writer's"
+
+
+async def test_a_v2_create_reset_while_another_creates_the_same_node_keeps_its_attributes(
+    emulator: Emulator,
+) -> None:
+    """Create A's `.zgroup` PUT is reset before the server carries it out; its retry is
+    held back while another process creates the group with the very same `.zgroup`
+    (`{"zarr_format": 2}`: every v2 group's) and its attributes. A's retry is refused and
+    finds its own bytes there. Taken as its own, A wrote its `.zattrs` over the other's
+    (both creates returned); A now says it cannot tell, and writes nothing more."""
+    name = "v2group.zarr"
+    url, options = emulator.s3_url(name), emulator.storage_options()
+    other = {**options, "client_options": {**options.get("client_options", {}), "timeout": "31s"}}
+    document = {"key_glob": f"{name}/.zgroup", "methods": ["PUT"], "count": 1}
+    emulator.inject("reset", **document)
+    emulator.inject("late", **document, delay_s=3)
+    with config.set(retry_base_delay_s=0.001, retry_max_delay_s=0.01):
+        creating = asyncio.ensure_future(
+            aiozarr.create_group_async(
+                url, zarr_format=2, attributes={"by": "A"}, storage_options=options
+            )
+        )
+        while emulator.faults():  # the first PUT was reset; the retry is held
+            await asyncio.sleep(0.01)
+        await aiozarr.create_group_async(
+            url, zarr_format=2, attributes={"by": "B"}, storage_options=other
+        )
+        with pytest.raises(WriteOutcomeUnknownError, match=r"v2group\.zarr.*by this call"):
+            await creating
+    stored = await aiozarr.open_group_async(url, mode="r", storage_options=options)
+    assert stored.attrs == {"by": "B"}
+
+
+@pytest.mark.parametrize("single_writer", [True, False])
+async def test_a_v2_create_whose_answer_was_lost_cannot_tell_unless_single_writer(
+    emulator: Emulator, single_writer: bool
+) -> None:
+    """The retry finds the `.zarray` holding what the lost try sent: with `single_writer`
+    the node is this create's, and its `.zattrs` follows; otherwise another create may
+    have written those bytes, and its `.zattrs` must not be replaced."""
+    name = f"lost-v2-{single_writer}.zarr"
+    url, options = emulator.s3_url(name), emulator.storage_options()
+    emulator.inject("lost", count=1, key_glob=f"{name}/.zarray", methods=["PUT"])
+    fast = config.set(retry_base_delay_s=0.001, retry_max_delay_s=0.01, single_writer=single_writer)
+    create = aiozarr.create_array_async(
+        url, shape=(4,), dtype="i4", zarr_format=2, attributes={"a": 1}, storage_options=options
+    )
+    with fast:
+        if single_writer:
+            assert (await create).attrs == {"a": 1}
+        else:
+            with pytest.raises(WriteOutcomeUnknownError, match="by this call"):
+                await create
+    assert not emulator.faults()
+    stored = await aiozarr.open_array_async(url, mode="r", storage_options=options)
+    assert stored.attrs == ({"a": 1} if single_writer else {})

@@ -24,6 +24,7 @@ from aiozarr.errors import (
     StoreError,
     ValueTooLargeError,
     VersionConflictError,
+    WriteOutcomeUnknownError,
 )
 from aiozarr.metadata import consolidated, formats, v2, v3
 from aiozarr.metadata.format_protocol import (
@@ -368,6 +369,9 @@ async def write_node(store: Store, path: str, meta: Node, *, unfinished: bool = 
     other documents (a v2 `.zattrs`) follow, once the node is this writer's. With
     `unfinished` the claim is a placeholder no reader opens (`json.placeholder`) and
     nothing follows: `finish_node` writes the documents once the chunks are written.
+    Where a v2 `.zattrs` follows (written, or deleted as stale), a claim found holding
+    its bytes after a lost answer is `WriteOutcomeUnknownError` (another creator's, its
+    `.zattrs` would go); a v3 `zarr.json` is the whole node, so such a claim is ours.
     """
     fmt = formats.format_of(meta)
     docs = fmt.documents(path, meta)
@@ -375,13 +379,22 @@ async def write_node(store: Store, path: str, meta: Node, *, unfinished: bool = 
     doc = docs.pop(claim)
     if unfinished:
         doc, docs = placeholder(doc, claim), {}
-    if not await create_document(store, claim, doc):
+    stale = fmt.stale_keys(path, meta)
+    try:
+        created = await create_document(store, claim, doc, owned=bool(docs or stale))
+    except WriteOutcomeUnknownError as error:
+        raise WriteOutcomeUnknownError(
+            f"{error}; the node at {path or '/'!r} may be another writer's identical one, so "
+            f"{', '.join([*docs, *stale])} was left as found (neither written nor deleted): "
+            "read the node (single_writer=True: no other writer exists)"
+        ) from error
+    if not created:
         raise NodeExistsError(
             f"an array or group was created at {path or '/'!r} in {store!r} by another "
             "writer meanwhile"
         )
     # Only now: deleted before the claim, a `.zattrs` a winning creator wrote would go.
-    for key in fmt.stale_keys(path, meta):
+    for key in stale:
         await store.delete(key)
     await store.set_many(docs.items())
 
@@ -401,14 +414,21 @@ def _claim_key(fmt: Format, path: str, meta: Node) -> str:
     return fmt.metadata_key(path, meta) if isinstance(meta, ArrayMetadata) else fmt.group_key(path)
 
 
-async def create_document(store: Store, key: str, doc: bytes) -> bool:
+async def create_document(store: Store, key: str, doc: bytes, *, owned: bool = False) -> bool:
     """Write `doc` at `key` only if there is none there; False (nothing written) if there
     is. On the store's condition (If-None-Match: *, or the local store's `flock`) where
     it has one; where it has none, or its server is known not to honour it, a read and a
-    write under the key's lock in this process (other processes may still race)."""
+    write under the key's lock in this process (other processes may still race).
+    `owned`: who wrote it matters (`set_if(claim=True)`, unless `single_writer`): a try
+    whose answer was lost is `WriteOutcomeUnknownError`, even where `doc` is there."""
     if store.supports_conditional_writes and store.runtime.conditions.problem is None:
+        claim = owned and not config.get().single_writer
         try:
-            await store.set_if(key, doc, None)
+            await store.set_if(key, doc, None, claim=claim)
+        except WriteOutcomeUnknownError:
+            if claim:
+                raise
+            return False
         except VersionConflictError:
             return False
         except StoreError:
