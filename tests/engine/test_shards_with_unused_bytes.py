@@ -19,6 +19,8 @@ import numpy as np
 import pytest
 
 import aiozarr
+from aiozarr.storage.backends.counting import CountingStore
+from aiozarr.storage.backends.local import LocalStore
 from aiozarr.storage.backends.memory import MemoryStore
 
 EXPECTED = np.array([100, 101, 2, 3, 4, 5, 6, 7], dtype="<u2")
@@ -81,3 +83,35 @@ def test_an_inner_chunk_past_its_bound_is_still_refused(tmp_path: Path, length: 
     asyncio.run(stored.store.set("c/0", raw[: -layout.index_size] + index))
     with pytest.raises(aiozarr.errors.AiozarrError, match="c/0"):
         aiozarr.open_array(str(tmp_path / "a.zarr"))[...]
+
+
+def _with_unused_bytes(store: Any, unused: int) -> aiozarr.Array:
+    """`appended_shard` with `unused` more bytes no entry points to before its index."""
+    arr = appended_shard(store)
+    stored = arr.async_array.stored
+    layout = stored.layout
+    assert layout is not None
+    raw = bytes(asyncio.run(stored.store.get("c/0")))
+    shard = raw[: -layout.index_size] + bytes(unused) + raw[-layout.index_size :]
+    asyncio.run(stored.store.set("c/0", shard))
+    return aiozarr.open_array(store)
+
+
+@pytest.mark.parametrize("unused", [0, 4 << 20])
+def test_a_partial_write_merges_into_a_shard_with_unused_bytes_by_its_index(
+    tmp_path: Path, unused: int
+) -> None:
+    """The write reads the shard it merges into as a read does: whole within its bound,
+    else by its index (each inner chunk within its codecs' bound). It read any size
+    whole: 4 MiB no entry points to were read to merge 2 bytes in."""
+    store = CountingStore(LocalStore(tmp_path))
+    arr = _with_unused_bytes(store, unused)
+    before = store.bytes_read
+    arr[2:3] = 55
+    assert store.bytes_read - before < 200  # the index and 3 inner chunks of 4 bytes
+    expected = EXPECTED.copy()
+    expected[2] = 55
+    assert np.array_equal(aiozarr.open_array(str(tmp_path))[...], expected)
+    arr[0:1] = 7  # the handle goes by the index from now on
+    expected[0] = 7
+    assert np.array_equal(aiozarr.open_array(str(tmp_path))[...], expected)

@@ -289,3 +289,33 @@ def test_bounded_store_reads_refuse_only_what_is_too_large(tmp_path: Path) -> No
 
     asyncio.run(check(MemoryStore()))
     asyncio.run(check(LocalStore(tmp_path)))
+
+
+@pytest.mark.parametrize("sharded", [True, False])
+def test_a_partial_write_into_an_oversized_stored_unit_is_refused_unread(
+    tmp_path: Path, sharded: bool
+) -> None:
+    """A partial write reads the stored chunk (or shard) to merge into it: that read
+    took any size. It is refused as a read refuses it: a chunk past what its codecs can
+    make from its size, unread; a shard past its bound is read by its index (it may
+    hold bytes no entry points to), and 4 MiB of zeros fail there, at the index's
+    checksum. Nothing is written."""
+    from aiozarr.storage.backends.counting import CountingStore
+
+    store = CountingStore(LocalStore(tmp_path))
+    layout = {"chunks": (2,), "shards": (8,)} if sharded else {"chunks": (8,)}
+    arr = aiozarr.create_array(store, shape=(8,), dtype="i4", compressors=None, **layout)
+    arr[...] = np.arange(8, dtype="i4")
+    unit = tmp_path / "c" / "0"
+    oversized = unit.read_bytes() + bytes(4 << 20)
+    unit.write_bytes(oversized)
+    before = store.bytes_read
+    refusal = (
+        (aiozarr.errors.ChecksumError, "'c/0'")
+        if sharded
+        else (ValueTooLargeError, r"'c/0'.*4194\d{3} bytes, more than the 32")
+    )
+    with pytest.raises(refusal[0], match=refusal[1]):
+        arr[0:1] = 5
+    assert store.bytes_read - before <= 68  # at most the shard's index
+    assert unit.read_bytes() == oversized

@@ -24,21 +24,31 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 import numpy as np
 
-from aiozarr.codecs import CodecChain
+from aiozarr.byte_range import ByteRange
+from aiozarr.codecs import CodecChain, ShardIndex
 from aiozarr.engine.executor import codec_threads, run_codec
+from aiozarr.engine.located import chunk_bound, inner_range, shard_bound
 from aiozarr.engine.plan import ChunkSelection, ShardSelection, plan_chunks, plan_shards
 from aiozarr.engine.progress import ChunkProgress, ProgressCallback
-from aiozarr.engine.settings import WriteSettings
+from aiozarr.engine.settings import WriteSettings, unbounded_value_bytes
 from aiozarr.engine.stored_array import StoredArray
-from aiozarr.errors import CodecError, StoreError, VersionConflictError
+from aiozarr.errors import CodecError, StoreError, ValueTooLargeError, VersionConflictError
 from aiozarr.metadata.fill_value import filled, is_fill
 from aiozarr.selection.indexing import ChunkProjection
-from aiozarr.storage.protocol import Buffer, RangeRequest, Store, Versioned, write_conditions
+from aiozarr.storage.protocol import (
+    Buffer,
+    RangeRequest,
+    Store,
+    Version,
+    Versioned,
+    stored_size,
+    write_conditions,
+)
 
 W = TypeVar("W", ChunkSelection, ShardSelection)
 
@@ -219,10 +229,15 @@ class _Stores:
             ) from first
 
 
-async def _read_versioned(store: Store, keys: list[str]) -> dict[str, Versioned | None]:
-    """The values at `keys` (None: missing) with their versions, in one batch."""
-    answers = await store.get_versioned_values([RangeRequest(k) for k in keys])
-    return dict(zip(keys, answers, strict=True))
+async def _read_versioned(
+    store: Store, requests: list[RangeRequest]
+) -> dict[str, Versioned | None]:
+    """The values asked for (None: missing) with their versions, in one batch; a value
+    past its request's bound (what its codecs can store) is refused unread with
+    `ValueTooLargeError`, as a read refuses it: read to merge into, any size was taken
+    into memory."""
+    answers = await store.get_versioned_values(requests)
+    return {r.key: answer for r, answer in zip(requests, answers, strict=True)}
 
 
 async def _until_no_conflict(
@@ -259,8 +274,16 @@ async def _write_chunks(
     if partial:
         await write_conditions.ensure_trusted(array.store, array.prefix, partial)
 
+    unbounded = unbounded_value_bytes()
+
     async def write_once(pending: list[ChunkSelection]) -> set[str]:
-        partial = [w.key for w in pending if not w.projection.covers_chunk_in_array]
+        partial = [
+            RangeRequest(
+                w.key, None, chunk_bound(array.chain_for(w.projection.chunk_coords), unbounded)
+            )
+            for w in pending
+            if not w.projection.covers_chunk_in_array
+        ]
         read = await _read_versioned(array.store, partial)
         stores = _Stores(array, read)
         jobs = [
@@ -293,26 +316,30 @@ async def _write_shards(
     if partial:
         await write_conditions.ensure_trusted(array.store, array.prefix, partial)
 
+    unbounded = unbounded_value_bytes()
+
     async def write_once(pending: list[ShardSelection]) -> set[str]:
         # A shard rewritten in full needs nothing from the store; others are read once.
-        read = await _read_versioned(
-            array.store, [s.key for s in pending if not _replaces_whole_shard(s)]
-        )
+        merged = [s for s in pending if not _replaces_whole_shard(s)]
+        read, by_index, changed = await _read_shards(array, merged, unbounded)
         stores = _Stores(array, read)
 
         async def assemble(shard: ShardSelection) -> None:
             before = read.get(shard.key)
-            existing = None if before is None else before[0]
-            data = await _encode_shard(array, shard, existing, value, progress, settings)
+            stored = by_index.get(shard.key)
+            if stored is None:
+                stored = {} if before is None else _stored_chunks(shard, before[0])
+            data = await _encode_shard(array, shard, stored, value, progress, settings)
             if data is None and stores.keeps_fill(shard.key):
                 data = shard.layout.empty_shard()
             await stores.put(shard.key, data)
 
         async with anyio.create_task_group() as tg:
             for shard in pending:
-                tg.start_soon(assemble, shard)
+                if shard.key not in changed:
+                    tg.start_soon(assemble, shard)
         stores.check()
-        return stores.conflicts
+        return stores.conflicts | changed
 
     async with array.store.runtime.locks.hold([s.key for s in shards]):
         await _until_no_conflict(shards, write_once, settings)
@@ -330,16 +357,14 @@ def _replaces_whole_shard(shard: ShardSelection) -> bool:
 async def _encode_shard(
     array: StoredArray,
     shard: ShardSelection,
-    existing: Buffer | None,
+    stored: dict[tuple[int, ...], Buffer],
     value: np.ndarray,
     progress: ChunkProgress,
     settings: WriteSettings,
 ) -> Buffer | None:
     """The new bytes of one shard: untouched inner chunks kept as stored, touched re-encoded."""
     layout = shard.layout
-    chunks: dict[tuple[int, ...], Buffer | None] = {}
-    if existing is not None:
-        chunks.update(_stored_chunks(shard, existing))
+    chunks: dict[tuple[int, ...], Buffer | None] = dict(stored)
 
     jobs = [
         _Encode(layout.inner_chain, chunks.get(inner.inner_coords), shard.key, inner.projection)
@@ -352,26 +377,87 @@ async def _encode_shard(
 
 
 def _stored_chunks(shard: ShardSelection, existing: Buffer) -> dict[tuple[int, ...], Buffer]:
-    """The inner chunks stored in `existing` (shard `shard`'s bytes), as stored.
+    """The inner chunks stored in `existing` (shard `shard`'s bytes), as stored."""
+    view = memoryview(existing).cast("B")
+    index = shard.layout.index_of_shard(view, shard.key)
+    out: dict[tuple[int, ...], Buffer] = {}
+    for coords, byte_range in _stored_ranges(shard, index).items():
+        start, stop = byte_range.resolve(len(view))
+        out[coords] = view[start:stop]
+    return out
+
+
+def _stored_ranges(shard: ShardSelection, index: ShardIndex) -> dict[tuple[int, ...], ByteRange]:
+    """Where each inner chunk `index` says is stored lies in shard `shard`.
 
     A stored entry of no bytes (no codec writes one: empty inner chunks are marked
     empty) reads as a `CodecError`; kept, it would be written back as empty, the fill
     value, so a write into the shard that does not replace it is refused.
     """
-    layout = shard.layout
-    view = memoryview(existing).cast("B")
-    index = layout.index_of_shard(view, shard.key)
     written = {inner.inner_coords for inner in shard.inner if inner.projection.is_complete_chunk}
-    chunks: dict[tuple[int, ...], Buffer] = {}
-    for coords in np.ndindex(*layout.chunks_per_shard):
+    ranges: dict[tuple[int, ...], ByteRange] = {}
+    for coords in np.ndindex(*shard.layout.chunks_per_shard):
         byte_range = index.range_of(coords)
         if byte_range is None:
             continue
-        start, stop = byte_range.resolve(len(view))
-        if start == stop and coords not in written:
+        if byte_range.length == 0 and coords not in written:
             raise CodecError(
                 f"shard {shard.key!r}: corrupt shard index: inner chunk {coords} has offset "
-                f"{start} and length 0, which no codec stores; the shard was not written"
+                f"{byte_range.offset} and length 0, which no codec stores; the shard was not "
+                "written"
             )
-        chunks[coords] = view[start:stop]
-    return chunks
+        ranges[coords] = byte_range
+    return ranges
+
+
+async def _read_shards(
+    array: StoredArray, shards: list[ShardSelection], unbounded: int
+) -> tuple[dict[str, Versioned | None], dict[str, dict[tuple[int, ...], Buffer]], set[str]]:
+    """The shards a write merges into, as a read reads them: whole, within the most
+    their chunks and index can be stored as; where one is larger (bytes no index entry
+    points to: zarrs' partial encoder appends chunks and rewrites the index), each by
+    its index from then on (`shards_by_index`, `located.refused_whole`), every inner
+    chunk within its codecs' bound. Reading any size whole took it all into memory.
+    Returns each value read (None: missing) with its version, the inner chunks of those
+    read by their index, and the keys that changed between those reads (conflicts)."""
+    if not array.shards_by_index:
+        requests = [RangeRequest(s.key, None, shard_bound(s.layout, unbounded)) for s in shards]
+        try:
+            return await _read_versioned(array.store, requests), {}, set()
+        except ValueTooLargeError:
+            array.shards_by_index = True
+    read: dict[str, Versioned | None] = {}
+    by_index: dict[str, dict[tuple[int, ...], Buffer]] = {}
+    changed: set[str] = set()
+    for shard in shards:
+        found = await _shard_by_index(array.store, shard, unbounded)
+        if found is False:
+            changed.add(shard.key)
+        elif found is None:
+            read[shard.key] = None
+        else:
+            by_index[shard.key], version = found
+            read[shard.key] = (b"", version)  # the version to write on
+    return read, by_index, changed
+
+
+async def _shard_by_index(
+    store: Store, shard: ShardSelection, unbounded: int
+) -> tuple[dict[tuple[int, ...], Buffer], Version | None] | Literal[False] | None:
+    """Shard `shard`'s stored inner chunks and the version they were read from, read by
+    its index (None: the shard is missing; False: it changed between the reads)."""
+    layout = shard.layout
+    answer = await store.get_versioned(shard.key, layout.index_range)
+    if answer is None:
+        return None
+    index = layout.decode_index(answer[0], shard.key, stored_size(answer[1]))
+    # an entry of no bytes is one this write replaces (`_stored_ranges`): nothing to read
+    ranges = {c: r for c, r in _stored_ranges(shard, index).items() if r.length}
+    for coords in ranges:
+        inner_range(index, layout, shard.key, coords, unbounded)  # within its bound
+    requests = [RangeRequest(shard.key, r) for r in ranges.values()]
+    answers = await store.get_versioned_values(requests) if requests else []
+    version = answer[1]
+    if any(a is None or (a[1] != version and None not in (a[1], version)) for a in answers):
+        return False
+    return {c: a[0] for c, a in zip(ranges, answers, strict=True)}, answer[1]  # type: ignore[index]
