@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -317,3 +318,37 @@ def test_the_command_line_refuses_a_copy_into_its_own_memory(tmp_path: Path) -> 
     result = aiozarr_cli("cp", str(src), "memory://copy", check=False)
     assert result.returncode == 2  # it said "copied 1 array" of a copy gone at exit
     assert "would end with the command" in result.stderr
+
+
+def test_a_cast_before_the_sharding_codec_is_copied_into_the_shards_given(
+    tmp_path: Path,
+) -> None:
+    # `[cast_value, sharding_indexed]`: the sharding codec was taken for the serializer,
+    # so shards=False still wrote a sharded array, new shards nested one sharding codec
+    # in another, and new chunks were refused (the old inner chunks must divide them)
+    src = aiozarr.create_array(
+        tmp_path / "a.zarr",
+        shape=(12,),
+        chunks=(6,),
+        dtype="float64",
+        fill_value=0.3,
+        filters=[{"name": "cast_value", "configuration": {"data_type": "uint8"}}],
+        serializer={"name": "sharding_indexed", "configuration": {"chunk_shape": [2]}},
+        compressors=None,
+    )
+    src[:5] = [0.1, 1, 2, 3.4, 4]
+    data = src[...]  # 0.0 where a missing inner chunk decodes the cast fill value
+    options: list[dict[str, Any]] = [
+        {"shards": False},
+        {"chunks": (3,)},
+        {"shards": (4,)},
+        {"codec": "zstd:3"},
+    ]
+    layouts = [((2,), None), ((3,), (6,)), ((2,), (4,)), ((2,), (6,))]
+    for n, (kwargs, layout) in enumerate(zip(options, layouts, strict=True)):
+        copy(tmp_path / "a.zarr", tmp_path / f"{n}.zarr", **kwargs)
+        copied = aiozarr.open_array(tmp_path / f"{n}.zarr", mode="r")
+        assert (copied.chunks, copied.shards) == layout, kwargs
+        names = [c.name for c in copied.metadata.codecs]
+        assert names.count("sharding_indexed") == (layout[1] is not None), names
+        np.testing.assert_array_equal(copied[...], data)

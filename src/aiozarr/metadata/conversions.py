@@ -108,14 +108,22 @@ def v3_compressors(compressor: Mapping[str, Any] | None, itemsize: int) -> list[
 
 def v3_parts(codecs: Sequence[Any]) -> tuple[list[Any], Any, list[Any]]:
     """(array->array, serializer, compressors) documents of a v3 codec list, sharding
-    unwrapped; the serializer is "auto" when the list has none."""
+    unwrapped; the serializer is "auto" when the list has none. Array->array codecs
+    before `sharding_indexed` (`[cast_value, sharding_indexed]`) join its inner ones:
+    they encode the same values per inner chunk, and a copy given `shards` (or
+    `shards=False`) must not find a sharding codec as its serializer."""
     docs = [c.to_json() if hasattr(c, "to_json") else dict(c) for c in codecs]
-    if docs and docs[0]["name"] == "sharding_indexed":
-        docs = list(docs[0]["configuration"]["codecs"])
+    before: list[Any] = []
+    for i, doc in enumerate(docs):
+        if doc["name"] == "sharding_indexed":
+            before, docs = docs[:i], list(doc["configuration"]["codecs"])
+            break
+        if doc["name"] in SERIALIZERS:
+            break
     for i, doc in enumerate(docs):
         if doc["name"] in SERIALIZERS:
-            return docs[:i], doc, docs[i + 1 :]
-    return [], "auto", docs
+            return [*before, *docs[:i]], doc, docs[i + 1 :]
+    return before, "auto", docs
 
 
 def v2_compressors(compressors: Sequence[Mapping[str, Any]]) -> list[Any] | None:
