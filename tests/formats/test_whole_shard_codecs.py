@@ -80,3 +80,36 @@ def test_created_by_aiozarr(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "a"), mode="r")[:], VALUES)
+
+
+@pytest.mark.parametrize("kind", ["zstd after", "cast_value before"])
+def test_a_broken_whole_shard_is_an_error_naming_its_key(tmp_path: Path, kind: str) -> None:
+    # a shard read whole decoded its index with no key: "shard '': ... index"
+    options: dict[str, Any] = {"compressors": None}
+    if kind == "zstd after":
+        options["compressors"] = [ZstdCodec()]
+    else:  # 0.5 cast to uint8 is 0: shards are read whole
+        options["filters"] = [{"name": "cast_value", "configuration": {"data_type": "uint8"}}]
+    index = [{"name": "bytes", "configuration": {"endian": "little"}}]
+    arr = aiozarr.create_array(
+        tmp_path / "a",
+        shape=VALUES.shape,
+        dtype="f8",
+        chunks=(4, 4),
+        fill_value=0.5,
+        serializer={
+            "name": "sharding_indexed",
+            "configuration": {"chunk_shape": [2, 2], "index_codecs": index},
+        },
+        **options,
+    )
+    arr[:] = VALUES
+    stored = tmp_path / "a" / "c" / "0" / "1"
+    if kind == "zstd after":
+        import zstandard
+
+        stored.write_bytes(zstandard.compress(b"\x01" * 10))
+    else:
+        stored.write_bytes(stored.read_bytes()[:10])
+    with pytest.raises(aiozarr.errors.CodecError, match=r"shard 'c/0/1': 10 bytes is shorter"):
+        aiozarr.open_array(tmp_path / "a")[0, 5]

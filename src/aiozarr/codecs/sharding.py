@@ -502,7 +502,8 @@ class ShardingCodec(ArrayToBytesCodec):
         return layout.empty_shard() if encoded is None else encoded
 
     def decode(self, data: Any, spec: ChunkSpec) -> np.ndarray:
-        return self.layout(spec).decode_shard(data)
+        # `spec.key`: the stored shard, named by a broken index's error
+        return self.layout(spec).decode_shard(data, spec.key)
 
 
 def layout_of(chain: CodecChain, shape: tuple[int, ...] | None = None) -> ShardLayout | None:
