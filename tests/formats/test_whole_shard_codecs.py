@@ -113,3 +113,58 @@ def test_a_broken_whole_shard_is_an_error_naming_its_key(tmp_path: Path, kind: s
         stored.write_bytes(stored.read_bytes()[:10])
     with pytest.raises(aiozarr.errors.CodecError, match=r"shard 'c/0/1': 10 bytes is shorter"):
         aiozarr.open_array(tmp_path / "a")[0, 5]
+
+
+def _cast_fill_lost(path: Path) -> Any:
+    # 0.3 cast to uint8 is 0, which decodes to 0.0: shards are read whole
+    return aiozarr.create_array(
+        path,
+        shape=(8,),
+        dtype="f8",
+        chunks=(4,),
+        fill_value=0.3,
+        filters=[{"name": "cast_value", "configuration": {"data_type": "uint8"}}],
+        serializer={"name": "sharding_indexed", "configuration": {"chunk_shape": [2]}},
+        compressors=None,
+    )
+
+
+def test_a_shard_whose_inner_chunks_all_encode_to_the_fill_is_not_stored(
+    tmp_path: Path,
+) -> None:
+    # zarr-python's sharding codec stores no shard whose inner chunks are all the fill
+    # value as encoded (0 here): it reads as the array's fill value, 0.3. aiozarr stored
+    # an index-only shard, whose inner chunks read as 0 decoded, 0.0
+    arr = _cast_fill_lost(tmp_path / "a")
+    arr[:2] = [0.2, 0.1]
+    arr[4:7] = [0.2, 1.6, 0.4]
+    assert sorted(p.name for p in (tmp_path / "a" / "c").iterdir()) == ["1"]
+    np.testing.assert_array_equal(arr[:], [0.3] * 4 + [0.0, 2.0, 0.0, 0.0])
+    with aiozarr.config.set(write_empty_chunks=True):  # stored: 0 decoded
+        arr[:2] = [0.2, 0.1]
+    np.testing.assert_array_equal(arr[:4], [0.0] * 4)
+
+
+def test_a_fill_no_encoded_value_equals_still_keeps_the_shard(tmp_path: Path) -> None:
+    # numcodecs' astype passes the float64 fill 0.1 on unencoded, as in zarr-python,
+    # whose sharding codec then finds no float32 inner chunk equal to it: the shard
+    # stays, and its inner chunks read float32(0.1), not the fill value
+    arr = aiozarr.create_array(
+        tmp_path / "a",
+        shape=(7, 2),
+        dtype="f8",
+        chunks=(6, 2),
+        fill_value=0.1,
+        filters=[
+            {
+                "name": "numcodecs.astype",
+                "configuration": {"encode_dtype": "<f4", "decode_dtype": "<f8"},
+            }
+        ],
+        serializer={"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 2]}},
+        compressors=None,
+    )
+    arr[0] = 2.5
+    arr[0] = 0.1
+    assert (tmp_path / "a" / "c" / "0" / "0").exists()
+    np.testing.assert_array_equal(arr[:6], np.full((6, 2), np.float32(0.1), dtype="f8"))

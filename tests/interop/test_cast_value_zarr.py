@@ -351,3 +351,32 @@ def test_a_fill_the_cast_loses_reads_as_zarr_python_reads_it(tmp_path: Path) -> 
     np.testing.assert_array_equal(ours[:], z[:])  # the missing shard: 0.3 in both
     ours[2:4] = [0.3, 0.3]
     np.testing.assert_array_equal(zarr.open_array(path, mode="r")[:], ours[:])
+
+
+@pytest.mark.filterwarnings("ignore:Combining a `sharding_indexed` codec:UserWarning")
+def test_a_shard_that_casts_to_the_fill_reads_as_with_zarr_pythons_pipeline(
+    tmp_path: Path,
+) -> None:
+    # 0.2 and 0.1 cast to uint8 are 0, the fill value 0.3 as encoded: zarr-python's
+    # sharding codec stores no shard, which reads as 0.3; aiozarr's pipeline stored an
+    # index-only shard, read as 0.0
+    pytest.importorskip("aiozarr.zarr")  # registers the pipeline
+
+    got = []
+    for pipeline in ("zarr.core.codec_pipeline.BatchedCodecPipeline", "aiozarr.zarr.CodecPipeline"):
+        with zarr.config.set({"codec_pipeline.path": pipeline}):
+            z = zarr.create_array(
+                zarr.storage.LocalStore(tmp_path / pipeline),
+                shape=(8,),
+                chunks=(4,),
+                dtype="float64",
+                fill_value=0.3,
+                filters=[cast_value.CastValue(data_type="uint8", out_of_range="clamp")],
+                serializer=zarr.codecs.ShardingCodec(chunk_shape=(2,)),
+                compressors=None,
+            )
+            z[:2] = [0.2, 0.1]
+            z[4:7] = [0.2, 1.6, 0.4]
+            got.append(z[:])
+    np.testing.assert_array_equal(got[0], [0.3] * 4 + [0.0, 2.0, 0.0, 0.0])
+    np.testing.assert_array_equal(got[1], got[0])

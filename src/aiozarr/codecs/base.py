@@ -155,6 +155,10 @@ class ArrayToBytesCodec(Codec):
     """Array in, bytes out (e.g. bytes, sharding_indexed, vlen-utf8)."""
 
     role = CodecRole.ARRAY_TO_BYTES
+    #: Whether an input of nothing but `spec.fill_value` encodes to nothing of its own
+    #: (`sharding_indexed`: every inner chunk left empty). zarr-python then stores no
+    #: chunk at all (`CodecChain.encode_unless_fill`).
+    elides_fill: ClassVar[bool] = False
 
     @abstractmethod
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes | memoryview: ...

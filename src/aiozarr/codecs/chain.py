@@ -26,6 +26,7 @@ from aiozarr.codecs.base import (
 )
 from aiozarr.codecs.registry import get_codec
 from aiozarr.errors import AiozarrError, CodecError, MetadataError, UnsupportedError
+from aiozarr.metadata.fill_value import is_fill
 from aiozarr.metadata.model import ArrayMetadata, CodecMetadata
 from aiozarr.sizes import memory_bytes
 
@@ -342,6 +343,21 @@ class CodecChain:
         Errors are `CodecError`s naming `key`: a codec library's own error too (numcodecs'
         bitround raises `KeyError` for a data type it does not take).
         """
+        data = self._encode(array, key, unless_fill=False)
+        assert data is not None
+        return data
+
+    def encode_unless_fill(self, array: np.ndarray, key: str = "") -> bytes | memoryview | None:
+        """`encode`, or None where the array->bytes codec `elides_fill` and the
+        array->array codecs turn `array` into nothing but the fill value as they encode
+        it: zarr-python stores no such shard (a cast to uint8 of 0.2 with a fill value
+        of 0.3: every inner chunk is the encoded fill, 0), which then reads as the
+        array's fill value, not as an index-only shard's decoded fill (0.0)."""
+        return self._encode(array, key, unless_fill=self.array_to_bytes.elides_fill)
+
+    def _encode(
+        self, array: np.ndarray, key: str, *, unless_fill: bool
+    ) -> bytes | memoryview | None:
         spec = self._spec
         array = np.asarray(array)
         if array.shape != spec.shape:
@@ -354,6 +370,8 @@ class CodecChain:
                 array = array.astype(spec.dtype)
             for codec, codec_spec in zip(self.array_to_array, self._array_specs, strict=True):
                 array = codec.encode(array, codec_spec)
+            if unless_fill and _all_fill(array, self._bytes_spec.fill_value):
+                return None
             data = self.array_to_bytes.encode(array, self._bytes_spec)
             for bb in self.bytes_to_bytes:
                 data = bb.encode(data, self._bytes_spec)
@@ -394,6 +412,24 @@ def _validate(codec: Codec, spec: ChunkSpec, where: str) -> None:
         if where in str(error):
             raise
         raise MetadataError(f"{where}: {error}") from error
+
+
+def _all_fill(array: np.ndarray, fill_value: Any) -> bool:
+    """Whether `array` is all `fill_value` where that is a value of `array`'s type, as
+    zarr-python's sharding codec tells an empty inner chunk: a fill value the
+    array->array codecs pass on unencoded (numcodecs' `astype` to float32 keeps a
+    float64 fill of 0.1, which no float32 equals) is never found there."""
+    if fill_value is None or array.dtype.hasobject:
+        return False
+    try:
+        with np.errstate(invalid="ignore", over="ignore"):
+            held = np.asarray(fill_value, dtype=array.dtype)
+            same = bool(held == fill_value)
+            if not same and held.dtype.kind in "fc":  # a NaN fill held as a NaN
+                same = bool(np.isnan(held)) and bool(np.isnan(fill_value))
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return same and is_fill(array, fill_value)
 
 
 def _resolved(codec: ArrayToArrayCodec, spec: ChunkSpec, where: str) -> ChunkSpec:

@@ -416,6 +416,7 @@ class ShardingCodec(ArrayToBytesCodec):
         self.layout(spec)
 
     decodes_parts = True  # each inner chunk is read and decoded alone
+    elides_fill = True  # inner chunks of the fill value are left empty
 
     def max_encoded_size(self, spec: ChunkSpec) -> int | None:
         return self.layout(spec).max_stored_bytes

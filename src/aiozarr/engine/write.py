@@ -83,9 +83,11 @@ def _encode_one(
         part = value[projection.out_selection]
         # One element: numpy would store a 0-d object array as the element itself.
         chunk[projection.chunk_selection] = part[()] if part.ndim == 0 else part
-    if not (write_empty or job.keep_fill) and is_fill(chunk, fill_value):
+    if write_empty or job.keep_fill:
+        return job.chain.encode(chunk, job.key)
+    if is_fill(chunk, fill_value):
         return None
-    return job.chain.encode(chunk, job.key)
+    return job.chain.encode_unless_fill(chunk, job.key)
 
 
 def _encode_all(
