@@ -168,3 +168,26 @@ def test_a_fill_no_encoded_value_equals_still_keeps_the_shard(tmp_path: Path) ->
     arr[0] = 0.1
     assert (tmp_path / "a" / "c" / "0" / "0").exists()
     np.testing.assert_array_equal(arr[:6], np.full((6, 2), np.float32(0.1), dtype="f8"))
+
+
+def test_chunks_initialized_count_whole_shards_as_nchunks_does(tmp_path: Path) -> None:
+    # nchunks counted the shards read whole, nchunks_initialized their inner chunks:
+    # info said "Chunks initialized : 3 of 2"
+    arr = aiozarr.create_array(
+        tmp_path / "a",
+        shape=(12,),
+        dtype="f8",
+        chunks=(6,),
+        serializer=ShardingCodec(chunk_shape=(2,)),
+        compressors=[ZstdCodec()],
+    )
+    arr[:3] = 1.0
+    cast = _cast_fill_lost(tmp_path / "b")
+    cast[:3] = 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = zarr.open_array(str(tmp_path / "a"), mode="r")
+        assert (theirs.nchunks_initialized, theirs.nchunks) == (1, 2)
+    for ours in (arr, cast):
+        assert (ours.nchunks_initialized, ours.nchunks) == (1, 2)
+        assert ours.info_complete().splitlines()[-1].endswith("1 of 2")
