@@ -352,3 +352,23 @@ def test_a_cast_before_the_sharding_codec_is_copied_into_the_shards_given(
         names = [c.name for c in copied.metadata.codecs]
         assert names.count("sharding_indexed") == (layout[1] is not None), names
         np.testing.assert_array_equal(copied[...], data)
+
+
+def test_a_shard_compressed_whole_is_copied_compressed(tmp_path: Path) -> None:
+    # `[sharding_indexed, zstd]`: the zstd after the sharding codec was dropped by any
+    # conversion, and the copy was stored uncompressed (v2 too)
+    src = aiozarr.create_array(
+        tmp_path / "a.zarr",
+        shape=(12,),
+        chunks=(6,),
+        dtype="float64",
+        serializer={"name": "sharding_indexed", "configuration": {"chunk_shape": [2]}},
+        compressors=[{"name": "zstd", "configuration": {"level": 1}}],
+    )
+    src[:] = np.arange(12.0)
+    for n, kwargs in enumerate([{"chunks": (3,)}, {"shards": False}, {"zarr_format": 2}]):
+        copy(tmp_path / "a.zarr", tmp_path / f"{n}.zarr", **kwargs)
+        copied = aiozarr.open_array(tmp_path / f"{n}.zarr", mode="r")
+        names = [getattr(c, "name", None) or c.codec_id for c in copied.compressors]
+        assert names == ["zstd"], kwargs
+        np.testing.assert_array_equal(copied[...], np.arange(12.0))

@@ -108,22 +108,26 @@ def v3_compressors(compressor: Mapping[str, Any] | None, itemsize: int) -> list[
 
 def v3_parts(codecs: Sequence[Any]) -> tuple[list[Any], Any, list[Any]]:
     """(array->array, serializer, compressors) documents of a v3 codec list, sharding
-    unwrapped; the serializer is "auto" when the list has none. Array->array codecs
-    before `sharding_indexed` (`[cast_value, sharding_indexed]`) join its inner ones:
-    they encode the same values per inner chunk, and a copy given `shards` (or
-    `shards=False`) must not find a sharding codec as its serializer."""
+    unwrapped; the serializer is "auto" when the list has none. The codecs around
+    `sharding_indexed` join its inner ones: array->array codecs before it
+    (`[cast_value, sharding_indexed]`) encode the same values per inner chunk, and
+    bytes->bytes codecs after it (`[sharding_indexed, zstd]`, each shard compressed
+    whole) compress each chunk, so that a copy given `chunks`, `shards` or
+    `shards=False` neither nests a sharding codec nor drops the compression."""
     docs = [c.to_json() if hasattr(c, "to_json") else dict(c) for c in codecs]
     before: list[Any] = []
+    after: list[Any] = []
     for i, doc in enumerate(docs):
         if doc["name"] == "sharding_indexed":
-            before, docs = docs[:i], list(doc["configuration"]["codecs"])
+            before, after = docs[:i], docs[i + 1 :]
+            docs = list(doc["configuration"]["codecs"])
             break
         if doc["name"] in SERIALIZERS:
             break
     for i, doc in enumerate(docs):
         if doc["name"] in SERIALIZERS:
-            return [*before, *docs[:i]], doc, docs[i + 1 :]
-    return before, "auto", docs
+            return [*before, *docs[:i]], doc, [*docs[i + 1 :], *after]
+    return before, "auto", [*docs, *after]
 
 
 def v2_compressors(compressors: Sequence[Mapping[str, Any]]) -> list[Any] | None:
