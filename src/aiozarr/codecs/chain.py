@@ -353,7 +353,9 @@ class CodecChain:
         it: zarr-python stores no such shard (a cast to uint8 of 0.2 with a fill value
         of 0.3: every inner chunk is the encoded fill, 0), which then reads as the
         array's fill value, not as an index-only shard's decoded fill (0.0)."""
-        return self._encode(array, key, unless_fill=self.array_to_bytes.elides_fill)
+        # with no array->array codec, the caller's own fill check has said it all
+        unless_fill = self.array_to_bytes.elides_fill and bool(self.array_to_array)
+        return self._encode(array, key, unless_fill=unless_fill)
 
     def _encode(
         self, array: np.ndarray, key: str, *, unless_fill: bool

@@ -299,10 +299,8 @@ class AsyncArray(hierarchy.NodeLocation):
         return await stored_size.array_keys(self._store, self._path, self._stored.prefix)
 
     async def nchunks_initialized(self) -> int:
-        """Chunks stored, as zarr-python counts them: objects x chunks per shard (one listing).
-        In the units of `nchunks`: shards read whole (`StoredArray.layout` None: a
-        compressor after `sharding_indexed`, a cast before it that loses the fill value)
-        count one each, as their read grid does."""
+        """Chunks stored, in the units of `nchunks` (one listing): objects x chunks per
+        shard, or one each for shards read whole (`StoredArray.layout` None)."""
         keys = await self._stored_keys()
         stored = stored_size.chunk_objects(self.metadata, self._stored.prefix, keys)
         if self._stored.layout is None or self._stored.rectilinear is not None:
