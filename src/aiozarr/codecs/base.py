@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from aiozarr.errors import CodecError
+from aiozarr.errors import CodecError, MetadataError
 from aiozarr.metadata.model import CodecMetadata
 
 #: What a compressor may add to its input, on top of doubling it: gzip adds 18 bytes and
@@ -121,6 +121,17 @@ class ArrayToArrayCodec(Codec):
     #: input. Before `sharding_indexed`, inner chunks are then read alone where the
     #: codec also `keeps_fill`.
     elementwise: ClassVar[bool] = False
+
+    def encoded_fill(self, spec: ChunkSpec) -> Any:
+        """The fill value of `spec` as this codec encodes it: what a chunk of fill values
+        is stored as (a codec that changes values resolves its output spec with it); a
+        fill it cannot encode is a `MetadataError`."""
+        if spec.fill_value is None:
+            return None
+        try:
+            return self.encode(np.asarray(spec.fill_value, dtype=spec.dtype), spec)[()]
+        except CodecError as error:
+            raise MetadataError(f"fill value {spec.fill_value!r}: {error}") from None
 
     def keeps_fill(self, spec: ChunkSpec) -> bool:
         """Whether the fill value of `spec` decodes back from what it encodes to, bit for

@@ -97,13 +97,7 @@ class CastValueCodec(ArrayToArrayCodec):
     def resolve(self, spec: ChunkSpec) -> ChunkSpec:
         """The target data type, and the fill value encoded: what a chunk of fill values
         is stored as."""
-        fill = spec.fill_value
-        if fill is not None:
-            try:
-                fill = self.encode(np.asarray(fill, dtype=spec.dtype), spec)[()]
-            except CodecError as error:
-                raise MetadataError(f"fill value {fill!r}: {error}") from None
-        return ChunkSpec(spec.shape, self.target, fill, spec.key)
+        return ChunkSpec(spec.shape, self.target, self.encoded_fill(spec), spec.key)
 
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
         entries = self._scalars(array.dtype)[0]

@@ -66,13 +66,7 @@ class ScaleOffsetCodec(ArrayToArrayCodec):
 
     def resolve(self, spec: ChunkSpec) -> ChunkSpec:
         """The fill value encoded: what a chunk of fill values is stored as."""
-        fill = spec.fill_value
-        if fill is not None:
-            try:
-                fill = self.encode(np.asarray(fill, dtype=spec.dtype), spec)[()]
-            except CodecError as error:
-                raise MetadataError(f"fill value {fill!r}: {error}") from None
-        return ChunkSpec(spec.shape, spec.dtype, fill, spec.key)
+        return ChunkSpec(spec.shape, spec.dtype, self.encoded_fill(spec), spec.key)
 
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
         offset, scale = self._values(array.dtype)
