@@ -115,3 +115,30 @@ def test_a_partial_write_merges_into_a_shard_with_unused_bytes_by_its_index(
     arr[0:1] = 7  # the handle goes by the index from now on
     expected[0] = 7
     assert np.array_equal(aiozarr.open_array(str(tmp_path))[...], expected)
+
+
+def test_shards_merged_into_by_their_indexes_are_read_in_two_batches() -> None:
+    """Every index in one batch, then every stored inner chunk in the next, as a read
+    asks for them: not two requests per shard, one after the other."""
+    store = CountingStore(MemoryStore())
+    arr = aiozarr.create_array(
+        store, shape=(16,), chunks=(2,), shards=(8,), dtype="<u2", compressors=None
+    )
+    values = np.arange(16, dtype="<u2")
+    arr[...] = values
+    stored = arr.async_array.stored
+    layout = stored.layout
+    assert layout is not None
+    for key in ("c/0", "c/1"):  # bytes no entry points to: past the shard's bound
+        raw = bytes(asyncio.run(stored.store.get(key)))
+        padded = raw[: -layout.index_size] + bytes(64) + raw[-layout.index_size :]
+        asyncio.run(stored.store.set(key, padded))
+    arr = aiozarr.open_array(store)
+    arr[0:1] = 7  # refused whole: the handle goes by the indexes from now on
+    values[0] = 7
+    store.reset()
+    arr[5:11] = 9  # parts of both shards
+    values[5:11] = 9
+    assert len(store.batches) == 2
+    assert [len(b) for b in store.batches] == [2, 8]  # two indexes; their stored chunks
+    assert np.array_equal(aiozarr.open_array(store)[...], values)

@@ -24,7 +24,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import numpy as np
@@ -44,7 +44,6 @@ from aiozarr.storage.protocol import (
     Buffer,
     RangeRequest,
     Store,
-    Version,
     Versioned,
     stored_size,
     write_conditions,
@@ -417,8 +416,8 @@ async def _read_shards(
 ) -> tuple[dict[str, Versioned | None], dict[str, dict[tuple[int, ...], Buffer]], set[str]]:
     """The shards a write merges into, as a read reads them: whole, within the most
     their chunks and index can be stored as; where one is larger (bytes no index entry
-    points to: zarrs' partial encoder appends chunks and rewrites the index), each by
-    its index from then on (`shards_by_index`, `located.refused_whole`), every inner
+    points to: zarrs' partial encoder appends chunks and rewrites the index), by their
+    indexes from then on (`shards_by_index`, `located.refused_whole`), every inner
     chunk within its codecs' bound. Reading any size whole took it all into memory.
     Returns each value read (None: missing) with its version, the inner chunks of those
     read by their index, and the keys that changed between those reads (conflicts)."""
@@ -428,38 +427,39 @@ async def _read_shards(
             return await _read_versioned(array.store, requests), {}, set()
         except ValueTooLargeError:
             array.shards_by_index = True
+    return await _read_by_index(array.store, shards, unbounded)
+
+
+async def _read_by_index(
+    store: Store, shards: list[ShardSelection], unbounded: int
+) -> tuple[dict[str, Versioned | None], dict[str, dict[tuple[int, ...], Buffer]], set[str]]:
+    """`_read_shards` by their indexes: every index in one batch, then every stored
+    inner chunk in the next, as a read asks for them."""
+    answers = await store.get_versioned_values(
+        [RangeRequest(s.key, s.layout.index_range) for s in shards]
+    )
     read: dict[str, Versioned | None] = {}
-    by_index: dict[str, dict[tuple[int, ...], Buffer]] = {}
-    changed: set[str] = set()
-    for shard in shards:
-        found = await _shard_by_index(array.store, shard, unbounded)
-        if found is False:
-            changed.add(shard.key)
-        elif found is None:
+    wanted: list[tuple[str, tuple[int, ...], ByteRange]] = []
+    for shard, answer in zip(shards, answers, strict=True):
+        if answer is None:
             read[shard.key] = None
+            continue
+        layout = shard.layout
+        index = layout.decode_index(answer[0], shard.key, stored_size(answer[1]))
+        read[shard.key] = (b"", answer[1])  # the version to write on
+        # an entry of no bytes is one this write replaces (`_stored_ranges`): not read
+        for coords, byte_range in _stored_ranges(shard, index).items():
+            if byte_range.length:
+                inner_range(index, layout, shard.key, coords, unbounded)  # within its bound
+                wanted.append((shard.key, coords, byte_range))
+    parts = [RangeRequest(key, r) for key, _, r in wanted]
+    found = await store.get_versioned_values(parts) if parts else []
+    by_index: dict[str, dict[tuple[int, ...], Buffer]] = {k: {} for k, v in read.items() if v}
+    changed: set[str] = set()
+    for (key, coords, _), part in zip(wanted, found, strict=True):
+        version = read[key][1]  # type: ignore[index]
+        if part is None or (part[1] != version and None not in (part[1], version)):
+            changed.add(key)  # rewritten between its index and its chunks
         else:
-            by_index[shard.key], version = found
-            read[shard.key] = (b"", version)  # the version to write on
+            by_index[key][coords] = part[0]
     return read, by_index, changed
-
-
-async def _shard_by_index(
-    store: Store, shard: ShardSelection, unbounded: int
-) -> tuple[dict[tuple[int, ...], Buffer], Version | None] | Literal[False] | None:
-    """Shard `shard`'s stored inner chunks and the version they were read from, read by
-    its index (None: the shard is missing; False: it changed between the reads)."""
-    layout = shard.layout
-    answer = await store.get_versioned(shard.key, layout.index_range)
-    if answer is None:
-        return None
-    index = layout.decode_index(answer[0], shard.key, stored_size(answer[1]))
-    # an entry of no bytes is one this write replaces (`_stored_ranges`): nothing to read
-    ranges = {c: r for c, r in _stored_ranges(shard, index).items() if r.length}
-    for coords in ranges:
-        inner_range(index, layout, shard.key, coords, unbounded)  # within its bound
-    requests = [RangeRequest(shard.key, r) for r in ranges.values()]
-    answers = await store.get_versioned_values(requests) if requests else []
-    version = answer[1]
-    if any(a is None or (a[1] != version and None not in (a[1], version)) for a in answers):
-        return False
-    return {c: a[0] for c, a in zip(ranges, answers, strict=True)}, answer[1]  # type: ignore[index]
