@@ -9,8 +9,9 @@ per distinct shape (a grid has few).
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn, cast
 
 import numpy as np
@@ -65,11 +66,12 @@ class CodecChain:
         self._reads_inner: bool | None = None
         where = key or "metadata"
         specs = []
-        for codec in self.array_to_array:
-            _validate(codec, spec, where)
-            specs.append(spec)
-            spec = _resolved(codec, spec, where)
-        _validate(array_to_bytes, spec, where)
+        with _naming(where):  # a codec's MetadataError names the document
+            for codec in self.array_to_array:
+                codec.validate(spec)
+                specs.append(spec)
+                spec = codec.resolve(spec)  # a fill value it cannot encode is one too
+            array_to_bytes.validate(spec)
         # The input spec of each array->array codec, and of the array->bytes codec.
         self._array_specs = tuple(specs)
         self._bytes_spec = spec
@@ -77,7 +79,8 @@ class CodecChain:
         size = array_to_bytes.encoded_size(spec)
         most = array_to_bytes.max_encoded_size(spec)
         for bb in self.bytes_to_bytes:
-            _validate(bb, spec, where)
+            with _naming(where):
+                bb.validate(spec)
             if size is not None:
                 sizes.append((size, True))
             else:  # variable-length data: no bound but the ceiling
@@ -407,9 +410,12 @@ def _scratch(nbytes: int) -> np.ndarray:
     return buffer[:nbytes]
 
 
-def _validate(codec: Codec, spec: ChunkSpec, where: str) -> None:
+@contextlib.contextmanager
+def _naming(where: str) -> Iterator[None]:
+    """A `MetadataError` raised in the block names `where` (the document), where it
+    does not already."""
     try:
-        codec.validate(spec)
+        yield
     except MetadataError as error:
         if where in str(error):
             raise
@@ -432,14 +438,3 @@ def _all_fill(array: np.ndarray, fill_value: Any) -> bool:
     except (TypeError, ValueError, OverflowError):
         return False
     return same and is_fill(array, fill_value)
-
-
-def _resolved(codec: ArrayToArrayCodec, spec: ChunkSpec, where: str) -> ChunkSpec:
-    """`codec.resolve(spec)`; its `MetadataError` (a fill value it cannot encode) names
-    the document, as `_validate`'s do."""
-    try:
-        return codec.resolve(spec)
-    except MetadataError as error:
-        if where in str(error):
-            raise
-        raise MetadataError(f"{where}: {error}") from error

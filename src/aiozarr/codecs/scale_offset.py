@@ -73,7 +73,10 @@ class ScaleOffsetCodec(ArrayToArrayCodec):
         if array.dtype.kind == "f":
             with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN, as IEEE 754
                 return (array - offset) * scale
-        _check_range(array, lambda x: (x - int(offset)) * int(scale))
+        if not array.size:
+            return array.copy()
+        ends = _extremes(array)
+        _check_range(array.dtype, ends, lambda x: (x - int(offset)) * int(scale))
         return _exact(array, lambda a: (a - offset) * scale)
 
     def decode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
@@ -81,14 +84,16 @@ class ScaleOffsetCodec(ArrayToArrayCodec):
         if array.dtype.kind == "f":
             with np.errstate(over="ignore", invalid="ignore"):
                 return array / scale + offset
-        if array.size and np.any(array % scale):
+        if not array.size:
+            return array.copy()
+        if np.any(array % scale):
             raise CodecError(
                 f"codec 'scale_offset': a stored value leaves a non-zero remainder when "
                 f"divided by scale {self.scale!r}: it has no {array.dtype} value"
             )
-        _check_range(array, lambda x: x // int(scale) + int(offset))
-        quotients = _bounds(array, lambda x: x // int(scale))
-        if _fits(quotients, array.dtype):
+        ends = _extremes(array)
+        _check_range(array.dtype, ends, lambda x: x // int(scale) + int(offset))
+        if _fits(_bounds(ends, lambda x: x // int(scale)), array.dtype):
             return _exact(array, lambda a: a // scale + offset)
         # x // scale itself leaves the type (the type's minimum divided by -1)
         return (array.astype(object) // int(scale) + int(offset)).astype(array.dtype)
@@ -128,13 +133,16 @@ def _json_float(value: Any) -> Any:
     return value
 
 
-def _bounds(array: np.ndarray, step: Any) -> tuple[int, int]:
-    """The least and greatest of `step(x)` over `array`'s values, for a monotonic
+def _extremes(array: np.ndarray) -> tuple[int, int]:
+    """The least and greatest of `array`'s values (it has some), as Python ints."""
+    return int(array.min()), int(array.max())
+
+
+def _bounds(ends: tuple[int, int], step: Any) -> tuple[int, int]:
+    """The least and greatest of `step(x)` over values between `ends`, for a monotonic
     `step` on Python ints (so no arithmetic wraps): its values at the extremes."""
-    if not array.size:
-        return 0, 0
-    ends = (step(int(array.min())), step(int(array.max())))
-    return min(ends), max(ends)
+    at = (step(ends[0]), step(ends[1]))
+    return min(at), max(at)
 
 
 def _fits(bounds: tuple[int, int], dtype: np.dtype[Any]) -> bool:
@@ -142,14 +150,14 @@ def _fits(bounds: tuple[int, int], dtype: np.dtype[Any]) -> bool:
     return int(info.min) <= bounds[0] and bounds[1] <= int(info.max)
 
 
-def _check_range(array: np.ndarray, step: Any) -> None:
-    bounds = _bounds(array, step)
-    if not _fits(bounds, array.dtype):
-        info = np.iinfo(array.dtype)
+def _check_range(dtype: np.dtype[Any], ends: tuple[int, int], step: Any) -> None:
+    bounds = _bounds(ends, step)
+    if not _fits(bounds, dtype):
+        info = np.iinfo(dtype)
         value = bounds[0] if bounds[0] < info.min else bounds[1]
         raise CodecError(
             f"codec 'scale_offset': a value becomes {value}, outside the range of dtype "
-            f"{array.dtype} [{info.min}, {info.max}]"
+            f"{dtype} [{info.min}, {info.max}]"
         )
 
 
