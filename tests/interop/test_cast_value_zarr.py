@@ -18,46 +18,16 @@ cast_value = pytest.importorskip("zarr.codecs.cast_value")
 pytest.importorskip("cast_value_rs")
 
 import zarr  # noqa: E402
+from tests.interop.codec_calls import aiozarr_call, zarr_call  # noqa: E402
 from zarr.codecs.scale_offset import ScaleOffset  # noqa: E402
-from zarr.core.array_spec import ArrayConfig, ArraySpec  # noqa: E402
-from zarr.core.buffer import default_buffer_prototype  # noqa: E402
-from zarr.core.dtype import parse_dtype  # noqa: E402
 
 import aiozarr  # noqa: E402
-from aiozarr.codecs import ChunkSpec, get_codec  # noqa: E402
+from aiozarr.codecs import get_codec  # noqa: E402
 from aiozarr.codecs.cast_value import ROUNDINGS, CastValueCodec  # noqa: E402
 from aiozarr.errors import CodecError  # noqa: E402
 
 INTEGERS = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
 FLOATS = ["float16", "float32", "float64"]
-
-
-def _zarr_spec(dtype: np.dtype[Any], shape: tuple[int, ...]) -> ArraySpec:
-    return ArraySpec(
-        shape=shape,
-        dtype=parse_dtype(dtype, zarr_format=3),
-        fill_value=0,
-        config=ArrayConfig.from_dict({}),
-        prototype=default_buffer_prototype(),
-    )
-
-
-def _theirs(codec: Any, method: str, values: np.ndarray, spec_dtype: Any) -> Any:
-    buffer = default_buffer_prototype().nd_buffer.from_ndarray_like(values.copy())
-    try:
-        out = getattr(codec, method)(buffer, _zarr_spec(np.dtype(spec_dtype), values.shape))
-        return np.asarray(out.as_ndarray_like())
-    except (ValueError, TypeError, OverflowError) as error:
-        return error
-
-
-def _ours(codec: CastValueCodec, method: str, values: np.ndarray, spec_dtype: Any) -> Any:
-    try:
-        return getattr(codec, method)(
-            values.copy(), ChunkSpec(values.shape, np.dtype(spec_dtype), 0)
-        )
-    except CodecError as error:
-        return error
 
 
 def _values(draw: Any, dtype: np.dtype[Any]) -> np.ndarray:
@@ -132,8 +102,8 @@ def test_encode_and_decode_are_zarr_pythons(case: tuple[np.ndarray, str, str, An
         )
     for mine_codec, zarr_codec, method, zarr_method, to, spec_dtype in checks:
         assert isinstance(mine_codec, CastValueCodec)
-        mine = _ours(mine_codec, method, values, spec_dtype)
-        expected = _theirs(zarr_codec, zarr_method, values, spec_dtype)
+        mine = aiozarr_call(mine_codec, method, values, spec_dtype)
+        expected = zarr_call(zarr_codec, zarr_method, values, spec_dtype)
         if _known_difference(values, to, out_of_range):
             continue
         if isinstance(expected, Exception):
@@ -172,14 +142,17 @@ def test_scalar_map_is_zarr_pythons(case: tuple[np.ndarray, str, dict[str, Any]]
     assert isinstance(ours, CastValueCodec)
     theirs = cast_value.CastValue(**config)
     encoded, expected = (
-        _ours(ours, "encode", values, source),
-        _theirs(theirs, "_encode_sync", values, source),
+        aiozarr_call(ours, "encode", values, source),
+        zarr_call(theirs, "_encode_sync", values, source),
     )
     if isinstance(expected, Exception):  # NaN left unmapped into an integer
         assert isinstance(encoded, CodecError), encoded
         return
     _equal(encoded, expected)
-    _equal(_ours(ours, "decode", encoded, source), _theirs(theirs, "_decode_sync", encoded, source))
+    _equal(
+        aiozarr_call(ours, "decode", encoded, source),
+        zarr_call(theirs, "_decode_sync", encoded, source),
+    )
 
 
 def test_a_configuration_zarr_python_writes_is_read_alike() -> None:

@@ -17,8 +17,7 @@ from hypothesis.extra import numpy as hnp
 scale_offset = pytest.importorskip("zarr.codecs.scale_offset")
 
 import zarr  # noqa: E402
-from zarr.core.array_spec import ArrayConfig, ArraySpec  # noqa: E402
-from zarr.core.buffer import default_buffer_prototype  # noqa: E402
+from tests.interop.codec_calls import aiozarr_call, zarr_call  # noqa: E402
 from zarr.core.dtype import parse_dtype  # noqa: E402
 
 import aiozarr  # noqa: E402
@@ -27,34 +26,6 @@ from aiozarr.codecs.scale_offset import ScaleOffsetCodec  # noqa: E402
 from aiozarr.errors import CodecError, MetadataError  # noqa: E402
 
 DTYPES = ["int8", "uint8", "int16", "uint32", "int64", "uint64", "float16", "float32", "float64"]
-
-
-def _zarr_spec(dtype: np.dtype[Any], shape: tuple[int, ...]) -> ArraySpec:
-    return ArraySpec(
-        shape=shape,
-        dtype=parse_dtype(dtype, zarr_format=3),
-        fill_value=0,
-        config=ArrayConfig.from_dict({}),
-        prototype=default_buffer_prototype(),
-    )
-
-
-def _zarrs(codec: Any, method: str, values: np.ndarray) -> np.ndarray | Exception:
-    spec = _zarr_spec(values.dtype, values.shape)
-    buffer = default_buffer_prototype().nd_buffer.from_ndarray_like(values.copy())
-    try:
-        with np.errstate(all="ignore"):  # zarr-python's float overflows warn
-            return np.asarray(getattr(codec, method)(buffer, spec).as_ndarray_like())
-    except (ValueError, OverflowError) as error:
-        return error
-
-
-def _ours(codec: ScaleOffsetCodec, method: str, values: np.ndarray) -> np.ndarray | Exception:
-    spec = ChunkSpec(values.shape, values.dtype, 0)
-    try:
-        return getattr(codec, method)(values.copy(), spec)
-    except CodecError as error:
-        return error
 
 
 @st.composite
@@ -94,7 +65,7 @@ def test_encode_and_decode_are_zarr_pythons(case: tuple[np.ndarray, Any, Any]) -
     ours = ScaleOffsetCodec(offset=offset, scale=scale)
     ours.validate(ChunkSpec(values.shape, values.dtype, 0))
     for method, zarr_method in (("encode", "_encode_sync"), ("decode", "_decode_sync")):
-        mine, expected = _ours(ours, method, values), _zarrs(theirs, zarr_method, values)
+        mine, expected = aiozarr_call(ours, method, values), zarr_call(theirs, zarr_method, values)
         if _wraps_int64(values, method, offset, scale):
             assert isinstance(mine, CodecError), (method, mine)
         elif isinstance(expected, Exception):
