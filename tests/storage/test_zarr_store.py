@@ -130,6 +130,18 @@ def test_zarr_store_errors_are_store_errors() -> None:
         aiozarr.open_array(Broken(), "x")
 
 
+def test_a_read_the_zarr_store_does_not_implement_is_no_refused_delete() -> None:
+    # NotImplementedError is a refused delete only from `delete` (a zip's, of a key it
+    # holds); from a read it is the store's failure, named as such
+    class NoReads(zarr.storage.MemoryStore):  # type: ignore[misc,name-defined]
+        async def get(self, key: str, prototype: Any, byte_range: Any = None) -> Any:
+            raise NotImplementedError("no reads here")
+
+    with pytest.raises(aiozarr.errors.StoreError, match="NotImplementedError: no reads") as got:
+        aiozarr.open_array(NoReads(), "x")
+    assert not isinstance(got.value, aiozarr.errors.DeleteUnsupportedError)
+
+
 def test_a_zarr_memory_store_is_one_place_with_its_own_dict_only(tmp_path: Path) -> None:
     """zarr's in-memory stores compare their contents; as places (what caches key by)
     two are one only when they hold one dict. Local stores are one place by their root."""

@@ -131,11 +131,12 @@ class ZarrStore(Store):
             yield
         except AiozarrError:
             raise
-        except NotImplementedError as error:  # a zip asked to delete a key it holds
-            raise DeleteUnsupportedError(
-                f"cannot {action} {key!r} in {self!r}: the store cannot delete what it holds"
-            ) from error
         except Exception as error:
+            if action == "delete" and isinstance(error, NotImplementedError):
+                # a zip asked to delete a key it holds
+                raise DeleteUnsupportedError(
+                    f"cannot delete {key!r} in {self!r}: the store cannot delete what it holds"
+                ) from error
             raise StoreError(
                 f"cannot {action} {key!r} in {self!r}: {type(error).__name__}: {error}"
             ) from error
