@@ -35,7 +35,7 @@ from aiozarr.storage.backends.memory import MemoryStore
 from aiozarr.storage.backends.object_store import ObjectStore
 from aiozarr.storage.opening.url import from_url
 from aiozarr.storage.policy import retry
-from aiozarr.storage.policy.hedge_timer import CROWD, HedgeTimer
+from aiozarr.storage.policy.hedge_timer import CROWD, CROWD_SHARE, HedgeTimer
 from aiozarr.storage.policy.runtime import StoreRuntime
 from aiozarr.storage.policy.statistics import InFlight, RequestStats
 from aiozarr.storage.protocol import RangeRequest
@@ -401,6 +401,40 @@ async def test_a_read_left_waiting_alone_by_a_crowd_is_hedged(emulator: Emulator
     assert all(bytes(a) == DATA[:1024] for a in answers)
     assert (warm.counted("hedges_issued"), warm.counted("hedges_won")) == (1, 1)
     assert emulator.stats()["requests"] == 9
+
+
+async def test_a_few_stragglers_among_many_reads_sent_together_are_each_hedged(
+    emulator: Emulator,
+) -> None:
+    # A 2 % tail of a batch of hundreds of reads is several slow reads at once: each is
+    # a straggler among its batch (less than `CROWD_SHARE` of it), not a crowd.
+    keys = [f"c/{i}" for i in range(60)]
+    warm = await warmed_store(emulator, keys)
+    late = keys[::12]  # five
+    for key in late:
+        emulator.inject("late", count=1, key_glob=f"*{key}", methods=["GET"], delay_s=SLOW_S)
+    assert CROWD <= len(late) - 1 < CROWD_SHARE * len(keys)
+    batch = warm.store.get_partial_values(
+        [RangeRequest(key, ByteRange.of(0, 1024)) for key in keys]
+    )
+    statistics = warm.store.runtime.statistics
+    answers = await faulted_first(batch, statistics, emulator, requests=60, faults=5)
+    assert all(bytes(a) == DATA[:1024] for a in answers)
+    assert (warm.counted("hedges_issued"), warm.counted("hedges_won")) == (5, 5)
+    assert emulator.stats()["requests"] == 65
+
+
+def test_a_small_read_waits_no_longer_than_twice_what_reads_of_its_size_take() -> None:
+    # Large reads queued behind a busy link set the p95 of waits; a small read not
+    # begun in twice the time reads of its size take in all is slow all the same.
+    statistics = RequestStats()
+    for _ in range(20):
+        statistics.first_bytes.add(None, 0.5)
+        statistics.latencies.add(1024, 0.03)
+    with config.set(hedge_p95_multiple=1.0, hedge_min_delay_s=0.02):
+        settings = config.get()
+        assert retry.hedge_delays(statistics, 1024, settings) == (0.06, 0.03)
+        assert retry.hedge_delays(statistics, 64 << 10, settings) == (0.5, None)
 
 
 async def test_a_copy_races_in_its_stragglers_slot_when_throttling_left_one(

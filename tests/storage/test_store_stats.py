@@ -108,6 +108,30 @@ async def test_requests_are_logged_at_debug(
     assert any("'nothing'" in line and "missing" in line for line in lines), lines
 
 
+def test_a_crowd_is_a_share_of_the_reads_sent_about_when_the_read_was() -> None:
+    from aiozarr.storage.policy.statistics import InFlight
+
+    in_flight = InFlight()
+    me, slow = object(), [object() for _ in range(5)]
+    answered = [object() for _ in range(54)]
+    for token in [me, *slow, *answered]:
+        in_flight.add(token, 1.0)
+    for token in answered:
+        in_flight.discard(token)
+    assert in_flight.crowded(me, 2.0, waiting=True, crowd=4)
+    assert not in_flight.crowded(me, 2.0, waiting=True, crowd=4, share=0.1)  # 5 of 60
+    assert in_flight.crowded(me, 2.0, waiting=True, crowd=4, share=0.05)
+    # Reads sent long before (three times as long before it as `since` is after it)
+    # are not its peers: five slow of the six sent about when it was is a crowd.
+    later = InFlight()
+    for token in answered:
+        later.add(token, 0.0)
+        later.discard(token)
+    for token in [me, *slow]:
+        later.add(token, 3.0)
+    assert later.crowded(me, 4.0, waiting=True, crowd=4, share=0.1)
+
+
 def test_a_crowd_is_other_reads_sent_by_then_and_still_waiting() -> None:
     from aiozarr.storage.policy.statistics import InFlight
 

@@ -12,11 +12,15 @@ from collections.abc import Callable
 from aiozarr.storage.policy.budget import Slot
 from aiozarr.storage.policy.statistics import InFlight
 
-__all__ = ["CROWD", "HedgeTimer"]
+__all__ = ["CROWD", "CROWD_SHARE", "HedgeTimer"]
 
 #: Other reads slow at once that make a slow read one of a crowd (not hedged): more than
 #: a 2 % tail leaves in one batch of reads.
 CROWD = 4
+#: ... and at least this share of the reads sent about when the slow one was: a 2 % tail
+#: of a batch of 400 reads is 8 slow reads at once, each a straggler, alone among its
+#: batch (cloud profile, 256 windows over 4 arrays: 15 of 380 data reads +200 ms).
+CROWD_SHARE = 0.1
 
 
 class HedgeTimer:
@@ -142,7 +146,7 @@ class HedgeTimer:
         # The others as they were half a limit ago: a crowd whose answers are coming in
         # now is still a crowd (they are noticed one turn of the loop after another).
         since = time.monotonic() - limit / 2
-        if self._in_flight.crowded(self, since, waiting=waiting, crowd=CROWD):
+        if self._in_flight.crowded(self, since, waiting=waiting, crowd=CROWD, share=CROWD_SHARE):
             self._held = True
             self._handle = self._loop.call_later(limit, self._fire)
             return

@@ -49,7 +49,7 @@ from aiozarr.storage.policy.backend import (
     Versioned,
 )
 from aiozarr.storage.policy.budget import Slot
-from aiozarr.storage.policy.hedge_timer import CROWD
+from aiozarr.storage.policy.hedge_timer import CROWD, CROWD_SHARE
 
 __all__ = ["HandOn", "RangePump"]
 
@@ -319,7 +319,9 @@ class RangePump:
                     # The others as they were half a limit ago: a crowd whose answers
                     # are coming in now is still a crowd.
                     since = now - limit / 2
-                    if in_flight.crowded(read, since, waiting=waiting, crowd=CROWD):
+                    if in_flight.crowded(
+                        read, since, waiting=waiting, crowd=CROWD, share=CROWD_SHARE
+                    ):
                         read.held = True
                         read.look_at = now + limit
                     else:

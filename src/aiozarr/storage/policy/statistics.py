@@ -54,6 +54,8 @@ _WINDOW = 128
 # kept the old sizes for a whole run of reads (a 20 ms link's whole-shard requests on a
 # 90 MB/s one: the slab 2x slower).
 _BODY_WINDOW = 32
+# Send times kept to tell a crowd's share: the reads of a few large batches.
+_SENDS_KEPT = 4096
 # Fewer samples than this: no p95 yet (no peers to compare with, so no hedging).
 _MIN_SAMPLES = 16
 
@@ -158,10 +160,12 @@ class InFlight:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._reads: dict[int, tuple[float, float | None]] = {}
+        self._sends: deque[float] = deque(maxlen=_SENDS_KEPT)  # every read's, in order
 
     def add(self, token: object, sent: float) -> None:
         with self._lock:
             self._reads[id(token)] = (sent, None)
+            self._sends.append(sent)
 
     def began(self, token: object, at: float) -> None:
         """The answer of `token`'s read began `at`: its body is on its way."""
@@ -174,10 +178,14 @@ class InFlight:
         with self._lock:
             self._reads.pop(id(token), None)
 
-    def crowded(self, token: object, since: float, *, waiting: bool, crowd: int) -> bool:
+    def crowded(
+        self, token: object, since: float, *, waiting: bool, crowd: int, share: float = 0.0
+    ) -> bool:
         """Whether `crowd` or more reads other than `token`'s were sent by `since` and
-        are still in flight (`waiting`: and had no answer begun by then). Reads are kept
-        in the order they were sent, so a crowd is found among the first few."""
+        are still in flight (`waiting`: and had no answer begun by then), and they are
+        at least `share` of the reads sent about when `token`'s was (as long before it
+        as `since` is after it): a few slow reads among many sent together are each a
+        straggler, a crowd only if they are a crowd's share of them."""
         mine = id(token)
         found = 0
         with self._lock:
@@ -186,14 +194,27 @@ class InFlight:
                     break  # sent later, as is every read after it
                 if key != mine and not (waiting and began is not None and began <= since):
                     found += 1
-                    if found >= crowd:
-                        return True
-        return False
+            if found < crowd:
+                return False
+            if share <= 0.0:
+                return True
+            sent = self._reads.get(mine, (since, None))[0]
+            return found >= share * self._sent_between(2 * sent - since, since)
+
+    def _sent_between(self, start: float, end: float) -> int:
+        """How many reads were sent from `start` to `end` (the recent ones kept)."""
+        count = 0
+        for sent in reversed(self._sends):
+            if sent < start:
+                break
+            count += sent <= end
+        return count
 
     def _after_fork(self) -> None:
         # The parent's requests are not the child's.
         self._lock = threading.Lock()
         self._reads = {}
+        self._sends = deque(maxlen=_SENDS_KEPT)
 
 
 class RequestStats:
