@@ -141,9 +141,10 @@ class Config:
     # Hedged reads (object stores only): a second copy of a read is sent, and the first
     # answer wins, when the first copy's answer has not begun after hedge_p95_multiple x
     # the p95 of recent first-byte waits (every size; until 16 waits are known, 2 x their
-    # median), or when it has run hedge_p95_multiple x the p95 of recent reads of its
-    # size (once 16 of its size are known); never sooner than hedge_min_delay_s, and for
-    # at most hedge_max_fraction of requests plus a burst of 10. A duplicate after the
+    # median; at most twice the next limit), or when it has run hedge_p95_multiple x the
+    # p95 of recent reads of its size (once 16 of its size are known); never sooner than
+    # hedge_min_delay_s, and for at most hedge_max_fraction of requests plus a burst of
+    # 10. A duplicate after the
     # p95, as "The Tail at Scale" advises, costs ~5 % more requests. Cloud profile
     # (benchmarks, 2 % of answers +200 ms before their first byte): random (one-element
     # reads) p99 225 ms without, 49 ms with (median 25 ms; 102-105 requests per 100

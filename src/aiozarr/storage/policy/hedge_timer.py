@@ -31,10 +31,11 @@ class HedgeTimer:
 
     A slow read is a straggler only if it is slow alone: while `CROWD` or more other
     reads sent half its limit ago or earlier are still at it too (waiting for their
-    first byte, or for their last), the slowness is this process's (a busy CPU reads its
-    answers late) or the link's, not this read's, and a copy would only add to it; it
-    looks again one limit later. The store's tail (2 % of answers on the cloud profile)
-    leaves a read alone.
+    first byte, or for their last), and they are `CROWD_SHARE` of the reads sent about
+    when it was, the slowness is this process's (a busy CPU reads its answers late) or
+    the link's, not this read's, and a copy would only add to it; it looks again one
+    limit later. The store's tail (2 % of answers on the cloud profile) leaves a read
+    alone, or a few among many.
     """
 
     def __init__(

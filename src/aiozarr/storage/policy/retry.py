@@ -442,9 +442,10 @@ def hedge_delays(
     size; the whole read: of its size class), at least `hedge_min_delay_s`. Until 16
     waits are known, the limit on the wait is twice their median: the first reads of a
     process, a notebook's first drill through a dataset, are hedged too, even after a
-    slow first answer. A read over `hedge_large_bytes`, or of a whole value (its size
-    unknown), waits at least `hedge_large_min_delay_s` for its first byte: a duplicate
-    of it moves its bytes twice should the first answer then begin.
+    slow first answer. A read not begun after twice the whole limit of its size is slow
+    too (`_WHOLE_WAIT_MULTIPLE`). A read over `hedge_large_bytes`, or of a whole value
+    (its size unknown), waits at least `hedge_large_min_delay_s` for its first byte: a
+    duplicate of it moves its bytes twice should the first answer then begin.
     """
     floor = settings.hedge_min_delay_s
     if nbytes is None or nbytes > settings.hedge_large_bytes:
