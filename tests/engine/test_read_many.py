@@ -8,6 +8,7 @@ from pathlib import Path
 import anyio
 import numpy as np
 import pytest
+from tests.batch_shapes import LateIndex, assert_indexes_then_data
 
 import aiozarr
 from aiozarr.storage.backends.counting import CountingStore
@@ -42,7 +43,7 @@ def _is_index(byte_range: object) -> bool:
     return getattr(byte_range, "suffix", None) is not None
 
 
-def test_indexes_of_every_array_in_one_batch_then_the_data_in_one(
+def test_indexes_of_every_array_in_one_batch_then_the_data(
     emulator_s3_store: S3, tmp_path: Path
 ) -> None:
     store, arrays = _arrays(emulator_s3_store)
@@ -50,10 +51,7 @@ def test_indexes_of_every_array_in_one_batch_then_the_data_in_one(
     values = aiozarr.read_many(selections)
     for (arr, sel), got in zip(selections, values, strict=True):
         assert np.array_equal(got, _values(arr.path)[sel])
-    assert len(store.batches) == 2
-    indexes, data = store.batches
-    assert len(indexes) == 16 and all(_is_index(r.byte_range) for r in indexes)  # 4 x 4 shards
-    assert not any(_is_index(r.byte_range) for r in data)
+    assert_indexes_then_data(store.batches, 16)  # 4 x 4 shards
     gets = [key for op, key, _ in store.requests if op == "get"]
     assert len(gets) == 16 + 16  # one coalesced run per shard
 
@@ -117,7 +115,9 @@ def test_one_answer_for_many_selections_is_decoded_in_one_codec_call_per_thread(
     assert calls == [16]  # 4 KiB of chunks: one codec call, not one per selection
 
 
-def test_random_windows_over_four_arrays_take_two_round_trips(emulator_s3_store: S3) -> None:
+def test_random_windows_over_four_arrays_read_every_index_then_each_shards_chunks(
+    emulator_s3_store: S3,
+) -> None:
     inner = emulator_s3_store()
     for name in NAMES:
         aiozarr.create_array(inner, name, data=_values(name), chunks=(8, 8), shards=(32, 32))
@@ -133,11 +133,15 @@ def test_random_windows_over_four_arrays_take_two_round_trips(emulator_s3_store:
     got = aiozarr.read_many(windows)
     for (arr, sel), values in zip(windows, got, strict=True):
         assert np.array_equal(values, _values(arr.path)[sel])
-    assert store.depth == 2
     gets = [(key, r) for op, key, r in store.requests if op == "get"]
     indexes = {key for key, r in gets if _is_index(r)}
     assert len(indexes) == sum(1 for key, r in gets if _is_index(r))  # each index once
     assert len(gets) == len(set(gets))  # no range asked twice
+    # Every index in the first round trip, and each shard's chunks once its index came
+    # (`test_a_late_index_holds_back_only_its_own_shards_chunks`): two on each shard's
+    # path. (`depth` counts one more wherever a shard's chunks came back before another
+    # shard's index did.)
+    assert sorted(store.log.by_round_trip()[0]) == sorted(indexes)
 
 
 def test_arrays_in_several_stores(tmp_path: Path) -> None:
@@ -151,7 +155,7 @@ def test_arrays_in_several_stores(tmp_path: Path) -> None:
     assert np.array_equal(got[0], values[2:7, 4])
     assert np.array_equal(got[1], values * 2)
     assert np.array_equal(got[2], values[0])
-    assert len(local.batches) == 2  # the index, then the data
+    assert_indexes_then_data(local.batches, 1)
 
 
 def test_async_points_orthogonal_and_missing(emulator_s3_store: S3, tmp_path: Path) -> None:
@@ -240,3 +244,19 @@ def test_a_selection_s_error_says_which_read_it_is(tmp_path: Path) -> None:
         aiozarr.read_many([(a, (0, 0)), (b, (0, 0)), (b, (999, 0))])
     notes = "\n".join(getattr(raised.value, "__notes__", []))
     assert "reads[2] of 3" in notes and f"/{NAMES[1]} shape" in notes and "(999, 0)" in notes
+
+
+async def test_a_late_index_holds_back_only_its_own_shards_chunks() -> None:
+    inner = MemoryStore()
+    for name in NAMES:
+        await aiozarr.create_array_async(
+            inner, name, data=_values(name), chunks=(8, 8), shards=(32, 32)
+        )
+    store = LateIndex(inner, "a/c/0/0")
+    arrays = {n: await aiozarr.open_array_async(store, n, mode="r") for n in NAMES}
+    selections = [(arrays[n], (slice(i, i + 5), slice(3, 50))) for n in NAMES for i in (0, 40)]
+    got = await aiozarr.read_many_async(selections)
+    for (arr, sel), values in zip(selections, got, strict=True):
+        assert np.array_equal(values, _values(arr.path)[sel])
+    assert store.held_until_data  # the other shards' chunks went out before its index came
+    assert_indexes_then_data(store.batches, 16)

@@ -2,16 +2,17 @@
 
 `read_many` reads every selection together: chunks a chunk cache holds are served first
 (per array); then each store gets one batch of the shard indexes not cached, of every
-array in it, beside one stream of the shards needed whole; then one stream per store
-fetches every located chunk of every selection, ranges of one object coalesced across
-selections. Each answer is decoded into the output of the selection that asked for it.
+array in it, beside one stream of the shards needed whole; as each burst of indexes
+lands, one stream per store fetches the chunks they locate for every selection, ranges
+of one object coalesced across selections. Each answer is decoded into the output of
+the selection that asked for it.
 
 How the reads of many `getitem` calls reach `read_many` is `engine/gathering.py`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -38,6 +39,7 @@ from aiozarr.engine.progress import ChunkProgress
 from aiozarr.engine.settings import ReadSettings
 from aiozarr.engine.stored_array import StoredArray
 from aiozarr.engine.streaming import Answers, stream_in_batches
+from aiozarr.engine.streaming import landed as stream_landed
 from aiozarr.errors import ValueTooLargeError, unwrap_group
 from aiozarr.selection.indexing import ChunkProjection
 from aiozarr.storage.protocol import RangeRequest, Store, Version
@@ -148,9 +150,24 @@ async def _read_once(reads: list[Reads], projections: list[Sequence[ChunkProject
         if ready:
             tg.start_soon(_fetch_all, ready, seen)
         if indexed:
-            located = _locate(indexed, await _indexes(indexed), seen)
-            if located:
-                await _fetch_all(located, seen)
+            by_slot: dict[_Slot, list[tuple[Reads, ShardSelection]]] = {}
+            for r, shard in indexed:
+                by_slot.setdefault((id(r.array), shard.key), []).append((r, shard))
+
+            stale: list[str] = []
+
+            def landed(indexes: dict[_Slot, LocatedIndex | None]) -> None:
+                pairs = [pair for slot in indexes for pair in by_slot[slot]]
+                stale.extend(_stale(pairs, indexes))
+                if stale:  # no more fetched: the read starts over once all have landed
+                    return
+                located = _locate(pairs, indexes, seen)
+                if located:
+                    tg.start_soon(_fetch_all, located, seen)
+
+            await _indexes(by_slot, landed)
+            if stale:  # every stale shard forgotten at once, not a burst's per try
+                raise StaleIndexError(stale[0])
 
 
 def _share_pins(reads: list[Reads]) -> None:
@@ -185,12 +202,6 @@ def _locate(
     """Every chunk the shards of `indexed` locate with their `indexes` (each shard of
     one version in every selection: `seen`); chunks not stored are filled now."""
     items: list[_Item] = []
-    stale: list[str] = []
-    for r in {id(r): r for r, _ in indexed if r.pinned}.values():  # the cache served some
-        of_array = {key: found for (array, key), found in indexes.items() if array == id(r.array)}
-        stale.extend(stale_pins(r, of_array))
-    if stale:
-        raise StaleIndexError(stale[0])
     for r, shard in indexed:
         found = {shard.key: indexes[id(r.array), shard.key]}
         index = found[shard.key]
@@ -204,6 +215,19 @@ def _locate(
     return items
 
 
+def _stale(
+    indexed: list[tuple[Reads, ShardSelection]],
+    indexes: dict[tuple[int, str], LocatedIndex | None],
+) -> list[str]:
+    """The shards of `indexed` the cache served chunks of whose `indexes` are of another
+    version (their cached chunks forgotten: `stale_pins`)."""
+    stale: list[str] = []
+    for r in {id(r): r for r, _ in indexed if r.pinned}.values():  # the cache served some
+        of_array = {key: found for (array, key), found in indexes.items() if array == id(r.array)}
+        stale.extend(stale_pins(r, of_array))
+    return stale
+
+
 def _by_store(items: Sequence[tuple[Reads, object]]) -> dict[Store, list[int]]:
     """Item numbers by store (equal stores: one), each store's in order."""
     groups: dict[Store, list[int]] = {}
@@ -215,42 +239,50 @@ def _by_store(items: Sequence[tuple[Reads, object]]) -> dict[Store, list[int]]:
     return groups
 
 
+#: A shard of one array: `(id(array), key)`.
+_Slot = tuple[int, str]
+
+
 async def _indexes(
-    indexed: list[tuple[Reads, ShardSelection]],
-) -> dict[tuple[int, str], LocatedIndex | None]:
-    """The index of every shard of `indexed`, by `(id(array), key)`: from each array's
-    cache, else from one batch per store of all the indexes not cached."""
-    found: dict[tuple[int, str], LocatedIndex | None] = {}
+    by_slot: dict[_Slot, list[tuple[Reads, ShardSelection]]],
+    landed: Callable[[dict[_Slot, LocatedIndex | None]], None],
+) -> None:
+    """Hand `landed` the index of every shard of `by_slot` (None: missing) as it comes:
+    those cached at once, then each burst of one batch per store of all the others. A
+    shard's chunks go out as soon as its index lands: a late index (the store's tail)
+    holds back its own shard's chunks, not every shard's."""
+    cached: dict[_Slot, LocatedIndex | None] = {}
     wanted: list[tuple[Reads, ShardSelection]] = []
-    seen: set[tuple[int, str]] = set()
-    for r, shard in indexed:
-        slot = (id(r.array), shard.key)
-        if slot in seen:
-            continue
-        seen.add(slot)
-        cached = cached_index(r.array, shard)
-        if cached is None:
-            wanted.append((r, shard))
+    for slot, (first, *_) in by_slot.items():
+        r, shard = first
+        found = cached_index(r.array, shard)
+        if found is None:
+            wanted.append(first)
         else:
-            found[slot] = cached
+            cached[slot] = found
+    if cached:
+        landed(cached)
 
     async def batch(store: Store, numbers: list[int]) -> None:
         requests = [
             RangeRequest(wanted[i][1].key, wanted[i][1].layout.index_range) for i in numbers
         ]
-        answers = await store.get_versioned_values(requests)
-        for i, answer in zip(numbers, answers, strict=True):
-            r, shard = wanted[i]
-            slot = (id(r.array), shard.key)
-            if answer is None:
-                found[slot] = None
-            else:
-                found[slot] = index_answered(r.array, shard.key, shard.layout, answer)
+        async with store.stream_versioned_values(requests) as answers:
+            async for first in answers:
+                found: dict[_Slot, LocatedIndex | None] = {}
+                for j, data, version in stream_landed(first, answers):
+                    r, shard = wanted[numbers[j]]
+                    slot = (id(r.array), shard.key)
+                    found[slot] = (
+                        None
+                        if data is None
+                        else index_answered(r.array, shard.key, shard.layout, (data, version))
+                    )
+                landed(found)
 
     async with anyio.create_task_group() as tg:
         for store, numbers in _by_store(wanted).items():
             tg.start_soon(batch, store, numbers)
-    return found
 
 
 async def _fetch_all(items: list[_Item], seen: _OneVersion) -> None:

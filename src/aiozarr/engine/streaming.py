@@ -12,6 +12,7 @@ codec thread.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import anyio
 
@@ -46,14 +47,8 @@ async def stream_in_batches(
                 anyio.create_task_group() as tg,
                 store.stream_versioned_values([requests[i] for i in batch]) as answers,
             ):
-                async for j, data, version in answers:
-                    burst = [(batch[j], data, version)]
-                    while True:
-                        try:
-                            j, data, version = answers.receive_nowait()
-                        except (anyio.WouldBlock, anyio.EndOfStream):
-                            break
-                        burst.append((batch[j], data, version))
+                async for first in answers:
+                    burst = [(batch[j], d, v) for j, d, v in landed(first, answers)]
                     tg.start_soon(answer, burst)
         finally:
             held.release_all()
@@ -66,3 +61,14 @@ async def stream_in_batches(
     async with anyio.create_task_group() as tg:
         for batch in batches:
             tg.start_soon(run_batch, batch)
+
+
+def landed(first: tuple[int, Buffer | None, Version | None], answers: Any) -> Answers:
+    """`first`, an answer of the stream `answers`, and those that landed with it (a
+    burst: none waited for)."""
+    burst = [first]
+    while True:
+        try:
+            burst.append(answers.receive_nowait())
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            return burst
