@@ -144,12 +144,11 @@ class Config:
     # median; at most twice the next limit), or when it has run hedge_p95_multiple x the
     # p95 of recent reads of its size (once 16 of its size are known); never sooner than
     # hedge_min_delay_s, and for at most hedge_max_fraction of requests plus a burst of
-    # 10. A duplicate after the
-    # p95, as "The Tail at Scale" advises, costs ~5 % more requests. Cloud profile
-    # (benchmarks, 2 % of answers +200 ms before their first byte): random (one-element
-    # reads) p99 225 ms without, 49 ms with (median 25 ms; 102-105 requests per 100
-    # reads); the drill (35 requests, so half its runs meet the tail) median 274 ms
-    # without hedges that can start cold, 126 ms with them.
+    # 10. A duplicate after the p95, as "The Tail at Scale" advises, costs ~5 % more
+    # requests. Cloud profile (benchmarks, 2 % of answers +200 ms before their first
+    # byte): random (one-element reads) p99 225 ms without, 49 ms with (median 25 ms;
+    # 102-105 requests per 100 reads); the drill (35 requests, so half its runs meet the
+    # tail) median 274 ms without hedges that can start cold, 126 ms with them.
     hedge_reads: bool = True
     hedge_p95_multiple: float = 1.0
     hedge_min_delay_s: float = 0.02

@@ -464,7 +464,7 @@ def hedge_delays(
     # Not begun in twice the time reads of its size take in all is slow too, whatever
     # the waits of large reads queued behind a busy link say (`_WHOLE_WAIT_MULTIPLE`).
     if whole is not None:
-        wait = min(wait or math.inf, _WHOLE_WAIT_MULTIPLE * whole)
+        wait = min(math.inf if wait is None else wait, _WHOLE_WAIT_MULTIPLE * whole)
     return (None if wait is None else max(wait_floor, wait)), whole
 
 
