@@ -425,8 +425,8 @@ def _pair_of(read: Any) -> tuple[AsyncArray, Any]:
 @asyncio_only
 async def read_many_async(reads: Iterable[tuple[AsyncArray | Array, Any]]) -> list[Any]:
     """The values of many selections, `[(array, selection), ...]`, read as one: the shard
-    indexes of every array not cached in one batch per store, then every chunk in one
-    stream per store, ranges of one shard coalesced across selections. Arrays may be in
+    indexes of every array not cached in one batch per store, then each shard's chunks
+    as its index lands, ranges of one shard coalesced across selections. Arrays may be in
     different stores; a selection is anything `getitem` takes. The blocking twin is
     `read_many`.
 
@@ -487,9 +487,9 @@ class Batch:
 def batch(*, shared: bool = False) -> Batch:
     """Read the selections started inside the block together, as `read_many_async` does:
     reads that are under way at the same time (`asyncio.gather`, tasks started inside)
-    form one plan (one batch of shard indexes per store, one stream of coalesced chunk
-    ranges), each read still returning its own values or raising its own error. A read
-    alone is read as without the block.
+    form one plan (one batch of shard indexes per store, then each shard's coalesced
+    chunk ranges as its index lands), each read still returning its own values or
+    raising its own error. A read alone is read as without the block.
 
         async with aiozarr.batch():
             a, b = await asyncio.gather(temp.getitem(sel), wind.getitem(sel))
