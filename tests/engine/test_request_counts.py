@@ -10,6 +10,7 @@ import pytest
 from tests.batch_shapes import LateIndex, assert_indexes_then_data
 
 import aiozarr
+from aiozarr.errors import ValueTooLargeError
 from aiozarr.storage.backends.counting import CountingStore
 from aiozarr.storage.backends.local import LocalStore
 from aiozarr.storage.backends.memory import MemoryStore
@@ -346,6 +347,54 @@ async def test_reads_waiting_for_an_index_read_it_themselves_when_its_reader_is_
     leader.cancel()
     assert await followers == [data[i, i] for i in range(1, 8)]
     assert arr._stored.index_loads == {}
+
+
+async def test_a_read_failing_on_a_cached_index_leaves_no_index_read_to_wait_for() -> None:
+    # Shard 0's index (cached by the first read) says inner chunk 3 is longer than its
+    # codecs can produce: a read of shards 0 and 1 fails on it as it locates shard 0's
+    # chunks. Shard 1's index read was then promised to later reads, never made: they
+    # waited for it forever.
+    store = MemoryStore()
+    arr = await aiozarr.create_array_async(
+        store, "a", shape=(32,), dtype="i8", chunks=(4,), shards=(16,), compressors=None
+    )
+    await arr.setitem(..., np.arange(32))
+    layout = arr._stored.layout
+    shard = bytes(await store.get("a/c/0"))
+    table = np.array(layout.decode_index(shard[-layout.index_size :]).offsets_and_lengths)
+    table[:] = 2**64 - 1
+    table[3] = (0, 64)  # 2 chunks' bytes, no other chunk's: only its length is wrong
+    await store.set("a/c/0", shard[: -layout.index_size] + bytes(layout.index_chain.encode(table)))
+    arr = await aiozarr.open_array_async(CountingStore(store), "a")
+    with pytest.raises(ValueTooLargeError, match="'a/c/0'"):
+        await arr.getitem(13)  # caches shard 0's index
+    with pytest.raises(ValueTooLargeError, match="'a/c/0'"):
+        await arr.getitem(slice(12, 20))  # inner chunk 3 of shard 0, 0 of shard 1
+    assert arr._stored.index_loads == {}
+    later = await asyncio.wait_for(arr.getitem(slice(16, 20)), 60)
+    np.testing.assert_array_equal(later, [16, 17, 18, 19])
+
+
+async def test_a_progress_callback_raising_leaves_no_index_read_to_wait_for() -> None:
+    # The read fills shard 0's chunks not stored as soon as its cached index is handed
+    # on, and the callback raises there: shard 1's index read, promised, was never made.
+    store = MemoryStore()
+    arr = await aiozarr.create_array_async(
+        store, "a", shape=(32,), dtype="i8", chunks=(4,), shards=(16,), fill_value=-1
+    )
+    await arr.setitem(slice(0, 4), 7)  # shard 0: inner chunk 0 stored, 1-3 not
+    await arr.setitem(slice(16, 32), 9)
+    arr = await aiozarr.open_array_async(CountingStore(store), "a")
+    assert await arr.getitem(1) == 7  # caches shard 0's index
+
+    def stop(done: int, total: int) -> None:
+        raise KeyError("the caller stops the read")
+
+    with pytest.raises(KeyError, match="stops the read"):
+        await arr.getitem(slice(2, 20), progress=stop)
+    assert arr._stored.index_loads == {}
+    later = await asyncio.wait_for(arr.getitem(slice(16, 18)), 60)
+    np.testing.assert_array_equal(later, [9, 9])
 
 
 async def test_a_late_index_holds_back_only_its_own_shards_chunks() -> None:

@@ -281,10 +281,11 @@ async def indexes_as_they_land(
             theirs[key] = pending
             continue
         mine.append(shard)
-        if key not in loading:  # later reads of it join this one
-            loading[key] = ours[key] = loop.create_future()
-    if cached:
+    if cached:  # before any read is promised to later reads: `landed` may raise
         landed(cached)
+    for shard in mine:
+        if shard.key not in loading:  # later reads of it join this one
+            loading[shard.key] = ours[shard.key] = loop.create_future()
     if not theirs:  # the common case: no task group to run
         if mine:
             await _load(array, mine, landed, ours)
