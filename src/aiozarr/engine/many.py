@@ -158,7 +158,7 @@ async def _read_once(reads: list[Reads], projections: list[Sequence[ChunkProject
 
             def landed(indexes: dict[_Slot, LocatedIndex | None]) -> None:
                 pairs = [pair for slot in indexes for pair in by_slot[slot]]
-                stale.extend(_stale(pairs, indexes))
+                stale.extend(_stale(reads, pairs, indexes))
                 if stale:  # no more fetched: the read starts over once all have landed
                     return
                 located = _locate(pairs, indexes, seen)
@@ -216,16 +216,34 @@ def _locate(
 
 
 def _stale(
+    reads: list[Reads],
     indexed: list[tuple[Reads, ShardSelection]],
     indexes: dict[tuple[int, str], LocatedIndex | None],
 ) -> list[str]:
     """The shards of `indexed` the cache served chunks of whose `indexes` are of another
-    version (their cached chunks forgotten: `stale_pins`)."""
+    version, their cached chunks forgotten (`stale_pins`) in every selection's cache: a
+    pin may be another handle's (`_share_pins`), whose cache would serve them again, one
+    shard forgotten per try (`forget_stale`) until the retries ran out."""
     stale: list[str] = []
     for r in {id(r): r for r, _ in indexed if r.pinned}.values():  # the cache served some
         of_array = {key: found for (array, key), found in indexes.items() if array == id(r.array)}
-        stale.extend(stale_pins(r, of_array))
+        found = stale_pins(r, of_array)
+        if found:
+            space, prefix = key_space(r.array.store)
+            _forget(reads, space, [prefix + key for key in found])
+        stale.extend(found)
     return stale
+
+
+def _forget(reads: list[Reads], space: Hashable, names: list[str]) -> None:
+    """Forget the objects of full `names` in `space` (`key_space`) in every cache of
+    `reads` over that space."""
+    for r in reads:
+        if r.cache is None:
+            continue
+        mine, prefix = key_space(r.array.store)
+        if mine == space:
+            r.cache.cache.forget(*(n[len(prefix) :] for n in names if n.startswith(prefix)))
 
 
 def _by_store(items: Sequence[tuple[Reads, object]]) -> dict[Store, list[int]]:
