@@ -163,3 +163,28 @@ def test_shards_another_handle_s_cache_served_and_rewritten_once_are_read_new(
     )
     np.testing.assert_array_equal(np.concatenate(got[:n]), new.reshape(n, 8)[:, :2].ravel())
     np.testing.assert_array_equal(np.concatenate(got[n:]), new.reshape(n, 8)[:, 2:4].ravel())
+
+
+@pytest.mark.parametrize("other_cache", [None, 2 << 20])
+@pytest.mark.parametrize("recheck", ["open", False, 30.0])
+def test_whole_shards_another_handle_s_cache_served_part_of_are_read_new(
+    tmp_path: Path, recheck: Any, other_cache: int | None
+) -> None:
+    """As above, with the other handle reading the six shards whole (one request each,
+    no index to show them stale first): each try met one stale answer, forgot its shard
+    and started over, and six shards rewritten once used up the retries."""
+    n = 6
+    path = tmp_path / "a"
+    aiozarr.create_array(str(path), data=np.arange(8 * n, dtype="i4"), chunks=(2,), shards=(8,))
+    cached = aiozarr.open_array(str(path), cache_bytes=1 << 20, cache_recheck=recheck)
+    other = aiozarr.open_array(str(path), mode="r", cache_bytes=other_cache, cache_recheck=recheck)
+    for start in range(0, 8 * n, 8):
+        cached[start : start + 2]  # the first inner chunk of every shard cached
+    new = np.arange(8 * n, dtype="i4") + 100
+    _rewrite(path, new)
+    starts = range(0, 8 * n, 8)
+    got = aiozarr.read_many(
+        [(cached, slice(s, s + 2)) for s in starts] + [(other, slice(s, s + 8)) for s in starts]
+    )
+    np.testing.assert_array_equal(np.concatenate(got[:n]), new.reshape(n, 8)[:, :2].ravel())
+    np.testing.assert_array_equal(np.concatenate(got[n:]), new)

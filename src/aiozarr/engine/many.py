@@ -111,9 +111,22 @@ class _OneVersion:
     one chunk) went out apart, and a writer between them left the selections with two
     versions of it. Another version starts the read over, as a stale index does."""
 
-    def __init__(self, reads: Sequence[Reads]) -> None:
+    def __init__(self, reads: list[Reads]) -> None:
+        self._reads = reads
         self._named = {id(r): key_space(r.array.store) for r in reads}
         self._seen: dict[tuple[Hashable, str], object] = {}
+        #: shards answered in another version than the cache served part of them from
+        self.stale: list[str] = []
+
+    def stale_answer(self, r: Reads, key: str) -> None:
+        """`key` of `r`'s store was answered in another version than the one the cache
+        served part of it from (`check_answer`): its cached chunks are forgotten in every
+        cache of the read, and the read starts over once every answer is in, without
+        any shard found so (a shard read whole has no index to show it stale first:
+        one such shard per try spent the retries on a few shards rewritten once)."""
+        space, prefix = self._named[id(r)]
+        _forget(self._reads, space, [prefix + key])
+        self.stale.append(key)
 
     def note(self, r: Reads, key: str, version: object) -> None:
         """`key` of `r`'s store was read at `version` (`_GONE`: missing; None: a store
@@ -168,6 +181,8 @@ async def _read_once(reads: list[Reads], projections: list[Sequence[ChunkProject
             await _indexes(by_slot, landed)
             if stale:  # every stale shard forgotten at once, not a burst's per try
                 raise StaleIndexError(stale[0])
+    if seen.stale:
+        raise StaleIndexError(seen.stale[0])
 
 
 def _share_pins(reads: list[Reads]) -> None:
@@ -339,7 +354,11 @@ async def _decode_burst(items: list[_Item], seen: _OneVersion, burst: Answers) -
     for i, data, version in burst:
         r, fetch = items[i]
         if r.pinned:
-            check_answer(r, fetch.key, data, version)
+            try:
+                check_answer(r, fetch.key, data, version)
+            except StaleIndexError:
+                seen.stale_answer(r, fetch.key)
+                continue
         seen.note(r, fetch.key, _GONE if data is None else version)
         if data is None:
             r.missing.add(fetch.key)
