@@ -139,6 +139,22 @@ def test_two_handles_of_one_shard_read_it_from_one_version(
     assert np.array_equal(got, OLD[:4]) or np.array_equal(got, new[:4]), got
 
 
+def _two_handles_of_six_shards_rewritten(
+    tmp_path: Path, recheck: Any, other_cache: int | None
+) -> tuple[aiozarr.Array, aiozarr.Array, np.ndarray]:
+    """Two handles of an array of six shards, the first inner chunk of each cached by the
+    first, and the array rewritten since by another writer: `(cached, other, new)`."""
+    path = tmp_path / "a"
+    aiozarr.create_array(str(path), data=np.arange(48, dtype="i4"), chunks=(2,), shards=(8,))
+    cached = aiozarr.open_array(str(path), cache_bytes=1 << 20, cache_recheck=recheck)
+    other = aiozarr.open_array(str(path), mode="r", cache_bytes=other_cache, cache_recheck=recheck)
+    for start in range(0, 48, 8):
+        cached[start : start + 2]
+    new = np.arange(48, dtype="i4") + 100
+    _rewrite(path, new)
+    return cached, other, new
+
+
 @pytest.mark.parametrize("other_cache", [None, 2 << 20])
 @pytest.mark.parametrize("recheck", ["open", False, 30.0])
 def test_shards_another_handle_s_cache_served_and_rewritten_once_are_read_new(
@@ -148,16 +164,8 @@ def test_shards_another_handle_s_cache_served_and_rewritten_once_are_read_new(
     own pool) read the rest of them as another writer left them: the stale chunks were
     forgotten in the reading handle's cache only, not in the one that served them, so
     each try forgot one shard and six shards rewritten once used up the retries."""
-    n = 6
-    path = tmp_path / "a"
-    aiozarr.create_array(str(path), data=np.arange(8 * n, dtype="i4"), chunks=(2,), shards=(8,))
-    cached = aiozarr.open_array(str(path), cache_bytes=1 << 20, cache_recheck=recheck)
-    other = aiozarr.open_array(str(path), mode="r", cache_bytes=other_cache, cache_recheck=recheck)
-    for start in range(0, 8 * n, 8):
-        cached[start : start + 2]  # the first inner chunk of every shard cached
-    new = np.arange(8 * n, dtype="i4") + 100
-    _rewrite(path, new)
-    starts = range(0, 8 * n, 8)
+    cached, other, new = _two_handles_of_six_shards_rewritten(tmp_path, recheck, other_cache)
+    n, starts = 6, range(0, 48, 8)
     got = aiozarr.read_many(
         [(cached, slice(s, s + 2)) for s in starts] + [(other, slice(s + 2, s + 4)) for s in starts]
     )
@@ -173,16 +181,8 @@ def test_whole_shards_another_handle_s_cache_served_part_of_are_read_new(
     """As above, with the other handle reading the six shards whole (one request each,
     no index to show them stale first): each try met one stale answer, forgot its shard
     and started over, and six shards rewritten once used up the retries."""
-    n = 6
-    path = tmp_path / "a"
-    aiozarr.create_array(str(path), data=np.arange(8 * n, dtype="i4"), chunks=(2,), shards=(8,))
-    cached = aiozarr.open_array(str(path), cache_bytes=1 << 20, cache_recheck=recheck)
-    other = aiozarr.open_array(str(path), mode="r", cache_bytes=other_cache, cache_recheck=recheck)
-    for start in range(0, 8 * n, 8):
-        cached[start : start + 2]  # the first inner chunk of every shard cached
-    new = np.arange(8 * n, dtype="i4") + 100
-    _rewrite(path, new)
-    starts = range(0, 8 * n, 8)
+    cached, other, new = _two_handles_of_six_shards_rewritten(tmp_path, recheck, other_cache)
+    n, starts = 6, range(0, 48, 8)
     got = aiozarr.read_many(
         [(cached, slice(s, s + 2)) for s in starts] + [(other, slice(s, s + 8)) for s in starts]
     )
