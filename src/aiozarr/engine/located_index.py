@@ -286,32 +286,37 @@ async def indexes_as_they_land(
     for shard in mine:
         if shard.key not in loading:  # later reads of it join this one
             loading[shard.key] = ours[shard.key] = loop.create_future()
-    if not theirs:  # the common case: no task group to run
+    joins = {pending: wanted[key] for key, pending in theirs.items()}
+    if not (mine and joins):  # the common case: no task group to run
         if mine:
             await _load(array, mine, landed, ours)
+        elif joins:
+            await _joined(array, joins, landed)
         return
     async with anyio.create_task_group() as tg:
-        if mine:
-            tg.start_soon(_load, array, mine, landed, ours)
-        for key, pending in theirs.items():
-            tg.start_soon(_joined, array, wanted[key], pending, landed)
+        tg.start_soon(_load, array, mine, landed, ours)
+        tg.start_soon(_joined, array, joins, landed)
 
 
 async def _joined(
     array: StoredArray,
-    shard: ShardSelection,
-    pending: asyncio.Future[LocatedIndex | None],
+    joins: dict[asyncio.Future[LocatedIndex | None], ShardSelection],
     landed: Callable[[dict[str, LocatedIndex | None]], None],
 ) -> None:
-    """The index another read is reading, handed to `landed` when it comes."""
-    await asyncio.wait([pending])  # its outcome, not its cancellation, is ours
-    failed = pending.cancelled() or pending.exception() is not None
-    if failed or not _shows_staleness(pending.result(), shard):
-        # The read that loaded it failed or was cancelled, or began before a write
-        # may have stored what it says is missing: read it ourselves.
-        landed(await _fresh_indexes(array, [shard]))
-    else:
-        landed({shard.key: pending.result()})
+    """The indexes other reads are reading (`joins`: each one's future and shard),
+    each handed to `landed` when it comes."""
+    while joins:
+        # their outcome, not their cancellation, is ours
+        done, _ = await asyncio.wait(joins, return_when=asyncio.FIRST_COMPLETED)
+        for pending in done:
+            shard = joins.pop(pending)
+            failed = pending.cancelled() or pending.exception() is not None
+            if failed or not _shows_staleness(pending.result(), shard):
+                # The read that loaded it failed or was cancelled, or began before a
+                # write may have stored what it says is missing: read it ourselves.
+                landed(await _fresh_indexes(array, [shard]))
+            else:
+                landed({shard.key: pending.result()})
 
 
 async def _fresh_indexes(
