@@ -7,7 +7,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from tests.batch_shapes import LateIndex, assert_indexes_then_data
 
 import aiozarr
 from aiozarr.errors import ValueTooLargeError
@@ -60,14 +59,12 @@ async def test_selection_across_shards_batches_indexes_then_data() -> None:
     sel = (slice(8, 24), slice(8, 24))
     assert np.array_equal(await arr.getitem(sel), data[sel])
     assert counting.counts["get"] == 4 + 4  # 4 index reads, then 1 coalesced read per shard
-    assert_indexes_then_data(counting.batches, 4)
-    index_batch, *data_batches = counting.batches
-    assert len({r.key for r in index_batch}) == 4
-    data = [r for batch in data_batches for r in batch]
-    assert len(data) == 16 and len({r.key for r in data}) == 4
-    # Every index asked before any inner chunk; each shard's chunks once its index came.
-    gets = [byte_range for op, _, byte_range in counting.requests if op == "get"]
-    assert all(r is not None and r.is_suffix for r in gets[:4])
+    index_batch, data_batch = counting.batches
+    assert len(index_batch) == 4 and len({r.key for r in index_batch}) == 4
+    assert all(r.byte_range is not None and r.byte_range.is_suffix for r in index_batch)
+    assert len(data_batch) == 16 and len({r.key for r in data_batch}) == 4
+    # The data batch starts only after the index batch has returned.
+    assert [e for e, _ in counting.events] == ["batch_start", "batch_end"] * 2
 
 
 async def test_whole_shards_cost_one_request_each_and_no_index_read() -> None:
@@ -395,14 +392,3 @@ async def test_a_progress_callback_raising_leaves_no_index_read_to_wait_for() ->
     assert arr._stored.index_loads == {}
     later = await asyncio.wait_for(arr.getitem(slice(16, 18)), 60)
     np.testing.assert_array_equal(later, [9, 9])
-
-
-async def test_a_late_index_holds_back_only_its_own_shards_chunks() -> None:
-    inner = MemoryStore()
-    _, data = await make_sharded(inner)
-    store = LateIndex(inner, "a/c/0/0")
-    arr = await reopen(store)
-    sel = (slice(8, 24), slice(8, 24))  # inner chunks of each of 4 shards
-    assert np.array_equal(await arr.getitem(sel), data[sel])
-    assert store.held_until_data  # the other shards' chunks went out before its index came
-    assert_indexes_then_data(store.batches, 4)

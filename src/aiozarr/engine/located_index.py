@@ -32,21 +32,18 @@ import asyncio
 import contextlib
 import contextvars
 import weakref
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
-import anyio
 import numpy as np
 
 from aiozarr.codecs import ShardIndex, ShardLayout
 from aiozarr.engine.plan import ShardSelection, plan_shards
 from aiozarr.engine.stored_array import StoredArray
-from aiozarr.engine.streaming import landed as stream_landed
 from aiozarr.errors import StoreError
 from aiozarr.selection.indexing import ChunkProjection
 from aiozarr.storage.policy import KeyLocks, runtime_in_use
 from aiozarr.storage.protocol import (
-    Buffer,
     RangeRequest,
     Store,
     Version,
@@ -242,27 +239,13 @@ def check_version(located: LocatedIndex, key: str, version: Version | None) -> N
 async def shard_indexes(
     array: StoredArray, shards: Sequence[ShardSelection]
 ) -> dict[str, LocatedIndex | None]:
-    """The index of each of `shards` by key (None: the shard is missing), as
-    `indexes_as_they_land` reads them."""
-    indexes: dict[str, LocatedIndex | None] = {}
-    await indexes_as_they_land(array, shards, indexes.update)
-    return indexes
-
-
-async def indexes_as_they_land(
-    array: StoredArray,
-    shards: Sequence[ShardSelection],
-    landed: Callable[[dict[str, LocatedIndex | None]], None],
-) -> None:
-    """Hand `landed` the index of each of `shards` by key (None: the shard is missing)
-    as it comes: from the cache (`cached_index`) at once, else from a read of it
-    already on its way, else from one batch, burst by burst as its answers land (a
-    late index, the store's tail, holds back no other shard's chunks).
+    """The index of each of `shards` by key (None: the shard is missing): from the cache
+    (`cached_index`), else from a read of it already on its way, else from one batch.
 
     One read of an index at a time per shard: a burst of cold reads of one shard (a
     service's first requests for a slice) reads its index once, not once each.
     """
-    cached: dict[str, LocatedIndex | None] = {}
+    indexes: dict[str, LocatedIndex | None] = {}
     mine: list[ShardSelection] = []
     theirs: dict[str, asyncio.Future[LocatedIndex | None]] = {}
     loop = asyncio.get_running_loop()
@@ -270,9 +253,9 @@ async def indexes_as_they_land(
     wanted = {shard.key: shard for shard in shards}  # each shard once
     ours: dict[str, asyncio.Future[LocatedIndex | None]] = {}
     for key, shard in wanted.items():
-        found = cached_index(array, shard)
-        if found is not None:
-            cached[key] = found
+        cached = cached_index(array, shard)
+        if cached is not None:
+            indexes[key] = cached
             continue
         # A retry joins no read begun before it held the shard (that one may be stale);
         # nor can a read await a future of another event loop.
@@ -281,42 +264,20 @@ async def indexes_as_they_land(
             theirs[key] = pending
             continue
         mine.append(shard)
-    if cached:  # before any read is promised to later reads: `landed` may raise
-        landed(cached)
-    for shard in mine:
-        if shard.key not in loading:  # later reads of it join this one
-            loading[shard.key] = ours[shard.key] = loop.create_future()
-    joins = {pending: wanted[key] for key, pending in theirs.items()}
-    if not (mine and joins):  # the common case: no task group to run
-        if mine:
-            await _load(array, mine, landed, ours)
-        elif joins:
-            await _joined(array, joins, landed)
-        return
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_load, array, mine, landed, ours)
-        tg.start_soon(_joined, array, joins, landed)
-
-
-async def _joined(
-    array: StoredArray,
-    joins: dict[asyncio.Future[LocatedIndex | None], ShardSelection],
-    landed: Callable[[dict[str, LocatedIndex | None]], None],
-) -> None:
-    """The indexes other reads are reading (`joins`: each one's future and shard),
-    each handed to `landed` when it comes."""
-    while joins:
-        # their outcome, not their cancellation, is ours
-        done, _ = await asyncio.wait(joins, return_when=asyncio.FIRST_COMPLETED)
-        for pending in done:
-            shard = joins.pop(pending)
-            failed = pending.cancelled() or pending.exception() is not None
-            if failed or not _shows_staleness(pending.result(), shard):
-                # The read that loaded it failed or was cancelled, or began before a
-                # write may have stored what it says is missing: read it ourselves.
-                landed(await _fresh_indexes(array, [shard]))
-            else:
-                landed({shard.key: pending.result()})
+        if key not in loading:  # later reads of it join this one
+            loading[key] = ours[key] = loop.create_future()
+    if mine:
+        await _load(array, mine, indexes, ours)
+    for key, pending in theirs.items():
+        await asyncio.wait([pending])  # its outcome, not its cancellation, is ours
+        failed = pending.cancelled() or pending.exception() is not None
+        if failed or not _shows_staleness(pending.result(), wanted[key]):
+            # The read that loaded it failed or was cancelled, or began before a write
+            # may have stored what it says is missing: read it ourselves.
+            indexes.update(await _fresh_indexes(array, [wanted[key]]))
+        else:
+            indexes[key] = pending.result()
+    return indexes
 
 
 async def _fresh_indexes(
@@ -333,44 +294,30 @@ async def _fresh_indexes(
 async def _load(
     array: StoredArray,
     shards: list[ShardSelection],
-    landed: Callable[[dict[str, LocatedIndex | None]], None],
+    out: dict[str, LocatedIndex | None],
     ours: dict[str, asyncio.Future[LocatedIndex | None]],
 ) -> None:
-    """Read the indexes of `shards` in one batch, handing each burst of them to
-    `landed` and to the reads waiting for them on `ours` (or their failure, for them to
-    try again)."""
+    """Read the indexes of `shards` in one batch into `out`, and hand each to the reads
+    waiting for it on `ours` (or their failure, for them to try again)."""
     loading = array.index_loads
     store = array.store
-
-    def burst(answers: list[tuple[ShardSelection, Versioned | None]]) -> None:
-        found: dict[str, LocatedIndex | None] = {}
-        for shard, answer in answers:
-            key = shard.key
-            found[key] = (
-                None if answer is None else index_answered(array, key, shard.layout, answer)
-            )
-            pending = ours.pop(key, None)
-            if pending is not None:
-                if loading.get(key) is pending:
-                    del loading[key]
-                pending.set_result(found[key])
-        landed(found)
-
     try:
         if len(shards) == 1:  # the common case (a shard read in parts): no batch to run
-            shard = shards[0]
-            burst([(shard, await store.get_versioned(shard.key, shard.layout.index_range))])
-            return
-        requests = [RangeRequest(s.key, s.layout.index_range) for s in shards]
-        async with store.stream_versioned_values(requests) as answers:
-            async for first in answers:
-                burst([(shards[j], _versioned(d, v)) for j, d, v in stream_landed(first, answers)])
+            answers = [await store.get_versioned(shards[0].key, shards[0].layout.index_range)]
+        else:
+            answers = await store.get_versioned_values(
+                [RangeRequest(s.key, s.layout.index_range) for s in shards]
+            )
+        for shard, answer in zip(shards, answers, strict=True):
+            if answer is None:
+                out[shard.key] = None
+            else:
+                out[shard.key] = index_answered(array, shard.key, shard.layout, answer)
     finally:
-        for key, pending in ours.items():  # not read: their readers read it themselves
+        for key, pending in ours.items():
             if loading.get(key) is pending:
                 del loading[key]
-            pending.cancel()
-
-
-def _versioned(data: Buffer | None, version: Version | None) -> Versioned | None:
-    return None if data is None else (data, version)
+            if key in out:
+                pending.set_result(out[key])
+            else:
+                pending.cancel()

@@ -1,17 +1,16 @@
 """Run a read: plan -> locate -> fetch, decoding each answer as it lands -> scatter.
 
-Each stage works across every chunk of the selection (`engine/located.py` holds
+Each stage is one batch across every chunk of the selection (`engine/located.py` holds
 the record they pass on, a chunk located in the store):
 
 1. `plan_reads` (pure) says what can be fetched at once (chunks of an unsharded array,
    shards needed whole: one request each, index included) and which shards need their
    index first;
-2. one batch reads every shard index not cached (`indexes_as_they_land`), and `locate`
-   turns each shard and its index into located chunks as the index lands;
-3. a stream of requests fetches them (`_fetch_and_decode`; for shards, one per burst of
-   indexes landed: a late index holds back only its own shard's chunks), coalesced,
-   within the store's byte budget; each answer is decoded on the codec pool as it lands
-   and scattered into `out`.
+2. one batch reads every shard index not cached (`shard_indexes`), and `locate` turns
+   each shard and its index into located chunks;
+3. one stream of requests fetches them all (`_fetch_and_decode`), coalesced, within the
+   store's byte budget; each answer is decoded on the codec pool as it lands and
+   scattered into `out`.
 
 A large shard needed whole may instead be read in parts while few requests are in
 flight (`engine/parts_ahead.py`; how many requests of what size is the store's
@@ -50,7 +49,6 @@ from aiozarr.engine.located_index import (
     cached_index,
     forget_stale,
     index_answered,
-    indexes_as_they_land,
     shard_indexes,
     writers_kept_out,
 )
@@ -166,50 +164,18 @@ async def _fetch_at_once(reads: Reads, fetches: list[Fetch]) -> None:
 
 
 async def _read_indexed(reads: Reads, shards: list[ShardSelection]) -> None:
-    """Shards read by their index: one batch for the indexes not cached, and a stream
-    for the chunks of each burst of them as it lands."""
-    stale: list[str] = []
-    cached = {shard.key: cached_index(reads.array, shard) for shard in shards}
-    if None not in cached.values():  # a warm read: no index to wait for, no task group
-        located = _located(reads, shards, cached, stale)
-        if stale:
-            raise StaleIndexError(stale[0])
-        if located:
-            await _fetch_and_decode(reads, located)
-        return
-    by_key: dict[str, list[ShardSelection]] = {}
-    for shard in shards:
-        by_key.setdefault(shard.key, []).append(shard)
-    async with anyio.create_task_group() as tg:
-
-        def landed(indexes: dict[str, LocatedIndex | None]) -> None:
-            these = [shard for key in indexes for shard in by_key[key]]
-            located = _located(reads, these, indexes, stale)
-            if located:
-                tg.start_soon(_fetch_and_decode, reads, located)
-
-        await indexes_as_they_land(reads.array, shards, landed)
-        if stale:  # every stale shard forgotten at once, not a burst's per try
-            raise StaleIndexError(stale[0])
-
-
-def _located(
-    reads: Reads,
-    shards: Sequence[ShardSelection],
-    indexes: dict[str, LocatedIndex | None],
-    stale: list[str],
-) -> list[LocatedChunk]:
-    """The chunks `shards` locate with their `indexes`, those not stored filled now;
-    none once a shard the cache served chunks of is found rewritten (added to `stale`,
-    its cached chunks forgotten: the read starts over)."""
-    stale.extend(stale_pins(reads, indexes))
+    """Shards read by their index: one batch for the indexes not cached, then one
+    stream for every chunk they locate."""
+    indexes = await shard_indexes(reads.array, shards)
+    stale = stale_pins(reads, indexes)  # every one forgotten at once, not one per try
     if stale:
-        return []
+        raise StaleIndexError(stale[0])
     reads.missing.update(key for key, index in indexes.items() if index is None)
     located, missing = locate(shards, indexes, reads.settings.unbounded_value_bytes)
     for projection in missing:
         reads.fill(projection)
-    return located
+    if located:
+        await _fetch_and_decode(reads, located)
 
 
 async def _fetch_and_decode(reads: Reads, fetches: Sequence[Fetch]) -> None:
