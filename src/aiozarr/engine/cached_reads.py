@@ -133,7 +133,7 @@ def _one_version(
 ) -> None:
     """The chunks of shard `key` the cache serves (`hits[first:]`, of `needed`) and those
     left to read come from one version of it: the rest is read from `record`'s version
-    or the read starts over (`Reads.pinned`, `stale_pins`); a version that cannot be
+    or the read starts over (`Reads.pinned`, `check_pinned`); a version that cannot be
     asked for (`UNVERSIONED`) serves all of them or none (they go to `rest`), and served
     whole it is pinned too, so another selection of a `read_many` that reads the shard
     starts the read over without it (no version read can be `UNVERSIONED`)."""
@@ -161,6 +161,14 @@ def stale_pins(reads: Reads, indexes: dict[str, LocatedIndex | None]) -> list[st
     if stale and reads.cache is not None:
         reads.cache.cache.forget(*stale)
     return stale
+
+
+def check_pinned(reads: Reads, indexes: dict[str, LocatedIndex | None]) -> None:
+    """Raise `StaleIndexError` where `stale_pins` finds any: one read never mixes two
+    versions of a shard."""
+    stale = stale_pins(reads, indexes)
+    if stale:
+        raise StaleIndexError(stale[0])
 
 
 def check_answer(reads: Reads, key: str, data: object, version: object) -> None:

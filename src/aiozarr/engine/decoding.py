@@ -56,7 +56,7 @@ class Reads:
     #: the chunk cache as this read sees it (None: no cache), which keeps what is decoded
     cache: ReadSession | None = None
     #: shards some of whose chunks the cache served, by the version they came from: the
-    #: rest of each is read from that version or the read starts over (`stale_pins`);
+    #: rest of each is read from that version or the read starts over (`check_pinned`);
     #: and chunks the cache served (or revalidated with their new bytes), which the other
     #: selections of a `read_many` read from that version too
     pinned: dict[str, Version] = field(default_factory=dict)

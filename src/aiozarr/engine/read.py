@@ -29,7 +29,7 @@ from functools import partial
 import anyio
 import numpy as np
 
-from aiozarr.engine.cached_reads import check_answer, serve_cached, stale_pins
+from aiozarr.engine.cached_reads import check_answer, check_pinned, serve_cached
 from aiozarr.engine.decoding import DecodeJob, Reads, decode_one
 from aiozarr.engine.executor import READS, decodes_here
 from aiozarr.engine.freed_memory import FreedMemory
@@ -167,9 +167,7 @@ async def _read_indexed(reads: Reads, shards: list[ShardSelection]) -> None:
     """Shards read by their index: one batch for the indexes not cached, then one
     stream for every chunk they locate."""
     indexes = await shard_indexes(reads.array, shards)
-    stale = stale_pins(reads, indexes)  # every one forgotten at once, not one per try
-    if stale:
-        raise StaleIndexError(stale[0])
+    check_pinned(reads, indexes)
     reads.missing.update(key for key, index in indexes.items() if index is None)
     located, missing = locate(shards, indexes, reads.settings.unbounded_value_bytes)
     for projection in missing:
