@@ -245,7 +245,11 @@ class ShardLayout:
             raise CodecError(
                 f"shard {key!r}: index is {view.nbytes} bytes, expected {self.index_size}"
             )
-        table = self._to_array_axes(np.array(self.index_chain.decode(view, key), dtype=np.uint64))
+        try:
+            decoded = self.index_chain.decode(view)
+        except CodecError as error:  # the index's, not a chunk's: say so
+            raise type(error)(f"shard {key!r}: its index: {error}") from error
+        table = self._to_array_axes(np.array(decoded, dtype=np.uint64))
         table.flags.writeable = False
         index = ShardIndex(table)
         index.check_entries(key)
