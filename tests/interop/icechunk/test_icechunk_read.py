@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import numpy as np
@@ -282,3 +283,32 @@ def test_a_location_relative_to_a_named_container_is_read(tmp_path) -> None:
             lost[...]
     with pytest.raises(ReferenceTargetError, match=r"allowed_targets=\[" + repr(prefix)):
         aiozarr.open_array(tmp_path / "r", "v", mode="r")[...]  # the container allows nothing
+
+
+def test_a_chunk_key_encoding_named_by_a_string_reads_its_chunks(tmp_path) -> None:
+    """`"chunk_key_encoding": "v2"`, a name alone, is v2 with "." to the metadata layer,
+    which asks for chunk `0`; the repository's key grammar took it for `default` and
+    answered "no chunk": every chunk read as the fill value, with no error."""
+    icechunk = pytest.importorskip("icechunk")
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.sync import sync
+
+    np.arange(1, 7, dtype="<i4").tofile(tmp_path / "f.bin")
+    storage = icechunk.local_filesystem_storage(str(tmp_path / "r"))
+    session = icechunk.Repository.create(storage).writable_session("main")
+    zarr.create_array(
+        session.store, name="v", shape=(6,), chunks=(2,), dtype="<i4", compressors=None
+    )
+    stored = sync(session.store.get("v/zarr.json", default_buffer_prototype()))
+    document = json.loads(stored.to_bytes())
+    document["chunk_key_encoding"] = "v2"
+    encoded = default_buffer_prototype().buffer.from_bytes(json.dumps(document).encode())
+    sync(session.store.set("v/zarr.json", encoded))
+    location = f"file://{tmp_path}/f.bin"
+    refs = [icechunk.VirtualChunkSpec([i], location, 8 * i, 8) for i in range(3)]
+    session.store.set_virtual_refs("v", refs, validate_containers=False)
+    session.commit("a name alone")
+    options = {"allowed_targets": [str(tmp_path)]}
+    arr = aiozarr.open_array(tmp_path / "r", "v", mode="r", storage_options=options)
+    assert arr[...].tolist() == [1, 2, 3, 4, 5, 6]
+    assert arr.nchunks_initialized == 3

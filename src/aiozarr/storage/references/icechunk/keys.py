@@ -28,11 +28,14 @@ class ChunkKeys:
 
     @classmethod
     def of(cls, document: Mapping[str, Any]) -> ChunkKeys:
-        """The encoding of an array's `zarr.json`; unknown ones read as `default` with
-        `/` (the metadata layer refuses them when the array is opened)."""
+        """The encoding of an array's `zarr.json`, as an object or its name alone (`"v2"`,
+        which the metadata layer reads as `{"name": "v2"}`); unknown ones read as
+        `default` with `/` (the metadata layer refuses them when the array is opened)."""
         shape = document.get("shape")
         ndim = len(shape) if isinstance(shape, list) else 0
         value = document.get("chunk_key_encoding")
+        if isinstance(value, str):
+            value = {"name": value}
         if isinstance(value, Mapping) and value.get("name") in _DEFAULT_SEPARATOR:
             name = str(value["name"])
             config = value.get("configuration")
