@@ -126,9 +126,10 @@ def answer_of(
 class RangeSend:
     """One range GET sent: obstore's future of its headers, then of its body, each heard
     by a callback; `listener` is told what came (`answer` makes the bytes and version
-    of the headers and body)."""
+    of the headers and body). Once cancelled it hears nothing more and reads no body,
+    even where its headers had come and their callback was still to run."""
 
-    __slots__ = ("_answer", "_byte_range", "_future", "_key", "_listener", "_result")
+    __slots__ = ("_answer", "_byte_range", "_cancelled", "_future", "_key", "_listener", "_result")
 
     def __init__(
         self,
@@ -141,15 +142,23 @@ class RangeSend:
         self._key, self._byte_range, self._listener = key, byte_range, listener
         self._future, self._answer = future, answer
         self._result: Any = None
+        self._cancelled = False
         future.add_done_callback(self._headers)
 
     def cancel(self) -> None:
+        # A future already done takes no cancel: its callback, still to run, must not
+        # begin the body of a read that is over (a hedge's loser would move it all).
+        self._cancelled = True
+        self._result = None
         self._future.cancel()
 
     def _headers(self, future: Any) -> None:
         if future.cancelled():
             return
-        if (error := future.exception()) is not None:
+        error = future.exception()  # retrieved even when cancelled: never logged as lost
+        if self._cancelled:
+            return
+        if error is not None:
             self._listener.done(error)
             return
         self._result = future.result()
@@ -160,8 +169,11 @@ class RangeSend:
     def _body(self, future: Any) -> None:
         if future.cancelled():
             return
+        error = future.exception()
+        if self._cancelled:
+            return
         answer: Versioned | BaseException
-        if (error := future.exception()) is not None:
+        if error is not None:
             answer = error
         else:
             try:
