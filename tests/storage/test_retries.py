@@ -6,6 +6,7 @@ so each test checks what really went over the wire.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import replace
 from typing import Any
@@ -18,7 +19,7 @@ from tests.servers import FAST_RETRY, unique_prefix
 from aiozarr import config
 from aiozarr.byte_range import ByteRange
 from aiozarr.emulator import Emulator
-from aiozarr.errors import StoreError
+from aiozarr.errors import StoreError, WriteOutcomeUnknownError
 from aiozarr.storage.backends.memory import MemoryStore
 from aiozarr.storage.backends.object_store import ObjectStore
 from aiozarr.storage.opening.url import from_url
@@ -125,6 +126,25 @@ async def test_writes_and_deletes_are_retried(emulator: Emulator) -> None:
     await store.delete("w")
     assert await store.get("w") is None
     assert emulator.stats()["by_method"]["POST"] == 2
+
+
+async def test_a_conditional_write_whose_value_went_after_a_lost_answer_cannot_tell(
+    emulator: Emulator,
+) -> None:
+    # Its first try lands unseen; another writer deletes the value while the retry is
+    # held; the retry's 412 may be its own doing or not. The GET that looks for its
+    # bytes finds nothing: obstore's 404 (a built-in FileNotFoundError) escaped `set_if`.
+    store = await stored(emulator)
+    _, version = await store.get_versioned("k")
+    rule: dict[str, Any] = {"key_glob": "*k", "methods": ["PUT"], "count": 1}
+    emulator.inject("lost", **rule)
+    emulator.inject("late", **rule, delay_s=2.0)
+    writing = asyncio.ensure_future(store.set_if("k", b"mine", version))
+    while emulator.faults():  # the first try met `lost`, the retry is held
+        await asyncio.sleep(0.01)
+    await ObjectStore(store.obstore).delete("k")  # another writer, its own store
+    with pytest.raises(WriteOutcomeUnknownError, match="'k'"):
+        await writing
 
 
 async def test_head_is_retried(emulator: Emulator) -> None:

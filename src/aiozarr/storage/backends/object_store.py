@@ -523,15 +523,14 @@ class ObjectStore(ObjectListing, Store):
 
     async def _holds(self, key: str, data: memoryview) -> bool:
         """Whether the value at `key` is `data`, byte for byte (another size: its body
-        is not read, whatever size another writer gave it)."""
-        with self._errors("read", key):
-            try:
+        is not read, whatever size another writer gave it; gone: it does not)."""
+        try:
+            with self._errors("read", key):
                 result = await obstore.get_async(self._store, self._path(key))
-                if result.meta["size"] != data.nbytes:
-                    return False
-                return bytes(await result.bytes_async()) == data
-            except NotFoundError:
-                return False
+                same_size = result.meta["size"] == data.nbytes
+                return same_size and bytes(await result.bytes_async()) == data
+        except (FileNotFoundError, NotFoundError):  # obstore raises the built-in for a 404
+            return False
 
     async def delete(self, key: str) -> None:
         """Remove `key`; a missing key is not an error."""
