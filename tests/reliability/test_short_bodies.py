@@ -85,3 +85,24 @@ def test_a_range_always_answered_short_gives_up_naming_the_key(emulator: Emulato
         with pytest.raises(StoreError, match=r"'k'.*gave up after 3 attempts"):
             asyncio.run(store.get("k", ByteRange.last(100)))
         assert proxy.shortened == 3
+
+
+@pytest.mark.parametrize("kind", ["suffix", "offset", "bounded"])
+async def test_a_revalidation_answered_short_is_read_again(emulator: Emulator, kind: str) -> None:
+    # A cached value's conditional GET (If-None-Match) finds it changed: the new bytes,
+    # cut 4 short under a Content-Range naming the whole range, were taken as the value
+    # (a shard index revalidated so was then decoded as it came).
+    prefix = unique_prefix()
+    direct = _store(emulator, emulator.endpoint, prefix)
+    await direct.set("k", VALUE)
+    _, version = await direct.get_versioned("k")
+    new = os.urandom(1000)
+    await direct.set("k", new)
+    byte_range, expected = RANGES[kind]
+    with Proxy(emulator.endpoint, short_ranges=1).running() as proxy:
+        store = _store(emulator, proxy.endpoint, prefix)
+        answer = await store.get_if_changed("k", byte_range, version)
+        assert proxy.shortened == 1
+    assert isinstance(answer, tuple)
+    assert bytes(answer[0]) == new[expected]
+    assert store.stats()["retries"] == 1

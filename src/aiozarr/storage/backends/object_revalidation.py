@@ -16,7 +16,7 @@ from obstore.store import AzureStore
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.storage.backends import obstore_errors
-from aiozarr.storage.backends.object_ranges import check_encoding
+from aiozarr.storage.backends.object_ranges import checked_body
 from aiozarr.storage.policy.backend import ObjectVersion
 from aiozarr.storage.policy.retry import answer_began
 from aiozarr.storage.protocol import UNCHANGED, Store, Unchanged, Version, Versioned
@@ -58,11 +58,12 @@ async def read_if_changed(
             answer_began()
             if byte_range is None:
                 data = await store._body(key, result, 0, max_bytes)
-            else:
-                if store._http:
-                    check_encoding(key, result)
-                data = await result.bytes_async()
-            return data, store._version_of(result.meta)
+                return data, store._version_of(result.meta)
+            # A body cut short is a `ShortReadError` (retried), as a plain read's is.
+            if byte_range.length is None and byte_range.suffix is None:
+                data = await store._body(key, result, byte_range.offset, None)
+                return checked_body(key, byte_range, result, data), store._version_of(result.meta)
+            return store._range_answer(key, byte_range, result, await result.bytes_async())
     except Exception as exc:
         if obstore_errors.is_not_found(exc):
             return None
