@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Any
 
 from aiozarr.byte_range import ByteRange
@@ -43,17 +43,18 @@ class WholeReads:
         self.ignored = False
         self._lock = threading.Lock()
         # The whole reads in flight, each with the event loop whose task sends it.
-        self._in_flight: dict[str, tuple[concurrent.futures.Future[Any], object]] = {}
+        self._in_flight: dict[Hashable, tuple[concurrent.futures.Future[Any], object]] = {}
 
     def _after_fork(self) -> None:
         # The parent's reads in flight are not the child's; what the server does stays.
         self._lock = threading.Lock()
         self._in_flight = {}
 
-    async def read(self, key: str, fetch: Callable[[], Awaitable[Any]]) -> tuple[Any, bool]:
+    async def read(self, key: Hashable, fetch: Callable[[], Awaitable[Any]]) -> tuple[Any, bool]:
         """`(await fetch(), True)`, or, while another caller's `fetch` of `key` is in
         flight, `(its answer, False)`: the bytes did not move for this caller. Should
-        that read fail or be cancelled, this caller reads for itself."""
+        that read fail or be cancelled, this caller reads for itself. (`key` names what
+        is read: a value's key, with whatever else tells its answer apart.)"""
         loop = asyncio.get_running_loop()
         while True:
             with self._lock:
@@ -80,7 +81,7 @@ class WholeReads:
 
     async def slices(
         self,
-        key: str,
+        key: Hashable,
         byte_ranges: Sequence[ByteRange],
         fetch: Callable[[], Awaitable[Any]],
         statistics: RequestStats,
@@ -102,7 +103,7 @@ class WholeReads:
         statistics.count("bytes_read", (whole.nbytes if moved else 0) - returned)
         return parts, version
 
-    def _done(self, key: str, shared: concurrent.futures.Future[Any], answer: Any) -> None:
+    def _done(self, key: Hashable, shared: concurrent.futures.Future[Any], answer: Any) -> None:
         with self._lock:  # a read starting from now on sends its own GET
             self._in_flight.pop(key, None)
         shared.set_result(answer)
