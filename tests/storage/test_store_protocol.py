@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 import asyncio
 import dataclasses
+import gc
+import warnings
 from pathlib import Path
 
 import anyio
@@ -186,6 +188,42 @@ async def test_fan_in_raises_a_task_failure_as_itself() -> None:
             async for answer in answers:
                 seen.append(answer)
     assert not isinstance(info.value, BaseExceptionGroup)
+
+
+async def test_fan_in_leaves_no_coroutine_unawaited_when_a_spawn_comes_as_it_stops() -> None:
+    # The range pump hands a failed range on from an answer's callback: one coming as
+    # the batch stops for another task's failure cannot start, and its coroutine, made
+    # already, was dropped unawaited (a RuntimeWarning when collected).
+    loop = asyncio.get_running_loop()
+    refused: list[RuntimeError] = []
+
+    async def produce(emit: Emit, spawn: Spawn) -> None:
+        async def late() -> None:
+            pass
+
+        def from_a_callback() -> None:
+            try:
+                spawn(late)
+            except RuntimeError as exc:
+                refused.append(exc)
+
+        async def fail() -> None:
+            loop.call_soon(loop.call_soon, from_a_callback)  # once the group has heard
+            raise StoreError("cannot read 'k'")
+
+        spawn(fail)
+        await asyncio.Event().wait()
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(StoreError, match="'k'"):
+            async with fan_in(produce) as answers:
+                async for _ in answers:
+                    pass
+        assert refused  # it came too late to start
+        refused.clear()  # nor does its traceback hold the coroutine any longer
+        gc.collect()
+    assert not [w for w in caught if "never awaited" in str(w.message)]
 
 
 async def test_a_zip_member_batch_left_early_leaves_no_task(tmp_path: Path) -> None:

@@ -52,7 +52,12 @@ async def fan_in(
             async with asyncio.TaskGroup() as tasks:
 
                 def spawn(function: Callable[..., Awaitable[None]], *args: object) -> None:
-                    tasks.create_task(function(*args))  # type: ignore[arg-type]
+                    work = function(*args)
+                    try:
+                        tasks.create_task(work)  # type: ignore[arg-type]
+                    except RuntimeError:  # the group is stopping: the work never starts
+                        work.close()  # type: ignore[attr-defined]
+                        raise
 
                 await produce(answers.put, spawn)
         finally:
