@@ -1,16 +1,14 @@
 """`ObjectStore`: a `Store` over any obstore store (S3, GCS, Azure, HTTP, local, memory).
 
-After the base class has coalesced the ranges of a key, each range is one GET of its
-own (`obstore.get_async` with a range), run by the base class's request policy: a slot of the
-store's budget, a timeout, retries of just that range, hedging. Suffix reads (shard
-indexes) are one GET with `Range: bytes=-N`, never a HEAD first. Answers are obstore
-`Bytes`, handed on without a copy; a short answer is told clipped or cut from the
-value size and range the answer carries (cut: `ShortReadError`, retried), and its
-version is the ETag (and version id) it carries. A server found to ignore ranges is
-read whole, once per batch for all the ranges of a value (`storage/policy/whole_reads.py`).
-obstore's own retries are switched off (the store is rebuilt with `max_retries: 0`),
-so aiozarr's policy is the only one. Conditional writes are PUTs with `If-Match` /
-`If-None-Match: *` (obstore's put modes).
+Each coalesced range of a key is one GET (`obstore.get_async` with a range) under the
+base class's request policy: a budget slot, a timeout, retries of that range, hedging.
+Suffix reads (shard indexes) are one GET with `Range: bytes=-N`, never a HEAD first.
+Answers are obstore `Bytes`, handed on without a copy; a short answer is told clipped
+or cut from the size and range it carries (cut: `ShortReadError`, retried), and its
+version is its ETag (and version id). A server found to ignore ranges is read whole,
+once per batch for all the ranges of a value (`storage/policy/whole_reads.py`).
+obstore's own retries are off (rebuilt with `max_retries: 0`): aiozarr's policy is the
+only one. Conditional writes are PUTs with `If-Match` / `If-None-Match: *`.
 """
 
 from __future__ import annotations
@@ -296,11 +294,15 @@ class ObjectStore(ObjectListing, Store):
         """`byte_ranges` of `key` sliced from one whole read (`storage/policy/whole_reads.py`)."""
         runtime = self.runtime
         return await runtime.whole_reads.slices(
-            key,
+            self._whole_read_name(key),
             byte_ranges,
             lambda: self.read(key, None, max_bytes),
             runtime.statistics,
         )
+
+    def _whole_read_name(self, key: str) -> Hashable:
+        """The name under which whole reads of `key` share one GET (equal names only)."""
+        return key
 
     async def _body(self, key: str, result: Any, skip: int, max_bytes: int | None) -> Buffer:
         """The body of a whole-value (or offset-to-end, from `skip`) GET whose headers have
@@ -583,8 +585,7 @@ class ObjectStore(ObjectListing, Store):
         )
 
     def __hash__(self) -> int:
-        # Worked out once: a read looks its stores up by them (describing the obstore
-        # store took ~20 us), and neither the store nor the flag changes.
+        # Worked out once (a read looks stores up by it; describing one took ~20 us).
         if self._hash is None:
             self._hash = hash((ObjectStore, self._where, self.read_only))
         return self._hash

@@ -13,16 +13,15 @@ coalesce). Everything else is the wrapped store's: its client, budgets and retry
 from __future__ import annotations
 
 import datetime
-from collections.abc import Sequence
+from collections.abc import Hashable
 from typing import Any
 
 from obstore.exceptions import PreconditionError
 
-from aiozarr.byte_range import ByteRange
 from aiozarr.errors import SourceChangedError
 from aiozarr.storage.backends import obstore_errors
 from aiozarr.storage.backends.object_store import ObjectStore
-from aiozarr.storage.policy.backend import Buffer, ObjectVersion, Version
+from aiozarr.storage.policy.backend import ObjectVersion
 
 __all__ = ["ConditionalReads"]
 
@@ -62,19 +61,10 @@ class ConditionalReads(ObjectStore):
         condition = self._condition
         return super()._get_future(key, {**(options or {}), **condition} if condition else options)
 
-    async def _ranges_of_whole(
-        self, key: str, byte_ranges: Sequence[ByteRange], max_bytes: int | None
-    ) -> tuple[list[Buffer], Version | None] | None:
-        """As `ObjectStore`'s (a server that ignores ranges), the whole read shared only
-        with reads under this very condition: the runtime is the wrapped store's, and a
-        read of the key without it (or under another) may answer another version."""
-        runtime = self.runtime
-        return await runtime.whole_reads.slices(
-            (key, *self._condition.items()),
-            byte_ranges,
-            lambda: self.read(key, None, max_bytes),
-            runtime.statistics,
-        )
+    def _whole_read_name(self, key: str) -> Hashable:
+        # The runtime is the wrapped store's: a whole read of the key without this
+        # condition (or under another) may answer another version.
+        return (key, *self._condition.items())
 
     def _get_error(self, key: str, exc: BaseException) -> BaseException:
         condition = self._condition
