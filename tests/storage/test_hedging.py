@@ -222,6 +222,25 @@ async def test_a_flowing_body_is_not_raced_before_reads_of_its_size_are_known(
     assert emulator.stats()["requests"] == 1
 
 
+async def test_a_whole_value_is_not_raced_on_its_body_after_small_whole_values(
+    emulator: Emulator,
+) -> None:
+    # Whole values share one size class (their size is not known before the answer):
+    # the small documents read first tell no limit on a large one's body.
+    store = emulator_object_store(emulator)
+    await store.set_many([(f"m/{i}", b"{}" * 50) for i in range(40)] + [("big", DATA)])
+    with config.set(hedge_reads=False):  # no copy of theirs reaches the server later
+        for i in range(40):
+            await store.get(f"m/{i}")
+    assert store.runtime.statistics.latencies.p95(None) is not None
+    before = store.runtime.statistics.counts()["hedges_issued"]
+    emulator.reset_stats()
+    emulator.inject("slow", count=1, key_glob="*big", methods=["GET"], delay_s=1.0)
+    assert bytes(await store.get("big")) == DATA
+    assert store.runtime.statistics.counts()["hedges_issued"] == before
+    assert emulator.stats()["requests"] == 1
+
+
 async def test_a_failed_copy_is_sent_again_while_its_straggler_is_still_slow(
     emulator: Emulator,
 ) -> None:

@@ -445,7 +445,8 @@ def hedge_delays(
     slow first answer. A read not begun after twice the whole limit of its size is slow
     too (`_WHOLE_WAIT_MULTIPLE`). A read over `hedge_large_bytes`, or of a whole value
     (its size unknown), waits at least `hedge_large_min_delay_s` for its first byte: a
-    duplicate of it moves its bytes twice should the first answer then begin.
+    duplicate of it moves its bytes twice should the first answer then begin. A whole
+    value has no limit on the whole read: its size is not known before its answer.
     """
     floor = settings.hedge_min_delay_s
     if nbytes is None or nbytes > settings.hedge_large_bytes:
@@ -453,7 +454,10 @@ def hedge_delays(
     else:
         wait_floor = floor
     multiple = settings.hedge_p95_multiple
-    p95_whole = statistics.latencies.p95(nbytes)
+    # A whole value's size is not known before its answer: the reads of its size class
+    # are of every size (metadata documents and large chunks alike), so they tell no
+    # limit on the whole read; its wait's limit stands.
+    p95_whole = None if nbytes is None else statistics.latencies.p95(nbytes)
     whole = None if p95_whole is None else max(floor, multiple * p95_whole)
     if (p95_wait := statistics.first_bytes.p95(None)) is not None:
         wait: float | None = multiple * p95_wait
