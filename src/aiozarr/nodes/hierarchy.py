@@ -15,6 +15,8 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any, Literal
 
+import anyio
+
 from aiozarr import config
 from aiozarr.errors import (
     ConditionalWriteUnsupportedError,
@@ -393,10 +395,34 @@ async def write_node(store: Store, path: str, meta: Node, *, unfinished: bool = 
             f"an array or group was created at {path or '/'!r} in {store!r} by another "
             "writer meanwhile"
         )
-    # Only now: deleted before the claim, a `.zattrs` a winning creator wrote would go.
-    for key in stale:
-        await store.delete(key)
-    await store.set_many(docs.items())
+    try:
+        # Only now: deleted before the claim, a `.zattrs` a winning creator wrote would go.
+        for key in stale:
+            await store.delete(key)
+        await store.set_many(docs.items())
+    except BaseException as error:
+        with anyio.CancelScope(shield=True):
+            await _take_back(store, path, claim, docs, error)
+        raise
+
+
+async def _take_back(
+    store: Store, path: str, claim: str, docs: dict[str, bytes], error: BaseException
+) -> None:
+    """Delete the claim of a node whose other documents failed (or were cancelled), then
+    those documents: left, the node stood created without its attributes, and the
+    create run again raised `NodeExistsError`. Says on `error` what was left."""
+    try:
+        await store.delete(claim)
+    except Exception as undo:  # the store still refusing: say what stays
+        error.add_note(
+            f"the node at {path or '/'!r} stays created without {', '.join(docs)}: its "
+            f"{claim!r} could not be deleted again ({undo})"
+        )
+        return
+    error.add_note(f"nothing was created at {path or '/'!r}: its {claim!r} was deleted again")
+    with contextlib.suppress(Exception):  # not a node without its claim
+        await store.delete_many(docs)
 
 
 async def finish_node(store: Store, path: str, meta: Node) -> None:
