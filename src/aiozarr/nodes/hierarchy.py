@@ -53,6 +53,9 @@ DOCUMENT_NAMES: dict[int, frozenset[str]] = {
     3: frozenset((V3_KEY,)),
 }
 RESERVED_NAMES = DOCUMENT_NAMES[2] | DOCUMENT_NAMES[3]  # no node's name, in either format
+#: The documents that make a node one (its claim, written first, deleted first); the
+#: others (v2 `.zattrs`, `.zmetadata`) are no node without one.
+CLAIM_NAMES = frozenset((v2.ZARRAY, v2.ZGROUP, V3_KEY))
 
 
 class NodeLocation:

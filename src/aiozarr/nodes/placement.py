@@ -14,6 +14,7 @@ from aiozarr.errors import MetadataError, NodeExistsError, unwrap_group
 from aiozarr.metadata import formats
 from aiozarr.metadata.model import ArrayMetadata, GroupMetadata, Node
 from aiozarr.nodes.hierarchy import (
+    CLAIM_NAMES,
     RESERVED_NAMES,
     check_node_path,
     create_document,
@@ -111,12 +112,14 @@ async def prepare_node(
 
 
 async def _delete_under(store: Store, under: str) -> None:
-    """Delete every key starting with `under`, the node's own documents first: a delete
-    stopped part way (a killed process, a failed batch) leaves chunks no node holds,
-    never a node whose deleted chunks read as fill values. Its documents are named, not
-    listed (icechunk lists only the prefixes of nodes)."""
+    """Delete every key starting with `under`, the node's own documents first, and of
+    those its claims (`CLAIM_NAMES`) before the rest: a delete stopped part way (a
+    killed process, a failed batch) leaves documents and chunks no node holds, never a
+    node whose deleted chunks read as fill values, nor a v2 node without its `.zattrs`.
+    Its documents are named, not listed (icechunk lists only the prefixes of nodes)."""
     try:
-        await store.delete_many([under + name for name in sorted(RESERVED_NAMES)])
+        await store.delete_many([under + name for name in sorted(CLAIM_NAMES)])
+        await store.delete_many([under + name for name in sorted(RESERVED_NAMES - CLAIM_NAMES)])
         await store.delete_prefix(under)
     finally:  # a failed delete may have deleted some still
         forget_deleted(store, under)
