@@ -9,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 
 from aiozarr import config
-from aiozarr.engine.entry import CacheSettings, forget_deleted
+from aiozarr.engine.entry import CacheSettings
 from aiozarr.errors import (
     GroupNotFoundError,
     InvalidValueError,
@@ -268,10 +268,7 @@ class AsyncGroup(hierarchy.NodeLocation):
             raise ReadOnlyError(f"group {self.name} in {self._store!r} is read-only")
         if await self._open_member(name) is None:
             raise NodeNotFoundError(f"no member {name!r} in group {self.name} of {self._store!r}")
-        try:
-            await self._store.delete_prefix(self._child(name) + "/")
-        finally:  # a failed delete may have deleted some still
-            forget_deleted(self._store, self._child(name) + "/")
+        await placement.delete_under(self._store, self._child(name) + "/")
         # The snapshot as stored, not the handle's: another writer may have consolidated
         # the group since this handle was opened (`replaced_member` of a group without
         # one changes nothing, and nothing is written).

@@ -88,7 +88,7 @@ async def prepare_node(
         # The parents first: under an array, `under` holds its chunks (v3 "x/c/").
         found = await get_documents(store, parent_keys) if parents else []
         missing = await _missing_parents(store, path, parents, found, zarr_format)
-        await _delete_under(store, under)
+        await delete_under(store, under)
     else:
         node_keys = [k for writer in formats.writable() for k in writer.node_keys(path)]
         found = await get_documents(store, node_keys + parent_keys)
@@ -111,12 +111,14 @@ async def prepare_node(
                 tg.start_soon(_create_parent, store, parent, group, path)
 
 
-async def _delete_under(store: Store, under: str) -> None:
+async def delete_under(store: Store, under: str) -> None:
     """Delete every key starting with `under`, the node's own documents first, and of
     those its claims (`CLAIM_NAMES`) before the rest: a delete stopped part way (a
     killed process, a failed batch) leaves documents and chunks no node holds, never a
     node whose deleted chunks read as fill values, nor a v2 node without its `.zattrs`.
-    Its documents are named, not listed (icechunk lists only the prefixes of nodes)."""
+    Its documents are named, not listed (icechunk lists only the prefixes of nodes).
+    An object store deletes a prefix in batches in the listing's order, where a v3
+    array's `zarr.json` comes after its chunks (`del group[name]` uses this too)."""
     try:
         await store.delete_many([under + name for name in sorted(CLAIM_NAMES)])
         await store.delete_many([under + name for name in sorted(RESERVED_NAMES - CLAIM_NAMES)])
