@@ -25,6 +25,7 @@ docs/decisions/failure-model.md says why and what a reader sees.
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -234,6 +235,7 @@ async def _write_changed(
     fmt = formats.format_of(after)
     old, new = _documents(fmt, path, before), _documents(fmt, path, after)
     changed = {k: doc for k, doc in new.items() if old.get(k) != doc or read.get(k) is None}
+    changed.update(_behind(fmt.documents(path, after), new, read))
     gone = [k for k in old if k not in new]  # v2's `.zmetadata` of a snapshot dropped
     stale = [k for k in [*fmt.stale_keys(path, after), *gone] if read.get(k) is not None]
     if not changed and not stale:
@@ -253,6 +255,32 @@ async def _write_changed(
             await store.delete(key)
         else:  # an empty document, written on its condition, says what a delete would
             await _put(store, key, _EMPTY_ATTRIBUTES, read[key], conditional, claim)
+
+
+def _behind(
+    own: Mapping[str, bytes], new: Mapping[str, bytes], read: Mapping[str, Versioned | None]
+) -> dict[str, bytes]:
+    """The documents of `new` outside the node's `own` (v2's `.zmetadata`) whose stored
+    form says other than `new`: a change whose write of one failed after the node's own
+    documents were written left it behind them, and the same change run again, comparing
+    only what it read, found nothing to write (readers kept seeing the old attributes)."""
+    behind = {}
+    for key, doc in new.items():
+        answer = read.get(key)
+        if key in own or answer is None:
+            continue
+        if _canonical(bytes(answer[0])) != _canonical(doc):
+            behind[key] = doc
+    return behind
+
+
+def _canonical(doc: bytes) -> str | None:
+    """`doc` as JSON written one way (keys sorted; a NaN equal to a NaN); None where it
+    is not JSON."""
+    try:
+        return json.dumps(json.loads(doc), sort_keys=True)
+    except ValueError:
+        return None
 
 
 def _documents(fmt: Format, path: str, node: Node) -> dict[str, bytes]:
