@@ -38,3 +38,28 @@ async def test_a_member_delete_refused_after_its_first_batch_leaves_no_member(
     except NodeNotFoundError:
         return
     np.testing.assert_array_equal(await left.getitem(...), np.ones(1100, dtype="u1"))
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+async def test_a_member_delete_whose_snapshot_above_failed_finishes_when_run_again(
+    emulator: Emulator, s3: tuple[str, dict[str, Any]], zarr_format: int
+) -> None:
+    """The member is deleted, then taken out of its group's snapshot and of those above;
+    one above refused: run again, the delete found no member and raised, and the root's
+    snapshot listed it for good (read through it: fill values)."""
+    url, options = s3
+    root = await aiozarr.create_group_async(url, storage_options=options, zarr_format=zarr_format)
+    sub = await root.create_group("g")
+    arr = await sub.create_array("x", shape=(3,), dtype="i4", fill_value=0)
+    await arr.setitem(..., np.arange(1, 4, dtype="i4"))
+    await aiozarr.consolidate_metadata_async(url, storage_options=options)
+    sub = await aiozarr.open_group_async(url, path="g", storage_options=options, mode="r+")
+    snapshot = "*/.zmetadata" if zarr_format == 2 else "*.zarr/zarr.json"  # the root's
+    emulator.inject("status", status=403, count=1, key_glob=snapshot, methods=["PUT"])
+    with pytest.raises(StoreError):
+        await sub.delitem("x")
+    await sub.delitem("x")  # run again: finishes
+    with pytest.raises(NodeNotFoundError):
+        await sub.delitem("x")  # and again: there is none
+    reopened = await aiozarr.open_group_async(url, storage_options=options, mode="r")
+    assert await (await reopened.getitem("g")).array_keys() == []

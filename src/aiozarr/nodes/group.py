@@ -267,6 +267,11 @@ class AsyncGroup(hierarchy.NodeLocation):
         if not self._store.writable:
             raise ReadOnlyError(f"group {self.name} in {self._store!r} is read-only")
         if await self._open_member(name) is None:
+            # A delete whose update of a snapshot above failed is finished (not retried,
+            # it was listed there for good, read as fill values); else there is none.
+            path = self._child(name)
+            if await node_updates.replaced_in_snapshots(self._store, path, None, below=self._path):
+                return
             raise NodeNotFoundError(f"no member {name!r} in group {self.name} of {self._store!r}")
         await placement.delete_under(self._store, self._child(name) + "/")
         # The snapshot as stored, not the handle's: another writer may have consolidated

@@ -390,19 +390,23 @@ def replaced_member(member: str, node: Node | None) -> Apply[GroupMetadata]:
 
 async def replaced_in_snapshots(
     store: Store, path: str, node: Node | None, *, below: str | None = None
-) -> None:
+) -> bool:
     """Make every snapshot above `path` that lists the node there (or anything below it)
     list `node` in its place (None: the node was deleted), nearest first; with `below`,
     only the snapshots above that group. A node replaced (`overwrite=True`) or deleted
     has chunks of another layout, or none: a snapshot still listing the old metadata
-    read the new chunks through it (wrong values) or the deleted ones as fill values."""
+    read the new chunks through it (wrong values) or the deleted ones as fill values.
+    Returns whether any snapshot listed it."""
     above = path if below is None else below
     fmt = None if node is None else node.zarr_format  # a node's parents are of its format
     held = await snapshots_above(store, above, zarr_format=fmt, readable=True)
+    listed = False
     for group, meta in held.items():
         member = path[len(group) + 1 :] if group else path
         if meta.consolidated and any(_at_or_below(p, member) for p in meta.consolidated):
             await update_node(store, group, meta, replaced_member(member, node))
+            listed = True
+    return listed
 
 
 async def write_consolidated(
