@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -86,3 +88,72 @@ def test_a_store_that_does_not_read_inline_is_refused_before_planning() -> None:
         raise AssertionError("planned a read that is not done inline")
 
     assert engine_read.read_inline(counted.stored, plan, str) is None
+
+
+class _WriterHolding:
+    """A writer of this process in the middle of a read-modify-write of `keys`: a thread,
+    on its own event loop, holding their write locks in `store`'s lock table."""
+
+    def __init__(self, store: MemoryStore, keys: list[str]) -> None:
+        self.locks = store.runtime.locks
+        self._keys = keys
+        self.ready, self.release = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=asyncio.run, args=(self._hold(),), daemon=True)
+
+    async def _hold(self) -> None:
+        async with self.locks.hold(self._keys):
+            self.ready.set()
+            await asyncio.to_thread(self.release.wait)
+
+    def __enter__(self) -> _WriterHolding:
+        self.thread.start()
+        assert self.ready.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release.set()
+        self.thread.join(10)
+
+
+def _stale_reader() -> tuple[MemoryStore, aiozarr.Array]:
+    """A reader whose cached index of shard c/0 another handle's write made stale."""
+    memory = MemoryStore()
+    writer = aiozarr.create_array(
+        memory, shape=(8,), dtype="i4", chunks=(2,), shards=(4,), compressors=None
+    )
+    writer[...] = np.arange(8)
+    reader = aiozarr.open_array(memory)
+    assert reader[0:4].tolist() == [0, 1, 2, 3]  # its index of c/0 is cached
+    writer[0:4] = [10, 11, 12, 13]  # through another handle: that index is stale now
+    return memory, reader
+
+
+def test_a_stale_inline_read_retries_with_writers_kept_out() -> None:
+    """An inline read that meets a shard rewritten since its index was read tries again
+    holding the shard's write lock, as the awaited read does, so writers of this process
+    wait for it. It retried inline without it: 16 threads rewriting parts of one shard and
+    8 reading it failed reads with "rewritten while it was read, 5 times in a row"."""
+    memory, reader = _stale_reader()
+    result: list[np.ndarray] = []
+
+    def read() -> None:
+        result.append(asyncio.run(reader.async_array.getitem(slice(0, 4))))
+
+    with _WriterHolding(memory, ["c/0"]) as holding:
+        thread = threading.Thread(target=read, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 30  # a bound on a hang, far beyond any load
+        while not holding.locks.waiting("c/0") and thread.is_alive():
+            assert time.monotonic() < deadline, "the read neither waited nor ended"
+            time.sleep(0.001)
+        assert thread.is_alive(), "the stale read's retry did not wait for the writer"
+    thread.join(30)
+    assert result[0].tolist() == [10, 11, 12, 13]
+
+
+def test_a_stale_sync_read_is_retried_by_the_awaited_read() -> None:
+    """The sync facade's inline read hands a stale try to the awaited read (whose retries
+    keep writers out) rather than retrying on the calling thread, where it cannot wait."""
+    _, reader = _stale_reader()
+    assert reader.async_array.getitem_inline(slice(0, 4)) == (False, None)
+    assert reader[0:4].tolist() == [10, 11, 12, 13]

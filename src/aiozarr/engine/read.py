@@ -37,7 +37,9 @@ from aiozarr.engine.gathering import gathering
 from aiozarr.engine.located import (
     Fetch,
     LocatedChunk,
+    UnsizedSpanError,
     WholeShard,
+    WholeShardRefusedError,
     locate,
     plan_reads,
     refused_whole,
@@ -84,10 +86,14 @@ async def read(
         missing = await together.join(array, projections, out)
         if missing is not None:
             return missing
+    tried = 0
     if progress is None and reads_inline(array, len(projections)):
-        return _read_inline(array, projections, out)
+        missing = _read_inline(array, projections, out)
+        if missing is not None:
+            return missing
+        tried = 1  # its shard went stale: the awaited retries keep writers out
     with READS.counted() as alone:
-        return await _read_awaited(array, projections, out, progress, alone)
+        return await _read_awaited(array, projections, out, progress, alone, tried)
 
 
 async def _read_awaited(
@@ -96,15 +102,16 @@ async def _read_awaited(
     out: np.ndarray,
     progress: ProgressCallback | None,
     alone: bool,
+    tried: int = 0,
 ) -> frozenset[str]:
     """`read` through the store's awaited requests (`alone`: no other read in progress
-    in the process as it began)."""
+    in the process as it began; `tried`: the stale tries made already, inline)."""
     counter = ChunkProgress(len(projections), progress)
     settings = ReadSettings.of(array.store)
     memory = FreedMemory(out.nbytes)
     cache = None if array.chunk_cache is None else array.chunk_cache.session(array.read_grid)
     here = decodes_here(alone, len(projections) * array.read_chunk_nbytes)
-    for tries in range(1, STALE_RETRIES + 1):
+    for tries in range(tried + 1, STALE_RETRIES + 1):
         reads = Reads(array, out, counter, settings, memory, cache=cache, decode_here=here)
         try:
             async with writers_kept_out([(array, projections)], retry=tries > 1):
@@ -275,8 +282,8 @@ def read_inline(
     array: StoredArray, plan: Callable[[], Indexer], what: Callable[[], str]
 ) -> tuple[Indexer, np.ndarray] | None:
     """A selection read on the calling thread when `reads_inline` says it may be:
-    `(indexer, out)`, its plan and a new output holding the values; None, with nothing
-    read, when it may not (then `read` reads it).
+    `(indexer, out)`, its plan and a new output holding the values; None when it may
+    not, or when a shard went stale under it (then `read` reads it).
 
     `plan()` plans the selection; it is called only for a store that reads inline, so
     asking costs any other store no planning (the sync facade asks before every read).
@@ -289,24 +296,32 @@ def read_inline(
     if not reads_inline(array, len(indexer)):
         return None
     out = empty_output(indexer.shape, array.meta.dtype, what)
-    _read_inline(array, list(indexer), out)
+    if _read_inline(array, list(indexer), out) is None:
+        return None
     return indexer, out
 
 
 def _read_inline(
     array: StoredArray, projections: Sequence[ChunkProjection], out: np.ndarray
-) -> frozenset[str]:
+) -> frozenset[str] | None:
     """`read` on the calling thread, chunk after chunk: no task, no thread hop.
 
     Only for stores that `reads_inline` (values in memory), where each step of `read`
     would cost more in scheduling than in work. The plan is `read`'s; only the fetching
-    differs.
+    differs. None where a shard was rewritten under it: a retry must hold the writers'
+    locks of its shards (`writers_kept_out`), which only an awaited read can wait for;
+    retried here without them, threads of this process rewriting a shard staled every
+    try and the read failed ("rewritten while it was read, 5 times in a row"). A read
+    that starts over only to read another way (a shard by its index) does so here.
     """
     for tries in range(1, STALE_RETRIES + 1):
         try:
             return _read_inline_once(array, projections, out)
+        except (WholeShardRefusedError, UnsizedSpanError) as exc:
+            forget_stale(array, exc, tries)
         except StaleIndexError as exc:
             forget_stale(array, exc, tries)
+            return None
     raise AssertionError("unreachable: the last stale try raises")
 
 
