@@ -283,3 +283,22 @@ def test_child_is_not_blocked_by_cache_config_or_loop_locks_held_at_fork_time(
         portal._lock,
     ):
         _run_in_fork(child)
+
+
+def test_child_is_not_blocked_by_a_memory_store_write_held_at_fork_time() -> None:
+    """A MemoryStore's write lock (shared by the stores over one dict), held by a parent
+    thread's write as the fork landed, was inherited held: the child's first write to
+    its copy of the values hung."""
+    from aiozarr.storage.backends.memory import MemoryStore
+
+    store = MemoryStore()
+    arr = aiozarr.create_array(store, shape=(12,), dtype="i4", chunks=(4,))
+    arr[...] = VALUES
+
+    def child() -> None:
+        arr[:4] = -1
+        np.testing.assert_array_equal(arr[...], WRITTEN)
+
+    with store._lock:
+        _run_in_fork(child)
+    np.testing.assert_array_equal(arr[...], VALUES)  # the child's write was its own

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import threading
 import weakref
 from collections.abc import AsyncIterator, MutableMapping
 from dataclasses import replace
@@ -43,7 +42,8 @@ class _Versions:
     def __init__(self, data: MutableMapping[str, Buffer]) -> None:
         self.data = data  # held: its id names this table while the table lives
         self.numbers: dict[str, int] = {}
-        self.lock = threading.Lock()
+        # released in a forked child: a parent thread's write may hold it at fork time
+        self.lock = fork_safe.lock()
 
 
 _tables: weakref.WeakValueDictionary[int, _Versions] = weakref.WeakValueDictionary()
@@ -300,7 +300,7 @@ class MemoryStore(Store):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state, _lock=threading.Lock(), _table=None)
+        self.__dict__.update(state, _lock=fork_safe.lock(), _table=None)
 
 
 def _unpickled(
