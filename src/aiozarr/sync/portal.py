@@ -153,9 +153,11 @@ _loop: _Loop | None = None
 
 def _get_loop(stale: _Loop | None = None) -> _Loop:
     """This process's running loop: started on first use, after `fork` (the parent's
-    thread does not exist in the child) and when the loop died or is `stale`."""
+    thread does not exist in the child) and when the loop died or is `stale`. Once exit
+    began, `_start_loop` looks at the caller first: a loop a later exit handler started
+    is no thread's that the exit found running."""
     loop = _loop
-    if loop is not None and loop is not stale and loop.running:
+    if loop is not None and loop is not stale and loop.running and _left_at_exit is None:
         return loop
     return _start_loop(stale)
 
