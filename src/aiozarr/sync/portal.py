@@ -198,6 +198,22 @@ def _start(call: _Call) -> concurrent.futures.Future[Any]:
         return _get_loop(stale=loop).submit(call)
 
 
+#: Whether a wait of `_native_threads_out` ran out (a native thread that stays in Python).
+_native_threads_stay = False
+
+
+def _native_threads_out() -> None:
+    """After a call made once aiozarr's exit handler ran (by an exit handler that runs
+    after it): wait until obstore's threads have left Python, as that handler's own
+    wait (`obstore_exit`) did for the calls before it. The interpreter may finalize as
+    soon as this call returns, and a tokio thread still handing over an answer then
+    aborted the process (SIGABRT, after the call had succeeded). A wait that ran out
+    is not repeated (a native thread of another library that stays in Python)."""
+    global _native_threads_stay
+    if _left_at_exit is not None and not _native_threads_stay:
+        _native_threads_stay = not obstore_exit.wait_for_native_threads()
+
+
 def _run_here(call: _Call) -> concurrent.futures.Future[Any]:
     """`call` run to its end on the calling thread, in an event loop of its own: at
     interpreter exit, once the loop thread is gone and no new thread may start (an exit
@@ -335,6 +351,8 @@ def run(
                 f"sync_timeout_s={settings.sync_timeout_s}; it was cancelled"
             ) from None
         raise
+    finally:
+        _native_threads_out()
     _park_if_abandoned(call)
     if isinstance(result, _Raised):
         raise result.error
