@@ -11,16 +11,15 @@ of credentials is never handed to a store opened with others.
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections.abc import Mapping
 from typing import Any
 
-from aiozarr import config
+from aiozarr import config, fork_safe
 from aiozarr.byte_cache import LRUByteCache
 
 __all__ = ["kept_files", "repository_scope"]
 
-_lock = threading.Lock()
+_lock = fork_safe.lock()  # released in a forked child: a parent thread may hold it
 _kept: LRUByteCache | None = None
 
 

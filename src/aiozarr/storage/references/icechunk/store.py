@@ -23,11 +23,11 @@ import asyncio
 import datetime
 import json
 import os
-import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
 
+from aiozarr import fork_safe
 from aiozarr.errors import (
     InvalidKeyError,
     MetadataError,
@@ -521,8 +521,8 @@ class IcechunkStore(ReferenceStore):
 
 
 #: Held while a store takes the snapshot it indexed (a moment; shared, so that a store
-#: pickles without a lock of its own).
-_FIRST_INDEX = threading.Lock()
+#: pickles without a lock of its own); released in a forked child.
+_FIRST_INDEX = fork_safe.lock()
 #: The characters of icechunk's snapshot ids (Crockford base 32, as written).
 _CROCKFORD = frozenset("0123456789ABCDEFGHJKMNPQRSTVWXYZ")
 #: The characters a spec-1 repository on local disk keeps as they are in a ref's name.
