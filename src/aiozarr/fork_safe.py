@@ -1,4 +1,4 @@
-"""Locks a forked child gets released.
+"""Locks (and reentrant locks) a forked child gets released.
 
 A lock another thread of the parent held at `fork` stays held in the child, where that
 thread does not exist: the child's first call that takes it waits forever (a read whose
@@ -15,7 +15,7 @@ import threading
 import weakref
 from typing import Any
 
-__all__ = ["lock"]
+__all__ = ["lock", "rlock"]
 
 _locks: weakref.WeakSet[Any] = weakref.WeakSet()
 
@@ -23,6 +23,13 @@ _locks: weakref.WeakSet[Any] = weakref.WeakSet()
 def lock() -> threading.Lock:
     """A new lock, released in every child forked from this process."""
     made = threading.Lock()
+    _locks.add(made)
+    return made
+
+
+def rlock() -> threading.RLock:
+    """A new reentrant lock, released in every child forked from this process."""
+    made = threading.RLock()
     _locks.add(made)
     return made
 

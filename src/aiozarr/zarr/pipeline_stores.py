@@ -16,10 +16,10 @@ its budgets, statistics and write locks are shared by every array read through i
 
 from __future__ import annotations
 
-import threading
 import weakref
 from typing import Any
 
+from aiozarr import fork_safe
 from aiozarr.storage.protocol import Store
 
 __all__ = ["aiozarr_store_for"]
@@ -29,7 +29,8 @@ __all__ = ["aiozarr_store_for"]
 #: by identity; an obstore-backed one by its obstore store's, so that zarr stores made
 #: afresh around one obstore store (a store per open) share one client.
 _made: dict[tuple[int, bool], tuple[weakref.ref[Any], Store]] = {}
-_lock = threading.RLock()  # a weak reference's callback may run inside it
+# a weak reference's callback may run inside it; released in a forked child
+_lock = fork_safe.rlock()
 
 
 def aiozarr_store_for(zarr_store: Any) -> Store | None:
