@@ -11,16 +11,15 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
-import signal
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 import numpy as np
 import pytest
+from tests.forking import CHILD_DEADLINE_S, run_in_fork, wait_for_child
 
 import aiozarr
 from aiozarr.emulator import Emulator
@@ -33,45 +32,8 @@ pytestmark = [
     pytest.mark.timeout(120),
 ]
 
-CHILD_DEADLINE_S = 20.0
 VALUES = np.arange(12, dtype="i4")
 WRITTEN = np.where(VALUES < 4, -1, VALUES)  # after the child's write of arr[:4] = -1
-
-
-def _run_in_fork(work: Callable[[], None], deadline: float = CHILD_DEADLINE_S) -> None:
-    """Run `work()` in an `os.fork()` child; fail with its error, or when it hangs."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never return into pytest
-        status = 1
-        try:
-            os.close(read_end)
-            work()
-            status = 0
-        except BaseException as error:
-            os.write(write_end, f"{type(error).__name__}: {error}".encode()[:4000])
-        finally:
-            os._exit(status)
-    os.close(write_end)
-    try:
-        status = _wait(pid, deadline)
-        message = os.read(read_end, 4096).decode(errors="replace")
-    finally:
-        os.close(read_end)
-    assert status == 0, f"the forked child failed: {message}"
-
-
-def _wait(pid: int, deadline: float) -> int:
-    """The child's exit code; kill it and fail if it runs past `deadline` seconds."""
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(0.02)
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    pytest.fail(f"the forked child hung: no exit within {deadline} s")
 
 
 def _reads_and_writes(url: str, options: dict[str, Any] | None, inherited: Any) -> None:
@@ -95,7 +57,7 @@ def local_array(tmp_path: Path) -> Iterator[tuple[str, aiozarr.Array]]:
 
 def test_os_fork_child_reads_after_parent_sync_calls(local_array) -> None:
     url, arr = local_array
-    _run_in_fork(lambda: _reads_and_writes(url, None, arr))
+    run_in_fork(lambda: _reads_and_writes(url, None, arr))
     np.testing.assert_array_equal(arr[...], WRITTEN)  # and the parent's loop still serves
 
 
@@ -159,7 +121,7 @@ def test_child_is_not_blocked_by_slots_and_write_locks_a_parent_thread_holds(
 
     with _Holder(store, ["c/0", "c/1", "c/2"]):
         assert store.budget.inflight == 4
-        _run_in_fork(child)
+        run_in_fork(child)
     assert store.budget.inflight == 0
     np.testing.assert_array_equal(arr[...], WRITTEN)
 
@@ -178,7 +140,7 @@ def test_child_is_not_blocked_by_a_budget_lock_held_at_fork_time(tmp_path: Path)
         statistics._lock,
         statistics.latencies._lock,
     ):
-        _run_in_fork(lambda: _reads_and_writes(str(tmp_path / "a.zarr"), None, arr))
+        run_in_fork(lambda: _reads_and_writes(str(tmp_path / "a.zarr"), None, arr))
     np.testing.assert_array_equal(arr[...], WRITTEN)
 
 
@@ -189,7 +151,7 @@ def test_child_builds_its_own_obstore_client(emulator: Emulator) -> None:
     def child() -> None:
         assert from_url(url, storage_options=options).obstore is not parent_client
 
-    _run_in_fork(child)
+    run_in_fork(child)
 
 
 def test_os_fork_child_of_an_s3_user_fails_at_once_naming_spawn(emulator: Emulator) -> None:
@@ -204,7 +166,7 @@ def test_os_fork_child_of_an_s3_user_fails_at_once_naming_spawn(emulator: Emulat
         with pytest.raises(aiozarr.errors.StoreError, match="spawn"):
             aiozarr.open_array(url, storage_options=options)[...]
 
-    _run_in_fork(child, deadline=10)
+    run_in_fork(child, deadline=10)
 
 
 def test_child_does_not_keep_a_directory_lock_a_parent_thread_held(
@@ -246,7 +208,7 @@ def test_child_does_not_keep_a_directory_lock_a_parent_thread_held(
             os.close(fd)
     finally:
         os.write(go_write, b"x")
-        _wait(pid, CHILD_DEADLINE_S)
+        wait_for_child(pid)
         for fd in (go_read, go_write, ready_read, ready_write):
             os.close(fd)
 
@@ -282,7 +244,7 @@ def test_child_is_not_blocked_by_cache_config_or_loop_locks_held_at_fork_time(
         config._base_lock,
         portal._lock,
     ):
-        _run_in_fork(child)
+        run_in_fork(child)
 
 
 def test_child_is_not_blocked_by_a_memory_store_write_held_at_fork_time() -> None:
@@ -300,5 +262,5 @@ def test_child_is_not_blocked_by_a_memory_store_write_held_at_fork_time() -> Non
         np.testing.assert_array_equal(arr[...], WRITTEN)
 
     with store._lock:
-        _run_in_fork(child)
+        run_in_fork(child)
     np.testing.assert_array_equal(arr[...], VALUES)  # the child's write was its own

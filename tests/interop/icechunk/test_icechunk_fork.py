@@ -6,11 +6,10 @@ locks, inherited held, and the child hung on its first read."""
 from __future__ import annotations
 
 import os
-import signal
-import time
 
 import numpy as np
 import pytest
+from tests.forking import run_in_fork
 from tests.interop.icechunk.generate import Written
 
 import aiozarr
@@ -22,27 +21,13 @@ pytestmark = [
     pytest.mark.timeout(120),
 ]
 
-CHILD_DEADLINE_S = 20.0
-
 
 def test_a_child_forked_while_the_locks_were_held_reads(written: Written) -> None:
     expected = np.arange(9) * 1000
-    with kept._lock, icechunk_store._FIRST_INDEX:
-        pid = os.fork()
-        if pid == 0:  # the child: never return into pytest
-            ok = False
-            try:
-                read = aiozarr.open_array(written.path, "late", mode="r")[...]
-                ok = read.tolist() == expected.tolist()
-            finally:
-                os._exit(0 if ok else 1)
-    end = time.monotonic() + CHILD_DEADLINE_S
-    while time.monotonic() < end:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            assert os.waitstatus_to_exitcode(status) == 0, "the child read wrong values"
-            return
-        time.sleep(0.02)
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    pytest.fail(f"the forked child hung: no exit within {CHILD_DEADLINE_S} s")
+    with kept._lock, icechunk_store._FIRST_INDEX:  # held as the child is forked
+
+        def child() -> None:
+            read = aiozarr.open_array(written.path, "late", mode="r")[...]
+            np.testing.assert_array_equal(read, expected)
+
+        run_in_fork(child)
