@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+import warnings
 from collections.abc import Callable
 
 import pytest
@@ -17,7 +18,9 @@ CHILD_DEADLINE_S = 20.0
 def run_in_fork(work: Callable[[], None], deadline: float = CHILD_DEADLINE_S) -> None:
     """Run `work()` in an `os.fork()` child; fail with its error, or when it hangs."""
     read_end, write_end = os.pipe()
-    pid = os.fork()
+    with warnings.catch_warnings():  # a threaded parent is what these tests fork
+        warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12's word on it
+        pid = os.fork()
     if pid == 0:  # the child: never return into pytest
         status = 1
         try:
