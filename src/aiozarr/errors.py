@@ -206,6 +206,11 @@ class SyncDeadlockError(SyncInLoopError):
     budget that a task of that loop holds: it can never run while the call blocks it."""
 
 
+class SyncTimeoutError(AiozarrError, TimeoutError):
+    """A sync call did not finish within the `sync_timeout_s` setting; it was cancelled
+    (the message names the call and the setting)."""
+
+
 class MissingExtraError(AiozarrError, ModuleNotFoundError):
     """A part of aiozarr needs a package that is not installed; the message names the
     extra that installs it (`pip install 'aiozarr[zarr]'`)."""

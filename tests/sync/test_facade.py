@@ -18,7 +18,7 @@ import pytest
 import aiozarr
 from aiozarr import sync
 from aiozarr.engine import executor
-from aiozarr.errors import SyncInLoopError
+from aiozarr.errors import SyncInLoopError, SyncTimeoutError
 from aiozarr.nodes.array import AsyncArray
 from aiozarr.nodes.group import AsyncGroup
 from aiozarr.storage.backends.memory import MemoryStore
@@ -222,9 +222,12 @@ def test_timeout_cancels_the_task() -> None:
     arr = aiozarr.create_array(store, shape=(4,), dtype="f8", chunks=(4,))
     arr[:] = 2.0
     store.slow = True
-    with aiozarr.config.set(sync_timeout_s=0.2), pytest.raises(TimeoutError):
+    with aiozarr.config.set(sync_timeout_s=0.2), pytest.raises(TimeoutError) as raised:
         arr[:]
     assert store.cancelled.wait(60)
+    # aiozarr's error, and the built-in one code written for it catches
+    assert isinstance(raised.value, SyncTimeoutError)
+    assert "sync_timeout_s=0.2" in str(raised.value)
 
 
 def test_arrays_pickle_into_a_fresh_process() -> None:

@@ -29,7 +29,7 @@ import anyio
 
 from aiozarr import config, fork_safe
 from aiozarr.engine.entry import gather
-from aiozarr.errors import SyncInLoopError, UnsupportedError
+from aiozarr.errors import SyncInLoopError, SyncTimeoutError, UnsupportedError
 from aiozarr.storage.backends import obstore_exit
 from aiozarr.storage.policy.locks import blocking
 
@@ -346,7 +346,7 @@ def run(
         if future is not None:
             _settle(future)
         if isinstance(error, TimeoutError) and future is not None:
-            raise TimeoutError(
+            raise SyncTimeoutError(
                 f"{getattr(fn, '__qualname__', fn)} did not finish within "
                 f"sync_timeout_s={settings.sync_timeout_s}; it was cancelled"
             ) from None
