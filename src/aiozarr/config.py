@@ -183,8 +183,9 @@ class Config:
     # folder that is not Zarr (`/etc`) is not read as an empty group. The 2020 draft
     # format keeps its implicit groups either way.
     implicit_groups: bool = False
-    # How long a sync-facade call may block before it is cancelled (None: no limit; a
-    # finite number > 0 of seconds, and infinity is taken as None).
+    # How long a sync-facade call may block before it is cancelled and raises
+    # `SyncTimeoutError` (None: no limit; a finite number > 0 of seconds, and infinity
+    # is taken as None).
     sync_timeout_s: float | None = None
     # Whether the sync API's background event loop is uvloop's (where uvloop is
     # installed: a dependency but on Windows) rather than asyncio's. Each store answer
