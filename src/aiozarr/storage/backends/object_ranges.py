@@ -61,11 +61,15 @@ def http_version(meta: Any) -> Version | None:
     return kind(e_tag, meta.get("version"), modified, meta.get("size"))
 
 
-def range_options(byte_range: ByteRange) -> dict[str, Any]:
-    """obstore's options for a bounded or suffix range."""
+def range_options(byte_range: ByteRange | None) -> dict[str, Any]:
+    """obstore's options for `byte_range`: bounded, a suffix, or from an offset to the
+    end (None: the whole value, no options)."""
+    if byte_range is None:
+        return {}
     if byte_range.suffix is not None:
         return {"range": {"suffix": byte_range.suffix}}
-    assert byte_range.length is not None
+    if byte_range.length is None:
+        return {"range": {"offset": byte_range.offset}}
     return {"range": (byte_range.offset, byte_range.offset + byte_range.length)}
 
 

@@ -16,23 +16,12 @@ from obstore.store import AzureStore
 
 from aiozarr.byte_range import ByteRange
 from aiozarr.storage.backends import obstore_errors
-from aiozarr.storage.backends.object_ranges import checked_body
+from aiozarr.storage.backends.object_ranges import range_options
 from aiozarr.storage.policy.backend import ObjectVersion
 from aiozarr.storage.policy.retry import answer_began
 from aiozarr.storage.protocol import UNCHANGED, Store, Unchanged, Version, Versioned
 
 __all__ = ["read_if_changed"]
-
-
-def _range_option(byte_range: ByteRange | None) -> Any:
-    """obstore's `range` option for `byte_range` (None: the whole value)."""
-    if byte_range is None:
-        return None
-    if byte_range.suffix is not None:
-        return {"suffix": byte_range.suffix}
-    if byte_range.length is None:
-        return {"offset": byte_range.offset}
-    return (byte_range.offset, byte_range.offset + byte_range.length)
 
 
 async def read_if_changed(
@@ -46,9 +35,7 @@ async def read_if_changed(
     )
     if tag is None or empty or azure_suffix:
         return await Store.read_if_changed(store, key, byte_range, version, max_bytes)
-    options: dict[str, Any] = {"if_none_match": tag}
-    if byte_range is not None:
-        options["range"] = _range_option(byte_range)
+    options: dict[str, Any] = {"if_none_match": tag, **range_options(byte_range)}
     try:
         with store._errors("read", key):
             try:
@@ -56,14 +43,7 @@ async def read_if_changed(
             except NotModifiedError:
                 return UNCHANGED
             answer_began()
-            if byte_range is None:
-                data = await store._body(key, result, 0, max_bytes)
-                return data, store._version_of(result.meta)
-            # A body cut short is a `ShortReadError` (retried), as a plain read's is.
-            if byte_range.length is None and byte_range.suffix is None:
-                data = await store._body(key, result, byte_range.offset, None)
-                return checked_body(key, byte_range, result, data), store._version_of(result.meta)
-            return store._range_answer(key, byte_range, result, await result.bytes_async())
+            return await store._answer(key, byte_range, result, max_bytes)
     except Exception as exc:
         if obstore_errors.is_not_found(exc):
             return None

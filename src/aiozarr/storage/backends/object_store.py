@@ -245,8 +245,7 @@ class ObjectStore(ObjectListing, Store):
         if cause is not None and cause.bad_range:  # nothing there: a clipped read
             return await self._past_end(key, byte_range)
         if cause is not None and cause.not_partial and byte_range is not None:
-            # The server sent the whole value (refused unread): read it whole, once
-            # for every range of it asked for meanwhile, and remember it does.
+            # The whole value came (refused unread): read whole, once for every range.
             answer = await self._ranges_of_whole(key, [byte_range], max_bytes)
             return None if answer is None else (answer[0][0], answer[1])
         if cause is not None and cause.short_range:
@@ -348,24 +347,25 @@ class ObjectStore(ObjectListing, Store):
     async def _fetch(
         self, key: str, byte_range: ByteRange | None, max_bytes: int | None = None
     ) -> Versioned:
-        store = self._store
-        if byte_range is None:
-            result = await self._get(key)
-            answer_began()
-            return await self._body(key, result, 0, max_bytes), self._version_of(result.meta)
-        if byte_range.length == 0 or byte_range.suffix == 0:  # HTTP cannot ask for 0 bytes
-            meta = await obstore.head_async(store, self._path(key))
+        if byte_range is not None and 0 in (byte_range.length, byte_range.suffix):
+            meta = await obstore.head_async(self._store, self._path(key))  # HTTP asks no 0
             return memoryview(b""), self._version_of(meta)
-        if byte_range.suffix is not None:
-            if isinstance(store, AzureStore):
-                return await self._azure_suffix(key, byte_range.suffix)
-        elif byte_range.length is None:
-            result = await self._get(key, {"range": {"offset": byte_range.offset}})
-            answer_began()
-            data = await self._body(key, result, byte_range.offset, None)
-            return checked_body(key, byte_range, result, data), self._version_of(result.meta)
+        suffix = None if byte_range is None else byte_range.suffix
+        if suffix is not None and isinstance(self._store, AzureStore):
+            return await self._azure_suffix(key, suffix)
         result = await self._get(key, range_options(byte_range))
         answer_began()
+        return await self._answer(key, byte_range, result, max_bytes)
+
+    async def _answer(
+        self, key: str, byte_range: ByteRange | None, result: Any, max_bytes: int | None
+    ) -> Versioned:
+        """The bytes and version of a GET of `byte_range` whose headers have come."""
+        if byte_range is None:
+            return await self._body(key, result, 0, max_bytes), self._version_of(result.meta)
+        if byte_range.length is None and byte_range.suffix is None:  # offset to the end
+            data = await self._body(key, result, byte_range.offset, None)
+            return checked_body(key, byte_range, result, data), self._version_of(result.meta)
         return self._range_answer(key, byte_range, result, await result.bytes_async())
 
     async def _azure_suffix(self, key: str, suffix: int) -> Versioned:
