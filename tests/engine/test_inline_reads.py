@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pytest
+from tests.held_in_a_thread import HeldInAThread
 
 import aiozarr
 from aiozarr.engine import entry as engine
@@ -90,31 +91,6 @@ def test_a_store_that_does_not_read_inline_is_refused_before_planning() -> None:
     assert engine_read.read_inline(counted.stored, plan, str) is None
 
 
-class _WriterHolding:
-    """A writer of this process in the middle of a read-modify-write of `keys`: a thread,
-    on its own event loop, holding their write locks in `store`'s lock table."""
-
-    def __init__(self, store: MemoryStore, keys: list[str]) -> None:
-        self.locks = store.runtime.locks
-        self._keys = keys
-        self.ready, self.release = threading.Event(), threading.Event()
-        self.thread = threading.Thread(target=asyncio.run, args=(self._hold(),), daemon=True)
-
-    async def _hold(self) -> None:
-        async with self.locks.hold(self._keys):
-            self.ready.set()
-            await asyncio.to_thread(self.release.wait)
-
-    def __enter__(self) -> _WriterHolding:
-        self.thread.start()
-        assert self.ready.wait(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release.set()
-        self.thread.join(10)
-
-
 def _stale_reader() -> tuple[MemoryStore, aiozarr.Array]:
     """A reader whose cached index of shard c/0 another handle's write made stale."""
     memory = MemoryStore()
@@ -139,11 +115,12 @@ def test_a_stale_inline_read_retries_with_writers_kept_out() -> None:
     def read() -> None:
         result.append(asyncio.run(reader.async_array.getitem(slice(0, 4))))
 
-    with _WriterHolding(memory, ["c/0"]) as holding:
+    locks = memory.runtime.locks  # a writer of this process mid-change of shard c/0
+    with HeldInAThread(lambda: locks.hold(["c/0"])):
         thread = threading.Thread(target=read, daemon=True)
         thread.start()
         deadline = time.monotonic() + 30  # a bound on a hang, far beyond any load
-        while not holding.locks.waiting("c/0") and thread.is_alive():
+        while not locks.waiting("c/0") and thread.is_alive():
             assert time.monotonic() < deadline, "the read neither waited nor ended"
             time.sleep(0.001)
         assert thread.is_alive(), "the stale read's retry did not wait for the writer"

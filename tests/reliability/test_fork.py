@@ -9,17 +9,18 @@ Each child runs with a deadline: a hang kills it and fails the test instead of h
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio.to_thread
 import numpy as np
 import pytest
 from tests.forking import CHILD_DEADLINE_S, run_in_fork, wait_for_child
+from tests.held_in_a_thread import HeldInAThread
 
 import aiozarr
 from aiozarr.emulator import Emulator
@@ -78,32 +79,17 @@ def test_multiprocessing_fork_child_reads_after_parent_sync_calls(local_array) -
     np.testing.assert_array_equal(arr[...], WRITTEN)
 
 
-class _Holder:
-    """A parent thread, on its own event loop, holding every request slot of `store` and
-    the write lock of every chunk of the array at the store's root."""
-
-    def __init__(self, store: Store, keys: list[str]) -> None:
-        self._store, self._keys = store, keys
-        self.ready, self.release = threading.Event(), threading.Event()
-        self.thread = threading.Thread(target=asyncio.run, args=(self._hold(),), daemon=True)
-
-    async def _hold(self) -> None:
-        budget = self._store.budget
-        taken = [await budget.acquire() for _ in range(budget.limit)]
-        async with self._store.runtime.locks.hold(self._keys):
-            self.ready.set()
-            await anyio.to_thread.run_sync(self.release.wait)
+@contextlib.asynccontextmanager
+async def _slots_and_locks(store: Store, keys: list[str]) -> AsyncIterator[None]:
+    """Every request slot of `store` and the write locks of `keys`, held."""
+    budget = store.budget
+    taken = [await budget.acquire() for _ in range(budget.limit)]
+    try:
+        async with store.runtime.locks.hold(keys):
+            yield
+    finally:
         for _ in taken:
             budget.release()
-
-    def __enter__(self) -> _Holder:
-        self.thread.start()
-        assert self.ready.wait(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release.set()
-        self.thread.join(10)
 
 
 def test_child_is_not_blocked_by_slots_and_write_locks_a_parent_thread_holds(
@@ -119,7 +105,7 @@ def test_child_is_not_blocked_by_slots_and_write_locks_a_parent_thread_holds(
         assert arr[:4].tolist() == [-1] * 4
         assert store.budget.inflight == 0  # the parent's requests are not the child's
 
-    with _Holder(store, ["c/0", "c/1", "c/2"]):
+    with HeldInAThread(lambda: _slots_and_locks(store, ["c/0", "c/1", "c/2"])):
         assert store.budget.inflight == 4
         run_in_fork(child)
     assert store.budget.inflight == 0
